@@ -1,0 +1,173 @@
+// Reads a model (preset file or inline object) from Hugging Face config.json fields.
+// HF names differ per family (n_routed_experts / num_experts / num_local_experts, the
+// MoE layer pattern keys); they are normalized here into workload::ModelConfig. HF
+// fields that do not change performance are accepted and ignored, so a real
+// config.json can be pasted; anything else unknown is an error.
+#include <array>
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+
+namespace moesim::config {
+namespace {
+
+struct ModelType {
+  std::string_view name;
+  bool qk_layernorm;  // per-head q/k RMSNorm (Qwen3)
+  bool mixtral_ffn;   // expert FFN size is intermediate_size (Mixtral)
+};
+
+constexpr std::array<ModelType, 8> kModelTypes{{
+    {"deepseek_v3", false, false},
+    {"deepseek_v2", false, false},
+    {"qwen3_moe", true, false},
+    {"qwen3", true, false},
+    {"qwen2_moe", false, false},
+    {"mixtral", false, true},
+    {"llama", false, false},
+    {"mistral", false, false},
+}};
+
+const ModelType& model_type(const Node& n) {
+  const std::string t = n.as_string();
+  for (const auto& mt : kModelTypes)
+    if (mt.name == t) return mt;
+  std::vector<std::string_view> names;
+  for (const auto& mt : kModelTypes) names.push_back(mt.name);
+  n.fail(fmt::format("unknown model_type '{}'; known: {}", t, fmt::join(names, ", ")));
+}
+
+constexpr std::int64_t kBig = std::int64_t{1} << 24;
+
+// The first of several alias keys that is present; two present is an error.
+std::optional<Node> one_alias(Object& o, std::initializer_list<std::string_view> keys) {
+  std::optional<Node> found;
+  for (auto k : keys) {
+    if (auto n = o.get(k)) {
+      if (found) n->fail(fmt::format("'{}' and '{}' both give the expert count; keep one",
+                                     found->path(), n->path()));
+      found = n;
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+workload::ModelConfig read_model(const Node& node) {
+  workload::ModelConfig m;
+  read_object(node, [&](Object& o) {
+    m.name = o.string_or("name", "inline");
+    o.ignore({"description"});
+    m.source = o.string_or("source", "");
+    const ModelType& type = model_type(o.req("model_type"));
+    m.model_type = std::string(type.name);
+
+    m.hidden_size = o.req("hidden_size").as_int(1, kBig);
+    m.num_layers = o.req("num_hidden_layers").as_int(1, 100000);
+    m.num_heads = o.req("num_attention_heads").as_int(1, 65536);
+    m.num_kv_heads = o.int_or("num_key_value_heads", m.num_heads, 1, m.num_heads);
+    if (m.num_heads % m.num_kv_heads != 0)
+      o.get("num_key_value_heads")
+          ->fail(fmt::format("{} attention heads are not divisible into {} key-value groups",
+                             m.num_heads, m.num_kv_heads));
+    m.head_dim = o.int_or("head_dim", m.hidden_size / m.num_heads, 1, kBig);
+    m.vocab_size = o.req("vocab_size").as_int(1, std::int64_t{1} << 30);
+    m.tie_word_embeddings = o.bool_or("tie_word_embeddings", false);
+    m.qk_layernorm = o.bool_or("qk_layernorm", type.qk_layernorm);
+    m.gated_linear_unit = o.bool_or("gated_linear_unit", true);
+    m.native_mtp_layers = o.int_or("num_nextn_predict_layers", 0, 0, 64);
+
+    if (auto kv = o.get("kv_lora_rank")) {
+      m.attention = workload::AttentionKind::mla;
+      m.num_kv_heads = m.num_heads;
+      m.mla.kv_lora_rank = kv->as_int(1, kBig);
+      if (auto q = o.get("q_lora_rank"); q && !q->json().is_null())
+        m.mla.q_lora_rank = q->as_int(1, kBig);
+      m.mla.qk_nope_head_dim = o.req("qk_nope_head_dim").as_int(1, kBig);
+      m.mla.qk_rope_head_dim = o.req("qk_rope_head_dim").as_int(1, kBig);
+      m.mla.v_head_dim = o.req("v_head_dim").as_int(1, kBig);
+    }
+
+    const auto experts = one_alias(o, {"n_routed_experts", "num_experts", "num_local_experts"});
+    m.num_experts = experts ? experts->as_int(0, 1 << 20) : 0;
+    const auto inter = o.get("intermediate_size");
+    if (m.num_experts > 0) {
+      m.topk = o.req("num_experts_per_tok").as_int(1, m.num_experts);
+      if (type.mixtral_ffn) {
+        if (!inter) o.req("intermediate_size");
+        m.moe_ffn_hidden_size = inter->as_int(1, kBig);
+      } else {
+        m.moe_ffn_hidden_size = o.req("moe_intermediate_size").as_int(1, kBig);
+        if (inter) m.ffn_hidden_size = inter->as_int(1, kBig);
+      }
+      const auto n_shared = o.get("n_shared_experts");
+      const auto shared_size = o.get("shared_expert_intermediate_size");
+      if (n_shared && shared_size)
+        shared_size->fail("give either n_shared_experts or shared_expert_intermediate_size");
+      if (n_shared && !n_shared->json().is_null())
+        m.shared_expert_ffn_hidden_size = n_shared->as_int(0, 64) * m.moe_ffn_hidden_size;
+      if (shared_size) m.shared_expert_ffn_hidden_size = shared_size->as_int(0, kBig);
+
+      m.router_scoring = o.string_or("scoring_func", "softmax");
+      if (m.router_scoring != "softmax" && m.router_scoring != "sigmoid")
+        o.get("scoring_func")->fail("unknown scoring_func; known: softmax, sigmoid");
+      m.router_groups = o.int_or("n_group", 0, 0, m.num_experts);
+      m.router_topk_groups = o.int_or("topk_group", 0, 0, std::max<std::int64_t>(m.router_groups, 0));
+      if (m.router_groups > 0 && m.num_experts % m.router_groups != 0)
+        o.get("n_group")->fail(fmt::format("{} experts are not divisible into {} groups",
+                                           m.num_experts, m.router_groups));
+    } else {
+      m.ffn_hidden_size = o.req("intermediate_size").as_int(1, kBig);
+      o.ignore({"num_experts_per_tok", "moe_intermediate_size", "n_shared_experts",
+                "shared_expert_intermediate_size", "scoring_func", "n_group", "topk_group"});
+    }
+
+    // Which decoder layers are MoE. Megatron-style list (moe_layer_freq: [0,0,1,...]),
+    // DeepSeek (first_k_dense_replace, moe_layer_freq N), Qwen (decoder_sparse_step,
+    // mlp_only_layers), else every layer when the model has experts.
+    m.moe_layer.assign(static_cast<std::size_t>(m.num_layers), m.num_experts > 0);
+    const std::int64_t first_dense = o.int_or("first_k_dense_replace", 0, 0, m.num_layers);
+    std::int64_t freq = 1;
+    bool explicit_list = false;
+    if (auto f = o.get("moe_layer_freq")) {
+      explicit_list = f->json().is_array();
+      if (explicit_list) {
+        if (f->json().size() != static_cast<std::size_t>(m.num_layers))
+          f->fail(fmt::format("lists {} layers; the model has {}", f->json().size(), m.num_layers));
+        std::size_t i = 0;
+        f->for_each_element([&](const Node& e) { m.moe_layer[i++] = e.as_int(0, 1) == 1; });
+      } else {
+        freq = f->as_int(1, m.num_layers);
+      }
+    }
+    const std::int64_t sparse_step = o.int_or("decoder_sparse_step", 1, 1, m.num_layers);
+    std::vector<std::int64_t> mlp_only;
+    if (auto mo = o.get("mlp_only_layers"))
+      mo->for_each_element([&](const Node& e) { mlp_only.push_back(e.as_int(0, m.num_layers - 1)); });
+    if (m.num_experts > 0 && !explicit_list) {
+      for (std::int64_t i = 0; i < m.num_layers; ++i) {
+        bool moe = i >= first_dense && (i - first_dense) % freq == 0 && (i + 1) % sparse_step == 0;
+        for (auto d : mlp_only) moe = moe && d != i;
+        m.moe_layer[static_cast<std::size_t>(i)] = moe;
+      }
+    }
+    if (m.num_experts > 0 && m.num_dense_layers() > 0 && m.ffn_hidden_size == 0)
+      (inter ? *inter : node).fail("dense layers need intermediate_size");
+
+    // HF fields with no effect on step time or memory in this model.
+    o.ignore({"architectures", "attention_bias", "attention_dropout", "auto_map", "bos_token_id",
+              "eos_token_id", "pad_token_id", "hidden_act", "initializer_range",
+              "max_position_embeddings", "max_window_layers", "pretraining_tp", "rms_norm_eps",
+              "rope_scaling", "rope_theta", "routed_scaling_factor", "norm_topk_prob",
+              "topk_method", "torch_dtype", "transformers_version", "use_cache",
+              "use_sliding_window", "sliding_window", "aux_loss_alpha", "seq_aux", "ep_size",
+              "output_router_logits", "router_aux_loss_coef", "router_jitter_noise",
+              "quantization_config", "mlp_bias", "head_dim_original", "rope_interleave",
+              "tie_word_embeddings"});
+  });
+  return m;
+}
+
+}  // namespace moesim::config

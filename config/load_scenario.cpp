@@ -1,0 +1,397 @@
+// Reads and validates a scenario file (shared/design/SCENARIO_FORMAT.md). Sections are
+// read strictly (unknown keys refused); then the cross-field rules of Megatron-Core are
+// checked, each reported at the JSON path of the setting to change.
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+#include "config/presets.hpp"
+
+namespace moesim::config {
+
+const sim_core::NameTable<MeasuredMetric>& measured_metric_names() {
+  static constexpr std::array<sim_core::NameEntry<MeasuredMetric>, 3> kEntries{{
+      {MeasuredMetric::tflops_per_gpu, "tflops_per_gpu", "Megatron-accounted TFLOPS per GPU"},
+      {MeasuredMetric::step_time_s, "step_time_s", "seconds per training step"},
+      {MeasuredMetric::tokens_per_s_per_gpu, "tokens_per_s_per_gpu", "tokens per second per GPU"},
+  }};
+  static constexpr sim_core::NameTable<MeasuredMetric> kTable{kEntries};
+  return kTable;
+}
+
+namespace {
+
+using schedules::ScheduleKind;
+using workload::CudaGraphScope;
+using workload::RecomputeModule;
+
+constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxDegree = 65536;
+
+class ScenarioReader {
+ public:
+  ScenarioReader(const Json& j, const std::string& file)
+      : file_(std::make_shared<const std::string>(file)), root_(j, "", file_) {}
+
+  Scenario read() {
+    sc_.file = *file_;
+    read_object(root_, [&](Object& o) {
+      sc_.name = o.req("name").as_string();
+      sc_.description = o.string_or("description", "");
+      {
+        const auto r = detail::resolve_preset_or_inline(o.req("system"), PresetKind::system);
+        sc_.system = read_system(*r.node);
+      }
+      sc_.gpus = o.req("gpus").as_int(1, kMaxGpus);
+      {
+        const auto r = detail::resolve_preset_or_inline(o.req("model"), PresetKind::model);
+        sc_.model = read_model(*r.node);
+        if (o.req("model").json().is_string()) sc_.model.name = o.req("model").as_string();
+      }
+      training(o.req("training"));
+      parallelism(o.get("parallelism"));
+      framework(o.get("framework"));
+      stack(o.get("stack"));
+      routing(o.get("routing"));
+      measured(o.get("measured"));
+      placement(o.get("placement"));
+    });
+    return std::move(sc_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& path, const std::string& msg) const {
+    throw InputError(*file_, path, msg);
+  }
+
+  void training(const Node& n) {
+    auto& t = sc_.training;
+    read_object(n, [&](Object& o) {
+      t.seq_length = o.req("seq_length").as_int(1, std::int64_t{1} << 22);
+      t.micro_batch_size = o.req("micro_batch_size").as_int(1, std::int64_t{1} << 16);
+      t.global_batch_size = o.req("global_batch_size").as_int(1, std::int64_t{1} << 30);
+      if (auto p = o.get("precision"))
+        t.precision = p->as_enum(workload::precision_names(), "precision");
+      t.mtp_layers = o.int_or("mtp_layers", 0, 0, 16);
+      if (auto td = o.get("token_drop"))
+        read_object(*td, [&](Object& d) {
+          t.capacity_factor = d.req("capacity_factor").as_number(0.01, 1000);
+        });
+    });
+    const auto dtype = workload::gemm_dtype(t.precision);
+    if (!sc_.system.gpu.supports(dtype)) {
+      std::vector<std::string_view> have;
+      for (const auto& [d, p] : sc_.system.gpu.dense_tflops)
+        have.push_back(hw_models::dtype_names().name(d));
+      fail("training.precision",
+           fmt::format("{} needs {} Tensor Core support, which {} ({}) does not have; its "
+                       "dense peaks are for: {}",
+                       workload::precision_names().name(t.precision),
+                       hw_models::dtype_names().name(dtype), sc_.system.gpu.name,
+                       hw_models::gpu_arch_names().name(sc_.system.gpu.arch), fmt::join(have, ", ")));
+    }
+  }
+
+  void parallelism(const std::optional<Node>& n) {
+    auto& p = sc_.parallelism;
+    const auto& m = sc_.model;
+    std::optional<bool> sp_requested;
+    std::optional<ScheduleKind> schedule;
+    bool vpp_given = false;
+    if (n) {
+      read_object(*n, [&](Object& o) {
+        p.tp = o.int_or("tp", 1, 1, kMaxDegree);
+        p.pp = o.int_or("pp", 1, 1, kMaxDegree);
+        vpp_given = o.has("vpp");
+        p.vpp = o.int_or("vpp", 1, 1, kMaxDegree);
+        p.ep = o.int_or("ep", 1, 1, kMaxDegree);
+        p.etp = o.int_or("etp", 1, 1, kMaxDegree);
+        p.cp = o.int_or("cp", 1, 1, kMaxDegree);
+        if (auto sp = o.get("sequence_parallel")) sp_requested = sp->as_bool();
+        sc_.pp_layout_text = o.string_or("pp_layout", "");
+        if (auto s = o.get("pipeline_schedule"))
+          schedule = s->as_enum(schedules::schedule_names(), "pipeline schedule");
+        p.fsdp = o.bool_or("fsdp", false);
+      });
+    }
+
+    // Dense layers: gpus = tp x cp x dp x pp.
+    const std::int64_t model_parallel = p.tp * p.pp * p.cp;
+    if (sc_.gpus % model_parallel != 0)
+      fail("gpus", fmt::format("{} GPUs are not divisible by tp x pp x cp = {} x {} x {} = {}",
+                               sc_.gpus, p.tp, p.pp, p.cp, model_parallel));
+    p.dp = sc_.gpus / model_parallel;
+    // Expert layers fold EP x ETP out of the tp x cp x dp ranks of each pipeline stage.
+    const std::int64_t stage_gpus = sc_.gpus / p.pp;
+    if (stage_gpus % (p.ep * p.etp) != 0)
+      fail("parallelism.ep",
+           fmt::format("ep x etp = {} x {} = {} does not divide the {} GPUs of a pipeline stage "
+                       "(gpus / pp)",
+                       p.ep, p.etp, p.ep * p.etp, stage_gpus));
+    p.expert_dp = stage_gpus / (p.ep * p.etp);
+    if (!m.is_moe() && p.ep > 1)
+      fail("parallelism.ep", fmt::format("model '{}' has no experts; ep must be 1", m.name));
+    if (!m.is_moe() && p.etp > 1)
+      fail("parallelism.etp", fmt::format("model '{}' has no experts; etp must be 1", m.name));
+    if (m.is_moe() && m.num_experts % p.ep != 0)
+      fail("parallelism.ep",
+           fmt::format("{} experts are not divisible by ep={}", m.num_experts, p.ep));
+    if (m.is_moe() && m.moe_ffn_hidden_size % p.etp != 0)
+      fail("parallelism.etp", fmt::format("expert FFN size {} is not divisible by etp={}",
+                                          m.moe_ffn_hidden_size, p.etp));
+    if (m.num_heads % p.tp != 0)
+      fail("parallelism.tp",
+           fmt::format("{} attention heads are not divisible by tp={}", m.num_heads, p.tp));
+    if (m.attention == workload::AttentionKind::gqa && m.num_kv_heads % p.tp != 0)
+      fail("parallelism.tp", fmt::format("{} key-value groups are not divisible by tp={}",
+                                         m.num_kv_heads, p.tp));
+    if (m.num_dense_layers() > 0 && m.ffn_hidden_size % p.tp != 0)
+      fail("parallelism.tp", fmt::format("dense FFN size {} is not divisible by tp={}",
+                                         m.ffn_hidden_size, p.tp));
+    if (p.cp > 1 && sc_.training.seq_length % (2 * p.cp) != 0)
+      fail("parallelism.cp",
+           fmt::format("seq_length {} is not divisible by 2 x cp = {} (causal load balancing)",
+                       sc_.training.seq_length, 2 * p.cp));
+    // Megatron: sequence parallelism defaults on with TP and is required with TP + EP.
+    const bool sp = sp_requested.value_or(p.tp > 1);
+    if (p.tp > 1 && m.is_moe() && !sp)
+      fail("parallelism.sequence_parallel",
+           "Megatron-Core requires sequence parallelism when MoE runs with tp > 1");
+    p.sequence_parallel = sp && p.tp > 1;
+
+    const auto& t = sc_.training;
+    if (t.global_batch_size % (t.micro_batch_size * p.dp) != 0)
+      fail("training.global_batch_size",
+           fmt::format("{} is not divisible by micro_batch_size x dp = {} x {} = {}",
+                       t.global_batch_size, t.micro_batch_size, p.dp, t.micro_batch_size * p.dp));
+    p.num_microbatches = t.global_batch_size / (t.micro_batch_size * p.dp);
+
+    layout(vpp_given);
+    pipeline_schedule(schedule);
+  }
+
+  void layout(bool vpp_given) {
+    auto& p = sc_.parallelism;
+    if (!sc_.pp_layout_text.empty()) {
+      try {
+        sc_.layout = schedules::PipelineLayout::parse(sc_.pp_layout_text, static_cast<int>(p.pp));
+      } catch (const schedules::LayoutError& e) {
+        fail("parallelism.pp_layout", e.what());
+      }
+      if (!vpp_given) p.vpp = sc_.layout.vpp();  // Megatron infers vpp from the layout
+      if (sc_.layout.vpp() != p.vpp)
+        fail("parallelism.vpp",
+             fmt::format("pp_layout has {} virtual stages = pp {} x vpp {}, but vpp is {}",
+                         sc_.layout.stages().size(), p.pp, sc_.layout.vpp(), p.vpp));
+      const auto t = sc_.layout.count(schedules::LayoutItemKind::decoder);
+      if (t != sc_.model.num_layers)
+        fail("parallelism.pp_layout",
+             fmt::format("pp_layout places {} decoder layers 't'; model '{}' has {}", t,
+                         sc_.model.name, sc_.model.num_layers));
+      const auto mtp = sc_.layout.count(schedules::LayoutItemKind::mtp);
+      if (mtp != sc_.training.mtp_layers)
+        fail("parallelism.pp_layout",
+             fmt::format("pp_layout places {} MTP layers 'm'; training.mtp_layers is {}", mtp,
+                         sc_.training.mtp_layers));
+    } else {
+      try {
+        sc_.layout = schedules::PipelineLayout::even(sc_.model.num_layers, sc_.training.mtp_layers,
+                                                     static_cast<int>(p.pp), static_cast<int>(p.vpp));
+      } catch (const schedules::LayoutError& e) {
+        fail(p.vpp > 1 ? "parallelism.vpp" : "parallelism.pp", e.what());
+      }
+    }
+    if (p.vpp > 1 && p.pp == 1)
+      fail("parallelism.vpp", "virtual pipeline stages (vpp > 1) need pp > 1");
+  }
+
+  void pipeline_schedule(std::optional<ScheduleKind> given) {
+    const auto& p = sc_.parallelism;
+    const ScheduleKind s =
+        given.value_or(p.vpp > 1 ? ScheduleKind::interleaved_1f1b : ScheduleKind::one_f_one_b);
+    sc_.pipeline_schedule = s;
+    const std::string name(schedules::schedule_names().name(s));
+    const char* path = "parallelism.pipeline_schedule";
+    switch (s) {
+      case ScheduleKind::interleaved_1f1b:
+        if (p.vpp < 2) fail(path, "interleaved-1f1b needs vpp > 1");
+        break;
+      case ScheduleKind::one_f_one_b:
+      case ScheduleKind::zb_h1:
+        if (p.vpp != 1) fail(path, fmt::format("{} runs one chunk per rank; vpp must be 1", name));
+        break;
+      case ScheduleKind::dualpipe:
+      case ScheduleKind::dualpipev:
+        // DualPipe (deepseek-ai/DualPipe): an even number of ranks and at least 2 x ranks
+        // microbatches. DualPipe mirrors one chunk per rank (vpp 1); DualPipeV splits the
+        // model into 2 x pp stages in a V (vpp 2).
+        if (s == ScheduleKind::dualpipe && p.pp % 2 != 0)
+          fail(path, fmt::format("dualpipe needs an even pp; pp is {}", p.pp));
+        if (p.vpp != (s == ScheduleKind::dualpipe ? 1 : 2))
+          fail(path, fmt::format("{} needs vpp = {}", name, s == ScheduleKind::dualpipe ? 1 : 2));
+        if (p.num_microbatches < 2 * p.pp)
+          fail(path, fmt::format("{} needs at least 2 x pp = {} microbatches per step; this "
+                                 "scenario has {}",
+                                 name, 2 * p.pp, p.num_microbatches));
+        break;
+    }
+  }
+
+  void framework(const std::optional<Node>& n) {
+    auto& f = sc_.framework;
+    const bool fp8 = sc_.training.precision != workload::Precision::bf16;
+    f.fp8_param_gather = fp8;
+    std::optional<std::int64_t> sms;
+    if (n) {
+      read_object(*n, [&](Object& o) {
+        if (auto d = o.get("dispatcher")) {
+          f.dispatcher = d->as_enum(hw_models::dispatcher_names(), "dispatcher");
+          if (!sc_.model.is_moe() && (f.dispatcher == hw_models::Dispatcher::deepep ||
+                                      f.dispatcher == hw_models::Dispatcher::hybridep))
+            d->fail(fmt::format("model '{}' has no experts to dispatch", sc_.model.name));
+        }
+        if (auto s = o.get("dispatcher_sms"))
+          sms = s->as_int(1, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1);
+        f.moe_a2a_overlap = o.bool_or("moe_a2a_overlap", false);
+        if (auto g = o.get("cuda_graph_scope")) {
+          f.cuda_graph_scope = g->as_enum_list(workload::cuda_graph_scope_names(), "CUDA graph scope");
+          if (f.cuda_graph_scope.size() > 1 &&
+              std::find(f.cuda_graph_scope.begin(), f.cuda_graph_scope.end(),
+                        CudaGraphScope::full_iteration) != f.cuda_graph_scope.end())
+            g->fail("full_iteration captures everything and must be the only scope");
+        } else {
+          f.cuda_graph_scope = {CudaGraphScope::attn, CudaGraphScope::moe_router,
+                                CudaGraphScope::moe_preprocess};
+        }
+        if (auto r = o.get("recompute_modules")) {
+          f.recompute_modules = r->as_enum_list(workload::recompute_module_names(), "recompute module");
+          std::size_t i = 0;
+          r->for_each_element([&](const Node& e) {
+            const auto mod = f.recompute_modules[i++];
+            if (mod == RecomputeModule::full && f.recompute_modules.size() > 1)
+              e.fail("'full' recomputes whole layers and must be the only module");
+            if ((mod == RecomputeModule::mla_up_proj || mod == RecomputeModule::up_proj) &&
+                sc_.model.attention != workload::AttentionKind::mla)
+              e.fail(fmt::format("model '{}' has no MLA up-projection", sc_.model.name));
+          });
+        }
+        f.distributed_optimizer = o.bool_or("distributed_optimizer", true);
+        f.overlap_grad_reduce = o.bool_or("overlap_grad_reduce", true);
+        f.overlap_param_gather = o.bool_or("overlap_param_gather", f.distributed_optimizer);
+        if (f.overlap_param_gather && !f.distributed_optimizer)
+          o.get("overlap_param_gather")->fail("needs distributed_optimizer (Megatron-Core)");
+        if (auto g = o.get("fp8_param_gather")) {
+          f.fp8_param_gather = g->as_bool();
+          if (f.fp8_param_gather && !fp8) g->fail("needs an FP8 training.precision");
+        }
+        if (auto d = o.get("optimizer_state_dtype"))
+          f.optimizer_state_dtype =
+              d->as_enum(workload::optimizer_state_dtype_names(), "optimizer state dtype");
+        if (auto off = o.get("offload"))
+          f.offload = off->as_enum_list(workload::offload_target_names(), "offload target");
+      });
+    } else {
+      f.cuda_graph_scope = {CudaGraphScope::attn, CudaGraphScope::moe_router,
+                            CudaGraphScope::moe_preprocess};
+    }
+    const int def = hw_models::default_dispatcher_sms(f.dispatcher);
+    f.dispatcher_sms = def == 0 ? 0 : static_cast<int>(sms.value_or(def));
+  }
+
+  void stack(const std::optional<Node>& n) {
+    if (!n) return;
+    read_object(*n, [&](Object& o) {
+      for (const auto& s : workload::stack_switches())
+        sc_.stack.*s.member = o.bool_or(s.name, true);
+    });
+  }
+
+  void routing(const std::optional<Node>& n) {
+    if (!n) return;
+    auto& r = sc_.routing;
+    read_object(*n, [&](Object& o) {
+      r.balance = o.req("balance").as_enum(workload::routing_balance_names(), "routing balance");
+      switch (r.balance) {
+        case workload::RoutingBalance::forced: break;
+        case workload::RoutingBalance::sampled:
+          if (auto d = o.get("distribution"))
+            r.distribution = d->as_enum(workload::routing_distribution_names(), "distribution");
+          r.alpha = o.number_or("alpha", 1.0, 0.0, 100.0);
+          r.seed = static_cast<std::uint64_t>(o.int_or("seed", 0, 0, INT64_MAX));
+          break;
+        case workload::RoutingBalance::histogram: {
+          const Node p = o.req("path");
+          const std::filesystem::path rel = p.as_string();
+          const auto base = std::filesystem::path(*file_).parent_path();
+          r.histogram_path = (rel.is_absolute() ? rel : base / rel).string();
+          if (!std::filesystem::is_regular_file(r.histogram_path))
+            p.fail(fmt::format("histogram file '{}' does not exist", r.histogram_path));
+          break;
+        }
+      }
+    });
+  }
+
+  void measured(const std::optional<Node>& n) {
+    if (!n) return;
+    Measured m;
+    read_object(*n, [&](Object& o) {
+      int given = 0;
+      for (const auto& e : measured_metric_names().entries()) {
+        if (auto v = o.get(e.name)) {
+          ++given;
+          m.metric = e.value;
+          m.value = v->as_number(1e-12, 1e18);
+        }
+      }
+      if (given != 1)
+        n->fail(fmt::format("give exactly one measured metric of: {}",
+                            measured_metric_names().known()));
+      const Node src = o.req("source");
+      m.source = src.as_string();
+      if (m.source.empty()) src.fail("the source of a measurement must be named");
+      m.tolerance_pct = o.number_or("tolerance_pct", 5.0, 0.001, 100.0);
+    });
+    sc_.measured = m;
+  }
+
+  void placement(const std::optional<Node>& n) {
+    const std::int64_t domain = static_cast<std::int64_t>(sc_.system.nvlink.domain_gpus.value);
+    auto& pl = sc_.placement;
+    pl.gpus_per_nvlink_domain = std::min(domain, sc_.gpus);
+    if (!n) return;
+    read_object(*n, [&](Object& o) {
+      const auto g = o.get("gpus_per_nvlink_domain");
+      if (!g) return;
+      pl.gpus_per_nvlink_domain = g->as_int(1, domain);
+      const auto per_node = static_cast<std::int64_t>(sc_.system.node.gpus_per_node.value);
+      if (pl.gpus_per_nvlink_domain % per_node != 0)
+        g->fail(fmt::format("must be a multiple of the {} GPUs of one node/tray", per_node));
+      if (sc_.gpus % pl.gpus_per_nvlink_domain != 0)
+        g->fail(fmt::format("{} GPUs cannot be split into NVLink domains of {}", sc_.gpus,
+                            pl.gpus_per_nvlink_domain));
+    });
+  }
+
+  std::shared_ptr<const std::string> file_;
+  Node root_;
+  Scenario sc_;
+};
+
+}  // namespace
+
+Scenario load_scenario_text(std::string_view text, const std::string& file) {
+  const Json j = parse_json(text, file);
+  return ScenarioReader(j, file).read();
+}
+
+Scenario load_scenario_file(const std::string& path) {
+  const Json j = read_json_file(path);
+  return ScenarioReader(j, path).read();
+}
+
+}  // namespace moesim::config

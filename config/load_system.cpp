@@ -1,0 +1,126 @@
+// Reads a system (preset file or inline object). Every number is a Param: either
+// {"value": v, "source": "<id in this object's sources map>"} or, in user-written inline
+// objects, a bare number, whose source then records where it was written.
+#include <map>
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+
+namespace moesim::config {
+namespace {
+
+using hw_models::Param;
+
+class ParamReader {
+ public:
+  explicit ParamReader(std::map<std::string, std::string> sources) : sources_(std::move(sources)) {}
+
+  Param read(const Node& n, double min, double max, bool integral) const {
+    Param p;
+    if (n.json().is_object()) {
+      read_object(n, [&](Object& o) {
+        p.value = check(o.req("value"), min, max, integral);
+        const Node src = o.req("source");
+        const std::string id = src.as_string();
+        auto it = sources_.find(id);
+        if (it == sources_.end())
+          src.fail(fmt::format("unknown source id '{}'; this object's \"sources\" define: {}", id,
+                               known_ids()));
+        p.source = it->second;
+      });
+    } else {
+      p.value = check(n, min, max, integral);
+      p.source = fmt::format("given inline at {} in {}", n.path(), n.file());
+    }
+    return p;
+  }
+
+  Param req(Object& o, std::string_view key, double min, double max, bool integral = false) const {
+    return read(o.req(key), min, max, integral);
+  }
+
+ private:
+  static double check(const Node& n, double min, double max, bool integral) {
+    if (integral) return static_cast<double>(n.as_int(static_cast<std::int64_t>(min),
+                                                      static_cast<std::int64_t>(max)));
+    return n.as_number(min, max);
+  }
+  std::string known_ids() const {
+    std::string out;
+    for (const auto& [k, v] : sources_) out += (out.empty() ? "" : ", ") + k;
+    return out.empty() ? "(none)" : out;
+  }
+  std::map<std::string, std::string> sources_;
+};
+
+constexpr bool kInt = true;
+
+std::string one_of(const Node& n, std::initializer_list<std::string_view> valid,
+                   std::string_view what) {
+  std::string v = n.as_string();
+  for (auto x : valid)
+    if (x == v) return v;
+  n.fail(fmt::format("unknown {} '{}'; known: {}", what, v, fmt::join(valid, ", ")));
+}
+
+}  // namespace
+
+hw_models::SystemSpec read_system(const Node& node) {
+  hw_models::SystemSpec s;
+  read_object(node, [&](Object& o) {
+    std::map<std::string, std::string> sources;
+    if (auto src = o.get("sources")) {
+      read_object(*src, [&](Object& so) {
+        for (const auto& [id, text] : src->json().items()) sources[id] = so.req(id).as_string();
+      });
+    }
+    const ParamReader P(std::move(sources));
+    s.name = o.req("name").as_string();
+    s.description = o.string_or("description", "");
+
+    read_object(o.req("gpu"), [&](Object& g) {
+      s.gpu.name = g.req("name").as_string();
+      s.gpu.arch = g.req("arch").as_enum(hw_models::gpu_arch_names(), "GPU architecture");
+      s.gpu.sm_count = P.req(g, "sm_count", 1, 1024, kInt);
+      if (auto c = g.get("clock_mhz")) s.gpu.clock_mhz = P.read(*c, 100, 10000, false);
+      s.gpu.hbm_GB = P.req(g, "hbm_GB", 1, 100000);
+      s.gpu.hbm_TBps = P.req(g, "hbm_TBps", 0.01, 1000);
+      if (auto l2 = g.get("l2_MB")) s.gpu.l2_MB = P.read(*l2, 0, 100000, false);
+      const Node peaks = g.req("dense_tflops");
+      read_object(peaks, [&](Object& po) {
+        for (const auto& e : hw_models::dtype_names().entries())
+          if (auto n = po.get(e.name)) s.gpu.dense_tflops[e.value] = P.read(*n, 0.001, 1e6, false);
+      });
+      if (!s.gpu.supports(hw_models::Dtype::bf16))
+        peaks.fail("a GPU needs at least a bf16 peak (MFU is reported against it)");
+    });
+    read_object(o.req("node"), [&](Object& n) {
+      s.node.gpus_per_node = P.req(n, "gpus_per_node", 1, 1024, kInt);
+      s.node.cpu = n.req("cpu").as_string();
+      s.node.cpus_per_node = P.req(n, "cpus_per_node", 1, 64, kInt);
+      s.node.cpu_cores = P.req(n, "cpu_cores", 1, 4096, kInt);
+      s.node.host_link = one_of(n.req("host_link"), {"pcie5", "nvlink-c2c"}, "host link");
+      s.node.host_link_GBps = P.req(n, "host_link_GBps", 0.1, 100000);
+    });
+    read_object(o.req("nvlink"), [&](Object& n) {
+      s.nvlink.domain_gpus = P.req(n, "domain_gpus", 1, 100000, kInt);
+      s.nvlink.bw_GBps = P.req(n, "bw_GBps", 0.1, 100000);
+      if (auto u = n.get("usable_GBps")) s.nvlink.usable_GBps = P.read(*u, 0.1, 100000, false);
+      s.nvlink.switch_chips = P.req(n, "switch_chips", 0, 1024, kInt);
+    });
+    read_object(o.req("network"), [&](Object& n) {
+      s.network.nic = n.req("nic").as_string();
+      s.network.nics_per_gpu = P.req(n, "nics_per_gpu", 0, 64);
+      s.network.nic_Gbps = P.req(n, "nic_Gbps", 1, 100000);
+      s.network.topology = one_of(n.req("topology"),
+                                  {"rail-optimized-fat-tree", "multi-plane-fat-tree"}, "topology");
+      s.network.planes = P.req(n, "planes", 1, 64, kInt);
+      s.network.latency_same_leaf_us = P.req(n, "latency_same_leaf_us", 0, 1000);
+      s.network.latency_cross_leaf_us = P.req(n, "latency_cross_leaf_us", 0, 1000);
+    });
+  });
+  return s;
+}
+
+}  // namespace moesim::config

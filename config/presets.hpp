@@ -1,0 +1,25 @@
+// config/presets.hpp (internal): finding presets and resolving `"base"` inheritance.
+//
+// Where the contract allows a preset name, it also allows an inline object; an inline
+// object may name `"base": "<preset>"` and give only what differs (RFC 7386 merge
+// patch over the preset), which is how what-if variants of a system are written.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config/json_reader.hpp"
+#include "config/load.hpp"
+
+namespace moesim::config::detail {
+
+// A resolved preset-or-inline value: the JSON to read and the node to read it at.
+struct Resolved {
+  std::shared_ptr<Json> json;  // owns merged documents
+  std::unique_ptr<Node> node;
+};
+
+// `at` holds a preset name (string) or an inline object (optionally with "base").
+Resolved resolve_preset_or_inline(const Node& at, PresetKind kind);
+
+}  // namespace moesim::config::detail

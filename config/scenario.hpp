@@ -1,0 +1,59 @@
+// config/scenario.hpp: one training run to predict, fully resolved and validated.
+// The file format is the contract in shared/design/SCENARIO_FORMAT.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hw_models/system.hpp"
+#include "schedules/pp_layout.hpp"
+#include "schedules/schedule_kind.hpp"
+#include "sim_core/names.hpp"
+#include "workload/model_config.hpp"
+#include "workload/options.hpp"
+
+namespace moesim::config {
+
+enum class MeasuredMetric { tflops_per_gpu, step_time_s, tokens_per_s_per_gpu };
+const sim_core::NameTable<MeasuredMetric>& measured_metric_names();
+
+struct Measured {
+  MeasuredMetric metric = MeasuredMetric::tflops_per_gpu;
+  double value = 0;
+  std::string source;
+  double tolerance_pct = 5;
+};
+
+// Where ranks sit (a moesim extension of the contract): how many GPUs of one NVLink
+// domain the job uses. The GB200 journey puts every 32 GPUs (8 trays) in one NVL72
+// domain, so EP32 stays inside NVLink. Default: min(domain size, gpus).
+struct Placement {
+  std::int64_t gpus_per_nvlink_domain = 0;
+};
+
+struct Scenario {
+  std::string file;  // where it was read from ("<inline>" for text)
+  std::string name;
+  std::string description;
+
+  hw_models::SystemSpec system;
+  std::int64_t gpus = 0;
+  Placement placement;
+  workload::ModelConfig model;
+  workload::Training training;
+  workload::Parallelism parallelism;
+  schedules::ScheduleKind pipeline_schedule = schedules::ScheduleKind::one_f_one_b;
+  std::string pp_layout_text;  // as written; empty when the default split applies
+  schedules::PipelineLayout layout;
+  workload::Framework framework;
+  workload::StackSwitches stack;
+  workload::Routing routing;
+  std::optional<Measured> measured;
+
+  std::int64_t padded_vocab() const {
+    return workload::padded_vocab_size(model.vocab_size, parallelism.tp);
+  }
+};
+
+}  // namespace moesim::config

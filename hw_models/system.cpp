@@ -1,0 +1,51 @@
+#include "hw_models/system.hpp"
+
+#include "hw_models/dispatcher.hpp"
+
+#include <array>
+
+namespace moesim::hw_models {
+
+const sim_core::NameTable<Dtype>& dtype_names() {
+  static constexpr std::array<sim_core::NameEntry<Dtype>, 5> kEntries{{
+      {Dtype::tf32, "tf32", "TF32 Tensor Core inputs"},
+      {Dtype::bf16, "bf16", "BF16 Tensor Core inputs"},
+      {Dtype::fp8, "fp8", "FP8 (E4M3/E5M2) with per-tensor or blockwise scales"},
+      {Dtype::mxfp8, "mxfp8", "MXFP8: FP8 with 1x32 E8M0 block scales (Blackwell)"},
+      {Dtype::fp4, "fp4", "FP4 (NVFP4/MXFP4)"},
+  }};
+  static constexpr sim_core::NameTable<Dtype> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<GpuArch>& gpu_arch_names() {
+  static constexpr std::array<sim_core::NameEntry<GpuArch>, 2> kEntries{{
+      {GpuArch::hopper, "hopper", "sm_90: H100, H800, H200, H20"},
+      {GpuArch::blackwell, "blackwell", "sm_100: B200, GB200, GB300"},
+  }};
+  static constexpr sim_core::NameTable<GpuArch> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<Dispatcher>& dispatcher_names() {
+  static constexpr std::array<sim_core::NameEntry<Dispatcher>, 4> kEntries{{
+      {Dispatcher::alltoall, "alltoall", "NCCL all-to-all with explicit global permute"},
+      {Dispatcher::allgather, "allgather", "all-gather tokens, then local select (TP-style)"},
+      {Dispatcher::deepep, "deepep", "DeepEP fused dispatch/combine kernels (fixed SMs)"},
+      {Dispatcher::hybridep, "hybridep", "HybridEP: TMA inside NVLink, IBGDA across"},
+  }};
+  static constexpr sim_core::NameTable<Dispatcher> kTable{kEntries};
+  return kTable;
+}
+
+int default_dispatcher_sms(Dispatcher d) {
+  switch (d) {
+    case Dispatcher::deepep: return 20;
+    case Dispatcher::hybridep: return 32;
+    case Dispatcher::alltoall:
+    case Dispatcher::allgather: return 0;
+  }
+  return 0;
+}
+
+}  // namespace moesim::hw_models

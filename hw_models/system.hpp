@@ -1,0 +1,81 @@
+// hw_models/system.hpp: the hardware a scenario runs on (GPU, node, NVLink, network).
+//
+// Every number is a Param: a value and the source it came from (datasheet,
+// microbenchmark file, paper), as required by the project's provenance rule. System
+// presets live in scenarios/systems/*.json; the reference figures are collected in
+// shared/reference/hardware-and-microbenchmarks.md. Later issues add calibrated
+// efficiency sections (GEMM, HBM, host, collectives) beside these.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "sim_core/names.hpp"
+
+namespace moesim::hw_models {
+
+// A physical parameter and where its value comes from.
+struct Param {
+  double value = 0;
+  std::string source;
+};
+
+// Tensor Core input types with their own dense peak.
+enum class Dtype { tf32, bf16, fp8, mxfp8, fp4 };
+const sim_core::NameTable<Dtype>& dtype_names();
+
+enum class GpuArch { hopper, blackwell };
+const sim_core::NameTable<GpuArch>& gpu_arch_names();
+
+struct GpuSpec {
+  std::string name;
+  GpuArch arch = GpuArch::hopper;
+  Param sm_count;
+  std::optional<Param> clock_mhz;  // boost clock; absent where not published (H20)
+  Param hbm_GB;     // capacity, 1e9 bytes
+  Param hbm_TBps;   // peak bandwidth
+  std::optional<Param> l2_MB;
+  std::map<Dtype, Param> dense_tflops;  // dense Tensor Core peak; absent = unsupported
+
+  bool supports(Dtype d) const { return dense_tflops.count(d) != 0; }
+  // Dense peak in TFLOPS; throws std::out_of_range if unsupported.
+  double peak_tflops(Dtype d) const { return dense_tflops.at(d).value; }
+};
+
+struct NodeSpec {
+  Param gpus_per_node;       // GPUs per server (HGX board) or per compute tray (NVL72)
+  std::string cpu;           // host CPU model
+  Param cpus_per_node;       // sockets per node/tray
+  Param cpu_cores;           // cores per socket
+  std::string host_link;     // "pcie5" or "nvlink-c2c"
+  Param host_link_GBps;      // achieved host<->device bandwidth per direction
+};
+
+struct NvlinkSpec {
+  Param domain_gpus;         // GPUs reachable over NVLink (one NVSwitch fabric)
+  Param bw_GBps;             // per GPU, per direction (datasheet)
+  std::optional<Param> usable_GBps;  // measured achievable, when known
+  Param switch_chips;        // NVSwitch chips in one domain
+};
+
+struct NetworkSpec {
+  std::string nic;           // e.g. "ConnectX-7"
+  Param nics_per_gpu;
+  Param nic_Gbps;            // line rate per NIC
+  std::string topology;      // "rail-optimized-fat-tree", "multi-plane-fat-tree"
+  Param planes;              // independent network planes (1 when not multi-plane)
+  Param latency_same_leaf_us;
+  Param latency_cross_leaf_us;
+};
+
+struct SystemSpec {
+  std::string name;
+  std::string description;
+  GpuSpec gpu;
+  NodeSpec node;
+  NvlinkSpec nvlink;
+  NetworkSpec network;
+};
+
+}  // namespace moesim::hw_models

@@ -1,0 +1,275 @@
+#include "reports/describe.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace moesim::reports {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+template <class E>
+std::vector<std::string> names(const sim_core::NameTable<E>& table, const std::vector<E>& v) {
+  std::vector<std::string> out;
+  for (E e : v) out.emplace_back(table.name(e));
+  return out;
+}
+
+std::string list_or(const std::vector<std::string>& v, std::string_view none) {
+  return v.empty() ? std::string(none) : fmt::format("{}", fmt::join(v, ", "));
+}
+
+std::string on_off(bool b) { return b ? "on" : "off"; }
+
+std::string routing_text(const workload::Routing& r) {
+  switch (r.balance) {
+    case workload::RoutingBalance::forced: return "forced balance (every expert gets the same tokens)";
+    case workload::RoutingBalance::sampled:
+      return fmt::format("sampled, {} alpha {} seed {}",
+                         workload::routing_distribution_names().name(r.distribution), r.alpha,
+                         r.seed);
+    case workload::RoutingBalance::histogram: return fmt::format("histogram from {}", r.histogram_path);
+  }
+  return "?";
+}
+
+}  // namespace
+
+ScenarioSummary summarize(const config::Scenario& sc) {
+  ScenarioSummary s;
+  const auto vocab = sc.padded_vocab();
+  s.params = workload::count_parameters(sc.model, sc.training.mtp_layers, vocab);
+  s.flops = workload::megatron_flops_per_token(
+      sc.model, {sc.training.seq_length, sc.training.mtp_layers, vocab});
+  s.flops_per_token = s.flops.total();
+  s.tokens_per_step =
+      static_cast<double>(sc.training.global_batch_size) * static_cast<double>(sc.training.seq_length);
+  s.flops_per_step = s.flops_per_token * s.tokens_per_step;
+  return s;
+}
+
+Json describe_json(const config::Scenario& sc) {
+  const ScenarioSummary s = summarize(sc);
+  const auto& m = sc.model;
+  const auto& p = sc.parallelism;
+  const auto& f = sc.framework;
+  Json j;
+  j["name"] = sc.name;
+  j["file"] = sc.file;
+  j["description"] = sc.description;
+
+  Json peaks = Json::object();
+  for (const auto& [d, v] : sc.system.gpu.dense_tflops) peaks[hw_models::dtype_names().name(d)] = v.value;
+  j["system"] = {{"name", sc.system.name},
+                 {"gpu", sc.system.gpu.name},
+                 {"gpus", sc.gpus},
+                 {"gpus_per_nvlink_domain", sc.placement.gpus_per_nvlink_domain},
+                 {"dense_peak_tflops", peaks}};
+  j["model"] = {{"name", m.name},
+                {"model_type", m.model_type},
+                {"layers", m.num_layers},
+                {"dense_layers", m.num_dense_layers()},
+                {"moe_layers", m.num_moe_layers()},
+                {"attention", workload::attention_kind_names().name(m.attention)},
+                {"hidden_size", m.hidden_size},
+                {"experts", m.num_experts},
+                {"topk", m.topk},
+                {"padded_vocab", sc.padded_vocab()}};
+  j["params"] = {{"total", s.params.total},
+                 {"active", s.params.active},
+                 {"embedding", s.params.embedding},
+                 {"output_head", s.params.output_head},
+                 {"attention", s.params.attention},
+                 {"dense_mlp", s.params.dense_mlp},
+                 {"routed_experts", s.params.routed_experts},
+                 {"shared_experts", s.params.shared_experts},
+                 {"routers", s.params.routers},
+                 {"norms", s.params.norms},
+                 {"mtp", s.params.mtp}};
+  j["flops_per_token"] = s.flops_per_token;
+  j["flops_per_step"] = s.flops_per_step;
+  j["flops_per_token_breakdown"] = {{"attn_linear", s.flops.attn_linear},
+                                    {"attn_core", s.flops.attn_core},
+                                    {"dense_mlp", s.flops.dense_mlp},
+                                    {"moe_mlp", s.flops.moe_mlp},
+                                    {"mtp", s.flops.mtp},
+                                    {"logits", s.flops.logits}};
+  j["training"] = {{"seq_length", sc.training.seq_length},
+                   {"micro_batch_size", sc.training.micro_batch_size},
+                   {"global_batch_size", sc.training.global_batch_size},
+                   {"precision", workload::precision_names().name(sc.training.precision)},
+                   {"mtp_layers", sc.training.mtp_layers},
+                   {"capacity_factor", sc.training.capacity_factor ? Json(*sc.training.capacity_factor)
+                                                                   : Json(nullptr)}};
+  j["parallelism"] = {{"tp", p.tp},
+                      {"pp", p.pp},
+                      {"vpp", p.vpp},
+                      {"ep", p.ep},
+                      {"etp", p.etp},
+                      {"cp", p.cp},
+                      {"dp", p.dp},
+                      {"expert_dp", p.expert_dp},
+                      {"sequence_parallel", p.sequence_parallel},
+                      {"fsdp", p.fsdp},
+                      {"num_microbatches", p.num_microbatches},
+                      {"pipeline_schedule", schedules::schedule_names().name(sc.pipeline_schedule)},
+                      {"pp_layout", sc.pp_layout_text.empty() ? Json(nullptr) : Json(sc.pp_layout_text)}};
+  Json stages = Json::array();
+  Json layers = Json::array();
+  for (int r = 0; r < sc.layout.pp(); ++r) {
+    Json chunks = Json::array();
+    Json counts = Json::array();
+    for (int v = 0; v < sc.layout.vpp(); ++v) {
+      const auto& st = sc.layout.stage(r, v);
+      const auto n = st.count(schedules::LayoutItemKind::decoder);
+      chunks.push_back({{"vp", v}, {"items", st.to_string()}, {"decoder_layers", n}});
+      counts.push_back(n);
+    }
+    stages.push_back({{"pp_rank", r}, {"chunks", chunks}});
+    layers.push_back(counts);
+  }
+  j["layers_per_stage"] = layers;
+  j["stages"] = stages;
+  j["framework"] = {
+      {"dispatcher", hw_models::dispatcher_names().name(f.dispatcher)},
+      {"dispatcher_sms", f.dispatcher_sms},
+      {"moe_a2a_overlap", f.moe_a2a_overlap},
+      {"cuda_graph_scope", names(workload::cuda_graph_scope_names(), f.cuda_graph_scope)},
+      {"recompute_modules", names(workload::recompute_module_names(), f.recompute_modules)},
+      {"distributed_optimizer", f.distributed_optimizer},
+      {"overlap_grad_reduce", f.overlap_grad_reduce},
+      {"overlap_param_gather", f.overlap_param_gather},
+      {"fp8_param_gather", f.fp8_param_gather},
+      {"optimizer_state_dtype", workload::optimizer_state_dtype_names().name(f.optimizer_state_dtype)},
+      {"offload", names(workload::offload_target_names(), f.offload)}};
+  Json stack = Json::object();
+  for (const auto& sw : workload::stack_switches()) stack[std::string(sw.name)] = sc.stack.*sw.member;
+  j["stack"] = stack;
+  j["routing"] = {{"balance", workload::routing_balance_names().name(sc.routing.balance)},
+                  {"summary", routing_text(sc.routing)}};
+  if (sc.measured) {
+    j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
+                     {"value", sc.measured->value},
+                     {"source", sc.measured->source},
+                     {"tolerance_pct", sc.measured->tolerance_pct}};
+  }
+  return j;
+}
+
+std::string describe_text(const config::Scenario& sc) {
+  const ScenarioSummary s = summarize(sc);
+  const auto& m = sc.model;
+  const auto& p = sc.parallelism;
+  const auto& f = sc.framework;
+  const auto& g = sc.system.gpu;
+  std::string o;
+  auto line = [&o](std::string_view label, const std::string& text) {
+    o += fmt::format("{:<12}{}\n", label, text);
+  };
+
+  o += fmt::format("{}  ({})\n", sc.name, sc.file);
+  if (!sc.description.empty()) o += fmt::format("  {}\n", sc.description);
+  o += "\n";
+
+  std::vector<std::string> peaks;
+  for (const auto& [d, v] : g.dense_tflops)
+    peaks.push_back(fmt::format("{} {:g}", hw_models::dtype_names().name(d), v.value));
+  line("system", fmt::format("{}: {} x {} ({}, {:g} SMs, {:g} GB HBM at {:g} TB/s)", sc.system.name,
+                             sc.gpus, g.name, hw_models::gpu_arch_names().name(g.arch),
+                             g.sm_count.value, g.hbm_GB.value, g.hbm_TBps.value));
+  line("", fmt::format("dense TFLOPS: {}", fmt::join(peaks, ", ")));
+  line("", fmt::format("NVLink domains of {} GPUs (system: {:g}), {:g} GB/s per GPU per direction; "
+                       "{:g} x {:g} Gb/s {} per GPU",
+                       sc.placement.gpus_per_nvlink_domain, sc.system.nvlink.domain_gpus.value,
+                       sc.system.nvlink.bw_GBps.value, sc.system.network.nics_per_gpu.value,
+                       sc.system.network.nic_Gbps.value, sc.system.network.nic));
+
+  const std::string attn =
+      m.attention == workload::AttentionKind::mla
+          ? fmt::format("MLA, {} heads", m.num_heads)
+          : fmt::format("GQA {}/{} heads of {}", m.num_heads, m.num_kv_heads, m.head_dim);
+  line("model", fmt::format("{} ({}): {} layers = {} dense + {} MoE, hidden {}, {}", m.name,
+                            m.model_type, m.num_layers, m.num_dense_layers(), m.num_moe_layers(),
+                            m.hidden_size, attn));
+  if (m.is_moe())
+    line("", fmt::format("{} routed experts (FFN {}), top-{}{}", m.num_experts,
+                         m.moe_ffn_hidden_size, m.topk,
+                         m.shared_expert_ffn_hidden_size > 0
+                             ? fmt::format(", shared-expert FFN {}", m.shared_expert_ffn_hidden_size)
+                             : std::string()));
+  line("", fmt::format("vocabulary {} (padded {})", m.vocab_size, sc.padded_vocab()));
+  line("parameters", fmt::format("{:.2f} B total, {:.2f} B active per token{}", s.params.total / 1e9,
+                                 s.params.active / 1e9,
+                                 s.params.mtp > 0 ? fmt::format(" (MTP {:.2f} B)", s.params.mtp / 1e9)
+                                                  : std::string()));
+  const double ft = s.flops_per_token;
+  line("flops", fmt::format("{:.2f} GFLOP/token (Megatron accounting), {:.4f} PFLOP/step", ft / 1e9,
+                            s.flops_per_step / 1e15));
+  line("", fmt::format("attention linear {:.1f}%, core {:.1f}%, dense MLP {:.1f}%, MoE MLP {:.1f}%, "
+                       "MTP {:.1f}%, logits {:.1f}%",
+                       100 * s.flops.attn_linear / ft, 100 * s.flops.attn_core / ft,
+                       100 * s.flops.dense_mlp / ft, 100 * s.flops.moe_mlp / ft, 100 * s.flops.mtp / ft,
+                       100 * s.flops.logits / ft));
+
+  const auto& t = sc.training;
+  line("training", fmt::format("seq {}, micro-batch {}, global batch {}, {}, MTP layers {}, {}",
+                               t.seq_length, t.micro_batch_size, t.global_batch_size,
+                               workload::precision_names().name(t.precision), t.mtp_layers,
+                               t.capacity_factor ? fmt::format("capacity factor {:g}", *t.capacity_factor)
+                                                 : std::string("dropless")));
+  line("parallel", fmt::format("TP{} PP{} VPP{} EP{} ETP{} CP{}, SP {}, FSDP {}", p.tp, p.pp, p.vpp,
+                               p.ep, p.etp, p.cp, on_off(p.sequence_parallel), on_off(p.fsdp)));
+  line("", fmt::format("DP {}, expert-DP {}; {} microbatches per step; {}", p.dp, p.expert_dp,
+                       p.num_microbatches, schedules::schedule_names().name(sc.pipeline_schedule)));
+
+  line("layout", sc.pp_layout_text.empty() ? std::string("default even split")
+                                           : fmt::format("\"{}\"", sc.pp_layout_text));
+  // One row per pipeline rank, one column per virtual chunk.
+  std::vector<std::vector<std::string>> cells;
+  std::size_t width = 5;
+  for (int r = 0; r < sc.layout.pp(); ++r) {
+    std::vector<std::string> row;
+    for (int v = 0; v < sc.layout.vpp(); ++v) {
+      row.push_back(sc.layout.stage(r, v).to_string());
+      width = std::max(width, row.back().size());
+    }
+    cells.push_back(std::move(row));
+  }
+  std::string header = fmt::format("{:<6}", "rank");
+  for (int v = 0; v < sc.layout.vpp(); ++v) header += fmt::format("{:<{}}", fmt::format("chunk {}", v), width + 2);
+  line("", header + "layers");
+  for (int r = 0; r < sc.layout.pp(); ++r) {
+    std::string row = fmt::format("{:<6}", r);
+    for (const auto& c : cells[static_cast<std::size_t>(r)]) row += fmt::format("{:<{}}", c, width + 2);
+    line("", row + fmt::format("{}", sc.layout.decoder_layers_on_rank(r)));
+  }
+
+  const std::string sms = f.dispatcher_sms > 0 ? fmt::format(" ({} SMs)", f.dispatcher_sms) : "";
+  line("framework", fmt::format("dispatcher {}{}; CUDA graphs: {}; recompute: {}",
+                                hw_models::dispatcher_names().name(f.dispatcher), sms,
+                                list_or(names(workload::cuda_graph_scope_names(), f.cuda_graph_scope), "none"),
+                                list_or(names(workload::recompute_module_names(), f.recompute_modules), "none")));
+  line("", fmt::format("distributed optimizer {}, overlap grad reduce {}, overlap param gather {}, "
+                       "FP8 param gather {}",
+                       on_off(f.distributed_optimizer), on_off(f.overlap_grad_reduce),
+                       on_off(f.overlap_param_gather), on_off(f.fp8_param_gather)));
+  line("", fmt::format("optimizer states {}, offload: {}, 1F1B all-to-all overlap {}",
+                       workload::optimizer_state_dtype_names().name(f.optimizer_state_dtype),
+                       list_or(names(workload::offload_target_names(), f.offload), "none"),
+                       on_off(f.moe_a2a_overlap)));
+  std::vector<std::string> on, off;
+  for (const auto& sw : workload::stack_switches())
+    (sc.stack.*sw.member ? on : off).emplace_back(sw.name);
+  line("stack", fmt::format("on: {}", list_or(on, "none")));
+  line("", fmt::format("off: {}", list_or(off, "none")));
+  line("routing", routing_text(sc.routing));
+  if (sc.measured)
+    line("measured", fmt::format("{} = {:g} (tolerance {:g}%), {}",
+                                 config::measured_metric_names().name(sc.measured->metric),
+                                 sc.measured->value, sc.measured->tolerance_pct, sc.measured->source));
+  return o;
+}
+
+}  // namespace moesim::reports

@@ -1,0 +1,19 @@
+#include "schedules/schedule_kind.hpp"
+
+#include <array>
+
+namespace moesim::schedules {
+
+const sim_core::NameTable<ScheduleKind>& schedule_names() {
+  static constexpr std::array<sim_core::NameEntry<ScheduleKind>, 5> kEntries{{
+      {ScheduleKind::one_f_one_b, "1f1b", "one-forward-one-backward (PipeDream-Flush)"},
+      {ScheduleKind::interleaved_1f1b, "interleaved-1f1b", "Megatron interleaved 1F1B (vpp > 1)"},
+      {ScheduleKind::dualpipe, "dualpipe", "DeepSeek DualPipe, bidirectional, mirrored chunks"},
+      {ScheduleKind::dualpipev, "dualpipev", "DualPipeV: V-shaped DualPipe on half the devices"},
+      {ScheduleKind::zb_h1, "zb-h1", "zero-bubble ZB-H1 (backward split into B and W)"},
+  }};
+  static constexpr sim_core::NameTable<ScheduleKind> kTable{kEntries};
+  return kTable;
+}
+
+}  // namespace moesim::schedules

@@ -1,0 +1,91 @@
+// The command line as a user meets it: exit statuses, messages, describe output.
+#include <catch2/catch.hpp>
+
+#include "support/helpers.hpp"
+
+using namespace moesim;
+using test::run_moesim;
+
+TEST_CASE("describe prints the resolved default scenario", "[cli]") {
+  const auto r = run_moesim({"describe", test::source_path("scenarios/dsv3-gb200.json")});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("249.81 GFLOP/token"));
+  CHECK_THAT(r.out, Catch::Contains("671.03 B total, 37.55 B active"));
+  CHECK_THAT(r.out, Catch::Contains("DP 32, expert-DP 1; 64 microbatches per step"));
+}
+
+TEST_CASE("describe --json follows the contract", "[cli]") {
+  const auto r = run_moesim({"describe", "--json", test::source_path("scenarios/journey/01-baseline.json")});
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["flops_per_token"].get<double>() / 1e9 == Approx(249.81).epsilon(0.001));
+  // flops_per_step = flops_per_token x GBS x seq = 249.81e9 x 2048 x 4096.
+  CHECK(j["flops_per_step"].get<double>() ==
+        Approx(j["flops_per_token"].get<double>() * 2048 * 4096));
+  CHECK(j["params"]["total"].get<double>() / 1e9 == Approx(671.03).epsilon(1e-4));
+  CHECK(j["params"]["active"].get<double>() / 1e9 == Approx(37.55).epsilon(1e-3));
+  CHECK(j["parallelism"]["dp"] == 32);
+  CHECK(j["parallelism"]["expert_dp"] == 1);
+  CHECK(j["layers_per_stage"].size() == 8);
+  CHECK(j["layers_per_stage"][0] == nlohmann::json({1, 2, 2, 2}));
+  CHECK(j["layers_per_stage"][7] == nlohmann::json({2, 2, 2, 0}));
+  CHECK(j["framework"]["dispatcher"] == "alltoall");
+  CHECK(j["stack"]["router_fusion"] == false);
+  CHECK(j["measured"]["value"] == 494.46);
+}
+
+TEST_CASE("Bad input exits with status 2 and names the file and JSON path", "[cli][errors]") {
+  struct Case {
+    const char* name;
+    std::function<void(config::Json&)> mutate;
+    const char* path;
+  };
+  const std::vector<Case> cases = {
+      {"unknown key", [](auto& j) { j["parallelism"]["tpp"] = 1; }, "parallelism.tpp"},
+      {"wrong type", [](auto& j) { j["gpus"] = "many"; }, "gpus"},
+      {"missing field", [](auto& j) { j["training"].erase("global_batch_size"); }, "training"},
+      {"indivisible ep", [](auto& j) { j["parallelism"]["ep"] = 48; }, "parallelism.ep"},
+      {"indivisible gbs", [](auto& j) { j["training"]["global_batch_size"] = 100; },
+       "training.global_batch_size"},
+      {"layout", [](auto& j) { j["parallelism"]["pp_layout"] = "Et|(tt|)*30"; }, "parallelism.pp_layout"},
+      {"unknown preset", [](auto& j) { j["system"] = "dgx"; }, "system"},
+      {"unknown enum", [](auto& j) { j["framework"]["dispatcher"] = "nccl"; }, "framework.dispatcher"},
+      {"precision", [](auto& j) { j["system"] = "h100"; j.erase("placement"); }, "training.precision"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    auto j = test::default_scenario_json();
+    c.mutate(j);
+    test::TempFile f(j.dump(2));
+    const auto r = run_moesim({"describe", f.path()});
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("moesim: error: " + f.path() + ": " + c.path + ": "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one clear line
+  }
+  test::TempFile bad("{ \"name\": \"x\",, }");
+  auto r = run_moesim({"describe", bad.path()});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("malformed JSON at line 1, column"));
+  r = run_moesim({"describe", "/nonexistent/scenario.json"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("/nonexistent/scenario.json: (top level): cannot open the file"));
+}
+
+TEST_CASE("Usage errors exit 2, help and version exit 0", "[cli]") {
+  CHECK(run_moesim({}).status == 2);
+  CHECK(run_moesim({"frobnicate"}).status == 2);
+  CHECK(run_moesim({"describe"}).status == 2);
+  auto r = run_moesim({"--help"});
+  CHECK(r.status == 0);
+  for (const auto& c : cli::commands()) CHECK_THAT(r.out, Catch::Contains(std::string(c.name)));
+  CHECK(run_moesim({"--version"}).status == 0);
+  CHECK(run_moesim({"describe", "--help"}).status == 0);
+}
+
+TEST_CASE("Subcommands of later issues say so and fail", "[cli]") {
+  const auto r = run_moesim({"run", test::source_path("scenarios/dsv3-gb200.json"), "--json"});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("moesim run: not implemented yet (arrives with issue #3)"));
+}

@@ -1,0 +1,274 @@
+// Each class of bad input is refused with an InputError naming the JSON path.
+#include <catch2/catch.hpp>
+
+#include "support/helpers.hpp"
+
+using namespace moesim;
+using config::Json;
+
+namespace {
+void expect_error(const Json& j, const std::string& path, const std::string& fragment) {
+  const auto e = test::load_error(j);
+  CHECK(e.file() == "test.json");
+  CHECK(e.path() == path);
+  CHECK_THAT(e.message(), Catch::Contains(fragment));
+  CHECK_THAT(std::string(e.what()), Catch::StartsWith("test.json: " + (path.empty() ? "(top level)" : path)));
+}
+}  // namespace
+
+TEST_CASE("The default scenario loads", "[config]") {
+  const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "test.json");
+  CHECK(sc.parallelism.dp == 32);
+  CHECK(sc.parallelism.expert_dp == 1);
+  CHECK(sc.parallelism.num_microbatches == 64);
+  CHECK(sc.pipeline_schedule == schedules::ScheduleKind::interleaved_1f1b);
+  CHECK(sc.framework.dispatcher_sms == 32);
+  CHECK_FALSE(sc.parallelism.sequence_parallel);  // tp = 1: no SP, as in Megatron
+}
+
+TEST_CASE("Malformed JSON and duplicate keys", "[config][errors]") {
+  CHECK_THROWS_WITH(config::parse_json("{\n  \"name\": ,\n}", "f.json"),
+                    Catch::Contains("f.json: (top level): malformed JSON at line 2, column"));
+  CHECK_THROWS_WITH(config::parse_json(R"({"a": 1, "b": {"c": 1, "c": 2}})", "f.json"),
+                    Catch::Contains("key 'c' appears twice"));
+  CHECK_THROWS_WITH(config::parse_json("", "f.json"), Catch::Contains("malformed JSON"));
+  CHECK_THROWS_WITH(config::read_json_file("/nonexistent/x.json"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("Unknown keys are refused with a suggestion", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["gpu"] = 256;
+  expect_error(j, "gpu", "unknown key 'gpu' (did you mean 'gpus'?)");
+  j = test::default_scenario_json();
+  j["parallelism"]["pipline_schedule"] = "1f1b";
+  expect_error(j, "parallelism.pipline_schedule", "did you mean 'pipeline_schedule'");
+  j = test::default_scenario_json();
+  j["stack"] = {{"router_fuson", false}};
+  expect_error(j, "stack.router_fuson", "did you mean 'router_fusion'");
+  j = test::default_scenario_json();
+  j["routing"] = {{"balance", "forced"}, {"alpha", 1.2}};
+  expect_error(j, "routing.alpha", "unknown key 'alpha'");
+}
+
+TEST_CASE("Wrong types and missing required fields", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["gpus"] = "256";
+  expect_error(j, "gpus", "expected an integer, got string");
+  j = test::default_scenario_json();
+  j["parallelism"]["sequence_parallel"] = 1;
+  expect_error(j, "parallelism.sequence_parallel", "expected true or false");
+  j = test::default_scenario_json();
+  j["training"]["micro_batch_size"] = 1.5;
+  expect_error(j, "training.micro_batch_size", "expected an integer, got a number");
+  j = test::default_scenario_json();
+  j["framework"]["cuda_graph_scope"] = "attn";
+  expect_error(j, "framework.cuda_graph_scope", "expected a list");
+  j = test::default_scenario_json();
+  j["training"].erase("seq_length");
+  expect_error(j, "training", "missing required key 'seq_length'");
+  j = test::default_scenario_json();
+  j.erase("name");
+  expect_error(j, "", "missing required key 'name'");
+  j = test::default_scenario_json();
+  j["parallelism"]["tp"] = 0;
+  expect_error(j, "parallelism.tp", "outside the valid range");
+  expect_error(Json::array(), "", "expected an object");
+}
+
+TEST_CASE("Indivisible layouts", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["gpus"] = 250;
+  expect_error(j, "gpus", "250 GPUs are not divisible by tp x pp x cp = 1 x 8 x 1 = 8");
+  j = test::default_scenario_json();
+  j["parallelism"]["ep"] = 64;
+  expect_error(j, "parallelism.ep", "does not divide the 32 GPUs of a pipeline stage");
+  j = test::default_scenario_json();
+  j["gpus"] = 384;  // 48 GPUs per stage, so EP48 folds, but 256 experts do not split 48 ways
+  j["parallelism"]["ep"] = 48;
+  j.erase("placement");
+  expect_error(j, "parallelism.ep", "256 experts are not divisible by ep=48");
+  j = test::default_scenario_json();
+  j["training"]["global_batch_size"] = 2000;
+  expect_error(j, "training.global_batch_size", "2000 is not divisible by micro_batch_size x dp = 1 x 32");
+  j = test::default_scenario_json();
+  j["parallelism"]["tp"] = 3;
+  j["gpus"] = 24 * 32;
+  expect_error(j, "parallelism.tp", "128 attention heads are not divisible by tp=3");
+  j = test::default_scenario_json();
+  j["parallelism"]["cp"] = 3;
+  j["gpus"] = 768;
+  expect_error(j, "parallelism.cp", "not divisible by 2 x cp");
+}
+
+TEST_CASE("Layers vs pp_layout and vpp", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["parallelism"]["pp_layout"] = "E|(tt|)*30L";
+  expect_error(j, "parallelism.pp_layout", "places 60 decoder layers 't'; model 'deepseek-v3' has 61");
+  j = test::default_scenario_json();
+  j["parallelism"]["pp_layout"] = "Et|(tt|)*29L";
+  expect_error(j, "parallelism.pp_layout", "31 virtual stages cannot be spread over pp=8");
+  j = test::default_scenario_json();
+  j["parallelism"]["vpp"] = 2;
+  expect_error(j, "parallelism.vpp", "pp_layout has 32 virtual stages = pp 8 x vpp 4, but vpp is 2");
+  j = test::default_scenario_json();
+  j["parallelism"]["pp_layout"] = "Et|(tt|*30L";
+  expect_error(j, "parallelism.pp_layout", "unbalanced '(' at column 4");
+  j = test::default_scenario_json();
+  j["training"]["mtp_layers"] = 1;
+  expect_error(j, "parallelism.pp_layout", "places 0 MTP layers 'm'; training.mtp_layers is 1");
+  j = test::default_scenario_json();
+  j["parallelism"].erase("pp_layout");
+  j["parallelism"]["vpp"] = 16;
+  expect_error(j, "parallelism.vpp", "61 decoder layers cannot fill pp x vpp = 128 virtual stages");
+  j = test::default_scenario_json();
+  j["parallelism"].erase("pp_layout");
+  j["parallelism"].erase("vpp");
+  expect_error(j, "parallelism.pipeline_schedule", "interleaved-1f1b needs vpp > 1");
+}
+
+TEST_CASE("Layout inference and the default split", "[config]") {
+  auto j = test::default_scenario_json();
+  j["parallelism"].erase("vpp");  // inferred from the layout, as Megatron does
+  CHECK(config::load_scenario_text(j.dump(), "t.json").parallelism.vpp == 4);
+  j["parallelism"].erase("pp_layout");
+  j["parallelism"]["vpp"] = 4;
+  const auto sc = config::load_scenario_text(j.dump(), "t.json");
+  CHECK(sc.layout.stages().size() == 32);
+  CHECK(sc.layout.stage(0, 0).to_string() == "E t0-t1");
+}
+
+TEST_CASE("Pipeline schedule constraints", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["parallelism"]["pipeline_schedule"] = "1f1b";
+  expect_error(j, "parallelism.pipeline_schedule", "1f1b runs one chunk per rank; vpp must be 1");
+  j = test::default_scenario_json();
+  j["parallelism"]["pipeline_schedule"] = "dualpipe";
+  j["parallelism"]["pp"] = 7;
+  j["parallelism"]["vpp"] = 1;
+  j["parallelism"]["ep"] = 8;
+  j["gpus"] = 7 * 32;
+  j["parallelism"].erase("pp_layout");
+  j["training"]["global_batch_size"] = 64 * 32;
+  j["placement"]["gpus_per_nvlink_domain"] = 32;
+  expect_error(j, "parallelism.pipeline_schedule", "dualpipe needs an even pp; pp is 7");
+  j = test::default_scenario_json();
+  j["parallelism"]["pipeline_schedule"] = "zipper";
+  expect_error(j, "parallelism.pipeline_schedule",
+               "unknown pipeline schedule 'zipper'; known: 1f1b, interleaved-1f1b, dualpipe, dualpipev, zb-h1");
+}
+
+TEST_CASE("Unknown presets and enum values", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["system"] = "gb200";
+  expect_error(j, "system", "unknown system preset 'gb200'; known: b200, gb200-nvl72, gb300-nvl72, h100, h20, h200, h800");
+  j = test::default_scenario_json();
+  j["model"] = "deepseek-v4";
+  expect_error(j, "model", "unknown model preset 'deepseek-v4'; known: deepseek-v2, deepseek-v3");
+  j = test::default_scenario_json();
+  j["framework"]["dispatcher"] = "deep-ep";
+  expect_error(j, "framework.dispatcher", "unknown dispatcher 'deep-ep'; known: alltoall, allgather, deepep, hybridep");
+  j = test::default_scenario_json();
+  j["training"]["precision"] = "fp4";
+  expect_error(j, "training.precision", "unknown precision 'fp4'; known: bf16, fp8-tensorwise, fp8-blockwise, mxfp8");
+  j = test::default_scenario_json();
+  j["framework"]["recompute_modules"] = {"mlp", "mlp"};
+  expect_error(j, "framework.recompute_modules[1]", "'mlp' is listed twice");
+}
+
+TEST_CASE("Precision the GPU cannot run", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["system"] = "h800";
+  j.erase("placement");
+  expect_error(j, "training.precision", "mxfp8 needs mxfp8 Tensor Core support, which H800 SXM (hopper) does not have");
+  j["training"]["precision"] = "fp8-blockwise";
+  CHECK(config::load_scenario_text(j.dump(), "t.json").system.name == "h800");
+}
+
+TEST_CASE("Framework cross-checks", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["framework"]["cuda_graph_scope"] = {"attn", "full_iteration"};
+  expect_error(j, "framework.cuda_graph_scope", "must be the only scope");
+  j = test::default_scenario_json();
+  j["framework"]["dispatcher_sms"] = 148;
+  expect_error(j, "framework.dispatcher_sms", "outside the valid range [1, 147]");
+  j = test::default_scenario_json();
+  j["framework"]["distributed_optimizer"] = false;
+  expect_error(j, "framework.overlap_param_gather", "needs distributed_optimizer");
+  j = test::default_scenario_json();
+  j["training"]["precision"] = "bf16";
+  expect_error(j, "framework.fp8_param_gather", "needs an FP8 training.precision");
+  j = test::default_scenario_json();
+  j["model"] = "qwen3-30b-a3b";
+  j["parallelism"] = {{"pp", 1}, {"ep", 8}};
+  j["framework"] = {{"recompute_modules", {"core_attn", "mla_up_proj"}}};
+  j["training"]["precision"] = "bf16";
+  expect_error(j, "framework.recompute_modules[1]", "has no MLA up-projection");
+  j = test::default_scenario_json();
+  j["model"] = "llama3-70b";
+  j["parallelism"] = {{"pp", 8}, {"ep", 2}};
+  expect_error(j, "parallelism.ep", "model 'llama3-70b' has no experts; ep must be 1");
+  j = test::default_scenario_json();
+  j["parallelism"]["tp"] = 2;
+  j["parallelism"]["sequence_parallel"] = false;
+  j["gpus"] = 512;
+  j.erase("placement");
+  expect_error(j, "parallelism.sequence_parallel", "requires sequence parallelism");
+}
+
+TEST_CASE("Measured, routing and placement blocks", "[config][errors]") {
+  auto j = test::default_scenario_json();
+  j["measured"] = {{"tflops_per_gpu", 900}, {"step_time_s", 9}, {"source", "x"}};
+  expect_error(j, "measured", "give exactly one measured metric");
+  j["measured"] = {{"tflops_per_gpu", 900}};
+  expect_error(j, "measured", "missing required key 'source'");
+  j = test::default_scenario_json();
+  j["routing"] = {{"balance", "histogram"}, {"path", "nope.json"}};
+  expect_error(j, "routing.path", "does not exist");
+  j = test::default_scenario_json();
+  j["routing"] = {{"balance", "sampled"}, {"distribution", "zipf"}, {"alpha", 1.1}, {"seed", 7}};
+  const auto sc = config::load_scenario_text(j.dump(), "t.json");
+  CHECK(sc.routing.alpha == 1.1);
+  CHECK(sc.routing.seed == 7);
+  j = test::default_scenario_json();
+  j["placement"]["gpus_per_nvlink_domain"] = 30;
+  expect_error(j, "placement.gpus_per_nvlink_domain", "multiple of the 4 GPUs");
+  j["placement"]["gpus_per_nvlink_domain"] = 96;
+  expect_error(j, "placement.gpus_per_nvlink_domain", "outside the valid range [1, 72]");
+}
+
+TEST_CASE("Inline systems and models, with or without a base preset", "[config]") {
+  auto j = test::default_scenario_json();
+  j["system"] = {{"base", "gb200-nvl72"}, {"nvlink", {{"bw_GBps", 1800}}}};
+  auto sc = config::load_scenario_text(j.dump(), "t.json");
+  CHECK(sc.system.nvlink.bw_GBps.value == 1800);
+  CHECK(sc.system.nvlink.bw_GBps.source == "given inline at system.nvlink.bw_GBps in t.json");
+  CHECK(sc.system.gpu.sm_count.value == 148);  // inherited, with the preset's citation
+  CHECK_THAT(sc.system.gpu.sm_count.source, Catch::Contains("hardware-and-microbenchmarks.md"));
+
+  j["system"] = {{"base", "gb200-nvl72"}, {"gpu", {{"sm_cont", 1}}}};
+  expect_error(j, "system.gpu.sm_cont", "did you mean 'sm_count'");
+  j["system"] = {{"base", "gb200-nvl72"}, {"gpu", {{"sm_count", {{"value", 148}, {"source", "nowhere"}}}}}};
+  expect_error(j, "system.gpu.sm_count.source", "unknown source id 'nowhere'");
+  j["system"] = {{"base", "gb999"}};
+  expect_error(j, "system.base", "unknown system preset 'gb999'");
+
+  j = test::default_scenario_json();
+  j["model"] = {{"base", "deepseek-v3"}, {"num_hidden_layers", 63}};
+  j["parallelism"]["pp_layout"] = "Et|(tt|)*30tL";
+  j["parallelism"]["pp_layout"] = "Ett|(tt|)*30tL";
+  sc = config::load_scenario_text(j.dump(), "t.json");
+  CHECK(sc.model.num_layers == 63);
+  CHECK(sc.model.num_moe_layers() == 60);
+
+  j = test::default_scenario_json();
+  j["model"] = {{"model_type", "llama"}, {"hidden_size", 4096}, {"num_hidden_layers", 32},
+                {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"intermediate_size", 14336},
+                {"vocab_size", 128256}, {"rope_theta", 500000.0}};
+  j["parallelism"] = {{"pp", 4}};
+  j["framework"] = {{"dispatcher", "alltoall"}};
+  sc = config::load_scenario_text(j.dump(), "t.json");
+  CHECK(sc.model.name == "inline");
+  CHECK_FALSE(sc.model.is_moe());
+  j["model"]["model_type"] = "gpt2";
+  expect_error(j, "model.model_type", "unknown model_type 'gpt2'");
+}

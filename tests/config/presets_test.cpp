@@ -1,0 +1,98 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "config/load.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+
+namespace {
+void check_sourced(const hw_models::Param& p, const std::string& what) {
+  INFO(what);
+  CHECK(p.value > 0);
+  CHECK_FALSE(p.source.empty());
+  CHECK(p.source.rfind("given inline", 0) != 0);  // presets cite, never bare numbers
+}
+}  // namespace
+
+TEST_CASE("The contract's system presets load and every number names its source", "[config][presets]") {
+  const std::vector<std::string> expected = {"b200", "gb200-nvl72", "gb300-nvl72", "h100", "h20", "h200", "h800"};
+  CHECK(config::preset_names(config::PresetKind::system) == expected);
+  for (const auto& name : expected) {
+    INFO(name);
+    const auto s = config::load_system_preset(name);
+    CHECK(s.name == name);
+    check_sourced(s.gpu.sm_count, "sm_count");
+    if (s.gpu.clock_mhz) check_sourced(*s.gpu.clock_mhz, "clock");
+    if (s.gpu.l2_MB) check_sourced(*s.gpu.l2_MB, "l2");
+    check_sourced(s.gpu.hbm_GB, "hbm");
+    check_sourced(s.gpu.hbm_TBps, "hbm bw");
+    for (const auto& [d, p] : s.gpu.dense_tflops) check_sourced(p, "peak");
+    check_sourced(s.node.gpus_per_node, "gpus_per_node");
+    check_sourced(s.node.cpus_per_node, "cpus");
+    check_sourced(s.node.cpu_cores, "cores");
+    check_sourced(s.node.host_link_GBps, "host link");
+    check_sourced(s.nvlink.domain_gpus, "domain");
+    check_sourced(s.nvlink.bw_GBps, "nvlink bw");
+    check_sourced(s.network.nic_Gbps, "nic");
+    check_sourced(s.network.nics_per_gpu, "nics");
+    check_sourced(s.network.planes, "planes");
+  }
+}
+
+TEST_CASE("System presets carry the reference figures", "[config][presets]") {
+  const auto h800 = config::load_system_preset("h800");
+  CHECK(h800.gpu.peak_tflops(hw_models::Dtype::bf16) == 989);
+  CHECK(h800.gpu.peak_tflops(hw_models::Dtype::fp8) == 1979);
+  CHECK_FALSE(h800.gpu.supports(hw_models::Dtype::mxfp8));
+  CHECK(h800.nvlink.usable_GBps->value == 160);
+  CHECK(h800.network.planes.value == 8);
+  const auto gb200 = config::load_system_preset("gb200-nvl72");
+  CHECK(gb200.gpu.peak_tflops(hw_models::Dtype::mxfp8) == 5000);
+  CHECK(gb200.gpu.sm_count.value == 148);
+  CHECK(gb200.nvlink.domain_gpus.value == 72);
+  CHECK(gb200.node.gpus_per_node.value == 4);
+  // Peak = SMs x FLOPs/clock/SM x clock: 132 x 4096 x 1.83 GHz = 989.4 TFLOPS (sm90).
+  const auto h100 = config::load_system_preset("h100");
+  CHECK(h100.gpu.sm_count.value * 4096 * h100.gpu.clock_mhz->value * 1e6 / 1e12 ==
+        Approx(h100.gpu.peak_tflops(hw_models::Dtype::bf16)).epsilon(0.001));
+}
+
+TEST_CASE("The contract's model presets load with their sources", "[config][presets]") {
+  const std::vector<std::string> expected = {"deepseek-v2", "deepseek-v3", "llama3-70b", "mixtral-8x22b",
+                                             "mixtral-8x7b", "qwen3-235b-a22b", "qwen3-30b-a3b"};
+  CHECK(config::preset_names(config::PresetKind::model) == expected);
+  for (const auto& name : expected) {
+    INFO(name);
+    const auto m = config::load_model_preset(name);
+    CHECK_FALSE(m.source.empty());
+    CHECK(m.moe_layer.size() == static_cast<std::size_t>(m.num_layers));
+  }
+  const auto v3 = config::load_model_preset("deepseek-v3");
+  CHECK(v3.num_dense_layers() == 3);
+  CHECK(v3.num_moe_layers() == 58);
+  CHECK(v3.attention == workload::AttentionKind::mla);
+  CHECK(v3.shared_expert_ffn_hidden_size == 2048);
+  CHECK(v3.native_mtp_layers == 1);
+  const auto mix = config::load_model_preset("mixtral-8x7b");
+  CHECK(mix.moe_ffn_hidden_size == 14336);
+  CHECK(mix.num_dense_layers() == 0);
+  CHECK(config::load_model_preset("llama3-70b").is_moe() == false);
+  CHECK(config::load_model_preset("qwen3-30b-a3b").qk_layernorm);
+}
+
+TEST_CASE("Preset files on disk are the ones compiled in", "[config][presets]") {
+  for (const char* kind : {"systems", "models"}) {
+    std::size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(test::source_path(std::string("scenarios/") + kind)))
+      files += e.path().extension() == ".json";
+    CHECK(files == config::preset_names(std::string(kind) == "systems" ? config::PresetKind::system
+                                                                       : config::PresetKind::model)
+                       .size());
+  }
+}
+
+TEST_CASE("Unknown presets list the known ones", "[config][presets]") {
+  CHECK_THROWS_WITH(config::load_system_preset("gb200"), Catch::Contains("known: b200, gb200-nvl72"));
+}

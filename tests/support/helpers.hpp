@@ -1,0 +1,74 @@
+// Test helpers: shipped files, scenario mutation and in-process CLI runs.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "config/json_reader.hpp"
+#include "config/load.hpp"
+
+namespace moesim::test {
+
+inline std::string source_path(const std::string& rel) { return std::string(MOESIM_SOURCE_DIR) + "/" + rel; }
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline config::Json default_scenario_json() {
+  return config::Json::parse(read_text(source_path("scenarios/dsv3-gb200.json")));
+}
+
+// Loads `j` as if it were a file named test.json; returns the InputError (or throws).
+inline config::InputError load_error(const config::Json& j) {
+  try {
+    config::load_scenario_text(j.dump(), "test.json");
+  } catch (const config::InputError& e) {
+    return e;
+  }
+  throw std::runtime_error("expected an InputError, the scenario loaded: " + j.dump());
+}
+
+struct CliResult {
+  int status = 0;
+  std::string out, err;
+};
+
+inline CliResult run_moesim(std::vector<std::string> args) {
+  args.insert(args.begin(), "moesim");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliResult r;
+  r.status = cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+// A scenario written to a temporary file that is removed afterwards.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text, const std::string& name = "scenario.json") {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("moesim-test-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / name).string();
+    std::ofstream(path_, std::ios::binary) << text;
+  }
+  ~TempFile() { std::filesystem::remove_all(dir_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+}  // namespace moesim::test

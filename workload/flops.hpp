@@ -1,0 +1,68 @@
+// workload/flops.hpp: Megatron-Core's model-FLOPs accounting and parameter counts.
+//
+// Published Megatron TFLOPS/GPU = model FLOPs of one global batch / (step time x 1e12 x
+// GPUs), from num_floating_point_operations in megatron/training/training.py
+// (shared/reference/megatron-flops.md). With T tokens per batch, S2 = sum of L^2 over
+// sequences, h hidden, V padded vocab, e = 3 (SwiGLU) or 2, M MTP layers:
+//
+//   F = T x [ 6 h e (F_dense N_dense + F_moe k N_moe + F_shared N_moe + F_mtp M)
+//             + N_attn A_lin + 6 M (3h + 2h^2) + 6 h V (M + 1) ]
+//       + S2 x N_attn x A_core
+//
+// where N_attn = layers + M and F_mtp = F_moe k + F_shared if the last decoder layer is
+// MoE, else F_dense.
+//   MLA: A_lin  = 6 [ q + r_kv (h + n (d_nope + d_v) + 1) + h d_rope + n d_v h ],
+//        q      = r_q (h + n (d_nope + d_rope) + 1), or h n (d_nope + d_rope) w/o q LoRA,
+//        A_core = 6 [ n (d_nope + d_rope)/2 + n d_v/2 ]      (causal halves QK^T and AV)
+//   GQA: A_lin  = 6 [ h (n d + 2 g d) + n d h ],   A_core = 6 n d
+// Not counted: router GEMM, norms, RoPE, softmax, activations, embedding lookup,
+// recompute, padding.
+//
+// Parameter counts follow the HF checkpoints' tensors (weights and norm gains; MLA
+// includes its two LoRA norms; DeepSeek-V3's sigmoid router has a per-expert bias).
+// "Active" counts top-k routed experts instead of all, everything else in full.
+#pragma once
+
+#include <cstdint>
+
+#include "workload/model_config.hpp"
+
+namespace moesim::workload {
+
+struct FlopsQuery {
+  std::int64_t seq_length = 0;
+  std::int64_t mtp_layers = 0;
+  std::int64_t padded_vocab = 0;
+};
+
+// Per-token model FLOPs by term (fixed-length sequences, so S2/T = seq_length).
+struct FlopsPerToken {
+  double dense_mlp = 0;   // 6 h e F_dense N_dense
+  double moe_mlp = 0;     // 6 h e (F_moe k + F_shared) N_moe
+  double mtp = 0;         // MTP layers' FFN + 6 M (3h + 2h^2)
+  double attn_linear = 0; // N_attn A_lin
+  double attn_core = 0;   // seq x N_attn x A_core
+  double logits = 0;      // 6 h V (M + 1)
+  double total() const { return dense_mlp + moe_mlp + mtp + attn_linear + attn_core + logits; }
+};
+
+FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q);
+
+struct ParamCounts {
+  double embedding = 0;
+  double output_head = 0;  // 0 when tied to the embedding
+  double attention = 0;    // all decoder layers, projections + attention norms
+  double norms = 0;        // per-layer pre-norms and the final norm
+  double dense_mlp = 0;
+  double routed_experts = 0;
+  double shared_experts = 0;
+  double routers = 0;
+  double mtp = 0;          // MTP modules (they share embedding and output head)
+  double total = 0;        // everything, MTP modules included
+  double active = 0;       // per token: top-k routed experts instead of all
+};
+
+ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
+                             std::int64_t padded_vocab);
+
+}  // namespace moesim::workload

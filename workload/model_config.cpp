@@ -1,0 +1,26 @@
+#include "workload/model_config.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace moesim::workload {
+
+const sim_core::NameTable<AttentionKind>& attention_kind_names() {
+  static constexpr std::array<sim_core::NameEntry<AttentionKind>, 2> kEntries{{
+      {AttentionKind::gqa, "gqa", "grouped-query attention (MHA when groups = heads)"},
+      {AttentionKind::mla, "mla", "multi-head latent attention (DeepSeek-V2/V3)"},
+  }};
+  static constexpr sim_core::NameTable<AttentionKind> kTable{kEntries};
+  return kTable;
+}
+
+std::int64_t ModelConfig::num_moe_layers() const {
+  return std::count(moe_layer.begin(), moe_layer.end(), true);
+}
+
+std::int64_t padded_vocab_size(std::int64_t vocab, std::int64_t tp, std::int64_t divisible_by) {
+  const std::int64_t multiple = divisible_by * tp;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+}  // namespace moesim::workload

@@ -1,0 +1,127 @@
+#include "workload/options.hpp"
+
+#include <array>
+
+namespace moesim::workload {
+
+const sim_core::NameTable<Precision>& precision_names() {
+  static constexpr std::array<sim_core::NameEntry<Precision>, 4> kEntries{{
+      {Precision::bf16, "bf16", "BF16 everywhere"},
+      {Precision::fp8_tensorwise, "fp8-tensorwise", "FP8 with per-tensor (current/delayed) scaling"},
+      {Precision::fp8_blockwise, "fp8-blockwise", "FP8 with DeepSeek 1x128 / 128x128 block scales"},
+      {Precision::mxfp8, "mxfp8", "MXFP8, 1x32 blocks with E8M0 scales (Blackwell only)"},
+  }};
+  static constexpr sim_core::NameTable<Precision> kTable{kEntries};
+  return kTable;
+}
+
+hw_models::Dtype gemm_dtype(Precision p) {
+  switch (p) {
+    case Precision::bf16: return hw_models::Dtype::bf16;
+    case Precision::fp8_tensorwise:
+    case Precision::fp8_blockwise: return hw_models::Dtype::fp8;
+    case Precision::mxfp8: return hw_models::Dtype::mxfp8;
+  }
+  return hw_models::Dtype::bf16;
+}
+
+const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names() {
+  static constexpr std::array<sim_core::NameEntry<CudaGraphScope>, 6> kEntries{{
+      {CudaGraphScope::attn, "attn", "attention block"},
+      {CudaGraphScope::mlp, "mlp", "dense MLP block"},
+      {CudaGraphScope::moe, "moe", "whole MoE block (needs static shapes: token drop)"},
+      {CudaGraphScope::moe_router, "moe_router", "router"},
+      {CudaGraphScope::moe_preprocess, "moe_preprocess", "EP preprocess before dispatch"},
+      {CudaGraphScope::full_iteration, "full_iteration", "the whole iteration, alone"},
+  }};
+  static constexpr sim_core::NameTable<CudaGraphScope> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<RecomputeModule>& recompute_module_names() {
+  static constexpr std::array<sim_core::NameEntry<RecomputeModule>, 9> kEntries{{
+      {RecomputeModule::core_attn, "core_attn", "core attention (softmax(QK^T)V)"},
+      {RecomputeModule::mla_up_proj, "mla_up_proj", "MLA up-projection"},
+      {RecomputeModule::up_proj, "up_proj", "MLA up-projection (older name of mla_up_proj)"},
+      {RecomputeModule::mlp, "mlp", "dense-layer MLP"},
+      {RecomputeModule::moe, "moe", "whole MoE layer"},
+      {RecomputeModule::moe_act, "moe_act", "expert activation function"},
+      {RecomputeModule::layernorm, "layernorm", "input and pre-MLP norms"},
+      {RecomputeModule::shared_experts, "shared_experts", "shared experts"},
+      {RecomputeModule::full, "full", "full-layer recompute, alone"},
+  }};
+  static constexpr sim_core::NameTable<RecomputeModule> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<OffloadTarget>& offload_target_names() {
+  static constexpr std::array<sim_core::NameEntry<OffloadTarget>, 9> kEntries{{
+      {OffloadTarget::optimizer, "optimizer", "optimizer states to host memory"},
+      {OffloadTarget::expert_fc1_act, "expert_fc1_act", "expert FC1 output activations"},
+      {OffloadTarget::attn_norm, "attn_norm", "attention input norm activations"},
+      {OffloadTarget::qkv_linear, "qkv_linear", "QKV projection activations"},
+      {OffloadTarget::core_attn, "core_attn", "core attention activations"},
+      {OffloadTarget::attn_proj, "attn_proj", "attention output projection activations"},
+      {OffloadTarget::mlp_norm, "mlp_norm", "pre-MLP norm activations"},
+      {OffloadTarget::expert_fc1, "expert_fc1", "expert FC1 input activations"},
+      {OffloadTarget::moe_act, "moe_act", "expert activation-function activations"},
+  }};
+  static constexpr sim_core::NameTable<OffloadTarget> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<OptimizerStateDtype>& optimizer_state_dtype_names() {
+  static constexpr std::array<sim_core::NameEntry<OptimizerStateDtype>, 2> kEntries{{
+      {OptimizerStateDtype::fp32, "fp32", "FP32 Adam moments"},
+      {OptimizerStateDtype::bf16, "bf16", "BF16 Adam moments"},
+  }};
+  static constexpr sim_core::NameTable<OptimizerStateDtype> kTable{kEntries};
+  return kTable;
+}
+
+std::span<const StackSwitchInfo> stack_switches() {
+  static constexpr std::array<StackSwitchInfo, 11> kSwitches{{
+      {"mxfp8_alloc_fusion", &StackSwitches::mxfp8_alloc_fusion,
+       "pre-allocated MXFP8 scale buffers instead of 4 torch.zeros/empty per quantized tensor"},
+      {"permute_fusion_v2", &StackSwitches::permute_fusion_v2,
+       "optimized token permute kernel (up to 10x faster when top-k << experts)"},
+      {"router_fusion", &StackSwitches::router_fusion, "fused router: 72 kernels -> 31"},
+      {"swizzle_fusion", &StackSwitches::swizzle_fusion,
+       "one MXFP8 scale-swizzle kernel for several tensors, zero padding inside"},
+      {"pdl_quant", &StackSwitches::pdl_quant,
+       "Programmatic Dependent Launch for quantization kernels"},
+      {"norm_quant_fusion", &StackSwitches::norm_quant_fusion,
+       "MXFP8 quantization fused into RMSNorm (cuDNN 9.14)"},
+      {"cpu_numa_binding", &StackSwitches::cpu_numa_binding,
+       "each process bound to its GPU's NUMA node (bindpcie + numactl)"},
+      {"te_host_slim", &StackSwitches::te_host_slim,
+       "slimmer Transformer Engine host code (fewer checks, API and CUDA calls)"},
+      {"cuda_graph_shared_expert", &StackSwitches::cuda_graph_shared_expert,
+       "CUDA graphs also capture the shared expert"},
+      {"deepep_tuned", &StackSwitches::deepep_tuned, "DeepEP tuned for GB200 (journey step 7)"},
+      {"hybridep_permute_fusion", &StackSwitches::hybridep_permute_fusion,
+       "HybridEP output buffer copy fused with permute and padding"},
+  }};
+  return kSwitches;
+}
+
+const sim_core::NameTable<RoutingBalance>& routing_balance_names() {
+  static constexpr std::array<sim_core::NameEntry<RoutingBalance>, 3> kEntries{{
+      {RoutingBalance::forced, "forced", "every expert gets the same tokens"},
+      {RoutingBalance::sampled, "sampled", "expert loads sampled from a distribution"},
+      {RoutingBalance::histogram, "histogram", "expert loads read from a file"},
+  }};
+  static constexpr sim_core::NameTable<RoutingBalance> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<RoutingDistribution>& routing_distribution_names() {
+  static constexpr std::array<sim_core::NameEntry<RoutingDistribution>, 2> kEntries{{
+      {RoutingDistribution::zipf, "zipf", "expert popularity ~ rank^-alpha"},
+      {RoutingDistribution::uniform, "uniform", "independent uniform top-k choices"},
+  }};
+  static constexpr sim_core::NameTable<RoutingDistribution> kTable{kEntries};
+  return kTable;
+}
+
+}  // namespace moesim::workload

@@ -1,0 +1,112 @@
+// workload/options.hpp: the training, parallelism and framework settings of a scenario
+// (shared/design/SCENARIO_FORMAT.md), as plain structs. config/ fills and validates
+// them; workload, schedules and hw_models read them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hw_models/dispatcher.hpp"
+#include "hw_models/system.hpp"
+#include "sim_core/names.hpp"
+
+namespace moesim::workload {
+
+enum class Precision { bf16, fp8_tensorwise, fp8_blockwise, mxfp8 };
+const sim_core::NameTable<Precision>& precision_names();
+// The Tensor Core input type the linear layers' GEMMs use under a recipe.
+hw_models::Dtype gemm_dtype(Precision p);
+
+struct Training {
+  std::int64_t seq_length = 0;
+  std::int64_t micro_batch_size = 0;
+  std::int64_t global_batch_size = 0;
+  Precision precision = Precision::bf16;
+  std::int64_t mtp_layers = 0;
+  std::optional<double> capacity_factor;  // token dropping; absent = dropless
+};
+
+struct Parallelism {
+  std::int64_t tp = 1, pp = 1, vpp = 1, ep = 1, etp = 1, cp = 1;
+  bool sequence_parallel = false;  // effective: requested and tp > 1
+  bool fsdp = false;
+  // Derived by config: dense-layer DP = gpus / (tp pp cp); expert layers fold EP x ETP
+  // out of the same tp x cp x dp ranks, leaving expert-DP = gpus / (pp ep etp).
+  std::int64_t dp = 1;
+  std::int64_t expert_dp = 1;
+  std::int64_t num_microbatches = 1;  // per pipeline, per step: gbs / (mbs dp)
+};
+
+enum class CudaGraphScope { attn, mlp, moe, moe_router, moe_preprocess, full_iteration };
+const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names();
+
+enum class RecomputeModule {
+  core_attn, mla_up_proj, up_proj, mlp, moe, moe_act, layernorm, shared_experts, full
+};
+const sim_core::NameTable<RecomputeModule>& recompute_module_names();
+
+enum class OffloadTarget {
+  optimizer, expert_fc1_act, attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1,
+  moe_act
+};
+const sim_core::NameTable<OffloadTarget>& offload_target_names();
+
+enum class OptimizerStateDtype { fp32, bf16 };
+const sim_core::NameTable<OptimizerStateDtype>& optimizer_state_dtype_names();
+
+struct Framework {
+  hw_models::Dispatcher dispatcher = hw_models::Dispatcher::hybridep;
+  int dispatcher_sms = 0;  // 0 for dispatchers whose SMs are not configurable
+  bool moe_a2a_overlap = false;
+  std::vector<CudaGraphScope> cuda_graph_scope;
+  std::vector<RecomputeModule> recompute_modules;
+  bool distributed_optimizer = true;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  bool fp8_param_gather = false;
+  OptimizerStateDtype optimizer_state_dtype = OptimizerStateDtype::fp32;
+  std::vector<OffloadTarget> offload;
+};
+
+// Software-stack features that are not Megatron flags (fusions, host-side changes). The
+// defaults are the newest stack: everything on; the journey scenarios turn them off.
+struct StackSwitches {
+  bool mxfp8_alloc_fusion = true;
+  bool permute_fusion_v2 = true;
+  bool router_fusion = true;
+  bool swizzle_fusion = true;
+  bool pdl_quant = true;
+  bool norm_quant_fusion = true;
+  bool cpu_numa_binding = true;
+  bool te_host_slim = true;
+  bool cuda_graph_shared_expert = true;
+  bool deepep_tuned = true;
+  bool hybridep_permute_fusion = true;
+};
+
+struct StackSwitchInfo {
+  std::string_view name;
+  bool StackSwitches::*member;
+  std::string_view help;
+};
+std::span<const StackSwitchInfo> stack_switches();
+
+enum class RoutingBalance { forced, sampled, histogram };
+const sim_core::NameTable<RoutingBalance>& routing_balance_names();
+
+enum class RoutingDistribution { zipf, uniform };
+const sim_core::NameTable<RoutingDistribution>& routing_distribution_names();
+
+struct Routing {
+  RoutingBalance balance = RoutingBalance::forced;
+  RoutingDistribution distribution = RoutingDistribution::zipf;  // sampled only
+  double alpha = 1.0;                                            // zipf exponent
+  std::uint64_t seed = 0;
+  std::string histogram_path;  // histogram only, resolved against the scenario file
+};
+
+}  // namespace moesim::workload
