@@ -57,13 +57,13 @@ std::unique_ptr<Command> make() {
 }
 
 constexpr std::array<CommandInfo, 7> kCommands{{
-    {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make<NotYet<3>>},
+    {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown [issue #3]", make<NotYet<3>>},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make<Describe>},
-    {"validate", "predicted vs measured over scenario files or folders", make<NotYet<3>>},
-    {"comm", "the communication model alone (EP dispatch, collectives)", make<NotYet<5>>},
-    {"pipeline", "a pipeline schedule alone with fixed chunk times", make<NotYet<6>>},
-    {"sweep", "run many scenarios generated from a sweep file", make<NotYet<3>>},
-    {"calibrate", "run calibration kernels or fit profiles from measurements", make<NotYet<7>>},
+    {"validate", "predicted vs measured over scenario files or folders [issue #3]", make<NotYet<3>>},
+    {"comm", "the communication model alone (EP dispatch, collectives) [issue #5]", make<NotYet<5>>},
+    {"pipeline", "a pipeline schedule alone with fixed chunk times [issue #6]", make<NotYet<6>>},
+    {"sweep", "run many scenarios generated from a sweep file [issue #3]", make<NotYet<3>>},
+    {"calibrate", "run calibration kernels or fit profiles from measurements [issue #7]", make<NotYet<7>>},
 }};
 
 }  // namespace

@@ -205,8 +205,8 @@ std::string describe_text(const config::Scenario& sc) {
                                  s.params.mtp > 0 ? fmt::format(" (MTP {:.2f} B)", s.params.mtp / 1e9)
                                                   : std::string()));
   const double ft = s.flops_per_token;
-  line("flops", fmt::format("{:.2f} GFLOP/token (Megatron accounting), {:.4f} PFLOP/step", ft / 1e9,
-                            s.flops_per_step / 1e15));
+  line("flops", fmt::format("{:.2f} GFLOP/token (Megatron accounting), {:.4e} FLOP/step", ft / 1e9,
+                            s.flops_per_step));
   line("", fmt::format("attention linear {:.1f}%, core {:.1f}%, dense MLP {:.1f}%, MoE MLP {:.1f}%, "
                        "MTP {:.1f}%, logits {:.1f}%",
                        100 * s.flops.attn_linear / ft, 100 * s.flops.attn_core / ft,
@@ -228,7 +228,7 @@ std::string describe_text(const config::Scenario& sc) {
                                            : fmt::format("\"{}\"", sc.pp_layout_text));
   // One row per pipeline rank, one column per virtual chunk.
   std::vector<std::vector<std::string>> cells;
-  std::size_t width = 5;
+  std::size_t width = fmt::format("chunk {}", sc.layout.vpp() - 1).size();
   for (int r = 0; r < sc.layout.pp(); ++r) {
     std::vector<std::string> row;
     for (int v = 0; v < sc.layout.vpp(); ++v) {

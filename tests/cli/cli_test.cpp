@@ -52,6 +52,8 @@ TEST_CASE("Bad input exits with status 2 and names the file and JSON path", "[cl
       {"unknown preset", [](auto& j) { j["system"] = "dgx"; }, "system"},
       {"unknown enum", [](auto& j) { j["framework"]["dispatcher"] = "nccl"; }, "framework.dispatcher"},
       {"precision", [](auto& j) { j["system"] = "h100"; j.erase("placement"); }, "training.precision"},
+      {"indivisible gpus", [](auto& j) { j["gpus"] = 260; }, "gpus"},
+      {"layers vs vpp", [](auto& j) { j["parallelism"]["vpp"] = 8; }, "parallelism.vpp"},
   };
   for (const auto& c : cases) {
     INFO(c.name);
@@ -71,6 +73,23 @@ TEST_CASE("Bad input exits with status 2 and names the file and JSON path", "[cl
   r = run_moesim({"describe", "/nonexistent/scenario.json"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("/nonexistent/scenario.json: (top level): cannot open the file"));
+}
+
+TEST_CASE("describe reproduces the four Megatron FLOPs check values", "[cli]") {
+  // shared/reference/megatron-flops.md at seq 4096; Qwen3-235B runs at TP2 here, whose
+  // vocabulary padding (151936 -> 152064) adds 0.002%.
+  const std::pair<const char*, double> cases[] = {
+      {"scenarios/dsv3-gb200.json", 249.81},
+      {"scenarios/h800/dsv3-production.json", 259.99},
+      {"scenarios/examples/qwen3-235b-a22b-h100.json", 148.03},
+      {"scenarios/examples/qwen3-30b-a3b-h100.json", 23.01}};
+  for (const auto& [file, gflop] : cases) {
+    INFO(file);
+    const auto r = run_moesim({"describe", "--json", test::source_path(file)});
+    REQUIRE(r.status == 0);
+    CHECK(nlohmann::json::parse(r.out)["flops_per_token"].get<double>() / 1e9 ==
+          Approx(gflop).epsilon(0.001));
+  }
 }
 
 TEST_CASE("Usage errors exit 2, help and version exit 0", "[cli]") {
