@@ -1,0 +1,160 @@
+// sim_core/gpu.hpp: GPU streams on a fluid SM pool, device events and rendezvous.
+//
+// A stream runs its kernels in launch order. The head kernel starts at the latest of:
+// its launch time (host clock, possibly ahead of the engine), the end of the previous
+// kernel, the completion of every device event it waits on, and, for a kernel that is
+// part of a rendezvous (a collective or a send/recv pair), the arrival of every
+// participant at the head of its stream.
+//
+// SM sharing (fluid): a kernel declares the SMs it runs on at full speed (`sms`) and its
+// duration alone (`work_s`). Reserved kernels (communication: DeepEP, HybridEP, NCCL)
+// take their SMs first, in start order; compute kernels share what is left max-min
+// fairly, capped at what each wants. A kernel given a SMs of the s it wants progresses at
+// rate a / s; rates change only when a kernel starts or ends, and progress is carried
+// across the change (remaining work -= rate x elapsed), never restarted.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sim_core/engine.hpp"
+
+namespace moesim::sim_core {
+
+using EventId = std::uint32_t;
+using RendezvousId = std::uint32_t;
+inline constexpr EventId kNoEvent = std::numeric_limits<EventId>::max();
+inline constexpr RendezvousId kNoRendezvous = std::numeric_limits<RendezvousId>::max();
+
+struct Kernel {
+  std::uint32_t label = 0;     // name id, resolved by the caller's label table
+  std::uint8_t category = 0;   // caller-defined class (compute, communication, ...)
+  double work_s = 0;           // duration alone on `sms` SMs
+  int sms = 0;                 // SMs for full speed; 0 = all of the GPU
+  bool reserved = false;       // takes its SMs before compute kernels share the rest
+  Time launch;                 // host time of the launch
+  std::array<EventId, 3> waits{kNoEvent, kNoEvent, kNoEvent};
+  EventId record = kNoEvent;   // completed when this kernel ends
+  RendezvousId rendezvous = kNoRendezvous;
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void kernel_done(int /*gpu*/, int /*stream*/, const Kernel& /*k*/, Time /*start*/,
+                           Time /*end*/) {}
+  virtual void host_op(int /*host*/, std::uint32_t /*label*/, Time /*start*/, Time /*end*/) {}
+  virtual bool wants_host_ops() const { return false; }
+};
+
+// Device events, shared by all GPUs and hosts of one engine.
+class EventTable {
+ public:
+  explicit EventTable(Engine& e) : engine_(e) {}
+  EventId create();
+  bool done(EventId id) const { return id == kNoEvent || events_[id].done; }
+  Time done_at(EventId id) const { return events_[id].at; }
+  // Marks done now and wakes every waiter (handler->on_event(arg) at now).
+  void complete(EventId id);
+  void wait(EventId id, EventHandler* h, std::uint64_t arg);
+
+ private:
+  struct Waiter {
+    EventHandler* h;
+    std::uint64_t arg;
+  };
+  struct Ev {
+    bool done = false;
+    Time at;
+    std::vector<Waiter> waiters;
+  };
+  Engine& engine_;
+  std::vector<Ev> events_;
+};
+
+// N-party rendezvous: each participant's kernel starts once all N are ready.
+class RendezvousTable {
+ public:
+  RendezvousId create(int participants);
+  // Returns true when this arrival completes the rendezvous; the callers registered so
+  // far are then released through their handlers.
+  void arrive(RendezvousId id, EventHandler* h, std::uint64_t arg, Engine& e);
+  int arrived(RendezvousId id) const { return static_cast<int>(rv_[id].waiting.size()); }
+  int needed(RendezvousId id) const { return rv_[id].needed; }
+  bool released(RendezvousId id) const { return rv_[id].released; }
+
+ private:
+  struct Rv {
+    int needed = 0;
+    bool released = false;
+    std::vector<std::pair<EventHandler*, std::uint64_t>> waiting;
+  };
+  std::vector<Rv> rv_;
+};
+
+class Gpu final : public EventHandler, public Resource {
+ public:
+  Gpu(Engine& engine, EventTable& events, RendezvousTable& rendezvous, int id, int sm_count,
+      std::string name);
+  int add_stream(std::string name);
+  void set_observer(Observer* o) { observer_ = o; }
+  void set_label_names(std::function<std::string(std::uint32_t)> f) { label_name_ = std::move(f); }
+  // Enqueues k on a stream; k.launch may lie ahead of the engine's clock.
+  void launch(int stream, const Kernel& k);
+
+  int id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const std::string& stream_name(int s) const { return streams_[static_cast<std::size_t>(s)].name; }
+  bool idle() const;
+
+  void on_event(std::uint64_t arg) override;
+  void describe_outstanding(std::vector<std::string>& out) const override;
+
+ private:
+  struct Stream {
+    std::string name;
+    std::deque<Kernel> queue;
+    bool busy = false;
+    bool arrived = false;    // head kernel has arrived at its rendezvous
+    bool released = false;   // its rendezvous released it
+    Time wake_at = Time::max();
+  };
+  struct Running {
+    Kernel k;
+    int stream;
+    double remaining;  // seconds of work at full rate
+    double rate = 0;   // fraction of full rate
+    Time start;
+    std::uint32_t serial = 0;   // identifies the kernel in completion events
+    std::uint32_t version = 0;  // bumped when its rate changes; stale events are ignored
+  };
+  enum Kind : std::uint64_t { kWake = 0, kDone = 1, kRelease = 2 };
+  static std::uint64_t encode(Kind k, std::uint64_t a, std::uint64_t b = 0) {
+    return (k << 62) | (a << 32) | (b & 0xffffffffu);
+  }
+  void try_start(int s);
+  void start(int s);
+  void finish(std::size_t index);
+  void reallocate();
+  std::string label(const Kernel& k) const;
+
+  Engine& engine_;
+  EventTable& events_;
+  RendezvousTable& rendezvous_;
+  int id_;
+  int sm_count_;
+  std::string name_;
+  std::vector<Stream> streams_;
+  std::vector<Running> running_;  // small: a handful of concurrent kernels
+  Time last_update_;
+  std::uint32_t next_serial_ = 0;
+  Observer* observer_ = nullptr;
+  std::function<std::string(std::uint32_t)> label_name_;
+};
+
+}  // namespace moesim::sim_core

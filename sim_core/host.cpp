@@ -1,0 +1,68 @@
+#include "sim_core/host.hpp"
+
+#include <algorithm>
+
+namespace moesim::sim_core {
+
+HostThread::HostThread(Engine& engine, EventTable& events, int id, std::string name,
+                       HostProgram& program)
+    : engine_(engine), events_(events), id_(id), name_(std::move(name)), program_(program) {
+  engine_.add_resource(this);
+}
+
+void HostThread::start(Time at) {
+  started_ = true;
+  clock_ = at;
+  engine_.at(at, this, 0);
+}
+
+void HostThread::on_event(std::uint64_t) {
+  if (blocked_on_ != kNoEvent) {
+    clock_ = std::max(clock_, events_.done_at(blocked_on_));
+    blocked_on_ = kNoEvent;
+  }
+  clock_ = std::max(clock_, engine_.now());
+  run();
+}
+
+void HostThread::run() {
+  const bool trace = observer_ && observer_->wants_host_ops();
+  HostOp op;
+  for (int i = 0; i < kBatch; ++i) {
+    if (!program_.next(op)) {
+      finished_ = true;
+      return;
+    }
+    const Time begin = clock_;
+    clock_ += op.cpu;
+    busy_ += op.cpu;
+    if (trace && op.cpu > Time::zero()) observer_->host_op(id_, op.label, begin, clock_);
+    switch (op.kind) {
+      case HostOp::Kind::work: break;
+      case HostOp::Kind::launch:
+        op.kernel.launch = clock_;
+        op.gpu->launch(op.stream, op.kernel);
+        break;
+      case HostOp::Kind::wait:
+        if (events_.done(op.event)) {
+          if (op.event != kNoEvent) clock_ = std::max(clock_, events_.done_at(op.event));
+        } else {
+          blocked_on_ = op.event;
+          events_.wait(op.event, this, 0);
+          return;
+        }
+        break;
+    }
+  }
+  engine_.at(std::max(clock_, engine_.now()), this, 0);  // next batch
+}
+
+void HostThread::describe_outstanding(std::vector<std::string>& out) const {
+  if (blocked_on_ != kNoEvent)
+    out.push_back(name_ + ": host waits on device event " + std::to_string(blocked_on_) +
+                  " that no kernel has completed");
+  else if (started_ && !finished_)
+    out.push_back(name_ + ": host program did not finish");
+}
+
+}  // namespace moesim::sim_core

@@ -1,0 +1,305 @@
+// Engine cross-checks against closed forms; each expected value is derived in a comment.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "sim_core/gpu.hpp"
+#include "sim_core/host.hpp"
+#include "sim_core/maxmin.hpp"
+
+using namespace moesim::sim_core;
+
+namespace {
+
+struct Recorder final : EventHandler {
+  std::vector<std::pair<Time, std::uint64_t>> seen;
+  Engine* e = nullptr;
+  void on_event(std::uint64_t arg) override { seen.emplace_back(e->now(), arg); }
+};
+
+struct Finished : Observer {
+  std::vector<std::pair<std::uint32_t, Time>> ends;  // (label, end)
+  std::vector<std::pair<std::uint32_t, Time>> starts;
+  void kernel_done(int, int, const Kernel& k, Time start, Time end) override {
+    ends.emplace_back(k.label, end);
+    starts.emplace_back(k.label, start);
+  }
+  Time end_of(std::uint32_t label) const {
+    for (auto& [l, t] : ends)
+      if (l == label) return t;
+    return Time::max();
+  }
+  Time start_of(std::uint32_t label) const {
+    for (auto& [l, t] : starts)
+      if (l == label) return t;
+    return Time::max();
+  }
+};
+
+Kernel kernel(std::uint32_t label, double seconds, int sms = 0, bool reserved = false) {
+  Kernel k;
+  k.label = label;
+  k.work_s = seconds;
+  k.sms = sms;
+  k.reserved = reserved;
+  return k;
+}
+
+// A fixed list of host ops.
+struct ListProgram : HostProgram {
+  std::vector<HostOp> ops;
+  std::size_t i = 0;
+  bool next(HostOp& op) override {
+    if (i == ops.size()) return false;
+    op = ops[i++];
+    return true;
+  }
+};
+
+struct Rig {
+  Engine engine;
+  EventTable events{engine};
+  RendezvousTable rv;
+  Finished obs;
+  Gpu gpu{engine, events, rv, 0, 132, "gpu0"};
+  Rig() { gpu.set_observer(&obs); }
+};
+
+}  // namespace
+
+TEST_CASE("Events run in time order, ties in insertion order", "[sim_core][engine]") {
+  Engine e;
+  Recorder r;
+  r.e = &e;
+  e.at(Time::us(5), &r, 1);
+  e.at(Time::us(2), &r, 2);
+  e.at(Time::us(5), &r, 3);
+  e.at(Time::us(2), &r, 4);
+  const auto stats = e.run();
+  REQUIRE(r.seen.size() == 4);
+  CHECK(r.seen[0].second == 2);
+  CHECK(r.seen[1].second == 4);
+  CHECK(r.seen[2].second == 1);
+  CHECK(r.seen[3].second == 3);
+  CHECK(stats.end == Time::us(5));
+  CHECK(stats.events == 4);
+  CHECK_THROWS_AS(e.at(Time::us(1), &r, 0), std::logic_error);
+}
+
+TEST_CASE("Max-min: two flows on one link each get half", "[sim_core][maxmin]") {
+  MaxMinSolver s;
+  const auto link = s.add_constraint(100);
+  const auto a = s.add_variable();
+  const auto b = s.add_variable();
+  s.use(link, a);
+  s.use(link, b);
+  const auto x = s.solve();
+  CHECK(x[a] == Approx(50));
+  CHECK(x[b] == Approx(50));
+}
+
+TEST_CASE("Max-min: the classic three-flow line network", "[sim_core][maxmin]") {
+  // Links L1 (cap 1) and L2 (cap 2). Flow A crosses both, B only L1, C only L2.
+  // Level rises: L1 saturates first at 1/2 (A and B) -> A = B = 0.5; then C takes the
+  // rest of L2: 2 - 0.5 = 1.5.
+  MaxMinSolver s;
+  const auto l1 = s.add_constraint(1), l2 = s.add_constraint(2);
+  const auto A = s.add_variable(), B = s.add_variable(), C = s.add_variable();
+  s.use(l1, A);
+  s.use(l2, A);
+  s.use(l1, B);
+  s.use(l2, C);
+  const auto x = s.solve();
+  CHECK(x[A] == Approx(0.5));
+  CHECK(x[B] == Approx(0.5));
+  CHECK(x[C] == Approx(1.5));
+}
+
+TEST_CASE("Max-min: weights, bounds and coefficients", "[sim_core][maxmin]") {
+  // One link of 90: weight-2 flow gets twice the weight-1 flow: 60 / 30. With a bound of
+  // 20 on the weight-2 flow, it gets 20 and the other takes the remaining 70.
+  MaxMinSolver s;
+  const auto l = s.add_constraint(90);
+  const auto a = s.add_variable(2), b = s.add_variable(1);
+  s.use(l, a);
+  s.use(l, b);
+  auto x = s.solve();
+  CHECK(x[a] == Approx(60));
+  CHECK(x[b] == Approx(30));
+  MaxMinSolver t;
+  const auto l2 = t.add_constraint(90);
+  const auto c = t.add_variable(2, 20), d = t.add_variable(1);
+  t.use(l2, c);
+  t.use(l2, d, 1);
+  x = t.solve();
+  CHECK(x[c] == Approx(20));
+  CHECK(x[d] == Approx(70));
+  // A flow crossing a link twice (coefficient 2) of capacity 10 alone: 5.
+  MaxMinSolver u;
+  const auto l3 = u.add_constraint(10);
+  const auto e = u.add_variable();
+  u.use(l3, e, 2);
+  CHECK(u.solve()[e] == Approx(5));
+  MaxMinSolver bad;
+  bad.add_variable();
+  CHECK_THROWS_AS(bad.solve(), std::logic_error);
+}
+
+TEST_CASE("SM sharing: two full-GPU kernels split the SMs and both finish at 2x", "[sim_core][sm]") {
+  // Each needs 1 ms alone on all 132 SMs; together each gets 66 SMs (rate 1/2) and both
+  // finish at 2 ms. The max-min solver gives the same split: one constraint of 132 SMs.
+  Rig r;
+  const int s0 = r.gpu.add_stream("a"), s1 = r.gpu.add_stream("b");
+  r.gpu.launch(s0, kernel(1, 1e-3));
+  r.gpu.launch(s1, kernel(2, 1e-3));
+  r.engine.run();
+  CHECK(r.obs.end_of(1) == Time::ms(2));
+  CHECK(r.obs.end_of(2) == Time::ms(2));
+  MaxMinSolver m;
+  const auto sms = m.add_constraint(132);
+  const auto a = m.add_variable(1, 132), b = m.add_variable(1, 132);
+  m.use(sms, a);
+  m.use(sms, b);
+  CHECK(m.solve()[a] == Approx(66));
+}
+
+TEST_CASE("SM sharing: a reserved communication kernel slows compute mid-kernel", "[sim_core][sm]") {
+  // 148-SM GPU. Compute kernel: 1 s alone on 148 SMs. A DeepEP-like kernel takes 24 SMs for
+  // 1 s from t = 0. Compute runs at 124/148 until t = 1 s, having done 124/148 of its work;
+  // the remaining 24/148 s run at full rate: end = 1 + 24/148 = 1.162162... s.
+  Engine e;
+  EventTable ev{e};
+  RendezvousTable rv;
+  Finished obs;
+  Gpu gpu{e, ev, rv, 0, 148, "gb200"};
+  gpu.set_observer(&obs);
+  const int c = gpu.add_stream("compute"), m = gpu.add_stream("comm");
+  gpu.launch(m, kernel(7, 1.0, 24, true));
+  gpu.launch(c, kernel(8, 1.0));
+  e.run();
+  CHECK(obs.end_of(7) == Time::ms(1000));
+  CHECK(obs.end_of(8).seconds() == Approx(1.0 + 24.0 / 148.0).epsilon(1e-9));
+}
+
+TEST_CASE("Two-stream overlap: half-GPU kernels run side by side", "[sim_core][sm]") {
+  // 2 ms on 66 SMs and 3 ms on 66 SMs fit together on 132 SMs: no slowdown, the step
+  // ends at max(2, 3) = 3 ms; serialized on one stream it would be 5 ms.
+  Rig r;
+  const int a = r.gpu.add_stream("a"), b = r.gpu.add_stream("b");
+  r.gpu.launch(a, kernel(1, 2e-3, 66));
+  r.gpu.launch(b, kernel(2, 3e-3, 66));
+  r.engine.run();
+  CHECK(r.obs.end_of(1) == Time::ms(2));
+  CHECK(r.obs.end_of(2) == Time::ms(3));
+  Rig s;
+  const int one = s.gpu.add_stream("one");
+  s.gpu.launch(one, kernel(1, 2e-3, 66));
+  s.gpu.launch(one, kernel(2, 3e-3, 66));
+  s.engine.run();
+  CHECK(s.obs.end_of(2) == Time::ms(5));
+}
+
+TEST_CASE("Host-bound and GPU-bound launch streams", "[sim_core][host]") {
+  // N kernels of g on the GPU, each launch costing c on the host.
+  // Host-bound (c > g): the last kernel launches at N c and ends at N c + g.
+  // GPU-bound (c < g): the first starts at c, then they run back to back: c + N g.
+  for (const auto& [c_us, g_us] : {std::pair{10, 4}, std::pair{4, 10}}) {
+    Rig r;
+    const int s = r.gpu.add_stream("compute");
+    ListProgram p;
+    const int n = 50;
+    for (int i = 0; i < n; ++i) {
+      HostOp op;
+      op.kind = HostOp::Kind::launch;
+      op.cpu = Time::us(c_us);
+      op.gpu = &r.gpu;
+      op.stream = s;
+      op.kernel = kernel(static_cast<std::uint32_t>(i), g_us * 1e-6);
+      p.ops.push_back(op);
+    }
+    HostThread h{r.engine, r.events, 0, "host0", p};
+    h.start(Time::zero());
+    r.engine.run();
+    const Time expect = c_us > g_us ? Time::us(n * c_us + g_us) : Time::us(c_us + n * g_us);
+    CHECK(r.obs.end_of(n - 1) == expect);
+    CHECK(h.finished());
+    CHECK(h.busy() == Time::us(n * c_us));
+  }
+}
+
+TEST_CASE("A device-to-host sync holds the host until the GPU gets there", "[sim_core][host]") {
+  // Launch A (1 ms GPU) at 5 us, then wait on A's event (host resumes at 1.005 ms), then
+  // launch B after 5 us more: B launches at 1.010 ms and ends at 1.010 + 0.002 ms.
+  Rig r;
+  const int s = r.gpu.add_stream("compute");
+  const EventId done_a = r.events.create();
+  ListProgram p;
+  HostOp a;
+  a.kind = HostOp::Kind::launch;
+  a.cpu = Time::us(5);
+  a.gpu = &r.gpu;
+  a.stream = s;
+  a.kernel = kernel(1, 1e-3);
+  a.kernel.record = done_a;
+  HostOp w;
+  w.kind = HostOp::Kind::wait;
+  w.event = done_a;
+  HostOp b = a;
+  b.kernel = kernel(2, 2e-6);
+  p.ops = {a, w, b};
+  HostThread h{r.engine, r.events, 0, "host0", p};
+  h.start(Time::zero());
+  r.engine.run();
+  CHECK(r.obs.end_of(1) == Time::us(1005));
+  CHECK(r.obs.start_of(2) == Time::us(1010));
+  CHECK(r.obs.end_of(2) == Time::us(1012));
+}
+
+TEST_CASE("Cross-stream events and rendezvous", "[sim_core][gpu]") {
+  // Stream b's kernel waits on an event recorded by stream a's 3 ms kernel: starts at 3 ms.
+  // Two GPUs' rendezvous kernels (a send/recv pair) start together when the later arrives.
+  Engine e;
+  EventTable ev{e};
+  RendezvousTable rv;
+  Finished o0, o1;
+  Gpu g0{e, ev, rv, 0, 132, "g0"}, g1{e, ev, rv, 1, 132, "g1"};
+  g0.set_observer(&o0);
+  g1.set_observer(&o1);
+  const int a = g0.add_stream("a"), b = g0.add_stream("b");
+  const int c = g1.add_stream("c");
+  Kernel k1 = kernel(1, 3e-3, 66);
+  k1.record = ev.create();
+  Kernel k2 = kernel(2, 1e-3, 66);
+  k2.waits[0] = k1.record;
+  g0.launch(b, k2);
+  g0.launch(a, k1);
+  // Rendezvous: g0 stream b sends after k2 (ends 4 ms); g1 is ready at 0.
+  const RendezvousId pair = rv.create(2);
+  Kernel send = kernel(3, 1e-3, 8, true);
+  send.rendezvous = pair;
+  Kernel recv = kernel(4, 1e-3, 8, true);
+  recv.rendezvous = pair;
+  g0.launch(b, send);
+  g1.launch(c, recv);
+  e.run();
+  CHECK(o0.start_of(2) == Time::ms(3));
+  CHECK(o0.start_of(3) == Time::ms(4));
+  CHECK(o1.start_of(4) == Time::ms(4));
+  CHECK(o1.end_of(4) == Time::ms(5));
+}
+
+TEST_CASE("A missing producer is reported as what waits on what", "[sim_core][engine]") {
+  Rig r;
+  r.gpu.set_label_names([](std::uint32_t l) { return "fc" + std::to_string(l); });
+  const int s = r.gpu.add_stream("compute");
+  Kernel k = kernel(1, 1e-3);
+  k.waits[0] = r.events.create();  // nothing records it
+  r.gpu.launch(s, k);
+  CHECK_THROWS_WITH(r.engine.run(), Catch::Contains("gpu0/compute: kernel 'fc1' waits on device event 0"));
+  Rig q;
+  const int t = q.gpu.add_stream("pp");
+  Kernel lone = kernel(2, 1e-3);
+  lone.rendezvous = q.rv.create(2);
+  q.gpu.launch(t, lone);
+  CHECK_THROWS_WITH(q.engine.run(), Catch::Contains("1 of 2 participants arrived"));
+}
