@@ -7,8 +7,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
 #include "config/load.hpp"
 #include "reports/describe.hpp"
+#include "reports/run.hpp"
 
 namespace moesim::cli {
 namespace {
@@ -30,6 +36,130 @@ class Describe final : public Command {
 
  private:
   std::string file_;
+  bool json_ = false;
+};
+
+class Run final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("file", file_, "scenario JSON file")->required();
+    app.add_flag("--json", json_, "print one JSON object instead of the text report");
+    app.add_option("--trace", trace_, "write a Chrome/Perfetto trace (JSON) to this file");
+  }
+  int run(Io& io) override {
+    const config::Scenario sc = config::load_scenario_file(file_);
+    const reports::Prediction p = reports::predict(sc, !trace_.empty());
+    if (!trace_.empty()) {
+      std::ofstream out(trace_);
+      if (!out) throw config::InputError(trace_, "", "cannot write the trace file");
+      reports::write_trace(p, out);
+    }
+    if (json_)
+      io.out << reports::run_json(sc, p).dump(2) << "\n";
+    else
+      io.out << reports::run_text(sc, p);
+    return 0;
+  }
+
+ private:
+  std::string file_, trace_;
+  bool json_ = false;
+};
+
+// Scenario files under the given paths (folders recursively), in sorted order.
+std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    if (std::filesystem::is_directory(p)) {
+      std::vector<std::string> found;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(p))
+        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+class Validate final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("paths", paths_, "scenario files or folders")->required();
+    app.add_flag("--json", json_, "print the rows as one JSON object");
+  }
+  int run(Io& io) override {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    double abs_sum = 0;
+    int n = 0, failed = 0;
+    std::string table = fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured",
+                                    "predicted", "error", "tol", "");
+    for (const auto& f : scenario_files(paths_)) {
+      const config::Scenario sc = config::load_scenario_file(f);
+      if (!sc.measured) continue;
+      const auto p = reports::predict(sc);
+      const double pred = reports::predicted_metric(*sc.measured, p);
+      const double err = 100 * (pred - sc.measured->value) / sc.measured->value;
+      const bool ok = std::abs(err) <= sc.measured->tolerance_pct;
+      failed += ok ? 0 : 1;
+      abs_sum += std::abs(err);
+      ++n;
+      table += fmt::format("{:<44} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>5.1f}%  {}\n", sc.name, sc.measured->value,
+                           pred, err, sc.measured->tolerance_pct, ok ? "ok" : "OVER");
+      rows.push_back({{"name", sc.name}, {"file", f},
+                      {"metric", config::measured_metric_names().name(sc.measured->metric)},
+                      {"measured", sc.measured->value}, {"predicted", pred}, {"error_pct", err},
+                      {"tolerance_pct", sc.measured->tolerance_pct}, {"ok", ok}, {"wall_s", p.wall_s}});
+    }
+    const double mae = n ? abs_sum / n : 0;
+    if (json_) {
+      io.out << nlohmann::ordered_json{{"rows", rows}, {"mean_abs_error_pct", mae}, {"failed", failed}}.dump(2) << "\n";
+    } else {
+      io.out << table << fmt::format("{} runs, mean absolute error {:.2f}%, {} over tolerance\n", n, mae, failed);
+    }
+    if (n == 0) {
+      io.err << "moesim validate: no scenario with a measured block under the given paths\n";
+      return 2;
+    }
+    return failed ? 1 : 0;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  bool json_ = false;
+};
+
+// Speed targets live here, not in timed tests: simulates a scenario repeatedly and
+// reports wall time and engine throughput.
+class Bench final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("file", file_, "scenario JSON file")->required();
+    app.add_option("--repeat", repeat_, "simulations to time (best is reported)")->check(CLI::Range(1, 1000));
+    app.add_flag("--json", json_, "print one JSON object");
+  }
+  int run(Io& io) override {
+    const config::Scenario sc = config::load_scenario_file(file_);
+    double best = 1e300;
+    reports::Prediction p;
+    for (int i = 0; i < repeat_; ++i) {
+      p = reports::predict(sc);
+      best = std::min(best, p.wall_s);
+    }
+    const double eps = static_cast<double>(p.step.events) / best;
+    if (json_)
+      io.out << nlohmann::ordered_json{{"name", sc.name}, {"wall_s", best}, {"events", p.step.events},
+                                       {"kernels", p.step.kernels}, {"events_per_s", eps}}.dump(2) << "\n";
+    else
+      io.out << fmt::format("{}: best of {}: {:.3f} s wall, {} events ({:.2f} M events/s), {} kernels\n",
+                            sc.name, repeat_, best, p.step.events, eps / 1e6, p.step.kernels);
+    return 0;
+  }
+
+ private:
+  std::string file_;
+  int repeat_ = 3;
   bool json_ = false;
 };
 
@@ -56,10 +186,11 @@ std::unique_ptr<Command> make() {
   return std::make_unique<C>();
 }
 
-constexpr std::array<CommandInfo, 7> kCommands{{
-    {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown [issue #3]", make<NotYet<3>>},
+constexpr std::array<CommandInfo, 8> kCommands{{
+    {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make<Run>},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make<Describe>},
-    {"validate", "predicted vs measured over scenario files or folders [issue #3]", make<NotYet<3>>},
+    {"validate", "predicted vs measured over scenario files or folders", make<Validate>},
+    {"bench", "time the simulation of one scenario (wall time, events/s)", make<Bench>},
     {"comm", "the communication model alone (EP dispatch, collectives) [issue #5]", make<NotYet<5>>},
     {"pipeline", "a pipeline schedule alone with fixed chunk times [issue #6]", make<NotYet<6>>},
     {"sweep", "run many scenarios generated from a sweep file [issue #3]", make<NotYet<3>>},

@@ -119,6 +119,34 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.network.latency_same_leaf_us = P.req(n, "latency_same_leaf_us", 0, 1000);
       s.network.latency_cross_leaf_us = P.req(n, "latency_cross_leaf_us", 0, 1000);
     });
+    read_object(o.req("efficiency"), [&](Object& e) {
+      auto per_dtype = [&](const Node& n, std::map<hw_models::Dtype, Param>& out) {
+        read_object(n, [&](Object& po) {
+          for (const auto& d : hw_models::dtype_names().entries())
+            if (auto v = po.get(d.name)) out[d.value] = P.read(*v, 0.01, 1, false);
+        });
+      };
+      per_dtype(e.req("gemm"), s.efficiency.gemm);
+      per_dtype(e.req("grouped_gemm"), s.efficiency.grouped_gemm);
+      for (const auto& [d, peak] : s.gpu.dense_tflops)
+        if (d != hw_models::Dtype::tf32 && d != hw_models::Dtype::fp4 && !s.efficiency.gemm.count(d))
+          e.req("gemm").fail(fmt::format("no GEMM efficiency for {}, which the GPU supports",
+                                         hw_models::dtype_names().name(d)));
+      s.efficiency.attention_fwd = P.req(e, "attention_fwd", 0.01, 1);
+      s.efficiency.attention_bwd = P.req(e, "attention_bwd", 0.01, 1);
+      s.efficiency.hbm = P.req(e, "hbm", 0.01, 1);
+      s.efficiency.kernel_device_us = P.req(e, "kernel_device_us", 0, 1000);
+    });
+    read_object(o.req("host"), [&](Object& h) {
+      s.host.op_us = P.req(h, "op_us", 0, 1e6);
+      s.host.launch_us = P.req(h, "launch_us", 0, 1e6);
+      s.host.graph_launch_us = P.req(h, "graph_launch_us", 0, 1e6);
+    });
+    read_object(o.req("comm"), [&](Object& c) {
+      s.comm.base_latency_us = P.req(c, "base_latency_us", 0, 1e6);
+      s.comm.nvlink_hop_us = P.req(c, "nvlink_hop_us", 0, 1e6);
+      s.comm.network_hop_us = P.req(c, "network_hop_us", 0, 1e6);
+    });
   });
   return s;
 }

@@ -69,6 +69,30 @@ struct NetworkSpec {
   Param latency_cross_leaf_us;
 };
 
+// Achieved fractions of peak, from component microbenchmarks (calibration data).
+struct Efficiency {
+  std::map<Dtype, Param> gemm;          // large dense GEMM / dense peak
+  std::map<Dtype, Param> grouped_gemm;  // MoE grouped GEMM / dense peak; absent: gemm's
+  Param attention_fwd;                  // causal attention fwd / BF16 peak (causal FLOPs)
+  Param attention_bwd;
+  Param hbm;                            // memory-bound kernels / HBM peak
+  Param kernel_device_us;               // fixed device-side cost per kernel
+};
+
+// Host CPU costs of the framework (PyTorch + Megatron + TE) per op and per launch.
+struct HostCosts {
+  Param op_us;           // a framework op without a kernel (allocation, view, check)
+  Param launch_us;       // a kernel-launching op, its launch included
+  Param graph_launch_us; // replaying one captured CUDA graph
+};
+
+// NCCL-style latency constants for the placeholder communication model.
+struct CommLatency {
+  Param base_latency_us;
+  Param nvlink_hop_us;
+  Param network_hop_us;
+};
+
 struct SystemSpec {
   std::string name;
   std::string description;
@@ -76,6 +100,9 @@ struct SystemSpec {
   NodeSpec node;
   NvlinkSpec nvlink;
   NetworkSpec network;
+  Efficiency efficiency;
+  HostCosts host;
+  CommLatency comm;
 };
 
 }  // namespace moesim::hw_models

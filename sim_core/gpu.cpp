@@ -136,7 +136,7 @@ void Gpu::start(int s) {
   st.busy = true;
   st.arrived = st.released = false;
   r.remaining = r.k.work_s;
-  if (r.k.sms <= 0 || r.k.sms > sm_count_) r.k.sms = sm_count_;
+  if (r.k.sms == 0 || r.k.sms > sm_count_) r.k.sms = sm_count_;
   reallocate();  // brings the others' progress up to now first
   running_.push_back(r);
   reallocate();
@@ -166,13 +166,13 @@ void Gpu::reallocate() {
   double free = sm_count_;
   std::vector<double> alloc(running_.size(), 0.0);
   for (std::size_t i = 0; i < running_.size(); ++i) {
-    if (!running_[i].k.reserved) continue;
+    if (running_[i].k.sms < 0 || !running_[i].k.reserved) continue;
     alloc[i] = std::min<double>(running_[i].k.sms, free);
     free -= alloc[i];
   }
   std::vector<std::size_t> compute;
   for (std::size_t i = 0; i < running_.size(); ++i)
-    if (!running_[i].k.reserved) compute.push_back(i);
+    if (running_[i].k.sms > 0 && !running_[i].k.reserved) compute.push_back(i);
   std::sort(compute.begin(), compute.end(),
             [&](std::size_t a, std::size_t b) { return running_[a].k.sms < running_[b].k.sms; });
   for (std::size_t j = 0; j < compute.size(); ++j) {
@@ -184,7 +184,7 @@ void Gpu::reallocate() {
 
   for (std::size_t i = 0; i < running_.size(); ++i) {
     Running& r = running_[i];
-    const double rate = alloc[i] / r.k.sms;
+    const double rate = r.k.sms < 0 ? 1.0 : alloc[i] / r.k.sms;
     if (rate == r.rate && r.version != 0) continue;
     r.rate = rate;
     ++r.version;

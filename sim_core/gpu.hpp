@@ -35,7 +35,8 @@ struct Kernel {
   std::uint32_t label = 0;     // name id, resolved by the caller's label table
   std::uint8_t category = 0;   // caller-defined class (compute, communication, ...)
   double work_s = 0;           // duration alone on `sms` SMs
-  int sms = 0;                 // SMs for full speed; 0 = all of the GPU
+  int sms = 0;                 // SMs for full speed; 0 = all of the GPU; < 0 = none (copy
+                               // engines, network): always runs at full rate
   bool reserved = false;       // takes its SMs before compute kernels share the rest
   Time launch;                 // host time of the launch
   std::array<EventId, 3> waits{kNoEvent, kNoEvent, kNoEvent};

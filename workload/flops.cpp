@@ -72,6 +72,19 @@ FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q
   return f;
 }
 
+LayerParams layer_parameters(const ModelConfig& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double e = static_cast<double>(m.ffn_matrices());
+  const double experts = static_cast<double>(m.num_experts);
+  LayerParams l;
+  l.attention = attention_params(m);
+  l.dense_mlp = e * h * static_cast<double>(m.ffn_hidden_size) + h;
+  l.expert = e * h * static_cast<double>(m.moe_ffn_hidden_size);
+  l.moe_common = h * experts + (m.router_scoring == "sigmoid" ? experts : 0) +
+                 e * h * static_cast<double>(m.shared_expert_ffn_hidden_size) + h;
+  return l;
+}
+
 ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
                              std::int64_t padded_vocab) {
   const double h = static_cast<double>(m.hidden_size);

@@ -62,6 +62,15 @@ struct ParamCounts {
   double active = 0;       // per token: top-k routed experts instead of all
 };
 
+// Parameters of one decoder layer by part: what each pipeline rank holds.
+struct LayerParams {
+  double attention = 0;   // projections and the attention input norm
+  double dense_mlp = 0;   // dense FFN + its norm (dense layers)
+  double moe_common = 0;  // router, shared experts, pre-FFN norm (MoE layers)
+  double expert = 0;      // one routed expert
+};
+LayerParams layer_parameters(const ModelConfig& m);
+
 ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
                              std::int64_t padded_vocab);
 

@@ -1,0 +1,47 @@
+#include "hw_models/compute.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace moesim::hw_models {
+
+ComputeModel::ComputeModel(const SystemSpec& s)
+    : sys_(s),
+      sms_(static_cast<int>(s.gpu.sm_count.value)),
+      hbm_Bps_(s.gpu.hbm_TBps.value * 1e12 * s.efficiency.hbm.value),
+      t_dev_(s.efficiency.kernel_device_us.value * 1e-6) {}
+
+double ComputeModel::wave_efficiency(std::int64_t m, std::int64_t n, std::int64_t groups) const {
+  if (m <= 0 || n <= 0) return 1.0;
+  const std::int64_t tiles = groups * ((m + kTile - 1) / kTile) * ((n + kTile - 1) / kTile);
+  const std::int64_t waves = (tiles + sms_ - 1) / sms_;
+  return static_cast<double>(tiles) / static_cast<double>(waves * sms_);
+}
+
+double ComputeModel::seconds(const ComputeWork& w) const {
+  const double mem = w.bytes / hbm_Bps_;
+  switch (w.cls) {
+    case KernelClass::memory: return mem + t_dev_;
+    case KernelClass::attention_fwd:
+    case KernelClass::attention_bwd: {
+      const double eta = w.cls == KernelClass::attention_fwd ? sys_.efficiency.attention_fwd.value
+                                                             : sys_.efficiency.attention_bwd.value;
+      return w.flops / (sys_.gpu.peak_tflops(Dtype::bf16) * 1e12 * eta) + t_dev_;
+    }
+    case KernelClass::gemm:
+    case KernelClass::grouped_gemm: {
+      const auto& table = w.cls == KernelClass::grouped_gemm && sys_.efficiency.grouped_gemm.count(w.dtype)
+                              ? sys_.efficiency.grouped_gemm
+                              : sys_.efficiency.gemm;
+      const auto it = table.find(w.dtype);
+      if (it == table.end() || !sys_.gpu.supports(w.dtype))
+        throw std::invalid_argument("ComputeModel: no GEMM efficiency for this dtype on " + sys_.gpu.name);
+      const double rate = sys_.gpu.peak_tflops(w.dtype) * 1e12 * it->second.value *
+                          wave_efficiency(w.m, w.n, w.groups);
+      return std::max(w.flops / rate, mem) + t_dev_;
+    }
+  }
+  return mem + t_dev_;
+}
+
+}  // namespace moesim::hw_models

@@ -1,0 +1,51 @@
+// hw_models/compute.hpp: how long a kernel takes on one GPU, alone.
+//
+//   GEMM:       t = max( F / (P_d * eta_d * q),  B / (BW * eta_hbm) ) + t_dev
+//   attention:  t = F / (P_bf16 * eta_attn) + t_dev        (F counted causal, as Megatron)
+//   memory:     t = B / (BW * eta_hbm) + t_dev
+//
+// P_d is the dense Tensor Core peak of the GEMM's input type, eta_d the achieved fraction
+// of it on large shapes (grouped GEMMs have their own, measured with MoE-like shapes),
+// BW the HBM peak, t_dev a fixed device-side cost per kernel. q is wave quantization: a
+// GEMM is cut into 128 x 128 output tiles spread over the SMs in waves; the last wave
+// runs partly empty, so q = tiles / (ceil(tiles / SMs) * SMs). The efficiencies come from
+// the system preset (shared/reference/hardware-and-microbenchmarks.md); the calibration
+// issue fits a size-dependent asymptote on top of this from measured GEMM grids.
+#pragma once
+
+#include <cstdint>
+
+#include "hw_models/system.hpp"
+
+namespace moesim::hw_models {
+
+enum class KernelClass : std::uint8_t { gemm, grouped_gemm, attention_fwd, attention_bwd, memory };
+
+struct ComputeWork {
+  KernelClass cls = KernelClass::memory;
+  Dtype dtype = Dtype::bf16;
+  double flops = 0;
+  double bytes = 0;            // HBM traffic
+  std::int64_t m = 0, n = 0;   // GEMM output shape per group
+  std::int64_t k = 0;          // GEMM reduction dimension
+  std::int64_t groups = 1;     // grouped GEMM: experts
+  double input_bytes = 0;      // bytes per element of the GEMM inputs (1 FP8, 2 BF16)
+};
+
+class ComputeModel {
+ public:
+  static constexpr std::int64_t kTile = 128;
+  explicit ComputeModel(const SystemSpec& s);
+  // Seconds alone on the whole GPU.
+  double seconds(const ComputeWork& w) const;
+  double wave_efficiency(std::int64_t m, std::int64_t n, std::int64_t groups) const;
+  int sm_count() const { return sms_; }
+
+ private:
+  const SystemSpec& sys_;
+  int sms_;
+  double hbm_Bps_;
+  double t_dev_;
+};
+
+}  // namespace moesim::hw_models

@@ -1,0 +1,210 @@
+#include "reports/run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "hw_models/comm_cost.hpp"
+#include "reports/describe.hpp"
+#include "schedules/pipeline_order.hpp"
+#include "workload/flops.hpp"
+#include "workload/layer_graph.hpp"
+
+namespace moesim::reports {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// Bytes a layer keeps for backward: what its forward kernels save (GEMM inputs for
+// wgrad, norm and activation inputs, attention's q, k, v and output), except inside
+// recomputed segments (their kernels reappear in backward marked `recompute`).
+double kept_bytes(const workload::LayerTemplate& t) {
+  std::vector<std::string> recomputed;
+  for (const auto& k : t.bwd)
+    if (k.recompute) recomputed.push_back(k.name.substr(0, k.name.size() - std::string(".recompute").size()));
+  double b = 0;
+  for (const auto& k : t.fwd)
+    if (std::find(recomputed.begin(), recomputed.end(), k.name) == recomputed.end()) b += k.saved_bytes;
+  return b;
+}
+
+std::vector<double> memory_per_rank(const config::Scenario& sc) {
+  const auto& p = sc.parallelism;
+  const auto& fw = sc.framework;
+  const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab()};
+  const auto t = workload::build_templates(ti);
+  const auto lp = workload::layer_parameters(sc.model);
+  const double h = static_cast<double>(sc.model.hidden_size);
+  const double local = sc.model.is_moe() ? static_cast<double>(sc.model.num_experts) / static_cast<double>(p.ep) : 0;
+  const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
+  const double dp_shard = fw.distributed_optimizer ? static_cast<double>(p.dp) : 1;
+  const double edp_shard = fw.distributed_optimizer ? static_cast<double>(p.expert_dp) : 1;
+
+  std::vector<double> out;
+  for (int r = 0; r < static_cast<int>(p.pp); ++r) {
+    double dense = 0, expert = 0;
+    std::vector<double> act_per_chunk(static_cast<std::size_t>(p.vpp), 0.0);
+    for (int c = 0; c < static_cast<int>(p.vpp); ++c) {
+      for (const auto& it : sc.layout.stage(r, c).items) {
+        bool moe = false;
+        const workload::LayerTemplate* lt = &t.dense;
+        switch (it.kind) {
+          case schedules::LayoutItemKind::embedding:
+            dense += static_cast<double>(sc.padded_vocab()) * h / static_cast<double>(p.tp);
+            lt = &t.embedding;
+            break;
+          case schedules::LayoutItemKind::loss:
+            dense += static_cast<double>(sc.padded_vocab()) * h / static_cast<double>(p.tp);
+            lt = &t.head;
+            break;
+          case schedules::LayoutItemKind::mtp:
+          case schedules::LayoutItemKind::decoder:
+            moe = it.kind == schedules::LayoutItemKind::mtp ? sc.model.mtp_is_moe()
+                                                             : sc.model.moe_layer[static_cast<std::size_t>(it.index)];
+            lt = moe ? &t.moe : &t.dense;
+            dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / static_cast<double>(p.tp);
+            if (moe) expert += local * lp.expert / static_cast<double>(p.etp);
+            break;
+        }
+        act_per_chunk[static_cast<std::size_t>(c)] += kept_bytes(*lt);
+      }
+    }
+    // Activations: the largest sum over forward items not yet matched by their backward.
+    double act = 0, peak = 0;
+    for (const auto& w : schedules::pipeline_order(sc.pipeline_schedule, static_cast<int>(p.pp),
+                                                   static_cast<int>(p.vpp), r,
+                                                   static_cast<int>(p.num_microbatches))) {
+      act += (w.forward ? 1 : -1) * act_per_chunk[static_cast<std::size_t>(w.chunk)];
+      peak = std::max(peak, act);
+    }
+    const double states = dense * (2 + 4) + expert * (2 + 4) + (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
+    out.push_back((states + peak) / kGiB);
+  }
+  return out;
+}
+
+}  // namespace
+
+Prediction predict(const config::Scenario& sc, bool trace) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const hw_models::AlphaBetaComm comm(sc.system);
+  const schedules::StepInput in{sc.system,        sc.gpus,       sc.placement.gpus_per_nvlink_domain,
+                                sc.model,         sc.training,   sc.parallelism,
+                                sc.framework,     sc.stack,      sc.layout,
+                                sc.pipeline_schedule, sc.padded_vocab()};
+  Prediction p;
+  p.step = schedules::simulate_step(in, {trace}, comm);
+  const ScenarioSummary s = summarize(sc);
+  p.flops_per_step = s.flops_per_step;
+  const double gpus = static_cast<double>(sc.gpus);
+  p.tflops_per_gpu = s.flops_per_step / (p.step.step_time_s * gpus * 1e12);
+  p.tokens_per_s_per_gpu = s.tokens_per_step / (p.step.step_time_s * gpus);
+  p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
+  p.rank_memory_gib = memory_per_rank(sc);
+  p.peak_memory_gib = *std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
+  p.fits_in_memory = p.peak_memory_gib * kGiB <= sc.system.gpu.hbm_GB.value * 1e9;
+  p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+double predicted_metric(const config::Measured& m, const Prediction& p) {
+  switch (m.metric) {
+    case config::MeasuredMetric::tflops_per_gpu: return p.tflops_per_gpu;
+    case config::MeasuredMetric::step_time_s: return p.step.step_time_s;
+    case config::MeasuredMetric::tokens_per_s_per_gpu: return p.tokens_per_s_per_gpu;
+  }
+  return 0;
+}
+
+Json run_json(const config::Scenario& sc, const Prediction& p) {
+  const auto& b = p.step.breakdown;
+  Json j;
+  j["name"] = sc.name;
+  j["file"] = sc.file;
+  j["step_time_s"] = p.step.step_time_s;
+  j["tflops_per_gpu"] = p.tflops_per_gpu;
+  j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
+  j["mfu"] = p.mfu;
+  j["mfu_peak"] = "dense bf16";
+  j["peak_memory_gib"] = p.peak_memory_gib;
+  j["fits_in_memory"] = p.fits_in_memory;
+  j["breakdown"] = {{"compute", b.compute},
+                    {"exposed_communication", b.exposed_comm},
+                    {"pipeline_bubble", b.pipeline_bubble},
+                    {"host_bound_idle", b.host_bound_idle},
+                    {"other", b.other}};
+  j["critical_rank"] = p.step.critical_rank;
+  j["rank_memory_gib"] = p.rank_memory_gib;
+  j["host_busy_s"] = p.step.host_busy_s;
+  j["simulation"] = {{"events", p.step.events}, {"kernels", p.step.kernels}, {"wall_s", p.wall_s},
+                     {"fidelity", "representative"}, {"simulated_ranks", sc.parallelism.pp}};
+  if (sc.measured) {
+    const double pred = predicted_metric(*sc.measured, p);
+    j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
+                     {"value", sc.measured->value},
+                     {"predicted", pred},
+                     {"error_pct", 100 * (pred - sc.measured->value) / sc.measured->value}};
+  }
+  return j;
+}
+
+std::string run_text(const config::Scenario& sc, const Prediction& p) {
+  const auto& b = p.step.breakdown;
+  const double t = p.step.step_time_s;
+  std::string o = fmt::format("{}  ({})\n\n", sc.name, sc.file);
+  o += fmt::format("step time        {:.3f} s\n", t);
+  o += fmt::format("TFLOPS/GPU       {:.1f}   (Megatron accounting)\n", p.tflops_per_gpu);
+  o += fmt::format("tokens/s/GPU     {:.1f}\n", p.tokens_per_s_per_gpu);
+  o += fmt::format("MFU              {:.1f}%  (of dense BF16 {:g} TFLOPS)\n", 100 * p.mfu,
+                   sc.system.gpu.peak_tflops(hw_models::Dtype::bf16));
+  o += fmt::format("peak memory      {:.1f} GiB of {:g} GB  ({})\n", p.peak_memory_gib,
+                   sc.system.gpu.hbm_GB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
+  o += fmt::format("\nbreakdown of the critical rank ({}):\n", p.step.critical_rank);
+  const auto row = [&](const char* what, double s) {
+    o += fmt::format("  {:<22}{:>9.3f} s  {:>5.1f}%\n", what, s, 100 * s / t);
+  };
+  row("compute", b.compute);
+  row("exposed communication", b.exposed_comm);
+  row("pipeline bubble", b.pipeline_bubble);
+  row("host-bound idle", b.host_bound_idle);
+  row("other", b.other);
+  if (sc.measured) {
+    const double pred = predicted_metric(*sc.measured, p);
+    o += fmt::format("\nmeasured {} = {:g}; predicted {:.2f} ({:+.1f}%)\n",
+                     config::measured_metric_names().name(sc.measured->metric), sc.measured->value, pred,
+                     100 * (pred - sc.measured->value) / sc.measured->value);
+  }
+  o += fmt::format("\nsimulated {} ranks, {} kernels, {} events in {:.3f} s\n", sc.parallelism.pp,
+                   p.step.kernels, p.step.events, p.wall_s);
+  return o;
+}
+
+void write_trace(const Prediction& p, std::ostream& out) {
+  Json events = Json::array();
+  const int ranks = static_cast<int>(p.step.rank_end_s.size());
+  for (int r = 0; r < ranks; ++r) {
+    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", fmt::format("rank {}", r)}}}});
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "host"}}}});
+    for (std::size_t s = 0; s < p.step.streams.size(); ++s)
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", s + 1},
+                        {"args", {{"name", "stream " + p.step.streams[s]}}}});
+  }
+  for (const auto& s : p.step.trace) {
+    events.push_back({{"ph", "X"},
+                      {"name", p.step.labels[s.label]},
+                      {"cat", s.track < 0 ? "host" : "gpu"},
+                      {"pid", s.rank},
+                      {"tid", s.track + 1},
+                      {"ts", s.start_s * 1e6},
+                      {"dur", (s.end_s - s.start_s) * 1e6}});
+  }
+  Json doc;
+  doc["traceEvents"] = std::move(events);
+  doc["displayTimeUnit"] = "ms";
+  out << doc.dump() << "\n";
+}
+
+}  // namespace moesim::reports

@@ -1,0 +1,46 @@
+// reports/run.hpp: `moesim run`: predict one scenario and report it.
+//
+//   TFLOPS/GPU = model FLOPs per step (Megatron accounting) / (step time x GPUs x 1e12)
+//   MFU        = TFLOPS/GPU / dense BF16 peak
+// Memory (a first estimate, refined by the schedules issue): per pipeline rank, weights
+// (BF16) + main gradients (FP32) + optimizer (FP32 master + two moments), the last two
+// sharded by the distributed optimizer over DP (dense) and expert-DP (experts), plus
+// activations: the forward outputs of each layer kept for backward (recomputed modules
+// keep only their input) times the most forward work items in flight on that rank,
+// counted from the rank's pipeline order.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario.hpp"
+#include "schedules/step_sim.hpp"
+
+namespace moesim::reports {
+
+struct Prediction {
+  schedules::StepResult step;
+  double flops_per_step = 0;
+  double tflops_per_gpu = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;
+  std::vector<double> rank_memory_gib;
+  double peak_memory_gib = 0;
+  bool fits_in_memory = true;
+  double wall_s = 0;  // simulation wall time
+};
+
+Prediction predict(const config::Scenario& sc, bool trace = false);
+nlohmann::ordered_json run_json(const config::Scenario& sc, const Prediction& p);
+std::string run_text(const config::Scenario& sc, const Prediction& p);
+// Chrome trace event format (chrome://tracing, ui.perfetto.dev): one process per
+// simulated rank, one thread per GPU stream plus the host thread.
+void write_trace(const Prediction& p, std::ostream& out);
+
+// The measured metric's predicted value.
+double predicted_metric(const config::Measured& m, const Prediction& p);
+
+}  // namespace moesim::reports

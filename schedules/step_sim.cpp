@@ -1,0 +1,538 @@
+#include "schedules/step_sim.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+
+#include "hw_models/compute.hpp"
+#include "schedules/pipeline_order.hpp"
+#include "sim_core/gpu.hpp"
+#include "sim_core/host.hpp"
+#include "workload/flops.hpp"
+#include "workload/layer_graph.hpp"
+
+namespace moesim::schedules {
+namespace {
+
+using sim_core::EventId;
+using sim_core::HostOp;
+using sim_core::Kernel;
+using sim_core::kNoEvent;
+using sim_core::Time;
+using workload::Module;
+
+enum Category : std::uint8_t { kCompute, kEpComm, kTpComm, kPpComm, kDpComm };
+enum Track : int { kComputeStream, kPpFwdSend, kPpFwdRecv, kPpBwdSend, kPpBwdRecv, kDpStream, kTracks };
+const char* const kTrackNames[kTracks] = {"compute", "pp.fwd.send", "pp.fwd.recv", "pp.bwd.send",
+                                          "pp.bwd.recv", "dp"};
+
+// A template kernel priced on this system.
+struct Priced {
+  std::uint32_t label;
+  double seconds;
+  int sms;
+  bool reserved;
+  Category category;
+  Module module;
+  bool sync;
+};
+
+struct PricedLayer {
+  std::vector<Priced> fwd, bwd;
+};
+
+// Megatron rank order tp-cp-(ep)-dp-pp: a group of `size` ranks `stride` apart crosses
+// NVLink domains when it spans more than one domain of contiguous ranks.
+hw_models::CommGroup group(std::int64_t size, std::int64_t stride, std::int64_t domain) {
+  return {size, (size - 1) * stride >= domain};
+}
+
+// Shared state of one simulation: engine, tables, pricing, labels, rendezvous pairing.
+class Sim {
+ public:
+  Sim(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm)
+      : in_(in), opt_(opt), comm_(comm), compute_(in.system), events_(engine_) {
+    const auto& p = in.parallelism;
+    const std::int64_t dom = in.gpus_per_nvlink_domain;
+    ep_group_ = group(p.ep, p.etp, dom);
+    tp_group_ = group(p.tp, 1, dom);
+    dp_group_ = group(p.dp, p.tp * p.cp, dom);
+    edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
+    pp_crosses_ = group(p.pp, in.gpus / p.pp, dom).crosses_network;
+    price_templates();
+  }
+
+  std::uint32_t label(const std::string& name) {
+    auto [it, inserted] = label_ids_.try_emplace(name, static_cast<std::uint32_t>(labels_.size()));
+    if (inserted) labels_.push_back(name);
+    return it->second;
+  }
+  const std::vector<std::string>& labels() const { return labels_; }
+
+  sim_core::RendezvousId pair(int mb, int vstage, bool fwd) {
+    auto [it, inserted] = pairs_.try_emplace(std::make_tuple(mb, vstage, fwd), 0);
+    if (inserted) it->second = rendezvous_.create(2);
+    return it->second;
+  }
+  EventId event(Category c) {
+    const EventId id = events_.create();
+    event_category_.push_back(c);
+    return id;
+  }
+  Category event_category(EventId e) const { return static_cast<Category>(event_category_[e]); }
+
+  const PricedLayer& layer(LayoutItemKind kind, std::int64_t index) const {
+    switch (kind) {
+      case LayoutItemKind::embedding: return embedding_;
+      case LayoutItemKind::loss: return head_;
+      case LayoutItemKind::mtp: return in_.model.mtp_is_moe() ? moe_ : dense_;
+      case LayoutItemKind::decoder:
+        return in_.model.moe_layer[static_cast<std::size_t>(index)] ? moe_ : dense_;
+    }
+    return dense_;
+  }
+  bool captured(Module m) const { return captured_[static_cast<std::size_t>(m)]; }
+
+  double pp_seconds() const { return pp_s_; }
+  double stage_params(int rank, int chunk, double& expert) const;
+  double dp_seconds(double dense_params, double expert_params) const;
+  double gather_seconds(double dense_params, double expert_params) const;
+  double optimizer_seconds(double dense_params, double expert_params) const;
+
+  sim_core::Engine engine_;
+  const StepInput& in_;
+  const StepOptions& opt_;
+  const hw_models::CommModel& comm_;
+  hw_models::ComputeModel compute_;
+  sim_core::EventTable events_;
+  sim_core::RendezvousTable rendezvous_;
+
+ private:
+  Priced price(const workload::KernelTemplate& k);
+  void price_templates();
+
+  hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
+  bool pp_crosses_ = false;
+  double pp_s_ = 0;
+  PricedLayer dense_, moe_, embedding_, head_;
+  std::array<bool, 11> captured_{};
+  std::vector<std::string> labels_;
+  std::map<std::string, std::uint32_t> label_ids_;
+  std::map<std::tuple<int, int, bool>, sim_core::RendezvousId> pairs_;
+  std::vector<std::uint8_t> event_category_;
+};
+
+Priced Sim::price(const workload::KernelTemplate& k) {
+  Priced p{label(k.name), 0, 0, false, kCompute, k.module, k.host_sync_after};
+  const auto& fw = in_.framework;
+  switch (k.comm) {
+    case workload::CommOp::none: p.seconds = compute_.seconds(k.work); break;
+    case workload::CommOp::ep_dispatch:
+    case workload::CommOp::ep_combine:
+      p.seconds = comm_.all_to_all(k.comm_bytes, ep_group_);
+      p.category = kEpComm;
+      // DeepEP / HybridEP kernels hold their SMs; NCCL's are left to the network issue.
+      p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;
+      p.reserved = true;
+      break;
+    case workload::CommOp::tp_all_gather:
+    case workload::CommOp::tp_reduce_scatter:
+      p.seconds = comm_.all_gather(k.comm_bytes, tp_group_);
+      p.category = kTpComm;
+      p.sms = -1;
+      break;
+  }
+  return p;
+}
+
+void Sim::price_templates() {
+  const workload::TemplateInputs ti{in_.model, in_.training, in_.parallelism, in_.framework, in_.stack,
+                                    in_.padded_vocab};
+  const workload::ModelTemplates t = workload::build_templates(ti);
+  const auto convert = [&](const workload::LayerTemplate& lt, PricedLayer& out) {
+    for (const auto& k : lt.fwd) out.fwd.push_back(price(k));
+    for (const auto& k : lt.bwd) out.bwd.push_back(price(k));
+  };
+  convert(t.dense, dense_);
+  convert(t.moe, moe_);
+  convert(t.embedding, embedding_);
+  convert(t.head, head_);
+
+  using workload::CudaGraphScope;
+  const auto& scopes = in_.framework.cuda_graph_scope;
+  const auto on = [&](CudaGraphScope s) { return std::find(scopes.begin(), scopes.end(), s) != scopes.end(); };
+  const auto set = [&](Module m, bool v) { captured_[static_cast<std::size_t>(m)] = v; };
+  const bool full = on(CudaGraphScope::full_iteration);
+  for (std::size_t i = 0; i < captured_.size(); ++i) captured_[i] = full;
+  if (!full) {
+    set(Module::attn, on(CudaGraphScope::attn));
+    set(Module::mlp, on(CudaGraphScope::mlp));
+    set(Module::moe_router, on(CudaGraphScope::moe_router) || on(CudaGraphScope::moe));
+    set(Module::moe_preprocess, on(CudaGraphScope::moe_preprocess) || on(CudaGraphScope::moe));
+    for (Module m : {Module::moe_dispatch, Module::experts, Module::moe_combine}) set(m, on(CudaGraphScope::moe));
+    set(Module::shared_expert, on(CudaGraphScope::moe) || (!scopes.empty() && in_.stack.cuda_graph_shared_expert));
+  }
+
+  const auto& tr = in_.training;
+  const auto& p = in_.parallelism;
+  double act = static_cast<double>(tr.micro_batch_size * tr.seq_length) / static_cast<double>(p.cp) *
+               static_cast<double>(in_.model.hidden_size) * 2;
+  if (p.sequence_parallel) act /= static_cast<double>(p.tp);
+  pp_s_ = comm_.send_recv(act, pp_crosses_);
+}
+
+// Parameters of one virtual stage: dense (replicated over DP) and routed-expert (over
+// expert-DP) parts held by one rank.
+double Sim::stage_params(int rank, int chunk, double& expert) const {
+  const auto lp = workload::layer_parameters(in_.model);
+  const auto& st = in_.layout.stage(rank, chunk);
+  const double h = static_cast<double>(in_.model.hidden_size);
+  const double local_experts =
+      static_cast<double>(in_.model.num_experts) / static_cast<double>(in_.parallelism.ep);
+  const double tp = static_cast<double>(in_.parallelism.tp);
+  double dense = 0;
+  expert = 0;
+  for (const auto& it : st.items) {
+    bool moe = false;
+    switch (it.kind) {
+      case LayoutItemKind::embedding:
+      case LayoutItemKind::loss: dense += static_cast<double>(in_.padded_vocab) * h / tp; continue;
+      case LayoutItemKind::mtp: moe = in_.model.mtp_is_moe(); dense += 2 * h * h + 3 * h; break;
+      case LayoutItemKind::decoder: moe = in_.model.moe_layer[static_cast<std::size_t>(it.index)]; break;
+    }
+    dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
+    if (moe) expert += local_experts * lp.expert / static_cast<double>(in_.parallelism.etp);
+  }
+  return dense;
+}
+
+// Gradients reduce-scattered in BF16 (Megatron's default grad dtype for the buckets).
+double Sim::dp_seconds(double dense, double expert) const {
+  return comm_.reduce_scatter(dense * 2, dp_group_) + comm_.reduce_scatter(expert * 2, edp_group_);
+}
+double Sim::gather_seconds(double dense, double expert) const {
+  const double b = in_.framework.fp8_param_gather ? 1 : 2;
+  return comm_.all_gather(dense * b, dp_group_) + comm_.all_gather(expert * b, edp_group_);
+}
+// Adam over this rank's shard: read grad (4), read+write FP32 master (8) and both moments
+// (4 x moment bytes), write the BF16 weight (2): memory-bound on HBM.
+double Sim::optimizer_seconds(double dense, double expert) const {
+  const auto& p = in_.parallelism;
+  const bool sharded = in_.framework.distributed_optimizer;
+  const double shard = dense / (sharded ? static_cast<double>(p.dp) : 1.0) +
+                       expert / (sharded ? static_cast<double>(p.expert_dp) : 1.0);
+  const double mom = in_.framework.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
+  hw_models::ComputeWork w;
+  w.bytes = shard * (4 + 8 + 4 * mom + 2);
+  return compute_.seconds(w);
+}
+
+// One pipeline rank's host program, expanded one work item at a time.
+class RankProgram final : public sim_core::HostProgram {
+ public:
+  RankProgram(Sim& sim, sim_core::Gpu& gpu, int rank)
+      : sim_(sim), gpu_(gpu), rank_(rank),
+        items_(pipeline_order(sim.in_.schedule, static_cast<int>(sim.in_.parallelism.pp),
+                              static_cast<int>(sim.in_.parallelism.vpp), rank,
+                              static_cast<int>(sim.in_.parallelism.num_microbatches))) {
+    const int vpp = static_cast<int>(sim.in_.parallelism.vpp);
+    last_bwd_.assign(static_cast<std::size_t>(vpp), -1);
+    first_fwd_.assign(static_cast<std::size_t>(vpp), -1);
+    for (int i = 0; i < static_cast<int>(items_.size()); ++i) {
+      const auto& it = items_[static_cast<std::size_t>(i)];
+      if (!it.forward) last_bwd_[static_cast<std::size_t>(it.chunk)] = i;
+      if (it.forward && first_fwd_[static_cast<std::size_t>(it.chunk)] < 0)
+        first_fwd_[static_cast<std::size_t>(it.chunk)] = i;
+    }
+    gather_.assign(static_cast<std::size_t>(vpp), kNoEvent);
+    launch_label_ = sim.label("host.launch");
+    graph_label_ = sim.label("host.graph_launch");
+    sync_label_ = sim.label("host.sync_wait");
+  }
+
+  bool next(HostOp& op) override {
+    while (pos_ == buf_.size()) {
+      buf_.clear();
+      pos_ = 0;
+      if (phase_ == 0) {
+        step_start();
+        phase_ = 1;
+      } else if (next_item_ < items_.size()) {
+        expand(static_cast<int>(next_item_++));
+      } else if (phase_ == 1) {
+        step_end();
+        phase_ = 2;
+      } else {
+        return false;
+      }
+    }
+    op = buf_[pos_++];
+    return true;
+  }
+
+ private:
+  void launch(int stream, Kernel k, Time cpu, std::uint32_t host_label) {
+    HostOp op;
+    op.kind = HostOp::Kind::launch;
+    op.cpu = cpu;
+    op.label = host_label;
+    op.gpu = &gpu_;
+    op.stream = stream;
+    op.kernel = k;
+    buf_.push_back(op);
+  }
+  void wait(EventId e) {
+    HostOp op;
+    op.kind = HostOp::Kind::wait;
+    op.event = e;
+    op.label = sync_label_;
+    buf_.push_back(op);
+  }
+  Time op_cost() const { return Time::from_seconds(sim_.in_.system.host.op_us.value * 1e-6); }
+  Time launch_cost() const { return Time::from_seconds(sim_.in_.system.host.launch_us.value * 1e-6); }
+  Time graph_cost() const { return Time::from_seconds(sim_.in_.system.host.graph_launch_us.value * 1e-6); }
+
+  static Kernel kernel(std::uint32_t label, Category c, double seconds, int sms = 0, bool reserved = false) {
+    Kernel k;
+    k.label = label;
+    k.category = c;
+    k.work_s = seconds;
+    k.sms = sms;
+    k.reserved = reserved;
+    return k;
+  }
+
+  // Distributed optimizer: all-gather each chunk's parameters (overlapped with forward).
+  void step_start() {
+    const auto& fw = sim_.in_.framework;
+    if (!fw.distributed_optimizer || (sim_.in_.parallelism.dp == 1 && sim_.in_.parallelism.expert_dp == 1)) return;
+    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
+      double expert = 0;
+      const double dense = sim_.stage_params(rank_, c, expert);
+      Kernel k = kernel(sim_.label("dp.param_all_gather"), kDpComm, sim_.gather_seconds(dense, expert), -1);
+      k.record = gather_[static_cast<std::size_t>(c)] = sim_.event(kDpComm);
+      launch(kDpStream, k, op_cost(), launch_label_);
+    }
+  }
+
+  void step_end() {
+    double dense = 0, expert = 0;
+    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
+      double e = 0;
+      dense += sim_.stage_params(rank_, c, e);
+      expert += e;
+    }
+    Kernel k = kernel(sim_.label("optimizer.adam"), kCompute, sim_.optimizer_seconds(dense, expert));
+    k.waits[0] = last_dp_;
+    launch(kComputeStream, k, launch_cost(), launch_label_);
+  }
+
+  void expand(int index) {
+    const WorkItem& it = items_[static_cast<std::size_t>(index)];
+    const auto& in = sim_.in_;
+    const int pp = static_cast<int>(in.parallelism.pp);
+    const int v = it.chunk * pp + rank_;
+    const int last_v = static_cast<int>(in.layout.stages().size()) - 1;
+    EventId gate = kNoEvent, gate2 = kNoEvent;
+
+    // Receive the input activation (forward) or output gradient (backward).
+    if ((it.forward && v > 0) || (!it.forward && v < last_v)) {
+      Kernel r = kernel(sim_.label(it.forward ? "pp.recv_activation" : "pp.recv_grad"), kPpComm,
+                        sim_.pp_seconds(), -1);
+      r.rendezvous = sim_.pair(it.microbatch, v, it.forward);
+      r.record = gate = sim_.event(kPpComm);
+      launch(it.forward ? kPpFwdRecv : kPpBwdRecv, r, op_cost(), launch_label_);
+    }
+    if (it.forward && first_fwd_[static_cast<std::size_t>(it.chunk)] == index)
+      gate2 = gather_[static_cast<std::size_t>(it.chunk)];
+
+    const auto& stage = in.layout.stages()[static_cast<std::size_t>(v)];
+    bool first = true, in_graph = false;
+    Module graph_module = Module::attn;
+    std::size_t last_compute = 0;
+    const auto emit = [&](const Priced& p) {
+      Time cpu = launch_cost();
+      if (sim_.captured(p.module)) {
+        if (!in_graph || graph_module != p.module) {
+          HostOp g;
+          g.cpu = graph_cost();
+          g.label = graph_label_;
+          buf_.push_back(g);
+        }
+        in_graph = true;
+        graph_module = p.module;
+        cpu = Time::zero();
+      } else {
+        in_graph = false;
+      }
+      Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
+      if (first) {
+        k.waits[0] = gate;
+        k.waits[1] = gate2;
+        first = false;
+      }
+      if (p.sync) k.record = sim_.event(p.category);
+      last_compute = buf_.size();
+      launch(kComputeStream, k, cpu, launch_label_);
+      if (p.sync) {
+        wait(k.record);
+        in_graph = false;
+      }
+    };
+    if (it.forward) {
+      for (const auto& item : stage.items)
+        for (const auto& p : sim_.layer(item.kind, item.index).fwd) emit(p);
+    } else {
+      for (auto i = stage.items.rbegin(); i != stage.items.rend(); ++i)
+        for (const auto& p : sim_.layer(i->kind, i->index).bwd) emit(p);
+    }
+    if (first) return;  // an empty virtual stage
+
+    // The item's end: what sends and gradient reduction wait for.
+    const bool send = (it.forward && v < last_v) || (!it.forward && v > 0);
+    const bool reduce = !it.forward && last_bwd_[static_cast<std::size_t>(it.chunk)] == index &&
+                        in.framework.distributed_optimizer;
+    if (!send && !reduce) return;
+    Kernel& tail = buf_[last_compute].kernel;
+    if (tail.record == kNoEvent) tail.record = sim_.event(kCompute);
+    const EventId done = tail.record;
+    if (send) {
+      Kernel s = kernel(sim_.label(it.forward ? "pp.send_activation" : "pp.send_grad"), kPpComm,
+                        sim_.pp_seconds(), -1);
+      s.waits[0] = done;
+      s.rendezvous = sim_.pair(it.microbatch, it.forward ? v + 1 : v - 1, it.forward);
+      launch(it.forward ? kPpFwdSend : kPpBwdSend, s, op_cost(), launch_label_);
+    }
+    if (reduce) {
+      double expert = 0;
+      const double dense = sim_.stage_params(rank_, it.chunk, expert);
+      Kernel d = kernel(sim_.label("dp.grad_reduce_scatter"), kDpComm, sim_.dp_seconds(dense, expert), -1);
+      d.waits[0] = done;
+      d.record = last_dp_ = sim_.event(kDpComm);
+      launch(kDpStream, d, op_cost(), launch_label_);
+    }
+  }
+
+  Sim& sim_;
+  sim_core::Gpu& gpu_;
+  int rank_;
+  std::vector<WorkItem> items_;
+  std::vector<int> last_bwd_, first_fwd_;
+  std::vector<EventId> gather_;
+  EventId last_dp_ = kNoEvent;
+  std::vector<HostOp> buf_;
+  std::size_t pos_ = 0;
+  std::size_t next_item_ = 0;
+  int phase_ = 0;
+  std::uint32_t launch_label_ = 0, graph_label_ = 0, sync_label_ = 0;
+};
+
+// Collects what the breakdown and the trace need.
+class StepObserver final : public sim_core::Observer {
+ public:
+  struct Span {
+    Time start, end, launch;
+    Category category;
+    Category gated_by;  // category of the latest event it waited on
+    Time gate_at;
+  };
+  StepObserver(const Sim& sim, int ranks, bool trace) : sim_(sim), compute_(static_cast<std::size_t>(ranks)), trace_(trace) {}
+
+  void kernel_done(int gpu, int stream, const Kernel& k, Time start, Time end) override {
+    ++kernels;
+    if (trace_) spans.push_back({gpu, stream, k.label, start.seconds(), end.seconds()});
+    if (stream != kComputeStream) return;
+    Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero()};
+    for (EventId w : k.waits)
+      if (w != kNoEvent && sim_.events_.done_at(w) >= s.gate_at) {
+        s.gate_at = sim_.events_.done_at(w);
+        s.gated_by = sim_.event_category(w);
+      }
+    compute_[static_cast<std::size_t>(gpu)].push_back(s);
+  }
+  void host_op(int host, std::uint32_t label, Time start, Time end) override {
+    spans.push_back({host, -1, label, start.seconds(), end.seconds()});
+  }
+  bool wants_host_ops() const override { return trace_; }
+
+  Breakdown breakdown(int rank) const {
+    Breakdown b;
+    Time prev = Time::zero();
+    for (const Span& s : compute_[static_cast<std::size_t>(rank)]) {
+      const double gap = (s.start - prev).seconds();
+      if (gap > 0) {
+        if (s.launch >= s.start && s.launch >= s.gate_at) b.host_bound_idle += gap;
+        else if (s.gated_by == kPpComm) b.pipeline_bubble += gap;
+        else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) b.exposed_comm += gap;
+        else b.other += gap;
+      }
+      const double busy = (s.end - s.start).seconds();
+      (s.category == kCompute ? b.compute : b.exposed_comm) += busy;
+      prev = std::max(prev, s.end);
+    }
+    return b;
+  }
+
+  std::uint64_t kernels = 0;
+  std::vector<TraceSpan> spans;
+
+ private:
+  const Sim& sim_;
+  std::vector<std::vector<Span>> compute_;
+  bool trace_;
+};
+
+}  // namespace
+
+StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm) {
+  Sim sim(in, opt, comm);
+  const int pp = static_cast<int>(in.parallelism.pp);
+  StepObserver obs(sim, pp, opt.trace);
+
+  std::vector<std::unique_ptr<sim_core::Gpu>> gpus;
+  std::vector<std::unique_ptr<RankProgram>> programs;
+  std::vector<std::unique_ptr<sim_core::HostThread>> hosts;
+  for (int r = 0; r < pp; ++r) {
+    gpus.push_back(std::make_unique<sim_core::Gpu>(sim.engine_, sim.events_, sim.rendezvous_, r,
+                                                   static_cast<int>(in.system.gpu.sm_count.value),
+                                                   "rank" + std::to_string(r)));
+    for (const char* t : kTrackNames) gpus.back()->add_stream(t);
+    gpus.back()->set_observer(&obs);
+    gpus.back()->set_label_names([&sim](std::uint32_t l) { return sim.labels()[l]; });
+    programs.push_back(std::make_unique<RankProgram>(sim, *gpus.back(), r));
+    hosts.push_back(std::make_unique<sim_core::HostThread>(sim.engine_, sim.events_, r,
+                                                           "rank" + std::to_string(r) + "/host",
+                                                           *programs.back()));
+    hosts.back()->set_observer(&obs);
+    hosts.back()->start(Time::zero());
+  }
+  const auto stats = sim.engine_.run();
+
+  StepResult res;
+  res.events = stats.events;
+  res.kernels = obs.kernels;
+  for (int r = 0; r < pp; ++r) {
+    res.host_busy_s.push_back(hosts[static_cast<std::size_t>(r)]->busy().seconds());
+  }
+  // A rank ends with its last kernel; the step with the last rank.
+  res.rank_end_s.assign(static_cast<std::size_t>(pp), 0.0);
+  res.step_time_s = stats.end.seconds();
+  res.critical_rank = 0;
+  double best = -1;
+  for (int r = 0; r < pp; ++r) {
+    const Breakdown b = obs.breakdown(r);
+    const double t = b.compute + b.exposed_comm + b.pipeline_bubble + b.host_bound_idle + b.other;
+    res.rank_end_s[static_cast<std::size_t>(r)] = t;
+    if (t > best) best = t, res.critical_rank = r;
+  }
+  res.breakdown = obs.breakdown(res.critical_rank);
+  res.breakdown.other += res.step_time_s - best;  // tail after its last compute-stream kernel
+  res.labels = sim.labels();
+  for (const char* t : kTrackNames) res.streams.emplace_back(t);
+  res.trace = std::move(obs.spans);
+  return res;
+}
+
+}  // namespace moesim::schedules

@@ -1,0 +1,77 @@
+// schedules/step_sim.hpp: one training step, simulated.
+//
+// Builds the engine for a scenario: one representative rank per pipeline stage (ranks of
+// a stage are identical under balanced routing, so one stands for all; their collectives
+// complete when the representative arrives), each with a host thread and GPU streams:
+//   compute   every layer kernel in launch order, EP and TP communication included
+//             (Megatron runs them serialized on the compute stream without a2a overlap)
+//   pp.*      pipeline send/recv, one stream per direction and side, paired across ranks
+//   dp        distributed-optimizer reduce-scatter / all-gather, overlapped
+// The host walks the rank's work items lazily (pipeline_order), paying launch and op
+// costs; CUDA-graph-captured modules cost one graph launch; dropless MoE makes the host
+// wait for token counts. The step ends when the last rank finishes its optimizer step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw_models/comm_cost.hpp"
+#include "hw_models/system.hpp"
+#include "schedules/pp_layout.hpp"
+#include "schedules/schedule_kind.hpp"
+#include "workload/model_config.hpp"
+#include "workload/options.hpp"
+
+namespace moesim::schedules {
+
+struct StepInput {
+  const hw_models::SystemSpec& system;
+  std::int64_t gpus;
+  std::int64_t gpus_per_nvlink_domain;
+  const workload::ModelConfig& model;
+  const workload::Training& training;
+  const workload::Parallelism& parallelism;
+  const workload::Framework& framework;
+  const workload::StackSwitches& stack;
+  const PipelineLayout& layout;
+  ScheduleKind schedule;
+  std::int64_t padded_vocab;
+};
+
+struct StepOptions {
+  bool trace = false;  // keep every kernel and host op for a Chrome/Perfetto trace
+};
+
+// Seconds of the critical rank's step by what its compute stream was doing.
+struct Breakdown {
+  double compute = 0;          // compute kernels running
+  double exposed_comm = 0;     // communication on the critical path (EP, TP, waiting on DP)
+  double pipeline_bubble = 0;  // idle, waiting for another pipeline stage
+  double host_bound_idle = 0;  // idle, the host had not launched the next kernel yet
+  double other = 0;
+};
+
+struct TraceSpan {
+  int rank;
+  int track;                   // stream index, or -1 for the host thread
+  std::uint32_t label;
+  double start_s, end_s;
+};
+
+struct StepResult {
+  double step_time_s = 0;
+  int critical_rank = 0;
+  Breakdown breakdown;
+  std::vector<double> rank_end_s;     // per pipeline rank
+  std::vector<double> host_busy_s;    // CPU time of each rank's host thread
+  std::uint64_t events = 0;
+  std::uint64_t kernels = 0;
+  std::vector<std::string> labels;    // kernel and host-op names, by label id
+  std::vector<std::string> streams;   // stream names, by track
+  std::vector<TraceSpan> trace;       // when requested
+};
+
+StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm);
+
+}  // namespace moesim::schedules

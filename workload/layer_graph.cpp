@@ -1,0 +1,346 @@
+#include "workload/layer_graph.hpp"
+
+#include <algorithm>
+
+namespace moesim::workload {
+namespace {
+
+using hw_models::ComputeWork;
+using hw_models::Dtype;
+using hw_models::KernelClass;
+
+// Accumulates one layer's forward kernels and, per forward op, the backward kernels that
+// undo it; backward runs the ops' groups in reverse order.
+class LayerBuilder {
+ public:
+  LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
+      : out_(out), fp8_(in.training.precision != Precision::bf16),
+        mx_(in.training.precision == Precision::mxfp8), dtype_(gemm_dtype(in.training.precision)) {}
+
+  // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
+  // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
+  void linear(const std::string& name, Module mod, double m, double n, double k, bool fp8_ok,
+              bool quantize_input, double groups = 1) {
+    const bool fp8 = fp8_ && fp8_ok;
+    const Dtype d = fp8 ? dtype_ : Dtype::bf16;
+    const double eb = fp8 ? 1 : 2;  // input element bytes
+    if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups);
+    const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
+    const auto gemm = [&](const std::string& n_, double M, double N, double K) {
+      KernelTemplate t;
+      t.name = n_;
+      t.module = mod;
+      t.work = {cls, d, 2 * M * N * K * groups, (M * K * eb + K * N * eb + M * N * 2) * groups,
+                static_cast<std::int64_t>(M), static_cast<std::int64_t>(N),
+                static_cast<std::int64_t>(K), static_cast<std::int64_t>(groups), eb};
+      return t;
+    };
+    KernelTemplate fprop = gemm(name + ".fprop", m, n, k);
+    fprop.saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
+    push_fwd(std::move(fprop));
+    std::vector<KernelTemplate> b;
+    if (fp8) b.push_back(quantize_t(name + ".grad_quant", mod, m * n * groups));
+    b.push_back(gemm(name + ".dgrad", m, k, n));
+    b.push_back(gemm(name + ".wgrad", k, n, m));
+    push_bwd(std::move(b));
+  }
+
+  // A memory-bound elementwise kernel reading and writing `bytes` in total; backward costs
+  // the same traffic again (`bwd_factor` times).
+  void memory(const std::string& name, Module mod, double bytes, double bwd_factor = 1.0,
+              double saved = 0) {
+    KernelTemplate f = mem_t(name + ".fwd", mod, bytes);
+    f.saved_bytes = saved;
+    push_fwd(std::move(f));
+    if (bwd_factor > 0) push_bwd({mem_t(name + ".bwd", mod, bytes * bwd_factor)});
+  }
+
+  void quantize(const std::string& name, Module mod, double elems) {
+    push_fwd(quantize_t(name, mod, elems));
+  }
+
+  void attention(const std::string& name, Module mod, double fwd_flops, double bytes) {
+    KernelTemplate f;
+    f.name = name + ".fwd";
+    f.module = mod;
+    f.work = {KernelClass::attention_fwd, Dtype::bf16, fwd_flops, bytes, 0, 0, 0, 1, 2};
+    f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
+    push_fwd(f);
+    KernelTemplate b = f;
+    b.name = name + ".bwd";
+    b.saved_bytes = 0;
+    b.work.cls = KernelClass::attention_bwd;
+    b.work.flops = 2 * fwd_flops;  // dQ, dK, dV: Megatron counts backward as 2x forward
+    b.work.bytes = 2 * bytes;
+    push_bwd({b});
+  }
+
+  // Communication that runs in forward and reverses in backward (dispatch <-> combine).
+  void comm(const std::string& name, Module mod, CommOp fwd_op, CommOp bwd_op, double bytes,
+            bool sync_after = false) {
+    KernelTemplate f;
+    f.name = name + ".fwd";
+    f.module = mod;
+    f.comm = fwd_op;
+    f.comm_bytes = bytes;
+    f.host_sync_after = sync_after;
+    push_fwd(f);
+    KernelTemplate b = f;
+    b.name = name + ".bwd";
+    b.comm = bwd_op;
+    b.host_sync_after = false;  // backward reuses the forward's counts
+    push_bwd({b});
+  }
+
+  // Several small kernels (router, preprocess) of `bytes` each, forward and backward.
+  void small_kernels(const std::string& name, Module mod, int count, double bytes) {
+    for (int i = 0; i < count; ++i) memory(name + "." + std::to_string(i), mod, bytes);
+  }
+
+  // The kernels since `mark` are re-run at the start of backward (selective recompute).
+  std::size_t mark() const { return out_.fwd.size(); }
+  void recompute_since(std::size_t mark) {
+    for (std::size_t i = mark; i < out_.fwd.size(); ++i) {
+      KernelTemplate t = out_.fwd[i];
+      t.recompute = true;
+      t.host_sync_after = false;
+      t.name += ".recompute";
+      recomputed_.push_back(std::move(t));
+    }
+  }
+  void mark_sync_on_last() { out_.fwd.back().host_sync_after = true; }
+  void keep_last(double bytes) { out_.fwd.back().saved_bytes += bytes; }
+
+  void finish() {
+    out_.bwd = recomputed_;
+    for (auto it = bwd_groups_.rbegin(); it != bwd_groups_.rend(); ++it)
+      out_.bwd.insert(out_.bwd.end(), it->begin(), it->end());
+  }
+
+  bool fp8() const { return fp8_; }
+  bool mxfp8() const { return mx_; }
+
+ private:
+  KernelTemplate mem_t(const std::string& name, Module mod, double bytes) const {
+    KernelTemplate t;
+    t.name = name;
+    t.module = mod;
+    t.work = {KernelClass::memory, Dtype::bf16, 0, bytes, 0, 0, 0, 1, 2};
+    return t;
+  }
+  // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 writes row- and column-wise copies.
+  KernelTemplate quantize_t(const std::string& name, Module mod, double elems) const {
+    return mem_t(name, mod, elems * (2 + (mx_ ? 2 : 1) * (1 + 1.0 / 32)));
+  }
+  void push_fwd(KernelTemplate t) { out_.fwd.push_back(std::move(t)); }
+  void push_bwd(std::vector<KernelTemplate> b) { bwd_groups_.push_back(std::move(b)); }
+
+  LayerTemplate& out_;
+  bool fp8_, mx_;
+  Dtype dtype_;
+  std::vector<std::vector<KernelTemplate>> bwd_groups_;
+  std::vector<KernelTemplate> recomputed_;
+};
+
+bool has(const std::vector<RecomputeModule>& v, RecomputeModule m) {
+  return std::find(v.begin(), v.end(), m) != v.end();
+}
+
+struct Shapes {
+  double T;   // tokens per rank entering GEMMs (sequence-parallel all-gathered)
+  double Tn;  // tokens per rank in norms and elementwise ops (sequence-parallel split)
+  double h;
+  double tp;
+};
+
+void tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
+  if (s.tp > 1)
+    b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
+}
+void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
+  if (s.tp > 1)
+    b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather, s.T * s.h * 2);
+}
+
+void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant) {
+  b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
+  if (b.fp8() && !fused_quant) b.quantize(name + ".quant", mod, s.Tn * s.h);
+}
+
+void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
+  const auto& m = in.model;
+  const auto& rc = in.framework.recompute_modules;
+  const double seq = static_cast<double>(in.training.seq_length);
+  const double n = static_cast<double>(m.num_heads) / s.tp;
+  const bool fused = in.stack.norm_quant_fusion;
+  const std::size_t start = b.mark();
+  norm(b, s, Module::attn, "attn.norm", fused);
+  if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
+  tp_gather(b, s, Module::attn, "attn");
+  if (m.attention == AttentionKind::mla) {
+    const auto& d = m.mla;
+    const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
+    const double v = static_cast<double>(d.v_head_dim);
+    const double rq = static_cast<double>(d.q_lora_rank), rkv = static_cast<double>(d.kv_lora_rank);
+    if (d.q_lora_rank > 0) b.linear("attn.q_a", Module::attn, s.T, rq, s.h, true, false);
+    b.linear("attn.kv_a", Module::attn, s.T, rkv + static_cast<double>(d.qk_rope_head_dim), s.h, true, false);
+    // The up-projections and their latent norms: what mla_up_proj recompute re-runs.
+    const std::size_t up = b.mark();
+    if (d.q_lora_rank > 0) {
+      b.memory("attn.q_a_norm", Module::attn, s.T * rq * 2 * 2, 1.0, s.T * rq * 2);
+      b.linear("attn.q_b", Module::attn, s.T, n * qk, rq, true, true);
+    }
+    b.memory("attn.kv_a_norm", Module::attn, s.T * rkv * 2 * 2, 1.0, s.T * rkv * 2);
+    b.linear("attn.kv_b", Module::attn, s.T, n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv, true, true);
+    if (has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj)) b.recompute_since(up);
+    b.memory("attn.rope", Module::attn, s.T * n * qk * 2 * 2);
+    // Core attention, causal: forward FLOPs 2 T seq (n qk / 2 + n v / 2) (Megatron).
+    const std::size_t core = b.mark();
+    b.attention("attn.core", Module::attn, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
+                s.T * n * (2 * qk + 2 * v) * 2);
+    if (has(rc, RecomputeModule::core_attn)) b.recompute_since(core);
+    b.linear("attn.o_proj", Module::attn, s.T, s.h, n * v, true, true);
+  } else {
+    const double d = static_cast<double>(m.head_dim);
+    const double g = static_cast<double>(m.num_kv_heads) / s.tp;
+    b.linear("attn.qkv", Module::attn, s.T, (n + 2 * g) * d, s.h, true, false);
+    b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
+    const std::size_t core = b.mark();
+    b.attention("attn.core", Module::attn, 2 * s.T * seq * n * d, s.T * (n + 2 * g) * d * 2 * 2);
+    if (has(rc, RecomputeModule::core_attn)) b.recompute_since(core);
+    b.linear("attn.o_proj", Module::attn, s.T, s.h, n * d, true, true);
+  }
+  tp_scatter(b, s, Module::attn, "attn");
+}
+
+void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
+  const auto& m = in.model;
+  const double f = static_cast<double>(m.ffn_hidden_size) / s.tp;
+  const double e = static_cast<double>(m.ffn_matrices() - 1);  // gate+up = 2 x F
+  const std::size_t start = b.mark();
+  norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion);
+  tp_gather(b, s, Module::mlp, "mlp");
+  b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);
+  b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
+  b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
+  tp_scatter(b, s, Module::mlp, "mlp");
+  if (has(in.framework.recompute_modules, RecomputeModule::mlp) ||
+      has(in.framework.recompute_modules, RecomputeModule::full))
+    b.recompute_since(start);
+}
+
+void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
+  const auto& m = in.model;
+  const auto& p = in.parallelism;
+  const auto& fw = in.framework;
+  const double E = static_cast<double>(m.num_experts);
+  const double k = static_cast<double>(m.topk);
+  const double ep = static_cast<double>(p.ep);
+  const bool dropless = !in.training.capacity_factor;
+  const bool nccl = fw.dispatcher == hw_models::Dispatcher::alltoall ||
+                    fw.dispatcher == hw_models::Dispatcher::allgather;
+  norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion);
+  tp_gather(b, s, Module::moe_router, "moe");
+
+  // Router: the GEMM (FP32 logits) and its small kernels (top-k, scores, aux loss, ...).
+  // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17
+  // (shared/reference/gb200-journey.md, steps 3-4).
+  b.linear("moe.router", Module::moe_router, s.T, E, s.h, false, false);
+  const double probs = s.T * E * 4;
+  const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72) - 1 : 17 - 1 - 1;
+  b.small_kernels("moe.router_k", Module::moe_router, router_kernels, probs);
+  b.keep_last(probs);  // routing probabilities and the top-k map
+
+  const double tokens_in = s.T * k;  // routed token copies each rank sends and receives
+  const double h_bytes = s.h * 2;
+  if (nccl) {
+    // EP preprocess: per-expert counts, their exchange; the host needs them to size the
+    // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
+    b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + s.T * k * 4);
+    if (dropless) b.mark_sync_on_last();
+    b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_in * h_bytes);
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
+           tokens_in * h_bytes);
+    b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
+  } else {
+    b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + s.T * k * 4);
+    // DeepEP / HybridEP learn the per-expert counts from the dispatch itself.
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
+           tokens_in * h_bytes, dropless);
+    if (fw.dispatcher == hw_models::Dispatcher::deepep || !in.stack.hybridep_permute_fusion)
+      b.memory("moe.permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
+  }
+
+  // Routed experts: E / ep local experts, tokens_in x ep / E tokens each (balanced).
+  const double local = E / ep;
+  const double m_per = tokens_in / local;
+  const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
+  const double e = static_cast<double>(m.ffn_matrices() - 1);
+  b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local);
+  const std::size_t act = b.mark();
+  b.memory("moe.act", Module::experts, tokens_in * (e * f + f) * 2, 1.0, tokens_in * e * f * 2);
+  if (has(fw.recompute_modules, RecomputeModule::moe_act)) b.recompute_since(act);
+  b.linear("moe.fc2", Module::experts, m_per, s.h, f, true, true, local);
+
+  if (nccl) {
+    b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
+    b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
+    b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes + s.T * h_bytes);
+  } else {
+    b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
+    b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
+  }
+
+  if (m.shared_expert_ffn_hidden_size > 0) {
+    const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
+    const std::size_t start = b.mark();
+    b.linear("shared.fc1", Module::shared_expert, s.T, e * fs, s.h, true, true);
+    b.memory("shared.act", Module::shared_expert, s.T * (e * fs + fs) * 2, 1.0, s.T * e * fs * 2);
+    b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
+    if (has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
+  }
+  tp_scatter(b, s, Module::moe_combine, "moe");
+}
+
+}  // namespace
+
+ModelTemplates build_templates(const TemplateInputs& in) {
+  const auto& p = in.parallelism;
+  Shapes s;
+  s.tp = static_cast<double>(p.tp);
+  s.h = static_cast<double>(in.model.hidden_size);
+  s.T = static_cast<double>(in.training.micro_batch_size * in.training.seq_length) / static_cast<double>(p.cp);
+  s.Tn = p.sequence_parallel ? s.T / s.tp : s.T;
+
+  ModelTemplates t;
+  const bool full = has(in.framework.recompute_modules, RecomputeModule::full);
+  for (const bool moe : {false, true}) {
+    LayerTemplate& lt = moe ? t.moe : t.dense;
+    LayerBuilder b(in, lt);
+    const std::size_t start = b.mark();
+    attention_block(b, in, s);
+    if (moe) {
+      if (in.model.is_moe()) moe_mlp(b, in, s);
+    } else {
+      dense_mlp(b, in, s);
+    }
+    if (full) b.recompute_since(start);
+    b.finish();
+  }
+  {
+    LayerBuilder b(in, t.embedding);
+    b.memory("embedding", Module::embedding, s.Tn * s.h * 2 * 2, 2.0);  // keeps token ids only
+    b.finish();
+  }
+  {
+    LayerBuilder b(in, t.head);
+    const double v = static_cast<double>(in.padded_vocab) / s.tp;
+    norm(b, s, Module::head, "head.norm", true);
+    b.linear("head.output", Module::head, s.T, v, s.h, false, false);
+    b.memory("loss.cross_entropy", Module::loss, s.T * v * 2 * 2);
+    b.finish();
+  }
+  return t;
+}
+
+}  // namespace moesim::workload

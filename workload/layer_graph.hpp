@@ -1,0 +1,75 @@
+// workload/layer_graph.hpp: per-layer kernel sequences (templates) for one microbatch.
+//
+// A template lists, in launch order, the kernels a layer runs in forward and in backward
+// (dgrad and wgrad; recomputed modules re-run their forward kernels first), each with
+// its FLOPs, HBM bytes, input type, the framework module that launched it and what the
+// host must do around it. Templates are built once per scenario and instantiated per
+// (microbatch, chunk, phase) by the schedule as it reaches them. Shapes follow
+// Megatron-Core with sequence parallelism: tokens per rank T = mbs x seq / cp (/ tp for
+// the norms), GEMM N or K divided by tp, expert GEMMs over the tokens routed to the
+// rank's local experts (balanced routing: T x top-k per rank, E / ep experts).
+//
+// Kernel inventory (first version; the host-modeling issue refines counts per switch):
+//   attention (MLA): norm, [quantize], q_a, q_a norm, [quantize], q_b, kv_a, kv_a norm,
+//     [quantize], kv_b, rope, core attention, [quantize], o_proj
+//   attention (GQA): norm, [quantize], qkv, rope, core attention, [quantize], o_proj
+//   dense MLP: norm, [quantize], fc1, activation, [quantize], fc2
+//   MoE: norm, [quantize], router GEMM + router kernels, EP preprocess, (alltoall:
+//     global permute), dispatch, (local permute), [quantize], fc1 (grouped), activation,
+//     [quantize], fc2 (grouped), (local unpermute), combine, (unpermute), shared expert
+// [quantize] kernels exist under FP8 recipes. Dropless MoE makes the host wait for the
+// per-expert token counts before it can size the grouped GEMM (a device-host sync).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw_models/compute.hpp"
+#include "workload/model_config.hpp"
+#include "workload/options.hpp"
+
+namespace moesim::workload {
+
+// The framework module a kernel belongs to: decides CUDA-graph capture and host cost.
+enum class Module : std::uint8_t {
+  embedding, attn, mlp, moe_router, moe_preprocess, moe_dispatch, experts, shared_expert,
+  moe_combine, head, loss
+};
+
+enum class CommOp : std::uint8_t { none, ep_dispatch, ep_combine, tp_all_gather, tp_reduce_scatter };
+
+struct KernelTemplate {
+  std::string name;      // "attn.q_a.fprop": module.op.phase
+  Module module = Module::attn;
+  hw_models::ComputeWork work;  // compute kernels
+  CommOp comm = CommOp::none;   // communication kernels
+  double comm_bytes = 0;        // bytes each rank sends
+  bool host_sync_after = false; // the host waits for this kernel to finish
+  bool recompute = false;       // re-run of a forward kernel in backward
+  double saved_bytes = 0;       // forward: what backward reads of this kernel's inputs
+};
+
+struct LayerTemplate {
+  std::vector<KernelTemplate> fwd, bwd;
+};
+
+struct ModelTemplates {
+  LayerTemplate dense;      // a dense decoder layer
+  LayerTemplate moe;        // an MoE decoder layer
+  LayerTemplate embedding;  // E in the pp layout
+  LayerTemplate head;       // L: output layer and loss
+};
+
+struct TemplateInputs {
+  const ModelConfig& model;
+  const Training& training;
+  const Parallelism& parallelism;
+  const Framework& framework;
+  const StackSwitches& stack;
+  std::int64_t padded_vocab;
+};
+
+ModelTemplates build_templates(const TemplateInputs& in);
+
+}  // namespace moesim::workload
