@@ -1,5 +1,5 @@
-# Two commands: `make run` (install what is missing, build, predict the default
-# scenario) and `make test` (build, run every test and the validation registries).
+# Two commands: `make run` (install what is missing, build, describe and predict the
+# default scenario) and `make test` (build, run every test and the validation registries).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SCENARIO ?= scenarios/dsv3-gb200.json
@@ -7,7 +7,7 @@ DEB_PACKAGES := cmake g++ make libboost-graph-dev libeigen3-dev nlohmann-json3-d
                 libfmt-dev libcli11-dev catch2
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps configure build run test clean asan
+.PHONY: all deps configure build run test bench clean asan
 
 all: build
 
@@ -31,9 +31,14 @@ build: deps configure
 
 run: build
 	$(BUILD)/moesim describe $(SCENARIO)
+	$(BUILD)/moesim run $(SCENARIO)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Speed targets (ARCHITECTURE.md): reported, not asserted in timed tests.
+bench: build
+	$(BUILD)/moesim bench --repeat 5 $(SCENARIO)
 
 # Sanitizer build of everything (slower; used by hand and for the loader fuzz test).
 asan: deps

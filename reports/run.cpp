@@ -88,7 +88,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc) {
 
 }  // namespace
 
-Prediction predict(const config::Scenario& sc, bool trace) {
+Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const hw_models::AlphaBetaComm comm(sc.system);
   const schedules::StepInput in{sc.system,        sc.gpus,       sc.placement.gpus_per_nvlink_domain,
@@ -96,7 +96,7 @@ Prediction predict(const config::Scenario& sc, bool trace) {
                                 sc.framework,     sc.stack,      sc.layout,
                                 sc.pipeline_schedule, sc.padded_vocab()};
   Prediction p;
-  p.step = schedules::simulate_step(in, {trace}, comm);
+  p.step = schedules::simulate_step(in, opt, comm);
   const ScenarioSummary s = summarize(sc);
   p.flops_per_step = s.flops_per_step;
   const double gpus = static_cast<double>(sc.gpus);
@@ -140,7 +140,9 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
   j["rank_memory_gib"] = p.rank_memory_gib;
   j["host_busy_s"] = p.step.host_busy_s;
   j["simulation"] = {{"events", p.step.events}, {"kernels", p.step.kernels}, {"wall_s", p.wall_s},
-                     {"fidelity", "representative"}, {"simulated_ranks", sc.parallelism.pp}};
+                     {"fidelity", p.step.simulated_ranks == sc.parallelism.pp && sc.gpus != sc.parallelism.pp
+                                      ? "representative" : "full"},
+                     {"simulated_ranks", p.step.simulated_ranks}};
   if (sc.measured) {
     const double pred = predicted_metric(*sc.measured, p);
     j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
@@ -177,7 +179,7 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
                      config::measured_metric_names().name(sc.measured->metric), sc.measured->value, pred,
                      100 * (pred - sc.measured->value) / sc.measured->value);
   }
-  o += fmt::format("\nsimulated {} ranks, {} kernels, {} events in {:.3f} s\n", sc.parallelism.pp,
+  o += fmt::format("\nsimulated {} ranks, {} kernels, {} events in {:.3f} s\n", p.step.simulated_ranks,
                    p.step.kernels, p.step.events, p.wall_s);
   return o;
 }

@@ -33,7 +33,7 @@ struct Prediction {
   double wall_s = 0;  // simulation wall time
 };
 
-Prediction predict(const config::Scenario& sc, bool trace = false);
+Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt = {});
 nlohmann::ordered_json run_json(const config::Scenario& sc, const Prediction& p);
 std::string run_text(const config::Scenario& sc, const Prediction& p);
 // Chrome trace event format (chrome://tracing, ui.perfetto.dev): one process per

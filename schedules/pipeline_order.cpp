@@ -47,8 +47,7 @@ std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int ran
     case ScheduleKind::dualpipe:
     case ScheduleKind::dualpipev:
     case ScheduleKind::zb_h1:
-      throw std::invalid_argument(std::string(schedule_names().name(kind)) +
-                                  " is not simulated yet (issue #6)");
+      throw NotSimulated(std::string(schedule_names().name(kind)) + " is not simulated yet (issue #6)");
   }
   return out;
 }

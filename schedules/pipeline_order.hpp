@@ -11,11 +11,18 @@
 // Chunk c of rank r is virtual stage c pp + r of the pp_layout.
 #pragma once
 
+#include <stdexcept>
 #include <vector>
 
 #include "schedules/schedule_kind.hpp"
 
 namespace moesim::schedules {
+
+// A valid scenario whose schedule moesim cannot simulate yet.
+class NotSimulated : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct WorkItem {
   int microbatch = 0;
@@ -23,7 +30,8 @@ struct WorkItem {
   bool forward = true;
 };
 
-// Throws std::invalid_argument for schedules not yet implemented or impossible sizes.
+// Throws NotSimulated for schedules not simulated yet, std::invalid_argument for
+// impossible sizes.
 std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int rank, int microbatches);
 
 }  // namespace moesim::schedules

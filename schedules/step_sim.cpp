@@ -52,8 +52,9 @@ hw_models::CommGroup group(std::int64_t size, std::int64_t stride, std::int64_t 
 // Shared state of one simulation: engine, tables, pricing, labels, rendezvous pairing.
 class Sim {
  public:
-  Sim(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm)
-      : in_(in), opt_(opt), comm_(comm), compute_(in.system), events_(engine_) {
+  Sim(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm,
+      const FixedChunks* fixed = nullptr)
+      : in_(in), opt_(opt), comm_(comm), compute_(in.system), events_(engine_), fixed_(fixed) {
     const auto& p = in.parallelism;
     const std::int64_t dom = in.gpus_per_nvlink_domain;
     ep_group_ = group(p.ep, p.etp, dom);
@@ -61,8 +62,22 @@ class Sim {
     dp_group_ = group(p.dp, p.tp * p.cp, dom);
     edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
     pp_crosses_ = group(p.pp, in.gpus / p.pp, dom).crosses_network;
-    price_templates();
+    if (fixed_) {
+      dense_.fwd = {Priced{label("chunk.fwd"), fixed_->fwd_s, 0, false, kCompute, Module::attn, false}};
+      dense_.bwd = {Priced{label("chunk.bwd"), fixed_->bwd_s, 0, false, kCompute, Module::attn, false}};
+      moe_ = dense_;
+      pp_s_ = fixed_->p2p_s;
+    } else {
+      price_templates();
+      op_ = Time::from_seconds(in.system.host.op_us.value * 1e-6);
+      launch_ = Time::from_seconds(in.system.host.launch_us.value * 1e-6);
+      graph_ = Time::from_seconds(in.system.host.graph_launch_us.value * 1e-6);
+    }
   }
+  bool fixed() const { return fixed_ != nullptr; }
+  Time op_cost() const { return op_; }
+  Time launch_cost() const { return launch_; }
+  Time graph_cost() const { return graph_; }
 
   std::uint32_t label(const std::string& name) {
     auto [it, inserted] = label_ids_.try_emplace(name, static_cast<std::uint32_t>(labels_.size()));
@@ -71,11 +86,21 @@ class Sim {
   }
   const std::vector<std::string>& labels() const { return labels_; }
 
-  sim_core::RendezvousId pair(int mb, int vstage, bool fwd) {
-    auto [it, inserted] = pairs_.try_emplace(std::make_tuple(mb, vstage, fwd), 0);
+  sim_core::RendezvousId pair(int mb, int vstage, bool fwd, std::int64_t lane) {
+    auto [it, inserted] = pairs_.try_emplace(std::make_tuple(mb, vstage, fwd, lane), 0);
     if (inserted) it->second = rendezvous_.create(2);
     return it->second;
   }
+  // The seq-th collective of one kind in one group; kNoRendezvous when the group has a
+  // single simulated member (representative mode).
+  sim_core::RendezvousId collective(Category c, std::int64_t group, std::int64_t seq, std::int64_t members) {
+    if (members <= 1) return sim_core::kNoRendezvous;
+    auto [it, inserted] = collectives_.try_emplace(std::make_tuple(static_cast<int>(c), group, seq), 0);
+    if (inserted) it->second = rendezvous_.create(static_cast<int>(members));
+    return it->second;
+  }
+  bool full() const { return opt_.full_fidelity && !fixed_; }
+  std::int64_t stage_size() const { return in_.gpus / in_.parallelism.pp; }
   EventId event(Category c) {
     const EventId id = events_.create();
     event_category_.push_back(c);
@@ -113,6 +138,8 @@ class Sim {
   Priced price(const workload::KernelTemplate& k);
   void price_templates();
 
+  const FixedChunks* fixed_;
+  Time op_, launch_, graph_;  // host costs; zero with fixed chunks
   hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
   bool pp_crosses_ = false;
   double pp_s_ = 0;
@@ -120,7 +147,8 @@ class Sim {
   std::array<bool, 11> captured_{};
   std::vector<std::string> labels_;
   std::map<std::string, std::uint32_t> label_ids_;
-  std::map<std::tuple<int, int, bool>, sim_core::RendezvousId> pairs_;
+  std::map<std::tuple<int, int, bool, std::int64_t>, sim_core::RendezvousId> pairs_;
+  std::map<std::tuple<int, std::int64_t, std::int64_t>, sim_core::RendezvousId> collectives_;
   std::vector<std::uint8_t> event_category_;
 };
 
@@ -232,10 +260,13 @@ double Sim::optimizer_seconds(double dense, double expert) const {
 // One pipeline rank's host program, expanded one work item at a time.
 class RankProgram final : public sim_core::HostProgram {
  public:
-  RankProgram(Sim& sim, sim_core::Gpu& gpu, int rank)
-      : sim_(sim), gpu_(gpu), rank_(rank),
+  // `global` is the Megatron rank; in representative mode the pipeline rank itself.
+  RankProgram(Sim& sim, sim_core::Gpu& gpu, std::int64_t global)
+      : sim_(sim), gpu_(gpu),
+        rank_(static_cast<int>(sim.full() ? global / sim.stage_size() : global)),
+        lane_(sim.full() ? global % sim.stage_size() : 0),
         items_(pipeline_order(sim.in_.schedule, static_cast<int>(sim.in_.parallelism.pp),
-                              static_cast<int>(sim.in_.parallelism.vpp), rank,
+                              static_cast<int>(sim.in_.parallelism.vpp), rank_,
                               static_cast<int>(sim.in_.parallelism.num_microbatches))) {
     const int vpp = static_cast<int>(sim.in_.parallelism.vpp);
     last_bwd_.assign(static_cast<std::size_t>(vpp), -1);
@@ -247,6 +278,14 @@ class RankProgram final : public sim_core::HostProgram {
         first_fwd_[static_cast<std::size_t>(it.chunk)] = i;
     }
     gather_.assign(static_cast<std::size_t>(vpp), kNoEvent);
+    // Groups by Megatron's rank order within a stage: dense tp-cp-dp, expert etp-ep-edp.
+    const auto& p = sim.in_.parallelism;
+    const std::int64_t stage = static_cast<std::int64_t>(rank_) * sim.stage_size();
+    const std::int64_t tp_i = lane_ % p.tp, cp_i = (lane_ / p.tp) % p.cp;
+    tp_group_ = stage + lane_ / p.tp;
+    dp_group_ = stage + tp_i + p.tp * cp_i;
+    ep_group_ = stage + lane_ % p.etp + p.etp * (lane_ / (p.etp * p.ep));
+    if (sim.full()) tp_members_ = p.tp, dp_members_ = p.dp, ep_members_ = p.ep;
     launch_label_ = sim.label("host.launch");
     graph_label_ = sim.label("host.graph_launch");
     sync_label_ = sim.label("host.sync_wait");
@@ -290,9 +329,9 @@ class RankProgram final : public sim_core::HostProgram {
     op.label = sync_label_;
     buf_.push_back(op);
   }
-  Time op_cost() const { return Time::from_seconds(sim_.in_.system.host.op_us.value * 1e-6); }
-  Time launch_cost() const { return Time::from_seconds(sim_.in_.system.host.launch_us.value * 1e-6); }
-  Time graph_cost() const { return Time::from_seconds(sim_.in_.system.host.graph_launch_us.value * 1e-6); }
+  Time op_cost() const { return sim_.op_cost(); }
+  Time launch_cost() const { return sim_.launch_cost(); }
+  Time graph_cost() const { return sim_.graph_cost(); }
 
   static Kernel kernel(std::uint32_t label, Category c, double seconds, int sms = 0, bool reserved = false) {
     Kernel k;
@@ -307,17 +346,19 @@ class RankProgram final : public sim_core::HostProgram {
   // Distributed optimizer: all-gather each chunk's parameters (overlapped with forward).
   void step_start() {
     const auto& fw = sim_.in_.framework;
-    if (!fw.distributed_optimizer || (sim_.in_.parallelism.dp == 1 && sim_.in_.parallelism.expert_dp == 1)) return;
+    if (sim_.fixed() || !fw.distributed_optimizer || (sim_.in_.parallelism.dp == 1 && sim_.in_.parallelism.expert_dp == 1)) return;
     for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
       double expert = 0;
       const double dense = sim_.stage_params(rank_, c, expert);
       Kernel k = kernel(sim_.label("dp.param_all_gather"), kDpComm, sim_.gather_seconds(dense, expert), -1);
       k.record = gather_[static_cast<std::size_t>(c)] = sim_.event(kDpComm);
+      k.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
       launch(kDpStream, k, op_cost(), launch_label_);
     }
   }
 
   void step_end() {
+    if (sim_.fixed()) return;
     double dense = 0, expert = 0;
     for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
       double e = 0;
@@ -341,7 +382,7 @@ class RankProgram final : public sim_core::HostProgram {
     if ((it.forward && v > 0) || (!it.forward && v < last_v)) {
       Kernel r = kernel(sim_.label(it.forward ? "pp.recv_activation" : "pp.recv_grad"), kPpComm,
                         sim_.pp_seconds(), -1);
-      r.rendezvous = sim_.pair(it.microbatch, v, it.forward);
+      r.rendezvous = sim_.pair(it.microbatch, v, it.forward, lane_);
       r.record = gate = sim_.event(kPpComm);
       launch(it.forward ? kPpFwdRecv : kPpBwdRecv, r, op_cost(), launch_label_);
     }
@@ -368,6 +409,8 @@ class RankProgram final : public sim_core::HostProgram {
         in_graph = false;
       }
       Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
+      if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
+      if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
       if (first) {
         k.waits[0] = gate;
         k.waits[1] = gate2;
@@ -402,7 +445,7 @@ class RankProgram final : public sim_core::HostProgram {
       Kernel s = kernel(sim_.label(it.forward ? "pp.send_activation" : "pp.send_grad"), kPpComm,
                         sim_.pp_seconds(), -1);
       s.waits[0] = done;
-      s.rendezvous = sim_.pair(it.microbatch, it.forward ? v + 1 : v - 1, it.forward);
+      s.rendezvous = sim_.pair(it.microbatch, it.forward ? v + 1 : v - 1, it.forward, lane_);
       launch(it.forward ? kPpFwdSend : kPpBwdSend, s, op_cost(), launch_label_);
     }
     if (reduce) {
@@ -411,6 +454,7 @@ class RankProgram final : public sim_core::HostProgram {
       Kernel d = kernel(sim_.label("dp.grad_reduce_scatter"), kDpComm, sim_.dp_seconds(dense, expert), -1);
       d.waits[0] = done;
       d.record = last_dp_ = sim_.event(kDpComm);
+      d.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
       launch(kDpStream, d, op_cost(), launch_label_);
     }
   }
@@ -418,6 +462,10 @@ class RankProgram final : public sim_core::HostProgram {
   Sim& sim_;
   sim_core::Gpu& gpu_;
   int rank_;
+  std::int64_t lane_;  // position within the stage: pairs pipeline transfers
+  std::int64_t tp_group_ = 0, dp_group_ = 0, ep_group_ = 0;
+  std::int64_t tp_members_ = 1, dp_members_ = 1, ep_members_ = 1;
+  std::int64_t ep_seq_ = 0, tp_seq_ = 0, dp_seq_ = 0;
   std::vector<WorkItem> items_;
   std::vector<int> last_bwd_, first_fwd_;
   std::vector<EventId> gather_;
@@ -484,11 +532,10 @@ class StepObserver final : public sim_core::Observer {
   bool trace_;
 };
 
-}  // namespace
-
-StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm) {
-  Sim sim(in, opt, comm);
-  const int pp = static_cast<int>(in.parallelism.pp);
+StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm,
+                     const FixedChunks* fixed) {
+  Sim sim(in, opt, comm, fixed);
+  const int pp = sim.full() ? static_cast<int>(in.gpus) : static_cast<int>(in.parallelism.pp);
   StepObserver obs(sim, pp, opt.trace);
 
   std::vector<std::unique_ptr<sim_core::Gpu>> gpus;
@@ -518,6 +565,7 @@ StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_m
   }
   // A rank ends with its last kernel; the step with the last rank.
   res.rank_end_s.assign(static_cast<std::size_t>(pp), 0.0);
+  res.simulated_ranks = pp;
   res.step_time_s = stats.end.seconds();
   res.critical_rank = 0;
   double best = -1;
@@ -533,6 +581,41 @@ StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_m
   for (const char* t : kTrackNames) res.streams.emplace_back(t);
   res.trace = std::move(obs.spans);
   return res;
+}
+
+}  // namespace
+
+StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm) {
+  return run_ranks(in, opt, comm, nullptr);
+}
+
+PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microbatches, const FixedChunks& c) {
+  // A minimal scenario whose virtual stages hold one layer each; every layer is one
+  // kernel of the given time, hosts are free, and only pipeline transfers communicate.
+  hw_models::SystemSpec sys;
+  sys.gpu.sm_count.value = 132;
+  sys.gpu.hbm_TBps.value = 1;
+  sys.efficiency.hbm.value = 1;
+  workload::ModelConfig model;
+  model.num_layers = static_cast<std::int64_t>(pp) * vpp;
+  model.moe_layer.assign(static_cast<std::size_t>(model.num_layers), false);
+  workload::Training tr;
+  workload::Parallelism par;
+  par.pp = pp;
+  par.vpp = vpp;
+  par.num_microbatches = microbatches;
+  workload::Framework fw;
+  fw.distributed_optimizer = false;
+  const workload::StackSwitches stack;
+  const PipelineLayout layout = PipelineLayout::even(model.num_layers, 0, pp, vpp);
+  const StepInput in{sys, pp, pp, model, tr, par, fw, stack, layout, kind, 0};
+  const hw_models::AlphaBetaComm comm(sys);
+  const StepResult r = run_ranks(in, {}, comm, &c);
+  PipelineResult out;
+  out.step_time_s = r.step_time_s;
+  out.bubble_s = r.step_time_s - static_cast<double>(microbatches) * (c.fwd_s + c.bwd_s) * vpp;
+  out.events = r.events;
+  return out;
 }
 
 }  // namespace moesim::schedules

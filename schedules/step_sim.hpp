@@ -41,6 +41,11 @@ struct StepInput {
 
 struct StepOptions {
   bool trace = false;  // keep every kernel and host op for a Chrome/Perfetto trace
+  // Simulate every rank instead of one representative per pipeline stage; collectives
+  // then rendezvous all members of their group (EP, TP, DP) and each rank pairs its
+  // pipeline transfers with the same-position rank of the neighbouring stage. Under
+  // balanced routing both modes agree; the full mode is the check of that claim.
+  bool full_fidelity = false;
 };
 
 // Seconds of the critical rank's step by what its compute stream was doing.
@@ -63,8 +68,9 @@ struct StepResult {
   double step_time_s = 0;
   int critical_rank = 0;
   Breakdown breakdown;
-  std::vector<double> rank_end_s;     // per pipeline rank
-  std::vector<double> host_busy_s;    // CPU time of each rank's host thread
+  std::vector<double> rank_end_s;     // per simulated rank
+  std::vector<double> host_busy_s;    // CPU time of each simulated rank's host thread
+  int simulated_ranks = 0;
   std::uint64_t events = 0;
   std::uint64_t kernels = 0;
   std::vector<std::string> labels;    // kernel and host-op names, by label id
@@ -73,5 +79,20 @@ struct StepResult {
 };
 
 StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm);
+
+// The pipeline schedule alone: every virtual stage is one kernel of fwd_s / bwd_s per
+// microbatch, transfers between stages take p2p_s, hosts cost nothing. For closed-form
+// checks and `moesim pipeline`.
+struct FixedChunks {
+  double fwd_s = 0;
+  double bwd_s = 0;
+  double p2p_s = 0;
+};
+struct PipelineResult {
+  double step_time_s = 0;
+  double bubble_s = 0;  // step time - microbatches x vpp x (fwd + bwd)
+  std::uint64_t events = 0;
+};
+PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microbatches, const FixedChunks& c);
 
 }  // namespace moesim::schedules

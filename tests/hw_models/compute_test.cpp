@@ -1,0 +1,64 @@
+// The compute model against hand-derived rooflines.
+#include <catch2/catch.hpp>
+
+#include "config/load.hpp"
+#include "hw_models/comm_cost.hpp"
+#include "hw_models/compute.hpp"
+
+using namespace moesim;
+using hw_models::ComputeWork;
+using hw_models::Dtype;
+using hw_models::KernelClass;
+
+TEST_CASE("A large BF16 GEMM runs at peak x efficiency", "[hw_models][compute]") {
+  const auto h100 = config::load_system_preset("h100");
+  const hw_models::ComputeModel m(h100);
+  // 8448 x 8448 x 8192: 66 x 66 tiles of 128 = 4356 tiles = 33 full waves on 132 SMs (q = 1).
+  ComputeWork w{KernelClass::gemm, Dtype::bf16, 2.0 * 8448 * 8448 * 8192, 0, 8448, 8448, 8192, 1, 2};
+  CHECK(m.wave_efficiency(8448, 8448, 1) == 1.0);
+  // t = F / (989e12 x 794.5/989) + 0.75 us = F / 794.5e12 + 0.75e-6.
+  CHECK(m.seconds(w) == Approx(w.flops / 794.5e12 + 0.75e-6).epsilon(1e-3));
+}
+
+TEST_CASE("Wave quantization: one tile more than the SMs costs a second wave", "[hw_models][compute]") {
+  const auto h100 = config::load_system_preset("h100");
+  const hw_models::ComputeModel m(h100);
+  // 133 tiles on 132 SMs: 2 waves, q = 133 / 264.
+  CHECK(m.wave_efficiency(133 * 128, 128, 1) == Approx(133.0 / 264.0));
+  CHECK(m.wave_efficiency(128, 128, 132) == 1.0);  // 132 groups of one tile: one full wave
+}
+
+TEST_CASE("A skinny GEMM is bound by HBM, a copy by bandwidth", "[hw_models][compute]") {
+  const auto h100 = config::load_system_preset("h100");
+  const hw_models::ComputeModel m(h100);
+  // M = 1, N = K = 8192 in BF16: 2 x 8192^2 FLOPs (134 MFLOP, 0.17 us at 794 TFLOPS) but the
+  // weight alone is 134 MB: t = 134.2e6 / (3.35e12 x 0.85) = 47.1 us, + 0.75 us.
+  const double bytes = 8192.0 * 8192 * 2 + 8192 * 2 + 8192 * 2;
+  ComputeWork w{KernelClass::gemm, Dtype::bf16, 2.0 * 8192 * 8192, bytes, 1, 8192, 8192, 1, 2};
+  CHECK(m.seconds(w) == Approx(bytes / (3.35e12 * 0.85) + 0.75e-6).epsilon(1e-9));
+  ComputeWork copy{KernelClass::memory, Dtype::bf16, 0, 1e9, 0, 0, 0, 1, 2};
+  CHECK(m.seconds(copy) == Approx(1e9 / (3.35e12 * 0.85) + 0.75e-6));
+}
+
+TEST_CASE("Attention uses the measured attention efficiency", "[hw_models][compute]") {
+  const auto gb200 = config::load_system_preset("gb200-nvl72");
+  const hw_models::ComputeModel m(gb200);
+  // 1 PFLOP of causal forward attention at 1406 TFLOPS (measured cuDNN, GB200): 0.711 s.
+  ComputeWork w{KernelClass::attention_fwd, Dtype::bf16, 1e15, 0, 0, 0, 0, 1, 2};
+  CHECK(m.seconds(w) == Approx(1e15 / 1406e12 + 0.75e-6).epsilon(1e-3));
+  ComputeWork mx{KernelClass::gemm, Dtype::mxfp8, 1e12, 0, 8192, 8192, 8192, 1, 1};
+  CHECK(m.seconds(mx) < m.seconds(ComputeWork{KernelClass::gemm, Dtype::bf16, 1e12, 0, 8192, 8192, 8192, 1, 2}));
+}
+
+TEST_CASE("Alpha-beta communication in NCCL's structure", "[hw_models][comm]") {
+  const auto h800 = config::load_system_preset("h800");
+  const hw_models::AlphaBetaComm c(h800);
+  // All-to-all of 1 GB per rank among 8 ranks on NVLink (160 GB/s usable on H800):
+  // 8.4 + 3.4 us + 1e9 x 7/8 / 160e9 s.
+  CHECK(c.all_to_all(1e9, {8, false}) == Approx(11.8e-6 + 1e9 * 7 / 8 / 160e9));
+  // Across nodes: one 400G NIC per GPU = 50 GB/s, 14 us per network hop.
+  CHECK(c.all_to_all(1e9, {64, true}) == Approx(22.4e-6 + 1e9 * 63 / 64 / 50e9));
+  // Ring all-gather: n - 1 hops.
+  CHECK(c.all_gather(1e9, {4, false}) == Approx(8.4e-6 + 3 * 3.4e-6 + 1e9 * 3 / 4 / 160e9));
+  CHECK(c.all_to_all(1e9, {1, false}) == 0);
+}

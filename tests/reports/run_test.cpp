@@ -1,0 +1,135 @@
+// End-to-end predictions: contract of the output, determinism, the representative rank
+// against every rank, the trace's structure, and the host mechanisms moving the right way.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <sstream>
+
+#include "reports/run.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+using config::Json;
+
+namespace {
+
+// A small DeepSeek-like scenario: 16 H100, TP2 PP2 VPP2 EP4 (DP 4, expert-DP 2).
+Json small_scenario() {
+  return Json::parse(R"({
+    "name": "small-dsv3", "system": "h100", "gpus": 16,
+    "model": {"base": "deepseek-v3", "num_hidden_layers": 4, "first_k_dense_replace": 1},
+    "training": {"seq_length": 1024, "micro_batch_size": 1, "global_batch_size": 16,
+                 "precision": "fp8-blockwise"},
+    "parallelism": {"tp": 2, "pp": 2, "vpp": 2, "ep": 4},
+    "framework": {"dispatcher": "deepep", "dispatcher_sms": 20, "cuda_graph_scope": []}
+  })");
+}
+
+config::Scenario load(const Json& j) { return config::load_scenario_text(j.dump(), "test.json"); }
+
+}  // namespace
+
+TEST_CASE("run --json carries the contract's keys and a breakdown that adds up", "[reports][run]") {
+  const auto r = test::run_moesim({"run", "--json", test::source_path("scenarios/dsv3-gb200.json")});
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"step_time_s", "tflops_per_gpu", "tokens_per_s_per_gpu", "mfu", "peak_memory_gib",
+                        "fits_in_memory", "breakdown"})
+    CHECK(j.contains(k));
+  double sum = 0;
+  for (const char* k : {"compute", "exposed_communication", "pipeline_bubble", "host_bound_idle", "other"}) {
+    CHECK(j["breakdown"][k].get<double>() >= -1e-9);
+    sum += j["breakdown"][k].get<double>();
+  }
+  CHECK(sum == Approx(j["step_time_s"].get<double>()).epsilon(1e-9));
+  // TFLOPS/GPU = 249.81 GFLOP/token x 2048 x 4096 tokens / (step x 256 GPUs).
+  CHECK(j["tflops_per_gpu"].get<double>() ==
+        Approx(249.812e9 * 2048 * 4096 / (j["step_time_s"].get<double>() * 256) / 1e12).epsilon(1e-4));
+  CHECK(j["mfu"].get<double>() == Approx(j["tflops_per_gpu"].get<double>() / 2500));
+  CHECK(j["simulation"]["simulated_ranks"] == 8);
+}
+
+TEST_CASE("Same input, same output, bit for bit", "[reports][run]") {
+  const auto sc = load(small_scenario());
+  const auto a = reports::predict(sc);
+  const auto b = reports::predict(sc);
+  CHECK(a.step.step_time_s == b.step.step_time_s);
+  CHECK(a.step.events == b.step.events);
+  CHECK(a.step.breakdown.host_bound_idle == b.step.breakdown.host_bound_idle);
+}
+
+TEST_CASE("The representative rank agrees with simulating every rank", "[reports][run][fidelity]") {
+  const auto sc = load(small_scenario());
+  const auto rep = reports::predict(sc);
+  const auto full = reports::predict(sc, {false, true});
+  CHECK(rep.step.simulated_ranks == 2);
+  CHECK(full.step.simulated_ranks == 16);
+  CHECK(full.step.kernels == 8 * rep.step.kernels);
+  CHECK(full.step.step_time_s == Approx(rep.step.step_time_s).epsilon(1e-12));
+  CHECK(full.step.breakdown.compute == Approx(rep.step.breakdown.compute).epsilon(1e-12));
+}
+
+TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and streams as threads",
+          "[reports][trace]") {
+  const auto sc = load(small_scenario());
+  const auto p = reports::predict(sc, {true, false});
+  std::stringstream ss;
+  reports::write_trace(p, ss);
+  const auto j = nlohmann::json::parse(ss.str());
+  REQUIRE(j["traceEvents"].is_array());
+  std::set<std::string> kernels;
+  std::set<int> pids;
+  int host_ops = 0, meta = 0;
+  for (const auto& e : j["traceEvents"]) {
+    REQUIRE(e.contains("ph"));
+    REQUIRE(e.contains("pid"));
+    if (e["ph"] == "M") {
+      ++meta;
+      continue;
+    }
+    CHECK(e["ph"] == "X");
+    CHECK(e["dur"].get<double>() >= 0);
+    CHECK(e["ts"].get<double>() >= 0);
+    pids.insert(e["pid"].get<int>());
+    if (e["tid"] == 0) ++host_ops;
+    else kernels.insert(e["name"].get<std::string>());
+  }
+  CHECK(pids == std::set<int>{0, 1});
+  CHECK(meta == 2 * (2 + 6));  // process name, host thread, six streams per rank
+  CHECK(host_ops > 0);
+  for (const char* k : {"attn.core.fwd", "moe.fc1.fprop", "moe.dispatch.fwd", "moe.combine.bwd",
+                        "pp.send_activation", "dp.grad_reduce_scatter", "optimizer.adam"})
+    CHECK(kernels.count(k) == 1);
+}
+
+TEST_CASE("A slow host leaves the GPU idle; CUDA graphs and token dropping win it back",
+          "[reports][run][host]") {
+  auto j = small_scenario();
+  j["system"] = {{"base", "h100"}, {"host", {{"launch_us", 400.0}}}};
+  const auto slow = reports::predict(load(j));
+  const auto fast = reports::predict(load(small_scenario()));
+  CHECK(slow.step.step_time_s > fast.step.step_time_s);
+  CHECK(slow.step.breakdown.host_bound_idle > 0.3 * slow.step.step_time_s);
+  CHECK(fast.step.breakdown.host_bound_idle < slow.step.breakdown.host_bound_idle);
+
+  j["framework"]["cuda_graph_scope"] = {"attn", "moe_router", "moe_preprocess"};
+  const auto graphs = reports::predict(load(j));
+  CHECK(graphs.step.host_busy_s[0] < slow.step.host_busy_s[0]);
+  CHECK(graphs.step.step_time_s < slow.step.step_time_s);
+
+  // Dropless MoE makes the host wait for token counts every layer: with a capacity factor
+  // there is no sync, so the host runs ahead and the slow host hurts less.
+  auto dropped = j;
+  dropped["framework"]["cuda_graph_scope"] = Json::array();
+  dropped["training"]["token_drop"] = {{"capacity_factor", 1.0}};
+  const auto nosync = reports::predict(load(dropped));
+  CHECK(nosync.step.step_time_s < slow.step.step_time_s);
+}
+
+TEST_CASE("Pipeline and DP structure: the last stage and the bubble", "[reports][run]") {
+  const auto p = reports::predict(load(small_scenario()));
+  CHECK(p.step.breakdown.pipeline_bubble > 0);
+  CHECK(p.step.rank_end_s.size() == 2);
+  CHECK(p.fits_in_memory);
+  CHECK(p.rank_memory_gib.size() == 2);
+}
