@@ -206,7 +206,10 @@ class NotYet final : public Command {
     name_ = app.get_name();
   }
   int run(Io& io) override {
-    io.err << fmt::format("moesim {}: not implemented yet (arrives with issue #{})\n", name_, Issue);
+    if (Issue > 0)
+      io.err << fmt::format("moesim {}: not implemented yet (arrives with issue #{})\n", name_, Issue);
+    else
+      io.err << fmt::format("moesim {}: not implemented yet (no issue covers it yet)\n", name_);
     return 1;
   }
 
@@ -226,7 +229,7 @@ constexpr std::array<CommandInfo, 8> kCommands{{
     {"bench", "time the simulation of one scenario (wall time, events/s)", make<Bench>},
     {"comm", "the communication model alone (EP dispatch, collectives) [issue #5]", make<NotYet<5>>},
     {"pipeline", "a pipeline schedule alone with fixed chunk times [issue #6]", make<NotYet<6>>},
-    {"sweep", "run many scenarios generated from a sweep file [issue #3]", make<NotYet<3>>},
+    {"sweep", "run many scenarios generated from a sweep file [not yet]", make<NotYet<0>>},
     {"calibrate", "run calibration kernels or fit profiles from measurements [issue #7]", make<NotYet<7>>},
 }};
 

@@ -9,6 +9,7 @@
 #include "hw_models/comm_cost.hpp"
 #include "reports/describe.hpp"
 #include "schedules/pipeline_order.hpp"
+#include "schedules/stage_params.hpp"
 #include "workload/flops.hpp"
 #include "workload/layer_graph.hpp"
 
@@ -36,9 +37,6 @@ std::vector<double> memory_per_rank(const config::Scenario& sc) {
   const auto& fw = sc.framework;
   const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab()};
   const auto t = workload::build_templates(ti);
-  const auto lp = workload::layer_parameters(sc.model);
-  const double h = static_cast<double>(sc.model.hidden_size);
-  const double local = sc.model.is_moe() ? static_cast<double>(sc.model.num_experts) / static_cast<double>(p.ep) : 0;
   const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
   const double dp_shard = fw.distributed_optimizer ? static_cast<double>(p.dp) : 1;
   const double edp_shard = fw.distributed_optimizer ? static_cast<double>(p.expert_dp) : 1;
@@ -48,25 +46,17 @@ std::vector<double> memory_per_rank(const config::Scenario& sc) {
     double dense = 0, expert = 0;
     std::vector<double> act_per_chunk(static_cast<std::size_t>(p.vpp), 0.0);
     for (int c = 0; c < static_cast<int>(p.vpp); ++c) {
+      const auto sp = schedules::stage_parameters(sc.model, p, sc.layout, sc.padded_vocab(), r, c);
+      dense += sp.dense;
+      expert += sp.expert;
       for (const auto& it : sc.layout.stage(r, c).items) {
-        bool moe = false;
         const workload::LayerTemplate* lt = &t.dense;
         switch (it.kind) {
-          case schedules::LayoutItemKind::embedding:
-            dense += static_cast<double>(sc.padded_vocab()) * h / static_cast<double>(p.tp);
-            lt = &t.embedding;
-            break;
-          case schedules::LayoutItemKind::loss:
-            dense += static_cast<double>(sc.padded_vocab()) * h / static_cast<double>(p.tp);
-            lt = &t.head;
-            break;
-          case schedules::LayoutItemKind::mtp:
+          case schedules::LayoutItemKind::embedding: lt = &t.embedding; break;
+          case schedules::LayoutItemKind::loss: lt = &t.head; break;
+          case schedules::LayoutItemKind::mtp: lt = sc.model.mtp_is_moe() ? &t.moe : &t.dense; break;
           case schedules::LayoutItemKind::decoder:
-            moe = it.kind == schedules::LayoutItemKind::mtp ? sc.model.mtp_is_moe()
-                                                             : sc.model.moe_layer[static_cast<std::size_t>(it.index)];
-            lt = moe ? &t.moe : &t.dense;
-            dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / static_cast<double>(p.tp);
-            if (moe) expert += local * lp.expert / static_cast<double>(p.etp);
+            lt = sc.model.moe_layer[static_cast<std::size_t>(it.index)] ? &t.moe : &t.dense;
             break;
         }
         act_per_chunk[static_cast<std::size_t>(c)] += kept_bytes(*lt);

@@ -8,6 +8,7 @@
 
 #include "hw_models/compute.hpp"
 #include "schedules/pipeline_order.hpp"
+#include "schedules/stage_params.hpp"
 #include "sim_core/gpu.hpp"
 #include "sim_core/host.hpp"
 #include "workload/flops.hpp"
@@ -211,29 +212,12 @@ void Sim::price_templates() {
   pp_s_ = comm_.send_recv(act, pp_crosses_);
 }
 
-// Parameters of one virtual stage: dense (replicated over DP) and routed-expert (over
-// expert-DP) parts held by one rank.
+// Parameters of one virtual stage held by one rank (dense part returned, experts in `expert`).
 double Sim::stage_params(int rank, int chunk, double& expert) const {
-  const auto lp = workload::layer_parameters(in_.model);
-  const auto& st = in_.layout.stage(rank, chunk);
-  const double h = static_cast<double>(in_.model.hidden_size);
-  const double local_experts =
-      static_cast<double>(in_.model.num_experts) / static_cast<double>(in_.parallelism.ep);
-  const double tp = static_cast<double>(in_.parallelism.tp);
-  double dense = 0;
-  expert = 0;
-  for (const auto& it : st.items) {
-    bool moe = false;
-    switch (it.kind) {
-      case LayoutItemKind::embedding:
-      case LayoutItemKind::loss: dense += static_cast<double>(in_.padded_vocab) * h / tp; continue;
-      case LayoutItemKind::mtp: moe = in_.model.mtp_is_moe(); dense += 2 * h * h + 3 * h; break;
-      case LayoutItemKind::decoder: moe = in_.model.moe_layer[static_cast<std::size_t>(it.index)]; break;
-    }
-    dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
-    if (moe) expert += local_experts * lp.expert / static_cast<double>(in_.parallelism.etp);
-  }
-  return dense;
+  const StageParams sp =
+      stage_parameters(in_.model, in_.parallelism, in_.layout, in_.padded_vocab, rank, chunk);
+  expert = sp.expert;
+  return sp.dense;
 }
 
 // Gradients reduce-scattered in BF16 (Megatron's default grad dtype for the buckets).

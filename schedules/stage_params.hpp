@@ -1,0 +1,23 @@
+// schedules/stage_params.hpp: the parameters one pipeline rank holds for one virtual
+// stage: dense parameters (replicated over DP, split by TP) and routed-expert parameters
+// (E / ep local experts per MoE layer, split by ETP, replicated over expert-DP). The
+// embedding and the output layer count on the stages that hold E and L.
+#pragma once
+
+#include <cstdint>
+
+#include "schedules/pp_layout.hpp"
+#include "workload/model_config.hpp"
+#include "workload/options.hpp"
+
+namespace moesim::schedules {
+
+struct StageParams {
+  double dense = 0;
+  double expert = 0;
+};
+
+StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+                             const PipelineLayout& layout, std::int64_t padded_vocab, int rank, int chunk);
+
+}  // namespace moesim::schedules
