@@ -569,7 +569,23 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
 
 }  // namespace
 
+// Bounds that keep a run within seconds to minutes and memory within a few GiB on a
+// small machine; beyond them the step is refused with the reason rather than attempted.
+constexpr std::int64_t kMaxWorkItemsPerRank = 200'000;
+constexpr std::int64_t kMaxFullFidelityRanks = 16'384;
+
 StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm) {
+  const auto& p = in.parallelism;
+  const std::int64_t items = 2 * p.num_microbatches * p.vpp;
+  if (items > kMaxWorkItemsPerRank)
+    throw NotSimulated("each pipeline rank would run " + std::to_string(items) +
+                       " forward and backward chunks per step (global_batch_size / (micro_batch_size x dp) "
+                       "= " + std::to_string(p.num_microbatches) + " microbatches); moesim simulates up to " +
+                       std::to_string(kMaxWorkItemsPerRank));
+  if (opt.full_fidelity && in.gpus > kMaxFullFidelityRanks)
+    throw NotSimulated("--fidelity full simulates every one of the " + std::to_string(in.gpus) +
+                       " ranks; up to " + std::to_string(kMaxFullFidelityRanks) +
+                       " are supported (the representative mode has no such limit)");
   return run_ranks(in, opt, comm, nullptr);
 }
 

@@ -133,3 +133,12 @@ TEST_CASE("Pipeline and DP structure: the last stage and the bubble", "[reports]
   CHECK(p.fits_in_memory);
   CHECK(p.rank_memory_gib.size() == 2);
 }
+
+TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][run]") {
+  auto j = small_scenario();
+  j["training"]["global_batch_size"] = 1 << 24;  // 4 M microbatches per pipeline
+  test::TempFile f(j.dump());
+  const auto r = test::run_moesim({"run", f.path()});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("microbatches); moesim simulates up to 200000"));
+}
