@@ -147,6 +147,34 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.comm.nvlink_hop_us = P.req(c, "nvlink_hop_us", 0, 1e6);
       s.comm.network_hop_us = P.req(c, "network_hop_us", 0, 1e6);
     });
+    if (auto ep = o.get("ep_dispatch")) {
+      read_object(*ep, [&](Object& e) {
+        if (auto a = e.get("alltoall_busbw_GBps"))
+          read_object(*a, [&](Object& ao) {
+            if (auto v = ao.get("nvlink")) s.ep_dispatch.alltoall_busbw_nvlink_GBps = P.read(*v, 0.1, 1e5, false);
+            if (auto v = ao.get("network")) s.ep_dispatch.alltoall_busbw_network_GBps = P.read(*v, 0.1, 1e5, false);
+          });
+        const auto bw = [&](const Node& n) {
+          hw_models::EpBandwidth b;
+          read_object(n, [&](Object& bo) {
+            b.dispatch_GBps = P.req(bo, "dispatch_GBps", 0.1, 1e5);
+            b.combine_GBps = P.req(bo, "combine_GBps", 0.1, 1e5);
+            b.saturation_sms = P.req(bo, "saturation_sms", 1, 1024, kInt);
+          });
+          return b;
+        };
+        for (const char* lib : {"deepep", "hybridep"}) {
+          if (auto l = e.get(lib)) {
+            read_object(*l, [&](Object& lo) {
+              auto& nv = std::string(lib) == "deepep" ? s.ep_dispatch.deepep_nvlink : s.ep_dispatch.hybridep_nvlink;
+              auto& nw = std::string(lib) == "deepep" ? s.ep_dispatch.deepep_network : s.ep_dispatch.hybridep_network;
+              if (auto v = lo.get("nvlink")) nv = bw(*v);
+              if (auto v = lo.get("network")) nw = bw(*v);
+            });
+          }
+        }
+      });
+    }
   });
   return s;
 }

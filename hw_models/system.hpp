@@ -93,6 +93,24 @@ struct CommLatency {
   Param network_hop_us;
 };
 
+// Measured expert-parallel dispatch/combine bandwidth of one library at one SM count
+// (algorithm bandwidth per rank), and the SM count beyond which it no longer grows.
+struct EpBandwidth {
+  Param dispatch_GBps;
+  Param combine_GBps;
+  Param saturation_sms;
+};
+
+// Component measurements of the EP paths (shared/reference/hardware-and-microbenchmarks.md
+// 'EP dispatch / combine' and 'NCCL cost structure'); absent entries fall back to the
+// link-bandwidth alpha-beta model.
+struct EpDispatchSpec {
+  std::optional<Param> alltoall_busbw_nvlink_GBps;   // NCCL all-to-all bus bandwidth
+  std::optional<Param> alltoall_busbw_network_GBps;
+  std::optional<EpBandwidth> deepep_nvlink, deepep_network;
+  std::optional<EpBandwidth> hybridep_nvlink, hybridep_network;
+};
+
 struct SystemSpec {
   std::string name;
   std::string description;
@@ -103,6 +121,7 @@ struct SystemSpec {
   Efficiency efficiency;
   HostCosts host;
   CommLatency comm;
+  EpDispatchSpec ep_dispatch;
 };
 
 }  // namespace moesim::hw_models

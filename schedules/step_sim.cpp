@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "hw_models/compute.hpp"
+#include "hw_models/ep_dispatch.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/stage_params.hpp"
 #include "sim_core/gpu.hpp"
@@ -160,7 +161,9 @@ Priced Sim::price(const workload::KernelTemplate& k) {
     case workload::CommOp::none: p.seconds = compute_.seconds(k.work); break;
     case workload::CommOp::ep_dispatch:
     case workload::CommOp::ep_combine:
-      p.seconds = comm_.all_to_all(k.comm_bytes, ep_group_);
+      p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
+                                             {k.comm_bytes, ep_group_, fw.dispatcher_sms,
+                                              k.comm == workload::CommOp::ep_combine});
       p.category = kEpComm;
       // DeepEP / HybridEP kernels hold their SMs; NCCL's are left to the network issue.
       p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;

@@ -1,0 +1,46 @@
+// EP dispatch/combine from the measured library bandwidths, derived by hand.
+#include <catch2/catch.hpp>
+
+#include "config/load.hpp"
+#include "hw_models/ep_dispatch.hpp"
+
+using namespace moesim;
+using hw_models::Dispatcher;
+
+TEST_CASE("DeepEP and HybridEP run at their measured bandwidth, less below saturation", "[hw_models][ep]") {
+  const auto gb200 = config::load_system_preset("gb200-nvl72");
+  const hw_models::AlphaBetaComm comm(gb200);
+  const double bytes = 4096.0 * 8 * 7168 * 2;  // T x top-k x hidden x BF16 = 469.8 MB
+  const double alpha = (8.4 + 3.4) * 1e-6;     // NCCL base + NVLink hop
+  const hw_models::CommGroup ep32{32, false};
+  // DeepEP, EP32, 24 SMs: 400 GB/s dispatch, 190 GB/s combine (journey step 4).
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {bytes, ep32, 24, false}) ==
+        Approx(alpha + bytes / 400e9));
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {bytes, ep32, 24, true}) ==
+        Approx(alpha + bytes / 190e9));
+  // 12 SMs: half the SMs of the saturating 24, half the bandwidth.
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {bytes, ep32, 12, false}) ==
+        Approx(alpha + bytes / 200e9));
+  // HybridEP saturates at 16 SMs: 32 and 16 SMs give the measured 393 GB/s, 8 give half.
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {bytes, ep32, 32, false}) ==
+        Approx(alpha + bytes / 393e9));
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {bytes, ep32, 16, false}) ==
+        Approx(alpha + bytes / 393e9));
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {bytes, ep32, 8, false}) ==
+        Approx(alpha + bytes / 196.5e9));
+}
+
+TEST_CASE("NCCL all-to-all uses the measured bus bandwidth, else the links", "[hw_models][ep]") {
+  const auto gb200 = config::load_system_preset("gb200-nvl72");
+  const hw_models::AlphaBetaComm comm(gb200);
+  // 32 GPUs in NVL72: busbw 640 GB/s: t = alpha + S x 31/32 / 640e9.
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, gb200, comm, {1e9, {32, false}, 0, false}) ==
+        Approx(11.8e-6 + 1e9 * 31 / 32 / 640e9));
+  // H800 has no measured NVLink all-to-all: the link model (160 GB/s usable) applies.
+  const auto h800 = config::load_system_preset("h800");
+  const hw_models::AlphaBetaComm c800(h800);
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, h800, c800, {1e9, {8, false}, 0, false}) ==
+        Approx(c800.all_to_all(1e9, {8, false})));
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, h800, c800, {1e9, {8, false}, 0, false}) > 0);
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {1e9, {1, false}, 32, false}) == 0);
+}
