@@ -563,7 +563,8 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
     if (t > best) best = t, res.critical_rank = r;
   }
   res.breakdown = obs.breakdown(res.critical_rank);
-  res.breakdown.other += res.step_time_s - best;  // tail after its last compute-stream kernel
+  // The tail after its last compute-stream kernel (rounding can make it -1e-12).
+  res.breakdown.other = std::max(0.0, res.breakdown.other + res.step_time_s - best);
   res.labels = sim.labels();
   for (const char* t : kTrackNames) res.streams.emplace_back(t);
   res.trace = std::move(obs.spans);
