@@ -266,6 +266,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const config::InputError& e) {
     err << "moesim: error: " << e.what() << "\n";
     return 2;
+  } catch (const sim_core::SimulationStuck& e) {
+    err << "moesim: the simulation could not finish: " << e.what() << "\n";
+    return 3;
   } catch (const schedules::NotSimulated& e) {
     err << "moesim: not simulated yet: " << e.what() << "\n";
     return 1;

@@ -256,6 +256,7 @@ class RankProgram final : public sim_core::HostProgram {
                               static_cast<int>(sim.in_.parallelism.vpp), rank_,
                               static_cast<int>(sim.in_.parallelism.num_microbatches))) {
     const int vpp = static_cast<int>(sim.in_.parallelism.vpp);
+    recv_event_.assign(items_.size(), kNoEvent);
     last_bwd_.assign(static_cast<std::size_t>(vpp), -1);
     first_fwd_.assign(static_cast<std::size_t>(vpp), -1);
     for (int i = 0; i < static_cast<int>(items_.size()); ++i) {
@@ -357,6 +358,19 @@ class RankProgram final : public sim_core::HostProgram {
     launch(kComputeStream, k, launch_cost(), launch_label_);
   }
 
+  // Launches item j's receive, if it needs one, and remembers its completion event.
+  void post_recv(int j) {
+    const WorkItem& it = items_[static_cast<std::size_t>(j)];
+    const int v = it.chunk * static_cast<int>(sim_.in_.parallelism.pp) + rank_;
+    const int last_v = static_cast<int>(sim_.in_.layout.stages().size()) - 1;
+    if (!((it.forward && v > 0) || (!it.forward && v < last_v))) return;
+    Kernel r = kernel(sim_.label(it.forward ? "pp.recv_activation" : "pp.recv_grad"), kPpComm,
+                      sim_.pp_seconds(), -1);
+    r.rendezvous = sim_.pair(it.microbatch, v, it.forward, lane_);
+    r.record = recv_event_[static_cast<std::size_t>(j)] = sim_.event(kPpComm);
+    launch(it.forward ? kPpFwdRecv : kPpBwdRecv, r, op_cost(), launch_label_);
+  }
+
   void expand(int index) {
     const WorkItem& it = items_[static_cast<std::size_t>(index)];
     const auto& in = sim_.in_;
@@ -365,14 +379,14 @@ class RankProgram final : public sim_core::HostProgram {
     const int last_v = static_cast<int>(in.layout.stages().size()) - 1;
     EventId gate = kNoEvent, gate2 = kNoEvent;
 
-    // Receive the input activation (forward) or output gradient (backward).
-    if ((it.forward && v > 0) || (!it.forward && v < last_v)) {
-      Kernel r = kernel(sim_.label(it.forward ? "pp.recv_activation" : "pp.recv_grad"), kPpComm,
-                        sim_.pp_seconds(), -1);
-      r.rendezvous = sim_.pair(it.microbatch, v, it.forward, lane_);
-      r.record = gate = sim_.event(kPpComm);
-      launch(it.forward ? kPpFwdRecv : kPpBwdRecv, r, op_cost(), launch_label_);
-    }
+    // Receive the input activation (forward) or output gradient (backward). The
+    // interleaved schedule posts the next item's receive while this one computes
+    // (Megatron's --overlap-p2p-communication, on by default with vpp > 1).
+    const int lookahead = in.parallelism.vpp > 1 ? 1 : 0;
+    for (int j = posted_; j <= std::min(index + lookahead, static_cast<int>(items_.size()) - 1); ++j)
+      post_recv(j);
+    posted_ = std::max(posted_, index + lookahead + 1);
+    gate = recv_event_[static_cast<std::size_t>(index)];
     if (it.forward && first_fwd_[static_cast<std::size_t>(it.chunk)] == index)
       gate2 = gather_[static_cast<std::size_t>(it.chunk)];
 
@@ -454,6 +468,8 @@ class RankProgram final : public sim_core::HostProgram {
   std::int64_t tp_members_ = 1, dp_members_ = 1, ep_members_ = 1;
   std::int64_t ep_seq_ = 0, tp_seq_ = 0, dp_seq_ = 0;
   std::vector<WorkItem> items_;
+  std::vector<EventId> recv_event_;  // per item: its receive's completion, if any
+  int posted_ = 0;                   // items whose receive has been posted
   std::vector<int> last_bwd_, first_fwd_;
   std::vector<EventId> gather_;
   EventId last_dp_ = kNoEvent;
