@@ -84,6 +84,7 @@ struct HostCosts {
   Param op_us;           // a framework op without a kernel (allocation, view, check)
   Param launch_us;       // a kernel-launching op, its launch included
   Param graph_launch_us; // replaying one captured CUDA graph
+  Param alloc_us;        // a tensor allocation (torch.empty) without a kernel
 };
 
 // NCCL-style latency constants for the placeholder communication model.

@@ -34,6 +34,7 @@ const char* const kTrackNames[kTracks] = {"compute", "pp.fwd.send", "pp.fwd.recv
 struct Priced {
   std::uint32_t label;
   double seconds;
+  double host_extra_s;  // host time before its launch beyond the launch itself
   int sms;
   bool reserved;
   Category category;
@@ -65,8 +66,8 @@ class Sim {
     edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
     pp_crosses_ = group(p.pp, in.gpus / p.pp, dom).crosses_network;
     if (fixed_) {
-      dense_.fwd = {Priced{label("chunk.fwd"), fixed_->fwd_s, 0, false, kCompute, Module::attn, false}};
-      dense_.bwd = {Priced{label("chunk.bwd"), fixed_->bwd_s, 0, false, kCompute, Module::attn, false}};
+      dense_.fwd = {Priced{label("chunk.fwd"), fixed_->fwd_s, 0, 0, false, kCompute, Module::attn, false}};
+      dense_.bwd = {Priced{label("chunk.bwd"), fixed_->bwd_s, 0, 0, false, kCompute, Module::attn, false}};
       moe_ = dense_;
       pp_s_ = fixed_->p2p_s;
     } else {
@@ -155,10 +156,15 @@ class Sim {
 };
 
 Priced Sim::price(const workload::KernelTemplate& k) {
-  Priced p{label(k.name), 0, 0, false, kCompute, k.module, k.host_sync_after};
+  Priced p{label(k.name), 0, k.host_allocs * in_.system.host.alloc_us.value * 1e-6, 0, false,
+           kCompute, k.module, k.host_sync_after};
   const auto& fw = in_.framework;
   switch (k.comm) {
-    case workload::CommOp::none: p.seconds = compute_.seconds(k.work); break;
+    case workload::CommOp::none:
+      p.seconds = compute_.seconds(k.work) * k.time_factor;
+      // PDL overlaps the kernel's launch latency with its predecessor's tail.
+      if (k.pdl) p.seconds = std::max(0.0, p.seconds - in_.system.efficiency.kernel_device_us.value * 1e-6);
+      break;
     case workload::CommOp::ep_dispatch:
     case workload::CommOp::ep_combine:
       p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
@@ -395,7 +401,7 @@ class RankProgram final : public sim_core::HostProgram {
     Module graph_module = Module::attn;
     std::size_t last_compute = 0;
     const auto emit = [&](const Priced& p) {
-      Time cpu = launch_cost();
+      Time cpu = launch_cost() + Time::from_seconds(p.host_extra_s);
       if (sim_.captured(p.module)) {
         if (!in_graph || graph_module != p.module) {
           HostOp g;

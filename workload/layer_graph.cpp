@@ -14,7 +14,7 @@ using hw_models::KernelClass;
 class LayerBuilder {
  public:
   LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
-      : out_(out), fp8_(in.training.precision != Precision::bf16),
+      : out_(out), stack_(in.stack), fp8_(in.training.precision != Precision::bf16),
         mx_(in.training.precision == Precision::mxfp8), dtype_(gemm_dtype(in.training.precision)) {}
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
@@ -24,7 +24,7 @@ class LayerBuilder {
     const bool fp8 = fp8_ && fp8_ok;
     const Dtype d = fp8 ? dtype_ : Dtype::bf16;
     const double eb = fp8 ? 1 : 2;  // input element bytes
-    if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups);
+    if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, groups);
     const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
     const auto gemm = [&](const std::string& n_, double M, double N, double K) {
       KernelTemplate t;
@@ -39,7 +39,10 @@ class LayerBuilder {
     fprop.saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
     push_fwd(std::move(fprop));
     std::vector<KernelTemplate> b;
-    if (fp8) b.push_back(quantize_t(name + ".grad_quant", mod, m * n * groups));
+    if (fp8) {
+      std::vector<KernelTemplate> q = quantized(name + ".grad_quant", mod, m * n * groups, groups);
+      b.insert(b.end(), q.begin(), q.end());
+    }
     b.push_back(gemm(name + ".dgrad", m, k, n));
     b.push_back(gemm(name + ".wgrad", k, n, m));
     push_bwd(std::move(b));
@@ -55,8 +58,10 @@ class LayerBuilder {
     if (bwd_factor > 0) push_bwd({mem_t(name + ".bwd", mod, bytes * bwd_factor)});
   }
 
-  void quantize(const std::string& name, Module mod, double elems) {
-    push_fwd(quantize_t(name, mod, elems));
+  // Quantizes `tensors` tensors of `elems` elements in all into FP8 (see header for the
+  // MXFP8 allocation and swizzle kernels that go with it).
+  void quantize(const std::string& name, Module mod, double elems, double tensors = 1) {
+    for (auto& k : quantized(name, mod, elems, tensors)) push_fwd(std::move(k));
   }
 
   void attention(const std::string& name, Module mod, double fwd_flops, double bytes) {
@@ -109,6 +114,11 @@ class LayerBuilder {
     }
   }
   void mark_sync_on_last() { out_.fwd.back().host_sync_after = true; }
+  // The last forward op (and its backward) runs `f` times slower.
+  void slow_last(double f) {
+    out_.fwd.back().time_factor = f;
+    for (auto& k : bwd_groups_.back()) k.time_factor = f;
+  }
   void keep_last(double bytes) { out_.fwd.back().saved_bytes += bytes; }
 
   void finish() {
@@ -130,12 +140,39 @@ class LayerBuilder {
   }
   // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 writes row- and column-wise copies.
   KernelTemplate quantize_t(const std::string& name, Module mod, double elems) const {
-    return mem_t(name, mod, elems * (2 + (mx_ ? 2 : 1) * (1 + 1.0 / 32)));
+    KernelTemplate q = mem_t(name, mod, elems * (2 + (mx_ ? 2 : 1) * (1 + 1.0 / 32)));
+    q.pdl = stack_.pdl_quant;
+    return q;
+  }
+  // The quantize kernel and, for MXFP8, what its output tensors need before a GEMM.
+  std::vector<KernelTemplate> quantized(const std::string& name, Module mod, double elems,
+                                        double tensors) const {
+    std::vector<KernelTemplate> out;
+    const int n = static_cast<int>(tensors);
+    const double scale_bytes = elems / 32 * 2 / tensors;  // E8M0 row- and column-wise, per tensor
+    if (mx_ && !stack_.mxfp8_alloc_fusion) {
+      for (int t = 0; t < n; ++t)
+        for (int z = 0; z < 2; ++z) out.push_back(mem_t(name + ".scale_zeros", mod, scale_bytes / 2));
+      out.front().host_allocs = 4 * n;
+    }
+    out.push_back(quantize_t(name, mod, elems));
+    if (mx_) {
+      if (stack_.swizzle_fusion) {
+        out.push_back(mem_t(name + ".swizzle", mod, 2 * scale_bytes * tensors));
+      } else {
+        for (int t = 0; t < n; ++t) {
+          out.push_back(mem_t(name + ".swizzle_pad", mod, scale_bytes));
+          out.push_back(mem_t(name + ".swizzle", mod, 2 * scale_bytes));
+        }
+      }
+    }
+    return out;
   }
   void push_fwd(KernelTemplate t) { out_.fwd.push_back(std::move(t)); }
   void push_bwd(std::vector<KernelTemplate> b) { bwd_groups_.push_back(std::move(b)); }
 
   LayerTemplate& out_;
+  const StackSwitches& stack_;
   bool fp8_, mx_;
   Dtype dtype_;
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
@@ -241,6 +278,9 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                     fw.dispatcher == hw_models::Dispatcher::allgather;
   norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion);
   tp_gather(b, s, Module::moe_router, "moe");
+  // Permute/unpermute over the routing map: the old kernel is up to 10x slower when
+  // top-k << experts (journey step 2); DeepSeek-V3's 8 of 256 is that regime.
+  const double permute_slowdown = in.stack.permute_fusion_v2 || k * 4 > E ? 1.0 : 10.0;
 
   // Router: the GEMM (FP32 logits) and its small kernels (top-k, scores, aux loss, ...).
   // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17
@@ -259,6 +299,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + s.T * k * 4);
     if (dropless) b.mark_sync_on_last();
     b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_in * h_bytes);
+    b.slow_last(permute_slowdown);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
            tokens_in * h_bytes);
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
@@ -269,6 +310,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
            tokens_in * h_bytes, dropless);
     if (fw.dispatcher == hw_models::Dispatcher::deepep || !in.stack.hybridep_permute_fusion)
       b.memory("moe.permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
+    if (fw.dispatcher == hw_models::Dispatcher::deepep || !in.stack.hybridep_permute_fusion)
+      b.slow_last(permute_slowdown);
   }
 
   // Routed experts: E / ep local experts, tokens_in x ep / E tokens each (balanced).
@@ -286,8 +329,10 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
     b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes + s.T * h_bytes);
+    b.slow_last(permute_slowdown);
   } else {
     b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
+    b.slow_last(permute_slowdown);
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
   }
 

@@ -19,6 +19,17 @@
 //     [quantize], fc2 (grouped), (local unpermute), combine, (unpermute), shared expert
 // [quantize] kernels exist under FP8 recipes. Dropless MoE makes the host wait for the
 // per-expert token counts before it can size the grouped GEMM (a device-host sync).
+//
+// Software-stack switches (shared/reference/gb200-journey.md):
+//   mxfp8_alloc_fusion off: each MXFP8 tensor allocates its 4 buffers (row- and column-
+//     wise data and scales) on the host, the two scale buffers zero-filled by kernels;
+//     on: one pre-allocated buffer, no allocations or fills.
+//   swizzle_fusion off: one scale-swizzle kernel and one zero-padding kernel per tensor
+//     (per expert in grouped GEMMs: "many tiny kernels before the expert GEMMs");
+//     on: one swizzle kernel per GEMM, padding inside.
+//   pdl_quant: quantize kernels launch with PDL, hiding their device launch latency.
+//   permute_fusion_v2 off: the permute/unpermute kernels are the old implementation,
+//     "up to 10x" slower when top-k << experts (journey step 2); taken as 10x there.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +59,9 @@ struct KernelTemplate {
   bool host_sync_after = false; // the host waits for this kernel to finish
   bool recompute = false;       // re-run of a forward kernel in backward
   double saved_bytes = 0;       // forward: what backward reads of this kernel's inputs
+  int host_allocs = 0;          // tensor allocations the host makes before launching it
+  double time_factor = 1;       // a known-slow kernel implementation (old permute: 10x)
+  bool pdl = false;             // Programmatic Dependent Launch: device launch latency hidden
 };
 
 struct LayerTemplate {

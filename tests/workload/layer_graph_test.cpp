@@ -1,0 +1,106 @@
+// Kernel inventories of the layer templates and how the stack switches change them.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "config/load.hpp"
+#include "support/helpers.hpp"
+#include "workload/layer_graph.hpp"
+
+using namespace moesim;
+
+namespace {
+
+struct Built {
+  config::Scenario sc;
+  workload::ModelTemplates t;
+};
+
+Built build(const std::string& file, void (*tweak)(config::Scenario&) = nullptr) {
+  Built b{config::load_scenario_file(test::source_path(file)), {}};
+  if (tweak) tweak(b.sc);
+  b.t = workload::build_templates({b.sc.model, b.sc.training, b.sc.parallelism, b.sc.framework, b.sc.stack,
+                                   b.sc.padded_vocab()});
+  return b;
+}
+
+std::size_t count(const std::vector<workload::KernelTemplate>& v, const std::string& prefix) {
+  return static_cast<std::size_t>(std::count_if(
+      v.begin(), v.end(), [&](const auto& k) { return k.name.rfind(prefix, 0) == 0; }));
+}
+
+const workload::KernelTemplate& find(const std::vector<workload::KernelTemplate>& v, const std::string& name) {
+  for (const auto& k : v)
+    if (k.name == name) return k;
+  FAIL("no kernel " << name);
+  return v.front();
+}
+
+}  // namespace
+
+TEST_CASE("Router kernel counts follow the journey: 72, 31, then 17 with DeepEP", "[workload][templates]") {
+  const auto b1 = build("scenarios/journey/01-baseline.json");
+  const auto b3 = build("scenarios/journey/03-router-fusion.json");
+  const auto b4 = build("scenarios/journey/04-deepep.json");
+  CHECK(count(b1.t.moe.fwd, "moe.router") == 72);
+  CHECK(count(b3.t.moe.fwd, "moe.router") == 31);
+  // DeepEP: router + EP preprocess = 17.
+  CHECK(count(b4.t.moe.fwd, "moe.router") + count(b4.t.moe.fwd, "moe.preprocess") == 17);
+  // The NCCL path has the explicit global permute, DeepEP does not.
+  CHECK(count(b3.t.moe.fwd, "moe.global_permute") == 1);
+  CHECK(count(b4.t.moe.fwd, "moe.global_permute") == 0);
+}
+
+TEST_CASE("Dropless MoE syncs the host once per layer in forward", "[workload][templates]") {
+  const auto b = build("scenarios/journey/04-deepep.json");
+  const auto syncs = std::count_if(b.t.moe.fwd.begin(), b.t.moe.fwd.end(), [](const auto& k) { return k.host_sync_after; });
+  CHECK(syncs == 1);
+  CHECK(find(b.t.moe.fwd, "moe.dispatch.fwd").host_sync_after);
+  CHECK(std::none_of(b.t.moe.bwd.begin(), b.t.moe.bwd.end(), [](const auto& k) { return k.host_sync_after; }));
+}
+
+TEST_CASE("MXFP8 allocation, swizzle and PDL switches", "[workload][templates]") {
+  // Baseline: per quantized tensor 4 host allocations and 2 zero-fill kernels; per tensor a
+  // swizzle and a padding kernel. fc1's input is 8 tensors (EP32: 256 / 32 local experts).
+  const auto b1 = build("scenarios/journey/01-baseline.json");
+  CHECK(count(b1.t.moe.fwd, "moe.fc1.quant.scale_zeros") == 16);
+  CHECK(find(b1.t.moe.fwd, "moe.fc1.quant.scale_zeros").host_allocs == 32);
+  CHECK(count(b1.t.moe.fwd, "moe.fc1.quant.swizzle_pad") == 8);
+  CHECK(count(b1.t.moe.fwd, "moe.fc1.quant.swizzle") == 16);  // 8 swizzle + 8 swizzle_pad
+  CHECK_FALSE(find(b1.t.moe.fwd, "moe.fc1.quant").pdl);
+  // Step 2 pre-allocates: no allocations, no fills.
+  const auto b2 = build("scenarios/journey/02-mxfp8-alloc-permute.json");
+  CHECK(count(b2.t.moe.fwd, "moe.fc1.quant.scale_zeros") == 0);
+  // Step 9: one fused swizzle per GEMM and PDL quantize kernels.
+  const auto b9 = build("scenarios/journey/09-pdl-swizzle.json");
+  CHECK(count(b9.t.moe.fwd, "moe.fc1.quant.swizzle") == 1);
+  CHECK(find(b9.t.moe.fwd, "moe.fc1.quant").pdl);
+  // Step 13 fuses the norm's quantize into the norm.
+  const auto exact = [](const std::vector<workload::KernelTemplate>& v, const std::string& n) {
+    return std::count_if(v.begin(), v.end(), [&](const auto& k) { return k.name == n; });
+  };
+  CHECK(exact(build("scenarios/journey/12-te-host-slim.json").t.moe.fwd, "moe.norm.quant") == 1);
+  CHECK(exact(build("scenarios/journey/13-norm-quant-fusion.json").t.moe.fwd, "moe.norm.quant") == 0);
+}
+
+TEST_CASE("The old permute kernel is 10x slower for top-8 of 256 experts", "[workload][templates]") {
+  const auto b1 = build("scenarios/journey/01-baseline.json");
+  const auto b2 = build("scenarios/journey/02-mxfp8-alloc-permute.json");
+  CHECK(find(b1.t.moe.fwd, "moe.global_permute.fwd").time_factor == 10);
+  CHECK(find(b1.t.moe.bwd, "moe.global_permute.bwd").time_factor == 10);
+  CHECK(find(b1.t.moe.fwd, "moe.unpermute.fwd").time_factor == 10);
+  CHECK(find(b1.t.moe.fwd, "moe.local_permute.fwd").time_factor == 1);  // chunk sort, not the routing map
+  CHECK(find(b2.t.moe.fwd, "moe.global_permute.fwd").time_factor == 1);
+}
+
+TEST_CASE("Recompute re-runs the named modules at the start of backward", "[workload][templates]") {
+  const auto b1 = build("scenarios/journey/01-baseline.json");  // mlp + mla_up_proj
+  const auto b5 = build("scenarios/journey/05-no-mla-recompute.json");  // mlp + moe_act
+  CHECK(find(b1.t.moe.bwd, "attn.q_b.fprop.recompute").recompute);
+  CHECK(count(b5.t.moe.bwd, "attn.q_b.fprop.recompute") == 0);
+  CHECK(find(b5.t.moe.bwd, "moe.act.fwd.recompute").recompute);
+  CHECK(find(b1.t.dense.bwd, "mlp.fc1.fprop.recompute").recompute);
+  // Backward of every GEMM: dgrad and wgrad.
+  CHECK(count(b5.t.moe.bwd, "moe.fc1.dgrad") == 1);
+  CHECK(count(b5.t.moe.bwd, "moe.fc1.wgrad") == 1);
+}
