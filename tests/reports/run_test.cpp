@@ -142,3 +142,14 @@ TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Catch::Contains("microbatches); moesim simulates up to 200000"));
 }
+
+TEST_CASE("A scenario that does not fit in memory is predicted with a warning", "[reports][run]") {
+  auto j = small_scenario();
+  j["system"] = {{"base", "h100"}, {"gpu", {{"hbm_GB", 20}}}};
+  test::TempFile f(j.dump());
+  const auto r = test::run_moesim({"run", "--json", f.path()});
+  CHECK(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["fits_in_memory"] == false);
+  CHECK_THAT(r.err, Catch::Contains("warning: " + f.path() + ": pipeline rank"));
+  CHECK_THAT(r.err, Catch::Contains("more than the 20 GB of a H100 SXM"));
+}
