@@ -16,6 +16,8 @@
 #include "reports/describe.hpp"
 #include "reports/run.hpp"
 #include "schedules/pipeline_order.hpp"
+#include "schedules/schedule_kind.hpp"
+#include "schedules/step_sim.hpp"
 #include "sim_core/engine.hpp"
 
 namespace moesim::cli {
@@ -202,6 +204,53 @@ class Bench final : public Command {
   bool json_ = false;
 };
 
+// The pipeline schedule alone: fixed chunk times through the same engine and schedule
+// code as `run`.
+class Pipeline final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("--schedule", schedule_, "1f1b | interleaved-1f1b (dualpipe, dualpipev, zb-h1: issue #6)")
+        ->required();
+    app.add_option("--pp", pp_, "pipeline stages")->required()->check(CLI::Range(1, 4096));
+    app.add_option("--vpp", vpp_, "virtual stages per rank (interleaved)")->check(CLI::Range(1, 256));
+    app.add_option("--microbatches", m_, "microbatches per step")->required()->check(CLI::Range(1, 100000));
+    app.add_option("--fwd", fwd_ms_, "forward time of one microbatch through one rank's layers, ms")
+        ->required()->check(CLI::PositiveNumber);
+    app.add_option("--bwd", bwd_ms_, "backward time, ms")->required()->check(CLI::PositiveNumber);
+    app.add_option("--wgrad", wgrad_ms_, "weight-gradient part of --bwd, ms (zb-h1, dualpipe)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--p2p", p2p_ms_, "transfer time between stages, ms")->check(CLI::NonNegativeNumber);
+    app.add_flag("--json", json_, "print one JSON object");
+  }
+  int run(Io& io) override {
+    const auto kind = schedules::schedule_names().find(schedule_);
+    if (!kind)
+      throw config::InputError("<command line>", "--schedule",
+                               fmt::format("unknown schedule '{}'; known: {}", schedule_,
+                                           schedules::schedule_names().known()));
+    // Chunk times: a rank's layers split evenly over its vpp chunks.
+    const auto r = schedules::simulate_pipeline(*kind, pp_, vpp_, m_,
+                                                {fwd_ms_ / vpp_ * 1e-3, bwd_ms_ / vpp_ * 1e-3, p2p_ms_ * 1e-3});
+    const double ideal = r.step_time_s - r.bubble_s;
+    if (json_)
+      io.out << nlohmann::ordered_json{{"schedule", schedule_}, {"step_time_ms", r.step_time_s * 1e3},
+                                       {"bubble_ms", r.bubble_s * 1e3},
+                                       {"bubble_fraction", r.bubble_s / r.step_time_s}}.dump(2) << "\n";
+    else
+      io.out << fmt::format("{} pp={} vpp={} microbatches={}: step {:.3f} ms, bubble {:.3f} ms ({:.1f}% of "
+                            "the step, {:.1f}% over the {:.3f} ms of work)\n",
+                            schedule_, pp_, vpp_, m_, r.step_time_s * 1e3, r.bubble_s * 1e3,
+                            100 * r.bubble_s / r.step_time_s, 100 * r.bubble_s / ideal, ideal * 1e3);
+    return 0;
+  }
+
+ private:
+  std::string schedule_;
+  int pp_ = 1, vpp_ = 1, m_ = 1;
+  double fwd_ms_ = 0, bwd_ms_ = 0, wgrad_ms_ = 0, p2p_ms_ = 0;
+  bool json_ = false;
+};
+
 // A subcommand whose capability arrives with a later issue: it accepts the contract's
 // arguments and says so plainly instead of pretending to work.
 template <int Issue>
@@ -234,7 +283,7 @@ constexpr std::array<CommandInfo, 8> kCommands{{
     {"validate", "predicted vs measured over scenario files or folders", make<Validate>},
     {"bench", "time the simulation of one scenario (wall time, events/s)", make<Bench>},
     {"comm", "the communication model alone (EP dispatch, collectives) [issue #5]", make<NotYet<5>>},
-    {"pipeline", "a pipeline schedule alone with fixed chunk times [issue #6]", make<NotYet<6>>},
+    {"pipeline", "a pipeline schedule alone with fixed chunk times", make<Pipeline>},
     {"sweep", "run many scenarios generated from a sweep file [not yet]", make<NotYet<0>>},
     {"calibrate", "run calibration kernels or fit profiles from measurements [issue #7]", make<NotYet<7>>},
 }};

@@ -108,3 +108,24 @@ TEST_CASE("Subcommands of later issues say so and fail", "[cli]") {
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Catch::Contains("moesim comm: not implemented yet (arrives with issue #5)"));
 }
+
+TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pipeline]") {
+  // 1F1B, pp 4, 8 microbatches of F = 1 ms, B = 2 ms: step (8 + 3) x 3 = 33 ms, bubble 9 ms.
+  auto r = run_moesim({"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1",
+                       "--bwd", "2", "--json"});
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["step_time_ms"].get<double>() == Approx(33));
+  CHECK(j["bubble_ms"].get<double>() == Approx(9));
+  // Interleaved with vpp 2: bubble (PP-1)(F+B)/vpp = 4.5 ms.
+  r = run_moesim({"pipeline", "--schedule", "interleaved-1f1b", "--pp", "4", "--vpp", "2", "--microbatches", "8",
+                  "--fwd", "1", "--bwd", "2", "--json"});
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["bubble_ms"].get<double>() == Approx(4.5));
+  CHECK(run_moesim({"pipeline", "--schedule", "zipper", "--pp", "4", "--microbatches", "8", "--fwd", "1",
+                    "--bwd", "2"}).status == 2);
+  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "4", "--microbatches", "8", "--fwd", "1",
+                  "--bwd", "2"});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("not simulated yet"));
+}
