@@ -142,6 +142,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.host.launch_us = P.req(h, "launch_us", 0, 1e6);
       s.host.graph_launch_us = P.req(h, "graph_launch_us", 0, 1e6);
       s.host.alloc_us = P.req(h, "alloc_us", 0, 1e6);
+      s.host.te_linear_us = P.req(h, "te_linear_us", 0, 1e6);
     });
     read_object(o.req("comm"), [&](Object& c) {
       s.comm.base_latency_us = P.req(c, "base_latency_us", 0, 1e6);

@@ -85,6 +85,7 @@ struct HostCosts {
   Param launch_us;       // a kernel-launching op, its launch included
   Param graph_launch_us; // replaying one captured CUDA graph
   Param alloc_us;        // a tensor allocation (torch.empty) without a kernel
+  Param te_linear_us;    // one Transformer Engine Linear call, its kernel launches included
 };
 
 // NCCL-style latency constants for the placeholder communication model.

@@ -156,8 +156,15 @@ class Sim {
 };
 
 Priced Sim::price(const workload::KernelTemplate& k) {
-  Priced p{label(k.name), 0, k.host_allocs * in_.system.host.alloc_us.value * 1e-6, 0, false,
-           kCompute, k.module, k.host_sync_after};
+  // Host time beyond one launch: allocations, and for a Transformer Engine Linear call the
+  // module's measured host time (its first launch included) plus one launch per further
+  // per-expert GEMM of a grouped call (multi-stream cuBLAS).
+  const auto& host = in_.system.host;
+  double extra = k.host_allocs * host.alloc_us.value;
+  if (k.te_module_call)
+    extra += host.te_linear_us.value - host.launch_us.value +
+             static_cast<double>(k.work.groups - 1) * host.launch_us.value;
+  Priced p{label(k.name), 0, extra * 1e-6, 0, false, kCompute, k.module, k.host_sync_after};
   const auto& fw = in_.framework;
   switch (k.comm) {
     case workload::CommOp::none:

@@ -19,8 +19,10 @@ class LayerBuilder {
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
   // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
+  // `te`: a Transformer Engine module (all linear layers except the router and the output
+  // layer, which Megatron runs as plain PyTorch / its own parallel linear).
   void linear(const std::string& name, Module mod, double m, double n, double k, bool fp8_ok,
-              bool quantize_input, double groups = 1) {
+              bool quantize_input, double groups = 1, bool te = true) {
     const bool fp8 = fp8_ && fp8_ok;
     const Dtype d = fp8 ? dtype_ : Dtype::bf16;
     const double eb = fp8 ? 1 : 2;  // input element bytes
@@ -37,6 +39,7 @@ class LayerBuilder {
     };
     KernelTemplate fprop = gemm(name + ".fprop", m, n, k);
     fprop.saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
+    fprop.te_module_call = te;
     push_fwd(std::move(fprop));
     std::vector<KernelTemplate> b;
     if (fp8) {
@@ -44,6 +47,7 @@ class LayerBuilder {
       b.insert(b.end(), q.begin(), q.end());
     }
     b.push_back(gemm(name + ".dgrad", m, k, n));
+    b.back().te_module_call = te;  // one TE backward call computes dgrad and wgrad
     b.push_back(gemm(name + ".wgrad", k, n, m));
     push_bwd(std::move(b));
   }
@@ -285,7 +289,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // Router: the GEMM (FP32 logits) and its small kernels (top-k, scores, aux loss, ...).
   // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17
   // (shared/reference/gb200-journey.md, steps 3-4).
-  b.linear("moe.router", Module::moe_router, s.T, E, s.h, false, false);
+  b.linear("moe.router", Module::moe_router, s.T, E, s.h, false, false, 1, false);
   const double probs = s.T * E * 4;
   const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72) - 1 : 17 - 1 - 1;
   b.small_kernels("moe.router_k", Module::moe_router, router_kernels, probs);
@@ -381,7 +385,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     LayerBuilder b(in, t.head);
     const double v = static_cast<double>(in.padded_vocab) / s.tp;
     norm(b, s, Module::head, "head.norm", true);
-    b.linear("head.output", Module::head, s.T, v, s.h, false, false);
+    b.linear("head.output", Module::head, s.T, v, s.h, false, false, 1, false);
     b.memory("loss.cross_entropy", Module::loss, s.T * v * 2 * 2);
     b.finish();
   }

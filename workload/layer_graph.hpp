@@ -62,6 +62,7 @@ struct KernelTemplate {
   int host_allocs = 0;          // tensor allocations the host makes before launching it
   double time_factor = 1;       // a known-slow kernel implementation (old permute: 10x)
   bool pdl = false;             // Programmatic Dependent Launch: device launch latency hidden
+  bool te_module_call = false;  // launched by a Transformer Engine Linear call (its host cost)
 };
 
 struct LayerTemplate {
