@@ -124,10 +124,12 @@ class Sim {
   bool captured(Module m) const { return captured_[static_cast<std::size_t>(m)]; }
 
   double pp_seconds() const { return pp_s_; }
-  double stage_params(int rank, int chunk, double& expert) const;
-  double dp_seconds(double dense_params, double expert_params) const;
-  double gather_seconds(double dense_params, double expert_params) const;
-  double optimizer_seconds(double dense_params, double expert_params) const;
+  StageParams stage_params(int rank, int chunk) const {
+    return stage_parameters(in_.model, in_.parallelism, in_.layout, in_.padded_vocab, rank, chunk);
+  }
+  double dp_seconds(const StageParams& sp) const;
+  double gather_seconds(const StageParams& sp) const;
+  double optimizer_seconds(const StageParams& sp) const;
 
   sim_core::Engine engine_;
   const StepInput& in_;
@@ -228,29 +230,21 @@ void Sim::price_templates() {
   pp_s_ = comm_.send_recv(act, pp_crosses_);
 }
 
-// Parameters of one virtual stage held by one rank (dense part returned, experts in `expert`).
-double Sim::stage_params(int rank, int chunk, double& expert) const {
-  const StageParams sp =
-      stage_parameters(in_.model, in_.parallelism, in_.layout, in_.padded_vocab, rank, chunk);
-  expert = sp.expert;
-  return sp.dense;
-}
-
 // Gradients reduce-scattered in BF16 (Megatron's default grad dtype for the buckets).
-double Sim::dp_seconds(double dense, double expert) const {
-  return comm_.reduce_scatter(dense * 2, dp_group_) + comm_.reduce_scatter(expert * 2, edp_group_);
+double Sim::dp_seconds(const StageParams& sp) const {
+  return comm_.reduce_scatter(sp.dense * 2, dp_group_) + comm_.reduce_scatter(sp.expert * 2, edp_group_);
 }
-double Sim::gather_seconds(double dense, double expert) const {
+double Sim::gather_seconds(const StageParams& sp) const {
   const double b = in_.framework.fp8_param_gather ? 1 : 2;
-  return comm_.all_gather(dense * b, dp_group_) + comm_.all_gather(expert * b, edp_group_);
+  return comm_.all_gather(sp.dense * b, dp_group_) + comm_.all_gather(sp.expert * b, edp_group_);
 }
 // Adam over this rank's shard: read grad (4), read+write FP32 master (8) and both moments
 // (4 x moment bytes), write the BF16 weight (2): memory-bound on HBM.
-double Sim::optimizer_seconds(double dense, double expert) const {
+double Sim::optimizer_seconds(const StageParams& sp) const {
   const auto& p = in_.parallelism;
   const bool sharded = in_.framework.distributed_optimizer;
-  const double shard = dense / (sharded ? static_cast<double>(p.dp) : 1.0) +
-                       expert / (sharded ? static_cast<double>(p.expert_dp) : 1.0);
+  const double shard = sp.dense / (sharded ? static_cast<double>(p.dp) : 1.0) +
+                       sp.expert / (sharded ? static_cast<double>(p.expert_dp) : 1.0);
   const double mom = in_.framework.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
   hw_models::ComputeWork w;
   w.bytes = shard * (4 + 8 + 4 * mom + 2);
@@ -349,9 +343,8 @@ class RankProgram final : public sim_core::HostProgram {
     const auto& fw = sim_.in_.framework;
     if (sim_.fixed() || !fw.distributed_optimizer || (sim_.in_.parallelism.dp == 1 && sim_.in_.parallelism.expert_dp == 1)) return;
     for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
-      double expert = 0;
-      const double dense = sim_.stage_params(rank_, c, expert);
-      Kernel k = kernel(sim_.label("dp.param_all_gather"), kDpComm, sim_.gather_seconds(dense, expert), -1);
+      Kernel k = kernel(sim_.label("dp.param_all_gather"), kDpComm,
+                        sim_.gather_seconds(sim_.stage_params(rank_, c)), -1);
       k.record = gather_[static_cast<std::size_t>(c)] = sim_.event(kDpComm);
       k.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
       launch(kDpStream, k, op_cost(), launch_label_);
@@ -360,13 +353,13 @@ class RankProgram final : public sim_core::HostProgram {
 
   void step_end() {
     if (sim_.fixed()) return;
-    double dense = 0, expert = 0;
+    StageParams all;
     for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
-      double e = 0;
-      dense += sim_.stage_params(rank_, c, e);
-      expert += e;
+      const StageParams sp = sim_.stage_params(rank_, c);
+      all.dense += sp.dense;
+      all.expert += sp.expert;
     }
-    Kernel k = kernel(sim_.label("optimizer.adam"), kCompute, sim_.optimizer_seconds(dense, expert));
+    Kernel k = kernel(sim_.label("optimizer.adam"), kCompute, sim_.optimizer_seconds(all));
     k.waits[0] = last_dp_;
     launch(kComputeStream, k, launch_cost(), launch_label_);
   }
@@ -463,9 +456,8 @@ class RankProgram final : public sim_core::HostProgram {
       launch(it.forward ? kPpFwdSend : kPpBwdSend, s, op_cost(), launch_label_);
     }
     if (reduce) {
-      double expert = 0;
-      const double dense = sim_.stage_params(rank_, it.chunk, expert);
-      Kernel d = kernel(sim_.label("dp.grad_reduce_scatter"), kDpComm, sim_.dp_seconds(dense, expert), -1);
+      Kernel d = kernel(sim_.label("dp.grad_reduce_scatter"), kDpComm,
+                        sim_.dp_seconds(sim_.stage_params(rank_, it.chunk)), -1);
       d.waits[0] = done;
       d.record = last_dp_ = sim_.event(kDpComm);
       d.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
