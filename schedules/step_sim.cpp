@@ -40,6 +40,7 @@ struct Priced {
   Category category;
   Module module;
   bool sync;
+  int sync_delay = 0;  // launches the host makes before it blocks on the sync
 };
 
 struct PricedLayer {
@@ -166,7 +167,8 @@ Priced Sim::price(const workload::KernelTemplate& k) {
   if (k.te_module_call)
     extra += host.te_linear_us.value - host.launch_us.value +
              static_cast<double>(k.work.groups - 1) * host.launch_us.value;
-  Priced p{label(k.name), 0, extra * 1e-6, 0, false, kCompute, k.module, k.host_sync_after};
+  Priced p{label(k.name), 0, extra * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
+           k.host_sync_delay};
   const auto& fw = in_.framework;
   switch (k.comm) {
     case workload::CommOp::none:
@@ -426,9 +428,18 @@ class RankProgram final : public sim_core::HostProgram {
       if (p.sync) k.record = sim_.event(p.category);
       last_compute = buf_.size();
       launch(kComputeStream, k, cpu, launch_label_);
-      if (p.sync) {
-        wait(k.record);
+      if (pending_launches_ > 0 && --pending_launches_ == 0) {
+        wait(pending_sync_);
         in_graph = false;
+      }
+      if (p.sync) {
+        if (p.sync_delay == 0) {
+          wait(k.record);
+          in_graph = false;
+        } else {
+          pending_sync_ = k.record;
+          pending_launches_ = p.sync_delay;
+        }
       }
     };
     if (it.forward) {
@@ -478,6 +489,8 @@ class RankProgram final : public sim_core::HostProgram {
   std::vector<int> last_bwd_, first_fwd_;
   std::vector<EventId> gather_;
   EventId last_dp_ = kNoEvent;
+  EventId pending_sync_ = kNoEvent;  // a sync the host takes after `pending_launches_` more launches
+  int pending_launches_ = 0;
   std::vector<HostOp> buf_;
   std::size_t pos_ = 0;
   std::size_t next_item_ = 0;

@@ -86,7 +86,7 @@ class LayerBuilder {
 
   // Communication that runs in forward and reverses in backward (dispatch <-> combine).
   void comm(const std::string& name, Module mod, CommOp fwd_op, CommOp bwd_op, double bytes,
-            bool sync_after = false) {
+            bool sync_after = false, bool backward = true) {
     KernelTemplate f;
     f.name = name + ".fwd";
     f.module = mod;
@@ -94,6 +94,10 @@ class LayerBuilder {
     f.comm_bytes = bytes;
     f.host_sync_after = sync_after;
     push_fwd(f);
+    if (!backward) {  // forward-only (a counts exchange whose result backward reuses)
+      push_bwd({});
+      return;
+    }
     KernelTemplate b = f;
     b.name = name + ".bwd";
     b.comm = bwd_op;
@@ -117,7 +121,10 @@ class LayerBuilder {
       recomputed_.push_back(std::move(t));
     }
   }
-  void mark_sync_on_last() { out_.fwd.back().host_sync_after = true; }
+  void mark_sync_on_last(int delay = 0) {
+    out_.fwd.back().host_sync_after = true;
+    out_.fwd.back().host_sync_delay = delay;
+  }
   // The last forward op (and its backward) runs `f` times slower.
   void slow_last(double f) {
     out_.fwd.back().time_factor = f;
@@ -301,21 +308,27 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // EP preprocess: per-expert counts, their exchange; the host needs them to size the
     // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + s.T * k * 4);
-    if (dropless) b.mark_sync_on_last();
+    if (dropless) b.mark_sync_on_last(1);  // the host blocks after launching the global permute
     b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_in * h_bytes);
     b.slow_last(permute_slowdown);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
            tokens_in * h_bytes);
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
   } else {
+    const bool deepep = fw.dispatcher == hw_models::Dispatcher::deepep;
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + s.T * k * 4);
-    // DeepEP / HybridEP learn the per-expert counts from the dispatch itself.
-    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
-           tokens_in * h_bytes, dropless);
-    if (fw.dispatcher == hw_models::Dispatcher::deepep || !in.stack.hybridep_permute_fusion)
+    if (deepep) {
+      // notify_dispatch: exchange of per-rank, per-expert counts (4 bytes each).
+      b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
+             E * 4, dropless, false);
+    } else if (dropless) {
+      b.mark_sync_on_last();
+    }
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
+    if (deepep || !in.stack.hybridep_permute_fusion) {
       b.memory("moe.permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
-    if (fw.dispatcher == hw_models::Dispatcher::deepep || !in.stack.hybridep_permute_fusion)
       b.slow_last(permute_slowdown);
+    }
   }
 
   // Routed experts: E / ep local experts, tokens_in x ep / E tokens each (balanced).

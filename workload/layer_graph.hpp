@@ -18,7 +18,13 @@
 //     global permute), dispatch, (local permute), [quantize], fc1 (grouped), activation,
 //     [quantize], fc2 (grouped), (local unpermute), combine, (unpermute), shared expert
 // [quantize] kernels exist under FP8 recipes. Dropless MoE makes the host wait for the
-// per-expert token counts before it can size the grouped GEMM (a device-host sync).
+// per-expert token counts (a device-host sync), where each dispatcher does it
+// (Megatron-Core token_dispatcher.py / fused_a2a.py, DeepEP; docs/research notes):
+//   alltoall: the counts are copied to the host after the EP preprocess; the host blocks
+//             before launching the all-to-all (after the global permute is launched).
+//   deepep:   notify_dispatch exchanges the counts; the CPU waits for that signal, then
+//             launches the data dispatch.
+//   hybridep: a stream sync right after its preprocess kernel.
 //
 // Software-stack switches (shared/reference/gb200-journey.md):
 //   mxfp8_alloc_fusion off: each MXFP8 tensor allocates its 4 buffers (row- and column-
@@ -56,7 +62,8 @@ struct KernelTemplate {
   hw_models::ComputeWork work;  // compute kernels
   CommOp comm = CommOp::none;   // communication kernels
   double comm_bytes = 0;        // bytes each rank sends
-  bool host_sync_after = false; // the host waits for this kernel to finish
+  bool host_sync_after = false; // the host waits for this kernel to finish...
+  int host_sync_delay = 0;      // ...after launching this many further kernels
   bool recompute = false;       // re-run of a forward kernel in backward
   double saved_bytes = 0;       // forward: what backward reads of this kernel's inputs
   int host_allocs = 0;          // tensor allocations the host makes before launching it

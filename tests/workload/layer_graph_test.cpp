@@ -55,7 +55,18 @@ TEST_CASE("Dropless MoE syncs the host once per layer in forward", "[workload][t
   const auto b = build("scenarios/journey/04-deepep.json");
   const auto syncs = std::count_if(b.t.moe.fwd.begin(), b.t.moe.fwd.end(), [](const auto& k) { return k.host_sync_after; });
   CHECK(syncs == 1);
-  CHECK(find(b.t.moe.fwd, "moe.dispatch.fwd").host_sync_after);
+  // DeepEP: the host waits for notify_dispatch's counts, then launches the data dispatch.
+  CHECK(find(b.t.moe.fwd, "moe.dispatch_notify.fwd").host_sync_after);
+  CHECK_FALSE(find(b.t.moe.fwd, "moe.dispatch.fwd").host_sync_after);
+  // AlltoAll: counts after the preprocess, the host blocks one launch later (after the
+  // global permute, before the all-to-all).
+  const auto a = build("scenarios/journey/03-router-fusion.json");
+  CHECK(find(a.t.moe.fwd, "moe.preprocess.1.fwd").host_sync_after);
+  CHECK(find(a.t.moe.fwd, "moe.preprocess.1.fwd").host_sync_delay == 1);
+  // HybridEP: a stream sync right after its preprocess kernel.
+  const auto h = build("scenarios/journey/11-hybridep.json");
+  CHECK(find(h.t.moe.fwd, "moe.preprocess.0.fwd").host_sync_after);
+  CHECK(find(h.t.moe.fwd, "moe.preprocess.0.fwd").host_sync_delay == 0);
   CHECK(std::none_of(b.t.moe.bwd.begin(), b.t.moe.bwd.end(), [](const auto& k) { return k.host_sync_after; }));
 }
 
