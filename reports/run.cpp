@@ -51,13 +51,11 @@ std::vector<double> memory_per_rank(const config::Scenario& sc) {
       expert += sp.expert;
       for (const auto& it : sc.layout.stage(r, c).items) {
         const workload::LayerTemplate* lt = &t.dense;
-        switch (it.kind) {
-          case schedules::LayoutItemKind::embedding: lt = &t.embedding; break;
-          case schedules::LayoutItemKind::loss: lt = &t.head; break;
-          case schedules::LayoutItemKind::mtp: lt = sc.model.mtp_is_moe() ? &t.moe : &t.dense; break;
-          case schedules::LayoutItemKind::decoder:
-            lt = sc.model.moe_layer[static_cast<std::size_t>(it.index)] ? &t.moe : &t.dense;
-            break;
+        switch (schedules::layer_slot(it, sc.model)) {
+          case schedules::LayerSlot::embedding: lt = &t.embedding; break;
+          case schedules::LayerSlot::head: lt = &t.head; break;
+          case schedules::LayerSlot::moe: lt = &t.moe; break;
+          case schedules::LayerSlot::dense: break;
         }
         act_per_chunk[static_cast<std::size_t>(c)] += kept_bytes(*lt);
       }

@@ -4,6 +4,17 @@
 
 namespace moesim::schedules {
 
+LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m) {
+  switch (item.kind) {
+    case LayoutItemKind::embedding: return LayerSlot::embedding;
+    case LayoutItemKind::loss: return LayerSlot::head;
+    case LayoutItemKind::mtp: return m.mtp_is_moe() ? LayerSlot::moe : LayerSlot::dense;
+    case LayoutItemKind::decoder:
+      return m.moe_layer[static_cast<std::size_t>(item.index)] ? LayerSlot::moe : LayerSlot::dense;
+  }
+  return LayerSlot::dense;
+}
+
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
                              const PipelineLayout& layout, std::int64_t padded_vocab, int rank, int chunk) {
   const auto lp = workload::layer_parameters(m);
@@ -12,16 +23,13 @@ StageParams stage_parameters(const workload::ModelConfig& m, const workload::Par
   const double local = m.is_moe() ? static_cast<double>(m.num_experts) / static_cast<double>(p.ep) : 0;
   StageParams s;
   for (const auto& it : layout.stage(rank, chunk).items) {
-    bool moe = false;
-    switch (it.kind) {
-      case LayoutItemKind::embedding:
-      case LayoutItemKind::loss: s.dense += static_cast<double>(padded_vocab) * h / tp; continue;
-      case LayoutItemKind::mtp:
-        moe = m.mtp_is_moe();
-        s.dense += 2 * h * h + 3 * h;  // the MTP module's projection and norms
-        break;
-      case LayoutItemKind::decoder: moe = m.moe_layer[static_cast<std::size_t>(it.index)]; break;
+    const LayerSlot slot = layer_slot(it, m);
+    if (slot == LayerSlot::embedding || slot == LayerSlot::head) {
+      s.dense += static_cast<double>(padded_vocab) * h / tp;
+      continue;
     }
+    if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
+    const bool moe = slot == LayerSlot::moe;
     s.dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
     if (moe) s.expert += local * lp.expert / static_cast<double>(p.etp);
   }

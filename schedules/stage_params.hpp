@@ -12,6 +12,11 @@
 
 namespace moesim::schedules {
 
+// What runs for one item of a pipeline stage: the embedding, the output layer and loss,
+// or a dense or MoE decoder layer (MTP layers take the kind of the last decoder layer).
+enum class LayerSlot { embedding, head, dense, moe };
+LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m);
+
 struct StageParams {
   double dense = 0;
   double expert = 0;

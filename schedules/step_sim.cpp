@@ -112,13 +112,12 @@ class Sim {
   }
   Category event_category(EventId e) const { return static_cast<Category>(event_category_[e]); }
 
-  const PricedLayer& layer(LayoutItemKind kind, std::int64_t index) const {
-    switch (kind) {
-      case LayoutItemKind::embedding: return embedding_;
-      case LayoutItemKind::loss: return head_;
-      case LayoutItemKind::mtp: return in_.model.mtp_is_moe() ? moe_ : dense_;
-      case LayoutItemKind::decoder:
-        return in_.model.moe_layer[static_cast<std::size_t>(index)] ? moe_ : dense_;
+  const PricedLayer& layer(const LayoutItem& item) const {
+    switch (layer_slot(item, in_.model)) {
+      case LayerSlot::embedding: return embedding_;
+      case LayerSlot::head: return head_;
+      case LayerSlot::moe: return moe_;
+      case LayerSlot::dense: return dense_;
     }
     return dense_;
   }
@@ -444,10 +443,10 @@ class RankProgram final : public sim_core::HostProgram {
     };
     if (it.forward) {
       for (const auto& item : stage.items)
-        for (const auto& p : sim_.layer(item.kind, item.index).fwd) emit(p);
+        for (const auto& p : sim_.layer(item).fwd) emit(p);
     } else {
       for (auto i = stage.items.rbegin(); i != stage.items.rend(); ++i)
-        for (const auto& p : sim_.layer(i->kind, i->index).bwd) emit(p);
+        for (const auto& p : sim_.layer(*i).bwd) emit(p);
     }
     if (first) return;  // an empty virtual stage
 

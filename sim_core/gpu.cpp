@@ -35,7 +35,7 @@ void EventTable::wait(EventId id, EventHandler* h, std::uint64_t arg) {
 
 RendezvousId RendezvousTable::create(int participants) {
   if (participants < 1) throw std::invalid_argument("rendezvous needs at least one participant");
-  rv_.push_back({participants, false, {}});
+  rv_.push_back({participants, {}});
   return static_cast<RendezvousId>(rv_.size() - 1);
 }
 
@@ -43,7 +43,6 @@ void RendezvousTable::arrive(RendezvousId id, EventHandler* h, std::uint64_t arg
   Rv& rv = rv_[id];
   rv.waiting.emplace_back(h, arg);
   if (static_cast<int>(rv.waiting.size()) < rv.needed) return;
-  rv.released = true;
   for (const auto& [wh, warg] : rv.waiting) e.at(e.now(), wh, warg);
   rv.waiting.clear();
 }
@@ -67,13 +66,6 @@ void Gpu::launch(int s, const Kernel& k) {
   Stream& st = streams_.at(static_cast<std::size_t>(s));
   st.queue.push_back(k);
   if (st.queue.size() == 1 && !st.busy) try_start(s);
-}
-
-bool Gpu::idle() const {
-  if (!running_.empty()) return false;
-  for (const auto& s : streams_)
-    if (!s.queue.empty()) return false;
-  return true;
 }
 
 void Gpu::on_event(std::uint64_t arg) {

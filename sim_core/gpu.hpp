@@ -82,17 +82,14 @@ class EventTable {
 class RendezvousTable {
  public:
   RendezvousId create(int participants);
-  // Returns true when this arrival completes the rendezvous; the callers registered so
-  // far are then released through their handlers.
+  // Registers an arrival; the last one releases every participant through its handler.
   void arrive(RendezvousId id, EventHandler* h, std::uint64_t arg, Engine& e);
   int arrived(RendezvousId id) const { return static_cast<int>(rv_[id].waiting.size()); }
   int needed(RendezvousId id) const { return rv_[id].needed; }
-  bool released(RendezvousId id) const { return rv_[id].released; }
 
  private:
   struct Rv {
     int needed = 0;
-    bool released = false;
     std::vector<std::pair<EventHandler*, std::uint64_t>> waiting;
   };
   std::vector<Rv> rv_;
@@ -110,8 +107,6 @@ class Gpu final : public EventHandler, public Resource {
 
   int id() const { return id_; }
   const std::string& name() const { return name_; }
-  const std::string& stream_name(int s) const { return streams_[static_cast<std::size_t>(s)].name; }
-  bool idle() const;
 
   void on_event(std::uint64_t arg) override;
   void describe_outstanding(std::vector<std::string>& out) const override;
