@@ -267,6 +267,25 @@ class ScenarioReader {
           f.cuda_graph_scope = {CudaGraphScope::attn, CudaGraphScope::moe_router,
                                 CudaGraphScope::moe_preprocess};
         }
+        if (auto c = o.get("moe_expert_rank_capacity_factor")) {
+          f.moe_expert_rank_capacity_factor = c->as_number(1.0, 1000);
+          if (f.dispatcher != hw_models::Dispatcher::hybridep)
+            c->fail("sizes HybridEP's dispatch buffers; needs dispatcher \"hybridep\"");
+        }
+        // Capturing the routed experts needs their shapes fixed on the host: Megatron
+        // refuses `moe` for dropless MoE (token drop only) and full_iteration graphs while
+        // the dropless path syncs the device to the host (docs/research/
+        // gb200-journey-mechanisms.md 2.5).
+        if (auto g = o.get("cuda_graph_scope"); g && sc_.model.is_moe() && !sc_.training.capacity_factor &&
+                                                !f.moe_expert_rank_capacity_factor) {
+          for (const auto s : f.cuda_graph_scope)
+            if (s == CudaGraphScope::moe || s == CudaGraphScope::full_iteration)
+              g->fail(fmt::format(
+                  "'{}' captures the routed experts, which dropless MoE cannot: it waits on the "
+                  "host for per-expert token counts. Set training.token_drop or (HybridEP) "
+                  "framework.moe_expert_rank_capacity_factor to remove the device-host sync",
+                  workload::cuda_graph_scope_names().name(s)));
+        }
         if (auto r = o.get("recompute_modules")) {
           f.recompute_modules = r->as_enum_list(workload::recompute_module_names(), "recompute module");
           std::size_t i = 0;

@@ -136,6 +136,8 @@ Json describe_json(const config::Scenario& sc) {
       {"dispatcher", hw_models::dispatcher_names().name(f.dispatcher)},
       {"dispatcher_sms", f.dispatcher_sms},
       {"moe_a2a_overlap", f.moe_a2a_overlap},
+      {"moe_expert_rank_capacity_factor",
+       f.moe_expert_rank_capacity_factor ? Json(*f.moe_expert_rank_capacity_factor) : Json()},
       {"cuda_graph_scope", names(workload::cuda_graph_scope_names(), f.cuda_graph_scope)},
       {"recompute_modules", names(workload::recompute_module_names(), f.recompute_modules)},
       {"distributed_optimizer", f.distributed_optimizer},
@@ -259,6 +261,8 @@ std::string describe_text(const config::Scenario& sc) {
                        workload::optimizer_state_dtype_names().name(f.optimizer_state_dtype),
                        list_or(names(workload::offload_target_names(), f.offload), "none"),
                        on_off(f.moe_a2a_overlap)));
+  if (f.moe_expert_rank_capacity_factor)
+    line("", fmt::format("sync-free MoE: expert rank capacity factor {:g}", *f.moe_expert_rank_capacity_factor));
   std::vector<std::string> on, off;
   for (const auto& sw : workload::stack_switches())
     (sc.stack.*sw.member ? on : off).emplace_back(sw.name);

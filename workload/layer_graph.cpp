@@ -284,7 +284,10 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double E = static_cast<double>(m.num_experts);
   const double k = static_cast<double>(m.topk);
   const double ep = static_cast<double>(p.ep);
-  const bool dropless = !in.training.capacity_factor;
+  // Dropless MoE learns its per-expert counts on the device and the host must wait for
+  // them; token dropping (capacity known on the host) and HybridEP's pre-sized buffers
+  // (moe_expert_rank_capacity_factor) remove that sync.
+  const bool host_sync = !in.training.capacity_factor && !fw.moe_expert_rank_capacity_factor;
   const bool nccl = fw.dispatcher == hw_models::Dispatcher::alltoall ||
                     fw.dispatcher == hw_models::Dispatcher::allgather;
   norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion);
@@ -304,11 +307,12 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
 
   const double tokens_in = s.T * k;  // routed token copies each rank sends and receives
   const double h_bytes = s.h * 2;
+  bool hybridep_copy = false;  // HybridEP without its copy fused into permute/unpermute
   if (nccl) {
     // EP preprocess: per-expert counts, their exchange; the host needs them to size the
     // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + s.T * k * 4);
-    if (dropless) b.mark_sync_on_last(1);  // the host blocks after launching the global permute
+    if (host_sync) b.mark_sync_on_last(1);  // the host blocks after launching the global permute
     b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_in * h_bytes);
     b.slow_last(permute_slowdown);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
@@ -316,19 +320,23 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
   } else {
     const bool deepep = fw.dispatcher == hw_models::Dispatcher::deepep;
+    hybridep_copy = !deepep && !in.stack.hybridep_permute_fusion;
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + s.T * k * 4);
     if (deepep) {
       // notify_dispatch: exchange of per-rank, per-expert counts (4 bytes each).
       b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
-             E * 4, dropless, false);
-    } else if (dropless) {
+             E * 4, host_sync, false);
+    } else if (host_sync) {
       b.mark_sync_on_last();
     }
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
-    if (deepep || !in.stack.hybridep_permute_fusion) {
-      b.memory("moe.permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
-      b.slow_last(permute_slowdown);
-    }
+    // HybridEP receives into its registered buffer; the tokens are copied out (D2D), then
+    // permuted and padded. Fused (journey step 11): one kernel does all three, so the
+    // permute below stands for it; unfused: the copy is a kernel of its own ("about
+    // 10%-20% of the communication time", shared/reference/gb200-journey.md).
+    if (hybridep_copy) b.memory("moe.dispatch_copy", Module::moe_dispatch, tokens_in * h_bytes * 2);
+    b.memory("moe.permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
+    b.slow_last(permute_slowdown);
   }
 
   // Routed experts: E / ep local experts, tokens_in x ep / E tokens each (balanced).
@@ -350,6 +358,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   } else {
     b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
     b.slow_last(permute_slowdown);
+    // HybridEP combines from its registered buffer: unfused, a D2D copy into it.
+    if (hybridep_copy) b.memory("moe.combine_copy", Module::moe_combine, tokens_in * h_bytes * 2);
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
   }
 

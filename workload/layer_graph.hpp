@@ -15,8 +15,10 @@
 //   attention (GQA): norm, [quantize], qkv, rope, core attention, [quantize], o_proj
 //   dense MLP: norm, [quantize], fc1, activation, [quantize], fc2
 //   MoE: norm, [quantize], router GEMM + router kernels, EP preprocess, (alltoall:
-//     global permute), dispatch, (local permute), [quantize], fc1 (grouped), activation,
-//     [quantize], fc2 (grouped), (local unpermute), combine, (unpermute), shared expert
+//     global permute), dispatch, [HybridEP unfused: copy out of its buffer], permute,
+//     [quantize], fc1 (grouped), activation, [quantize], fc2 (grouped), unpermute,
+//     [HybridEP unfused: copy into its buffer], combine, (alltoall: global unpermute),
+//     shared expert
 // [quantize] kernels exist under FP8 recipes. Dropless MoE makes the host wait for the
 // per-expert token counts (a device-host sync), where each dispatcher does it
 // (Megatron-Core token_dispatcher.py / fused_a2a.py, DeepEP; docs/research notes):

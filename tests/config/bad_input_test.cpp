@@ -188,6 +188,22 @@ TEST_CASE("Framework cross-checks", "[config][errors]") {
   auto j = test::default_scenario_json();
   j["framework"]["cuda_graph_scope"] = {"attn", "full_iteration"};
   expect_error(j, "framework.cuda_graph_scope", "must be the only scope");
+  // Dropless MoE cannot capture its routed experts: Megatron's rule, and the sync-free
+  // escape (HybridEP with pre-sized buffers).
+  j = test::default_scenario_json();
+  j["framework"]["cuda_graph_scope"] = {"full_iteration"};
+  expect_error(j, "framework.cuda_graph_scope", "'full_iteration' captures the routed experts");
+  j["framework"]["cuda_graph_scope"] = {"attn", "moe"};
+  expect_error(j, "framework.cuda_graph_scope", "'moe' captures the routed experts");
+  j["framework"]["cuda_graph_scope"] = {"full_iteration"};
+  j["framework"]["moe_expert_rank_capacity_factor"] = 1.2;
+  CHECK(config::load_scenario_text(j.dump(), "t.json").framework.moe_expert_rank_capacity_factor == 1.2);
+  j["framework"]["dispatcher"] = "deepep";
+  expect_error(j, "framework.moe_expert_rank_capacity_factor", "needs dispatcher \"hybridep\"");
+  j = test::default_scenario_json();
+  j["training"]["token_drop"] = {{"capacity_factor", 1.0}};
+  j["framework"]["cuda_graph_scope"] = {"full_iteration"};
+  CHECK_NOTHROW(config::load_scenario_text(j.dump(), "t.json"));
   j = test::default_scenario_json();
   j["framework"]["dispatcher_sms"] = 148;
   expect_error(j, "framework.dispatcher_sms", "outside the valid range [1, 147]");

@@ -153,3 +153,24 @@ TEST_CASE("A scenario that does not fit in memory is predicted with a warning", 
   CHECK_THAT(r.err, Catch::Contains("warning: " + f.path() + ": pipeline rank"));
   CHECK_THAT(r.err, Catch::Contains("more than the 20 GB of a H100 SXM"));
 }
+
+// NVIDIA's baseline profile showed GPU gaps from a host that cannot keep up; each host
+// optimization and CUDA graph removes some (shared/reference/gb200-journey.md). The share
+// of the critical rank's step spent host-bound must fall along the journey.
+TEST_CASE("The host-bound idle share falls along the GB200 journey", "[reports][run][host][journey]") {
+  const auto share = [](const char* file) {
+    const auto p = reports::predict(config::load_scenario_file(test::source_path(file)));
+    return p.step.breakdown.host_bound_idle / p.step.step_time_s;
+  };
+  const double s01 = share("scenarios/journey/01-baseline.json");
+  const double s05 = share("scenarios/journey/05-no-mla-recompute.json");
+  const double s06 = share("scenarios/journey/06-partial-cuda-graphs.json");
+  const double s09 = share("scenarios/journey/09-pdl-swizzle.json");
+  const double s10 = share("scenarios/journey/10-graph-shared-expert.json");
+  const double s13 = share("scenarios/journey/13-norm-quant-fusion.json");
+  CHECK(s01 > 0.05);      // the baseline is visibly host-bound
+  CHECK(s05 < s01);       // kernel and host-work cuts of steps 2-5
+  CHECK(s06 <= s05);      // CUDA graphs hide launches
+  CHECK(s10 <= s09);
+  CHECK(s13 < s01 / 4);   // what is left is the routed experts' host work
+}

@@ -115,3 +115,30 @@ TEST_CASE("Recompute re-runs the named modules at the start of backward", "[work
   CHECK(count(b5.t.moe.bwd, "moe.fc1.dgrad") == 1);
   CHECK(count(b5.t.moe.bwd, "moe.fc1.wgrad") == 1);
 }
+
+TEST_CASE("Sync-free HybridEP and token dropping remove the device-host sync", "[workload][templates]") {
+  const auto has_sync = [](const workload::ModelTemplates& t) {
+    return std::any_of(t.moe.fwd.begin(), t.moe.fwd.end(), [](const auto& k) { return k.host_sync_after; });
+  };
+  CHECK(has_sync(build("scenarios/journey/13-norm-quant-fusion.json").t));
+  CHECK_FALSE(has_sync(build("scenarios/whatif/sync-free.json").t));
+  const auto drop = build("scenarios/journey/04-deepep.json",
+                          [](config::Scenario& sc) { sc.training.capacity_factor = 1.0; });
+  CHECK_FALSE(has_sync(drop.t));
+}
+
+TEST_CASE("HybridEP copies out of and into its registered buffer unless fused with permute",
+          "[workload][templates]") {
+  // Fused (step 11): the permute kernel carries the copy and padding; no copy kernels.
+  const auto fused = build("scenarios/journey/11-hybridep.json");
+  CHECK(count(fused.t.moe.fwd, "moe.permute") == 1);
+  CHECK(count(fused.t.moe.fwd, "moe.dispatch_copy") == 0);
+  const auto unfused = build("scenarios/journey/11-hybridep.json",
+                             [](config::Scenario& sc) { sc.stack.hybridep_permute_fusion = false; });
+  CHECK(count(unfused.t.moe.fwd, "moe.dispatch_copy") == 1);
+  CHECK(count(unfused.t.moe.fwd, "moe.combine_copy") == 1);
+  // The copy moves every received token twice (read + write): T x top-k x hidden x 2 B x 2.
+  CHECK(find(unfused.t.moe.fwd, "moe.dispatch_copy.fwd").work.bytes == Approx(4096.0 * 8 * 7168 * 2 * 2));
+  // DeepEP receives into an ordinary tensor: a permute, no copy.
+  CHECK(count(build("scenarios/journey/04-deepep.json").t.moe.fwd, "moe.dispatch_copy") == 0);
+}
