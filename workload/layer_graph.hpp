@@ -11,7 +11,7 @@
 //
 // Kernel inventory (first version; the host-modeling issue refines counts per switch):
 //   attention (MLA): norm, [quantize], q_a, q_a norm, [quantize], q_b, kv_a, kv_a norm,
-//     [quantize], kv_b, rope, core attention, [quantize], o_proj
+//     [quantize], kv_b, rope q, rope kv (split into k and v), core attention, [quantize], o_proj
 //   attention (GQA): norm, [quantize], qkv, rope, core attention, [quantize], o_proj
 //   dense MLP: norm, [quantize], fc1, activation, [quantize], fc2
 //   MoE: norm, [quantize], router GEMM + router kernels, EP preprocess, (alltoall:

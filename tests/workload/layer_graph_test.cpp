@@ -142,3 +142,13 @@ TEST_CASE("HybridEP copies out of and into its registered buffer unless fused wi
   // DeepEP receives into an ordinary tensor: a permute, no copy.
   CHECK(count(build("scenarios/journey/04-deepep.json").t.moe.fwd, "moe.dispatch_copy") == 0);
 }
+
+TEST_CASE("MLA runs Megatron's two fused RoPE kernels", "[workload][templates]") {
+  const auto b = build("scenarios/journey/13-norm-quant-fusion.json");
+  // q: T x heads x 192 read and written; kv: k_nope + v (T x 128 x 256) and k_pe (T x 64)
+  // read, k (T x 128 x 192) and v (T x 128 x 128) written, BF16.
+  const double T = 4096, n = 128;
+  CHECK(find(b.t.moe.fwd, "attn.rope_q.fwd").work.bytes == Approx(T * n * 192 * 2 * 2));
+  CHECK(find(b.t.moe.fwd, "attn.rope_kv.fwd").work.bytes == Approx(T * (n * 256 + 64) * 2 + T * n * 320 * 2));
+  CHECK(find(b.t.moe.bwd, "attn.rope_kv.bwd").work.bytes == Approx(find(b.t.moe.fwd, "attn.rope_kv.fwd").work.bytes));
+}
