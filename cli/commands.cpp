@@ -14,6 +14,7 @@
 
 #include "config/load.hpp"
 #include "reports/describe.hpp"
+#include "reports/infer.hpp"
 #include "reports/run.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/schedule_kind.hpp"
@@ -251,6 +252,52 @@ class Pipeline final : public Command {
   bool json_ = false;
 };
 
+// The one allowed parameter of a journey step without published mechanism detail,
+// inferred from that step (reports/infer.hpp).
+class Infer final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    std::vector<std::string> names;
+    std::string help = "the parameter:";
+    for (const auto& p : reports::inferable_params()) {
+      names.emplace_back(p.name);
+      help += fmt::format(" {} ({});", p.name, p.help);
+    }
+    app.add_option("param", param_, help)->required()->check(CLI::IsMember(names));
+    app.add_option("before", before_, "scenario before the step (its switch off), with a measured value")->required();
+    app.add_option("after", after_, "scenario after the step (its switch on), with a measured value")->required();
+    app.add_flag("--json", json_, "print one JSON object");
+  }
+  int run(Io& io) override {
+    const auto* param = reports::find_inferable(param_);
+    const config::Scenario before = config::load_scenario_file(before_);
+    const config::Scenario after = config::load_scenario_file(after_);
+    const reports::Inference r = reports::infer(*param, before, after);
+    if (json_) {
+      io.out << nlohmann::ordered_json{{"param", param_}, {"solved", r.solved}, {"value", r.value},
+                                       {"measured_ratio", r.measured_ratio},
+                                       {"predicted_ratio", r.predicted_ratio},
+                                       {"range", {param->lo, param->hi}},
+                                       {"ratio_at_range", {r.ratio_lo, r.ratio_hi}},
+                                       {"iterations", r.iterations}}
+                    .dump(2)
+             << "\n";
+    } else if (r.solved) {
+      io.out << fmt::format("{} = {:.4g}  (after/before: measured {:.4f}, predicted {:.4f}; {} bisection steps)\n",
+                            param_, r.value, r.measured_ratio, r.predicted_ratio, r.iterations);
+    } else {
+      io.out << fmt::format("{}: no value in [{:g}, {:g}] reproduces the step: the model predicts after/before "
+                            "between {:.4f} and {:.4f}, measured {:.4f}\n",
+                            param_, param->lo, param->hi, r.ratio_lo, r.ratio_hi, r.measured_ratio);
+    }
+    return r.solved ? 0 : 1;
+  }
+
+ private:
+  std::string param_, before_, after_;
+  bool json_ = false;
+};
+
 // A subcommand whose capability arrives with a later issue: it accepts the contract's
 // arguments and says so plainly instead of pretending to work.
 template <int Issue>
@@ -277,13 +324,14 @@ std::unique_ptr<Command> make() {
   return std::make_unique<C>();
 }
 
-constexpr std::array<CommandInfo, 8> kCommands{{
+constexpr std::array<CommandInfo, 9> kCommands{{
     {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make<Run>},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make<Describe>},
     {"validate", "predicted vs measured over scenario files or folders", make<Validate>},
     {"bench", "time the simulation of one scenario (wall time, events/s)", make<Bench>},
     {"comm", "the communication model alone (EP dispatch, collectives) [issue #5]", make<NotYet<5>>},
     {"pipeline", "a pipeline schedule alone with fixed chunk times", make<Pipeline>},
+    {"infer", "infer a journey step's one unpublished parameter from that step", make<Infer>},
     {"sweep", "run many scenarios generated from a sweep file [not yet]", make<NotYet<0>>},
     {"calibrate", "run calibration kernels or fit profiles from measurements [issue #7]", make<NotYet<7>>},
 }};

@@ -143,6 +143,8 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.host.graph_launch_us = P.req(h, "graph_launch_us", 0, 1e6);
       s.host.alloc_us = P.req(h, "alloc_us", 0, 1e6);
       s.host.te_linear_us = P.req(h, "te_linear_us", 0, 1e6);
+      if (auto f = h.get("numa_unbound_factor")) s.host.numa_unbound_factor = P.read(*f, 1, 100, false);
+      if (auto f = h.get("te_slim_factor")) s.host.te_slim_factor = P.read(*f, 0.01, 1, false);
     });
     read_object(o.req("comm"), [&](Object& c) {
       s.comm.base_latency_us = P.req(c, "base_latency_us", 0, 1e6);
@@ -162,6 +164,7 @@ hw_models::SystemSpec read_system(const Node& node) {
             b.dispatch_GBps = P.req(bo, "dispatch_GBps", 0.1, 1e5);
             b.combine_GBps = P.req(bo, "combine_GBps", 0.1, 1e5);
             b.saturation_sms = P.req(bo, "saturation_sms", 1, 1024, kInt);
+            if (auto f = bo.get("tuned_factor")) b.tuned_factor = P.read(*f, 1, 100, false);
           });
           return b;
         };

@@ -26,7 +26,8 @@ double measured(const std::optional<EpBandwidth>& nvlink, const std::optional<Ep
   const auto& m = q.group.crosses_network ? network : nvlink;
   if (!m) return c.all_to_all(q.bytes, q.group);
   const double bw = (q.combine ? m->combine_GBps.value : m->dispatch_GBps.value) * 1e9 *
-                    std::min(1.0, static_cast<double>(q.sms) / m->saturation_sms.value);
+                    std::min(1.0, static_cast<double>(q.sms) / m->saturation_sms.value) *
+                    (q.tuned && m->tuned_factor ? m->tuned_factor->value : 1.0);
   return alpha(s, q.group.crosses_network) + q.bytes / bw;
 }
 

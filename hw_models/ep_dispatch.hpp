@@ -2,7 +2,7 @@
 // dispatcher, as registered implementations.
 //
 //   NCCL all-to-all:  t = alpha + S (n-1)/n / busbw           (measured all-to-all bus bandwidth)
-//   DeepEP, HybridEP: t = alpha + S / (bw_measured x min(1, sms / sms_saturation))
+//   DeepEP, HybridEP: t = alpha + S / (bw_measured x min(1, sms / sms_saturation) x tuned)
 // S is the bytes a rank sends (routed token copies x hidden x element size). The
 // libraries' figures are measured algorithm bandwidths at one SM count; below the SM
 // count where the published benchmarks saturate, bandwidth falls in proportion (a per-SM
@@ -22,6 +22,7 @@ struct EpQuery {
   CommGroup group;
   int sms = 0;        // SMs given to the dispatcher (DeepEP, HybridEP)
   bool combine = false;
+  bool tuned = false; // the library is tuned for the system (EpBandwidth::tuned_factor)
 };
 
 double ep_comm_seconds(Dispatcher d, const SystemSpec& sys, const CommModel& comm, const EpQuery& q);

@@ -86,6 +86,15 @@ struct HostCosts {
   Param graph_launch_us; // replaying one captured CUDA graph
   Param alloc_us;        // a tensor allocation (torch.empty) without a kernel
   Param te_linear_us;    // one Transformer Engine Linear call, its kernel launches included
+  // Journey parameters without published mechanism detail, each inferred from its one
+  // step by `moesim infer` (gb200-journey.md steps 8 and 12; the issue allows exactly this):
+  //   numa_unbound_factor: every host cost is this many times larger when the processes
+  //     are not bound to their GPU's NUMA node (stack.cpu_numa_binding off);
+  //   te_slim_factor: Transformer Engine module host time with the slimmer host code
+  //     (stack.te_host_slim on) over te_linear_us, which was measured before it.
+  // Absent: the switch has no modeled effect on this system.
+  std::optional<Param> numa_unbound_factor;
+  std::optional<Param> te_slim_factor;
 };
 
 // NCCL-style latency constants for the placeholder communication model.
@@ -101,6 +110,9 @@ struct EpBandwidth {
   Param dispatch_GBps;
   Param combine_GBps;
   Param saturation_sms;
+  // Bandwidth gained by tuning the library for the system, over the figures above
+  // (DeepEP on GB200, journey step 7: details unpublished, inferred by `moesim infer`).
+  std::optional<Param> tuned_factor;
 };
 
 // Component measurements of the EP paths (shared/reference/hardware-and-microbenchmarks.md

@@ -58,7 +58,12 @@ class Sim {
  public:
   Sim(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm,
       const FixedChunks* fixed = nullptr)
-      : in_(in), opt_(opt), comm_(comm), compute_(in.system), events_(engine_), fixed_(fixed) {
+      : in_(in), opt_(opt), comm_(comm), compute_(in.system), events_(engine_), fixed_(fixed),
+        host_factor_(!in.stack.cpu_numa_binding && in.system.host.numa_unbound_factor
+                         ? in.system.host.numa_unbound_factor->value
+                         : 1.0),
+        te_factor_(in.stack.te_host_slim && in.system.host.te_slim_factor ? in.system.host.te_slim_factor->value
+                                                                            : 1.0) {
     const auto& p = in.parallelism;
     const std::int64_t dom = in.gpus_per_nvlink_domain;
     ep_group_ = group(p.ep, p.etp, dom);
@@ -73,9 +78,9 @@ class Sim {
       pp_s_ = fixed_->p2p_s;
     } else {
       price_templates();
-      op_ = Time::from_seconds(in.system.host.op_us.value * 1e-6);
-      launch_ = Time::from_seconds(in.system.host.launch_us.value * 1e-6);
-      graph_ = Time::from_seconds(in.system.host.graph_launch_us.value * 1e-6);
+      op_ = Time::from_seconds(in.system.host.op_us.value * host_factor_ * 1e-6);
+      launch_ = Time::from_seconds(in.system.host.launch_us.value * host_factor_ * 1e-6);
+      graph_ = Time::from_seconds(in.system.host.graph_launch_us.value * host_factor_ * 1e-6);
     }
   }
   bool fixed() const { return fixed_ != nullptr; }
@@ -144,6 +149,8 @@ class Sim {
   void price_templates();
 
   const FixedChunks* fixed_;
+  double host_factor_;        // every host cost x this (processes not NUMA-bound)
+  double te_factor_;          // Transformer Engine module host time x this (slimmer host code)
   Time op_, launch_, graph_;  // host costs; zero with fixed chunks
   hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
   bool pp_crosses_ = false;
@@ -164,8 +171,9 @@ Priced Sim::price(const workload::KernelTemplate& k) {
   const auto& host = in_.system.host;
   double extra = k.host_allocs * host.alloc_us.value;
   if (k.te_module_call)
-    extra += host.te_linear_us.value - host.launch_us.value +
+    extra += host.te_linear_us.value * te_factor_ - host.launch_us.value +
              static_cast<double>(k.work.groups - 1) * host.launch_us.value;
+  extra *= host_factor_;
   Priced p{label(k.name), 0, extra * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
            k.host_sync_delay};
   const auto& fw = in_.framework;
@@ -179,7 +187,8 @@ Priced Sim::price(const workload::KernelTemplate& k) {
     case workload::CommOp::ep_combine:
       p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
                                              {k.comm_bytes, ep_group_, fw.dispatcher_sms,
-                                              k.comm == workload::CommOp::ep_combine});
+                                              k.comm == workload::CommOp::ep_combine,
+                                              in_.stack.deepep_tuned && fw.dispatcher == hw_models::Dispatcher::deepep});
       p.category = kEpComm;
       // DeepEP / HybridEP kernels hold their SMs; NCCL's are left to the network issue.
       p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;

@@ -129,3 +129,18 @@ TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pip
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Catch::Contains("not simulated yet"));
 }
+
+TEST_CASE("infer solves a journey step's parameter and refuses a wrong pair", "[cli][infer]") {
+  const auto j = [](const char* f) { return test::source_path(std::string("scenarios/journey/") + f); };
+  auto r = run_moesim({"infer", "deepep_tuned_factor", j("06-partial-cuda-graphs.json"), j("07-deepep-tuned.json"),
+                       "--json"});
+  REQUIRE(r.status == 0);
+  const auto out = nlohmann::json::parse(r.out);
+  CHECK(out["solved"].get<bool>());
+  CHECK(out["predicted_ratio"].get<double>() == Approx(691.49 / 663.27).epsilon(1e-3));
+  // The NUMA step's switch is on in both of these: exit 2 naming the after file's stack.
+  r = run_moesim({"infer", "numa_unbound_factor", j("08-numa-binding.json"), j("09-pdl-swizzle.json")});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("09-pdl-swizzle.json") && Catch::Contains("stack"));
+  CHECK(run_moesim({"infer", "clock", j("07-deepep-tuned.json"), j("08-numa-binding.json")}).status == 2);
+}
