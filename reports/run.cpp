@@ -32,7 +32,45 @@ double kept_bytes(const workload::LayerTemplate& t) {
   return b;
 }
 
-std::vector<double> memory_per_rank(const config::Scenario& sc) {
+// CUDA graphs (shared/reference/gb200-journey.md; docs/research/gb200-journey-mechanisms.md
+// 5): partial graphs are captured per decoder layer that has a captured module, per
+// microbatch, forward and backward: L x M x 2 per rank; full_iteration is one graph. Each
+// partial graph owns static input and output buffers, reused along the pipeline
+// schedule, so the buffers of the items in flight are live at once. Replay copies the
+// inputs into the static inputs (forward: the hidden states; backward: their gradient):
+// those copies are extra memory. The static outputs are the tensors the layer produces
+// anyway (the next layer's input, the routing probabilities), already counted, and the
+// intermediates come from one shared pool captured in replay order.
+struct GraphPlan {
+  bool full = false;
+  bool dense = false, moe = false;  // which decoder layers are captured
+};
+
+GraphPlan graph_plan(const config::Scenario& sc) {
+  using workload::CudaGraphScope;
+  const auto& s = sc.framework.cuda_graph_scope;
+  const auto on = [&](CudaGraphScope x) { return std::find(s.begin(), s.end(), x) != s.end(); };
+  GraphPlan g;
+  g.full = on(CudaGraphScope::full_iteration);
+  g.dense = on(CudaGraphScope::attn) || on(CudaGraphScope::mlp);
+  g.moe = on(CudaGraphScope::attn) || on(CudaGraphScope::moe_router) || on(CudaGraphScope::moe) ||
+          on(CudaGraphScope::moe_preprocess) ||
+          (!s.empty() && sc.stack.cuda_graph_shared_expert);
+  return g;
+}
+
+// Extra static buffer bytes of one captured layer, forward plus backward graph.
+double graph_static_bytes(const config::Scenario& sc) {
+  const auto& p = sc.parallelism;
+  const double tokens =
+      static_cast<double>(sc.training.micro_batch_size * sc.training.seq_length) / static_cast<double>(p.cp);
+  const double hidden = tokens / (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0) *
+                        static_cast<double>(sc.model.hidden_size) * 2;
+  return 2 * hidden;  // the forward graph's input copy and the backward graph's
+}
+
+std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std::int64_t>& graphs,
+                                    std::vector<double>& graph_gib) {
   const auto& p = sc.parallelism;
   const auto& fw = sc.framework;
   const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab()};
@@ -41,35 +79,52 @@ std::vector<double> memory_per_rank(const config::Scenario& sc) {
   const double dp_shard = fw.distributed_optimizer ? static_cast<double>(p.dp) : 1;
   const double edp_shard = fw.distributed_optimizer ? static_cast<double>(p.expert_dp) : 1;
 
+  const GraphPlan g = graph_plan(sc);
   std::vector<double> out;
   for (int r = 0; r < static_cast<int>(p.pp); ++r) {
     double dense = 0, expert = 0;
+    std::int64_t captured_layers = 0;
     std::vector<double> act_per_chunk(static_cast<std::size_t>(p.vpp), 0.0);
+    std::vector<double> graph_per_chunk(static_cast<std::size_t>(p.vpp), 0.0);
     for (int c = 0; c < static_cast<int>(p.vpp); ++c) {
       const auto sp = schedules::stage_parameters(sc.model, p, sc.layout, sc.padded_vocab(), r, c);
       dense += sp.dense;
       expert += sp.expert;
       for (const auto& it : sc.layout.stage(r, c).items) {
         const workload::LayerTemplate* lt = &t.dense;
-        switch (schedules::layer_slot(it, sc.model)) {
+        const auto slot = schedules::layer_slot(it, sc.model);
+        switch (slot) {
           case schedules::LayerSlot::embedding: lt = &t.embedding; break;
           case schedules::LayerSlot::head: lt = &t.head; break;
           case schedules::LayerSlot::moe: lt = &t.moe; break;
           case schedules::LayerSlot::dense: break;
         }
         act_per_chunk[static_cast<std::size_t>(c)] += kept_bytes(*lt);
+        const bool moe_layer = slot == schedules::LayerSlot::moe;
+        if (!g.full && ((moe_layer && g.moe) || (slot == schedules::LayerSlot::dense && g.dense))) {
+          ++captured_layers;
+          graph_per_chunk[static_cast<std::size_t>(c)] += graph_static_bytes(sc);
+        }
       }
     }
     // Activations: the largest sum over forward items not yet matched by their backward.
-    double act = 0, peak = 0;
+    // Graph static buffers follow the same in-flight items.
+    double act = 0, peak = 0, gb = 0, gpeak = 0;
     for (const auto& w : schedules::pipeline_order(sc.pipeline_schedule, static_cast<int>(p.pp),
                                                    static_cast<int>(p.vpp), r,
                                                    static_cast<int>(p.num_microbatches))) {
-      act += (w.forward ? 1 : -1) * act_per_chunk[static_cast<std::size_t>(w.chunk)];
-      peak = std::max(peak, act);
+      const auto c = static_cast<std::size_t>(w.chunk);
+      act += (w.forward ? 1 : -1) * (act_per_chunk[c] + graph_per_chunk[c]);
+      gb += (w.forward ? 1 : -1) * graph_per_chunk[c];
+      if (act > peak) {
+        peak = act;
+        gpeak = gb;
+      }
     }
     const double states = dense * (2 + 4) + expert * (2 + 4) + (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
     out.push_back((states + peak) / kGiB);
+    graphs.push_back(g.full ? 1 : captured_layers * p.num_microbatches * 2);
+    graph_gib.push_back(gpeak / kGiB);
   }
   return out;
 }
@@ -91,7 +146,7 @@ Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt
   p.tflops_per_gpu = s.flops_per_step / (p.step.step_time_s * gpus * 1e12);
   p.tokens_per_s_per_gpu = s.tokens_per_step / (p.step.step_time_s * gpus);
   p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
-  p.rank_memory_gib = memory_per_rank(sc);
+  p.rank_memory_gib = memory_per_rank(sc, p.cuda_graphs_per_rank, p.graph_static_gib);
   p.peak_memory_gib = *std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
   p.fits_in_memory = p.peak_memory_gib * kGiB <= sc.system.gpu.hbm_GB.value * 1e9;
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -126,6 +181,7 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
                     {"other", b.other}};
   j["critical_rank"] = p.step.critical_rank;
   j["rank_memory_gib"] = p.rank_memory_gib;
+  j["cuda_graphs"] = {{"per_rank", p.cuda_graphs_per_rank}, {"static_buffers_gib", p.graph_static_gib}};
   j["host_busy_s"] = p.step.host_busy_s;
   j["simulation"] = {{"events", p.step.events}, {"kernels", p.step.kernels}, {"wall_s", p.wall_s},
                      {"fidelity", p.step.simulated_ranks == sc.parallelism.pp && sc.gpus != sc.parallelism.pp
@@ -152,6 +208,10 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
                    sc.system.gpu.peak_tflops(hw_models::Dtype::bf16));
   o += fmt::format("peak memory      {:.1f} GiB of {:g} GB  ({})\n", p.peak_memory_gib,
                    sc.system.gpu.hbm_GB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
+  if (const auto most = std::max_element(p.cuda_graphs_per_rank.begin(), p.cuda_graphs_per_rank.end());
+      most != p.cuda_graphs_per_rank.end() && *most > 0)
+    o += fmt::format("CUDA graphs      {} per GPU at most (static buffers {:.2f} GiB, in the memory above)\n", *most,
+                     *std::max_element(p.graph_static_gib.begin(), p.graph_static_gib.end()));
   o += fmt::format("\nbreakdown of the critical rank ({}):\n", p.step.critical_rank);
   const auto row = [&](const char* what, double s) {
     o += fmt::format("  {:<22}{:>9.3f} s  {:>5.1f}%\n", what, s, 100 * s / t);

@@ -7,7 +7,8 @@
 // sharded by the distributed optimizer over DP (dense) and expert-DP (experts), plus
 // activations: the forward outputs of each layer kept for backward (recomputed modules
 // keep only their input) times the most forward work items in flight on that rank,
-// counted from the rank's pipeline order.
+// counted from the rank's pipeline order. CUDA graphs add their static input/output
+// buffers for the items in flight (run.cpp, GraphPlan).
 #pragma once
 
 #include <iosfwd>
@@ -27,7 +28,9 @@ struct Prediction {
   double tflops_per_gpu = 0;
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
-  std::vector<double> rank_memory_gib;
+  std::vector<double> rank_memory_gib;      // graph static buffers included
+  std::vector<std::int64_t> cuda_graphs_per_rank;  // captured graphs (L x M x 2, or 1 full)
+  std::vector<double> graph_static_gib;     // their static buffers at the memory peak
   double peak_memory_gib = 0;
   bool fits_in_memory = true;
   double wall_s = 0;  // simulation wall time

@@ -2,6 +2,7 @@
 // against every rank, the trace's structure, and the host mechanisms moving the right way.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -173,4 +174,30 @@ TEST_CASE("The host-bound idle share falls along the GB200 journey", "[reports][
   CHECK(s06 <= s05);      // CUDA graphs hide launches
   CHECK(s10 <= s09);
   CHECK(s13 < s01 / 4);   // what is left is the routed experts' host work
+}
+
+TEST_CASE("CUDA graphs: L x M x 2 per rank, static buffers in memory, one for full_iteration",
+          "[reports][run][graphs]") {
+  // Journey step 13: layout Et|(tt|)*30L over PP8 x VPP4 gives ranks 7, 8, ..., 8, 6
+  // decoder layers; 64 microbatches: up to 8 x 64 x 2 = 1024 graphs (the blog's L x M x 2).
+  const auto sc = config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json"));
+  const auto p = reports::predict(sc);
+  REQUIRE(p.cuda_graphs_per_rank.size() == 8);
+  CHECK(p.cuda_graphs_per_rank[0] == 7 * 64 * 2);
+  CHECK(p.cuda_graphs_per_rank[1] == 1024);
+  CHECK(p.cuda_graphs_per_rank[7] == 6 * 64 * 2);
+  // Each in-flight captured layer holds a forward input copy and a backward one:
+  // 2 x 4096 x 7168 x 2 B = 112 MiB.
+  auto eager = sc;
+  eager.framework.cuda_graph_scope.clear();
+  const auto e = reports::predict(eager);
+  CHECK(e.cuda_graphs_per_rank[1] == 0);
+  CHECK(e.graph_static_gib[1] == 0);
+  CHECK(p.graph_static_gib[1] > 0);
+  const double per_layer_gib = 2.0 * 4096 * 7168 * 2 / (1024.0 * 1024 * 1024);
+  const double layers_in_flight = p.graph_static_gib[1] / per_layer_gib;
+  CHECK(layers_in_flight == Approx(std::round(layers_in_flight)));
+  CHECK(p.rank_memory_gib[1] == Approx(e.rank_memory_gib[1] + p.graph_static_gib[1]));
+  const auto full = reports::predict(config::load_scenario_file(test::source_path("scenarios/whatif/sync-free-full-graph.json")));
+  CHECK(full.cuda_graphs_per_rank[1] == 1);
 }
