@@ -140,6 +140,7 @@ hw_models::SystemSpec read_system(const Node& node) {
     read_object(o.req("host"), [&](Object& h) {
       s.host.op_us = P.req(h, "op_us", 0, 1e6);
       s.host.launch_us = P.req(h, "launch_us", 0, 1e6);
+      s.host.library_launch_us = P.req(h, "library_launch_us", 0, 1e6);
       s.host.graph_launch_us = P.req(h, "graph_launch_us", 0, 1e6);
       s.host.alloc_us = P.req(h, "alloc_us", 0, 1e6);
       s.host.te_linear_us = P.req(h, "te_linear_us", 0, 1e6);

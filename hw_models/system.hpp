@@ -82,7 +82,10 @@ struct Efficiency {
 // Host CPU costs of the framework (PyTorch + Megatron + TE) per op and per launch.
 struct HostCosts {
   Param op_us;           // a framework op without a kernel (allocation, view, check)
-  Param launch_us;       // a kernel-launching op, its launch included
+  Param launch_us;       // a kernel-launching op from Python (autograd included), its launch included
+  Param library_launch_us; // a kernel a library launches from C++ inside a call the host already
+                           // made (TE quantize, scale swizzle and zero-fill, the further GEMMs of
+                           // a grouped GEMM)
   Param graph_launch_us; // replaying one captured CUDA graph
   Param alloc_us;        // a tensor allocation (torch.empty) without a kernel
   Param te_linear_us;    // one Transformer Engine Linear call, its kernel launches included

@@ -34,7 +34,7 @@ const char* const kTrackNames[kTracks] = {"compute", "pp.fwd.send", "pp.fwd.recv
 struct Priced {
   std::uint32_t label;
   double seconds;
-  double host_extra_s;  // host time before its launch beyond the launch itself
+  double host_s;        // host time of its launch and what the host does before it
   int sms;
   bool reserved;
   Category category;
@@ -165,16 +165,17 @@ class Sim {
 };
 
 Priced Sim::price(const workload::KernelTemplate& k) {
-  // Host time beyond one launch: allocations, and for a Transformer Engine Linear call the
-  // module's measured host time (its first launch included) plus one launch per further
-  // per-expert GEMM of a grouped call (multi-stream cuBLAS).
+  // Host time: a Python-level op, or a launch from inside a library call; a Transformer
+  // Engine Linear call costs the module's measured host time (its first launch included);
+  // a grouped GEMM launches its further per-expert GEMMs from C++ (multi-stream cuBLAS);
+  // plus the allocations before it. All x the NUMA factor when the process is unbound.
   const auto& host = in_.system.host;
-  double extra = k.host_allocs * host.alloc_us.value;
-  if (k.te_module_call)
-    extra += host.te_linear_us.value * te_factor_ - host.launch_us.value +
-             static_cast<double>(k.work.groups - 1) * host.launch_us.value;
-  extra *= host_factor_;
-  Priced p{label(k.name), 0, extra * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
+  double us = k.te_module_call ? host.te_linear_us.value * te_factor_
+                               : (k.library_launch ? host.library_launch_us.value : host.launch_us.value);
+  if (k.work.cls == hw_models::KernelClass::grouped_gemm)
+    us += static_cast<double>(k.work.groups - 1) * host.library_launch_us.value;
+  us += k.host_allocs * host.alloc_us.value;
+  Priced p{label(k.name), 0, us * host_factor_ * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
            k.host_sync_delay};
   const auto& fw = in_.framework;
   switch (k.comm) {
@@ -411,7 +412,7 @@ class RankProgram final : public sim_core::HostProgram {
     Module graph_module = Module::attn;
     std::size_t last_compute = 0;
     const auto emit = [&](const Priced& p) {
-      Time cpu = launch_cost() + Time::from_seconds(p.host_extra_s);
+      Time cpu = Time::from_seconds(p.host_s);
       if (sim_.captured(p.module)) {
         if (!in_graph || graph_module != p.module) {
           HostOp g;

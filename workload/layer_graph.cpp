@@ -49,6 +49,7 @@ class LayerBuilder {
     b.push_back(gemm(name + ".dgrad", m, k, n));
     b.back().te_module_call = te;  // one TE backward call computes dgrad and wgrad
     b.push_back(gemm(name + ".wgrad", k, n, m));
+    b.back().library_launch = te;  // inside the same TE backward call
     push_bwd(std::move(b));
   }
 
@@ -151,9 +152,15 @@ class LayerBuilder {
   }
   // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 writes row- and column-wise copies.
   KernelTemplate quantize_t(const std::string& name, Module mod, double elems) const {
-    KernelTemplate q = mem_t(name, mod, elems * (2 + (mx_ ? 2 : 1) * (1 + 1.0 / 32)));
+    KernelTemplate q = lib_t(name, mod, elems * (2 + (mx_ ? 2 : 1) * (1 + 1.0 / 32)));
     q.pdl = stack_.pdl_quant;
     return q;
+  }
+  // A memory-bound kernel a library launches from C++ (TE's quantize, swizzle, zero-fill).
+  KernelTemplate lib_t(const std::string& name, Module mod, double bytes) const {
+    KernelTemplate t = mem_t(name, mod, bytes);
+    t.library_launch = true;
+    return t;
   }
   // The quantize kernel and, for MXFP8, what its output tensors need before a GEMM.
   std::vector<KernelTemplate> quantized(const std::string& name, Module mod, double elems,
@@ -163,17 +170,17 @@ class LayerBuilder {
     const double scale_bytes = elems / 32 * 2 / tensors;  // E8M0 row- and column-wise, per tensor
     if (mx_ && !stack_.mxfp8_alloc_fusion) {
       for (int t = 0; t < n; ++t)
-        for (int z = 0; z < 2; ++z) out.push_back(mem_t(name + ".scale_zeros", mod, scale_bytes / 2));
+        for (int z = 0; z < 2; ++z) out.push_back(lib_t(name + ".scale_zeros", mod, scale_bytes / 2));
       out.front().host_allocs = 4 * n;
     }
-    out.push_back(quantize_t(name, mod, elems));
+    for (int t = 0; t < n; ++t) out.push_back(quantize_t(name, mod, elems / tensors));
     if (mx_) {
       if (stack_.swizzle_fusion) {
-        out.push_back(mem_t(name + ".swizzle", mod, 2 * scale_bytes * tensors));
+        out.push_back(lib_t(name + ".swizzle", mod, 2 * scale_bytes * tensors));
       } else {
         for (int t = 0; t < n; ++t) {
-          out.push_back(mem_t(name + ".swizzle_pad", mod, scale_bytes));
-          out.push_back(mem_t(name + ".swizzle", mod, 2 * scale_bytes));
+          out.push_back(lib_t(name + ".swizzle_pad", mod, scale_bytes));
+          out.push_back(lib_t(name + ".swizzle", mod, 2 * scale_bytes));
         }
       }
     }

@@ -32,6 +32,8 @@
 //   mxfp8_alloc_fusion off: each MXFP8 tensor allocates its 4 buffers (row- and column-
 //     wise data and scales) on the host, the two scale buffers zero-filled by kernels;
 //     on: one pre-allocated buffer, no allocations or fills.
+//   Grouped GEMM inputs are quantized per split (TE split_quantize: one kernel per
+//   expert, docs/research/te-host-inventory.md 3.1).
 //   swizzle_fusion off: one scale-swizzle kernel and one zero-padding kernel per tensor
 //     (per expert in grouped GEMMs: "many tiny kernels before the expert GEMMs");
 //     on: one swizzle kernel per GEMM, padding inside.
@@ -72,6 +74,8 @@ struct KernelTemplate {
   double time_factor = 1;       // a known-slow kernel implementation (old permute: 10x)
   bool pdl = false;             // Programmatic Dependent Launch: device launch latency hidden
   bool te_module_call = false;  // launched by a Transformer Engine Linear call (its host cost)
+  bool library_launch = false;  // launched from C++ inside a library call (TE quantize, swizzle,
+                                // zero-fill; the further GEMMs of a call are priced per group)
 };
 
 struct LayerTemplate {
