@@ -136,6 +136,8 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.efficiency.attention_bwd = P.req(e, "attention_bwd", 0.01, 1);
       s.efficiency.hbm = P.req(e, "hbm", 0.01, 1);
       s.efficiency.kernel_device_us = P.req(e, "kernel_device_us", 0, 1000);
+      if (auto k = e.get("gemm_k_overhead")) s.efficiency.gemm_k_overhead = P.read(*k, 0, 1e6, false);
+      if (auto k = e.get("grouped_gemm_k")) s.efficiency.grouped_gemm_k = P.read(*k, 1, 1e7, false);
     });
     read_object(o.req("host"), [&](Object& h) {
       s.host.op_us = P.req(h, "op_us", 0, 1e6);

@@ -18,6 +18,15 @@ double ComputeModel::wave_efficiency(std::int64_t m, std::int64_t n, std::int64_
   return static_cast<double>(tiles) / static_cast<double>(waves * sms_);
 }
 
+double ComputeModel::k_factor(std::int64_t k, KernelClass cls) const {
+  const auto& e = sys_.efficiency;
+  if (!e.gemm_k_overhead || k <= 0) return 1.0;
+  const double k0 = e.gemm_k_overhead->value;
+  const auto f = [k0](double kk) { return kk / (kk + k0); };
+  const double at_ref = cls == KernelClass::grouped_gemm && e.grouped_gemm_k ? f(e.grouped_gemm_k->value) : 1.0;
+  return f(static_cast<double>(k)) / at_ref;
+}
+
 double ComputeModel::seconds(const ComputeWork& w) const {
   const double mem = w.bytes / hbm_Bps_;
   switch (w.cls) {
@@ -37,7 +46,7 @@ double ComputeModel::seconds(const ComputeWork& w) const {
       if (it == table.end() || !sys_.gpu.supports(w.dtype))
         throw std::invalid_argument("ComputeModel: no GEMM efficiency for this dtype on " + sys_.gpu.name);
       const double rate = sys_.gpu.peak_tflops(w.dtype) * 1e12 * it->second.value *
-                          wave_efficiency(w.m, w.n, w.groups);
+                          wave_efficiency(w.m, w.n, w.groups) * k_factor(w.k, w.cls);
       return std::max(w.flops / rate, mem) + t_dev_;
     }
   }

@@ -1,6 +1,6 @@
 // hw_models/compute.hpp: how long a kernel takes on one GPU, alone.
 //
-//   GEMM:       t = max( F / (P_d * eta_d * q),  B / (BW * eta_hbm) ) + t_dev
+//   GEMM:       t = max( F / (P_d * eta_d * q * kf),  B / (BW * eta_hbm) ) + t_dev
 //   attention:  t = F / (P_bf16 * eta_attn) + t_dev        (F counted causal, as Megatron)
 //   memory:     t = B / (BW * eta_hbm) + t_dev
 //
@@ -8,9 +8,11 @@
 // of it on large shapes (grouped GEMMs have their own, measured with MoE-like shapes),
 // BW the HBM peak, t_dev a fixed device-side cost per kernel. q is wave quantization: a
 // GEMM is cut into 128 x 128 output tiles spread over the SMs in waves; the last wave
-// runs partly empty, so q = tiles / (ceil(tiles / SMs) * SMs). The efficiencies come from
+// runs partly empty, so q = tiles / (ceil(tiles / SMs) * SMs). kf = K/(K+K0) normalised
+// to the K of the efficiency's measurement: each tile's fixed cost in units of K, fitted
+// from measured GEMMs (calibration/gemm_k_fit.hpp). The efficiencies come from
 // the system preset (shared/reference/hardware-and-microbenchmarks.md); the calibration
-// issue fits a size-dependent asymptote on top of this from measured GEMM grids.
+// issue refines this from measured GEMM grids.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,8 @@ class ComputeModel {
   // Seconds alone on the whole GPU.
   double seconds(const ComputeWork& w) const;
   double wave_efficiency(std::int64_t m, std::int64_t n, std::int64_t groups) const;
+  // K / (K + K0) over its value where the preset's efficiency was measured (1 without K0).
+  double k_factor(std::int64_t k, KernelClass cls) const;
   int sm_count() const { return sms_; }
 
  private:

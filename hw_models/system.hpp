@@ -77,6 +77,11 @@ struct Efficiency {
   Param attention_bwd;
   Param hbm;                            // memory-bound kernels / HBM peak
   Param kernel_device_us;               // fixed device-side cost per kernel
+  // GEMM efficiency falls with K as eta x K / (K + K0) (calibration/gemm_k_fit.hpp);
+  // `gemm` is taken as the large-K limit, `grouped_gemm` as measured at grouped_gemm_k.
+  // Absent: no K dependence (resp. grouped GEMMs taken as the large-K limit).
+  std::optional<Param> gemm_k_overhead;
+  std::optional<Param> grouped_gemm_k;
 };
 
 // Host CPU costs of the framework (PyTorch + Megatron + TE) per op and per launch.
