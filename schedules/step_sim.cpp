@@ -174,7 +174,7 @@ Priced Sim::price(const workload::KernelTemplate& k) {
                                : (k.library_launch ? host.library_launch_us.value : host.launch_us.value);
   if (k.work.cls == hw_models::KernelClass::grouped_gemm)
     us += static_cast<double>(k.work.groups - 1) * host.library_launch_us.value;
-  us += k.host_allocs * host.alloc_us.value;
+  us += k.host_allocs * host.alloc_us.value + k.host_ops * host.op_us.value;
   Priced p{label(k.name), 0, us * host_factor_ * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
            k.host_sync_delay};
   const auto& fw = in_.framework;

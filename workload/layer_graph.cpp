@@ -132,6 +132,7 @@ class LayerBuilder {
     for (auto& k : bwd_groups_.back()) k.time_factor = f;
   }
   void keep_last(double bytes) { out_.fwd.back().saved_bytes += bytes; }
+  KernelTemplate& last_fwd() { return out_.fwd.back(); }
 
   void finish() {
     out_.bwd = recomputed_;
@@ -312,6 +313,11 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17
   // (shared/reference/gb200-journey.md, steps 3-4).
   b.linear("moe.router", Module::moe_router, s.T, E, s.h, false, false, 1, false);
+  // Host-only torch calls of router + EP preprocess in one forward, counted from
+  // Megatron-Core effebd81f4 (docs/research/router-host-inventory.md): 52 unfused, 48
+  // fused (plus 8 allocations in TE's fused router), 26 fused with the flex dispatcher.
+  b.last_fwd().host_ops = nccl ? (in.stack.router_fusion ? 48 : 52) : 26;
+  if (nccl && in.stack.router_fusion) b.last_fwd().host_allocs = 8;
   const double probs = s.T * E * 4;
   const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72) - 1 : 17 - 1 - 1;
   b.small_kernels("moe.router_k", Module::moe_router, router_kernels, probs);

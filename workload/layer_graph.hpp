@@ -71,6 +71,7 @@ struct KernelTemplate {
   bool recompute = false;       // re-run of a forward kernel in backward
   double saved_bytes = 0;       // forward: what backward reads of this kernel's inputs
   int host_allocs = 0;          // tensor allocations the host makes before launching it
+  int host_ops = 0;             // host-only framework calls before it (views, casts, checks)
   double time_factor = 1;       // a known-slow kernel implementation (old permute: 10x)
   bool pdl = false;             // Programmatic Dependent Launch: device launch latency hidden
   bool te_module_call = false;  // launched by a Transformer Engine Linear call (its host cost)

@@ -46,6 +46,10 @@ TEST_CASE("Router kernel counts follow the journey: 72, 31, then 17 with DeepEP"
   CHECK(count(b3.t.moe.fwd, "moe.router") == 31);
   // DeepEP: router + EP preprocess = 17.
   CHECK(count(b4.t.moe.fwd, "moe.router") + count(b4.t.moe.fwd, "moe.preprocess") == 17);
+  // Host-only torch calls counted in Megatron-Core's router + preprocess (research notes).
+  CHECK(find(b1.t.moe.fwd, "moe.router.fprop").host_ops == 52);
+  CHECK(find(b3.t.moe.fwd, "moe.router.fprop").host_ops == 48);
+  CHECK(find(b4.t.moe.fwd, "moe.router.fprop").host_ops == 26);
   // The NCCL path has the explicit global permute, DeepEP does not.
   CHECK(count(b3.t.moe.fwd, "moe.global_permute") == 1);
   CHECK(count(b4.t.moe.fwd, "moe.global_permute") == 0);
