@@ -195,6 +195,11 @@ Priced Sim::price(const workload::KernelTemplate& k) {
       p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;
       p.reserved = true;
       break;
+    case workload::CommOp::ep_all_gather:  // NCCL over the EP group (HybridEP's routing maps)
+      p.seconds = comm_.all_gather(k.comm_bytes, ep_group_);
+      p.category = kEpComm;
+      p.sms = -1;
+      break;
     case workload::CommOp::tp_all_gather:
     case workload::CommOp::tp_reduce_scatter:
       p.seconds = comm_.all_gather(k.comm_bytes, tp_group_);
@@ -409,19 +414,19 @@ class RankProgram final : public sim_core::HostProgram {
 
     const auto& stage = in.layout.stages()[static_cast<std::size_t>(v)];
     bool first = true, in_graph = false;
-    Module graph_module = Module::attn;
     std::size_t last_compute = 0;
     const auto emit = [&](const Priced& p) {
       Time cpu = Time::from_seconds(p.host_s);
       if (sim_.captured(p.module)) {
-        if (!in_graph || graph_module != p.module) {
+        // A run of captured kernels is one graph (Megatron captures one per layer and
+        // pass: L x M x 2); an eager kernel or a host sync ends it.
+        if (!in_graph) {
           HostOp g;
           g.cpu = graph_cost();
           g.label = graph_label_;
           buf_.push_back(g);
         }
         in_graph = true;
-        graph_module = p.module;
         cpu = Time::zero();
       } else {
         in_graph = false;

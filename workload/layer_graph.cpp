@@ -133,6 +133,7 @@ class LayerBuilder {
   }
   void keep_last(double bytes) { out_.fwd.back().saved_bytes += bytes; }
   KernelTemplate& last_fwd() { return out_.fwd.back(); }
+  KernelTemplate& last_bwd() { return bwd_groups_.back().back(); }
 
   void finish() {
     out_.bwd = recomputed_;
@@ -305,6 +306,27 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                     fw.dispatcher == hw_models::Dispatcher::allgather;
   norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion);
   tp_gather(b, s, Module::moe_router, "moe");
+
+  // The shared expert (no shared-expert overlap). Captured in a CUDA graph it runs with
+  // the router, first (Megatron-Core effebd81f4 MoELayer: shared experts, route,
+  // preprocess; NVIDIA's step-10 profile shows it inside the graphed region before
+  // dispatch). Eager it runs after the dispatch is launched (NVIDIA's step-6 profile:
+  // graphed attention + router, dispatch, eager shared expert, routed experts, combine).
+  const auto& scopes = fw.cuda_graph_scope;
+  const auto scoped = [&](CudaGraphScope x) { return std::find(scopes.begin(), scopes.end(), x) != scopes.end(); };
+  const bool shared_captured = scoped(CudaGraphScope::moe) || scoped(CudaGraphScope::full_iteration) ||
+                               (!scopes.empty() && in.stack.cuda_graph_shared_expert);
+  const auto shared_expert = [&] {
+    if (m.shared_expert_ffn_hidden_size <= 0) return;
+    const double e2 = static_cast<double>(m.ffn_matrices() - 1);
+    const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
+    const std::size_t start = b.mark();
+    b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, true);
+    b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0, s.T * e2 * fs * 2);
+    b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
+    if (has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
+  };
+  if (shared_captured) shared_expert();
   // Permute/unpermute over the routing map: the old kernel is up to 10x slower when
   // top-k << experts (journey step 2); DeepSeek-V3's 8 of 256 is that regime.
   const double permute_slowdown = in.stack.permute_fusion_v2 || k * 4 > E ? 1.0 : 10.0;
@@ -324,8 +346,12 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.keep_last(probs);  // routing probabilities and the top-k map
 
   const double tokens_in = s.T * k;  // routed token copies each rank sends and receives
+  const double local_experts = E / ep;
   const double h_bytes = s.h * 2;
   bool hybridep_copy = false;  // HybridEP without its copy fused into permute/unpermute
+  // Host work of the dispatcher paths beyond their kernels, counted in Megatron-Core
+  // effebd81f4 with DeepEP / HybridEP of autumn 2025 (docs/research/moe-dispatch-experts-
+  // host-inventory.md 4-6): allocations and host-only torch calls per forward and backward.
   if (nccl) {
     // EP preprocess: per-expert counts, their exchange; the host needs them to size the
     // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
@@ -335,19 +361,47 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.slow_last(permute_slowdown);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
            tokens_in * h_bytes);
+    b.last_fwd().host_allocs = 10;  // forward 10, backward 7 (inventory 5, 6.3)
+    b.last_fwd().host_ops = 12;
+    b.last_bwd().host_allocs = 7;
+    if (!shared_captured) shared_expert();
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
-  } else {
-    const bool deepep = fw.dispatcher == hw_models::Dispatcher::deepep;
-    hybridep_copy = !deepep && !in.stack.hybridep_permute_fusion;
+  } else if (fw.dispatcher == hw_models::Dispatcher::deepep) {
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + s.T * k * 4);
-    if (deepep) {
-      // notify_dispatch: exchange of per-rank, per-expert counts (4 bytes each).
-      b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
-             E * 4, host_sync, false);
-    } else if (host_sync) {
-      b.mark_sync_on_last();
-    }
+    // notify_dispatch exchanges per-rank, per-expert counts (4 bytes each); the CPU spins
+    // until they arrive, then launches the data dispatch on DeepEP's stream.
+    b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
+           E * 4, host_sync, false);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
+    b.last_fwd().host_allocs = 22;  // forward 22, backward 13 (inventory 5, 6.3)
+    b.last_fwd().host_ops = 11;
+    b.last_bwd().host_allocs = 13;
+    if (!shared_captured) shared_expert();
+    // Megatron's permute after DeepEP: indices to multi-hot and the row-id map (Triton
+    // kernels launched from Python), then TE's permute.
+    b.small_kernels("moe.permute_map", Module::moe_dispatch, 4, tokens_in * 4 * 2);
+  } else {
+    // HybridEP dispatch_with_permute (inventory 4.3): all-gather of the routing maps over
+    // the EP group, metadata kernels (fill, memset, scan), a blocking copy of the received
+    // count to the host; the dispatch (with its two one-thread sync kernels); permute
+    // processing, a second blocking copy (tokens per expert: it waits for the whole
+    // dispatch); then the permute, which carries the copy out of HybridEP's registered
+    // buffer and the padding. Backward reuses the handle: no all-gather, no syncs.
+    hybridep_copy = !in.stack.hybridep_permute_fusion;
+    b.comm("moe.routing_map_gather", Module::moe_dispatch, CommOp::ep_all_gather, CommOp::none, s.T * E, false,
+           false);
+    b.small_kernels("moe.hybridep_meta", Module::moe_dispatch, 3, s.T * ep * 4 + s.T * E);
+    b.last_fwd().host_allocs = 6;
+    if (host_sync) b.mark_sync_on_last();
+    b.small_kernels("moe.dispatch_flag", Module::moe_dispatch, 1, 0);
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
+    b.small_kernels("moe.dispatch_done", Module::moe_dispatch, 1, 0);
+    b.small_kernels("moe.permute_processing", Module::moe_dispatch, 1, (tokens_in + 32 * local_experts) * 4);
+    b.last_fwd().host_allocs = 4;
+    if (host_sync) b.mark_sync_on_last();
+    if (!shared_captured) shared_expert();
+  }
+  if (!nccl) {
     // HybridEP receives into its registered buffer; the tokens are copied out (D2D), then
     // permuted and padded. Fused (journey step 11): one kernel does all three, so the
     // permute below stands for it; unfused: the copy is a kernel of its own ("about
@@ -358,7 +412,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   }
 
   // Routed experts: E / ep local experts, tokens_in x ep / E tokens each (balanced).
-  const double local = E / ep;
+  const double local = local_experts;
   const double m_per = tokens_in / local;
   const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
   const double e = static_cast<double>(m.ffn_matrices() - 1);
@@ -376,19 +430,13 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   } else {
     b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
     b.slow_last(permute_slowdown);
-    // HybridEP combines from its registered buffer: unfused, a D2D copy into it.
+    // HybridEP combines from its registered buffer: unfused, a D2D copy into it; its
+    // combine brackets the kernel with the same two one-thread sync kernels.
     if (hybridep_copy) b.memory("moe.combine_copy", Module::moe_combine, tokens_in * h_bytes * 2);
+    if (fw.dispatcher == hw_models::Dispatcher::hybridep) b.small_kernels("moe.combine_flag", Module::moe_combine, 2, 0);
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
   }
 
-  if (m.shared_expert_ffn_hidden_size > 0) {
-    const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
-    const std::size_t start = b.mark();
-    b.linear("shared.fc1", Module::shared_expert, s.T, e * fs, s.h, true, true);
-    b.memory("shared.act", Module::shared_expert, s.T * (e * fs + fs) * 2, 1.0, s.T * e * fs * 2);
-    b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
-    if (has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
-  }
   tp_scatter(b, s, Module::moe_combine, "moe");
 }
 

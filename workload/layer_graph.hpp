@@ -58,7 +58,7 @@ enum class Module : std::uint8_t {
   moe_combine, head, loss
 };
 
-enum class CommOp : std::uint8_t { none, ep_dispatch, ep_combine, tp_all_gather, tp_reduce_scatter };
+enum class CommOp : std::uint8_t { none, ep_dispatch, ep_combine, ep_all_gather, tp_all_gather, tp_reduce_scatter };
 
 struct KernelTemplate {
   std::string name;      // "attn.q_a.fprop": module.op.phase

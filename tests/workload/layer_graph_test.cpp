@@ -67,10 +67,14 @@ TEST_CASE("Dropless MoE syncs the host once per layer in forward", "[workload][t
   const auto a = build("scenarios/journey/03-router-fusion.json");
   CHECK(find(a.t.moe.fwd, "moe.preprocess.1.fwd").host_sync_after);
   CHECK(find(a.t.moe.fwd, "moe.preprocess.1.fwd").host_sync_delay == 1);
-  // HybridEP: a stream sync right after its preprocess kernel.
+  // HybridEP (dispatch_with_permute): two blocking copies to the host, the received
+  // count after its metadata scan and the tokens per expert after dispatch + permute
+  // processing, so the routed experts launch only once the dispatch has finished.
   const auto h = build("scenarios/journey/11-hybridep.json");
-  CHECK(find(h.t.moe.fwd, "moe.preprocess.0.fwd").host_sync_after);
-  CHECK(find(h.t.moe.fwd, "moe.preprocess.0.fwd").host_sync_delay == 0);
+  CHECK(find(h.t.moe.fwd, "moe.hybridep_meta.2.fwd").host_sync_after);
+  CHECK(find(h.t.moe.fwd, "moe.hybridep_meta.2.fwd").host_sync_delay == 0);
+  CHECK(find(h.t.moe.fwd, "moe.permute_processing.0.fwd").host_sync_after);
+  CHECK(std::count_if(h.t.moe.fwd.begin(), h.t.moe.fwd.end(), [](const auto& k) { return k.host_sync_after; }) == 2);
   CHECK(std::none_of(b.t.moe.bwd.begin(), b.t.moe.bwd.end(), [](const auto& k) { return k.host_sync_after; }));
 }
 
@@ -135,7 +139,7 @@ TEST_CASE("HybridEP copies out of and into its registered buffer unless fused wi
           "[workload][templates]") {
   // Fused (step 11): the permute kernel carries the copy and padding; no copy kernels.
   const auto fused = build("scenarios/journey/11-hybridep.json");
-  CHECK(count(fused.t.moe.fwd, "moe.permute") == 1);
+  CHECK(count(fused.t.moe.fwd, "moe.permute.fwd") == 1);
   CHECK(count(fused.t.moe.fwd, "moe.dispatch_copy") == 0);
   const auto unfused = build("scenarios/journey/11-hybridep.json",
                              [](config::Scenario& sc) { sc.stack.hybridep_permute_fusion = false; });
