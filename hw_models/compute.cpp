@@ -9,6 +9,10 @@ ComputeModel::ComputeModel(const SystemSpec& s)
     : sys_(s),
       sms_(static_cast<int>(s.gpu.sm_count.value)),
       hbm_Bps_(s.gpu.hbm_TBps.value * 1e12 * s.efficiency.hbm.value),
+      quantize_Bps_(s.gpu.hbm_TBps.value * 1e12 *
+                    (s.efficiency.hbm_quantize ? s.efficiency.hbm_quantize->value : s.efficiency.hbm.value)),
+      gather_Bps_(s.gpu.hbm_TBps.value * 1e12 *
+                  (s.efficiency.hbm_gather ? s.efficiency.hbm_gather->value : s.efficiency.hbm.value)),
       t_dev_(s.efficiency.kernel_device_us.value * 1e-6) {}
 
 double ComputeModel::wave_efficiency(std::int64_t m, std::int64_t n, std::int64_t groups) const {
@@ -31,6 +35,8 @@ double ComputeModel::seconds(const ComputeWork& w) const {
   const double mem = w.bytes / hbm_Bps_;
   switch (w.cls) {
     case KernelClass::memory: return mem + t_dev_;
+    case KernelClass::quantize: return w.bytes / quantize_Bps_ + t_dev_;
+    case KernelClass::gather: return w.bytes / gather_Bps_ + t_dev_;
     case KernelClass::attention_fwd:
     case KernelClass::attention_bwd: {
       const double eta = w.cls == KernelClass::attention_fwd ? sys_.efficiency.attention_fwd.value

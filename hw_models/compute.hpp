@@ -2,7 +2,7 @@
 //
 //   GEMM:       t = max( F / (P_d * eta_d * q * kf),  B / (BW * eta_hbm) ) + t_dev
 //   attention:  t = F / (P_bf16 * eta_attn) + t_dev        (F counted causal, as Megatron)
-//   memory:     t = B / (BW * eta_hbm) + t_dev
+//   memory:     t = B / (BW * eta_hbm) + t_dev   (eta_quantize, eta_gather for those kinds)
 //
 // P_d is the dense Tensor Core peak of the GEMM's input type, eta_d the achieved fraction
 // of it on large shapes (grouped GEMMs have their own, measured with MoE-like shapes),
@@ -21,7 +21,9 @@
 
 namespace moesim::hw_models {
 
-enum class KernelClass : std::uint8_t { gemm, grouped_gemm, attention_fwd, attention_bwd, memory };
+// memory: streaming elementwise kernels; quantize: BF16 -> FP8 casts (scales included);
+// gather: permute / unpermute, row gathers and scatters through an index map.
+enum class KernelClass : std::uint8_t { gemm, grouped_gemm, attention_fwd, attention_bwd, memory, quantize, gather };
 
 struct ComputeWork {
   KernelClass cls = KernelClass::memory;
@@ -48,7 +50,7 @@ class ComputeModel {
  private:
   const SystemSpec& sys_;
   int sms_;
-  double hbm_Bps_;
+  double hbm_Bps_, quantize_Bps_, gather_Bps_;
   double t_dev_;
 };
 

@@ -76,6 +76,8 @@ struct Efficiency {
   Param attention_fwd;                  // causal attention fwd / BF16 peak (causal FLOPs)
   Param attention_bwd;
   Param hbm;                            // memory-bound kernels / HBM peak
+  std::optional<Param> hbm_quantize;    // FP8 quantize kernels (absent: hbm)
+  std::optional<Param> hbm_gather;      // permute / unpermute gathers (absent: hbm)
   Param kernel_device_us;               // fixed device-side cost per kernel
   // GEMM efficiency falls with K as eta x K / (K + K0) (calibration/gemm_k_fit.hpp);
   // `gemm` is taken as the large-K limit, `grouped_gemm` as measured at grouped_gemm_k.

@@ -132,6 +132,11 @@ class LayerBuilder {
     for (auto& k : bwd_groups_.back()) k.time_factor = f;
   }
   void keep_last(double bytes) { out_.fwd.back().saved_bytes += bytes; }
+  // The last forward op (and its backward) gathers rows through an index map.
+  void gather_last() {
+    out_.fwd.back().work.cls = KernelClass::gather;
+    for (auto& k : bwd_groups_.back()) k.work.cls = KernelClass::gather;
+  }
   KernelTemplate& last_fwd() { return out_.fwd.back(); }
   KernelTemplate& last_bwd() { return bwd_groups_.back().back(); }
 
@@ -155,6 +160,7 @@ class LayerBuilder {
   // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 writes row- and column-wise copies.
   KernelTemplate quantize_t(const std::string& name, Module mod, double elems) const {
     KernelTemplate q = lib_t(name, mod, elems * (2 + (mx_ ? 2 : 1) * (1 + 1.0 / 32)));
+    q.work.cls = KernelClass::quantize;
     q.pdl = stack_.pdl_quant;
     return q;
   }
@@ -358,6 +364,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + s.T * k * 4);
     if (host_sync) b.mark_sync_on_last(1);  // the host blocks after launching the global permute
     b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_in * h_bytes);
+    b.gather_last();
     b.slow_last(permute_slowdown);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
            tokens_in * h_bytes);
@@ -366,6 +373,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.last_bwd().host_allocs = 7;
     if (!shared_captured) shared_expert();
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
+    b.gather_last();
   } else if (fw.dispatcher == hw_models::Dispatcher::deepep) {
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + s.T * k * 4);
     // notify_dispatch exchanges per-rank, per-expert counts (4 bytes each); the CPU spins
@@ -408,6 +416,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // 10%-20% of the communication time", shared/reference/gb200-journey.md).
     if (hybridep_copy) b.memory("moe.dispatch_copy", Module::moe_dispatch, tokens_in * h_bytes * 2);
     b.memory("moe.permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
+    b.gather_last();
     b.slow_last(permute_slowdown);
   }
 
@@ -424,11 +433,14 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
 
   if (nccl) {
     b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
+    b.gather_last();
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
     b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes + s.T * h_bytes);
+    b.gather_last();
     b.slow_last(permute_slowdown);
   } else {
     b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
+    b.gather_last();
     b.slow_last(permute_slowdown);
     // HybridEP combines from its registered buffer: unfused, a D2D copy into it; its
     // combine brackets the kernel with the same two one-thread sync kernels.

@@ -63,3 +63,20 @@ TEST_CASE("Alpha-beta communication in NCCL's structure", "[hw_models][comm]") {
   CHECK(c.all_gather(1e9, {4, false}) == Approx(8.4e-6 + 3 * 3.4e-6 + 1e9 * 3 / 4 / 160e9));
   CHECK(c.all_to_all(1e9, {1, false}) == 0);
 }
+
+TEST_CASE("Quantize and gather kernels run at their own measured fractions of HBM", "[hw_models][compute]") {
+  const auto gb200 = config::load_system_preset("gb200-nvl72");
+  const hw_models::ComputeModel m(gb200);
+  // 1 GB at 8 TB/s: streaming x 0.85, quantize x 0.65 (TE MXFP8 cast), gather x 0.41 (permute).
+  const double t_dev = 0.75e-6;
+  ComputeWork w{KernelClass::memory, Dtype::bf16, 0, 1e9, 0, 0, 0, 1, 2};
+  CHECK(m.seconds(w) == Approx(1e9 / (8e12 * 0.85) + t_dev));
+  w.cls = KernelClass::quantize;
+  CHECK(m.seconds(w) == Approx(1e9 / (8e12 * 0.65) + t_dev));
+  w.cls = KernelClass::gather;
+  CHECK(m.seconds(w) == Approx(1e9 / (8e12 * 0.41) + t_dev));
+  // Hopper has no quantize measurement: streaming efficiency.
+  const hw_models::ComputeModel h(config::load_system_preset("h100"));
+  w.cls = KernelClass::quantize;
+  CHECK(h.seconds(w) == Approx(1e9 / (3.35e12 * 0.85) + t_dev));
+}
