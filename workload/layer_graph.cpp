@@ -107,8 +107,15 @@ class LayerBuilder {
   }
 
   // Several small kernels (router, preprocess) of `bytes` each, forward and backward.
-  void small_kernels(const std::string& name, Module mod, int count, double bytes) {
-    for (int i = 0; i < count; ++i) memory(name + "." + std::to_string(i), mod, bytes);
+  // Several small kernels (router, preprocess, metadata) of `bytes` each: `count` in
+  // forward, `bwd_count` in backward (default the same). The backward kernels of
+  // PyTorch's built-in autograd nodes are priced like Python ops: the engine's per-node
+  // CPU time (ViewBackward0, about 14 us on x86 under the profiler, an upper bound) is
+  // that of a launching op (docs/research/host-microbenchmarks.md 3).
+  void small_kernels(const std::string& name, Module mod, int count, double bytes, int bwd_count = -1) {
+    if (bwd_count < 0) bwd_count = count;
+    for (int i = 0; i < count; ++i) memory(name + "." + std::to_string(i), mod, bytes, i < bwd_count ? 1.0 : 0.0);
+    for (int i = count; i < bwd_count; ++i) push_bwd({mem_t(name + "." + std::to_string(i) + ".bwd", mod, bytes)});
   }
 
   // The kernels since `mark` are re-run at the start of backward (selective recompute).
@@ -348,7 +355,10 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   if (nccl && in.stack.router_fusion) b.last_fwd().host_allocs = 8;
   const double probs = s.T * E * 4;
   const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72) - 1 : 17 - 1 - 1;
-  b.small_kernels("moe.router_k", Module::moe_router, router_kernels, probs);
+  // Backward: about 32 GPU ops unfused, 14 fused, the router GEMM's two included
+  // (docs/research/router-host-inventory.md).
+  b.small_kernels("moe.router_k", Module::moe_router, router_kernels, probs,
+                  (nccl && !in.stack.router_fusion ? 32 : 14) - 2);
   b.keep_last(probs);  // routing probabilities and the top-k map
 
   const double tokens_in = s.T * k;  // routed token copies each rank sends and receives
@@ -361,7 +371,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   if (nccl) {
     // EP preprocess: per-expert counts, their exchange; the host needs them to size the
     // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
-    b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + s.T * k * 4);
+    b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + s.T * k * 4, 1);
     if (host_sync) b.mark_sync_on_last(1);  // the host blocks after launching the global permute
     b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_in * h_bytes);
     b.gather_last();
@@ -375,7 +385,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
     b.gather_last();
   } else if (fw.dispatcher == hw_models::Dispatcher::deepep) {
-    b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + s.T * k * 4);
+    b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + s.T * k * 4, 1);
     // notify_dispatch exchanges per-rank, per-expert counts (4 bytes each); the CPU spins
     // until they arrive, then launches the data dispatch on DeepEP's stream.
     b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
@@ -387,7 +397,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (!shared_captured) shared_expert();
     // Megatron's permute after DeepEP: indices to multi-hot and the row-id map (Triton
     // kernels launched from Python), then TE's permute.
-    b.small_kernels("moe.permute_map", Module::moe_dispatch, 4, tokens_in * 4 * 2);
+    b.small_kernels("moe.permute_map", Module::moe_dispatch, 4, tokens_in * 4 * 2, 2);
   } else {
     // HybridEP dispatch_with_permute (inventory 4.3): all-gather of the routing maps over
     // the EP group, metadata kernels (fill, memset, scan), a blocking copy of the received
@@ -398,13 +408,13 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     hybridep_copy = !in.stack.hybridep_permute_fusion;
     b.comm("moe.routing_map_gather", Module::moe_dispatch, CommOp::ep_all_gather, CommOp::none, s.T * E, false,
            false);
-    b.small_kernels("moe.hybridep_meta", Module::moe_dispatch, 3, s.T * ep * 4 + s.T * E);
+    b.small_kernels("moe.hybridep_meta", Module::moe_dispatch, 3, s.T * ep * 4 + s.T * E, 0);
     b.last_fwd().host_allocs = 6;
     if (host_sync) b.mark_sync_on_last();
     b.small_kernels("moe.dispatch_flag", Module::moe_dispatch, 1, 0);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
     b.small_kernels("moe.dispatch_done", Module::moe_dispatch, 1, 0);
-    b.small_kernels("moe.permute_processing", Module::moe_dispatch, 1, (tokens_in + 32 * local_experts) * 4);
+    b.small_kernels("moe.permute_processing", Module::moe_dispatch, 1, (tokens_in + 32 * local_experts) * 4, 0);
     b.last_fwd().host_allocs = 4;
     if (host_sync) b.mark_sync_on_last();
     if (!shared_captured) shared_expert();

@@ -50,6 +50,10 @@ TEST_CASE("Router kernel counts follow the journey: 72, 31, then 17 with DeepEP"
   CHECK(find(b1.t.moe.fwd, "moe.router.fprop").host_ops == 52);
   CHECK(find(b3.t.moe.fwd, "moe.router.fprop").host_ops == 48);
   CHECK(find(b4.t.moe.fwd, "moe.router.fprop").host_ops == 26);
+  // Backward: about 32 router GPU ops unfused, 14 fused, each
+  // count including the router GEMM's dgrad and wgrad.
+  CHECK(count(b1.t.moe.bwd, "moe.router") == 32);
+  CHECK(count(b3.t.moe.bwd, "moe.router") == 14);
   // The NCCL path has the explicit global permute, DeepEP does not.
   CHECK(count(b3.t.moe.fwd, "moe.global_permute") == 1);
   CHECK(count(b4.t.moe.fwd, "moe.global_permute") == 0);
