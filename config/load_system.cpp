@@ -137,6 +137,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.efficiency.hbm = P.req(e, "hbm", 0.01, 1);
       if (auto q = e.get("hbm_quantize")) s.efficiency.hbm_quantize = P.read(*q, 0.01, 1, false);
       if (auto g = e.get("hbm_gather")) s.efficiency.hbm_gather = P.read(*g, 0.01, 1, false);
+      if (auto c = e.get("sustained_clock_factor")) s.efficiency.sustained_clock_factor = P.read(*c, 0.1, 1, false);
       s.efficiency.kernel_device_us = P.req(e, "kernel_device_us", 0, 1000);
       if (auto k = e.get("gemm_k_overhead")) s.efficiency.gemm_k_overhead = P.read(*k, 0, 1e6, false);
       if (auto k = e.get("grouped_gemm_k")) s.efficiency.grouped_gemm_k = P.read(*k, 1, 1e7, false);

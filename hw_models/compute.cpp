@@ -13,7 +13,8 @@ ComputeModel::ComputeModel(const SystemSpec& s)
                     (s.efficiency.hbm_quantize ? s.efficiency.hbm_quantize->value : s.efficiency.hbm.value)),
       gather_Bps_(s.gpu.hbm_TBps.value * 1e12 *
                   (s.efficiency.hbm_gather ? s.efficiency.hbm_gather->value : s.efficiency.hbm.value)),
-      t_dev_(s.efficiency.kernel_device_us.value * 1e-6) {}
+      t_dev_(s.efficiency.kernel_device_us.value * 1e-6),
+      clock_(s.efficiency.sustained_clock_factor ? s.efficiency.sustained_clock_factor->value : 1.0) {}
 
 double ComputeModel::wave_efficiency(std::int64_t m, std::int64_t n, std::int64_t groups) const {
   if (m <= 0 || n <= 0) return 1.0;
@@ -41,7 +42,7 @@ double ComputeModel::seconds(const ComputeWork& w) const {
     case KernelClass::attention_bwd: {
       const double eta = w.cls == KernelClass::attention_fwd ? sys_.efficiency.attention_fwd.value
                                                              : sys_.efficiency.attention_bwd.value;
-      return w.flops / (sys_.gpu.peak_tflops(Dtype::bf16) * 1e12 * eta) + t_dev_;
+      return w.flops / (sys_.gpu.peak_tflops(Dtype::bf16) * 1e12 * eta * clock_) + t_dev_;
     }
     case KernelClass::gemm:
     case KernelClass::grouped_gemm: {
@@ -52,7 +53,7 @@ double ComputeModel::seconds(const ComputeWork& w) const {
       if (it == table.end() || !sys_.gpu.supports(w.dtype))
         throw std::invalid_argument("ComputeModel: no GEMM efficiency for this dtype on " + sys_.gpu.name);
       const double rate = sys_.gpu.peak_tflops(w.dtype) * 1e12 * it->second.value *
-                          wave_efficiency(w.m, w.n, w.groups) * k_factor(w.k, w.cls);
+                          wave_efficiency(w.m, w.n, w.groups) * k_factor(w.k, w.cls) * clock_;
       return std::max(w.flops / rate, mem) + t_dev_;
     }
   }

@@ -1,12 +1,14 @@
 // hw_models/compute.hpp: how long a kernel takes on one GPU, alone.
 //
-//   GEMM:       t = max( F / (P_d * eta_d * q * kf),  B / (BW * eta_hbm) ) + t_dev
-//   attention:  t = F / (P_bf16 * eta_attn) + t_dev        (F counted causal, as Megatron)
+//   GEMM:       t = max( F / (P_d * eta_d * q * kf * c),  B / (BW * eta_hbm) ) + t_dev
+//   attention:  t = F / (P_bf16 * eta_attn * c) + t_dev    (F counted causal, as Megatron)
 //   memory:     t = B / (BW * eta_hbm) + t_dev   (eta_quantize, eta_gather for those kinds)
 //
 // P_d is the dense Tensor Core peak of the GEMM's input type, eta_d the achieved fraction
 // of it on large shapes (grouped GEMMs have their own, measured with MoE-like shapes),
-// BW the HBM peak, t_dev a fixed device-side cost per kernel. q is wave quantization: a
+// BW the HBM peak, t_dev a fixed device-side cost per kernel, c the throughput kept under
+// sustained load (clocks drop at the power cap; the efficiencies come from short
+// benchmarks; memory-bound kernels are not scaled). q is wave quantization: a
 // GEMM is cut into 128 x 128 output tiles spread over the SMs in waves; the last wave
 // runs partly empty, so q = tiles / (ceil(tiles / SMs) * SMs). kf = K/(K+K0) normalised
 // to the K of the efficiency's measurement: each tile's fixed cost in units of K, fitted
@@ -52,6 +54,7 @@ class ComputeModel {
   int sms_;
   double hbm_Bps_, quantize_Bps_, gather_Bps_;
   double t_dev_;
+  double clock_;  // sustained-load Tensor Core throughput factor (compute-bound kernels)
 };
 
 }  // namespace moesim::hw_models

@@ -78,6 +78,9 @@ struct Efficiency {
   Param hbm;                            // memory-bound kernels / HBM peak
   std::optional<Param> hbm_quantize;    // FP8 quantize kernels (absent: hbm)
   std::optional<Param> hbm_gather;      // permute / unpermute gathers (absent: hbm)
+  // Tensor Core throughput under sustained load (power-capped clocks) over the short
+  // benchmarks the GEMM and attention efficiencies come from; absent: 1.
+  std::optional<Param> sustained_clock_factor;
   Param kernel_device_us;               // fixed device-side cost per kernel
   // GEMM efficiency falls with K as eta x K / (K + K0) (calibration/gemm_k_fit.hpp);
   // `gemm` is taken as the large-K limit, `grouped_gemm` as measured at grouped_gemm_k.

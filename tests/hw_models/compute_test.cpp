@@ -80,3 +80,18 @@ TEST_CASE("Quantize and gather kernels run at their own measured fractions of HB
   w.cls = KernelClass::quantize;
   CHECK(h.seconds(w) == Approx(1e9 / (3.35e12 * 0.85) + t_dev));
 }
+
+TEST_CASE("Sustained load scales compute-bound kernels, not memory-bound ones", "[hw_models][compute]") {
+  auto sys = config::load_system_preset("gb200-nvl72");
+  REQUIRE(sys.efficiency.sustained_clock_factor);
+  const double c = sys.efficiency.sustained_clock_factor->value;
+  const hw_models::ComputeModel m(sys);
+  auto short_run = sys;
+  short_run.efficiency.sustained_clock_factor.reset();
+  const hw_models::ComputeModel s(short_run);
+  const double t_dev = 0.75e-6;
+  ComputeWork attn{KernelClass::attention_fwd, Dtype::bf16, 1e15, 0, 0, 0, 0, 1, 2};
+  CHECK(m.seconds(attn) - t_dev == Approx((s.seconds(attn) - t_dev) / c));
+  ComputeWork copy{KernelClass::memory, Dtype::bf16, 0, 1e9, 0, 0, 0, 1, 2};
+  CHECK(m.seconds(copy) == s.seconds(copy));
+}
