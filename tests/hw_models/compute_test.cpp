@@ -44,9 +44,10 @@ TEST_CASE("A skinny GEMM is bound by HBM, a copy by bandwidth", "[hw_models][com
 TEST_CASE("Attention uses the measured attention efficiency", "[hw_models][compute]") {
   const auto gb200 = config::load_system_preset("gb200-nvl72");
   const hw_models::ComputeModel m(gb200);
-  // 1 PFLOP of causal forward attention at 1406 TFLOPS (measured cuDNN, GB200): 0.711 s.
+  // 1 PFLOP of causal forward attention at 1406 TFLOPS (measured cuDNN, GB200) x 0.868
+  // kept under sustained load: 0.819 s.
   ComputeWork w{KernelClass::attention_fwd, Dtype::bf16, 1e15, 0, 0, 0, 0, 1, 2};
-  CHECK(m.seconds(w) == Approx(1e15 / 1406e12 + 0.75e-6).epsilon(1e-3));
+  CHECK(m.seconds(w) == Approx(1e15 / (1406e12 * 0.868) + 0.75e-6).epsilon(1e-3));
   ComputeWork mx{KernelClass::gemm, Dtype::mxfp8, 1e12, 0, 8192, 8192, 8192, 1, 1};
   CHECK(m.seconds(mx) < m.seconds(ComputeWork{KernelClass::gemm, Dtype::bf16, 1e12, 0, 8192, 8192, 8192, 1, 2}));
 }
