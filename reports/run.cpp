@@ -41,24 +41,6 @@ double kept_bytes(const workload::LayerTemplate& t) {
 // those copies are extra memory. The static outputs are the tensors the layer produces
 // anyway (the next layer's input, the routing probabilities), already counted, and the
 // intermediates come from one shared pool captured in replay order.
-struct GraphPlan {
-  bool full = false;
-  bool dense = false, moe = false;  // which decoder layers are captured
-};
-
-GraphPlan graph_plan(const config::Scenario& sc) {
-  using workload::CudaGraphScope;
-  const auto& s = sc.framework.cuda_graph_scope;
-  const auto on = [&](CudaGraphScope x) { return std::find(s.begin(), s.end(), x) != s.end(); };
-  GraphPlan g;
-  g.full = on(CudaGraphScope::full_iteration);
-  g.dense = on(CudaGraphScope::attn) || on(CudaGraphScope::mlp);
-  g.moe = on(CudaGraphScope::attn) || on(CudaGraphScope::moe_router) || on(CudaGraphScope::moe) ||
-          on(CudaGraphScope::moe_preprocess) ||
-          (!s.empty() && sc.stack.cuda_graph_shared_expert);
-  return g;
-}
-
 // Extra static buffer bytes of one captured layer, forward plus backward graph.
 double graph_static_bytes(const config::Scenario& sc) {
   const auto& p = sc.parallelism;
@@ -79,7 +61,13 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   const double dp_shard = fw.distributed_optimizer ? static_cast<double>(p.dp) : 1;
   const double edp_shard = fw.distributed_optimizer ? static_cast<double>(p.expert_dp) : 1;
 
-  const GraphPlan g = graph_plan(sc);
+  using workload::Module;
+  const workload::CaptureSet g(fw, sc.stack);
+  const bool dense_captured = g[Module::attn] || g[Module::mlp];
+  bool moe_captured = false;
+  for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::moe_dispatch, Module::experts,
+                   Module::shared_expert, Module::moe_combine})
+    moe_captured = moe_captured || g[m];
   std::vector<double> out;
   for (int r = 0; r < static_cast<int>(p.pp); ++r) {
     double dense = 0, expert = 0;
@@ -101,7 +89,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         }
         act_per_chunk[static_cast<std::size_t>(c)] += kept_bytes(*lt);
         const bool moe_layer = slot == schedules::LayerSlot::moe;
-        if (!g.full && ((moe_layer && g.moe) || (slot == schedules::LayerSlot::dense && g.dense))) {
+        if (!g.full_iteration() && ((moe_layer && moe_captured) || (slot == schedules::LayerSlot::dense && dense_captured))) {
           ++captured_layers;
           graph_per_chunk[static_cast<std::size_t>(c)] += graph_static_bytes(sc);
         }
@@ -123,7 +111,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     }
     const double states = dense * (2 + 4) + expert * (2 + 4) + (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
     out.push_back((states + peak) / kGiB);
-    graphs.push_back(g.full ? 1 : captured_layers * p.num_microbatches * 2);
+    graphs.push_back(g.full_iteration() ? 1 : captured_layers * p.num_microbatches * 2);
     graph_gib.push_back(gpeak / kGiB);
   }
   return out;

@@ -8,7 +8,7 @@
 // activations: the forward outputs of each layer kept for backward (recomputed modules
 // keep only their input) times the most forward work items in flight on that rank,
 // counted from the rank's pipeline order. CUDA graphs add their static input/output
-// buffers for the items in flight (run.cpp, GraphPlan).
+// buffers for the items in flight (run.cpp, workload::CaptureSet).
 #pragma once
 
 #include <iosfwd>

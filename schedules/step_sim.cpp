@@ -63,7 +63,8 @@ class Sim {
                          ? in.system.host.numa_unbound_factor->value
                          : 1.0),
         te_factor_(in.stack.te_host_slim && in.system.host.te_slim_factor ? in.system.host.te_slim_factor->value
-                                                                            : 1.0) {
+                                                                            : 1.0),
+        captured_(in.framework, in.stack) {
     const auto& p = in.parallelism;
     const std::int64_t dom = in.gpus_per_nvlink_domain;
     ep_group_ = group(p.ep, p.etp, dom);
@@ -126,7 +127,7 @@ class Sim {
     }
     return dense_;
   }
-  bool captured(Module m) const { return captured_[static_cast<std::size_t>(m)]; }
+  bool captured(Module m) const { return captured_[m]; }
 
   double pp_seconds() const { return pp_s_; }
   StageParams stage_params(int rank, int chunk) const {
@@ -156,7 +157,7 @@ class Sim {
   bool pp_crosses_ = false;
   double pp_s_ = 0;
   PricedLayer dense_, moe_, embedding_, head_;
-  std::array<bool, 11> captured_{};
+  workload::CaptureSet captured_;
   std::vector<std::string> labels_;
   std::map<std::string, std::uint32_t> label_ids_;
   std::map<std::tuple<int, int, bool, std::int64_t>, sim_core::RendezvousId> pairs_;
@@ -223,20 +224,6 @@ void Sim::price_templates() {
   convert(t.embedding, embedding_);
   convert(t.head, head_);
 
-  using workload::CudaGraphScope;
-  const auto& scopes = in_.framework.cuda_graph_scope;
-  const auto on = [&](CudaGraphScope s) { return std::find(scopes.begin(), scopes.end(), s) != scopes.end(); };
-  const auto set = [&](Module m, bool v) { captured_[static_cast<std::size_t>(m)] = v; };
-  const bool full = on(CudaGraphScope::full_iteration);
-  for (std::size_t i = 0; i < captured_.size(); ++i) captured_[i] = full;
-  if (!full) {
-    set(Module::attn, on(CudaGraphScope::attn));
-    set(Module::mlp, on(CudaGraphScope::mlp));
-    set(Module::moe_router, on(CudaGraphScope::moe_router) || on(CudaGraphScope::moe));
-    set(Module::moe_preprocess, on(CudaGraphScope::moe_preprocess) || on(CudaGraphScope::moe));
-    for (Module m : {Module::moe_dispatch, Module::experts, Module::moe_combine}) set(m, on(CudaGraphScope::moe));
-    set(Module::shared_expert, on(CudaGraphScope::moe) || (!scopes.empty() && in_.stack.cuda_graph_shared_expert));
-  }
 
   const auto& tr = in_.training;
   const auto& p = in_.parallelism;

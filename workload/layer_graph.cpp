@@ -325,10 +325,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // preprocess; NVIDIA's step-10 profile shows it inside the graphed region before
   // dispatch). Eager it runs after the dispatch is launched (NVIDIA's step-6 profile:
   // graphed attention + router, dispatch, eager shared expert, routed experts, combine).
-  const auto& scopes = fw.cuda_graph_scope;
-  const auto scoped = [&](CudaGraphScope x) { return std::find(scopes.begin(), scopes.end(), x) != scopes.end(); };
-  const bool shared_captured = scoped(CudaGraphScope::moe) || scoped(CudaGraphScope::full_iteration) ||
-                               (!scopes.empty() && in.stack.cuda_graph_shared_expert);
+  const bool shared_captured = CaptureSet(fw, in.stack)[Module::shared_expert];
   const auto shared_expert = [&] {
     if (m.shared_expert_ffn_hidden_size <= 0) return;
     const double e2 = static_cast<double>(m.ffn_matrices() - 1);
@@ -463,6 +460,21 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
 }
 
 }  // namespace
+
+CaptureSet::CaptureSet(const Framework& fw, const StackSwitches& stack) {
+  const auto& scopes = fw.cuda_graph_scope;
+  const auto on = [&](CudaGraphScope s) { return std::find(scopes.begin(), scopes.end(), s) != scopes.end(); };
+  const auto set = [&](Module m, bool v) { on_[static_cast<std::size_t>(m)] = v; };
+  full_ = on(CudaGraphScope::full_iteration);
+  on_.fill(full_);
+  if (full_) return;
+  set(Module::attn, on(CudaGraphScope::attn));
+  set(Module::mlp, on(CudaGraphScope::mlp));
+  set(Module::moe_router, on(CudaGraphScope::moe_router) || on(CudaGraphScope::moe));
+  set(Module::moe_preprocess, on(CudaGraphScope::moe_preprocess) || on(CudaGraphScope::moe));
+  for (Module m : {Module::moe_dispatch, Module::experts, Module::moe_combine}) set(m, on(CudaGraphScope::moe));
+  set(Module::shared_expert, on(CudaGraphScope::moe) || (!scopes.empty() && stack.cuda_graph_shared_expert));
+}
 
 ModelTemplates build_templates(const TemplateInputs& in) {
   const auto& p = in.parallelism;

@@ -42,6 +42,7 @@
 //     "up to 10x" slower when top-k << experts (journey step 2); taken as 10x there.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +57,21 @@ namespace moesim::workload {
 enum class Module : std::uint8_t {
   embedding, attn, mlp, moe_router, moe_preprocess, moe_dispatch, experts, shared_expert,
   moe_combine, head, loss
+};
+
+// Which modules' kernels CUDA graphs capture, from the graph scopes (Megatron-Core:
+// `moe_router` and `moe_preprocess` capture those parts, `moe` the whole MoE block,
+// `full_iteration` everything) and, for the shared expert, the stack switch that added it
+// to the router's graph (journey step 10).
+class CaptureSet {
+ public:
+  CaptureSet(const Framework& fw, const StackSwitches& stack);
+  bool operator[](Module m) const { return on_[static_cast<std::size_t>(m)]; }
+  bool full_iteration() const { return full_; }
+
+ private:
+  std::array<bool, static_cast<std::size_t>(Module::loss) + 1> on_{};
+  bool full_ = false;
 };
 
 enum class CommOp : std::uint8_t { none, ep_dispatch, ep_combine, ep_all_gather, tp_all_gather, tp_reduce_scatter };

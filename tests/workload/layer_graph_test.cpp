@@ -164,3 +164,23 @@ TEST_CASE("MLA runs Megatron's two fused RoPE kernels", "[workload][templates]")
   CHECK(find(b.t.moe.fwd, "attn.rope_kv.fwd").work.bytes == Approx(T * (n * 256 + 64) * 2 + T * n * 320 * 2));
   CHECK(find(b.t.moe.bwd, "attn.rope_kv.bwd").work.bytes == Approx(find(b.t.moe.fwd, "attn.rope_kv.fwd").work.bytes));
 }
+
+TEST_CASE("One capture set decides what CUDA graphs hold", "[workload][templates][graphs]") {
+  using workload::Module;
+  const auto s6 = build("scenarios/journey/06-partial-cuda-graphs.json").sc;
+  const workload::CaptureSet c6(s6.framework, s6.stack);
+  CHECK(c6[Module::attn]);
+  CHECK(c6[Module::moe_router]);
+  CHECK(c6[Module::moe_preprocess]);
+  CHECK_FALSE(c6[Module::shared_expert]);  // step 10 adds it
+  CHECK_FALSE(c6[Module::experts]);
+  const auto s10 = build("scenarios/journey/10-graph-shared-expert.json").sc;
+  CHECK(workload::CaptureSet(s10.framework, s10.stack)[Module::shared_expert]);
+  const auto full = build("scenarios/whatif/sync-free-full-graph.json").sc;
+  const workload::CaptureSet cf(full.framework, full.stack);
+  CHECK(cf.full_iteration());
+  CHECK(cf[Module::experts]);
+  CHECK(cf[Module::moe_dispatch]);
+  const auto s1 = build("scenarios/journey/01-baseline.json").sc;
+  CHECK_FALSE(workload::CaptureSet(s1.framework, s1.stack)[Module::attn]);
+}
