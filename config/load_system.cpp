@@ -39,6 +39,11 @@ class ParamReader {
   Param req(Object& o, std::string_view key, double min, double max, bool integral = false) const {
     return read(o.req(key), min, max, integral);
   }
+  // An optional number: absent stays absent.
+  std::optional<Param> opt(Object& o, std::string_view key, double min, double max) const {
+    if (auto n = o.get(key)) return read(*n, min, max, false);
+    return std::nullopt;
+  }
 
  private:
   static double check(const Node& n, double min, double max, bool integral) {
@@ -83,10 +88,10 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.gpu.name = g.req("name").as_string();
       s.gpu.arch = g.req("arch").as_enum(hw_models::gpu_arch_names(), "GPU architecture");
       s.gpu.sm_count = P.req(g, "sm_count", 1, 1024, kInt);
-      if (auto c = g.get("clock_mhz")) s.gpu.clock_mhz = P.read(*c, 100, 10000, false);
+      s.gpu.clock_mhz = P.opt(g, "clock_mhz", 100, 10000);
       s.gpu.hbm_GB = P.req(g, "hbm_GB", 1, 100000);
       s.gpu.hbm_TBps = P.req(g, "hbm_TBps", 0.01, 1000);
-      if (auto l2 = g.get("l2_MB")) s.gpu.l2_MB = P.read(*l2, 0, 100000, false);
+      s.gpu.l2_MB = P.opt(g, "l2_MB", 0, 100000);
       const Node peaks = g.req("dense_tflops");
       read_object(peaks, [&](Object& po) {
         for (const auto& e : hw_models::dtype_names().entries())
@@ -106,7 +111,7 @@ hw_models::SystemSpec read_system(const Node& node) {
     read_object(o.req("nvlink"), [&](Object& n) {
       s.nvlink.domain_gpus = P.req(n, "domain_gpus", 1, 100000, kInt);
       s.nvlink.bw_GBps = P.req(n, "bw_GBps", 0.1, 100000);
-      if (auto u = n.get("usable_GBps")) s.nvlink.usable_GBps = P.read(*u, 0.1, 100000, false);
+      s.nvlink.usable_GBps = P.opt(n, "usable_GBps", 0.1, 100000);
       s.nvlink.switch_chips = P.req(n, "switch_chips", 0, 1024, kInt);
     });
     read_object(o.req("network"), [&](Object& n) {
@@ -135,12 +140,12 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.efficiency.attention_fwd = P.req(e, "attention_fwd", 0.01, 1);
       s.efficiency.attention_bwd = P.req(e, "attention_bwd", 0.01, 1);
       s.efficiency.hbm = P.req(e, "hbm", 0.01, 1);
-      if (auto q = e.get("hbm_quantize")) s.efficiency.hbm_quantize = P.read(*q, 0.01, 1, false);
-      if (auto g = e.get("hbm_gather")) s.efficiency.hbm_gather = P.read(*g, 0.01, 1, false);
-      if (auto c = e.get("sustained_clock_factor")) s.efficiency.sustained_clock_factor = P.read(*c, 0.1, 1, false);
+      s.efficiency.hbm_quantize = P.opt(e, "hbm_quantize", 0.01, 1);
+      s.efficiency.hbm_gather = P.opt(e, "hbm_gather", 0.01, 1);
+      s.efficiency.sustained_clock_factor = P.opt(e, "sustained_clock_factor", 0.1, 1);
       s.efficiency.kernel_device_us = P.req(e, "kernel_device_us", 0, 1000);
-      if (auto k = e.get("gemm_k_overhead")) s.efficiency.gemm_k_overhead = P.read(*k, 0, 1e6, false);
-      if (auto k = e.get("grouped_gemm_k")) s.efficiency.grouped_gemm_k = P.read(*k, 1, 1e7, false);
+      s.efficiency.gemm_k_overhead = P.opt(e, "gemm_k_overhead", 0, 1e6);
+      s.efficiency.grouped_gemm_k = P.opt(e, "grouped_gemm_k", 1, 1e7);
     });
     read_object(o.req("host"), [&](Object& h) {
       s.host.op_us = P.req(h, "op_us", 0, 1e6);
@@ -149,8 +154,8 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.host.graph_launch_us = P.req(h, "graph_launch_us", 0, 1e6);
       s.host.alloc_us = P.req(h, "alloc_us", 0, 1e6);
       s.host.te_linear_us = P.req(h, "te_linear_us", 0, 1e6);
-      if (auto f = h.get("numa_unbound_factor")) s.host.numa_unbound_factor = P.read(*f, 1, 100, false);
-      if (auto f = h.get("te_slim_factor")) s.host.te_slim_factor = P.read(*f, 0.01, 1, false);
+      s.host.numa_unbound_factor = P.opt(h, "numa_unbound_factor", 1, 100);
+      s.host.te_slim_factor = P.opt(h, "te_slim_factor", 0.01, 1);
     });
     read_object(o.req("comm"), [&](Object& c) {
       s.comm.base_latency_us = P.req(c, "base_latency_us", 0, 1e6);
@@ -161,8 +166,8 @@ hw_models::SystemSpec read_system(const Node& node) {
       read_object(*ep, [&](Object& e) {
         if (auto a = e.get("alltoall_busbw_GBps"))
           read_object(*a, [&](Object& ao) {
-            if (auto v = ao.get("nvlink")) s.ep_dispatch.alltoall_busbw_nvlink_GBps = P.read(*v, 0.1, 1e5, false);
-            if (auto v = ao.get("network")) s.ep_dispatch.alltoall_busbw_network_GBps = P.read(*v, 0.1, 1e5, false);
+            s.ep_dispatch.alltoall_busbw_nvlink_GBps = P.opt(ao, "nvlink", 0.1, 1e5);
+            s.ep_dispatch.alltoall_busbw_network_GBps = P.opt(ao, "network", 0.1, 1e5);
           });
         const auto bw = [&](const Node& n) {
           hw_models::EpBandwidth b;
@@ -170,7 +175,7 @@ hw_models::SystemSpec read_system(const Node& node) {
             b.dispatch_GBps = P.req(bo, "dispatch_GBps", 0.1, 1e5);
             b.combine_GBps = P.req(bo, "combine_GBps", 0.1, 1e5);
             b.saturation_sms = P.req(bo, "saturation_sms", 1, 1024, kInt);
-            if (auto f = bo.get("tuned_factor")) b.tuned_factor = P.read(*f, 1, 100, false);
+            b.tuned_factor = P.opt(bo, "tuned_factor", 1, 100);
           });
           return b;
         };

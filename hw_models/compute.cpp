@@ -5,14 +5,19 @@
 
 namespace moesim::hw_models {
 
+namespace {
+// HBM bytes per second at a kernel kind's measured efficiency, or the streaming one.
+double hbm_rate(const SystemSpec& s, const std::optional<Param>& eta) {
+  return s.gpu.hbm_TBps.value * 1e12 * (eta ? eta->value : s.efficiency.hbm.value);
+}
+}  // namespace
+
 ComputeModel::ComputeModel(const SystemSpec& s)
     : sys_(s),
       sms_(static_cast<int>(s.gpu.sm_count.value)),
-      hbm_Bps_(s.gpu.hbm_TBps.value * 1e12 * s.efficiency.hbm.value),
-      quantize_Bps_(s.gpu.hbm_TBps.value * 1e12 *
-                    (s.efficiency.hbm_quantize ? s.efficiency.hbm_quantize->value : s.efficiency.hbm.value)),
-      gather_Bps_(s.gpu.hbm_TBps.value * 1e12 *
-                  (s.efficiency.hbm_gather ? s.efficiency.hbm_gather->value : s.efficiency.hbm.value)),
+      hbm_Bps_(hbm_rate(s, std::nullopt)),
+      quantize_Bps_(hbm_rate(s, s.efficiency.hbm_quantize)),
+      gather_Bps_(hbm_rate(s, s.efficiency.hbm_gather)),
       t_dev_(s.efficiency.kernel_device_us.value * 1e-6),
       clock_(s.efficiency.sustained_clock_factor ? s.efficiency.sustained_clock_factor->value : 1.0) {}
 

@@ -428,15 +428,14 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   }
 
   // Routed experts: E / ep local experts, tokens_in x ep / E tokens each (balanced).
-  const double local = local_experts;
-  const double m_per = tokens_in / local;
+  const double m_per = tokens_in / local_experts;
   const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
   const double e = static_cast<double>(m.ffn_matrices() - 1);
-  b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local);
+  b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
   const std::size_t act = b.mark();
   b.memory("moe.act", Module::experts, tokens_in * (e * f + f) * 2, 1.0, tokens_in * e * f * 2);
   if (has(fw.recompute_modules, RecomputeModule::moe_act)) b.recompute_since(act);
-  b.linear("moe.fc2", Module::experts, m_per, s.h, f, true, true, local);
+  b.linear("moe.fc2", Module::experts, m_per, s.h, f, true, true, local_experts);
 
   if (nccl) {
     b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
