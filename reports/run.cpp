@@ -150,6 +150,21 @@ double predicted_metric(const config::Measured& m, const Prediction& p) {
   return 0;
 }
 
+namespace {
+// Host-bound idle time by the module whose kernel the GPU waited for, largest first;
+// "outside_layers" for pipeline transfers, DP collectives and the optimizer.
+std::vector<std::pair<std::string, double>> host_bound_by_module(const schedules::Breakdown& b) {
+  std::vector<std::pair<std::string, double>> out;
+  for (std::size_t m = 0; m < b.host_bound_by_module.size(); ++m)
+    out.emplace_back(m < workload::kModuleCount
+                         ? std::string(workload::module_names().name(static_cast<workload::Module>(m)))
+                         : std::string("outside_layers"),
+                     b.host_bound_by_module[m]);
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  return out;
+}
+}  // namespace
+
 Json run_json(const config::Scenario& sc, const Prediction& p) {
   const auto& b = p.step.breakdown;
   Json j;
@@ -167,6 +182,9 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
                     {"pipeline_bubble", b.pipeline_bubble},
                     {"host_bound_idle", b.host_bound_idle},
                     {"other", b.other}};
+  Json by_module = Json::object();
+  for (const auto& [module, seconds] : host_bound_by_module(b)) by_module[module] = seconds;
+  j["host_bound_idle_by_module"] = by_module;
   j["critical_rank"] = p.step.critical_rank;
   j["rank_memory_gib"] = p.rank_memory_gib;
   j["cuda_graphs"] = {{"per_rank", p.cuda_graphs_per_rank}, {"static_buffers_gib", p.graph_static_gib}};
@@ -208,6 +226,10 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
   row("exposed communication", b.exposed_comm);
   row("pipeline bubble", b.pipeline_bubble);
   row("host-bound idle", b.host_bound_idle);
+  std::string where;
+  for (const auto& [module, seconds] : host_bound_by_module(b))
+    if (seconds >= 0.0005 * t) where += fmt::format("{}{} {:.3f} s", where.empty() ? "" : ", ", module, seconds);
+  if (!where.empty()) o += fmt::format("    before kernels of: {}\n", where);
   row("other", b.other);
   if (sc.measured) {
     const double pred = predicted_metric(*sc.measured, p);

@@ -95,6 +95,10 @@ class Sim {
     return it->second;
   }
   const std::vector<std::string>& labels() const { return labels_; }
+  // The module of a layer kernel's label; kModuleCount for the others.
+  std::size_t module_of(std::uint32_t label) const {
+    return label < label_module_.size() ? label_module_[label] : workload::kModuleCount;
+  }
 
   sim_core::RendezvousId pair(int mb, int vstage, bool fwd, std::int64_t lane) {
     auto [it, inserted] = pairs_.try_emplace(std::make_tuple(mb, vstage, fwd, lane), 0);
@@ -159,6 +163,7 @@ class Sim {
   PricedLayer dense_, moe_, embedding_, head_;
   workload::CaptureSet captured_;
   std::vector<std::string> labels_;
+  std::vector<std::size_t> label_module_;  // by label id, kModuleCount when not a layer kernel
   std::map<std::string, std::uint32_t> label_ids_;
   std::map<std::tuple<int, int, bool, std::int64_t>, sim_core::RendezvousId> pairs_;
   std::map<std::tuple<int, std::int64_t, std::int64_t>, sim_core::RendezvousId> collectives_;
@@ -178,6 +183,8 @@ Priced Sim::price(const workload::KernelTemplate& k) {
   us += k.host_allocs * host.alloc_us.value + k.host_ops * host.op_us.value;
   Priced p{label(k.name), 0, us * host_factor_ * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
            k.host_sync_delay};
+  if (label_module_.size() <= p.label) label_module_.resize(p.label + 1, workload::kModuleCount);
+  label_module_[p.label] = static_cast<std::size_t>(k.module);
   const auto& fw = in_.framework;
   switch (k.comm) {
     case workload::CommOp::none:
@@ -507,6 +514,7 @@ class StepObserver final : public sim_core::Observer {
     Category category;
     Category gated_by;  // category of the latest event it waited on
     Time gate_at;
+    std::uint32_t label;
   };
   StepObserver(const Sim& sim, int ranks, bool trace) : sim_(sim), compute_(static_cast<std::size_t>(ranks)), trace_(trace) {}
 
@@ -514,7 +522,7 @@ class StepObserver final : public sim_core::Observer {
     ++kernels;
     if (trace_) spans.push_back({gpu, stream, k.label, start.seconds(), end.seconds()});
     if (stream != kComputeStream) return;
-    Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero()};
+    Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero(), k.label};
     for (EventId w : k.waits)
       if (w != kNoEvent && sim_.events_.done_at(w) >= s.gate_at) {
         s.gate_at = sim_.events_.done_at(w);
@@ -533,7 +541,10 @@ class StepObserver final : public sim_core::Observer {
     for (const Span& s : compute_[static_cast<std::size_t>(rank)]) {
       const double gap = (s.start - prev).seconds();
       if (gap > 0) {
-        if (s.launch >= s.start && s.launch >= s.gate_at) b.host_bound_idle += gap;
+        if (s.launch >= s.start && s.launch >= s.gate_at) {
+          b.host_bound_idle += gap;
+          b.host_bound_by_module[sim_.module_of(s.label)] += gap;
+        }
         else if (s.gated_by == kPpComm) b.pipeline_bubble += gap;
         else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) b.exposed_comm += gap;
         else b.other += gap;

@@ -12,6 +12,7 @@
 // wait for token counts. The step ends when the last rank finishes its optimizer step.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "hw_models/system.hpp"
 #include "schedules/pp_layout.hpp"
 #include "schedules/schedule_kind.hpp"
+#include "workload/layer_graph.hpp"
 #include "workload/model_config.hpp"
 #include "workload/options.hpp"
 
@@ -55,6 +57,9 @@ struct Breakdown {
   double pipeline_bubble = 0;  // idle, waiting for another pipeline stage
   double host_bound_idle = 0;  // idle, the host had not launched the next kernel yet
   double other = 0;
+  // host_bound_idle by the module of the kernel the GPU waited for (index: Module; the
+  // last slot: kernels outside the layers, pipeline transfers, DP, optimizer).
+  std::array<double, workload::kModuleCount + 1> host_bound_by_module{};
 };
 
 struct TraceSpan {

@@ -460,6 +460,24 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
 
 }  // namespace
 
+const sim_core::NameTable<Module>& module_names() {
+  static constexpr std::array<sim_core::NameEntry<Module>, kModuleCount> kEntries{{
+      {Module::embedding, "embedding", "input embedding"},
+      {Module::attn, "attn", "attention block (norm, projections, core attention)"},
+      {Module::mlp, "mlp", "dense-layer MLP"},
+      {Module::moe_router, "moe_router", "pre-MLP norm and router"},
+      {Module::moe_preprocess, "moe_preprocess", "EP preprocess before dispatch"},
+      {Module::moe_dispatch, "moe_dispatch", "token dispatch and permute"},
+      {Module::experts, "experts", "routed experts (grouped GEMMs, activation)"},
+      {Module::shared_expert, "shared_expert", "shared expert"},
+      {Module::moe_combine, "moe_combine", "unpermute and combine"},
+      {Module::head, "head", "output layer"},
+      {Module::loss, "loss", "loss"},
+  }};
+  static constexpr sim_core::NameTable<Module> kTable{kEntries};
+  return kTable;
+}
+
 CaptureSet::CaptureSet(const Framework& fw, const StackSwitches& stack) {
   const auto& scopes = fw.cuda_graph_scope;
   const auto on = [&](CudaGraphScope s) { return std::find(scopes.begin(), scopes.end(), s) != scopes.end(); };

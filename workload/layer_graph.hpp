@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "hw_models/compute.hpp"
+#include "sim_core/names.hpp"
 #include "workload/model_config.hpp"
 #include "workload/options.hpp"
 
@@ -58,6 +59,9 @@ enum class Module : std::uint8_t {
   embedding, attn, mlp, moe_router, moe_preprocess, moe_dispatch, experts, shared_expert,
   moe_combine, head, loss
 };
+inline constexpr std::size_t kModuleCount = static_cast<std::size_t>(Module::loss) + 1;
+// "attn", "moe_dispatch", "experts", ...: in reports (host-bound idle by module).
+const sim_core::NameTable<Module>& module_names();
 
 // Which modules' kernels CUDA graphs capture, from the graph scopes (Megatron-Core:
 // `moe_router` and `moe_preprocess` capture those parts, `moe` the whole MoE block,
@@ -70,7 +74,7 @@ class CaptureSet {
   bool full_iteration() const { return full_; }
 
  private:
-  std::array<bool, static_cast<std::size_t>(Module::loss) + 1> on_{};
+  std::array<bool, kModuleCount> on_{};
   bool full_ = false;
 };
 

@@ -43,6 +43,11 @@ TEST_CASE("run --json carries the contract's keys and a breakdown that adds up",
     sum += j["breakdown"][k].get<double>();
   }
   CHECK(sum == Approx(j["step_time_s"].get<double>()).epsilon(1e-9));
+  // Host-bound idle by the module whose kernel waited, every module named.
+  double by_module = 0;
+  for (const auto& [module, seconds] : j["host_bound_idle_by_module"].items()) by_module += seconds.get<double>();
+  CHECK(j["host_bound_idle_by_module"].size() == workload::kModuleCount + 1);
+  CHECK(by_module == Approx(j["breakdown"]["host_bound_idle"].get<double>()).margin(1e-9));
   // TFLOPS/GPU = 249.81 GFLOP/token x 2048 x 4096 tokens / (step x 256 GPUs).
   CHECK(j["tflops_per_gpu"].get<double>() ==
         Approx(249.812e9 * 2048 * 4096 / (j["step_time_s"].get<double>() * 256) / 1e12).epsilon(1e-4));
@@ -200,4 +205,80 @@ TEST_CASE("CUDA graphs: L x M x 2 per rank, static buffers in memory, one for fu
   CHECK(p.rank_memory_gib[1] == Approx(e.rank_memory_gib[1] + p.graph_static_gib[1]));
   const auto full = reports::predict(config::load_scenario_file(test::source_path("scenarios/whatif/sync-free-full-graph.json")));
   CHECK(full.cuda_graphs_per_rank[1] == 1);
+}
+
+namespace {
+
+using workload::Module;
+double host_bound_before(const schedules::Breakdown& b, Module m) {
+  return b.host_bound_by_module[static_cast<std::size_t>(m)];
+}
+
+// Kernels of one pipeline rank's compute stream, in start order, by name.
+std::vector<std::pair<std::string, double>> compute_kernels(const reports::Prediction& p, int rank) {
+  std::vector<const schedules::TraceSpan*> spans;
+  for (const auto& s : p.step.trace)
+    if (s.rank == rank && s.track == 0) spans.push_back(&s);
+  std::stable_sort(spans.begin(), spans.end(), [](auto* a, auto* b) { return a->start_s < b->start_s; });
+  std::vector<std::pair<std::string, double>> out;
+  for (auto* s : spans) out.emplace_back(p.step.labels[s->label], s->end_s - s->start_s);
+  return out;
+}
+
+// Kernels shorter than 5 us between the last permute before the first routed-expert GEMM
+// of the middle of the step and that GEMM.
+int tiny_kernels_before_expert_gemm(const reports::Prediction& p) {
+  const auto k = compute_kernels(p, 1);
+  std::size_t i = k.size() / 2;
+  while (i < k.size() && k[i].first != "moe.fc1.fprop") ++i;
+  REQUIRE(i < k.size());
+  int tiny = 0;
+  for (std::size_t j = i; j-- > 0 && k[j].first.find("permute") == std::string::npos;)
+    if (k[j].second < 5e-6) ++tiny;
+  return tiny;
+}
+
+}  // namespace
+
+// NVIDIA's profiles of the journey (shared/reference/gb200-journey.md, BLOG figures): the
+// baseline's router and preprocess region is mostly gaps, a long permute kernel, many
+// tiny kernels (scale zero-fills, swizzles) before the expert GEMMs; once attention,
+// router, preprocess and the shared expert run in CUDA graphs, "only the routed experts
+// part still has some CPU overhead".
+TEST_CASE("The journey's traces show what NVIDIA's profiles showed", "[reports][run][host][journey]") {
+  schedules::StepOptions traced;
+  traced.trace = true;
+  const auto base = reports::predict(config::load_scenario_file(test::source_path("scenarios/journey/01-baseline.json")), traced);
+  const auto& b1 = base.step.breakdown;
+  // Host-bound gaps before the router's kernels and before the routed experts' kernels.
+  CHECK(host_bound_before(b1, Module::moe_router) > 0.02 * base.step.step_time_s);
+  CHECK(host_bound_before(b1, Module::experts) > 0.02 * base.step.step_time_s);
+  double by_module = 0;
+  for (double s : b1.host_bound_by_module) by_module += s;
+  CHECK(by_module == Approx(b1.host_bound_idle));
+
+  // The old permute kernel is the longest memory-bound kernel of the dispatch path.
+  double global_permute = 0, dispatch = 0;
+  for (const auto& [name, d] : compute_kernels(base, 1)) {
+    if (name == "moe.global_permute.fwd") global_permute = std::max(global_permute, d);
+    if (name == "moe.dispatch.fwd") dispatch = std::max(dispatch, d);
+  }
+  CHECK(global_permute > dispatch);
+
+  // Scale zero-fills and swizzles: 16 + 16 tiny kernels before the first expert GEMM at
+  // the baseline (8 splits), one fused swizzle once steps 2 and 9 are in.
+  CHECK(tiny_kernels_before_expert_gemm(base) >= 16);
+  const auto s9 = reports::predict(config::load_scenario_file(test::source_path("scenarios/journey/09-pdl-swizzle.json")), traced);
+  CHECK(tiny_kernels_before_expert_gemm(s9) <= 2);
+
+  // Step 13: what host-bound idle remains is before the dispatch, expert and combine
+  // kernels; none before the graphed modules.
+  const auto s13 = reports::predict(config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
+  const auto& b13 = s13.step.breakdown;
+  for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::shared_expert})
+    CHECK(host_bound_before(b13, m) == 0);
+  const double routed = host_bound_before(b13, Module::moe_dispatch) + host_bound_before(b13, Module::experts) +
+                        host_bound_before(b13, Module::moe_combine);
+  CHECK(routed > 0);
+  CHECK(routed >= 0.9 * b13.host_bound_idle);
 }
