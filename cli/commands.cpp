@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "config/load.hpp"
+#include "reports/comm.hpp"
 #include "reports/describe.hpp"
 #include "reports/infer.hpp"
 #include "reports/run.hpp"
@@ -298,6 +299,38 @@ class Infer final : public Command {
   bool json_ = false;
 };
 
+// The communication model alone (reports/comm.hpp).
+class Comm final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("--system", q_.system, "system preset (h800, gb200-nvl72, ...)")->required();
+    app.add_option("--op", q_.op,
+                   "all-reduce, all-gather, reduce-scatter, all-to-all, send-recv, ep-dispatch, ep-combine")
+        ->required();
+    app.add_option("--ranks", q_.ranks, "GPUs in the collective (consecutive ranks)")->capture_default_str();
+    app.add_option("--bytes", q_.bytes, "collective size in bytes, as nccl-tests counts it")->capture_default_str();
+    app.add_option("--gpus-per-domain", q_.gpus_per_domain, "GPUs per NVLink domain (default: the system's)");
+    app.add_option("--dispatcher", q_.dispatcher, "EP dispatcher: alltoall, allgather, deepep, hybridep")
+        ->capture_default_str();
+    app.add_option("--ep", q_.ep, "expert-parallel ranks")->capture_default_str();
+    app.add_option("--tokens", q_.tokens, "tokens per rank")->capture_default_str();
+    app.add_option("--hidden", q_.hidden, "hidden size")->capture_default_str();
+    app.add_option("--topk", q_.topk, "experts per token")->capture_default_str();
+    app.add_option("--dtype", q_.dtype, "dispatch payload: bf16 or fp8")->capture_default_str();
+    app.add_option("--sms", q_.sms, "SMs given to the dispatcher (default: its usual)");
+    app.add_flag("--json", json_, "print one JSON object");
+  }
+  int run(Io& io) override {
+    const reports::CommAnswer a = reports::comm(q_);
+    io.out << (json_ ? reports::comm_json(a).dump(2) + "\n" : reports::comm_text(a));
+    return 0;
+  }
+
+ private:
+  reports::CommQuery q_;
+  bool json_ = false;
+};
+
 // A subcommand whose capability arrives with a later issue: it accepts the contract's
 // arguments and says so plainly instead of pretending to work.
 template <int Issue>
@@ -329,7 +362,7 @@ constexpr std::array<CommandInfo, 9> kCommands{{
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make<Describe>},
     {"validate", "predicted vs measured over scenario files or folders", make<Validate>},
     {"bench", "time the simulation of one scenario (wall time, events/s)", make<Bench>},
-    {"comm", "the communication model alone (EP dispatch, collectives) [issue #5]", make<NotYet<5>>},
+    {"comm", "the communication model alone: collectives as flows over the topology, EP dispatch", make<Comm>},
     {"pipeline", "a pipeline schedule alone with fixed chunk times", make<Pipeline>},
     {"infer", "infer a journey step's one unpublished parameter from that step", make<Infer>},
     {"sweep", "run many scenarios generated from a sweep file [not yet]", make<NotYet<0>>},

@@ -161,6 +161,8 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.comm.base_latency_us = P.req(c, "base_latency_us", 0, 1e6);
       s.comm.nvlink_hop_us = P.req(c, "nvlink_hop_us", 0, 1e6);
       s.comm.network_hop_us = P.req(c, "network_hop_us", 0, 1e6);
+      s.comm.nvlink_efficiency = P.opt(c, "nvlink_efficiency", 0.01, 1);
+      s.comm.network_efficiency = P.opt(c, "network_efficiency", 0.01, 1);
     });
     if (auto ep = o.get("ep_dispatch")) {
       read_object(*ep, [&](Object& e) {

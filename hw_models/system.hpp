@@ -115,6 +115,10 @@ struct CommLatency {
   Param base_latency_us;
   Param nvlink_hop_us;
   Param network_hop_us;
+  // Fraction of a link's capacity NCCL's transfers reach (hw_models/collectives.hpp),
+  // fitted from one measured bus bandwidth (calibration/link_fit.hpp); absent: 1.
+  std::optional<Param> nvlink_efficiency;
+  std::optional<Param> network_efficiency;
 };
 
 // Measured expert-parallel dispatch/combine bandwidth of one library at one SM count

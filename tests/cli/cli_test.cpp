@@ -104,9 +104,44 @@ TEST_CASE("Usage errors exit 2, help and version exit 0", "[cli]") {
 }
 
 TEST_CASE("Subcommands of later issues say so and fail", "[cli]") {
-  const auto r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch"});
+  const auto r = run_moesim({"calibrate", "run"});
   CHECK(r.status == 1);
-  CHECK_THAT(r.err, Catch::Contains("moesim comm: not implemented yet (arrives with issue #5)"));
+  CHECK_THAT(r.err, Catch::Contains("moesim calibrate: not implemented yet (arrives with issue #7)"));
+}
+
+TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
+  // 8 x H100 ring all-gather of 8 GiB: eta x 450 GB/s bus bandwidth, less latency.
+  auto r = run_moesim({"comm", "--system", "h100", "--op", "all-gather", "--ranks", "8", "--bytes", "8589934592",
+                       "--json"});
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"time_us", "algbw_GBps", "busbw_GBps", "latency_us", "flows"}) CHECK(j.contains(k));
+  CHECK(j["busbw_GBps"].get<double>() == Approx(361).epsilon(0.01));
+  CHECK(j["algbw_GBps"].get<double>() == Approx(j["busbw_GBps"].get<double>() * 8 / 7));
+  CHECK(j["time_us"].get<double>() == Approx(8589934592.0 / j["algbw_GBps"].get<double>() / 1e3));
+  // EP dispatch through the dispatcher model (DeepEP on H800 NVLink: 153 GB/s at 24 SMs).
+  r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep", "--ep", "8", "--sms",
+                  "24", "--json"});
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["algbw_GBps"].get<double>() == Approx(153).epsilon(0.02));
+  r = run_moesim({"comm", "--system", "h800", "--op", "all-to-all", "--ranks", "16"});
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("busbw"));
+}
+
+TEST_CASE("comm refuses what it does not know, naming the option", "[cli][comm]") {
+  auto r = run_moesim({"comm", "--system", "h900", "--op", "all-reduce"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--system") && Catch::Contains("unknown system 'h900'"));
+  r = run_moesim({"comm", "--system", "h100", "--op", "broadcast"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--op") && Catch::Contains("all-reduce"));
+  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--ranks", "24", "--gpus-per-domain", "12"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--gpus-per-domain"));
+  r = run_moesim({"comm", "--system", "h100", "--op", "ep-dispatch", "--dtype", "fp4"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--dtype"));
 }
 
 TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pipeline]") {

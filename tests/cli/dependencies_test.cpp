@@ -1,7 +1,8 @@
 // The architecture's one-way dependencies, checked on the sources: a folder may include
 // only itself and the folders below it in
 //   cli -> reports -> config -> schedules -> workload -> hw_models -> sim_core
-// (calibration stands alone beside them and is used only by cli).
+// (calibration sits beside them: it may evaluate the hardware models whose parameters it
+// fits, hw_models and sim_core, and is used only by cli).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -17,7 +18,7 @@ TEST_CASE("Library folders include only the folders below them", "[architecture]
   std::map<std::string, std::set<std::string>> allowed;
   for (std::size_t i = 0; i < chain.size(); ++i)
     for (std::size_t j = 0; j <= i; ++j) allowed[chain[i]].insert(chain[j]);
-  allowed["calibration"] = {"calibration"};
+  allowed["calibration"] = {"calibration", "hw_models", "sim_core"};
   allowed["cli"].insert("calibration");
 
   // `#include "folder/...`: the folder of a project include, or empty.

@@ -1,0 +1,34 @@
+// calibration/link_fit.hpp: the fraction of a link's capacity NCCL reaches, fitted from
+// one measured bus bandwidth.
+//
+// The collective model (hw_models/collectives.hpp) moves flows at eta x capacity on
+// each link kind. For one measured point (op, ranks, bytes, busbw) the fitter finds the
+// eta of the given link kind at which the model's bus bandwidth equals the measurement,
+// by bisection on [0.01, 1] (busbw rises monotonically with eta). The points and which
+// systems each fit applies to are in calibration/profiles/nccl-busbw.json.
+#pragma once
+
+#include <string>
+
+#include "hw_models/collectives.hpp"
+#include "hw_models/system.hpp"
+
+namespace moesim::calibration {
+
+struct BusbwPoint {
+  hw_models::Collective op = hw_models::Collective::all_reduce;
+  int ranks = 8;
+  int gpus_per_domain = 0;  // 0: the system's
+  double bytes = 0;
+  double busbw_GBps = 0;
+};
+
+// The model's bus bandwidth for the point on system `s` as it is.
+double model_busbw(const hw_models::SystemSpec& s, const BusbwPoint& p);
+
+enum class LinkClass { nvlink, network };
+// The efficiency of `link` on `s` that reproduces the point. Throws std::invalid_argument
+// when no value in [0.01, 1] does (the point is not bound by that kind of link).
+double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwPoint& p);
+
+}  // namespace moesim::calibration

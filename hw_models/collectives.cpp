@@ -1,0 +1,119 @@
+#include "hw_models/collectives.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <stdexcept>
+
+namespace moesim::hw_models {
+
+const sim_core::NameTable<Collective>& collective_names() {
+  static constexpr std::array<sim_core::NameEntry<Collective>, 5> kEntries{{
+      {Collective::all_reduce, "all-reduce", "ring all-reduce of S bytes per rank"},
+      {Collective::all_gather, "all-gather", "ring all-gather of an S-byte output"},
+      {Collective::reduce_scatter, "reduce-scatter", "ring reduce-scatter of an S-byte input"},
+      {Collective::all_to_all, "all-to-all", "S bytes per rank, S/n to every rank"},
+      {Collective::send_recv, "send-recv", "S bytes from the first rank to the second"},
+  }};
+  static constexpr sim_core::NameTable<Collective> kTable{kEntries};
+  return kTable;
+}
+
+double bus_factor(Collective op, double n) {
+  switch (op) {
+    case Collective::all_reduce: return 2 * (n - 1) / n;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all: return (n - 1) / n;
+    case Collective::send_recv: return 1;
+  }
+  return 1;
+}
+
+LinkEfficiency link_efficiency(const SystemSpec& s) {
+  LinkEfficiency e;
+  if (s.comm.nvlink_efficiency) e.nvlink = s.comm.nvlink_efficiency->value;
+  if (s.comm.network_efficiency) e.nic = e.network = s.comm.network_efficiency->value;
+  return e;
+}
+
+namespace {
+
+// Ring successors per channel: members grouped by NVLink domain in order of appearance;
+// channel c starts every domain's part of the ring c places later, so that each channel
+// crosses between domains from a different GPU (and NIC).
+std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>& ranks, int channels) {
+  std::vector<std::vector<int>> by_domain;
+  std::map<int, std::size_t> slot;
+  for (int r : ranks) {
+    auto [it, inserted] = slot.try_emplace(topo.domain_of(r), by_domain.size());
+    if (inserted) by_domain.emplace_back();
+    by_domain[it->second].push_back(r);
+  }
+  std::vector<std::vector<int>> out;
+  for (int c = 0; c < channels; ++c) {
+    std::vector<int> ring;
+    for (const auto& d : by_domain) {
+      const std::size_t k = static_cast<std::size_t>(c) % d.size();
+      ring.insert(ring.end(), d.begin() + static_cast<std::ptrdiff_t>(k), d.end());
+      ring.insert(ring.end(), d.begin(), d.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    out.push_back(std::move(ring));
+  }
+  return out;
+}
+
+}  // namespace
+
+CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
+                               double bytes) {
+  CollectiveTime r;
+  const std::size_t n = ranks.size();
+  if (op == Collective::send_recv ? n < 2 : n < 1) throw std::invalid_argument("collective_time: too few ranks");
+  if (n == 1 || bytes <= 0) return r;
+  bool spans = false;
+  for (int g : ranks) spans = spans || topo.domain_of(g) != topo.domain_of(ranks.front());
+  const double hop = (spans ? s.comm.network_hop_us.value : s.comm.nvlink_hop_us.value) * 1e-6;
+  const double nd = static_cast<double>(n);
+
+  std::vector<Flow> flows;
+  double steps = 1;
+  switch (op) {
+    case Collective::send_recv:
+      flows.push_back({ranks[0], ranks[1], bytes, 0});
+      break;
+    case Collective::all_to_all:
+      for (int a : ranks)
+        for (int b : ranks)
+          if (a != b) flows.push_back({a, b, bytes / nd, 0});
+      break;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_reduce: {
+      const bool ar = op == Collective::all_reduce;
+      steps = (ar ? 2 : 1) * (nd - 1);
+      // One channel per NIC a domain's members have, up to NCCL's 32; one inside a domain.
+      int channels = 1;
+      if (spans) {
+        std::map<int, int> per_domain;
+        for (int g : ranks) ++per_domain[topo.domain_of(g)];
+        int least = static_cast<int>(n);
+        for (const auto& [d, k] : per_domain) least = std::min(least, k);
+        channels = std::clamp(least * static_cast<int>(std::max(1.0, s.network.nics_per_gpu.value)), 1, 32);
+      }
+      const double per_rank = (ar ? 2 : 1) * (nd - 1) / nd * bytes / channels;
+      for (const auto& ring : rings(topo, ranks, channels))
+        for (std::size_t i = 0; i < ring.size(); ++i) flows.push_back({ring[i], ring[(i + 1) % ring.size()], per_rank, 0});
+      break;
+    }
+  }
+  const FlowTimes ft = simulate_flows(topo, flows, link_efficiency(s));
+  r.latency_s = s.comm.base_latency_us.value * 1e-6 + steps * hop;
+  r.time_s = r.latency_s + ft.makespan_s;
+  r.flows = flows.size();
+  r.algbw_GBps = bytes / r.time_s / 1e9;
+  r.busbw_GBps = r.algbw_GBps * bus_factor(op, nd);
+  return r;
+}
+
+}  // namespace moesim::hw_models

@@ -1,0 +1,56 @@
+// hw_models/collectives.hpp: NCCL collectives as flows over the topology.
+//
+// Sizes follow nccl-tests: S is the buffer per rank (all-reduce, all-to-all, send/recv)
+// or the whole gathered / scattered buffer (all-gather, reduce-scatter). Algorithm
+// bandwidth algbw = S / t; bus bandwidth busbw = algbw x 2(n-1)/n for all-reduce,
+// x (n-1)/n for all-gather, reduce-scatter and all-to-all, x 1 for send/recv
+// (shared/reference/hardware-and-microbenchmarks.md, 'NCCL cost structure').
+//
+//   ring all-gather / reduce-scatter: n-1 pipelined steps; every rank sends (n-1)/n S
+//     to its ring successor. Across NVLink domains NCCL runs one ring per rail
+//     (channel c enters each domain at its GPU of rail c and leaves toward the next
+//     domain's GPU of rail c), so the channels use different NICs; each channel
+//     carries S / channels.
+//   ring all-reduce: reduce-scatter then all-gather: 2(n-1) steps, 2 (n-1)/n S per rank.
+//   all-to-all: every rank sends S/n to every other rank at once.
+//   send/recv: one flow of S.
+// Time = latency + the flows' makespan (hw_models/flows.hpp), with
+//   latency = base + steps x hop,  hop = network hop when the group spans NVLink
+//   domains, else NVLink hop (NCCL tuning.cc, Simple protocol constants in the preset).
+// The flows reach eta x link capacity (SystemSpec::comm efficiencies, fitted by
+// calibration/link_fit.hpp from one measured bus bandwidth per system). NVLS (NVLink
+// SHARP all-reduce) and tree algorithms are not modeled.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hw_models/flows.hpp"
+#include "hw_models/system.hpp"
+#include "hw_models/topology.hpp"
+#include "sim_core/names.hpp"
+
+namespace moesim::hw_models {
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
+const sim_core::NameTable<Collective>& collective_names();
+
+struct CollectiveTime {
+  double time_s = 0;
+  double latency_s = 0;
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+  std::size_t flows = 0;
+};
+
+// busbw / algbw for `op` over n ranks.
+double bus_factor(Collective op, double n);
+
+// `ranks` are GPU ids of `topo`, in group order; send/recv uses the first two.
+CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
+                               double bytes);
+
+// The preset's link efficiencies (1 where absent).
+LinkEfficiency link_efficiency(const SystemSpec& s);
+
+}  // namespace moesim::hw_models

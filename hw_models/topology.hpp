@@ -1,0 +1,78 @@
+// hw_models/topology.hpp: the cluster's links as a Boost.Graph, built from the system
+// preset, and the route of a transfer from one GPU to another.
+//
+// Vertices: GPUs; one NVSwitch fabric per NVLink domain (the 8-GPU crossbar of an
+// HGX board, or the 18 switch chips of an NVL72 rack: every GPU has one link to each
+// chip, so traffic spreads evenly and the chips act as one non-blocking crossbar of
+// per-GPU capacity); NICs (nics_per_gpu per GPU); leaf switches; one aggregated spine
+// per network plane.
+//
+// Links are directed, one per direction, with a capacity in bytes/s:
+//   GPU <-> NVSwitch   NVLink bandwidth per GPU per direction (nvlink.bw_GBps)
+//   GPU <-> NIC        NIC line rate (PCIe Gen5 x16 / C2C is faster, so the NIC binds)
+//   NIC <-> leaf       NIC line rate
+//   leaf <-> spine     down ports x line rate (non-blocking two-tier fat tree)
+// Rails: GPU g's NICs sit on rail r = g mod gpus_per_node (rail-optimized fabric: one
+// leaf group per rail). Multi-plane fat tree (DeepSeek's H800 cluster, arXiv 2505.09343):
+// rail r belongs to plane r mod planes and planes share no switch, so traffic between
+// rails of different planes must first cross NVLink to a GPU on the destination's rail
+// (what NCCL's PXN and DeepEP's "IB to the same-index GPU, then NVLink" do). Leaves
+// have `kLeafDownPorts` ports toward NICs (Quantum-2: 64 x 400G ports, half down;
+// shared/reference/hardware-and-microbenchmarks.md, Interconnect).
+//
+// Routes are shortest paths in hops (Boost's breadth-first search from each GPU),
+// ties broken by vertex order, so they are deterministic. GPUs are numbered in
+// Megatron's global rank order; `gpus_per_nvlink_domain` consecutive ranks share an
+// NVLink domain (the scenario contract's placement rule).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw_models/system.hpp"
+
+namespace moesim::hw_models {
+
+enum class VertexKind : std::uint8_t { gpu, nvswitch, nic, leaf, spine };
+enum class LinkKind : std::uint8_t { nvlink, nic, network };
+
+struct Link {
+  int from = 0, to = 0;       // vertex ids
+  LinkKind kind = LinkKind::nvlink;
+  double capacity_Bps = 0;
+  double latency_s = 0;
+};
+
+class Topology {
+ public:
+  static constexpr int kLeafDownPorts = 32;
+
+  // `gpus_per_nvlink_domain` 0: the system's NVLink domain size.
+  Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t gpus_per_nvlink_domain = 0);
+
+  int gpus() const { return gpus_; }
+  int domain_size() const { return domain_; }
+  int domain_of(int gpu) const { return gpu / domain_; }
+  int rail_of(int gpu) const { return gpu % gpus_per_node_; }
+  std::size_t vertex_count() const { return kinds_.size(); }
+  std::size_t count(VertexKind k) const;
+  const std::vector<Link>& links() const { return links_; }
+
+  // Link ids from GPU a to GPU b in order; empty when a == b.
+  std::vector<int> route(int a, int b) const;
+  // Sum of the route's link latencies.
+  double latency_s(int a, int b) const;
+
+ private:
+  int add_vertex(VertexKind k);
+  void add_duplex(int a, int b, LinkKind kind, double Bps, double latency_s);
+
+  int gpus_, domain_, gpus_per_node_;
+  std::vector<VertexKind> kinds_;
+  std::vector<Link> links_;
+  std::vector<std::vector<int>> out_;       // vertex -> outgoing link ids (graph order)
+  std::vector<std::vector<int>> pred_link_; // per GPU source: vertex -> link that reached it
+};
+
+}  // namespace moesim::hw_models

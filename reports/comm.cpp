@@ -1,0 +1,117 @@
+#include "reports/comm.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+#include "hw_models/collectives.hpp"
+#include "hw_models/comm_cost.hpp"
+#include "hw_models/dispatcher.hpp"
+#include "hw_models/ep_dispatch.hpp"
+#include "hw_models/topology.hpp"
+
+namespace moesim::reports {
+namespace {
+
+constexpr const char* kCli = "<command line>";
+
+hw_models::SystemSpec system_named(const std::string& name) {
+  const auto names = config::preset_names(config::PresetKind::system);
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    throw config::InputError(kCli, "--system", fmt::format("unknown system '{}' (known: {})", name, known));
+  }
+  return config::load_system_preset(name);
+}
+
+CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domain) {
+  const auto d = hw_models::dispatcher_names().find(q.dispatcher);
+  if (!d)
+    throw config::InputError(kCli, "--dispatcher",
+                             fmt::format("unknown dispatcher '{}' (known: {})", q.dispatcher,
+                                         hw_models::dispatcher_names().known()));
+  if (q.dtype != "bf16" && q.dtype != "fp8")
+    throw config::InputError(kCli, "--dtype", fmt::format("unknown dtype '{}' (known: bf16, fp8)", q.dtype));
+  if (q.ep < 1 || q.tokens <= 0 || q.hidden <= 0 || q.topk <= 0)
+    throw config::InputError(kCli, "--ep", "ep, tokens, hidden and topk must be positive");
+  const bool combine = q.op == "ep-combine";
+  // Bytes a rank sends: its routed token copies x hidden x element size (combine: BF16).
+  const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0;
+  CommAnswer a;
+  a.bytes = q.tokens * q.topk * q.hidden * elem;
+  const hw_models::AlphaBetaComm ab(s);
+  hw_models::EpQuery eq{a.bytes, {q.ep, q.ep > domain},
+                        q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d), combine, false};
+  const double t = hw_models::ep_comm_seconds(*d, s, ab, eq);
+  a.time_us = t * 1e6;
+  a.algbw_GBps = a.bytes / t / 1e9;
+  a.busbw_GBps = a.algbw_GBps;
+  a.ranks = q.ep;
+  a.model = fmt::format("{} dispatcher model of the step simulation (measured library bandwidths where the preset has them)",
+                        q.dispatcher);
+  return a;
+}
+
+}  // namespace
+
+CommAnswer comm(const CommQuery& q) {
+  const hw_models::SystemSpec s = system_named(q.system);
+  const int domain = q.gpus_per_domain > 0 ? q.gpus_per_domain : static_cast<int>(s.nvlink.domain_gpus.value);
+  CommAnswer a;
+  if (q.op == "ep-dispatch" || q.op == "ep-combine") {
+    a = ep_comm(q, s, domain);
+  } else {
+    const auto op = hw_models::collective_names().find(q.op);
+    if (!op)
+      throw config::InputError(kCli, "--op",
+                               fmt::format("unknown op '{}' (known: {}, ep-dispatch, ep-combine)", q.op,
+                                           hw_models::collective_names().known()));
+    if (q.ranks < (*op == hw_models::Collective::send_recv ? 2 : 1) || q.ranks > 65536)
+      throw config::InputError(kCli, "--ranks", fmt::format("{} ranks: need 1..65536 (2 for send-recv)", q.ranks));
+    if (!(q.bytes > 0)) throw config::InputError(kCli, "--bytes", "bytes must be positive");
+    // The cluster: the group's GPUs, rounded up to whole NVLink domains.
+    const int dom = std::min(domain, q.ranks);
+    const int gpus = (q.ranks + dom - 1) / dom * dom;
+    std::unique_ptr<hw_models::Topology> topo;
+    try {
+      topo = std::make_unique<hw_models::Topology>(s, gpus, dom);
+    } catch (const std::invalid_argument& e) {
+      throw config::InputError(kCli, "--gpus-per-domain", e.what());
+    }
+    std::vector<int> ranks(static_cast<std::size_t>(q.ranks));
+    for (int i = 0; i < q.ranks; ++i) ranks[static_cast<std::size_t>(i)] = i;
+    // send-recv: to the first GPU of the next domain when there is one, else the next GPU.
+    if (*op == hw_models::Collective::send_recv) ranks = {0, q.ranks > dom ? dom : 1};
+    const auto r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes);
+    a.bytes = q.bytes;
+    a.ranks = q.ranks;
+    a.time_us = r.time_s * 1e6;
+    a.latency_us = r.latency_s * 1e6;
+    a.algbw_GBps = r.algbw_GBps;
+    a.busbw_GBps = r.busbw_GBps;
+    a.flows = r.flows;
+    a.model = "NCCL ring / all-to-all as max-min flows over the topology";
+  }
+  a.op = q.op;
+  a.system = q.system;
+  return a;
+}
+
+nlohmann::ordered_json comm_json(const CommAnswer& a) {
+  return {{"system", a.system}, {"op", a.op},         {"ranks", a.ranks},           {"bytes", a.bytes},
+          {"time_us", a.time_us}, {"latency_us", a.latency_us}, {"algbw_GBps", a.algbw_GBps},
+          {"busbw_GBps", a.busbw_GBps}, {"flows", a.flows}, {"model", a.model}};
+}
+
+std::string comm_text(const CommAnswer& a) {
+  return fmt::format("{} on {} x {} ({:.4g} bytes)\n  time      {:.2f} us  (latency {:.2f} us)\n  algbw     {:.1f} GB/s\n"
+                     "  busbw     {:.1f} GB/s\n  model     {}\n",
+                     a.op, a.ranks, a.system, a.bytes, a.time_us, a.latency_us, a.algbw_GBps, a.busbw_GBps, a.model);
+}
+
+}  // namespace moesim::reports

@@ -1,0 +1,44 @@
+// reports/comm.hpp: `moesim comm`, the communication model alone.
+//
+// Collectives (all-reduce, all-gather, reduce-scatter, all-to-all, send-recv) run as
+// flows over the system's topology (hw_models/collectives.hpp) on `ranks` consecutive
+// GPUs, NVLink domains of `gpus_per_domain` (default: the system's). EP dispatch and
+// combine (ep-dispatch, ep-combine) are priced by the dispatcher model the step
+// simulation uses (hw_models/ep_dispatch.hpp: the libraries' measured bandwidths where
+// the preset has them); the flow model of the dispatch kernels is still to come.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace moesim::reports {
+
+struct CommQuery {
+  std::string system;
+  std::string op;
+  int ranks = 8;
+  double bytes = 1 << 30;      // collectives: nccl-tests' size
+  int gpus_per_domain = 0;     // 0: the system's NVLink domain
+  // EP dispatch / combine
+  std::string dispatcher = "deepep";
+  int ep = 8;
+  double tokens = 4096, hidden = 7168, topk = 8;
+  std::string dtype = "bf16";  // dispatch payload: bf16 or fp8 (combine is BF16)
+  int sms = 0;                 // 0: the dispatcher's default
+};
+
+struct CommAnswer {
+  std::string op, system, model;
+  int ranks = 0;
+  double bytes = 0, time_us = 0, latency_us = 0, algbw_GBps = 0, busbw_GBps = 0;
+  std::size_t flows = 0;
+};
+
+// Throws config::InputError (file "<command line>") on an unknown system, op, dispatcher
+// or dtype, or sizes that do not fit the system.
+CommAnswer comm(const CommQuery& q);
+nlohmann::ordered_json comm_json(const CommAnswer& a);
+std::string comm_text(const CommAnswer& a);
+
+}  // namespace moesim::reports

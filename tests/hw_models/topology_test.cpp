@@ -1,0 +1,111 @@
+// The topology graph, its routes, and flows sharing links max-min fairly.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "config/load.hpp"
+#include "hw_models/collectives.hpp"
+#include "hw_models/flows.hpp"
+#include "hw_models/topology.hpp"
+
+using namespace moesim;
+using hw_models::LinkKind;
+using hw_models::Topology;
+using hw_models::VertexKind;
+
+namespace {
+std::vector<LinkKind> kinds(const Topology& t, int a, int b) {
+  std::vector<LinkKind> k;
+  for (int l : t.route(a, b)) k.push_back(t.links()[static_cast<std::size_t>(l)].kind);
+  return k;
+}
+}  // namespace
+
+TEST_CASE("DeepSeek's H800 cluster: 8 planes, cross-rail traffic crosses NVLink first", "[hw_models][topology]") {
+  // 256 GPUs = 32 nodes of 8; GPU i of every node on plane i; 32 nodes fit one leaf per
+  // plane, so a plane needs no spine.
+  const Topology t(config::load_system_preset("h800"), 256);
+  CHECK(t.count(VertexKind::gpu) == 256);
+  CHECK(t.count(VertexKind::nvswitch) == 32);
+  CHECK(t.count(VertexKind::nic) == 256);
+  CHECK(t.count(VertexKind::leaf) == 8);
+  CHECK(t.count(VertexKind::spine) == 0);
+  CHECK(t.route(3, 3).empty());
+  CHECK(kinds(t, 0, 5) == std::vector<LinkKind>{LinkKind::nvlink, LinkKind::nvlink});
+  // Same rail, other node: NIC, leaf, NIC.
+  CHECK(kinds(t, 0, 8) == std::vector<LinkKind>{LinkKind::nic, LinkKind::network, LinkKind::network, LinkKind::nic});
+  // Rail 0 to rail 5 of another node: NVLink to the local GPU of rail 5, then its plane.
+  CHECK(kinds(t, 0, 13) == std::vector<LinkKind>{LinkKind::nvlink, LinkKind::nvlink, LinkKind::nic, LinkKind::network,
+                                                 LinkKind::network, LinkKind::nic});
+  // IB latency: 2.8 us end to end on one leaf (DeepSeek's hardware paper).
+  CHECK(t.latency_s(0, 8) == Approx(2.8e-6));
+}
+
+TEST_CASE("GB200 NVL72 in 32-GPU domains: trays of 4, rails of 64 trays over two leaves", "[hw_models][topology]") {
+  const Topology t(config::load_system_preset("gb200-nvl72"), 256, 32);
+  CHECK(t.count(VertexKind::nvswitch) == 8);
+  CHECK(t.count(VertexKind::leaf) == 8);   // 4 rails x ceil(64 trays / 32 ports)
+  CHECK(t.count(VertexKind::spine) == 1);  // one plane
+  CHECK(t.domain_of(31) == 0);
+  CHECK(t.domain_of(32) == 1);
+  CHECK(t.route(0, 31).size() == 2);
+  CHECK(t.route(0, 32).size() >= 4);
+  CHECK_THROWS_AS(Topology(config::load_system_preset("gb200-nvl72"), 100, 32), std::invalid_argument);
+}
+
+TEST_CASE("Two flows on one link each get half of it", "[hw_models][flows]") {
+  // GPU 0 sends B to GPU 1 and to GPU 2: both cross GPU 0's NVLink, eta x 450 GB/s.
+  const auto s = config::load_system_preset("h100");
+  const Topology t(s, 8);
+  const double B = 1e9, cap = s.comm.nvlink_efficiency->value * 450e9;
+  const auto eta = hw_models::link_efficiency(s);
+  const auto one = hw_models::simulate_flows(t, {{0, 1, B, 0}}, eta);
+  CHECK(one.makespan_s == Approx(B / cap));
+  const auto two = hw_models::simulate_flows(t, {{0, 1, B, 0}, {0, 2, B, 0}}, eta);
+  CHECK(two.finish_s[0] == Approx(2 * B / cap));
+  CHECK(two.finish_s[1] == Approx(2 * B / cap));
+  // A flow that starts late shares only while both run: the first sends B/2 alone,
+  // then they split the link until the first ends at B/2/cap + B/(cap/2)... = 1.5 B/cap.
+  const auto late = hw_models::simulate_flows(t, {{0, 1, B, 0}, {0, 2, B, 0.5 * B / cap}}, eta);
+  CHECK(late.finish_s[0] == Approx(1.5 * B / cap));
+  CHECK(late.finish_s[1] == Approx(2.0 * B / cap));
+}
+
+TEST_CASE("A DP all-gather and an EP all-to-all on the same NICs slow each other", "[hw_models][flows]") {
+  // Two H100 nodes. EP: all-to-all over the 16 GPUs. DP: GPU g and g+8 exchange halves
+  // (a 2-rank ring), on the same NICs.
+  const auto s = config::load_system_preset("h100");
+  const Topology t(s, 16);
+  const auto eta = hw_models::link_efficiency(s);
+  const double S = 1 << 30, D = 1 << 29;
+  std::vector<hw_models::Flow> ep, dp;
+  for (int a = 0; a < 16; ++a)
+    for (int b = 0; b < 16; ++b)
+      if (a != b) ep.push_back({a, b, S / 16, 0});
+  for (int g = 0; g < 16; ++g) dp.push_back({g, (g + 8) % 16, D / 2, 0});
+  std::vector<hw_models::Flow> both = ep;
+  both.insert(both.end(), dp.begin(), dp.end());
+  const auto te = hw_models::simulate_flows(t, ep, eta);
+  const auto td = hw_models::simulate_flows(t, dp, eta);
+  const auto tb = hw_models::simulate_flows(t, both, eta);
+  double ep_end = 0, dp_end = 0;
+  for (std::size_t i = 0; i < ep.size(); ++i) ep_end = std::max(ep_end, tb.finish_s[i]);
+  for (std::size_t i = ep.size(); i < both.size(); ++i) dp_end = std::max(dp_end, tb.finish_s[i]);
+  CHECK(ep_end > te.makespan_s * 1.05);
+  CHECK(dp_end > td.makespan_s * 1.05);
+  // Max-min is work-conserving on the bottleneck: the NIC uplink that carries the most
+  // bytes, at its share of the line rate, bounds the end from below; running the two one
+  // after the other bounds it from above.
+  std::map<int, double> load;
+  for (const auto& f : both)
+    for (int l : t.route(f.src, f.dst)) load[l] += f.bytes;
+  double lower = 0;
+  for (const auto& [l, bytes] : load) {
+    const auto& link = t.links()[static_cast<std::size_t>(l)];
+    lower = std::max(lower, bytes / (link.capacity_Bps * eta.of(link.kind)));
+  }
+  CHECK(tb.makespan_s >= lower * (1 - 1e-9));
+  CHECK(tb.makespan_s <= te.makespan_s + td.makespan_s);
+  CHECK(tb.makespan_s == Approx(lower).epsilon(0.02));
+}
