@@ -65,18 +65,17 @@ std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>
 
 }  // namespace
 
-CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                               double bytes) {
-  CollectiveTime r;
+CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
+                                 double bytes) {
+  CollectiveFlows out;
   const std::size_t n = ranks.size();
-  if (op == Collective::send_recv ? n < 2 : n < 1) throw std::invalid_argument("collective_time: too few ranks");
-  if (n == 1 || bytes <= 0) return r;
+  if (op == Collective::send_recv ? n < 2 : n < 1) throw std::invalid_argument("collective_flows: too few ranks");
+  if (n == 1 || bytes <= 0) return out;
   bool spans = false;
   for (int g : ranks) spans = spans || topo.domain_of(g) != topo.domain_of(ranks.front());
   const double hop = (spans ? s.comm.network_hop_us.value : s.comm.nvlink_hop_us.value) * 1e-6;
   const double nd = static_cast<double>(n);
-
-  std::vector<Flow> flows;
+  auto& flows = out.flows;
   double steps = 1;
   switch (op) {
     case Collective::send_recv:
@@ -107,12 +106,21 @@ CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collec
       break;
     }
   }
-  const FlowTimes ft = simulate_flows(topo, flows, link_efficiency(s));
-  r.latency_s = s.comm.base_latency_us.value * 1e-6 + steps * hop;
+  out.latency_s = s.comm.base_latency_us.value * 1e-6 + steps * hop;
+  return out;
+}
+
+CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
+                               double bytes) {
+  CollectiveTime r;
+  const CollectiveFlows cf = collective_flows(s, topo, op, ranks, bytes);
+  if (cf.flows.empty()) return r;
+  const FlowTimes ft = simulate_flows(topo, cf.flows, link_efficiency(s));
+  r.latency_s = cf.latency_s;
   r.time_s = r.latency_s + ft.makespan_s;
-  r.flows = flows.size();
+  r.flows = cf.flows.size();
   r.algbw_GBps = bytes / r.time_s / 1e9;
-  r.busbw_GBps = r.algbw_GBps * bus_factor(op, nd);
+  r.busbw_GBps = r.algbw_GBps * bus_factor(op, static_cast<double>(ranks.size()));
   return r;
 }
 

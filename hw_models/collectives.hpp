@@ -46,6 +46,14 @@ struct CollectiveTime {
 // busbw / algbw for `op` over n ranks.
 double bus_factor(Collective op, double n);
 
+// The flows of one collective and its latency term (NCCL's base + steps x hop).
+struct CollectiveFlows {
+  std::vector<Flow> flows;
+  double latency_s = 0;
+};
+CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
+                                 double bytes);
+
 // `ranks` are GPU ids of `topo`, in group order; send/recv uses the first two.
 CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
                                double bytes);

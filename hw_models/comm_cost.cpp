@@ -27,7 +27,8 @@ double AlphaBetaComm::all_gather(double bytes, const CommGroup& g) const {
 
 double AlphaBetaComm::reduce_scatter(double bytes, const CommGroup& g) const { return all_gather(bytes, g); }
 
-double AlphaBetaComm::send_recv(double bytes, bool crosses) const {
+double AlphaBetaComm::send_recv(double bytes, const CommGroup& pair) const {
+  const bool crosses = pair.crosses_network;
   return base_s_ + hop_s(crosses) + bytes / bandwidth_Bps(crosses);
 }
 

@@ -1,14 +1,16 @@
 // hw_models/comm_cost.hpp: time of one communication operation, seen from one rank.
 //
-// CommModel is the interface the network issue implements with topology, flows and
-// contention. Until then AlphaBetaComm prices every operation with NCCL's structure
-// (shared/reference/hardware-and-microbenchmarks.md, 'NCCL cost structure'):
+// CommModel is the interface the step simulation prices communication through. Two
+// implementations: FlowComm (hw_models/flow_comm.hpp: NCCL's algorithms as flows over
+// the topology, sharing links max-min; what `moesim run` uses) and AlphaBetaComm below,
+// the closed form kept for fixed-chunk pipeline studies (`moesim pipeline`):
 //   t = alpha + bytes_on_the_wire / bw,   alpha = base latency + hops x hop latency
 //   all-to-all:               bytes_on_the_wire = S (n-1)/n            (S = bytes sent per rank)
 //   all-gather/reduce-scatter: bytes_on_the_wire = S (n-1)/n, n-1 steps (S = full buffer)
 //   send/recv:                bytes_on_the_wire = S, one hop
 // bw is the per-GPU NVLink bandwidth per direction (the measured usable figure where the
-// preset has one) for groups inside one NVLink domain, else the GPU's NIC bandwidth.
+// preset has one) for groups inside one NVLink domain, else the GPU's NIC bandwidth
+// (shared/reference/hardware-and-microbenchmarks.md, 'NCCL cost structure').
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@ namespace moesim::hw_models {
 struct CommGroup {
   std::int64_t size = 1;
   bool crosses_network = false;  // some members sit in another NVLink domain
+  std::int64_t stride = 1;       // global-rank distance between consecutive members
 };
 
 class CommModel {
@@ -28,7 +31,8 @@ class CommModel {
   virtual double all_to_all(double bytes_per_rank, const CommGroup& g) const = 0;
   virtual double all_gather(double buffer_bytes, const CommGroup& g) const = 0;
   virtual double reduce_scatter(double buffer_bytes, const CommGroup& g) const = 0;
-  virtual double send_recv(double bytes, bool crosses_network) const = 0;
+  // `pair`: size 2, the stride from sender to receiver.
+  virtual double send_recv(double bytes, const CommGroup& pair) const = 0;
 };
 
 class AlphaBetaComm final : public CommModel {
@@ -37,7 +41,7 @@ class AlphaBetaComm final : public CommModel {
   double all_to_all(double bytes_per_rank, const CommGroup& g) const override;
   double all_gather(double buffer_bytes, const CommGroup& g) const override;
   double reduce_scatter(double buffer_bytes, const CommGroup& g) const override;
-  double send_recv(double bytes, bool crosses_network) const override;
+  double send_recv(double bytes, const CommGroup& pair) const override;
 
   double bandwidth_Bps(bool crosses_network) const;
   double hop_s(bool crosses_network) const;

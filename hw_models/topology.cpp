@@ -11,14 +11,14 @@ namespace moesim::hw_models {
 namespace {
 
 // Directed multigraph; each edge carries the id of its Link.
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-                                    boost::property<boost::edge_index_t, int>>;
+using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                         boost::property<boost::edge_index_t, int>>;
 
 // Records, for each vertex reached, the edge it was first reached by.
 class EdgeRecorder : public boost::default_bfs_visitor {
  public:
   explicit EdgeRecorder(std::vector<int>& pred) : pred_(&pred) {}
-  void tree_edge(Graph::edge_descriptor e, const Graph& g) const {
+  void tree_edge(BoostGraph::edge_descriptor e, const BoostGraph& g) const {
     (*pred_)[boost::target(e, g)] = boost::get(boost::edge_index, g, e);
   }
 
@@ -27,6 +27,13 @@ class EdgeRecorder : public boost::default_bfs_visitor {
 };
 
 }  // namespace
+
+struct Topology::Graph {
+  BoostGraph g;
+};
+
+Topology::~Topology() = default;
+Topology::Topology(Topology&&) noexcept = default;
 
 Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain)
     : gpus_(static_cast<int>(gpus)),
@@ -83,17 +90,13 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
     }
   }
 
-  Graph g(kinds_.size());
+  graph_ = std::make_unique<Graph>();
+  for (std::size_t v = 0; v < kinds_.size(); ++v) boost::add_vertex(graph_->g);
   for (int id = 0; id < static_cast<int>(links_.size()); ++id) {
     const auto& l = links_[static_cast<std::size_t>(id)];
-    boost::add_edge(static_cast<std::size_t>(l.from), static_cast<std::size_t>(l.to), id, g);
+    boost::add_edge(static_cast<std::size_t>(l.from), static_cast<std::size_t>(l.to), id, graph_->g);
   }
   pred_link_.resize(static_cast<std::size_t>(gpus_));
-  for (int src = 0; src < gpus_; ++src) {
-    auto& pred = pred_link_[static_cast<std::size_t>(src)];
-    pred.assign(kinds_.size(), -1);
-    boost::breadth_first_search(g, static_cast<std::size_t>(src), boost::visitor(EdgeRecorder(pred)));
-  }
 }
 
 int Topology::add_vertex(VertexKind k) {
@@ -114,7 +117,11 @@ std::vector<int> Topology::route(int a, int b) const {
   if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_) throw std::out_of_range("Topology::route: GPU out of range");
   std::vector<int> path;
   if (a == b) return path;
-  const auto& pred = pred_link_[static_cast<std::size_t>(a)];
+  auto& pred = pred_link_[static_cast<std::size_t>(a)];
+  if (pred.empty()) {
+    pred.assign(kinds_.size(), -1);
+    boost::breadth_first_search(graph_->g, static_cast<std::size_t>(a), boost::visitor(EdgeRecorder(pred)));
+  }
   for (int v = b; v != a;) {
     const int l = pred[static_cast<std::size_t>(v)];
     if (l < 0) throw std::logic_error(fmt::format("Topology: GPU {} cannot reach GPU {}", a, b));

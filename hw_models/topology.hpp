@@ -20,13 +20,16 @@
 // have `kLeafDownPorts` ports toward NICs (Quantum-2: 64 x 400G ports, half down;
 // shared/reference/hardware-and-microbenchmarks.md, Interconnect).
 //
-// Routes are shortest paths in hops (Boost's breadth-first search from each GPU),
-// ties broken by vertex order, so they are deterministic. GPUs are numbered in
+// Routes are shortest paths in hops (Boost's breadth-first search from the source GPU,
+// run when a route from it is first asked for and kept), ties broken by vertex order, so
+// they are deterministic. A Topology is not shared between threads (each simulation
+// builds its own). GPUs are numbered in
 // Megatron's global rank order; `gpus_per_nvlink_domain` consecutive ranks share an
 // NVLink domain (the scenario contract's placement rule).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,8 @@ class Topology {
 
   // `gpus_per_nvlink_domain` 0: the system's NVLink domain size.
   Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t gpus_per_nvlink_domain = 0);
+  ~Topology();
+  Topology(Topology&&) noexcept;
 
   int gpus() const { return gpus_; }
   int domain_size() const { return domain_; }
@@ -71,8 +76,9 @@ class Topology {
   int gpus_, domain_, gpus_per_node_;
   std::vector<VertexKind> kinds_;
   std::vector<Link> links_;
-  std::vector<std::vector<int>> out_;       // vertex -> outgoing link ids (graph order)
-  std::vector<std::vector<int>> pred_link_; // per GPU source: vertex -> link that reached it
+  struct Graph;
+  std::unique_ptr<Graph> graph_;
+  mutable std::vector<std::vector<int>> pred_link_;  // per GPU source, once asked: vertex -> link that reached it
 };
 
 }  // namespace moesim::hw_models

@@ -12,6 +12,7 @@
 #include "hw_models/comm_cost.hpp"
 #include "hw_models/dispatcher.hpp"
 #include "hw_models/ep_dispatch.hpp"
+#include "hw_models/flow_comm.hpp"
 #include "hw_models/topology.hpp"
 
 namespace moesim::reports {
@@ -44,15 +45,23 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0;
   CommAnswer a;
   a.bytes = q.tokens * q.topk * q.hidden * elem;
-  const hw_models::AlphaBetaComm ab(s);
-  hw_models::EpQuery eq{a.bytes, {q.ep, q.ep > domain},
+  const int dom = std::min(domain, q.ep);
+  const int gpus = (q.ep + dom - 1) / dom * dom;
+  std::unique_ptr<hw_models::FlowComm> flows;
+  try {
+    flows = std::make_unique<hw_models::FlowComm>(s, gpus, dom);
+  } catch (const std::invalid_argument& e) {
+    throw config::InputError(kCli, "--gpus-per-domain", e.what());
+  }
+  hw_models::EpQuery eq{a.bytes, {q.ep, q.ep > domain, 1},
                         q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d), combine, false};
-  const double t = hw_models::ep_comm_seconds(*d, s, ab, eq);
+  const double t = hw_models::ep_comm_seconds(*d, s, *flows, eq);
   a.time_us = t * 1e6;
   a.algbw_GBps = a.bytes / t / 1e9;
   a.busbw_GBps = a.algbw_GBps;
   a.ranks = q.ep;
-  a.model = fmt::format("{} dispatcher model of the step simulation (measured library bandwidths where the preset has them)",
+  a.model = fmt::format("{} dispatcher model of the step simulation (the library's measured bandwidth where the "
+                        "preset has one, else all-to-all flows over the topology)",
                         q.dispatcher);
   return a;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "hw_models/comm_cost.hpp"
+#include "hw_models/flow_comm.hpp"
 #include "reports/describe.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/stage_params.hpp"
@@ -121,7 +122,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
 
 Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
-  const hw_models::AlphaBetaComm comm(sc.system);
+  const hw_models::FlowComm comm(sc.system, sc.gpus, sc.placement.gpus_per_nvlink_domain, sc.parallelism.pp);
   const schedules::StepInput in{sc.system,        sc.gpus,       sc.placement.gpus_per_nvlink_domain,
                                 sc.model,         sc.training,   sc.parallelism,
                                 sc.framework,     sc.stack,      sc.layout,

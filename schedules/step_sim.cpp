@@ -50,7 +50,7 @@ struct PricedLayer {
 // Megatron rank order tp-cp-(ep)-dp-pp: a group of `size` ranks `stride` apart crosses
 // NVLink domains when it spans more than one domain of contiguous ranks.
 hw_models::CommGroup group(std::int64_t size, std::int64_t stride, std::int64_t domain) {
-  return {size, (size - 1) * stride >= domain};
+  return {size, (size - 1) * stride >= domain, stride};
 }
 
 // Shared state of one simulation: engine, tables, pricing, labels, rendezvous pairing.
@@ -71,7 +71,7 @@ class Sim {
     tp_group_ = group(p.tp, 1, dom);
     dp_group_ = group(p.dp, p.tp * p.cp, dom);
     edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
-    pp_crosses_ = group(p.pp, in.gpus / p.pp, dom).crosses_network;
+    pp_pair_ = group(2, in.gpus / p.pp, dom);
     if (fixed_) {
       dense_.fwd = {Priced{label("chunk.fwd"), fixed_->fwd_s, 0, 0, false, kCompute, Module::attn, false}};
       dense_.bwd = {Priced{label("chunk.bwd"), fixed_->bwd_s, 0, 0, false, kCompute, Module::attn, false}};
@@ -158,7 +158,7 @@ class Sim {
   double te_factor_;          // Transformer Engine module host time x this (slimmer host code)
   Time op_, launch_, graph_;  // host costs; zero with fixed chunks
   hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
-  bool pp_crosses_ = false;
+  hw_models::CommGroup pp_pair_;  // a rank and its peer in the next pipeline stage
   double pp_s_ = 0;
   PricedLayer dense_, moe_, embedding_, head_;
   workload::CaptureSet captured_;
@@ -237,7 +237,7 @@ void Sim::price_templates() {
   double act = static_cast<double>(tr.micro_batch_size * tr.seq_length) / static_cast<double>(p.cp) *
                static_cast<double>(in_.model.hidden_size) * 2;
   if (p.sequence_parallel) act /= static_cast<double>(p.tp);
-  pp_s_ = comm_.send_recv(act, pp_crosses_);
+  pp_s_ = comm_.send_recv(act, pp_pair_);
 }
 
 // Gradients reduce-scattered in BF16 (Megatron's default grad dtype for the buckets).

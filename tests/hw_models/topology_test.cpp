@@ -6,6 +6,7 @@
 
 #include "config/load.hpp"
 #include "hw_models/collectives.hpp"
+#include "hw_models/flow_comm.hpp"
 #include "hw_models/flows.hpp"
 #include "hw_models/topology.hpp"
 
@@ -108,4 +109,36 @@ TEST_CASE("A DP all-gather and an EP all-to-all on the same NICs slow each other
   CHECK(tb.makespan_s >= lower * (1 - 1e-9));
   CHECK(tb.makespan_s <= te.makespan_s + td.makespan_s);
   CHECK(tb.makespan_s == Approx(lower).epsilon(0.02));
+}
+
+TEST_CASE("FlowComm counts the traffic of every symmetric group on shared links", "[hw_models][flows]") {
+  const auto s = config::load_system_preset("h800");
+  const Topology t(s, 32);
+  const hw_models::FlowComm comm(s, 32, 8);
+  const double B = 1 << 28;
+  // Rail-aligned pairs (g, g+8): each group has its own NICs; all groups at once take
+  // as long as one alone.
+  const auto one = hw_models::collective_time(s, t, hw_models::Collective::all_gather, {0, 8}, B);
+  CHECK(comm.all_gather(B, {2, true, 8}) == Approx(one.time_s));
+  // All-to-all among ranks 12 apart (TP 4 x CP 3) crosses planes (PXN over NVLink, then
+  // the NIC of the destination's rail). Every group's flows are in the solution: it equals
+  // the flow simulation of all twelve groups of the first stage together.
+  const Topology t48(s, 48);
+  const hw_models::FlowComm comm48(s, 48, 8);
+  std::vector<hw_models::Flow> all;
+  double latency = 0;
+  for (int lead : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) {
+    const auto cf = hw_models::collective_flows(s, t48, hw_models::Collective::all_to_all,
+                                                {lead, lead + 12, lead + 24, lead + 36}, B);
+    all.insert(all.end(), cf.flows.begin(), cf.flows.end());
+    latency = cf.latency_s;
+  }
+  const double together = latency + hw_models::simulate_flows(t48, all, hw_models::link_efficiency(s)).makespan_s;
+  const auto lone = hw_models::collective_time(s, t48, hw_models::Collective::all_to_all, {0, 12, 24, 36}, B);
+  CHECK(comm48.all_to_all(B, {4, true, 12}) == Approx(together));
+  CHECK(together >= lone.time_s * (1 - 1e-12));
+  // Groups of one rank cost nothing; pipeline peers 8 apart each use their own NIC.
+  CHECK(comm.all_to_all(B, {1, false, 1}) == 0);
+  CHECK(comm.send_recv(B, {2, true, 8}) ==
+        Approx(hw_models::collective_time(s, t, hw_models::Collective::send_recv, {0, 8}, B).time_s));
 }

@@ -1,0 +1,53 @@
+#include "hw_models/flow_comm.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace moesim::hw_models {
+
+FlowComm::FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain, std::int64_t pp)
+    : sys_(s), topo_(s, gpus, per_domain), stage_gpus_(gpus / std::max<std::int64_t>(1, pp)) {}
+
+double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  const auto key = std::make_tuple(static_cast<int>(op), g.size, g.stride, bytes);
+  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  const std::int64_t span = g.size * g.stride;
+  if (span > topo_.gpus()) throw std::invalid_argument("FlowComm: group larger than the cluster");
+  // The groups of this shape inside the first pipeline stage: leaders are the ranks whose
+  // position along the group's dimension is 0.
+  std::vector<Flow> flows;
+  double time = 0;
+  for (std::int64_t lead = 0; lead < std::max(stage_gpus_, span); ++lead) {
+    if ((lead / g.stride) % g.size != 0) continue;
+    std::vector<int> ranks;
+    for (std::int64_t k = 0; k < g.size; ++k) ranks.push_back(static_cast<int>(lead + k * g.stride));
+    const auto f = collective_flows(sys_, topo_, op, ranks, bytes);
+    flows.insert(flows.end(), f.flows.begin(), f.flows.end());
+    time = std::max(time, f.latency_s);
+  }
+  time += simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s;
+  cache_.emplace(key, time);
+  return time;
+}
+
+double FlowComm::all_to_all(double b, const CommGroup& g) const { return solve(Collective::all_to_all, b, g); }
+double FlowComm::all_gather(double b, const CommGroup& g) const { return solve(Collective::all_gather, b, g); }
+double FlowComm::reduce_scatter(double b, const CommGroup& g) const { return solve(Collective::reduce_scatter, b, g); }
+
+double FlowComm::send_recv(double bytes, const CommGroup& pair) const {
+  if (bytes <= 0 || pair.stride <= 0) return 0;
+  const auto key = std::make_tuple(static_cast<int>(Collective::send_recv), pair.size, pair.stride, bytes);
+  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  // Every rank of the first stage sends to its peer `stride` ranks on.
+  std::vector<Flow> flows;
+  const std::int64_t senders = std::min(stage_gpus_, topo_.gpus() - pair.stride);
+  for (std::int64_t r = 0; r < senders; ++r) flows.push_back({static_cast<int>(r), static_cast<int>(r + pair.stride), bytes, 0});
+  const auto f = collective_flows(sys_, topo_, Collective::send_recv, {0, static_cast<int>(pair.stride)}, bytes);
+  const double t = f.latency_s + simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s;
+  cache_.emplace(key, t);
+  return t;
+}
+
+}  // namespace moesim::hw_models

@@ -1,0 +1,39 @@
+// hw_models/flow_comm.hpp: CommModel on the topology and flow model.
+//
+// A collective of a group runs while every symmetric group of the same shape in the same
+// pipeline stage runs it too (Megatron's groups partition the ranks: the DP groups of
+// one stage reduce-scatter together, all EP groups dispatch together), so the flows of
+// all of them share the links and their contention is counted (hw_models/flows.hpp).
+// Pipeline send/recv: every rank of a stage sends to the next stage at once. Each
+// (operation, group shape, size) is solved once per instance and kept; an instance is
+// not shared between threads. Groups of members `stride` apart in Megatron's rank order
+// (tp-cp-ep-dp-pp); the cluster is `gpus` GPUs in NVLink domains of `gpus_per_domain`.
+#pragma once
+
+#include <map>
+#include <tuple>
+
+#include "hw_models/collectives.hpp"
+#include "hw_models/comm_cost.hpp"
+#include "hw_models/topology.hpp"
+
+namespace moesim::hw_models {
+
+class FlowComm final : public CommModel {
+ public:
+  FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t gpus_per_domain, std::int64_t pp = 1);
+  double all_to_all(double bytes_per_rank, const CommGroup& g) const override;
+  double all_gather(double buffer_bytes, const CommGroup& g) const override;
+  double reduce_scatter(double buffer_bytes, const CommGroup& g) const override;
+  double send_recv(double bytes, const CommGroup& pair) const override;
+
+ private:
+  double solve(Collective op, double bytes, const CommGroup& g) const;
+
+  const SystemSpec& sys_;
+  Topology topo_;
+  std::int64_t stage_gpus_;  // GPUs of one pipeline stage
+  mutable std::map<std::tuple<int, std::int64_t, std::int64_t, double>, double> cache_;
+};
+
+}  // namespace moesim::hw_models
