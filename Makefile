@@ -21,10 +21,12 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-$(BUILD)/CMakeCache.txt: | deps
+# The generated Makefile, not CMakeCache.txt, marks a finished configure: a configure that
+# failed (say, before the packages were installed) leaves a cache behind and no Makefile.
+$(BUILD)/Makefile: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 
-configure: $(BUILD)/CMakeCache.txt
+configure: $(BUILD)/Makefile
 
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
