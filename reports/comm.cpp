@@ -30,6 +30,18 @@ hw_models::SystemSpec system_named(const std::string& name) {
   return config::load_system_preset(name);
 }
 
+// A Topology or FlowComm on the cluster of `ranks` GPUs rounded up to whole NVLink
+// domains of `domain`; a domain that does not fit the system's nodes is bad input.
+template <class T>
+std::unique_ptr<T> on_cluster(const hw_models::SystemSpec& s, int ranks, int domain) {
+  const int dom = std::min(domain, ranks);
+  try {
+    return std::make_unique<T>(s, (ranks + dom - 1) / dom * dom, dom);
+  } catch (const std::invalid_argument& e) {
+    throw config::InputError(kCli, "--gpus-per-domain", e.what());
+  }
+}
+
 CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domain) {
   const auto d = hw_models::dispatcher_names().find(q.dispatcher);
   if (!d)
@@ -45,14 +57,7 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0;
   CommAnswer a;
   a.bytes = q.tokens * q.topk * q.hidden * elem;
-  const int dom = std::min(domain, q.ep);
-  const int gpus = (q.ep + dom - 1) / dom * dom;
-  std::unique_ptr<hw_models::FlowComm> flows;
-  try {
-    flows = std::make_unique<hw_models::FlowComm>(s, gpus, dom);
-  } catch (const std::invalid_argument& e) {
-    throw config::InputError(kCli, "--gpus-per-domain", e.what());
-  }
+  const auto flows = on_cluster<hw_models::FlowComm>(s, q.ep, domain);
   hw_models::EpQuery eq{a.bytes, {q.ep, q.ep > domain, 1},
                         q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d), combine, false};
   const double t = hw_models::ep_comm_seconds(*d, s, *flows, eq);
@@ -83,15 +88,8 @@ CommAnswer comm(const CommQuery& q) {
     if (q.ranks < (*op == hw_models::Collective::send_recv ? 2 : 1) || q.ranks > 65536)
       throw config::InputError(kCli, "--ranks", fmt::format("{} ranks: need 1..65536 (2 for send-recv)", q.ranks));
     if (!(q.bytes > 0)) throw config::InputError(kCli, "--bytes", "bytes must be positive");
-    // The cluster: the group's GPUs, rounded up to whole NVLink domains.
     const int dom = std::min(domain, q.ranks);
-    const int gpus = (q.ranks + dom - 1) / dom * dom;
-    std::unique_ptr<hw_models::Topology> topo;
-    try {
-      topo = std::make_unique<hw_models::Topology>(s, gpus, dom);
-    } catch (const std::invalid_argument& e) {
-      throw config::InputError(kCli, "--gpus-per-domain", e.what());
-    }
+    const auto topo = on_cluster<hw_models::Topology>(s, q.ranks, domain);
     std::vector<int> ranks(static_cast<std::size_t>(q.ranks));
     for (int i = 0; i < q.ranks; ++i) ranks[static_cast<std::size_t>(i)] = i;
     // send-recv: to the first GPU of the next domain when there is one, else the next GPU.
