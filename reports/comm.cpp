@@ -52,11 +52,15 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
     throw config::InputError(kCli, "--dtype", fmt::format("unknown dtype '{}' (known: bf16, fp8)", q.dtype));
   if (q.ep < 1 || q.tokens <= 0 || q.hidden <= 0 || q.topk <= 0)
     throw config::InputError(kCli, "--ep", "ep, tokens, hidden and topk must be positive");
+  if (q.experts < 1 || q.experts % q.ep != 0)
+    throw config::InputError(kCli, "--experts", fmt::format("{} experts do not split over ep={}", q.experts, q.ep));
   const bool combine = q.op == "ep-combine";
-  // Bytes a rank sends: its routed token copies x hidden x element size (combine: BF16).
-  const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0;
+  // What a rank receives, as the benchmarks count it (combine: BF16).
+  const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0 + 4.0 / 128;
   CommAnswer a;
-  a.bytes = q.tokens * q.topk * q.hidden * elem;
+  a.bytes = q.tokens * q.hidden * elem *
+            hw_models::expected_destination_ranks(q.experts, q.ep, static_cast<std::int64_t>(q.topk), q.groups,
+                                                  q.topk_groups);
   const auto flows = on_cluster<hw_models::FlowComm>(s, q.ep, domain);
   hw_models::EpQuery eq{a.bytes, {q.ep, q.ep > domain, 1},
                         q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d), combine, false};

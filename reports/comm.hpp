@@ -5,7 +5,11 @@
 // GPUs, NVLink domains of `gpus_per_domain` (default: the system's). EP dispatch and
 // combine (ep-dispatch, ep-combine) are priced by the dispatcher model the step
 // simulation uses (hw_models/ep_dispatch.hpp: the libraries' measured bandwidths where
-// the preset has them); the flow model of the dispatch kernels is still to come.
+// the preset has them); the flow model of the dispatch kernels is still to come. Their
+// bytes are counted as the libraries' benchmarks count them: what a rank receives, one
+// copy per destination rank, its own included (tokens x D x hidden x element size, D
+// from hw_models::expected_destination_ranks; FP8 carries a 4-byte scale per 128
+// values: 1.03125 bytes per element).
 #pragma once
 
 #include <string>
@@ -24,6 +28,8 @@ struct CommQuery {
   std::string dispatcher = "deepep";
   int ep = 8;
   double tokens = 4096, hidden = 7168, topk = 8;
+  int experts = 256;
+  int groups = 0, topk_groups = 0;  // group-limited routing (0: none)
   std::string dtype = "bf16";  // dispatch payload: bf16 or fp8 (combine is BF16)
   int sms = 0;                 // 0: the dispatcher's default
 };

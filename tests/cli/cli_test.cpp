@@ -123,7 +123,10 @@ TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
   r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep", "--ep", "8", "--sms",
                   "24", "--json"});
   REQUIRE(r.status == 0);
-  CHECK(nlohmann::json::parse(r.out)["algbw_GBps"].get<double>() == Approx(153).epsilon(0.02));
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["algbw_GBps"].get<double>() == Approx(153).epsilon(0.02));
+  // Bytes as DeepEP counts them: 4096 tokens x 7168 x 2 B x 5.2947 destination ranks.
+  CHECK(j["bytes"].get<double>() == Approx(4096.0 * 7168 * 2 * 5.29465).epsilon(1e-5));
   r = run_moesim({"comm", "--system", "h800", "--op", "all-to-all", "--ranks", "16"});
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("busbw"));
@@ -142,6 +145,9 @@ TEST_CASE("comm refuses what it does not know, naming the option", "[cli][comm]"
   r = run_moesim({"comm", "--system", "h100", "--op", "ep-dispatch", "--dtype", "fp4"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--dtype"));
+  r = run_moesim({"comm", "--system", "h100", "--op", "ep-dispatch", "--ep", "8", "--experts", "100"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--experts"));
 }
 
 TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pipeline]") {

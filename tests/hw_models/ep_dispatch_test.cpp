@@ -47,3 +47,17 @@ TEST_CASE("NCCL all-to-all uses the measured bus bandwidth, else the links", "[h
   CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, h800, c800, {1e9, {8, false}, 0, false}) > 0);
   CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {1e9, {1, false}, 32, false}) == 0);
 }
+
+TEST_CASE("Distinct destination ranks of a token", "[hw_models][ep]") {
+  // Uniform top-8 of 256 experts over 32 ranks: 32 (1 - C(248, 8) / C(256, 8)) = 7.2668.
+  CHECK(hw_models::expected_destination_ranks(256, 32, 8) == Approx(7.2668).epsilon(1e-4));
+  CHECK(hw_models::expected_destination_ranks(256, 1, 8) == 1);
+  CHECK(hw_models::expected_destination_ranks(256, 256, 8) == Approx(8));  // one expert per rank
+  // Group-limited (8 groups, 4 chosen): EP32 has 4 ranks per group, the 8 experts come
+  // from 128: 16 (1 - C(120, 8) / C(128, 8)) = 6.5965.
+  CHECK(hw_models::expected_destination_ranks(256, 32, 8, 8, 4) == Approx(6.5965).epsilon(1e-4));
+  // EP8, one group per rank: the chosen groups that get an expert, 8 x 1/2 x (1 - C(96, 8) / C(128, 8)).
+  CHECK(hw_models::expected_destination_ranks(256, 8, 8, 8, 4) == Approx(3.6290).epsilon(1e-4));
+  // EP4, two groups per rank (hypergeometric over how many of them are chosen).
+  CHECK(hw_models::expected_destination_ranks(256, 4, 8, 8, 4) == Approx(2.9282).epsilon(1e-4));
+}
