@@ -27,6 +27,8 @@ using workload::Module;
 
 enum Category : std::uint8_t { kCompute, kEpComm, kTpComm, kPpComm, kDpComm };
 enum Track : int { kComputeStream, kPpFwdSend, kPpFwdRecv, kPpBwdSend, kPpBwdRecv, kDpStream, kTracks };
+// The GPU's link ports (sim_core::Gpu): NVLink and network, each direction.
+enum Port : std::size_t { kNvlOut, kNvlIn, kNetOut, kNetIn };
 const char* const kTrackNames[kTracks] = {"compute", "pp.fwd.send", "pp.fwd.recv", "pp.bwd.send",
                                           "pp.bwd.recv", "dp"};
 
@@ -41,6 +43,7 @@ struct Priced {
   Module module;
   bool sync;
   int sync_delay = 0;  // launches the host makes before it blocks on the sync
+  std::array<float, sim_core::Kernel::kPorts> ports{};  // link-port loads (transfers)
 };
 
 struct PricedLayer {
@@ -139,6 +142,23 @@ class Sim {
   }
   double dp_seconds(const StageParams& sp) const;
   double gather_seconds(const StageParams& sp) const;
+  // Link-port loads of the transfers (sim_core::Gpu link ports: NVLink out/in, network
+  // out/in): bytes each rank moves through a port over the transfer's duration alone,
+  // over the port's capacity (NVLink or NICs x the preset's link efficiency).
+  struct PortBytes {
+    double nvl = 0, net = 0;  // each direction (symmetric groups send what they receive)
+    PortBytes& operator+=(const PortBytes& o) {
+      nvl += o.nvl;
+      net += o.net;
+      return *this;
+    }
+  };
+  PortBytes ring_bytes(double buffer, const hw_models::CommGroup& g) const;
+  PortBytes a2a_bytes(double per_rank, const hw_models::CommGroup& g) const;
+  std::array<float, sim_core::Kernel::kPorts> port_loads(const PortBytes& b, double seconds, bool out = true,
+                                                        bool in = true) const;
+  std::array<float, sim_core::Kernel::kPorts> dp_loads(const StageParams& sp, bool gather) const;
+  std::array<float, sim_core::Kernel::kPorts> pp_loads(bool send) const;
   double optimizer_seconds(const StageParams& sp) const;
 
   sim_core::Engine engine_;
@@ -159,6 +179,7 @@ class Sim {
   Time op_, launch_, graph_;  // host costs; zero with fixed chunks
   hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
   hw_models::CommGroup pp_pair_;  // a rank and its peer in the next pipeline stage
+  double pp_bytes_ = 0;           // one activation (or its gradient)
   double pp_s_ = 0;
   PricedLayer dense_, moe_, embedding_, head_;
   workload::CaptureSet captured_;
@@ -202,17 +223,20 @@ Priced Sim::price(const workload::KernelTemplate& k) {
       // DeepEP / HybridEP kernels hold their SMs; NCCL's are left to the network issue.
       p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;
       p.reserved = true;
+      p.ports = port_loads(a2a_bytes(k.comm_bytes, ep_group_), p.seconds);
       break;
     case workload::CommOp::ep_all_gather:  // NCCL over the EP group (HybridEP's routing maps)
       p.seconds = comm_.all_gather(k.comm_bytes, ep_group_);
       p.category = kEpComm;
       p.sms = -1;
+      p.ports = port_loads(ring_bytes(k.comm_bytes, ep_group_), p.seconds);
       break;
     case workload::CommOp::tp_all_gather:
     case workload::CommOp::tp_reduce_scatter:
       p.seconds = comm_.all_gather(k.comm_bytes, tp_group_);
       p.category = kTpComm;
       p.sms = -1;
+      p.ports = port_loads(ring_bytes(k.comm_bytes, tp_group_), p.seconds);
       break;
   }
   return p;
@@ -238,6 +262,7 @@ void Sim::price_templates() {
                static_cast<double>(in_.model.hidden_size) * 2;
   if (p.sequence_parallel) act /= static_cast<double>(p.tp);
   pp_s_ = comm_.send_recv(act, pp_pair_);
+  pp_bytes_ = act;
 }
 
 // Gradients reduce-scattered in BF16 (Megatron's default grad dtype for the buckets).
@@ -259,6 +284,64 @@ double Sim::optimizer_seconds(const StageParams& sp) const {
   hw_models::ComputeWork w;
   w.bytes = shard * (4 + 8 + 4 * mom + 2);
   return compute_.seconds(w);
+}
+
+// Members of a group in one NVLink domain: consecutive members are `stride` apart.
+Sim::PortBytes Sim::ring_bytes(double buffer, const hw_models::CommGroup& g) const {
+  PortBytes b;
+  if (g.size <= 1) return b;
+  const double n = static_cast<double>(g.size), sent = buffer * (n - 1) / n;
+  if (!g.crosses_network) {
+    b.nvl = sent;
+    return b;
+  }
+  // One ring per NIC of a domain: each rank's NIC carries one channel's crossing.
+  const double per_domain = std::max(1.0, std::floor(static_cast<double>(in_.gpus_per_nvlink_domain) /
+                                                     static_cast<double>(std::max<std::int64_t>(1, g.stride))));
+  b.net = sent / std::min(n, per_domain);
+  b.nvl = sent - b.net;
+  return b;
+}
+
+Sim::PortBytes Sim::a2a_bytes(double per_rank, const hw_models::CommGroup& g) const {
+  PortBytes b;
+  if (g.size <= 1) return b;
+  const double n = static_cast<double>(g.size);
+  const double local = g.crosses_network
+                           ? std::min(n, std::max(1.0, std::floor(static_cast<double>(in_.gpus_per_nvlink_domain) /
+                                                                  static_cast<double>(std::max<std::int64_t>(1, g.stride)))))
+                           : n;
+  b.nvl = per_rank * (local - 1) / n;
+  b.net = per_rank * (n - local) / n;
+  return b;
+}
+
+std::array<float, sim_core::Kernel::kPorts> Sim::port_loads(const PortBytes& b, double seconds, bool out,
+                                                            bool in) const {
+  std::array<float, sim_core::Kernel::kPorts> l{};
+  if (seconds <= 0) return l;
+  const auto& sys = in_.system;
+  const double nvl = sys.nvlink.bw_GBps.value * 1e9 *
+                     (sys.comm.nvlink_efficiency ? sys.comm.nvlink_efficiency->value : 1.0);
+  const double net = sys.network.nics_per_gpu.value * sys.network.nic_Gbps.value / 8 * 1e9 *
+                     (sys.comm.network_efficiency ? sys.comm.network_efficiency->value : 1.0);
+  const auto load = [&](double bytes, double cap) { return static_cast<float>(bytes / seconds / cap); };
+  if (out) l[kNvlOut] = load(b.nvl, nvl), l[kNetOut] = load(b.net, net);
+  if (in) l[kNvlIn] = load(b.nvl, nvl), l[kNetIn] = load(b.net, net);
+  return l;
+}
+
+std::array<float, sim_core::Kernel::kPorts> Sim::dp_loads(const StageParams& sp, bool gather) const {
+  const double b = gather ? (in_.framework.fp8_param_gather ? 1 : 2) : 2;
+  PortBytes bytes = ring_bytes(sp.dense * b, dp_group_);
+  bytes += ring_bytes(sp.expert * b, edp_group_);
+  return port_loads(bytes, gather ? gather_seconds(sp) : dp_seconds(sp));
+}
+
+std::array<float, sim_core::Kernel::kPorts> Sim::pp_loads(bool send) const {
+  PortBytes b;
+  (pp_pair_.crosses_network ? b.net : b.nvl) = pp_bytes_;
+  return port_loads(b, pp_s_, send, !send);
 }
 
 // One pipeline rank's host program, expanded one work item at a time.
@@ -355,6 +438,7 @@ class RankProgram final : public sim_core::HostProgram {
     for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
       Kernel k = kernel(sim_.label("dp.param_all_gather"), kDpComm,
                         sim_.gather_seconds(sim_.stage_params(rank_, c)), -1);
+      k.port_load = sim_.dp_loads(sim_.stage_params(rank_, c), true);
       k.record = gather_[static_cast<std::size_t>(c)] = sim_.event(kDpComm);
       k.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
       launch(kDpStream, k, op_cost(), launch_label_);
@@ -382,6 +466,7 @@ class RankProgram final : public sim_core::HostProgram {
     if (!((it.forward && v > 0) || (!it.forward && v < last_v))) return;
     Kernel r = kernel(sim_.label(it.forward ? "pp.recv_activation" : "pp.recv_grad"), kPpComm,
                       sim_.pp_seconds(), -1);
+    r.port_load = sim_.pp_loads(false);
     r.rendezvous = sim_.pair(it.microbatch, v, it.forward, lane_);
     r.record = recv_event_[static_cast<std::size_t>(j)] = sim_.event(kPpComm);
     launch(it.forward ? kPpFwdRecv : kPpBwdRecv, r, op_cost(), launch_label_);
@@ -426,6 +511,7 @@ class RankProgram final : public sim_core::HostProgram {
         in_graph = false;
       }
       Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
+      k.port_load = p.ports;
       if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
       if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
       if (first) {
@@ -470,6 +556,7 @@ class RankProgram final : public sim_core::HostProgram {
     if (send) {
       Kernel s = kernel(sim_.label(it.forward ? "pp.send_activation" : "pp.send_grad"), kPpComm,
                         sim_.pp_seconds(), -1);
+      s.port_load = sim_.pp_loads(true);
       s.waits[0] = done;
       s.rendezvous = sim_.pair(it.microbatch, it.forward ? v + 1 : v - 1, it.forward, lane_);
       launch(it.forward ? kPpFwdSend : kPpBwdSend, s, op_cost(), launch_label_);
@@ -477,6 +564,7 @@ class RankProgram final : public sim_core::HostProgram {
     if (reduce) {
       Kernel d = kernel(sim_.label("dp.grad_reduce_scatter"), kDpComm,
                         sim_.dp_seconds(sim_.stage_params(rank_, it.chunk)), -1);
+      d.port_load = sim_.dp_loads(sim_.stage_params(rank_, it.chunk), false);
       d.waits[0] = done;
       d.record = last_dp_ = sim_.event(kDpComm);
       d.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);

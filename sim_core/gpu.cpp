@@ -1,5 +1,7 @@
 #include "sim_core/gpu.hpp"
 
+#include "sim_core/maxmin.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -129,6 +131,7 @@ void Gpu::start(int s) {
   st.arrived = st.released = false;
   r.remaining = r.k.work_s;
   if (r.k.sms == 0 || r.k.sms > sm_count_) r.k.sms = sm_count_;
+  if (r.k.uses_ports()) ++port_users_;
   reallocate();  // brings the others' progress up to now first
   running_.push_back(r);
   reallocate();
@@ -138,6 +141,7 @@ void Gpu::finish(std::size_t index) {
   reallocate();  // settle progress up to now
   Running r = running_[index];
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
+  if (r.k.uses_ports()) --port_users_;
   Stream& st = streams_[static_cast<std::size_t>(r.stream)];
   st.busy = false;
   if (observer_) observer_->kernel_done(id_, r.stream, r.k, r.start, engine_.now());
@@ -174,9 +178,13 @@ void Gpu::reallocate() {
     free -= alloc[i];
   }
 
+  for (std::size_t i = 0; i < running_.size(); ++i)
+    alloc[i] = running_[i].k.sms < 0 ? 1.0 : alloc[i] / running_[i].k.sms;  // now the rate
+  if (port_users_ > 0) share_ports(alloc);
+
   for (std::size_t i = 0; i < running_.size(); ++i) {
     Running& r = running_[i];
-    const double rate = r.k.sms < 0 ? 1.0 : alloc[i] / r.k.sms;
+    const double rate = alloc[i];
     if (rate == r.rate && r.version != 0) continue;
     r.rate = rate;
     ++r.version;
@@ -184,6 +192,32 @@ void Gpu::reallocate() {
     const Time done = now + Time::from_seconds(r.remaining / rate);
     engine_.at(done, this, encode(kDone, r.serial, r.version));
   }
+}
+
+// Caps the SM rates by the ports the transfers share (max-min fair over their rates).
+void Gpu::share_ports(std::vector<double>& rates) const {
+  if (port_users_ == 1) {  // alone: only its own load caps it
+    for (std::size_t i = 0; i < running_.size(); ++i)
+      if (running_[i].k.uses_ports())
+        for (float l : running_[i].k.port_load)
+          if (l > 1) rates[i] = std::min(rates[i], 1.0 / l);
+    return;
+  }
+  std::vector<std::size_t> users;
+  for (std::size_t i = 0; i < running_.size(); ++i)
+    if (rates[i] > 0 && running_[i].k.uses_ports()) users.push_back(i);
+  if (users.empty()) return;
+  MaxMinSolver solver;
+  std::array<std::size_t, Kernel::kPorts> port{};
+  for (int p = 0; p < Kernel::kPorts; ++p) port[static_cast<std::size_t>(p)] = solver.add_constraint(1.0);
+  for (std::size_t i : users) {
+    const std::size_t v = solver.add_variable(1.0, rates[i]);
+    for (int p = 0; p < Kernel::kPorts; ++p)
+      if (const float l = running_[i].k.port_load[static_cast<std::size_t>(p)]; l > 0)
+        solver.use(port[static_cast<std::size_t>(p)], v, l);
+  }
+  const std::vector<double> x = solver.solve();
+  for (std::size_t j = 0; j < users.size(); ++j) rates[users[j]] = x[j];
 }
 
 std::string Gpu::label(const Kernel& k) const {

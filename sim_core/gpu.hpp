@@ -12,6 +12,14 @@
 // fairly, capped at what each wants. A kernel given a SMs of the s it wants progresses at
 // rate a / s; rates change only when a kernel starts or ends, and progress is carried
 // across the change (remaining work -= rate x elapsed), never restarted.
+//
+// Link ports (fluid): a GPU has kPorts ports of capacity 1 (the caller maps them to its
+// links: NVLink out/in, network out/in). A transfer kernel declares the fraction of each
+// port it fills when it runs at full speed (`port_load`, from its bytes over the port,
+// its duration alone and the port's capacity). Kernels on one port share it: their rates
+// are the max-min fair solution of sum_k rate_k x load_kp <= 1 for every port p, each
+// rate capped by what its SMs allow (sim_core/maxmin.hpp). So a DP reduce-scatter and an
+// EP all-to-all that leave through the same NVLink port slow each other down.
 #pragma once
 
 #include <array>
@@ -42,6 +50,13 @@ struct Kernel {
   std::array<EventId, 3> waits{kNoEvent, kNoEvent, kNoEvent};
   EventId record = kNoEvent;   // completed when this kernel ends
   RendezvousId rendezvous = kNoRendezvous;
+  static constexpr int kPorts = 4;
+  std::array<float, kPorts> port_load{};  // fraction of each port at full speed (0: unused)
+  bool uses_ports() const {
+    for (float l : port_load)
+      if (l > 0) return true;
+    return false;
+  }
 };
 
 class Observer {
@@ -137,6 +152,8 @@ class Gpu final : public EventHandler, public Resource {
   void start(int s);
   void finish(std::size_t index);
   void reallocate();
+  void share_ports(std::vector<double>& rates) const;
+  int port_users_ = 0;  // running kernels with link-port loads
   std::string label(const Kernel& k) const;
 
   Engine& engine_;

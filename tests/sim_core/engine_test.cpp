@@ -181,6 +181,45 @@ TEST_CASE("SM sharing: a reserved communication kernel slows compute mid-kernel"
   CHECK(obs.end_of(8).seconds() == Approx(1.0 + 24.0 / 148.0).epsilon(1e-9));
 }
 
+TEST_CASE("Link ports: transfers through one port share it, through others they do not", "[sim_core][ports]") {
+  // Two copy-engine transfers (no SMs) that each fill port 0 alone: 1 ms each alone,
+  // together each gets half the port and both end at 2 ms. A third on port 1 is not slowed.
+  Rig r;
+  const int a = r.gpu.add_stream("dp"), b = r.gpu.add_stream("ep"), c = r.gpu.add_stream("pp");
+  Kernel ka = kernel(1, 1e-3, -1), kb = kernel(2, 1e-3, -1), kc = kernel(3, 1e-3, -1);
+  ka.port_load[0] = 1;
+  kb.port_load[0] = 1;
+  kc.port_load[1] = 1;
+  r.gpu.launch(a, ka);
+  r.gpu.launch(b, kb);
+  r.gpu.launch(c, kc);
+  r.engine.run();
+  CHECK(r.obs.end_of(1) == Time::ms(2));
+  CHECK(r.obs.end_of(2) == Time::ms(2));
+  CHECK(r.obs.end_of(3) == Time::ms(1));
+  // Half loads fit together: no slowdown. A 3/4 load next to a 1/2 load: max-min gives
+  // both rate 0.8 (0.75 x 0.8 + 0.5 x 0.8 = 1), and both end at 1 / 0.8 = 1.25 ms.
+  Rig h;
+  const int x = h.gpu.add_stream("x"), y = h.gpu.add_stream("y");
+  Kernel kx = kernel(1, 1e-3, -1), ky = kernel(2, 1e-3, -1);
+  kx.port_load[2] = 0.5f;
+  ky.port_load[2] = 0.5f;
+  h.gpu.launch(x, kx);
+  h.gpu.launch(y, ky);
+  h.engine.run();
+  CHECK(h.obs.end_of(1) == Time::ms(1));
+  Rig m;
+  const int u = m.gpu.add_stream("u"), w = m.gpu.add_stream("w");
+  Kernel ku = kernel(1, 1e-3, -1), kw = kernel(2, 1e-3, -1);
+  ku.port_load[3] = 0.75f;
+  kw.port_load[3] = 0.5f;
+  m.gpu.launch(u, ku);
+  m.gpu.launch(w, kw);
+  m.engine.run();
+  CHECK(m.obs.end_of(1).seconds() == Approx(1.25e-3).epsilon(1e-6));
+  CHECK(m.obs.end_of(2).seconds() == Approx(1.25e-3).epsilon(1e-6));
+}
+
 TEST_CASE("Two-stream overlap: half-GPU kernels run side by side", "[sim_core][sm]") {
   // 2 ms on 66 SMs and 3 ms on 66 SMs fit together on 132 SMs: no slowdown, the step
   // ends at max(2, 3) = 3 ms; serialized on one stream it would be 5 ms.
