@@ -317,8 +317,10 @@ class Comm final : public Command {
     app.add_option("--hidden", q_.hidden, "hidden size")->capture_default_str();
     app.add_option("--topk", q_.topk, "experts per token")->capture_default_str();
     app.add_option("--experts", q_.experts, "routed experts")->capture_default_str();
-    app.add_option("--groups", q_.groups, "group-limited routing: expert groups (0: none)");
-    app.add_option("--topk-groups", q_.topk_groups, "group-limited routing: groups a token may use");
+    app.add_option("--groups", q_.groups, "group-limited routing: expert groups (0: none; table model only)");
+    app.add_option("--topk-groups", q_.topk_groups,
+                   "groups a token may use; with the flow model of DeepEP / HybridEP: NVLink domains "
+                   "(default: DeepEP 4, as its tests, HybridEP all)");
     app.add_option("--dtype", q_.dtype, "dispatch payload: bf16 or fp8")->capture_default_str();
     app.add_option("--sms", q_.sms, "SMs given to the dispatcher (default: its usual)");
     app.add_flag("--json", json_, "print one JSON object");

@@ -178,6 +178,7 @@ hw_models::SystemSpec read_system(const Node& node) {
             b.combine_GBps = P.req(bo, "combine_GBps", 0.1, 1e5);
             b.saturation_sms = P.req(bo, "saturation_sms", 1, 1024, kInt);
             b.tuned_factor = P.opt(bo, "tuned_factor", 1, 100);
+            b.link_fraction = P.opt(bo, "link_fraction", 0.01, 1);
           });
           return b;
         };

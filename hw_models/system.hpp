@@ -130,6 +130,9 @@ struct EpBandwidth {
   // Bandwidth gained by tuning the library for the system, over the figures above
   // (DeepEP on GB200, journey step 7: details unpublished, inferred by `moesim infer`).
   std::optional<Param> tuned_factor;
+  // Fraction of the links' capacity the library's kernels reach, for the flow model of
+  // its kernels (hw_models/ep_flows.hpp; fitted by calibration/ep_fit.hpp).
+  std::optional<Param> link_fraction;
 };
 
 // Component measurements of the EP paths (shared/reference/hardware-and-microbenchmarks.md

@@ -12,6 +12,7 @@
 #include "hw_models/comm_cost.hpp"
 #include "hw_models/dispatcher.hpp"
 #include "hw_models/ep_dispatch.hpp"
+#include "hw_models/ep_flows.hpp"
 #include "hw_models/flow_comm.hpp"
 #include "hw_models/topology.hpp"
 
@@ -58,6 +59,43 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   // What a rank receives, as the benchmarks count it (combine: BF16).
   const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0 + 4.0 / 128;
   CommAnswer a;
+  a.ranks = q.ep;
+  // The flow model of the library's kernels where the preset has its link fractions for
+  // the links the group uses (hw_models/ep_flows.hpp), as its benchmarks route: DeepEP
+  // limits a token to min(domains, 4) domains (--topk-groups overrides), HybridEP none.
+  const auto* nv = *d == hw_models::Dispatcher::deepep     ? &s.ep_dispatch.deepep_nvlink
+                   : *d == hw_models::Dispatcher::hybridep ? &s.ep_dispatch.hybridep_nvlink
+                                                           : nullptr;
+  const auto* nw = *d == hw_models::Dispatcher::deepep     ? &s.ep_dispatch.deepep_network
+                   : *d == hw_models::Dispatcher::hybridep ? &s.ep_dispatch.hybridep_network
+                                                           : nullptr;
+  const bool crosses = q.ep > domain;
+  if (nv && *nv && (*nv)->link_fraction && (!crosses || (*nw && (*nw)->link_fraction))) {
+    const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
+    hw_models::EpBenchmark b;
+    b.ranks = q.ep;
+    b.tokens = q.tokens;
+    b.hidden = q.hidden;
+    b.element_bytes = elem;
+    b.experts = q.experts;
+    b.topk = static_cast<int>(q.topk);
+    b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
+    b.combine = combine;
+    hw_models::EpFractions f;
+    f.nvlink = (*nv)->link_fraction->value;
+    if (crosses) f.network = (*nw)->link_fraction->value;
+    const auto r = hw_models::ep_flow_time(s, *topo, f, b);
+    a.bytes = crosses ? r.rdma_bytes : r.nvl_bytes;
+    a.time_us = r.time_s * 1e6;
+    a.latency_us = s.comm.base_latency_us.value;
+    a.algbw_GBps = a.busbw_GBps = crosses ? r.rdma_GBps : r.nvl_GBps;
+    a.flows = r.flows;
+    a.model = fmt::format("{} kernels as flows over the topology at its fitted link fractions; bandwidth as its "
+                          "benchmark counts it ({})",
+                          q.dispatcher, crosses ? "RDMA: distinct destination nodes, own included"
+                                                : "NVLink: what a rank receives, own copy included");
+    return a;
+  }
   a.bytes = q.tokens * q.hidden * elem *
             hw_models::expected_destination_ranks(q.experts, q.ep, static_cast<std::int64_t>(q.topk), q.groups,
                                                   q.topk_groups);
@@ -68,7 +106,6 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   a.time_us = t * 1e6;
   a.algbw_GBps = a.bytes / t / 1e9;
   a.busbw_GBps = a.algbw_GBps;
-  a.ranks = q.ep;
   a.model = fmt::format("{} dispatcher model of the step simulation (the library's measured bandwidth where the "
                         "preset has one, else all-to-all flows over the topology)",
                         q.dispatcher);

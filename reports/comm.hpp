@@ -3,13 +3,14 @@
 // Collectives (all-reduce, all-gather, reduce-scatter, all-to-all, send-recv) run as
 // flows over the system's topology (hw_models/collectives.hpp) on `ranks` consecutive
 // GPUs, NVLink domains of `gpus_per_domain` (default: the system's). EP dispatch and
-// combine (ep-dispatch, ep-combine) are priced by the dispatcher model the step
-// simulation uses (hw_models/ep_dispatch.hpp: the libraries' measured bandwidths where
-// the preset has them); the flow model of the dispatch kernels is still to come. Their
-// bytes are counted as the libraries' benchmarks count them: what a rank receives, one
-// copy per destination rank, its own included (tokens x D x hidden x element size, D
-// from hw_models::expected_destination_ranks; FP8 carries a 4-byte scale per 128
-// values: 1.03125 bytes per element).
+// combine (ep-dispatch, ep-combine) of DeepEP and HybridEP run as flows over the
+// topology at the library's fitted link fractions (hw_models/ep_flows.hpp) where the
+// preset has them, routed as the libraries' benchmarks route; otherwise the dispatcher
+// model of the step simulation prices them (hw_models/ep_dispatch.hpp: the libraries'
+// measured bandwidths). Bytes and bandwidth are counted as the benchmarks count them:
+// inside one NVLink domain what a rank receives, its own copy included; across domains
+// (RDMA) the distinct destination domains of each token, its own included. FP8 carries a
+// 4-byte scale per 128 values: 1.03125 bytes per element.
 #pragma once
 
 #include <string>

@@ -1,0 +1,31 @@
+// calibration/ep_fit.hpp: the fraction of NVLink or network capacity an EP library's
+// kernels reach, fitted from one published bandwidth of its benchmark.
+//
+// The flow model of the dispatch and combine kernels (hw_models/ep_flows.hpp) scales
+// the links by the library's fractions. For one measured point (ranks, direction,
+// bytes per element, bandwidth as the benchmark counts it: NVLink or RDMA) the fitter
+// finds the fraction of the given link kind at which the model's bandwidth equals the
+// measurement, the other fraction held (bisection on [0.01, 1]; the bandwidth rises
+// with the fraction). Points and roles: calibration/profiles/ep-*.json.
+#pragma once
+
+#include "hw_models/ep_flows.hpp"
+#include "hw_models/system.hpp"
+
+namespace moesim::calibration {
+
+struct EpPoint {
+  hw_models::EpBenchmark bench;
+  int gpus_per_domain = 8;
+  bool rdma = false;  // the figure is the RDMA bandwidth (else NVLink)
+  double GBps = 0;
+};
+
+// The model's bandwidth for the point, as the benchmark counts it.
+double model_ep_GBps(const hw_models::SystemSpec& s, const hw_models::EpFractions& f, const EpPoint& p);
+
+// Fits f.network when `network` is true, else f.nvlink; throws std::invalid_argument
+// when no fraction in [0.01, 1] reproduces the point.
+double fit_ep_fraction(const hw_models::SystemSpec& s, hw_models::EpFractions f, bool network, const EpPoint& p);
+
+}  // namespace moesim::calibration

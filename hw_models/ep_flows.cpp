@@ -1,0 +1,59 @@
+#include "hw_models/ep_flows.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "hw_models/flows.hpp"
+
+namespace moesim::hw_models {
+namespace {
+// C(n - m, k) / C(n, k).
+double none_of(double n, double m, int k) {
+  double p = 1;
+  for (int i = 0; i < k; ++i) p *= std::max(0.0, n - m - i) / (n - i);
+  return p;
+}
+}  // namespace
+
+EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f, const EpBenchmark& b) {
+  const int R = b.ranks, D = std::min(topo.domain_size(), R);
+  if (R < 1 || R > topo.gpus() || R % D != 0 || b.experts % R != 0)
+    throw std::invalid_argument("ep_flow_time: ranks must fill whole NVLink domains and split the experts");
+  const int N = R / D;
+  const int M = std::min(std::max(1, b.groups), N);
+  const double E = b.experts, pool = M * E / N, chosen = static_cast<double>(M) / N;
+  const double p_rank = chosen * (1 - none_of(pool, E / R, b.topk));
+  const double p_domain = chosen * (1 - none_of(pool, E / N, b.topk));
+  const double per = b.tokens * b.hidden * b.element_bytes;
+
+  std::vector<Flow> flows;
+  const auto add = [&](int from, int to, double bytes) {
+    if (from == to || bytes <= 0) return;
+    if (b.combine) std::swap(from, to);
+    flows.push_back({from, to, bytes, 0});
+  };
+  for (int src = 0; src < R; ++src) {
+    const int dom = src / D, rail = src % D;
+    for (int d = dom * D; d < (dom + 1) * D; ++d) add(src, d, per * p_rank);
+    for (int n = 0; n < N; ++n) {
+      if (n == dom) continue;
+      const int gateway = n * D + rail;
+      add(src, gateway, per * p_domain);
+      for (int d = n * D; d < (n + 1) * D; ++d) add(gateway, d, per * p_rank);
+    }
+  }
+  LinkEfficiency eta;
+  eta.nvlink = f.nvlink;
+  eta.nic = eta.network = f.network;
+  EpFlowTime out;
+  out.flows = flows.size();
+  out.time_s = s.comm.base_latency_us.value * 1e-6 + simulate_flows(topo, flows, eta).makespan_s;
+  out.nvl_bytes = per * R * p_rank;
+  out.rdma_bytes = per * N * p_domain;
+  out.nvl_GBps = out.nvl_bytes / out.time_s / 1e9;
+  out.rdma_GBps = out.rdma_bytes / out.time_s / 1e9;
+  return out;
+}
+
+}  // namespace moesim::hw_models

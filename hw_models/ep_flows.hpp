@@ -1,0 +1,52 @@
+// hw_models/ep_flows.hpp: DeepEP / HybridEP normal-kernel dispatch and combine as flows
+// over the topology (issue #5, item 4; first step: the link-bound regime).
+//
+// Routing as in the libraries' benchmarks (docs/research/ep-benchmark-definitions.md):
+// every token picks `groups` of the N NVLink domains (node-limited routing, the domains
+// uniform; all of them when groups >= N) and then its top-k experts uniformly among the
+// experts of the chosen domains (E/R per rank). So
+//   P(domain n receives a token) = (M/N) (1 - C(P - E/N, k) / C(P, k)),   P = M E / N
+//   P(rank r receives a token)   = (M/N) (1 - C(P - E/R, k) / C(P, k))
+// Flows from each rank s, per dispatch (combine is the same flows reversed, BF16):
+//   to every other rank d of its own domain:           T P_rank h e   (NVLink)
+//   to each other domain n, once, by RDMA to the GPU of s's rail in n (the gateway):
+//                                                       T P_domain h e (NIC, network)
+//   from that gateway to every other rank d of n:       T P_rank h e   (NVLink forwarding)
+// Link capacities are scaled by the library's achieved fractions (`nvlink_fraction`,
+// `network_fraction`, fitted by calibration/ep_fit.hpp); SM throughput is not a limit in
+// this regime (the benchmarks' 24 SMs saturate the links). The time is the makespan plus
+// the preset's base latency. The benchmarks' bandwidths are reported on their own bytes:
+//   NVLink ("NVL", HybridEP "algorithm"): what a rank receives, its own copy included,
+//     T R P_rank h e;
+//   RDMA: per token, the distinct destination domains, its own included, T N P_domain h e
+//     (so the RDMA figure exceeds the NIC's rate by about N / (N - 1)).
+#pragma once
+
+#include "hw_models/system.hpp"
+#include "hw_models/topology.hpp"
+
+namespace moesim::hw_models {
+
+struct EpBenchmark {
+  int ranks = 8;            // consecutive GPUs 0..ranks-1 of the topology
+  double tokens = 4096, hidden = 7168;
+  double element_bytes = 2;  // BF16 2; FP8 with a 4-byte scale per 128 values 1.03125
+  int experts = 256, topk = 8;
+  int groups = 4;            // domains a token may use (node-limited routing)
+  bool combine = false;
+};
+
+struct EpFractions {
+  double nvlink = 1, network = 1;
+};
+
+struct EpFlowTime {
+  double time_s = 0;
+  double nvl_bytes = 0, rdma_bytes = 0;  // the benchmarks' numerators (per rank)
+  double nvl_GBps = 0, rdma_GBps = 0;    // their bandwidths
+  std::size_t flows = 0;
+};
+
+EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f, const EpBenchmark& b);
+
+}  // namespace moesim::hw_models
