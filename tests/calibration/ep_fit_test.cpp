@@ -88,3 +88,7 @@ TEST_CASE("DeepEP's H800 normal-kernel table from flows over the 8-plane fabric"
 TEST_CASE("HybridEP's GB200 table from flows inside the NVLink domain", "[calibration][ep][table]") {
   check_profile("calibration/profiles/ep-hybridep-gb200.json");
 }
+
+TEST_CASE("HybridEP's H100-over-InfiniBand table from flows", "[calibration][ep][table]") {
+  check_profile("calibration/profiles/ep-hybridep-h100.json");
+}
