@@ -322,7 +322,9 @@ class Comm final : public Command {
                    "groups a token may use; with the flow model of DeepEP / HybridEP: NVLink domains "
                    "(default: DeepEP 4, as its tests, HybridEP all)");
     app.add_option("--dtype", q_.dtype, "dispatch payload: bf16 or fp8")->capture_default_str();
-    app.add_option("--sms", q_.sms, "SMs given to the dispatcher (default: its usual)");
+    app.add_option("--sms", q_.sms,
+                   "SMs given to the dispatcher (default: its usual; the flow model takes the kernels as "
+                   "link-bound and does not use it yet)");
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
