@@ -31,4 +31,25 @@ double fit_ep_fraction(const hw_models::SystemSpec& s, hw_models::EpFractions f,
   return 0.5 * (lo + hi);
 }
 
+namespace {
+double copy_bytes(const EpPoint& p) { return p.bench.hidden * p.bench.element_bytes; }
+// Seconds of one SM per token copy at the point: B / (bandwidth / SMs).
+double seconds_per_copy(const EpPoint& p) {
+  if (p.bench.sms <= 0 || !(p.GBps > 0)) throw std::invalid_argument("fit_ep_sm: a point needs SMs and a bandwidth");
+  return copy_bytes(p) / (p.GBps * 1e9 / p.bench.sms);
+}
+}  // namespace
+
+SmFit fit_ep_sm(const EpPoint& a, const EpPoint& b) {
+  const double ta = seconds_per_copy(a), tb = seconds_per_copy(b);
+  const double ba = copy_bytes(a), bb = copy_bytes(b);
+  if (ba == bb) throw std::invalid_argument("fit_ep_sm: the two points need different element sizes");
+  const double per_byte = (ta - tb) / (ba - bb);
+  const double copy = ta - ba * per_byte;
+  if (!(per_byte > 0) || copy < 0) throw std::invalid_argument("fit_ep_sm: the points give no positive SM throughput");
+  return {copy * 1e6, 1.0 / per_byte / 1e9};
+}
+
+SmFit fit_ep_sm(const EpPoint& combine) { return {0, copy_bytes(combine) / seconds_per_copy(combine) / 1e9}; }
+
 }  // namespace moesim::calibration

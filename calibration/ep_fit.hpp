@@ -28,4 +28,15 @@ double model_ep_GBps(const hw_models::SystemSpec& s, const hw_models::EpFraction
 // when no fraction in [0.01, 1] reproduces the point.
 double fit_ep_fraction(const hw_models::SystemSpec& s, hw_models::EpFractions f, bool network, const EpPoint& p);
 
+// The SM throughput of a dispatch kernel from two points in its SM-bound regime, one per
+// element size (BF16 and FP8 at the same SM count): per SM a token copy of B bytes takes
+// copy_us + B / sm_GBps, so with X = bandwidth / SMs, B / X = copy_us + B / sm_GBps for
+// both points; two equations, two unknowns. Throws std::invalid_argument when they do
+// not give positive values. Combine (one element size) fits sm_GBps alone with copy_us 0.
+struct SmFit {
+  double copy_us = 0, sm_GBps = 0;
+};
+SmFit fit_ep_sm(const EpPoint& a, const EpPoint& b);
+SmFit fit_ep_sm(const EpPoint& combine);
+
 }  // namespace moesim::calibration

@@ -179,6 +179,10 @@ hw_models::SystemSpec read_system(const Node& node) {
             b.saturation_sms = P.req(bo, "saturation_sms", 1, 1024, kInt);
             b.tuned_factor = P.opt(bo, "tuned_factor", 1, 100);
             b.link_fraction = P.opt(bo, "link_fraction", 0.01, 1);
+            b.sm_copy_us = P.opt(bo, "sm_copy_us", 0, 1e3);
+            b.sm_GBps = P.opt(bo, "sm_GBps", 0.01, 1e4);
+            b.sm_combine_GBps = P.opt(bo, "sm_combine_GBps", 0.01, 1e4);
+            b.combine_link_fraction = P.opt(bo, "combine_link_fraction", 0.01, 1);
           });
           return b;
         };

@@ -28,10 +28,11 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
   const double per = b.tokens * b.hidden * b.element_bytes;
 
   std::vector<Flow> flows;
+  const bool sm_limited = b.sms > 0 && f.sm_GBps > 0;
   const auto add = [&](int from, int to, double bytes) {
     if (from == to || bytes <= 0) return;
     if (b.combine) std::swap(from, to);
-    flows.push_back({from, to, bytes, 0});
+    flows.push_back({from, to, bytes, 0, sm_limited ? from : -1});
   };
   for (int src = 0; src < R; ++src) {
     const int dom = src / D, rail = src % D;
@@ -46,9 +47,23 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
   LinkEfficiency eta;
   eta.nvlink = f.nvlink;
   eta.nic = eta.network = f.network;
+  // SM caps: a GPU's SMs also copy its own tokens, so its flows get the share of the SM
+  // throughput that its pushed bytes are of all it copies (the same on every GPU).
+  std::vector<double> caps;
+  if (sm_limited) {
+    const double copy_bytes = b.hidden * b.element_bytes;
+    const double sm_Bps =
+        b.sms * copy_bytes / (f.copy_us * 1e-6 + copy_bytes / (f.sm_GBps * 1e9));
+    std::vector<double> pushed(static_cast<std::size_t>(topo.gpus()), 0.0);
+    for (const auto& fl : flows) pushed[static_cast<std::size_t>(fl.src)] += fl.bytes;
+    const double self = per * p_rank;
+    caps.resize(pushed.size());
+    for (std::size_t g = 0; g < pushed.size(); ++g)
+      caps[g] = pushed[g] + self > 0 ? sm_Bps * pushed[g] / (pushed[g] + self) : sm_Bps;
+  }
   EpFlowTime out;
   out.flows = flows.size();
-  out.time_s = s.comm.base_latency_us.value * 1e-6 + simulate_flows(topo, flows, eta).makespan_s;
+  out.time_s = s.comm.base_latency_us.value * 1e-6 + simulate_flows(topo, flows, eta, caps).makespan_s;
   out.nvl_bytes = per * R * p_rank;
   out.rdma_bytes = per * N * p_domain;
   out.nvl_GBps = out.nvl_bytes / out.time_s / 1e9;

@@ -12,10 +12,9 @@
 //   to each other domain n, once, by RDMA to the GPU of s's rail in n (the gateway):
 //                                                       T P_domain h e (NIC, network)
 //   from that gateway to every other rank d of n:       T P_rank h e   (NVLink forwarding)
-// Link capacities are scaled by the library's achieved fractions (`nvlink_fraction`,
-// `network_fraction`, fitted by calibration/ep_fit.hpp); SM throughput is not a limit in
-// this regime (the benchmarks' 24 SMs saturate the links). The time is the makespan plus
-// the preset's base latency. The benchmarks' bandwidths are reported on their own bytes:
+// Link capacities are scaled by the library's achieved fractions, and each GPU's flows
+// share the throughput of the kernel's SMs (EpFractions; both fitted by
+// calibration/ep_fit.hpp). The time is the makespan plus the preset's base latency. The benchmarks' bandwidths are reported on their own bytes:
 //   NVLink ("NVL", HybridEP "algorithm"): what a rank receives, its own copy included,
 //     T R P_rank h e;
 //   RDMA: per token, the distinct destination domains, its own included, T N P_domain h e
@@ -29,6 +28,7 @@ namespace moesim::hw_models {
 
 struct EpBenchmark {
   int ranks = 8;            // consecutive GPUs 0..ranks-1 of the topology
+  int sms = 0;              // SMs the kernel runs on (0: not a limit)
   double tokens = 4096, hidden = 7168;
   double element_bytes = 2;  // BF16 2; FP8 with a 4-byte scale per 128 values 1.03125
   int experts = 256, topk = 8;
@@ -38,6 +38,10 @@ struct EpBenchmark {
 
 struct EpFractions {
   double nvlink = 1, network = 1;
+  // The kernel's SMs: each token copy a GPU pushes (to another rank, to itself, or
+  // forwarded) costs copy_us + bytes / (sm_GBps) of one SM's time, so a GPU pushes at
+  // most sms x B / (copy_us + B / sm_GBps) bytes/s, B = hidden x element size. 0: no limit.
+  double copy_us = 0, sm_GBps = 0;
 };
 
 struct EpFlowTime {

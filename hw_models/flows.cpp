@@ -8,7 +8,8 @@
 
 namespace moesim::hw_models {
 
-FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, const LinkEfficiency& eta) {
+FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, const LinkEfficiency& eta,
+                         const std::vector<double>& caps) {
   const std::size_t n = flows.size();
   FlowTimes out;
   out.finish_s.assign(n, 0.0);
@@ -18,6 +19,7 @@ FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, c
   for (std::size_t i = 0; i < n; ++i) {
     const Flow& f = flows[i];
     if (!(f.bytes >= 0) || !(f.start_s >= 0)) throw std::invalid_argument("simulate_flows: negative bytes or start");
+    if (f.cap >= static_cast<int>(caps.size())) throw std::invalid_argument("simulate_flows: cap index out of range");
     routes[i] = topo.route(f.src, f.dst);
     left[i] = f.bytes;
     if (routes[i].empty() || f.bytes == 0) {
@@ -45,8 +47,14 @@ FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, c
     }
     sim_core::MaxMinSolver solver;
     std::vector<int> used;
+    std::vector<int> cap_constraint(caps.size(), -1);
     for (std::size_t i : active) {
       const std::size_t v = solver.add_variable();
+      if (const int c = flows[i].cap; c >= 0) {
+        int& k = cap_constraint[static_cast<std::size_t>(c)];
+        if (k < 0) k = static_cast<int>(solver.add_constraint(caps[static_cast<std::size_t>(c)]));
+        solver.use(static_cast<std::size_t>(k), v);
+      }
       for (int l : routes[i]) {
         int& c = constraint_of[static_cast<std::size_t>(l)];
         if (c < 0) {

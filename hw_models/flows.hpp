@@ -5,7 +5,8 @@
 // rate x_f, the max-min fair solution of
 //     sum_{f uses link l} x_f <= eta_kind(l) * C_l      for every link l,
 // where C_l is the link's capacity and eta the fraction of it a transfer library reaches
-// on that kind of link (LinkEfficiency). A flow of B bytes started at s finishes when
+// on that kind of link (LinkEfficiency), plus optional shared caps (the SMs of a kernel
+// that pushes several flows). A flow of B bytes started at s finishes when
 // the integral of its rate reaches B. Flows between the same GPU finish at once.
 #pragma once
 
@@ -19,6 +20,7 @@ struct Flow {
   int src = 0, dst = 0;  // GPU ids
   double bytes = 0;
   double start_s = 0;
+  int cap = -1;          // index of a shared rate cap (the SMs that push it), -1: none
 };
 
 struct LinkEfficiency {
@@ -32,6 +34,9 @@ struct FlowTimes {
   int solves = 0;                // rate recomputations (events)
 };
 
-FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, const LinkEfficiency& eta = {});
+// `caps`: bytes/s shared by the flows whose `cap` names the entry (one more constraint
+// each, beside the links).
+FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, const LinkEfficiency& eta = {},
+                         const std::vector<double>& caps = {});
 
 }  // namespace moesim::hw_models

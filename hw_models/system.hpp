@@ -133,6 +133,10 @@ struct EpBandwidth {
   // Fraction of the links' capacity the library's kernels reach, for the flow model of
   // its kernels (hw_models/ep_flows.hpp; fitted by calibration/ep_fit.hpp).
   std::optional<Param> link_fraction;
+  // The kernels' SM throughput (hw_models::EpFractions): dispatch costs sm_copy_us per
+  // token copy plus its bytes at sm_GBps per SM; combine sm_combine_GBps per SM.
+  std::optional<Param> sm_copy_us, sm_GBps, sm_combine_GBps;
+  std::optional<Param> combine_link_fraction;  // combine's own, where it differs (absent: link_fraction)
 };
 
 // Component measurements of the EP paths (shared/reference/hardware-and-microbenchmarks.md

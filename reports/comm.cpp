@@ -82,8 +82,16 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
     b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
     b.combine = combine;
     hw_models::EpFractions f;
-    f.nvlink = (*nv)->link_fraction->value;
+    f.nvlink = combine && (*nv)->combine_link_fraction ? (*nv)->combine_link_fraction->value
+                                                       : (*nv)->link_fraction->value;
     if (crosses) f.network = (*nw)->link_fraction->value;
+    // The kernels' SMs, where the preset has their throughput.
+    if (combine && (*nv)->sm_combine_GBps) f.sm_GBps = (*nv)->sm_combine_GBps->value;
+    if (!combine && (*nv)->sm_GBps) {
+      f.sm_GBps = (*nv)->sm_GBps->value;
+      f.copy_us = (*nv)->sm_copy_us ? (*nv)->sm_copy_us->value : 0;
+    }
+    b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
     const auto r = hw_models::ep_flow_time(s, *topo, f, b);
     a.bytes = crosses ? r.rdma_bytes : r.nvl_bytes;
     a.time_us = r.time_s * 1e6;

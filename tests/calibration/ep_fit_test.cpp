@@ -35,19 +35,35 @@ calibration::EpPoint point(const nlohmann::json& prof, const nlohmann::json& p) 
   e.bench.topk = prof["topk"].get<int>();
   e.bench.groups = prof["groups"].get<int>();
   e.bench.combine = p["combine"].get<bool>();
+  e.bench.sms = p.value("sms", 0);
   e.gpus_per_domain = prof["gpus_per_domain"] == "ranks" ? e.bench.ranks : prof["gpus_per_domain"].get<int>();
   e.rdma = p["metric"] == "rdma";
   e.GBps = p["GBps"].get<double>();
   return e;
 }
 
-hw_models::EpFractions preset_fractions(const hw_models::SystemSpec& s, const std::string& lib) {
+// The preset's parameters of the library's kernels for one direction.
+hw_models::EpFractions preset_fractions(const hw_models::SystemSpec& s, const std::string& lib, bool combine) {
   const auto& nv = lib == "deepep" ? s.ep_dispatch.deepep_nvlink : s.ep_dispatch.hybridep_nvlink;
   const auto& nw = lib == "deepep" ? s.ep_dispatch.deepep_network : s.ep_dispatch.hybridep_network;
   hw_models::EpFractions f;
   if (nv && nv->link_fraction) f.nvlink = nv->link_fraction->value;
+  if (nv && combine && nv->combine_link_fraction) f.nvlink = nv->combine_link_fraction->value;
   if (nw && nw->link_fraction) f.network = nw->link_fraction->value;
+  if (nv && combine && nv->sm_combine_GBps) f.sm_GBps = nv->sm_combine_GBps->value;
+  if (nv && !combine && nv->sm_GBps) {
+    f.sm_GBps = nv->sm_GBps->value;
+    f.copy_us = nv->sm_copy_us ? nv->sm_copy_us->value : 0;
+  }
   return f;
+}
+
+// The point named `what` in the profile.
+calibration::EpPoint named(const nlohmann::json& prof, const std::string& what) {
+  for (const auto& p : prof["points"])
+    if (p["what"] == what) return point(prof, p);
+  FAIL("no point '" << what << "'");
+  return {};
 }
 
 void check_profile(const char* file) {
@@ -55,10 +71,24 @@ void check_profile(const char* file) {
   const auto prof = nlohmann::json::parse(in);
   const auto sys = config::load_system_preset(prof["system"].get<std::string>());
   const auto lib = prof["dispatcher"].get<std::string>();
-  const auto f = preset_fractions(sys, lib);
+  if (prof.contains("sm_fit")) {
+    const auto& nv = lib == "deepep" ? sys.ep_dispatch.deepep_nvlink : sys.ep_dispatch.hybridep_nvlink;
+    REQUIRE(nv);
+    REQUIRE((nv->sm_GBps && nv->sm_copy_us && nv->sm_combine_GBps));
+    const auto& fit = prof["sm_fit"];
+    const auto d = calibration::fit_ep_sm(named(prof, fit["dispatch"][0].get<std::string>()),
+                                          named(prof, fit["dispatch"][1].get<std::string>()));
+    const auto c = calibration::fit_ep_sm(named(prof, fit["combine"].get<std::string>()));
+    std::cout << fmt::format("ep fit: {} SMs: dispatch {:.4f} us per copy + {:.2f} GB/s per SM; combine {:.2f} GB/s per SM\n",
+                             lib, d.copy_us, d.sm_GBps, c.sm_GBps);
+    CHECK(nv->sm_copy_us->value == Approx(d.copy_us).epsilon(0.005));
+    CHECK(nv->sm_GBps->value == Approx(d.sm_GBps).epsilon(0.005));
+    CHECK(nv->sm_combine_GBps->value == Approx(c.sm_GBps).epsilon(0.005));
+  }
   std::string table = fmt::format("\n{} on {}: measured vs moesim flows (GB/s)\n", lib, prof["system"].get<std::string>());
   for (const auto& p : prof["points"]) {
     const auto e = point(prof, p);
+    const auto f = preset_fractions(sys, lib, e.bench.combine);
     if (p["role"] == "fit") {
       const bool network = p["link"] == "network";
       const double fit = calibration::fit_ep_fraction(sys, f, network, e);
@@ -74,6 +104,7 @@ void check_profile(const char* file) {
                          p["role"].get<std::string>());
     INFO(p["what"].get<std::string>() << ": measured " << e.GBps << ", model " << got);
     if (p["role"] == "check") CHECK(std::abs(err) <= 15);
+    if (p["role"] == "fit-sm") CHECK(std::abs(err) <= 2);  // the SM-bound points the fit used (latency aside)
     if (p["role"] == "gap") CHECK(std::abs(err) > 15);  // relabel it once the model gets it
   }
   std::cout << table;
@@ -87,6 +118,10 @@ TEST_CASE("DeepEP's H800 normal-kernel table from flows over the 8-plane fabric"
 
 TEST_CASE("HybridEP's GB200 table from flows inside the NVLink domain", "[calibration][ep][table]") {
   check_profile("calibration/profiles/ep-hybridep-gb200.json");
+}
+
+TEST_CASE("DeepEP on 8 B200 from 16 to 48 SMs: the SM-bound and the link-bound regime", "[calibration][ep][table]") {
+  check_profile("calibration/profiles/ep-deepep-b200.json");
 }
 
 TEST_CASE("HybridEP's H100-over-InfiniBand table from flows", "[calibration][ep][table]") {
