@@ -50,6 +50,17 @@ SmFit fit_ep_sm(const EpPoint& a, const EpPoint& b) {
   return {copy * 1e6, 1.0 / per_byte / 1e9};
 }
 
+double fit_ep_fixed_us(const hw_models::SystemSpec& s, const hw_models::EpFractions& f, EpPoint p,
+                       double latency_us) {
+  p.bench.fixed_us = 0;
+  const hw_models::Topology topo(s, p.bench.ranks, p.gpus_per_domain);
+  const double flows_us = hw_models::ep_flow_time(s, topo, f, p.bench).time_s * 1e6;
+  if (flows_us > latency_us)
+    throw std::invalid_argument(fmt::format("fit_ep_fixed_us: the flows alone take {:.1f} us, more than {:.1f} us",
+                                            flows_us, latency_us));
+  return latency_us - flows_us;
+}
+
 SmFit fit_ep_sm(const EpPoint& combine) { return {0, copy_bytes(combine) / seconds_per_copy(combine) / 1e9}; }
 
 }  // namespace moesim::calibration

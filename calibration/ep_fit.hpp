@@ -39,4 +39,9 @@ struct SmFit {
 SmFit fit_ep_sm(const EpPoint& a, const EpPoint& b);
 SmFit fit_ep_sm(const EpPoint& combine);
 
+// The fixed cost of DeepEP's low-latency kernels from one measured latency: what the
+// flows do not account for, latency - makespan (microseconds, >= 0).
+double fit_ep_fixed_us(const hw_models::SystemSpec& s, const hw_models::EpFractions& f, EpPoint p,
+                       double latency_us);
+
 }  // namespace moesim::calibration

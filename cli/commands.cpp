@@ -325,6 +325,7 @@ class Comm final : public Command {
     app.add_option("--sms", q_.sms,
                    "SMs given to the dispatcher (default: its usual; the flow model takes the kernels as "
                    "link-bound and does not use it yet)");
+    app.add_flag("--low-latency", q_.low_latency, "DeepEP's low-latency kernels (ep-dispatch, ep-combine)");
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {

@@ -34,6 +34,21 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
     if (b.combine) std::swap(from, to);
     flows.push_back({from, to, bytes, 0, sm_limited ? from : -1});
   };
+  if (b.low_latency) {
+    // T k / R selections of each rank's tokens land on every rank (its own included).
+    const double pair = b.tokens * b.topk / R * b.message_bytes;
+    for (int src = 0; src < R; ++src)
+      for (int d = 0; d < R; ++d) add(src, d, pair);
+    LinkEfficiency eta;
+    eta.nvlink = f.nvlink;
+    eta.nic = eta.network = f.network;
+    EpFlowTime out;
+    out.flows = flows.size();
+    out.time_s = b.fixed_us * 1e-6 + simulate_flows(topo, flows, eta).makespan_s;
+    out.nvl_bytes = out.rdma_bytes = b.tokens * b.topk * b.message_bytes;
+    out.nvl_GBps = out.rdma_GBps = out.nvl_bytes / out.time_s / 1e9;
+    return out;
+  }
   for (int src = 0; src < R; ++src) {
     const int dom = src / D, rail = src % D;
     for (int d = dom * D; d < (dom + 1) * D; ++d) add(src, d, per * p_rank);

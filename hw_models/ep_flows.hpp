@@ -34,6 +34,12 @@ struct EpBenchmark {
   int experts = 256, topk = 8;
   int groups = 4;            // domains a token may use (node-limited routing)
   bool combine = false;
+  // DeepEP's low-latency kernels: every (token, expert) selection is its own message,
+  // straight to the expert's GPU, no per-node deduplication and no forwarding; the
+  // kernels' fixed cost (launch, completion signalling) replaces the NCCL latency.
+  bool low_latency = false;
+  double message_bytes = 0;  // per selection (dispatch FP8 7408 B: payload, scales, header)
+  double fixed_us = 0;
 };
 
 struct EpFractions {
@@ -47,7 +53,8 @@ struct EpFractions {
 struct EpFlowTime {
   double time_s = 0;
   double nvl_bytes = 0, rdma_bytes = 0;  // the benchmarks' numerators (per rank)
-  double nvl_GBps = 0, rdma_GBps = 0;    // their bandwidths
+  double nvl_GBps = 0, rdma_GBps = 0;    // their bandwidths (low latency: selections x
+                                         // message bytes, DeepEP's "RDMA" figure, in both)
   std::size_t flows = 0;
 };
 

@@ -137,6 +137,7 @@ struct EpBandwidth {
   // token copy plus its bytes at sm_GBps per SM; combine sm_combine_GBps per SM.
   std::optional<Param> sm_copy_us, sm_GBps, sm_combine_GBps;
   std::optional<Param> combine_link_fraction;  // combine's own, where it differs (absent: link_fraction)
+  std::optional<Param> low_latency_fixed_us;   // DeepEP low-latency kernels' fixed cost (hw_models::EpBenchmark)
 };
 
 // Component measurements of the EP paths (shared/reference/hardware-and-microbenchmarks.md

@@ -70,6 +70,41 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
                    : *d == hw_models::Dispatcher::hybridep ? &s.ep_dispatch.hybridep_network
                                                            : nullptr;
   const bool crosses = q.ep > domain;
+  if (q.low_latency) {
+    // DeepEP's low-latency kernels: one message per (token, expert) selection, the
+    // kernels' fixed cost from the preset (hw_models/ep_flows.hpp).
+    if (*d != hw_models::Dispatcher::deepep || !*nw || !(*nw)->low_latency_fixed_us || !(*nw)->link_fraction ||
+        !*nv || !(*nv)->link_fraction)
+      throw config::InputError(kCli, "--low-latency",
+                               fmt::format("no DeepEP low-latency model for system '{}' (its preset needs DeepEP's "
+                                           "link fractions and low_latency_fixed_us)",
+                                           q.system));
+    const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
+    hw_models::EpBenchmark b;
+    b.ranks = q.ep;
+    b.tokens = q.tokens;
+    b.hidden = q.hidden;
+    b.experts = q.experts;
+    b.topk = static_cast<int>(q.topk);
+    b.combine = combine;
+    b.low_latency = true;
+    // Dispatch: payload (FP8 with a 4-byte scale per 128 values, or BF16) + a 16-byte
+    // header; combine: BF16 (DeepEP's test counts 7408 and 14336 bytes at hidden 7168).
+    b.message_bytes = combine ? q.hidden * 2 : q.hidden * elem + 16;
+    b.fixed_us = (*nw)->low_latency_fixed_us->value;
+    hw_models::EpFractions f;
+    f.nvlink = (*nv)->link_fraction->value;
+    f.network = (*nw)->link_fraction->value;
+    const auto r = hw_models::ep_flow_time(s, *topo, f, b);
+    a.bytes = r.rdma_bytes;
+    a.time_us = r.time_s * 1e6;
+    a.latency_us = b.fixed_us;
+    a.algbw_GBps = a.busbw_GBps = r.rdma_GBps;
+    a.flows = r.flows;
+    a.model = "deepep low-latency kernels as flows (one message per selection) plus their fixed cost; bandwidth as "
+              "DeepEP counts it (selections x message bytes)";
+    return a;
+  }
   if (nv && *nv && (*nv)->link_fraction && (!crosses || (*nw && (*nw)->link_fraction))) {
     const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
     hw_models::EpBenchmark b;

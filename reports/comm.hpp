@@ -33,6 +33,7 @@ struct CommQuery {
   int groups = 0, topk_groups = 0;  // group-limited routing (0: none)
   std::string dtype = "bf16";  // dispatch payload: bf16 or fp8 (combine is BF16)
   int sms = 0;                 // 0: the dispatcher's default
+  bool low_latency = false;    // DeepEP's low-latency kernels
 };
 
 struct CommAnswer {

@@ -127,3 +127,43 @@ TEST_CASE("DeepEP on 8 B200 from 16 to 48 SMs: the SM-bound and the link-bound r
 TEST_CASE("HybridEP's H100-over-InfiniBand table from flows", "[calibration][ep][table]") {
   check_profile("calibration/profiles/ep-hybridep-h100.json");
 }
+
+TEST_CASE("DeepEP's low-latency table: one fixed cost, the links at the normal kernels' fractions",
+          "[calibration][ep][table]") {
+  std::ifstream in(test::source_path("calibration/profiles/ep-deepep-h800-ll.json"));
+  const auto prof = nlohmann::json::parse(in);
+  const auto sys = config::load_system_preset("h800");
+  REQUIRE(sys.ep_dispatch.deepep_network);
+  REQUIRE(sys.ep_dispatch.deepep_network->low_latency_fixed_us);
+  const auto f = preset_fractions(sys, "deepep", false);
+  const double fixed = sys.ep_dispatch.deepep_network->low_latency_fixed_us->value;
+  std::string table = "\ndeepep low-latency on h800: measured vs moesim flows (us)\n";
+  for (const auto& p : prof["points"]) {
+    calibration::EpPoint e;
+    e.bench.ranks = p["ranks"].get<int>();
+    e.bench.tokens = prof["tokens"].get<double>();
+    e.bench.hidden = prof["hidden"].get<double>();
+    e.bench.topk = prof["topk"].get<int>();
+    e.bench.experts = prof["experts"].get<int>();
+    e.bench.combine = p["combine"].get<bool>();
+    e.bench.low_latency = true;
+    e.bench.message_bytes = p["message_bytes"].get<double>();
+    e.gpus_per_domain = prof["gpus_per_domain"].get<int>();
+    const double want = p["latency_us"].get<double>();
+    if (p["role"] == "fit") {
+      const double fit = calibration::fit_ep_fixed_us(sys, f, e, want);
+      std::cout << fmt::format("ep fit: deepep low-latency fixed cost {:.2f} us from '{}'\n", fit,
+                               p["what"].get<std::string>());
+      CHECK(fixed == Approx(fit).epsilon(0.005));
+    }
+    e.bench.fixed_us = fixed;
+    const hw_models::Topology topo(sys, e.bench.ranks, e.gpus_per_domain);
+    const double got = hw_models::ep_flow_time(sys, topo, f, e.bench).time_s * 1e6;
+    const double err = 100 * (got - want) / want;
+    table += fmt::format("  {:<20} {:>7.1f} {:>7.1f} {:>+6.1f}%  {}\n", p["what"].get<std::string>(), want, got, err,
+                         p["role"].get<std::string>());
+    INFO(p["what"].get<std::string>() << ": measured " << want << " us, model " << got);
+    if (p["role"] == "check") CHECK(std::abs(err) <= 15);
+  }
+  std::cout << table;
+}

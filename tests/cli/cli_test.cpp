@@ -127,6 +127,12 @@ TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
   CHECK(j["algbw_GBps"].get<double>() == Approx(153).epsilon(0.02));
   // Bytes as DeepEP counts them: 4096 tokens x 7168 x 2 B x 5.2947 destination ranks.
   CHECK(j["bytes"].get<double>() == Approx(4096.0 * 7168 * 2 * 5.29465).epsilon(1e-5));
+  // DeepEP's low-latency dispatch at EP64: 128 tokens, about 176 us (DeepEP's table: 173).
+  r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep", "--ep", "64",
+                  "--tokens", "128", "--dtype", "fp8", "--low-latency", "--json"});
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["time_us"].get<double>() == Approx(173).epsilon(0.05));
+  CHECK(run_moesim({"comm", "--system", "b200", "--op", "ep-dispatch", "--low-latency"}).status == 2);
   r = run_moesim({"comm", "--system", "h800", "--op", "all-to-all", "--ranks", "16"});
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("busbw"));
