@@ -43,15 +43,27 @@ constexpr std::array<Entry, 4> kRegistry{{
     {Dispatcher::allgather, nccl_alltoall},
     {Dispatcher::deepep,
      [](const SystemSpec& s, const CommModel& c, const EpQuery& q) {
-       return measured(s.ep_dispatch.deepep_nvlink, s.ep_dispatch.deepep_network, s, c, q);
+       const auto e = ep_entries(s, Dispatcher::deepep);
+       return measured(*e.nvlink, *e.network, s, c, q);
      }},
     {Dispatcher::hybridep,
      [](const SystemSpec& s, const CommModel& c, const EpQuery& q) {
-       return measured(s.ep_dispatch.hybridep_nvlink, s.ep_dispatch.hybridep_network, s, c, q);
+       const auto e = ep_entries(s, Dispatcher::hybridep);
+       return measured(*e.nvlink, *e.network, s, c, q);
      }},
 }};
 
 }  // namespace
+
+EpEntries ep_entries(const SystemSpec& s, Dispatcher d) {
+  switch (d) {
+    case Dispatcher::deepep: return {&s.ep_dispatch.deepep_nvlink, &s.ep_dispatch.deepep_network};
+    case Dispatcher::hybridep: return {&s.ep_dispatch.hybridep_nvlink, &s.ep_dispatch.hybridep_network};
+    case Dispatcher::alltoall:
+    case Dispatcher::allgather: break;
+  }
+  return {};
+}
 
 double ep_comm_seconds(Dispatcher d, const SystemSpec& sys, const CommModel& comm, const EpQuery& q) {
   for (const auto& e : kRegistry)

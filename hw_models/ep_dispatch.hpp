@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "hw_models/comm_cost.hpp"
 #include "hw_models/dispatcher.hpp"
@@ -36,6 +37,14 @@ struct EpQuery {
 };
 
 double ep_comm_seconds(Dispatcher d, const SystemSpec& sys, const CommModel& comm, const EpQuery& q);
+
+// The preset's entries of a dispatcher's library inside and across NVLink domains (both
+// null for NCCL's dispatchers, which have no library entries).
+struct EpEntries {
+  const std::optional<EpBandwidth>* nvlink = nullptr;
+  const std::optional<EpBandwidth>* network = nullptr;
+};
+EpEntries ep_entries(const SystemSpec& s, Dispatcher d);
 
 // Expected number of distinct EP ranks a token is sent to, its own included, when its
 // top-k experts are uniform over `experts` spread evenly on `ranks`:

@@ -4,27 +4,19 @@
 #include <stdexcept>
 #include <vector>
 
+#include "hw_models/ep_dispatch.hpp"
 #include "hw_models/flows.hpp"
 
 namespace moesim::hw_models {
-namespace {
-// C(n - m, k) / C(n, k).
-double none_of(double n, double m, int k) {
-  double p = 1;
-  for (int i = 0; i < k; ++i) p *= std::max(0.0, n - m - i) / (n - i);
-  return p;
-}
-}  // namespace
-
 EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f, const EpBenchmark& b) {
   const int R = b.ranks, D = std::min(topo.domain_size(), R);
   if (R < 1 || R > topo.gpus() || R % D != 0 || b.experts % R != 0)
     throw std::invalid_argument("ep_flow_time: ranks must fill whole NVLink domains and split the experts");
   const int N = R / D;
   const int M = std::min(std::max(1, b.groups), N);
-  const double E = b.experts, pool = M * E / N, chosen = static_cast<double>(M) / N;
-  const double p_rank = chosen * (1 - none_of(pool, E / R, b.topk));
-  const double p_domain = chosen * (1 - none_of(pool, E / N, b.topk));
+  // Node-limited routing is group-limited routing with the domains as the groups.
+  const double p_rank = expected_destination_ranks(b.experts, R, b.topk, N, M) / R;
+  const double p_domain = expected_destination_ranks(b.experts, N, b.topk, N, M) / N;
   const double per = b.tokens * b.hidden * b.element_bytes;
 
   std::vector<Flow> flows;
@@ -34,14 +26,14 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
     if (b.combine) std::swap(from, to);
     flows.push_back({from, to, bytes, 0, sm_limited ? from : -1});
   };
+  LinkEfficiency eta;
+  eta.nvlink = f.nvlink;
+  eta.nic = eta.network = f.network;
   if (b.low_latency) {
     // T k / R selections of each rank's tokens land on every rank (its own included).
     const double pair = b.tokens * b.topk / R * b.message_bytes;
     for (int src = 0; src < R; ++src)
       for (int d = 0; d < R; ++d) add(src, d, pair);
-    LinkEfficiency eta;
-    eta.nvlink = f.nvlink;
-    eta.nic = eta.network = f.network;
     EpFlowTime out;
     out.flows = flows.size();
     out.time_s = b.fixed_us * 1e-6 + simulate_flows(topo, flows, eta).makespan_s;
@@ -59,9 +51,6 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
       for (int d = n * D; d < (n + 1) * D; ++d) add(gateway, d, per * p_rank);
     }
   }
-  LinkEfficiency eta;
-  eta.nvlink = f.nvlink;
-  eta.nic = eta.network = f.network;
   // SM caps: a GPU's SMs also copy its own tokens, so its flows get the share of the SM
   // throughput that its pushed bytes are of all it copies (the same on every GPU).
   std::vector<double> caps;
@@ -84,6 +73,23 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
   out.nvl_GBps = out.nvl_bytes / out.time_s / 1e9;
   out.rdma_GBps = out.rdma_bytes / out.time_s / 1e9;
   return out;
+}
+
+EpFractions preset_ep_fractions(const SystemSpec& s, Dispatcher d, bool combine) {
+  EpFractions f;
+  const auto e = ep_entries(s, d);
+  if (e.network && *e.network && (*e.network)->link_fraction) f.network = (*e.network)->link_fraction->value;
+  if (!e.nvlink || !*e.nvlink) return f;
+  const EpBandwidth& nv = **e.nvlink;
+  if (nv.link_fraction) f.nvlink = nv.link_fraction->value;
+  if (combine) {
+    if (nv.combine_link_fraction) f.nvlink = nv.combine_link_fraction->value;
+    if (nv.sm_combine_GBps) f.sm_GBps = nv.sm_combine_GBps->value;
+  } else if (nv.sm_GBps) {
+    f.sm_GBps = nv.sm_GBps->value;
+    f.copy_us = nv.sm_copy_us ? nv.sm_copy_us->value : 0;
+  }
+  return f;
 }
 
 }  // namespace moesim::hw_models

@@ -21,6 +21,7 @@
 //     (so the RDMA figure exceeds the NIC's rate by about N / (N - 1)).
 #pragma once
 
+#include "hw_models/dispatcher.hpp"
 #include "hw_models/system.hpp"
 #include "hw_models/topology.hpp"
 
@@ -59,5 +60,10 @@ struct EpFlowTime {
 };
 
 EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f, const EpBenchmark& b);
+
+// The preset's parameters of a library's kernels for one direction: its link fractions
+// (combine's own where the preset has one) and its SMs' throughput; 1 and no SM limit
+// where absent.
+EpFractions preset_ep_fractions(const SystemSpec& s, Dispatcher d, bool combine);
 
 }  // namespace moesim::hw_models

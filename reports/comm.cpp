@@ -63,12 +63,7 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   // The flow model of the library's kernels where the preset has its link fractions for
   // the links the group uses (hw_models/ep_flows.hpp), as its benchmarks route: DeepEP
   // limits a token to min(domains, 4) domains (--topk-groups overrides), HybridEP none.
-  const auto* nv = *d == hw_models::Dispatcher::deepep     ? &s.ep_dispatch.deepep_nvlink
-                   : *d == hw_models::Dispatcher::hybridep ? &s.ep_dispatch.hybridep_nvlink
-                                                           : nullptr;
-  const auto* nw = *d == hw_models::Dispatcher::deepep     ? &s.ep_dispatch.deepep_network
-                   : *d == hw_models::Dispatcher::hybridep ? &s.ep_dispatch.hybridep_network
-                                                           : nullptr;
+  const auto [nv, nw] = hw_models::ep_entries(s, *d);
   const bool crosses = q.ep > domain;
   if (q.low_latency) {
     // DeepEP's low-latency kernels: one message per (token, expert) selection, the
@@ -92,10 +87,8 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
     // header; combine: BF16 (DeepEP's test counts 7408 and 14336 bytes at hidden 7168).
     b.message_bytes = combine ? q.hidden * 2 : q.hidden * elem + 16;
     b.fixed_us = (*nw)->low_latency_fixed_us->value;
-    hw_models::EpFractions f;
-    f.nvlink = (*nv)->link_fraction->value;
-    f.network = (*nw)->link_fraction->value;
-    const auto r = hw_models::ep_flow_time(s, *topo, f, b);
+    // The normal kernels' link fractions (the fixed cost was fitted with them); no SM limit.
+    const auto r = hw_models::ep_flow_time(s, *topo, hw_models::preset_ep_fractions(s, *d, false), b);
     a.bytes = r.rdma_bytes;
     a.time_us = r.time_s * 1e6;
     a.latency_us = b.fixed_us;
@@ -116,18 +109,8 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
     b.topk = static_cast<int>(q.topk);
     b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
     b.combine = combine;
-    hw_models::EpFractions f;
-    f.nvlink = combine && (*nv)->combine_link_fraction ? (*nv)->combine_link_fraction->value
-                                                       : (*nv)->link_fraction->value;
-    if (crosses) f.network = (*nw)->link_fraction->value;
-    // The kernels' SMs, where the preset has their throughput.
-    if (combine && (*nv)->sm_combine_GBps) f.sm_GBps = (*nv)->sm_combine_GBps->value;
-    if (!combine && (*nv)->sm_GBps) {
-      f.sm_GBps = (*nv)->sm_GBps->value;
-      f.copy_us = (*nv)->sm_copy_us ? (*nv)->sm_copy_us->value : 0;
-    }
     b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
-    const auto r = hw_models::ep_flow_time(s, *topo, f, b);
+    const auto r = hw_models::ep_flow_time(s, *topo, hw_models::preset_ep_fractions(s, *d, combine), b);
     a.bytes = crosses ? r.rdma_bytes : r.nvl_bytes;
     a.time_us = r.time_s * 1e6;
     a.latency_us = s.comm.base_latency_us.value;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/ep_fit.hpp"
+#include "hw_models/ep_dispatch.hpp"
 #include "config/load.hpp"
 #include "support/helpers.hpp"
 
@@ -44,18 +45,7 @@ calibration::EpPoint point(const nlohmann::json& prof, const nlohmann::json& p) 
 
 // The preset's parameters of the library's kernels for one direction.
 hw_models::EpFractions preset_fractions(const hw_models::SystemSpec& s, const std::string& lib, bool combine) {
-  const auto& nv = lib == "deepep" ? s.ep_dispatch.deepep_nvlink : s.ep_dispatch.hybridep_nvlink;
-  const auto& nw = lib == "deepep" ? s.ep_dispatch.deepep_network : s.ep_dispatch.hybridep_network;
-  hw_models::EpFractions f;
-  if (nv && nv->link_fraction) f.nvlink = nv->link_fraction->value;
-  if (nv && combine && nv->combine_link_fraction) f.nvlink = nv->combine_link_fraction->value;
-  if (nw && nw->link_fraction) f.network = nw->link_fraction->value;
-  if (nv && combine && nv->sm_combine_GBps) f.sm_GBps = nv->sm_combine_GBps->value;
-  if (nv && !combine && nv->sm_GBps) {
-    f.sm_GBps = nv->sm_GBps->value;
-    f.copy_us = nv->sm_copy_us ? nv->sm_copy_us->value : 0;
-  }
-  return f;
+  return hw_models::preset_ep_fractions(s, *hw_models::dispatcher_names().find(lib), combine);
 }
 
 // The point named `what` in the profile.
@@ -72,7 +62,7 @@ void check_profile(const char* file) {
   const auto sys = config::load_system_preset(prof["system"].get<std::string>());
   const auto lib = prof["dispatcher"].get<std::string>();
   if (prof.contains("sm_fit")) {
-    const auto& nv = lib == "deepep" ? sys.ep_dispatch.deepep_nvlink : sys.ep_dispatch.hybridep_nvlink;
+    const auto& nv = *hw_models::ep_entries(sys, *hw_models::dispatcher_names().find(lib)).nvlink;
     REQUIRE(nv);
     REQUIRE((nv->sm_GBps && nv->sm_copy_us && nv->sm_combine_GBps));
     const auto& fit = prof["sm_fit"];
