@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "hw_models/collectives.hpp"
 #include "hw_models/compute.hpp"
 #include "hw_models/ep_dispatch.hpp"
 #include "schedules/pipeline_order.hpp"
@@ -68,6 +69,9 @@ class Sim {
         te_factor_(in.stack.te_host_slim && in.system.host.te_slim_factor ? in.system.host.te_slim_factor->value
                                                                             : 1.0),
         captured_(in.framework, in.stack) {
+    const auto eta = hw_models::link_efficiency(in.system);
+    nvl_port_Bps_ = in.system.nvlink.bw_GBps.value * 1e9 * eta.nvlink;
+    net_port_Bps_ = in.system.network.nics_per_gpu.value * in.system.network.nic_Gbps.value / 8 * 1e9 * eta.network;
     const auto& p = in.parallelism;
     const std::int64_t dom = in.gpus_per_nvlink_domain;
     ep_group_ = group(p.ep, p.etp, dom);
@@ -153,12 +157,15 @@ class Sim {
       return *this;
     }
   };
+  double members_per_domain(const hw_models::CommGroup& g) const;
   PortBytes ring_bytes(double buffer, const hw_models::CommGroup& g) const;
   PortBytes a2a_bytes(double per_rank, const hw_models::CommGroup& g) const;
   std::array<float, sim_core::Kernel::kPorts> port_loads(const PortBytes& b, double seconds, bool out = true,
                                                         bool in = true) const;
   std::array<float, sim_core::Kernel::kPorts> dp_loads(const StageParams& sp, bool gather) const;
-  std::array<float, sim_core::Kernel::kPorts> pp_loads(bool send) const;
+  const std::array<float, sim_core::Kernel::kPorts>& pp_loads(bool send) const {
+    return send ? pp_send_ports_ : pp_recv_ports_;
+  }
   double optimizer_seconds(const StageParams& sp) const;
 
   sim_core::Engine engine_;
@@ -179,7 +186,8 @@ class Sim {
   Time op_, launch_, graph_;  // host costs; zero with fixed chunks
   hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
   hw_models::CommGroup pp_pair_;  // a rank and its peer in the next pipeline stage
-  double pp_bytes_ = 0;           // one activation (or its gradient)
+  std::array<float, sim_core::Kernel::kPorts> pp_send_ports_{}, pp_recv_ports_{};  // one activation each way
+  double nvl_port_Bps_ = 0, net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
   PricedLayer dense_, moe_, embedding_, head_;
   workload::CaptureSet captured_;
@@ -262,7 +270,10 @@ void Sim::price_templates() {
                static_cast<double>(in_.model.hidden_size) * 2;
   if (p.sequence_parallel) act /= static_cast<double>(p.tp);
   pp_s_ = comm_.send_recv(act, pp_pair_);
-  pp_bytes_ = act;
+  PortBytes pp;
+  (pp_pair_.crosses_network ? pp.net : pp.nvl) = act;
+  pp_send_ports_ = port_loads(pp, pp_s_, true, false);
+  pp_recv_ports_ = port_loads(pp, pp_s_, false, true);
 }
 
 // Gradients reduce-scattered in BF16 (Megatron's default grad dtype for the buckets).
@@ -287,6 +298,13 @@ double Sim::optimizer_seconds(const StageParams& sp) const {
 }
 
 // Members of a group in one NVLink domain: consecutive members are `stride` apart.
+double Sim::members_per_domain(const hw_models::CommGroup& g) const {
+  const double n = static_cast<double>(g.size);
+  if (!g.crosses_network) return n;
+  return std::min(n, std::max(1.0, std::floor(static_cast<double>(in_.gpus_per_nvlink_domain) /
+                                              static_cast<double>(std::max<std::int64_t>(1, g.stride)))));
+}
+
 Sim::PortBytes Sim::ring_bytes(double buffer, const hw_models::CommGroup& g) const {
   PortBytes b;
   if (g.size <= 1) return b;
@@ -296,9 +314,7 @@ Sim::PortBytes Sim::ring_bytes(double buffer, const hw_models::CommGroup& g) con
     return b;
   }
   // One ring per NIC of a domain: each rank's NIC carries one channel's crossing.
-  const double per_domain = std::max(1.0, std::floor(static_cast<double>(in_.gpus_per_nvlink_domain) /
-                                                     static_cast<double>(std::max<std::int64_t>(1, g.stride))));
-  b.net = sent / std::min(n, per_domain);
+  b.net = sent / members_per_domain(g);
   b.nvl = sent - b.net;
   return b;
 }
@@ -306,11 +322,7 @@ Sim::PortBytes Sim::ring_bytes(double buffer, const hw_models::CommGroup& g) con
 Sim::PortBytes Sim::a2a_bytes(double per_rank, const hw_models::CommGroup& g) const {
   PortBytes b;
   if (g.size <= 1) return b;
-  const double n = static_cast<double>(g.size);
-  const double local = g.crosses_network
-                           ? std::min(n, std::max(1.0, std::floor(static_cast<double>(in_.gpus_per_nvlink_domain) /
-                                                                  static_cast<double>(std::max<std::int64_t>(1, g.stride)))))
-                           : n;
+  const double n = static_cast<double>(g.size), local = members_per_domain(g);
   b.nvl = per_rank * (local - 1) / n;
   b.net = per_rank * (n - local) / n;
   return b;
@@ -320,14 +332,9 @@ std::array<float, sim_core::Kernel::kPorts> Sim::port_loads(const PortBytes& b, 
                                                             bool in) const {
   std::array<float, sim_core::Kernel::kPorts> l{};
   if (seconds <= 0) return l;
-  const auto& sys = in_.system;
-  const double nvl = sys.nvlink.bw_GBps.value * 1e9 *
-                     (sys.comm.nvlink_efficiency ? sys.comm.nvlink_efficiency->value : 1.0);
-  const double net = sys.network.nics_per_gpu.value * sys.network.nic_Gbps.value / 8 * 1e9 *
-                     (sys.comm.network_efficiency ? sys.comm.network_efficiency->value : 1.0);
   const auto load = [&](double bytes, double cap) { return static_cast<float>(bytes / seconds / cap); };
-  if (out) l[kNvlOut] = load(b.nvl, nvl), l[kNetOut] = load(b.net, net);
-  if (in) l[kNvlIn] = load(b.nvl, nvl), l[kNetIn] = load(b.net, net);
+  if (out) l[kNvlOut] = load(b.nvl, nvl_port_Bps_), l[kNetOut] = load(b.net, net_port_Bps_);
+  if (in) l[kNvlIn] = load(b.nvl, nvl_port_Bps_), l[kNetIn] = load(b.net, net_port_Bps_);
   return l;
 }
 
@@ -338,11 +345,6 @@ std::array<float, sim_core::Kernel::kPorts> Sim::dp_loads(const StageParams& sp,
   return port_loads(bytes, gather ? gather_seconds(sp) : dp_seconds(sp));
 }
 
-std::array<float, sim_core::Kernel::kPorts> Sim::pp_loads(bool send) const {
-  PortBytes b;
-  (pp_pair_.crosses_network ? b.net : b.nvl) = pp_bytes_;
-  return port_loads(b, pp_s_, send, !send);
-}
 
 // One pipeline rank's host program, expanded one work item at a time.
 class RankProgram final : public sim_core::HostProgram {
