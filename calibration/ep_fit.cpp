@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "calibration/bisect.hpp"
 #include "hw_models/topology.hpp"
 
 namespace moesim::calibration {
@@ -20,15 +21,7 @@ double fit_ep_fraction(const hw_models::SystemSpec& s, hw_models::EpFractions f,
     x = v;
     return model_ep_GBps(s, f, p);
   };
-  double lo = 0.01, hi = 1.0;
-  if (at(lo) > p.GBps || at(hi) < p.GBps)
-    throw std::invalid_argument(
-        fmt::format("fit_ep_fraction: {:.1f} GB/s is outside what fractions 0.01-1 give", p.GBps));
-  for (int i = 0; i < 50; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (at(mid) < p.GBps ? lo : hi) = mid;
-  }
-  return 0.5 * (lo + hi);
+  return bisect_rising(at, p.GBps, 0.01, 1.0, "fit_ep_fraction");
 }
 
 namespace {

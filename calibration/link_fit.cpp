@@ -1,10 +1,8 @@
 #include "calibration/link_fit.hpp"
 
-#include <stdexcept>
 #include <vector>
 
-#include <fmt/format.h>
-
+#include "calibration/bisect.hpp"
 #include "hw_models/topology.hpp"
 
 namespace moesim::calibration {
@@ -26,15 +24,7 @@ double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwP
     eta = hw_models::Param{x, "fit"};
     return model_busbw(s, p);
   };
-  double lo = 0.01, hi = 1.0;
-  if (busbw_at(lo) > p.busbw_GBps || busbw_at(hi) < p.busbw_GBps)
-    throw std::invalid_argument(fmt::format("fit_link_efficiency: {:.1f} GB/s is outside what efficiencies 0.01-1 give",
-                                            p.busbw_GBps));
-  for (int i = 0; i < 60; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (busbw_at(mid) < p.busbw_GBps ? lo : hi) = mid;
-  }
-  return 0.5 * (lo + hi);
+  return bisect_rising(busbw_at, p.busbw_GBps, 0.01, 1.0, "fit_link_efficiency");
 }
 
 }  // namespace moesim::calibration
