@@ -15,11 +15,13 @@ double model_busbw(const hw_models::SystemSpec& s, const BusbwPoint& p) {
   if (p.op == hw_models::Collective::send_recv) ranks = {0, 1};
   else
     for (int i = 0; i < p.ranks; ++i) ranks.push_back(i);
-  return hw_models::collective_time(s, topo, p.op, ranks, p.bytes).busbw_GBps;
+  return hw_models::collective_time(s, topo, p.op, ranks, p.bytes, p.algorithm).busbw_GBps;
 }
 
 double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwPoint& p) {
-  auto& eta = link == LinkClass::nvlink ? s.comm.nvlink_efficiency : s.comm.network_efficiency;
+  auto& eta = link == LinkClass::nvlink    ? s.comm.nvlink_efficiency
+              : link == LinkClass::network ? s.comm.network_efficiency
+                                           : s.comm.alltoall_efficiency;
   const auto busbw_at = [&](double x) {
     eta = hw_models::Param{x, "fit"};
     return model_busbw(s, p);

@@ -323,8 +323,11 @@ class Comm final : public Command {
                    "(default: DeepEP 4, as its tests, HybridEP all)");
     app.add_option("--dtype", q_.dtype, "dispatch payload: bf16 or fp8")->capture_default_str();
     app.add_option("--sms", q_.sms,
-                   "SMs given to the dispatcher (default: its usual; the flow model takes the kernels as "
-                   "link-bound and does not use it yet)");
+                   "SMs given to the dispatcher (default: its usual); the flow model caps each GPU's "
+                   "throughput by them where the preset has the kernels' SM throughput");
+    app.add_option("--algorithm", q_.algorithm,
+                   "collectives: auto (NCCL's choice, the faster), ring, or nvls (all-reduce in one NVLink domain)")
+        ->capture_default_str();
     app.add_flag("--low-latency", q_.low_latency, "DeepEP's low-latency kernels (ep-dispatch, ep-combine)");
     app.add_flag("--json", json_, "print one JSON object");
   }

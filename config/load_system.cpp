@@ -163,6 +163,11 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.comm.network_hop_us = P.req(c, "network_hop_us", 0, 1e6);
       s.comm.nvlink_efficiency = P.opt(c, "nvlink_efficiency", 0.01, 1);
       s.comm.network_efficiency = P.opt(c, "network_efficiency", 0.01, 1);
+      s.comm.alltoall_efficiency = P.opt(c, "alltoall_efficiency", 0.01, 1);
+      s.comm.nvls_efficiency = P.opt(c, "nvls_efficiency", 0.01, 1);
+      s.comm.nvls_latency_us = P.opt(c, "nvls_latency_us", 0, 1e6);
+      if (s.comm.nvls_efficiency.has_value() != s.comm.nvls_latency_us.has_value())
+        c.node().fail("nvls_efficiency and nvls_latency_us go together");
     });
     if (auto ep = o.get("ep_dispatch")) {
       read_object(*ep, [&](Object& e) {

@@ -19,6 +19,15 @@ const sim_core::NameTable<Collective>& collective_names() {
   return kTable;
 }
 
+const sim_core::NameTable<CollectiveAlgorithm>& algorithm_names() {
+  static constexpr std::array<sim_core::NameEntry<CollectiveAlgorithm>, 2> kEntries{{
+      {CollectiveAlgorithm::ring, "ring", "rings (all-reduce, all-gather, reduce-scatter), all-to-all, send/recv"},
+      {CollectiveAlgorithm::nvls, "nvls", "NVLink SHARP all-reduce inside one NVSwitch domain"},
+  }};
+  static constexpr sim_core::NameTable<CollectiveAlgorithm> kTable{kEntries};
+  return kTable;
+}
+
 double bus_factor(Collective op, double n) {
   switch (op) {
     case Collective::all_reduce: return 2 * (n - 1) / n;
@@ -65,12 +74,28 @@ std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>
 
 }  // namespace
 
+bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks) {
+  if (op != Collective::all_reduce || !s.comm.nvls_efficiency || ranks.size() < 2) return false;
+  for (int g : ranks)
+    if (topo.domain_of(g) != topo.domain_of(ranks.front())) return false;
+  return true;
+}
+
 CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                                 double bytes) {
+                                 double bytes, CollectiveAlgorithm algo) {
   CollectiveFlows out;
   const std::size_t n = ranks.size();
   if (op == Collective::send_recv ? n < 2 : n < 1) throw std::invalid_argument("collective_flows: too few ranks");
+  if (algo == CollectiveAlgorithm::nvls && !nvls_supported(s, topo, op, ranks))
+    throw std::invalid_argument("collective_flows: NVLS runs only all-reduces inside one NVLink domain of a system with NVLS");
   if (n == 1 || bytes <= 0) return out;
+  if (algo == CollectiveAlgorithm::nvls) {
+    const double nd = static_cast<double>(n);
+    const double per_port = bytes * (nd + 1) / nd / s.comm.nvls_efficiency->value;
+    for (std::size_t i = 0; i < n; ++i) out.flows.push_back({ranks[i], ranks[(i + 1) % n], per_port, 0});
+    out.latency_s = s.comm.nvls_latency_us->value * 1e-6;
+    return out;
+  }
   bool spans = false;
   for (int g : ranks) spans = spans || topo.domain_of(g) != topo.domain_of(ranks.front());
   const double hop = (spans ? s.comm.network_hop_us.value : s.comm.nvlink_hop_us.value) * 1e-6;
@@ -81,11 +106,13 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
     case Collective::send_recv:
       flows.push_back({ranks[0], ranks[1], bytes, 0});
       break;
-    case Collective::all_to_all:
+    case Collective::all_to_all: {
+      const double eff = s.comm.alltoall_efficiency ? s.comm.alltoall_efficiency->value : 1.0;
       for (int a : ranks)
         for (int b : ranks)
-          if (a != b) flows.push_back({a, b, bytes / nd, 0});
+          if (a != b) flows.push_back({a, b, bytes / nd / eff, 0});
       break;
+    }
     case Collective::all_gather:
     case Collective::reduce_scatter:
     case Collective::all_reduce: {
@@ -111,9 +138,10 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
 }
 
 CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                               double bytes) {
+                               double bytes, CollectiveAlgorithm algo) {
   CollectiveTime r;
-  const CollectiveFlows cf = collective_flows(s, topo, op, ranks, bytes);
+  r.algorithm = algo;
+  const CollectiveFlows cf = collective_flows(s, topo, op, ranks, bytes, algo);
   if (cf.flows.empty()) return r;
   const FlowTimes ft = simulate_flows(topo, cf.flows, link_efficiency(s));
   r.latency_s = cf.latency_s;
@@ -122,6 +150,16 @@ CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collec
   r.algbw_GBps = bytes / r.time_s / 1e9;
   r.busbw_GBps = r.algbw_GBps * bus_factor(op, static_cast<double>(ranks.size()));
   return r;
+}
+
+CollectiveTime fastest_collective_time(const SystemSpec& s, const Topology& topo, Collective op,
+                                       const std::vector<int>& ranks, double bytes) {
+  CollectiveTime best = collective_time(s, topo, op, ranks, bytes);
+  if (nvls_supported(s, topo, op, ranks)) {
+    const CollectiveTime nvls = collective_time(s, topo, op, ranks, bytes, CollectiveAlgorithm::nvls);
+    if (nvls.time_s < best.time_s) best = nvls;
+  }
+  return best;
 }
 
 }  // namespace moesim::hw_models

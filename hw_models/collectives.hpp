@@ -12,14 +12,26 @@
 //     domain's GPU of rail c), so the channels use different NICs; each channel
 //     carries S / channels.
 //   ring all-reduce: reduce-scatter then all-gather: 2(n-1) steps, 2 (n-1)/n S per rank.
-//   all-to-all: every rank sends S/n to every other rank at once.
+//   all-to-all: every rank sends S/n to every other rank at once. NCCL runs it as
+//     grouped point-to-point transfers, which reach alltoall_efficiency of the rings'
+//     rate on the same links (fitted from one all-to-all bus bandwidth); the flows carry
+//     S / (n alltoall_efficiency) so that they take that longer on the links.
 //   send/recv: one flow of S.
+//   NVLS all-reduce (NVLink SHARP; all ranks in one NVSwitch domain, on systems whose
+//     preset has nvls_efficiency): each GPU fetches the sum of its 1/n of the buffer with a
+//     multimem load-reduce (the switch pulls every GPU's copy: S out of each GPU over all
+//     chunks, S/n in) and multicasts it with a multimem store (S/n out, S in). So each
+//     GPU's NVLink port carries S (n+1)/n each way, against 2 (n-1)/n S for a ring, and
+//     busbw = 2 (n-1)/(n+1) x the port's rate x nvls_efficiency, NCCL's own factor for
+//     the switch's reduction (nvlsEfficiency: Hopper 0.85, Blackwell 0.74). The flows
+//     run GPU to ring successor so that every port carries one; latency nvls_latency_us
+//     (NCCL's NVLS hop, base 0). NCCL picks NVLS where it is faster (fastest_collective_time).
 // Time = latency + the flows' makespan (hw_models/flows.hpp), with
 //   latency = base + steps x hop,  hop = network hop when the group spans NVLink
 //   domains, else NVLink hop (NCCL tuning.cc, Simple protocol constants in the preset).
 // The flows reach eta x link capacity (SystemSpec::comm efficiencies, fitted by
-// calibration/link_fit.hpp from one measured bus bandwidth per system). NVLS (NVLink
-// SHARP all-reduce) and tree algorithms are not modeled.
+// calibration/link_fit.hpp from one measured bus bandwidth per system). Tree algorithms
+// and NVLS across domains (NVLS-tree, SHARP in the network) are not modeled.
 #pragma once
 
 #include <string>
@@ -34,6 +46,8 @@ namespace moesim::hw_models {
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
 const sim_core::NameTable<Collective>& collective_names();
+enum class CollectiveAlgorithm { ring, nvls };
+const sim_core::NameTable<CollectiveAlgorithm>& algorithm_names();
 
 struct CollectiveTime {
   double time_s = 0;
@@ -41,6 +55,7 @@ struct CollectiveTime {
   double algbw_GBps = 0;
   double busbw_GBps = 0;
   std::size_t flows = 0;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring;
 };
 
 // busbw / algbw for `op` over n ranks.
@@ -51,12 +66,21 @@ struct CollectiveFlows {
   std::vector<Flow> flows;
   double latency_s = 0;
 };
+// `algo` ring stands for each collective's own pattern (ring, all-to-all, send/recv).
 CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                                 double bytes);
+                                 double bytes, CollectiveAlgorithm algo = CollectiveAlgorithm::ring);
 
-// `ranks` are GPU ids of `topo`, in group order; send/recv uses the first two.
+// Whether NVLS can run the collective: an all-reduce of ranks in one NVLink domain on a
+// system with NVLS.
+bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks);
+
+// `ranks` are GPU ids of `topo`, in group order; send/recv uses the first two. Throws
+// std::invalid_argument for NVLS where nvls_supported is false.
 CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                               double bytes);
+                               double bytes, CollectiveAlgorithm algo = CollectiveAlgorithm::ring);
+// NCCL's choice: the faster of the algorithms that can run the collective.
+CollectiveTime fastest_collective_time(const SystemSpec& s, const Topology& topo, Collective op,
+                                       const std::vector<int>& ranks, double bytes);
 
 // The preset's link efficiencies (1 where absent).
 LinkEfficiency link_efficiency(const SystemSpec& s);

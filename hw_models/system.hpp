@@ -119,6 +119,15 @@ struct CommLatency {
   // fitted from one measured bus bandwidth (calibration/link_fit.hpp); absent: 1.
   std::optional<Param> nvlink_efficiency;
   std::optional<Param> network_efficiency;
+  // NCCL's all-to-all (grouped point-to-point, every peer at once) reaches this fraction
+  // of what the ring collectives reach on the same links (fitted from one all-to-all bus
+  // bandwidth, calibration/link_fit.hpp); absent: 1.
+  std::optional<Param> alltoall_efficiency;
+  // NVLink SHARP (NVLS) all-reduce inside one NVSwitch domain: the switch's reduction and
+  // multicast reach nvls_efficiency of the links' NCCL rate, after nvls_latency_us
+  // (NCCL's own tuning constants; hw_models/collectives.hpp). Absent: no NVLS.
+  std::optional<Param> nvls_efficiency;
+  std::optional<Param> nvls_latency_us;
 };
 
 // Measured expert-parallel dispatch/combine bandwidth of one library at one SM count

@@ -161,7 +161,23 @@ CommAnswer comm(const CommQuery& q) {
     for (int i = 0; i < q.ranks; ++i) ranks[static_cast<std::size_t>(i)] = i;
     // send-recv: to the first GPU of the next domain when there is one, else the next GPU.
     if (*op == hw_models::Collective::send_recv) ranks = {0, q.ranks > dom ? dom : 1};
-    const auto r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes);
+    hw_models::CollectiveTime r;
+    if (q.algorithm == "auto") {
+      r = hw_models::fastest_collective_time(s, *topo, *op, ranks, q.bytes);
+    } else {
+      const auto algo = hw_models::algorithm_names().find(q.algorithm);
+      if (!algo)
+        throw config::InputError(kCli, "--algorithm",
+                                 fmt::format("unknown algorithm '{}' (known: auto, {})", q.algorithm,
+                                             hw_models::algorithm_names().known()));
+      if (*algo == hw_models::CollectiveAlgorithm::nvls && !hw_models::nvls_supported(s, *topo, *op, ranks))
+        throw config::InputError(kCli, "--algorithm",
+                                 fmt::format("NVLS runs only all-reduces inside one NVLink domain of a system "
+                                             "whose preset has NVLS ('{}' {} on {} ranks, {} per domain)",
+                                             q.system, q.op, q.ranks, dom));
+      r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes, *algo);
+    }
+    a.algorithm = std::string(hw_models::algorithm_names().name(r.algorithm));
     a.bytes = q.bytes;
     a.ranks = q.ranks;
     a.time_us = r.time_s * 1e6;
@@ -169,7 +185,9 @@ CommAnswer comm(const CommQuery& q) {
     a.algbw_GBps = r.algbw_GBps;
     a.busbw_GBps = r.busbw_GBps;
     a.flows = r.flows;
-    a.model = "NCCL ring / all-to-all as max-min flows over the topology";
+    a.model = r.algorithm == hw_models::CollectiveAlgorithm::nvls
+                  ? "NCCL NVLS all-reduce: each GPU's NVLink port carries S (n+1)/n each way, at NCCL's NVLS efficiency"
+                  : "NCCL ring / all-to-all as max-min flows over the topology";
   }
   a.op = q.op;
   a.system = q.system;
@@ -179,7 +197,7 @@ CommAnswer comm(const CommQuery& q) {
 nlohmann::ordered_json comm_json(const CommAnswer& a) {
   return {{"system", a.system}, {"op", a.op},         {"ranks", a.ranks},           {"bytes", a.bytes},
           {"time_us", a.time_us}, {"latency_us", a.latency_us}, {"algbw_GBps", a.algbw_GBps},
-          {"busbw_GBps", a.busbw_GBps}, {"flows", a.flows}, {"model", a.model}};
+          {"busbw_GBps", a.busbw_GBps}, {"flows", a.flows}, {"algorithm", a.algorithm}, {"model", a.model}};
 }
 
 std::string comm_text(const CommAnswer& a) {

@@ -2,7 +2,8 @@
 //
 // Collectives (all-reduce, all-gather, reduce-scatter, all-to-all, send-recv) run as
 // flows over the system's topology (hw_models/collectives.hpp) on `ranks` consecutive
-// GPUs, NVLink domains of `gpus_per_domain` (default: the system's). EP dispatch and
+// GPUs, NVLink domains of `gpus_per_domain` (default: the system's), by ring or NVLS
+// (`algorithm`; auto takes the faster where NVLS can run, as NCCL's tuner does). EP dispatch and
 // combine (ep-dispatch, ep-combine) of DeepEP and HybridEP run as flows over the
 // topology at the library's fitted link fractions (hw_models/ep_flows.hpp) where the
 // preset has them, routed as the libraries' benchmarks route; otherwise the dispatcher
@@ -25,6 +26,7 @@ struct CommQuery {
   int ranks = 8;
   double bytes = 1 << 30;      // collectives: nccl-tests' size
   int gpus_per_domain = 0;     // 0: the system's NVLink domain
+  std::string algorithm = "auto";  // collectives: auto (the faster, as NCCL picks), ring, nvls
   // EP dispatch / combine
   std::string dispatcher = "deepep";
   int ep = 8;
@@ -41,10 +43,11 @@ struct CommAnswer {
   int ranks = 0;
   double bytes = 0, time_us = 0, latency_us = 0, algbw_GBps = 0, busbw_GBps = 0;
   std::size_t flows = 0;
+  std::string algorithm;  // collectives: the one that ran
 };
 
 // Throws config::InputError (file "<command line>") on an unknown system, op, dispatcher
-// or dtype, or sizes that do not fit the system.
+// dtype or algorithm, NVLS where it cannot run, or sizes that do not fit the system.
 CommAnswer comm(const CommQuery& q);
 nlohmann::ordered_json comm_json(const CommAnswer& a);
 std::string comm_text(const CommAnswer& a);

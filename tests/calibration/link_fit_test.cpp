@@ -30,6 +30,7 @@ calibration::BusbwPoint point(const nlohmann::json& p) {
   b.gpus_per_domain = p.value("gpus_per_domain", 0);
   b.bytes = p["bytes"].get<double>();
   b.busbw_GBps = p["busbw_GBps"].get<double>();
+  b.algorithm = *hw_models::algorithm_names().find(p.value("algorithm", std::string("ring")));
   return b;
 }
 
@@ -52,18 +53,58 @@ TEST_CASE("Ring bus bandwidth inside one NVLink domain is eta x the link", "[cal
   CHECK_THROWS_AS(calibration::fit_link_efficiency(s, calibration::LinkClass::nvlink, q), std::invalid_argument);
 }
 
+TEST_CASE("NVLS all-reduce and all-to-all on one NVSwitch, by hand", "[calibration][links]") {
+  // NVLS: every port carries S (n+1)/n at eta x nvls x 450 GB/s after the NVLS latency, so
+  // busbw = 2 (n-1)/n S / t. All-to-all: S/n to each of 7 peers at eta x a2a x 450 GB/s
+  // after one NVLink hop.
+  auto s = config::load_system_preset("h100");
+  s.comm.nvlink_efficiency = hw_models::Param{0.5, "test"};
+  s.comm.nvls_efficiency = hw_models::Param{0.8, "test"};
+  s.comm.nvls_latency_us = hw_models::Param{20, "test"};
+  s.comm.alltoall_efficiency = hw_models::Param{0.9, "test"};
+  const double S = 8589934592.0;
+  calibration::BusbwPoint p{hw_models::Collective::all_reduce, 8, 0, S, 0};
+  p.algorithm = hw_models::CollectiveAlgorithm::nvls;
+  const double t_nvls = 20e-6 + S * 9 / 8 / (0.5 * 0.8 * 450e9);
+  CHECK(calibration::model_busbw(s, p) == Approx(S / t_nvls / 1e9 * 2 * 7 / 8).epsilon(1e-9));
+  const calibration::BusbwPoint a{hw_models::Collective::all_to_all, 8, 0, S, 0};
+  const double t_a2a = (8.4 + 3.4) * 1e-6 + 7 * (S / 8 / 0.9) / (0.5 * 450e9);
+  CHECK(calibration::model_busbw(s, a) == Approx(S / t_a2a / 1e9 * 7 / 8).epsilon(1e-9));
+  // NVLS needs one domain and a system that has it.
+  const hw_models::Topology two(s, 16, 8);
+  std::vector<int> all(16);
+  for (int i = 0; i < 16; ++i) all[static_cast<std::size_t>(i)] = i;
+  CHECK_FALSE(hw_models::nvls_supported(s, two, hw_models::Collective::all_reduce, all));
+  CHECK_THROWS_AS(hw_models::collective_time(s, two, hw_models::Collective::all_reduce, all, S,
+                                             hw_models::CollectiveAlgorithm::nvls),
+                  std::invalid_argument);
+  // NCCL's choice: NVLS for a large all-reduce inside the domain, the ring without NVLS.
+  const hw_models::Topology one(s, 8, 8);
+  const std::vector<int> eight{0, 1, 2, 3, 4, 5, 6, 7};
+  CHECK(hw_models::fastest_collective_time(s, one, hw_models::Collective::all_reduce, eight, S).algorithm ==
+        hw_models::CollectiveAlgorithm::nvls);
+  s.comm.nvls_efficiency.reset();
+  s.comm.nvls_latency_us.reset();
+  CHECK(hw_models::fastest_collective_time(s, one, hw_models::Collective::all_reduce, eight, S).algorithm ==
+        hw_models::CollectiveAlgorithm::ring);
+}
+
 TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile", "[calibration][links]") {
   const auto prof = profile();
   for (const auto& p : prof["points"]) {
     if (p["role"] != "fit") continue;
-    const auto link = p["link"] == "nvlink" ? calibration::LinkClass::nvlink : calibration::LinkClass::network;
+    const auto link = p["link"] == "nvlink"    ? calibration::LinkClass::nvlink
+                      : p["link"] == "network" ? calibration::LinkClass::network
+                                               : calibration::LinkClass::alltoall;
     const double eta = calibration::fit_link_efficiency(config::load_system_preset(p["system"].get<std::string>()), link,
                                                         point(p));
     std::cout << fmt::format("link fit: {} efficiency {:.4f} from '{}'\n", p["link"].get<std::string>(), eta,
                              p["what"].get<std::string>());
     for (const auto& name : p["systems"]) {
       const auto s = config::load_system_preset(name.get<std::string>());
-      const auto& got = link == calibration::LinkClass::nvlink ? s.comm.nvlink_efficiency : s.comm.network_efficiency;
+      const auto& got = link == calibration::LinkClass::nvlink    ? s.comm.nvlink_efficiency
+                        : link == calibration::LinkClass::network ? s.comm.network_efficiency
+                                                                  : s.comm.alltoall_efficiency;
       INFO(name << ": fit of '" << p["what"].get<std::string>() << "' is " << eta);
       REQUIRE(got.has_value());
       CHECK(got->value == Approx(eta).epsilon(0.005));

@@ -136,6 +136,17 @@ TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
   r = run_moesim({"comm", "--system", "h800", "--op", "all-to-all", "--ranks", "16"});
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("busbw"));
+  // All-reduce of 8 GiB on 8 H100: NCCL's choice is NVLS (the reference's 480 GB/s); the
+  // ring when asked for (370 measured).
+  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--bytes", "8589934592", "--json"});
+  REQUIRE(r.status == 0);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["algorithm"] == "nvls");
+  CHECK(j["busbw_GBps"].get<double>() == Approx(480).epsilon(0.02));
+  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--bytes", "8589934592", "--algorithm", "ring",
+                  "--json"});
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["busbw_GBps"].get<double>() == Approx(370).epsilon(0.03));
 }
 
 TEST_CASE("comm refuses what it does not know, naming the option", "[cli][comm]") {
@@ -154,6 +165,13 @@ TEST_CASE("comm refuses what it does not know, naming the option", "[cli][comm]"
   r = run_moesim({"comm", "--system", "h100", "--op", "ep-dispatch", "--ep", "8", "--experts", "100"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--experts"));
+  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--algorithm", "tree"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--algorithm") && Catch::Contains("nvls"));
+  // NVLS across two NVSwitch domains does not exist here (NVLS-tree is not modeled).
+  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--ranks", "16", "--algorithm", "nvls"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--algorithm") && Catch::Contains("one NVLink domain"));
 }
 
 TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pipeline]") {
