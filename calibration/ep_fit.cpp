@@ -54,6 +54,20 @@ double fit_ep_fixed_us(const hw_models::SystemSpec& s, const hw_models::EpFracti
   return latency_us - flows_us;
 }
 
+std::optional<double> fit_ep_sm_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p) {
+  if (p.bench.sms <= 0) throw std::invalid_argument("fit_ep_sm_rate: the point needs its SM count");
+  f.copy_us = 0;
+  f.sm_GBps = 0;
+  if (model_ep_GBps(s, f, p) <= p.GBps) return std::nullopt;
+  const auto at = [&](double v) {
+    f.sm_GBps = v;
+    return model_ep_GBps(s, f, p);
+  };
+  // Up to the rate at which the SMs alone would move twice the links' bandwidth.
+  return bisect_rising(at, p.GBps, 0.01, 2 * model_ep_GBps(s, {f.nvlink, f.network, 0, 0}, p) / p.bench.sms,
+                       "fit_ep_sm_rate");
+}
+
 SmFit fit_ep_sm(const EpPoint& combine) { return {0, copy_bytes(combine) / seconds_per_copy(combine) / 1e9}; }
 
 }  // namespace moesim::calibration

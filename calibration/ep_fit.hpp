@@ -9,6 +9,8 @@
 // with the fraction). Points and roles: calibration/profiles/ep-*.json.
 #pragma once
 
+#include <optional>
+
 #include "hw_models/ep_flows.hpp"
 #include "hw_models/system.hpp"
 
@@ -38,6 +40,12 @@ struct SmFit {
 };
 SmFit fit_ep_sm(const EpPoint& a, const EpPoint& b);
 SmFit fit_ep_sm(const EpPoint& combine);
+
+// The per-SM rate (copy_us 0) at which the model reproduces one point, the link fractions
+// of `f` held (f's own SM limit is ignored): for tables whose per-SM throughput depends
+// on the EP size (EpBandwidth::sm_by_ranks), one point per size and payload. Empty when
+// the links alone keep the model at or below the point (not SM-bound there).
+std::optional<double> fit_ep_sm_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p);
 
 // The fixed cost of DeepEP's low-latency kernels from one measured latency: what the
 // flows do not account for, latency - makespan (microseconds, >= 0).

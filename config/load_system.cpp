@@ -189,6 +189,19 @@ hw_models::SystemSpec read_system(const Node& node) {
             b.sm_combine_GBps = P.opt(bo, "sm_combine_GBps", 0.01, 1e4);
             b.combine_link_fraction = P.opt(bo, "combine_link_fraction", 0.01, 1);
             b.low_latency_fixed_us = P.opt(bo, "low_latency_fixed_us", 0, 1e4);
+            if (auto t = bo.get("sm_by_ranks"))
+              t->for_each_element([&](const Node& rn) {
+                hw_models::EpSmRate r;
+                read_object(rn, [&](Object& ro) {
+                  r.ranks = static_cast<int>(ro.req("ranks").as_int(1, 1 << 20));
+                  r.fp8_GBps = P.opt(ro, "fp8_GBps", 0.01, 1e4);
+                  r.bf16_GBps = P.opt(ro, "bf16_GBps", 0.01, 1e4);
+                  r.combine_GBps = P.opt(ro, "combine_GBps", 0.01, 1e4);
+                });
+                if (!b.sm_by_ranks.empty() && r.ranks <= b.sm_by_ranks.back().ranks)
+                  rn.fail("sm_by_ranks must list EP sizes in ascending order");
+                b.sm_by_ranks.push_back(r);
+              });
           });
           return b;
         };

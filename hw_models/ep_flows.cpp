@@ -75,15 +75,35 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
   return out;
 }
 
-EpFractions preset_ep_fractions(const SystemSpec& s, Dispatcher d, bool combine) {
+namespace {
+// SM seconds per byte of one EP size's rate for the payload (0: no limit).
+double sm_seconds_per_byte(const EpSmRate& r, bool combine, double element_bytes) {
+  const auto& p = combine ? r.combine_GBps : element_bytes >= 2 ? r.bf16_GBps : r.fp8_GBps;
+  return p ? 1.0 / (p->value * 1e9) : 0.0;
+}
+}  // namespace
+
+EpFractions preset_ep_fractions(const SystemSpec& s, Dispatcher d, bool combine, int ranks, double element_bytes) {
   EpFractions f;
   const auto e = ep_entries(s, d);
   if (e.network && *e.network && (*e.network)->link_fraction) f.network = (*e.network)->link_fraction->value;
   if (!e.nvlink || !*e.nvlink) return f;
   const EpBandwidth& nv = **e.nvlink;
   if (nv.link_fraction) f.nvlink = nv.link_fraction->value;
+  if (combine && nv.combine_link_fraction) f.nvlink = nv.combine_link_fraction->value;
+  if (!nv.sm_by_ranks.empty() && ranks > 0) {
+    const auto& t = nv.sm_by_ranks;
+    const auto at = [&](std::size_t i) { return sm_seconds_per_byte(t[i], combine, element_bytes); };
+    double spb = ranks <= t.front().ranks ? at(0) : at(t.size() - 1);
+    for (std::size_t i = 1; i < t.size(); ++i)
+      if (ranks > t[i - 1].ranks && ranks <= t[i].ranks) {
+        const double w = static_cast<double>(ranks - t[i - 1].ranks) / (t[i].ranks - t[i - 1].ranks);
+        spb = (1 - w) * at(i - 1) + w * at(i);
+      }
+    if (spb > 0) f.sm_GBps = 1.0 / spb / 1e9;
+    return f;
+  }
   if (combine) {
-    if (nv.combine_link_fraction) f.nvlink = nv.combine_link_fraction->value;
     if (nv.sm_combine_GBps) f.sm_GBps = nv.sm_combine_GBps->value;
   } else if (nv.sm_GBps) {
     f.sm_GBps = nv.sm_GBps->value;

@@ -63,7 +63,11 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
 
 // The preset's parameters of a library's kernels for one direction: its link fractions
 // (combine's own where the preset has one) and its SMs' throughput; 1 and no SM limit
-// where absent.
-EpFractions preset_ep_fractions(const SystemSpec& s, Dispatcher d, bool combine);
+// where absent. With a per-EP-size table (EpBandwidth::sm_by_ranks) the rate for `ranks`
+// and the payload (element_bytes 2: BF16, else FP8; combine its own) is interpolated
+// linearly in SM seconds per byte between the measured sizes (a size without a rate
+// counts 0: no limit), held beyond the first and last.
+EpFractions preset_ep_fractions(const SystemSpec& s, Dispatcher d, bool combine, int ranks = 0,
+                                double element_bytes = 2);
 
 }  // namespace moesim::hw_models

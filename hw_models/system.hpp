@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim_core/names.hpp"
 
@@ -130,6 +131,14 @@ struct CommLatency {
   std::optional<Param> nvls_latency_us;
 };
 
+// A library's per-SM throughput at one EP size, per payload (GB/s of what a rank
+// receives, own copy included, per SM; absent: the kernels are not SM-bound there).
+// Fitted by calibration::fit_ep_sm_rate from a table's SM-bound rows.
+struct EpSmRate {
+  int ranks = 0;
+  std::optional<Param> fp8_GBps, bf16_GBps, combine_GBps;
+};
+
 // Measured expert-parallel dispatch/combine bandwidth of one library at one SM count
 // (algorithm bandwidth per rank), and the SM count beyond which it no longer grows.
 struct EpBandwidth {
@@ -145,6 +154,10 @@ struct EpBandwidth {
   // The kernels' SM throughput (hw_models::EpFractions): dispatch costs sm_copy_us per
   // token copy plus its bytes at sm_GBps per SM; combine sm_combine_GBps per SM.
   std::optional<Param> sm_copy_us, sm_GBps, sm_combine_GBps;
+  // Where the per-SM throughput depends on the EP size (HybridEP on GB200: FP8 dispatch
+  // at 16 SMs falls from 39 to 16 GB/s per SM between 8 and 36 ranks), one rate per
+  // measured size, ascending; used instead of the three above (hw_models::preset_ep_fractions).
+  std::vector<EpSmRate> sm_by_ranks;
   std::optional<Param> combine_link_fraction;  // combine's own, where it differs (absent: link_fraction)
   std::optional<Param> low_latency_fixed_us;   // DeepEP low-latency kernels' fixed cost (hw_models::EpBenchmark)
 };

@@ -110,7 +110,7 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
     b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
     b.combine = combine;
     b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
-    const auto r = hw_models::ep_flow_time(s, *topo, hw_models::preset_ep_fractions(s, *d, combine), b);
+    const auto r = hw_models::ep_flow_time(s, *topo, hw_models::preset_ep_fractions(s, *d, combine, q.ep, elem), b);
     a.bytes = crosses ? r.rdma_bytes : r.nvl_bytes;
     a.time_us = r.time_s * 1e6;
     a.latency_us = s.comm.base_latency_us.value;

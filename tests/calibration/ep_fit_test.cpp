@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 #include <fstream>
 #include <iostream>
 
@@ -43,9 +44,22 @@ calibration::EpPoint point(const nlohmann::json& prof, const nlohmann::json& p) 
   return e;
 }
 
-// The preset's parameters of the library's kernels for one direction.
-hw_models::EpFractions preset_fractions(const hw_models::SystemSpec& s, const std::string& lib, bool combine) {
-  return hw_models::preset_ep_fractions(s, *hw_models::dispatcher_names().find(lib), combine);
+// The preset's parameters of the library's kernels for the point's direction, EP size
+// and payload.
+hw_models::EpFractions preset_fractions(const hw_models::SystemSpec& s, const std::string& lib,
+                                        const calibration::EpPoint& e) {
+  return hw_models::preset_ep_fractions(s, *hw_models::dispatcher_names().find(lib), e.bench.combine, e.bench.ranks,
+                                        e.bench.element_bytes);
+}
+
+// The preset's per-SM rate for the point's EP size and payload (sm_by_ranks), if any.
+std::optional<double> preset_sm_rate(const hw_models::EpBandwidth& nv, const calibration::EpPoint& e) {
+  for (const auto& r : nv.sm_by_ranks) {
+    if (r.ranks != e.bench.ranks) continue;
+    const auto& p = e.bench.combine ? r.combine_GBps : e.bench.element_bytes >= 2 ? r.bf16_GBps : r.fp8_GBps;
+    if (p) return p->value;
+  }
+  return std::nullopt;
 }
 
 // The point named `what` in the profile.
@@ -78,7 +92,18 @@ void check_profile(const char* file) {
   std::string table = fmt::format("\n{} on {}: measured vs moesim flows (GB/s)\n", lib, prof["system"].get<std::string>());
   for (const auto& p : prof["points"]) {
     const auto e = point(prof, p);
-    const auto f = preset_fractions(sys, lib, e.bench.combine);
+    const auto f = preset_fractions(sys, lib, e);
+    if (p["role"] == "fit-sm" && prof.value("sm_by_ranks", false)) {
+      const auto rate = calibration::fit_ep_sm_rate(sys, f, e);
+      INFO(file << ": " << p["what"].get<std::string>() << " is not SM-bound in the model");
+      REQUIRE(rate);
+      std::cout << fmt::format("ep fit: {} per-SM rate {:.3f} GB/s from '{}'\n", lib, *rate, p["what"].get<std::string>());
+      const auto& nv = *hw_models::ep_entries(sys, *hw_models::dispatcher_names().find(lib)).nvlink;
+      REQUIRE(nv);
+      const auto got = preset_sm_rate(*nv, e);
+      CHECK(got.has_value());
+      if (got) CHECK(*got == Approx(*rate).epsilon(0.005));
+    }
     if (p["role"] == "fit") {
       const bool network = p["link"] == "network";
       const double fit = calibration::fit_ep_fraction(sys, f, network, e);
@@ -125,7 +150,7 @@ TEST_CASE("DeepEP's low-latency table: one fixed cost, the links at the normal k
   const auto sys = config::load_system_preset("h800");
   REQUIRE(sys.ep_dispatch.deepep_network);
   REQUIRE(sys.ep_dispatch.deepep_network->low_latency_fixed_us);
-  const auto f = preset_fractions(sys, "deepep", false);
+  const auto f = hw_models::preset_ep_fractions(sys, hw_models::Dispatcher::deepep, false);
   const double fixed = sys.ep_dispatch.deepep_network->low_latency_fixed_us->value;
   std::string table = "\ndeepep low-latency on h800: measured vs moesim flows (us)\n";
   for (const auto& p : prof["points"]) {

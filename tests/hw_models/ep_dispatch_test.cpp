@@ -3,6 +3,7 @@
 
 #include "config/load.hpp"
 #include "hw_models/ep_dispatch.hpp"
+#include "hw_models/ep_flows.hpp"
 
 using namespace moesim;
 using hw_models::Dispatcher;
@@ -60,4 +61,24 @@ TEST_CASE("Distinct destination ranks of a token", "[hw_models][ep]") {
   CHECK(hw_models::expected_destination_ranks(256, 8, 8, 8, 4) == Approx(3.6290).epsilon(1e-4));
   // EP4, two groups per rank (hypergeometric over how many of them are chosen).
   CHECK(hw_models::expected_destination_ranks(256, 4, 8, 8, 4) == Approx(2.9282).epsilon(1e-4));
+}
+
+TEST_CASE("Per-EP-size SM rates interpolate in SM seconds per byte", "[hw_models][ep]") {
+  // GB200 HybridEP's sm_by_ranks (fitted rates, GB/s per SM): FP8 24 ranks 22.832, 32 ranks
+  // 18.132; BF16 absent at 8 ranks (link-bound there), 41.973 at 16.
+  const auto s = config::load_system_preset("gb200-nvl72");
+  const auto rate = [&](int ranks, double elem, bool combine = false) {
+    return hw_models::preset_ep_fractions(s, hw_models::Dispatcher::hybridep, combine, ranks, elem).sm_GBps;
+  };
+  CHECK(rate(24, 1.03125) == Approx(22.832));
+  CHECK(rate(28, 1.03125) == Approx(1.0 / (0.5 / 22.832 + 0.5 / 18.132)));
+  CHECK(rate(64, 1.03125) == Approx(16.445));  // held beyond the last measured size
+  CHECK(rate(4, 1.03125) == Approx(40.084));   // and before the first
+  CHECK(rate(8, 2) == 0);                       // no limit where none was fitted
+  CHECK(rate(12, 2) == Approx(1.0 / (0.5 / 41.973)));
+  CHECK(rate(32, 2, true) == Approx(34.576));
+  // Without an EP size the table is not used (nor the scalar rates, absent here).
+  CHECK(rate(0, 2) == 0);
+  // The link fraction is the library's either way.
+  CHECK(hw_models::preset_ep_fractions(s, hw_models::Dispatcher::hybridep, false, 32, 2).nvlink == Approx(0.7001));
 }
