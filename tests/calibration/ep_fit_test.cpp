@@ -32,8 +32,9 @@ calibration::EpPoint point(const nlohmann::json& prof, const nlohmann::json& p) 
   e.bench.tokens = prof["tokens"].get<double>();
   e.bench.hidden = prof["hidden"].get<double>();
   e.bench.element_bytes = p["element_bytes"].get<double>();
-  e.bench.experts = prof.contains("experts_per_rank") ? prof["experts_per_rank"].get<int>() * e.bench.ranks
-                                                      : prof["experts"].get<int>();
+  e.bench.experts = p.contains("experts")                ? p["experts"].get<int>()
+                    : prof.contains("experts_per_rank") ? prof["experts_per_rank"].get<int>() * e.bench.ranks
+                                                        : prof["experts"].get<int>();
   e.bench.topk = prof["topk"].get<int>();
   e.bench.groups = prof["groups"].get<int>();
   e.bench.combine = p["combine"].get<bool>();
@@ -133,6 +134,10 @@ TEST_CASE("DeepEP's H800 normal-kernel table from flows over the 8-plane fabric"
 
 TEST_CASE("HybridEP's GB200 table from flows inside the NVLink domain", "[calibration][ep][table]") {
   check_profile("calibration/profiles/ep-hybridep-gb200.json");
+}
+
+TEST_CASE("DeepEP on GB200 from 16 to 32 SMs, and the blog's EP32 figure", "[calibration][ep][table]") {
+  check_profile("calibration/profiles/ep-deepep-gb200.json");
 }
 
 TEST_CASE("DeepEP on 8 B200 from 16 to 48 SMs: the SM-bound and the link-bound regime", "[calibration][ep][table]") {
