@@ -1,5 +1,5 @@
 // hw_models/ep_flows.hpp: DeepEP / HybridEP normal-kernel dispatch and combine as flows
-// over the topology (issue #5, item 4; first step: the link-bound regime).
+// over the topology (issue #5, item 4).
 //
 // Routing as in the libraries' benchmarks (docs/research/ep-benchmark-definitions.md):
 // every token picks `groups` of the N NVLink domains (node-limited routing, the domains
