@@ -63,9 +63,18 @@ std::optional<double> fit_ep_sm_rate(const hw_models::SystemSpec& s, hw_models::
     f.sm_GBps = v;
     return model_ep_GBps(s, f, p);
   };
-  // Up to the rate at which the SMs alone would move twice the links' bandwidth.
-  return bisect_rising(at, p.GBps, 0.01, 2 * model_ep_GBps(s, {f.nvlink, f.network, 0, 0}, p) / p.bench.sms,
-                       "fit_ep_sm_rate");
+  return bisect_rising(at, p.GBps, 0.01, 1e4, "fit_ep_sm_rate");
+}
+
+std::optional<double> fit_ep_peer_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p) {
+  f.peer_GBps = 0;
+  const double free = model_ep_GBps(s, f, p);
+  if (free <= p.GBps) return std::nullopt;
+  const auto at = [&](double v) {
+    f.peer_GBps = v;
+    return model_ep_GBps(s, f, p);
+  };
+  return bisect_rising(at, p.GBps, 0.01, 1e4, "fit_ep_peer_rate");
 }
 
 SmFit fit_ep_sm(const EpPoint& combine) { return {0, copy_bytes(combine) / seconds_per_copy(combine) / 1e9}; }

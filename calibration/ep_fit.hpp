@@ -47,6 +47,11 @@ SmFit fit_ep_sm(const EpPoint& combine);
 // the links alone keep the model at or below the point (not SM-bound there).
 std::optional<double> fit_ep_sm_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p);
 
+// The rate one peer connection carries (EpFractions::peer_GBps) at which the model
+// reproduces the point, the rest of `f` held; empty when the model without the cap is at
+// or below the point (the connection does not bind there).
+std::optional<double> fit_ep_peer_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p);
+
 // The fixed cost of DeepEP's low-latency kernels from one measured latency: what the
 // flows do not account for, latency - makespan (microseconds, >= 0).
 double fit_ep_fixed_us(const hw_models::SystemSpec& s, const hw_models::EpFractions& f, EpPoint p,

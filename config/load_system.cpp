@@ -189,6 +189,7 @@ hw_models::SystemSpec read_system(const Node& node) {
             b.sm_combine_GBps = P.opt(bo, "sm_combine_GBps", 0.01, 1e4);
             b.combine_link_fraction = P.opt(bo, "combine_link_fraction", 0.01, 1);
             b.low_latency_fixed_us = P.opt(bo, "low_latency_fixed_us", 0, 1e4);
+            b.peer_GBps = P.opt(bo, "peer_GBps", 0.01, 1e4);
             if (auto t = bo.get("sm_by_ranks"))
               t->for_each_element([&](const Node& rn) {
                 hw_models::EpSmRate r;

@@ -21,10 +21,10 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
 
   std::vector<Flow> flows;
   const bool sm_limited = b.sms > 0 && f.sm_GBps > 0;
-  const auto add = [&](int from, int to, double bytes) {
+  const auto add = [&](int from, int to, double bytes, bool rdma = false) {
     if (from == to || bytes <= 0) return;
     if (b.combine) std::swap(from, to);
-    flows.push_back({from, to, bytes, 0, sm_limited ? from : -1});
+    flows.push_back({from, to, bytes, 0, sm_limited ? from : -1, rdma ? f.peer_GBps * 1e9 : 0.0});
   };
   LinkEfficiency eta;
   eta.nvlink = f.nvlink;
@@ -47,7 +47,7 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
     for (int n = 0; n < N; ++n) {
       if (n == dom) continue;
       const int gateway = n * D + rail;
-      add(src, gateway, per * p_domain);
+      add(src, gateway, per * p_domain, true);
       for (int d = n * D; d < (n + 1) * D; ++d) add(gateway, d, per * p_rank);
     }
   }
@@ -86,7 +86,10 @@ double sm_seconds_per_byte(const EpSmRate& r, bool combine, double element_bytes
 EpFractions preset_ep_fractions(const SystemSpec& s, Dispatcher d, bool combine, int ranks, double element_bytes) {
   EpFractions f;
   const auto e = ep_entries(s, d);
-  if (e.network && *e.network && (*e.network)->link_fraction) f.network = (*e.network)->link_fraction->value;
+  if (e.network && *e.network) {
+    if ((*e.network)->link_fraction) f.network = (*e.network)->link_fraction->value;
+    if ((*e.network)->peer_GBps) f.peer_GBps = (*e.network)->peer_GBps->value;
+  }
   if (!e.nvlink || !*e.nvlink) return f;
   const EpBandwidth& nv = **e.nvlink;
   if (nv.link_fraction) f.nvlink = nv.link_fraction->value;

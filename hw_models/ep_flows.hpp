@@ -13,8 +13,8 @@
 //                                                       T P_domain h e (NIC, network)
 //   from that gateway to every other rank d of n:       T P_rank h e   (NVLink forwarding)
 // Link capacities are scaled by the library's achieved fractions, and each GPU's flows
-// share the throughput of the kernel's SMs (EpFractions; both fitted by
-// calibration/ep_fit.hpp). The time is the makespan plus the preset's base latency. The benchmarks' bandwidths are reported on their own bytes:
+// share the throughput of the kernel's SMs, and each RDMA flow is capped by what one
+// connection to a peer carries (EpFractions; all fitted by calibration/ep_fit.hpp). The time is the makespan plus the preset's base latency. The benchmarks' bandwidths are reported on their own bytes:
 //   NVLink ("NVL", HybridEP "algorithm"): what a rank receives, its own copy included,
 //     T R P_rank h e;
 //   RDMA: per token, the distinct destination domains, its own included, T N P_domain h e
@@ -49,6 +49,10 @@ struct EpFractions {
   // forwarded) costs copy_us + bytes / (sm_GBps) of one SM's time, so a GPU pushes at
   // most sms x B / (copy_us + B / sm_GBps) bytes/s, B = hidden x element size. 0: no limit.
   double copy_us = 0, sm_GBps = 0;
+  // What the library's connection to one peer GPU across domains carries at most (its
+  // queue pairs to that peer; NIC bytes/s), 0: no limit. Binds where a GPU has few
+  // peers: HybridEP over IB at two nodes has one (fitted by calibration::fit_ep_peer_rate).
+  double peer_GBps = 0;
 };
 
 struct EpFlowTime {

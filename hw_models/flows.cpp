@@ -20,6 +20,7 @@ FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, c
     const Flow& f = flows[i];
     if (!(f.bytes >= 0) || !(f.start_s >= 0)) throw std::invalid_argument("simulate_flows: negative bytes or start");
     if (f.cap >= static_cast<int>(caps.size())) throw std::invalid_argument("simulate_flows: cap index out of range");
+    if (!(f.max_Bps >= 0)) throw std::invalid_argument("simulate_flows: negative flow cap");
     routes[i] = topo.route(f.src, f.dst);
     left[i] = f.bytes;
     if (routes[i].empty() || f.bytes == 0) {
@@ -50,6 +51,7 @@ FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, c
     std::vector<int> cap_constraint(caps.size(), -1);
     for (std::size_t i : active) {
       const std::size_t v = solver.add_variable();
+      if (flows[i].max_Bps > 0) solver.use(solver.add_constraint(flows[i].max_Bps), v);
       if (const int c = flows[i].cap; c >= 0) {
         int& k = cap_constraint[static_cast<std::size_t>(c)];
         if (k < 0) k = static_cast<int>(solver.add_constraint(caps[static_cast<std::size_t>(c)]));

@@ -6,7 +6,7 @@
 //     sum_{f uses link l} x_f <= eta_kind(l) * C_l      for every link l,
 // where C_l is the link's capacity and eta the fraction of it a transfer library reaches
 // on that kind of link (LinkEfficiency), plus optional shared caps (the SMs of a kernel
-// that pushes several flows). A flow of B bytes started at s finishes when
+// that pushes several flows) and per-flow caps (what one connection can carry). A flow of B bytes started at s finishes when
 // the integral of its rate reaches B. Flows between the same GPU finish at once.
 #pragma once
 
@@ -21,6 +21,7 @@ struct Flow {
   double bytes = 0;
   double start_s = 0;
   int cap = -1;          // index of a shared rate cap (the SMs that push it), -1: none
+  double max_Bps = 0;    // the flow's own rate cap (one connection's limit), 0: none
 };
 
 struct LinkEfficiency {

@@ -160,6 +160,7 @@ struct EpBandwidth {
   std::vector<EpSmRate> sm_by_ranks;
   std::optional<Param> combine_link_fraction;  // combine's own, where it differs (absent: link_fraction)
   std::optional<Param> low_latency_fixed_us;   // DeepEP low-latency kernels' fixed cost (hw_models::EpBenchmark)
+  std::optional<Param> peer_GBps;              // network: one peer connection's rate cap (hw_models::EpFractions)
 };
 
 // Component measurements of the EP paths (shared/reference/hardware-and-microbenchmarks.md

@@ -94,6 +94,16 @@ void check_profile(const char* file) {
   for (const auto& p : prof["points"]) {
     const auto e = point(prof, p);
     const auto f = preset_fractions(sys, lib, e);
+    if (p["role"] == "fit-peer") {
+      const auto rate = calibration::fit_ep_peer_rate(sys, f, e);
+      INFO(file << ": " << p["what"].get<std::string>() << " is not bound by one peer connection in the model");
+      REQUIRE(rate);
+      std::cout << fmt::format("ep fit: {} peer connection rate {:.3f} GB/s from '{}'\n", lib, *rate,
+                               p["what"].get<std::string>());
+      const auto& nw = *hw_models::ep_entries(sys, *hw_models::dispatcher_names().find(lib)).network;
+      CHECK((nw && (*nw).peer_GBps.has_value()));
+      if (nw && nw->peer_GBps) CHECK(nw->peer_GBps->value == Approx(*rate).epsilon(0.005));
+    }
     if (p["role"] == "fit-sm" && prof.value("sm_by_ranks", false)) {
       const auto rate = calibration::fit_ep_sm_rate(sys, f, e);
       INFO(file << ": " << p["what"].get<std::string>() << " is not SM-bound in the model");
@@ -120,7 +130,7 @@ void check_profile(const char* file) {
                          p["role"].get<std::string>());
     INFO(p["what"].get<std::string>() << ": measured " << e.GBps << ", model " << got);
     if (p["role"] == "check") CHECK(std::abs(err) <= 15);
-    if (p["role"] == "fit-sm") CHECK(std::abs(err) <= 2);  // the SM-bound points the fit used (latency aside)
+    if (p["role"] == "fit-sm" || p["role"] == "fit-peer") CHECK(std::abs(err) <= 2);  // the points the fits used
     if (p["role"] == "gap") CHECK(std::abs(err) > 15);  // relabel it once the model gets it
   }
   std::cout << table;
