@@ -329,6 +329,28 @@ class ScenarioReader {
     });
   }
 
+  // A routing histogram file: per-expert token counts, a list of E numbers (every MoE
+  // layer) or a list of such lists (one per MoE layer, cycled). Errors name the file
+  // and the JSON path in it.
+  void read_histogram(workload::Routing& r) {
+    const Json j = read_json_file(r.histogram_path);
+    const Node root(j, "", std::make_shared<const std::string>(r.histogram_path));
+    const auto E = sc_.model.num_experts;
+    const auto row = [&](const Node& n) {
+      std::vector<double> counts;
+      n.for_each_element([&](const Node& c) { counts.push_back(c.as_number(0, 1e15)); });
+      if (static_cast<std::int64_t>(counts.size()) != E)
+        n.fail(fmt::format("{} expert counts for a model with {} routed experts", counts.size(), E));
+      double total = 0;
+      for (double c : counts) total += c;
+      if (!(total > 0)) n.fail("no tokens in this row");
+      r.histogram.push_back(std::move(counts));
+    };
+    if (!j.is_array() || j.empty()) root.fail("expected a list of per-expert token counts (or a list of such lists)");
+    if (j.front().is_array()) root.for_each_element(row);
+    else row(root);
+  }
+
   void routing(const std::optional<Node>& n) {
     if (!n) return;
     auto& r = sc_.routing;
@@ -349,6 +371,7 @@ class ScenarioReader {
           r.histogram_path = (rel.is_absolute() ? rel : base / rel).string();
           if (!std::filesystem::is_regular_file(r.histogram_path))
             p.fail(fmt::format("histogram file '{}' does not exist", r.histogram_path));
+          read_histogram(r);
           break;
         }
       }

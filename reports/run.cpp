@@ -13,6 +13,7 @@
 #include "schedules/stage_params.hpp"
 #include "workload/flops.hpp"
 #include "workload/layer_graph.hpp"
+#include "workload/routing.hpp"
 
 namespace moesim::reports {
 namespace {
@@ -52,11 +53,20 @@ double graph_static_bytes(const config::Scenario& sc) {
   return 2 * hidden;  // the forward graph's input copy and the backward graph's
 }
 
+// The hottest EP rank's tokens over the balanced, for the scenario's routing
+// (workload/routing.hpp): tokens per EP rank per microbatch are mbs x seq / cp.
+double scenario_ep_load(const config::Scenario& sc) {
+  const auto& tr = sc.training;
+  return workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep,
+                                  static_cast<double>(tr.micro_batch_size * tr.seq_length) /
+                                      static_cast<double>(sc.parallelism.cp));
+}
+
 std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std::int64_t>& graphs,
                                     std::vector<double>& graph_gib) {
   const auto& p = sc.parallelism;
   const auto& fw = sc.framework;
-  const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab()};
+  const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab(), scenario_ep_load(sc)};
   const auto t = workload::build_templates(ti);
   const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
   const double dp_shard = fw.distributed_optimizer ? static_cast<double>(p.dp) : 1;
@@ -122,12 +132,14 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
 
 Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
+  const double ep_load = scenario_ep_load(sc);
   const hw_models::FlowComm comm(sc.system, sc.gpus, sc.placement.gpus_per_nvlink_domain, sc.parallelism.pp);
   const schedules::StepInput in{sc.system,        sc.gpus,       sc.placement.gpus_per_nvlink_domain,
                                 sc.model,         sc.training,   sc.parallelism,
                                 sc.framework,     sc.stack,      sc.layout,
-                                sc.pipeline_schedule, sc.padded_vocab()};
+                                sc.pipeline_schedule, sc.padded_vocab(), ep_load};
   Prediction p;
+  p.ep_load = ep_load;
   p.step = schedules::simulate_step(in, opt, comm);
   const ScenarioSummary s = summarize(sc);
   p.flops_per_step = s.flops_per_step;
@@ -178,6 +190,7 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
   j["mfu_peak"] = "dense bf16";
   j["peak_memory_gib"] = p.peak_memory_gib;
   j["fits_in_memory"] = p.fits_in_memory;
+  j["ep_load"] = p.ep_load;
   j["breakdown"] = {{"compute", b.compute},
                     {"exposed_communication", b.exposed_comm},
                     {"pipeline_bubble", b.pipeline_bubble},
@@ -215,6 +228,9 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
                    sc.system.gpu.peak_tflops(hw_models::Dtype::bf16));
   o += fmt::format("peak memory      {:.1f} GiB of {:g} GB  ({})\n", p.peak_memory_gib,
                    sc.system.gpu.hbm_GB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
+  if (p.ep_load != 1)
+    o += fmt::format("EP load          {:.3f} x balanced on the hottest EP rank (routing: {})\n", p.ep_load,
+                     workload::routing_balance_names().name(sc.routing.balance));
   if (const auto most = std::max_element(p.cuda_graphs_per_rank.begin(), p.cuda_graphs_per_rank.end());
       most != p.cuda_graphs_per_rank.end() && *most > 0)
     o += fmt::format("CUDA graphs      {} per GPU at most (static buffers {:.2f} GiB, in the memory above)\n", *most,

@@ -33,6 +33,7 @@ struct Prediction {
   std::vector<double> graph_static_gib;     // their static buffers at the memory peak
   double peak_memory_gib = 0;
   bool fits_in_memory = true;
+  double ep_load = 1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)
   double wall_s = 0;  // simulation wall time
 };
 

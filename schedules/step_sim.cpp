@@ -251,8 +251,8 @@ Priced Sim::price(const workload::KernelTemplate& k) {
 }
 
 void Sim::price_templates() {
-  const workload::TemplateInputs ti{in_.model, in_.training, in_.parallelism, in_.framework, in_.stack,
-                                    in_.padded_vocab};
+  const workload::TemplateInputs ti{in_.model,     in_.training,     in_.parallelism, in_.framework,
+                                    in_.stack,     in_.padded_vocab, in_.ep_load};
   const workload::ModelTemplates t = workload::build_templates(ti);
   const auto convert = [&](const workload::LayerTemplate& lt, PricedLayer& out) {
     for (const auto& k : lt.fwd) out.fwd.push_back(price(k));

@@ -39,6 +39,7 @@ struct StepInput {
   const PipelineLayout& layout;
   ScheduleKind schedule;
   std::int64_t padded_vocab;
+  double ep_load = 1;  // the hottest EP rank's tokens over the balanced (workload/routing.hpp)
 };
 
 struct StepOptions {
@@ -46,7 +47,9 @@ struct StepOptions {
   // Simulate every rank instead of one representative per pipeline stage; collectives
   // then rendezvous all members of their group (EP, TP, DP) and each rank pairs its
   // pipeline transfers with the same-position rank of the neighbouring stage. Under
-  // balanced routing both modes agree; the full mode is the check of that claim.
+  // balanced routing both modes agree; the full mode is the check of that claim. Under
+  // uneven routing (StepInput::ep_load) every rank is priced as the hottest EP rank,
+  // which gates each EP collective and so every rank's layer.
   bool full_fidelity = false;
 };
 

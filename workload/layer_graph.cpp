@@ -358,7 +358,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                   (nccl && !in.stack.router_fusion ? 32 : 14) - 2);
   b.keep_last(probs);  // routing probabilities and the top-k map
 
-  const double tokens_in = s.T * k;  // routed token copies each rank sends and receives
+  const double tokens_out = s.T * k;             // routed token copies each rank sends
+  const double tokens_in = tokens_out * in.ep_load;  // and the hottest rank receives
   const double local_experts = E / ep;
   const double h_bytes = s.h * 2;
   bool hybridep_copy = false;  // HybridEP without its copy fused into permute/unpermute
@@ -368,9 +369,9 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   if (nccl) {
     // EP preprocess: per-expert counts, their exchange; the host needs them to size the
     // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
-    b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + s.T * k * 4, 1);
+    b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + tokens_out * 4, 1);
     if (host_sync) b.mark_sync_on_last(1);  // the host blocks after launching the global permute
-    b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_in * h_bytes);
+    b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_out * h_bytes);
     b.gather_last();
     b.slow_last(permute_slowdown);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
@@ -382,7 +383,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
     b.gather_last();
   } else if (fw.dispatcher == hw_models::Dispatcher::deepep) {
-    b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + s.T * k * 4, 1);
+    b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + tokens_out * 4, 1);
     // notify_dispatch exchanges per-rank, per-expert counts (4 bytes each); the CPU spins
     // until they arrive, then launches the data dispatch on DeepEP's stream.
     b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
@@ -441,7 +442,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
     b.gather_last();
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
-    b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes + s.T * h_bytes);
+    b.memory("moe.unpermute", Module::moe_combine, tokens_out * h_bytes + s.T * h_bytes);
     b.gather_last();
     b.slow_last(permute_slowdown);
   } else {

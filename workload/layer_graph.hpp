@@ -7,7 +7,8 @@
 // (microbatch, chunk, phase) by the schedule as it reaches them. Shapes follow
 // Megatron-Core with sequence parallelism: tokens per rank T = mbs x seq / cp (/ tp for
 // the norms), GEMM N or K divided by tp, expert GEMMs over the tokens routed to the
-// rank's local experts (balanced routing: T x top-k per rank, E / ep experts).
+// rank's local experts (T x top-k per rank, E / ep experts, times the hottest rank's
+// load under uneven routing: TemplateInputs::ep_load).
 //
 // Kernel inventory (first version; the host-modeling issue refines counts per switch):
 //   attention (MLA): norm, [quantize], q_a, q_a norm, [quantize], q_b, kv_a, kv_a norm,
@@ -117,6 +118,10 @@ struct TemplateInputs {
   const Framework& framework;
   const StackSwitches& stack;
   std::int64_t padded_vocab;
+  // Tokens the hottest EP rank receives over the balanced T x top-k (workload/routing.hpp):
+  // its dispatch, permute, expert GEMMs, unpermute and combine carry that many; the send
+  // side (router, preprocess, the global permute) stays balanced.
+  double ep_load = 1;
 };
 
 ModelTemplates build_templates(const TemplateInputs& in);

@@ -111,6 +111,9 @@ struct Routing {
   double alpha = 1.0;                                            // zipf exponent
   std::uint64_t seed = 0;
   std::string histogram_path;  // histogram only, resolved against the scenario file
+  // histogram only: per-expert token counts, one row per MoE layer (read by the loader;
+  // workload/routing.hpp)
+  std::vector<std::vector<double>> histogram;
 };
 
 }  // namespace moesim::workload

@@ -1,0 +1,103 @@
+// Uneven routing: the hottest EP rank's load, by hand and from the loader, and its effect
+// on the step.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "config/load.hpp"
+#include "reports/run.hpp"
+#include "support/helpers.hpp"
+#include "workload/routing.hpp"
+
+using namespace moesim;
+
+TEST_CASE("The hottest rank's load over the mean, by hand", "[workload][routing]") {
+  // Two ranks of two experts: [1, 1 | 2, 0] is balanced; [3, 1 | 1, 1] gives 4 / 3.
+  CHECK(workload::hottest_rank_load({1, 1, 2, 0}, 2) == Approx(1.0));
+  CHECK(workload::hottest_rank_load({3, 1, 1, 1}, 2) == Approx(4.0 / 3));
+  CHECK(workload::hottest_rank_load({3, 1, 1, 1}, 4) == Approx(2.0));  // one expert per rank: 3 / 1.5
+  CHECK_THROWS_AS(workload::hottest_rank_load({1, 1, 1}, 2), std::invalid_argument);
+  CHECK_THROWS_AS(workload::hottest_rank_load({0, 0}, 1), std::invalid_argument);
+}
+
+TEST_CASE("Sampled routing: forced is 1, uniform a little above, steep Zipf the top-k experts' ranks",
+          "[workload][routing]") {
+  const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
+  const auto& m = sc.model;  // DeepSeek-V3: 256 experts, top-8, 58 MoE layers
+  workload::Routing r;
+  CHECK(workload::ep_gating_load(r, m, 32, 4096) == 1);
+  r.balance = workload::RoutingBalance::sampled;
+  r.distribution = workload::RoutingDistribution::uniform;
+  r.seed = 7;
+  // Uniform: each rank's count is a sum of binomials, mean n k / ep = 32768, sd about
+  // sqrt(32768) = 181, so the max of 32 ranks sits about 2 sd (1.1%) above the mean.
+  const double u = workload::ep_gating_load(r, m, 32, 4096);
+  CHECK(u > 1.003);
+  CHECK(u < 1.03);
+  CHECK(workload::ep_gating_load(r, m, 32, 4096) == u);  // same seed, same load
+  r.seed = 8;
+  CHECK(workload::ep_gating_load(r, m, 32, 4096) != u);
+  // Steep Zipf: every token picks the same 8 most popular experts (q = 1 each, the rest
+  // about 0), so the hottest rank holds j of them and G = j x ep / k, a whole multiple of 4
+  // per layer at ep 32; averaged over layers it lies between 4 and 32.
+  r.distribution = workload::RoutingDistribution::zipf;
+  r.alpha = 60;
+  const double z = workload::ep_gating_load(r, m, 32, 4096);
+  CHECK(z >= 4);
+  CHECK(z <= 32);
+  r.alpha = 0.5;
+  const double mild = workload::ep_gating_load(r, m, 32, 4096);
+  CHECK(mild > u);
+  CHECK(mild < z);
+}
+
+TEST_CASE("Routing histograms: read, checked against the model, and their load", "[workload][routing][config]") {
+  const auto dir = std::filesystem::temp_directory_path() / "moesim-routing-test";
+  std::filesystem::create_directories(dir);
+  auto j = test::default_scenario_json();
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  // Two layers: balanced, and expert 0 with 8x the others' tokens (rank 0 of 32 holds
+  // experts 0-7: (8 + 7) / (263 / 32) = 1.8251). Cycled over 58 layers: 29 each.
+  std::string balanced = "[", hot = "[";
+  for (int e = 0; e < 256; ++e) {
+    balanced += (e ? ",1" : "1");
+    hot += (e ? ",1" : "8");
+  }
+  balanced += "]";
+  hot += "]";
+  j["routing"] = {{"balance", "histogram"}, {"path", write("two.json", "[" + balanced + "," + hot + "]")}};
+  auto sc = config::load_scenario_text(j.dump(), "t.json");
+  REQUIRE(sc.routing.histogram.size() == 2);
+  const double g = workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep, 4096);
+  CHECK(g == Approx((1.0 + 15.0 / (263.0 / 32)) / 2));
+  // A balanced histogram prices exactly as forced balance; a skewed one is slower.
+  j["routing"] = {{"balance", "histogram"}, {"path", write("flat.json", balanced)}};
+  const auto flat = reports::predict(config::load_scenario_text(j.dump(), "t.json"));
+  const auto forced = reports::predict(config::load_scenario_text(test::default_scenario_json().dump(), "t.json"));
+  CHECK(flat.ep_load == 1);
+  CHECK(flat.step.step_time_s == Approx(forced.step.step_time_s).epsilon(1e-12));
+  const auto skewed = reports::predict(sc);
+  CHECK(skewed.ep_load == Approx(g));
+  CHECK(skewed.step.step_time_s > forced.step.step_time_s * 1.05);
+  // Bad files: the wrong number of experts, a negative count; errors name the file and path.
+  j["routing"] = {{"balance", "histogram"}, {"path", write("short.json", "[1, 2, 3]")}};
+  try {
+    config::load_scenario_text(j.dump(), "t.json");
+    FAIL("a 3-expert histogram was accepted");
+  } catch (const config::InputError& e) {
+    CHECK_THAT(e.file(), Catch::Contains("short.json"));
+    CHECK_THAT(e.message(), Catch::Contains("3 expert counts for a model with 256 routed experts"));
+  }
+  j["routing"] = {{"balance", "histogram"}, {"path", write("neg.json", "[[" + balanced.substr(1, balanced.size() - 2) + "], [-1]]")}};
+  try {
+    config::load_scenario_text(j.dump(), "t.json");
+    FAIL("a negative count was accepted");
+  } catch (const config::InputError& e) {
+    CHECK(e.path() == "[1][0]");
+  }
+}
