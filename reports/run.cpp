@@ -112,9 +112,12 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     for (const auto& w : schedules::pipeline_order(sc.pipeline_schedule, static_cast<int>(p.pp),
                                                    static_cast<int>(p.vpp), r,
                                                    static_cast<int>(p.num_microbatches))) {
+      // An item's activations live from its forward to the pass that computes its weight
+      // gradients (the full backward, or ZB's W, which still reads the saved inputs).
+      if (!w.forward() && !w.weights()) continue;
       const auto c = static_cast<std::size_t>(w.chunk);
-      act += (w.forward ? 1 : -1) * (act_per_chunk[c] + graph_per_chunk[c]);
-      gb += (w.forward ? 1 : -1) * graph_per_chunk[c];
+      act += (w.forward() ? 1 : -1) * (act_per_chunk[c] + graph_per_chunk[c]);
+      gb += (w.forward() ? 1 : -1) * graph_per_chunk[c];
       if (act > peak) {
         peak = act;
         gpeak = gb;

@@ -88,19 +88,27 @@ struct StepResult {
 
 StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm);
 
-// The pipeline schedule alone: every virtual stage is one kernel of fwd_s / bwd_s per
-// microbatch, transfers between stages take p2p_s, hosts cost nothing. For closed-form
-// checks and `moesim pipeline`.
+// The pipeline schedule alone: every stage is one kernel of fwd_s / bwd_s per microbatch
+// (a zero-bubble backward splits into bwd_s - wgrad_s and wgrad_s; DualPipe's overlapped
+// forward-backward pair takes fwd_bwd_s, fwd_s + bwd_s when 0), transfers between stages
+// take p2p_s, hosts cost nothing. For closed-form checks and `moesim pipeline`.
 struct FixedChunks {
   double fwd_s = 0;
   double bwd_s = 0;
   double p2p_s = 0;
+  double wgrad_s = 0;
+  double fwd_bwd_s = 0;
 };
 struct PipelineResult {
   double step_time_s = 0;
-  double bubble_s = 0;  // step time - microbatches x vpp x (fwd + bwd)
+  // The idle time of the busiest rank: step time less the work of its items.
+  double bubble_s = 0;
+  int stages = 0;  // per pipeline: pp x vpp; DualPipe pp (two pipelines); DualPipeV 2 pp
   std::uint64_t events = 0;
 };
+// `pp`: pipeline ranks (devices), as Megatron's pipeline-parallel size; the DualPipe
+// repository's PP (stages) is pp for DualPipe and 2 pp for DualPipeV. Throws
+// std::invalid_argument for sizes the schedule cannot run.
 PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microbatches, const FixedChunks& c);
 
 }  // namespace moesim::schedules

@@ -189,10 +189,26 @@ TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pip
   CHECK(nlohmann::json::parse(r.out)["bubble_ms"].get<double>() == Approx(4.5));
   CHECK(run_moesim({"pipeline", "--schedule", "zipper", "--pp", "4", "--microbatches", "8", "--fwd", "1",
                     "--bwd", "2"}).status == 2);
-  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "4", "--microbatches", "8", "--fwd", "1",
+  // DualPipe on 8 ranks, F = W = 1, B = 2, F&B = 3: (8/2 - 1)(3 + 2 - 3) = 6 ms.
+  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "8", "--microbatches", "32", "--fwd", "1",
+                  "--bwd", "2", "--wgrad", "1", "--fwd-bwd", "3", "--json"});
+  REQUIRE(r.status == 0);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["bubble_ms"].get<double>() == Approx(6));
+  CHECK(j["stages"] == 8);
+  // Sizes the schedule cannot run, and options that do not apply, name the option.
+  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "4", "--microbatches", "6", "--fwd", "1",
                   "--bwd", "2"});
-  CHECK(r.status == 1);
-  CHECK_THAT(r.err, Catch::Contains("not simulated yet"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("at least 2 x the ranks"));
+  r = run_moesim({"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd",
+                  "2", "--fwd-bwd", "2"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--fwd-bwd"));
+  r = run_moesim({"pipeline", "--schedule", "zb-h1", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd",
+                  "2", "--wgrad", "3"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--wgrad"));
 }
 
 TEST_CASE("infer solves a journey step's parameter and refuses a wrong pair", "[cli][infer]") {

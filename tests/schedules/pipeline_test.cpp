@@ -13,7 +13,7 @@ TEST_CASE("1F1B order: warm-up, steady 1F1B, cool-down", "[schedules][pipeline]"
   // pp 4, rank 1, 5 microbatches: warm-up pp - r - 1 = 2 forwards.
   const auto o = pipeline_order(ScheduleKind::one_f_one_b, 4, 1, 1, 5);
   std::string s;
-  for (const auto& w : o) s += fmt::format("{}{} ", w.forward ? 'F' : 'B', w.microbatch);
+  for (const auto& w : o) s += fmt::format("{}{} ", w.forward() ? 'F' : 'B', w.microbatch);
   CHECK(s == "F0 F1 F2 B0 F3 B1 F4 B2 B3 B4 ");
 }
 
@@ -24,7 +24,7 @@ TEST_CASE("Interleaved order follows Megatron's chunk mapping", "[schedules][pip
   REQUIRE(o.size() == 16);
   std::string s;
   for (const auto& w : o)
-    s += fmt::format("{}{}.{} ", w.forward ? 'F' : 'B', w.microbatch, w.chunk);
+    s += fmt::format("{}{}.{} ", w.forward() ? 'F' : 'B', w.microbatch, w.chunk);
   CHECK(s == "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0 ");
   CHECK_THROWS_AS(pipeline_order(ScheduleKind::interleaved_1f1b, 4, 2, 0, 6), std::invalid_argument);
 }
@@ -63,4 +63,109 @@ TEST_CASE("Pipeline transfers add to the bubble", "[schedules][pipeline]") {
   // Bubble = (PP-1)(F+B+2t) + (M-PP+1) 2t = 3 x 3.2 + 5 x 0.2 = 10.6 ms.
   const auto r = simulate_pipeline(ScheduleKind::one_f_one_b, 4, 1, 8, {1e-3, 2e-3, 0.1e-3});
   CHECK(r.bubble_s == Approx(3 * (3e-3 + 0.2e-3) + 5 * 0.2e-3).epsilon(1e-6));
+}
+
+namespace {
+std::string passes(const std::vector<WorkItem>& o) {
+  std::string s;
+  for (const auto& w : o) {
+    const char* p = w.pass == Pass::forward ? "F" : w.pass == Pass::backward ? "B" : w.pass == Pass::backward_input ? "b" : "W";
+    s += fmt::format("{}{}{}{} ", p, w.microbatch, w.chunk ? "'" : "", w.overlap_next ? "&" : "");
+  }
+  return s;
+}
+}  // namespace
+
+TEST_CASE("ZB-H1 order: 1F1B with the input gradient first, rank r keeping r weight passes back",
+          "[schedules][pipeline]") {
+  // pp 4, 6 microbatches. Rank 0 runs each W right after its B (as 1F1B would, split);
+  // rank 2 keeps two pending and runs them when the pipeline drains.
+  CHECK(passes(pipeline_order(ScheduleKind::zb_h1, 4, 1, 0, 6)) ==
+        "F0 F1 F2 F3 b0 W0 F4 b1 W1 F5 b2 W2 b3 W3 b4 W4 b5 W5 ");
+  CHECK(passes(pipeline_order(ScheduleKind::zb_h1, 4, 1, 2, 6)) ==
+        "F0 F1 b0 F2 b1 F3 b2 W0 F4 b3 W1 F5 b4 W2 b5 W3 W4 W5 ");
+  CHECK_THROWS_AS(pipeline_order(ScheduleKind::zb_h1, 4, 2, 0, 8), std::invalid_argument);
+}
+
+TEST_CASE("DualPipe order: the repository's eight steps on each rank", "[schedules][pipeline]") {
+  // 4 ranks, 8 microbatches (4 per direction: 0-3 fed at rank 0, chunk 0; 4-7 at rank 3,
+  // chunk 1, marked '). Rank 0 (half rank 0 of 2): step 1 two F0; step 2 one F0 F1; step 3
+  // one B1 (zero bubble) W F1; step 4 (4 - 4 + 0 + 1 = 1 loop) F0&B1 F1&B0; step 5 B1 F1&B0;
+  // step 6 B1 B0 (the second half zero-bubble: b); step 7 W b0; step 8 W.
+  CHECK(passes(pipeline_order(ScheduleKind::dualpipe, 4, 1, 0, 8)) ==
+        "F0 F1 F2 F4' b4' W4' F5' F3& B5' F6'& B0 B6' F7'& B1 B7' b2 W2 b3 W3 ");
+  // Every rank runs each of its microbatches' forward once and its weight gradients once.
+  for (int rank = 0; rank < 8; ++rank) {
+    int f = 0, w = 0;
+    for (const auto& it : pipeline_order(ScheduleKind::dualpipe, 8, 1, rank, 24)) {
+      f += it.forward();
+      w += it.weights();
+    }
+    CHECK(f == 24);
+    CHECK(w == 24);
+  }
+  CHECK_THROWS_AS(pipeline_order(ScheduleKind::dualpipe, 4, 1, 0, 6), std::invalid_argument);  // M < 2 pp
+  CHECK_THROWS_AS(pipeline_order(ScheduleKind::dualpipe, 3, 1, 0, 12), std::invalid_argument);  // odd pp
+}
+
+TEST_CASE("Stage placement: interleaved, DualPipe's two mirrored pipelines, DualPipeV's V", "[schedules][pipeline]") {
+  const PipelineShape inter(ScheduleKind::interleaved_1f1b, 4, 2);
+  CHECK(inter.place(1, 1).stage == 5);
+  const PipelineShape dual(ScheduleKind::dualpipe, 4, 1);
+  CHECK(dual.chunks() == 2);
+  CHECK(dual.place(1, 0).stage == 1);
+  CHECK(dual.place(1, 1).pipeline == 1);
+  CHECK(dual.place(1, 1).stage == 2);  // rank 1 holds stage pp-1-1 of the reverse pipeline
+  CHECK(dual.place(1, 1).layout_stage == 2);
+  const PipelineShape v(ScheduleKind::dualpipev, 4, 2);
+  CHECK(v.stages() == 8);
+  CHECK(v.place(0, 1).stage == 7);  // rank 0 holds the first and the last stage
+  CHECK(v.place(3, 1).stage == 4);
+}
+
+TEST_CASE("ZB-H1 bubble is (PP-1)(F+B-2W) in the engine", "[schedules][pipeline][closed-form]") {
+  // The zero-bubble paper's setting: F = B - W = W (1 ms), so B = 2 ms.
+  for (int pp : {2, 4, 8}) {
+    for (int m : {pp, 2 * pp, 3 * pp + 1}) {
+      INFO("pp " << pp << " microbatches " << m);
+      FixedChunks c;
+      c.fwd_s = 1e-3;
+      c.bwd_s = 2e-3;
+      c.wgrad_s = 1e-3;
+      const auto r = simulate_pipeline(ScheduleKind::zb_h1, pp, 1, m, c);
+      CHECK(r.bubble_s == Approx((pp - 1) * (1e-3 + 2e-3 - 2e-3)).epsilon(1e-6));
+    }
+  }
+  // Without a weight-gradient split it is 1F1B.
+  const auto r = simulate_pipeline(ScheduleKind::zb_h1, 4, 1, 8, {1e-3, 2e-3, 0});
+  CHECK(r.bubble_s == Approx(3 * 3e-3).epsilon(1e-6));
+}
+
+TEST_CASE("DualPipe and DualPipeV bubble is (PP/2-1)(F&B+B-3W) in the engine", "[schedules][pipeline][closed-form]") {
+  // The repository's setting: F = B - W = W = 1 ms, F&B = F + B = 3 ms. DualPipe: PP
+  // stages on PP ranks; DualPipeV: PP stages on PP/2 ranks, the same bubble.
+  FixedChunks c;
+  c.fwd_s = 1e-3;
+  c.bwd_s = 2e-3;
+  c.wgrad_s = 1e-3;
+  c.fwd_bwd_s = 3e-3;
+  for (int stages : {4, 6, 8, 16}) {
+    const double bubble = (stages / 2 - 1) * (3e-3 + 2e-3 - 3e-3);
+    for (int m : {2 * stages, 4 * stages}) {
+      INFO("stages " << stages << " microbatches " << m);
+      if (stages % 4 == 0 || stages == 6) {
+        const auto d = simulate_pipeline(ScheduleKind::dualpipe, stages, 1, m, c);
+        CHECK(d.bubble_s == Approx(bubble).epsilon(1e-6));
+        CHECK(d.stages == stages);
+      }
+      const auto v = simulate_pipeline(ScheduleKind::dualpipev, stages / 2, 2, m / 2, c);
+      CHECK(v.bubble_s == Approx(bubble).epsilon(1e-6));
+      CHECK(v.stages == stages);
+    }
+  }
+  // Overlap shortens the pairs; the bubble then stays within the formula's bound.
+  c.fwd_bwd_s = 2.5e-3;
+  const auto d = simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 32, c);
+  CHECK(d.bubble_s <= (8 / 2 - 1) * (2.5e-3 + 2e-3 - 3e-3) + 1e-9);
+  CHECK(d.step_time_s < simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 32, {1e-3, 2e-3, 0, 1e-3, 3e-3}).step_time_s);
 }
