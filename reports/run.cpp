@@ -83,13 +83,16 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   for (int r = 0; r < static_cast<int>(p.pp); ++r) {
     double dense = 0, expert = 0;
     std::int64_t captured_layers = 0;
-    std::vector<double> act_per_chunk(static_cast<std::size_t>(p.vpp), 0.0);
-    std::vector<double> graph_per_chunk(static_cast<std::size_t>(p.vpp), 0.0);
-    for (int c = 0; c < static_cast<int>(p.vpp); ++c) {
-      const auto sp = schedules::stage_parameters(sc.model, p, sc.layout, sc.padded_vocab(), r, c);
+    // DualPipe and DualPipeV hold two chunks per rank (two stages' parameters).
+    const schedules::PipelineShape shape(sc.pipeline_schedule, static_cast<int>(p.pp), static_cast<int>(p.vpp));
+    std::vector<double> act_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
+    std::vector<double> graph_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
+    for (int c = 0; c < shape.chunks(); ++c) {
+      const auto& stage = sc.layout.stages()[static_cast<std::size_t>(shape.place(r, c).layout_stage)];
+      const auto sp = schedules::stage_parameters(sc.model, p, stage, sc.padded_vocab());
       dense += sp.dense;
       expert += sp.expert;
-      for (const auto& it : sc.layout.stage(r, c).items) {
+      for (const auto& it : stage.items) {
         const workload::LayerTemplate* lt = &t.dense;
         const auto slot = schedules::layer_slot(it, sc.model);
         switch (slot) {

@@ -16,13 +16,13 @@ LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m) {
 }
 
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
-                             const PipelineLayout& layout, std::int64_t padded_vocab, int rank, int chunk) {
+                             const VirtualStage& stage, std::int64_t padded_vocab) {
   const auto lp = workload::layer_parameters(m);
   const double h = static_cast<double>(m.hidden_size);
   const double tp = static_cast<double>(p.tp);
   const double local = m.is_moe() ? static_cast<double>(m.num_experts) / static_cast<double>(p.ep) : 0;
   StageParams s;
-  for (const auto& it : layout.stage(rank, chunk).items) {
+  for (const auto& it : stage.items) {
     const LayerSlot slot = layer_slot(it, m);
     if (slot == LayerSlot::embedding || slot == LayerSlot::head) {
       s.dense += static_cast<double>(padded_vocab) * h / tp;

@@ -22,7 +22,9 @@ struct StageParams {
   double expert = 0;
 };
 
+// The parameters of one virtual stage of the layout (the one a rank's chunk runs:
+// PipelineShape::place(rank, chunk).layout_stage).
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
-                             const PipelineLayout& layout, std::int64_t padded_vocab, int rank, int chunk);
+                             const VirtualStage& stage, std::int64_t padded_vocab);
 
 }  // namespace moesim::schedules

@@ -30,15 +30,16 @@ enum Category : std::uint8_t { kCompute, kEpComm, kTpComm, kPpComm, kDpComm };
 // Pipeline transfers have a stream per direction and kind; stages whose pipeline runs
 // toward lower ranks (DualPipe's reverse pipeline, DualPipeV's second leg) their own four,
 // so that transfers to the two neighbours never queue behind each other.
+// DualPipe's overlapped pairs run the backward chunk on a second compute stream.
 enum Track : int {
   kComputeStream, kPpFwdSend, kPpFwdRecv, kPpBwdSend, kPpBwdRecv, kDpStream,
-  kPp2FwdSend, kPp2FwdRecv, kPp2BwdSend, kPp2BwdRecv, kTracks
+  kPp2FwdSend, kPp2FwdRecv, kPp2BwdSend, kPp2BwdRecv, kPairStream, kTracks
 };
 // The GPU's link ports (sim_core::Gpu): NVLink and network, each direction.
 enum Port : std::size_t { kNvlOut, kNvlIn, kNetOut, kNetIn };
 const char* const kTrackNames[kTracks] = {"compute",      "pp.fwd.send",  "pp.fwd.recv",  "pp.bwd.send",
                                           "pp.bwd.recv",  "dp",           "pp2.fwd.send", "pp2.fwd.recv",
-                                          "pp2.bwd.send", "pp2.bwd.recv"};
+                                          "pp2.bwd.send", "pp2.bwd.recv", "compute.pair"};
 int pp_track(bool forward, bool send, bool descending) {
   const int t = forward ? (send ? kPpFwdSend : kPpFwdRecv) : (send ? kPpBwdSend : kPpBwdRecv);
   return descending ? t - kPpFwdSend + kPp2FwdSend : t;
@@ -175,7 +176,11 @@ class Sim {
 
   double pp_seconds() const { return pp_s_; }
   StageParams stage_params(int rank, int chunk) const {
-    return stage_parameters(in_.model, in_.parallelism, in_.layout, in_.padded_vocab, rank, chunk);
+    return stage_parameters(in_.model, in_.parallelism, chunk_stage(rank, chunk), in_.padded_vocab);
+  }
+  // The layout stage a rank's chunk runs (DualPipe: the reverse pipeline's stage pp-1-r).
+  const VirtualStage& chunk_stage(int rank, int chunk) const {
+    return in_.layout.stages()[static_cast<std::size_t>(shape_.place(rank, chunk).layout_stage)];
   }
   double dp_seconds(const StageParams& sp) const;
   double gather_seconds(const StageParams& sp) const;
@@ -524,84 +529,129 @@ class RankProgram final : public sim_core::HostProgram {
     launch(pp_track(it.forward(), false, pl.descending), r, op_cost(), launch_label_);
   }
 
+  // One chunk's kernels in flight on one compute stream: the gates of its first kernel,
+  // the CUDA graph run it is in, and its last kernel (what sends and reductions wait for).
+  struct Lane {
+    int stream = kComputeStream;
+    EventId gate = kNoEvent, gate2 = kNoEvent;
+    bool first = true, in_graph = false;
+    std::size_t last = 0;
+  };
+
+  void emit(const Priced& p, Lane& l) {
+    Time cpu = Time::from_seconds(p.host_s);
+    if (sim_.captured(p.module)) {
+      // A run of captured kernels is one graph (Megatron captures one per layer and
+      // pass: L x M x 2); an eager kernel or a host sync ends it.
+      if (!l.in_graph) {
+        HostOp g;
+        g.cpu = graph_cost();
+        g.label = graph_label_;
+        buf_.push_back(g);
+      }
+      l.in_graph = true;
+      cpu = Time::zero();
+    } else {
+      l.in_graph = false;
+    }
+    Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
+    k.port_load = p.ports;
+    if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
+    if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
+    if (l.first) {
+      k.waits[0] = l.gate;
+      k.waits[1] = l.gate2;
+      l.first = false;
+    }
+    if (p.sync) k.record = sim_.event(p.category);
+    l.last = buf_.size();
+    launch(l.stream, k, cpu, launch_label_);
+    if (pending_launches_ > 0 && --pending_launches_ == 0) {
+      wait(pending_sync_);
+      l.in_graph = false;
+    }
+    if (p.sync) {
+      if (p.sync_delay == 0) {
+        wait(k.record);
+        l.in_graph = false;
+      } else {
+        pending_sync_ = k.record;
+        pending_launches_ = p.sync_delay;
+      }
+    }
+  }
+
+  // The item's kernels in launch order: its stage's layers forward, or backward in reverse
+  // (the whole backward, or the zero-bubble split's part).
+  std::vector<const Priced*> kernels_of(const WorkItem& it, const Place& pl) const {
+    const auto& stage = sim_.in_.layout.stages()[static_cast<std::size_t>(pl.layout_stage)];
+    std::vector<const Priced*> out;
+    if (it.forward()) {
+      for (const auto& item : stage.items)
+        for (const auto& p : sim_.layer(item).fwd) out.push_back(&p);
+    } else {
+      for (auto i = stage.items.rbegin(); i != stage.items.rend(); ++i)
+        for (const auto& p : sim_.layer(*i).of(it.pass)) out.push_back(&p);
+    }
+    return out;
+  }
+
+  // Posts the receives of items up to `upto` and returns item `index`'s gates.
+  Lane lane_for(int index, int upto, int stream) {
+    for (int j = posted_; j <= std::min(upto, static_cast<int>(items_.size()) - 1); ++j) post_recv(j);
+    posted_ = std::max(posted_, upto + 1);
+    const WorkItem& it = items_[static_cast<std::size_t>(index)];
+    Lane l;
+    l.stream = stream;
+    l.gate = recv_event_[static_cast<std::size_t>(index)];
+    if (it.forward() && first_fwd_[static_cast<std::size_t>(it.chunk)] == index)
+      l.gate2 = gather_[static_cast<std::size_t>(it.chunk)];
+    return l;
+  }
+
   void expand(int index) {
     const WorkItem& it = items_[static_cast<std::size_t>(index)];
-    const auto& in = sim_.in_;
-    if (it.overlap_next && sim_.fixed()) return expand_pair(index);
+    if (it.overlap_next) return sim_.fixed() ? expand_pair(index) : expand_overlapped(index);
     const Place pl = place(it);
-    EventId gate = kNoEvent, gate2 = kNoEvent;
-
     // Receive the input activation (forward) or output gradient (backward). The
     // interleaved schedule posts the next item's receive while this one computes
     // (Megatron's --overlap-p2p-communication, on by default with vpp > 1).
-    const int lookahead = in.parallelism.vpp > 1 || it.overlap_next ? 1 : 0;
-    for (int j = posted_; j <= std::min(index + lookahead, static_cast<int>(items_.size()) - 1); ++j)
-      post_recv(j);
-    posted_ = std::max(posted_, index + lookahead + 1);
-    gate = recv_event_[static_cast<std::size_t>(index)];
-    if (it.forward() && first_fwd_[static_cast<std::size_t>(it.chunk)] == index)
-      gate2 = gather_[static_cast<std::size_t>(it.chunk)];
+    const int lookahead = sim_.in_.parallelism.vpp > 1 ? 1 : 0;
+    Lane l = lane_for(index, index + lookahead, kComputeStream);
+    for (const Priced* p : kernels_of(it, pl)) emit(*p, l);
+    finish(index, pl, l);
+  }
 
-    const auto& stage = in.layout.stages()[static_cast<std::size_t>(pl.layout_stage)];
-    bool first = true, in_graph = false;
-    std::size_t last_compute = 0;
-    const auto emit = [&](const Priced& p) {
-      Time cpu = Time::from_seconds(p.host_s);
-      if (sim_.captured(p.module)) {
-        // A run of captured kernels is one graph (Megatron captures one per layer and
-        // pass: L x M x 2); an eager kernel or a host sync ends it.
-        if (!in_graph) {
-          HostOp g;
-          g.cpu = graph_cost();
-          g.label = graph_label_;
-          buf_.push_back(g);
-        }
-        in_graph = true;
-        cpu = Time::zero();
-      } else {
-        in_graph = false;
-      }
-      Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
-      k.port_load = p.ports;
-      if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
-      if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
-      if (first) {
-        k.waits[0] = gate;
-        k.waits[1] = gate2;
-        first = false;
-      }
-      if (p.sync) k.record = sim_.event(p.category);
-      last_compute = buf_.size();
-      launch(kComputeStream, k, cpu, launch_label_);
-      if (pending_launches_ > 0 && --pending_launches_ == 0) {
-        wait(pending_sync_);
-        in_graph = false;
-      }
-      if (p.sync) {
-        if (p.sync_delay == 0) {
-          wait(k.record);
-          in_graph = false;
-        } else {
-          pending_sync_ = k.record;
-          pending_launches_ = p.sync_delay;
-        }
-      }
-    };
-    if (it.forward()) {
-      for (const auto& item : stage.items)
-        for (const auto& p : sim_.layer(item).fwd) emit(p);
-    } else {
-      for (auto i = stage.items.rbegin(); i != stage.items.rend(); ++i)
-        for (const auto& p : sim_.layer(*i).of(it.pass)) emit(p);
+  // DualPipe's pair on real layers: the forward chunk on the compute stream and the
+  // backward chunk on the pair stream, launched alternately, so that one chunk's EP
+  // dispatch and combine run while the other computes (the SMs shared as the engine
+  // shares them: communication kernels reserve theirs).
+  void expand_overlapped(int index) {
+    const WorkItem& f = items_[static_cast<std::size_t>(index)];
+    const WorkItem& b = items_[static_cast<std::size_t>(index) + 1];
+    ++next_item_;  // the backward is launched here
+    Lane lf = lane_for(index, index + 1, kComputeStream);
+    Lane lb = lane_for(index + 1, index + 1, kPairStream);
+    const Place pf = place(f), pb = place(b);
+    const auto kf = kernels_of(f, pf), kb = kernels_of(b, pb);
+    for (std::size_t i = 0; i < std::max(kf.size(), kb.size()); ++i) {
+      if (i < kf.size()) emit(*kf[i], lf);
+      if (i < kb.size()) emit(*kb[i], lb);
     }
-    if (first) return;  // an empty virtual stage
+    finish(index, pf, lf);
+    finish(index + 1, pb, lb);
+  }
 
-    // The item's end: what sends and gradient reduction wait for.
+  // The item's end: its send and, after the chunk's last weight gradients, the gradient
+  // reduce-scatter.
+  void finish(int index, const Place& pl, const Lane& l) {
+    if (l.first) return;  // an empty virtual stage
+    const WorkItem& it = items_[static_cast<std::size_t>(index)];
     const bool send = it.communicates() && !(it.forward() ? pl.last : pl.first);
     const bool reduce = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index &&
-                        in.framework.distributed_optimizer;
+                        sim_.in_.framework.distributed_optimizer;
     if (!send && !reduce) return;
-    Kernel& tail = buf_[last_compute].kernel;
+    Kernel& tail = buf_[l.last].kernel;
     if (tail.record == kNoEvent) tail.record = sim_.event(kCompute);
     const EventId done = tail.record;
     if (send) post_send(it, pl, done);
@@ -681,7 +731,7 @@ class StepObserver final : public sim_core::Observer {
   void kernel_done(int gpu, int stream, const Kernel& k, Time start, Time end) override {
     ++kernels;
     if (trace_) spans.push_back({gpu, stream, k.label, start.seconds(), end.seconds()});
-    if (stream != kComputeStream) return;
+    if (stream != kComputeStream && stream != kPairStream) return;
     Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero(), k.label};
     for (EventId w : k.waits)
       if (w != kNoEvent && sim_.events_.done_at(w) >= s.gate_at) {
@@ -695,10 +745,27 @@ class StepObserver final : public sim_core::Observer {
   }
   bool wants_host_ops() const override { return trace_; }
 
+  // The compute streams' time line: idle gaps charged to what the next kernel waited for;
+  // busy time to compute where any compute kernel runs, else to the communication
+  // kernels running there (two streams overlap in DualPipe's pairs: unions, not sums).
   Breakdown breakdown(int rank) const {
     Breakdown b;
+    std::vector<Span> line = compute_[static_cast<std::size_t>(rank)];
+    std::stable_sort(line.begin(), line.end(), [](const Span& x, const Span& y) { return x.start < y.start; });
+    const auto union_s = [&](bool compute_only) {
+      double len = 0;
+      Time end = Time::zero();
+      for (const Span& s : line) {
+        if (compute_only && s.category != kCompute) continue;
+        if (s.end > end) {
+          len += (s.end - std::max(s.start, end)).seconds();
+          end = s.end;
+        }
+      }
+      return len;
+    };
     Time prev = Time::zero();
-    for (const Span& s : compute_[static_cast<std::size_t>(rank)]) {
+    for (const Span& s : line) {
       const double gap = (s.start - prev).seconds();
       if (gap > 0) {
         if (s.launch >= s.start && s.launch >= s.gate_at) {
@@ -709,10 +776,11 @@ class StepObserver final : public sim_core::Observer {
         else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) b.exposed_comm += gap;
         else b.other += gap;
       }
-      const double busy = (s.end - s.start).seconds();
-      (s.category == kCompute ? b.compute : b.exposed_comm) += busy;
       prev = std::max(prev, s.end);
     }
+    const double compute = union_s(true);
+    b.compute += compute;
+    b.exposed_comm += union_s(false) - compute;
     return b;
   }
 
@@ -734,7 +802,7 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
   std::vector<std::unique_ptr<sim_core::Gpu>> gpus;
   std::vector<std::unique_ptr<RankProgram>> programs;
   std::vector<std::unique_ptr<sim_core::HostThread>> hosts;
-  // The descending-stage streams only where the schedule has such stages.
+  // The descending-stage streams and the pair stream only where the schedule has them.
   const int tracks = in.schedule == ScheduleKind::dualpipe || in.schedule == ScheduleKind::dualpipev
                          ? static_cast<int>(kTracks)
                          : static_cast<int>(kDpStream) + 1;
@@ -801,10 +869,6 @@ StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_m
     throw NotSimulated("--fidelity full simulates every one of the " + std::to_string(in.gpus) +
                        " ranks; up to " + std::to_string(kMaxFullFidelityRanks) +
                        " are supported (the representative mode has no such limit)");
-  if (in.schedule == ScheduleKind::dualpipe || in.schedule == ScheduleKind::dualpipev)
-    throw NotSimulated(std::string(schedule_names().name(in.schedule)) +
-                       " runs in `moesim pipeline` with fixed chunk times; the overlap of one chunk's "
-                       "forward with the other's backward in real layers is not simulated yet (issue #6)");
   return run_ranks(in, opt, comm, nullptr);
 }
 
