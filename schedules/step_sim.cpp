@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
 #include "hw_models/collectives.hpp"
 #include "hw_models/compute.hpp"
 #include "hw_models/ep_dispatch.hpp"
+#include "hw_models/ep_flows.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/stage_params.hpp"
 #include "sim_core/gpu.hpp"
@@ -100,6 +102,7 @@ class Sim {
     const auto& p = in.parallelism;
     const std::int64_t dom = in.gpus_per_nvlink_domain;
     ep_group_ = group(p.ep, p.etp, dom);
+    setup_ep_flows();
     tp_group_ = group(p.tp, 1, dom);
     dp_group_ = group(p.dp, p.tp * p.cp, dom);
     edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
@@ -217,6 +220,8 @@ class Sim {
  private:
   Priced price(const workload::KernelTemplate& k);
   void price_templates();
+  void setup_ep_flows();
+  hw_models::EpFlowTime ep_flows(const workload::KernelTemplate& k) const;
 
   const FixedChunks* fixed_;
   PipelineShape shape_;
@@ -225,6 +230,9 @@ class Sim {
   double te_factor_;          // Transformer Engine module host time x this (slimmer host code)
   Time op_, launch_, graph_;  // host costs; zero with fixed chunks
   hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
+  // DeepEP / HybridEP across NVLink domains: their kernels as flows over the EP group's
+  // topology (hw_models/ep_flows.hpp) where the preset has the library's link fractions.
+  std::optional<hw_models::Topology> ep_topo_;
   hw_models::CommGroup pp_pair_;  // a rank and its peer in the next pipeline stage
   std::array<float, sim_core::Kernel::kPorts> pp_send_ports_{}, pp_recv_ports_{};  // one activation each way
   double nvl_port_Bps_ = 0, net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
@@ -263,6 +271,18 @@ Priced Sim::price(const workload::KernelTemplate& k) {
       break;
     case workload::CommOp::ep_dispatch:
     case workload::CommOp::ep_combine:
+      if (ep_topo_) {
+        // The kernels' own flows: their time, and per GPU what crosses the NIC (the
+        // destination nodes but its own) and what NVLink carries (what it receives).
+        const hw_models::EpFlowTime f = ep_flows(k);
+        const double domains = static_cast<double>(ep_topo_->gpus() / ep_topo_->domain_size());
+        p.seconds = f.time_s;
+        p.category = kEpComm;
+        p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;
+        p.reserved = true;
+        p.ports = port_loads({f.nvl_bytes, f.rdma_bytes * (domains - 1) / domains}, p.seconds);
+        break;
+      }
       p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
                                              {k.comm_bytes, ep_group_, fw.dispatcher_sms,
                                               k.comm == workload::CommOp::ep_combine,
@@ -288,6 +308,53 @@ Priced Sim::price(const workload::KernelTemplate& k) {
       break;
   }
   return p;
+}
+
+// Inside one NVLink domain the step simulation keeps the libraries' measured bandwidths
+// at their per-expert byte count (hw_models/ep_dispatch.hpp: NVIDIA's profiles match it).
+// Across domains the benchmarks' RDMA figures count each token once per destination node
+// (at most 4 with DeepSeek-V3's node-limited routing), not once per expert: charging the
+// 8 per-expert copies at those figures would double the kernels, so the flows of the
+// kernels themselves price them (routing, forwarding and link fractions as fitted on the
+// libraries' tables; calibration/profiles/ep-*.json).
+void Sim::setup_ep_flows() {
+  const auto& fw = in_.framework;
+  const auto& p = in_.parallelism;
+  const auto& m = in_.model;
+  if (fixed_ || !m.is_moe() || !ep_group_.crosses_network) return;
+  if (fw.dispatcher != hw_models::Dispatcher::deepep && fw.dispatcher != hw_models::Dispatcher::hybridep) return;
+  const auto e = hw_models::ep_entries(in_.system, fw.dispatcher);
+  if (!e.nvlink || !*e.nvlink || !(*e.nvlink)->link_fraction || !e.network || !*e.network ||
+      !(*e.network)->link_fraction)
+    return;
+  const std::int64_t domain = std::max<std::int64_t>(1, in_.gpus_per_nvlink_domain / p.etp);
+  if (p.ep % domain != 0 || m.num_experts % p.ep != 0) return;
+  ep_topo_.emplace(in_.system, p.ep, domain);
+}
+
+hw_models::EpFlowTime Sim::ep_flows(const workload::KernelTemplate& k) const {
+  const auto& m = in_.model;
+  const auto& p = in_.parallelism;
+  const bool combine = k.comm == workload::CommOp::ep_combine;
+  hw_models::EpBenchmark b;
+  b.ranks = static_cast<int>(p.ep);
+  b.sms = in_.framework.dispatcher_sms;
+  b.hidden = static_cast<double>(m.hidden_size);
+  // The template's bytes are the hottest rank's per-expert BF16 copies: T x k x hidden x 2.
+  b.tokens = k.comm_bytes / (static_cast<double>(m.topk) * b.hidden * 2);
+  b.element_bytes = 2;
+  b.experts = static_cast<int>(m.num_experts);
+  b.topk = static_cast<int>(m.topk);
+  // Group-limited routing over as many groups as domains is node-limited routing.
+  const int domains = ep_topo_->gpus() / ep_topo_->domain_size();
+  b.groups = m.router_groups > 0 && m.router_topk_groups > 0
+                 ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
+                 : domains;
+  b.combine = combine;
+  return hw_models::ep_flow_time(in_.system, *ep_topo_,
+                                 hw_models::preset_ep_fractions(in_.system, in_.framework.dispatcher, combine,
+                                                                b.ranks, b.element_bytes),
+                                 b);
 }
 
 void Sim::price_templates() {
@@ -534,6 +601,7 @@ class RankProgram final : public sim_core::HostProgram {
   struct Lane {
     int stream = kComputeStream;
     EventId gate = kNoEvent, gate2 = kNoEvent;
+    EventId cross = kNoEvent;  // the next kernel waits for the other lane (DualPipe pairs)
     bool first = true, in_graph = false;
     std::size_t last = 0;
   };
@@ -562,7 +630,10 @@ class RankProgram final : public sim_core::HostProgram {
       k.waits[0] = l.gate;
       k.waits[1] = l.gate2;
       l.first = false;
+    } else if (l.cross != kNoEvent) {
+      k.waits[0] = l.cross;
     }
+    l.cross = kNoEvent;
     if (p.sync) k.record = sim_.event(p.category);
     l.last = buf_.size();
     launch(l.stream, k, cpu, launch_label_);
@@ -622,10 +693,34 @@ class RankProgram final : public sim_core::HostProgram {
     finish(index, pl, l);
   }
 
-  // DualPipe's pair on real layers: the forward chunk on the compute stream and the
-  // backward chunk on the pair stream, launched alternately, so that one chunk's EP
-  // dispatch and combine run while the other computes (the SMs shared as the engine
-  // shares them: communication kernels reserve theirs).
+  // The kernels split into runs of EP communication and runs of the rest.
+  static std::vector<std::vector<const Priced*>> segments(const std::vector<const Priced*>& ks) {
+    std::vector<std::vector<const Priced*>> out;
+    bool comm = false;
+    for (const Priced* p : ks) {
+      const bool c = p->category == kEpComm;
+      if (out.empty() || c != comm) out.emplace_back();
+      comm = c;
+      out.back().push_back(p);
+    }
+    return out;
+  }
+  // An event the lane's last kernel completes (the one it records, or a new one).
+  EventId lane_done(const Lane& l) {
+    Kernel& k = buf_[l.last].kernel;
+    if (k.record == kNoEvent) k.record = sim_.event(static_cast<Category>(k.category));
+    return k.record;
+  }
+
+  // DualPipe's pair on real layers (DeepSeek-V3 report, Figure 4): the forward chunk on
+  // the compute stream, the backward chunk on the pair stream. Each chunk's kernels fall
+  // into alternating runs of computation and of EP dispatch / combine (forward:
+  // attention, dispatch, experts, combine; backward the reverse), and the pair runs in
+  // phases that put one chunk's communication beside the other's computation: a phase
+  // takes the next run of each chunk, or only the forward's when both are of one kind
+  // (so that the next phase pairs them across kinds), and its runs start when the
+  // previous phase's are done. Communication kernels hold their SMs, computation shares
+  // the rest, as the engine shares them.
   void expand_overlapped(int index) {
     const WorkItem& f = items_[static_cast<std::size_t>(index)];
     const WorkItem& b = items_[static_cast<std::size_t>(index) + 1];
@@ -633,10 +728,20 @@ class RankProgram final : public sim_core::HostProgram {
     Lane lf = lane_for(index, index + 1, kComputeStream);
     Lane lb = lane_for(index + 1, index + 1, kPairStream);
     const Place pf = place(f), pb = place(b);
-    const auto kf = kernels_of(f, pf), kb = kernels_of(b, pb);
-    for (std::size_t i = 0; i < std::max(kf.size(), kb.size()); ++i) {
-      if (i < kf.size()) emit(*kf[i], lf);
-      if (i < kb.size()) emit(*kb[i], lb);
+    const auto sf = segments(kernels_of(f, pf)), sb = segments(kernels_of(b, pb));
+    const auto comm = [](const std::vector<const Priced*>& run) { return run.front()->category == kEpComm; };
+    std::size_t i = 0, j = 0;
+    while (i < sf.size() || j < sb.size()) {
+      const bool run_f = i < sf.size();
+      const bool run_b = j < sb.size() && !(run_f && comm(sf[i]) == comm(sb[j]));
+      if (run_f)
+        for (const Priced* p : sf[i++]) emit(*p, lf);
+      if (run_b)
+        for (const Priced* p : sb[j++]) emit(*p, lb);
+      const EventId df = run_f ? lane_done(lf) : kNoEvent;
+      const EventId db = run_b ? lane_done(lb) : kNoEvent;
+      lf.cross = db;
+      lb.cross = df;
     }
     finish(index, pf, lf);
     finish(index + 1, pb, lb);
