@@ -267,6 +267,12 @@ class ScenarioReader {
           f.cuda_graph_scope = {CudaGraphScope::attn, CudaGraphScope::moe_router,
                                 CudaGraphScope::moe_preprocess};
         }
+        if (auto e = o.get("ep_fp8_dispatch")) {
+          f.ep_fp8_dispatch = e->as_bool();
+          if (f.ep_fp8_dispatch && f.dispatcher != hw_models::Dispatcher::deepep &&
+              f.dispatcher != hw_models::Dispatcher::hybridep)
+            e->fail("FP8 dispatch is DeepEP's and HybridEP's; needs dispatcher \"deepep\" or \"hybridep\"");
+        }
         if (auto c = o.get("moe_expert_rank_capacity_factor")) {
           f.moe_expert_rank_capacity_factor = c->as_number(1.0, 1000);
           if (f.dispatcher != hw_models::Dispatcher::hybridep)

@@ -136,6 +136,7 @@ Json describe_json(const config::Scenario& sc) {
       {"dispatcher", hw_models::dispatcher_names().name(f.dispatcher)},
       {"dispatcher_sms", f.dispatcher_sms},
       {"moe_a2a_overlap", f.moe_a2a_overlap},
+      {"ep_fp8_dispatch", f.ep_fp8_dispatch},
       {"moe_expert_rank_capacity_factor",
        f.moe_expert_rank_capacity_factor ? Json(*f.moe_expert_rank_capacity_factor) : Json()},
       {"cuda_graph_scope", names(workload::cuda_graph_scope_names(), f.cuda_graph_scope)},
@@ -263,6 +264,7 @@ std::string describe_text(const config::Scenario& sc) {
                        on_off(f.moe_a2a_overlap)));
   if (f.moe_expert_rank_capacity_factor)
     line("", fmt::format("sync-free MoE: expert rank capacity factor {:g}", *f.moe_expert_rank_capacity_factor));
+  if (f.ep_fp8_dispatch) line("", "EP dispatch in FP8 (combine and backward BF16)");
   std::vector<std::string> on, off;
   for (const auto& sw : workload::stack_switches())
     (sc.stack.*sw.member ? on : off).emplace_back(sw.name);

@@ -340,9 +340,9 @@ hw_models::EpFlowTime Sim::ep_flows(const workload::KernelTemplate& k) const {
   b.ranks = static_cast<int>(p.ep);
   b.sms = in_.framework.dispatcher_sms;
   b.hidden = static_cast<double>(m.hidden_size);
-  // The template's bytes are the hottest rank's per-expert BF16 copies: T x k x hidden x 2.
-  b.tokens = k.comm_bytes / (static_cast<double>(m.topk) * b.hidden * 2);
-  b.element_bytes = 2;
+  // The template's bytes are the hottest rank's per-expert copies: T x k x hidden x element.
+  b.element_bytes = k.comm_element_bytes;
+  b.tokens = k.comm_bytes / (static_cast<double>(m.topk) * b.hidden * b.element_bytes);
   b.experts = static_cast<int>(m.num_experts);
   b.topk = static_cast<int>(m.topk);
   // Group-limited routing over as many groups as domains is node-limited routing.

@@ -363,6 +363,14 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double local_experts = E / ep;
   const double h_bytes = s.h * 2;
   bool hybridep_copy = false;  // HybridEP without its copy fused into permute/unpermute
+  // FP8 dispatch (Framework::ep_fp8_dispatch): the forward dispatch carries 1 + 4/128 bytes
+  // per value; its backward (a combine of gradients) stays BF16.
+  const auto fp8_dispatch = [&] {
+    if (!fw.ep_fp8_dispatch) return;
+    KernelTemplate& d = b.last_fwd();
+    d.comm_element_bytes = 1 + 4.0 / 128;
+    d.comm_bytes = tokens_in * s.h * d.comm_element_bytes;
+  };
   // Host work of the dispatcher paths beyond their kernels, counted in Megatron-Core
   // effebd81f4 with DeepEP / HybridEP of autumn 2025 (docs/research/moe-dispatch-experts-
   // host-inventory.md 4-6): allocations and host-only torch calls per forward and backward.
@@ -389,6 +397,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
            E * 4, host_sync, false);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
+    fp8_dispatch();
     b.last_fwd().host_allocs = 22;  // forward 22, backward 13 (inventory 5, 6.3)
     b.last_fwd().host_ops = 11;
     b.last_bwd().host_allocs = 13;
@@ -411,6 +420,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (host_sync) b.mark_sync_on_last();
     b.small_kernels("moe.dispatch_flag", Module::moe_dispatch, 1, 0);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
+    fp8_dispatch();
     b.small_kernels("moe.dispatch_done", Module::moe_dispatch, 1, 0);
     b.small_kernels("moe.permute_processing", Module::moe_dispatch, 1, (tokens_in + 32 * local_experts) * 4, 0);
     b.last_fwd().host_allocs = 4;

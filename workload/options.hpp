@@ -66,6 +66,10 @@ struct Framework {
   // sized for tokens x top-k x this factor, so dispatch needs no device-host sync (the
   // sync-free path of paged stash). Absent: dropless MoE syncs once per layer forward.
   std::optional<double> moe_expert_rank_capacity_factor;
+  // DeepEP / HybridEP dispatch their payload in FP8 (1 byte per value plus a 4-byte scale
+  // per 128: DeepSeek-V3's training, DeepEP's benchmarks); combine and the backward
+  // stay BF16. Off: BF16 dispatch, as Megatron-Core's dispatchers send.
+  bool ep_fp8_dispatch = false;
   std::vector<CudaGraphScope> cuda_graph_scope;
   std::vector<RecomputeModule> recompute_modules;
   bool distributed_optimizer = true;

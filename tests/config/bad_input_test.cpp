@@ -246,6 +246,10 @@ TEST_CASE("Measured, routing and placement blocks", "[config][errors]") {
   CHECK(sc.routing.alpha == 1.1);
   CHECK(sc.routing.seed == 7);
   j = test::default_scenario_json();
+  j["framework"]["dispatcher"] = "alltoall";
+  j["framework"]["ep_fp8_dispatch"] = true;
+  expect_error(j, "framework.ep_fp8_dispatch", "needs dispatcher");
+  j = test::default_scenario_json();
   j["placement"]["gpus_per_nvlink_domain"] = 30;
   expect_error(j, "placement.gpus_per_nvlink_domain", "multiple of the 4 GPUs");
   j["placement"]["gpus_per_nvlink_domain"] = 96;

@@ -184,3 +184,15 @@ TEST_CASE("One capture set decides what CUDA graphs hold", "[workload][templates
   const auto s1 = build("scenarios/journey/01-baseline.json").sc;
   CHECK_FALSE(workload::CaptureSet(s1.framework, s1.stack)[Module::attn]);
 }
+
+TEST_CASE("FP8 dispatch halves the forward dispatch; combine and backward stay BF16", "[workload][templates]") {
+  const auto bf16 = build("scenarios/journey/11-hybridep.json");
+  const auto fp8 = build("scenarios/journey/11-hybridep.json",
+                         [](config::Scenario& sc) { sc.framework.ep_fp8_dispatch = true; });
+  // T x top-k x hidden x (1 + 4/128) bytes against x 2.
+  CHECK(find(bf16.t.moe.fwd, "moe.dispatch.fwd").comm_bytes == Approx(4096.0 * 8 * 7168 * 2));
+  CHECK(find(fp8.t.moe.fwd, "moe.dispatch.fwd").comm_bytes == Approx(4096.0 * 8 * 7168 * 1.03125));
+  CHECK(find(fp8.t.moe.fwd, "moe.dispatch.fwd").comm_element_bytes == Approx(1.03125));
+  CHECK(find(fp8.t.moe.bwd, "moe.dispatch.bwd").comm_bytes == Approx(4096.0 * 8 * 7168 * 2));
+  CHECK(find(fp8.t.moe.fwd, "moe.combine.fwd").comm_bytes == Approx(4096.0 * 8 * 7168 * 2));
+}
