@@ -114,7 +114,7 @@ class DualSteps {
 
 }  // namespace
 
-std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int rank, int m) {
+std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int rank, int m, bool overlap_pairs) {
   if (pp < 1 || vpp < 1 || m < 1 || rank < 0 || rank >= pp)
     throw std::invalid_argument("pipeline_order: bad sizes");
   std::vector<WorkItem> out;
@@ -140,7 +140,7 @@ std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int ran
       int f = 0, b = 0;
       for (; f < warmup; ++f) out.push_back({f, 0, Pass::forward, false});
       while (f < m) {
-        out.push_back({f++, 0, Pass::forward, false});
+        out.push_back({f++, 0, Pass::forward, overlap_pairs && !zb});
         backward(b++);
       }
       while (b < m) backward(b++);
@@ -163,6 +163,7 @@ std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int ran
       for (; f < warmup; ++f) out.push_back(item(f, true));
       while (f < total) {
         out.push_back(item(f++, true));
+        out.back().overlap_next = overlap_pairs;
         out.push_back(item(b++, false));
       }
       while (b < total) out.push_back(item(b++, false));

@@ -85,7 +85,11 @@ class PipelineShape {
   int ranks_, chunks_;
 };
 
-// Throws std::invalid_argument for impossible sizes.
-std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int rank, int microbatches);
+// Throws std::invalid_argument for impossible sizes. `overlap_pairs` (Megatron-Core's
+// MoE all-to-all overlap, --overlap-moe-expert-parallel-comm): 1F1B's and interleaved
+// 1F1B's steady-state forward and the backward after it run as an overlapped pair, one
+// microbatch's EP communication beside the other's computation, as DualPipe's pairs do.
+std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int rank, int microbatches,
+                                     bool overlap_pairs = false);
 
 }  // namespace moesim::schedules

@@ -467,7 +467,8 @@ class RankProgram final : public sim_core::HostProgram {
         lane_(sim.full() ? global % sim.stage_size() : 0),
         items_(pipeline_order(sim.in_.schedule, static_cast<int>(sim.in_.parallelism.pp),
                               static_cast<int>(sim.in_.parallelism.vpp), rank_,
-                              static_cast<int>(sim.in_.parallelism.num_microbatches))) {
+                              static_cast<int>(sim.in_.parallelism.num_microbatches),
+                              sim.in_.framework.moe_a2a_overlap && !sim.fixed())) {
     const int chunks = sim.shape().chunks();
     recv_event_.assign(items_.size(), kNoEvent);
     last_bwd_.assign(static_cast<std::size_t>(chunks), -1);
@@ -490,6 +491,7 @@ class RankProgram final : public sim_core::HostProgram {
     launch_label_ = sim.label("host.launch");
     graph_label_ = sim.label("host.graph_launch");
     sync_label_ = sim.label("host.sync_wait");
+    pair_sync_label_ = sim.label("host.pair_sync");
   }
 
   bool next(HostOp& op) override {
@@ -742,6 +744,11 @@ class RankProgram final : public sim_core::HostProgram {
       const EventId db = run_b ? lane_done(lb) : kNoEvent;
       lf.cross = db;
       lb.cross = df;
+      // The phase boundary costs the host an event record and a stream wait per lane.
+      HostOp sync;
+      sync.cpu = op_cost() * ((run_f ? 2 : 0) + (run_b ? 2 : 0));
+      sync.label = pair_sync_label_;
+      buf_.push_back(sync);
     }
     finish(index, pf, lf);
     finish(index + 1, pb, lb);
@@ -818,7 +825,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::size_t pos_ = 0;
   std::size_t next_item_ = 0;
   int phase_ = 0;
-  std::uint32_t launch_label_ = 0, graph_label_ = 0, sync_label_ = 0;
+  std::uint32_t launch_label_ = 0, graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
 };
 
 // Collects what the breakdown and the trace need.
@@ -908,7 +915,8 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
   std::vector<std::unique_ptr<RankProgram>> programs;
   std::vector<std::unique_ptr<sim_core::HostThread>> hosts;
   // The descending-stage streams and the pair stream only where the schedule has them.
-  const int tracks = in.schedule == ScheduleKind::dualpipe || in.schedule == ScheduleKind::dualpipev
+  const int tracks = in.schedule == ScheduleKind::dualpipe || in.schedule == ScheduleKind::dualpipev ||
+                             (in.framework.moe_a2a_overlap && fixed == nullptr)
                          ? static_cast<int>(kTracks)
                          : static_cast<int>(kDpStream) + 1;
   for (int r = 0; r < pp; ++r) {

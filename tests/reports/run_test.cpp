@@ -201,6 +201,15 @@ TEST_CASE("DeepSeek-V3 production (DualPipe, EP64 over 8 nodes): dispatch and co
   CHECK(st.breakdown.pipeline_bubble < 0.15 * st.step_time_s);
 }
 
+TEST_CASE("The MoE all-to-all overlap hides EP communication behind the paired microbatch", "[reports][run][pipeline]") {
+  auto j = test::default_scenario_json();
+  const auto base = reports::predict(load(j));
+  j["framework"]["moe_a2a_overlap"] = true;
+  const auto ov = reports::predict(load(j));
+  CHECK(ov.step.breakdown.exposed_comm < 0.7 * base.step.breakdown.exposed_comm);
+  CHECK(ov.step.step_time_s < base.step.step_time_s);
+}
+
 TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][run]") {
   auto j = small_scenario();
   j["training"]["global_batch_size"] = 1 << 24;  // 4 M microbatches per pipeline

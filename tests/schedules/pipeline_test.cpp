@@ -169,3 +169,12 @@ TEST_CASE("DualPipe and DualPipeV bubble is (PP/2-1)(F&B+B-3W) in the engine", "
   CHECK(d.bubble_s <= (8 / 2 - 1) * (2.5e-3 + 2e-3 - 3e-3) + 1e-9);
   CHECK(d.step_time_s < simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 32, {1e-3, 2e-3, 0, 1e-3, 3e-3}).step_time_s);
 }
+
+TEST_CASE("Megatron's MoE all-to-all overlap pairs 1F1B's steady-state forward with the next backward",
+          "[schedules][pipeline]") {
+  // pp 4, rank 1, 5 microbatches: warm-up F0 F1, steady F2&B0 F3&B1 F4&B2, drain B3 B4.
+  CHECK(passes(pipeline_order(ScheduleKind::one_f_one_b, 4, 1, 1, 5, true)) == "F0 F1 F2& B0 F3& B1 F4& B2 B3 B4 ");
+  int pairs = 0;
+  for (const auto& w : pipeline_order(ScheduleKind::interleaved_1f1b, 2, 2, 0, 4, true)) pairs += w.overlap_next;
+  CHECK(pairs == 4);  // 16 items, warm-up 4 and drain 4 unpaired
+}
