@@ -262,17 +262,23 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     }
     b.memory("attn.kv_a_norm", Module::attn, s.T * rkv * 2 * 2, 1.0, s.T * rkv * 2);
     b.linear("attn.kv_b", Module::attn, s.T, n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv, true, true);
-    if (has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj)) b.recompute_since(up);
     // Megatron-Core's fused MLA RoPE (fused_mla_yarn_rope_apply.py): one kernel rotates
     // q's rope part in place over all of q; one splits kv_b's output into k (k_nope plus
     // the shared, rotated k_pe broadcast over heads) and v. Backward moves the same bytes.
     const double nope = static_cast<double>(d.qk_nope_head_dim), pe = static_cast<double>(d.qk_rope_head_dim);
     b.memory("attn.rope_q", Module::attn, s.T * n * qk * 2 * 2);
     b.memory("attn.rope_kv", Module::attn, s.T * (n * (nope + v) + pe) * 2 + s.T * n * (qk + v) * 2);
+    // mla_up_proj recompute (Megatron-Core multi_latent_attention.py: the up-projections
+    // and RoPE run under CheckpointWithoutOutput, whose output is discarded once core
+    // attention has run and recomputed before its backward): the up-projected q, k, v are
+    // not kept, so core attention keeps only its output and log-sum-exp.
+    const bool up_recompute = has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
+    if (up_recompute) b.recompute_since(up);
     // Core attention, causal: forward FLOPs 2 T seq (n qk / 2 + n v / 2) (Megatron).
     const std::size_t core = b.mark();
     b.attention("attn.core", Module::attn, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
                 s.T * n * (2 * qk + 2 * v) * 2);
+    if (up_recompute) b.last_fwd().saved_bytes = s.T * n * v * 2 + s.T * n * 4;
     if (has(rc, RecomputeModule::core_attn)) b.recompute_since(core);
     b.linear("attn.o_proj", Module::attn, s.T, s.h, n * v, true, true);
   } else {
