@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include "schedules/pipeline_order.hpp"
 
 namespace moesim::reports {
 namespace {
@@ -118,11 +119,16 @@ Json describe_json(const config::Scenario& sc) {
                       {"pp_layout", sc.pp_layout_text.empty() ? Json(nullptr) : Json(sc.pp_layout_text)}};
   Json stages = Json::array();
   Json layers = Json::array();
+  // The chunks each rank runs: DualPipe's second is the reverse pipeline's stage pp-1-r.
+  const schedules::PipelineShape shape(sc.pipeline_schedule, sc.layout.pp(), sc.layout.vpp());
+  const auto chunk_stage = [&](int r, int v) -> const schedules::VirtualStage& {
+    return sc.layout.stages()[static_cast<std::size_t>(shape.place(r, v).layout_stage)];
+  };
   for (int r = 0; r < sc.layout.pp(); ++r) {
     Json chunks = Json::array();
     Json counts = Json::array();
-    for (int v = 0; v < sc.layout.vpp(); ++v) {
-      const auto& st = sc.layout.stage(r, v);
+    for (int v = 0; v < shape.chunks(); ++v) {
+      const auto& st = chunk_stage(r, v);
       const auto n = st.count(schedules::LayoutItemKind::decoder);
       chunks.push_back({{"vp", v}, {"items", st.to_string()}, {"decoder_layers", n}});
       counts.push_back(n);
@@ -231,22 +237,28 @@ std::string describe_text(const config::Scenario& sc) {
                                            : fmt::format("\"{}\"", sc.pp_layout_text));
   // One row per pipeline rank, one column per virtual chunk.
   std::vector<std::vector<std::string>> cells;
-  std::size_t width = fmt::format("chunk {}", sc.layout.vpp() - 1).size();
+  std::vector<std::int64_t> decoder;
+  const schedules::PipelineShape shape(sc.pipeline_schedule, sc.layout.pp(), sc.layout.vpp());
+  std::size_t width = fmt::format("chunk {}", shape.chunks() - 1).size();
   for (int r = 0; r < sc.layout.pp(); ++r) {
     std::vector<std::string> row;
-    for (int v = 0; v < sc.layout.vpp(); ++v) {
-      row.push_back(sc.layout.stage(r, v).to_string());
+    std::int64_t n = 0;
+    for (int v = 0; v < shape.chunks(); ++v) {
+      const auto& st = sc.layout.stages()[static_cast<std::size_t>(shape.place(r, v).layout_stage)];
+      row.push_back(st.to_string());
+      n += st.count(schedules::LayoutItemKind::decoder);
       width = std::max(width, row.back().size());
     }
     cells.push_back(std::move(row));
+    decoder.push_back(n);
   }
   std::string header = fmt::format("{:<6}", "rank");
-  for (int v = 0; v < sc.layout.vpp(); ++v) header += fmt::format("{:<{}}", fmt::format("chunk {}", v), width + 2);
+  for (int v = 0; v < shape.chunks(); ++v) header += fmt::format("{:<{}}", fmt::format("chunk {}", v), width + 2);
   line("", header + "layers");
   for (int r = 0; r < sc.layout.pp(); ++r) {
     std::string row = fmt::format("{:<6}", r);
     for (const auto& c : cells[static_cast<std::size_t>(r)]) row += fmt::format("{:<{}}", c, width + 2);
-    line("", row + fmt::format("{}", sc.layout.decoder_layers_on_rank(r)));
+    line("", row + fmt::format("{}", decoder[static_cast<std::size_t>(r)]));
   }
 
   const std::string sms = f.dispatcher_sms > 0 ? fmt::format(" ({} SMs)", f.dispatcher_sms) : "";
