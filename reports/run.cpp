@@ -63,7 +63,7 @@ double scenario_ep_load(const config::Scenario& sc) {
 }
 
 std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std::int64_t>& graphs,
-                                    std::vector<double>& graph_gib) {
+                                    std::vector<double>& graph_gib, std::vector<Prediction::MemoryParts>& parts) {
   const auto& p = sc.parallelism;
   const auto& fw = sc.framework;
   const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab(), scenario_ep_load(sc)};
@@ -126,8 +126,10 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         gpeak = gb;
       }
     }
-    const double states = dense * (2 + 4) + expert * (2 + 4) + (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
-    out.push_back((states + peak) / kGiB);
+    const double weights_grads = (dense + expert) * (2 + 4);
+    const double optimizer = (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
+    out.push_back((weights_grads + optimizer + peak) / kGiB);
+    parts.push_back({weights_grads / kGiB, optimizer / kGiB, (peak - gpeak) / kGiB, gpeak / kGiB});
     graphs.push_back(g.full_iteration() ? 1 : captured_layers * p.num_microbatches * 2);
     graph_gib.push_back(gpeak / kGiB);
   }
@@ -153,8 +155,11 @@ Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt
   p.tflops_per_gpu = s.flops_per_step / (p.step.step_time_s * gpus * 1e12);
   p.tokens_per_s_per_gpu = s.tokens_per_step / (p.step.step_time_s * gpus);
   p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
-  p.rank_memory_gib = memory_per_rank(sc, p.cuda_graphs_per_rank, p.graph_static_gib);
-  p.peak_memory_gib = *std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
+  std::vector<Prediction::MemoryParts> parts;
+  p.rank_memory_gib = memory_per_rank(sc, p.cuda_graphs_per_rank, p.graph_static_gib, parts);
+  const auto peak = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
+  p.peak_memory_gib = *peak;
+  p.peak_memory_parts = parts[static_cast<std::size_t>(peak - p.rank_memory_gib.begin())];
   p.fits_in_memory = p.peak_memory_gib * kGiB <= sc.system.gpu.hbm_GB.value * 1e9;
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
@@ -195,6 +200,11 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
   j["mfu"] = p.mfu;
   j["mfu_peak"] = "dense bf16";
   j["peak_memory_gib"] = p.peak_memory_gib;
+  const auto& mp = p.peak_memory_parts;
+  j["peak_memory_parts_gib"] = {{"weights_grads", mp.weights_grads},
+                                {"optimizer", mp.optimizer},
+                                {"activations", mp.activations},
+                                {"graph_buffers", mp.graph_buffers}};
   j["fits_in_memory"] = p.fits_in_memory;
   j["ep_load"] = p.ep_load;
   j["breakdown"] = {{"compute", b.compute},
@@ -234,6 +244,9 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
                    sc.system.gpu.peak_tflops(hw_models::Dtype::bf16));
   o += fmt::format("peak memory      {:.1f} GiB of {:g} GB  ({})\n", p.peak_memory_gib,
                    sc.system.gpu.hbm_GB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
+  o += fmt::format("                 weights+grads {:.1f}, optimizer {:.1f}, activations {:.1f}, graph buffers {:.1f}\n",
+                   p.peak_memory_parts.weights_grads, p.peak_memory_parts.optimizer,
+                   p.peak_memory_parts.activations, p.peak_memory_parts.graph_buffers);
   if (p.ep_load != 1)
     o += fmt::format("EP load          {:.3f} x balanced on the hottest EP rank (routing: {})\n", p.ep_load,
                      workload::routing_balance_names().name(sc.routing.balance));

@@ -32,6 +32,12 @@ struct Prediction {
   std::vector<std::int64_t> cuda_graphs_per_rank;  // captured graphs (L x M x 2, or 1 full)
   std::vector<double> graph_static_gib;     // their static buffers at the memory peak
   double peak_memory_gib = 0;
+  // The peak rank's memory by part (GiB): BF16 weights and FP32 gradients; FP32 main
+  // weights and Adam moments (sharded by the distributed optimizer); activations in
+  // flight at the peak; CUDA graph static buffers.
+  struct MemoryParts {
+    double weights_grads = 0, optimizer = 0, activations = 0, graph_buffers = 0;
+  } peak_memory_parts;
   bool fits_in_memory = true;
   double ep_load = 1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)
   double wall_s = 0;  // simulation wall time

@@ -300,14 +300,15 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double e = static_cast<double>(m.ffn_matrices() - 1);  // gate+up = 2 x F
   const std::size_t start = b.mark();
   norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion);
+  const bool whole = has(in.framework.recompute_modules, RecomputeModule::mlp) ||
+                     has(in.framework.recompute_modules, RecomputeModule::full);
+  if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
   tp_gather(b, s, Module::mlp, "mlp");
   b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);
   b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
-  if (has(in.framework.recompute_modules, RecomputeModule::mlp) ||
-      has(in.framework.recompute_modules, RecomputeModule::full))
-    b.recompute_since(start);
+  if (whole) b.recompute_since(start);
 }
 
 void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
@@ -323,7 +324,11 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const bool host_sync = !in.training.capacity_factor && !fw.moe_expert_rank_capacity_factor;
   const bool nccl = fw.dispatcher == hw_models::Dispatcher::alltoall ||
                     fw.dispatcher == hw_models::Dispatcher::allgather;
+  // The layernorm recompute module covers both norms of a layer (Megatron-Core
+  // --recompute-modules layernorm: input_layernorm and pre_mlp_layernorm).
+  const std::size_t norm_start = b.mark();
   norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion);
+  if (has(fw.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(norm_start);
   tp_gather(b, s, Module::moe_router, "moe");
 
   // The shared expert (no shared-expert overlap). Captured in a CUDA graph it runs with

@@ -3,8 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <iostream>
 #include <set>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "reports/run.hpp"
 #include "support/helpers.hpp"
@@ -208,6 +211,58 @@ TEST_CASE("The MoE all-to-all overlap hides EP communication behind the paired m
   const auto ov = reports::predict(load(j));
   CHECK(ov.step.breakdown.exposed_comm < 0.7 * base.step.breakdown.exposed_comm);
   CHECK(ov.step.step_time_s < base.step.step_time_s);
+}
+
+TEST_CASE("Memory against Megatron-Core's published DeepSeek-V3 anatomy", "[reports][run][memory]") {
+  // "Scalable Training of MoE Models with Megatron Core" (arXiv 2603.07685), Table 3 and
+  // Table 4: DeepSeek-V3 in BF16, TP1 PP4 VPP4 EP64 on 256 GPUs (MBS 1, seq 4096 and
+  // FP32 Adam moments as the paper's final configurations; docs/research/megatron-memory.md).
+  // Per GPU (GiB): weights + gradients 36.4, main weights + optimizer 32.1, activations
+  // 131.0, total 199.5; recompute saves 30.4 (MLA up-projection), 8.2 (LayerNorm), 3.8
+  // (SwiGLU). Checks within 15%; the rest are recorded gaps (asserted beyond 15%, so
+  // that a model change that reaches them relabels them).
+  auto j = config::Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
+  j.erase("measured");
+  j["system"] = "h100";
+  j["gpus"] = 256;
+  j["training"] = {{"seq_length", 4096}, {"micro_batch_size", 1}, {"global_batch_size", 8192},
+                   {"precision", "bf16"}, {"mtp_layers", 1}};
+  j["parallelism"] = {{"tp", 1}, {"pp", 4}, {"vpp", 4}, {"ep", 64}, {"etp", 1}, {"cp", 1},
+                      {"pipeline_schedule", "interleaved-1f1b"}};
+  j["framework"] = {{"dispatcher", "alltoall"}, {"recompute_modules", Json::array()},
+                    {"optimizer_state_dtype", "fp32"}, {"cuda_graph_scope", Json::array()}};
+  const auto with = [&](std::vector<std::string> rc) {
+    auto k = j;
+    k["framework"]["recompute_modules"] = rc;
+    return reports::predict(load(k));
+  };
+  const auto base = with({});
+  const auto& m = base.peak_memory_parts;
+  const double mla = base.peak_memory_gib - with({"mla_up_proj"}).peak_memory_gib;
+  const double ln = base.peak_memory_gib - with({"layernorm"}).peak_memory_gib;
+  const double act = base.peak_memory_gib - with({"moe_act"}).peak_memory_gib;
+  struct Row {
+    const char* what;
+    double published, model;
+    bool check;
+  };
+  const Row rows[] = {{"total", 199.5, base.peak_memory_gib, true},
+                      {"activations", 131.0, m.activations, true},
+                      {"LayerNorm recompute saves", 8.2, ln, true},
+                      {"weights + gradients", 36.4, m.weights_grads, false},
+                      {"main weights + optimizer", 32.1, m.optimizer, false},
+                      {"MLA up-projection recompute saves", 30.4, mla, false},
+                      {"SwiGLU recompute saves", 3.8, act, false}};
+  std::string table = "\nDeepSeek-V3 BF16 TP1 PP4 VPP4 EP64 x 256, per GPU (GiB): Megatron-Core vs moesim\n";
+  for (const auto& r : rows) {
+    const double err = 100 * (r.model - r.published) / r.published;
+    table += fmt::format("  {:<36} {:>7.1f} {:>7.1f} {:>+7.1f}%  {}\n", r.what, r.published, r.model, err,
+                         r.check ? "check" : "gap");
+    INFO(r.what << ": published " << r.published << ", model " << r.model);
+    if (r.check) CHECK(std::abs(err) <= 15);
+    else CHECK(std::abs(err) > 15);
+  }
+  std::cout << table;
 }
 
 TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][run]") {
