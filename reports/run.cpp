@@ -30,7 +30,8 @@ double kept_bytes(const workload::LayerTemplate& t) {
     if (k.recompute) recomputed.push_back(k.name.substr(0, k.name.size() - std::string(".recompute").size()));
   double b = 0;
   for (const auto& k : t.fwd)
-    if (std::find(recomputed.begin(), recomputed.end(), k.name) == recomputed.end()) b += k.saved_bytes;
+    if (k.checkpoint_input || std::find(recomputed.begin(), recomputed.end(), k.name) == recomputed.end())
+      b += k.saved_bytes;
   return b;
 }
 

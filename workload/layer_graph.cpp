@@ -456,8 +456,16 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
   const std::size_t act = b.mark();
   b.memory("moe.act", Module::experts, tokens_in * (e * f + f) * 2, 1.0, tokens_in * e * f * 2);
-  if (has(fw.recompute_modules, RecomputeModule::moe_act)) b.recompute_since(act);
+  // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
+  // output, stays as the checkpoint's input; its output, fc2's input, is discarded and
+  // recomputed before fc2's backward.
+  const bool act_recompute = has(fw.recompute_modules, RecomputeModule::moe_act);
+  if (act_recompute) {
+    b.recompute_since(act);
+    b.last_fwd().checkpoint_input = true;
+  }
   b.linear("moe.fc2", Module::experts, m_per, s.h, f, true, true, local_experts);
+  if (act_recompute) b.last_fwd().saved_bytes = 0;
 
   if (nccl) {
     b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);

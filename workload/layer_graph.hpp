@@ -91,6 +91,8 @@ struct KernelTemplate {
   bool host_sync_after = false; // the host waits for this kernel to finish...
   int host_sync_delay = 0;      // ...after launching this many further kernels
   bool recompute = false;       // re-run of a forward kernel in backward
+  bool checkpoint_input = false;  // recomputed, but its saved input is the checkpoint's
+                                  // input and stays (Megatron's moe_act: the SwiGLU input)
   double saved_bytes = 0;       // forward: what backward reads of this kernel's inputs
   int host_allocs = 0;          // tensor allocations the host makes before launching it
   int host_ops = 0;             // host-only framework calls before it (views, casts, checks)
