@@ -862,22 +862,20 @@ class StepObserver final : public sim_core::Observer {
   // kernels running there (two streams overlap in DualPipe's pairs: unions, not sums).
   Breakdown breakdown(int rank) const {
     Breakdown b;
-    std::vector<Span> line = compute_[static_cast<std::size_t>(rank)];
-    std::stable_sort(line.begin(), line.end(), [](const Span& x, const Span& y) { return x.start < y.start; });
-    const auto union_s = [&](bool compute_only) {
-      double len = 0;
-      Time end = Time::zero();
-      for (const Span& s : line) {
-        if (compute_only && s.category != kCompute) continue;
-        if (s.end > end) {
-          len += (s.end - std::max(s.start, end)).seconds();
-          end = s.end;
-        }
-      }
-      return len;
-    };
-    Time prev = Time::zero();
-    for (const Span& s : line) {
+    // One compute stream finishes its kernels in start order; two (DualPipe's pairs) may
+    // not, and then the spans are sorted by start first.
+    const auto by_start = [](const Span& x, const Span& y) { return x.start < y.start; };
+    const std::vector<Span>& raw = compute_[static_cast<std::size_t>(rank)];
+    std::vector<Span> sorted;
+    const std::vector<Span>* line = &raw;
+    if (!std::is_sorted(raw.begin(), raw.end(), by_start)) {
+      sorted = raw;
+      std::stable_sort(sorted.begin(), sorted.end(), by_start);
+      line = &sorted;
+    }
+    Time prev = Time::zero(), prev_compute = Time::zero();
+    double all = 0, compute = 0;
+    for (const Span& s : *line) {
       const double gap = (s.start - prev).seconds();
       if (gap > 0) {
         if (s.launch >= s.start && s.launch >= s.gate_at) {
@@ -888,11 +886,16 @@ class StepObserver final : public sim_core::Observer {
         else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) b.exposed_comm += gap;
         else b.other += gap;
       }
+      // Busy time as unions: all kernels, and the compute kernels among them.
+      if (s.end > prev) all += (s.end - std::max(s.start, prev)).seconds();
+      if (s.category == kCompute && s.end > prev_compute) {
+        compute += (s.end - std::max(s.start, prev_compute)).seconds();
+        prev_compute = s.end;
+      }
       prev = std::max(prev, s.end);
     }
-    const double compute = union_s(true);
     b.compute += compute;
-    b.exposed_comm += union_s(false) - compute;
+    b.exposed_comm += all - compute;
     return b;
   }
 
