@@ -54,27 +54,29 @@ double fit_ep_fixed_us(const hw_models::SystemSpec& s, const hw_models::EpFracti
   return latency_us - flows_us;
 }
 
+namespace {
+// The rate cap `cap` of `f` (0: none) at which the model reproduces the point; empty when
+// the model without it is at or below the point.
+std::optional<double> fit_cap(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p,
+                              double hw_models::EpFractions::*cap, const char* what) {
+  f.*cap = 0;
+  if (model_ep_GBps(s, f, p) <= p.GBps) return std::nullopt;
+  const auto at = [&](double v) {
+    f.*cap = v;
+    return model_ep_GBps(s, f, p);
+  };
+  return bisect_rising(at, p.GBps, 0.01, 1e4, what);
+}
+}  // namespace
+
 std::optional<double> fit_ep_sm_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p) {
   if (p.bench.sms <= 0) throw std::invalid_argument("fit_ep_sm_rate: the point needs its SM count");
   f.copy_us = 0;
-  f.sm_GBps = 0;
-  if (model_ep_GBps(s, f, p) <= p.GBps) return std::nullopt;
-  const auto at = [&](double v) {
-    f.sm_GBps = v;
-    return model_ep_GBps(s, f, p);
-  };
-  return bisect_rising(at, p.GBps, 0.01, 1e4, "fit_ep_sm_rate");
+  return fit_cap(s, f, p, &hw_models::EpFractions::sm_GBps, "fit_ep_sm_rate");
 }
 
 std::optional<double> fit_ep_peer_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p) {
-  f.peer_GBps = 0;
-  const double free = model_ep_GBps(s, f, p);
-  if (free <= p.GBps) return std::nullopt;
-  const auto at = [&](double v) {
-    f.peer_GBps = v;
-    return model_ep_GBps(s, f, p);
-  };
-  return bisect_rising(at, p.GBps, 0.01, 1e4, "fit_ep_peer_rate");
+  return fit_cap(s, f, p, &hw_models::EpFractions::peer_GBps, "fit_ep_peer_rate");
 }
 
 SmFit fit_ep_sm(const EpPoint& combine) { return {0, copy_bytes(combine) / seconds_per_copy(combine) / 1e9}; }

@@ -64,10 +64,11 @@ double scenario_ep_load(const config::Scenario& sc) {
 }
 
 std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std::int64_t>& graphs,
-                                    std::vector<double>& graph_gib, std::vector<Prediction::MemoryParts>& parts) {
+                                    std::vector<double>& graph_gib, std::vector<Prediction::MemoryParts>& parts,
+                                    double ep_load) {
   const auto& p = sc.parallelism;
   const auto& fw = sc.framework;
-  const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab(), scenario_ep_load(sc)};
+  const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab(), ep_load};
   const auto t = workload::build_templates(ti);
   const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
   const double dp_shard = fw.distributed_optimizer ? static_cast<double>(p.dp) : 1;
@@ -157,7 +158,7 @@ Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt
   p.tokens_per_s_per_gpu = s.tokens_per_step / (p.step.step_time_s * gpus);
   p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
   std::vector<Prediction::MemoryParts> parts;
-  p.rank_memory_gib = memory_per_rank(sc, p.cuda_graphs_per_rank, p.graph_static_gib, parts);
+  p.rank_memory_gib = memory_per_rank(sc, p.cuda_graphs_per_rank, p.graph_static_gib, parts, ep_load);
   const auto peak = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
   p.peak_memory_gib = *peak;
   p.peak_memory_parts = parts[static_cast<std::size_t>(peak - p.rank_memory_gib.begin())];

@@ -111,11 +111,11 @@ class Sim {
       const auto chunk = [&](const char* name, double seconds) {
         return std::vector<Priced>{Priced{label(name), seconds, 0, 0, false, kCompute, Module::attn, false}};
       };
-      dense_.fwd = chunk("chunk.fwd", fixed_->fwd_s);
-      dense_.bwd = chunk("chunk.bwd", fixed_->bwd_s);
-      dense_.bwd_input = chunk("chunk.bwd_input", fixed_->bwd_s - fixed_->wgrad_s);
-      dense_.bwd_weight = chunk("chunk.wgrad", fixed_->wgrad_s);
-      fwd_bwd_ = chunk("chunk.fwd_bwd", fixed_->fwd_bwd_s > 0 ? fixed_->fwd_bwd_s : fixed_->fwd_s + fixed_->bwd_s);
+      dense_.fwd = chunk("chunk.fwd", fixed_->seconds(Pass::forward));
+      dense_.bwd = chunk("chunk.bwd", fixed_->seconds(Pass::backward));
+      dense_.bwd_input = chunk("chunk.bwd_input", fixed_->seconds(Pass::backward_input));
+      dense_.bwd_weight = chunk("chunk.wgrad", fixed_->seconds(Pass::backward_weight));
+      fwd_bwd_ = chunk("chunk.fwd_bwd", fixed_->pair_s());
       moe_ = dense_;
       pp_s_ = fixed_->p2p_s;
     } else {
@@ -277,21 +277,19 @@ Priced Sim::price(const workload::KernelTemplate& k) {
         const hw_models::EpFlowTime f = ep_flows(k);
         const double domains = static_cast<double>(ep_topo_->gpus() / ep_topo_->domain_size());
         p.seconds = f.time_s;
-        p.category = kEpComm;
-        p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;
-        p.reserved = true;
         p.ports = port_loads({f.nvl_bytes, f.rdma_bytes * (domains - 1) / domains}, p.seconds);
-        break;
+      } else {
+        p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
+                                               {k.comm_bytes, ep_group_, fw.dispatcher_sms,
+                                                k.comm == workload::CommOp::ep_combine,
+                                                in_.stack.deepep_tuned &&
+                                                    fw.dispatcher == hw_models::Dispatcher::deepep});
+        p.ports = port_loads(a2a_bytes(k.comm_bytes, ep_group_), p.seconds);
       }
-      p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
-                                             {k.comm_bytes, ep_group_, fw.dispatcher_sms,
-                                              k.comm == workload::CommOp::ep_combine,
-                                              in_.stack.deepep_tuned && fw.dispatcher == hw_models::Dispatcher::deepep});
       p.category = kEpComm;
       // DeepEP / HybridEP kernels hold their SMs; NCCL's are left to the network issue.
       p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;
       p.reserved = true;
-      p.ports = port_loads(a2a_bytes(k.comm_bytes, ep_group_), p.seconds);
       break;
     case workload::CommOp::ep_all_gather:  // NCCL over the EP group (HybridEP's routing maps)
       p.seconds = comm_.all_gather(k.comm_bytes, ep_group_);
@@ -763,9 +761,7 @@ class RankProgram final : public sim_core::HostProgram {
     const bool reduce = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index &&
                         sim_.in_.framework.distributed_optimizer;
     if (!send && !reduce) return;
-    Kernel& tail = buf_[l.last].kernel;
-    if (tail.record == kNoEvent) tail.record = sim_.event(kCompute);
-    const EventId done = tail.record;
+    const EventId done = lane_done(l);
     if (send) post_send(it, pl, done);
     if (reduce) {
       Kernel d = kernel(sim_.label("dp.grad_reduce_scatter"), kDpComm,
@@ -792,13 +788,13 @@ class RankProgram final : public sim_core::HostProgram {
   void expand_pair(int index) {
     const WorkItem& f = items_[static_cast<std::size_t>(index)];
     const WorkItem& b = items_[static_cast<std::size_t>(index) + 1];
-    for (int j = posted_; j <= index + 1; ++j) post_recv(j);
-    posted_ = std::max(posted_, index + 2);
     ++next_item_;  // the backward is done here
+    const Lane lf = lane_for(index, index + 1, kComputeStream);
+    const Lane lb = lane_for(index + 1, index + 1, kComputeStream);
     const Priced& p = sim_.fwd_bwd().front();
     Kernel k = kernel(p.label, p.category, p.seconds);
-    k.waits[0] = recv_event_[static_cast<std::size_t>(index)];
-    k.waits[1] = recv_event_[static_cast<std::size_t>(index) + 1];
+    k.waits[0] = lf.gate;
+    k.waits[1] = lb.gate;
     k.record = sim_.event(kCompute);
     launch(kComputeStream, k, launch_cost(), launch_label_);
     const Place pf = place(f), pb = place(b);
@@ -974,8 +970,13 @@ constexpr std::int64_t kMaxFullFidelityRanks = 16'384;
 
 StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm) {
   const auto& p = in.parallelism;
-  // Up to three passes per microbatch and chunk (ZB's forward, input and weight gradients).
-  const std::int64_t items = 3 * p.num_microbatches * std::max<std::int64_t>(p.vpp, 2);
+  // Forward and backward per microbatch and chunk; at most three passes with the
+  // zero-bubble split (DualPipe's two chunks each see half the microbatches, DualPipeV's
+  // two all of them).
+  const bool split = in.schedule == ScheduleKind::zb_h1 || in.schedule == ScheduleKind::dualpipe ||
+                     in.schedule == ScheduleKind::dualpipev;
+  const std::int64_t chunks = in.schedule == ScheduleKind::dualpipev ? 2 : split ? 1 : p.vpp;
+  const std::int64_t items = (split ? 3 : 2) * p.num_microbatches * chunks;
   if (items > kMaxWorkItemsPerRank)
     throw NotSimulated("each pipeline rank would run " + std::to_string(items) +
                        " forward and backward chunks per step (global_batch_size / (micro_batch_size x dp) "
@@ -1025,15 +1026,10 @@ PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microba
     const auto items = pipeline_order(kind, ranks, chunks_per_layout_rank, rank, microbatches);
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (items[i].overlap_next) {
-        work += c.fwd_bwd_s > 0 ? c.fwd_bwd_s : c.fwd_s + c.bwd_s;
+        work += c.pair_s();
         ++i;
-        continue;
-      }
-      switch (items[i].pass) {
-        case Pass::forward: work += c.fwd_s; break;
-        case Pass::backward: work += c.bwd_s; break;
-        case Pass::backward_input: work += c.bwd_s - c.wgrad_s; break;
-        case Pass::backward_weight: work += c.wgrad_s; break;
+      } else {
+        work += c.seconds(items[i].pass);
       }
     }
     busiest = std::max(busiest, work);

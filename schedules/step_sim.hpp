@@ -19,6 +19,7 @@
 
 #include "hw_models/comm_cost.hpp"
 #include "hw_models/system.hpp"
+#include "schedules/pipeline_order.hpp"
 #include "schedules/pp_layout.hpp"
 #include "schedules/schedule_kind.hpp"
 #include "workload/layer_graph.hpp"
@@ -98,6 +99,17 @@ struct FixedChunks {
   double p2p_s = 0;
   double wgrad_s = 0;
   double fwd_bwd_s = 0;
+  // One pass of one stage, and the overlapped pair.
+  double seconds(Pass p) const {
+    switch (p) {
+      case Pass::forward: return fwd_s;
+      case Pass::backward: return bwd_s;
+      case Pass::backward_input: return bwd_s - wgrad_s;
+      case Pass::backward_weight: return wgrad_s;
+    }
+    return bwd_s;
+  }
+  double pair_s() const { return fwd_bwd_s > 0 ? fwd_bwd_s : fwd_s + bwd_s; }
 };
 struct PipelineResult {
   double step_time_s = 0;
