@@ -313,6 +313,10 @@ class ScenarioReader {
           f.fp8_param_gather = g->as_bool();
           if (f.fp8_param_gather && !fp8) g->fail("needs an FP8 training.precision");
         }
+        if (auto l = o.get("low_precision_activations"))
+          f.low_precision_activations =
+              l->as_enum_list(workload::low_precision_activation_names(), "low-precision activation");
+        if (auto b = o.get("ddp_bucket_size")) f.ddp_bucket_size = static_cast<double>(b->as_int(1, 1LL << 40));
         if (auto d = o.get("optimizer_state_dtype"))
           f.optimizer_state_dtype =
               d->as_enum(workload::optimizer_state_dtype_names(), "optimizer state dtype");

@@ -71,8 +71,9 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab(), ep_load};
   const auto t = workload::build_templates(ti);
   const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
-  const double dp_shard = fw.distributed_optimizer ? static_cast<double>(p.dp) : 1;
-  const double edp_shard = fw.distributed_optimizer ? static_cast<double>(p.expert_dp) : 1;
+  const bool sharded = fw.distributed_optimizer || p.fsdp;
+  const double dp_shard = sharded ? static_cast<double>(p.dp) : 1;
+  const double edp_shard = sharded ? static_cast<double>(p.expert_dp) : 1;
 
   using workload::Module;
   const workload::CaptureSet g(fw, sc.stack);
@@ -83,7 +84,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     moe_captured = moe_captured || g[m];
   std::vector<double> out;
   for (int r = 0; r < static_cast<int>(p.pp); ++r) {
-    double dense = 0, expert = 0;
+    double dense = 0, expert = 0, largest_unit = 0;
     std::int64_t captured_layers = 0;
     // DualPipe and DualPipeV hold two chunks per rank (two stages' parameters).
     const schedules::PipelineShape shape(sc.pipeline_schedule, static_cast<int>(p.pp), static_cast<int>(p.vpp));
@@ -95,6 +96,8 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
       dense += sp.dense;
       expert += sp.expert;
       for (const auto& it : stage.items) {
+        const auto ip = schedules::item_parameters(sc.model, p, it, sc.padded_vocab());
+        largest_unit = std::max(largest_unit, ip.dense + ip.expert);
         const workload::LayerTemplate* lt = &t.dense;
         const auto slot = schedules::layer_slot(it, sc.model);
         switch (slot) {
@@ -128,7 +131,11 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         gpeak = gb;
       }
     }
-    const double weights_grads = (dense + expert) * (2 + 4);
+    // BF16 weights and FP32 main gradients; Megatron-FSDP shards both like the optimizer
+    // states and holds two units' gathered BF16 parameters (the one computing and the
+    // prefetched one) and one unit's FP32 gradients before their reduce-scatter.
+    const double weights_grads = p.fsdp ? (dense / dp_shard + expert / edp_shard) * (2 + 4) + largest_unit * (2 * 2 + 4)
+                                        : (dense + expert) * (2 + 4);
     const double optimizer = (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
     out.push_back((weights_grads + optimizer + peak) / kGiB);
     parts.push_back({weights_grads / kGiB, optimizer / kGiB, (peak - gpeak) / kGiB, gpeak / kGiB});

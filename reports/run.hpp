@@ -2,9 +2,10 @@
 //
 //   TFLOPS/GPU = model FLOPs per step (Megatron accounting) / (step time x GPUs x 1e12)
 //   MFU        = TFLOPS/GPU / dense BF16 peak
-// Memory (a first estimate, refined by the schedules issue): per pipeline rank, weights
-// (BF16) + main gradients (FP32) + optimizer (FP32 master + two moments), the last two
-// sharded by the distributed optimizer over DP (dense) and expert-DP (experts), plus
+// Memory: per pipeline rank, weights (BF16) + main gradients (FP32) + optimizer (FP32
+// master + two moments), the last two sharded by the distributed optimizer over DP
+// (dense) and expert-DP (experts), all of them under Megatron-FSDP (plus two layers'
+// gathered parameters and one layer's unsharded gradients), plus
 // activations: the forward outputs of each layer kept for backward (recomputed modules
 // keep only their input) times the most forward work items in flight on that rank,
 // counted from the rank's pipeline order. CUDA graphs add their static input/output

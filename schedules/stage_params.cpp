@@ -15,24 +15,31 @@ LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m) {
   return LayerSlot::dense;
 }
 
-StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
-                             const VirtualStage& stage, std::int64_t padded_vocab) {
+StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& it,
+                            std::int64_t padded_vocab) {
   const auto lp = workload::layer_parameters(m);
   const double h = static_cast<double>(m.hidden_size);
   const double tp = static_cast<double>(p.tp);
-  const double local = m.is_moe() ? static_cast<double>(m.num_experts) / static_cast<double>(p.ep) : 0;
   StageParams s;
-  for (const auto& it : stage.items) {
-    const LayerSlot slot = layer_slot(it, m);
-    if (slot == LayerSlot::embedding || slot == LayerSlot::head) {
-      s.dense += static_cast<double>(padded_vocab) * h / tp;
-      continue;
-    }
-    if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
-    const bool moe = slot == LayerSlot::moe;
-    s.dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
-    if (moe) s.expert += local * lp.expert / static_cast<double>(p.etp);
+  const LayerSlot slot = layer_slot(it, m);
+  if (slot == LayerSlot::embedding || slot == LayerSlot::head) {
+    s.dense = static_cast<double>(padded_vocab) * h / tp;
+    return s;
   }
+  if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
+  const bool moe = slot == LayerSlot::moe;
+  s.dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
+  if (moe) {
+    const double local = static_cast<double>(m.num_experts) / static_cast<double>(p.ep);
+    s.expert = local * lp.expert / static_cast<double>(p.etp);
+  }
+  return s;
+}
+
+StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+                             const VirtualStage& stage, std::int64_t padded_vocab) {
+  StageParams s;
+  for (const auto& it : stage.items) s += item_parameters(m, p, it, padded_vocab);
   return s;
 }
 

@@ -20,7 +20,16 @@ LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m);
 struct StageParams {
   double dense = 0;
   double expert = 0;
+  StageParams& operator+=(const StageParams& o) {
+    dense += o.dense;
+    expert += o.expert;
+    return *this;
+  }
 };
+
+// The parameters of one item of a stage (a layer, the embedding or the output layer).
+StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& item,
+                            std::int64_t padded_vocab);
 
 // The parameters of one virtual stage of the layout (the one a rank's chunk runs:
 // PipelineShape::place(rank, chunk).layout_stage).

@@ -11,6 +11,7 @@
 #include "hw_models/compute.hpp"
 #include "hw_models/ep_dispatch.hpp"
 #include "hw_models/ep_flows.hpp"
+#include "schedules/dp_plan.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/stage_params.hpp"
 #include "sim_core/gpu.hpp"
@@ -34,13 +35,13 @@ enum Category : std::uint8_t { kCompute, kEpComm, kTpComm, kPpComm, kDpComm };
 // so that transfers to the two neighbours never queue behind each other.
 // DualPipe's overlapped pairs run the backward chunk on a second compute stream.
 enum Track : int {
-  kComputeStream, kPpFwdSend, kPpFwdRecv, kPpBwdSend, kPpBwdRecv, kDpStream,
+  kComputeStream, kPpFwdSend, kPpFwdRecv, kPpBwdSend, kPpBwdRecv, kDpStream, kDpGatherStream,
   kPp2FwdSend, kPp2FwdRecv, kPp2BwdSend, kPp2BwdRecv, kPairStream, kTracks
 };
 // The GPU's link ports (sim_core::Gpu): NVLink and network, each direction.
 enum Port : std::size_t { kNvlOut, kNvlIn, kNetOut, kNetIn };
 const char* const kTrackNames[kTracks] = {"compute",      "pp.fwd.send",  "pp.fwd.recv",  "pp.bwd.send",
-                                          "pp.bwd.recv",  "dp",           "pp2.fwd.send", "pp2.fwd.recv",
+                                          "pp.bwd.recv",  "dp",           "dp.gather",    "pp2.fwd.send", "pp2.fwd.recv",
                                           "pp2.bwd.send", "pp2.bwd.recv", "compute.pair"};
 int pp_track(bool forward, bool send, bool descending) {
   const int t = forward ? (send ? kPpFwdSend : kPpFwdRecv) : (send ? kPpBwdSend : kPpBwdRecv);
@@ -120,6 +121,8 @@ class Sim {
       pp_s_ = fixed_->p2p_s;
     } else {
       price_templates();
+      for (const auto& st : in.layout.stages())
+        dp_plans_.push_back(schedules::dp_plan(in.model, p, in.framework, st, in.padded_vocab));
       op_ = Time::from_seconds(in.system.host.op_us.value * host_factor_ * 1e-6);
       launch_ = Time::from_seconds(in.system.host.launch_us.value * host_factor_ * 1e-6);
       graph_ = Time::from_seconds(in.system.host.graph_launch_us.value * host_factor_ * 1e-6);
@@ -185,6 +188,17 @@ class Sim {
   const VirtualStage& chunk_stage(int rank, int chunk) const {
     return in_.layout.stages()[static_cast<std::size_t>(shape_.place(rank, chunk).layout_stage)];
   }
+  // The data-parallel plan of a rank's chunk (schedules/dp_plan.hpp).
+  const DpPlan& dp_plan(int rank, int chunk) const {
+    return dp_plans_[static_cast<std::size_t>(shape_.place(rank, chunk).layout_stage)];
+  }
+  // Whether the step has data-parallel traffic: some DP group of more than one rank.
+  bool dp_traffic() const {
+    return !fixed() && (in_.parallelism.dp > 1 || in_.parallelism.expert_dp > 1);
+  }
+  // A gradient reduction: reduce-scatter with the distributed optimizer or FSDP, else an
+  // all-reduce (a ring: the reduce-scatter then the all-gather).
+  bool reduce_scatters() const { return in_.framework.distributed_optimizer || in_.parallelism.fsdp; }
   double dp_seconds(const StageParams& sp) const;
   double gather_seconds(const StageParams& sp) const;
   // Link-port loads of the transfers (sim_core::Gpu link ports: NVLink out/in, network
@@ -238,6 +252,7 @@ class Sim {
   double nvl_port_Bps_ = 0, net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
   PricedLayer dense_, moe_, embedding_, head_;
+  std::vector<DpPlan> dp_plans_;  // by layout stage
   workload::CaptureSet captured_;
   std::vector<std::string> labels_;
   std::vector<std::size_t> label_module_;  // by label id, kModuleCount when not a layer kernel
@@ -387,7 +402,9 @@ void Sim::price_templates() {
 
 // Gradients reduce-scattered in BF16 (Megatron's default grad dtype for the buckets).
 double Sim::dp_seconds(const StageParams& sp) const {
-  return comm_.reduce_scatter(sp.dense * 2, dp_group_) + comm_.reduce_scatter(sp.expert * 2, edp_group_);
+  const double rs = comm_.reduce_scatter(sp.dense * 2, dp_group_) + comm_.reduce_scatter(sp.expert * 2, edp_group_);
+  if (reduce_scatters()) return rs;
+  return rs + comm_.all_gather(sp.dense * 2, dp_group_) + comm_.all_gather(sp.expert * 2, edp_group_);
 }
 double Sim::gather_seconds(const StageParams& sp) const {
   const double b = in_.framework.fp8_param_gather ? 1 : 2;
@@ -448,7 +465,7 @@ std::array<float, sim_core::Kernel::kPorts> Sim::port_loads(const PortBytes& b, 
 }
 
 std::array<float, sim_core::Kernel::kPorts> Sim::dp_loads(const StageParams& sp, bool gather) const {
-  const double b = gather ? (in_.framework.fp8_param_gather ? 1 : 2) : 2;
+  const double b = gather ? (in_.framework.fp8_param_gather ? 1 : 2) : reduce_scatters() ? 2 : 4;
   PortBytes bytes = ring_bytes(sp.dense * b, dp_group_);
   bytes += ring_bytes(sp.expert * b, edp_group_);
   return port_loads(bytes, gather ? gather_seconds(sp) : dp_seconds(sp));
@@ -477,7 +494,8 @@ class RankProgram final : public sim_core::HostProgram {
       if (it.forward() && first_fwd_[static_cast<std::size_t>(it.chunk)] < 0)
         first_fwd_[static_cast<std::size_t>(it.chunk)] = i;
     }
-    gather_.assign(static_cast<std::size_t>(chunks), kNoEvent);
+    gather_.assign(static_cast<std::size_t>(chunks), {});
+    wgrad_done_.assign(static_cast<std::size_t>(chunks), kNoEvent);
     // Groups by Megatron's rank order within a stage: dense tp-cp-dp, expert etp-ep-edp.
     const auto& p = sim.in_.parallelism;
     const std::int64_t stage = static_cast<std::int64_t>(rank_) * sim.stage_size();
@@ -544,31 +562,62 @@ class RankProgram final : public sim_core::HostProgram {
     return k;
   }
 
-  // Distributed optimizer: all-gather each chunk's parameters (overlapped with forward).
-  void step_start() {
-    const auto& fw = sim_.in_.framework;
-    if (sim_.fixed() || !fw.distributed_optimizer || (sim_.in_.parallelism.dp == 1 && sim_.in_.parallelism.expert_dp == 1)) return;
-    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
-      Kernel k = kernel(sim_.label("dp.param_all_gather"), kDpComm,
-                        sim_.gather_seconds(sim_.stage_params(rank_, c)), -1);
-      k.port_load = sim_.dp_loads(sim_.stage_params(rank_, c), true);
-      k.record = gather_[static_cast<std::size_t>(c)] = sim_.event(kDpComm);
-      k.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
-      launch(kDpStream, k, op_cost(), launch_label_);
-    }
+  // A data-parallel collective on `stream` over the dense DP and expert-DP groups:
+  // parameters `sp` all-gathered (`gather`) or their gradients reduced, after `after`.
+  EventId dp_collective(int stream, const char* name, const StageParams& sp, bool gather, EventId after) {
+    Kernel k = kernel(sim_.label(name), kDpComm, gather ? sim_.gather_seconds(sp) : sim_.dp_seconds(sp), -1);
+    k.port_load = sim_.dp_loads(sp, gather);
+    k.waits[0] = after;
+    k.record = sim_.event(kDpComm);
+    k.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
+    launch(stream, k, op_cost(), launch_label_);
+    return k.record;
   }
 
+  // Distributed optimizer: the buckets' parameter all-gathers, in forward order, ahead
+  // of the first forward (schedules/dp_plan.hpp). Without --overlap-param-gather the
+  // first forward waits for all of them.
+  void step_start() {
+    const auto& fw = sim_.in_.framework;
+    if (!sim_.dp_traffic() || !fw.distributed_optimizer || sim_.in_.parallelism.fsdp) return;
+    EventId last = kNoEvent;
+    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
+      const DpPlan& plan = sim_.dp_plan(rank_, c);
+      auto& g = gather_[static_cast<std::size_t>(c)];
+      g.assign(plan.bucket.size(), kNoEvent);
+      for (std::size_t k = 0; k < plan.bucket.size(); ++k)
+        if (plan.bucket[k].dense > 0 || plan.bucket[k].expert > 0)
+          last = g[k] = dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[k], true, kNoEvent);
+    }
+    if (fw.overlap_param_gather) return;
+    for (auto& g : gather_) std::fill(g.begin(), g.end(), kNoEvent);
+    for (auto& g : gather_)
+      if (!g.empty()) g.front() = last;
+  }
+
+  // Without --overlap-grad-reduce the buckets are reduced after the last backward; then
+  // the optimizer step over this rank's shard.
   void step_end() {
     if (sim_.fixed()) return;
+    const auto& fw = sim_.in_.framework;
+    if (sim_.dp_traffic() && !fw.overlap_grad_reduce && !sim_.in_.parallelism.fsdp)
+      for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
+        const DpPlan& plan = sim_.dp_plan(rank_, c);
+        for (std::size_t k = plan.bucket.size(); k-- > 0;)
+          if (plan.bucket[k].dense > 0 || plan.bucket[k].expert > 0)
+            last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[k], false,
+                                     wgrad_done_[static_cast<std::size_t>(c)]);
+      }
     StageParams all;
-    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
-      const StageParams sp = sim_.stage_params(rank_, c);
-      all.dense += sp.dense;
-      all.expert += sp.expert;
-    }
+    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) all += sim_.stage_params(rank_, c);
     Kernel k = kernel(sim_.label("optimizer.adam"), kCompute, sim_.optimizer_seconds(all));
     k.waits[0] = last_dp_;
     launch(kComputeStream, k, launch_cost(), launch_label_);
+  }
+  const char* reduce_name() const {
+    return sim_.in_.parallelism.fsdp           ? "fsdp.grad_reduce_scatter"
+           : sim_.reduce_scatters()            ? "dp.grad_reduce_scatter"
+                                               : "dp.grad_all_reduce";
   }
 
   // Launches item j's receive, if it needs one, and remembers its completion event.
@@ -599,11 +648,14 @@ class RankProgram final : public sim_core::HostProgram {
   // One chunk's kernels in flight on one compute stream: the gates of its first kernel,
   // the CUDA graph run it is in, and its last kernel (what sends and reductions wait for).
   struct Lane {
+    int item = -1;  // the work item
     int stream = kComputeStream;
-    EventId gate = kNoEvent, gate2 = kNoEvent;
-    EventId cross = kNoEvent;  // the next kernel waits for the other lane (DualPipe pairs)
+    EventId gate = kNoEvent;
+    EventId cross = kNoEvent;       // the next kernel waits for the other lane (DualPipe pairs)
+    EventId layer_gate = kNoEvent;  // the next kernel waits for its layer's parameters
     bool first = true, in_graph = false;
     std::size_t last = 0;
+    std::vector<EventId> unit_gather;  // FSDP: each stage item's parameter all-gather
   };
 
   void emit(const Priced& p, Lane& l) {
@@ -626,14 +678,10 @@ class RankProgram final : public sim_core::HostProgram {
     k.port_load = p.ports;
     if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
     if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
-    if (l.first) {
-      k.waits[0] = l.gate;
-      k.waits[1] = l.gate2;
-      l.first = false;
-    } else if (l.cross != kNoEvent) {
-      k.waits[0] = l.cross;
-    }
-    l.cross = kNoEvent;
+    k.waits[0] = l.first ? l.gate : l.cross;
+    k.waits[1] = l.layer_gate;
+    l.first = false;
+    l.cross = l.layer_gate = kNoEvent;
     if (p.sync) k.record = sim_.event(p.category);
     l.last = buf_.size();
     launch(l.stream, k, cpu, launch_label_);
@@ -652,31 +700,85 @@ class RankProgram final : public sim_core::HostProgram {
     }
   }
 
+  // One kernel of an item, or none (a layer without kernels in this pass), and the stage
+  // items it begins and ends: where layer-wise data-parallel traffic hooks in.
+  struct Step {
+    const Priced* p = nullptr;
+    int begins = -1, ends = -1;
+  };
   // The item's kernels in launch order: its stage's layers forward, or backward in reverse
   // (the whole backward, or the zero-bubble split's part).
-  std::vector<const Priced*> kernels_of(const WorkItem& it, const Place& pl) const {
-    const auto& stage = sim_.in_.layout.stages()[static_cast<std::size_t>(pl.layout_stage)];
-    std::vector<const Priced*> out;
-    if (it.forward()) {
-      for (const auto& item : stage.items)
-        for (const auto& p : sim_.layer(item).fwd) out.push_back(&p);
-    } else {
-      for (auto i = stage.items.rbegin(); i != stage.items.rend(); ++i)
-        for (const auto& p : sim_.layer(*i).of(it.pass)) out.push_back(&p);
+  std::vector<Step> kernels_of(const WorkItem& it, const Place& pl) const {
+    const auto& items = sim_.in_.layout.stages()[static_cast<std::size_t>(pl.layout_stage)].items;
+    std::vector<Step> out;
+    const int n = static_cast<int>(items.size());
+    for (int i = 0; i < n; ++i) {
+      const int k = it.forward() ? i : n - 1 - i;
+      const auto& ks = sim_.layer(items[static_cast<std::size_t>(k)]).of(it.pass);
+      if (ks.empty()) out.push_back({nullptr, k, k});
+      for (std::size_t j = 0; j < ks.size(); ++j)
+        out.push_back({&ks[j], j == 0 ? k : -1, j + 1 == ks.size() ? k : -1});
     }
     return out;
+  }
+
+  void emit_step(const Step& st, Lane& l) {
+    if (st.begins >= 0) before_layer(l, st.begins);
+    if (st.p) emit(*st.p, l);
+    if (st.ends >= 0) after_layer(l, st.ends);
+  }
+
+  // Before stage item k's kernels: the parameters it needs. FSDP gathers the unit (and
+  // prefetches the next one in the pass's order) in every pass but the weight-gradient
+  // one; the distributed optimizer's first forward waits for the item's bucket.
+  void before_layer(Lane& l, int k) {
+    if (!sim_.dp_traffic()) return;
+    const WorkItem& it = items_[static_cast<std::size_t>(l.item)];
+    const auto c = static_cast<std::size_t>(it.chunk);
+    if (!sim_.in_.parallelism.fsdp) {
+      if (it.forward() && first_fwd_[c] == l.item && !gather_[c].empty())
+        l.layer_gate = gather_[c][static_cast<std::size_t>(k)];
+      return;
+    }
+    if (it.pass == Pass::backward_weight) return;
+    const DpPlan& plan = sim_.dp_plan(rank_, it.chunk);
+    if (l.unit_gather.empty()) l.unit_gather.assign(plan.item.size(), kNoEvent);
+    const int next = it.forward() ? k + 1 : k - 1;
+    for (int u : {k, next}) {
+      if (u < 0 || u >= static_cast<int>(plan.item.size())) continue;
+      EventId& e = l.unit_gather[static_cast<std::size_t>(u)];
+      if (e == kNoEvent)
+        e = dp_collective(kDpGatherStream, "fsdp.param_all_gather", plan.item[static_cast<std::size_t>(u)], true,
+                          kNoEvent);
+    }
+    l.layer_gate = l.unit_gather[static_cast<std::size_t>(k)];
+  }
+
+  // After stage item k's weight gradients: FSDP reduce-scatters the unit's every time;
+  // DDP reduces the buckets that close at k in the chunk's last backward.
+  void after_layer(Lane& l, int k) {
+    if (!sim_.dp_traffic()) return;
+    const WorkItem& it = items_[static_cast<std::size_t>(l.item)];
+    if (!it.weights()) return;
+    const DpPlan& plan = sim_.dp_plan(rank_, it.chunk);
+    const auto u = static_cast<std::size_t>(k);
+    const EventId done = l.first ? l.gate : lane_done(l);
+    if (sim_.in_.parallelism.fsdp) {
+      last_dp_ = dp_collective(kDpStream, reduce_name(), plan.item[u], false, done);
+    } else if (sim_.in_.framework.overlap_grad_reduce && last_bwd_[static_cast<std::size_t>(it.chunk)] == l.item &&
+               (plan.bucket[u].dense > 0 || plan.bucket[u].expert > 0)) {
+      last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[u], false, done);
+    }
   }
 
   // Posts the receives of items up to `upto` and returns item `index`'s gates.
   Lane lane_for(int index, int upto, int stream) {
     for (int j = posted_; j <= std::min(upto, static_cast<int>(items_.size()) - 1); ++j) post_recv(j);
     posted_ = std::max(posted_, upto + 1);
-    const WorkItem& it = items_[static_cast<std::size_t>(index)];
     Lane l;
+    l.item = index;
     l.stream = stream;
     l.gate = recv_event_[static_cast<std::size_t>(index)];
-    if (it.forward() && first_fwd_[static_cast<std::size_t>(it.chunk)] == index)
-      l.gate2 = gather_[static_cast<std::size_t>(it.chunk)];
     return l;
   }
 
@@ -689,19 +791,20 @@ class RankProgram final : public sim_core::HostProgram {
     // (Megatron's --overlap-p2p-communication, on by default with vpp > 1).
     const int lookahead = sim_.in_.parallelism.vpp > 1 ? 1 : 0;
     Lane l = lane_for(index, index + lookahead, kComputeStream);
-    for (const Priced* p : kernels_of(it, pl)) emit(*p, l);
+    for (const Step& st : kernels_of(it, pl)) emit_step(st, l);
     finish(index, pl, l);
   }
 
   // The kernels split into runs of EP communication and runs of the rest.
-  static std::vector<std::vector<const Priced*>> segments(const std::vector<const Priced*>& ks) {
-    std::vector<std::vector<const Priced*>> out;
+  static bool ep_comm(const Step& st) { return st.p && st.p->category == kEpComm; }
+  static std::vector<std::vector<Step>> segments(const std::vector<Step>& ks) {
+    std::vector<std::vector<Step>> out;
     bool comm = false;
-    for (const Priced* p : ks) {
-      const bool c = p->category == kEpComm;
+    for (const Step& st : ks) {
+      const bool c = ep_comm(st);
       if (out.empty() || c != comm) out.emplace_back();
       comm = c;
-      out.back().push_back(p);
+      out.back().push_back(st);
     }
     return out;
   }
@@ -729,15 +832,15 @@ class RankProgram final : public sim_core::HostProgram {
     Lane lb = lane_for(index + 1, index + 1, kPairStream);
     const Place pf = place(f), pb = place(b);
     const auto sf = segments(kernels_of(f, pf)), sb = segments(kernels_of(b, pb));
-    const auto comm = [](const std::vector<const Priced*>& run) { return run.front()->category == kEpComm; };
+    const auto comm = [](const std::vector<Step>& run) { return ep_comm(run.front()); };
     std::size_t i = 0, j = 0;
     while (i < sf.size() || j < sb.size()) {
       const bool run_f = i < sf.size();
       const bool run_b = j < sb.size() && !(run_f && comm(sf[i]) == comm(sb[j]));
       if (run_f)
-        for (const Priced* p : sf[i++]) emit(*p, lf);
+        for (const Step& st : sf[i++]) emit_step(st, lf);
       if (run_b)
-        for (const Priced* p : sb[j++]) emit(*p, lb);
+        for (const Step& st : sb[j++]) emit_step(st, lb);
       const EventId df = run_f ? lane_done(lf) : kNoEvent;
       const EventId db = run_b ? lane_done(lb) : kNoEvent;
       lf.cross = db;
@@ -752,26 +855,16 @@ class RankProgram final : public sim_core::HostProgram {
     finish(index + 1, pb, lb);
   }
 
-  // The item's end: its send and, after the chunk's last weight gradients, the gradient
-  // reduce-scatter.
-  void finish(int index, const Place& pl, const Lane& l) {
+  // The item's end: its send; after the chunk's last weight gradients, their event.
+  void finish(int index, const Place& pl, Lane& l) {
     if (l.first) return;  // an empty virtual stage
     const WorkItem& it = items_[static_cast<std::size_t>(index)];
     const bool send = it.communicates() && !(it.forward() ? pl.last : pl.first);
-    const bool reduce = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index &&
-                        sim_.in_.framework.distributed_optimizer;
-    if (!send && !reduce) return;
+    const bool last_wgrad = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index;
+    if (!send && !last_wgrad) return;
     const EventId done = lane_done(l);
     if (send) post_send(it, pl, done);
-    if (reduce) {
-      Kernel d = kernel(sim_.label("dp.grad_reduce_scatter"), kDpComm,
-                        sim_.dp_seconds(sim_.stage_params(rank_, it.chunk)), -1);
-      d.port_load = sim_.dp_loads(sim_.stage_params(rank_, it.chunk), false);
-      d.waits[0] = done;
-      d.record = last_dp_ = sim_.event(kDpComm);
-      d.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
-      launch(kDpStream, d, op_cost(), launch_label_);
-    }
+    if (last_wgrad) wgrad_done_[static_cast<std::size_t>(it.chunk)] = done;
   }
 
   void post_send(const WorkItem& it, const Place& pl, EventId done) {
@@ -813,7 +906,8 @@ class RankProgram final : public sim_core::HostProgram {
   std::vector<EventId> recv_event_;  // per item: its receive's completion, if any
   int posted_ = 0;                   // items whose receive has been posted
   std::vector<int> last_bwd_, first_fwd_;
-  std::vector<EventId> gather_;
+  std::vector<std::vector<EventId>> gather_;  // per chunk, per stage item: its bucket's gather
+  std::vector<EventId> wgrad_done_;            // per chunk: its last weight gradients
   EventId last_dp_ = kNoEvent;
   EventId pending_sync_ = kNoEvent;  // a sync the host takes after `pending_launches_` more launches
   int pending_launches_ = 0;
@@ -917,7 +1011,7 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
   const int tracks = in.schedule == ScheduleKind::dualpipe || in.schedule == ScheduleKind::dualpipev ||
                              (in.framework.moe_a2a_overlap && fixed == nullptr)
                          ? static_cast<int>(kTracks)
-                         : static_cast<int>(kDpStream) + 1;
+                         : static_cast<int>(kDpGatherStream) + 1;
   for (int r = 0; r < pp; ++r) {
     gpus.push_back(std::make_unique<sim_core::Gpu>(sim.engine_, sim.events_, sim.rendezvous_, r,
                                                    static_cast<int>(in.system.gpu.sm_count.value),

@@ -212,7 +212,8 @@ class LayerBuilder {
   std::vector<KernelTemplate> recomputed_;
 };
 
-bool has(const std::vector<RecomputeModule>& v, RecomputeModule m) {
+template <class T>
+bool has(const std::vector<T>& v, T m) {
   return std::find(v.begin(), v.end(), m) != v.end();
 }
 
@@ -254,6 +255,9 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const double rq = static_cast<double>(d.q_lora_rank), rkv = static_cast<double>(d.kv_lora_rank);
     if (d.q_lora_rank > 0) b.linear("attn.q_a", Module::attn, s.T, rq, s.h, true, false);
     b.linear("attn.kv_a", Module::attn, s.T, rkv + static_cast<double>(d.qk_rope_head_dim), s.h, true, false);
+    // Unquantized, both down-projections save the one normed input tensor (autograd
+    // keeps references); FP8 linears each save their own quantized copy.
+    if (!b.fp8() && d.q_lora_rank > 0) b.last_fwd().saved_bytes = 0;
     // The up-projections and their latent norms: what mla_up_proj recompute re-runs.
     const std::size_t up = b.mark();
     if (d.q_lora_rank > 0) {
@@ -275,12 +279,19 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const bool up_recompute = has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
     if (up_recompute) b.recompute_since(up);
     // Core attention, causal: forward FLOPs 2 T seq (n qk / 2 + n v / 2) (Megatron).
+    // It saves q, k, v and its output o (2 bytes each), o in E5M6 (1.5 bytes) where
+    // attn_output is cached low-precision (one copy, which o_proj's weight gradient reads
+    // too); plus the log-sum-exp (4 bytes per head and token).
+    const bool o_e5m6 = has(in.framework.low_precision_activations, workload::LowPrecisionActivation::attn_output);
+    const double o_bytes = s.T * n * v * (o_e5m6 ? 1.5 : 2);
     const std::size_t core = b.mark();
     b.attention("attn.core", Module::attn, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
-                s.T * n * (2 * qk + 2 * v) * 2);
-    if (up_recompute) b.last_fwd().saved_bytes = s.T * n * v * 2 + s.T * n * 4;
-    if (has(rc, RecomputeModule::core_attn)) b.recompute_since(core);
+                (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4);
+    const bool core_recompute = has(rc, RecomputeModule::core_attn);
+    if (core_recompute) b.recompute_since(core);
     b.linear("attn.o_proj", Module::attn, s.T, s.h, n * v, true, true);
+    // o_proj's saved input is core attention's saved output: unquantized, or the E5M6 cache.
+    if (!core_recompute && (o_e5m6 || !b.fp8())) b.last_fwd().saved_bytes = 0;
   } else {
     const double d = static_cast<double>(m.head_dim);
     const double g = static_cast<double>(m.num_kv_heads) / s.tp;
@@ -337,13 +348,17 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // dispatch). Eager it runs after the dispatch is launched (NVIDIA's step-6 profile:
   // graphed attention + router, dispatch, eager shared expert, routed experts, combine).
   const bool shared_captured = CaptureSet(fw, in.stack)[Module::shared_expert];
+  // Bytes per cached SwiGLU input value: BF16, or FP8 with a 4-byte scale per 128.
+  const double act_bytes =
+      has(fw.low_precision_activations, workload::LowPrecisionActivation::swiglu_input) ? 1 + 4.0 / 128 : 2;
   const auto shared_expert = [&] {
     if (m.shared_expert_ffn_hidden_size <= 0) return;
     const double e2 = static_cast<double>(m.ffn_matrices() - 1);
     const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
     const std::size_t start = b.mark();
     b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, true);
-    b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0, s.T * e2 * fs * 2);
+    if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
+    b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0, s.T * e2 * fs * act_bytes);
     b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
     if (has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
   };
@@ -455,7 +470,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double e = static_cast<double>(m.ffn_matrices() - 1);
   b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
   const std::size_t act = b.mark();
-  b.memory("moe.act", Module::experts, tokens_in * (e * f + f) * 2, 1.0, tokens_in * e * f * 2);
+  b.memory("moe.act", Module::experts, tokens_in * (e * f + f) * 2, 1.0, tokens_in * e * f * act_bytes);
   // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
   // output, stays as the checkpoint's input; its output, fc2's input, is discarded and
   // recomputed before fc2's backward.

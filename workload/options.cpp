@@ -70,6 +70,15 @@ const sim_core::NameTable<OffloadTarget>& offload_target_names() {
   return kTable;
 }
 
+const sim_core::NameTable<LowPrecisionActivation>& low_precision_activation_names() {
+  static constexpr std::array<sim_core::NameEntry<LowPrecisionActivation>, 2> kEntries{{
+      {LowPrecisionActivation::swiglu_input, "swiglu_input", "MoE SwiGLU inputs cached in FP8 (1x128 scales)"},
+      {LowPrecisionActivation::attn_output, "attn_output", "core attention output cached once in E5M6"},
+  }};
+  static constexpr sim_core::NameTable<LowPrecisionActivation> kTable{kEntries};
+  return kTable;
+}
+
 const sim_core::NameTable<OptimizerStateDtype>& optimizer_state_dtype_names() {
   static constexpr std::array<sim_core::NameEntry<OptimizerStateDtype>, 2> kEntries{{
       {OptimizerStateDtype::fp32, "fp32", "FP32 Adam moments"},

@@ -55,6 +55,15 @@ enum class OffloadTarget {
 };
 const sim_core::NameTable<OffloadTarget>& offload_target_names();
 
+// Activations cached in a narrower format for the backward than the forward computed
+// them in (DeepSeek-V3 report, section 3.3.3 'Low-Precision Storage'):
+//   swiglu_input: the SwiGLU inputs of the MoE (routed and shared experts) in FP8 with
+//     1x128 scales (1 + 4/128 bytes a value);
+//   attn_output: the core attention output in E5M6 (12 bits), one copy serving both the
+//     attention backward and the output projection's weight gradient.
+enum class LowPrecisionActivation { swiglu_input, attn_output };
+const sim_core::NameTable<LowPrecisionActivation>& low_precision_activation_names();
+
 enum class OptimizerStateDtype { fp32, bf16 };
 const sim_core::NameTable<OptimizerStateDtype>& optimizer_state_dtype_names();
 
@@ -72,10 +81,14 @@ struct Framework {
   bool ep_fp8_dispatch = false;
   std::vector<CudaGraphScope> cuda_graph_scope;
   std::vector<RecomputeModule> recompute_modules;
+  std::vector<LowPrecisionActivation> low_precision_activations;
   bool distributed_optimizer = true;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool fp8_param_gather = false;
+  // Megatron --ddp-bucket-size: parameters per gradient / parameter bucket (absent:
+  // Megatron's default, schedules/dp_plan.hpp).
+  std::optional<double> ddp_bucket_size;
   OptimizerStateDtype optimizer_state_dtype = OptimizerStateDtype::fp32;
   std::vector<OffloadTarget> offload;
 };

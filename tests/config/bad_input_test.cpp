@@ -173,6 +173,13 @@ TEST_CASE("Unknown presets and enum values", "[config][errors]") {
   j = test::default_scenario_json();
   j["framework"]["recompute_modules"] = {"mlp", "mlp"};
   expect_error(j, "framework.recompute_modules[1]", "'mlp' is listed twice");
+  j = test::default_scenario_json();
+  j["framework"]["low_precision_activations"] = {"swiglu_input", "swiglu_output"};
+  expect_error(j, "framework.low_precision_activations[1]",
+               "unknown low-precision activation 'swiglu_output'; known: swiglu_input, attn_output");
+  j = test::default_scenario_json();
+  j["framework"]["ddp_bucket_size"] = 0;
+  expect_error(j, "framework.ddp_bucket_size", "");
 }
 
 TEST_CASE("Precision the GPU cannot run", "[config][errors]") {

@@ -105,10 +105,10 @@ TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and str
     else kernels.insert(e["name"].get<std::string>());
   }
   CHECK(pids == std::set<int>{0, 1});
-  CHECK(meta == 2 * (2 + 6));  // process name, host thread, six streams per rank
+  CHECK(meta == 2 * (2 + 7));  // process name, host thread, seven streams per rank
   CHECK(host_ops > 0);
   for (const char* k : {"attn.core.fwd", "moe.fc1.fprop", "moe.dispatch.fwd", "moe.combine.bwd",
-                        "pp.send_activation", "dp.grad_reduce_scatter", "optimizer.adam"})
+                        "pp.send_activation", "dp.grad_reduce_scatter", "dp.param_all_gather", "optimizer.adam"})
     CHECK(kernels.count(k) == 1);
 }
 
@@ -263,6 +263,23 @@ TEST_CASE("Memory against Megatron-Core's published DeepSeek-V3 anatomy", "[repo
     else CHECK(std::abs(err) > 15);
   }
   std::cout << table;
+}
+
+TEST_CASE("DeepSeek-V3's production layout fits an 80 GB H800 only with DeepSeek's memory savings",
+          "[reports][run][memory]") {
+  // DeepSeek-V3 report 3.2.3 and 3.3.3: recompute of RMSNorm, MLA up-projection and the
+  // SwiGLU output; SwiGLU inputs in FP8; the attention output in E5M6. DeepSeek trained
+  // this layout without tensor parallelism on 80 GB H800s.
+  auto j = Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
+  const auto with = reports::predict(load(j));
+  CHECK(with.fits_in_memory);
+  j["framework"]["low_precision_activations"] = Json::array();
+  const auto without_caches = reports::predict(load(j));
+  CHECK(without_caches.peak_memory_parts.activations > with.peak_memory_parts.activations);
+  j["framework"]["recompute_modules"] = {"layernorm", "mla_up_proj"};
+  const auto neither = reports::predict(load(j));
+  CHECK_FALSE(neither.fits_in_memory);
+  CHECK(neither.peak_memory_gib > without_caches.peak_memory_gib);
 }
 
 TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][run]") {

@@ -196,3 +196,37 @@ TEST_CASE("FP8 dispatch halves the forward dispatch; combine and backward stay B
   CHECK(find(fp8.t.moe.bwd, "moe.dispatch.bwd").comm_bytes == Approx(4096.0 * 8 * 7168 * 2));
   CHECK(find(fp8.t.moe.fwd, "moe.combine.fwd").comm_bytes == Approx(4096.0 * 8 * 7168 * 2));
 }
+
+TEST_CASE("Saved activations: one tensor saved once, and DeepSeek's low-precision caches", "[workload][templates][memory]") {
+  // The production scenario (TP1, 4096 tokens, FP8 blockwise, MLA up-projection recomputed)
+  // without and with its caches; per MLA layer n = 128 heads, v = 128.
+  const auto plain = build("scenarios/h800/dsv3-production.json",
+                           [](config::Scenario& sc) { sc.framework.low_precision_activations.clear(); });
+  const auto cached = build("scenarios/h800/dsv3-production.json");
+  const double T = 4096, n = 128, v = 128;
+  // Core attention keeps o (BF16) and the log-sum-exp; FP8 o_proj keeps its own FP8 copy.
+  CHECK(find(plain.t.moe.fwd, "attn.core.fwd").saved_bytes == Approx(T * n * v * 2 + T * n * 4));
+  CHECK(find(plain.t.moe.fwd, "attn.o_proj.fprop").saved_bytes == Approx(T * n * v * 1));
+  // attn_output: one E5M6 copy (1.5 bytes) for both.
+  CHECK(find(cached.t.moe.fwd, "attn.core.fwd").saved_bytes == Approx(T * n * v * 1.5 + T * n * 4));
+  CHECK(find(cached.t.moe.fwd, "attn.o_proj.fprop").saved_bytes == 0);
+  // swiglu_input: the routed experts' 2 x 2048 SwiGLU inputs of T x 8 copies in FP8 with
+  // a 4-byte scale per 128 values, against BF16.
+  CHECK(find(plain.t.moe.fwd, "moe.act.fwd").saved_bytes == Approx(T * 8 * 2 * 2048 * 2));
+  CHECK(find(cached.t.moe.fwd, "moe.act.fwd").saved_bytes == Approx(T * 8 * 2 * 2048 * (1 + 4.0 / 128)));
+  CHECK(find(cached.t.moe.fwd, "shared.act.fwd").saved_bytes == Approx(T * 2 * 2048 * (1 + 4.0 / 128)));
+  // FP8 linears quantize their input each: kv_a and shared fc1 keep their own copies.
+  CHECK(find(plain.t.moe.fwd, "attn.kv_a.fprop").saved_bytes == Approx(T * 7168));
+  CHECK(find(plain.t.moe.fwd, "shared.fc1.fprop").saved_bytes == Approx(T * 7168));
+  // BF16: q_a and kv_a save the one normed input, the router and the shared expert's fc1
+  // the one pre-MLP norm output, core attention and o_proj the one output.
+  const auto bf16 = build("scenarios/h800/dsv3-production.json", [](config::Scenario& sc) {
+    sc.training.precision = workload::Precision::bf16;
+    sc.framework.low_precision_activations.clear();
+  });
+  CHECK(find(bf16.t.moe.fwd, "attn.q_a.fprop").saved_bytes == Approx(T * 7168 * 2));
+  CHECK(find(bf16.t.moe.fwd, "attn.kv_a.fprop").saved_bytes == 0);
+  CHECK(find(bf16.t.moe.fwd, "moe.router.fprop").saved_bytes == Approx(T * 7168 * 2));
+  CHECK(find(bf16.t.moe.fwd, "shared.fc1.fprop").saved_bytes == 0);
+  CHECK(find(bf16.t.moe.fwd, "attn.o_proj.fprop").saved_bytes == 0);
+}

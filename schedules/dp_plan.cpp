@@ -1,0 +1,33 @@
+#include "schedules/dp_plan.hpp"
+
+#include <algorithm>
+
+namespace moesim::schedules {
+
+double default_bucket_params(std::int64_t dp) { return std::max(40e6, 1e6 * static_cast<double>(dp)); }
+
+DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p, const workload::Framework& fw,
+               const VirtualStage& stage, std::int64_t padded_vocab) {
+  DpPlan plan;
+  const std::size_t n = stage.items.size();
+  plan.item.reserve(n);
+  for (const auto& it : stage.items) plan.item.push_back(item_parameters(m, p, it, padded_vocab));
+  plan.bucket.assign(n, StageParams{});
+  const double dense_size = fw.ddp_bucket_size.value_or(default_bucket_params(p.dp));
+  const double expert_size = fw.ddp_bucket_size.value_or(default_bucket_params(p.expert_dp));
+  StageParams open;
+  for (std::size_t k = n; k-- > 0;) {  // backward order
+    open += plan.item[k];
+    if (open.dense > 0 && (open.dense >= dense_size || k == 0)) {
+      plan.bucket[k].dense = open.dense;
+      open.dense = 0;
+    }
+    if (open.expert > 0 && (open.expert >= expert_size || k == 0)) {
+      plan.bucket[k].expert = open.expert;
+      open.expert = 0;
+    }
+  }
+  return plan;
+}
+
+}  // namespace moesim::schedules
