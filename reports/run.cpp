@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "hw_models/comm_cost.hpp"
+#include "hw_models/ep_buffers.hpp"
 #include "hw_models/flow_comm.hpp"
 #include "reports/describe.hpp"
 #include "schedules/pipeline_order.hpp"
@@ -23,15 +24,19 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // Bytes a layer keeps for backward: what its forward kernels save (GEMM inputs for
 // wgrad, norm and activation inputs, attention's q, k, v and output), except inside
-// recomputed segments (their kernels reappear in backward marked `recompute`).
-double kept_bytes(const workload::LayerTemplate& t) {
+// recomputed segments (their kernels reappear in backward marked `recompute`); on the
+// GPU, and in host memory for the offloaded modules.
+struct Kept {
+  double gpu = 0, host = 0;
+};
+Kept kept_bytes(const workload::LayerTemplate& t) {
   std::vector<std::string> recomputed;
   for (const auto& k : t.bwd)
     if (k.recompute) recomputed.push_back(k.name.substr(0, k.name.size() - std::string(".recompute").size()));
-  double b = 0;
+  Kept b;
   for (const auto& k : t.fwd)
     if (k.checkpoint_input || std::find(recomputed.begin(), recomputed.end(), k.name) == recomputed.end())
-      b += k.saved_bytes;
+      (k.offloaded ? b.host : b.gpu) += k.saved_bytes;
   return b;
 }
 
@@ -82,13 +87,23 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::moe_dispatch, Module::experts,
                    Module::shared_expert, Module::moe_combine})
     moe_captured = moe_captured || g[m];
+  // The EP library's buffers, on the ranks that run MoE layers (Megatron creates them at
+  // the first dispatch); tokens per rank per microbatch as the dispatcher sees them.
+  const std::int64_t rpd = std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);
+  const double ep_buffers = hw_models::ep_buffer_bytes(
+      {fw.dispatcher, p.ep, std::min(p.ep, rpd), sc.model.hidden_size, sc.model.num_experts,
+       static_cast<double>(sc.training.micro_batch_size * sc.training.seq_length) /
+           static_cast<double>(p.cp * (p.sequence_parallel ? p.tp : 1)),
+       fw.dispatcher_sms, fw.ep_fp8_dispatch});
   std::vector<double> out;
   for (int r = 0; r < static_cast<int>(p.pp); ++r) {
-    double dense = 0, expert = 0, largest_unit = 0;
+    double dense = 0, expert = 0, largest_unit = 0, transient = 0;
+    bool moe_rank = false;
     std::int64_t captured_layers = 0;
     // DualPipe and DualPipeV hold two chunks per rank (two stages' parameters).
     const schedules::PipelineShape shape(sc.pipeline_schedule, static_cast<int>(p.pp), static_cast<int>(p.vpp));
     std::vector<double> act_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
+    std::vector<double> host_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
     std::vector<double> graph_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
     for (int c = 0; c < shape.chunks(); ++c) {
       const auto& stage = sc.layout.stages()[static_cast<std::size_t>(shape.place(r, c).layout_stage)];
@@ -106,8 +121,12 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
           case schedules::LayerSlot::moe: lt = &t.moe; break;
           case schedules::LayerSlot::dense: break;
         }
-        act_per_chunk[static_cast<std::size_t>(c)] += kept_bytes(*lt);
+        const Kept kept = kept_bytes(*lt);
+        transient = std::max(transient, lt->transient_bytes);
+        act_per_chunk[static_cast<std::size_t>(c)] += kept.gpu;
+        host_per_chunk[static_cast<std::size_t>(c)] += kept.host;
         const bool moe_layer = slot == schedules::LayerSlot::moe;
+        moe_rank = moe_rank || moe_layer;
         if (!g.full_iteration() && ((moe_layer && moe_captured) || (slot == schedules::LayerSlot::dense && dense_captured))) {
           ++captured_layers;
           graph_per_chunk[static_cast<std::size_t>(c)] += graph_static_bytes(sc);
@@ -115,8 +134,11 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
       }
     }
     // Activations: the largest sum over forward items not yet matched by their backward.
-    // Graph static buffers follow the same in-flight items.
-    double act = 0, peak = 0, gb = 0, gpeak = 0;
+    // Graph static buffers follow the same in-flight items. Offloaded activations stay
+    // on the GPU for the two chunks being offloaded and reloaded at a time (the forward
+    // that produced them and the backward about to read them), host memory otherwise.
+    const double resident = 2 * *std::max_element(host_per_chunk.begin(), host_per_chunk.end());
+    double act = 0, peak = 0, gb = 0, gpeak = 0, off = 0;
     for (const auto& w : schedules::pipeline_order(sc.pipeline_schedule, static_cast<int>(p.pp),
                                                    static_cast<int>(p.vpp), r,
                                                    static_cast<int>(p.num_microbatches))) {
@@ -126,8 +148,10 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
       const auto c = static_cast<std::size_t>(w.chunk);
       act += (w.forward() ? 1 : -1) * (act_per_chunk[c] + graph_per_chunk[c]);
       gb += (w.forward() ? 1 : -1) * graph_per_chunk[c];
-      if (act > peak) {
-        peak = act;
+      off += (w.forward() ? 1 : -1) * host_per_chunk[c];
+      const double now = act + std::min(off, resident);
+      if (now > peak) {
+        peak = now;
         gpeak = gb;
       }
     }
@@ -136,9 +160,15 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     // prefetched one) and one unit's FP32 gradients before their reduce-scatter.
     const double weights_grads = p.fsdp ? (dense / dp_shard + expert / edp_shard) * (2 + 4) + largest_unit * (2 * 2 + 4)
                                         : (dense + expert) * (2 + 4);
-    const double optimizer = (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
-    out.push_back((weights_grads + optimizer + peak) / kGiB);
-    parts.push_back({weights_grads / kGiB, optimizer / kGiB, (peak - gpeak) / kGiB, gpeak / kGiB});
+    // Optimizer offload (Megatron --optimizer-cpu-offload): the FP32 main weights and
+    // moments live in host memory.
+    const bool opt_off = std::find(fw.offload.begin(), fw.offload.end(), workload::OffloadTarget::optimizer) !=
+                         fw.offload.end();
+    const double optimizer = opt_off ? 0 : (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
+    const double buffers = moe_rank ? ep_buffers : 0;
+    peak += transient;  // one layer's temporaries, at the worst moment
+    out.push_back((weights_grads + optimizer + peak + buffers) / kGiB);
+    parts.push_back({weights_grads / kGiB, optimizer / kGiB, (peak - gpeak) / kGiB, gpeak / kGiB, buffers / kGiB});
     graphs.push_back(g.full_iteration() ? 1 : captured_layers * p.num_microbatches * 2);
     graph_gib.push_back(gpeak / kGiB);
   }
@@ -213,6 +243,7 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
   j["peak_memory_parts_gib"] = {{"weights_grads", mp.weights_grads},
                                 {"optimizer", mp.optimizer},
                                 {"activations", mp.activations},
+                                {"ep_buffers", mp.ep_buffers},
                                 {"graph_buffers", mp.graph_buffers}};
   j["fits_in_memory"] = p.fits_in_memory;
   j["ep_load"] = p.ep_load;
@@ -253,9 +284,11 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
                    sc.system.gpu.peak_tflops(hw_models::Dtype::bf16));
   o += fmt::format("peak memory      {:.1f} GiB of {:g} GB  ({})\n", p.peak_memory_gib,
                    sc.system.gpu.hbm_GB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
-  o += fmt::format("                 weights+grads {:.1f}, optimizer {:.1f}, activations {:.1f}, graph buffers {:.1f}\n",
-                   p.peak_memory_parts.weights_grads, p.peak_memory_parts.optimizer,
-                   p.peak_memory_parts.activations, p.peak_memory_parts.graph_buffers);
+  o += fmt::format(
+      "                 weights+grads {:.1f}, optimizer {:.1f}, activations {:.1f}, graph buffers {:.1f}, EP "
+      "buffers {:.1f}\n",
+      p.peak_memory_parts.weights_grads, p.peak_memory_parts.optimizer, p.peak_memory_parts.activations,
+      p.peak_memory_parts.graph_buffers, p.peak_memory_parts.ep_buffers);
   if (p.ep_load != 1)
     o += fmt::format("EP load          {:.3f} x balanced on the hottest EP rank (routing: {})\n", p.ep_load,
                      workload::routing_balance_names().name(sc.routing.balance));

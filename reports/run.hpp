@@ -5,11 +5,15 @@
 // Memory: per pipeline rank, weights (BF16) + main gradients (FP32) + optimizer (FP32
 // master + two moments), the last two sharded by the distributed optimizer over DP
 // (dense) and expert-DP (experts), all of them under Megatron-FSDP (plus two layers'
-// gathered parameters and one layer's unsharded gradients), plus
-// activations: the forward outputs of each layer kept for backward (recomputed modules
-// keep only their input) times the most forward work items in flight on that rank,
-// counted from the rank's pipeline order. CUDA graphs add their static input/output
-// buffers for the items in flight (run.cpp, workload::CaptureSet).
+// gathered parameters and one layer's unsharded gradients); the optimizer in host memory
+// with offload 'optimizer'; plus activations: the forward outputs of each layer kept for
+// backward (recomputed modules keep only their input; offloaded modules' in host memory
+// but for the two chunks being offloaded and reloaded) times the most forward work items
+// in flight on that rank, counted from the rank's pipeline order, plus one layer's
+// temporaries (NCCL dispatchers' permuted copies); CUDA graphs add their static
+// input/output buffers for the items in flight (run.cpp, workload::CaptureSet); the EP
+// library's preallocated buffers (hw_models/ep_buffers.hpp). Not modeled: allocator
+// fragmentation, CUDA graph memory pools beyond the static buffers, NCCL's own buffers.
 #pragma once
 
 #include <iosfwd>
@@ -35,9 +39,10 @@ struct Prediction {
   double peak_memory_gib = 0;
   // The peak rank's memory by part (GiB): BF16 weights and FP32 gradients; FP32 main
   // weights and Adam moments (sharded by the distributed optimizer); activations in
-  // flight at the peak; CUDA graph static buffers.
+  // flight at the peak; CUDA graph static buffers; the EP dispatcher's preallocated
+  // buffers (hw_models/ep_buffers.hpp).
   struct MemoryParts {
-    double weights_grads = 0, optimizer = 0, activations = 0, graph_buffers = 0;
+    double weights_grads = 0, optimizer = 0, activations = 0, graph_buffers = 0, ep_buffers = 0;
   } peak_memory_parts;
   bool fits_in_memory = true;
   double ep_load = 1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)

@@ -1,6 +1,7 @@
 #include "workload/layer_graph.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace moesim::workload {
 namespace {
@@ -139,6 +140,7 @@ class LayerBuilder {
     for (auto& k : bwd_groups_.back()) k.time_factor = f;
   }
   void keep_last(double bytes) { out_.fwd.back().saved_bytes += bytes; }
+  void transient(double bytes) { out_.transient_bytes = std::max(out_.transient_bytes, bytes); }
   // The last forward op (and its backward) gathers rows through an index map.
   void gather_last() {
     out_.fwd.back().work.cls = KernelClass::gather;
@@ -233,8 +235,17 @@ void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string&
     b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather, s.T * s.h * 2);
 }
 
-void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant) {
+// Megatron's fine-grained activation offloading (--offload-modules): the kernel just
+// built keeps what it saves in host memory when its module is offloaded.
+void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTarget t) {
+  if (has(fw.offload, t)) b.last_fwd().offloaded = true;
+}
+
+// `target`: the offload module the norm's saved input belongs to (none: the final norm).
+void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,
+          const workload::Framework& fw, std::optional<workload::OffloadTarget> target) {
   b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
+  if (target) offload(b, fw, *target);
   if (b.fp8() && !fused_quant) b.quantize(name + ".quant", mod, s.Tn * s.h);
 }
 
@@ -245,7 +256,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
   const double n = static_cast<double>(m.num_heads) / s.tp;
   const bool fused = in.stack.norm_quant_fusion;
   const std::size_t start = b.mark();
-  norm(b, s, Module::attn, "attn.norm", fused);
+  norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm);
   if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
   tp_gather(b, s, Module::attn, "attn");
   if (m.attention == AttentionKind::mla) {
@@ -253,8 +264,12 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
     const double v = static_cast<double>(d.v_head_dim);
     const double rq = static_cast<double>(d.q_lora_rank), rkv = static_cast<double>(d.kv_lora_rank);
-    if (d.q_lora_rank > 0) b.linear("attn.q_a", Module::attn, s.T, rq, s.h, true, false);
+    if (d.q_lora_rank > 0) {
+      b.linear("attn.q_a", Module::attn, s.T, rq, s.h, true, false);
+      offload(b, in.framework, workload::OffloadTarget::qkv_linear);
+    }
     b.linear("attn.kv_a", Module::attn, s.T, rkv + static_cast<double>(d.qk_rope_head_dim), s.h, true, false);
+    offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     // Unquantized, both down-projections save the one normed input tensor (autograd
     // keeps references); FP8 linears each save their own quantized copy.
     if (!b.fp8() && d.q_lora_rank > 0) b.last_fwd().saved_bytes = 0;
@@ -287,20 +302,25 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const std::size_t core = b.mark();
     b.attention("attn.core", Module::attn, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
                 (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4);
+    offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
     if (core_recompute) b.recompute_since(core);
     b.linear("attn.o_proj", Module::attn, s.T, s.h, n * v, true, true);
+    offload(b, in.framework, workload::OffloadTarget::attn_proj);
     // o_proj's saved input is core attention's saved output: unquantized, or the E5M6 cache.
     if (!core_recompute && (o_e5m6 || !b.fp8())) b.last_fwd().saved_bytes = 0;
   } else {
     const double d = static_cast<double>(m.head_dim);
     const double g = static_cast<double>(m.num_kv_heads) / s.tp;
     b.linear("attn.qkv", Module::attn, s.T, (n + 2 * g) * d, s.h, true, false);
+    offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
     const std::size_t core = b.mark();
     b.attention("attn.core", Module::attn, 2 * s.T * seq * n * d, s.T * (n + 2 * g) * d * 2 * 2);
+    offload(b, in.framework, workload::OffloadTarget::core_attn);
     if (has(rc, RecomputeModule::core_attn)) b.recompute_since(core);
     b.linear("attn.o_proj", Module::attn, s.T, s.h, n * d, true, true);
+    offload(b, in.framework, workload::OffloadTarget::attn_proj);
   }
   tp_scatter(b, s, Module::attn, "attn");
 }
@@ -310,7 +330,7 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double f = static_cast<double>(m.ffn_hidden_size) / s.tp;
   const double e = static_cast<double>(m.ffn_matrices() - 1);  // gate+up = 2 x F
   const std::size_t start = b.mark();
-  norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion);
+  norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion, in.framework, workload::OffloadTarget::mlp_norm);
   const bool whole = has(in.framework.recompute_modules, RecomputeModule::mlp) ||
                      has(in.framework.recompute_modules, RecomputeModule::full);
   if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
@@ -338,7 +358,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // The layernorm recompute module covers both norms of a layer (Megatron-Core
   // --recompute-modules layernorm: input_layernorm and pre_mlp_layernorm).
   const std::size_t norm_start = b.mark();
-  norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion);
+  norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion, fw, workload::OffloadTarget::mlp_norm);
   if (has(fw.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(norm_start);
   tp_gather(b, s, Module::moe_router, "moe");
 
@@ -410,6 +430,11 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.slow_last(permute_slowdown);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
            tokens_in * h_bytes);
+    // Megatron's alltoall dispatcher: the sender's top-k permuted copy and the all-to-all's
+    // output live until the local sort has made fc1's input (and the same again for the
+    // gradients in backward). DeepEP and HybridEP write into their own buffers: no copy
+    // (NVIDIA's GB200 journey, step 4: DeepEP lowered the peak memory).
+    b.transient(tokens_out * h_bytes + tokens_in * h_bytes);
     b.last_fwd().host_allocs = 10;  // forward 10, backward 7 (inventory 5, 6.3)
     b.last_fwd().host_ops = 12;
     b.last_bwd().host_allocs = 7;
@@ -469,8 +494,11 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
   const double e = static_cast<double>(m.ffn_matrices() - 1);
   b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
+  offload(b, fw, workload::OffloadTarget::expert_fc1);
   const std::size_t act = b.mark();
   b.memory("moe.act", Module::experts, tokens_in * (e * f + f) * 2, 1.0, tokens_in * e * f * act_bytes);
+  offload(b, fw, workload::OffloadTarget::moe_act);
+  offload(b, fw, workload::OffloadTarget::expert_fc1_act);
   // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
   // output, stays as the checkpoint's input; its output, fc2's input, is discarded and
   // recomputed before fc2's backward.
@@ -569,7 +597,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
   {
     LayerBuilder b(in, t.head);
     const double v = static_cast<double>(in.padded_vocab) / s.tp;
-    norm(b, s, Module::head, "head.norm", true);
+    norm(b, s, Module::head, "head.norm", true, in.framework, std::nullopt);
     b.linear("head.output", Module::head, s.T, v, s.h, false, false, 1, false);
     b.memory("loss.cross_entropy", Module::loss, s.T * v * 2 * 2);
     b.finish();

@@ -94,6 +94,8 @@ struct KernelTemplate {
   bool checkpoint_input = false;  // recomputed, but its saved input is the checkpoint's
                                   // input and stays (Megatron's moe_act: the SwiGLU input)
   double saved_bytes = 0;       // forward: what backward reads of this kernel's inputs
+  bool offloaded = false;       // ...kept in host memory between forward and backward
+                                // (framework.offload: Megatron's fine-grained offloading)
   int host_allocs = 0;          // tensor allocations the host makes before launching it
   int host_ops = 0;             // host-only framework calls before it (views, casts, checks)
   double time_factor = 1;       // a known-slow kernel implementation (old permute: 10x)
@@ -105,6 +107,9 @@ struct KernelTemplate {
 
 struct LayerTemplate {
   std::vector<KernelTemplate> fwd, bwd;
+  // Temporaries alive at the layer's worst moment beyond what it saves (Megatron's NCCL
+  // dispatchers: the permuted copies around the all-to-all).
+  double transient_bytes = 0;
 };
 
 struct ModelTemplates {

@@ -282,6 +282,38 @@ TEST_CASE("DeepSeek-V3's production layout fits an 80 GB H800 only with DeepSeek
   CHECK(neither.peak_memory_gib > without_caches.peak_memory_gib);
 }
 
+TEST_CASE("Journey memory: every step fits its GB200 and moves as NVIDIA reported", "[reports][run][memory][journey]") {
+  // shared/reference/gb200-journey.md: DeepEP lowered the peak memory (step 4: no top-k
+  // copies around an NCCL all-to-all), dropping MLA up-projection recompute raised it
+  // (step 5), partial CUDA graphs raised it (step 6).
+  std::vector<double> peak;
+  for (const char* f : {"01-baseline", "02-mxfp8-alloc-permute", "03-router-fusion", "04-deepep",
+                        "05-no-mla-recompute", "06-partial-cuda-graphs", "07-deepep-tuned", "08-numa-binding",
+                        "09-pdl-swizzle", "10-graph-shared-expert", "11-hybridep", "12-te-host-slim",
+                        "13-norm-quant-fusion"}) {
+    const auto p = reports::predict(config::load_scenario_file(test::source_path(std::string("scenarios/journey/") + f + ".json")));
+    INFO(f << ": " << p.peak_memory_gib << " GiB");
+    CHECK(p.fits_in_memory);
+    peak.push_back(p.peak_memory_gib);
+  }
+  CHECK(peak[3] < peak[2]);
+  CHECK(peak[4] > peak[3]);
+  CHECK(peak[5] > peak[4]);
+}
+
+TEST_CASE("Offloading moves activations and optimizer states to host memory", "[reports][run][memory]") {
+  auto j = Json::parse(test::read_text(test::source_path("scenarios/dsv3-gb200.json")));
+  const auto base = reports::predict(load(j));
+  j["framework"]["offload"] = {"expert_fc1", "moe_act"};
+  const auto act = reports::predict(load(j));
+  CHECK(act.peak_memory_parts.activations < base.peak_memory_parts.activations);
+  CHECK(act.peak_memory_parts.optimizer == base.peak_memory_parts.optimizer);
+  j["framework"]["offload"] = {"optimizer"};
+  const auto opt = reports::predict(load(j));
+  CHECK(opt.peak_memory_parts.optimizer == 0);
+  CHECK(opt.peak_memory_gib == Approx(base.peak_memory_gib - base.peak_memory_parts.optimizer));
+}
+
 TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][run]") {
   auto j = small_scenario();
   j["training"]["global_batch_size"] = 1 << 24;  // 4 M microbatches per pipeline
