@@ -120,14 +120,17 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
           case schedules::LayerSlot::head: lt = &t.head; break;
           case schedules::LayerSlot::moe: lt = &t.moe; break;
           case schedules::LayerSlot::dense: break;
+          case schedules::LayerSlot::mtp: lt = &t.mtp; break;
         }
         const Kept kept = kept_bytes(*lt);
         transient = std::max(transient, lt->transient_bytes);
         act_per_chunk[static_cast<std::size_t>(c)] += kept.gpu;
         host_per_chunk[static_cast<std::size_t>(c)] += kept.host;
-        const bool moe_layer = slot == schedules::LayerSlot::moe;
+        const bool mtp = slot == schedules::LayerSlot::mtp;
+        const bool moe_layer = slot == schedules::LayerSlot::moe || (mtp && sc.model.mtp_is_moe());
+        const bool dense_layer = slot == schedules::LayerSlot::dense || (mtp && !sc.model.mtp_is_moe());
         moe_rank = moe_rank || moe_layer;
-        if (!g.full_iteration() && ((moe_layer && moe_captured) || (slot == schedules::LayerSlot::dense && dense_captured))) {
+        if (!g.full_iteration() && ((moe_layer && moe_captured) || (dense_layer && dense_captured))) {
           ++captured_layers;
           graph_per_chunk[static_cast<std::size_t>(c)] += graph_static_bytes(sc);
         }

@@ -8,7 +8,7 @@ LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m) {
   switch (item.kind) {
     case LayoutItemKind::embedding: return LayerSlot::embedding;
     case LayoutItemKind::loss: return LayerSlot::head;
-    case LayoutItemKind::mtp: return m.mtp_is_moe() ? LayerSlot::moe : LayerSlot::dense;
+    case LayoutItemKind::mtp: return LayerSlot::mtp;
     case LayoutItemKind::decoder:
       return m.moe_layer[static_cast<std::size_t>(item.index)] ? LayerSlot::moe : LayerSlot::dense;
   }
@@ -27,7 +27,7 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
     return s;
   }
   if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
-  const bool moe = slot == LayerSlot::moe;
+  const bool moe = slot == LayerSlot::moe || (slot == LayerSlot::mtp && m.mtp_is_moe());
   s.dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
   if (moe) {
     const double local = static_cast<double>(m.num_experts) / static_cast<double>(p.ep);

@@ -13,8 +13,9 @@
 namespace moesim::schedules {
 
 // What runs for one item of a pipeline stage: the embedding, the output layer and loss,
-// or a dense or MoE decoder layer (MTP layers take the kind of the last decoder layer).
-enum class LayerSlot { embedding, head, dense, moe };
+// a dense or MoE decoder layer, or an MTP module (its decoder layer of the last decoder
+// layer's kind, workload::ModelConfig::mtp_is_moe).
+enum class LayerSlot { embedding, head, dense, moe, mtp };
 LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m);
 
 struct StageParams {

@@ -117,7 +117,7 @@ class Sim {
       dense_.bwd_input = chunk("chunk.bwd_input", fixed_->seconds(Pass::backward_input));
       dense_.bwd_weight = chunk("chunk.wgrad", fixed_->seconds(Pass::backward_weight));
       fwd_bwd_ = chunk("chunk.fwd_bwd", fixed_->pair_s());
-      moe_ = dense_;
+      moe_ = mtp_ = dense_;
       pp_s_ = fixed_->p2p_s;
     } else {
       price_templates();
@@ -175,6 +175,7 @@ class Sim {
       case LayerSlot::head: return head_;
       case LayerSlot::moe: return moe_;
       case LayerSlot::dense: return dense_;
+      case LayerSlot::mtp: return mtp_;
     }
     return dense_;
   }
@@ -251,7 +252,7 @@ class Sim {
   std::array<float, sim_core::Kernel::kPorts> pp_send_ports_{}, pp_recv_ports_{};  // one activation each way
   double nvl_port_Bps_ = 0, net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
-  PricedLayer dense_, moe_, embedding_, head_;
+  PricedLayer dense_, moe_, embedding_, head_, mtp_;
   std::vector<DpPlan> dp_plans_;  // by layout stage
   workload::CaptureSet captured_;
   std::vector<std::string> labels_;
@@ -386,6 +387,7 @@ void Sim::price_templates() {
   convert(t.moe, moe_);
   convert(t.embedding, embedding_);
   convert(t.head, head_);
+  convert(t.mtp, mtp_);
 
 
   const auto& tr = in_.training;

@@ -602,6 +602,27 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     b.memory("loss.cross_entropy", Module::loss, s.T * v * 2 * 2);
     b.finish();
   }
+  {
+    // An MTP module (Megatron-Core multi_token_prediction.py; DeepSeek-V3 report 2.2):
+    // the shared embedding looks up the shifted tokens; RMSNorm of them and of the
+    // previous depth's hidden states, concatenated and projected back to h (eh_proj,
+    // 2h -> h); a decoder layer of the last layer's kind; then the shared output head
+    // with its final norm and loss.
+    LayerTemplate pre;
+    LayerBuilder b(in, pre);
+    b.memory("mtp.embedding", Module::embedding, s.Tn * s.h * 2 * 2, 2.0);
+    norm(b, s, Module::head, "mtp.enorm", true, in.framework, std::nullopt);
+    norm(b, s, Module::head, "mtp.hnorm", true, in.framework, std::nullopt);
+    tp_gather(b, s, Module::head, "mtp");
+    b.linear("mtp.eh_proj", Module::head, s.T, s.h / s.tp, 2 * s.h, true, true);
+    b.finish();
+    const LayerTemplate& layer = in.model.mtp_is_moe() ? t.moe : t.dense;
+    const std::array<const LayerTemplate*, 3> parts{&pre, &layer, &t.head};
+    for (const LayerTemplate* part : parts) t.mtp.fwd.insert(t.mtp.fwd.end(), part->fwd.begin(), part->fwd.end());
+    for (auto part = parts.rbegin(); part != parts.rend(); ++part)
+      t.mtp.bwd.insert(t.mtp.bwd.end(), (*part)->bwd.begin(), (*part)->bwd.end());
+    t.mtp.transient_bytes = std::max({pre.transient_bytes, layer.transient_bytes, t.head.transient_bytes});
+  }
   return t;
 }
 

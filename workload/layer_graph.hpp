@@ -117,6 +117,7 @@ struct ModelTemplates {
   LayerTemplate moe;        // an MoE decoder layer
   LayerTemplate embedding;  // E in the pp layout
   LayerTemplate head;       // L: output layer and loss
+  LayerTemplate mtp;        // m: an MTP module (its decoder layer of the last layer's kind)
 };
 
 struct TemplateInputs {

@@ -230,3 +230,21 @@ TEST_CASE("Saved activations: one tensor saved once, and DeepSeek's low-precisio
   CHECK(find(bf16.t.moe.fwd, "shared.fc1.fprop").saved_bytes == 0);
   CHECK(find(bf16.t.moe.fwd, "attn.o_proj.fprop").saved_bytes == 0);
 }
+
+TEST_CASE("An MTP module: embedding, two norms, the 2h->h projection, a decoder layer, the shared head", "[workload][templates]") {
+  const auto b = build("scenarios/h800/dsv3-production.json");
+  const auto& mtp = b.t.mtp;
+  const auto& proj = find(mtp.fwd, "mtp.eh_proj.fprop");
+  CHECK(proj.work.m == 4096);
+  CHECK(proj.work.n == 7168);
+  CHECK(proj.work.k == 2 * 7168);
+  // DeepSeek-V3's last layer is MoE: the module's layer is a whole MoE layer, and the head
+  // runs once more (its logits are in Megatron's FLOPs: 6 h V (M + 1)).
+  CHECK(count(mtp.fwd, "moe.fc1.fprop") == 1);
+  CHECK(count(mtp.fwd, "head.output.fprop") == 1);
+  CHECK(mtp.fwd.size() == b.t.moe.fwd.size() + b.t.head.fwd.size() + count(mtp.fwd, "mtp."));
+  // Backward runs the head's first and the projection's last.
+  CHECK(mtp.bwd.front().name == "loss.cross_entropy.bwd");
+  CHECK(mtp.bwd.back().name.rfind("mtp.", 0) == 0);
+  CHECK(mtp.bwd.size() == b.t.moe.bwd.size() + b.t.head.bwd.size() + count(mtp.bwd, "mtp."));
+}
