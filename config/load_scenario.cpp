@@ -316,6 +316,7 @@ class ScenarioReader {
         if (auto l = o.get("low_precision_activations"))
           f.low_precision_activations =
               l->as_enum_list(workload::low_precision_activation_names(), "low-precision activation");
+        f.allocator_fragmentation = o.number_or("allocator_fragmentation", 0, 0, 1);
         if (auto b = o.get("ddp_bucket_size")) f.ddp_bucket_size = static_cast<double>(b->as_int(1, 1LL << 40));
         if (auto d = o.get("optimizer_state_dtype"))
           f.optimizer_state_dtype =

@@ -202,7 +202,8 @@ Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt
   const auto peak = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
   p.peak_memory_gib = *peak;
   p.peak_memory_parts = parts[static_cast<std::size_t>(peak - p.rank_memory_gib.begin())];
-  p.fits_in_memory = p.peak_memory_gib * kGiB <= sc.system.gpu.hbm_GB.value * 1e9;
+  p.reserved_memory_gib = p.peak_memory_gib * (1 + sc.framework.allocator_fragmentation);
+  p.fits_in_memory = p.reserved_memory_gib * kGiB <= sc.system.gpu.hbm_GB.value * 1e9;
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }
@@ -248,6 +249,7 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
                                 {"activations", mp.activations},
                                 {"ep_buffers", mp.ep_buffers},
                                 {"graph_buffers", mp.graph_buffers}};
+  j["reserved_memory_gib"] = p.reserved_memory_gib;
   j["fits_in_memory"] = p.fits_in_memory;
   j["ep_load"] = p.ep_load;
   j["breakdown"] = {{"compute", b.compute},
@@ -285,7 +287,10 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
   o += fmt::format("tokens/s/GPU     {:.1f}\n", p.tokens_per_s_per_gpu);
   o += fmt::format("MFU              {:.1f}%  (of dense BF16 {:g} TFLOPS)\n", 100 * p.mfu,
                    sc.system.gpu.peak_tflops(hw_models::Dtype::bf16));
-  o += fmt::format("peak memory      {:.1f} GiB of {:g} GB  ({})\n", p.peak_memory_gib,
+  const double frag = sc.framework.allocator_fragmentation;
+  o += fmt::format("peak memory      {:.1f} GiB{} of {:g} GB  ({})\n", p.peak_memory_gib,
+                   frag > 0 ? fmt::format(", {:.1f} reserved with {:g}% fragmentation", p.reserved_memory_gib, 100 * frag)
+                            : std::string(),
                    sc.system.gpu.hbm_GB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
   o += fmt::format(
       "                 weights+grads {:.1f}, optimizer {:.1f}, activations {:.1f}, graph buffers {:.1f}, EP "

@@ -44,6 +44,7 @@ struct Prediction {
   struct MemoryParts {
     double weights_grads = 0, optimizer = 0, activations = 0, graph_buffers = 0, ep_buffers = 0;
   } peak_memory_parts;
+  double reserved_memory_gib = 0;  // the peak with the allocator's fragmentation allowance
   bool fits_in_memory = true;
   double ep_load = 1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)
   double wall_s = 0;  // simulation wall time

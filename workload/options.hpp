@@ -89,6 +89,12 @@ struct Framework {
   // Megatron --ddp-bucket-size: parameters per gradient / parameter bucket (absent:
   // Megatron's default, schedules/dp_plan.hpp).
   std::optional<double> ddp_bucket_size;
+  // The caching allocator's reserve beyond the tensors alive at the peak (fragmentation),
+  // as a fraction of them; fits_in_memory compares the peak x (1 + this) with the HBM.
+  // Default 0: no measurement of it for these workloads is published (an analysis of
+  // DeepSeek-style training puts it at 5-30%: Zhang & Su, arXiv 2502.07846, read in a
+  // secondary write-up); set it to plan with headroom.
+  double allocator_fragmentation = 0;
   OptimizerStateDtype optimizer_state_dtype = OptimizerStateDtype::fp32;
   std::vector<OffloadTarget> offload;
 };

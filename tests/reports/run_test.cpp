@@ -314,6 +314,19 @@ TEST_CASE("Offloading moves activations and optimizer states to host memory", "[
   CHECK(opt.peak_memory_gib == Approx(base.peak_memory_gib - base.peak_memory_parts.optimizer));
 }
 
+TEST_CASE("A fragmentation allowance decides whether a tight layout fits", "[reports][run][memory]") {
+  // DeepSeek-V3's production layout peaks a little under the H800's 80 GB (74.5 GiB).
+  auto j = Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
+  const auto tight = reports::predict(load(j));
+  REQUIRE(tight.fits_in_memory);
+  CHECK(tight.reserved_memory_gib == tight.peak_memory_gib);
+  j["framework"]["allocator_fragmentation"] = 0.1;
+  const auto reserved = reports::predict(load(j));
+  CHECK(reserved.peak_memory_gib == tight.peak_memory_gib);
+  CHECK(reserved.reserved_memory_gib == Approx(1.1 * tight.peak_memory_gib));
+  CHECK_FALSE(reserved.fits_in_memory);
+}
+
 TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][run]") {
   auto j = small_scenario();
   j["training"]["global_batch_size"] = 1 << 24;  // 4 M microbatches per pipeline
