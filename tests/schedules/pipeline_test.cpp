@@ -2,6 +2,8 @@
 // hardware-and-microbenchmarks.md, 'Pipeline bubbles'); chunk times are fixed, hosts free.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "schedules/pipeline_order.hpp"
@@ -177,4 +179,26 @@ TEST_CASE("Megatron's MoE all-to-all overlap pairs 1F1B's steady-state forward w
   int pairs = 0;
   for (const auto& w : pipeline_order(ScheduleKind::interleaved_1f1b, 2, 2, 0, 4, true)) pairs += w.overlap_next;
   CHECK(pairs == 4);  // 16 items, warm-up 4 and drain 4 unpaired
+}
+
+TEST_CASE("Activations in flight: 1F1B PP, ZB-H1 PP, DualPipe and DualPipeV PP+1 (the DualPipe repository's table)",
+          "[schedules][pipeline][memory]") {
+  // Stage-microbatches whose forward has run and whose weight gradients have not, at
+  // the worst point of the busiest rank (DualPipe: its two chunks together).
+  const auto in_flight = [](ScheduleKind k, int pp, int microbatches) {
+    int most = 0;
+    for (int r = 0; r < pp; ++r) {
+      int now = 0;
+      for (const auto& w : pipeline_order(k, pp, 1, r, microbatches)) {
+        if (w.forward()) ++now;
+        else if (w.weights()) --now;
+        most = std::max(most, now);
+      }
+    }
+    return most;
+  };
+  CHECK(in_flight(ScheduleKind::one_f_one_b, 8, 32) == 8);
+  CHECK(in_flight(ScheduleKind::zb_h1, 8, 32) == 8);
+  CHECK(in_flight(ScheduleKind::dualpipe, 8, 32) == 9);
+  CHECK(in_flight(ScheduleKind::dualpipev, 4, 32) == 9);  // 8 stages on 4 ranks
 }
