@@ -6,7 +6,7 @@
 // bytes per element, bandwidth as the benchmark counts it: NVLink or RDMA) the fitter
 // finds the fraction of the given link kind at which the model's bandwidth equals the
 // measurement, the other fraction held (bisection on [0.01, 1]; the bandwidth rises
-// with the fraction). Points and roles: calibration/profiles/ep-*.json.
+// with the fraction). Points and roles: calibration/measurements/ep-*.json.
 #pragma once
 
 #include <optional>

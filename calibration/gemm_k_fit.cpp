@@ -1,5 +1,6 @@
 #include "calibration/gemm_k_fit.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace moesim::calibration {
@@ -25,6 +26,62 @@ KOverheadFit fit_k_overhead(const std::vector<double>& k, const std::vector<doub
   for (Eigen::Index i = 0; i < n; ++i) {
     const double kk = k[static_cast<std::size_t>(i)];
     r.relative_error.push_back(r.eta_inf * kk / (kk + r.k0) / efficiency[static_cast<std::size_t>(i)] - 1);
+  }
+  return r;
+}
+
+double eta_for_k0(const std::vector<double>& k, const std::vector<double>& efficiency, double k0) {
+  double yz = 0, zz = 0;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    const double z = 1 + k0 / k[i];
+    yz += z / efficiency[i];
+    zz += z * z;
+  }
+  return zz / yz;
+}
+
+SharedKFit fit_k_overhead_shared(const std::vector<double>& k, const std::vector<double>& efficiency,
+                                 const std::vector<int>& group, int groups) {
+  if (k.size() != efficiency.size() || k.size() != group.size() || k.size() < 2)
+    throw std::invalid_argument("fit_k_overhead_shared: need at least two points, each with K, efficiency and group");
+  std::vector<std::vector<double>> gk(static_cast<std::size_t>(groups)), ge(static_cast<std::size_t>(groups));
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    if (!(efficiency[i] > 0 && efficiency[i] <= 1) || !(k[i] > 0) || group[i] < 0 || group[i] >= groups)
+      throw std::invalid_argument("fit_k_overhead_shared: efficiency must be in (0, 1], K > 0, group in range");
+    gk[static_cast<std::size_t>(group[i])].push_back(k[i]);
+    ge[static_cast<std::size_t>(group[i])].push_back(efficiency[i]);
+  }
+  // Summed squares in 1 / e with each group's best eta.
+  const auto cost = [&](double k0) {
+    double c = 0;
+    for (std::size_t g = 0; g < gk.size(); ++g) {
+      if (gk[g].empty()) continue;
+      const double a = 1 / eta_for_k0(gk[g], ge[g], k0);
+      for (std::size_t i = 0; i < gk[g].size(); ++i) {
+        const double r = a * (1 + k0 / gk[g][i]) - 1 / ge[g][i];
+        c += r * r;
+      }
+    }
+    return c;
+  };
+  double lo = 0, hi = 1e5;
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo), f1 = cost(x1), f2 = cost(x2);
+  for (int it = 0; it < 200; ++it) {
+    if (f1 < f2) {
+      hi = x2, x2 = x1, f2 = f1;
+      x1 = hi - phi * (hi - lo), f1 = cost(x1);
+    } else {
+      lo = x1, x1 = x2, f1 = f2;
+      x2 = lo + phi * (hi - lo), f2 = cost(x2);
+    }
+  }
+  SharedKFit r;
+  r.k0 = 0.5 * (lo + hi);
+  for (std::size_t g = 0; g < gk.size(); ++g) r.eta_inf.push_back(gk[g].empty() ? 0 : eta_for_k0(gk[g], ge[g], r.k0));
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    const double eta = r.eta_inf[static_cast<std::size_t>(group[i])];
+    r.relative_error.push_back(eta * k[i] / (k[i] + r.k0) / efficiency[i] - 1);
   }
   return r;
 }

@@ -7,7 +7,7 @@
 //
 // with wave quantization divided out of the measured efficiency first (the caller does
 // that with the compute model's tile waves). The second form is linear in 1/K and is
-// fitted by least squares over measured points (calibration/profiles/*.json). The
+// fitted by least squares over measured points (calibration/measurements/*.json). The
 // compute model multiplies its large-shape efficiency by K / (K + K0), normalised to the
 // K at which that efficiency was measured.
 #pragma once
@@ -29,5 +29,19 @@ struct KOverheadFit {
 // Throws std::invalid_argument on mismatched sizes, fewer than two points, or an
 // efficiency outside (0, 1].
 KOverheadFit fit_k_overhead(const std::vector<double>& k, const std::vector<double>& efficiency);
+
+// Groups of points (dense and grouped GEMMs) that share K0 but each have their own
+// eta: 1 / e = (1 / eta_g) (1 + K0 / K), least squares in 1 / e as above. Given K0 each
+// group's 1 / eta is linear (closed form); K0 minimises the summed squares by a
+// golden-section search over [0, 1e5]. With one group it is fit_k_overhead's optimum.
+struct SharedKFit {
+  double k0 = 0;
+  std::vector<double> eta_inf;         // per group (0 where a group has no point)
+  std::vector<double> relative_error;  // per point, as above
+};
+SharedKFit fit_k_overhead_shared(const std::vector<double>& k, const std::vector<double>& efficiency,
+                                 const std::vector<int>& group, int groups);
+// One group's eta for a given K0 (the closed form above).
+double eta_for_k0(const std::vector<double>& k, const std::vector<double>& efficiency, double k0);
 
 }  // namespace moesim::calibration

@@ -5,7 +5,7 @@
 // each link kind. For one measured point (op, ranks, bytes, busbw) the fitter finds the
 // eta of the given link kind (or the all-to-all's factor) at which the model's bus bandwidth equals the measurement,
 // by bisection on [0.01, 1] (busbw rises monotonically with eta). The points and which
-// systems each fit applies to are in calibration/profiles/nccl-busbw.json.
+// systems each fit applies to are in calibration/measurements/nccl-busbw.json.
 #pragma once
 
 #include <string>

@@ -1,6 +1,8 @@
 #include "cli/commands.hpp"
 
 #include <array>
+#include <cstdlib>
+#include <sys/wait.h>
 #include <iostream>
 #include <string>
 
@@ -12,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "calibration/profile_fit.hpp"
 #include "config/load.hpp"
+#include "config/load_measurement.hpp"
 #include "reports/comm.hpp"
 #include "reports/describe.hpp"
 #include "reports/infer.hpp"
@@ -106,6 +110,8 @@ class Validate final : public Command {
   void configure(CLI::App& app) override {
     app.add_option("paths", paths_, "scenario files or folders")->required();
     app.add_flag("--json", json_, "print the rows as one JSON object");
+    app.add_flag("--uncalibrated", uncalibrated_,
+                 "read the system presets without their calibration profiles (calibration/profiles/)");
   }
   int run(Io& io) override {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -114,7 +120,7 @@ class Validate final : public Command {
     std::string table = fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured",
                                     "predicted", "error", "tol", "");
     for (const auto& f : scenario_files(paths_)) {
-      const config::Scenario sc = config::load_scenario_file(f);
+      const config::Scenario sc = config::load_scenario_file(f, {!uncalibrated_});
       if (!sc.measured) continue;
       const auto p = reports::predict(sc);
       const double pred = reports::predicted_metric(*sc.measured, p);
@@ -145,7 +151,7 @@ class Validate final : public Command {
 
  private:
   std::vector<std::string> paths_;
-  bool json_ = false;
+  bool json_ = false, uncalibrated_ = false;
 };
 
 // Speed targets live here, not in timed tests: simulates a scenario repeatedly and
@@ -394,6 +400,101 @@ class NotYet final : public Command {
   std::string name_;
 };
 
+// `moesim calibrate run`: moesim-calib (built beside moesim when CUDA is found) on this
+// machine's GPU, writing a measurement file; `moesim calibrate fit`: measurement files
+// to a profile (calibration/profile_fit.hpp) that system presets name in "profiles".
+class Calibrate final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.require_subcommand(1);
+    run_ = app.add_subcommand("run", "run build/moesim-calib on this machine's GPU and write a measurement file");
+    run_->add_option("-o,--out", run_out_, "measurement file to write")->required();
+    run_->add_option("--system", run_system_, "the system preset the GPU calibrates (h100, h200, ...)");
+    run_->add_flag("--quick", quick_, "the smaller grid");
+    fit_ = app.add_subcommand("fit", "fit a calibration profile from measurement files");
+    fit_->add_option("measurements", files_, "measurement files (calibration/measurements/*.json)")->required();
+    fit_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
+    fit_->add_option("--name", name_, "the profile's name (default: the output file's stem)");
+    fit_->add_option("--system", fit_system_, "the system preset to fit (default: the measurements' \"system\")");
+  }
+  int run(Io& io) override { return run_->parsed() ? run_kernels(io) : fit(io); }
+
+ private:
+  int run_kernels(Io& io) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    const fs::path calib = ec ? fs::path("moesim-calib") : self.parent_path() / "moesim-calib";
+    if (!fs::exists(calib)) {
+      io.err << fmt::format("moesim calibrate run: {} is not built (CMake found no CUDA compiler, or "
+                            "MOESIM_CALIB_KERNELS=OFF); measurement files can still be fitted with `moesim calibrate "
+                            "fit`\n",
+                            calib.string());
+      return 1;
+    }
+    const auto quote = [](const std::string& s) {
+      std::string q = "'";
+      for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return q + "'";
+    };
+    std::string cmd = quote(calib.string()) + " -o " + quote(run_out_);
+    if (!run_system_.empty()) cmd += " --system " + quote(run_system_);
+    if (quick_) cmd += " --quick";
+    const int status = std::system(cmd.c_str());
+    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    if (rc == 3) {
+      io.err << "moesim calibrate run: no CUDA device on this machine; run it where a GPU is lent, or fit "
+                "published measurement files with `moesim calibrate fit`\n";
+      return 1;
+    }
+    if (rc != 0) return 1;
+    io.out << fmt::format("wrote {}; fit it with: moesim calibrate fit {} -o calibration/profiles/NAME.json\n",
+                          run_out_, run_out_);
+    return 0;
+  }
+
+  int fit(Io& io) const {
+    std::vector<calibration::Measurement> ms;
+    std::string system = fit_system_;
+    for (const auto& f : files_) {
+      ms.push_back(config::load_measurement_file(f));
+      if (fit_system_.empty() && !ms.back().system.empty()) {
+        if (!system.empty() && system != ms.back().system)
+          throw config::InputError(f, "system",
+                                   fmt::format("calibrates '{}', another file '{}'; fit one system at a time",
+                                               ms.back().system, system));
+        system = ms.back().system;
+      }
+    }
+    if (system.empty())
+      throw config::InputError(files_.front(), "system", "no system preset named; give --system");
+    const auto spec = config::load_system_preset(system, {false});
+    const std::string name =
+        !name_.empty() ? name_ : !fit_out_.empty() ? std::filesystem::path(fit_out_).stem().string() : "profile";
+    calibration::Profile prof;
+    try {
+      prof = calibration::fit_profile(name, ms, spec, system);
+    } catch (const std::invalid_argument& e) {
+      throw config::InputError(files_.front(), "", e.what());
+    }
+    const std::string text = calibration::profile_json(prof).dump(2) + "\n";
+    if (fit_out_.empty()) {
+      io.out << text;
+      return 0;
+    }
+    std::ofstream out(fit_out_);
+    if (!(out << text)) throw config::InputError(fit_out_, "", "cannot write the profile");
+    io.out << fmt::format("wrote {}: {} parameters of {} from {} file(s)\n", fit_out_, prof.parameters.size(), system,
+                          ms.size());
+    return 0;
+  }
+
+  CLI::App *run_ = nullptr, *fit_ = nullptr;
+  std::string run_out_, run_system_, fit_out_, name_, fit_system_;
+  std::vector<std::string> files_;
+  bool quick_ = false;
+};
+
 template <class C>
 std::unique_ptr<Command> make() {
   return std::make_unique<C>();
@@ -408,7 +509,7 @@ constexpr std::array<CommandInfo, 9> kCommands{{
     {"pipeline", "a pipeline schedule alone with fixed chunk times", make<Pipeline>},
     {"infer", "infer a journey step's one unpublished parameter from that step", make<Infer>},
     {"sweep", "run many scenarios generated from a sweep file [not yet]", make<NotYet<0>>},
-    {"calibrate", "run calibration kernels or fit profiles from measurements [issue #7]", make<NotYet<7>>},
+    {"calibrate", "run the calibration kernels on a GPU, or fit a profile from measurement files", make<Calibrate>},
 }};
 
 }  // namespace

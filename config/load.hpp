@@ -11,15 +11,24 @@
 
 namespace moesim::config {
 
-// A scenario file, with presets resolved and the layout validated.
-Scenario load_scenario_file(const std::string& path);
-// The same from text; `file` labels errors and anchors relative paths.
-Scenario load_scenario_text(std::string_view text, const std::string& file);
+// How presets are resolved. `calibrated`: a system preset's "profiles" (calibration
+// profiles compiled in from calibration/profiles/, written by `moesim calibrate fit`)
+// replace the preset's values they fit; false reads the preset as written (the
+// uncalibrated model, `moesim validate --uncalibrated`).
+struct LoadOptions {
+  bool calibrated = true;
+};
 
-// Presets compiled into the binary from scenarios/systems and scenarios/models.
-enum class PresetKind { system, model };
+// A scenario file, with presets resolved and the layout validated.
+Scenario load_scenario_file(const std::string& path, const LoadOptions& opts = {});
+// The same from text; `file` labels errors and anchors relative paths.
+Scenario load_scenario_text(std::string_view text, const std::string& file, const LoadOptions& opts = {});
+
+// Presets compiled into the binary from scenarios/systems and scenarios/models, and the
+// calibration profiles.
+enum class PresetKind { system, model, profile };
 std::vector<std::string> preset_names(PresetKind kind);
-hw_models::SystemSpec load_system_preset(const std::string& name);
+hw_models::SystemSpec load_system_preset(const std::string& name, const LoadOptions& opts = {});
 workload::ModelConfig load_model_preset(const std::string& name);
 
 // Readers for one object each; exposed for tests and for inline objects.

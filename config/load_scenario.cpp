@@ -34,8 +34,8 @@ constexpr std::int64_t kMaxDegree = 65536;
 
 class ScenarioReader {
  public:
-  ScenarioReader(const Json& j, const std::string& file)
-      : file_(std::make_shared<const std::string>(file)), root_(j, "", file_) {}
+  ScenarioReader(const Json& j, const std::string& file, const LoadOptions& opts)
+      : file_(std::make_shared<const std::string>(file)), root_(j, "", file_), opts_(opts) {}
 
   Scenario read() {
     sc_.file = *file_;
@@ -43,7 +43,7 @@ class ScenarioReader {
       sc_.name = o.req("name").as_string();
       sc_.description = o.string_or("description", "");
       {
-        const auto r = detail::resolve_preset_or_inline(o.req("system"), PresetKind::system);
+        const auto r = detail::resolve_preset_or_inline(o.req("system"), PresetKind::system, opts_);
         sc_.system = read_system(*r.node);
       }
       sc_.gpus = o.req("gpus").as_int(1, kMaxGpus);
@@ -432,19 +432,20 @@ class ScenarioReader {
 
   std::shared_ptr<const std::string> file_;
   Node root_;
+  LoadOptions opts_;
   Scenario sc_;
 };
 
 }  // namespace
 
-Scenario load_scenario_text(std::string_view text, const std::string& file) {
+Scenario load_scenario_text(std::string_view text, const std::string& file, const LoadOptions& opts) {
   const Json j = parse_json(text, file);
-  return ScenarioReader(j, file).read();
+  return ScenarioReader(j, file, opts).read();
 }
 
-Scenario load_scenario_file(const std::string& path) {
+Scenario load_scenario_file(const std::string& path, const LoadOptions& opts) {
   const Json j = read_json_file(path);
-  return ScenarioReader(j, path).read();
+  return ScenarioReader(j, path, opts).read();
 }
 
 }  // namespace moesim::config

@@ -7,7 +7,22 @@
 namespace moesim::config {
 namespace {
 
-std::string_view kind_dir(PresetKind k) { return k == PresetKind::system ? "systems" : "models"; }
+std::string_view kind_dir(PresetKind k) {
+  switch (k) {
+    case PresetKind::system: return "systems";
+    case PresetKind::model: return "models";
+    case PresetKind::profile: return "profiles";
+  }
+  return "systems";
+}
+std::string_view kind_name(PresetKind k) {
+  switch (k) {
+    case PresetKind::system: return "system";
+    case PresetKind::model: return "model";
+    case PresetKind::profile: return "calibration profile";
+  }
+  return "system";
+}
 
 const detail::PresetFile* find_preset(PresetKind kind, std::string_view name) {
   for (std::size_t i = 0; i < detail::kPresetFileCount; ++i) {
@@ -18,28 +33,71 @@ const detail::PresetFile* find_preset(PresetKind kind, std::string_view name) {
 }
 
 std::string preset_label(const detail::PresetFile& p) {
-  return fmt::format("scenarios/{}/{}.json (built-in preset)", p.kind, p.name);
+  const std::string_view folder = p.kind == "profiles" ? "calibration" : "scenarios";
+  return fmt::format("{}/{}/{}.json (built-in preset)", folder, p.kind, p.name);
+}
+
+std::string unknown(PresetKind kind, std::string_view name) {
+  return fmt::format("unknown {} preset '{}'; known: {}", kind_name(kind), name,
+                     fmt::join(preset_names(kind), ", "));
 }
 
 // Parses a preset; an unknown name is reported at `at` with the list of known names.
 Json preset_json(PresetKind kind, const std::string& name, const Node& at) {
   const auto* p = find_preset(kind, name);
-  if (!p)
-    at.fail(fmt::format("unknown {} preset '{}'; known: {}",
-                        kind == PresetKind::system ? "system" : "model", name,
-                        fmt::join(preset_names(kind), ", ")));
+  if (!p) at.fail(unknown(kind, name));
   return parse_json(p->text, preset_label(*p));
 }
 
+// Copies a profile's "parameters" (a patch of {"value", "source"} leaves at the preset's
+// JSON paths) into the system JSON, each leaf's source text under a source id of its own.
+void overlay(Json& sys, const Json& params, const std::string& profile, const std::string& path) {
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    const std::string at = path.empty() ? it.key() : path + "." + it.key();
+    if (it->is_object() && it->contains("value")) {
+      const std::string id = "profile:" + profile + ":" + at;
+      sys["sources"][id] = it->value("source", "calibration profile " + profile);
+      Json* leaf = &sys;
+      std::size_t start = 0;
+      for (std::size_t dot = at.find('.'); dot != std::string::npos; start = dot + 1, dot = at.find('.', start))
+        leaf = &(*leaf)[at.substr(start, dot - start)];
+      (*leaf)[at.substr(start)] = Json{{"value", (*it)["value"]}, {"source", id}};
+    } else if (it->is_object()) {
+      overlay(sys, *it, profile, at);
+    }
+  }
+}
+
+// A system's "profiles" (names of calibration profiles) replace the values they fit,
+// unless the model is read uncalibrated; the key is consumed here either way.
+void apply_profiles(Json& sys, const LoadOptions& opts, const std::string& file, const std::string& path) {
+  const auto it = sys.find("profiles");
+  if (it == sys.end()) return;
+  const Json names = *it;
+  sys.erase(it);
+  const std::string at = path.empty() ? "profiles" : path + ".profiles";
+  if (!names.is_array()) throw InputError(file, at, "expected a list of calibration profile names");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string here = fmt::format("{}[{}]", at, i);
+    if (!names[i].is_string()) throw InputError(file, here, "expected a calibration profile name");
+    const std::string name = names[i].get<std::string>();
+    const auto* p = find_preset(PresetKind::profile, name);
+    if (!p) throw InputError(file, here, unknown(PresetKind::profile, name));
+    if (!opts.calibrated) continue;
+    const Json prof = parse_json(p->text, preset_label(*p));
+    if (!prof.contains("parameters") || !prof["parameters"].is_object())
+      throw InputError(preset_label(*p), "parameters", "expected an object");
+    overlay(sys, prof["parameters"], name, "");
+  }
+}
+
 template <class T, class Reader>
-T load_preset(PresetKind kind, const std::string& name, Reader read) {
+T load_preset(PresetKind kind, const std::string& name, const LoadOptions& opts, Reader read) {
   const auto* p = find_preset(kind, name);
-  if (!p)
-    throw InputError("<command line>", "",
-                     fmt::format("unknown {} preset '{}'; known: {}", kind_dir(kind), name,
-                                 fmt::join(preset_names(kind), ", ")));
+  if (!p) throw InputError("<command line>", "", unknown(kind, name));
   const std::string label = preset_label(*p);
-  const Json j = parse_json(p->text, label);
+  Json j = parse_json(p->text, label);
+  if (kind == PresetKind::system) apply_profiles(j, opts, label, "");
   return read(Node(j, "", std::make_shared<const std::string>(label)));
 }
 
@@ -53,25 +111,26 @@ std::vector<std::string> preset_names(PresetKind kind) {
   return out;
 }
 
-hw_models::SystemSpec load_system_preset(const std::string& name) {
-  return load_preset<hw_models::SystemSpec>(PresetKind::system, name, read_system);
+hw_models::SystemSpec load_system_preset(const std::string& name, const LoadOptions& opts) {
+  return load_preset<hw_models::SystemSpec>(PresetKind::system, name, opts, read_system);
 }
 
 workload::ModelConfig load_model_preset(const std::string& name) {
-  return load_preset<workload::ModelConfig>(PresetKind::model, name, read_model);
+  return load_preset<workload::ModelConfig>(PresetKind::model, name, {}, read_model);
 }
 
 namespace detail {
 
-Resolved resolve_preset_or_inline(const Node& at, PresetKind kind) {
+Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOptions& opts) {
   Resolved r;
   const Json& j = at.json();
   if (j.is_string()) {
     const std::string name = j.get<std::string>();
     const auto* p = find_preset(kind, name);
     r.json = std::make_shared<Json>(preset_json(kind, name, at));
-    r.node = std::make_unique<Node>(*r.json, "", std::make_shared<const std::string>(
-                                                      preset_label(*p)));
+    const std::string label = preset_label(*p);
+    if (kind == PresetKind::system) apply_profiles(*r.json, opts, label, "");
+    r.node = std::make_unique<Node>(*r.json, "", std::make_shared<const std::string>(label));
     return r;
   }
   if (!j.is_object()) at.fail("expected a preset name or an inline object");
@@ -86,6 +145,7 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind) {
   } else {
     r.json = patch;
   }
+  if (kind == PresetKind::system) apply_profiles(*r.json, opts, at.file(), at.path());
   r.node = std::make_unique<Node>(*r.json, at.path(), std::make_shared<const std::string>(at.file()));
   return r;
 }

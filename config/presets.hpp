@@ -20,6 +20,6 @@ struct Resolved {
 };
 
 // `at` holds a preset name (string) or an inline object (optionally with "base").
-Resolved resolve_preset_or_inline(const Node& at, PresetKind kind);
+Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOptions& opts = {});
 
 }  // namespace moesim::config::detail

@@ -330,7 +330,7 @@ Priced Sim::price(const workload::KernelTemplate& k) {
 // (at most 4 with DeepSeek-V3's node-limited routing), not once per expert: charging the
 // 8 per-expert copies at those figures would double the kernels, so the flows of the
 // kernels themselves price them (routing, forwarding and link fractions as fitted on the
-// libraries' tables; calibration/profiles/ep-*.json).
+// libraries' tables; calibration/measurements/ep-*.json).
 void Sim::setup_ep_flows() {
   const auto& fw = in_.framework;
   const auto& p = in_.parallelism;

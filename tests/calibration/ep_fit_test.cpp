@@ -139,28 +139,28 @@ void check_profile(const char* file) {
 }  // namespace
 
 TEST_CASE("DeepEP's H800 normal-kernel table from flows over the 8-plane fabric", "[calibration][ep][table]") {
-  check_profile("calibration/profiles/ep-deepep-h800.json");
+  check_profile("calibration/measurements/ep-deepep-h800.json");
 }
 
 TEST_CASE("HybridEP's GB200 table from flows inside the NVLink domain", "[calibration][ep][table]") {
-  check_profile("calibration/profiles/ep-hybridep-gb200.json");
+  check_profile("calibration/measurements/ep-hybridep-gb200.json");
 }
 
 TEST_CASE("DeepEP on GB200 from 16 to 32 SMs, and the blog's EP32 figure", "[calibration][ep][table]") {
-  check_profile("calibration/profiles/ep-deepep-gb200.json");
+  check_profile("calibration/measurements/ep-deepep-gb200.json");
 }
 
 TEST_CASE("DeepEP on 8 B200 from 16 to 48 SMs: the SM-bound and the link-bound regime", "[calibration][ep][table]") {
-  check_profile("calibration/profiles/ep-deepep-b200.json");
+  check_profile("calibration/measurements/ep-deepep-b200.json");
 }
 
 TEST_CASE("HybridEP's H100-over-InfiniBand table from flows", "[calibration][ep][table]") {
-  check_profile("calibration/profiles/ep-hybridep-h100.json");
+  check_profile("calibration/measurements/ep-hybridep-h100.json");
 }
 
 TEST_CASE("DeepEP's low-latency table: one fixed cost, the links at the normal kernels' fractions",
           "[calibration][ep][table]") {
-  std::ifstream in(test::source_path("calibration/profiles/ep-deepep-h800-ll.json"));
+  std::ifstream in(test::source_path("calibration/measurements/ep-deepep-h800-ll.json"));
   const auto prof = nlohmann::json::parse(in);
   const auto sys = config::load_system_preset("h800");
   REQUIRE(sys.ep_dispatch.deepep_network);

@@ -24,26 +24,50 @@ TEST_CASE("fit_k_overhead recovers eta_inf and K0 from exact points", "[calibrat
   CHECK_THROWS_AS(calibration::fit_k_overhead({512, 1024}, {0.5, 1.5}), std::invalid_argument);
 }
 
-TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 profile", "[calibration][gemm]") {
-  std::ifstream in(test::source_path("calibration/profiles/deepgemm-h800-fp8.json"));
+TEST_CASE("fit_k_overhead_shared: one K0, an eta per group", "[calibration][gemm]") {
+  // Dense at eta 0.8, grouped at 0.7, both with K0 500.
+  std::vector<double> k, e;
+  std::vector<int> g;
+  for (double kk : {500.0, 1500.0, 4500.0})
+    for (int grp : {0, 1}) {
+      k.push_back(kk);
+      e.push_back((grp ? 0.7 : 0.8) * kk / (kk + 500));
+      g.push_back(grp);
+    }
+  const auto r = calibration::fit_k_overhead_shared(k, e, g, 2);
+  CHECK(r.k0 == Approx(500).epsilon(1e-6));
+  CHECK(r.eta_inf[0] == Approx(0.8).epsilon(1e-6));
+  CHECK(r.eta_inf[1] == Approx(0.7).epsilon(1e-6));
+  // One group: the linear fit's optimum.
+  const auto one = calibration::fit_k_overhead_shared({500, 1500, 4500}, {0.4, 0.61, 0.71}, {0, 0, 0}, 1);
+  const auto lin = calibration::fit_k_overhead({500, 1500, 4500}, {0.4, 0.61, 0.71});
+  CHECK(one.k0 == Approx(lin.k0).epsilon(1e-6));
+  CHECK(one.eta_inf[0] == Approx(lin.eta_inf).epsilon(1e-6));
+}
+
+TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 measurements", "[calibration][gemm]") {
+  std::ifstream in(test::source_path("calibration/measurements/deepgemm-h800-fp8.json"));
   const auto prof = nlohmann::json::parse(in);
   const auto sys = config::load_system_preset(prof["system"].get<std::string>());
   const hw_models::ComputeModel cm(sys);
   const double peak = sys.gpu.peak_tflops(hw_models::Dtype::fp8);
   std::vector<double> k, eff;
-  for (const auto& p : prof["points"]) {
-    // Divide out wave quantization with the compute model's own tiles.
-    const double q = cm.wave_efficiency(p["m"].get<std::int64_t>(), p["n"].get<std::int64_t>(),
-                                        p["groups"].get<std::int64_t>());
-    k.push_back(p["k"].get<double>());
-    eff.push_back(p["tflops"].get<double>() / peak / q);
-  }
-  const auto r = calibration::fit_k_overhead(k, eff);
+  std::vector<int> group;
+  for (const char* table : {"gemm", "grouped_gemm"})
+    for (const auto& p : prof[table]) {
+      // Divide out wave quantization with the compute model's own tiles.
+      const double q = cm.wave_efficiency(p["m"].get<std::int64_t>(), p["n"].get<std::int64_t>(),
+                                          p.value("groups", std::int64_t{1}));
+      k.push_back(p["k"].get<double>());
+      eff.push_back(p["tflops"].get<double>() / peak / q);
+      group.push_back(std::string(table) == "grouped_gemm" ? 1 : 0);
+    }
+  const auto r = calibration::fit_k_overhead_shared(k, eff, group, 2);
   for (double e : r.relative_error) CHECK(std::abs(e) < 0.07);  // the model fits the points
   for (const char* name : {"h800", "h100", "gb200-nvl72", "b200"}) {
     const auto s = config::load_system_preset(name);
     REQUIRE(s.efficiency.gemm_k_overhead);
-    CHECK(s.efficiency.gemm_k_overhead->value == Approx(r.k0).epsilon(0.001));
+    CHECK(s.efficiency.gemm_k_overhead->value == Approx(r.k0).epsilon(0.0005));
   }
 }
 

@@ -1,5 +1,5 @@
 // NCCL link efficiencies: the fitter on a hand-checked case, the presets' efficiencies
-// being the fits of calibration/profiles/nccl-busbw.json, and the collective model
+// being the fits of calibration/measurements/nccl-busbw.json, and the collective model
 // against every other bus bandwidth of the reference (printed as a table).
 #include <catch2/catch.hpp>
 
@@ -19,7 +19,7 @@ using namespace moesim;
 namespace {
 
 nlohmann::json profile() {
-  std::ifstream in(test::source_path("calibration/profiles/nccl-busbw.json"));
+  std::ifstream in(test::source_path("calibration/measurements/nccl-busbw.json"));
   return nlohmann::json::parse(in);
 }
 

@@ -1,0 +1,95 @@
+// calibration/measurement.hpp: one measurement file, the form in which all calibration
+// data reaches the fitters: moesim-calib's runs on a GPU and published microbenchmarks
+// alike (calibration/measurements/*.json; config/load_measurement.hpp reads them).
+//
+//   { "description": "...",                       optional
+//     "device": "NVIDIA H100 80GB HBM3",          required: the GPU measured
+//     "system": "h100",                           the system preset it calibrates
+//     "date": "2026-11-23", "tool": "...",        required: when, with what
+//     "source": "...",                            required: where the numbers come from
+//     "device_details": {...},                    moesim-calib: SMs, clocks, driver, CUDA
+//     "gemm":         [{"dtype", "m", "n", "k", "tflops", "time_us"?}],
+//     "grouped_gemm": [{"dtype", "groups", "m", "n", "k", "tflops", "time_us"?}],
+//     "attention":    [{"pass": "fwd"|"bwd", "tflops", "what"?}],
+//     "memory":       [{"kernel": "copy"|"elementwise"|"quantize", "bytes", "GBps", "time_us"?}],
+//     "launch":       {"host_launch_us", "device_kernel_us", "launch_to_complete_us",
+//                      "sync_round_trip_us"},
+//     "graph":        [{"nodes", "capture_us", "instantiate_us", "host_launch_us", "replay_us"}],
+//     "p2p":          [{"src", "dst", "bytes", "GBps"}],
+//     "points":       [...] }   communication tables, read by their own fitters
+//                               (calibration/link_fit.hpp, calibration/ep_fit.hpp)
+// GEMM dtypes: bf16, fp8 (E4M3 per-tensor or blockwise), mxfp8. TFLOPS count 2 m n k per
+// GEMM (x groups); attention TFLOPS count causal attention half, as Megatron does.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace moesim::calibration {
+
+inline constexpr const char* kCalibToolVersion = "moesim-calib 0.1.0";
+
+struct GemmPoint {
+  std::string dtype;
+  std::int64_t m = 0, n = 0, k = 0, groups = 1;
+  double tflops = 0;
+  double time_us = 0;  // 0 where the source gives throughput only
+};
+struct AttentionPoint {
+  std::string pass;  // fwd, bwd
+  double tflops = 0;
+  std::string what;
+};
+struct MemoryPoint {
+  std::string kernel;  // copy, elementwise, quantize
+  double bytes = 0, GBps = 0, time_us = 0;
+};
+struct LaunchPoint {
+  double host_launch_us = 0, device_kernel_us = 0, launch_to_complete_us = 0, sync_round_trip_us = 0;
+};
+struct GraphPoint {
+  int nodes = 0;
+  double capture_us = 0, instantiate_us = 0, host_launch_us = 0, replay_us = 0;
+};
+struct P2pPoint {
+  int src = 0, dst = 0;
+  double bytes = 0, GBps = 0;
+};
+
+struct Measurement {
+  std::string file;  // where it was read from (empty when built in memory)
+  std::string description, device, system, date, tool, source;
+  nlohmann::ordered_json device_details = nlohmann::ordered_json::object();
+  std::vector<GemmPoint> gemm, grouped_gemm;
+  std::vector<AttentionPoint> attention;
+  std::vector<MemoryPoint> memory;
+  std::optional<LaunchPoint> launch;
+  std::vector<GraphPoint> graph;
+  std::vector<P2pPoint> p2p;
+};
+
+nlohmann::ordered_json measurement_json(const Measurement& m);
+
+// What moesim-calib measures: DeepSeek-V3-like GEMM shapes (the DeepGEMM table's N, K
+// pairs) at several M, MoE expert GEMMs as multi-stream groups, streaming kernels from
+// 1 MiB to 1 GiB, graphs of 1 to 1000 nodes.
+struct GemmShape {
+  std::string dtype;
+  std::int64_t groups = 1, m = 0, n = 0, k = 0;
+};
+struct Plan {
+  std::vector<GemmShape> gemm, grouped_gemm;
+  int grouped_streams = 4;
+  std::vector<std::string> memory_kernels;
+  std::vector<double> memory_bytes;
+  std::vector<int> graph_nodes;
+  double p2p_bytes = 256.0 * 1024 * 1024;
+};
+Plan default_plan(bool quick);
+nlohmann::ordered_json plan_json(const Plan& p);
+
+}  // namespace moesim::calibration

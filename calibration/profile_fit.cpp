@@ -1,0 +1,356 @@
+#include "calibration/profile_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "calibration/gemm_k_fit.hpp"
+#include "calibration/least_squares.hpp"
+#include "hw_models/compute.hpp"
+
+namespace moesim::calibration {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double round4(double v) { return v == 0 ? 0.0 : std::stod(fmt::format("{:.4g}", v)); }
+double round1(double v) { return std::round(v * 10) / 10; }
+
+std::string file_name(const Measurement& m) {
+  return m.file.empty() ? std::string("(in memory)") : std::filesystem::path(m.file).filename().string();
+}
+
+// rel: model / measured - 1 per point.
+void set_residuals(ParameterFit& f, const std::vector<double>& rel) {
+  double ss = 0, mx = 0;
+  for (double r : rel) {
+    ss += r * r;
+    mx = std::max(mx, std::abs(r));
+  }
+  f.points = static_cast<int>(rel.size());
+  f.rms_residual_pct = rel.empty() ? 0 : round1(100 * std::sqrt(ss / static_cast<double>(rel.size())));
+  f.max_abs_residual_pct = round1(100 * mx);
+}
+
+std::vector<std::string> sorted_unique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// One compute-bound GEMM observation: efficiency with wave quantization divided out.
+struct GemmObs {
+  double e_over_q = 0, k = 0;
+  bool grouped = false;
+  std::string from;
+};
+
+class Fitter {
+ public:
+  Fitter(const std::vector<Measurement>& ms, const hw_models::SystemSpec& s) : ms_(ms), s_(s), cm_(s) {}
+
+  std::vector<ParameterFit> gemm() {
+    std::map<std::string, std::vector<GemmObs>> by;
+    for (const auto& m : ms_) {
+      for (const auto& g : m.gemm) add(by, g, false, file_name(m));
+      for (const auto& g : m.grouped_gemm) add(by, g, true, file_name(m));
+    }
+    std::vector<ParameterFit> out;
+    if (by.empty()) return out;
+    // K0 from the dtype with the most points: dense and grouped share it, each with its
+    // own eta (calibration::fit_k_overhead_shared).
+    const auto primary = std::max_element(by.begin(), by.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    std::vector<double> ks, es;
+    std::vector<int> group;
+    std::vector<std::string> from;
+    for (const auto& o : primary->second) {
+      ks.push_back(o.k);
+      es.push_back(o.e_over_q);
+      group.push_back(o.grouped ? 1 : 0);
+      from.push_back(o.from);
+    }
+    double k0 = s_.efficiency.gemm_k_overhead ? s_.efficiency.gemm_k_overhead->value : 0;
+    if (std::set<double>(ks.begin(), ks.end()).size() >= 2) {
+      const SharedKFit kf = fit_k_overhead_shared(ks, es, group, 2);
+      k0 = round4(kf.k0);
+      ParameterFit f{"efficiency.gemm_k_overhead", k0, sorted_unique(from), 0, 0, 0,
+                     fmt::format("per-tile fixed cost K0 in units of K: e / q = eta K / (K + K0) over the {} GEMMs, "
+                                 "dense and grouped sharing K0 (calibration::fit_k_overhead_shared)",
+                                 primary->first)};
+      set_residuals(f, kf.relative_error);
+      out.push_back(f);
+    }
+    const auto f = [k0](double k) { return k / (k + k0); };
+    const bool at_ref = s_.efficiency.grouped_gemm_k.has_value();
+    const double ref = at_ref ? f(s_.efficiency.grouped_gemm_k->value) : 1.0;
+    for (const auto& [dtype, obs] : by)
+      for (const bool grouped : {false, true}) {
+        std::vector<double> k, e;
+        std::vector<std::string> files;
+        for (const auto& o : obs)
+          if (o.grouped == grouped) k.push_back(o.k), e.push_back(o.e_over_q), files.push_back(o.from);
+        if (k.empty()) continue;
+        const double eta_inf = eta_for_k0(k, e, k0);
+        std::vector<double> rel;
+        for (std::size_t i = 0; i < k.size(); ++i) rel.push_back(eta_inf * f(k[i]) / e[i] - 1);
+        const double value = round4(grouped ? eta_inf * ref : eta_inf);
+        std::string model =
+            grouped && at_ref
+                ? fmt::format("grouped GEMM efficiency at K = {:g}: eta x K_ref / (K_ref + K0), e / q = eta K / (K + "
+                              "K0) fitted with K0 = {:g}",
+                              s_.efficiency.grouped_gemm_k->value, k0)
+                : fmt::format("{} GEMM efficiency, the large-K limit: e / q = eta K / (K + K0) fitted with K0 = {:g}",
+                              grouped ? "grouped" : "dense", k0);
+        ParameterFit p{fmt::format("efficiency.{}.{}", grouped ? "grouped_gemm" : "gemm", dtype), value,
+                       sorted_unique(files), 0, 0, 0, model};
+        set_residuals(p, rel);
+        out.push_back(p);
+      }
+    return out;
+  }
+
+  std::vector<ParameterFit> attention() {
+    std::vector<ParameterFit> out;
+    const double peak = s_.gpu.peak_tflops(hw_models::Dtype::bf16);
+    for (const char* pass : {"fwd", "bwd"}) {
+      std::vector<double> t;
+      std::vector<std::string> files;
+      for (const auto& m : ms_)
+        for (const auto& a : m.attention)
+          if (a.pass == pass) t.push_back(a.tflops), files.push_back(file_name(m));
+      if (t.empty()) continue;
+      const double eta = round4(mean(t) / peak);
+      std::vector<double> rel;
+      for (double x : t) rel.push_back(eta * peak / x - 1);
+      ParameterFit p{fmt::format("efficiency.attention_{}", pass), eta, sorted_unique(files), 0, 0, 0,
+                     "attention TFLOPS (causal counted half) over the dense BF16 peak, mean"};
+      set_residuals(p, rel);
+      out.push_back(p);
+    }
+    return out;
+  }
+
+  std::vector<ParameterFit> memory(std::vector<Observation>& obs) {
+    std::vector<ParameterFit> out;
+    const double bw = s_.gpu.hbm_TBps.value * 1e6;  // bytes per microsecond
+    for (const bool quantize : {false, true}) {
+      std::vector<MemoryPoint> pts;
+      std::vector<std::string> files;
+      for (const auto& m : ms_)
+        for (const auto& p : m.memory)
+          if ((p.kernel == "quantize") == quantize) pts.push_back(p), files.push_back(file_name(m));
+      if (pts.empty()) continue;
+      const bool timed = std::all_of(pts.begin(), pts.end(), [](const MemoryPoint& p) { return p.time_us > 0; });
+      std::set<double> sizes;
+      for (const auto& p : pts) sizes.insert(p.bytes);
+      double eta = 0;
+      std::vector<double> rel;
+      std::string model;
+      if (timed && sizes.size() >= 2) {
+        Eigen::MatrixXd X(static_cast<Eigen::Index>(pts.size()), 2);
+        Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
+        for (std::size_t i = 0; i < pts.size(); ++i) {
+          X(static_cast<Eigen::Index>(i), 0) = 1;
+          X(static_cast<Eigen::Index>(i), 1) = pts[i].bytes;
+          y(static_cast<Eigen::Index>(i)) = pts[i].time_us;
+        }
+        const LinearFit lf = fit_linear(X, y);
+        eta = round4(1 / (lf.coefficients(1) * bw));
+        for (std::size_t i = 0; i < pts.size(); ++i)
+          rel.push_back((lf.coefficients(0) + pts[i].bytes / (eta * bw)) / pts[i].time_us - 1);
+        model = "t = t0 + bytes / (eta x HBM peak), linear least squares over buffer sizes";
+        obs.push_back({quantize ? "quantize kernel fixed cost t0" : "streaming kernel fixed cost t0",
+                       round4(lf.coefficients(0)), "us", fmt::format("{}", fmt::join(sorted_unique(files), ", ")),
+                       "the intercept of the time-vs-bytes fit"});
+      } else {
+        std::vector<double> g;
+        for (const auto& p : pts)
+          if (p.bytes >= 64.0 * 1024 * 1024) g.push_back(p.GBps);
+        if (g.empty()) continue;
+        eta = round4(mean(g) * 1e3 / bw);
+        for (double x : g) rel.push_back(eta * bw / 1e3 / x - 1);
+        model = "mean achieved GB/s over buffers of 64 MiB and more, over the HBM peak";
+      }
+      ParameterFit p{quantize ? "efficiency.hbm_quantize" : "efficiency.hbm", eta, sorted_unique(files), 0, 0, 0,
+                     model};
+      set_residuals(p, rel);
+      out.push_back(p);
+    }
+    return out;
+  }
+
+  std::vector<ParameterFit> graphs(std::vector<Observation>& obs) {
+    std::vector<ParameterFit> out;
+    std::vector<GraphPoint> pts;
+    std::vector<std::string> files;
+    for (const auto& m : ms_)
+      for (const auto& g : m.graph) pts.push_back(g), files.push_back(file_name(m));
+    std::set<int> nodes;
+    for (const auto& g : pts) nodes.insert(g.nodes);
+    if (nodes.size() < 2) return out;
+    Eigen::MatrixXd X(static_cast<Eigen::Index>(pts.size()), 2);
+    Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      X(static_cast<Eigen::Index>(i), 0) = 1;
+      X(static_cast<Eigen::Index>(i), 1) = pts[i].nodes;
+      y(static_cast<Eigen::Index>(i)) = pts[i].replay_us;
+    }
+    const LinearFit lf = fit_linear(X, y);
+    const double per = round4(lf.coefficients(1));
+    std::vector<double> rel;
+    for (std::size_t i = 0; i < pts.size(); ++i)
+      rel.push_back((lf.coefficients(0) + per * pts[i].nodes) / pts[i].replay_us - 1);
+    ParameterFit p{"efficiency.kernel_device_us", per, sorted_unique(files), 0, 0, 0,
+                   "device time per kernel: the slope of CUDA graph replay time over its number of kernels"};
+    set_residuals(p, rel);
+    out.push_back(p);
+    const std::string from = fmt::format("{}", fmt::join(sorted_unique(files), ", "));
+    obs.push_back({"CUDA graph replay fixed cost", round4(lf.coefficients(0)), "us", from,
+                   "the intercept of replay time over kernels"});
+    std::vector<double> host;
+    for (const auto& g : pts)
+      if (g.host_launch_us > 0) host.push_back(g.host_launch_us);
+    if (!host.empty())
+      obs.push_back({"host CPU time of cudaGraphLaunch", round4(mean(host)), "us", from,
+                     "raw CUDA; the preset's host.graph_launch_us is the framework-level replay call"});
+    return out;
+  }
+
+  void launches(std::vector<Observation>& obs) {
+    for (const auto& m : ms_) {
+      if (!m.launch) continue;
+      const auto& l = *m.launch;
+      const std::string f = file_name(m);
+      obs.push_back({"host CPU time of cudaLaunchKernel", round4(l.host_launch_us), "us", f,
+                     "raw CUDA, an empty kernel; the preset's host.launch_us is a framework-level op"});
+      obs.push_back({"empty kernel, device side", round4(l.device_kernel_us), "us", f, "back to back in a graph"});
+      obs.push_back({"launch to completion on an idle GPU", round4(l.launch_to_complete_us), "us", f,
+                     "launch plus stream synchronize of an empty kernel"});
+      obs.push_back({"device-to-host sync round trip", round4(l.sync_round_trip_us), "us", f,
+                     "4-byte copy plus stream synchronize"});
+    }
+    for (const auto& m : ms_)
+      for (const auto& p : m.p2p)
+        obs.push_back({fmt::format("peer copy GPU {} -> {}", p.src, p.dst), round4(p.GBps), "GB/s", file_name(m),
+                       fmt::format("one direction; the preset's NVLink is {:g} GB/s", s_.nvlink.bw_GBps.value)});
+  }
+
+ private:
+  void add(std::map<std::string, std::vector<GemmObs>>& by, const GemmPoint& g, bool grouped,
+           const std::string& from) const {
+    const auto d = hw_models::dtype_names().find(g.dtype);
+    if (!d || !s_.gpu.supports(*d))
+      throw std::invalid_argument(fmt::format("{}: {} GEMMs on a {}, which has no {} peak", from, g.dtype,
+                                              s_.gpu.name, g.dtype));
+    const double peak = s_.gpu.peak_tflops(*d);
+    const double eb = *d == hw_models::Dtype::bf16 ? 2 : 1;
+    const double m = static_cast<double>(g.m), n = static_cast<double>(g.n), k = static_cast<double>(g.k);
+    const double groups = static_cast<double>(g.groups);
+    const double flops = 2 * m * n * k * groups, bytes = groups * (m * k * eb + k * n * eb + m * n * 2);
+    // Shapes whose HBM traffic alone (at the preset's streaming efficiency) takes 80% of
+    // the measured time or more are memory-bound: they say little of the Tensor Cores.
+    const double measured_s = flops / (g.tflops * 1e12);
+    if (bytes / (s_.gpu.hbm_TBps.value * 1e12 * s_.efficiency.hbm.value) >= 0.8 * measured_s) return;
+    // Fewer output tiles than SMs: one partial wave, where split-K and latency, which the
+    // model does not have, decide the time.
+    const auto tiles = [](std::int64_t x) { return (x + hw_models::ComputeModel::kTile - 1) / hw_models::ComputeModel::kTile; };
+    if (g.groups * tiles(g.m) * tiles(g.n) < cm_.sm_count()) return;
+    const double q = cm_.wave_efficiency(g.m, g.n, g.groups);
+    by[g.dtype].push_back({g.tflops / peak / q, k, grouped, from});
+  }
+
+  const std::vector<Measurement>& ms_;
+  const hw_models::SystemSpec& s_;
+  hw_models::ComputeModel cm_;
+};
+
+void set_path(Json& root, const std::string& dotted, Json leaf) {
+  Json* at = &root;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (dot == std::string::npos) {
+      (*at)[key] = std::move(leaf);
+      return;
+    }
+    at = &(*at)[key];
+    start = dot + 1;
+  }
+}
+
+}  // namespace
+
+Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms, const hw_models::SystemSpec& system,
+                    const std::string& system_name) {
+  if (ms.empty()) throw std::invalid_argument("no measurement files to fit");
+  Profile p;
+  p.name = name;
+  p.system = system_name;
+  std::vector<std::string> devices, dates;
+  for (const auto& m : ms) {
+    p.measurements.push_back(file_name(m));
+    devices.push_back(m.device);
+    dates.push_back(m.date);
+  }
+  p.device = fmt::format("{}", fmt::join(sorted_unique(devices), "; "));
+  p.date = fmt::format("{}", fmt::join(sorted_unique(dates), "; "));
+  Fitter f(ms, system);
+  for (auto&& v : {f.gemm(), f.attention(), f.memory(p.observations), f.graphs(p.observations)})
+    p.parameters.insert(p.parameters.end(), v.begin(), v.end());
+  f.launches(p.observations);
+  if (p.parameters.empty())
+    throw std::invalid_argument("the measurements determine no parameter of the preset (GEMM, attention, "
+                                "memory-kernel or CUDA-graph points are needed)");
+  return p;
+}
+
+Json profile_json(const Profile& p) {
+  Json j;
+  j["name"] = p.name;
+  j["system"] = p.system;
+  j["device"] = p.device;
+  j["date"] = p.date;
+  j["tool"] = "moesim calibrate fit (moesim 0.1.0)";
+  j["source"] = fmt::format("fitted by `moesim calibrate fit` from {} (calibration/measurements/)",
+                            fmt::join(p.measurements, ", "));
+  j["measurements"] = p.measurements;
+  Json params = Json::object();
+  Json fits = Json::array();
+  for (const auto& f : p.parameters) {
+    const std::string src =
+        fmt::format("calibration/profiles/{}.json: {}; fitted by moesim calibrate fit from {} ({} points, residuals "
+                    "rms {:g}%, max {:g}%)",
+                    p.name, f.model, fmt::join(f.from, ", "), f.points, f.rms_residual_pct, f.max_abs_residual_pct);
+    set_path(params, f.parameter, Json{{"value", f.value}, {"source", src}});
+    fits.push_back({{"parameter", f.parameter},
+                    {"value", f.value},
+                    {"from", f.from},
+                    {"points", f.points},
+                    {"rms_residual_pct", f.rms_residual_pct},
+                    {"max_abs_residual_pct", f.max_abs_residual_pct},
+                    {"model", f.model}});
+  }
+  j["parameters"] = params;
+  j["fits"] = fits;
+  Json obs = Json::array();
+  for (const auto& o : p.observations)
+    obs.push_back({{"what", o.what}, {"value", o.value}, {"unit", o.unit}, {"from", o.from}, {"note", o.note}});
+  j["observations"] = obs;
+  return j;
+}
+
+}  // namespace moesim::calibration

@@ -1,0 +1,117 @@
+#include "config/load_measurement.hpp"
+
+#include "config/json_reader.hpp"
+
+namespace moesim::config {
+namespace {
+
+constexpr double kBig = 1e18;
+
+calibration::GemmPoint gemm_point(const Node& n, bool grouped) {
+  calibration::GemmPoint g;
+  read_object(n, [&](Object& o) {
+    g.dtype = o.req("dtype").as_string();
+    if (g.dtype != "bf16" && g.dtype != "fp8" && g.dtype != "mxfp8")
+      o.req("dtype").fail("unknown GEMM dtype '" + g.dtype + "'; known: bf16, fp8, mxfp8");
+    g.groups = grouped ? o.req("groups").as_int(1, 1 << 20) : 1;
+    g.m = o.req("m").as_int(1, std::int64_t{1} << 32);
+    g.n = o.req("n").as_int(1, std::int64_t{1} << 32);
+    g.k = o.req("k").as_int(1, std::int64_t{1} << 32);
+    g.tflops = o.req("tflops").as_number(1e-6, 1e6);
+    g.time_us = o.number_or("time_us", 0, 0, kBig);
+  });
+  return g;
+}
+
+template <class F>
+void each(Object& o, std::string_view key, F&& f) {
+  if (auto a = o.get(key)) a->for_each_element(f);
+}
+
+}  // namespace
+
+calibration::Measurement load_measurement_text(const std::string& text, const std::string& file) {
+  const Json j = parse_json(text, file);
+  const Node root(j, "", std::make_shared<const std::string>(file));
+  calibration::Measurement m;
+  m.file = file;
+  read_object(root, [&](Object& o) {
+    m.description = o.string_or("description", "");
+    m.device = o.req("device").as_string();
+    m.system = o.string_or("system", "");
+    m.date = o.req("date").as_string();
+    m.tool = o.req("tool").as_string();
+    m.source = o.req("source").as_string();
+    if (auto d = o.get("device_details")) {
+      if (!d->json().is_object()) d->fail("expected an object");
+      m.device_details = nlohmann::ordered_json(d->json());
+    }
+    each(o, "gemm", [&](const Node& n) { m.gemm.push_back(gemm_point(n, false)); });
+    each(o, "grouped_gemm", [&](const Node& n) { m.grouped_gemm.push_back(gemm_point(n, true)); });
+    each(o, "attention", [&](const Node& n) {
+      calibration::AttentionPoint a;
+      read_object(n, [&](Object& p) {
+        a.pass = p.req("pass").as_string();
+        if (a.pass != "fwd" && a.pass != "bwd") p.req("pass").fail("expected fwd or bwd");
+        a.tflops = p.req("tflops").as_number(1e-6, 1e6);
+        a.what = p.string_or("what", "");
+      });
+      m.attention.push_back(a);
+    });
+    each(o, "memory", [&](const Node& n) {
+      calibration::MemoryPoint mp;
+      read_object(n, [&](Object& p) {
+        mp.kernel = p.req("kernel").as_string();
+        if (mp.kernel != "copy" && mp.kernel != "elementwise" && mp.kernel != "quantize")
+          p.req("kernel").fail("unknown memory kernel '" + mp.kernel + "'; known: copy, elementwise, quantize");
+        mp.bytes = p.req("bytes").as_number(1, kBig);
+        mp.GBps = p.req("GBps").as_number(1e-6, 1e6);
+        mp.time_us = p.number_or("time_us", 0, 0, kBig);
+      });
+      m.memory.push_back(mp);
+    });
+    if (auto l = o.get("launch")) {
+      calibration::LaunchPoint lp;
+      read_object(*l, [&](Object& p) {
+        lp.host_launch_us = p.req("host_launch_us").as_number(0, kBig);
+        lp.device_kernel_us = p.req("device_kernel_us").as_number(0, kBig);
+        lp.launch_to_complete_us = p.req("launch_to_complete_us").as_number(0, kBig);
+        lp.sync_round_trip_us = p.req("sync_round_trip_us").as_number(0, kBig);
+      });
+      m.launch = lp;
+    }
+    each(o, "graph", [&](const Node& n) {
+      calibration::GraphPoint g;
+      read_object(n, [&](Object& p) {
+        g.nodes = static_cast<int>(p.req("nodes").as_int(1, 1 << 24));
+        g.capture_us = p.number_or("capture_us", 0, 0, kBig);
+        g.instantiate_us = p.number_or("instantiate_us", 0, 0, kBig);
+        g.host_launch_us = p.number_or("host_launch_us", 0, 0, kBig);
+        g.replay_us = p.req("replay_us").as_number(0, kBig);
+      });
+      m.graph.push_back(g);
+    });
+    each(o, "p2p", [&](const Node& n) {
+      calibration::P2pPoint pp;
+      read_object(n, [&](Object& p) {
+        pp.src = static_cast<int>(p.req("src").as_int(0, 1 << 16));
+        pp.dst = static_cast<int>(p.req("dst").as_int(0, 1 << 16));
+        pp.bytes = p.req("bytes").as_number(1, kBig);
+        pp.GBps = p.req("GBps").as_number(1e-6, 1e6);
+      });
+      m.p2p.push_back(pp);
+    });
+    // Communication tables (NCCL, EP libraries) and their own settings: read by their
+    // fitters (calibration/link_fit.hpp, calibration/ep_fit.hpp), not here.
+    o.ignore({"points", "dispatcher", "gpus_per_domain", "experts", "experts_per_rank", "topk", "groups", "tokens",
+              "hidden", "sm_fit", "sm_by_ranks"});
+  });
+  return m;
+}
+
+calibration::Measurement load_measurement_file(const std::string& path) {
+  const Json j = read_json_file(path);
+  return load_measurement_text(j.dump(), path);
+}
+
+}  // namespace moesim::config
