@@ -17,8 +17,8 @@ Json measurement_json(const Measurement& m) {
     Json a = Json::array();
     for (const auto& g : v) {
       Json p{{"dtype", g.dtype}};
-      if (grouped) p["groups"] = g.groups;
-      p["m"] = g.m;
+      if (grouped && g.groups > 0) p["groups"] = g.groups;
+      if (g.m > 0) p["m"] = g.m;
       p["n"] = g.n;
       p["k"] = g.k;
       p["tflops"] = g.tflops;

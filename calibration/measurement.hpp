@@ -9,7 +9,8 @@
 //     "source": "...",                            required: where the numbers come from
 //     "device_details": {...},                    moesim-calib: SMs, clocks, driver, CUDA
 //     "gemm":         [{"dtype", "m", "n", "k", "tflops", "time_us"?}],
-//     "grouped_gemm": [{"dtype", "groups", "m", "n", "k", "tflops", "time_us"?}],
+//     "grouped_gemm": [{"dtype", "groups"?, "m"?, "n", "k", "tflops", "time_us"?}],
+//                       (groups and m left out where the source does not give them)
 //     "attention":    [{"pass": "fwd"|"bwd", "tflops", "what"?}],
 //     "memory":       [{"kernel": "copy"|"elementwise"|"quantize", "bytes", "GBps", "time_us"?}],
 //     "launch":       {"host_launch_us", "device_kernel_us", "launch_to_complete_us",
@@ -35,7 +36,7 @@ inline constexpr const char* kCalibToolVersion = "moesim-calib 0.1.0";
 
 struct GemmPoint {
   std::string dtype;
-  std::int64_t m = 0, n = 0, k = 0, groups = 1;
+  std::int64_t m = 0, n = 0, k = 0, groups = 1;  // grouped: m and groups 0 where unpublished
   double tflops = 0;
   double time_us = 0;  // 0 where the source gives throughput only
 };

@@ -256,6 +256,10 @@ class Fitter {
       throw std::invalid_argument(fmt::format("{}: {} GEMMs on a {}, which has no {} peak", from, g.dtype,
                                               s_.gpu.name, g.dtype));
     const double peak = s_.gpu.peak_tflops(*d);
+    if (g.m == 0 || g.groups == 0) {  // shape not published: a large GEMM, q = 1
+      by[g.dtype].push_back({g.tflops / peak, static_cast<double>(g.k), grouped, from});
+      return;
+    }
     const double eb = *d == hw_models::Dtype::bf16 ? 2 : 1;
     const double m = static_cast<double>(g.m), n = static_cast<double>(g.n), k = static_cast<double>(g.k);
     const double groups = static_cast<double>(g.groups);

@@ -13,8 +13,10 @@ calibration::GemmPoint gemm_point(const Node& n, bool grouped) {
     g.dtype = o.req("dtype").as_string();
     if (g.dtype != "bf16" && g.dtype != "fp8" && g.dtype != "mxfp8")
       o.req("dtype").fail("unknown GEMM dtype '" + g.dtype + "'; known: bf16, fp8, mxfp8");
-    g.groups = grouped ? o.req("groups").as_int(1, 1 << 20) : 1;
-    g.m = o.req("m").as_int(1, std::int64_t{1} << 32);
+    // A grouped point may leave out its groups and rows per group where the source does
+    // not give them (0: unknown; the fitter then takes wave quantization as 1).
+    g.groups = grouped ? o.int_or("groups", 0, 1, 1 << 20) : 1;
+    g.m = grouped ? o.int_or("m", 0, 1, std::int64_t{1} << 32) : o.req("m").as_int(1, std::int64_t{1} << 32);
     g.n = o.req("n").as_int(1, std::int64_t{1} << 32);
     g.k = o.req("k").as_int(1, std::int64_t{1} << 32);
     g.tflops = o.req("tflops").as_number(1e-6, 1e6);
