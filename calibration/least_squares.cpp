@@ -18,4 +18,17 @@ LinearFit fit_linear(const Eigen::MatrixXd& X, const Eigen::VectorXd& y) {
   return f;
 }
 
+LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size()) throw std::invalid_argument("fit_line: x and y need the same number of points");
+  const auto n = static_cast<Eigen::Index>(x.size());
+  Eigen::MatrixXd X(n, 2);
+  Eigen::VectorXd v(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    X(i, 0) = 1;
+    X(i, 1) = x[static_cast<std::size_t>(i)];
+    v(i) = y[static_cast<std::size_t>(i)];
+  }
+  return fit_linear(X, v);
+}
+
 }  // namespace moesim::calibration

@@ -6,6 +6,8 @@
 // records the residuals beside the coefficients so that a poor fit is visible.
 #pragma once
 
+#include <vector>
+
 #include <Eigen/Dense>
 
 namespace moesim::calibration {
@@ -20,5 +22,8 @@ struct LinearFit {
 
 // Throws std::invalid_argument when X and y disagree in rows or there are no rows.
 LinearFit fit_linear(const Eigen::MatrixXd& X, const Eigen::VectorXd& y);
+
+// A straight line y = c0 + c1 x through the points (x, y).
+LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y);
 
 }  // namespace moesim::calibration

@@ -160,14 +160,9 @@ class Fitter {
       std::vector<double> rel;
       std::string model;
       if (timed && sizes.size() >= 2) {
-        Eigen::MatrixXd X(static_cast<Eigen::Index>(pts.size()), 2);
-        Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
-        for (std::size_t i = 0; i < pts.size(); ++i) {
-          X(static_cast<Eigen::Index>(i), 0) = 1;
-          X(static_cast<Eigen::Index>(i), 1) = pts[i].bytes;
-          y(static_cast<Eigen::Index>(i)) = pts[i].time_us;
-        }
-        const LinearFit lf = fit_linear(X, y);
+        std::vector<double> bytes, t;
+        for (const auto& p : pts) bytes.push_back(p.bytes), t.push_back(p.time_us);
+        const LinearFit lf = fit_line(bytes, t);
         eta = round4(1 / (lf.coefficients(1) * bw));
         for (std::size_t i = 0; i < pts.size(); ++i)
           rel.push_back((lf.coefficients(0) + pts[i].bytes / (eta * bw)) / pts[i].time_us - 1);
@@ -201,14 +196,9 @@ class Fitter {
     std::set<int> nodes;
     for (const auto& g : pts) nodes.insert(g.nodes);
     if (nodes.size() < 2) return out;
-    Eigen::MatrixXd X(static_cast<Eigen::Index>(pts.size()), 2);
-    Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      X(static_cast<Eigen::Index>(i), 0) = 1;
-      X(static_cast<Eigen::Index>(i), 1) = pts[i].nodes;
-      y(static_cast<Eigen::Index>(i)) = pts[i].replay_us;
-    }
-    const LinearFit lf = fit_linear(X, y);
+    std::vector<double> n, t;
+    for (const auto& g : pts) n.push_back(g.nodes), t.push_back(g.replay_us);
+    const LinearFit lf = fit_line(n, t);
     const double per = round4(lf.coefficients(1));
     std::vector<double> rel;
     for (std::size_t i = 0; i < pts.size(); ++i)

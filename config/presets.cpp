@@ -7,22 +7,13 @@
 namespace moesim::config {
 namespace {
 
-std::string_view kind_dir(PresetKind k) {
-  switch (k) {
-    case PresetKind::system: return "systems";
-    case PresetKind::model: return "models";
-    case PresetKind::profile: return "profiles";
-  }
-  return "systems";
-}
-std::string_view kind_name(PresetKind k) {
-  switch (k) {
-    case PresetKind::system: return "system";
-    case PresetKind::model: return "model";
-    case PresetKind::profile: return "calibration profile";
-  }
-  return "system";
-}
+// Each kind's folder of compiled-in files and its name in messages.
+struct KindInfo {
+  std::string_view dir, name;
+};
+constexpr KindInfo kKinds[] = {{"systems", "system"}, {"models", "model"}, {"profiles", "calibration profile"}};
+std::string_view kind_dir(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].dir; }
+std::string_view kind_name(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].name; }
 
 const detail::PresetFile* find_preset(PresetKind kind, std::string_view name) {
   for (std::size_t i = 0; i < detail::kPresetFileCount; ++i) {
