@@ -29,14 +29,21 @@
 namespace moesim::cli {
 namespace {
 
+// --uncalibrated: system presets as written, without their calibration profiles.
+void add_uncalibrated(CLI::App& app, bool& flag) {
+  app.add_flag("--uncalibrated", flag,
+               "read the system presets without their calibration profiles (calibration/profiles/)");
+}
+
 class Describe final : public Command {
  public:
   void configure(CLI::App& app) override {
     app.add_option("file", file_, "scenario JSON file")->required();
     app.add_flag("--json", json_, "print one JSON object instead of the text summary");
+    add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
-    const config::Scenario sc = config::load_scenario_file(file_);
+    const config::Scenario sc = config::load_scenario_file(file_, {!uncalibrated_});
     if (json_)
       io.out << reports::describe_json(sc).dump(2) << "\n";
     else
@@ -46,7 +53,7 @@ class Describe final : public Command {
 
  private:
   std::string file_;
-  bool json_ = false;
+  bool json_ = false, uncalibrated_ = false;
 };
 
 class Run final : public Command {
@@ -58,9 +65,10 @@ class Run final : public Command {
     app.add_option("--fidelity", fidelity_,
                    "representative: one rank per pipeline stage (default); full: every rank")
         ->check(CLI::IsMember({"representative", "full"}));
+    add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
-    const config::Scenario sc = config::load_scenario_file(file_);
+    const config::Scenario sc = config::load_scenario_file(file_, {!uncalibrated_});
     const reports::Prediction p = reports::predict(sc, {!trace_.empty(), fidelity_ == "full"});
     if (!p.fits_in_memory) {
       const auto worst = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
@@ -85,7 +93,7 @@ class Run final : public Command {
 
  private:
   std::string file_, trace_, fidelity_ = "representative";
-  bool json_ = false;
+  bool json_ = false, uncalibrated_ = false;
 };
 
 // Scenario files under the given paths (folders recursively), in sorted order.
@@ -110,8 +118,7 @@ class Validate final : public Command {
   void configure(CLI::App& app) override {
     app.add_option("paths", paths_, "scenario files or folders")->required();
     app.add_flag("--json", json_, "print the rows as one JSON object");
-    app.add_flag("--uncalibrated", uncalibrated_,
-                 "read the system presets without their calibration profiles (calibration/profiles/)");
+    add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();

@@ -45,6 +45,7 @@ class ScenarioReader {
       {
         const auto r = detail::resolve_preset_or_inline(o.req("system"), PresetKind::system, opts_);
         sc_.system = read_system(*r.node);
+        sc_.system.profiles = r.profiles;
       }
       sc_.gpus = o.req("gpus").as_int(1, kMaxGpus);
       {

@@ -1,5 +1,7 @@
 #include "config/presets.hpp"
 
+#include <type_traits>
+
 #include <fmt/format.h>
 
 #include "config/presets_data.hpp"
@@ -60,10 +62,13 @@ void overlay(Json& sys, const Json& params, const std::string& profile, const st
 }
 
 // A system's "profiles" (names of calibration profiles) replace the values they fit,
-// unless the model is read uncalibrated; the key is consumed here either way.
-void apply_profiles(Json& sys, const LoadOptions& opts, const std::string& file, const std::string& path) {
+// unless the model is read uncalibrated; the key is consumed here either way. Returns
+// the profiles applied.
+std::vector<std::string> apply_profiles(Json& sys, const LoadOptions& opts, const std::string& file,
+                                        const std::string& path) {
+  std::vector<std::string> applied;
   const auto it = sys.find("profiles");
-  if (it == sys.end()) return;
+  if (it == sys.end()) return applied;
   const Json names = *it;
   sys.erase(it);
   const std::string at = path.empty() ? "profiles" : path + ".profiles";
@@ -79,7 +84,9 @@ void apply_profiles(Json& sys, const LoadOptions& opts, const std::string& file,
     if (!prof.contains("parameters") || !prof["parameters"].is_object())
       throw InputError(preset_label(*p), "parameters", "expected an object");
     overlay(sys, prof["parameters"], name, "");
+    applied.push_back(name);
   }
+  return applied;
 }
 
 template <class T, class Reader>
@@ -88,8 +95,11 @@ T load_preset(PresetKind kind, const std::string& name, const LoadOptions& opts,
   if (!p) throw InputError("<command line>", "", unknown(kind, name));
   const std::string label = preset_label(*p);
   Json j = parse_json(p->text, label);
-  if (kind == PresetKind::system) apply_profiles(j, opts, label, "");
-  return read(Node(j, "", std::make_shared<const std::string>(label)));
+  std::vector<std::string> profiles;
+  if (kind == PresetKind::system) profiles = apply_profiles(j, opts, label, "");
+  T t = read(Node(j, "", std::make_shared<const std::string>(label)));
+  if constexpr (std::is_same_v<T, hw_models::SystemSpec>) t.profiles = profiles;
+  return t;
 }
 
 }  // namespace
@@ -120,7 +130,7 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
     const auto* p = find_preset(kind, name);
     r.json = std::make_shared<Json>(preset_json(kind, name, at));
     const std::string label = preset_label(*p);
-    if (kind == PresetKind::system) apply_profiles(*r.json, opts, label, "");
+    if (kind == PresetKind::system) r.profiles = apply_profiles(*r.json, opts, label, "");
     r.node = std::make_unique<Node>(*r.json, "", std::make_shared<const std::string>(label));
     return r;
   }
@@ -136,7 +146,7 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
   } else {
     r.json = patch;
   }
-  if (kind == PresetKind::system) apply_profiles(*r.json, opts, at.file(), at.path());
+  if (kind == PresetKind::system) r.profiles = apply_profiles(*r.json, opts, at.file(), at.path());
   r.node = std::make_unique<Node>(*r.json, at.path(), std::make_shared<const std::string>(at.file()));
   return r;
 }

@@ -17,6 +17,7 @@ namespace moesim::config::detail {
 struct Resolved {
   std::shared_ptr<Json> json;  // owns merged documents
   std::unique_ptr<Node> node;
+  std::vector<std::string> profiles;  // systems: the calibration profiles applied
 };
 
 // `at` holds a preset name (string) or an inline object (optionally with "base").

@@ -176,6 +176,7 @@ struct EpDispatchSpec {
 struct SystemSpec {
   std::string name;
   std::string description;
+  std::vector<std::string> profiles;  // calibration profiles whose values replaced the preset's
   GpuSpec gpu;
   NodeSpec node;
   NvlinkSpec nvlink;

@@ -67,7 +67,8 @@ Json describe_json(const config::Scenario& sc) {
                  {"gpu", sc.system.gpu.name},
                  {"gpus", sc.gpus},
                  {"gpus_per_nvlink_domain", sc.placement.gpus_per_nvlink_domain},
-                 {"dense_peak_tflops", peaks}};
+                 {"dense_peak_tflops", peaks},
+                 {"calibration_profiles", sc.system.profiles}};
   j["model"] = {{"name", m.name},
                 {"model_type", m.model_type},
                 {"layers", m.num_layers},
@@ -152,7 +153,10 @@ Json describe_json(const config::Scenario& sc) {
       {"overlap_param_gather", f.overlap_param_gather},
       {"fp8_param_gather", f.fp8_param_gather},
       {"optimizer_state_dtype", workload::optimizer_state_dtype_names().name(f.optimizer_state_dtype)},
-      {"offload", names(workload::offload_target_names(), f.offload)}};
+      {"offload", names(workload::offload_target_names(), f.offload)},
+      {"low_precision_activations", names(workload::low_precision_activation_names(), f.low_precision_activations)},
+      {"ddp_bucket_size", f.ddp_bucket_size ? Json(*f.ddp_bucket_size) : Json()},
+      {"allocator_fragmentation", f.allocator_fragmentation}};
   Json stack = Json::object();
   for (const auto& sw : workload::stack_switches()) stack[std::string(sw.name)] = sc.stack.*sw.member;
   j["stack"] = stack;
@@ -189,6 +193,7 @@ std::string describe_text(const config::Scenario& sc) {
                              sc.gpus, g.name, hw_models::gpu_arch_names().name(g.arch),
                              g.sm_count.value, g.hbm_GB.value, g.hbm_TBps.value));
   line("", fmt::format("dense TFLOPS: {}", fmt::join(peaks, ", ")));
+  line("", fmt::format("calibration profiles: {}", list_or(sc.system.profiles, "none")));
   line("", fmt::format("NVLink domains of {} GPUs (system: {:g}), {:g} GB/s per GPU per direction; "
                        "{:g} x {:g} Gb/s {} per GPU",
                        sc.placement.gpus_per_nvlink_domain, sc.system.nvlink.domain_gpus.value,
@@ -277,6 +282,12 @@ std::string describe_text(const config::Scenario& sc) {
   if (f.moe_expert_rank_capacity_factor)
     line("", fmt::format("sync-free MoE: expert rank capacity factor {:g}", *f.moe_expert_rank_capacity_factor));
   if (f.ep_fp8_dispatch) line("", "EP dispatch in FP8 (combine and backward BF16)");
+  if (!f.low_precision_activations.empty())
+    line("", fmt::format("activations cached in low precision: {}",
+                         fmt::join(names(workload::low_precision_activation_names(), f.low_precision_activations), ", ")));
+  if (f.ddp_bucket_size) line("", fmt::format("DDP bucket size {:g} parameters", *f.ddp_bucket_size));
+  if (f.allocator_fragmentation > 0)
+    line("", fmt::format("allocator fragmentation allowance {:g}%", 100 * f.allocator_fragmentation));
   std::vector<std::string> on, off;
   for (const auto& sw : workload::stack_switches())
     (sc.stack.*sw.member ? on : off).emplace_back(sw.name);

@@ -226,3 +226,15 @@ TEST_CASE("infer solves a journey step's parameter and refuses a wrong pair", "[
   CHECK_THAT(r.err, Catch::Contains("09-pdl-swizzle.json") && Catch::Contains("stack"));
   CHECK(run_moesim({"infer", "clock", j("07-deepep-tuned.json"), j("08-numa-binding.json")}).status == 2);
 }
+
+TEST_CASE("--uncalibrated reads the system presets as written", "[cli][calibration]") {
+  const std::string f = test::source_path("scenarios/h800/dsv3-production.json");
+  const auto cal = nlohmann::json::parse(run_moesim({"describe", "--json", f}).out);
+  const auto raw = nlohmann::json::parse(run_moesim({"describe", "--json", "--uncalibrated", f}).out);
+  CHECK(cal["system"]["calibration_profiles"] == nlohmann::json::array({"h800-deepgemm"}));
+  CHECK(raw["system"]["calibration_profiles"].empty());
+  // The DeepGEMM profile makes the H800's FP8 GEMMs faster than the preset's H100 figure.
+  const auto a = nlohmann::json::parse(run_moesim({"run", "--json", f}).out);
+  const auto b = nlohmann::json::parse(run_moesim({"run", "--json", "--uncalibrated", f}).out);
+  CHECK(a["step_time_s"].get<double>() < b["step_time_s"].get<double>());
+}
