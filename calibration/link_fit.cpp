@@ -15,10 +15,19 @@ double model_busbw(const hw_models::SystemSpec& s, const BusbwPoint& p) {
   if (p.op == hw_models::Collective::send_recv) ranks = {0, 1};
   else
     for (int i = 0; i < p.ranks; ++i) ranks.push_back(i);
-  return hw_models::collective_time(s, topo, p.op, ranks, p.bytes, p.algorithm).busbw_GBps;
+  if (!p.algorithm) return hw_models::fastest_collective_time(s, topo, p.op, ranks, p.bytes).busbw_GBps;
+  return hw_models::collective_time(s, topo, p.op, ranks, p.bytes, *p.algorithm).busbw_GBps;
 }
 
 double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwPoint& p) {
+  if (link == LinkClass::nvls_latency) {
+    // Bisection on minus the latency, over which the bus bandwidth rises.
+    const auto busbw_at = [&](double minus_us) {
+      s.comm.nvls_latency_us = hw_models::Param{-minus_us, "fit"};
+      return model_busbw(s, p);
+    };
+    return -bisect_rising(busbw_at, p.busbw_GBps, -1000.0, 0.0, "fit_link_efficiency (NVLS latency)");
+  }
   auto& eta = link == LinkClass::nvlink    ? s.comm.nvlink_efficiency
               : link == LinkClass::network ? s.comm.network_efficiency
                                            : s.comm.alltoall_efficiency;

@@ -1,13 +1,15 @@
-// calibration/link_fit.hpp: the fraction of a link's capacity NCCL reaches, fitted from
-// one measured bus bandwidth.
+// calibration/link_fit.hpp: the fraction of a link's capacity NCCL reaches, and NVLS's
+// latency, each fitted from one measured bus bandwidth.
 //
 // The collective model (hw_models/collectives.hpp) moves flows at eta x capacity on
 // each link kind. For one measured point (op, ranks, bytes, busbw) the fitter finds the
 // eta of the given link kind (or the all-to-all's factor) at which the model's bus bandwidth equals the measurement,
-// by bisection on [0.01, 1] (busbw rises monotonically with eta). The points and which
+// by bisection on [0.01, 1] (busbw rises monotonically with eta). NVLS's latency is
+// found the same way on [0, 1000] us (busbw falls as it grows). The points and which
 // systems each fit applies to are in calibration/measurements/nccl-busbw.json.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "hw_models/collectives.hpp"
@@ -21,17 +23,19 @@ struct BusbwPoint {
   int gpus_per_domain = 0;  // 0: the system's
   double bytes = 0;
   double busbw_GBps = 0;
-  hw_models::CollectiveAlgorithm algorithm = hw_models::CollectiveAlgorithm::ring;
+  // The algorithm the measurement ran; absent: NCCL's choice, the fastest.
+  std::optional<hw_models::CollectiveAlgorithm> algorithm = hw_models::CollectiveAlgorithm::ring;
 };
 
 // The model's bus bandwidth for the point on system `s` as it is.
 double model_busbw(const hw_models::SystemSpec& s, const BusbwPoint& p);
 
 // nvlink and network: the links' efficiency for every NCCL transfer; alltoall: the
-// all-to-all's fraction of it (SystemSpec::comm).
-enum class LinkClass { nvlink, network, alltoall };
-// The efficiency of `link` on `s` that reproduces the point. Throws std::invalid_argument
-// when no value in [0.01, 1] does (the point is not bound by that kind of link).
+// all-to-all's fraction of it; nvls_latency: NVLS all-reduce's latency in us
+// (SystemSpec::comm).
+enum class LinkClass { nvlink, network, alltoall, nvls_latency };
+// The value of `link` on `s` that reproduces the point. Throws std::invalid_argument
+// when no value in range does (the point is not bound by that parameter).
 double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwPoint& p);
 
 }  // namespace moesim::calibration

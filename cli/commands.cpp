@@ -372,6 +372,9 @@ class Comm final : public Command {
     app.add_option("--algorithm", q_.algorithm,
                    "collectives: auto (NCCL's choice, the faster), ring, or nvls (all-reduce in one NVLink domain)")
         ->capture_default_str();
+    app.add_option("--protocol", q_.protocol,
+                   "rings: auto (the faster of LL128 and Simple), ll, ll128 or simple (NCCL's protocols)")
+        ->capture_default_str();
     app.add_flag("--low-latency", q_.low_latency, "DeepEP's low-latency kernels (ep-dispatch, ep-combine)");
     app.add_flag("--json", json_, "print one JSON object");
   }

@@ -28,6 +28,16 @@ const sim_core::NameTable<CollectiveAlgorithm>& algorithm_names() {
   return kTable;
 }
 
+const sim_core::NameTable<Protocol>& protocol_names() {
+  static constexpr std::array<sim_core::NameEntry<Protocol>, 3> kEntries{{
+      {Protocol::ll, "ll", "NCCL LL: 8-byte stores with a flag, lowest latency, half the rate"},
+      {Protocol::ll128, "ll128", "NCCL LL128: 128-byte lines with 8 bytes of flags"},
+      {Protocol::simple, "simple", "NCCL Simple: bulk copies, full rate, highest latency"},
+  }};
+  static constexpr sim_core::NameTable<Protocol> kTable{kEntries};
+  return kTable;
+}
+
 double bus_factor(Collective op, double n) {
   switch (op) {
     case Collective::all_reduce: return 2 * (n - 1) / n;
@@ -73,6 +83,38 @@ std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>
 }
 
 }  // namespace
+
+bool has_protocols(Collective op) {
+  return op == Collective::all_reduce || op == Collective::all_gather || op == Collective::reduce_scatter;
+}
+
+namespace {
+// NCCL's LL and LL128 constants (tuning.cc): latencies in us, payload fraction.
+struct ProtocolCost {
+  double base_us, nvlink_hop_us, network_hop_us, payload;
+};
+constexpr ProtocolCost kLl{6.6, 0.6, 2.7, 0.5}, kLl128{14.0, 1.9, 4.0, 0.92};
+// llMaxBw (GB/s of bus bandwidth) by nodes spanned: one, two, more.
+double ll_max_busbw(const SystemSpec& s, int nodes) {
+  const double hopper[3] = {141.0, 45.0, 35.0};
+  const double i = nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
+  const double f = s.gpu.arch == GpuArch::blackwell ? 2.0 : 1.0;
+  return f * hopper[static_cast<int>(i)];
+}
+}  // namespace
+
+double ring_protocol_time(const SystemSpec& s, Collective op, Protocol p, double simple_makespan_s, double bytes,
+                          double ranks, bool spans, int nodes) {
+  const double steps = (op == Collective::all_reduce ? 2 : 1) * (ranks - 1);
+  if (p == Protocol::simple)
+    return (s.comm.base_latency_us.value + steps * (spans ? s.comm.network_hop_us.value : s.comm.nvlink_hop_us.value)) *
+               1e-6 +
+           simple_makespan_s;
+  const ProtocolCost& c = p == Protocol::ll ? kLl : kLl128;
+  double transfer = simple_makespan_s / c.payload;
+  if (p == Protocol::ll) transfer = std::max(transfer, bytes * bus_factor(op, ranks) / (ll_max_busbw(s, nodes) * 1e9));
+  return (c.base_us + steps * (spans ? c.network_hop_us : c.nvlink_hop_us)) * 1e-6 + transfer;
+}
 
 bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks) {
   if (op != Collective::all_reduce || !s.comm.nvls_efficiency || ranks.size() < 2) return false;
@@ -138,7 +180,7 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
 }
 
 CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                               double bytes, CollectiveAlgorithm algo) {
+                               double bytes, CollectiveAlgorithm algo, std::optional<Protocol> proto) {
   CollectiveTime r;
   r.algorithm = algo;
   const CollectiveFlows cf = collective_flows(s, topo, op, ranks, bytes, algo);
@@ -146,6 +188,23 @@ CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collec
   const FlowTimes ft = simulate_flows(topo, cf.flows, link_efficiency(s));
   r.latency_s = cf.latency_s;
   r.time_s = r.latency_s + ft.makespan_s;
+  if (algo == CollectiveAlgorithm::ring && has_protocols(op)) {
+    std::map<int, int> domains;
+    for (int g : ranks) ++domains[topo.domain_of(g)];
+    const int nodes = static_cast<int>(domains.size());
+    const double n = static_cast<double>(ranks.size());
+    bool first = true;
+    for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
+      if (proto ? *proto != p : p == Protocol::ll) continue;
+      const double t = ring_protocol_time(s, op, p, ft.makespan_s, bytes, n, nodes > 1, nodes);
+      if (first || t < r.time_s) {
+        r.time_s = t;
+        r.protocol = p;
+        r.latency_s = ring_protocol_time(s, op, p, 0, 0, n, nodes > 1, nodes);
+        first = false;
+      }
+    }
+  }
   r.flows = cf.flows.size();
   r.algbw_GBps = bytes / r.time_s / 1e9;
   r.busbw_GBps = r.algbw_GBps * bus_factor(op, static_cast<double>(ranks.size()));

@@ -28,12 +28,28 @@
 //     (NCCL's NVLS hop, base 0). NCCL picks NVLS where it is faster (fastest_collective_time).
 // Time = latency + the flows' makespan (hw_models/flows.hpp), with
 //   latency = base + steps x hop,  hop = network hop when the group spans NVLink
-//   domains, else NVLink hop (NCCL tuning.cc, Simple protocol constants in the preset).
+//   domains, else NVLink hop.
+// Rings run one of NCCL's three protocols (NVIDIA/nccl src/graph/tuning.cc @ 5067397c,
+// ncclTunerConstantsDefaults and the "model refinements" of ncclTopoTuneModel):
+//   Simple: the preset's base / hop latencies, the full link rate;
+//   LL128:  base 14 us, NVLink hop 1.9 us, network hop 4 us; 120 of every 128 bytes are
+//           payload (0.92 of the rate);
+//   LL:     base 6.6 us, NVLink hop 0.6 us, network hop 2.7 us; half the bytes are flags
+//           (0.5 of the rate), and the bus bandwidth at most NCCL's llMaxBw (Hopper 141,
+//           Blackwell 282 GB/s on one node; 45 and 90 on two, 35 and 70 on more).
+// Unless asked for one, a ring takes the faster of LL128 and Simple. LL is left out of
+// that choice: NCCL's tuner would pick it below a few MB, but on 8 x H200 its model
+// (28 us for a 1 MiB all-reduce) is 40% faster than the measured all-reduce (46 us),
+// which LL128's model matches (calibration/measurements/nccl-busbw.json); no measurement
+// here shows LL at its model's speed. LL128's per-channel cap (36.7 GB/s on Hopper x
+// channels) is not applied: moesim has no channel count, and on NVLink the 0.92 binds
+// first. All-to-all and send/recv run Simple (NCCL's point-to-point transfers).
 // The flows reach eta x link capacity (SystemSpec::comm efficiencies, fitted by
 // calibration/link_fit.hpp from one measured bus bandwidth per system). Tree algorithms
 // and NVLS across domains (NVLS-tree, SHARP in the network) are not modeled.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +64,8 @@ enum class Collective { all_reduce, all_gather, reduce_scatter, all_to_all, send
 const sim_core::NameTable<Collective>& collective_names();
 enum class CollectiveAlgorithm { ring, nvls };
 const sim_core::NameTable<CollectiveAlgorithm>& algorithm_names();
+enum class Protocol { ll, ll128, simple };
+const sim_core::NameTable<Protocol>& protocol_names();
 
 struct CollectiveTime {
   double time_s = 0;
@@ -56,6 +74,7 @@ struct CollectiveTime {
   double busbw_GBps = 0;
   std::size_t flows = 0;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring;
+  Protocol protocol = Protocol::simple;
 };
 
 // busbw / algbw for `op` over n ranks.
@@ -67,8 +86,17 @@ struct CollectiveFlows {
   double latency_s = 0;
 };
 // `algo` ring stands for each collective's own pattern (ring, all-to-all, send/recv).
+// Simple protocol; ring_protocol_time prices the others from the same flows.
 CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
                                  double bytes, CollectiveAlgorithm algo = CollectiveAlgorithm::ring);
+// Whether `op` is one of NCCL's rings, which have the three protocols.
+bool has_protocols(Collective op);
+// A ring's time under protocol `p`, from its Simple flows' makespan and latency: the
+// makespan over the protocol's payload fraction (max-min shares scale with the bytes),
+// under LL at least the bytes over llMaxBw, plus the protocol's latency for the same
+// steps. `steps` and `spans` as the ring has them; `nodes` the NVLink domains it spans.
+double ring_protocol_time(const SystemSpec& s, Collective op, Protocol p, double simple_makespan_s, double bytes,
+                          double ranks, bool spans, int nodes);
 
 // Whether NVLS can run the collective: an all-reduce of ranks in one NVLink domain on a
 // system with NVLS.
@@ -76,8 +104,10 @@ bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, co
 
 // `ranks` are GPU ids of `topo`, in group order; send/recv uses the first two. Throws
 // std::invalid_argument for NVLS where nvls_supported is false.
+// `proto`: a ring's protocol; absent, the fastest.
 CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                               double bytes, CollectiveAlgorithm algo = CollectiveAlgorithm::ring);
+                               double bytes, CollectiveAlgorithm algo = CollectiveAlgorithm::ring,
+                               std::optional<Protocol> proto = std::nullopt);
 // NCCL's choice: the faster of the algorithms that can run the collective.
 CollectiveTime fastest_collective_time(const SystemSpec& s, const Topology& topo, Collective op,
                                        const std::vector<int>& ranks, double bytes);

@@ -1,6 +1,7 @@
 #include "hw_models/flow_comm.hpp"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -18,16 +19,26 @@ double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
   // The groups of this shape inside the first pipeline stage: leaders are the ranks whose
   // position along the group's dimension is 0.
   std::vector<Flow> flows;
-  double time = 0;
+  double latency = 0;
+  std::set<int> domains;  // of the first group
   for (std::int64_t lead = 0; lead < std::max(stage_gpus_, span); ++lead) {
     if ((lead / g.stride) % g.size != 0) continue;
     std::vector<int> ranks;
     for (std::int64_t k = 0; k < g.size; ++k) ranks.push_back(static_cast<int>(lead + k * g.stride));
+    if (lead == 0)
+      for (int r : ranks) domains.insert(topo_.domain_of(r));
     const auto f = collective_flows(sys_, topo_, op, ranks, bytes);
     flows.insert(flows.end(), f.flows.begin(), f.flows.end());
-    time = std::max(time, f.latency_s);
+    latency = std::max(latency, f.latency_s);
   }
-  time += simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s;
+  const double makespan = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s;
+  double time = latency + makespan;
+  // Rings take the faster of LL128 and Simple (hw_models/collectives.hpp).
+  if (has_protocols(op)) {
+    const int nodes = static_cast<int>(domains.size());
+    time = std::min(time, ring_protocol_time(sys_, op, Protocol::ll128, makespan, bytes, static_cast<double>(g.size),
+                                             nodes > 1, nodes));
+  }
   cache_.emplace(key, time);
   return time;
 }

@@ -1,6 +1,7 @@
 #include "reports/comm.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -162,7 +163,19 @@ CommAnswer comm(const CommQuery& q) {
     // send-recv: to the first GPU of the next domain when there is one, else the next GPU.
     if (*op == hw_models::Collective::send_recv) ranks = {0, q.ranks > dom ? dom : 1};
     hw_models::CollectiveTime r;
-    if (q.algorithm == "auto") {
+    std::optional<hw_models::Protocol> proto;
+    if (q.protocol != "auto") {
+      proto = hw_models::protocol_names().find(q.protocol);
+      if (!proto)
+        throw config::InputError(kCli, "--protocol",
+                                 fmt::format("unknown protocol '{}' (known: auto, {})", q.protocol,
+                                             hw_models::protocol_names().known()));
+      if (!hw_models::has_protocols(*op) || q.algorithm == "nvls")
+        throw config::InputError(kCli, "--protocol",
+                                 "NCCL's protocols are chosen for rings (all-reduce, all-gather, reduce-scatter); "
+                                 "NVLS, all-to-all and send-recv run Simple");
+      r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes, hw_models::CollectiveAlgorithm::ring, proto);
+    } else if (q.algorithm == "auto") {
       r = hw_models::fastest_collective_time(s, *topo, *op, ranks, q.bytes);
     } else {
       const auto algo = hw_models::algorithm_names().find(q.algorithm);
@@ -178,6 +191,8 @@ CommAnswer comm(const CommQuery& q) {
       r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes, *algo);
     }
     a.algorithm = std::string(hw_models::algorithm_names().name(r.algorithm));
+    if (r.algorithm == hw_models::CollectiveAlgorithm::ring && hw_models::has_protocols(*op))
+      a.protocol = std::string(hw_models::protocol_names().name(r.protocol));
     a.bytes = q.bytes;
     a.ranks = q.ranks;
     a.time_us = r.time_s * 1e6;
@@ -197,7 +212,8 @@ CommAnswer comm(const CommQuery& q) {
 nlohmann::ordered_json comm_json(const CommAnswer& a) {
   return {{"system", a.system}, {"op", a.op},         {"ranks", a.ranks},           {"bytes", a.bytes},
           {"time_us", a.time_us}, {"latency_us", a.latency_us}, {"algbw_GBps", a.algbw_GBps},
-          {"busbw_GBps", a.busbw_GBps}, {"flows", a.flows}, {"algorithm", a.algorithm}, {"model", a.model}};
+          {"busbw_GBps", a.busbw_GBps}, {"flows", a.flows}, {"algorithm", a.algorithm}, {"protocol", a.protocol},
+          {"model", a.model}};
 }
 
 std::string comm_text(const CommAnswer& a) {

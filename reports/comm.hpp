@@ -3,7 +3,8 @@
 // Collectives (all-reduce, all-gather, reduce-scatter, all-to-all, send-recv) run as
 // flows over the system's topology (hw_models/collectives.hpp) on `ranks` consecutive
 // GPUs, NVLink domains of `gpus_per_domain` (default: the system's), by ring or NVLS
-// (`algorithm`; auto takes the faster where NVLS can run, as NCCL's tuner does). EP dispatch and
+// (`algorithm`; auto takes the faster where NVLS can run, as NCCL's tuner does), rings with
+// one of NCCL's protocols (`protocol`; auto: the faster of LL128 and Simple). EP dispatch and
 // combine (ep-dispatch, ep-combine) of DeepEP and HybridEP run as flows over the
 // topology at the library's fitted link fractions (hw_models/ep_flows.hpp) where the
 // preset has them, routed as the libraries' benchmarks route; otherwise the dispatcher
@@ -27,6 +28,7 @@ struct CommQuery {
   double bytes = 1 << 30;      // collectives: nccl-tests' size
   int gpus_per_domain = 0;     // 0: the system's NVLink domain
   std::string algorithm = "auto";  // collectives: auto (the faster, as NCCL picks), ring, nvls
+  std::string protocol = "auto";   // rings: auto (LL128 or Simple, the faster), ll, ll128, simple
   // EP dispatch / combine
   std::string dispatcher = "deepep";
   int ep = 8;
@@ -44,6 +46,7 @@ struct CommAnswer {
   double bytes = 0, time_us = 0, latency_us = 0, algbw_GBps = 0, busbw_GBps = 0;
   std::size_t flows = 0;
   std::string algorithm;  // collectives: the one that ran
+  std::string protocol;   // rings: the protocol that ran
 };
 
 // Throws config::InputError (file "<command line>") on an unknown system, op, dispatcher

@@ -30,7 +30,9 @@ calibration::BusbwPoint point(const nlohmann::json& p) {
   b.gpus_per_domain = p.value("gpus_per_domain", 0);
   b.bytes = p["bytes"].get<double>();
   b.busbw_GBps = p["busbw_GBps"].get<double>();
-  b.algorithm = *hw_models::algorithm_names().find(p.value("algorithm", std::string("ring")));
+  const std::string algo = p.value("algorithm", std::string("ring"));
+  if (algo == "auto") b.algorithm.reset();
+  else b.algorithm = *hw_models::algorithm_names().find(algo);
   return b;
 }
 
@@ -93,18 +95,20 @@ TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile", "[c
   const auto prof = profile();
   for (const auto& p : prof["points"]) {
     if (p["role"] != "fit") continue;
-    const auto link = p["link"] == "nvlink"    ? calibration::LinkClass::nvlink
-                      : p["link"] == "network" ? calibration::LinkClass::network
-                                               : calibration::LinkClass::alltoall;
+    const auto link = p["link"] == "nvlink"         ? calibration::LinkClass::nvlink
+                      : p["link"] == "network"      ? calibration::LinkClass::network
+                      : p["link"] == "nvls_latency" ? calibration::LinkClass::nvls_latency
+                                                    : calibration::LinkClass::alltoall;
     const double eta = calibration::fit_link_efficiency(config::load_system_preset(p["system"].get<std::string>()), link,
                                                         point(p));
-    std::cout << fmt::format("link fit: {} efficiency {:.4f} from '{}'\n", p["link"].get<std::string>(), eta,
+    std::cout << fmt::format("link fit: {} {:.4f} from '{}'\n", p["link"].get<std::string>(), eta,
                              p["what"].get<std::string>());
     for (const auto& name : p["systems"]) {
       const auto s = config::load_system_preset(name.get<std::string>());
-      const auto& got = link == calibration::LinkClass::nvlink    ? s.comm.nvlink_efficiency
-                        : link == calibration::LinkClass::network ? s.comm.network_efficiency
-                                                                  : s.comm.alltoall_efficiency;
+      const auto& got = link == calibration::LinkClass::nvlink         ? s.comm.nvlink_efficiency
+                        : link == calibration::LinkClass::network      ? s.comm.network_efficiency
+                        : link == calibration::LinkClass::nvls_latency ? s.comm.nvls_latency_us
+                                                                       : s.comm.alltoall_efficiency;
       INFO(name << ": fit of '" << p["what"].get<std::string>() << "' is " << eta);
       REQUIRE(got.has_value());
       CHECK(got->value == Approx(eta).epsilon(0.005));
@@ -127,4 +131,29 @@ TEST_CASE("Collectives against the reference's NCCL bus bandwidths", "[calibrati
     if (p["role"] == "gap") CHECK(std::abs(err) > 15);  // relabel it once the model gets it
   }
   std::cout << table;
+}
+
+TEST_CASE("NCCL's protocols: LL128 and LL trade bandwidth for latency on the same ring", "[calibration][links]") {
+  const auto s = config::load_system_preset("h200");
+  const hw_models::Topology one(s, 8, 8);
+  const std::vector<int> eight{0, 1, 2, 3, 4, 5, 6, 7};
+  const double S = 1 << 20;
+  using hw_models::Protocol;
+  const auto t = [&](Protocol p) {
+    return hw_models::collective_time(s, one, hw_models::Collective::all_reduce, eight, S,
+                                      hw_models::CollectiveAlgorithm::ring, p);
+  };
+  const auto simple = t(Protocol::simple), ll128 = t(Protocol::ll128), ll = t(Protocol::ll);
+  // The same flows: Simple's makespan m, LL128 m / 0.92, LL max(m / 0.5, 1.75 S / 141 GB/s).
+  const double m = simple.time_s - (8.4 + 14 * 3.4) * 1e-6;
+  CHECK(simple.latency_s == Approx((8.4 + 14 * 3.4) * 1e-6));
+  CHECK(ll128.latency_s == Approx((14 + 14 * 1.9) * 1e-6));
+  CHECK(ll128.time_s == Approx((14 + 14 * 1.9) * 1e-6 + m / 0.92));
+  CHECK(ll.time_s == Approx((6.6 + 14 * 0.6) * 1e-6 + std::max(m / 0.5, S * 1.75 / 141e9)));
+  // Auto: the faster of LL128 and Simple (LL is only run when asked for).
+  const auto best = hw_models::collective_time(s, one, hw_models::Collective::all_reduce, eight, S);
+  CHECK(best.protocol == Protocol::ll128);
+  CHECK(best.time_s == ll128.time_s);
+  const auto big = hw_models::collective_time(s, one, hw_models::Collective::all_reduce, eight, 8.0 * (1 << 30));
+  CHECK(big.protocol == Protocol::simple);
 }

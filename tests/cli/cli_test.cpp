@@ -227,7 +227,7 @@ TEST_CASE("infer solves a journey step's parameter and refuses a wrong pair", "[
   CHECK(run_moesim({"infer", "clock", j("07-deepep-tuned.json"), j("08-numa-binding.json")}).status == 2);
 }
 
-TEST_CASE("--uncalibrated reads the system presets as written", "[cli][calibration]") {
+TEST_CASE("Uncalibrated runs read the system presets as written", "[cli][calibration]") {
   const std::string f = test::source_path("scenarios/h800/dsv3-production.json");
   const auto cal = nlohmann::json::parse(run_moesim({"describe", "--json", f}).out);
   const auto raw = nlohmann::json::parse(run_moesim({"describe", "--json", "--uncalibrated", f}).out);
