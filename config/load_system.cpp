@@ -123,6 +123,10 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.network.planes = P.req(n, "planes", 1, 64, kInt);
       s.network.latency_same_leaf_us = P.req(n, "latency_same_leaf_us", 0, 1000);
       s.network.latency_cross_leaf_us = P.req(n, "latency_cross_leaf_us", 0, 1000);
+      if (auto sh = n.get("sharp")) {
+        s.network.sharp = P.read(*sh, 0, 1, kInt);
+        if (s.network.sharp->value == 0) s.network.sharp.reset();
+      }
     });
     read_object(o.req("efficiency"), [&](Object& e) {
       auto per_dtype = [&](const Node& n, std::map<hw_models::Dtype, Param>& out) {

@@ -61,18 +61,25 @@ namespace {
 // Ring successors per channel: members grouped by NVLink domain in order of appearance;
 // channel c starts every domain's part of the ring c places later, so that each channel
 // crosses between domains from a different GPU (and NIC).
-std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>& ranks, int channels) {
-  std::vector<std::vector<int>> by_domain;
+// The group's members by NVLink domain, in order of appearance.
+std::vector<std::vector<int>> by_domain(const Topology& topo, const std::vector<int>& ranks) {
+  std::vector<std::vector<int>> out;
   std::map<int, std::size_t> slot;
   for (int r : ranks) {
-    auto [it, inserted] = slot.try_emplace(topo.domain_of(r), by_domain.size());
-    if (inserted) by_domain.emplace_back();
-    by_domain[it->second].push_back(r);
+    auto [it, inserted] = slot.try_emplace(topo.domain_of(r), out.size());
+    if (inserted) out.emplace_back();
+    out[it->second].push_back(r);
   }
+  return out;
+}
+constexpr double kNvlsNetworkLatencyUs = 18;  // NCCL tuning.cc: hwLatencies[NET][NVLS][Simple]
+
+std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>& ranks, int channels) {
+  const auto domains = by_domain(topo, ranks);
   std::vector<std::vector<int>> out;
   for (int c = 0; c < channels; ++c) {
     std::vector<int> ring;
-    for (const auto& d : by_domain) {
+    for (const auto& d : domains) {
       const std::size_t k = static_cast<std::size_t>(c) % d.size();
       ring.insert(ring.end(), d.begin() + static_cast<std::ptrdiff_t>(k), d.end());
       ring.insert(ring.end(), d.begin(), d.begin() + static_cast<std::ptrdiff_t>(k));
@@ -118,8 +125,12 @@ double ring_protocol_time(const SystemSpec& s, Collective op, Protocol p, double
 
 bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks) {
   if (op != Collective::all_reduce || !s.comm.nvls_efficiency || ranks.size() < 2) return false;
-  for (int g : ranks)
-    if (topo.domain_of(g) != topo.domain_of(ranks.front())) return false;
+  const auto doms = by_domain(topo, ranks);
+  if (doms.size() == 1) return true;
+  // Across domains: in-network reduction, and the same number of GPUs in each domain.
+  if (!s.network.sharp) return false;
+  for (const auto& d : doms)
+    if (d.size() != doms.front().size()) return false;
   return true;
 }
 
@@ -129,13 +140,23 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
   const std::size_t n = ranks.size();
   if (op == Collective::send_recv ? n < 2 : n < 1) throw std::invalid_argument("collective_flows: too few ranks");
   if (algo == CollectiveAlgorithm::nvls && !nvls_supported(s, topo, op, ranks))
-    throw std::invalid_argument("collective_flows: NVLS runs only all-reduces inside one NVLink domain of a system with NVLS");
+    throw std::invalid_argument("collective_flows: NVLS runs only all-reduces, inside one NVLink domain or across domains with in-network reduction, on a system with NVLS");
   if (n == 1 || bytes <= 0) return out;
   if (algo == CollectiveAlgorithm::nvls) {
-    const double nd = static_cast<double>(n);
-    const double per_port = bytes * (nd + 1) / nd / s.comm.nvls_efficiency->value;
-    for (std::size_t i = 0; i < n; ++i) out.flows.push_back({ranks[i], ranks[(i + 1) % n], per_port, 0});
+    const auto doms = by_domain(topo, ranks);
+    const std::size_t k = doms.front().size();
+    const double kd = static_cast<double>(k);
+    const double per_port = bytes * (kd + 1) / kd / s.comm.nvls_efficiency->value;
+    for (const auto& d : doms)
+      if (k > 1)
+        for (std::size_t i = 0; i < k; ++i) out.flows.push_back({d[i], d[(i + 1) % k], per_port, 0});
     out.latency_s = s.comm.nvls_latency_us->value * 1e-6;
+    if (doms.size() > 1) {
+      for (std::size_t i = 0; i < k; ++i)
+        for (std::size_t j = 0; j < doms.size(); ++j)
+          out.flows.push_back({doms[j][i], doms[(j + 1) % doms.size()][i], bytes / kd, 0});
+      out.latency_s += kNvlsNetworkLatencyUs * 1e-6;
+    }
     return out;
   }
   bool spans = false;

@@ -18,7 +18,8 @@
 //     S / (n alltoall_efficiency) so that they take that longer on the links.
 //   send/recv: one flow of S.
 //   NVLS all-reduce (NVLink SHARP; all ranks in one NVSwitch domain, on systems whose
-//     preset has nvls_efficiency): each GPU fetches the sum of its 1/n of the buffer with a
+//     preset has nvls_efficiency; across domains where the network has in-network
+//     reduction, network.sharp, as NCCL's NVLS needs CollNet there): each GPU fetches the sum of its 1/n of the buffer with a
 //     multimem load-reduce (the switch pulls every GPU's copy: S out of each GPU over all
 //     chunks, S/n in) and multicasts it with a multimem store (S/n out, S in). So each
 //     GPU's NVLink port carries S (n+1)/n each way, against 2 (n-1)/n S for a ring, and
@@ -26,6 +27,11 @@
 //     the switch's reduction (nvlsEfficiency: Hopper 0.85, Blackwell 0.74). The flows
 //     run GPU to ring successor so that every port carries one; latency nvls_latency_us
 //     (NCCL's NVLS hop, base 0). NCCL picks NVLS where it is faster (fastest_collective_time).
+//     Across D domains of k GPUs each GPU's shard of S/k, summed over its domain by the
+//     switch, is reduced over the domains by the network's switches (SHARP): its NIC
+//     sends S/k up and receives S/k down, modeled as a ring of the same-rail GPUs of the
+//     domains carrying S/k per flow beside the NVLink flows (NCCL pipelines the two);
+//     latency nvls_latency_us + 18 us (NCCL's network NVLS latency, tuning.cc).
 // Time = latency + the flows' makespan (hw_models/flows.hpp), with
 //   latency = base + steps x hop,  hop = network hop when the group spans NVLink
 //   domains, else NVLink hop.

@@ -68,6 +68,9 @@ struct NetworkSpec {
   Param planes;              // independent network planes (1 when not multi-plane)
   Param latency_same_leaf_us;
   Param latency_cross_leaf_us;
+  // In-network reduction (InfiniBand SHARP) the switches offer NCCL: 1 where the preset
+  // says so; absent, none. With it NCCL runs NVLS all-reduces across NVLink domains.
+  std::optional<Param> sharp;
 };
 
 // Achieved fractions of peak, from component microbenchmarks (calibration data).

@@ -185,8 +185,10 @@ CommAnswer comm(const CommQuery& q) {
                                              hw_models::algorithm_names().known()));
       if (*algo == hw_models::CollectiveAlgorithm::nvls && !hw_models::nvls_supported(s, *topo, *op, ranks))
         throw config::InputError(kCli, "--algorithm",
-                                 fmt::format("NVLS runs only all-reduces inside one NVLink domain of a system "
-                                             "whose preset has NVLS ('{}' {} on {} ranks, {} per domain)",
+                                 fmt::format("NVLS runs only all-reduces, inside one NVLink domain of a system "
+                                             "whose preset has NVLS, or across domains of equal size where its "
+                                             "network has in-network reduction (network.sharp) ('{}' {} on {} "
+                                             "ranks, {} per domain)",
                                              q.system, q.op, q.ranks, dom));
       r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes, *algo);
     }

@@ -72,10 +72,19 @@ TEST_CASE("NVLS all-reduce and all-to-all on one NVSwitch, by hand", "[calibrati
   const calibration::BusbwPoint a{hw_models::Collective::all_to_all, 8, 0, S, 0};
   const double t_a2a = (8.4 + 3.4) * 1e-6 + 7 * (S / 8 / 0.9) / (0.5 * 450e9);
   CHECK(calibration::model_busbw(s, a) == Approx(S / t_a2a / 1e9 * 7 / 8).epsilon(1e-9));
-  // NVLS needs one domain and a system that has it.
+  // NVLS needs a system that has it, and across domains the network's in-network
+  // reduction (SHARP): each GPU's NIC then carries S/8 each way beside its NVLink flows.
   const hw_models::Topology two(s, 16, 8);
   std::vector<int> all(16);
   for (int i = 0; i < 16; ++i) all[static_cast<std::size_t>(i)] = i;
+  REQUIRE(s.network.sharp);
+  const auto sharp = hw_models::collective_time(s, two, hw_models::Collective::all_reduce, all, S,
+                                                hw_models::CollectiveAlgorithm::nvls);
+  // The NVLink ports bind (S 9/8 / 0.8 at 0.5 x 450 GB/s) before the NICs (S/8 at
+  // 0.8394 x 50 GB/s); latency 20 + 18 us.
+  CHECK(sharp.latency_s == Approx(38e-6));
+  CHECK(sharp.time_s == Approx(38e-6 + std::max(S * 9 / 8 / 0.8 / (0.5 * 450e9), S / 8 / (0.8394 * 50e9))).epsilon(1e-6));
+  s.network.sharp.reset();
   CHECK_FALSE(hw_models::nvls_supported(s, two, hw_models::Collective::all_reduce, all));
   CHECK_THROWS_AS(hw_models::collective_time(s, two, hw_models::Collective::all_reduce, all, S,
                                              hw_models::CollectiveAlgorithm::nvls),
