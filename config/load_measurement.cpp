@@ -30,10 +30,7 @@ void each(Object& o, std::string_view key, F&& f) {
   if (auto a = o.get(key)) a->for_each_element(f);
 }
 
-}  // namespace
-
-calibration::Measurement load_measurement_text(const std::string& text, const std::string& file) {
-  const Json j = parse_json(text, file);
+calibration::Measurement read_measurement(const Json& j, const std::string& file) {
   const Node root(j, "", std::make_shared<const std::string>(file));
   calibration::Measurement m;
   m.file = file;
@@ -111,9 +108,14 @@ calibration::Measurement load_measurement_text(const std::string& text, const st
   return m;
 }
 
+}  // namespace
+
+calibration::Measurement load_measurement_text(const std::string& text, const std::string& file) {
+  return read_measurement(parse_json(text, file), file);
+}
+
 calibration::Measurement load_measurement_file(const std::string& path) {
-  const Json j = read_json_file(path);
-  return load_measurement_text(j.dump(), path);
+  return read_measurement(read_json_file(path), path);
 }
 
 }  // namespace moesim::config

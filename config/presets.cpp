@@ -43,20 +43,17 @@ Json preset_json(PresetKind kind, const std::string& name, const Node& at) {
 }
 
 // Copies a profile's "parameters" (a patch of {"value", "source"} leaves at the preset's
-// JSON paths) into the system JSON, each leaf's source text under a source id of its own.
-void overlay(Json& sys, const Json& params, const std::string& profile, const std::string& path) {
+// JSON paths) into `target`, the system JSON's object at `path`; each leaf's source text
+// goes into `sources` under a source id of its own.
+void overlay(Json& sources, Json& target, const Json& params, const std::string& profile, const std::string& path) {
   for (auto it = params.begin(); it != params.end(); ++it) {
     const std::string at = path.empty() ? it.key() : path + "." + it.key();
     if (it->is_object() && it->contains("value")) {
       const std::string id = "profile:" + profile + ":" + at;
-      sys["sources"][id] = it->value("source", "calibration profile " + profile);
-      Json* leaf = &sys;
-      std::size_t start = 0;
-      for (std::size_t dot = at.find('.'); dot != std::string::npos; start = dot + 1, dot = at.find('.', start))
-        leaf = &(*leaf)[at.substr(start, dot - start)];
-      (*leaf)[at.substr(start)] = Json{{"value", (*it)["value"]}, {"source", id}};
+      sources[id] = it->value("source", "calibration profile " + profile);
+      target[it.key()] = Json{{"value", (*it)["value"]}, {"source", id}};
     } else if (it->is_object()) {
-      overlay(sys, *it, profile, at);
+      overlay(sources, target[it.key()], *it, profile, at);
     }
   }
 }
@@ -83,7 +80,7 @@ std::vector<std::string> apply_profiles(Json& sys, const LoadOptions& opts, cons
     const Json prof = parse_json(p->text, preset_label(*p));
     if (!prof.contains("parameters") || !prof["parameters"].is_object())
       throw InputError(preset_label(*p), "parameters", "expected an object");
-    overlay(sys, prof["parameters"], name, "");
+    overlay(sys["sources"], sys, prof["parameters"], name, "");
     applied.push_back(name);
   }
   return applied;

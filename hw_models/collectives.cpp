@@ -103,10 +103,9 @@ struct ProtocolCost {
 constexpr ProtocolCost kLl{6.6, 0.6, 2.7, 0.5}, kLl128{14.0, 1.9, 4.0, 0.92};
 // llMaxBw (GB/s of bus bandwidth) by nodes spanned: one, two, more.
 double ll_max_busbw(const SystemSpec& s, int nodes) {
-  const double hopper[3] = {141.0, 45.0, 35.0};
-  const double i = nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
-  const double f = s.gpu.arch == GpuArch::blackwell ? 2.0 : 1.0;
-  return f * hopper[static_cast<int>(i)];
+  constexpr double kHopper[3] = {141.0, 45.0, 35.0};
+  const double hopper = kHopper[nodes <= 1 ? 0 : nodes == 2 ? 1 : 2];
+  return s.gpu.arch == GpuArch::blackwell ? 2 * hopper : hopper;
 }
 }  // namespace
 
@@ -210,9 +209,7 @@ CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collec
   r.latency_s = cf.latency_s;
   r.time_s = r.latency_s + ft.makespan_s;
   if (algo == CollectiveAlgorithm::ring && has_protocols(op)) {
-    std::map<int, int> domains;
-    for (int g : ranks) ++domains[topo.domain_of(g)];
-    const int nodes = static_cast<int>(domains.size());
+    const int nodes = static_cast<int>(by_domain(topo, ranks).size());
     const double n = static_cast<double>(ranks.size());
     bool first = true;
     for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {

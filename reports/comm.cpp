@@ -1,8 +1,8 @@
 #include "reports/comm.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -66,6 +66,17 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   // limits a token to min(domains, 4) domains (--topk-groups overrides), HybridEP none.
   const auto [nv, nw] = hw_models::ep_entries(s, *d);
   const bool crosses = q.ep > domain;
+  // The benchmark's shape, as both flow models take it.
+  const auto benchmark = [&] {
+    hw_models::EpBenchmark b;
+    b.ranks = q.ep;
+    b.tokens = q.tokens;
+    b.hidden = q.hidden;
+    b.experts = q.experts;
+    b.topk = static_cast<int>(q.topk);
+    b.combine = combine;
+    return b;
+  };
   if (q.low_latency) {
     // DeepEP's low-latency kernels: one message per (token, expert) selection, the
     // kernels' fixed cost from the preset (hw_models/ep_flows.hpp).
@@ -76,13 +87,7 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
                                            "link fractions and low_latency_fixed_us)",
                                            q.system));
     const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
-    hw_models::EpBenchmark b;
-    b.ranks = q.ep;
-    b.tokens = q.tokens;
-    b.hidden = q.hidden;
-    b.experts = q.experts;
-    b.topk = static_cast<int>(q.topk);
-    b.combine = combine;
+    hw_models::EpBenchmark b = benchmark();
     b.low_latency = true;
     // Dispatch: payload (FP8 with a 4-byte scale per 128 values, or BF16) + a 16-byte
     // header; combine: BF16 (DeepEP's test counts 7408 and 14336 bytes at hidden 7168).
@@ -101,15 +106,9 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   }
   if (nv && *nv && (*nv)->link_fraction && (!crosses || (*nw && (*nw)->link_fraction))) {
     const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
-    hw_models::EpBenchmark b;
-    b.ranks = q.ep;
-    b.tokens = q.tokens;
-    b.hidden = q.hidden;
+    hw_models::EpBenchmark b = benchmark();
     b.element_bytes = elem;
-    b.experts = q.experts;
-    b.topk = static_cast<int>(q.topk);
     b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
-    b.combine = combine;
     b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
     const auto r = hw_models::ep_flow_time(s, *topo, hw_models::preset_ep_fractions(s, *d, combine, q.ep, elem), b);
     a.bytes = crosses ? r.rdma_bytes : r.nvl_bytes;

@@ -95,23 +95,22 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
        static_cast<double>(sc.training.micro_batch_size * sc.training.seq_length) /
            static_cast<double>(p.cp * (p.sequence_parallel ? p.tp : 1)),
        fw.dispatcher_sms, fw.ep_fp8_dispatch});
+  // DualPipe and DualPipeV hold two chunks per rank (two stages' parameters).
+  const schedules::PipelineShape shape(sc.pipeline_schedule, static_cast<int>(p.pp), static_cast<int>(p.vpp));
   std::vector<double> out;
   for (int r = 0; r < static_cast<int>(p.pp); ++r) {
     double dense = 0, expert = 0, largest_unit = 0, transient = 0;
     bool moe_rank = false;
     std::int64_t captured_layers = 0;
-    // DualPipe and DualPipeV hold two chunks per rank (two stages' parameters).
-    const schedules::PipelineShape shape(sc.pipeline_schedule, static_cast<int>(p.pp), static_cast<int>(p.vpp));
     std::vector<double> act_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
     std::vector<double> host_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
     std::vector<double> graph_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
     for (int c = 0; c < shape.chunks(); ++c) {
       const auto& stage = sc.layout.stages()[static_cast<std::size_t>(shape.place(r, c).layout_stage)];
-      const auto sp = schedules::stage_parameters(sc.model, p, stage, sc.padded_vocab());
-      dense += sp.dense;
-      expert += sp.expert;
       for (const auto& it : stage.items) {
         const auto ip = schedules::item_parameters(sc.model, p, it, sc.padded_vocab());
+        dense += ip.dense;
+        expert += ip.expert;
         largest_unit = std::max(largest_unit, ip.dense + ip.expert);
         const workload::LayerTemplate* lt = &t.dense;
         const auto slot = schedules::layer_slot(it, sc.model);
@@ -126,9 +125,9 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         transient = std::max(transient, lt->transient_bytes);
         act_per_chunk[static_cast<std::size_t>(c)] += kept.gpu;
         host_per_chunk[static_cast<std::size_t>(c)] += kept.host;
-        const bool mtp = slot == schedules::LayerSlot::mtp;
-        const bool moe_layer = slot == schedules::LayerSlot::moe || (mtp && sc.model.mtp_is_moe());
-        const bool dense_layer = slot == schedules::LayerSlot::dense || (mtp && !sc.model.mtp_is_moe());
+        const bool moe_layer = schedules::has_experts(slot, sc.model);
+        const bool dense_layer =
+            !moe_layer && (slot == schedules::LayerSlot::dense || slot == schedules::LayerSlot::mtp);
         moe_rank = moe_rank || moe_layer;
         if (!g.full_iteration() && ((moe_layer && moe_captured) || (dense_layer && dense_captured))) {
           ++captured_layers;

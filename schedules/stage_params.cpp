@@ -15,6 +15,10 @@ LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m) {
   return LayerSlot::dense;
 }
 
+bool has_experts(LayerSlot slot, const workload::ModelConfig& m) {
+  return slot == LayerSlot::moe || (slot == LayerSlot::mtp && m.mtp_is_moe());
+}
+
 StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& it,
                             std::int64_t padded_vocab) {
   const auto lp = workload::layer_parameters(m);
@@ -27,7 +31,7 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
     return s;
   }
   if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
-  const bool moe = slot == LayerSlot::moe || (slot == LayerSlot::mtp && m.mtp_is_moe());
+  const bool moe = has_experts(slot, m);
   s.dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
   if (moe) {
     const double local = static_cast<double>(m.num_experts) / static_cast<double>(p.ep);

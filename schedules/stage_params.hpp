@@ -17,6 +17,9 @@ namespace moesim::schedules {
 // layer's kind, workload::ModelConfig::mtp_is_moe).
 enum class LayerSlot { embedding, head, dense, moe, mtp };
 LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m);
+// Whether the slot's layer has routed experts (an MoE layer, or an MTP module whose
+// layer is MoE).
+bool has_experts(LayerSlot slot, const workload::ModelConfig& m);
 
 struct StageParams {
   double dense = 0;

@@ -2,12 +2,12 @@
 // K0 being what the fitter makes of the DeepGEMM profile.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-
-#include <nlohmann/json.hpp>
+#include <algorithm>
 
 #include "calibration/gemm_k_fit.hpp"
+#include "calibration/profile_fit.hpp"
 #include "config/load.hpp"
+#include "config/load_measurement.hpp"
 #include "hw_models/compute.hpp"
 #include "support/helpers.hpp"
 
@@ -46,28 +46,17 @@ TEST_CASE("fit_k_overhead_shared: one K0, an eta per group", "[calibration][gemm
 }
 
 TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 measurements", "[calibration][gemm]") {
-  std::ifstream in(test::source_path("calibration/measurements/deepgemm-h800-fp8.json"));
-  const auto prof = nlohmann::json::parse(in);
-  const auto sys = config::load_system_preset(prof["system"].get<std::string>());
-  const hw_models::ComputeModel cm(sys);
-  const double peak = sys.gpu.peak_tflops(hw_models::Dtype::fp8);
-  std::vector<double> k, eff;
-  std::vector<int> group;
-  for (const char* table : {"gemm", "grouped_gemm"})
-    for (const auto& p : prof[table]) {
-      // Divide out wave quantization with the compute model's own tiles.
-      const double q = cm.wave_efficiency(p["m"].get<std::int64_t>(), p["n"].get<std::int64_t>(),
-                                          p.value("groups", std::int64_t{1}));
-      k.push_back(p["k"].get<double>());
-      eff.push_back(p["tflops"].get<double>() / peak / q);
-      group.push_back(std::string(table) == "grouped_gemm" ? 1 : 0);
-    }
-  const auto r = calibration::fit_k_overhead_shared(k, eff, group, 2);
-  for (double e : r.relative_error) CHECK(std::abs(e) < 0.07);  // the model fits the points
+  const auto m = config::load_measurement_file(test::source_path("calibration/measurements/deepgemm-h800-fp8.json"));
+  const auto prof = calibration::fit_profile("k0", {m}, config::load_system_preset(m.system, {false}), m.system);
+  const auto k0 = std::find_if(prof.parameters.begin(), prof.parameters.end(),
+                               [](const auto& f) { return f.parameter == "efficiency.gemm_k_overhead"; });
+  REQUIRE(k0 != prof.parameters.end());
+  CHECK(k0->points == 8);
+  CHECK(k0->max_abs_residual_pct < 7);  // the model fits the points
   for (const char* name : {"h800", "h100", "gb200-nvl72", "b200"}) {
     const auto s = config::load_system_preset(name);
     REQUIRE(s.efficiency.gemm_k_overhead);
-    CHECK(s.efficiency.gemm_k_overhead->value == Approx(r.k0).epsilon(0.0005));
+    CHECK(s.efficiency.gemm_k_overhead->value == Approx(k0->value).epsilon(0.0005));
   }
 }
 
