@@ -13,6 +13,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "calibration/profile_fit.hpp"
 #include "config/load.hpp"
@@ -113,43 +118,139 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   return out;
 }
 
+// Runs f(0..n-1) on up to `jobs` threads (0: all cores); the first exception is rethrown.
+void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f) {
+  const std::size_t threads =
+      std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex m;
+  const auto worker = [&] {
+    for (std::size_t i; (i = next++) < n;) {
+      try {
+        f(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(m);
+        if (!error) error = std::current_exception();
+        next = n;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+// One validated scenario: its prediction of the measured metric.
+struct ValidateRow {
+  std::string file, name, system, dispatcher, metric;
+  double measured = 0, predicted = 0, error_pct = 0, tolerance_pct = 0, wall_s = 0;
+  bool ok = false;
+};
+
+// Mean absolute error, count and worst run of a group of rows.
+struct ErrorSummary {
+  int runs = 0;
+  double abs_sum = 0;
+  const ValidateRow* worst = nullptr;
+  void add(const ValidateRow& r) {
+    ++runs;
+    abs_sum += std::abs(r.error_pct);
+    if (!worst || std::abs(r.error_pct) > std::abs(worst->error_pct)) worst = &r;
+  }
+  double mae() const { return runs ? abs_sum / runs : 0; }
+};
+
 class Validate final : public Command {
  public:
   void configure(CLI::App& app) override {
     app.add_option("paths", paths_, "scenario files or folders")->required();
     app.add_flag("--json", json_, "print the rows as one JSON object");
+    app.add_option("--jobs", jobs_, "scenarios simulated at once (default: all cores)")->check(CLI::Range(1, 1024));
     add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    double abs_sum = 0;
-    int n = 0, failed = 0;
-    std::string table = fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured",
-                                    "predicted", "error", "tol", "");
+    // Files without a `measured` block (presets, what-if scenarios) are skipped and
+    // counted; a file with one that does not load is an input error like any other.
+    std::vector<std::string> files;
+    int skipped = 0;
     for (const auto& f : scenario_files(paths_)) {
-      const config::Scenario sc = config::load_scenario_file(f, {!uncalibrated_});
-      if (!sc.measured) continue;
+      const config::Json j = config::read_json_file(f);
+      if (j.is_object() && j.contains("measured")) files.push_back(f);
+      else ++skipped;
+    }
+    std::vector<config::Scenario> scenarios;
+    for (const auto& f : files) scenarios.push_back(config::load_scenario_file(f, {!uncalibrated_}));
+    // Independent simulations on `jobs` threads; rows keep the files' order.
+    std::vector<ValidateRow> rows(scenarios.size());
+    const auto eval = [&](std::size_t i) {
+      const auto& sc = scenarios[i];
       const auto p = reports::predict(sc);
-      const double pred = reports::predicted_metric(*sc.measured, p);
-      const double err = 100 * (pred - sc.measured->value) / sc.measured->value;
-      const bool ok = std::abs(err) <= sc.measured->tolerance_pct;
-      failed += ok ? 0 : 1;
-      abs_sum += std::abs(err);
-      ++n;
-      table += fmt::format("{:<44} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>5.1f}%  {}\n", sc.name, sc.measured->value,
-                           pred, err, sc.measured->tolerance_pct, ok ? "ok" : "OVER");
-      rows.push_back({{"name", sc.name}, {"file", f},
-                      {"metric", config::measured_metric_names().name(sc.measured->metric)},
-                      {"measured", sc.measured->value}, {"predicted", pred}, {"error_pct", err},
-                      {"tolerance_pct", sc.measured->tolerance_pct}, {"ok", ok}, {"wall_s", p.wall_s}});
+      ValidateRow& r = rows[i];
+      r.file = files[i];
+      r.name = sc.name;
+      r.system = sc.system.name;
+      r.dispatcher = sc.model.is_moe() ? std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher)) : "-";
+      r.metric = config::measured_metric_names().name(sc.measured->metric);
+      r.measured = sc.measured->value;
+      r.predicted = reports::predicted_metric(*sc.measured, p);
+      r.error_pct = 100 * (r.predicted - r.measured) / r.measured;
+      r.tolerance_pct = sc.measured->tolerance_pct;
+      r.ok = std::abs(r.error_pct) <= r.tolerance_pct;
+      r.wall_s = p.wall_s;
+    };
+    run_parallel(scenarios.size(), jobs_, eval);
+
+    ErrorSummary all;
+    std::map<std::string, ErrorSummary> by_system, by_dispatcher;
+    int failed = 0;
+    for (const auto& r : rows) {
+      all.add(r);
+      by_system[r.system].add(r);
+      by_dispatcher[r.dispatcher].add(r);
+      failed += r.ok ? 0 : 1;
     }
-    const double mae = n ? abs_sum / n : 0;
     if (json_) {
-      io.out << nlohmann::ordered_json{{"rows", rows}, {"mean_abs_error_pct", mae}, {"failed", failed}}.dump(2) << "\n";
+      nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
+      for (const auto& r : rows)
+        out_rows.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"dispatcher", r.dispatcher},
+                            {"metric", r.metric}, {"measured", r.measured}, {"predicted", r.predicted},
+                            {"error_pct", r.error_pct}, {"tolerance_pct", r.tolerance_pct}, {"ok", r.ok},
+                            {"wall_s", r.wall_s}});
+      const auto groups = [](const std::map<std::string, ErrorSummary>& m) {
+        nlohmann::ordered_json g = nlohmann::ordered_json::object();
+        for (const auto& [k, v] : m) g[k] = {{"runs", v.runs}, {"mean_abs_error_pct", v.mae()}};
+        return g;
+      };
+      nlohmann::ordered_json out{{"rows", out_rows}, {"mean_abs_error_pct", all.mae()}, {"failed", failed},
+                                 {"skipped_without_measured", skipped}};
+      if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
+      out["by_system"] = groups(by_system);
+      out["by_dispatcher"] = groups(by_dispatcher);
+      io.out << out.dump(2) << "\n";
     } else {
-      io.out << table << fmt::format("{} runs, mean absolute error {:.2f}%, {} over tolerance\n", n, mae, failed);
+      std::string table = fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted",
+                                      "error", "tol", "");
+      for (const auto& r : rows)
+        table += fmt::format("{:<44} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>5.1f}%  {}\n", r.name, r.measured,
+                             r.predicted, r.error_pct, r.tolerance_pct, r.ok ? "ok" : "OVER");
+      io.out << table
+             << fmt::format("{} runs, mean absolute error {:.2f}%, {} over tolerance", all.runs, all.mae(), failed);
+      if (skipped) io.out << fmt::format("; {} file(s) without a measured block skipped", skipped);
+      io.out << "\n";
+      if (all.worst) io.out << fmt::format("worst: {} ({:+.1f}%)\n", all.worst->name, all.worst->error_pct);
+      if (rows.size() > 1) {
+        const auto print = [&](const char* what, const std::map<std::string, ErrorSummary>& m) {
+          for (const auto& [k, v] : m)
+            io.out << fmt::format("  {} {:<14} {:>3} runs, mean absolute error {:6.2f}%\n", what, k, v.runs, v.mae());
+        };
+        print("system    ", by_system);
+        print("dispatcher", by_dispatcher);
+      }
     }
-    if (n == 0) {
+    if (rows.empty()) {
       io.err << "moesim validate: no scenario with a measured block under the given paths\n";
       return 2;
     }
@@ -159,6 +260,7 @@ class Validate final : public Command {
  private:
   std::vector<std::string> paths_;
   bool json_ = false, uncalibrated_ = false;
+  int jobs_ = 0;
 };
 
 // Speed targets live here, not in timed tests: simulates a scenario repeatedly and

@@ -141,6 +141,12 @@ class ScenarioReader {
     if (m.is_moe() && m.num_experts % p.ep != 0)
       fail("parallelism.ep",
            fmt::format("{} experts are not divisible by ep={}", m.num_experts, p.ep));
+    // Megatron's dispatcher all-gathers the received tokens over the expert-TP group and
+    // moesim prices that group as the TP group's links (workload/layer_graph.cpp).
+    if (p.etp > 1 && p.etp != p.tp)
+      fail("parallelism.etp", fmt::format("etp={} with tp={}: expert tensor parallelism is modeled as 1 or "
+                                          "equal to tp (its collectives on the TP group's links)",
+                                          p.etp, p.tp));
     if (m.is_moe() && m.moe_ffn_hidden_size % p.etp != 0)
       fail("parallelism.etp", fmt::format("expert FFN size {} is not divisible by etp={}",
                                           m.moe_ffn_hidden_size, p.etp));
@@ -415,14 +421,31 @@ class ScenarioReader {
 
   void placement(const std::optional<Node>& n) {
     const std::int64_t domain = static_cast<std::int64_t>(sc_.system.nvlink.domain_gpus.value);
+    const auto per_node = static_cast<std::int64_t>(sc_.system.node.gpus_per_node.value);
     auto& pl = sc_.placement;
-    pl.gpus_per_nvlink_domain = std::min(domain, sc_.gpus);
+    // Default: whole nodes (trays), as many per NVLink domain as fit and split the job
+    // evenly. A job never shares a node, and NVIDIA's NVL72 jobs fill racks with whole
+    // trays in equal numbers (64 of 72 GPUs at 256 or 512 GPUs: 16 trays a rack, 4 or 8
+    // racks; the Megatron-Bridge GB200/GB300 runs of shared/reference/measured-runs.md
+    // are 256 GPUs). A job smaller than a node uses part of one.
+    if (sc_.gpus <= per_node) {
+      pl.gpus_per_nvlink_domain = sc_.gpus;
+    } else {
+      if (sc_.gpus % per_node != 0)
+        fail("gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs ({})", sc_.gpus, per_node,
+                                 sc_.system.name));
+      pl.gpus_per_nvlink_domain = per_node;
+      for (std::int64_t d = std::min(domain, sc_.gpus) / per_node * per_node; d >= per_node; d -= per_node)
+        if (sc_.gpus % d == 0) {
+          pl.gpus_per_nvlink_domain = d;
+          break;
+        }
+    }
     if (!n) return;
     read_object(*n, [&](Object& o) {
       const auto g = o.get("gpus_per_nvlink_domain");
       if (!g) return;
       pl.gpus_per_nvlink_domain = g->as_int(1, domain);
-      const auto per_node = static_cast<std::int64_t>(sc_.system.node.gpus_per_node.value);
       if (pl.gpus_per_nvlink_domain % per_node != 0)
         g->fail(fmt::format("must be a multiple of the {} GPUs of one node/tray", per_node));
       if (sc_.gpus % pl.gpus_per_nvlink_domain != 0)

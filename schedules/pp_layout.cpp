@@ -35,6 +35,10 @@ class Parser {
   std::vector<Token> sequence() {
     std::vector<Token> out;
     while (pos_ < s_.size() && s_[pos_] != ')') {
+      if (s_[pos_] == ',') {  // purely cosmetic (Megatron's parse_str_to_list deletes commas)
+        ++pos_;
+        continue;
+      }
       const std::size_t start = pos_;
       std::vector<Token> atom_tokens = atom();
       std::size_t times = 1;
@@ -72,7 +76,7 @@ class Parser {
         return inner;
       }
       default:
-        fail(at, fmt::format("unexpected '{}' (valid: E t m L | ( ) * and digits)",
+        fail(at, fmt::format("unexpected '{}' (valid: E t m L | ( ) * , and digits)",
                              std::string(1, c)));
     }
   }
@@ -158,6 +162,13 @@ PipelineLayout PipelineLayout::parse(std::string_view text, int pp) {
                         n, pp, pp));
   // Placement rules, each reported at the column of the offending item.
   std::size_t e_count = 0, l_count = 0;
+  const auto decoders_after = [&](std::size_t s0, std::size_t i0) {
+    std::size_t c = 0;
+    for (std::size_t s = s0; s < n; ++s)
+      for (std::size_t i = s == s0 ? i0 + 1 : 0; i < stages[s].size(); ++i)
+        c += stages[s][i] == LayoutItemKind::decoder ? 1 : 0;
+    return c;
+  };
   for (std::size_t s = 0; s < n; ++s) {
     const auto& st = stages[s];
     for (std::size_t i = 0; i < st.size(); ++i) {
@@ -173,13 +184,24 @@ PipelineLayout PipelineLayout::parse(std::string_view text, int pp) {
             fail(col, "'L' must come last in the final virtual stage");
           break;
         case LayoutItemKind::mtp:
-          if (s != n - 1) fail(col, "MTP layers 'm' must be in the final virtual stage");
-          if (i + 1 < st.size() && st[i + 1] == LayoutItemKind::decoder)
-            fail(col, "MTP layers 'm' must follow the decoder layers 't'");
+          // Megatron-Core PipelineParallelLayerLayout.validate_layer_layout: MTP layers
+          // come after every decoder layer in layer order, and only in the last virtual
+          // stage of their pipeline rank; one rank holding MTP layers holds them all.
+          if (s / static_cast<std::size_t>(pp) != n / static_cast<std::size_t>(pp) - 1)
+            fail(col, "MTP layers 'm' must be in the last virtual stage of their pipeline rank");
+          if (decoders_after(s, i) > 0) fail(col, "decoder layers 't' must all come before the MTP layers 'm'");
           break;
         case LayoutItemKind::decoder: break;
       }
     }
+  }
+  {
+    int mtp_ranks = 0;
+    for (std::size_t s = n - static_cast<std::size_t>(pp); s < n; ++s)
+      mtp_ranks += std::count(stages[s].begin(), stages[s].end(), LayoutItemKind::mtp) > 0 ? 1 : 0;
+    if (mtp_ranks > 1)
+      fail(0, "MTP layers 'm' split over several pipeline ranks (Megatron's mtp_loss_split, with a loss "
+              "'L' per MTP layer) are not modeled; put them in one virtual stage");
   }
   if (e_count == 0) fail(0, "no embedding 'E' (it belongs at the start of the first stage)");
   if (l_count == 0) fail(0, "no loss 'L' (it belongs at the end of the final stage)");

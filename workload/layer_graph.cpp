@@ -121,11 +121,13 @@ class LayerBuilder {
 
   // The kernels since `mark` are re-run at the start of backward (selective recompute).
   std::size_t mark() const { return out_.fwd.size(); }
-  void recompute_since(std::size_t mark) {
+  // `keep_syncs`: the recomputed segment waits on the device again where its forward did
+  // (a recomputed dropless MoE layer re-reads its token counts).
+  void recompute_since(std::size_t mark, bool keep_syncs = false) {
     for (std::size_t i = mark; i < out_.fwd.size(); ++i) {
       KernelTemplate t = out_.fwd[i];
       t.recompute = true;
-      t.host_sync_after = false;
+      t.host_sync_after = keep_syncs && t.host_sync_after;
       t.name += ".recompute";
       recomputed_.push_back(std::move(t));
     }
@@ -360,7 +362,21 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const std::size_t norm_start = b.mark();
   norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion, fw, workload::OffloadTarget::mlp_norm);
   if (has(fw.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(norm_start);
-  tp_gather(b, s, Module::moe_router, "moe");
+  // Tokens this rank routes: its own sequence-parallel share. Megatron-Core's MoE layer
+  // takes the [S/TP, B, h] hidden states as they are; the router and the dispatcher work
+  // on those num_local_tokens, and MoE parallel folding puts the TP ranks in the EP group,
+  // so no TP gather precedes them (megatron/core/transformer/moe/moe_layer.py, router.py,
+  // token_dispatcher.py). Only a TP-sharded shared expert gathers the sequence (its
+  // column-parallel fc1 with sequence parallelism) and reduce-scatters its output.
+  const double Tm = s.Tn;
+  const double etp = static_cast<double>(p.etp);
+  // `moe` recompute (Megatron-Core MoELayer: the whole layer's forward under one
+  // checkpoint whose input is the pre-MLP norm's output): router, dispatch, experts,
+  // shared expert and combine run again before the layer's backward, their collectives
+  // and token-count sync included, and only the checkpoint's input is kept. The finer
+  // moe_act and shared_experts checkpoints inside it are then moot.
+  const bool moe_recompute = has(fw.recompute_modules, RecomputeModule::moe);
+  const std::size_t moe_start = b.mark();
 
   // The shared expert (no shared-expert overlap). Captured in a CUDA graph it runs with
   // the router, first (Megatron-Core effebd81f4 MoELayer: shared experts, route,
@@ -376,11 +392,13 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     const double e2 = static_cast<double>(m.ffn_matrices() - 1);
     const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
     const std::size_t start = b.mark();
+    tp_gather(b, s, Module::shared_expert, "shared");
     b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, true);
     if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
     b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0, s.T * e2 * fs * act_bytes);
     b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
-    if (has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
+    tp_scatter(b, s, Module::shared_expert, "shared");
+    if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
   };
   if (shared_captured) shared_expert();
   // Permute/unpermute over the routing map: the old kernel is up to 10x slower when
@@ -390,13 +408,14 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // Router: the GEMM (FP32 logits) and its small kernels (top-k, scores, aux loss, ...).
   // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17
   // (shared/reference/gb200-journey.md, steps 3-4).
-  b.linear("moe.router", Module::moe_router, s.T, E, s.h, false, false, 1, false);
+  b.linear("moe.router", Module::moe_router, Tm, E, s.h, false, false, 1, false);
+  b.last_fwd().checkpoint_input = moe_recompute;  // its input is the checkpoint's
   // Host-only torch calls of router + EP preprocess in one forward, counted from
   // Megatron-Core effebd81f4 (docs/research/router-host-inventory.md): 52 unfused, 48
   // fused (plus 8 allocations in TE's fused router), 26 fused with the flex dispatcher.
   b.last_fwd().host_ops = nccl ? (in.stack.router_fusion ? 48 : 52) : 26;
   if (nccl && in.stack.router_fusion) b.last_fwd().host_allocs = 8;
-  const double probs = s.T * E * 4;
+  const double probs = Tm * E * 4;
   const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72) - 1 : 17 - 1 - 1;
   // Backward: about 32 GPU ops unfused, 14 fused, the router GEMM's two included
   // (docs/research/router-host-inventory.md).
@@ -404,7 +423,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                   (nccl && !in.stack.router_fusion ? 32 : 14) - 2);
   b.keep_last(probs);  // routing probabilities and the top-k map
 
-  const double tokens_out = s.T * k;             // routed token copies each rank sends
+  const double tokens_out = Tm * k;              // routed token copies each rank sends
   const double tokens_in = tokens_out * in.ep_load;  // and the hottest rank receives
   const double local_experts = E / ep;
   const double h_bytes = s.h * 2;
@@ -425,7 +444,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + tokens_out * 4, 1);
     if (host_sync) b.mark_sync_on_last(1);  // the host blocks after launching the global permute
-    b.memory("moe.global_permute", Module::moe_dispatch, s.T * h_bytes + tokens_out * h_bytes);
+    b.memory("moe.global_permute", Module::moe_dispatch, Tm * h_bytes + tokens_out * h_bytes);
     b.gather_last();
     b.slow_last(permute_slowdown);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
@@ -464,9 +483,9 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // dispatch); then the permute, which carries the copy out of HybridEP's registered
     // buffer and the padding. Backward reuses the handle: no all-gather, no syncs.
     hybridep_copy = !in.stack.hybridep_permute_fusion;
-    b.comm("moe.routing_map_gather", Module::moe_dispatch, CommOp::ep_all_gather, CommOp::none, s.T * E, false,
+    b.comm("moe.routing_map_gather", Module::moe_dispatch, CommOp::ep_all_gather, CommOp::none, Tm * E, false,
            false);
-    b.small_kernels("moe.hybridep_meta", Module::moe_dispatch, 3, s.T * ep * 4 + s.T * E, 0);
+    b.small_kernels("moe.hybridep_meta", Module::moe_dispatch, 3, Tm * ep * 4 + Tm * E, 0);
     b.last_fwd().host_allocs = 6;
     if (host_sync) b.mark_sync_on_last();
     b.small_kernels("moe.dispatch_flag", Module::moe_dispatch, 1, 0);
@@ -489,32 +508,41 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.slow_last(permute_slowdown);
   }
 
-  // Routed experts: E / ep local experts, tokens_in x ep / E tokens each (balanced).
-  const double m_per = tokens_in / local_experts;
+  // Expert tensor parallelism (etp = tp > 1): the received tokens are all-gathered over
+  // the expert-TP group, each rank computes its 1/etp of every expert's FFN on all of
+  // them, and the outputs are reduce-scattered before the combine (Megatron-Core
+  // MoEAlltoAllTokenDispatcher with tp_size > 1).
+  const auto etp_comm = [&](const std::string& name, CommOp fwd, CommOp bwd) {
+    if (p.etp > 1) b.comm(name, Module::experts, fwd, bwd, tokens_in * etp * h_bytes);
+  };
+  etp_comm("moe.etp_gather", CommOp::tp_all_gather, CommOp::tp_reduce_scatter);
+  // Routed experts: E / ep local experts, tokens_in x etp x ep / E tokens each (balanced).
+  const double m_per = tokens_in * etp / local_experts;
   const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
   const double e = static_cast<double>(m.ffn_matrices() - 1);
   b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
   offload(b, fw, workload::OffloadTarget::expert_fc1);
   const std::size_t act = b.mark();
-  b.memory("moe.act", Module::experts, tokens_in * (e * f + f) * 2, 1.0, tokens_in * e * f * act_bytes);
+  b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, 1.0, tokens_in * etp * e * f * act_bytes);
   offload(b, fw, workload::OffloadTarget::moe_act);
   offload(b, fw, workload::OffloadTarget::expert_fc1_act);
   // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
   // output, stays as the checkpoint's input; its output, fc2's input, is discarded and
   // recomputed before fc2's backward.
-  const bool act_recompute = has(fw.recompute_modules, RecomputeModule::moe_act);
+  const bool act_recompute = !moe_recompute && has(fw.recompute_modules, RecomputeModule::moe_act);
   if (act_recompute) {
     b.recompute_since(act);
     b.last_fwd().checkpoint_input = true;
   }
   b.linear("moe.fc2", Module::experts, m_per, s.h, f, true, true, local_experts);
   if (act_recompute) b.last_fwd().saved_bytes = 0;
+  etp_comm("moe.etp_scatter", CommOp::tp_reduce_scatter, CommOp::tp_all_gather);
 
   if (nccl) {
     b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
     b.gather_last();
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
-    b.memory("moe.unpermute", Module::moe_combine, tokens_out * h_bytes + s.T * h_bytes);
+    b.memory("moe.unpermute", Module::moe_combine, tokens_out * h_bytes + Tm * h_bytes);
     b.gather_last();
     b.slow_last(permute_slowdown);
   } else {
@@ -527,8 +555,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (fw.dispatcher == hw_models::Dispatcher::hybridep) b.small_kernels("moe.combine_flag", Module::moe_combine, 2, 0);
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
   }
-
-  tp_scatter(b, s, Module::moe_combine, "moe");
+  if (moe_recompute) b.recompute_since(moe_start, true);
 }
 
 }  // namespace

@@ -66,7 +66,9 @@ TEST_CASE("Malformed layouts are refused with the column", "[schedules][pp_layou
       {"Et |L", 1, 3, "unexpected ' '"},
       {"tE|tL", 1, 2, "'E' must come first"},
       {"EtL|t", 1, 3, "'L' must come last"},
-      {"Etm|tL", 1, 3, "'m' must be in the final"},
+      {"Etm|tL", 1, 3, "'m' must be in the last virtual stage"},
+      {"Et|mt|L", 3, 4, "must all come before the MTP layers"},
+      {"Et|tm|mL", 3, 0, "split over several pipeline ranks"},
       {"EE|tL", 1, 2, "more than one embedding"},
       {"E()*3|tL", 1, 2, "empty group"},
       {"(t*1000)*1000000", 1, 1, "more than"},
@@ -85,6 +87,20 @@ TEST_CASE("Malformed layouts are refused with the column", "[schedules][pp_layou
   CHECK_THROWS_WITH(PipelineLayout::parse("t|tL", 1), Catch::Contains("no embedding"));
   CHECK_THROWS_WITH(PipelineLayout::parse("Et|t", 1), Catch::Contains("no loss"));
   CHECK_THROWS_AS(PipelineLayout::parse("", 1), LayoutError);
+}
+
+// Megatron-Core's own example (TransformerConfig.pipeline_model_parallel_layout docstring):
+// DeepSeek-V3 at PP16 VPP2, the comma cosmetic, MTP alone in rank 14's second virtual stage
+// and the loss alone in rank 15's (its pretty_repr: "PP rank 14 ... mtp", "PP rank 15 ... loss").
+TEST_CASE("Et*3|(tt|)*29,m|L: Megatron's documented PP16 VPP2 layout", "[schedules][pp_layout]") {
+  const auto l = PipelineLayout::parse("Et*3|(tt|)*29,m|L", 16);
+  CHECK(l.vpp() == 2);
+  CHECK(l.count(LayoutItemKind::decoder) == 61);
+  CHECK(l.stage(0, 0).to_string() == "E t0-t2");
+  CHECK(l.stage(14, 1).to_string() == "m0");
+  CHECK(l.stage(15, 1).to_string() == "L");
+  CHECK(l.stage(13, 1).to_string() == "t59-t60");
+  CHECK(PipelineLayout::parse("E,t,t|t,L", 2).stage(1, 0).to_string() == "t2 L");
 }
 
 TEST_CASE("Default split: even, earlier stages take the remainder", "[schedules][pp_layout]") {

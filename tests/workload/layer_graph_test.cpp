@@ -248,3 +248,34 @@ TEST_CASE("An MTP module: embedding, two norms, the 2h->h projection, a decoder 
   CHECK(mtp.bwd.back().name.rfind("mtp.", 0) == 0);
   CHECK(mtp.bwd.size() == b.t.moe.bwd.size() + b.t.head.bwd.size() + count(mtp.bwd, "mtp."));
 }
+
+// Megatron-Core routes each rank's own sequence-parallel tokens (num_local_tokens): at TP2
+// with ETP1 the router and the routed experts see S/2 tokens, and only the TP-sharded shared
+// expert gathers the sequence. DeepSeek-V3, seq 4096, MBS 1: the router GEMM's M is 2048;
+// the expert fc1's FLOPs are 2 x (2048 x 8 routed copies) x (2 x 2048) x 7168 over the 8
+// local experts of EP32 (balanced), which the grouped GEMM's total counts once.
+TEST_CASE("TP with ETP 1: the router and the experts see the rank's own tokens", "[workload][templates]") {
+  const auto tp2 = build("scenarios/journey/13-norm-quant-fusion.json", [](config::Scenario& sc) {
+    sc.parallelism.tp = 2;
+    sc.parallelism.sequence_parallel = true;
+  });
+  const auto& router = find(tp2.t.moe.fwd, "moe.router.fprop");
+  CHECK(router.work.m == 2048);
+  const auto& fc1 = find(tp2.t.moe.fwd, "moe.fc1.fprop");
+  CHECK(fc1.work.flops == Approx(2.0 * 2048 * 8 * 2 * 2048 * 7168));
+  CHECK(count(tp2.t.moe.fwd, "shared.sp_gather") == 1);
+  CHECK(count(tp2.t.moe.fwd, "shared.sp_scatter") == 1);
+  CHECK(count(tp2.t.moe.fwd, "moe.sp_gather") == 0);
+  CHECK(count(tp2.t.moe.fwd, "moe.etp_gather") == 0);
+  // ETP = TP = 2: the received tokens are gathered over the expert-TP group and every rank
+  // runs half of each expert's FFN on twice the tokens: the same FLOPs per rank.
+  const auto etp2 = build("scenarios/journey/13-norm-quant-fusion.json", [](config::Scenario& sc) {
+    sc.parallelism.tp = 2;
+    sc.parallelism.etp = 2;
+    sc.parallelism.sequence_parallel = true;
+  });
+  CHECK(count(etp2.t.moe.fwd, "moe.etp_gather") == 1);
+  CHECK(count(etp2.t.moe.fwd, "moe.etp_scatter") == 1);
+  CHECK(find(etp2.t.moe.fwd, "moe.fc1.fprop").work.flops == Approx(fc1.work.flops));
+  CHECK(find(etp2.t.moe.fwd, "moe.fc1.fprop").work.m == 2 * fc1.work.m);
+}
