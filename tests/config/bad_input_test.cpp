@@ -299,3 +299,33 @@ TEST_CASE("Inline systems and models, with or without a base preset", "[config]"
   j["model"]["model_type"] = "gpt2";
   expect_error(j, "model.model_type", "unknown model_type 'gpt2'");
 }
+
+// NVL72 placement by default: whole trays, as many per rack as split the job evenly (the
+// rule in config/load_scenario.cpp). 256 and 512 GPUs: 64 a rack (72 does not divide
+// them); 144: two full racks; a job smaller than a tray uses part of it.
+TEST_CASE("Default NVLink-domain placement: whole trays dividing the job", "[config]") {
+  const auto domain = [](const std::string& system, std::int64_t gpus, std::int64_t ep) {
+    auto j = test::default_scenario_json();
+    j.erase("placement");
+    j["system"] = system;
+    j["gpus"] = gpus;
+    j["parallelism"] = {{"tp", 1}, {"pp", 1}, {"ep", ep}};
+    j["training"]["global_batch_size"] = gpus;
+    j["training"]["precision"] = "bf16";
+    return config::load_scenario_text(j.dump(), "test.json").placement.gpus_per_nvlink_domain;
+  };
+  CHECK(domain("gb200-nvl72", 256, 32) == 64);
+  CHECK(domain("gb300-nvl72", 512, 64) == 64);
+  CHECK(domain("gb200-nvl72", 144, 16) == 72);
+  CHECK(domain("gb200-nvl72", 8, 8) == 8);
+  CHECK(domain("gb200-nvl72", 2, 2) == 2);
+  CHECK(domain("h100", 16, 16) == 8);
+  auto j = test::default_scenario_json();
+  j.erase("placement");
+  j["system"] = "h100";
+  j["gpus"] = 12;
+  j["parallelism"] = {{"tp", 1}, {"pp", 1}, {"ep", 4}};
+  j["training"]["global_batch_size"] = 12;
+  j["training"]["precision"] = "bf16";
+  expect_error(j, "gpus", "12 GPUs do not fill whole nodes of 8 GPUs");
+}
