@@ -77,7 +77,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   const auto t = workload::build_templates(ti);
   const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
   const bool sharded = fw.distributed_optimizer || p.fsdp;
-  const double dp_shard = sharded ? static_cast<double>(p.dp) : 1;
+  const double dp_shard = sharded ? static_cast<double>(p.dp * p.cp) : 1;  // DP x CP
   const double edp_shard = sharded ? static_cast<double>(p.expert_dp) : 1;
 
   using workload::Module;

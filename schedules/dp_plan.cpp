@@ -13,7 +13,7 @@ DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p, c
   plan.item.reserve(n);
   for (const auto& it : stage.items) plan.item.push_back(item_parameters(m, p, it, padded_vocab));
   plan.bucket.assign(n, StageParams{});
-  const double dense_size = fw.ddp_bucket_size.value_or(default_bucket_params(p.dp));
+  const double dense_size = fw.ddp_bucket_size.value_or(default_bucket_params(p.dp * p.cp));
   const double expert_size = fw.ddp_bucket_size.value_or(default_bucket_params(p.expert_dp));
   StageParams open;
   for (std::size_t k = n; k-- > 0;) {  // backward order

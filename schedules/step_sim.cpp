@@ -105,7 +105,11 @@ class Sim {
     ep_group_ = group(p.ep, p.etp, dom);
     setup_ep_flows();
     tp_group_ = group(p.tp, 1, dom);
-    dp_group_ = group(p.dp, p.tp * p.cp, dom);
+    // Dense gradients are reduced, and the distributed optimizer sharded, over DP x CP
+    // (Megatron-Core's data-parallel group with context parallelism; CP ranks hold the same
+    // weights); expert layers fold CP into their expert-DP group already.
+    dp_group_ = group(p.dp * p.cp, p.tp, dom);
+    cp_group_ = group(p.cp, p.tp, dom);
     edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
     pp_pair_ = group(2, in.gpus / p.pp, dom);
     if (fixed_) {
@@ -195,7 +199,7 @@ class Sim {
   }
   // Whether the step has data-parallel traffic: some DP group of more than one rank.
   bool dp_traffic() const {
-    return !fixed() && (in_.parallelism.dp > 1 || in_.parallelism.expert_dp > 1);
+    return !fixed() && (in_.parallelism.dp * in_.parallelism.cp > 1 || in_.parallelism.expert_dp > 1);
   }
   // A gradient reduction: reduce-scatter with the distributed optimizer or FSDP, else an
   // all-reduce (a ring: the reduce-scatter then the all-gather).
@@ -249,6 +253,7 @@ class Sim {
   // topology (hw_models/ep_flows.hpp) where the preset has the library's link fractions.
   std::optional<hw_models::Topology> ep_topo_;
   hw_models::CommGroup pp_pair_;  // a rank and its peer in the next pipeline stage
+  hw_models::CommGroup cp_group_;  // a context-parallel ring
   std::array<float, sim_core::Kernel::kPorts> pp_send_ports_{}, pp_recv_ports_{};  // one activation each way
   double nvl_port_Bps_ = 0, net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
@@ -282,6 +287,18 @@ Priced Sim::price(const workload::KernelTemplate& k) {
   switch (k.comm) {
     case workload::CommOp::none:
       p.seconds = compute_.seconds(k.work) * k.time_factor;
+      // Ring attention (TransformerEngine's cp_comm_type p2p): cp steps, each computing
+      // one KV chunk's share while the next chunk arrives from the neighbour, so after
+      // the first step each costs the longer of its compute and one KV transfer:
+      //   t = c + (cp - 1) max(c, t_kv),   c = t_attention / cp.
+      if (k.cp_ring_bytes > 0) {
+        const double cp = static_cast<double>(in_.parallelism.cp);
+        const double c = p.seconds / cp;
+        // One step's transfer: a ring all-gather of the cp chunks over the CP group moves
+        // the same bytes over the same links in cp - 1 steps.
+        const double t_kv = comm_.all_gather(cp * k.cp_ring_bytes, cp_group_) / (cp - 1);
+        p.seconds = c + (cp - 1) * std::max(c, t_kv);
+      }
       // PDL overlaps the kernel's launch latency with its predecessor's tail.
       if (k.pdl) p.seconds = std::max(0.0, p.seconds - in_.system.efficiency.kernel_device_us.value * 1e-6);
       break;
@@ -417,7 +434,7 @@ double Sim::gather_seconds(const StageParams& sp) const {
 double Sim::optimizer_seconds(const StageParams& sp) const {
   const auto& p = in_.parallelism;
   const bool sharded = in_.framework.distributed_optimizer;
-  const double shard = sp.dense / (sharded ? static_cast<double>(p.dp) : 1.0) +
+  const double shard = sp.dense / (sharded ? static_cast<double>(p.dp * p.cp) : 1.0) +
                        sp.expert / (sharded ? static_cast<double>(p.expert_dp) : 1.0);
   const double mom = in_.framework.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
   hw_models::ComputeWork w;
@@ -501,11 +518,11 @@ class RankProgram final : public sim_core::HostProgram {
     // Groups by Megatron's rank order within a stage: dense tp-cp-dp, expert etp-ep-edp.
     const auto& p = sim.in_.parallelism;
     const std::int64_t stage = static_cast<std::int64_t>(rank_) * sim.stage_size();
-    const std::int64_t tp_i = lane_ % p.tp, cp_i = (lane_ / p.tp) % p.cp;
+    const std::int64_t tp_i = lane_ % p.tp;
     tp_group_ = stage + lane_ / p.tp;
-    dp_group_ = stage + tp_i + p.tp * cp_i;
+    dp_group_ = stage + tp_i;  // DP x CP
     ep_group_ = stage + lane_ % p.etp + p.etp * (lane_ / (p.etp * p.ep));
-    if (sim.full()) tp_members_ = p.tp, dp_members_ = p.dp, ep_members_ = p.ep;
+    if (sim.full()) tp_members_ = p.tp, dp_members_ = p.dp * p.cp, ep_members_ = p.ep;
     launch_label_ = sim.label("host.launch");
     graph_label_ = sim.label("host.graph_launch");
     sync_label_ = sim.label("host.sync_wait");

@@ -16,7 +16,8 @@ class LayerBuilder {
  public:
   LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       : out_(out), stack_(in.stack), fp8_(in.training.precision != Precision::bf16),
-        mx_(in.training.precision == Precision::mxfp8), dtype_(gemm_dtype(in.training.precision)) {}
+        mx_(in.training.precision == Precision::mxfp8), dtype_(gemm_dtype(in.training.precision)),
+        cp_(in.parallelism.cp) {}
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
   // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
@@ -70,12 +71,15 @@ class LayerBuilder {
     for (auto& k : quantized(name, mod, elems, tensors)) push_fwd(std::move(k));
   }
 
-  void attention(const std::string& name, Module mod, double fwd_flops, double bytes) {
+  // `kv_bytes`: K and V of the rank's tokens, which context parallelism's ring passes on
+  // every step (forward); backward passes them and their gradients.
+  void attention(const std::string& name, Module mod, double fwd_flops, double bytes, double kv_bytes) {
     KernelTemplate f;
     f.name = name + ".fwd";
     f.module = mod;
     f.work = {KernelClass::attention_fwd, Dtype::bf16, fwd_flops, bytes, 0, 0, 0, 1, 2};
     f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
+    f.cp_ring_bytes = cp_ > 1 ? kv_bytes : 0;
     push_fwd(f);
     KernelTemplate b = f;
     b.name = name + ".bwd";
@@ -83,6 +87,7 @@ class LayerBuilder {
     b.work.cls = KernelClass::attention_bwd;
     b.work.flops = 2 * fwd_flops;  // dQ, dK, dV: Megatron counts backward as 2x forward
     b.work.bytes = 2 * bytes;
+    b.cp_ring_bytes = 2 * f.cp_ring_bytes;
     push_bwd({b});
   }
 
@@ -212,6 +217,7 @@ class LayerBuilder {
   const StackSwitches& stack_;
   bool fp8_, mx_;
   Dtype dtype_;
+  std::int64_t cp_;
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };
@@ -303,7 +309,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const double o_bytes = s.T * n * v * (o_e5m6 ? 1.5 : 2);
     const std::size_t core = b.mark();
     b.attention("attn.core", Module::attn, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
-                (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4);
+                (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4, s.T * n * (qk + v) * 2);
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
     if (core_recompute) b.recompute_since(core);
@@ -318,7 +324,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
     const std::size_t core = b.mark();
-    b.attention("attn.core", Module::attn, 2 * s.T * seq * n * d, s.T * (n + 2 * g) * d * 2 * 2);
+    b.attention("attn.core", Module::attn, 2 * s.T * seq * n * d, s.T * (n + 2 * g) * d * 2 * 2, s.T * 2 * g * d * 2);
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     if (has(rc, RecomputeModule::core_attn)) b.recompute_since(core);
     b.linear("attn.o_proj", Module::attn, s.T, s.h, n * d, true, true);

@@ -101,6 +101,9 @@ struct KernelTemplate {
   double time_factor = 1;       // a known-slow kernel implementation (old permute: 10x)
   bool pdl = false;             // Programmatic Dependent Launch: device launch latency hidden
   bool te_module_call = false;  // launched by a Transformer Engine Linear call (its host cost)
+  // Context parallelism's ring attention (TE's cp_comm_type p2p): the bytes of K and V (in
+  // backward also their gradients) each rank passes to the next every ring step.
+  double cp_ring_bytes = 0;
   bool library_launch = false;  // launched from C++ inside a library call (TE quantize, swizzle,
                                 // zero-fill; the further GEMMs of a call are priced per group)
 };

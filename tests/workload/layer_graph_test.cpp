@@ -279,3 +279,16 @@ TEST_CASE("TP with ETP 1: the router and the experts see the rank's own tokens",
   CHECK(find(etp2.t.moe.fwd, "moe.fc1.fprop").work.flops == Approx(fc1.work.flops));
   CHECK(find(etp2.t.moe.fwd, "moe.fc1.fprop").work.m == 2 * fc1.work.m);
 }
+
+// Context parallelism's ring attention passes K and V of the rank's S/CP tokens every step:
+// DeepSeek-V3 (MLA, 128 heads, K 192 and V 128 per head after the up-projection), seq 4096,
+// CP2: 2048 x 128 x (192 + 128) x 2 bytes = 167,772,160; backward passes their gradients too.
+TEST_CASE("CP ring attention: the KV bytes a rank passes per step", "[workload][templates]") {
+  const auto cp2 = build("scenarios/journey/13-norm-quant-fusion.json", [](config::Scenario& sc) {
+    sc.parallelism.cp = 2;
+  });
+  CHECK(find(cp2.t.moe.fwd, "attn.core.fwd").cp_ring_bytes == Approx(167772160.0));
+  CHECK(find(cp2.t.moe.bwd, "attn.core.bwd").cp_ring_bytes == Approx(2 * 167772160.0));
+  const auto cp1 = build("scenarios/journey/13-norm-quant-fusion.json");
+  CHECK(find(cp1.t.moe.fwd, "attn.core.fwd").cp_ring_bytes == 0);
+}
