@@ -18,9 +18,10 @@ struct ModelType {
   bool mixtral_ffn;   // expert FFN size is intermediate_size (Mixtral)
 };
 
-constexpr std::array<ModelType, 8> kModelTypes{{
+constexpr std::array<ModelType, 9> kModelTypes{{
     {"deepseek_v3", false, false},
     {"deepseek_v2", false, false},
+    {"kimi_k2", false, false},  // DeepSeek-V3 architecture (Moonshot AI config.json)
     {"qwen3_moe", true, false},
     {"qwen3", true, false},
     {"qwen2_moe", false, false},

@@ -330,6 +330,39 @@ class ScenarioReader {
               d->as_enum(workload::optimizer_state_dtype_names(), "optimizer state dtype");
         if (auto off = o.get("offload"))
           f.offload = off->as_enum_list(workload::offload_target_names(), "offload target");
+        if (auto v = o.get("optimizer")) f.optimizer = v->as_enum(workload::optimizer_kind_names(), "optimizer");
+        if (auto v = o.get("main_grads_dtype"))
+          f.main_grads_dtype = v->as_enum(workload::grad_dtype_names(), "gradient dtype");
+        if (auto v = o.get("grad_reduce_dtype"))
+          f.grad_reduce_dtype = v->as_enum(workload::grad_dtype_names(), "gradient dtype");
+        if (auto v = o.get("delay_wgrad_compute")) {
+          f.delay_wgrad_compute = v->as_bool();
+          // Megatron-Core asserts it: the delayed GEMMs fill the overlap schedule's gaps.
+          if (f.delay_wgrad_compute && !f.moe_a2a_overlap)
+            v->fail("needs moe_a2a_overlap (Megatron-Core: --delay-wgrad-compute requires "
+                    "--overlap-moe-expert-parallel-comm)");
+        }
+        if (auto v = o.get("fp8_dot_product_attention")) {
+          f.fp8_dot_product_attention = v->as_bool();
+          if (f.fp8_dot_product_attention && !fp8) v->fail("needs an FP8 training.precision");
+          if (f.fp8_dot_product_attention && !sc_.system.efficiency.attention_fp8_fwd)
+            v->fail(fmt::format("system '{}' has no FP8 attention efficiency (efficiency.attention_fp8_fwd/"
+                                "_bwd: no published FP8 attention figure for its GPU)",
+                                sc_.system.name));
+        }
+        if (auto v = o.get("fp8_output_proj")) {
+          f.fp8_output_proj = v->as_bool();
+          if (f.fp8_output_proj && sc_.training.precision != workload::Precision::mxfp8)
+            v->fail("needs training.precision mxfp8 (Megatron-Core runs the LM head under MXFP8 only)");
+        }
+        if (auto v = o.get("moe_paged_stash")) {
+          f.moe_paged_stash = v->as_bool();
+          const bool full = std::find(f.cuda_graph_scope.begin(), f.cuda_graph_scope.end(),
+                                      CudaGraphScope::full_iteration) != f.cuda_graph_scope.end();
+          if (f.moe_paged_stash && (!full || !f.moe_expert_rank_capacity_factor))
+            v->fail("pages the experts' saved activations of full-iteration CUDA graphs: needs cuda_graph_scope "
+                    "[\"full_iteration\"] and moe_expert_rank_capacity_factor");
+        }
       });
     } else {
       f.cuda_graph_scope = {CudaGraphScope::attn, CudaGraphScope::moe_router,

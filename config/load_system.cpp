@@ -143,6 +143,10 @@ hw_models::SystemSpec read_system(const Node& node) {
                                          hw_models::dtype_names().name(d)));
       s.efficiency.attention_fwd = P.req(e, "attention_fwd", 0.01, 1);
       s.efficiency.attention_bwd = P.req(e, "attention_bwd", 0.01, 1);
+      s.efficiency.attention_fp8_fwd = P.opt(e, "attention_fp8_fwd", 0.01, 1);
+      s.efficiency.attention_fp8_bwd = P.opt(e, "attention_fp8_bwd", 0.01, 1);
+      if (s.efficiency.attention_fp8_fwd.has_value() != s.efficiency.attention_fp8_bwd.has_value())
+        e.node().fail("attention_fp8_fwd and attention_fp8_bwd go together");
       s.efficiency.hbm = P.req(e, "hbm", 0.01, 1);
       s.efficiency.hbm_quantize = P.opt(e, "hbm_quantize", 0.01, 1);
       s.efficiency.hbm_gather = P.opt(e, "hbm_gather", 0.01, 1);

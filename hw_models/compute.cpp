@@ -45,8 +45,12 @@ double ComputeModel::seconds(const ComputeWork& w) const {
     case KernelClass::gather: return w.bytes / gather_Bps_ + t_dev_;
     case KernelClass::attention_fwd:
     case KernelClass::attention_bwd: {
-      const double eta = w.cls == KernelClass::attention_fwd ? sys_.efficiency.attention_fwd.value
-                                                             : sys_.efficiency.attention_bwd.value;
+      const auto& e = sys_.efficiency;
+      const bool fwd = w.cls == KernelClass::attention_fwd;
+      if (w.dtype != Dtype::bf16 && !e.attention_fp8_fwd)
+        throw std::invalid_argument("ComputeModel: no FP8 attention efficiency on " + sys_.gpu.name);
+      const double eta = w.dtype != Dtype::bf16 ? (fwd ? e.attention_fp8_fwd : e.attention_fp8_bwd)->value
+                                                : (fwd ? e.attention_fwd : e.attention_bwd).value;
       return w.flops / (sys_.gpu.peak_tflops(Dtype::bf16) * 1e12 * eta * clock_) + t_dev_;
     }
     case KernelClass::gemm:

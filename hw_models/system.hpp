@@ -79,6 +79,9 @@ struct Efficiency {
   std::map<Dtype, Param> grouped_gemm;  // MoE grouped GEMM / dense peak; absent: gemm's
   Param attention_fwd;                  // causal attention fwd / BF16 peak (causal FLOPs)
   Param attention_bwd;
+  // FP8 core attention (Megatron --fp8-dot-product-attention), its FLOPs over the same
+  // BF16 peak; absent: no published figure for the GPU, and the setting is refused.
+  std::optional<Param> attention_fp8_fwd, attention_fp8_bwd;
   Param hbm;                            // memory-bound kernels / HBM peak
   std::optional<Param> hbm_quantize;    // FP8 quantize kernels (absent: hbm)
   std::optional<Param> hbm_gather;      // permute / unpermute gathers (absent: hbm)

@@ -156,7 +156,14 @@ Json describe_json(const config::Scenario& sc) {
       {"offload", names(workload::offload_target_names(), f.offload)},
       {"low_precision_activations", names(workload::low_precision_activation_names(), f.low_precision_activations)},
       {"ddp_bucket_size", f.ddp_bucket_size ? Json(*f.ddp_bucket_size) : Json()},
-      {"allocator_fragmentation", f.allocator_fragmentation}};
+      {"allocator_fragmentation", f.allocator_fragmentation},
+      {"optimizer", workload::optimizer_kind_names().name(f.optimizer)},
+      {"main_grads_dtype", workload::grad_dtype_names().name(f.main_grads_dtype)},
+      {"grad_reduce_dtype", workload::grad_dtype_names().name(f.grad_reduce_dtype)},
+      {"delay_wgrad_compute", f.delay_wgrad_compute},
+      {"fp8_dot_product_attention", f.fp8_dot_product_attention},
+      {"fp8_output_proj", f.fp8_output_proj},
+      {"moe_paged_stash", f.moe_paged_stash}};
   Json stack = Json::object();
   for (const auto& sw : workload::stack_switches()) stack[std::string(sw.name)] = sc.stack.*sw.member;
   j["stack"] = stack;
@@ -275,10 +282,18 @@ std::string describe_text(const config::Scenario& sc) {
                        "FP8 param gather {}",
                        on_off(f.distributed_optimizer), on_off(f.overlap_grad_reduce),
                        on_off(f.overlap_param_gather), on_off(f.fp8_param_gather)));
-  line("", fmt::format("optimizer states {}, offload: {}, 1F1B all-to-all overlap {}",
+  line("", fmt::format("optimizer {}, states {}, main gradients {}, reduced in {}, offload: {}",
+                       workload::optimizer_kind_names().name(f.optimizer),
                        workload::optimizer_state_dtype_names().name(f.optimizer_state_dtype),
-                       list_or(names(workload::offload_target_names(), f.offload), "none"),
-                       on_off(f.moe_a2a_overlap)));
+                       workload::grad_dtype_names().name(f.main_grads_dtype),
+                       workload::grad_dtype_names().name(f.grad_reduce_dtype),
+                       list_or(names(workload::offload_target_names(), f.offload), "none")));
+  line("", fmt::format("1F1B all-to-all overlap {}, delayed weight gradients {}", on_off(f.moe_a2a_overlap),
+                       on_off(f.delay_wgrad_compute)));
+  if (f.fp8_dot_product_attention || f.fp8_output_proj)
+    line("", fmt::format("FP8 attention {}, MXFP8 output projection {}", on_off(f.fp8_dot_product_attention),
+                         on_off(f.fp8_output_proj)));
+  if (f.moe_paged_stash) line("", "paged stashing of the experts' saved activations");
   if (f.moe_expert_rank_capacity_factor)
     line("", fmt::format("sync-free MoE: expert rank capacity factor {:g}", *f.moe_expert_rank_capacity_factor));
   if (f.ep_fp8_dispatch) line("", "EP dispatch in FP8 (combine and backward BF16)");

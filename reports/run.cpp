@@ -76,9 +76,15 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab(), ep_load};
   const auto t = workload::build_templates(ti);
   const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
-  const bool sharded = fw.distributed_optimizer || p.fsdp;
+  const bool muon = fw.optimizer == workload::OptimizerKind::muon;
+  // Optimizer states per parameter beside the FP32 master (4): Adam's two moments, Muon's
+  // one FP32 momentum; layer-wise Muon shards them over DP even without the distributed
+  // optimizer (docs/research/corpus-recipes.md, 'Muon').
+  const double states = muon ? 4 : 2 * mom;
+  const bool sharded = fw.distributed_optimizer || p.fsdp || muon;
   const double dp_shard = sharded ? static_cast<double>(p.dp * p.cp) : 1;  // DP x CP
   const double edp_shard = sharded ? static_cast<double>(p.expert_dp) : 1;
+  const double grad = fw.main_grads_dtype == workload::GradDtype::bf16 ? 2 : 4;  // main gradients
 
   using workload::Module;
   const workload::CaptureSet g(fw, sc.stack);
@@ -157,16 +163,16 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         gpeak = gb;
       }
     }
-    // BF16 weights and FP32 main gradients; Megatron-FSDP shards both like the optimizer
+    // BF16 weights and main gradients (FP32, or BF16 with --main-grads-dtype bf16); Megatron-FSDP shards both like the optimizer
     // states and holds two units' gathered BF16 parameters (the one computing and the
     // prefetched one) and one unit's FP32 gradients before their reduce-scatter.
-    const double weights_grads = p.fsdp ? (dense / dp_shard + expert / edp_shard) * (2 + 4) + largest_unit * (2 * 2 + 4)
-                                        : (dense + expert) * (2 + 4);
+    const double weights_grads = p.fsdp ? (dense / dp_shard + expert / edp_shard) * (2 + grad) + largest_unit * (2 * 2 + grad)
+                                        : (dense + expert) * (2 + grad);
     // Optimizer offload (Megatron --optimizer-cpu-offload): the FP32 main weights and
     // moments live in host memory.
     const bool opt_off = std::find(fw.offload.begin(), fw.offload.end(), workload::OffloadTarget::optimizer) !=
                          fw.offload.end();
-    const double optimizer = opt_off ? 0 : (dense / dp_shard + expert / edp_shard) * (4 + 2 * mom);
+    const double optimizer = opt_off ? 0 : (dense / dp_shard + expert / edp_shard) * (4 + states);
     const double buffers = moe_rank ? ep_buffers : 0;
     peak += transient;  // one layer's temporaries, at the worst moment
     out.push_back((weights_grads + optimizer + peak + buffers) / kGiB);

@@ -40,6 +40,20 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
   return s;
 }
 
+StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& it) {
+  StageParams s;
+  const LayerSlot slot = layer_slot(it, m);
+  if (slot == LayerSlot::embedding || slot == LayerSlot::head) return s;  // Adam's
+  const auto ns = workload::muon_ns_flops(m);
+  const double h = static_cast<double>(m.hidden_size);
+  if (it.kind == LayoutItemKind::mtp) s.dense += workload::newton_schulz_flops(2 * h, h);  // eh_proj
+  const bool moe = has_experts(slot, m);
+  // Tensor-parallel ranks gather each matrix and orthogonalize it whole (redundantly).
+  s.dense += ns.attention + (moe ? ns.moe_common : ns.dense_mlp);
+  if (moe) s.expert = static_cast<double>(m.num_experts) / static_cast<double>(p.ep) * ns.expert;
+  return s;
+}
+
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
                              const VirtualStage& stage, std::int64_t padded_vocab) {
   StageParams s;

@@ -34,6 +34,9 @@ struct StageParams {
 // The parameters of one item of a stage (a layer, the embedding or the output layer).
 StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& item,
                             std::int64_t padded_vocab);
+// Muon's Newton-Schulz FLOPs for one item's matrices (workload::muon_ns_flops), before
+// the layer-wise distribution deals the matrices out over the (expert-)DP ranks.
+StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& item);
 
 // The parameters of one virtual stage of the layout (the one a rank's chunk runs:
 // PipelineShape::place(rank, chunk).layout_stage).

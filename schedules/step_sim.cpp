@@ -59,6 +59,7 @@ struct Priced {
   Module module;
   bool sync;
   int sync_delay = 0;  // launches the host makes before it blocks on the sync
+  bool delayed = false;  // a TE weight-gradient GEMM under --delay-wgrad-compute
   std::array<float, sim_core::Kernel::kPorts> ports{};  // link-port loads (transfers)
 };
 
@@ -205,6 +206,7 @@ class Sim {
   // all-reduce (a ring: the reduce-scatter then the all-gather).
   bool reduce_scatters() const { return in_.framework.distributed_optimizer || in_.parallelism.fsdp; }
   double dp_seconds(const StageParams& sp) const;
+  double grad_bytes() const;
   double gather_seconds(const StageParams& sp) const;
   // Link-port loads of the transfers (sim_core::Gpu link ports: NVLink out/in, network
   // out/in): bytes each rank moves through a port over the transfer's duration alone,
@@ -226,7 +228,12 @@ class Sim {
   const std::array<float, sim_core::Kernel::kPorts>& pp_loads(bool send) const {
     return send ? pp_send_ports_ : pp_recv_ports_;
   }
-  double optimizer_seconds(const StageParams& sp) const;
+  double optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const;
+  StageParams muon_flops(int rank, int chunk) const {
+    StageParams s;
+    for (const auto& it : chunk_stage(rank, chunk).items) s += item_muon_flops(in_.model, in_.parallelism, it);
+    return s;
+  }
 
   sim_core::Engine engine_;
   const StepInput& in_;
@@ -397,6 +404,7 @@ void Sim::price_templates() {
     for (const auto& k : lt.bwd) {
       out.bwd.push_back(price(k));
       const bool weight = k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0;
+      out.bwd.back().delayed = weight && k.library_launch && in_.framework.delay_wgrad_compute;
       (weight ? out.bwd_weight : out.bwd_input).push_back(out.bwd.back());
     }
   };
@@ -419,27 +427,48 @@ void Sim::price_templates() {
   pp_recv_ports_ = port_loads(pp, pp_s_, false, true);
 }
 
-// Gradients reduce-scattered in BF16 (Megatron's default grad dtype for the buckets).
+// Gradients reduced in framework.grad_reduce_dtype (BF16, or FP32 without Megatron's
+// --grad-reduce-in-bf16).
+double Sim::grad_bytes() const {
+  return in_.framework.grad_reduce_dtype == workload::GradDtype::fp32 ? 4 : 2;
+}
 double Sim::dp_seconds(const StageParams& sp) const {
-  const double rs = comm_.reduce_scatter(sp.dense * 2, dp_group_) + comm_.reduce_scatter(sp.expert * 2, edp_group_);
+  const double g = grad_bytes();
+  const double rs = comm_.reduce_scatter(sp.dense * g, dp_group_) + comm_.reduce_scatter(sp.expert * g, edp_group_);
   if (reduce_scatters()) return rs;
-  return rs + comm_.all_gather(sp.dense * 2, dp_group_) + comm_.all_gather(sp.expert * 2, edp_group_);
+  return rs + comm_.all_gather(sp.dense * g, dp_group_) + comm_.all_gather(sp.expert * g, edp_group_);
 }
 double Sim::gather_seconds(const StageParams& sp) const {
   const double b = in_.framework.fp8_param_gather ? 1 : 2;
   return comm_.all_gather(sp.dense * b, dp_group_) + comm_.all_gather(sp.expert * b, edp_group_);
 }
-// Adam over this rank's shard: read grad (4), read+write FP32 master (8) and both moments
-// (4 x moment bytes), write the BF16 weight (2): memory-bound on HBM.
-double Sim::optimizer_seconds(const StageParams& sp) const {
+// The optimizer step over this rank's share, memory-bound on HBM: Adam reads the main
+// gradient (4 or 2 bytes), reads and writes the FP32 master (8) and both moments (4 x
+// moment bytes) and writes the BF16 weight (2). Muon (layer-wise: whole matrices dealt
+// out over the DP ranks, sharded even without the distributed optimizer) reads and writes
+// one FP32 momentum instead of the moments, and orthogonalizes its matrices: Newton-Schulz
+// GEMMs (workload::muon_ns_flops) at the GPU's BF16 GEMM rate (its FP32 matmuls run at
+// PyTorch's "medium" precision).
+double Sim::optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const {
   const auto& p = in_.parallelism;
-  const bool sharded = in_.framework.distributed_optimizer;
-  const double shard = sp.dense / (sharded ? static_cast<double>(p.dp * p.cp) : 1.0) +
-                       sp.expert / (sharded ? static_cast<double>(p.expert_dp) : 1.0);
-  const double mom = in_.framework.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
+  const auto& fw = in_.framework;
+  const bool muon = fw.optimizer == workload::OptimizerKind::muon;
+  const bool sharded = fw.distributed_optimizer || muon;
+  const double dp = sharded ? static_cast<double>(p.dp * p.cp) : 1.0;
+  const double edp = sharded ? static_cast<double>(p.expert_dp) : 1.0;
+  const double shard = sp.dense / dp + sp.expert / edp;
+  const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
+  const double grad = fw.main_grads_dtype == workload::GradDtype::bf16 ? 2 : 4;
   hw_models::ComputeWork w;
-  w.bytes = shard * (4 + 8 + 4 * mom + 2);
-  return compute_.seconds(w);
+  w.bytes = shard * (grad + 8 + (muon ? 8 : 4 * mom) + 2);
+  double t = compute_.seconds(w);
+  if (muon) {
+    hw_models::ComputeWork ns;
+    ns.cls = hw_models::KernelClass::gemm;
+    ns.flops = ns_flops.dense / dp + ns_flops.expert / edp;
+    t += compute_.seconds(ns);
+  }
+  return t;
 }
 
 // Members of a group in one NVLink domain: consecutive members are `stride` apart.
@@ -484,7 +513,7 @@ std::array<float, sim_core::Kernel::kPorts> Sim::port_loads(const PortBytes& b, 
 }
 
 std::array<float, sim_core::Kernel::kPorts> Sim::dp_loads(const StageParams& sp, bool gather) const {
-  const double b = gather ? (in_.framework.fp8_param_gather ? 1 : 2) : reduce_scatters() ? 2 : 4;
+  const double b = gather ? (in_.framework.fp8_param_gather ? 1 : 2) : grad_bytes() * (reduce_scatters() ? 1 : 2);
   PortBytes bytes = ring_bytes(sp.dense * b, dp_group_);
   bytes += ring_bytes(sp.expert * b, edp_group_);
   return port_loads(bytes, gather ? gather_seconds(sp) : dp_seconds(sp));
@@ -627,11 +656,22 @@ class RankProgram final : public sim_core::HostProgram {
             last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[k], false,
                                      wgrad_done_[static_cast<std::size_t>(c)]);
       }
-    StageParams all;
-    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) all += sim_.stage_params(rank_, c);
-    Kernel k = kernel(sim_.label("optimizer.adam"), kCompute, sim_.optimizer_seconds(all));
+    StageParams all, ns;
+    const bool muon = fw.optimizer == workload::OptimizerKind::muon;
+    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
+      all += sim_.stage_params(rank_, c);
+      if (muon) ns += sim_.muon_flops(rank_, c);
+    }
+    Kernel k = kernel(sim_.label(muon ? "optimizer.muon" : "optimizer.adam"), kCompute,
+                      sim_.optimizer_seconds(all, ns));
     k.waits[0] = last_dp_;
+    k.record = sim_.event(kCompute);
     launch(kComputeStream, k, launch_cost(), launch_label_);
+    // Layer-wise Muon without the distributed optimizer: every rank updated the matrices it
+    // owns, and all-gathers the others' after the step (not overlapped: Megatron-Core
+    // layer_wise_optimizer.py; the Kimi-K2 recipe).
+    if (muon && !fw.distributed_optimizer && sim_.dp_traffic() && !sim_.in_.parallelism.fsdp)
+      dp_collective(kDpStream, "dp.param_all_gather", all, true, k.record);
   }
   const char* reduce_name() const {
     return sim_.in_.parallelism.fsdp           ? "fsdp.grad_reduce_scatter"
@@ -816,6 +856,29 @@ class RankProgram final : public sim_core::HostProgram {
 
   // The kernels split into runs of EP communication and runs of the rest.
   static bool ep_comm(const Step& st) { return st.p && st.p->category == kEpComm; }
+  // --delay-wgrad-compute: each delayed weight-gradient GEMM runs after the next EP
+  // communication kernel of the chunk (the experts' beside the dispatch's backward, the
+  // attention's and shared expert's beside the next layer's combine), or at the chunk's
+  // end. A moved kernel leaves its layer-start mark in place and takes its layer-end mark
+  // (the gradient buckets' trigger) along.
+  static std::vector<Step> delay_wgrads(const std::vector<Step>& ks) {
+    std::vector<Step> out, held;
+    out.reserve(ks.size());
+    for (const Step& st : ks) {
+      if (st.p && st.p->delayed) {
+        if (st.begins >= 0) out.push_back({nullptr, st.begins, -1});
+        held.push_back({st.p, -1, st.ends});
+        continue;
+      }
+      out.push_back(st);
+      if (ep_comm(st)) {
+        out.insert(out.end(), held.begin(), held.end());
+        held.clear();
+      }
+    }
+    out.insert(out.end(), held.begin(), held.end());
+    return out;
+  }
   static std::vector<std::vector<Step>> segments(const std::vector<Step>& ks) {
     std::vector<std::vector<Step>> out;
     bool comm = false;
@@ -850,7 +913,7 @@ class RankProgram final : public sim_core::HostProgram {
     Lane lf = lane_for(index, index + 1, kComputeStream);
     Lane lb = lane_for(index + 1, index + 1, kPairStream);
     const Place pf = place(f), pb = place(b);
-    const auto sf = segments(kernels_of(f, pf)), sb = segments(kernels_of(b, pb));
+    const auto sf = segments(kernels_of(f, pf)), sb = segments(delay_wgrads(kernels_of(b, pb)));
     const auto comm = [](const std::vector<Step>& run) { return ep_comm(run.front()); };
     std::size_t i = 0, j = 0;
     while (i < sf.size() || j < sb.size()) {

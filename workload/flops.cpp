@@ -1,5 +1,7 @@
 #include "workload/flops.hpp"
 
+#include <algorithm>
+
 namespace moesim::workload {
 namespace {
 
@@ -70,6 +72,38 @@ FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q
   f.attn_core = static_cast<double>(q.seq_length) * n_attn * a.core;
   f.logits = 6 * h * static_cast<double>(q.padded_vocab) * (M + 1);
   return f;
+}
+
+double newton_schulz_flops(double rows, double cols) {
+  const double a = std::min(rows, cols), b = std::max(rows, cols);
+  return 5 * (4 * a * a * b + 2 * a * a * a);
+}
+
+LayerParams muon_ns_flops(const ModelConfig& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double n = static_cast<double>(m.num_heads);
+  const double gate = static_cast<double>(m.ffn_matrices() - 1);  // FC1's stacked gate and up
+  const auto ns = newton_schulz_flops;
+  LayerParams l;
+  if (m.attention == AttentionKind::mla) {
+    const auto& d = m.mla;
+    const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
+    const double rq = static_cast<double>(d.q_lora_rank), rkv = static_cast<double>(d.kv_lora_rank);
+    l.attention = (d.q_lora_rank > 0 ? ns(h, rq) + ns(rq, n * qk) : ns(h, n * qk)) +
+                  ns(h, rkv + static_cast<double>(d.qk_rope_head_dim)) +
+                  ns(rkv, n * static_cast<double>(d.qk_nope_head_dim + d.v_head_dim)) +
+                  ns(n * static_cast<double>(d.v_head_dim), h);
+  } else {
+    const double d = static_cast<double>(m.head_dim), g = static_cast<double>(m.num_kv_heads);
+    l.attention = ns(h, (n + 2 * g) * d) + ns(n * d, h);
+  }
+  const auto ffn = [&](std::int64_t f) {
+    return f > 0 ? ns(h, gate * static_cast<double>(f)) + ns(static_cast<double>(f), h) : 0.0;
+  };
+  l.dense_mlp = ffn(m.ffn_hidden_size);
+  l.expert = ffn(m.moe_ffn_hidden_size);
+  l.moe_common = ns(static_cast<double>(m.num_experts), h) + ffn(m.shared_expert_ffn_hidden_size);
+  return l;
 }
 
 LayerParams layer_parameters(const ModelConfig& m) {

@@ -71,6 +71,16 @@ struct LayerParams {
 };
 LayerParams layer_parameters(const ModelConfig& m);
 
+// Muon's orthogonalization (Megatron-Core with Emerging-Optimizers: quintic Newton-Schulz,
+// 5 iterations, each X X^T, a polynomial of it and its product with X) costs, for an
+// a x b matrix with a <= b,
+//   5 (4 a^2 b + 2 a^3) FLOPs,
+// on every 2-D weight but the embedding and the output layer, each matrix whole (a gated
+// FC1 as one matrix, each expert's apart; docs/research/megatron-mechanisms.md 6 and
+// corpus-recipes.md 'Muon'). Per decoder layer by part, as LayerParams:
+LayerParams muon_ns_flops(const ModelConfig& m);
+double newton_schulz_flops(double rows, double cols);
+
 ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
                              std::int64_t padded_vocab);
 

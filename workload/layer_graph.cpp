@@ -17,7 +17,7 @@ class LayerBuilder {
   LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       : out_(out), stack_(in.stack), fp8_(in.training.precision != Precision::bf16),
         mx_(in.training.precision == Precision::mxfp8), dtype_(gemm_dtype(in.training.precision)),
-        cp_(in.parallelism.cp) {}
+        cp_(in.parallelism.cp), fp8_attention_(in.framework.fp8_dot_product_attention) {}
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
   // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
@@ -77,7 +77,7 @@ class LayerBuilder {
     KernelTemplate f;
     f.name = name + ".fwd";
     f.module = mod;
-    f.work = {KernelClass::attention_fwd, Dtype::bf16, fwd_flops, bytes, 0, 0, 0, 1, 2};
+    f.work = {KernelClass::attention_fwd, fp8_attention_ ? Dtype::fp8 : Dtype::bf16, fwd_flops, bytes, 0, 0, 0, 1, 2};
     f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
     f.cp_ring_bytes = cp_ > 1 ? kv_bytes : 0;
     push_fwd(f);
@@ -147,6 +147,10 @@ class LayerBuilder {
     for (auto& k : bwd_groups_.back()) k.time_factor = f;
   }
   void keep_last(double bytes) { out_.fwd.back().saved_bytes += bytes; }
+  // What the forward kernels since `mark` save, `f` times over.
+  void scale_saved_since(std::size_t mark, double f) {
+    for (std::size_t i = mark; i < out_.fwd.size(); ++i) out_.fwd[i].saved_bytes *= f;
+  }
   void transient(double bytes) { out_.transient_bytes = std::max(out_.transient_bytes, bytes); }
   // The last forward op (and its backward) gathers rows through an index map.
   void gather_last() {
@@ -218,6 +222,7 @@ class LayerBuilder {
   bool fp8_, mx_;
   Dtype dtype_;
   std::int64_t cp_;
+  bool fp8_attention_;
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };
@@ -526,6 +531,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double m_per = tokens_in * etp / local_experts;
   const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
   const double e = static_cast<double>(m.ffn_matrices() - 1);
+  const std::size_t experts_start = b.mark();
   b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
   offload(b, fw, workload::OffloadTarget::expert_fc1);
   const std::size_t act = b.mark();
@@ -542,6 +548,11 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   }
   b.linear("moe.fc2", Module::experts, m_per, s.h, f, true, true, local_experts);
   if (act_recompute) b.last_fwd().saved_bytes = 0;
+  // Full-iteration CUDA graphs size the experts' buffers statically for the rank capacity
+  // (tokens x top-k x moe_expert_rank_capacity_factor), so what they save for backward
+  // is that large; paged stashing (moe_paged_stash) keeps only the tokens that arrived.
+  if (CaptureSet(fw, in.stack).full_iteration() && fw.moe_expert_rank_capacity_factor && !fw.moe_paged_stash)
+    b.scale_saved_since(experts_start, std::max(1.0, *fw.moe_expert_rank_capacity_factor / in.ep_load));
   etp_comm("moe.etp_scatter", CommOp::tp_reduce_scatter, CommOp::tp_all_gather);
 
   if (nccl) {
@@ -631,7 +642,9 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     LayerBuilder b(in, t.head);
     const double v = static_cast<double>(in.padded_vocab) / s.tp;
     norm(b, s, Module::head, "head.norm", true, in.framework, std::nullopt);
-    b.linear("head.output", Module::head, s.T, v, s.h, false, false, 1, false);
+    // Megatron --fp8-output-proj runs the LM head as a TE linear under MXFP8.
+    b.linear("head.output", Module::head, s.T, v, s.h, in.framework.fp8_output_proj, true, 1,
+             in.framework.fp8_output_proj);
     b.memory("loss.cross_entropy", Module::loss, s.T * v * 2 * 2);
     b.finish();
   }

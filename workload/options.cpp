@@ -88,6 +88,24 @@ const sim_core::NameTable<OptimizerStateDtype>& optimizer_state_dtype_names() {
   return kTable;
 }
 
+const sim_core::NameTable<GradDtype>& grad_dtype_names() {
+  static constexpr std::array<sim_core::NameEntry<GradDtype>, 2> kEntries{{
+      {GradDtype::fp32, "fp32", "FP32 gradients"},
+      {GradDtype::bf16, "bf16", "BF16 gradients"},
+  }};
+  static constexpr sim_core::NameTable<GradDtype> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<OptimizerKind>& optimizer_kind_names() {
+  static constexpr std::array<sim_core::NameEntry<OptimizerKind>, 2> kEntries{{
+      {OptimizerKind::adam, "adam", "Adam(W)"},
+      {OptimizerKind::muon, "muon", "Muon on the 2-D weights (layer-wise distributed), Adam on the rest"},
+  }};
+  static constexpr sim_core::NameTable<OptimizerKind> kTable{kEntries};
+  return kTable;
+}
+
 std::span<const StackSwitchInfo> stack_switches() {
   static constexpr std::array<StackSwitchInfo, 11> kSwitches{{
       {"mxfp8_alloc_fusion", &StackSwitches::mxfp8_alloc_fusion,

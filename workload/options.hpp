@@ -67,6 +67,17 @@ const sim_core::NameTable<LowPrecisionActivation>& low_precision_activation_name
 enum class OptimizerStateDtype { fp32, bf16 };
 const sim_core::NameTable<OptimizerStateDtype>& optimizer_state_dtype_names();
 
+// Megatron --main-grads-dtype (precision-aware optimizer): the gradient buffer's type;
+// also the type DP reduces them in unless grad_reduce_dtype says otherwise.
+enum class GradDtype { fp32, bf16 };
+const sim_core::NameTable<GradDtype>& grad_dtype_names();
+
+// Megatron --optimizer: Adam, or Muon (orthogonalized momentum: every 2-D weight but the
+// embedding and the output layer, Newton-Schulz iterations per matrix, one FP32 momentum;
+// the rest by Adam; Megatron-Core emerging_optimizers.py, layer_wise_optimizer.py).
+enum class OptimizerKind { adam, muon };
+const sim_core::NameTable<OptimizerKind>& optimizer_kind_names();
+
 struct Framework {
   hw_models::Dispatcher dispatcher = hw_models::Dispatcher::hybridep;
   int dispatcher_sms = 0;  // 0 for dispatchers whose SMs are not configurable
@@ -97,6 +108,24 @@ struct Framework {
   double allocator_fragmentation = 0;
   OptimizerStateDtype optimizer_state_dtype = OptimizerStateDtype::fp32;
   std::vector<OffloadTarget> offload;
+  OptimizerKind optimizer = OptimizerKind::adam;
+  GradDtype main_grads_dtype = GradDtype::fp32;
+  // What DP reduces the gradients in (Megatron --grad-reduce-in-bf16 off: FP32). Default
+  // BF16, as every corpus run but C3 and NVIDIA's DeepSeek-V3 recipes reduce.
+  GradDtype grad_reduce_dtype = GradDtype::bf16;
+  // Megatron --delay-wgrad-compute (needs moe_a2a_overlap): in the overlapped pairs the
+  // TE weight-gradient GEMMs of the backward chunk run after the EP communication that
+  // follows them (expert wgrad beside the dispatch's backward, attention and shared-expert
+  // wgrad beside the next layer's combine; docs/research/megatron-mechanisms.md 4).
+  bool delay_wgrad_compute = false;
+  // Megatron --fp8-dot-product-attention: core attention in FP8 (the system's FP8
+  // attention efficiency); --fp8-output-proj: the LM head's GEMMs under MXFP8.
+  bool fp8_dot_product_attention = false;
+  bool fp8_output_proj = false;
+  // Megatron --moe-paged-stash (with full-iteration graphs and a rank capacity factor):
+  // the routed experts' saved activations hold the tokens that arrived, in pages, instead
+  // of the capacity the static buffers are sized for.
+  bool moe_paged_stash = false;
 };
 
 // Software-stack features that are not Megatron flags (fusions, host-side changes). The
