@@ -415,7 +415,11 @@ nlohmann::ordered_json ep_profile_json(const EpLibraryFit& f) {
   j["parameters"] = {{"ep_libraries", {{json_name(f.library), lib}}}};
   nlohmann::ordered_json fits = nlohmann::ordered_json::array();
   for (const auto& fit : f.fits)
-    fits.push_back({{"parameter", fit.parameter}, {"value", fit.value}, {"from", fit.rows}, {"model", fit.model}});
+    fits.push_back({{"parameter", fit.parameter},
+                    {"value", fit.value},
+                    {"from", fit.rows},
+                    {"points", fit.rows.size()},
+                    {"model", fit.model}});
   j["fits"] = fits;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& r : f.rows)
