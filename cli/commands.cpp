@@ -19,6 +19,7 @@
 #include <mutex>
 #include <thread>
 
+#include "calibration/ep_library_fit.hpp"
 #include "calibration/profile_fit.hpp"
 #include "config/load.hpp"
 #include "config/load_measurement.hpp"
@@ -528,8 +529,12 @@ class Calibrate final : public Command {
     fit_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
     fit_->add_option("--name", name_, "the profile's name (default: the output file's stem)");
     fit_->add_option("--system", fit_system_, "the system preset to fit (default: the measurements' \"system\")");
+    ep_ = app.add_subcommand("ep", "fit one EP library's profile jointly from all its tables across systems");
+    ep_->add_option("library", ep_library_, "deepep, deepep-ll or hybridep")->required();
+    ep_->add_option("--measurements", ep_dir_, "folder of the ep-*.json measurement files");
+    ep_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
   }
-  int run(Io& io) override { return run_->parsed() ? run_kernels(io) : fit(io); }
+  int run(Io& io) override { return run_->parsed() ? run_kernels(io) : ep_->parsed() ? fit_ep(io) : fit(io); }
 
  private:
   int run_kernels(Io& io) const {
@@ -601,8 +606,52 @@ class Calibrate final : public Command {
     return 0;
   }
 
-  CLI::App *run_ = nullptr, *fit_ = nullptr;
-  std::string run_out_, run_system_, fit_out_, name_, fit_system_;
+  // `moesim calibrate ep LIB`: calibration/ep_library_fit.hpp over every ep-*.json of the
+  // folder, the systems read with their profiles but the library's own.
+  int fit_ep(Io& io) const {
+    namespace fs = std::filesystem;
+    std::vector<std::pair<std::string, nlohmann::json>> files;
+    std::vector<fs::path> paths;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ep_dir_, ec)) {
+      const auto n = e.path().filename().string();
+      if (n.rfind("ep-", 0) == 0 && e.path().extension() == ".json") paths.push_back(e.path());
+    }
+    if (ec) throw config::InputError(ep_dir_, "", "cannot read the folder of measurement files");
+    std::sort(paths.begin(), paths.end());
+    for (const auto& p : paths) files.emplace_back(p.filename().string(), config::read_json_file(p.string()));
+    const std::string lib = ep_library_;
+    const calibration::EpSystemLookup systems = [lib](const std::string& name) {
+      auto s = config::load_system_preset(name);
+      (lib == "hybridep" ? s.ep_dispatch.hybridep
+       : lib == "deepep-ll" ? s.ep_dispatch.deepep_low_latency
+                            : s.ep_dispatch.deepep)
+          .reset();
+      return s;
+    };
+    calibration::EpLibraryFit fit;
+    try {
+      fit = calibration::fit_ep_library(lib, files, systems);
+    } catch (const std::invalid_argument& e) {
+      throw config::InputError(ep_dir_, "", e.what());
+    }
+    for (const auto& r : fit.rows)
+      io.err << fmt::format("  {:<22} {:<52} {:<7} {:>8.1f} {:>8.1f} {:>+6.1f}%  {}\n", r.file, r.what, r.link_kind,
+                            r.measured, r.model, r.error_pct, r.role);
+    const std::string text = calibration::ep_profile_json(fit).dump(2) + "\n";
+    if (fit_out_.empty()) {
+      io.out << text;
+      return 0;
+    }
+    std::ofstream out(fit_out_);
+    if (!(out << text)) throw config::InputError(fit_out_, "", "cannot write the profile");
+    io.out << fmt::format("wrote {}: {} parameters of {} from {} file(s)\n", fit_out_, fit.fits.size(), lib,
+                          fit.files.size());
+    return 0;
+  }
+
+  CLI::App *run_ = nullptr, *fit_ = nullptr, *ep_ = nullptr;
+  std::string run_out_, run_system_, fit_out_, name_, fit_system_, ep_library_, ep_dir_ = "calibration/measurements";
   std::vector<std::string> files_;
   bool quick_ = false;
 };

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "hw_models/ep_flows.hpp"
 #include "config/presets.hpp"
 
 namespace moesim::config {
@@ -60,6 +61,7 @@ class ScenarioReader {
       routing(o.get("routing"));
       measured(o.get("measured"));
       placement(o.get("placement"));
+      ep_library_placement(o.has("framework") && o.req("framework").json().contains("dispatcher"));
     });
     return std::move(sc_);
   }
@@ -450,6 +452,21 @@ class ScenarioReader {
       m.tolerance_pct = o.number_or("tolerance_pct", 5.0, 0.001, 1000.0);  // over-predictions can exceed 100%
     });
     sc_.measured = m;
+  }
+
+  // DeepEP and HybridEP run only where their kernels can (hw_models::ep_unsupported):
+  // the EP group as the step simulation lays it out, gpus_per_nvlink_domain / etp of its
+  // ranks in each NVLink domain.
+  void ep_library_placement(bool dispatcher_given) {
+    const auto& p = sc_.parallelism;
+    const auto d = sc_.framework.dispatcher;
+    if (!sc_.model.is_moe() || p.ep <= 1) return;
+    const std::int64_t domain = std::max<std::int64_t>(1, sc_.placement.gpus_per_nvlink_domain / p.etp);
+    const auto why = hw_models::ep_unsupported(sc_.system, d, false, static_cast<int>(p.ep),
+                                               static_cast<int>(std::min(domain, p.ep)));
+    if (!why.empty())
+      fail(dispatcher_given ? "framework.dispatcher" : "parallelism.ep",
+           dispatcher_given ? why : why + " (HybridEP is the default dispatcher)");
   }
 
   void placement(const std::optional<Node>& n) {

@@ -1,6 +1,7 @@
 // Reads a system (preset file or inline object). Every number is a Param: either
 // {"value": v, "source": "<id in this object's sources map>"} or, in user-written inline
 // objects, a bare number, whose source then records where it was written.
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -177,53 +178,63 @@ hw_models::SystemSpec read_system(const Node& node) {
       if (s.comm.nvls_efficiency.has_value() != s.comm.nvls_latency_us.has_value())
         c.node().fail("nvls_efficiency and nvls_latency_us go together");
     });
-    if (auto ep = o.get("ep_dispatch")) {
-      read_object(*ep, [&](Object& e) {
-        if (auto a = e.get("alltoall_busbw_GBps"))
-          read_object(*a, [&](Object& ao) {
-            s.ep_dispatch.alltoall_busbw_nvlink_GBps = P.opt(ao, "nvlink", 0.1, 1e5);
-            s.ep_dispatch.alltoall_busbw_network_GBps = P.opt(ao, "network", 0.1, 1e5);
-          });
-        const auto bw = [&](const Node& n) {
-          hw_models::EpBandwidth b;
-          read_object(n, [&](Object& bo) {
-            b.dispatch_GBps = P.req(bo, "dispatch_GBps", 0.1, 1e5);
-            b.combine_GBps = P.req(bo, "combine_GBps", 0.1, 1e5);
-            b.saturation_sms = P.req(bo, "saturation_sms", 1, 1024, kInt);
-            b.tuned_factor = P.opt(bo, "tuned_factor", 1, 100);
-            b.link_fraction = P.opt(bo, "link_fraction", 0.01, 1);
-            b.sm_copy_us = P.opt(bo, "sm_copy_us", 0, 1e3);
-            b.sm_GBps = P.opt(bo, "sm_GBps", 0.01, 1e4);
-            b.sm_combine_GBps = P.opt(bo, "sm_combine_GBps", 0.01, 1e4);
-            b.combine_link_fraction = P.opt(bo, "combine_link_fraction", 0.01, 1);
-            b.low_latency_fixed_us = P.opt(bo, "low_latency_fixed_us", 0, 1e4);
-            b.peer_GBps = P.opt(bo, "peer_GBps", 0.01, 1e4);
-            if (auto t = bo.get("sm_by_ranks"))
-              t->for_each_element([&](const Node& rn) {
-                hw_models::EpSmRate r;
-                read_object(rn, [&](Object& ro) {
-                  r.ranks = static_cast<int>(ro.req("ranks").as_int(1, 1 << 20));
-                  r.fp8_GBps = P.opt(ro, "fp8_GBps", 0.01, 1e4);
-                  r.bf16_GBps = P.opt(ro, "bf16_GBps", 0.01, 1e4);
-                  r.combine_GBps = P.opt(ro, "combine_GBps", 0.01, 1e4);
-                });
-                if (!b.sm_by_ranks.empty() && r.ranks <= b.sm_by_ranks.back().ranks)
-                  rn.fail("sm_by_ranks must list EP sizes in ascending order");
-                b.sm_by_ranks.push_back(r);
+    if (auto ep = o.get("ep_dispatch"))
+      read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_tuned_factor = P.opt(e, "deepep_tuned_factor", 1, 100); });
+    if (auto ep = o.get("ep_libraries")) {
+      // One library's parameters on one link kind; sm_by_ranks is an object keyed by the
+      // EP size (so that a profile's overlay reaches its leaves).
+      const auto link = [&](const Node& n) {
+        hw_models::EpLinkParams b;
+        read_object(n, [&](Object& bo) {
+          b.link_fraction = P.opt(bo, "link_fraction", 0.01, 1);
+          b.combine_hbm_fraction = P.opt(bo, "combine_hbm_fraction", 0.001, 1);
+          b.sm_copy_us = P.opt(bo, "sm_copy_us", 0, 1e3);
+          b.sm_GBps = P.opt(bo, "sm_GBps", 0.01, 1e4);
+          b.sm_combine_GBps = P.opt(bo, "sm_combine_GBps", 0.01, 1e4);
+          b.peer_fraction = P.opt(bo, "peer_fraction", 0.01, 1);
+          b.fixed_us = P.opt(bo, "fixed_us", 0, 1e4);
+          if (auto t = bo.get("sm_by_ranks")) {
+            if (!t->json().is_object()) t->fail("expected an object of EP sizes");
+            std::vector<std::pair<int, std::string>> keys;
+            for (auto it = t->json().begin(); it != t->json().end(); ++it) {
+              int r = 0;
+              try {
+                r = std::stoi(it.key());
+              } catch (const std::exception&) {
+                t->child_at(*it, it.key()).fail("expected an EP size (a whole number of ranks) as the key");
+              }
+              if (r < 1 || std::to_string(r) != it.key())
+                t->child_at(*it, it.key()).fail("expected an EP size (a whole number of ranks) as the key");
+              keys.emplace_back(r, it.key());
+            }
+            std::sort(keys.begin(), keys.end());
+            for (const auto& [r, key] : keys) {
+              hw_models::EpSmRate rate;
+              rate.ranks = r;
+              read_object(t->child_at(t->json()[key], key), [&](Object& ro) {
+                rate.fp8_GBps = P.opt(ro, "fp8_GBps", 0.01, 1e4);
+                rate.bf16_GBps = P.opt(ro, "bf16_GBps", 0.01, 1e4);
+                rate.combine_GBps = P.opt(ro, "combine_GBps", 0.01, 1e4);
               });
-          });
-          return b;
-        };
-        for (const char* lib : {"deepep", "hybridep"}) {
-          if (auto l = e.get(lib)) {
-            read_object(*l, [&](Object& lo) {
-              auto& nv = std::string(lib) == "deepep" ? s.ep_dispatch.deepep_nvlink : s.ep_dispatch.hybridep_nvlink;
-              auto& nw = std::string(lib) == "deepep" ? s.ep_dispatch.deepep_network : s.ep_dispatch.hybridep_network;
-              if (auto v = lo.get("nvlink")) nv = bw(*v);
-              if (auto v = lo.get("network")) nw = bw(*v);
-            });
+              b.sm_by_ranks.push_back(rate);
+            }
           }
-        }
+        });
+        return b;
+      };
+      read_object(*ep, [&](Object& e) {
+        const std::pair<const char*, std::optional<hw_models::EpLibrary>*> libs[] = {
+            {"deepep", &s.ep_dispatch.deepep},
+            {"deepep_low_latency", &s.ep_dispatch.deepep_low_latency},
+            {"hybridep", &s.ep_dispatch.hybridep}};
+        for (const auto& [name, lib] : libs)
+          if (auto l = e.get(name))
+            read_object(*l, [&](Object& lo) {
+              hw_models::EpLibrary out;
+              for (const auto k : {hw_models::EpLink::nvlink, hw_models::EpLink::mnnvl, hw_models::EpLink::rdma})
+                if (auto v = lo.get(hw_models::ep_link_names().name(k))) out.at(k) = link(*v);
+              *lib = out;
+            });
       });
     }
   });

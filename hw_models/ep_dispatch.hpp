@@ -1,22 +1,14 @@
-// hw_models/ep_dispatch.hpp: time of one expert-parallel dispatch or combine, per
-// dispatcher, as registered implementations.
+// hw_models/ep_dispatch.hpp: time of one expert-parallel dispatch or combine through
+// NCCL (the all-to-all and all-gather dispatchers), and the routing statistics the EP
+// libraries' flow model shares.
 //
-//   NCCL all-to-all:  t = alpha + S (n-1)/n / busbw           (measured all-to-all bus bandwidth)
-//   DeepEP, HybridEP: t = alpha + S / (bw_measured x min(1, sms / sms_saturation) x tuned)
+//   NCCL all-to-all: the collective as flows over the topology at NCCL's link
+//   efficiencies (CommModel::all_to_all; comm.alltoall_efficiency and the link
+//   efficiencies fitted across systems from nccl-busbw.json, calibration/link_fit.hpp).
 // S is the bytes a rank sends: routed token copies x hidden x element size (one copy per
-// expert). NCCL's all-to-all moves exactly that (the permute has made the copies).
-// DeepEP and HybridEP move one copy per destination rank, and their benchmarks count
-// those bytes (expected_destination_ranks below: 6.6 instead of 8 at DeepSeek-V3's EP32),
-// so charging 8 copies at the benchmark bandwidth makes the kernels 1.2x longer than the
-// benchmark would; NVIDIA's training profiles show kernels that long (HybridEP dispatch
-// 0.7 ms at journey step 11, DeepEP 1.0 / 2.1 ms at steps 6 and 10; docs/research/
-// journey-residuals.md), so the step simulation keeps the per-expert count until the
-// flow model of the dispatch kernels explains the gap. The
-// libraries' figures are measured algorithm bandwidths at one SM count; below the SM
-// count where the published benchmarks saturate, bandwidth falls in proportion (a per-SM
-// throughput limit). Without a measurement for the system, the link-bandwidth
-// alpha-beta model of CommModel applies. The network issue replaces these tables by a
-// topology and flow model.
+// expert); NCCL's all-to-all moves exactly that (the permute has made the copies).
+// DeepEP and HybridEP are priced by their kernels' flows (hw_models/ep_flows.hpp,
+// ep_library_time), in `moesim comm` and in the step simulation alike.
 #pragma once
 
 #include <cstdint>
@@ -31,20 +23,12 @@ namespace moesim::hw_models {
 struct EpQuery {
   double bytes = 0;   // sent per rank
   CommGroup group;
-  int sms = 0;        // SMs given to the dispatcher (DeepEP, HybridEP)
   bool combine = false;
-  bool tuned = false; // the library is tuned for the system (EpBandwidth::tuned_factor)
 };
 
+// NCCL's dispatchers only; throws std::invalid_argument for DeepEP and HybridEP, whose
+// kernels are priced as flows (hw_models::ep_library_time).
 double ep_comm_seconds(Dispatcher d, const SystemSpec& sys, const CommModel& comm, const EpQuery& q);
-
-// The preset's entries of a dispatcher's library inside and across NVLink domains (both
-// null for NCCL's dispatchers, which have no library entries).
-struct EpEntries {
-  const std::optional<EpBandwidth>* nvlink = nullptr;
-  const std::optional<EpBandwidth>* network = nullptr;
-};
-EpEntries ep_entries(const SystemSpec& s, Dispatcher d);
 
 // Expected number of distinct EP ranks a token is sent to, its own included, when its
 // top-k experts are uniform over `experts` spread evenly on `ranks`:

@@ -21,6 +21,8 @@
 //     (so the RDMA figure exceeds the NIC's rate by about N / (N - 1)).
 #pragma once
 
+#include <string>
+
 #include "hw_models/dispatcher.hpp"
 #include "hw_models/system.hpp"
 #include "hw_models/topology.hpp"
@@ -53,6 +55,9 @@ struct EpFractions {
   // queue pairs to that peer; NIC bytes/s), 0: no limit. Binds where a GPU has few
   // peers: HybridEP over IB at two nodes has one (fitted by calibration::fit_ep_peer_rate).
   double peer_GBps = 0;
+  // What a GPU's kernel copies at most, whatever its SMs (pushed, own and forwarded
+  // copies; bytes/s / 1e9), 0: no limit. Combine's reduction (EpLinkParams::combine_hbm_fraction).
+  double gpu_GBps = 0;
 };
 
 struct EpFlowTime {
@@ -65,13 +70,35 @@ struct EpFlowTime {
 
 EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f, const EpBenchmark& b);
 
-// The preset's parameters of a library's kernels for one direction: its link fractions
-// (combine's own where the preset has one) and its SMs' throughput; 1 and no SM limit
-// where absent. With a per-EP-size table (EpBandwidth::sm_by_ranks) the rate for `ranks`
-// and the payload (element_bytes 2: BF16, else FP8; combine its own) is interpolated
-// linearly in SM seconds per byte between the measured sizes (a size without a rate
-// counts 0: no limit), held beyond the first and last.
-EpFractions preset_ep_fractions(const SystemSpec& s, Dispatcher d, bool combine, int ranks = 0,
-                                double element_bytes = 2);
+// The link kind of the NVLink part of an EP group with `gpus_in_domain` of its GPUs in
+// each NVLink domain: NVLink across trays (mnnvl) where they span more than one node.
+EpLink ep_nvlink_kind(const SystemSpec& s, int gpus_in_domain);
+
+// Why library `d` (DeepEP: its normal kernels, or with `low_latency` its low-latency
+// ones; HybridEP) cannot run as a group of `ranks` GPUs with `domain` of them per NVLink
+// domain; empty when it can. NCCL's dispatchers run anywhere.
+std::string ep_unsupported(const SystemSpec& s, Dispatcher d, bool low_latency, int ranks, int domain);
+
+// The library's parameters for one direction of its kernels on a group of `ranks` GPUs
+// with `domain` per NVLink domain, applied through the system's own links: the NVLink
+// kind's fraction (and for combine its reduction's share of the GPU's HBM), the RDMA kind's fraction and peer share
+// of the NIC's line rate where the group crosses domains, and the SM throughput of the
+// kind that binds the kernel (RDMA across domains, else the NVLink kind). With a per-EP-
+// size table (sm_by_ranks) the rate for `ranks` and the payload (element_bytes 2: BF16,
+// else FP8; combine its own) is interpolated linearly in SM seconds per byte between
+// the measured sizes (a size without a rate counts 0: no limit), held beyond the first
+// and last. Uncalibrated (the system has no parameters for the library): the links at
+// their full rates and no SM limit. Throws std::invalid_argument where the placement is
+// unsupported (ep_unsupported) or the library's profile has no parameters for a link
+// kind the group uses.
+EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_latency, bool combine, int ranks,
+                                 int domain, double element_bytes = 2);
+
+// A library's dispatch or combine on the GPUs of `topo` as its kernels' flows, with its
+// parameters (ep_library_fractions; for the low-latency kernels also their fixed cost):
+// the one EP model of `moesim comm` and the step simulation. `bandwidth_factor`
+// multiplies the kernels' bandwidth (DeepEP tuned for GB200, journey step 7).
+EpFlowTime ep_library_time(const SystemSpec& s, const Topology& topo, Dispatcher d, EpBenchmark b,
+                           double bandwidth_factor = 1);
 
 }  // namespace moesim::hw_models

@@ -38,6 +38,16 @@ const sim_core::NameTable<Dispatcher>& dispatcher_names() {
   return kTable;
 }
 
+const sim_core::NameTable<EpLink>& ep_link_names() {
+  static constexpr std::array<sim_core::NameEntry<EpLink>, 3> kEntries{{
+      {EpLink::nvlink, "nvlink", "NVLink inside one node (HGX board)"},
+      {EpLink::mnnvl, "mnnvl", "NVLink across the trays of one NVLink domain (NVL72)"},
+      {EpLink::rdma, "rdma", "RDMA through the NICs across NVLink domains"},
+  }};
+  static constexpr sim_core::NameTable<EpLink> kTable{kEntries};
+  return kTable;
+}
+
 int default_dispatcher_sms(Dispatcher d) {
   switch (d) {
     case Dispatcher::deepep: return 20;

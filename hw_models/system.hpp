@@ -145,38 +145,50 @@ struct EpSmRate {
   std::optional<Param> fp8_GBps, bf16_GBps, combine_GBps;
 };
 
-// Measured expert-parallel dispatch/combine bandwidth of one library at one SM count
-// (algorithm bandwidth per rank), and the SM count beyond which it no longer grows.
-struct EpBandwidth {
-  Param dispatch_GBps;
-  Param combine_GBps;
-  Param saturation_sms;
-  // Bandwidth gained by tuning the library for the system, over the figures above
-  // (DeepEP on GB200, journey step 7: details unpublished, inferred by `moesim infer`).
-  std::optional<Param> tuned_factor;
-  // Fraction of the links' capacity the library's kernels reach, for the flow model of
-  // its kernels (hw_models/ep_flows.hpp; fitted by calibration/ep_fit.hpp).
-  std::optional<Param> link_fraction;
+// The kinds of link an EP library's kernels use, each with its own parameters: NVLink
+// inside one node (HGX board), NVLink across the trays of one NVLink domain (NVL72's
+// MNNVL) and RDMA through the NICs across domains.
+enum class EpLink { nvlink, mnnvl, rdma };
+const sim_core::NameTable<EpLink>& ep_link_names();
+
+// One library's kernels on one link kind (hw_models/ep_flows.hpp), physical and the same
+// on every system: fractions of the system's own link rates, per-SM copy throughput,
+// one peer connection's share of the NIC. Fitted jointly over all of the library's
+// published tables by calibration::fit_ep_library (calibration/profiles/ep-<lib>.json).
+struct EpLinkParams {
+  std::optional<Param> link_fraction;          // of the link kind's capacity (NVLink port / NIC)
+  // Combine reduces the copies it receives: its throughput per GPU at most this fraction
+  // of the GPU's HBM bandwidth (B200: 586 GB/s at 48 SMs where dispatch reaches 646;
+  // absent: no limit).
+  std::optional<Param> combine_hbm_fraction;
   // The kernels' SM throughput (hw_models::EpFractions): dispatch costs sm_copy_us per
   // token copy plus its bytes at sm_GBps per SM; combine sm_combine_GBps per SM.
   std::optional<Param> sm_copy_us, sm_GBps, sm_combine_GBps;
   // Where the per-SM throughput depends on the EP size (HybridEP on GB200: FP8 dispatch
   // at 16 SMs falls from 39 to 16 GB/s per SM between 8 and 36 ranks), one rate per
-  // measured size, ascending; used instead of the three above (hw_models::preset_ep_fractions).
+  // measured size, ascending; used instead of the three above.
   std::vector<EpSmRate> sm_by_ranks;
-  std::optional<Param> combine_link_fraction;  // combine's own, where it differs (absent: link_fraction)
-  std::optional<Param> low_latency_fixed_us;   // DeepEP low-latency kernels' fixed cost (hw_models::EpBenchmark)
-  std::optional<Param> peer_GBps;              // network: one peer connection's rate cap (hw_models::EpFractions)
+  std::optional<Param> peer_fraction;  // rdma: what one peer connection carries / the NIC's line rate
+  std::optional<Param> fixed_us;       // DeepEP low-latency kernels' fixed cost (hw_models::EpBenchmark)
 };
 
-// Component measurements of the EP paths (shared/reference/hardware-and-microbenchmarks.md
-// 'EP dispatch / combine' and 'NCCL cost structure'); absent entries fall back to the
-// link-bandwidth alpha-beta model.
+struct EpLibrary {
+  std::optional<EpLinkParams> nvlink, mnnvl, rdma;
+  const std::optional<EpLinkParams>& at(EpLink k) const {
+    return k == EpLink::nvlink ? nvlink : k == EpLink::mnnvl ? mnnvl : rdma;
+  }
+  std::optional<EpLinkParams>& at(EpLink k) { return k == EpLink::nvlink ? nvlink : k == EpLink::mnnvl ? mnnvl : rdma; }
+};
+
+// The EP libraries' parameters, from their calibration profiles (absent when the system is
+// read uncalibrated: the flow model then runs at the links' full rates, no SM limit).
+// NCCL's all-to-all is priced by the collective flows at the NCCL link efficiencies
+// (comm.*_efficiency, fitted across systems by calibration/link_fit.hpp).
 struct EpDispatchSpec {
-  std::optional<Param> alltoall_busbw_nvlink_GBps;   // NCCL all-to-all bus bandwidth
-  std::optional<Param> alltoall_busbw_network_GBps;
-  std::optional<EpBandwidth> deepep_nvlink, deepep_network;
-  std::optional<EpBandwidth> hybridep_nvlink, hybridep_network;
+  std::optional<EpLibrary> deepep, deepep_low_latency, hybridep;
+  // DeepEP tuned for GB200 (journey step 7; details unpublished, inferred by `moesim
+  // infer`): its kernels' bandwidth x this once tuned. No physical replacement yet.
+  std::optional<Param> deepep_tuned_factor;
 };
 
 struct SystemSpec {

@@ -61,13 +61,18 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0 + 4.0 / 128;
   CommAnswer a;
   a.ranks = q.ep;
-  // The flow model of the library's kernels where the preset has its link fractions for
-  // the links the group uses (hw_models/ep_flows.hpp), as its benchmarks route: DeepEP
-  // limits a token to min(domains, 4) domains (--topk-groups overrides), HybridEP none.
-  const auto [nv, nw] = hw_models::ep_entries(s, *d);
   const bool crosses = q.ep > domain;
-  // The benchmark's shape, as both flow models take it.
-  const auto benchmark = [&] {
+  const bool library = *d == hw_models::Dispatcher::deepep || *d == hw_models::Dispatcher::hybridep;
+  if (q.low_latency && *d != hw_models::Dispatcher::deepep)
+    throw config::InputError(kCli, "--low-latency", "low-latency kernels are DeepEP's; needs --dispatcher deepep");
+  if (library) {
+    // The library's kernels as flows, with its parameters applied through this system's
+    // links (hw_models/ep_flows.hpp, ep_library_time): the model the step simulation
+    // prices. As its benchmarks route: DeepEP limits a token to min(domains, 4) domains
+    // (--topk-groups overrides), HybridEP none.
+    if (const auto why = hw_models::ep_unsupported(s, *d, q.low_latency, q.ep, std::min(domain, q.ep)); !why.empty())
+      throw config::InputError(kCli, "--ep", why);
+    const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
     hw_models::EpBenchmark b;
     b.ranks = q.ep;
     b.tokens = q.tokens;
@@ -75,66 +80,54 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
     b.experts = q.experts;
     b.topk = static_cast<int>(q.topk);
     b.combine = combine;
-    return b;
-  };
-  if (q.low_latency) {
-    // DeepEP's low-latency kernels: one message per (token, expert) selection, the
-    // kernels' fixed cost from the preset (hw_models/ep_flows.hpp).
-    if (*d != hw_models::Dispatcher::deepep || !*nw || !(*nw)->low_latency_fixed_us || !(*nw)->link_fraction ||
-        !*nv || !(*nv)->link_fraction)
-      throw config::InputError(kCli, "--low-latency",
-                               fmt::format("no DeepEP low-latency model for system '{}' (its preset needs DeepEP's "
-                                           "link fractions and low_latency_fixed_us)",
-                                           q.system));
-    const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
-    hw_models::EpBenchmark b = benchmark();
-    b.low_latency = true;
-    // Dispatch: payload (FP8 with a 4-byte scale per 128 values, or BF16) + a 16-byte
-    // header; combine: BF16 (DeepEP's test counts 7408 and 14336 bytes at hidden 7168).
-    b.message_bytes = combine ? q.hidden * 2 : q.hidden * elem + 16;
-    b.fixed_us = (*nw)->low_latency_fixed_us->value;
-    // The normal kernels' link fractions (the fixed cost was fitted with them); no SM limit.
-    const auto r = hw_models::ep_flow_time(s, *topo, hw_models::preset_ep_fractions(s, *d, false), b);
-    a.bytes = r.rdma_bytes;
+    hw_models::EpFlowTime r;
+    try {
+      if (q.low_latency) {
+        // One message per (token, expert) selection: the payload (FP8 with a 4-byte scale
+        // per 128 values, or BF16) + a 16-byte header; combine BF16 (DeepEP's test counts
+        // 7408 and 14336 bytes at hidden 7168).
+        b.low_latency = true;
+        b.message_bytes = combine ? q.hidden * 2 : q.hidden * elem + 16;
+      } else {
+        b.element_bytes = elem;
+        b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
+        b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
+      }
+      r = hw_models::ep_library_time(s, *topo, *d, b);
+    } catch (const std::invalid_argument& e) {
+      throw config::InputError(kCli, "--dispatcher", e.what());
+    }
     a.time_us = r.time_s * 1e6;
-    a.latency_us = b.fixed_us;
-    a.algbw_GBps = a.busbw_GBps = r.rdma_GBps;
     a.flows = r.flows;
-    a.model = "deepep low-latency kernels as flows (one message per selection) plus their fixed cost; bandwidth as "
-              "DeepEP counts it (selections x message bytes)";
-    return a;
-  }
-  if (nv && *nv && (*nv)->link_fraction && (!crosses || (*nw && (*nw)->link_fraction))) {
-    const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
-    hw_models::EpBenchmark b = benchmark();
-    b.element_bytes = elem;
-    b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
-    b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
-    const auto r = hw_models::ep_flow_time(s, *topo, hw_models::preset_ep_fractions(s, *d, combine, q.ep, elem), b);
+    if (q.low_latency) {
+      a.bytes = r.rdma_bytes;
+      const auto& ll = s.ep_dispatch.deepep_low_latency;
+      a.latency_us = ll && ll->rdma && ll->rdma->fixed_us ? ll->rdma->fixed_us->value : 0.0;
+      a.algbw_GBps = a.busbw_GBps = r.rdma_GBps;
+      a.model = "deepep low-latency kernels as flows (one message per selection) plus their fixed cost "
+                "(calibration/profiles/ep-deepep-ll.json); bandwidth as DeepEP counts it (selections x message bytes)";
+      return a;
+    }
     a.bytes = crosses ? r.rdma_bytes : r.nvl_bytes;
-    a.time_us = r.time_s * 1e6;
     a.latency_us = s.comm.base_latency_us.value;
     a.algbw_GBps = a.busbw_GBps = crosses ? r.rdma_GBps : r.nvl_GBps;
-    a.flows = r.flows;
-    a.model = fmt::format("{} kernels as flows over the topology at its fitted link fractions; bandwidth as its "
+    a.model = fmt::format("{} kernels as flows over the topology with the library's parameters "
+                          "(calibration/profiles/ep-{}.json) applied to this system's links; bandwidth as its "
                           "benchmark counts it ({})",
-                          q.dispatcher, crosses ? "RDMA: distinct destination nodes, own included"
-                                                : "NVLink: what a rank receives, own copy included");
+                          q.dispatcher, q.dispatcher,
+                          crosses ? "RDMA: distinct destination nodes, own included"
+                                  : "NVLink: what a rank receives, own copy included");
     return a;
   }
-  a.bytes = q.tokens * q.hidden * elem *
-            hw_models::expected_destination_ranks(q.experts, q.ep, static_cast<std::int64_t>(q.topk), q.groups,
-                                                  q.topk_groups);
+  // NCCL: the permuted copies, one per expert, as an all-to-all over the topology.
+  a.bytes = q.tokens * q.hidden * elem * static_cast<double>(q.topk);
   const auto flows = on_cluster<hw_models::FlowComm>(s, q.ep, domain);
-  hw_models::EpQuery eq{a.bytes, {q.ep, q.ep > domain, 1},
-                        q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d), combine, false};
-  const double t = hw_models::ep_comm_seconds(*d, s, *flows, eq);
+  const double t = hw_models::ep_comm_seconds(*d, s, *flows, {a.bytes, {q.ep, crosses, 1}, combine});
   a.time_us = t * 1e6;
-  a.algbw_GBps = a.bytes / t / 1e9;
+  a.algbw_GBps = t > 0 ? a.bytes / t / 1e9 : 0;
   a.busbw_GBps = a.algbw_GBps;
-  a.model = fmt::format("{} dispatcher model of the step simulation (the library's measured bandwidth where the "
-                        "preset has one, else all-to-all flows over the topology)",
-                        q.dispatcher);
+  a.model = "NCCL all-to-all of the permuted copies (one per expert) as flows over the topology at NCCL's link "
+            "efficiencies";
   return a;
 }
 

@@ -5,11 +5,12 @@
 // GPUs, NVLink domains of `gpus_per_domain` (default: the system's), by ring or NVLS
 // (`algorithm`; auto takes the faster where NVLS can run, as NCCL's tuner does), rings with
 // one of NCCL's protocols (`protocol`; auto: the faster of LL128 and Simple). EP dispatch and
-// combine (ep-dispatch, ep-combine) of DeepEP and HybridEP run as flows over the
-// topology at the library's fitted link fractions (hw_models/ep_flows.hpp) where the
-// preset has them, routed as the libraries' benchmarks route; otherwise the dispatcher
-// model of the step simulation prices them (hw_models/ep_dispatch.hpp: the libraries'
-// measured bandwidths). Bytes and bandwidth are counted as the benchmarks count them:
+// combine (ep-dispatch, ep-combine) of DeepEP and HybridEP run as their kernels' flows
+// over the topology with the library's parameters (calibration/profiles/ep-<lib>.json)
+// applied to the system's links (hw_models/ep_flows.hpp, ep_library_time), routed as the
+// libraries' benchmarks route: the model the step simulation prices them with. A
+// placement the library cannot run in is bad input. NCCL's dispatchers: the all-to-all
+// of the permuted copies (one per expert) over the topology. Bytes and bandwidth are counted as the benchmarks count them:
 // inside one NVLink domain what a rank receives, its own copy included; across domains
 // (RDMA) the distinct destination domains of each token, its own included. FP8 carries a
 // 4-byte scale per 128 values: 1.03125 bytes per element.

@@ -320,10 +320,7 @@ Priced Sim::price(const workload::KernelTemplate& k) {
         p.ports = port_loads({f.nvl_bytes, f.rdma_bytes * (domains - 1) / domains}, p.seconds);
       } else {
         p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
-                                               {k.comm_bytes, ep_group_, fw.dispatcher_sms,
-                                                k.comm == workload::CommOp::ep_combine,
-                                                in_.stack.deepep_tuned &&
-                                                    fw.dispatcher == hw_models::Dispatcher::deepep});
+                                               {k.comm_bytes, ep_group_, k.comm == workload::CommOp::ep_combine});
         p.ports = port_loads(a2a_bytes(k.comm_bytes, ep_group_), p.seconds);
       }
       p.category = kEpComm;
@@ -348,26 +345,20 @@ Priced Sim::price(const workload::KernelTemplate& k) {
   return p;
 }
 
-// Inside one NVLink domain the step simulation keeps the libraries' measured bandwidths
-// at their per-expert byte count (hw_models/ep_dispatch.hpp: NVIDIA's profiles match it).
-// Across domains the benchmarks' RDMA figures count each token once per destination node
-// (at most 4 with DeepSeek-V3's node-limited routing), not once per expert: charging the
-// 8 per-expert copies at those figures would double the kernels, so the flows of the
-// kernels themselves price them (routing, forwarding and link fractions as fitted on the
-// libraries' tables; calibration/measurements/ep-*.json).
+// DeepEP and HybridEP: their kernels as flows over the EP group's topology, with the
+// library's parameters applied through this system's links (hw_models/ep_flows.hpp,
+// ep_library_time), the same model `moesim comm` prices: one copy per destination rank
+// (each token once per destination node across domains, forwarded over NVLink), not one
+// per expert. The scenario loader has refused placements the library cannot run in
+// (hw_models::ep_unsupported).
 void Sim::setup_ep_flows() {
   const auto& fw = in_.framework;
   const auto& p = in_.parallelism;
   const auto& m = in_.model;
-  if (fixed_ || !m.is_moe() || !ep_group_.crosses_network) return;
+  if (fixed_ || !m.is_moe() || p.ep <= 1) return;
   if (fw.dispatcher != hw_models::Dispatcher::deepep && fw.dispatcher != hw_models::Dispatcher::hybridep) return;
-  const auto e = hw_models::ep_entries(in_.system, fw.dispatcher);
-  if (!e.nvlink || !*e.nvlink || !(*e.nvlink)->link_fraction || !e.network || !*e.network ||
-      !(*e.network)->link_fraction)
-    return;
   const std::int64_t domain = std::max<std::int64_t>(1, in_.gpus_per_nvlink_domain / p.etp);
-  if (p.ep % domain != 0 || m.num_experts % p.ep != 0) return;
-  ep_topo_.emplace(in_.system, p.ep, domain);
+  ep_topo_.emplace(in_.system, p.ep, std::min(domain, p.ep));
 }
 
 hw_models::EpFlowTime Sim::ep_flows(const workload::KernelTemplate& k) const {
@@ -389,10 +380,10 @@ hw_models::EpFlowTime Sim::ep_flows(const workload::KernelTemplate& k) const {
                  ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
                  : domains;
   b.combine = combine;
-  return hw_models::ep_flow_time(in_.system, *ep_topo_,
-                                 hw_models::preset_ep_fractions(in_.system, in_.framework.dispatcher, combine,
-                                                                b.ranks, b.element_bytes),
-                                 b);
+  const auto& tuned = in_.system.ep_dispatch.deepep_tuned_factor;
+  const double factor =
+      in_.stack.deepep_tuned && in_.framework.dispatcher == hw_models::Dispatcher::deepep && tuned ? tuned->value : 1.0;
+  return hw_models::ep_library_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
 }
 
 void Sim::price_templates() {

@@ -98,6 +98,9 @@ TEST_CASE("Each committed profile is exactly what `moesim calibrate fit` makes o
     const auto prof = nlohmann::json::parse(text.str());
     std::vector<std::string> args{"calibrate", "fit", "--name", prof["name"].get<std::string>()};
     for (const auto& m : prof["measurements"]) args.push_back(test::source_path("calibration/measurements/" + m.get<std::string>()));
+    // An EP library's profile: `moesim calibrate ep LIB` over every ep-*.json table.
+    if (const auto stem = path.stem().string(); stem.rfind("ep-", 0) == 0)
+      args = {"calibrate", "ep", stem.substr(3), "--measurements", test::source_path("calibration/measurements")};
     const auto r = test::run_moesim(args);
     INFO(path.string() << ": " << r.err);
     REQUIRE(r.status == 0);

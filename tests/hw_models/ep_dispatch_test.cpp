@@ -1,4 +1,5 @@
-// EP dispatch/combine from the measured library bandwidths, derived by hand.
+// EP dispatch/combine: NCCL's all-to-all, routing statistics, and how the EP libraries'
+// parameters apply to a system (hand-made parameters, hand-derived values).
 #include <catch2/catch.hpp>
 
 #include "config/load.hpp"
@@ -8,45 +9,14 @@
 using namespace moesim;
 using hw_models::Dispatcher;
 
-TEST_CASE("DeepEP and HybridEP run at their measured bandwidth, less below saturation", "[hw_models][ep]") {
+TEST_CASE("NCCL all-to-all is the collective's flows; the EP libraries are not priced here", "[hw_models][ep]") {
   const auto gb200 = config::load_system_preset("gb200-nvl72");
   const hw_models::AlphaBetaComm comm(gb200);
-  const double bytes = 4096.0 * 8 * 7168 * 2;  // T x top-k x hidden x BF16 = 469.8 MB
-  const double alpha = (8.4 + 3.4) * 1e-6;     // NCCL base + NVLink hop
-  const hw_models::CommGroup ep32{32, false};
-  // DeepEP, EP32, 24 SMs: 400 GB/s dispatch, 190 GB/s combine (journey step 4).
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {bytes, ep32, 24, false}) ==
-        Approx(alpha + bytes / 400e9));
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {bytes, ep32, 24, true}) ==
-        Approx(alpha + bytes / 190e9));
-  // 12 SMs: half the SMs of the saturating 24, half the bandwidth.
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {bytes, ep32, 12, false}) ==
-        Approx(alpha + bytes / 200e9));
-  // HybridEP (kernel only, BF16) saturates at 16 SMs: 32 and 16 SMs give the measured
-  // 642.23 GB/s dispatch, 8 SMs half of it; combine 605.15 GB/s.
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {bytes, ep32, 32, false}) ==
-        Approx(alpha + bytes / 642.23e9));
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {bytes, ep32, 16, false}) ==
-        Approx(alpha + bytes / 642.23e9));
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {bytes, ep32, 8, false}) ==
-        Approx(alpha + bytes / 321.115e9));
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {bytes, ep32, 32, true}) ==
-        Approx(alpha + bytes / 605.15e9));
-}
-
-TEST_CASE("NCCL all-to-all uses the measured bus bandwidth, else the links", "[hw_models][ep]") {
-  const auto gb200 = config::load_system_preset("gb200-nvl72");
-  const hw_models::AlphaBetaComm comm(gb200);
-  // 32 GPUs in NVL72: busbw 640 GB/s: t = alpha + S x 31/32 / 640e9.
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, gb200, comm, {1e9, {32, false}, 0, false}) ==
-        Approx(11.8e-6 + 1e9 * 31 / 32 / 640e9));
-  // H800 has no measured NVLink all-to-all: the link model (160 GB/s usable) applies.
-  const auto h800 = config::load_system_preset("h800");
-  const hw_models::AlphaBetaComm c800(h800);
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, h800, c800, {1e9, {8, false}, 0, false}) ==
-        Approx(c800.all_to_all(1e9, {8, false})));
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::deepep, h800, c800, {1e9, {8, false}, 0, false}) > 0);
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::hybridep, gb200, comm, {1e9, {1, false}, 32, false}) == 0);
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, gb200, comm, {1e9, {32, false}, false}) ==
+        Approx(comm.all_to_all(1e9, {32, false})));
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, gb200, comm, {1e9, {1, false}, false}) == 0);
+  CHECK_THROWS_AS(hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {1e9, {8, false}, false}),
+                  std::invalid_argument);
 }
 
 TEST_CASE("Distinct destination ranks of a token", "[hw_models][ep]") {
@@ -63,22 +33,68 @@ TEST_CASE("Distinct destination ranks of a token", "[hw_models][ep]") {
   CHECK(hw_models::expected_destination_ranks(256, 4, 8, 8, 4) == Approx(2.9282).epsilon(1e-4));
 }
 
+namespace {
+hw_models::Param v(double x) { return {x, "test"}; }
+}  // namespace
+
 TEST_CASE("Per-EP-size SM rates interpolate in SM seconds per byte", "[hw_models][ep]") {
-  // GB200 HybridEP's sm_by_ranks (fitted rates, GB/s per SM): FP8 24 ranks 22.832, 32 ranks
-  // 18.132; BF16 absent at 8 ranks (link-bound there), 41.973 at 16.
-  const auto s = config::load_system_preset("gb200-nvl72");
+  // A hand-made HybridEP across NVL72 trays: FP8 24 ranks 22.832, 32 ranks 18.132 GB/s
+  // per SM; BF16 absent at 8 ranks (link-bound there), 41.973 at 16.
+  auto s = config::load_system_preset("gb200-nvl72");
+  hw_models::EpLibrary lib;
+  auto& k = lib.mnnvl.emplace();
+  k.link_fraction = v(0.7);
+  hw_models::EpSmRate r8, r16, r24, r32;
+  r8.ranks = 8, r8.fp8_GBps = v(40.084);
+  r16.ranks = 16, r16.bf16_GBps = v(41.973);
+  r24.ranks = 24, r24.fp8_GBps = v(22.832);
+  r32.ranks = 32, r32.fp8_GBps = v(18.132), r32.combine_GBps = v(34.576);
+  k.sm_by_ranks = {r8, r16, r24, r32};
+  s.ep_dispatch.hybridep = lib;
   const auto rate = [&](int ranks, double elem, bool combine = false) {
-    return hw_models::preset_ep_fractions(s, hw_models::Dispatcher::hybridep, combine, ranks, elem).sm_GBps;
+    return hw_models::ep_library_fractions(s, Dispatcher::hybridep, false, combine, ranks, ranks, elem).sm_GBps;
   };
   CHECK(rate(24, 1.03125) == Approx(22.832));
   CHECK(rate(28, 1.03125) == Approx(1.0 / (0.5 / 22.832 + 0.5 / 18.132)));
-  CHECK(rate(64, 1.03125) == Approx(16.445));  // held beyond the last measured size
-  CHECK(rate(4, 1.03125) == Approx(40.084));   // and before the first
+  CHECK(rate(64, 1.03125) == Approx(18.132));  // held beyond the last measured size
+  CHECK(rate(8, 1.03125) == Approx(40.084));   // and at the first
   CHECK(rate(8, 2) == 0);                       // no limit where none was fitted
   CHECK(rate(12, 2) == Approx(1.0 / (0.5 / 41.973)));
   CHECK(rate(32, 2, true) == Approx(34.576));
-  // Without an EP size the table is not used (nor the scalar rates, absent here).
-  CHECK(rate(0, 2) == 0);
-  // The link fraction is the library's either way.
-  CHECK(hw_models::preset_ep_fractions(s, hw_models::Dispatcher::hybridep, false, 32, 2).nvlink == Approx(0.7001));
+  CHECK(hw_models::ep_library_fractions(s, Dispatcher::hybridep, false, false, 32, 32, 2).nvlink == Approx(0.7));
+  // Inside one 4-GPU tray the kind is NVLink inside a node, which this library lacks: refused.
+  CHECK_THROWS_AS(hw_models::ep_library_fractions(s, Dispatcher::hybridep, false, false, 4, 4, 2),
+                  std::invalid_argument);
+}
+
+TEST_CASE("The EP libraries' parameters apply through each system's own links", "[hw_models][ep]") {
+  auto h100 = config::load_system_preset("h100");
+  hw_models::EpLibrary lib;
+  lib.nvlink.emplace().link_fraction = v(0.65);
+  auto& rd = lib.rdma.emplace();
+  rd.link_fraction = v(0.9);
+  rd.peer_fraction = v(0.72);
+  h100.ep_dispatch.deepep = lib;
+  // EP32 over 4 DGX: the NVLink fraction inside, the NIC's outside, and one peer connection
+  // 0.72 x 400 Gb/s / 8 = 36 GB/s.
+  const auto f = hw_models::ep_library_fractions(h100, Dispatcher::deepep, false, false, 32, 8);
+  CHECK(f.nvlink == Approx(0.65));
+  CHECK(f.network == Approx(0.9));
+  CHECK(f.peer_GBps == Approx(36));
+  CHECK(hw_models::ep_nvlink_kind(h100, 8) == hw_models::EpLink::nvlink);
+  const auto gb200 = config::load_system_preset("gb200-nvl72");
+  CHECK(hw_models::ep_nvlink_kind(gb200, 4) == hw_models::EpLink::nvlink);
+  CHECK(hw_models::ep_nvlink_kind(gb200, 32) == hw_models::EpLink::mnnvl);
+  // Placements the libraries cannot run in say why.
+  CHECK(hw_models::ep_unsupported(h100, Dispatcher::deepep, false, 12, 8).find("whole domains") != std::string::npos);
+  CHECK(hw_models::ep_unsupported(gb200, Dispatcher::deepep, false, 64, 32).find("NUM_MAX_NVL_PEERS") !=
+        std::string::npos);
+  CHECK(hw_models::ep_unsupported(gb200, Dispatcher::hybridep, false, 64, 32).empty());
+  CHECK(hw_models::ep_unsupported(h100, Dispatcher::alltoall, false, 12, 8).empty());
+  // Uncalibrated (no parameters for the library): the links at full rate, no SM limit.
+  const auto raw = config::load_system_preset("h100", {false});
+  const auto u = hw_models::ep_library_fractions(raw, Dispatcher::hybridep, false, false, 32, 8);
+  CHECK(u.nvlink == 1);
+  CHECK(u.network == 1);
+  CHECK(u.sm_GBps == 0);
 }
