@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <atomic>
@@ -25,7 +26,9 @@
 #include "config/load_measurement.hpp"
 #include "reports/comm.hpp"
 #include "reports/describe.hpp"
+#include "reports/corpus.hpp"
 #include "reports/infer.hpp"
+#include "reports/parallel.hpp"
 #include "reports/run.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/schedule_kind.hpp"
@@ -119,31 +122,6 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   return out;
 }
 
-// Runs f(0..n-1) on up to `jobs` threads (0: all cores); the first exception is rethrown.
-void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f) {
-  const std::size_t threads =
-      std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : std::max(1u, std::thread::hardware_concurrency()));
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr error;
-  std::mutex m;
-  const auto worker = [&] {
-    for (std::size_t i; (i = next++) < n;) {
-      try {
-        f(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(m);
-        if (!error) error = std::current_exception();
-        next = n;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-}
-
 // One validated scenario: its prediction of the measured metric.
 struct ValidateRow {
   std::string file, name, system, dispatcher, metric;
@@ -202,7 +180,7 @@ class Validate final : public Command {
       r.ok = std::abs(r.error_pct) <= r.tolerance_pct;
       r.wall_s = p.wall_s;
     };
-    run_parallel(scenarios.size(), jobs_, eval);
+    reports::run_parallel(scenarios.size(), jobs_, eval);
 
     ErrorSummary all;
     std::map<std::string, ErrorSummary> by_system, by_dispatcher;
@@ -533,8 +511,17 @@ class Calibrate final : public Command {
     ep_->add_option("library", ep_library_, "deepep, deepep-ll or hybridep")->required();
     ep_->add_option("--measurements", ep_dir_, "folder of the ep-*.json measurement files");
     ep_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
+    corpus_ = app.add_subcommand(
+        "corpus", "fit the cross-run quantities no microbenchmark pins over the measured runs, with leave-one-out error");
+    corpus_->add_option("paths", corpus_paths_, "scenario files or folders (default: scenarios)");
+    corpus_->add_option("-o,--out", fit_out_, "write the profile (calibration/profiles/corpus.json)");
+    corpus_->add_option("--jobs", jobs_, "simulations at once (default: all cores)")->check(CLI::Range(1, 1024));
+    corpus_->add_flag("--json", json_, "print one JSON object");
   }
-  int run(Io& io) override { return run_->parsed() ? run_kernels(io) : ep_->parsed() ? fit_ep(io) : fit(io); }
+  int run(Io& io) override {
+    if (corpus_->parsed()) return fit_corpus(io);
+    return run_->parsed() ? run_kernels(io) : ep_->parsed() ? fit_ep(io) : fit(io);
+  }
 
  private:
   int run_kernels(Io& io) const {
@@ -651,6 +638,35 @@ class Calibrate final : public Command {
   }
 
   CLI::App *run_ = nullptr, *fit_ = nullptr, *ep_ = nullptr;
+  // `moesim calibrate corpus`: reports/corpus.hpp over every scenario with a measured
+  // block (files without one are skipped, as validate does).
+  int fit_corpus(Io& io) const {
+    std::vector<config::Scenario> runs;
+    for (const auto& f : scenario_files(corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_)) {
+      const config::Json j = config::read_json_file(f);
+      if (j.is_object() && j.contains("measured")) runs.push_back(config::load_scenario_file(f));
+    }
+    if (runs.empty()) throw config::InputError("", "", "no scenario with a measured block under the given paths");
+    const reports::CorpusResult r = reports::calibrate_corpus(runs, jobs_);
+    if (json_) io.out << reports::corpus_json(r).dump(2) << "\n";
+    else io.out << reports::corpus_text(r);
+    if (!fit_out_.empty()) {
+      const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+      std::tm tm{};
+      gmtime_r(&now, &tm);
+      char date[16];
+      std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+      std::ofstream out(fit_out_);
+      if (!out) throw config::InputError(fit_out_, "", "cannot write the profile");
+      out << reports::corpus_profile(r, date).dump(2) << "\n";
+    }
+    return 0;
+  }
+
+  CLI::App* corpus_ = nullptr;
+  std::vector<std::string> corpus_paths_;
+  int jobs_ = 0;
+  bool json_ = false;
   std::string run_out_, run_system_, fit_out_, name_, fit_system_, ep_library_, ep_dir_ = "calibration/measurements";
   std::vector<std::string> files_;
   bool quick_ = false;

@@ -450,6 +450,7 @@ class ScenarioReader {
       m.source = src.as_string();
       if (m.source.empty()) src.fail("the source of a measurement must be named");
       m.tolerance_pct = o.number_or("tolerance_pct", 5.0, 0.001, 1000.0);  // over-predictions can exceed 100%
+      m.in_sample = o.string_or("in_sample", "");
     });
     sc_.measured = m;
   }

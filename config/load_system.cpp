@@ -165,6 +165,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.host.te_linear_us = P.req(h, "te_linear_us", 0, 1e6);
       s.host.numa_unbound_factor = P.opt(h, "numa_unbound_factor", 1, 100);
       s.host.te_slim_factor = P.opt(h, "te_slim_factor", 0.01, 1);
+      s.host.load_factor = P.opt(h, "load_factor", 0.1, 100);
     });
     read_object(o.req("comm"), [&](Object& c) {
       s.comm.base_latency_us = P.req(c, "base_latency_us", 0, 1e6);
@@ -179,7 +180,7 @@ hw_models::SystemSpec read_system(const Node& node) {
         c.node().fail("nvls_efficiency and nvls_latency_us go together");
     });
     if (auto ep = o.get("ep_dispatch"))
-      read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_tuned_factor = P.opt(e, "deepep_tuned_factor", 1, 100); });
+      read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_untuned_fraction = P.opt(e, "deepep_untuned_fraction", 0.01, 1); });
     if (auto ep = o.get("ep_libraries")) {
       // One library's parameters on one link kind; sm_by_ranks is an object keyed by the
       // EP size (so that a profile's overlay reaches its leaves).

@@ -81,6 +81,13 @@ std::vector<std::string> apply_profiles(Json& sys, const LoadOptions& opts, cons
     if (!prof.contains("parameters") || !prof["parameters"].is_object())
       throw InputError(preset_label(*p), "parameters", "expected an object");
     overlay(sys["sources"], sys, prof["parameters"], name, "");
+    // Values that hold for one GPU (its sustained clocks under its power limit), keyed by
+    // the preset's GPU name.
+    if (const auto by = prof.find("parameters_by_gpu"); by != prof.end() && sys.contains("gpu") &&
+                                                        sys["gpu"].contains("name") && sys["gpu"]["name"].is_string()) {
+      const auto g = by->find(sys["gpu"]["name"].get<std::string>());
+      if (g != by->end()) overlay(sys["sources"], sys, *g, name, "");
+    }
     applied.push_back(name);
   }
   return applied;

@@ -23,6 +23,9 @@ struct Measured {
   double value = 0;
   std::string source;
   double tolerance_pct = 5;
+  // Why the run is calibration data elsewhere (its own profile fits component figures):
+  // `moesim calibrate corpus` keeps it out of the leave-one-out mean. Empty: a test run.
+  std::string in_sample;
 };
 
 // Where ranks sit (a moesim extension of the contract): how many GPUs of one NVLink

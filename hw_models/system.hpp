@@ -115,6 +115,11 @@ struct HostCosts {
   // Absent: the switch has no modeled effect on this system.
   std::optional<Param> numa_unbound_factor;
   std::optional<Param> te_slim_factor;
+  // Every host cost of a loaded training process over the op-loop microbenchmarks the
+  // costs above come from (cache and TLB pressure of a large process, the Python garbage
+  // collector, the dataloader and NCCL proxy threads): no public measurement, a cross-run
+  // quantity fitted over the validation corpus (`moesim calibrate corpus`). Absent: 1.
+  std::optional<Param> load_factor;
 };
 
 // NCCL-style latency constants for the placeholder communication model.
@@ -186,9 +191,11 @@ struct EpLibrary {
 // (comm.*_efficiency, fitted across systems by calibration/link_fit.hpp).
 struct EpDispatchSpec {
   std::optional<EpLibrary> deepep, deepep_low_latency, hybridep;
-  // DeepEP tuned for GB200 (journey step 7; details unpublished, inferred by `moesim
-  // infer`): its kernels' bandwidth x this once tuned. No physical replacement yet.
-  std::optional<Param> deepep_tuned_factor;
+  // DeepEP before NVIDIA tuned it for GB200 (journey step 7, stack.deepep_tuned off;
+  // details unpublished): its kernels reach this fraction of the library's fitted
+  // bandwidth (the tables of calibration/profiles/ep-deepep.json are the tuned library's).
+  // A cross-run quantity fitted over the corpus (`moesim calibrate corpus`). Absent: 1.
+  std::optional<Param> deepep_untuned_fraction;
 };
 
 struct SystemSpec {

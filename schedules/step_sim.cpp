@@ -92,9 +92,10 @@ class Sim {
       const FixedChunks* fixed = nullptr)
       : in_(in), opt_(opt), comm_(comm), compute_(in.system), events_(engine_), fixed_(fixed),
         shape_(in.schedule, static_cast<int>(in.parallelism.pp), static_cast<int>(in.parallelism.vpp)),
-        host_factor_(!in.stack.cpu_numa_binding && in.system.host.numa_unbound_factor
-                         ? in.system.host.numa_unbound_factor->value
-                         : 1.0),
+        host_factor_((!in.stack.cpu_numa_binding && in.system.host.numa_unbound_factor
+                          ? in.system.host.numa_unbound_factor->value
+                          : 1.0) *
+                     (in.system.host.load_factor ? in.system.host.load_factor->value : 1.0)),
         te_factor_(in.stack.te_host_slim && in.system.host.te_slim_factor ? in.system.host.te_slim_factor->value
                                                                             : 1.0),
         captured_(in.framework, in.stack) {
@@ -252,7 +253,7 @@ class Sim {
   const FixedChunks* fixed_;
   PipelineShape shape_;
   std::vector<Priced> fwd_bwd_;
-  double host_factor_;        // every host cost x this (processes not NUMA-bound)
+  double host_factor_;        // every host cost x this (a loaded process; processes not NUMA-bound)
   double te_factor_;          // Transformer Engine module host time x this (slimmer host code)
   Time op_, launch_, graph_;  // host costs; zero with fixed chunks
   hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
@@ -380,9 +381,10 @@ hw_models::EpFlowTime Sim::ep_flows(const workload::KernelTemplate& k) const {
                  ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
                  : domains;
   b.combine = combine;
-  const auto& tuned = in_.system.ep_dispatch.deepep_tuned_factor;
-  const double factor =
-      in_.stack.deepep_tuned && in_.framework.dispatcher == hw_models::Dispatcher::deepep && tuned ? tuned->value : 1.0;
+  const auto& untuned = in_.system.ep_dispatch.deepep_untuned_fraction;
+  const double factor = !in_.stack.deepep_tuned && in_.framework.dispatcher == hw_models::Dispatcher::deepep && untuned
+                            ? untuned->value
+                            : 1.0;
   return hw_models::ep_library_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
 }
 
