@@ -94,7 +94,10 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   bool moe_captured = false;
   for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::moe_dispatch, Module::experts,
                    Module::shared_expert, Module::moe_combine})
-    moe_captured = moe_captured || g[m];
+    // A model without a shared expert has nothing for stack.cuda_graph_shared_expert to
+    // capture: an MoE layer under scope ["mlp"] alone (dense MLPs only, Megatron-Core
+    // TransformerLayer) has no graph then.
+    moe_captured = moe_captured || (g[m] && (m != Module::shared_expert || sc.model.shared_expert_ffn_hidden_size > 0));
   // The EP library's buffers, on the ranks that run MoE layers (Megatron creates them at
   // the first dispatch); tokens per rank per microbatch as the dispatcher sees them.
   const std::int64_t rpd = std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <regex>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -264,6 +264,98 @@ TEST_CASE("Every performance setting moves the prediction where Megatron depends
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   WARN(fmt::format("{} settings, {} predictions in {:.1f} s", names.size(), 2 * names.size(), s));
+}
+
+// Where the registry calls a setting inert, toggling it must indeed change nothing (the
+// warning's claim), in a sample of the rules.
+TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing", "[config][settings]") {
+  const Json g = gb200();
+  // Qwen3-30B-A3B: every layer MoE, no shared expert, GQA attention.
+  const Json qwen = patched(g, R"({"model": {"base": "qwen3-30b-a3b", "num_hidden_layers": 4, "first_k_dense_replace": null},
+                                   "framework": {"recompute_modules": []}})");
+  // No data parallelism: dp = 1, expert-DP = 1 (EP1, so Megatron's all-to-all dispatcher).
+  const Json no_dp = patched(gb200_alltoall(), R"({"gpus": 2, "training": {"global_batch_size": 4}, "parallelism": {"ep": 1}})");
+  const Json deep = patched(g, R"({"parallelism": {"pp": 4}, "framework": {"recompute_modules": []}})");
+  const std::vector<std::tuple<std::string, Json, std::string, std::string>> inert{
+      {"framework.dispatcher_sms", gb200_alltoall(), "{}", R"({"framework": {"dispatcher_sms": 20}})"},
+      {"stack.hybridep_permute_fusion", gb200_deepep(), R"({"stack": {"hybridep_permute_fusion": true}})",
+       R"({"stack": {"hybridep_permute_fusion": false}})"},
+      {"stack.deepep_tuned", g, R"({"stack": {"deepep_tuned": true}})", R"({"stack": {"deepep_tuned": false}})"},
+      {"stack.cuda_graph_shared_expert", gb200_alltoall(), R"({"stack": {"cuda_graph_shared_expert": true}})",
+       R"({"stack": {"cuda_graph_shared_expert": false}})"},
+      {"stack.te_host_slim", g, R"({"stack": {"te_host_slim": true}})", R"({"stack": {"te_host_slim": false}})"},
+      {"stack.cpu_numa_binding", h100_dense(), R"({"stack": {"cpu_numa_binding": true}})",
+       R"({"stack": {"cpu_numa_binding": false}})"},
+      {"stack.router_fusion", h100_dense(), R"({"stack": {"router_fusion": true}})",
+       R"({"stack": {"router_fusion": false}})"},
+      {"stack.mxfp8_alloc_fusion", patched(g, R"({"training": {"precision": "fp8-blockwise"}})"),
+       R"({"stack": {"mxfp8_alloc_fusion": true}})", R"({"stack": {"mxfp8_alloc_fusion": false}})"},
+      {"stack.pdl_quant", patched(g, R"({"training": {"precision": "bf16"}, "framework": {"fp8_param_gather": false}})"),
+       R"({"stack": {"pdl_quant": true}})", R"({"stack": {"pdl_quant": false}})"},
+      {"framework.cuda_graph_scope[moe_preprocess]", g, R"({"framework": {"cuda_graph_scope": ["moe_router"]}})",
+       R"({"framework": {"cuda_graph_scope": ["moe_router", "moe_preprocess"]}})"},
+      {"framework.cuda_graph_scope[mlp]", qwen, R"({"framework": {"cuda_graph_scope": []}})",
+       R"({"framework": {"cuda_graph_scope": ["mlp"]}})"},
+      {"framework.cuda_graph_scope[moe_router]", gb200_capacity(), R"({"framework": {"cuda_graph_scope": ["moe"]}})",
+       R"({"framework": {"cuda_graph_scope": ["moe", "moe_router"]}})"},
+      {"framework.recompute_modules[mlp]", qwen, "{}", R"({"framework": {"recompute_modules": ["mlp"]}})"},
+      {"framework.recompute_modules[shared_experts]", qwen, "{}",
+       R"({"framework": {"recompute_modules": ["shared_experts"]}})"},
+      {"framework.recompute_modules[moe_act]", g, R"({"framework": {"recompute_modules": ["moe"]}})",
+       R"({"framework": {"recompute_modules": ["moe", "moe_act"]}})"},
+      {"framework.recompute_modules[up_proj]", g, R"({"framework": {"recompute_modules": ["mla_up_proj"]}})",
+       R"({"framework": {"recompute_modules": ["mla_up_proj", "up_proj"]}})"},
+      {"framework.offload[core_attn]", patched(deep, R"({"framework": {"recompute_modules": ["core_attn"]}})"),
+       R"({"framework": {"offload": []}})", R"({"framework": {"offload": ["core_attn"]}})"},
+      {"framework.offload[expert_fc1_act]", deep, R"({"framework": {"offload": ["moe_act"]}})",
+       R"({"framework": {"offload": ["moe_act", "expert_fc1_act"]}})"},
+      {"framework.low_precision_activations[attn_output]", patched(qwen, R"({"parallelism": {"pp": 4}})"),
+       R"({"framework": {"low_precision_activations": []}})",
+       R"({"framework": {"low_precision_activations": ["attn_output"]}})"},
+      {"framework.moe_a2a_overlap", patched(g, R"({"parallelism": {"pipeline_schedule": "dualpipe"}})"),
+       R"({"framework": {"moe_a2a_overlap": false}})", R"({"framework": {"moe_a2a_overlap": true}})"},
+      {"framework.moe_a2a_overlap", patched(g, R"({"parallelism": {"pipeline_schedule": "zb-h1"}})"),
+       R"({"framework": {"moe_a2a_overlap": false}})", R"({"framework": {"moe_a2a_overlap": true}})"},
+      {"framework.overlap_param_gather", no_dp, R"({"framework": {"overlap_param_gather": true}})",
+       R"({"framework": {"overlap_param_gather": false}})"},
+      {"framework.distributed_optimizer", no_dp,
+       R"({"framework": {"distributed_optimizer": true, "overlap_param_gather": true}})",
+       R"({"framework": {"distributed_optimizer": false, "overlap_param_gather": false}})"},
+      {"framework.grad_reduce_dtype", no_dp, R"({"framework": {"grad_reduce_dtype": "bf16"}})",
+       R"({"framework": {"grad_reduce_dtype": "fp32"}})"},
+      {"framework.ddp_bucket_size", no_dp, "{}", R"({"framework": {"ddp_bucket_size": 100000000000}})"},
+      {"framework.overlap_grad_reduce", patched(g, R"({"parallelism": {"fsdp": true}})"),
+       R"({"framework": {"overlap_grad_reduce": true}})", R"({"framework": {"overlap_grad_reduce": false}})"},
+      {"framework.fp8_param_gather",
+       patched(g, R"({"framework": {"distributed_optimizer": false, "overlap_param_gather": false}})"),
+       R"({"framework": {"fp8_param_gather": true}})", R"({"framework": {"fp8_param_gather": false}})"},
+      {"framework.optimizer_state_dtype", patched(g, R"({"framework": {"optimizer": "muon"}})"),
+       R"({"framework": {"optimizer_state_dtype": "fp32"}})", R"({"framework": {"optimizer_state_dtype": "bf16"}})"},
+      {"framework.moe_expert_rank_capacity_factor",
+       patched(g, R"({"training": {"token_drop": {"capacity_factor": 2.0}}})"), "{}",
+       R"({"framework": {"moe_expert_rank_capacity_factor": 1.5}})"},
+      {"framework.moe_paged_stash",
+       patched(g, R"({"framework": {"cuda_graph_scope": ["full_iteration"], "moe_expert_rank_capacity_factor": 1.0}})"),
+       R"({"framework": {"moe_paged_stash": false}})", R"({"framework": {"moe_paged_stash": true}})"},
+      {"parallelism.sequence_parallel", g, R"({"parallelism": {"sequence_parallel": false}})",
+       R"({"parallelism": {"sequence_parallel": true}})"},
+      {"routing.alpha", patched(gb200_sampled(), R"({"routing": {"distribution": "uniform"}})"),
+       R"({"routing": {"alpha": 1.0}})", R"({"routing": {"alpha": 2.0}})"},
+      {"routing.balance", no_dp, R"({"routing": {"balance": "forced"}})",
+       R"({"routing": {"balance": "sampled", "alpha": 1.5}})"},
+  };
+  const auto& reg = config::performance_settings();
+  for (const auto& [name, base, off, on] : inert) {
+    INFO("setting " << name << " in " << on);
+    const auto s = std::find_if(reg.begin(), reg.end(), [&](const auto& e) { return e.name == name; });
+    REQUIRE(s != reg.end());
+    const auto a = load(patched(base, off), name + " (off)");
+    const auto b = load(patched(base, on), name + " (on)");
+    CHECK(s->given(b));
+    const auto why = s->inert(b);
+    CHECK(why.has_value());
+    CHECK(figures(reports::predict(a)) == figures(reports::predict(b)));
+  }
 }
 
 // The registry covers the loader: every key each section accepts (as its "valid keys here"
