@@ -63,6 +63,9 @@ class ScenarioReader {
       placement(o.get("placement"));
       ep_library_placement(o.has("framework") && o.req("framework").json().contains("dispatcher"));
     });
+    for (const char* section : {"training", "parallelism", "framework", "stack", "routing", "placement"})
+      if (const auto it = root_.json().find(section); it != root_.json().end() && it->is_object())
+        for (const auto& kv : it->items()) sc_.given_keys.push_back(std::string(section) + "." + kv.key());
     return std::move(sc_);
   }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hw_models/system.hpp"
 #include "schedules/pp_layout.hpp"
@@ -53,6 +54,10 @@ struct Scenario {
   workload::StackSwitches stack;
   workload::Routing routing;
   std::optional<Measured> measured;
+  // The settings the file wrote, as dotted paths of the keys of its training,
+  // parallelism, framework, stack, routing and placement objects ("framework.dispatcher_sms"):
+  // config/inert_settings.hpp warns about those that change nothing here.
+  std::vector<std::string> given_keys;
 
   std::int64_t padded_vocab() const {
     return workload::padded_vocab_size(model.vocab_size, parallelism.tp);

@@ -9,6 +9,7 @@
 #include "hw_models/comm_cost.hpp"
 #include "hw_models/ep_buffers.hpp"
 #include "hw_models/flow_comm.hpp"
+#include "config/inert_settings.hpp"
 #include "reports/describe.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/stage_params.hpp"
@@ -65,7 +66,8 @@ double scenario_ep_load(const config::Scenario& sc) {
   const auto& tr = sc.training;
   return workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep,
                                   static_cast<double>(tr.micro_batch_size * tr.seq_length) /
-                                      static_cast<double>(sc.parallelism.cp));
+                                      static_cast<double>(sc.parallelism.cp),
+                                  tr.capacity_factor);
 }
 
 std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std::int64_t>& graphs,
@@ -92,7 +94,10 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   bool moe_captured = false;
   for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::moe_dispatch, Module::experts,
                    Module::shared_expert, Module::moe_combine})
-    moe_captured = moe_captured || g[m];
+    // A model without a shared expert has nothing for stack.cuda_graph_shared_expert to
+    // capture: an MoE layer under scope ["mlp"] alone (dense MLPs only, Megatron-Core
+    // TransformerLayer) has no graph then.
+    moe_captured = moe_captured || (g[m] && (m != Module::shared_expert || sc.model.shared_expert_ffn_hidden_size > 0));
   // The EP library's buffers, on the ranks that run MoE layers (Megatron creates them at
   // the first dispatch); tokens per rank per microbatch as the dispatcher sees them.
   const std::int64_t rpd = std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);
@@ -273,6 +278,10 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
                      {"fidelity", p.step.simulated_ranks == sc.parallelism.pp && sc.gpus != sc.parallelism.pp
                                       ? "representative" : "full"},
                      {"simulated_ranks", p.step.simulated_ranks}};
+  // Settings the file gave that change nothing here (config/inert_settings.hpp).
+  Json warnings = Json::array();
+  for (const auto& w : config::inert_setting_warnings(sc)) warnings.push_back({{"setting", w.setting}, {"reason", w.reason}});
+  j["warnings"] = warnings;
   if (sc.measured) {
     const double pred = predicted_metric(*sc.measured, p);
     j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
@@ -327,6 +336,10 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
     o += fmt::format("\nmeasured {} = {:g}; predicted {:.2f} ({:+.1f}%)\n",
                      config::measured_metric_names().name(sc.measured->metric), sc.measured->value, pred,
                      100 * (pred - sc.measured->value) / sc.measured->value);
+  }
+  if (const auto warnings = config::inert_setting_warnings(sc); !warnings.empty()) {
+    o += "\nwarnings (settings given that change nothing here):\n";
+    for (const auto& w : warnings) o += fmt::format("  {}: {}\n", w.setting, w.reason);
   }
   o += fmt::format("\nsimulated {} ranks, {} kernels, {} events in {:.3f} s\n", p.step.simulated_ranks,
                    p.step.kernels, p.step.events, p.wall_s);

@@ -424,14 +424,20 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // Host-only torch calls of router + EP preprocess in one forward, counted from
   // Megatron-Core effebd81f4 (docs/research/router-host-inventory.md): 52 unfused, 48
   // fused (plus 8 allocations in TE's fused router), 26 fused with the flex dispatcher.
-  b.last_fwd().host_ops = nccl ? (in.stack.router_fusion ? 48 : 52) : 26;
+  // Router fusion (--moe-router-fusion: TE's fused top-k and score kernels in TopKRouter,
+  // megatron/core/transformer/moe/router.py) acts in the router, before any token
+  // dispatcher; the flex dispatchers' count of 17 is the fused router's. Unfused, every
+  // dispatcher's router runs the unfused kernels: 72 - 31 = 41 more forward kernels,
+  // 32 - 14 = 18 more backward, 52 - 48 = 4 more host calls.
+  const bool unfused_flex = !nccl && !in.stack.router_fusion;
+  b.last_fwd().host_ops = nccl ? (in.stack.router_fusion ? 48 : 52) : 26 + (unfused_flex ? 52 - 48 : 0);
   if (nccl && in.stack.router_fusion) b.last_fwd().host_allocs = 8;
   const double probs = Tm * E * 4;
-  const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72) - 1 : 17 - 1 - 1;
+  const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72) - 1 : 17 - 1 - 1 + (unfused_flex ? 72 - 31 : 0);
   // Backward: about 32 GPU ops unfused, 14 fused, the router GEMM's two included
   // (docs/research/router-host-inventory.md).
   b.small_kernels("moe.router_k", Module::moe_router, router_kernels, probs,
-                  (nccl && !in.stack.router_fusion ? 32 : 14) - 2);
+                  (!in.stack.router_fusion ? 32 : 14) - 2);
   b.keep_last(probs);  // routing probabilities and the top-k map
 
   const double tokens_out = Tm * k;              // routed token copies each rank sends

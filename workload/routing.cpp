@@ -69,18 +69,33 @@ std::vector<double> sampled_counts(const Routing& r, std::int64_t E, double k, d
 
 }  // namespace
 
-double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens) {
-  if (!m.is_moe() || r.balance == RoutingBalance::forced) return 1;
+namespace {
+// G after Megatron's token dropping: each expert keeps at most cf x its balanced count;
+// the hottest rank's kept copies over the balanced (all routed copies / ep).
+double capped_load(const std::vector<double>& counts, std::int64_t ep, std::optional<double> cf) {
+  if (!cf) return hottest_rank_load(counts, ep);
+  std::vector<double> kept = counts;
+  const double mean = std::accumulate(counts.begin(), counts.end(), 0.0) / static_cast<double>(counts.size());
+  for (double& c : kept) c = std::min(c, *cf * mean);
+  const double share = std::accumulate(kept.begin(), kept.end(), 0.0) / (mean * static_cast<double>(counts.size()));
+  return hottest_rank_load(kept, ep) * share;
+}
+}  // namespace
+
+double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
+                      std::optional<double> capacity_factor) {
+  if (!m.is_moe()) return 1;
+  if (r.balance == RoutingBalance::forced) return capacity_factor ? std::min(1.0, *capacity_factor) : 1.0;
   const std::int64_t layers = std::max<std::int64_t>(1, m.num_moe_layers());
   double sum = 0;
   for (std::int64_t l = 0; l < layers; ++l) {
     if (r.balance == RoutingBalance::histogram) {
       if (r.histogram.empty()) throw std::invalid_argument("ep_gating_load: empty routing histogram");
-      sum += hottest_rank_load(r.histogram[static_cast<std::size_t>(l) % r.histogram.size()], ep);
+      sum += capped_load(r.histogram[static_cast<std::size_t>(l) % r.histogram.size()], ep, capacity_factor);
     } else {
-      sum += hottest_rank_load(sampled_counts(r, m.num_experts, static_cast<double>(m.topk),
-                                              tokens * static_cast<double>(ep), static_cast<std::uint64_t>(l)),
-                               ep);
+      sum += capped_load(sampled_counts(r, m.num_experts, static_cast<double>(m.topk),
+                                        tokens * static_cast<double>(ep), static_cast<std::uint64_t>(l)),
+                         ep, capacity_factor);
     }
   }
   return sum / static_cast<double>(layers);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "workload/model_config.hpp"
@@ -32,6 +33,11 @@ namespace moesim::workload {
 double hottest_rank_load(const std::vector<double>& expert_counts, std::int64_t ep);
 
 // G averaged over the model's MoE layers; tokens: tokens per EP rank per microbatch.
-double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens);
+// `capacity_factor` (training.token_drop, Megatron --moe-expert-capacity-factor): each
+// expert keeps at most capacity_factor x its balanced share (Megatron's get_capacity on
+// every source rank: tokens x top-k / experts x factor) and drops the rest, so no rank
+// receives more than capacity_factor x the balanced tokens.
+double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
+                      std::optional<double> capacity_factor = std::nullopt);
 
 }  // namespace moesim::workload

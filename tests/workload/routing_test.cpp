@@ -53,6 +53,31 @@ TEST_CASE("Sampled routing: forced is 1, uniform a little above, steep Zipf the 
   CHECK(mild < z);
 }
 
+TEST_CASE("Token dropping caps the hottest rank at the capacity factor", "[workload][routing]") {
+  const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
+  const auto& m = sc.model;
+  workload::Routing r;
+  // Forced balance: every expert at its mean; a capacity below it drops the rest.
+  CHECK(workload::ep_gating_load(r, m, 32, 4096, 1.0) == 1);
+  CHECK(workload::ep_gating_load(r, m, 32, 4096, 0.5) == Approx(0.5));
+  // Steep Zipf: each of the 8 hot experts keeps 1.5 x its mean, the rest was dropped.
+  r.balance = workload::RoutingBalance::sampled;
+  r.alpha = 60;
+  const double uncapped = workload::ep_gating_load(r, m, 32, 4096);
+  const double capped = workload::ep_gating_load(r, m, 32, 4096, 1.5);
+  CHECK(capped <= 1.5 + 1e-9);
+  CHECK(capped < uncapped);
+  // By hand: 2 ranks of 2 experts, counts [6, 2 | 0, 0], mean 2: capacity 1.5 keeps
+  // [3, 2 | 0, 0]: the hot rank's 5 copies over the balanced 8 / 2 = 4.
+  workload::Routing h;
+  h.balance = workload::RoutingBalance::histogram;
+  h.histogram = {{6, 2, 0, 0}};
+  workload::ModelConfig four = m;
+  four.num_experts = 4;
+  CHECK(workload::ep_gating_load(h, four, 2, 1, 1.5) == Approx(5.0 / 4));
+  CHECK(workload::ep_gating_load(h, four, 2, 1) == Approx(2.0));
+}
+
 TEST_CASE("Routing histograms: read, checked against the model, and their load", "[workload][routing][config]") {
   const auto dir = std::filesystem::temp_directory_path() / "moesim-routing-test";
   std::filesystem::create_directories(dir);

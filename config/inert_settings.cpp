@@ -1,0 +1,411 @@
+#include "config/inert_settings.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "workload/routing.hpp"
+
+namespace moesim::config {
+namespace {
+
+using workload::CudaGraphScope;
+using workload::LowPrecisionActivation;
+using workload::OffloadTarget;
+using workload::RecomputeModule;
+using Why = std::optional<std::string>;
+using Rule = std::function<Why(const Scenario&)>;
+
+template <class E>
+bool has(const std::vector<E>& v, E x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+bool given_key(const Scenario& sc, const std::string& key) {
+  return std::find(sc.given_keys.begin(), sc.given_keys.end(), key) != sc.given_keys.end();
+}
+
+// ---- facts about a scenario the rules share ----
+
+Why no_experts(const Scenario& sc) {
+  if (sc.model.is_moe()) return std::nullopt;
+  return fmt::format("model '{}' has no routed experts", sc.model.name);
+}
+bool nccl_dispatcher(const Scenario& sc) {
+  return sc.framework.dispatcher == hw_models::Dispatcher::alltoall ||
+         sc.framework.dispatcher == hw_models::Dispatcher::allgather;
+}
+std::string dispatcher_name(const Scenario& sc) {
+  return std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher));
+}
+// Some DP group of more than one rank (dense DP x CP, or expert-DP): the step simulation's
+// condition for any gradient reduction or parameter gather (schedules/step_sim.cpp).
+Why no_dp(const Scenario& sc) {
+  const auto& p = sc.parallelism;
+  if (p.dp * p.cp > 1 || p.expert_dp > 1) return std::nullopt;
+  return std::string("no data parallelism here (dp x cp = 1 and expert-DP = 1): no gradient reduction or "
+                     "parameter gather");
+}
+Why under_fsdp(const Scenario& sc, const char* what) {
+  if (!sc.parallelism.fsdp) return std::nullopt;
+  return fmt::format("Megatron-FSDP (parallelism.fsdp) {}", what);
+}
+bool full_recompute(const Scenario& sc) { return has(sc.framework.recompute_modules, RecomputeModule::full); }
+bool moe_recompute(const Scenario& sc) { return has(sc.framework.recompute_modules, RecomputeModule::moe); }
+bool full_graph(const Scenario& sc) { return has(sc.framework.cuda_graph_scope, CudaGraphScope::full_iteration); }
+Why no_dense_layers(const Scenario& sc) {
+  if (sc.model.num_dense_layers() > 0) return std::nullopt;
+  return fmt::format("model '{}' has no dense MLP layers (its MoE layers are the 'moe' module's)", sc.model.name);
+}
+Why not_mxfp8(const Scenario& sc) {
+  if (sc.training.precision == workload::Precision::mxfp8) return std::nullopt;
+  return fmt::format("an MXFP8 kernel change; training.precision is {}",
+                     workload::precision_names().name(sc.training.precision));
+}
+Why not_fp8(const Scenario& sc) {
+  if (sc.training.precision != workload::Precision::bf16) return std::nullopt;
+  return std::string("changes FP8 quantize kernels; training.precision is bf16 (nothing is quantized)");
+}
+// Megatron's --overlap-moe-expert-parallel-comm pairs 1F1B's and interleaved 1F1B's
+// steady-state items (schedules/pipeline_order.cpp); ZB-H1 does not, DualPipe pairs its own.
+Why no_a2a_overlap_pairs(const Scenario& sc) {
+  if (auto w = no_experts(sc)) return w;
+  const auto s = sc.pipeline_schedule;
+  if (s == schedules::ScheduleKind::zb_h1 || s == schedules::ScheduleKind::dualpipe ||
+      s == schedules::ScheduleKind::dualpipev)
+    return fmt::format("the 1F1B all-to-all overlap pairs 1F1B's and interleaved 1F1B's items; {} schedules its own",
+                       schedules::schedule_names().name(s));
+  return std::nullopt;
+}
+// The hottest EP rank's tokens over the balanced (workload/routing.hpp), as reports::predict.
+double ep_load(const Scenario& sc) {
+  const auto& t = sc.training;
+  return workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep,
+                                  static_cast<double>(t.micro_batch_size * t.seq_length) /
+                                      static_cast<double>(sc.parallelism.cp),
+                                  t.capacity_factor);
+}
+
+Why never(const Scenario&) { return std::nullopt; }
+
+// ---- list elements ----
+
+Why graph_scope_inert(CudaGraphScope s, const Scenario& sc) {
+  const auto& scopes = sc.framework.cuda_graph_scope;
+  switch (s) {
+    case CudaGraphScope::attn:
+    case CudaGraphScope::full_iteration: return std::nullopt;
+    case CudaGraphScope::mlp: return no_dense_layers(sc);
+    case CudaGraphScope::moe: return no_experts(sc);
+    case CudaGraphScope::moe_router:
+      if (auto w = no_experts(sc)) return w;
+      if (has(scopes, CudaGraphScope::moe)) return std::string("'moe' captures the router already");
+      return std::nullopt;
+    case CudaGraphScope::moe_preprocess:
+      if (auto w = no_experts(sc)) return w;
+      if (has(scopes, CudaGraphScope::moe)) return std::string("'moe' captures the preprocess already");
+      // HybridEP's preprocessing (routing-map all-gather, metadata kernels, the blocking
+      // count copies) runs inside its dispatch_with_permute (docs/research/
+      // moe-dispatch-experts-host-inventory.md 4.3): nothing is left in this scope.
+      if (sc.framework.dispatcher == hw_models::Dispatcher::hybridep)
+        return std::string("HybridEP's preprocessing runs inside its dispatch (dispatch_with_permute), outside "
+                           "the moe_preprocess scope");
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Why recompute_inert(RecomputeModule m, const Scenario& sc) {
+  const auto& rc = sc.framework.recompute_modules;
+  switch (m) {
+    case RecomputeModule::core_attn:
+    case RecomputeModule::mla_up_proj:
+    case RecomputeModule::layernorm:
+    case RecomputeModule::full: return std::nullopt;
+    case RecomputeModule::up_proj:
+      if (has(rc, RecomputeModule::mla_up_proj)) return std::string("the same checkpoint as 'mla_up_proj', listed too");
+      return std::nullopt;
+    // Megatron-Core TransformerLayer: 'mlp' checkpoints a dense MLP only; an MoE layer's
+    // MLP is the 'moe' module's.
+    case RecomputeModule::mlp: return no_dense_layers(sc);
+    case RecomputeModule::moe: return no_experts(sc);
+    case RecomputeModule::moe_act:
+      if (auto w = no_experts(sc)) return w;
+      if (has(rc, RecomputeModule::moe)) return std::string("inside the 'moe' checkpoint, listed too");
+      return std::nullopt;
+    case RecomputeModule::shared_experts:
+      if (auto w = no_experts(sc)) return w;
+      if (sc.model.shared_expert_ffn_hidden_size <= 0)
+        return fmt::format("model '{}' has no shared expert", sc.model.name);
+      if (has(rc, RecomputeModule::moe)) return std::string("inside the 'moe' checkpoint, listed too");
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Why offload_inert(OffloadTarget t, const Scenario& sc) {
+  if (t == OffloadTarget::optimizer) return std::nullopt;
+  if (full_recompute(sc))
+    return std::string("full recompute keeps only each layer's input; the module's activations are not kept");
+  const auto& off = sc.framework.offload;
+  const auto& rc = sc.framework.recompute_modules;
+  switch (t) {
+    case OffloadTarget::optimizer: return std::nullopt;
+    case OffloadTarget::attn_norm:
+    case OffloadTarget::mlp_norm:
+      if (has(rc, RecomputeModule::layernorm)) return std::string("the norms are recomputed ('layernorm'): not kept");
+      return std::nullopt;
+    case OffloadTarget::qkv_linear:
+    case OffloadTarget::attn_proj: return std::nullopt;
+    case OffloadTarget::core_attn:
+      if (has(rc, RecomputeModule::core_attn)) return std::string("core attention is recomputed ('core_attn'): not kept");
+      return std::nullopt;
+    case OffloadTarget::expert_fc1:
+    case OffloadTarget::moe_act:
+    case OffloadTarget::expert_fc1_act:
+      if (auto w = no_experts(sc)) return w;
+      if (moe_recompute(sc)) return std::string("the MoE block is recomputed ('moe'): its activations are not kept");
+      if (t == OffloadTarget::expert_fc1_act && has(off, OffloadTarget::moe_act))
+        return std::string("the same tensor (the SwiGLU input) as 'moe_act', listed too");
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Why low_precision_inert(LowPrecisionActivation a, const Scenario& sc) {
+  if (full_recompute(sc)) return std::string("full recompute keeps only each layer's input");
+  switch (a) {
+    case LowPrecisionActivation::swiglu_input:
+      if (auto w = no_experts(sc)) return w;
+      if (moe_recompute(sc)) return std::string("the MoE block is recomputed ('moe'): its SwiGLU inputs are not kept");
+      return std::nullopt;
+    case LowPrecisionActivation::attn_output:
+      // DeepSeek-V3 report 3.3.3: the E5M6 cache of the attention output is its MLA's.
+      if (sc.model.attention != workload::AttentionKind::mla)
+        return fmt::format("models DeepSeek-V3's E5M6 cache of MLA's attention output; model '{}' has {} attention",
+                           sc.model.name, workload::attention_kind_names().name(sc.model.attention));
+      if (has(sc.framework.recompute_modules, RecomputeModule::core_attn))
+        return std::string("core attention is recomputed ('core_attn'): its output is not kept");
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Why stack_inert(std::string_view name, const Scenario& sc) {
+  const auto& fw = sc.framework;
+  if (name == "mxfp8_alloc_fusion" || name == "swizzle_fusion") return not_mxfp8(sc);
+  if (name == "pdl_quant" || name == "norm_quant_fusion") return not_fp8(sc);
+  if (name == "permute_fusion_v2") {
+    if (auto w = no_experts(sc)) return w;
+    if (sc.model.topk * 4 > sc.model.num_experts)
+      return fmt::format("the old permute is slow only where top-k x 4 <= experts (journey step 2); here {} of {}",
+                         sc.model.topk, sc.model.num_experts);
+    return std::nullopt;
+  }
+  if (name == "router_fusion") return no_experts(sc);
+  if (name == "cpu_numa_binding" && !sc.system.host.numa_unbound_factor)
+    return fmt::format("system '{}' has no host.numa_unbound_factor (measured on GB200's Grace hosts only)",
+                       sc.system.name);
+  if (name == "te_host_slim" && !sc.system.host.te_slim_factor)
+    return fmt::format("system '{}' has no host.te_slim_factor", sc.system.name);
+  if (name == "cuda_graph_shared_expert") {
+    if (auto w = no_experts(sc)) return w;
+    if (sc.model.shared_expert_ffn_hidden_size <= 0) return fmt::format("model '{}' has no shared expert", sc.model.name);
+    if (fw.cuda_graph_scope.empty()) return std::string("no CUDA graphs (cuda_graph_scope is empty)");
+    if (full_graph(sc) || has(fw.cuda_graph_scope, CudaGraphScope::moe))
+      return std::string("the graph scope captures the shared expert anyway");
+    return std::nullopt;
+  }
+  if (name == "deepep_tuned") {
+    if (fw.dispatcher != hw_models::Dispatcher::deepep)
+      return fmt::format("tunes DeepEP; the dispatcher is {}", dispatcher_name(sc));
+    if (!sc.system.ep_dispatch.deepep_tuned_factor)
+      return fmt::format("system '{}' has no ep_dispatch deepep_tuned_factor (inferred for GB200 only)", sc.system.name);
+    return std::nullopt;
+  }
+  if (name == "hybridep_permute_fusion" && fw.dispatcher != hw_models::Dispatcher::hybridep)
+    return fmt::format("fuses HybridEP's buffer copy; the dispatcher is {}", dispatcher_name(sc));
+  return std::nullopt;
+}
+
+std::vector<PerformanceSetting> build() {
+  std::vector<PerformanceSetting> out;
+  const auto key = [&](std::string name, Rule inert) {
+    const std::string k = name;
+    out.push_back({std::move(name), [k](const Scenario& sc) { return given_key(sc, k); }, std::move(inert)});
+  };
+  // A list's element: given when the file wrote the list and the element is in it.
+  const auto element = [&](const std::string& list, std::string_view elem, auto in_list, Rule inert) {
+    out.push_back({fmt::format("{}[{}]", list, elem),
+                   [list, in_list](const Scenario& sc) { return given_key(sc, list) && in_list(sc); },
+                   std::move(inert)});
+  };
+
+  // training
+  for (const char* k : {"seq_length", "micro_batch_size", "global_batch_size", "precision", "mtp_layers"})
+    key(std::string("training.") + k, never);
+  key("training.token_drop", [](const Scenario& sc) -> Why {
+    if (auto w = no_experts(sc)) return w;
+    return std::nullopt;
+  });
+
+  // parallelism
+  for (const char* k : {"tp", "pp", "vpp", "cp", "pipeline_schedule", "fsdp"})
+    key(std::string("parallelism.") + k, never);
+  key("parallelism.ep", no_experts);
+  key("parallelism.etp", [](const Scenario& sc) -> Why {
+    if (auto w = no_experts(sc)) return w;
+    if (sc.parallelism.tp == 1) return std::string("etp is 1 or tp, and tp is 1");
+    return std::nullopt;
+  });
+  key("parallelism.sequence_parallel", [](const Scenario& sc) -> Why {
+    if (sc.parallelism.tp == 1) return std::string("sequence parallelism splits over TP, and tp is 1");
+    return std::nullopt;
+  });
+  key("parallelism.pp_layout", [](const Scenario& sc) -> Why {
+    if (sc.parallelism.pp == 1) return std::string("one pipeline stage: the layout has one form");
+    return std::nullopt;
+  });
+
+  // framework
+  key("framework.dispatcher", no_experts);
+  key("framework.dispatcher_sms", [](const Scenario& sc) -> Why {
+    if (auto w = no_experts(sc)) return w;
+    if (nccl_dispatcher(sc))
+      return fmt::format("SMs given to DeepEP's and HybridEP's kernels; the {} dispatcher runs on NCCL's channels",
+                         dispatcher_name(sc));
+    return std::nullopt;
+  });
+  key("framework.moe_a2a_overlap", no_a2a_overlap_pairs);
+  key("framework.delay_wgrad_compute", no_a2a_overlap_pairs);
+  key("framework.ep_fp8_dispatch", no_experts);
+  key("framework.moe_expert_rank_capacity_factor", [](const Scenario& sc) -> Why {
+    if (auto w = no_experts(sc)) return w;
+    if (sc.training.capacity_factor && !(full_graph(sc) && !sc.framework.moe_paged_stash))
+      return std::string("removes the dropless device-host sync, which training.token_drop removes already, and "
+                         "sizes static expert buffers only under full_iteration graphs without paged stash");
+    return std::nullopt;
+  });
+  key("framework.moe_paged_stash", [](const Scenario& sc) -> Why {
+    const auto cf = sc.framework.moe_expert_rank_capacity_factor;
+    if (cf && *cf <= ep_load(sc))
+      return fmt::format("the hottest rank receives {:.3g} x the balanced tokens, at least the capacity factor {:g}: "
+                         "the static buffers hold no more than arrives",
+                         ep_load(sc), *cf);
+    return std::nullopt;
+  });
+  for (const auto& e : workload::cuda_graph_scope_names().entries()) {
+    const auto v = e.value;
+    element("framework.cuda_graph_scope", e.name,
+            [v](const Scenario& sc) { return has(sc.framework.cuda_graph_scope, v); },
+            [v](const Scenario& sc) { return graph_scope_inert(v, sc); });
+  }
+  for (const auto& e : workload::recompute_module_names().entries()) {
+    const auto v = e.value;
+    element("framework.recompute_modules", e.name,
+            [v](const Scenario& sc) { return has(sc.framework.recompute_modules, v); },
+            [v](const Scenario& sc) { return recompute_inert(v, sc); });
+  }
+  for (const auto& e : workload::offload_target_names().entries()) {
+    const auto v = e.value;
+    element("framework.offload", e.name, [v](const Scenario& sc) { return has(sc.framework.offload, v); },
+            [v](const Scenario& sc) { return offload_inert(v, sc); });
+  }
+  for (const auto& e : workload::low_precision_activation_names().entries()) {
+    const auto v = e.value;
+    element("framework.low_precision_activations", e.name,
+            [v](const Scenario& sc) { return has(sc.framework.low_precision_activations, v); },
+            [v](const Scenario& sc) { return low_precision_inert(v, sc); });
+  }
+  key("framework.distributed_optimizer", [](const Scenario& sc) -> Why {
+    if (auto w = no_dp(sc)) return w;
+    return under_fsdp(sc, "shards and gathers the parameters itself");
+  });
+  key("framework.overlap_grad_reduce", [](const Scenario& sc) -> Why {
+    if (auto w = no_dp(sc)) return w;
+    return under_fsdp(sc, "reduce-scatters each layer's gradients after its backward");
+  });
+  key("framework.overlap_param_gather", [](const Scenario& sc) -> Why {
+    if (auto w = no_dp(sc)) return w;
+    return under_fsdp(sc, "gathers each layer before its forward and backward");
+  });
+  key("framework.fp8_param_gather", [](const Scenario& sc) -> Why {
+    if (auto w = no_dp(sc)) return w;
+    const auto& fw = sc.framework;
+    if (!fw.distributed_optimizer && !sc.parallelism.fsdp && fw.optimizer != workload::OptimizerKind::muon)
+      return std::string("without the distributed optimizer (or FSDP) gradients are all-reduced and no parameter is "
+                         "gathered");
+    return std::nullopt;
+  });
+  key("framework.ddp_bucket_size", [](const Scenario& sc) -> Why {
+    if (auto w = no_dp(sc)) return w;
+    return under_fsdp(sc, "reduces and gathers per layer, not per bucket");
+  });
+  key("framework.grad_reduce_dtype", no_dp);
+  key("framework.optimizer_state_dtype", [](const Scenario& sc) -> Why {
+    if (sc.framework.optimizer == workload::OptimizerKind::muon)
+      return std::string("moesim prices Muon with one FP32 momentum for every parameter (the Adam-updated "
+                         "embedding, output layer and norms, whose moments this would set, are not split out)");
+    return std::nullopt;
+  });
+  for (const char* k : {"allocator_fragmentation", "optimizer", "main_grads_dtype", "fp8_dot_product_attention",
+                        "fp8_output_proj"})
+    key(std::string("framework.") + k, never);
+
+  // stack
+  for (const auto& s : workload::stack_switches()) {
+    const std::string n(s.name);
+    key("stack." + n, [n](const Scenario& sc) { return stack_inert(n, sc); });
+  }
+
+  // routing
+  key("routing.balance", [](const Scenario& sc) -> Why {
+    if (auto w = no_experts(sc)) return w;
+    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
+    return std::nullopt;
+  });
+  key("routing.distribution", [](const Scenario& sc) -> Why {
+    if (auto w = no_experts(sc)) return w;
+    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
+    return std::nullopt;
+  });
+  key("routing.alpha", [](const Scenario& sc) -> Why {
+    if (sc.routing.distribution == workload::RoutingDistribution::uniform)
+      return std::string("the Zipf exponent; the distribution is uniform");
+    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
+    return std::nullopt;
+  });
+  key("routing.seed", [](const Scenario& sc) -> Why {
+    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
+    return std::nullopt;
+  });
+  key("routing.path", [](const Scenario& sc) -> Why {
+    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
+    return std::nullopt;
+  });
+
+  // placement
+  key("placement.gpus_per_nvlink_domain", [](const Scenario& sc) -> Why {
+    if (sc.system.nvlink.domain_gpus.value <= sc.system.node.gpus_per_node.value)
+      return fmt::format("system '{}' has one node per NVLink domain: the domain is the node", sc.system.name);
+    return std::nullopt;
+  });
+  return out;
+}
+
+}  // namespace
+
+const std::vector<PerformanceSetting>& performance_settings() {
+  static const std::vector<PerformanceSetting> kSettings = build();
+  return kSettings;
+}
+
+std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc) {
+  std::vector<SettingWarning> out;
+  for (const auto& s : performance_settings())
+    if (s.given(sc))
+      if (auto why = s.inert(sc)) out.push_back({s.name, *why});
+  return out;
+}
+
+}  // namespace moesim::config

@@ -1,0 +1,48 @@
+// config/inert_settings.hpp: the registry of every performance setting the scenario
+// loader accepts (training.*, parallelism.*, framework.*, stack.*, routing.*,
+// placement.*), each with the rule that says where it changes nothing, and why.
+//
+// "No silent paths" (the developers' guide): every setting the loader accepts changes
+// the prediction or is refused with a reason. Where a setting is accepted but inert in
+// one scenario (dispatcher_sms under NCCL's all-to-all, say), `moesim run` lists it under
+// `warnings`, for the settings the file wrote (not the defaults). A test
+// (tests/config/setting_sensitivity_test.cpp) enumerates this registry and, for every
+// entry, toggles the setting in a scenario where Megatron's behaviour depends on it and
+// fails when the prediction does not move, so a setting added here without a
+// sensitivity case fails too.
+//
+// List settings (cuda_graph_scope, recompute_modules, offload, low_precision_activations)
+// have one entry per element: "framework.recompute_modules[moe]". Exempt, being metadata
+// or the scenario itself: name, description, system, gpus, model (and the Hugging Face
+// fields documented as ignored), measured.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+
+namespace moesim::config {
+
+struct PerformanceSetting {
+  std::string name;  // dotted JSON path; list elements as "framework.offload[moe_act]"
+  // The file wrote it (for list elements: the list, with this element in it).
+  std::function<bool(const Scenario&)> given;
+  // Why the setting changes nothing in this scenario; nullopt where it acts.
+  std::function<std::optional<std::string>(const Scenario&)> inert;
+};
+
+// Every performance setting, in the order of SCENARIO_FORMAT.md's sections.
+const std::vector<PerformanceSetting>& performance_settings();
+
+struct SettingWarning {
+  std::string setting;
+  std::string reason;
+};
+
+// The settings the scenario's file gave that are inert in it, in registry order.
+std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc);
+
+}  // namespace moesim::config
