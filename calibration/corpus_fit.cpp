@@ -126,6 +126,9 @@ CorpusFit fit_corpus(const std::vector<CorpusParam>& params, std::size_t runs, c
     if (!improved || moved < 2e-3) break;
   }
   if (p > 0) jacobian();  // at the optimum, for leave-one-out
+  out.points.assign(p, 0);
+  for (std::size_t i = 0; i < runs; ++i)
+    for (std::size_t j = 0; j < p; ++j) out.points[j] += std::abs(J[i][j]) > 1e-6 ? 1 : 0;
   out.theta = theta_of(x);
   out.in_sample = r;
   out.leave_one_out.assign(runs, 0.0);

@@ -40,6 +40,7 @@ struct CorpusFit {
   std::vector<double> in_sample;      // r_i at theta, every run
   std::vector<double> leave_one_out;  // r_k at theta_-k, every run
   std::vector<std::vector<double>> theta_loo;  // theta_-k per run
+  std::vector<int> points;            // per parameter: the runs whose prediction it moves
   int evaluations = 0;                // corpus passes (one per run for leave-one-out counts 1/n)
   int outer_steps = 0;
 };

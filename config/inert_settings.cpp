@@ -203,9 +203,10 @@ Why stack_inert(std::string_view name, const Scenario& sc) {
     return std::nullopt;
   }
   if (name == "router_fusion") return no_experts(sc);
-  if (name == "cpu_numa_binding" && !sc.system.host.numa_unbound_factor)
-    return fmt::format("system '{}' has no host.numa_unbound_factor (measured on GB200's Grace hosts only)",
-                       sc.system.name);
+  if (name == "cpu_numa_binding" &&
+      (!sc.system.host.numa_unbound_factor || sc.system.host.numa_unbound_factor->value == 1.0))
+    return fmt::format("system '{}' prices unbound host processes as bound (host.numa_unbound_factor {})",
+                       sc.system.name, sc.system.host.numa_unbound_factor ? "1" : "absent");
   if (name == "te_host_slim" && !sc.system.host.te_slim_factor)
     return fmt::format("system '{}' has no host.te_slim_factor", sc.system.name);
   if (name == "cuda_graph_shared_expert") {
@@ -219,8 +220,10 @@ Why stack_inert(std::string_view name, const Scenario& sc) {
   if (name == "deepep_tuned") {
     if (fw.dispatcher != hw_models::Dispatcher::deepep)
       return fmt::format("tunes DeepEP; the dispatcher is {}", dispatcher_name(sc));
-    if (!sc.system.ep_dispatch.deepep_tuned_factor)
-      return fmt::format("system '{}' has no ep_dispatch deepep_tuned_factor (inferred for GB200 only)", sc.system.name);
+    const auto& f = sc.system.ep_dispatch.deepep_untuned_fraction;
+    if (!f || f->value == 1.0)
+      return fmt::format("system '{}' gives untuned DeepEP the tuned bandwidth (ep_dispatch.deepep_untuned_fraction {})",
+                         sc.system.name, f ? "1" : "absent");
     return std::nullopt;
   }
   if (name == "hybridep_permute_fusion" && fw.dispatcher != hw_models::Dispatcher::hybridep)

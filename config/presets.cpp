@@ -145,12 +145,21 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
     if (!it->is_string()) base_node.fail("expected a preset name");
     Json merged = preset_json(kind, it->get<std::string>(), base_node);
     patch->erase("base");
+    // The base's calibration profiles (or the inline list that replaces them) apply before
+    // the inline values, so that what the scenario writes wins over what a profile fitted.
+    if (kind == PresetKind::system) {
+      if (auto pr = patch->find("profiles"); pr != patch->end()) {
+        merged["profiles"] = *pr;
+        patch->erase(pr);
+      }
+      r.profiles = apply_profiles(merged, opts, at.file(), at.path());
+    }
     merged.merge_patch(*patch);
     r.json = std::make_shared<Json>(std::move(merged));
   } else {
     r.json = patch;
+    if (kind == PresetKind::system) r.profiles = apply_profiles(*r.json, opts, at.file(), at.path());
   }
-  if (kind == PresetKind::system) r.profiles = apply_profiles(*r.json, opts, at.file(), at.path());
   r.node = std::make_unique<Node>(*r.json, at.path(), std::make_shared<const std::string>(at.file()));
   return r;
 }

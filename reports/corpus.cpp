@@ -85,6 +85,7 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
   const auto fit = calibration::fit_corpus(params, runs.size(), eval);
   CorpusResult out;
   out.values = fit.theta;
+  out.points = fit.points;
   out.evaluations = fit.evaluations;
   std::vector<double> in, loo;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -158,19 +159,27 @@ nlohmann::ordered_json corpus_profile(const CorpusResult& r, const std::string& 
       rest.remove_prefix(bar + 1);
     }
   }
+  J fits = J::array();
+  for (std::size_t j = 0; j < kParams.size(); ++j)
+    fits.push_back({{"parameter", label(kParams[j])},
+                    {"value", std::round(r.values[j] * 1e4) / 1e4},
+                    {"points", r.points.empty() ? 0 : r.points[j]}});
   J rows = J::array();
   for (const auto& row : r.rows)
     rows.push_back({{"run", row.name},
+                    {"file", row.file},
                     {"in_sample_pct", std::round(row.in_sample_pct * 10) / 10},
                     {"loo_pct", std::round(row.loo_pct * 10) / 10},
                     {"outside_loo_mean", row.in_sample_only}});
   return {{"name", "corpus"},
           {"system", "all"},
+          {"device", "every system preset: cross-run quantities fitted over the measured runs"},
           {"date", date},
           {"tool", "moesim calibrate corpus"},
           {"source", basis},
           {"parameters", params},
           {"parameters_by_gpu", by_gpu},
+          {"fits", fits},
           {"runs", rows},
           {"mape_pct", std::round(r.mape_in * 100) / 100},
           {"loo_mape_pct", std::round(r.loo_mape * 100) / 100}};

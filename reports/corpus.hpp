@@ -49,6 +49,7 @@ struct CorpusRow {
 
 struct CorpusResult {
   std::vector<double> values;  // per corpus_params(), in order
+  std::vector<int> points;     // per parameter: the runs whose prediction it moves
   std::vector<CorpusRow> rows;
   double mape_in = 0, loo_mape = 0;
   int loo_runs = 0;

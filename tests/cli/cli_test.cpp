@@ -237,10 +237,16 @@ TEST_CASE("Uncalibrated runs read the system presets as written", "[cli][calibra
   const auto cal = nlohmann::json::parse(run_moesim({"describe", "--json", f}).out);
   const auto raw = nlohmann::json::parse(run_moesim({"describe", "--json", "--uncalibrated", f}).out);
   CHECK(cal["system"]["calibration_profiles"] ==
-        nlohmann::json::array({"ep-deepep", "ep-deepep-ll", "ep-hybridep", "h800-deepgemm"}));
+        nlohmann::json::array({"ep-deepep", "ep-deepep-ll", "ep-hybridep", "h800-deepgemm", "corpus"}));
   CHECK(raw["system"]["calibration_profiles"].empty());
-  // The DeepGEMM profile makes the H800's FP8 GEMMs faster than the preset's H100 figure.
-  const auto a = nlohmann::json::parse(run_moesim({"run", "--json", f}).out);
-  const auto b = nlohmann::json::parse(run_moesim({"run", "--json", "--uncalibrated", f}).out);
+  // The DeepGEMM profile alone (an inline system naming it) makes the H800's FP8 GEMMs
+  // faster than the preset's H100 figure: the same run with no profile is slower.
+  auto j = nlohmann::json::parse(test::read_text(f));
+  j["system"] = {{"base", "h800"}, {"profiles", {"h800-deepgemm"}}};
+  const test::TempFile with(j.dump(), "deepgemm-only.json");
+  j["system"]["profiles"] = nlohmann::json::array();
+  const test::TempFile without(j.dump(), "no-profile.json");
+  const auto a = nlohmann::json::parse(run_moesim({"run", "--json", with.path()}).out);
+  const auto b = nlohmann::json::parse(run_moesim({"run", "--json", without.path()}).out);
   CHECK(a["step_time_s"].get<double>() < b["step_time_s"].get<double>());
 }

@@ -199,7 +199,12 @@ std::map<std::string, Case> cases() {
   // switch acts only where a system gives one.
   const std::map<std::string, Json> stack_base{
       {"deepep_tuned", gb200_deepep()},
-      {"te_host_slim", patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"te_slim_factor": 0.7}}})")}};
+      {"te_host_slim", patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"te_slim_factor": 0.7}}})")},
+      // The corpus fit (calibration/profiles/corpus.json) finds no cost of unbound host
+      // processes beyond the loaded-process factor: 1, so the switch acts where a system
+      // gives a factor of its own.
+      {"cpu_numa_binding",
+       patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"numa_unbound_factor": 2.0}}})")}};
   for (const auto& s : workload::stack_switches()) {
     const std::string n(s.name);
     const auto it = stack_base.find(n);
