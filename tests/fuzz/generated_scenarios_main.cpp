@@ -9,7 +9,7 @@
 // environment: MOESIM_FUZZ_SCENARIOS (default 200), MOESIM_FUZZ_SEED (default 15),
 //   MOESIM_FUZZ_ONLY (run only this index), MOESIM_FUZZ_JOBS (default 2),
 //   MOESIM_FUZZ_TIMEOUT_S (default 30), MOESIM_FUZZ_KEEP (a folder to write every
-//   generated scenario to, for inspection).
+//   generated scenario to, for inspection), MOESIM_FUZZ_VERBOSE=1 (print every refusal).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   const auto jobs = std::max<std::int64_t>(1, env_int("MOESIM_FUZZ_JOBS", 2));
   const double timeout_s = static_cast<double>(env_int("MOESIM_FUZZ_TIMEOUT_S", 30));
   const char* keep = std::getenv("MOESIM_FUZZ_KEEP");
+  const bool verbose = env_int("MOESIM_FUZZ_VERBOSE", 0) != 0;
 
   const moesim::test::ScenarioGenerator gen(seed);
   std::vector<int> todo;
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
         path = a == std::string::npos ? "?" : path.substr(a + j.file.string().size() + 2);
         path = path.substr(0, path.find(':'));
         ++refusals[path];
+        if (verbose) std::cout << "refused " << j.sc.index << ": " << o.err;
       }
     } else {
       ++failed;

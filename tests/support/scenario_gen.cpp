@@ -185,6 +185,14 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
     g.dispatcher = rng.pick(dispatchers_);
     g.schedule = rng.pick(schedules_);
   }
+  // DeepEP and HybridEP need experts: a dense model drawn beside them is mostly swapped
+  // for the next MoE preset (the dense one is drawn with the NCCL dispatchers).
+  if ((g.dispatcher == "deepep" || g.dispatcher == "hybridep") && rng.chance(0.85)) {
+    for (std::size_t k = 0; k < models_.size() && !config::load_model_preset(g.model).is_moe(); ++k) {
+      const auto at = std::find(models_.begin(), models_.end(), g.model) - models_.begin();
+      g.model = models_[(static_cast<std::size_t>(at) + 1) % models_.size()];
+    }
+  }
   const auto sys = config::load_system_preset(g.system);
   auto model = config::load_model_preset(g.model);
   const bool blackwell = sys.gpu.arch == hw_models::GpuArch::blackwell;
@@ -207,8 +215,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   }
 
   // Fewer layers keep valid draws fast; the full presets run too.
-  if (rng.chance(0.6)) {
-    const std::int64_t layers = rng.pick({2, 4, 6, 8, 12, 16});
+  if (rng.chance(0.5)) {
+    const std::int64_t layers = rng.pick({2, 4, 6, 8, 12, 16, 24});
     const std::int64_t dense = model.num_dense_layers();
     Json m = {{"base", g.model}, {"num_hidden_layers", std::max(layers, dense + 1)}};
     model.num_layers = std::max(layers, dense + 1);
@@ -223,16 +231,16 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   if (g.schedule == "1f1b" || g.schedule == "zb-h1") {
     pp = rng.pick({1, 2, 2, 4, 4, 8});
   } else if (g.schedule == "interleaved-1f1b") {
-    pp = rng.pick({2, 2, 4});
+    pp = rng.pick({2, 2, 4, 8});
     vpp = rng.pick({2, 2, 3, 4});
   } else if (g.schedule == "dualpipe") {
-    pp = rng.pick({2, 2, 4});
+    pp = rng.pick({2, 2, 4, 8});
   } else {  // dualpipev
-    pp = rng.pick({1, 2, 2, 4});
+    pp = rng.pick({1, 2, 2, 4, 4, 8});
     vpp = 2;
   }
   // Not more virtual stages than layers (+ the embedding / loss stages a layout may add).
-  while (pp * vpp > model.num_layers && pp > 1) pp /= 2;
+  while (pp * vpp > model.num_layers && pp > 2) pp /= 2;
 
   std::vector<std::int64_t> tps;
   for (std::int64_t t : {1, 1, 1, 2, 2, 4, 8})
@@ -241,7 +249,7 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
       tps.push_back(t);
   const std::int64_t tp = rng.pick(tps);
   const std::int64_t cp = rng.chance(0.15) ? 2 : 1;
-  std::int64_t dp = rng.pick({1, 1, 2, 2, 4, 8});
+  std::int64_t dp = rng.pick({1, 2, 2, 4, 8, 16, 32, 64});
   // Whole nodes once the job is larger than one; at most 1024 GPUs.
   while (tp * pp * cp * dp > per_node && (tp * pp * cp * dp) % per_node != 0) ++dp;
   while (tp * pp * cp * dp > 1024 && dp > 1) dp /= 2;
@@ -258,7 +266,7 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
 
   // Batches: few microbatches, but enough for DualPipe (2 x pp).
   const std::int64_t mbs = rng.pick({1, 1, 1, 2, 4});
-  std::int64_t micro = rng.pick({1, 2, 4, 8});
+  std::int64_t micro = rng.pick({1, 2, 4, 8, 16, 32});
   if (g.schedule == "dualpipe" || g.schedule == "dualpipev") micro = std::max(micro, 2 * pp);
   if (g.schedule == "interleaved-1f1b" && rng.chance(0.8)) micro = (micro + pp - 1) / pp * pp;
   const std::int64_t seq = rng.pick({1024, 2048, 2048, 4096, 4096, 8192});
@@ -301,12 +309,14 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   if (fw["moe_a2a_overlap"].get<bool>() && rng.chance(0.5)) fw["delay_wgrad_compute"] = true;
   const bool static_shapes = token_drop || (g.dispatcher == "hybridep" && rng.chance(0.3));
   if (static_shapes && !token_drop) fw["moe_expert_rank_capacity_factor"] = rng.pick({1, 2});
-  switch (rng.below(6)) {
+  // Graphs of the routed experts need static shapes (Megatron refuses them otherwise):
+  // mostly drawn where the shapes are static, sometimes where they are not.
+  switch (rng.below(static_shapes || !moe || rng.chance(0.2) ? 6 : 4)) {
     case 0: fw["cuda_graph_scope"] = Json::array(); break;
     case 1: fw["cuda_graph_scope"] = {"attn"}; break;
     case 2: fw["cuda_graph_scope"] = {"attn", "moe_router", "moe_preprocess"}; break;
-    case 3: fw["cuda_graph_scope"] = {"attn", "mlp", "moe"}; break;
-    case 4: fw["cuda_graph_scope"] = {"full_iteration"}; break;
+    case 4: fw["cuda_graph_scope"] = {"attn", "mlp", "moe"}; break;
+    case 5: fw["cuda_graph_scope"] = {"full_iteration"}; break;
     default: break;  // the default scopes
   }
   if (fw.contains("cuda_graph_scope") && fw["cuda_graph_scope"] == Json::array({"full_iteration"}) &&
