@@ -1,6 +1,5 @@
 #include "schedules/schedule_kind.hpp"
 
-#include <algorithm>
 #include <array>
 
 namespace moesim::schedules {
@@ -19,7 +18,7 @@ const sim_core::NameTable<ScheduleKind>& schedule_names() {
 
 double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers, std::int64_t stages) {
   const bool split = s == ScheduleKind::zb_h1 || s == ScheduleKind::dualpipe || s == ScheduleKind::dualpipev;
-  return (split ? 3.0 : 2.0) * static_cast<double>(microbatches) * static_cast<double>(std::max(layers, stages));
+  return (split ? 3.0 : 2.0) * static_cast<double>(microbatches) * (static_cast<double>(layers) + static_cast<double>(stages));
 }
 
 }  // namespace moesim::schedules
