@@ -383,3 +383,15 @@ TEST_CASE("Fuzz regressions: steps too long to simulate are refused up front", "
   j["training"]["global_batch_size"] = 4 * 4 * 1024;  // 178 k: runs
   CHECK_NOTHROW(config::load_scenario_text(j.dump(), "test.json"));
 }
+
+// Regression: nics_per_gpu 0 left the network without bandwidth (a stuck simulation,
+// exit 3) and a fraction scheduled events in the past ("internal error").
+TEST_CASE("Fuzz regressions: whole NICs per GPU", "[config][errors][fuzz]") {
+  auto j = test::default_scenario_json();
+  j["system"] = {{"base", "gb200-nvl72"}, {"network", {{"nics_per_gpu", 0}}}};
+  expect_error(j, "system.network.nics_per_gpu", "0 is outside the valid range [1, 64]");
+  j["system"]["network"]["nics_per_gpu"] = 1e-9;
+  expect_error(j, "system.network.nics_per_gpu", "expected an integer");
+  j["system"]["network"]["nics_per_gpu"] = 2;
+  CHECK(config::load_scenario_text(j.dump(), "test.json").system.network.nics_per_gpu.value == 2);
+}

@@ -134,6 +134,7 @@ void perturb(Json& j, Rng& rng) {
       return;
     case 4: {  // a parallel degree that divides nothing
       const char* deg[] = {"tp", "pp", "vpp", "ep", "etp", "cp"};
+      if (!j["parallelism"].is_object()) return;  // an earlier edit changed its type
       j["parallelism"][deg[rng.below(6)]] = rng.pick({0, 3, 5, 6, 7, 12, 16, 24, 64, 128, 512, 65537});
       return;
     }
@@ -142,6 +143,7 @@ void perturb(Json& j, Rng& rng) {
                                 {"training", "precision"},         {"framework", "optimizer"},
                                 {"framework", "optimizer_state_dtype"}, {"routing", "balance"}};
       const auto& w = where[rng.below(std::size(where))];
+      if (j.contains(w[0]) && !j[w[0]].is_object()) return;
       const char* bad[] = {"deep-ep", "1F1B", "fp4", "sgd", "", "zb-v", "hybrid_ep", "interleaved"};
       j[w[0]][w[1]] = bad[rng.below(std::size(bad))];
       return;
@@ -203,10 +205,13 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   j["description"] = g.system + " " + g.model + " " + g.dispatcher + " " + g.schedule;
   if (rng.chance(0.15)) {  // what-if hardware from the preset
     Json s = {{"base", g.system}};
-    switch (rng.below(4)) {
+    switch (rng.below(7)) {
       case 0: s["nvlink"] = {{"bw_GBps", rng.pick({1, 100, 1800, 3600})}}; break;
       case 1: s["gpu"] = {{"sm_count", rng.pick({8, 64, 132, 148, 200})}}; break;
       case 2: s["network"] = {{"nic_Gbps", rng.pick({1, 100, 400, 800, 1600})}}; break;
+      case 3: s["network"] = {{"nics_per_gpu", rng.pick({0, 1, 2, 8})}, {"planes", rng.pick({1, 2, 8})}}; break;
+      case 4: s["nvlink"] = {{"domain_gpus", rng.pick({1, 4, 8, 36, 72, 576})}}; break;
+      case 5: s["node"] = {{"gpus_per_node", rng.pick({1, 2, 4, 8, 16})}}; break;
       default: s["profiles"] = Json::array(); break;
     }
     j["system"] = s;
