@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
 
   const moesim::test::ScenarioGenerator gen(seed);
   std::vector<int> todo;
-  if (only >= 0) todo.push_back(static_cast<int>(only));
+  if (only >= 0)
+    todo.push_back(static_cast<int>(only));
   else
     for (int i = 0; i < count; ++i) todo.push_back(i);
 
@@ -115,8 +116,10 @@ int main(int argc, char** argv) {
     Outcome o;
     o.wall_s = std::chrono::duration<double>(Clock::now() - j.start).count();
     o.timed_out = j.killed;
-    if (WIFEXITED(status)) o.exit_status = WEXITSTATUS(status);
-    else if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
+    if (WIFEXITED(status))
+      o.exit_status = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status))
+      o.signal = WTERMSIG(status);
     o.err = read_text(j.err);
     const bool internal = o.err.find("internal error") != std::string::npos;
     const bool pass = !o.timed_out && !internal && (o.exit_status == 0 || o.exit_status == 2);
@@ -139,12 +142,16 @@ int main(int argc, char** argv) {
     } else {
       ++failed;
       std::cout << "FAIL scenario " << j.sc.index << " (seed " << j.sc.seed << "): ";
-      if (o.timed_out) std::cout << "no exit within " << timeout_s << " s";
-      else if (o.signal) std::cout << "killed by signal " << o.signal;
-      else std::cout << "exit status " << o.exit_status;
+      if (o.timed_out)
+        std::cout << "no exit within " << timeout_s << " s";
+      else if (o.signal)
+        std::cout << "killed by signal " << o.signal;
+      else
+        std::cout << "exit status " << o.exit_status;
       std::cout << " after " << o.wall_s << " s\n  replay: MOESIM_FUZZ_SEED=" << j.sc.seed
                 << " MOESIM_FUZZ_ONLY=" << j.sc.index << " " << argv[0] << " " << moesim
-                << "\n  stderr: " << o.err << "\n  scenario:\n" << j.sc.json.dump(2) << "\n\n";
+                << "\n  stderr: " << o.err << "\n  scenario:\n"
+                << j.sc.json.dump(2) << "\n\n";
     }
     std::error_code ec;
     fs::remove(j.file, ec);
@@ -178,7 +185,8 @@ int main(int argc, char** argv) {
         progressed = true;
         continue;
       }
-      if (!it->killed && std::chrono::duration<double>(Clock::now() - it->start).count() > timeout_s) {
+      if (!it->killed &&
+          std::chrono::duration<double>(Clock::now() - it->start).count() > timeout_s) {
         kill(it->pid, SIGKILL);  // only the child this test started
         it->killed = true;
       }

@@ -29,8 +29,12 @@ class Rng {
   std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : g_() % n; }
   bool chance(double p) { return static_cast<double>(g_() % 1'000'000) < p * 1e6; }
   template <class T>
-  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
-  std::int64_t pick(std::initializer_list<std::int64_t> v) { return *(v.begin() + below(v.size())); }
+  const T& pick(const std::vector<T>& v) {
+    return v[below(v.size())];
+  }
+  std::int64_t pick(std::initializer_list<std::int64_t> v) {
+    return *(v.begin() + below(v.size()));
+  }
 
  private:
   std::mt19937_64 g_;
@@ -57,8 +61,10 @@ std::string layout_string(const std::vector<std::int64_t>& per_stage, std::int64
   for (std::size_t i = 0; i < per_stage.size(); ++i) {
     std::string s;
     if (i == 0) s += "E";
-    if (per_stage[i] > 0) s += rng.chance(0.5) && per_stage[i] > 1 ? "t*" + std::to_string(per_stage[i])
-                                                                   : std::string(static_cast<std::size_t>(per_stage[i]), 't');
+    if (per_stage[i] > 0)
+      s += rng.chance(0.5) && per_stage[i] > 1
+               ? "t*" + std::to_string(per_stage[i])
+               : std::string(static_cast<std::size_t>(per_stage[i]), 't');
     if (i + 1 == per_stage.size()) s += std::string(static_cast<std::size_t>(mtp), 'm') + "L";
     stages.push_back(s);
   }
@@ -80,12 +86,33 @@ std::string layout_string(const std::vector<std::int64_t>& per_stage, std::int64
   return out;
 }
 
-const std::vector<std::string> kMalformedLayouts = {
-    "",        "E|",          "Et*3|(tt|)*29,m|L", "(t",          "t)*2",        "t*",
-    "t*0",     "t*-1",        "(t|)*99999999999",  "EEt|L",        "Lt|E",        "tt||tt",
-    "|",       ",,,",         "m",                 "E(t|)*0L",     "Ett*99999999999999999999", "x",
-    "(t*999999)*999999",      "E|t*4|L",           "Et|tL|",       "()*3",        "E((t|)*2)*2L",
-    "t*2*3",   "Et|mL",       "EtL",               "E|(t|)*4tmL"};
+const std::vector<std::string> kMalformedLayouts = {"",
+                                                    "E|",
+                                                    "Et*3|(tt|)*29,m|L",
+                                                    "(t",
+                                                    "t)*2",
+                                                    "t*",
+                                                    "t*0",
+                                                    "t*-1",
+                                                    "(t|)*99999999999",
+                                                    "EEt|L",
+                                                    "Lt|E",
+                                                    "tt||tt",
+                                                    "|",
+                                                    ",,,",
+                                                    "m",
+                                                    "E(t|)*0L",
+                                                    "Ett*99999999999999999999",
+                                                    "x",
+                                                    "(t*999999)*999999",
+                                                    "E|t*4|L",
+                                                    "Et|tL|",
+                                                    "()*3",
+                                                    "E((t|)*2)*2L",
+                                                    "t*2*3",
+                                                    "Et|mL",
+                                                    "EtL",
+                                                    "E|(t|)*4tmL"};
 
 // One random edit that makes a valid-looking scenario suspect: a key typo, a wrong
 // type, an out-of-range or non-dividing number, an unknown name.
@@ -107,9 +134,15 @@ void perturb(Json& j, Rng& rng) {
       std::string typo = key;
       const std::size_t at = rng.below(typo.size());
       switch (rng.below(3)) {
-        case 0: typo.erase(at, 1); break;
-        case 1: typo.insert(at, 1, static_cast<char>('a' + rng.below(26))); break;
-        default: typo[at] = typo[at] == '_' ? '-' : static_cast<char>(std::toupper(typo[at])); break;
+        case 0:
+          typo.erase(at, 1);
+          break;
+        case 1:
+          typo.insert(at, 1, static_cast<char>('a' + rng.below(26)));
+          break;
+        default:
+          typo[at] = typo[at] == '_' ? '-' : static_cast<char>(std::toupper(typo[at]));
+          break;
       }
       if (typo.empty() || obj->contains(typo)) return;
       Json v = (*obj)[key];
@@ -118,14 +151,17 @@ void perturb(Json& j, Rng& rng) {
       return;
     }
     case 1: {  // a wrong type
-      const Json wrong[] = {Json("x"), Json(1.5), Json(true), Json(nullptr), Json::array(), Json::object(),
-                            Json("8"), Json(-3), Json::array({1, 2})};
+      const Json wrong[] = {Json("x"),     Json(1.5),     Json(true),
+                            Json(nullptr), Json::array(), Json::object(),
+                            Json("8"),     Json(-3),      Json::array({1, 2})};
       (*obj)[key] = wrong[rng.below(std::size(wrong))];
       return;
     }
     case 2: {  // a hostile number
-      const Json nums[] = {Json(0),  Json(-1), Json(3),   Json(7),           Json(65536), Json(1 << 20),
-                           Json(1e300), Json(2), Json(std::int64_t{1} << 40), Json(0.0), Json(1e-9)};
+      const Json nums[] = {Json(0),     Json(-1),    Json(3),
+                           Json(7),     Json(65536), Json(1 << 20),
+                           Json(1e300), Json(2),     Json(std::int64_t{1} << 40),
+                           Json(0.0),   Json(1e-9)};
       (*obj)[key] = nums[rng.below(std::size(nums))];
       return;
     }
@@ -135,13 +171,17 @@ void perturb(Json& j, Rng& rng) {
     case 4: {  // a parallel degree that divides nothing
       const char* deg[] = {"tp", "pp", "vpp", "ep", "etp", "cp"};
       if (!j["parallelism"].is_object()) return;  // an earlier edit changed its type
-      j["parallelism"][deg[rng.below(6)]] = rng.pick({0, 3, 5, 6, 7, 12, 16, 24, 64, 128, 512, 65537});
+      j["parallelism"][deg[rng.below(6)]] =
+          rng.pick({0, 3, 5, 6, 7, 12, 16, 24, 64, 128, 512, 65537});
       return;
     }
     case 5: {  // an unknown name in a closed set
-      const char* where[][2] = {{"framework", "dispatcher"},       {"parallelism", "pipeline_schedule"},
-                                {"training", "precision"},         {"framework", "optimizer"},
-                                {"framework", "optimizer_state_dtype"}, {"routing", "balance"}};
+      const char* where[][2] = {{"framework", "dispatcher"},
+                                {"parallelism", "pipeline_schedule"},
+                                {"training", "precision"},
+                                {"framework", "optimizer"},
+                                {"framework", "optimizer_state_dtype"},
+                                {"routing", "balance"}};
       const auto& w = where[rng.below(std::size(where))];
       if (j.contains(w[0]) && !j[w[0]].is_object()) return;
       const char* bad[] = {"deep-ep", "1F1B", "fp4", "sgd", "", "zb-v", "hybrid_ep", "interleaved"};
@@ -190,7 +230,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   // DeepEP and HybridEP need experts: a dense model drawn beside them is mostly swapped
   // for the next MoE preset (the dense one is drawn with the NCCL dispatchers).
   if ((g.dispatcher == "deepep" || g.dispatcher == "hybridep") && rng.chance(0.85)) {
-    for (std::size_t k = 0; k < models_.size() && !config::load_model_preset(g.model).is_moe(); ++k) {
+    for (std::size_t k = 0; k < models_.size() && !config::load_model_preset(g.model).is_moe();
+         ++k) {
       const auto at = std::find(models_.begin(), models_.end(), g.model) - models_.begin();
       g.model = models_[(static_cast<std::size_t>(at) + 1) % models_.size()];
     }
@@ -206,13 +247,27 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   if (rng.chance(0.15)) {  // what-if hardware from the preset
     Json s = {{"base", g.system}};
     switch (rng.below(7)) {
-      case 0: s["nvlink"] = {{"bw_GBps", rng.pick({1, 100, 1800, 3600})}}; break;
-      case 1: s["gpu"] = {{"sm_count", rng.pick({8, 64, 132, 148, 200})}}; break;
-      case 2: s["network"] = {{"nic_Gbps", rng.pick({1, 100, 400, 800, 1600})}}; break;
-      case 3: s["network"] = {{"nics_per_gpu", rng.pick({0, 1, 2, 8})}, {"planes", rng.pick({1, 2, 8})}}; break;
-      case 4: s["nvlink"] = {{"domain_gpus", rng.pick({1, 4, 8, 36, 72, 576})}}; break;
-      case 5: s["node"] = {{"gpus_per_node", rng.pick({1, 2, 4, 8, 16})}}; break;
-      default: s["profiles"] = Json::array(); break;
+      case 0:
+        s["nvlink"] = {{"bw_GBps", rng.pick({1, 100, 1800, 3600})}};
+        break;
+      case 1:
+        s["gpu"] = {{"sm_count", rng.pick({8, 64, 132, 148, 200})}};
+        break;
+      case 2:
+        s["network"] = {{"nic_Gbps", rng.pick({1, 100, 400, 800, 1600})}};
+        break;
+      case 3:
+        s["network"] = {{"nics_per_gpu", rng.pick({0, 1, 2, 8})}, {"planes", rng.pick({1, 2, 8})}};
+        break;
+      case 4:
+        s["nvlink"] = {{"domain_gpus", rng.pick({1, 4, 8, 36, 72, 576})}};
+        break;
+      case 5:
+        s["node"] = {{"gpus_per_node", rng.pick({1, 2, 4, 8, 16})}};
+        break;
+      default:
+        s["profiles"] = Json::array();
+        break;
     }
     j["system"] = s;
   } else {
@@ -276,10 +331,12 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   if (g.schedule == "interleaved-1f1b" && rng.chance(0.8)) micro = (micro + pp - 1) / pp * pp;
   const std::int64_t seq = rng.pick({1024, 2048, 2048, 4096, 4096, 8192});
 
-  Json tr = {{"seq_length", seq}, {"micro_batch_size", mbs}, {"global_batch_size", mbs * dp * micro}};
+  Json tr = {
+      {"seq_length", seq}, {"micro_batch_size", mbs}, {"global_batch_size", mbs * dp * micro}};
   const std::vector<std::string> precisions =
-      blackwell ? std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-blockwise", "mxfp8", "mxfp8"}
-                : std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-blockwise", "fp8-blockwise"};
+      blackwell
+          ? std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-blockwise", "mxfp8", "mxfp8"}
+          : std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-blockwise", "fp8-blockwise"};
   const std::string precision = rng.chance(0.05) ? "mxfp8" : rng.pick(precisions);
   tr["precision"] = precision;
   const std::int64_t mtp = rng.chance(0.2) ? 1 : 0;
@@ -303,7 +360,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
       per.back() = 0;
       per.front() += moved;
     }
-    par["pp_layout"] = rng.chance(0.15) ? rng.pick(kMalformedLayouts) : layout_string(per, mtp, rng);
+    par["pp_layout"] =
+        rng.chance(0.15) ? rng.pick(kMalformedLayouts) : layout_string(per, mtp, rng);
   }
   j["parallelism"] = par;
 
@@ -317,15 +375,27 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   // Graphs of the routed experts need static shapes (Megatron refuses them otherwise):
   // mostly drawn where the shapes are static, sometimes where they are not.
   switch (rng.below(static_shapes || !moe || rng.chance(0.2) ? 6 : 4)) {
-    case 0: fw["cuda_graph_scope"] = Json::array(); break;
-    case 1: fw["cuda_graph_scope"] = {"attn"}; break;
-    case 2: fw["cuda_graph_scope"] = {"attn", "moe_router", "moe_preprocess"}; break;
-    case 4: fw["cuda_graph_scope"] = {"attn", "mlp", "moe"}; break;
-    case 5: fw["cuda_graph_scope"] = {"full_iteration"}; break;
-    default: break;  // the default scopes
+    case 0:
+      fw["cuda_graph_scope"] = Json::array();
+      break;
+    case 1:
+      fw["cuda_graph_scope"] = {"attn"};
+      break;
+    case 2:
+      fw["cuda_graph_scope"] = {"attn", "moe_router", "moe_preprocess"};
+      break;
+    case 4:
+      fw["cuda_graph_scope"] = {"attn", "mlp", "moe"};
+      break;
+    case 5:
+      fw["cuda_graph_scope"] = {"full_iteration"};
+      break;
+    default:
+      break;  // the default scopes
   }
-  if (fw.contains("cuda_graph_scope") && fw["cuda_graph_scope"] == Json::array({"full_iteration"}) &&
-      static_shapes && fw.contains("moe_expert_rank_capacity_factor") && rng.chance(0.5))
+  if (fw.contains("cuda_graph_scope") &&
+      fw["cuda_graph_scope"] == Json::array({"full_iteration"}) && static_shapes &&
+      fw.contains("moe_expert_rank_capacity_factor") && rng.chance(0.5))
     fw["moe_paged_stash"] = true;
   const std::vector<std::string> recompute = names(workload::recompute_module_names());
   if (rng.chance(0.15)) {
@@ -348,7 +418,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   if (precision != "bf16") fw["fp8_param_gather"] = rng.chance(0.5);
   fw["optimizer_state_dtype"] = rng.chance(0.5) ? "bf16" : "fp32";
   fw["optimizer"] = rng.chance(0.25) ? "muon" : "adam";
-  if (rng.chance(0.2)) fw["ep_fp8_dispatch"] = g.dispatcher == "deepep" || g.dispatcher == "hybridep";
+  if (rng.chance(0.2))
+    fw["ep_fp8_dispatch"] = g.dispatcher == "deepep" || g.dispatcher == "hybridep";
   if (rng.chance(0.15)) {
     Json list = Json::array();
     for (const auto& a : names(workload::low_precision_activation_names()))
@@ -371,7 +442,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
     }
     j["routing"] = r;
   }
-  if (rng.chance(0.2)) j["placement"] = {{"gpus_per_nvlink_domain", rng.pick({per_node, per_node * 2, 32, 64, 72})}};
+  if (rng.chance(0.2))
+    j["placement"] = {{"gpus_per_nvlink_domain", rng.pick({per_node, per_node * 2, 32, 64, 72})}};
   if (rng.chance(0.1)) {
     Json st = Json::object();
     for (const auto& s : workload::stack_switches())
