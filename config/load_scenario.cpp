@@ -227,10 +227,25 @@ class ScenarioReader {
         given.value_or(p.vpp > 1 ? ScheduleKind::interleaved_1f1b : ScheduleKind::one_f_one_b);
     sc_.pipeline_schedule = s;
     const std::string name(schedules::schedule_names().name(s));
+    const std::int64_t layers = sc_.model.num_layers + sc_.training.mtp_layers;
+    if (const double passes = schedules::layer_passes(s, p.num_microbatches, layers, p.pp * p.vpp);
+        passes > schedules::kMaxLayerPasses)
+      fail("training.global_batch_size",
+           fmt::format("{} microbatches per step (global_batch_size / (micro_batch_size x dp)) over {} layers "
+                       "under {} make {:.3g} layer passes; moesim simulates up to {:.3g} per step (the "
+                       "steady state repeats per microbatch: predict a smaller global_batch_size and scale)",
+                       p.num_microbatches, layers, name, passes, schedules::kMaxLayerPasses));
     const char* path = "parallelism.pipeline_schedule";
     switch (s) {
       case ScheduleKind::interleaved_1f1b:
         if (p.vpp < 2) fail(path, "interleaved-1f1b needs vpp > 1");
+        // Megatron-Core's interleaved schedule raises "number of microbatches is not
+        // divisible by pipeline-model-parallel-size when using interleaved schedule".
+        if (p.num_microbatches % p.pp != 0)
+          fail("training.global_batch_size",
+               fmt::format("interleaved-1f1b needs the microbatches per step (global_batch_size / "
+                           "(micro_batch_size x dp) = {}) to be a multiple of pp = {}",
+                           p.num_microbatches, p.pp));
         break;
       case ScheduleKind::one_f_one_b:
       case ScheduleKind::zb_h1:
@@ -257,14 +272,26 @@ class ScenarioReader {
     auto& f = sc_.framework;
     const bool fp8 = sc_.training.precision != workload::Precision::bf16;
     f.fp8_param_gather = fp8;
+    // DeepEP and HybridEP dispatch across the expert-parallel group: Megatron-Core's flex
+    // dispatcher asserts an EP x expert-TP group larger than one (token_dispatcher.py,
+    // MoEFlexTokenDispatcher, "Flex token dispatcher requires TPxEP > 1"), and moesim
+    // prices their kernels over the EP ranks. Without EP the default is NCCL's all-to-all,
+    // which then only permutes locally.
+    const bool single_ep = sc_.parallelism.ep == 1;
+    if (single_ep) f.dispatcher = hw_models::Dispatcher::alltoall;
     std::optional<std::int64_t> sms;
     if (n) {
       read_object(*n, [&](Object& o) {
         if (auto d = o.get("dispatcher")) {
           f.dispatcher = d->as_enum(hw_models::dispatcher_names(), "dispatcher");
-          if (!sc_.model.is_moe() && (f.dispatcher == hw_models::Dispatcher::deepep ||
-                                      f.dispatcher == hw_models::Dispatcher::hybridep))
+          const bool library =
+              f.dispatcher == hw_models::Dispatcher::deepep || f.dispatcher == hw_models::Dispatcher::hybridep;
+          if (!sc_.model.is_moe() && library)
             d->fail(fmt::format("model '{}' has no experts to dispatch", sc_.model.name));
+          if (library && single_ep)
+            d->fail(fmt::format("{} dispatches across expert-parallel ranks and ep is 1 (Megatron-Core's flex "
+                                "dispatcher needs EP > 1); use parallelism.ep > 1 or dispatcher \"alltoall\"",
+                                hw_models::dispatcher_names().name(f.dispatcher)));
         }
         if (auto s = o.get("dispatcher_sms"))
           sms = s->as_int(1, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1);

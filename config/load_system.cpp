@@ -117,7 +117,8 @@ hw_models::SystemSpec read_system(const Node& node) {
     });
     read_object(o.req("network"), [&](Object& n) {
       s.network.nic = n.req("nic").as_string();
-      s.network.nics_per_gpu = P.req(n, "nics_per_gpu", 0, 64);
+      // Whole NICs, at least one: the topology gives each its own port and leaf link.
+      s.network.nics_per_gpu = P.req(n, "nics_per_gpu", 1, 64, kInt);
       s.network.nic_Gbps = P.req(n, "nic_Gbps", 1, 100000);
       s.network.topology = one_of(n.req("topology"),
                                   {"rail-optimized-fat-tree", "multi-plane-fat-tree"}, "topology");

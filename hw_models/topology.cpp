@@ -42,6 +42,12 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
   if (gpus_ <= 0 || domain_ <= 0 || gpus_per_node_ <= 0)
     throw std::invalid_argument("Topology: GPU, domain and node sizes must be positive");
   domain_ = std::min(domain_, gpus_);
+  // A group with fewer ranks in each NVLink domain than a node has GPUs (EP strided by
+  // etp: 8 EP ranks x etp 8 on 8-GPU nodes are one GPU in each of 8 nodes) sees each node
+  // through its domain_ ranks, each on its own rail; the node's other GPUs belong to
+  // other groups. Without this the ranks of different nodes would sit on different
+  // rails of one node and, with no spine between rails, could not reach each other.
+  if (gpus_ > domain_ && domain_ < gpus_per_node_) gpus_per_node_ = domain_;
   if (gpus_ % domain_ != 0 || domain_ % std::min(gpus_per_node_, domain_) != 0)
     throw std::invalid_argument(fmt::format("Topology: {} GPUs do not split into NVLink domains of {} ({} per node)",
                                             gpus_, domain_, gpus_per_node_));

@@ -2,11 +2,27 @@
 // implementations register beside this table as the engine and schedule issues land.
 #pragma once
 
+#include <cstdint>
+
 #include "sim_core/names.hpp"
 
 namespace moesim::schedules {
 
 enum class ScheduleKind { one_f_one_b, interleaved_1f1b, dualpipe, dualpipev, zb_h1 };
 const sim_core::NameTable<ScheduleKind>& schedule_names();
+
+// What a step's simulation replays: every layer's forward and backward for every
+// microbatch, the zero-bubble family (ZB-H1, DualPipe, DualPipeV) with the backward split
+// into input and weight gradients (three passes). The representative simulation walks
+// every pipeline stage once, so its kernels, events and memory grow with
+//   passes x microbatches x (decoder + MTP layers + virtual stages)
+// (a virtual stage costs its transfers, embedding or loss and bookkeeping, about a layer:
+// 2-layer Mixtral under DualPipe at 32768 microbatches took 4.8 s and 0.55 GB). At
+// kMaxLayerPasses a step takes seconds of wall time and about 1 GB (Mixtral-8x22B,
+// DualPipe, 1024 microbatches: 172 k passes, 2.5 s and 0.8 GB); scenarios beyond it are
+// refused as input (training.global_batch_size) rather than left to run for minutes. It
+// also bounds the chunks per rank (at most passes x microbatches x virtual stages).
+double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers, std::int64_t stages);
+inline constexpr double kMaxLayerPasses = 200'000;
 
 }  // namespace moesim::schedules

@@ -932,9 +932,15 @@ class RankProgram final : public sim_core::HostProgram {
 
   // The item's end: its send; after the chunk's last weight gradients, their event.
   void finish(int index, const Place& pl, Lane& l) {
-    if (l.first) return;  // an empty virtual stage
     const WorkItem& it = items_[static_cast<std::size_t>(index)];
     const bool send = it.communicates() && !(it.forward() ? pl.last : pl.first);
+    if (l.first) {
+      // An empty virtual stage (a layout such as "Et|t||L") passes what it received on
+      // unchanged, as Megatron's stage without layers does; without the send the next
+      // stage would wait forever.
+      if (send) post_send(it, pl, l.gate);
+      return;
+    }
     const bool last_wgrad = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index;
     if (!send && !last_wgrad) return;
     const EventId done = lane_done(l);
@@ -1151,6 +1157,12 @@ StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_m
                        " forward and backward chunks per step (global_batch_size / (micro_batch_size x dp) "
                        "= " + std::to_string(p.num_microbatches) + " microbatches); moesim simulates up to " +
                        std::to_string(kMaxWorkItemsPerRank));
+  const std::int64_t layers = in.model.num_layers + in.training.mtp_layers;
+  if (const double passes = layer_passes(in.schedule, p.num_microbatches, layers, p.pp * p.vpp); passes > kMaxLayerPasses)
+    throw NotSimulated(std::to_string(p.num_microbatches) + " microbatches x " + std::to_string(layers) +
+                       " layers = " + std::to_string(static_cast<std::int64_t>(passes)) +
+                       " layer passes per step; moesim simulates up to " +
+                       std::to_string(static_cast<std::int64_t>(kMaxLayerPasses)));
   if (opt.full_fidelity && in.gpus > kMaxFullFidelityRanks)
     throw NotSimulated("--fidelity full simulates every one of the " + std::to_string(in.gpus) +
                        " ranks; up to " + std::to_string(kMaxFullFidelityRanks) +

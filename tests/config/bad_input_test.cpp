@@ -331,3 +331,67 @@ TEST_CASE("Default NVLink-domain placement: whole trays dividing the job", "[con
   j["framework"].erase("fp8_param_gather");
   expect_error(j, "gpus", "12 GPUs do not fill whole nodes of 8 GPUs");
 }
+
+// Regressions found by the generated-scenario fuzz test (fuzz-generated-scenarios): each
+// used to end in "internal error" (exit 3) or run for minutes.
+TEST_CASE("Fuzz regressions: DeepEP and HybridEP need EP > 1", "[config][errors][fuzz]") {
+  auto j = test::default_scenario_json();
+  j["gpus"] = 8;
+  j.erase("placement");
+  j["parallelism"] = {{"tp", 1}, {"pp", 8}, {"ep", 1}};
+  j["training"]["global_batch_size"] = 16;
+  expect_error(j, "framework.dispatcher", "hybridep dispatches across expert-parallel ranks and ep is 1");
+  j["framework"]["dispatcher"] = "deepep";
+  expect_error(j, "framework.dispatcher", "deepep dispatches across expert-parallel ranks and ep is 1");
+  // Without a dispatcher, ep = 1 takes NCCL's all-to-all (a local permute) and runs.
+  j["framework"].erase("dispatcher");
+  j["framework"].erase("dispatcher_sms");
+  j["model"] = {{"base", "deepseek-v3"}, {"num_hidden_layers", 8}};
+  j["parallelism"]["pp_layout"] = "Et|(t|)*6tL";
+  const auto sc = config::load_scenario_text(j.dump(), "test.json");
+  CHECK(sc.framework.dispatcher == hw_models::Dispatcher::alltoall);
+  test::TempFile f(j.dump());
+  const auto r = test::run_moesim({"run", f.path(), "--json"});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("Fuzz regressions: interleaved 1F1B needs microbatches divisible by pp", "[config][errors][fuzz]") {
+  auto j = test::default_scenario_json();
+  j["training"]["global_batch_size"] = 32 * 4;  // 4 microbatches over pp 8
+  expect_error(j, "training.global_batch_size",
+               "interleaved-1f1b needs the microbatches per step (global_batch_size / (micro_batch_size x dp) = 4) "
+               "to be a multiple of pp = 8");
+}
+
+TEST_CASE("Fuzz regressions: steps too long to simulate are refused up front", "[config][errors][fuzz]") {
+  // 65536 microbatches x 61 layers x 2 passes: minutes of simulation and gigabytes.
+  auto j = test::default_scenario_json();
+  j["training"]["global_batch_size"] = 32 * 65536;
+  expect_error(j, "training.global_batch_size", "65536 microbatches per step");
+  // DualPipe's three passes: Mixtral-8x22B (56 layers, 2 stages) at 2048 microbatches is 356 k.
+  j = test::default_scenario_json();
+  j.erase("placement");
+  j["system"] = "b200";
+  j["gpus"] = 8;
+  j["model"] = "mixtral-8x22b";
+  j["training"] = {{"seq_length", 4096}, {"micro_batch_size", 4}, {"global_batch_size", 4 * 4 * 2048},
+                   {"precision", "fp8-tensorwise"}};
+  j["parallelism"] = {{"pp", 2}, {"ep", 2}, {"pipeline_schedule", "dualpipe"}};
+  j["framework"] = {{"dispatcher", "alltoall"}};
+  expect_error(j, "training.global_batch_size", "over 56 layers under dualpipe make 3.56e+05 layer passes");
+  j["training"]["global_batch_size"] = 4 * 4 * 1024;  // 178 k: runs
+  CHECK_NOTHROW(config::load_scenario_text(j.dump(), "test.json"));
+}
+
+// Regression: nics_per_gpu 0 left the network without bandwidth (a stuck simulation,
+// exit 3) and a fraction scheduled events in the past ("internal error").
+TEST_CASE("Fuzz regressions: whole NICs per GPU", "[config][errors][fuzz]") {
+  auto j = test::default_scenario_json();
+  j["system"] = {{"base", "gb200-nvl72"}, {"network", {{"nics_per_gpu", 0}}}};
+  expect_error(j, "system.network.nics_per_gpu", "0 is outside the valid range [1, 64]");
+  j["system"]["network"]["nics_per_gpu"] = 1e-9;
+  expect_error(j, "system.network.nics_per_gpu", "expected an integer");
+  j["system"]["network"]["nics_per_gpu"] = 2;
+  CHECK(config::load_scenario_text(j.dump(), "test.json").system.network.nics_per_gpu.value == 2);
+}

@@ -142,3 +142,18 @@ TEST_CASE("FlowComm counts the traffic of every symmetric group on shared links"
   CHECK(comm.send_recv(B, {2, true, 8}) ==
         Approx(hw_models::collective_time(s, t, hw_models::Collective::send_recv, {0, 8}, B).time_s));
 }
+
+// Regression (fuzz-generated-scenarios): an EP group strided by etp 8 on 8-GPU H800 nodes
+// has one rank per node. Each rank used to sit on its own rail of one node, and with the
+// H800's 8 planes (no spine between rails) GPU 0 could not reach GPU 1: "internal error".
+TEST_CASE("One rank per node: every rank on one rail, reached over the network", "[hw_models][topology]") {
+  const Topology t(config::load_system_preset("h800"), 8, 1);
+  CHECK(t.count(VertexKind::nvswitch) == 8);
+  CHECK(t.count(VertexKind::nic) == 8);
+  CHECK(kinds(t, 0, 1) == std::vector<LinkKind>{LinkKind::nic, LinkKind::network, LinkKind::network, LinkKind::nic});
+  CHECK(kinds(t, 2, 7) == kinds(t, 0, 1));
+  // Two ranks per node (etp 4): two rails, a rank reaches the other rail over NVLink.
+  const Topology u(config::load_system_preset("h800"), 8, 2);
+  CHECK(kinds(u, 0, 1) == std::vector<LinkKind>{LinkKind::nvlink, LinkKind::nvlink});
+  CHECK(kinds(u, 0, 2) == kinds(t, 0, 1));
+}

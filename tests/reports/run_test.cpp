@@ -336,8 +336,9 @@ TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][
   j["training"]["global_batch_size"] = 1 << 24;  // 4 M microbatches per pipeline
   test::TempFile f(j.dump());
   const auto r = test::run_moesim({"run", f.path()});
-  CHECK(r.status == 1);
-  CHECK_THAT(r.err, Catch::Contains("microbatches); moesim simulates up to 200000"));
+  CHECK(r.status == 2);  // bad input: the user changes global_batch_size
+  CHECK_THAT(r.err, Catch::Contains(f.path() + ": training.global_batch_size: 4194304 microbatches per step"));
+  CHECK_THAT(r.err, Catch::Contains("moesim simulates up to 2e+05 per step"));
 }
 
 TEST_CASE("A scenario that does not fit in memory is predicted with a warning", "[reports][run]") {
@@ -475,4 +476,23 @@ TEST_CASE("The journey's traces show what NVIDIA's profiles showed", "[reports][
                         host_bound_before(b13, Module::moe_combine);
   CHECK(routed > 0);
   CHECK(routed >= 0.9 * b13.host_bound_idle);
+}
+
+// Regression (fuzz-generated-scenarios): a virtual stage without layers ("Et|t||L") sent
+// nothing on, so the next stage waited forever ("the simulation could not finish", exit
+// 3). It now passes its input on, and costs no more than its transfers.
+TEST_CASE("Empty virtual stages pass activations and gradients on", "[reports][run]") {
+  for (const char* schedule : {"interleaved-1f1b", "dualpipev"}) {
+    auto j = small_scenario();
+    j["model"]["num_hidden_layers"] = 3;
+    j["parallelism"]["pipeline_schedule"] = schedule;
+    j["training"]["global_batch_size"] = 32;
+    j["parallelism"]["pp_layout"] = "Et|t|t|L";
+    const auto full = reports::predict(load(j));
+    j["model"]["num_hidden_layers"] = 2;
+    j["parallelism"]["pp_layout"] = "Et|t||L";
+    const auto hollow = reports::predict(load(j));
+    CHECK(hollow.step.step_time_s > 0);
+    CHECK(hollow.step.step_time_s < full.step.step_time_s);
+  }
 }

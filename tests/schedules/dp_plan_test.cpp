@@ -58,6 +58,7 @@ TEST_CASE("Megatron's buckets: filled in backward order, closed at the item reac
   auto j = scenario();
   j["model"]["num_hidden_layers"] = 8;
   j["parallelism"] = {{"tp", 1}, {"pp", 1}, {"ep", 1}};
+  j["framework"]["dispatcher"] = "alltoall";  // DeepEP needs EP > 1
   const auto sc = load(j);
   const auto& stage = sc.layout.stages().front();  // E t0..t7 L
   REQUIRE(stage.items.size() == 10);
