@@ -581,15 +581,8 @@ class Calibrate final : public Command {
     } catch (const std::invalid_argument& e) {
       throw config::InputError(files_.front(), "", e.what());
     }
-    const std::string text = calibration::profile_json(prof).dump(2) + "\n";
-    if (fit_out_.empty()) {
-      io.out << text;
-      return 0;
-    }
-    std::ofstream out(fit_out_);
-    if (!(out << text)) throw config::InputError(fit_out_, "", "cannot write the profile");
-    io.out << fmt::format("wrote {}: {} parameters of {} from {} file(s)\n", fit_out_, prof.parameters.size(), system,
-                          ms.size());
+    write_profile(io, calibration::profile_json(prof).dump(2) + "\n",
+                  fmt::format("{} parameters of {} from {} file(s)", prof.parameters.size(), system, ms.size()));
     return 0;
   }
 
@@ -625,19 +618,23 @@ class Calibrate final : public Command {
     for (const auto& r : fit.rows)
       io.err << fmt::format("  {:<22} {:<52} {:<7} {:>8.1f} {:>8.1f} {:>+6.1f}%  {}\n", r.file, r.what, r.link_kind,
                             r.measured, r.model, r.error_pct, r.role);
-    const std::string text = calibration::ep_profile_json(fit).dump(2) + "\n";
-    if (fit_out_.empty()) {
-      io.out << text;
-      return 0;
-    }
-    std::ofstream out(fit_out_);
-    if (!(out << text)) throw config::InputError(fit_out_, "", "cannot write the profile");
-    io.out << fmt::format("wrote {}: {} parameters of {} from {} file(s)\n", fit_out_, fit.fits.size(), lib,
-                          fit.files.size());
+    write_profile(io, calibration::ep_profile_json(fit).dump(2) + "\n",
+                  fmt::format("{} parameters of {} from {} file(s)", fit.fits.size(), lib, fit.files.size()));
     return 0;
   }
 
   CLI::App *run_ = nullptr, *fit_ = nullptr, *ep_ = nullptr;
+  // A fitted profile to -o FILE (with a one-line summary), or to standard output.
+  void write_profile(Io& io, const std::string& text, const std::string& summary) const {
+    if (fit_out_.empty()) {
+      io.out << text;
+      return;
+    }
+    std::ofstream out(fit_out_);
+    if (!(out << text)) throw config::InputError(fit_out_, "", "cannot write the profile");
+    io.out << fmt::format("wrote {}: {}\n", fit_out_, summary);
+  }
+
   // `moesim calibrate corpus`: reports/corpus.hpp over every scenario with a measured
   // block (files without one are skipped, as validate does).
   int fit_corpus(Io& io) const {

@@ -145,6 +145,8 @@ hw_models::SystemSpec read_system(const Node& node) {
                                          hw_models::dtype_names().name(d)));
       s.efficiency.attention_fwd = P.req(e, "attention_fwd", 0.01, 1);
       s.efficiency.attention_bwd = P.req(e, "attention_bwd", 0.01, 1);
+      s.efficiency.attention_seq_half_fwd = P.opt(e, "attention_seq_half_fwd", 1, 1e7);
+      s.efficiency.attention_seq_half_bwd = P.opt(e, "attention_seq_half_bwd", 1, 1e7);
       s.efficiency.attention_fp8_fwd = P.opt(e, "attention_fp8_fwd", 0.01, 1);
       s.efficiency.attention_fp8_bwd = P.opt(e, "attention_fp8_bwd", 0.01, 1);
       if (s.efficiency.attention_fp8_fwd.has_value() != s.efficiency.attention_fp8_bwd.has_value())

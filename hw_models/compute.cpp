@@ -49,8 +49,13 @@ double ComputeModel::seconds(const ComputeWork& w) const {
       const bool fwd = w.cls == KernelClass::attention_fwd;
       if (w.dtype != Dtype::bf16 && !e.attention_fp8_fwd)
         throw std::invalid_argument("ComputeModel: no FP8 attention efficiency on " + sys_.gpu.name);
-      const double eta = w.dtype != Dtype::bf16 ? (fwd ? e.attention_fp8_fwd : e.attention_fp8_bwd)->value
-                                                : (fwd ? e.attention_fwd : e.attention_bwd).value;
+      double eta = w.dtype != Dtype::bf16 ? (fwd ? e.attention_fp8_fwd : e.attention_fp8_bwd)->value
+                                          : (fwd ? e.attention_fwd : e.attention_bwd).value;
+      // The key sequence of the call (ComputeWork::k) against the figures' 4096.
+      if (const auto& s0 = fwd ? e.attention_seq_half_fwd : e.attention_seq_half_bwd; s0 && w.k > 0) {
+        const auto g = [&](double s) { return s / (s + s0->value); };
+        eta *= g(static_cast<double>(w.k)) / g(kAttentionRefSeq);
+      }
       return w.flops / (sys_.gpu.peak_tflops(Dtype::bf16) * 1e12 * eta * clock_) + t_dev_;
     }
     case KernelClass::gemm:

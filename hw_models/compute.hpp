@@ -33,7 +33,7 @@ struct ComputeWork {
   double flops = 0;
   double bytes = 0;            // HBM traffic
   std::int64_t m = 0, n = 0;   // GEMM output shape per group
-  std::int64_t k = 0;          // GEMM reduction dimension
+  std::int64_t k = 0;          // GEMM reduction dimension; attention: the key sequence per call
   std::int64_t groups = 1;     // grouped GEMM: experts
   double input_bytes = 0;      // bytes per element of the GEMM inputs (1 FP8, 2 BF16)
 };

@@ -74,11 +74,19 @@ struct NetworkSpec {
 };
 
 // Achieved fractions of peak, from component microbenchmarks (calibration data).
+// The sequence length the attention efficiencies are stated at.
+inline constexpr double kAttentionRefSeq = 4096;
+
 struct Efficiency {
   std::map<Dtype, Param> gemm;          // large dense GEMM / dense peak
   std::map<Dtype, Param> grouped_gemm;  // MoE grouped GEMM / dense peak; absent: gemm's
-  Param attention_fwd;                  // causal attention fwd / BF16 peak (causal FLOPs)
-  Param attention_bwd;
+  Param attention_fwd;                  // causal attention fwd / BF16 peak (causal FLOPs), at
+  Param attention_bwd;                  // sequence 4096 (kAttentionRefSeq)
+  // Attention efficiency against the key sequence S of one kernel call (the whole sequence,
+  // or S / cp per ring step under context parallelism): eta(S) = eta(4096) g(S) / g(4096),
+  // g(S) = S / (S + S0), S0 per pass and GPU generation (calibration/saturation_fit.hpp).
+  // Absent: no dependence on S.
+  std::optional<Param> attention_seq_half_fwd, attention_seq_half_bwd;
   // FP8 core attention (Megatron --fp8-dot-product-attention), its FLOPs over the same
   // BF16 peak; absent: no published figure for the GPU, and the setting is refused.
   std::optional<Param> attention_fp8_fwd, attention_fp8_bwd;

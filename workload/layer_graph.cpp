@@ -17,7 +17,8 @@ class LayerBuilder {
   LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       : out_(out), stack_(in.stack), fp8_(in.training.precision != Precision::bf16),
         mx_(in.training.precision == Precision::mxfp8), dtype_(gemm_dtype(in.training.precision)),
-        cp_(in.parallelism.cp), fp8_attention_(in.framework.fp8_dot_product_attention) {}
+        cp_(in.parallelism.cp), fp8_attention_(in.framework.fp8_dot_product_attention),
+        seq_(in.training.seq_length) {}
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
   // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
@@ -77,7 +78,9 @@ class LayerBuilder {
     KernelTemplate f;
     f.name = name + ".fwd";
     f.module = mod;
-    f.work = {KernelClass::attention_fwd, fp8_attention_ ? Dtype::fp8 : Dtype::bf16, fwd_flops, bytes, 0, 0, 0, 1, 2};
+    // The key sequence of one call: the whole sequence, or one ring step's chunk under CP.
+    f.work = {KernelClass::attention_fwd, fp8_attention_ ? Dtype::fp8 : Dtype::bf16, fwd_flops, bytes, 0, 0,
+              seq_ / cp_, 1, 2};
     f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
     f.cp_ring_bytes = cp_ > 1 ? kv_bytes : 0;
     push_fwd(f);
@@ -223,6 +226,7 @@ class LayerBuilder {
   Dtype dtype_;
   std::int64_t cp_;
   bool fp8_attention_;
+  std::int64_t seq_;
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };
