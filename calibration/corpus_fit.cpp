@@ -12,7 +12,7 @@ namespace {
 // The Huber loss of the residuals: r^2 / 2 within kHuber, kHuber (|r| - kHuber / 2) beyond.
 double l1(const std::vector<double>& r);
 
-constexpr double kHuber = 0.10;    // Huber threshold in ln units (about 10%): quadratic inside, linear beyond
+constexpr double kHuber = kCorpusHuber;
 constexpr double kLambda = 1e-3;   // Levenberg damping (relative to the normal matrix's diagonal)
 constexpr double kDiffStep = 0.03; // forward-difference step in ln(theta)
 

@@ -5,12 +5,13 @@
 // Run i has a prediction p_i(theta) and a measurement m_i; its residual is
 //   r_i(theta) = ln(p_i(theta) / m_i)          (about the relative error when small),
 // and the fit minimizes the Huber loss sum_i H(r_i) over x = ln(theta) inside the
-// parameters' bounds, H(r) = r^2 / 2 for |r| <= 0.1 and 0.1 (|r| - 0.05) beyond: least
-// squares among the runs the model explains within about 10%, least absolute deviations
+// parameters' bounds, H(r) = r^2 / 2 for |r| <= d and d (|r| - d / 2) beyond (d =
+// kCorpusHuber, 0.05): least squares among the runs the model explains within about 5%,
+// least absolute deviations
 // beyond, so that a run the model cannot explain pulls the shared parameters by its sign,
 // not by its size. Each outer step linearizes the residuals with a forward-difference
 // Jacobian J (one corpus evaluation per parameter) and solves
-//   min_dx  sum_i w_i (r_i + J_i dx)^2 + lambda |dx|^2,   w_i = min(1, 0.1 / |r_i + J_i dx|)
+//   min_dx  sum_i w_i (r_i + J_i dx)^2 + lambda |dx|^2,   w_i = min(1, d / |r_i + J_i dx|)
 // by iteratively reweighted least squares (Eigen), then evaluates the corpus at the new
 // point, halving the step until the loss decreases.
 // Leave-one-out: for run k, one Newton step of the loss without run k from the full fit
@@ -24,6 +25,9 @@
 #include <vector>
 
 namespace moesim::calibration {
+
+// The Huber loss's threshold in ln units: quadratic within about 5%, linear beyond.
+inline constexpr double kCorpusHuber = 0.05;
 
 struct CorpusParam {
   std::string name;   // where the value lives in a system preset ("host.load_factor")

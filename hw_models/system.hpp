@@ -108,6 +108,9 @@ struct Efficiency {
 struct HostCosts {
   Param op_us;           // a framework op without a kernel (allocation, view, check)
   Param launch_us;       // a kernel-launching op from Python (autograd included), its launch included
+  // A memory-bound (elementwise, norm, permute) kernel launched by one eager PyTorch op:
+  // cheaper than a Linear's forward (launch_us) on the same host. Absent: launch_us.
+  std::optional<Param> elementwise_launch_us;
   Param library_launch_us; // a kernel a library launches from C++ inside a call the host already
                            // made (TE quantize, scale swizzle and zero-fill, the further GEMMs of
                            // a grouped GEMM)

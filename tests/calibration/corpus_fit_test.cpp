@@ -54,14 +54,15 @@ TEST_CASE("Corpus fit: an outlier does not drag the shared parameter; its left-o
   for (int i = 0; i < 5; ++i) f.c.push_back(-std::log(1.5));
   f.c.push_back(-std::log(1.5) + std::log(1.5));
   const auto fit = fit_corpus({{"t0", 1.0, 0.5, 5.0}, {"t1", 1.0, 1.0, 1.0}}, 6, f.eval());
-  // Huber's stationarity: 5 (ln t - ln 1.5) + 0.1 sign(r_6) = 0, so the outlier moves ln t
-  // by 0.1 / 5 (a mean would move it by ln 1.5 / 6 = 0.068): t = 1.5 e^-0.02 = 1.4703.
-  CHECK(fit.theta[0] == Approx(1.5 * std::exp(-0.02)).epsilon(1e-3));
-  CHECK(std::exp(fit.in_sample[5]) == Approx(1.5 * std::exp(-0.02)).epsilon(1e-3));
+  // Huber's stationarity: 5 (ln t - ln 1.5) + d sign(r_6) = 0 (d = kCorpusHuber = 0.05),
+  // so the outlier moves ln t by d / 5 (a mean would move it by ln 1.5 / 6 = 0.068).
+  const double d = kCorpusHuber;
+  CHECK(fit.theta[0] == Approx(1.5 * std::exp(-d / 5)).epsilon(1e-3));
+  CHECK(std::exp(fit.in_sample[5]) == Approx(1.5 * std::exp(-d / 5)).epsilon(1e-3));
   // Left out, the outlier meets the five's own t = 1.5: +50%; a left-out inlier meets the
-  // fit of four inliers and the outlier: ln t = ln 1.5 - 0.1 / 4.
+  // fit of four inliers and the outlier: ln t = ln 1.5 - d / 4.
   CHECK(std::exp(fit.leave_one_out[5]) - 1 == Approx(0.5).epsilon(2e-3));
-  CHECK(fit.leave_one_out[0] == Approx(-0.025).margin(1e-3));
+  CHECK(fit.leave_one_out[0] == Approx(-d / 4).margin(1e-3));
 }
 
 TEST_CASE("Corpus fit: bounds hold and bad parameters are refused", "[calibration][corpus]") {

@@ -136,6 +136,23 @@ TEST_CASE("A slow host leaves the GPU idle; CUDA graphs and token dropping win i
   CHECK(nosync.step.step_time_s < slow.step.step_time_s);
 }
 
+// An eager memory-bound kernel (elementwise, norm, permute) is launched by one PyTorch op,
+// cheaper than a Linear's forward: pricing it at launch_us instead (13.48 us on x86 against
+// 6) makes the host busier by (13.48 - 6) us per such launch, and nothing else changes.
+TEST_CASE("Eager elementwise kernels cost the host less than a Linear", "[reports][run][host]") {
+  const auto busy = [](double eltwise_us) {
+    auto j = small_scenario();
+    j["system"]["host"]["elementwise_launch_us"] = eltwise_us;
+    return reports::predict(load(j)).step.host_busy_s[0];
+  };
+  const double cheap = busy(6.0), linear = busy(13.48);
+  CHECK(cheap < linear);
+  // The difference is a whole number of launches of 7.48 us.
+  const double launches = (linear - cheap) / 7.48e-6;
+  CHECK(launches == Approx(std::round(launches)).margin(1e-3));
+  CHECK(launches > 100);
+}
+
 TEST_CASE("Pipeline and DP structure: the last stage and the bubble", "[reports][run]") {
   const auto p = reports::predict(load(small_scenario()));
   CHECK(p.step.breakdown.pipeline_bubble > 0);
