@@ -17,7 +17,8 @@ class LayerBuilder {
   LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       : out_(out), stack_(in.stack), fp8_(in.training.precision != Precision::bf16),
         mx_(in.training.precision == Precision::mxfp8), dtype_(gemm_dtype(in.training.precision)),
-        cp_(in.parallelism.cp), fp8_attention_(in.framework.fp8_dot_product_attention),
+        current_scaling_(in.training.precision == Precision::fp8_tensorwise), cp_(in.parallelism.cp),
+        fp8_attention_(in.framework.fp8_dot_product_attention),
         seq_(in.training.seq_length) {}
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
@@ -204,7 +205,13 @@ class LayerBuilder {
         for (int z = 0; z < 2; ++z) out.push_back(lib_t(name + ".scale_zeros", mod, scale_bytes / 2));
       out.front().host_allocs = 4 * n;
     }
-    for (int t = 0; t < n; ++t) out.push_back(quantize_t(name, mod, elems / tensors));
+    for (int t = 0; t < n; ++t) {
+      // Per-tensor current scaling (Megatron --fp8-recipe tensorwise: TransformerEngine's
+      // Float8CurrentScaling) needs the tensor's amax before its scale: a reduction pass
+      // over the BF16 input, then the cast (delayed scaling takes the amax from history).
+      if (current_scaling_) out.push_back(lib_t(name + ".amax", mod, elems / tensors * 2));
+      out.push_back(quantize_t(name, mod, elems / tensors));
+    }
     if (mx_) {
       if (stack_.swizzle_fusion) {
         out.push_back(lib_t(name + ".swizzle", mod, 2 * scale_bytes * tensors));
@@ -224,6 +231,7 @@ class LayerBuilder {
   const StackSwitches& stack_;
   bool fp8_, mx_;
   Dtype dtype_;
+  bool current_scaling_;
   std::int64_t cp_;
   bool fp8_attention_;
   std::int64_t seq_;

@@ -7,7 +7,7 @@ namespace moesim::workload {
 const sim_core::NameTable<Precision>& precision_names() {
   static constexpr std::array<sim_core::NameEntry<Precision>, 4> kEntries{{
       {Precision::bf16, "bf16", "BF16 everywhere"},
-      {Precision::fp8_tensorwise, "fp8-tensorwise", "FP8 with per-tensor (current/delayed) scaling"},
+      {Precision::fp8_tensorwise, "fp8-tensorwise", "FP8 with per-tensor current scaling (Megatron --fp8-recipe tensorwise)"},
       {Precision::fp8_blockwise, "fp8-blockwise", "FP8 with DeepSeek 1x128 / 128x128 block scales"},
       {Precision::mxfp8, "mxfp8", "MXFP8, 1x32 blocks with E8M0 scales (Blackwell only)"},
   }};

@@ -292,3 +292,24 @@ TEST_CASE("CP ring attention: the KV bytes a rank passes per step", "[workload][
   const auto cp1 = build("scenarios/journey/13-norm-quant-fusion.json");
   CHECK(find(cp1.t.moe.fwd, "attn.core.fwd").cp_ring_bytes == 0);
 }
+
+// Megatron's --fp8-recipe tensorwise is TransformerEngine's per-tensor current scaling: every
+// quantize reads its BF16 input once more for the amax before the cast; DeepSeek's blockwise
+// scales need no such pass.
+TEST_CASE("FP8 current scaling: an amax pass before every cast", "[workload][templates]") {
+  const auto tensorwise = build("scenarios/h800/dsv3-production.json", [](config::Scenario& sc) {
+    sc.training.precision = workload::Precision::fp8_tensorwise;
+  });
+  const auto blockwise = build("scenarios/h800/dsv3-production.json");
+  std::size_t amax = 0, casts = 0;
+  for (const auto& k : tensorwise.t.moe.fwd) {
+    if (k.name.find(".amax") != std::string::npos) {
+      ++amax;
+      CHECK(k.library_launch);
+    }
+    if (k.work.cls == hw_models::KernelClass::quantize) ++casts;
+  }
+  CHECK(amax > 0);
+  CHECK(amax == casts);
+  for (const auto& k : blockwise.t.moe.fwd) CHECK(k.name.find(".amax") == std::string::npos);
+}
