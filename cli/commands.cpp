@@ -122,6 +122,19 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   return out;
 }
 
+// The scenario files under the paths that carry a `measured` block; files without one
+// (presets, what-ifs) are counted in `skipped`. A file with one that does not load is an
+// error when it is loaded.
+std::vector<std::string> measured_files(const std::vector<std::string>& paths, int& skipped) {
+  std::vector<std::string> out;
+  for (const auto& f : scenario_files(paths)) {
+    const config::Json j = config::read_json_file(f);
+    if (j.is_object() && j.contains("measured")) out.push_back(f);
+    else ++skipped;
+  }
+  return out;
+}
+
 // One validated scenario: its prediction of the measured metric.
 struct ValidateRow {
   std::string file, name, system, dispatcher, metric;
@@ -153,13 +166,8 @@ class Validate final : public Command {
   int run(Io& io) override {
     // Files without a `measured` block (presets, what-if scenarios) are skipped and
     // counted; a file with one that does not load is an input error like any other.
-    std::vector<std::string> files;
     int skipped = 0;
-    for (const auto& f : scenario_files(paths_)) {
-      const config::Json j = config::read_json_file(f);
-      if (j.is_object() && j.contains("measured")) files.push_back(f);
-      else ++skipped;
-    }
+    const std::vector<std::string> files = measured_files(paths_, skipped);
     std::vector<config::Scenario> scenarios;
     for (const auto& f : files) scenarios.push_back(config::load_scenario_file(f, {!uncalibrated_}));
     // Independent simulations on `jobs` threads; rows keep the files' order.
@@ -639,10 +647,10 @@ class Calibrate final : public Command {
   // block (files without one are skipped, as validate does).
   int fit_corpus(Io& io) const {
     std::vector<config::Scenario> runs;
-    for (const auto& f : scenario_files(corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_)) {
-      const config::Json j = config::read_json_file(f);
-      if (j.is_object() && j.contains("measured")) runs.push_back(config::load_scenario_file(f));
-    }
+    int skipped = 0;
+    for (const auto& f : measured_files(corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
+                                        skipped))
+      runs.push_back(config::load_scenario_file(f));
     if (runs.empty()) throw config::InputError("", "", "no scenario with a measured block under the given paths");
     const reports::CorpusResult r = reports::calibrate_corpus(runs, jobs_);
     if (json_) io.out << reports::corpus_json(r).dump(2) << "\n";

@@ -31,6 +31,11 @@ Why no_experts(const Scenario& sc) {
   if (sc.model.is_moe()) return std::nullopt;
   return fmt::format("model '{}' has no routed experts", sc.model.name);
 }
+// Routing shapes only the hottest EP rank's load: with one EP rank none is hotter.
+Why single_ep(const Scenario& sc) {
+  if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
+  return std::nullopt;
+}
 bool nccl_dispatcher(const Scenario& sc) {
   return sc.framework.dispatcher == hw_models::Dispatcher::alltoall ||
          sc.framework.dispatcher == hw_models::Dispatcher::allgather;
@@ -362,30 +367,19 @@ std::vector<PerformanceSetting> build() {
   }
 
   // routing
-  key("routing.balance", [](const Scenario& sc) -> Why {
+  const auto routed = [](const Scenario& sc) -> Why {
     if (auto w = no_experts(sc)) return w;
-    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
-    return std::nullopt;
-  });
-  key("routing.distribution", [](const Scenario& sc) -> Why {
-    if (auto w = no_experts(sc)) return w;
-    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
-    return std::nullopt;
-  });
+    return single_ep(sc);
+  };
+  key("routing.balance", routed);
+  key("routing.distribution", routed);
   key("routing.alpha", [](const Scenario& sc) -> Why {
     if (sc.routing.distribution == workload::RoutingDistribution::uniform)
       return std::string("the Zipf exponent; the distribution is uniform");
-    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
-    return std::nullopt;
+    return single_ep(sc);
   });
-  key("routing.seed", [](const Scenario& sc) -> Why {
-    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
-    return std::nullopt;
-  });
-  key("routing.path", [](const Scenario& sc) -> Why {
-    if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
-    return std::nullopt;
-  });
+  key("routing.seed", single_ep);
+  key("routing.path", single_ep);
 
   // placement
   key("placement.gpus_per_nvlink_domain", [](const Scenario& sc) -> Why {

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
-#include "hw_models/ep_flows.hpp"
 #include "config/presets.hpp"
+#include "hw_models/ep_flows.hpp"
 
 namespace moesim::config {
 

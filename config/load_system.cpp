@@ -45,6 +45,13 @@ class ParamReader {
     if (auto n = o.get(key)) return read(*n, min, max, false);
     return std::nullopt;
   }
+  // Two optional numbers that mean something only together: both or neither.
+  void opt_pair(Object& o, std::string_view a, std::string_view b, double min_a, double max_a, double min_b,
+                double max_b, std::optional<Param>& out_a, std::optional<Param>& out_b) const {
+    out_a = opt(o, a, min_a, max_a);
+    out_b = opt(o, b, min_b, max_b);
+    if (out_a.has_value() != out_b.has_value()) o.node().fail(fmt::format("{} and {} go together", a, b));
+  }
 
  private:
   static double check(const Node& n, double min, double max, bool integral) {
@@ -147,10 +154,8 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.efficiency.attention_bwd = P.req(e, "attention_bwd", 0.01, 1);
       s.efficiency.attention_seq_half_fwd = P.opt(e, "attention_seq_half_fwd", 1, 1e7);
       s.efficiency.attention_seq_half_bwd = P.opt(e, "attention_seq_half_bwd", 1, 1e7);
-      s.efficiency.attention_fp8_fwd = P.opt(e, "attention_fp8_fwd", 0.01, 1);
-      s.efficiency.attention_fp8_bwd = P.opt(e, "attention_fp8_bwd", 0.01, 1);
-      if (s.efficiency.attention_fp8_fwd.has_value() != s.efficiency.attention_fp8_bwd.has_value())
-        e.node().fail("attention_fp8_fwd and attention_fp8_bwd go together");
+      P.opt_pair(e, "attention_fp8_fwd", "attention_fp8_bwd", 0.01, 1, 0.01, 1, s.efficiency.attention_fp8_fwd,
+                 s.efficiency.attention_fp8_bwd);
       s.efficiency.hbm = P.req(e, "hbm", 0.01, 1);
       s.efficiency.hbm_quantize = P.opt(e, "hbm_quantize", 0.01, 1);
       s.efficiency.hbm_gather = P.opt(e, "hbm_gather", 0.01, 1);
@@ -178,10 +183,8 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.comm.nvlink_efficiency = P.opt(c, "nvlink_efficiency", 0.01, 1);
       s.comm.network_efficiency = P.opt(c, "network_efficiency", 0.01, 1);
       s.comm.alltoall_efficiency = P.opt(c, "alltoall_efficiency", 0.01, 1);
-      s.comm.nvls_efficiency = P.opt(c, "nvls_efficiency", 0.01, 1);
-      s.comm.nvls_latency_us = P.opt(c, "nvls_latency_us", 0, 1e6);
-      if (s.comm.nvls_efficiency.has_value() != s.comm.nvls_latency_us.has_value())
-        c.node().fail("nvls_efficiency and nvls_latency_us go together");
+      P.opt_pair(c, "nvls_efficiency", "nvls_latency_us", 0.01, 1, 0, 1e6, s.comm.nvls_efficiency,
+                 s.comm.nvls_latency_us);
     });
     if (auto ep = o.get("ep_dispatch"))
       read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_untuned_fraction = P.opt(e, "deepep_untuned_fraction", 0.01, 1); });

@@ -1,5 +1,6 @@
 #include "reports/corpus.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -50,16 +51,22 @@ double pct(double log_ratio) { return 100 * (std::exp(log_ratio) - 1); }
 
 std::span<const CorpusParamInfo> corpus_params() { return kParams; }
 
+// The GPU names of a '|'-separated list.
+std::vector<std::string_view> gpu_names(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (!list.empty()) {
+    const auto bar = list.find('|');
+    out.push_back(list.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    list.remove_prefix(bar + 1);
+  }
+  return out;
+}
+
 bool CorpusParamInfo::applies_to(const hw_models::SystemSpec& s) const {
   if (gpus.empty()) return true;
-  std::string_view rest = gpus;
-  while (!rest.empty()) {
-    const auto bar = rest.find('|');
-    if (rest.substr(0, bar) == s.gpu.name) return true;
-    if (bar == std::string_view::npos) break;
-    rest.remove_prefix(bar + 1);
-  }
-  return false;
+  const auto names = gpu_names(gpus);
+  return std::find(names.begin(), names.end(), s.gpu.name) != names.end();
 }
 
 // "efficiency.sustained_clock_factor [GB200]": a parameter's name with its GPUs.
@@ -151,13 +158,8 @@ nlohmann::ordered_json corpus_profile(const CorpusResult& r, const std::string& 
       params[name.substr(0, dot)][name.substr(dot + 1)] = leaf;
       continue;
     }
-    std::string_view rest = kParams[j].gpus;
-    while (!rest.empty()) {
-      const auto bar = rest.find('|');
-      by_gpu[std::string(rest.substr(0, bar))][name.substr(0, dot)][name.substr(dot + 1)] = leaf;
-      if (bar == std::string_view::npos) break;
-      rest.remove_prefix(bar + 1);
-    }
+    for (const auto gpu : gpu_names(kParams[j].gpus))
+      by_gpu[std::string(gpu)][name.substr(0, dot)][name.substr(dot + 1)] = leaf;
   }
   J fits = J::array();
   for (std::size_t j = 0; j < kParams.size(); ++j)

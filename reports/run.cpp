@@ -77,16 +77,13 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   const auto& fw = sc.framework;
   const workload::TemplateInputs ti{sc.model, sc.training, p, fw, sc.stack, sc.padded_vocab(), ep_load};
   const auto t = workload::build_templates(ti);
-  const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
-  const bool muon = fw.optimizer == workload::OptimizerKind::muon;
-  // Optimizer states per parameter beside the FP32 master (4): Adam's two moments, Muon's
-  // one FP32 momentum; layer-wise Muon shards them over DP even without the distributed
-  // optimizer (docs/research/corpus-recipes.md, 'Muon').
-  const double states = muon ? 4 : 2 * mom;
-  const bool sharded = fw.distributed_optimizer || p.fsdp || muon;
+  // Optimizer states per parameter beside the FP32 master, sharded over DP x CP and
+  // expert-DP (workload::optimizer_state_bytes; docs/research/corpus-recipes.md 'Muon').
+  const double states = workload::optimizer_state_bytes(fw);
+  const bool sharded = workload::optimizer_states_sharded(fw) || p.fsdp;
   const double dp_shard = sharded ? static_cast<double>(p.dp * p.cp) : 1;  // DP x CP
   const double edp_shard = sharded ? static_cast<double>(p.expert_dp) : 1;
-  const double grad = fw.main_grads_dtype == workload::GradDtype::bf16 ? 2 : 4;  // main gradients
+  const double grad = workload::main_grad_bytes(fw);
 
   using workload::Module;
   const workload::CaptureSet g(fw, sc.stack);

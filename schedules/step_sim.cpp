@@ -449,17 +449,15 @@ double Sim::gather_seconds(const StageParams& sp) const {
 double Sim::optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const {
   const auto& p = in_.parallelism;
   const auto& fw = in_.framework;
-  const bool muon = fw.optimizer == workload::OptimizerKind::muon;
-  const bool sharded = fw.distributed_optimizer || muon;
+  const bool sharded = workload::optimizer_states_sharded(fw);
   const double dp = sharded ? static_cast<double>(p.dp * p.cp) : 1.0;
   const double edp = sharded ? static_cast<double>(p.expert_dp) : 1.0;
   const double shard = sp.dense / dp + sp.expert / edp;
-  const double mom = fw.optimizer_state_dtype == workload::OptimizerStateDtype::bf16 ? 2 : 4;
-  const double grad = fw.main_grads_dtype == workload::GradDtype::bf16 ? 2 : 4;
   hw_models::ComputeWork w;
-  w.bytes = shard * (grad + 8 + (muon ? 8 : 4 * mom) + 2);
+  // Read the gradient, read and write the master and the states, write the BF16 weight.
+  w.bytes = shard * (workload::main_grad_bytes(fw) + 2 * (4 + workload::optimizer_state_bytes(fw)) + 2);
   double t = compute_.seconds(w);
-  if (muon) {
+  if (fw.optimizer == workload::OptimizerKind::muon) {
     hw_models::ComputeWork ns;
     ns.cls = hw_models::KernelClass::gemm;
     ns.flops = ns_flops.dense / dp + ns_flops.expert / edp;

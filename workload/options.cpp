@@ -106,6 +106,17 @@ const sim_core::NameTable<OptimizerKind>& optimizer_kind_names() {
   return kTable;
 }
 
+double main_grad_bytes(const Framework& fw) { return fw.main_grads_dtype == GradDtype::bf16 ? 2 : 4; }
+
+double optimizer_state_bytes(const Framework& fw) {
+  if (fw.optimizer == OptimizerKind::muon) return 4;
+  return 2 * (fw.optimizer_state_dtype == OptimizerStateDtype::bf16 ? 2 : 4);
+}
+
+bool optimizer_states_sharded(const Framework& fw) {
+  return fw.distributed_optimizer || fw.optimizer == OptimizerKind::muon;
+}
+
 std::span<const StackSwitchInfo> stack_switches() {
   static constexpr std::array<StackSwitchInfo, 11> kSwitches{{
       {"mxfp8_alloc_fusion", &StackSwitches::mxfp8_alloc_fusion,

@@ -67,8 +67,8 @@ const sim_core::NameTable<LowPrecisionActivation>& low_precision_activation_name
 enum class OptimizerStateDtype { fp32, bf16 };
 const sim_core::NameTable<OptimizerStateDtype>& optimizer_state_dtype_names();
 
-// Megatron --main-grads-dtype (precision-aware optimizer): the gradient buffer's type;
-// also the type DP reduces them in unless grad_reduce_dtype says otherwise.
+// Megatron --main-grads-dtype (precision-aware optimizer): the gradient buffer's type.
+// What DP reduces them in is Framework::grad_reduce_dtype, set apart.
 enum class GradDtype { fp32, bf16 };
 const sim_core::NameTable<GradDtype>& grad_dtype_names();
 
@@ -127,6 +127,16 @@ struct Framework {
   // of the capacity the static buffers are sized for.
   bool moe_paged_stash = false;
 };
+
+// The optimizer's memory per parameter, shared by the memory model and the optimizer
+// step's HBM traffic: main gradient bytes (4 FP32, 2 BF16), state bytes beside the FP32
+// master (Adam: two moments of 4 or 2 bytes; Muon: one FP32 momentum), and whether the
+// states are sharded over (expert-)DP (the distributed optimizer, or layer-wise Muon,
+// which deals whole matrices out to the DP ranks even without it; Megatron-FSDP shards
+// them too, which its callers add).
+double main_grad_bytes(const Framework& fw);
+double optimizer_state_bytes(const Framework& fw);
+bool optimizer_states_sharded(const Framework& fw);
 
 // Software-stack features that are not Megatron flags (fusions, host-side changes). The
 // defaults are the newest stack: everything on; the journey scenarios turn them off.
