@@ -12,8 +12,8 @@
 //
 // by bisection over its physical range (the predicted ratio is monotone in x). Fitting
 // the ratio rather than either absolute value keeps every other error of the model out
-// of the parameter; the value is recorded in the system preset with the command that
-// produced it, and a test checks the preset still reproduces its step.
+// of the parameter. It is a diagnostic: no preset holds a value inferred from one step
+// (the NUMA and DeepEP-tuning quantities are fitted across the corpus, reports/corpus.hpp).
 #pragma once
 
 #include <optional>
