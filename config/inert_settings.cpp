@@ -82,7 +82,7 @@ Why no_a2a_overlap_pairs(const Scenario& sc) {
                        schedules::schedule_names().name(s));
   return std::nullopt;
 }
-// The hottest EP rank's tokens over the balanced (workload/routing.hpp), as reports::predict.
+// The hottest EP rank's tokens over the balanced (workload/routing.hpp), as predict::predict.
 double ep_load(const Scenario& sc) {
   const auto& t = sc.training;
   return workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep,

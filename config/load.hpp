@@ -23,6 +23,8 @@ struct LoadOptions {
 Scenario load_scenario_file(const std::string& path, const LoadOptions& opts = {});
 // The same from text; `file` labels errors and anchors relative paths.
 Scenario load_scenario_text(std::string_view text, const std::string& file, const LoadOptions& opts = {});
+// The same from a parsed document (the scenarios a sweep generates).
+Scenario load_scenario_json(const Json& j, const std::string& file, const LoadOptions& opts = {});
 
 // Presets compiled into the binary from scenarios/systems and scenarios/models, and the
 // calibration profiles.

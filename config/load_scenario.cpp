@@ -548,6 +548,10 @@ Scenario load_scenario_text(std::string_view text, const std::string& file, cons
   return ScenarioReader(j, file, opts).read();
 }
 
+Scenario load_scenario_json(const Json& j, const std::string& file, const LoadOptions& opts) {
+  return ScenarioReader(j, file, opts).read();
+}
+
 Scenario load_scenario_file(const std::string& path, const LoadOptions& opts) {
   const Json j = read_json_file(path);
   return ScenarioReader(j, path, opts).read();

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "calibration/corpus_fit.hpp"
-#include "reports/parallel.hpp"
+#include "predict/parallel.hpp"
 #include "reports/run.hpp"
 
 namespace moesim::reports {
@@ -81,7 +81,7 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
   const calibration::CorpusEval eval = [&](const std::vector<std::vector<double>>& thetas,
                                            const std::vector<std::size_t>& which) {
     std::vector<double> r(which.size());
-    run_parallel(which.size(), jobs, [&](std::size_t i) {
+    predict::run_parallel(which.size(), jobs, [&](std::size_t i) {
       config::Scenario sc = runs[which[i]];
       for (std::size_t j = 0; j < kParams.size(); ++j)
         if (kParams[j].applies_to(sc.system)) kParams[j].set(sc.system, thetas[i][j]);

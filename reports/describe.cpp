@@ -38,19 +38,6 @@ std::string routing_text(const workload::Routing& r) {
 
 }  // namespace
 
-ScenarioSummary summarize(const config::Scenario& sc) {
-  ScenarioSummary s;
-  const auto vocab = sc.padded_vocab();
-  s.params = workload::count_parameters(sc.model, sc.training.mtp_layers, vocab);
-  s.flops = workload::megatron_flops_per_token(
-      sc.model, {sc.training.seq_length, sc.training.mtp_layers, vocab});
-  s.flops_per_token = s.flops.total();
-  s.tokens_per_step =
-      static_cast<double>(sc.training.global_batch_size) * static_cast<double>(sc.training.seq_length);
-  s.flops_per_step = s.flops_per_token * s.tokens_per_step;
-  return s;
-}
-
 Json describe_json(const config::Scenario& sc) {
   const ScenarioSummary s = summarize(sc);
   const auto& m = sc.model;

@@ -8,20 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "config/scenario.hpp"
-#include "workload/flops.hpp"
+#include "predict/predict.hpp"
 
 namespace moesim::reports {
 
-// Derived figures shared by the text and JSON renderings.
-struct ScenarioSummary {
-  workload::ParamCounts params;
-  workload::FlopsPerToken flops;  // per token
-  double flops_per_token = 0;
-  double flops_per_step = 0;      // per global batch
-  double tokens_per_step = 0;
-};
+// The derived figures both renderings print (predict/predict.hpp).
+using moesim::predict::ScenarioSummary;
+using moesim::predict::summarize;
 
-ScenarioSummary summarize(const config::Scenario& sc);
 nlohmann::ordered_json describe_json(const config::Scenario& sc);
 std::string describe_text(const config::Scenario& sc);
 

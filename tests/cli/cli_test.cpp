@@ -103,10 +103,12 @@ TEST_CASE("Usage errors exit 2, help and version exit 0", "[cli]") {
   CHECK(run_moesim({"describe", "--help"}).status == 0);
 }
 
-TEST_CASE("Subcommands no issue covers yet say so and fail", "[cli]") {
+TEST_CASE("A missing sweep file or required option is bad input", "[cli]") {
   const auto r = run_moesim({"sweep", "x.json"});
-  CHECK(r.status == 1);
-  CHECK_THAT(r.err, Catch::Contains("moesim sweep: not implemented yet (no issue covers it yet)"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("moesim: error: x.json: (top level): cannot open the file"));
+  CHECK(run_moesim({"sweep"}).status == 2);
+  CHECK(run_moesim({"sweep", "merge", "a.csv"}).status == 2);  // -o is required
   CHECK(run_moesim({"calibrate", "run"}).status == 2);  // -o is required
 }
 

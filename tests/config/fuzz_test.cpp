@@ -14,13 +14,15 @@ using config::Json;
 
 namespace {
 
-// Every scenario file under scenarios/ (the presets in systems/ and models/ excluded).
+// Every scenario file under scenarios/ (the presets in systems/ and models/ and the sweep
+// files in sweeps/ excluded).
 std::vector<std::string> shipped_scenarios() {
   std::vector<std::string> out;
   const auto root = test::source_path("scenarios");
   for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
     const auto rel = std::filesystem::relative(e.path(), root).string();
-    if (e.path().extension() == ".json" && rel.rfind("systems/", 0) != 0 && rel.rfind("models/", 0) != 0)
+    if (e.path().extension() == ".json" && rel.rfind("systems/", 0) != 0 && rel.rfind("models/", 0) != 0 &&
+        rel.rfind("sweeps/", 0) != 0)  // sweep files (docs/SWEEP_FORMAT.md)
       out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());

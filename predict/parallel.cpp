@@ -1,4 +1,4 @@
-#include "reports/parallel.hpp"
+#include "predict/parallel.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -7,11 +7,12 @@
 #include <thread>
 #include <vector>
 
-namespace moesim::reports {
+namespace moesim::predict {
 
 void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f) {
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t threads = std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : cores);
+  const std::size_t threads =
+      std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : cores);
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;
   std::mutex m;
@@ -33,4 +34,4 @@ void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace moesim::reports
+}  // namespace moesim::predict

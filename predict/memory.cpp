@@ -1,0 +1,216 @@
+#include "predict/memory.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "hw_models/ep_buffers.hpp"
+#include "schedules/pipeline_order.hpp"
+#include "schedules/stage_params.hpp"
+#include "workload/flops.hpp"
+#include "workload/layer_graph.hpp"
+#include "workload/routing.hpp"
+
+namespace moesim::predict {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// Bytes a layer keeps for backward: what its forward kernels save (GEMM inputs for
+// wgrad, norm and activation inputs, attention's q, k, v and output), except inside
+// recomputed segments (their kernels reappear in backward marked `recompute`); on the
+// GPU, and in host memory for the offloaded modules.
+struct Kept {
+  double gpu = 0, host = 0;
+};
+Kept kept_bytes(const workload::LayerTemplate& t) {
+  std::vector<std::string> recomputed;
+  for (const auto& k : t.bwd)
+    if (k.recompute)
+      recomputed.push_back(k.name.substr(0, k.name.size() - std::string(".recompute").size()));
+  Kept b;
+  for (const auto& k : t.fwd)
+    if (k.checkpoint_input ||
+        std::find(recomputed.begin(), recomputed.end(), k.name) == recomputed.end())
+      (k.offloaded ? b.host : b.gpu) += k.saved_bytes;
+  return b;
+}
+
+// CUDA graphs (shared/reference/gb200-journey.md; docs/research/gb200-journey-mechanisms.md
+// 5): partial graphs are captured per decoder layer that has a captured module, per
+// microbatch, forward and backward: L x M x 2 per rank; full_iteration is one graph. Each
+// partial graph owns static input and output buffers, reused along the pipeline
+// schedule, so the buffers of the items in flight are live at once. Replay copies the
+// inputs into the static inputs (forward: the hidden states; backward: their gradient):
+// those copies are extra memory. The static outputs are the tensors the layer produces
+// anyway (the next layer's input, the routing probabilities), already counted, and the
+// intermediates come from one shared pool captured in replay order.
+// Extra static buffer bytes of one captured layer, forward plus backward graph.
+double graph_static_bytes(const config::Scenario& sc) {
+  const auto& p = sc.parallelism;
+  const double tokens = static_cast<double>(sc.training.micro_batch_size * sc.training.seq_length) /
+                        static_cast<double>(p.cp);
+  const double hidden = tokens / (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0) *
+                        static_cast<double>(sc.model.hidden_size) * 2;
+  return 2 * hidden;  // the forward graph's input copy and the backward graph's
+}
+
+}  // namespace
+
+double scenario_ep_load(const config::Scenario& sc) {
+  const auto& tr = sc.training;
+  return workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep,
+                                  static_cast<double>(tr.micro_batch_size * tr.seq_length) /
+                                      static_cast<double>(sc.parallelism.cp),
+                                  tr.capacity_factor);
+}
+
+namespace {
+
+std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std::int64_t>& graphs,
+                                    std::vector<double>& graph_gib, std::vector<MemoryParts>& parts,
+                                    double ep_load) {
+  const auto& p = sc.parallelism;
+  const auto& fw = sc.framework;
+  const workload::TemplateInputs ti{sc.model, sc.training,       p,      fw,
+                                    sc.stack, sc.padded_vocab(), ep_load};
+  const auto t = workload::build_templates(ti);
+  // Optimizer states per parameter beside the FP32 master, sharded over DP x CP and
+  // expert-DP (workload::optimizer_state_bytes; docs/research/corpus-recipes.md 'Muon').
+  const double states = workload::optimizer_state_bytes(fw);
+  const bool sharded = workload::optimizer_states_sharded(fw) || p.fsdp;
+  const double dp_shard = sharded ? static_cast<double>(p.dp * p.cp) : 1;  // DP x CP
+  const double edp_shard = sharded ? static_cast<double>(p.expert_dp) : 1;
+  const double grad = workload::main_grad_bytes(fw);
+
+  using workload::Module;
+  const workload::CaptureSet g(fw, sc.stack);
+  const bool dense_captured = g[Module::attn] || g[Module::mlp];
+  bool moe_captured = false;
+  for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::moe_dispatch,
+                   Module::experts, Module::shared_expert, Module::moe_combine})
+    // A model without a shared expert has nothing for stack.cuda_graph_shared_expert to
+    // capture: an MoE layer under scope ["mlp"] alone (dense MLPs only, Megatron-Core
+    // TransformerLayer) has no graph then.
+    moe_captured =
+        moe_captured ||
+        (g[m] && (m != Module::shared_expert || sc.model.shared_expert_ffn_hidden_size > 0));
+  // The EP library's buffers, on the ranks that run MoE layers (Megatron creates them at
+  // the first dispatch); tokens per rank per microbatch as the dispatcher sees them.
+  const std::int64_t rpd = std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);
+  const double ep_buffers = hw_models::ep_buffer_bytes(
+      {fw.dispatcher, p.ep, std::min(p.ep, rpd), sc.model.hidden_size, sc.model.num_experts,
+       static_cast<double>(sc.training.micro_batch_size * sc.training.seq_length) /
+           static_cast<double>(p.cp * (p.sequence_parallel ? p.tp : 1)),
+       fw.dispatcher_sms, fw.ep_fp8_dispatch});
+  // DualPipe and DualPipeV hold two chunks per rank (two stages' parameters).
+  const schedules::PipelineShape shape(sc.pipeline_schedule, static_cast<int>(p.pp),
+                                       static_cast<int>(p.vpp));
+  std::vector<double> out;
+  for (int r = 0; r < static_cast<int>(p.pp); ++r) {
+    double dense = 0, expert = 0, largest_unit = 0, transient = 0;
+    bool moe_rank = false;
+    std::int64_t captured_layers = 0;
+    std::vector<double> act_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
+    std::vector<double> host_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
+    std::vector<double> graph_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
+    for (int c = 0; c < shape.chunks(); ++c) {
+      const auto& stage =
+          sc.layout.stages()[static_cast<std::size_t>(shape.place(r, c).layout_stage)];
+      for (const auto& it : stage.items) {
+        const auto ip = schedules::item_parameters(sc.model, p, it, sc.padded_vocab());
+        dense += ip.dense;
+        expert += ip.expert;
+        largest_unit = std::max(largest_unit, ip.dense + ip.expert);
+        const workload::LayerTemplate* lt = &t.dense;
+        const auto slot = schedules::layer_slot(it, sc.model);
+        switch (slot) {
+          case schedules::LayerSlot::embedding:
+            lt = &t.embedding;
+            break;
+          case schedules::LayerSlot::head:
+            lt = &t.head;
+            break;
+          case schedules::LayerSlot::moe:
+            lt = &t.moe;
+            break;
+          case schedules::LayerSlot::dense:
+            break;
+          case schedules::LayerSlot::mtp:
+            lt = &t.mtp;
+            break;
+        }
+        const Kept kept = kept_bytes(*lt);
+        transient = std::max(transient, lt->transient_bytes);
+        act_per_chunk[static_cast<std::size_t>(c)] += kept.gpu;
+        host_per_chunk[static_cast<std::size_t>(c)] += kept.host;
+        const bool moe_layer = schedules::has_experts(slot, sc.model);
+        const bool dense_layer = !moe_layer && (slot == schedules::LayerSlot::dense ||
+                                                slot == schedules::LayerSlot::mtp);
+        moe_rank = moe_rank || moe_layer;
+        if (!g.full_iteration() &&
+            ((moe_layer && moe_captured) || (dense_layer && dense_captured))) {
+          ++captured_layers;
+          graph_per_chunk[static_cast<std::size_t>(c)] += graph_static_bytes(sc);
+        }
+      }
+    }
+    // Activations: the largest sum over forward items not yet matched by their backward.
+    // Graph static buffers follow the same in-flight items. Offloaded activations stay
+    // on the GPU for the two chunks being offloaded and reloaded at a time (the forward
+    // that produced them and the backward about to read them), host memory otherwise.
+    const double resident = 2 * *std::max_element(host_per_chunk.begin(), host_per_chunk.end());
+    double act = 0, peak = 0, gb = 0, gpeak = 0, off = 0;
+    for (const auto& w : schedules::pipeline_order(sc.pipeline_schedule, static_cast<int>(p.pp),
+                                                   static_cast<int>(p.vpp), r,
+                                                   static_cast<int>(p.num_microbatches))) {
+      // An item's activations live from its forward to the pass that computes its weight
+      // gradients (the full backward, or ZB's W, which still reads the saved inputs).
+      if (!w.forward() && !w.weights()) continue;
+      const auto c = static_cast<std::size_t>(w.chunk);
+      act += (w.forward() ? 1 : -1) * (act_per_chunk[c] + graph_per_chunk[c]);
+      gb += (w.forward() ? 1 : -1) * graph_per_chunk[c];
+      off += (w.forward() ? 1 : -1) * host_per_chunk[c];
+      const double now = act + std::min(off, resident);
+      if (now > peak) {
+        peak = now;
+        gpeak = gb;
+      }
+    }
+    // BF16 weights and main gradients (FP32, or BF16 with --main-grads-dtype bf16); Megatron-FSDP
+    // shards both like the optimizer states and holds two units' gathered BF16 parameters (the one
+    // computing and the prefetched one) and one unit's FP32 gradients before their reduce-scatter.
+    const double weights_grads = p.fsdp ? (dense / dp_shard + expert / edp_shard) * (2 + grad) +
+                                              largest_unit * (2 * 2 + grad)
+                                        : (dense + expert) * (2 + grad);
+    // Optimizer offload (Megatron --optimizer-cpu-offload): the FP32 main weights and
+    // moments live in host memory.
+    const bool opt_off = std::find(fw.offload.begin(), fw.offload.end(),
+                                   workload::OffloadTarget::optimizer) != fw.offload.end();
+    const double optimizer = opt_off ? 0 : (dense / dp_shard + expert / edp_shard) * (4 + states);
+    const double buffers = moe_rank ? ep_buffers : 0;
+    peak += transient;  // one layer's temporaries, at the worst moment
+    out.push_back((weights_grads + optimizer + peak + buffers) / kGiB);
+    parts.push_back({weights_grads / kGiB, optimizer / kGiB, (peak - gpeak) / kGiB, gpeak / kGiB,
+                     buffers / kGiB});
+    graphs.push_back(g.full_iteration() ? 1 : captured_layers * p.num_microbatches * 2);
+    graph_gib.push_back(gpeak / kGiB);
+  }
+  return out;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const config::Scenario& sc, double ep_load) {
+  MemoryEstimate m;
+  std::vector<MemoryParts> parts;
+  m.rank_memory_gib =
+      memory_per_rank(sc, m.cuda_graphs_per_rank, m.graph_static_gib, parts, ep_load);
+  const auto peak = std::max_element(m.rank_memory_gib.begin(), m.rank_memory_gib.end());
+  m.peak_memory_gib = *peak;
+  m.peak_parts = parts[static_cast<std::size_t>(peak - m.rank_memory_gib.begin())];
+  m.reserved_memory_gib = m.peak_memory_gib * (1 + sc.framework.allocator_fragmentation);
+  m.fits_in_memory = m.reserved_memory_gib * kGiB <= sc.system.gpu.hbm_GB.value * 1e9;
+  return m;
+}
+
+}  // namespace moesim::predict

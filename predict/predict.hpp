@@ -1,0 +1,61 @@
+// predict/predict.hpp: scenario in, prediction out. One library call (step simulation,
+// memory, metrics) that `moesim run`, `validate`, `sweep`, the corpus fit and a future
+// Python binding share; reports/ only formats its result.
+//
+//   TFLOPS/GPU   = model FLOPs per step (Megatron accounting) / (step time x GPUs x 1e12)
+//   tokens/s/GPU = global batch x sequence length / (step time x GPUs)
+//   MFU          = TFLOPS/GPU / dense BF16 peak of the GPU
+// Memory per pipeline rank: predict/memory.hpp. Thread safety: predict() reads the
+// scenario and builds everything it simulates (engine, topology, comm model) itself, so
+// predictions run in parallel threads share nothing mutable.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "predict/memory.hpp"
+#include "schedules/step_sim.hpp"
+#include "workload/flops.hpp"
+
+namespace moesim::predict {
+
+// Derived figures of a scenario that need no simulation (`describe` prints them).
+struct ScenarioSummary {
+  workload::ParamCounts params;
+  workload::FlopsPerToken flops;  // per token
+  double flops_per_token = 0;
+  double flops_per_step = 0;   // per global batch
+  double tokens_per_step = 0;  // global batch x sequence length
+};
+
+ScenarioSummary summarize(const config::Scenario& sc);
+
+struct Prediction {
+  schedules::StepResult step;
+  double flops_per_step = 0;
+  double tflops_per_gpu = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;
+  std::vector<double> rank_memory_gib;             // graph static buffers included
+  std::vector<std::int64_t> cuda_graphs_per_rank;  // captured graphs (L x M x 2, or 1 full)
+  std::vector<double> graph_static_gib;            // their static buffers at the memory peak
+  double peak_memory_gib = 0;
+  using MemoryParts = predict::MemoryParts;
+  MemoryParts peak_memory_parts;   // the peak rank's memory by part (GiB)
+  double reserved_memory_gib = 0;  // the peak with the allocator's fragmentation allowance
+  bool fits_in_memory = true;
+  double ep_load =
+      1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)
+  double wall_s = 0;  // simulation wall time (the only nondeterministic field)
+};
+
+// Simulates one step of the scenario and derives the metrics and the memory estimate.
+// Throws what the step simulation throws (sim_core::SimulationStuck,
+// schedules::NotSimulated); never InputError for a scenario the loader accepted.
+Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt = {});
+
+// The measured metric's predicted value.
+double predicted_metric(const config::Measured& m, const Prediction& p);
+
+}  // namespace moesim::predict

@@ -1,0 +1,107 @@
+#include "predict/sweep.hpp"
+
+#include <array>
+#include <chrono>
+#include <exception>
+#include <mutex>
+
+#include "predict/parallel.hpp"
+#include "predict/predict.hpp"
+#include "schedules/pipeline_order.hpp"
+#include "sim_core/engine.hpp"
+
+namespace moesim::predict {
+
+const sim_core::NameTable<SweepStatus>& sweep_status_names() {
+  static constexpr std::array<sim_core::NameEntry<SweepStatus>, 4> kEntries{{
+      {SweepStatus::ok, "ok", "simulated"},
+      {SweepStatus::invalid, "invalid", "the scenario loader rejects this grid point"},
+      {SweepStatus::does_not_fit, "does_not_fit",
+       "pruned by the memory estimate before simulating"},
+      {SweepStatus::error, "error", "the simulation failed"},
+  }};
+  static constexpr sim_core::NameTable<SweepStatus> kTable{kEntries};
+  return kTable;
+}
+
+SweepResult evaluate_point(const config::SweepPoint& point, const std::string& file,
+                           std::optional<double> token_budget, const config::LoadOptions& opts) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SweepResult r;
+  r.id = point.id;
+  const auto finish = [&] {
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  };
+  config::Scenario sc;
+  try {
+    sc = config::load_scenario_json(point.scenario, file, opts);
+  } catch (const config::InputError& e) {
+    r.status = SweepStatus::invalid;
+    r.message = (e.file() != file ? e.file() + ": " : std::string()) +
+                (e.path().empty() ? std::string() : e.path() + ": ") + e.message();
+    return finish();
+  }
+  r.gpus = sc.gpus;
+  const auto failed = [&](std::string message) {
+    r = SweepResult{};
+    r.id = point.id;
+    r.gpus = sc.gpus;
+    r.status = SweepStatus::error;
+    r.message = std::move(message);
+  };
+  try {
+    const MemoryEstimate m = estimate_memory(sc, scenario_ep_load(sc));
+    r.has_memory = true;
+    r.peak_memory_gib = m.peak_memory_gib;
+    r.reserved_memory_gib = m.reserved_memory_gib;
+    r.fits_in_memory = m.fits_in_memory;
+    if (!m.fits_in_memory) {
+      r.status = SweepStatus::does_not_fit;
+      return finish();
+    }
+    const Prediction p = predict(sc);
+    r.status = SweepStatus::ok;
+    r.has_timing = true;
+    r.step_time_s = p.step.step_time_s;
+    r.tflops_per_gpu = p.tflops_per_gpu;
+    r.tokens_per_s_per_gpu = p.tokens_per_s_per_gpu;
+    r.mfu = p.mfu;
+    r.peak_memory_gib = p.peak_memory_gib;
+    r.reserved_memory_gib = p.reserved_memory_gib;
+    r.fits_in_memory = p.fits_in_memory;
+    const auto& b = p.step.breakdown;
+    r.compute_s = b.compute;
+    r.exposed_communication_s = b.exposed_comm;
+    r.pipeline_bubble_s = b.pipeline_bubble;
+    r.host_bound_idle_s = b.host_bound_idle;
+    r.other_s = b.other;
+    if (token_budget) {
+      const double gpus = static_cast<double>(sc.gpus);
+      const double seconds = *token_budget / (p.tokens_per_s_per_gpu * gpus);
+      r.days = seconds / 86400;
+      r.gpu_hours = seconds * gpus / 3600;
+    }
+  } catch (const schedules::NotSimulated& e) {
+    failed(std::string("not simulated yet: ") + e.what());
+  } catch (const sim_core::SimulationStuck& e) {
+    failed(std::string("the simulation could not finish: ") + e.what());
+  } catch (const std::exception& e) {
+    failed(std::string("internal error: ") + e.what());
+  }
+  return finish();
+}
+
+void run_sweep(std::span<const config::SweepPoint* const> points, const std::string& file,
+               std::optional<double> token_budget, int jobs,
+               const std::function<void(const config::SweepPoint&, const SweepResult&)>& done,
+               const config::LoadOptions& opts) {
+  std::mutex m;
+  run_parallel(points.size(), jobs, [&](std::size_t i) {
+    const SweepResult r = evaluate_point(*points[i], file, token_budget, opts);
+    std::lock_guard<std::mutex> lock(m);
+    done(*points[i], r);
+  });
+}
+
+}  // namespace moesim::predict

@@ -1,0 +1,58 @@
+// predict/sweep.hpp: a sweep's scenarios (config/sweep_file.hpp) through predict(), one
+// result per row, on a pool of threads.
+//
+// A row's status: `ok` (simulated; every figure is what `moesim run` predicts for its
+// scenario); `invalid` (the scenario loader rejects the grid point: the message says
+// where and why); `does_not_fit` (the memory estimate, predict/memory.hpp, exceeds the
+// GPU's memory: pruned before simulating, memory filled, timings empty); `error` (the
+// simulation failed: the message). A row never ends the sweep.
+// Under a token budget B:  days = B / (tokens/s/GPU x gpus) / 86400,
+//                          GPU-hours = B / (tokens/s/GPU x gpus) x gpus / 3600.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "config/load.hpp"
+#include "config/sweep_file.hpp"
+#include "sim_core/names.hpp"
+
+namespace moesim::predict {
+
+enum class SweepStatus { ok, invalid, does_not_fit, error };
+const sim_core::NameTable<SweepStatus>& sweep_status_names();
+
+struct SweepResult {
+  std::int64_t id = 0;
+  SweepStatus status = SweepStatus::ok;
+  std::string message;      // invalid, error: why
+  std::int64_t gpus = 0;    // the loaded scenario's (0: it did not load)
+  bool has_memory = false;  // ok, does_not_fit
+  double peak_memory_gib = 0, reserved_memory_gib = 0;
+  bool fits_in_memory = false;
+  bool has_timing = false;  // ok
+  double step_time_s = 0, tflops_per_gpu = 0, tokens_per_s_per_gpu = 0, mfu = 0;
+  // The critical rank's breakdown (schedules::Breakdown), seconds.
+  double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0, host_bound_idle_s = 0,
+         other_s = 0;
+  std::optional<double> days, gpu_hours;  // under the token budget
+  double wall_s = 0;  // load, memory and simulation wall time: the only nondeterministic figure
+};
+
+// One row. `file` labels the scenario's errors and anchors its relative paths (the base
+// scenario's file). Never throws for a bad scenario or a failed simulation.
+SweepResult evaluate_point(const config::SweepPoint& point, const std::string& file,
+                           std::optional<double> token_budget,
+                           const config::LoadOptions& opts = {});
+
+// Evaluates the points on `jobs` threads (0: all cores), calling `done` once per point as
+// it finishes, one call at a time (it may write a stream).
+void run_sweep(std::span<const config::SweepPoint* const> points, const std::string& file,
+               std::optional<double> token_budget, int jobs,
+               const std::function<void(const config::SweepPoint&, const SweepResult&)>& done,
+               const config::LoadOptions& opts = {});
+
+}  // namespace moesim::predict

@@ -1,0 +1,484 @@
+#include "reports/sweep.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "config/json_reader.hpp"
+
+namespace moesim::reports {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// The result columns after the varied values and `id`.
+std::vector<std::string> result_columns(bool token_budget) {
+  std::vector<std::string> c = {"status",
+                                "message",
+                                "step_time_s",
+                                "tflops_per_gpu",
+                                "tokens_per_s_per_gpu",
+                                "mfu",
+                                "peak_memory_gib",
+                                "reserved_memory_gib",
+                                "fits_in_memory",
+                                "breakdown.compute",
+                                "breakdown.exposed_communication",
+                                "breakdown.pipeline_bubble",
+                                "breakdown.host_bound_idle",
+                                "breakdown.other"};
+  if (token_budget) c.insert(c.end(), {"days", "gpu_hours"});
+  c.push_back(kSweepWallColumn);
+  return c;
+}
+
+// Shortest text that reads back to the same double (fmt's default for doubles).
+std::string num(double v) {
+  return fmt::format("{}", v);
+}
+
+std::optional<double> parse_double(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::int64_t> parse_id(const std::string& s) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+std::size_t column(const std::vector<std::string>& header, const std::string& name) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  return it == header.end() ? header.size() : static_cast<std::size_t>(it - header.begin());
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config::InputError(path, "", "cannot open the file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A field as a JSON value: numbers, booleans, lists and objects as themselves, the
+// empty field as null, anything else as a string.
+Json field_json(const std::string& s) {
+  if (s.empty()) return nullptr;
+  if (const auto d = parse_double(s)) {
+    if (const auto i = parse_id(s)) return *i;
+    return *d;
+  }
+  if (s == "true" || s == "false") return s == "true";
+  if (s.front() == '[' || s.front() == '{') {
+    try {
+      return Json::parse(s);
+    } catch (const Json::parse_error&) {
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> sweep_csv_header(const config::SweepPlan& plan, bool token_budget) {
+  std::vector<std::string> h = {"id"};
+  h.insert(h.end(), plan.columns.begin(), plan.columns.end());
+  const auto r = result_columns(token_budget);
+  h.insert(h.end(), r.begin(), r.end());
+  return h;
+}
+
+std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
+                                          const predict::SweepResult& r, bool token_budget) {
+  std::vector<std::string> f = {std::to_string(point.id)};
+  f.insert(f.end(), point.values.begin(), point.values.end());
+  // The loaded scenario's GPU count where the sweep file leaves it to the base.
+  if (f[1].empty() && r.gpus > 0) f[1] = std::to_string(r.gpus);
+  f.emplace_back(predict::sweep_status_names().name(r.status));
+  f.push_back(r.message);
+  const auto timing = [&](double v) { return r.has_timing ? num(v) : std::string(); };
+  const auto memory = [&](double v) { return r.has_memory ? num(v) : std::string(); };
+  f.push_back(timing(r.step_time_s));
+  f.push_back(timing(r.tflops_per_gpu));
+  f.push_back(timing(r.tokens_per_s_per_gpu));
+  f.push_back(timing(r.mfu));
+  f.push_back(memory(r.peak_memory_gib));
+  f.push_back(memory(r.reserved_memory_gib));
+  f.push_back(r.has_memory ? (r.fits_in_memory ? "true" : "false") : "");
+  f.push_back(timing(r.compute_s));
+  f.push_back(timing(r.exposed_communication_s));
+  f.push_back(timing(r.pipeline_bubble_s));
+  f.push_back(timing(r.host_bound_idle_s));
+  f.push_back(timing(r.other_s));
+  if (token_budget) {
+    f.push_back(r.days ? num(*r.days) : "");
+    f.push_back(r.gpu_hours ? num(*r.gpu_hours) : "");
+  }
+  f.push_back(fmt::format("{:.4f}", r.wall_s));
+  return f;
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ',';
+    const std::string& s = fields[i];
+    if (s.find_first_of(",\"\n\r") == std::string::npos) {
+      out += s;
+      continue;
+    }
+    out += '"';
+    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    out += '"';
+  }
+  out += '\n';
+  return out;
+}
+
+SweepCsv read_sweep_csv(const std::string& path) {
+  const std::string text = read_all(path);
+  SweepCsv csv;
+  std::vector<std::string> record;
+  std::string field;
+  bool quoted = false, in_field = false;
+  std::size_t line = 1, record_line = 1;
+  const auto bad = [&](const std::string& what) {
+    throw config::InputError(path, fmt::format("line {}", record_line), what);
+  };
+  const auto end_record = [&] {
+    record.push_back(std::move(field));
+    field.clear();
+    if (csv.header.empty()) {
+      csv.header = std::move(record);
+      if (csv.header.empty() || csv.header.front() != "id")
+        bad("not a moesim sweep CSV (the first column is not `id`)");
+    } else {
+      if (record.size() != csv.header.size())
+        bad(fmt::format("{} fields where the header has {}", record.size(), csv.header.size()));
+      const auto id = parse_id(record.front());
+      if (!id) bad(fmt::format("id '{}' is not a row number", record.front()));
+      csv.rows.push_back({*id, std::move(record)});
+    }
+    record.clear();
+    in_field = false;
+    record_line = line;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"' && !in_field) {
+      quoted = in_field = true;
+    } else if (c == ',') {
+      record.push_back(std::move(field));
+      field.clear();
+      in_field = false;
+    } else if (c == '\n') {
+      ++line;
+      end_record();
+    } else if (c != '\r') {
+      field += c;
+      in_field = true;
+    }
+  }
+  // Anything after the last line end is a record cut off while being written.
+  csv.dropped_partial_line = !record.empty() || !field.empty() || quoted;
+  if (csv.header.empty())
+    throw config::InputError(path, "", "no header line: not a moesim sweep CSV");
+  return csv;
+}
+
+std::string sweep_csv_text(const SweepCsv& csv) {
+  std::vector<const SweepCsv::Row*> rows;
+  for (const auto& r : csv.rows) rows.push_back(&r);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto* a, const auto* b) { return a->id < b->id; });
+  std::string out = csv_line(csv.header);
+  for (const auto* r : rows) out += csv_line(r->fields);
+  return out;
+}
+
+SweepMerge merge_sweep_csvs(const std::vector<std::string>& paths,
+                            std::optional<std::int64_t> expected_rows) {
+  SweepMerge m;
+  std::map<std::int64_t, SweepCsv::Row> rows;
+  std::size_t wall = 0;
+  for (const auto& p : paths) {
+    SweepCsv c = read_sweep_csv(p);
+    m.dropped_partial_lines += c.dropped_partial_line ? 1 : 0;
+    if (m.csv.header.empty()) {
+      m.csv.header = c.header;
+      wall = column(c.header, kSweepWallColumn);
+    } else if (c.header != m.csv.header) {
+      throw config::InputError(
+          p, "line 1",
+          fmt::format("the header differs from {}'s: the files come from different sweeps",
+                      paths.front()));
+    }
+    for (auto& r : c.rows) {
+      const auto [it, fresh] = rows.emplace(r.id, r);
+      if (fresh) continue;
+      m.duplicated.push_back(r.id);
+      for (std::size_t i = 0; i < r.fields.size(); ++i)
+        if (i != wall && r.fields[i] != it->second.fields[i]) {
+          m.conflicting.push_back(r.id);
+          break;
+        }
+    }
+  }
+  const auto sort_unique = [](std::vector<std::int64_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  sort_unique(m.duplicated);
+  sort_unique(m.conflicting);
+  const std::int64_t end =
+      expected_rows ? *expected_rows : (rows.empty() ? 0 : rows.rbegin()->first + 1);
+  for (std::int64_t id = 0; id < end; ++id)
+    if (!rows.count(id)) m.missing.push_back(id);
+  for (auto& [id, r] : rows) m.csv.rows.push_back(std::move(r));
+  return m;
+}
+
+namespace {
+
+struct Ranked {
+  const SweepCsv::Row* row;
+  double objective = 0, x = 0, y = 0;  // Pareto: minimise x, maximise y
+};
+
+struct Analysis {
+  std::vector<std::pair<std::string, std::int64_t>> status;  // in the status table's order
+  std::vector<Ranked> top, pareto;
+  std::string x_name, y_name;
+};
+
+Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info) {
+  Analysis a;
+  const auto& h = csv.header;
+  const std::size_t status = column(h, "status"), gpus = column(h, "gpus"),
+                    objective = column(
+                        h, std::string(config::sweep_objective_names().name(info.objective))),
+                    tokens = column(h, "tokens_per_s_per_gpu"), days = column(h, "days"),
+                    gpu_hours = column(h, "gpu_hours");
+  const auto value = [&](const SweepCsv::Row& r, std::size_t c) {
+    return c < r.fields.size() ? parse_double(r.fields[c]) : std::nullopt;
+  };
+  for (const auto& s : predict::sweep_status_names().entries()) a.status.emplace_back(s.name, 0);
+  std::vector<Ranked> ok;
+  for (const auto& r : csv.rows) {
+    if (status >= r.fields.size()) continue;
+    for (auto& [name, n] : a.status)
+      if (name == r.fields[status]) ++n;
+    if (r.fields[status] != "ok") continue;
+    const auto o = value(r, objective);
+    if (!o) continue;
+    Ranked k{&r, *o, 0, 0};
+    if (info.token_budget) {
+      const auto gh = value(r, gpu_hours), d = value(r, days);
+      if (!gh || !d) continue;
+      k.x = *gh;
+      k.y = -*d;
+    } else {
+      const auto g = value(r, gpus), t = value(r, tokens);
+      if (!g || !t) continue;
+      k.x = *g;
+      k.y = *t * *g;
+    }
+    ok.push_back(k);
+  }
+  const bool higher = config::higher_is_better(info.objective);
+  a.top = ok;
+  std::stable_sort(a.top.begin(), a.top.end(), [&](const Ranked& p, const Ranked& q) {
+    if (p.objective != q.objective)
+      return higher ? p.objective > q.objective : p.objective < q.objective;
+    return p.row->id < q.row->id;
+  });
+  if (a.top.size() > static_cast<std::size_t>(std::max(0, info.top)))
+    a.top.resize(static_cast<std::size_t>(info.top));
+  std::vector<Ranked> by_x = ok;
+  std::stable_sort(by_x.begin(), by_x.end(), [](const Ranked& p, const Ranked& q) {
+    if (p.x != q.x) return p.x < q.x;
+    if (p.y != q.y) return p.y > q.y;
+    return p.row->id < q.row->id;
+  });
+  for (const auto& k : by_x)
+    if (a.pareto.empty() || k.y > a.pareto.back().y) a.pareto.push_back(k);
+  a.x_name = info.token_budget ? "gpu_hours" : "gpus";
+  a.y_name = info.token_budget ? "days" : "tokens_per_s";
+  return a;
+}
+
+// A row as a JSON object, without its wall time.
+Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) {
+  Json j = Json::object();
+  for (std::size_t i = 0; i < csv.header.size() && i < r.fields.size(); ++i)
+    if (csv.header[i] != kSweepWallColumn)
+      j[csv.header[i]] = csv.header[i] == "message" || csv.header[i] == "status"
+                             ? Json(r.fields[i])
+                             : field_json(r.fields[i]);
+  return j;
+}
+
+}  // namespace
+
+Json sweep_summary_json(const SweepCsv& csv, const SweepSummaryInfo& info) {
+  const Analysis a = analyse(csv, info);
+  Json pruned = Json::object();
+  for (const auto& [rule, n] : info.pruned) pruned[rule] = n;
+  Json status = Json::object();
+  for (const auto& [s, n] : a.status) status[s] = n;
+  Json top = Json::array(), front = Json::array();
+  for (const auto& k : a.top) top.push_back(row_json(csv, *k.row));
+  for (const auto& k : a.pareto) front.push_back(row_json(csv, *k.row));
+  return Json{{"name", info.name},
+              {"sweep_file", info.sweep_file},
+              {"output", info.output},
+              {"rows", info.rows},
+              {"combinations", info.combinations},
+              {"pruned_layouts", pruned},
+              {"shard", {{"index", info.shard_index}, {"count", info.shard_count}}},
+              {"rows_in_output", static_cast<std::int64_t>(csv.rows.size())},
+              {"status", status},
+              {"objective", config::sweep_objective_names().name(info.objective)},
+              {"top", top},
+              {"pareto", {{"x", a.x_name}, {"y", a.y_name}, {"rows", front}}}};
+}
+
+std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info) {
+  const Analysis a = analyse(csv, info);
+  std::string o = fmt::format("sweep {} ({}): {} rows", info.name, info.sweep_file, info.rows);
+  if (info.shard_count > 1) o += fmt::format(", shard {}/{}", info.shard_index, info.shard_count);
+  o += fmt::format("; {} in {}:", csv.rows.size(), info.output);
+  std::string sep = " ";
+  for (const auto& [s, n] : a.status) {
+    o += fmt::format("{}{} {}", sep, n, s);
+    sep = ", ";
+  }
+  o += "\n";
+  if (info.combinations > info.rows) {
+    o += fmt::format("layouts: {} of {} combinations break a layout rule and are not rows:",
+                     info.combinations - info.rows, info.combinations);
+    sep = " ";
+    for (const auto& [rule, n] : info.pruned) {
+      o += fmt::format("{}{} {}", sep, rule, n);
+      sep = ", ";
+    }
+    o += "\n";
+  }
+  // The table: id, the varied values, then the figures.
+  const auto& h = csv.header;
+  const std::size_t first_result = column(h, "status");
+  std::vector<std::size_t> cols;
+  for (std::size_t i = 1; i < first_result; ++i) cols.push_back(i);
+  std::vector<std::string> figures = {"tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
+                                      "step_time_s", "peak_memory_gib"};
+  if (info.token_budget) figures.insert(figures.end(), {"days", "gpu_hours"});
+  for (const auto& f : figures)
+    if (column(h, f) < h.size()) cols.push_back(column(h, f));
+  const auto short_name = [](const std::string& path) {
+    const auto dot = path.rfind('.');
+    return dot == std::string::npos ? path : path.substr(dot + 1);
+  };
+  const auto cell = [&](const SweepCsv::Row& r, std::size_t c) {
+    const std::string& s = r.fields[c];
+    if (c >= first_result) {
+      if (const auto d = parse_double(s)) {
+        if (h[c] == "mfu") return fmt::format("{:.1f}%", 100 * *d);
+        return std::abs(*d) >= 100 ? fmt::format("{:.0f}", *d) : fmt::format("{:.3g}", *d);
+      }
+    }
+    return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+  };
+  const auto table = [&](const std::vector<Ranked>& rows) {
+    std::vector<std::size_t> width;
+    width.push_back(2);
+    for (const auto& r : rows) width[0] = std::max(width[0], std::to_string(r.row->id).size());
+    for (std::size_t c : cols) {
+      std::size_t w = short_name(h[c]).size();
+      for (const auto& r : rows) w = std::max(w, cell(*r.row, c).size());
+      width.push_back(w);
+    }
+    std::string t = fmt::format("  {:>{}}", "id", width[0]);
+    for (std::size_t k = 0; k < cols.size(); ++k)
+      t += fmt::format("  {:>{}}", short_name(h[cols[k]]), width[k + 1]);
+    t += "\n";
+    for (const auto& r : rows) {
+      t += fmt::format("  {:>{}}", r.row->id, width[0]);
+      for (std::size_t k = 0; k < cols.size(); ++k)
+        t += fmt::format("  {:>{}}", cell(*r.row, cols[k]), width[k + 1]);
+      t += "\n";
+    }
+    return t;
+  };
+  const std::string obj(config::sweep_objective_names().name(info.objective));
+  if (a.pareto.empty()) {
+    o += "no row simulated (status ok): nothing to rank\n";
+    return o;
+  }
+  if (!a.top.empty()) {
+    o += fmt::format("\ntop {} by {} ({} is better):\n", a.top.size(), obj,
+                     config::higher_is_better(info.objective) ? "higher" : "lower");
+    o += table(a.top);
+  }
+  o += info.token_budget ? "\nPareto front, GPU-hours against days to train the budget (neither "
+                           "beaten by another row):\n"
+                         : "\nPareto front, cluster throughput (tokens/s) against GPUs (more "
+                           "throughput needs more GPUs):\n";
+  o += table(a.pareto);
+  return o;
+}
+
+std::string slurm_script(const std::string& moesim, const std::string& sweep_file,
+                         const std::string& name, std::int64_t rows, int tasks,
+                         const std::string& out_prefix) {
+  const auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  return fmt::format(
+      "#!/bin/bash\n"
+      "# moesim sweep {name}: {rows} rows in {tasks} array tasks. Each task runs the shard\n"
+      "# (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP of "
+      "SLURM_ARRAY_TASK_COUNT\n"
+      "# on all its CPUs and resumes its own CSV when requeued.\n"
+      "#SBATCH --job-name=moesim-sweep-{name}\n"
+      "#SBATCH --array=0-{last}\n"
+      "#SBATCH --nodes=1\n"
+      "#SBATCH --ntasks=1\n"
+      "#SBATCH --cpus-per-task=16\n"
+      "#SBATCH --output={prefix}_%a.log\n"
+      "#SBATCH --requeue\n"
+      "set -euo pipefail\n"
+      "{moesim} sweep {sweep} -o {prefix_q}_${{SLURM_ARRAY_TASK_ID}}.csv --resume --jobs "
+      "\"${{SLURM_CPUS_PER_TASK:-0}}\"\n"
+      "# When every task has finished:\n"
+      "#   {moesim} sweep merge {prefix_q}_*.csv --sweep {sweep} -o {prefix_q}.csv\n",
+      fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("tasks", tasks),
+      fmt::arg("last", tasks - 1), fmt::arg("prefix", out_prefix),
+      fmt::arg("prefix_q", quote(out_prefix)), fmt::arg("moesim", quote(moesim)),
+      fmt::arg("sweep", quote(sweep_file)));
+}
+
+}  // namespace moesim::reports

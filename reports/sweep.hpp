@@ -1,0 +1,87 @@
+// reports/sweep.hpp: `moesim sweep`'s output: the CSV rows, reading them back (resume,
+// merge), the summary (top K by the objective, the Pareto front) as a table or one JSON
+// object, and the Slurm job-array script. Formatting only: the rows' figures come from
+// predict/sweep.hpp.
+//
+// CSV (RFC 4180, one header line, one line per row): `id`, the varied values under
+// their dotted paths (config::SweepPlan::columns), `status`, `message`, `step_time_s`,
+// `tflops_per_gpu`, `tokens_per_s_per_gpu`, `mfu`, `peak_memory_gib`,
+// `reserved_memory_gib`, `fits_in_memory`, `breakdown.compute`,
+// `breakdown.exposed_communication`, `breakdown.pipeline_bubble`,
+// `breakdown.host_bound_idle`, `breakdown.other`, with a token budget `days` and
+// `gpu_hours`, and `sim_wall_s`. The header depends on the sweep file alone, so shards
+// merge; numbers are written in their shortest form that reads back to the same double.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/sweep_file.hpp"
+#include "predict/sweep.hpp"
+
+namespace moesim::reports {
+
+inline constexpr const char* kSweepWallColumn = "sim_wall_s";
+
+std::vector<std::string> sweep_csv_header(const config::SweepPlan& plan, bool token_budget);
+std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
+                                          const predict::SweepResult& r, bool token_budget);
+// One CSV record with its line end; fields with a comma, quote or line break are quoted.
+std::string csv_line(const std::vector<std::string>& fields);
+
+// A sweep CSV read back. A last line without its line end (a sweep killed while writing)
+// is dropped and counted; any other malformed line is an InputError naming the file and
+// line.
+struct SweepCsv {
+  std::vector<std::string> header;
+  struct Row {
+    std::int64_t id = 0;
+    std::vector<std::string> fields;
+  };
+  std::vector<Row> rows;  // in file order
+  bool dropped_partial_line = false;
+};
+SweepCsv read_sweep_csv(const std::string& path);
+// Header and rows sorted by id, as the finished CSV holds them.
+std::string sweep_csv_text(const SweepCsv& csv);
+
+// Shards joined: the headers must agree (else InputError). Rows sorted by id; a row
+// found in several files is kept once, listed in `duplicated`, and in `conflicting`
+// where the copies differ in more than the wall time. `missing`: ids absent from 0 up to
+// the largest id (or up to expected_rows - 1 when given).
+struct SweepMerge {
+  SweepCsv csv;
+  std::vector<std::int64_t> missing, duplicated, conflicting;
+  std::int64_t dropped_partial_lines = 0;
+};
+SweepMerge merge_sweep_csvs(const std::vector<std::string>& paths,
+                            std::optional<std::int64_t> expected_rows);
+
+// What the summary describes besides the rows.
+struct SweepSummaryInfo {
+  std::string name, sweep_file, output;
+  std::int64_t rows = 0;          // rows of the whole sweep
+  std::int64_t combinations = 0;  // before the layout rules
+  std::vector<std::pair<std::string, std::int64_t>> pruned;
+  std::int64_t shard_index = 0, shard_count = 1;
+  config::SweepObjective objective = config::SweepObjective::tokens_per_s_per_gpu;
+  bool token_budget = false;
+  int top = 10;
+};
+// The top K ok rows by the objective (ties: lower id first) and the Pareto front: with a
+// token budget, the rows no other row beats in both GPU-hours and days; without, the
+// rows no other row beats in both fewer GPUs and more tokens/s for the whole cluster.
+nlohmann::ordered_json sweep_summary_json(const SweepCsv& csv, const SweepSummaryInfo& info);
+std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info);
+
+// An `sbatch --array` script running the sweep as `tasks` shards (each resumes its own
+// CSV when requeued) and, as its last comment, the merge command.
+std::string slurm_script(const std::string& moesim, const std::string& sweep_file,
+                         const std::string& name, std::int64_t rows, int tasks,
+                         const std::string& out_prefix);
+
+}  // namespace moesim::reports

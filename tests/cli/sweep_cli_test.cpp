@@ -1,0 +1,201 @@
+// `moesim sweep` end to end on a small sweep (Qwen3-30B-A3B on 16 H100, 24 rows, half of
+// them invalid, some not fitting): shards merged, a killed and resumed run, and the Slurm
+// array's shard all give the unsharded run's rows (wall time aside).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "reports/sweep.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+using config::Json;
+
+namespace {
+
+// grid: 2 dispatchers x 2 precisions (MXFP8 needs Blackwell: invalid on H100); layouts
+// tp {1, 2} x pp {1, 2} x ep {8, 16}, of which pp 2 with ep 16 breaks EP inside a stage
+// (8 GPUs): 6 layouts per grid point, 24 rows.
+Json small_sweep() {
+  return {{"name", "small"},
+          {"base", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json")},
+          {"grid",
+           {{"framework.dispatcher", {"alltoall", "deepep"}},
+            {"training.precision", {"bf16", "mxfp8"}}}},
+          {"layouts", {{"tp", {1, 2}}, {"pp", {1, 2}}, {"ep", {8, 16}}}},
+          {"token_budget", 1e12}};
+}
+
+// A folder with the sweep file, removed afterwards.
+struct Dir {
+  std::filesystem::path path;
+  Dir() {
+    path = std::filesystem::temp_directory_path() /
+           ("moesim-sweep-test-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    std::filesystem::create_directories(path);
+    std::ofstream(path / "small.json") << small_sweep().dump(2);
+  }
+  ~Dir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+// The rows without their wall time.
+std::vector<std::vector<std::string>> rows(const std::string& csv_path) {
+  const auto csv = reports::read_sweep_csv(csv_path);
+  const auto wall =
+      std::find(csv.header.begin(), csv.header.end(), "sim_wall_s") - csv.header.begin();
+  std::vector<std::vector<std::string>> out;
+  for (auto r : csv.rows) {
+    r.fields.erase(r.fields.begin() + wall);
+    out.push_back(r.fields);
+  }
+  return out;
+}
+
+// The whole-sweep run, once for all tests.
+const std::vector<std::vector<std::string>>& reference() {
+  static const auto r = [] {
+    const Dir d;
+    const auto run =
+        test::run_moesim({"sweep", d / "small.json", "-o", d / "all.csv", "--jobs", "2"});
+    REQUIRE(run.status == 0);
+    return rows(d / "all.csv");
+  }();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("sweep runs every row, invalid and non-fitting ones included", "[cli][sweep]") {
+  const Dir d;
+  const auto run =
+      test::run_moesim({"sweep", d / "small.json", "-o", d / "out.csv", "--json", "--top", "3"});
+  REQUIRE(run.status == 0);
+  const auto j = Json::parse(run.out);
+  CHECK(j["rows"] == 24);
+  CHECK(j["combinations"] == 32);
+  CHECK(j["pruned_layouts"] == Json({{"ep_outside_stage", 8}}));
+  CHECK(j["status"]["invalid"] == 12);
+  CHECK(j["status"]["does_not_fit"].get<int>() > 0);
+  CHECK(j["status"]["ok"].get<int>() > 0);
+  CHECK(j["status"]["error"] == 0);
+  CHECK(j["top"].size() == 3);
+  const auto r = rows(d / "out.csv");
+  REQUIRE(r.size() == 24);
+  for (std::size_t i = 0; i < r.size(); ++i) CHECK(r[i][0] == std::to_string(i));  // sorted by id
+  CHECK(r == reference());                                                         // deterministic
+  const auto csv = reports::read_sweep_csv(d / "out.csv");
+  CHECK(csv.header[1] == "gpus");
+  CHECK(csv.header[2] == "framework.dispatcher");
+  CHECK(csv.header[7] == "parallelism.pp_layout");
+  CHECK(csv.header.back() == "sim_wall_s");
+
+  const auto text = test::run_moesim({"sweep", d / "small.json", "-o", d / "out.csv"});
+  CHECK_THAT(text.out, Catch::Contains("by tokens_per_s_per_gpu (higher is better)"));
+  CHECK_THAT(text.out, Catch::Contains("Pareto front"));
+}
+
+TEST_CASE("sweep shards merged equal the unsharded run", "[cli][sweep]") {
+  const Dir d;
+  std::vector<std::string> shards;
+  for (int i = 0; i < 3; ++i) {
+    shards.push_back(d / ("shard_" + std::to_string(i) + ".csv"));
+    REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", shards.back(), "--shard",
+                              std::to_string(i) + "/3"})
+                .status == 0);
+    for (const auto& row : rows(shards.back())) CHECK(std::stoi(row[0]) % 3 == i);
+  }
+  std::vector<std::string> args = {"sweep", "merge"};
+  args.insert(args.end(), shards.begin(), shards.end());
+  args.insert(args.end(), {"-o", d / "merged.csv", "--sweep", d / "small.json"});
+  const auto m = test::run_moesim(args);
+  CHECK(m.status == 0);
+  CHECK_THAT(m.out, Catch::Contains("merged 24 rows from 3 file(s)"));
+  CHECK(rows(d / "merged.csv") == reference());
+
+  // Two shards only: the third's rows are reported missing, and the status says so.
+  const auto partial = test::run_moesim({"sweep", "merge", shards[0], shards[1], "-o",
+                                         d / "partial.csv", "--sweep", d / "small.json"});
+  CHECK(partial.status == 1);
+  CHECK_THAT(partial.out, Catch::Contains("missing rows: 2 5 8 11 14 17 20 23"));
+  const auto dup = test::run_moesim({"sweep", "merge", shards[0], shards[0], "-o", d / "dup.csv"});
+  CHECK_THAT(dup.out, Catch::Contains("duplicated rows (kept once): 0 3 6"));
+}
+
+TEST_CASE("A sweep killed midway and resumed equals an uninterrupted one", "[cli][sweep]") {
+  const Dir d;
+  const std::string out = d / "out.csv";
+  REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", out}).status == 0);
+  // Cut the file in the middle of a line, as a kill during a write leaves it.
+  const std::string full = test::read_text(out);
+  const auto cut = full.find('\n', full.size() / 2) - 7;
+  std::ofstream(out, std::ios::binary | std::ios::trunc) << full.substr(0, cut);
+  const auto before = reports::read_sweep_csv(out);
+  REQUIRE(before.dropped_partial_line);
+  const auto kept = before.rows.size();
+  REQUIRE(kept < 24);
+
+  const auto r = test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"});
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("dropped a truncated last line"));
+  CHECK(rows(out) == reference());
+  // The rows kept were not run again: their wall times are the first run's.
+  const auto after = reports::read_sweep_csv(out);
+  for (std::size_t i = 0; i < kept; ++i) CHECK(after.rows[i].fields == before.rows[i].fields);
+
+  // A resumed, complete file runs nothing and stays the same.
+  const std::string done = test::read_text(out);
+  REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"}).status == 0);
+  CHECK(test::read_text(out) == done);
+
+  // Another sweep's CSV is not resumed.
+  Json other = small_sweep();
+  other["grid"].erase("training.precision");
+  std::ofstream(d / "other.json") << other.dump();
+  const auto wrong = test::run_moesim({"sweep", d / "other.json", "-o", out, "--resume"});
+  CHECK(wrong.status == 2);
+  CHECK_THAT(wrong.err, Catch::Contains("written by another sweep file"));
+}
+
+TEST_CASE("Under a Slurm job array the task's shard runs", "[cli][sweep]") {
+  const Dir d;
+  // Array 10-14:2 (tasks 10, 12, 14): task 12 is shard (12 - 10) / 2 = 1 of 3.
+  setenv("SLURM_ARRAY_TASK_ID", "12", 1);
+  setenv("SLURM_ARRAY_TASK_MIN", "10", 1);
+  setenv("SLURM_ARRAY_TASK_STEP", "2", 1);
+  setenv("SLURM_ARRAY_TASK_COUNT", "3", 1);
+  const auto r = test::run_moesim({"sweep", d / "small.json", "-o", d / "task.csv"});
+  setenv("SLURM_ARRAY_TASK_ID", "13", 1);  // not a task of the array
+  const auto bad = test::run_moesim({"sweep", d / "small.json", "-o", d / "bad.csv"});
+  for (const char* v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_STEP",
+                        "SLURM_ARRAY_TASK_COUNT"})
+    unsetenv(v);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("shard 1/3"));
+  std::vector<std::vector<std::string>> expected;
+  for (const auto& row : reference())
+    if (std::stoi(row[0]) % 3 == 1) expected.push_back(row);
+  CHECK(rows(d / "task.csv") == expected);
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("SLURM_ARRAY_TASK_ID"));
+
+  const auto script =
+      test::run_moesim({"sweep", d / "small.json", "--slurm-script", "--tasks", "3"});
+  CHECK(script.status == 0);
+  CHECK_THAT(script.out, Catch::Contains("#SBATCH --array=0-2"));
+  CHECK_THAT(script.out, Catch::Contains("--resume"));
+}
+
+TEST_CASE("sweep: bad sweep files and options exit 2 with file and path", "[cli][sweep]") {
+  const Dir d;
+  Json j = small_sweep();
+  j["layouts"]["tp"] = {1, "2"};
+  std::ofstream(d / "bad.json") << j.dump();
+  auto r = test::run_moesim({"sweep", d / "bad.json", "-o", d / "x.csv"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("bad.json: layouts.tp[1]: "));
+  r = test::run_moesim({"sweep", d / "small.json", "-o", d / "x.csv", "--shard", "3/3"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("needs 0 <= I < N"));
+}

@@ -1,0 +1,139 @@
+// The sweep CSV (reports/sweep.hpp): quoting that reads back, a truncated last line
+// dropped, merges that report missing and duplicated rows, and the top-K / Pareto
+// summary on hand-made rows.
+#include <catch2/catch.hpp>
+
+#include "reports/sweep.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+
+namespace {
+
+// A CSV with the summary's columns: id, gpus, status, objective figures, days, gpu_hours.
+const std::string kHeader =
+    "id,gpus,status,message,step_time_s,tflops_per_gpu,tokens_per_s_per_gpu,mfu,peak_memory_gib,"
+    "days,gpu_hours,"
+    "sim_wall_s\n";
+
+}  // namespace
+
+TEST_CASE("CSV fields with commas, quotes and line breaks read back", "[reports][sweep]") {
+  const std::vector<std::string> fields = {
+      "0", "[\"attn\",\"moe\"]", "say \"hi\"", "two\nlines", "", "1.5"};
+  const std::string line = reports::csv_line(fields);
+  CHECK(line == "0,\"[\"\"attn\"\",\"\"moe\"\"]\",\"say \"\"hi\"\"\",\"two\nlines\",,1.5\n");
+  const test::TempFile f("id,a,b,c,d,e\n" + line);
+  const auto csv = reports::read_sweep_csv(f.path());
+  REQUIRE(csv.rows.size() == 1);
+  CHECK(csv.rows[0].fields == fields);
+  CHECK_FALSE(csv.dropped_partial_line);
+}
+
+TEST_CASE("A last line cut off while written is dropped; other damage is an error",
+          "[reports][sweep]") {
+  const test::TempFile cut("id,a\n0,x\n1,y\n2,z");
+  const auto csv = reports::read_sweep_csv(cut.path());
+  CHECK(csv.rows.size() == 2);
+  CHECK(csv.dropped_partial_line);
+
+  const test::TempFile bad("id,a\n0,x\n1,y,extra\n2,z\n");
+  try {
+    reports::read_sweep_csv(bad.path());
+    FAIL("a row with a field too many was read");
+  } catch (const config::InputError& e) {
+    CHECK(e.path() == "line 3");
+    CHECK_THAT(e.message(), Catch::Contains("3 fields where the header has 2"));
+  }
+}
+
+TEST_CASE("Merging shards reports missing, duplicated and conflicting rows", "[reports][sweep]") {
+  const test::TempFile a("id,v,sim_wall_s\n0,a,0.1\n2,c,0.3\n");
+  const test::TempFile b(
+      "id,v,sim_wall_s\n1,b,0.2\n2,c,0.9\n5,f,0.1\n");   // 2 again, another wall time
+  const test::TempFile c("id,v,sim_wall_s\n5,F,0.1\n");  // 5 again, another value
+  auto m = reports::merge_sweep_csvs({a.path(), b.path(), c.path()}, std::nullopt);
+  CHECK(m.missing == std::vector<std::int64_t>{3, 4});
+  CHECK(m.duplicated == std::vector<std::int64_t>{2, 5});
+  CHECK(m.conflicting == std::vector<std::int64_t>{5});
+  CHECK(reports::sweep_csv_text(m.csv) == "id,v,sim_wall_s\n0,a,0.1\n1,b,0.2\n2,c,0.3\n5,f,0.1\n");
+  // The sweep's row count finds rows missing at the end too.
+  m = reports::merge_sweep_csvs({a.path(), b.path()}, 8);
+  CHECK(m.missing == std::vector<std::int64_t>{3, 4, 6, 7});
+
+  const test::TempFile other("id,w,sim_wall_s\n3,d,0.1\n");
+  CHECK_THROWS_AS(reports::merge_sweep_csvs({a.path(), other.path()}, std::nullopt),
+                  config::InputError);
+}
+
+TEST_CASE("The summary ranks ok rows and finds the Pareto front", "[reports][sweep]") {
+  // Rows: (gpus, tokens/s/GPU): 0 (256, 100) -> cluster 25600; 1 (256, 120) -> 30720;
+  // 2 (512, 110) -> 56320; 3 (512, 50) -> 25600; 4 (1024, 120) but does not fit; 5 (1024,
+  // 40) -> 40960, less than row 2's with more GPUs.
+  // Top 2 by tokens/s/GPU: 1 (120), 2 (110). Front (fewer GPUs, more cluster tokens/s):
+  // at 256 row 1 (30720), at 512 row 2 (56320); 1024 adds nothing.
+  const test::TempFile f(kHeader +
+                         "0,256,ok,,1,1,100,0.1,50,,,0\n"
+                         "1,256,ok,,1,1,120,0.1,50,,,0\n"
+                         "2,512,ok,,1,1,110,0.1,50,,,0\n"
+                         "3,512,ok,,1,1,50,0.1,50,,,0\n"
+                         "4,1024,does_not_fit,,,,,,90,,,0\n"
+                         "5,1024,ok,,1,1,40,0.1,50,,,0\n"
+                         "6,1024,invalid,\"gpus: bad, really\",,,,,,,,0\n");
+  const auto csv = reports::read_sweep_csv(f.path());
+  reports::SweepSummaryInfo info;
+  info.name = "t";
+  info.rows = 7;
+  info.combinations = 7;
+  info.top = 2;
+  const auto j = reports::sweep_summary_json(csv, info);
+  CHECK(j["status"] ==
+        nlohmann::ordered_json({{"ok", 5}, {"invalid", 1}, {"does_not_fit", 1}, {"error", 0}}));
+  REQUIRE(j["top"].size() == 2);
+  CHECK(j["top"][0]["id"] == 1);
+  CHECK(j["top"][1]["id"] == 2);
+  CHECK_FALSE(j["top"][0].contains("sim_wall_s"));
+  REQUIRE(j["pareto"]["rows"].size() == 2);
+  CHECK(j["pareto"]["rows"][0]["id"] == 1);
+  CHECK(j["pareto"]["rows"][1]["id"] == 2);
+  CHECK(j["pareto"]["x"] == "gpus");
+
+  // Lower is better for step time: all tie at 1 s, so the lowest ids come first.
+  info.objective = config::SweepObjective::step_time_s;
+  const auto k = reports::sweep_summary_json(csv, info);
+  CHECK(k["top"][0]["id"] == 0);
+  CHECK(k["top"][1]["id"] == 1);
+  const std::string text = reports::sweep_summary_text(csv, info);
+  CHECK_THAT(text, Catch::Contains("5 ok, 1 invalid, 1 does_not_fit, 0 error"));
+  CHECK_THAT(text, Catch::Contains("top 2 by step_time_s (lower is better)"));
+}
+
+TEST_CASE("The Pareto front under a token budget: GPU-hours against days", "[reports][sweep]") {
+  // (gpu_hours, days): 0 (100, 10), 1 (80, 12), 2 (120, 5), 3 (130, 6): 3 is beaten by 2 in
+  // both; the front by GPU-hours: 1 (80, 12), 0 (100, 10), 2 (120, 5).
+  const test::TempFile f(kHeader +
+                         "0,8,ok,,1,1,1,0.1,50,10,100,0\n"
+                         "1,8,ok,,1,1,1,0.1,50,12,80,0\n"
+                         "2,8,ok,,1,1,1,0.1,50,5,120,0\n"
+                         "3,8,ok,,1,1,1,0.1,50,6,130,0\n");
+  reports::SweepSummaryInfo info;
+  info.token_budget = true;
+  info.objective = config::SweepObjective::days;
+  const auto j = reports::sweep_summary_json(reports::read_sweep_csv(f.path()), info);
+  const auto& front = j["pareto"]["rows"];
+  REQUIRE(front.size() == 3);
+  CHECK(front[0]["id"] == 1);
+  CHECK(front[1]["id"] == 0);
+  CHECK(front[2]["id"] == 2);
+  CHECK(j["top"][0]["id"] == 2);  // fewest days
+}
+
+TEST_CASE("The Slurm script runs one shard per array task and resumes", "[reports][sweep]") {
+  const std::string s = reports::slurm_script("/opt/moesim", "/work/s.json", "s", 1000, 5, "out/s");
+  CHECK_THAT(s, Catch::StartsWith("#!/bin/bash\n"));
+  CHECK_THAT(s, Catch::Contains("#SBATCH --array=0-4\n"));
+  CHECK_THAT(
+      s, Catch::Contains(
+             "'/opt/moesim' sweep '/work/s.json' -o 'out/s'_${SLURM_ARRAY_TASK_ID}.csv --resume"));
+  CHECK_THAT(s, Catch::Contains("sweep merge 'out/s'_*.csv --sweep '/work/s.json' -o 'out/s'.csv"));
+}
