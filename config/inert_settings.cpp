@@ -225,9 +225,10 @@ Why stack_inert(std::string_view name, const Scenario& sc) {
   if (name == "deepep_tuned") {
     if (fw.dispatcher != hw_models::Dispatcher::deepep)
       return fmt::format("tunes DeepEP; the dispatcher is {}", dispatcher_name(sc));
-    const auto& f = sc.system.ep_dispatch.deepep_untuned_fraction;
+    const auto& f = sc.system.ep_dispatch.deepep_tuned_factor;
     if (!f || f->value == 1.0)
-      return fmt::format("system '{}' gives untuned DeepEP the tuned bandwidth (ep_dispatch.deepep_untuned_fraction {})",
+      return fmt::format("system '{}' has no tuned DeepEP kernels (ep_dispatch.deepep_tuned_factor {}): NVIDIA's "
+                         "tuning was of the NVL72 kernels",
                          sc.system.name, f ? "1" : "absent");
     return std::nullopt;
   }

@@ -187,7 +187,7 @@ hw_models::SystemSpec read_system(const Node& node) {
                  s.comm.nvls_latency_us);
     });
     if (auto ep = o.get("ep_dispatch"))
-      read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_untuned_fraction = P.opt(e, "deepep_untuned_fraction", 0.01, 1); });
+      read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_tuned_factor = P.opt(e, "deepep_tuned_factor", 1, 10); });
     if (auto ep = o.get("ep_libraries")) {
       // One library's parameters on one link kind; sm_by_ranks is an object keyed by the
       // EP size (so that a profile's overlay reaches its leaves).

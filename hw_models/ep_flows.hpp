@@ -97,7 +97,7 @@ EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_lat
 // A library's dispatch or combine on the GPUs of `topo` as its kernels' flows, with its
 // parameters (ep_library_fractions; for the low-latency kernels also their fixed cost):
 // the one EP model of `moesim comm` and the step simulation. `bandwidth_factor`
-// multiplies the kernels' bandwidth (DeepEP before it was tuned for GB200, journey steps 4-6).
+// multiplies the kernels' bandwidth (DeepEP with NVIDIA's tuned NVL72 kernels, journey step 7 on).
 EpFlowTime ep_library_time(const SystemSpec& s, const Topology& topo, Dispatcher d, EpBenchmark b,
                            double bandwidth_factor = 1);
 

@@ -202,11 +202,14 @@ struct EpLibrary {
 // (comm.*_efficiency, fitted across systems by calibration/link_fit.hpp).
 struct EpDispatchSpec {
   std::optional<EpLibrary> deepep, deepep_low_latency, hybridep;
-  // DeepEP before NVIDIA tuned it for GB200 (journey step 7, stack.deepep_tuned off;
-  // details unpublished): its kernels reach this fraction of the library's fitted
-  // bandwidth (the tables of calibration/profiles/ep-deepep.json are the tuned library's).
-  // A cross-run quantity fitted over the corpus (`moesim calibrate corpus`). Absent: 1.
-  std::optional<Param> deepep_untuned_fraction;
+  // DeepEP after NVIDIA tuned its NVL72 (MNNVL) kernels (journey step 7, stack.deepep_tuned;
+  // details unpublished): its kernels reach this many times the library's fitted bandwidth.
+  // The GB200 tables the library is fitted to are from before the tuning: the journey
+  // blog's step-4 figures (about 400 GB/s dispatch, 190 GB/s combine at EP32, 24 SMs) are
+  // check rows of calibration/measurements/ep-deepep-gb200.json and the fitted model meets
+  // them. A cross-run quantity of the NVL72 systems fitted over the corpus (`moesim
+  // calibrate corpus`). Absent: 1, and stack.deepep_tuned changes nothing on the system.
+  std::optional<Param> deepep_tuned_factor;
 };
 
 struct SystemSpec {

@@ -18,7 +18,7 @@ hw_models::Param fitted(double x) { return {x, "moesim calibrate corpus (being f
 
 // Ranges: physical bounds, not fitting aids. A loaded process is no faster than the op
 // loop and not 5x slower; unbinding NUMA costs at most 5x (DeepSeek-scale Grace hosts);
-// untuned DeepEP keeps at least 20% of the tuned bandwidth; sustained clocks sit between
+// tuning makes DeepEP no slower and at most 3x faster; sustained clocks sit between
 // half and all of the benchmarks' (B200: 0.868 under back-to-back attention,
 // docs/research/blackwell-kernels.md 4).
 void set_clock(hw_models::SystemSpec& s, double x) { s.efficiency.sustained_clock_factor = fitted(x); }
@@ -30,9 +30,11 @@ constexpr std::array<CorpusParamInfo, 7> kParams{{
      5.0, [](hw_models::SystemSpec& s, double x) { s.host.load_factor = fitted(x); }},
     {"host.numa_unbound_factor", "host costs without NUMA binding over bound (stack.cpu_numa_binding off)", 2.0,
      1.0, 5.0, [](hw_models::SystemSpec& s, double x) { s.host.numa_unbound_factor = fitted(x); }},
-    {"ep_dispatch.deepep_untuned_fraction",
-     "DeepEP's bandwidth before NVIDIA tuned it for GB200, of the fitted library's (stack.deepep_tuned off)", 0.8,
-     0.2, 1.0, [](hw_models::SystemSpec& s, double x) { s.ep_dispatch.deepep_untuned_fraction = fitted(x); }},
+    {"ep_dispatch.deepep_tuned_factor",
+     "DeepEP's bandwidth once NVIDIA tuned its NVL72 kernels, over the library's fitted pre-tuning GB200 rates "
+     "(stack.deepep_tuned)",
+     1.2, 1.0, 3.0, [](hw_models::SystemSpec& s, double x) { s.ep_dispatch.deepep_tuned_factor = fitted(x); },
+     "GB200|GB300"},
     {"efficiency.sustained_clock_factor", kClockHelp, 0.9, 0.5, 1.0, set_clock, "H100 SXM|H800 SXM|H200 SXM"},
     {"efficiency.sustained_clock_factor", kClockHelp, 0.9, 0.5, 1.0, set_clock, "B200 (HGX)"},
     {"efficiency.sustained_clock_factor", kClockHelp, 0.9, 0.5, 1.0, set_clock, "GB200"},

@@ -8,8 +8,9 @@
 //                                           op-loop microbenchmarks (all systems)
 //   host.numa_unbound_factor               host costs without NUMA binding over bound
 //                                           (runs with stack.cpu_numa_binding off)
-//   ep_dispatch.deepep_untuned_fraction    DeepEP's bandwidth before NVIDIA tuned it for
-//                                           GB200, of the fitted library's (stack.deepep_tuned off)
+//   ep_dispatch.deepep_tuned_factor        DeepEP's bandwidth once NVIDIA tuned its NVL72
+//                                           kernels over the library's fitted (pre-tuning)
+//                                           GB200 rates (GB200 and GB300, stack.deepep_tuned)
 //   efficiency.sustained_clock_factor      Tensor Core throughput under a training step's
 //                                           sustained load over the short benchmarks', one
 //                                           per GPU power class (700 W Hopper SXM, B200,

@@ -20,9 +20,9 @@ constexpr std::array<InferableParam, 3> kParams{{
     {"te_slim_factor", "Transformer Engine module host time x this with the slim host code (step 12)", 0.05,
      1.0, &workload::StackSwitches::te_host_slim,
      [](hw_models::SystemSpec& s, double x) { s.host.te_slim_factor = inferred(x); }},
-    {"deepep_untuned_fraction", "DeepEP kernels' bandwidth x this before it was tuned (step 7)", 0.2, 1.0,
+    {"deepep_tuned_factor", "DeepEP kernels' bandwidth x this once NVIDIA tuned them (step 7)", 1.0, 5.0,
      &workload::StackSwitches::deepep_tuned,
-     [](hw_models::SystemSpec& s, double x) { s.ep_dispatch.deepep_untuned_fraction = inferred(x); }},
+     [](hw_models::SystemSpec& s, double x) { s.ep_dispatch.deepep_tuned_factor = inferred(x); }},
 }};
 
 double predicted(const config::Scenario& base, const InferableParam& p, double x) {

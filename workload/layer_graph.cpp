@@ -69,9 +69,10 @@ class LayerBuilder {
 
   // Quantizes `tensors` tensors of `elems` elements in all into FP8 (see header for the
   // MXFP8 allocation and swizzle kernels that go with it).
-  void quantize(const std::string& name, Module mod, double elems, double tensors = 1) {
-    for (auto& k : quantized(name, mod, elems, tensors)) push_fwd(std::move(k));
+  void quantize(const std::string& name, Module mod, double elems, double tensors = 1, bool norm_amax = false) {
+    for (auto& k : quantized(name, mod, elems, tensors, norm_amax)) push_fwd(std::move(k));
   }
+  bool current_scaling() const { return current_scaling_; }
 
   // `kv_bytes`: K and V of the rank's tokens, which context parallelism's ring passes on
   // every step (forward); backward passes them and their gradients.
@@ -195,8 +196,9 @@ class LayerBuilder {
     return t;
   }
   // The quantize kernel and, for MXFP8, what its output tensors need before a GEMM.
+  // `norm_amax`: the preceding norm kernel computed the amax (current scaling only).
   std::vector<KernelTemplate> quantized(const std::string& name, Module mod, double elems,
-                                        double tensors) const {
+                                        double tensors, bool norm_amax = false) const {
     std::vector<KernelTemplate> out;
     const int n = static_cast<int>(tensors);
     const double scale_bytes = elems / 32 * 2 / tensors;  // E8M0 row- and column-wise, per tensor
@@ -206,11 +208,29 @@ class LayerBuilder {
       out.front().host_allocs = 4 * n;
     }
     for (int t = 0; t < n; ++t) {
-      // Per-tensor current scaling (Megatron --fp8-recipe tensorwise: TransformerEngine's
-      // Float8CurrentScaling) needs the tensor's amax before its scale: a reduction pass
-      // over the BF16 input, then the cast (delayed scaling takes the amax from history).
-      if (current_scaling_) out.push_back(lib_t(name + ".amax", mod, elems / tensors * 2));
+      if (current_scaling_) {
+        // Per-tensor current scaling (Megatron --fp8-recipe tensorwise: TransformerEngine's
+        // Float8CurrentScaling) needs the tensor's amax before its scale (delayed scaling
+        // takes it from history). TE v2.11 Float8CurrentScalingQuantizer::quantize
+        // (pytorch/csrc/quantizer.cpp 497-536; common/recipe/current_scaling.cu 75-107, 258):
+        // a one-thread kernel zeroes the amax, a reduction pass over the BF16 input, a
+        // one-thread kernel turns the amax into the scale, then the cast (cast_transpose
+        // where the GEMM needs the column-wise copy). With norm_amax the norm kernel has
+        // computed the amax already (TE's FUSED_NORM_AMAX_FP8 path, normalization.cpp
+        // 350-422), so only the zero-fill before it, the scale and the cast remain. Split
+        // tensors (GroupedLinear's split_quantize, cast.cpp 1024-1031) take this path once
+        // each: only delayed scaling has a multi-tensor quantize before TE PR 3114.
+        out.push_back(lib_t(name + ".amax_zero", mod, 4));
+        if (!norm_amax) out.push_back(lib_t(name + ".amax", mod, elems / tensors * 2));
+        out.push_back(lib_t(name + ".scale", mod, 8));
+      }
       out.push_back(quantize_t(name, mod, elems / tensors));
+      // create_tensor (quantizer.cpp 325-389): data, its transpose (Hopper's FP8 GEMMs are
+      // TN only) and scale_inv, wrapped in a Python Float8TensorStorage.
+      if (current_scaling_) {
+        out.back().host_allocs += 3;
+        out.back().host_ops += 1;
+      }
     }
     if (mx_) {
       if (stack_.swizzle_fusion) {
@@ -271,7 +291,10 @@ void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
           const workload::Framework& fw, std::optional<workload::OffloadTarget> target) {
   b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
   if (target) offload(b, fw, *target);
-  if (b.fp8() && !fused_quant) b.quantize(name + ".quant", mod, s.Tn * s.h);
+  // Fused with the norm, MXFP8 quantizes in the norm kernel; current scaling can only take
+  // the amax there and still scales and casts in kernels of their own (see `quantized`).
+  if (b.fp8() && (!fused_quant || b.current_scaling()))
+    b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant);
 }
 
 void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
@@ -424,9 +447,14 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
   };
   if (shared_captured) shared_expert();
-  // Permute/unpermute over the routing map: the old kernel is up to 10x slower when
-  // top-k << experts (journey step 2); DeepSeek-V3's 8 of 256 is that regime.
-  const double permute_slowdown = in.stack.permute_fusion_v2 || k * 4 > E ? 1.0 : 10.0;
+  // Permute/unpermute over the routing map: the kernel before TE PR 1927 is slow when
+  // top-k << experts (journey step 2; the PR claims "up to 10x"); DeepSeek-V3's 8 of 256
+  // is that regime. NVIDIA's baseline profile draws the global permute at about 0.7 ms
+  // (docs/research/gb200-journey-mechanisms.md, image1) where the bandwidth model prices
+  // the optimized kernel at 0.162 ms (GB200, 4096 tokens x top-8 x 7168 BF16):
+  // 0.7 / 0.162 = 4.3, the measured slowdown, not the PR's upper bound.
+  constexpr double kUnfusedPermuteSlowdown = 4.3;
+  const double permute_slowdown = in.stack.permute_fusion_v2 || k * 4 > E ? 1.0 : kUnfusedPermuteSlowdown;
 
   // Router: the GEMM (FP32 logits) and its small kernels (top-k, scores, aux loss, ...).
   // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17

@@ -221,7 +221,7 @@ TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pip
 
 TEST_CASE("infer solves a journey step's parameter and refuses a wrong pair", "[cli][infer]") {
   const auto j = [](const char* f) { return test::source_path(std::string("scenarios/journey/") + f); };
-  auto r = run_moesim({"infer", "deepep_untuned_fraction", j("06-partial-cuda-graphs.json"), j("07-deepep-tuned.json"),
+  auto r = run_moesim({"infer", "deepep_tuned_factor", j("06-partial-cuda-graphs.json"), j("07-deepep-tuned.json"),
                        "--json"});
   REQUIRE(r.status == 0);
   const auto out = nlohmann::json::parse(r.out);

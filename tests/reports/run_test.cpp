@@ -469,13 +469,15 @@ TEST_CASE("The journey's traces show what NVIDIA's profiles showed", "[reports][
   for (double s : b1.host_bound_by_module) by_module += s;
   CHECK(by_module == Approx(b1.host_bound_idle));
 
-  // The old permute kernel is the longest memory-bound kernel of the dispatch path.
+  // The old global permute: about 0.7 ms in the baseline profile (image1), where the
+  // model takes its slowdown from; the NCCL all-to-all next to it is longer (1.1 ms drawn).
   double global_permute = 0, dispatch = 0;
   for (const auto& [name, d] : compute_kernels(base, 1)) {
     if (name == "moe.global_permute.fwd") global_permute = std::max(global_permute, d);
     if (name == "moe.dispatch.fwd") dispatch = std::max(dispatch, d);
   }
-  CHECK(global_permute > dispatch);
+  CHECK(global_permute == Approx(0.7e-3).epsilon(0.1));
+  CHECK(dispatch > global_permute);
 
   // Scale zero-fills and swizzles: 16 + 16 tiny kernels before the first expert GEMM at
   // the baseline (8 splits), one fused swizzle once steps 2 and 9 are in.

@@ -106,12 +106,14 @@ TEST_CASE("MXFP8 allocation, swizzle and PDL switches", "[workload][templates]")
   CHECK(exact(build("scenarios/journey/13-norm-quant-fusion.json").t.moe.fwd, "moe.norm.quant") == 0);
 }
 
-TEST_CASE("The old permute kernel is 10x slower for top-8 of 256 experts", "[workload][templates]") {
+// NVIDIA's baseline profile draws the old global permute at about 0.7 ms where the
+// optimized kernel's bandwidth gives 0.162 ms: 4.3x (the PR's "up to 10x" is a bound).
+TEST_CASE("The old permute kernel is 4.3x slower for top-8 of 256 experts", "[workload][templates]") {
   const auto b1 = build("scenarios/journey/01-baseline.json");
   const auto b2 = build("scenarios/journey/02-mxfp8-alloc-permute.json");
-  CHECK(find(b1.t.moe.fwd, "moe.global_permute.fwd").time_factor == 10);
-  CHECK(find(b1.t.moe.bwd, "moe.global_permute.bwd").time_factor == 10);
-  CHECK(find(b1.t.moe.fwd, "moe.unpermute.fwd").time_factor == 10);
+  CHECK(find(b1.t.moe.fwd, "moe.global_permute.fwd").time_factor == Approx(4.3));
+  CHECK(find(b1.t.moe.bwd, "moe.global_permute.bwd").time_factor == Approx(4.3));
+  CHECK(find(b1.t.moe.fwd, "moe.unpermute.fwd").time_factor == Approx(4.3));
   CHECK(find(b1.t.moe.fwd, "moe.local_permute.fwd").time_factor == 1);  // chunk sort, not the routing map
   CHECK(find(b2.t.moe.fwd, "moe.global_permute.fwd").time_factor == 1);
 }
@@ -293,23 +295,38 @@ TEST_CASE("CP ring attention: the KV bytes a rank passes per step", "[workload][
   CHECK(find(cp1.t.moe.fwd, "attn.core.fwd").cp_ring_bytes == 0);
 }
 
-// Megatron's --fp8-recipe tensorwise is TransformerEngine's per-tensor current scaling: every
-// quantize reads its BF16 input once more for the amax before the cast; DeepSeek's blockwise
-// scales need no such pass.
-TEST_CASE("FP8 current scaling: an amax pass before every cast", "[workload][templates]") {
+// Megatron's --fp8-recipe tensorwise is TransformerEngine's per-tensor current scaling
+// (TE v2.11 Float8CurrentScalingQuantizer::quantize): every cast comes after a one-thread
+// amax zero-fill, an amax pass over its BF16 input (unless the norm before it computed the
+// amax) and a one-thread scale kernel, and allocates data, transpose and scale_inv; a
+// grouped GEMM's splits are quantized one by one. DeepSeek's blockwise scales need none.
+TEST_CASE("FP8 current scaling: amax, scale and cast kernels per tensor", "[workload][templates]") {
   const auto tensorwise = build("scenarios/h800/dsv3-production.json", [](config::Scenario& sc) {
     sc.training.precision = workload::Precision::fp8_tensorwise;
   });
   const auto blockwise = build("scenarios/h800/dsv3-production.json");
-  std::size_t amax = 0, casts = 0;
+  const auto ends = [](const std::string& s, std::string_view e) { return s.ends_with(e); };
+  std::size_t zero = 0, amax = 0, scale = 0, casts = 0, after_norm = 0, fc1_casts = 0;
   for (const auto& k : tensorwise.t.moe.fwd) {
-    if (k.name.find(".amax") != std::string::npos) {
+    if (ends(k.name, ".amax_zero")) ++zero;
+    if (ends(k.name, ".amax")) {
       ++amax;
       CHECK(k.library_launch);
     }
-    if (k.work.cls == hw_models::KernelClass::quantize) ++casts;
+    if (ends(k.name, ".scale")) ++scale;
+    if (k.work.cls == hw_models::KernelClass::quantize) {
+      ++casts;
+      CHECK(k.host_allocs == 3);
+      CHECK(k.host_ops == 1);
+      if (k.name.find("norm.quant") != std::string::npos) ++after_norm;
+      if (k.name == "moe.fc1.quant") ++fc1_casts;
+    }
   }
-  CHECK(amax > 0);
-  CHECK(amax == casts);
+  CHECK(casts > 0);
+  CHECK(zero == casts);
+  CHECK(scale == casts);
+  CHECK(after_norm == 2);  // norm_quant_fusion: the attention and MoE norms compute the amax
+  CHECK(amax == casts - after_norm);
+  CHECK(fc1_casts == 256 / 64);  // one cast per local expert (256 experts over EP64)
   for (const auto& k : blockwise.t.moe.fwd) CHECK(k.name.find(".amax") == std::string::npos);
 }
