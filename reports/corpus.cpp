@@ -87,7 +87,7 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
       config::Scenario sc = runs[which[i]];
       for (std::size_t j = 0; j < kParams.size(); ++j)
         if (kParams[j].applies_to(sc.system)) kParams[j].set(sc.system, thetas[i][j]);
-      r[i] = std::log(predicted_metric(*sc.measured, predict(sc)) / sc.measured->value);
+      r[i] = std::log(predict::predicted_metric(*sc.measured, predict::predict(sc)) / sc.measured->value);
     });
     return r;
   };

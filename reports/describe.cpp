@@ -39,7 +39,7 @@ std::string routing_text(const workload::Routing& r) {
 }  // namespace
 
 Json describe_json(const config::Scenario& sc) {
-  const ScenarioSummary s = summarize(sc);
+  const predict::ScenarioSummary s = predict::summarize(sc);
   const auto& m = sc.model;
   const auto& p = sc.parallelism;
   const auto& f = sc.framework;
@@ -166,7 +166,7 @@ Json describe_json(const config::Scenario& sc) {
 }
 
 std::string describe_text(const config::Scenario& sc) {
-  const ScenarioSummary s = summarize(sc);
+  const predict::ScenarioSummary s = predict::summarize(sc);
   const auto& m = sc.model;
   const auto& p = sc.parallelism;
   const auto& f = sc.framework;

@@ -13,8 +13,6 @@
 namespace moesim::reports {
 
 // The derived figures both renderings print (predict/predict.hpp).
-using moesim::predict::ScenarioSummary;
-using moesim::predict::summarize;
 
 nlohmann::ordered_json describe_json(const config::Scenario& sc);
 std::string describe_text(const config::Scenario& sc);

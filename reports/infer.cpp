@@ -28,7 +28,7 @@ constexpr std::array<InferableParam, 3> kParams{{
 double predicted(const config::Scenario& base, const InferableParam& p, double x) {
   config::Scenario sc = base;
   p.set(sc.system, x);
-  return predicted_metric(*sc.measured, predict(sc));
+  return predict::predicted_metric(*sc.measured, predict::predict(sc));
 }
 
 }  // namespace

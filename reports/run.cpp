@@ -27,7 +27,7 @@ std::vector<std::pair<std::string, double>> host_bound_by_module(const schedules
 }
 }  // namespace
 
-Json run_json(const config::Scenario& sc, const Prediction& p) {
+Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   const auto& b = p.step.breakdown;
   Json j;
   j["name"] = sc.name;
@@ -68,7 +68,7 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
   for (const auto& w : config::inert_setting_warnings(sc)) warnings.push_back({{"setting", w.setting}, {"reason", w.reason}});
   j["warnings"] = warnings;
   if (sc.measured) {
-    const double pred = predicted_metric(*sc.measured, p);
+    const double pred = predict::predicted_metric(*sc.measured, p);
     j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
                      {"value", sc.measured->value},
                      {"predicted", pred},
@@ -77,7 +77,7 @@ Json run_json(const config::Scenario& sc, const Prediction& p) {
   return j;
 }
 
-std::string run_text(const config::Scenario& sc, const Prediction& p) {
+std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   const auto& b = p.step.breakdown;
   const double t = p.step.step_time_s;
   std::string o = fmt::format("{}  ({})\n\n", sc.name, sc.file);
@@ -117,7 +117,7 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
   if (!where.empty()) o += fmt::format("    before kernels of: {}\n", where);
   row("other", b.other);
   if (sc.measured) {
-    const double pred = predicted_metric(*sc.measured, p);
+    const double pred = predict::predicted_metric(*sc.measured, p);
     o += fmt::format("\nmeasured {} = {:g}; predicted {:.2f} ({:+.1f}%)\n",
                      config::measured_metric_names().name(sc.measured->metric), sc.measured->value, pred,
                      100 * (pred - sc.measured->value) / sc.measured->value);
@@ -132,7 +132,7 @@ std::string run_text(const config::Scenario& sc, const Prediction& p) {
 }
 
 // Streamed rather than built as one JSON document: a full step has ~10^6 events.
-void write_trace(const Prediction& p, std::ostream& out) {
+void write_trace(const predict::Prediction& p, std::ostream& out) {
   const auto quoted = [](const std::string& s) { return nlohmann::json(s).dump(); };
   std::string buf = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;

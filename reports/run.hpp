@@ -14,15 +14,11 @@
 
 namespace moesim::reports {
 
-// Callers written before the prediction moved below reports/ (predict/predict.hpp).
-using moesim::predict::Prediction;
-using moesim::predict::predicted_metric;
-using moesim::predict::predict;
 
-nlohmann::ordered_json run_json(const config::Scenario& sc, const Prediction& p);
-std::string run_text(const config::Scenario& sc, const Prediction& p);
+nlohmann::ordered_json run_json(const config::Scenario& sc, const predict::Prediction& p);
+std::string run_text(const config::Scenario& sc, const predict::Prediction& p);
 // Chrome trace event format (chrome://tracing, ui.perfetto.dev): one process per
 // simulated rank, one thread per GPU stream plus the host thread.
-void write_trace(const Prediction& p, std::ostream& out);
+void write_trace(const predict::Prediction& p, std::ostream& out);
 
 }  // namespace moesim::reports

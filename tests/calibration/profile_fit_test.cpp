@@ -198,7 +198,7 @@ TEST_CASE("The corpus profile records what the model predicts today", "[calibrat
   for (const auto& f : prof["fits"]) CHECK(f["points"].get<int>() > 0);
   for (const auto& row : prof["runs"]) {
     const auto sc = config::load_scenario_file(test::source_path(row["file"].get<std::string>()));
-    const double pred = reports::predicted_metric(*sc.measured, reports::predict(sc));
+    const double pred = predict::predicted_metric(*sc.measured, predict::predict(sc));
     const double err = 100 * (pred / sc.measured->value - 1);
     INFO(row["run"].get<std::string>() << ": recorded " << row["in_sample_pct"] << "%, today " << err << "%");
     CHECK(err == Approx(row["in_sample_pct"].get<double>()).margin(0.5));

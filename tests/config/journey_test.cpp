@@ -55,7 +55,7 @@ TEST_CASE("All 13 journey steps load with their measurements", "[config][journey
     CHECK(sc.parallelism.ep == 32);
     CHECK(sc.parallelism.vpp == 4);
     CHECK(sc.placement.gpus_per_nvlink_domain == 32);
-    CHECK(reports::summarize(sc).flops_per_token / 1e9 == Approx(249.81).epsilon(0.001));
+    CHECK(predict::summarize(sc).flops_per_token / 1e9 == Approx(249.81).epsilon(0.001));
   }
 }
 

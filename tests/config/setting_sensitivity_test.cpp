@@ -67,7 +67,7 @@ struct Case {
 };
 
 // Every figure a prediction reports: if none moves, the setting did nothing.
-std::vector<double> figures(const reports::Prediction& p) {
+std::vector<double> figures(const predict::Prediction& p) {
   const auto& b = p.step.breakdown;
   const auto& m = p.peak_memory_parts;
   std::vector<double> f{p.step.step_time_s, p.peak_memory_gib, p.reserved_memory_gib, b.compute, b.exposed_comm,
@@ -258,8 +258,8 @@ TEST_CASE("Every performance setting moves the prediction where Megatron depends
     const auto why = s.inert(on);
     CHECK_FALSE(why.has_value());
     if (why) UNSCOPED_INFO("the registry calls it inert here: " << *why);
-    const auto a = figures(reports::predict(off));
-    const auto b = figures(reports::predict(on));
+    const auto a = figures(predict::predict(off));
+    const auto b = figures(predict::predict(on));
     if (a == b) FAIL_CHECK("toggling it changes no figure of the prediction (step time, memory, breakdown)");
   }
   // No case for a setting the registry does not know.
@@ -377,7 +377,7 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
     CHECK(s->given(b));
     const auto why = s->inert(b);
     CHECK(why.has_value());
-    CHECK(figures(reports::predict(a)) == figures(reports::predict(b)));
+    CHECK(figures(predict::predict(a)) == figures(predict::predict(b)));
   }
 }
 

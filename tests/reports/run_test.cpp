@@ -61,8 +61,8 @@ TEST_CASE("run --json carries the contract's keys and a breakdown that adds up",
 
 TEST_CASE("Same input, same output, bit for bit", "[reports][run]") {
   const auto sc = load(small_scenario());
-  const auto a = reports::predict(sc);
-  const auto b = reports::predict(sc);
+  const auto a = predict::predict(sc);
+  const auto b = predict::predict(sc);
   CHECK(a.step.step_time_s == b.step.step_time_s);
   CHECK(a.step.events == b.step.events);
   CHECK(a.step.breakdown.host_bound_idle == b.step.breakdown.host_bound_idle);
@@ -70,8 +70,8 @@ TEST_CASE("Same input, same output, bit for bit", "[reports][run]") {
 
 TEST_CASE("The representative rank agrees with simulating every rank", "[reports][run][fidelity]") {
   const auto sc = load(small_scenario());
-  const auto rep = reports::predict(sc);
-  const auto full = reports::predict(sc, {false, true});
+  const auto rep = predict::predict(sc);
+  const auto full = predict::predict(sc, {false, true});
   CHECK(rep.step.simulated_ranks == 2);
   CHECK(full.step.simulated_ranks == 16);
   CHECK(full.step.kernels == 8 * rep.step.kernels);
@@ -82,7 +82,7 @@ TEST_CASE("The representative rank agrees with simulating every rank", "[reports
 TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and streams as threads",
           "[reports][trace]") {
   const auto sc = load(small_scenario());
-  const auto p = reports::predict(sc, {true, false});
+  const auto p = predict::predict(sc, {true, false});
   std::stringstream ss;
   reports::write_trace(p, ss);
   const auto j = nlohmann::json::parse(ss.str());
@@ -116,14 +116,14 @@ TEST_CASE("A slow host leaves the GPU idle; CUDA graphs and token dropping win i
           "[reports][run][host]") {
   auto j = small_scenario();
   j["system"] = {{"base", "h100"}, {"host", {{"launch_us", 400.0}}}};
-  const auto slow = reports::predict(load(j));
-  const auto fast = reports::predict(load(small_scenario()));
+  const auto slow = predict::predict(load(j));
+  const auto fast = predict::predict(load(small_scenario()));
   CHECK(slow.step.step_time_s > fast.step.step_time_s);
   CHECK(slow.step.breakdown.host_bound_idle > 0.3 * slow.step.step_time_s);
   CHECK(fast.step.breakdown.host_bound_idle < slow.step.breakdown.host_bound_idle);
 
   j["framework"]["cuda_graph_scope"] = {"attn", "moe_router", "moe_preprocess"};
-  const auto graphs = reports::predict(load(j));
+  const auto graphs = predict::predict(load(j));
   CHECK(graphs.step.host_busy_s[0] < slow.step.host_busy_s[0]);
   CHECK(graphs.step.step_time_s < slow.step.step_time_s);
 
@@ -132,7 +132,7 @@ TEST_CASE("A slow host leaves the GPU idle; CUDA graphs and token dropping win i
   auto dropped = j;
   dropped["framework"]["cuda_graph_scope"] = Json::array();
   dropped["training"]["token_drop"] = {{"capacity_factor", 1.0}};
-  const auto nosync = reports::predict(load(dropped));
+  const auto nosync = predict::predict(load(dropped));
   CHECK(nosync.step.step_time_s < slow.step.step_time_s);
 }
 
@@ -143,7 +143,7 @@ TEST_CASE("Eager elementwise kernels cost the host less than a Linear", "[report
   const auto busy = [](double eltwise_us) {
     auto j = small_scenario();
     j["system"]["host"]["elementwise_launch_us"] = eltwise_us;
-    return reports::predict(load(j)).step.host_busy_s[0];
+    return predict::predict(load(j)).step.host_busy_s[0];
   };
   const double cheap = busy(6.0), linear = busy(13.48);
   CHECK(cheap < linear);
@@ -154,7 +154,7 @@ TEST_CASE("Eager elementwise kernels cost the host less than a Linear", "[report
 }
 
 TEST_CASE("Pipeline and DP structure: the last stage and the bubble", "[reports][run]") {
-  const auto p = reports::predict(load(small_scenario()));
+  const auto p = predict::predict(load(small_scenario()));
   CHECK(p.step.breakdown.pipeline_bubble > 0);
   CHECK(p.step.rank_end_s.size() == 2);
   CHECK(p.fits_in_memory);
@@ -169,16 +169,16 @@ TEST_CASE("ZB-H1 and DualPipe on real layers: less bubble, DualPipe's pairs hide
   j["parallelism"]["vpp"] = 1;
   j["parallelism"]["pipeline_schedule"] = "1f1b";
   j["parallelism"].erase("pp_layout");
-  const auto one = reports::predict(load(j));
+  const auto one = predict::predict(load(j));
   j["parallelism"]["pipeline_schedule"] = "zb-h1";
-  const auto zb = reports::predict(load(j));
+  const auto zb = predict::predict(load(j));
   CHECK(zb.step.breakdown.pipeline_bubble < one.step.breakdown.pipeline_bubble * 0.95);
   CHECK(zb.step.step_time_s < one.step.step_time_s);
   CHECK(zb.peak_memory_gib > one.peak_memory_gib);
   // DualPipe on the same ranks: two mirrored pipelines, and each pair's backward chunk on
   // a second stream, so one chunk's EP dispatch and combine run under the other's compute.
   j["parallelism"]["pipeline_schedule"] = "dualpipe";
-  const auto dual = reports::predict(load(j));
+  const auto dual = predict::predict(load(j));
   CHECK(dual.step.breakdown.pipeline_bubble < zb.step.breakdown.pipeline_bubble);
   CHECK(dual.step.breakdown.exposed_comm < one.step.breakdown.exposed_comm * 0.8);
   CHECK(dual.step.step_time_s < zb.step.step_time_s);
@@ -187,7 +187,7 @@ TEST_CASE("ZB-H1 and DualPipe on real layers: less bubble, DualPipe's pairs hide
 TEST_CASE("DeepSeek-V3 production (DualPipe, EP64 over 8 nodes): dispatch and combine hide behind the paired chunk",
           "[reports][run][pipeline][dualpipe]") {
   const auto sc = config::load_scenario_file(test::source_path("scenarios/h800/dsv3-production.json"));
-  const auto p = reports::predict(sc, {true, false});
+  const auto p = predict::predict(sc, {true, false});
   const auto& st = p.step;
   // A middle rank holds MoE layers only: the share of its EP kernels' time that another
   // chunk's computation covers, from the trace (both compute streams).
@@ -227,9 +227,9 @@ TEST_CASE("The MoE all-to-all overlap hides EP communication behind the paired m
   // phase synchronization then costs about what it hides (8.46 -> 8.55 s).
   auto j = test::default_scenario_json();
   j["system"] = {{"base", "gb200-nvl72"}, {"host", {{"load_factor", 1}}}};
-  const auto base = reports::predict(load(j));
+  const auto base = predict::predict(load(j));
   j["framework"]["moe_a2a_overlap"] = true;
-  const auto ov = reports::predict(load(j));
+  const auto ov = predict::predict(load(j));
   CHECK(ov.step.breakdown.exposed_comm < 0.7 * base.step.breakdown.exposed_comm);
   CHECK(ov.step.step_time_s < base.step.step_time_s);
 }
@@ -255,7 +255,7 @@ TEST_CASE("Memory against Megatron-Core's published DeepSeek-V3 anatomy", "[repo
   const auto with = [&](std::vector<std::string> rc) {
     auto k = j;
     k["framework"]["recompute_modules"] = rc;
-    return reports::predict(load(k));
+    return predict::predict(load(k));
   };
   const auto base = with({});
   const auto& m = base.peak_memory_parts;
@@ -292,13 +292,13 @@ TEST_CASE("DeepSeek-V3's production layout fits an 80 GB H800 only with DeepSeek
   // SwiGLU output; SwiGLU inputs in FP8; the attention output in E5M6. DeepSeek trained
   // this layout without tensor parallelism on 80 GB H800s.
   auto j = Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
-  const auto with = reports::predict(load(j));
+  const auto with = predict::predict(load(j));
   CHECK(with.fits_in_memory);
   j["framework"]["low_precision_activations"] = Json::array();
-  const auto without_caches = reports::predict(load(j));
+  const auto without_caches = predict::predict(load(j));
   CHECK(without_caches.peak_memory_parts.activations > with.peak_memory_parts.activations);
   j["framework"]["recompute_modules"] = {"layernorm", "mla_up_proj"};
-  const auto neither = reports::predict(load(j));
+  const auto neither = predict::predict(load(j));
   CHECK_FALSE(neither.fits_in_memory);
   CHECK(neither.peak_memory_gib > without_caches.peak_memory_gib);
 }
@@ -312,7 +312,7 @@ TEST_CASE("Journey memory: every step fits its GB200 and moves as NVIDIA reporte
                         "05-no-mla-recompute", "06-partial-cuda-graphs", "07-deepep-tuned", "08-numa-binding",
                         "09-pdl-swizzle", "10-graph-shared-expert", "11-hybridep", "12-te-host-slim",
                         "13-norm-quant-fusion"}) {
-    const auto p = reports::predict(config::load_scenario_file(test::source_path(std::string("scenarios/journey/") + f + ".json")));
+    const auto p = predict::predict(config::load_scenario_file(test::source_path(std::string("scenarios/journey/") + f + ".json")));
     INFO(f << ": " << p.peak_memory_gib << " GiB");
     CHECK(p.fits_in_memory);
     peak.push_back(p.peak_memory_gib);
@@ -324,13 +324,13 @@ TEST_CASE("Journey memory: every step fits its GB200 and moves as NVIDIA reporte
 
 TEST_CASE("Offloading moves activations and optimizer states to host memory", "[reports][run][memory]") {
   auto j = Json::parse(test::read_text(test::source_path("scenarios/dsv3-gb200.json")));
-  const auto base = reports::predict(load(j));
+  const auto base = predict::predict(load(j));
   j["framework"]["offload"] = {"expert_fc1", "moe_act"};
-  const auto act = reports::predict(load(j));
+  const auto act = predict::predict(load(j));
   CHECK(act.peak_memory_parts.activations < base.peak_memory_parts.activations);
   CHECK(act.peak_memory_parts.optimizer == base.peak_memory_parts.optimizer);
   j["framework"]["offload"] = {"optimizer"};
-  const auto opt = reports::predict(load(j));
+  const auto opt = predict::predict(load(j));
   CHECK(opt.peak_memory_parts.optimizer == 0);
   CHECK(opt.peak_memory_gib == Approx(base.peak_memory_gib - base.peak_memory_parts.optimizer));
 }
@@ -338,11 +338,11 @@ TEST_CASE("Offloading moves activations and optimizer states to host memory", "[
 TEST_CASE("A fragmentation allowance decides whether a tight layout fits", "[reports][run][memory]") {
   // DeepSeek-V3's production layout peaks a little under the H800's 80 GB (74.5 GiB).
   auto j = Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
-  const auto tight = reports::predict(load(j));
+  const auto tight = predict::predict(load(j));
   REQUIRE(tight.fits_in_memory);
   CHECK(tight.reserved_memory_gib == tight.peak_memory_gib);
   j["framework"]["allocator_fragmentation"] = 0.1;
-  const auto reserved = reports::predict(load(j));
+  const auto reserved = predict::predict(load(j));
   CHECK(reserved.peak_memory_gib == tight.peak_memory_gib);
   CHECK(reserved.reserved_memory_gib == Approx(1.1 * tight.peak_memory_gib));
   CHECK_FALSE(reserved.fits_in_memory);
@@ -374,7 +374,7 @@ TEST_CASE("A scenario that does not fit in memory is predicted with a warning", 
 // of the critical rank's step spent host-bound must fall along the journey.
 TEST_CASE("The host-bound idle share falls along the GB200 journey", "[reports][run][host][journey]") {
   const auto share = [](const char* file) {
-    const auto p = reports::predict(config::load_scenario_file(test::source_path(file)));
+    const auto p = predict::predict(config::load_scenario_file(test::source_path(file)));
     return p.step.breakdown.host_bound_idle / p.step.step_time_s;
   };
   const double s01 = share("scenarios/journey/01-baseline.json");
@@ -398,7 +398,7 @@ TEST_CASE("CUDA graphs: L x M x 2 per rank, static buffers in memory, one for fu
   // Journey step 13: layout Et|(tt|)*30L over PP8 x VPP4 gives ranks 7, 8, ..., 8, 6
   // decoder layers; 64 microbatches: up to 8 x 64 x 2 = 1024 graphs (the blog's L x M x 2).
   const auto sc = config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json"));
-  const auto p = reports::predict(sc);
+  const auto p = predict::predict(sc);
   REQUIRE(p.cuda_graphs_per_rank.size() == 8);
   CHECK(p.cuda_graphs_per_rank[0] == 7 * 64 * 2);
   CHECK(p.cuda_graphs_per_rank[1] == 1024);
@@ -407,7 +407,7 @@ TEST_CASE("CUDA graphs: L x M x 2 per rank, static buffers in memory, one for fu
   // 2 x 4096 x 7168 x 2 B = 112 MiB.
   auto eager = sc;
   eager.framework.cuda_graph_scope.clear();
-  const auto e = reports::predict(eager);
+  const auto e = predict::predict(eager);
   CHECK(e.cuda_graphs_per_rank[1] == 0);
   CHECK(e.graph_static_gib[1] == 0);
   CHECK(p.graph_static_gib[1] > 0);
@@ -415,7 +415,7 @@ TEST_CASE("CUDA graphs: L x M x 2 per rank, static buffers in memory, one for fu
   const double layers_in_flight = p.graph_static_gib[1] / per_layer_gib;
   CHECK(layers_in_flight == Approx(std::round(layers_in_flight)));
   CHECK(p.rank_memory_gib[1] == Approx(e.rank_memory_gib[1] + p.graph_static_gib[1]));
-  const auto full = reports::predict(config::load_scenario_file(test::source_path("scenarios/whatif/sync-free-full-graph.json")));
+  const auto full = predict::predict(config::load_scenario_file(test::source_path("scenarios/whatif/sync-free-full-graph.json")));
   CHECK(full.cuda_graphs_per_rank[1] == 1);
 }
 
@@ -427,7 +427,7 @@ double host_bound_before(const schedules::Breakdown& b, Module m) {
 }
 
 // Kernels of one pipeline rank's compute stream, in start order, by name.
-std::vector<std::pair<std::string, double>> compute_kernels(const reports::Prediction& p, int rank) {
+std::vector<std::pair<std::string, double>> compute_kernels(const predict::Prediction& p, int rank) {
   std::vector<const schedules::TraceSpan*> spans;
   for (const auto& s : p.step.trace)
     if (s.rank == rank && s.track == 0) spans.push_back(&s);
@@ -439,7 +439,7 @@ std::vector<std::pair<std::string, double>> compute_kernels(const reports::Predi
 
 // Kernels shorter than 5 us between the last permute before the first routed-expert GEMM
 // of the middle of the step and that GEMM.
-int tiny_kernels_before_expert_gemm(const reports::Prediction& p) {
+int tiny_kernels_before_expert_gemm(const predict::Prediction& p) {
   const auto k = compute_kernels(p, 1);
   std::size_t i = k.size() / 2;
   while (i < k.size() && k[i].first != "moe.fc1.fprop") ++i;
@@ -460,7 +460,7 @@ int tiny_kernels_before_expert_gemm(const reports::Prediction& p) {
 TEST_CASE("The journey's traces show what NVIDIA's profiles showed", "[reports][run][host][journey]") {
   schedules::StepOptions traced;
   traced.trace = true;
-  const auto base = reports::predict(config::load_scenario_file(test::source_path("scenarios/journey/01-baseline.json")), traced);
+  const auto base = predict::predict(config::load_scenario_file(test::source_path("scenarios/journey/01-baseline.json")), traced);
   const auto& b1 = base.step.breakdown;
   // Host-bound gaps before the router's kernels and before the routed experts' kernels.
   CHECK(host_bound_before(b1, Module::moe_router) > 0.02 * base.step.step_time_s);
@@ -482,12 +482,12 @@ TEST_CASE("The journey's traces show what NVIDIA's profiles showed", "[reports][
   // Scale zero-fills and swizzles: 16 + 16 tiny kernels before the first expert GEMM at
   // the baseline (8 splits), one fused swizzle once steps 2 and 9 are in.
   CHECK(tiny_kernels_before_expert_gemm(base) >= 16);
-  const auto s9 = reports::predict(config::load_scenario_file(test::source_path("scenarios/journey/09-pdl-swizzle.json")), traced);
+  const auto s9 = predict::predict(config::load_scenario_file(test::source_path("scenarios/journey/09-pdl-swizzle.json")), traced);
   CHECK(tiny_kernels_before_expert_gemm(s9) <= 2);
 
   // Step 13: what host-bound idle remains is before the dispatch, expert and combine
   // kernels; none before the graphed modules.
-  const auto s13 = reports::predict(config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
+  const auto s13 = predict::predict(config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
   const auto& b13 = s13.step.breakdown;
   for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::shared_expert})
     CHECK(host_bound_before(b13, m) == 0);
@@ -507,10 +507,10 @@ TEST_CASE("Empty virtual stages pass activations and gradients on", "[reports][r
     j["parallelism"]["pipeline_schedule"] = schedule;
     j["training"]["global_batch_size"] = 32;
     j["parallelism"]["pp_layout"] = "Et|t|t|L";
-    const auto full = reports::predict(load(j));
+    const auto full = predict::predict(load(j));
     j["model"]["num_hidden_layers"] = 2;
     j["parallelism"]["pp_layout"] = "Et|t||L";
-    const auto hollow = reports::predict(load(j));
+    const auto hollow = predict::predict(load(j));
     CHECK(hollow.step.step_time_s > 0);
     CHECK(hollow.step.step_time_s < full.step.step_time_s);
   }

@@ -34,7 +34,7 @@ struct Span {
   double start, end;
 };
 // Rank r's kernels by name.
-std::map<std::string, std::vector<Span>> kernels(const reports::Prediction& p, int rank) {
+std::map<std::string, std::vector<Span>> kernels(const predict::Prediction& p, int rank) {
   std::map<std::string, std::vector<Span>> out;
   for (const auto& s : p.step.trace)
     if (s.rank == rank && s.track >= 0) out[p.step.labels[s.label]].push_back({s.track, s.start_s, s.end_s});
@@ -96,7 +96,7 @@ TEST_CASE("Distributed optimizer: a reduce-scatter per bucket in the last backwa
           "[schedules][dp]") {
   auto j = scenario();
   j["framework"]["ddp_bucket_size"] = 1;  // every item its own bucket
-  const auto p = reports::predict(load(j), {true, false});
+  const auto p = predict::predict(load(j), {true, false});
   const auto k = kernels(p, 0);
   // Rank 0: items E, t0 (chunk 0) and t2 (chunk 1): three buckets, each reduced once and
   // gathered once.
@@ -114,7 +114,7 @@ TEST_CASE("Distributed optimizer: a reduce-scatter per bucket in the last backwa
 
   // Without --overlap-grad-reduce they all follow the backward, and the step is longer.
   j["framework"]["overlap_grad_reduce"] = false;
-  const auto q = reports::predict(load(j), {true, false});
+  const auto q = predict::predict(load(j), {true, false});
   const auto kq = kernels(q, 0);
   double q_end = 0;
   for (const auto& [name, spans] : kq)
@@ -125,7 +125,7 @@ TEST_CASE("Distributed optimizer: a reduce-scatter per bucket in the last backwa
   // Without --overlap-param-gather the first forward kernel waits for every gather.
   j["framework"]["overlap_grad_reduce"] = true;
   j["framework"]["overlap_param_gather"] = false;
-  const auto g = reports::predict(load(j), {true, false});
+  const auto g = predict::predict(load(j), {true, false});
   const auto kg = kernels(g, 0);
   CHECK(first_start(kg.at("embedding.fwd")) >= last_end(kg.at("dp.param_all_gather")));
   CHECK(g.step.step_time_s >= p.step.step_time_s);
@@ -134,14 +134,14 @@ TEST_CASE("Distributed optimizer: a reduce-scatter per bucket in the last backwa
 TEST_CASE("Plain DDP all-reduces the gradients and gathers nothing", "[schedules][dp]") {
   auto j = scenario();
   j["framework"]["distributed_optimizer"] = false;
-  const auto p = reports::predict(load(j), {true, false});
+  const auto p = predict::predict(load(j), {true, false});
   const auto k = kernels(p, 0);
   CHECK(k.count("dp.param_all_gather") == 0);
   CHECK(k.count("dp.grad_reduce_scatter") == 0);
   REQUIRE(k.count("dp.grad_all_reduce") == 1);
   CHECK(k.at("dp.grad_all_reduce").size() == 3);  // E, t0, t2: each over 40 M parameters
   // The optimizer states are no longer sharded.
-  auto d = reports::predict(load(scenario()));
+  auto d = predict::predict(load(scenario()));
   CHECK(p.peak_memory_parts.optimizer > 1.5 * d.peak_memory_parts.optimizer);
 }
 
@@ -149,7 +149,7 @@ TEST_CASE("Megatron-FSDP gathers every layer in every forward and backward and r
           "[schedules][dp]") {
   auto j = scenario();
   j["parallelism"]["fsdp"] = true;
-  const auto p = reports::predict(load(j), {true, false});
+  const auto p = predict::predict(load(j), {true, false});
   const auto k = kernels(p, 0);
   // Rank 0 holds three units (E, t0, t2) and runs 4 microbatches through each chunk:
   // 3 units x 2 passes x 4 gathers, 3 x 4 reductions.
@@ -169,7 +169,7 @@ TEST_CASE("Megatron-FSDP gathers every layer in every forward and backward and r
       dense += ip.dense, expert += ip.expert, largest = std::max(largest, ip.dense + ip.expert);
     }
   const double gib = 1024.0 * 1024 * 1024;
-  const auto d = reports::predict(load(scenario()));
+  const auto d = predict::predict(load(scenario()));
   const auto& r0 = p.rank_memory_gib;
   REQUIRE(r0.size() == 2);
   CHECK(p.peak_memory_parts.optimizer == Approx(d.peak_memory_parts.optimizer));

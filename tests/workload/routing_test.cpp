@@ -102,11 +102,11 @@ TEST_CASE("Routing histograms: read, checked against the model, and their load",
   CHECK(g == Approx((1.0 + 15.0 / (263.0 / 32)) / 2));
   // A balanced histogram prices exactly as forced balance; a skewed one is slower.
   j["routing"] = {{"balance", "histogram"}, {"path", write("flat.json", balanced)}};
-  const auto flat = reports::predict(config::load_scenario_text(j.dump(), "t.json"));
-  const auto forced = reports::predict(config::load_scenario_text(test::default_scenario_json().dump(), "t.json"));
+  const auto flat = predict::predict(config::load_scenario_text(j.dump(), "t.json"));
+  const auto forced = predict::predict(config::load_scenario_text(test::default_scenario_json().dump(), "t.json"));
   CHECK(flat.ep_load == 1);
   CHECK(flat.step.step_time_s == Approx(forced.step.step_time_s).epsilon(1e-12));
-  const auto skewed = reports::predict(sc);
+  const auto skewed = predict::predict(sc);
   CHECK(skewed.ep_load == Approx(g));
   CHECK(skewed.step.step_time_s > forced.step.step_time_s * 1.05);
   // Bad files: the wrong number of experts, a negative count; errors name the file and path.
