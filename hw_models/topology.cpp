@@ -5,6 +5,8 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/filtered_graph.hpp>
+#include <boost/property_map/property_map.hpp>
 #include <fmt/format.h>
 
 namespace moesim::hw_models {
@@ -14,17 +16,34 @@ namespace {
 using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
                                          boost::property<boost::edge_index_t, int>>;
 
-// Records, for each vertex reached, the edge it was first reached by.
+// Records, for each vertex reached, the edge it was first reached by: record(vertex, link).
+template <class Record>
 class EdgeRecorder : public boost::default_bfs_visitor {
  public:
-  explicit EdgeRecorder(std::vector<int>& pred) : pred_(&pred) {}
-  void tree_edge(BoostGraph::edge_descriptor e, const BoostGraph& g) const {
-    (*pred_)[boost::target(e, g)] = boost::get(boost::edge_index, g, e);
+  explicit EdgeRecorder(Record record) : record_(record) {}
+  template <class Graph>
+  void tree_edge(typename boost::graph_traits<Graph>::edge_descriptor e, const Graph& g) const {
+    record_(static_cast<int>(boost::target(e, g)), static_cast<int>(boost::get(boost::edge_index, g, e)));
   }
 
  private:
-  std::vector<int>* pred_;
+  Record record_;
 };
+
+// The link ids from a to b, walked back along the recorded edges (link_into(v): the link
+// that reached v, -1 when none did).
+template <class LinkInto>
+std::vector<int> walk_back(LinkInto link_into, const std::vector<Link>& links, int a, int b) {
+  std::vector<int> path;
+  for (int v = b; v != a;) {
+    const int l = link_into(v);
+    if (l < 0) throw std::logic_error(fmt::format("Topology: GPU {} cannot reach GPU {}", a, b));
+    path.push_back(l);
+    v = links[static_cast<std::size_t>(l)].from;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
 
 }  // namespace
 
@@ -60,9 +79,9 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
   const double cross_leaf = s.network.latency_cross_leaf_us.value * 1e-6;
   const double nvlink_hop = s.comm.nvlink_hop_us.value * 1e-6;
 
-  for (int g = 0; g < gpus_; ++g) add_vertex(VertexKind::gpu);
+  for (int g = 0; g < gpus_; ++g) add_vertex(VertexKind::gpu, g);
   for (int d = 0; d < gpus_ / domain_; ++d) {
-    const int sw = add_vertex(VertexKind::nvswitch);
+    const int sw = add_vertex(VertexKind::nvswitch, d);
     for (int g = d * domain_; g < (d + 1) * domain_; ++g) add_duplex(g, sw, LinkKind::nvlink, nvlink, nvlink_hop / 2);
   }
   // Only clusters of more than one NVLink domain need the network.
@@ -84,14 +103,16 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
           add_duplex(l, spine[static_cast<std::size_t>(r % planes)], LinkKind::network,
                      kLeafDownPorts * nic, (cross_leaf - same_leaf) / 2);
       }
+    nic_leaves_.resize(static_cast<std::size_t>(gpus_));
     for (int g = 0; g < gpus_; ++g) {
       const int node = g / gpus_per_node_;
       for (int k = 0; k < nics_per_gpu; ++k) {
-        const int n = add_vertex(VertexKind::nic);
+        const int n = add_vertex(VertexKind::nic, g);
         add_duplex(g, n, LinkKind::nic, nic, 0);
         const int port = node * nics_per_gpu + k;
-        add_duplex(n, leaf[static_cast<std::size_t>(rail_of(g))][static_cast<std::size_t>(port / kLeafDownPorts)],
-                   LinkKind::network, nic, same_leaf / 2);
+        const int l = leaf[static_cast<std::size_t>(rail_of(g))][static_cast<std::size_t>(port / kLeafDownPorts)];
+        add_duplex(n, l, LinkKind::network, nic, same_leaf / 2);
+        nic_leaves_[static_cast<std::size_t>(g)].push_back(l);
       }
     }
   }
@@ -102,11 +123,11 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
     const auto& l = links_[static_cast<std::size_t>(id)];
     boost::add_edge(static_cast<std::size_t>(l.from), static_cast<std::size_t>(l.to), id, graph_->g);
   }
-  pred_link_.resize(static_cast<std::size_t>(gpus_));
 }
 
-int Topology::add_vertex(VertexKind k) {
+int Topology::add_vertex(VertexKind k, int owner) {
   kinds_.push_back(k);
+  owner_.push_back(owner);
   return static_cast<int>(kinds_.size()) - 1;
 }
 
@@ -119,23 +140,67 @@ std::size_t Topology::count(VertexKind k) const {
   return static_cast<std::size_t>(std::count(kinds_.begin(), kinds_.end(), k));
 }
 
+// A vertex of the subgraph every shortest path from a domain da GPU to a domain db GPU
+// stays in: the two domains' GPUs, NVSwitches and NICs, the leaves of those NICs (sorted),
+// and the spines. Default-constructible and copyable, as boost::filtered_graph wants.
+struct Topology::KeepSubgraph {
+  const Topology* t = nullptr;
+  const std::vector<int>* leaves = nullptr;
+  int da = -1, db = -1;
+  bool operator()(std::size_t vd) const {
+    const auto v = static_cast<int>(vd);
+    const int o = t->owner_[vd];
+    switch (t->kinds_[vd]) {
+      case VertexKind::gpu:
+      case VertexKind::nic: return t->domain_of(o) == da || t->domain_of(o) == db;
+      case VertexKind::nvswitch: return o == da || o == db;
+      case VertexKind::leaf: return std::binary_search(leaves->begin(), leaves->end(), v);
+      case VertexKind::spine: return true;
+    }
+    return false;
+  }
+};
+
 std::vector<int> Topology::route(int a, int b) const {
   if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_) throw std::out_of_range("Topology::route: GPU out of range");
-  std::vector<int> path;
-  if (a == b) return path;
-  auto& pred = pred_link_[static_cast<std::size_t>(a)];
-  if (pred.empty()) {
-    pred.assign(kinds_.size(), -1);
-    boost::breadth_first_search(graph_->g, static_cast<std::size_t>(a), boost::visitor(EdgeRecorder(pred)));
+  if (a == b) return {};
+  const int da = domain_of(a), db = domain_of(b);
+  if (searched_src_ != a || searched_domain_ != db) {
+    // The leaves next to the NICs of the two domains (see the header for why no others).
+    std::vector<int> leaves;
+    for (const int d : {da, db})
+      for (int g = d * domain_; g < (d + 1) * domain_; ++g)
+        if (!nic_leaves_.empty())
+          for (const int l : nic_leaves_[static_cast<std::size_t>(g)]) leaves.push_back(l);
+    std::sort(leaves.begin(), leaves.end());
+    const KeepSubgraph keep{this, &leaves, da, db};
+    const boost::filtered_graph<BoostGraph, boost::keep_all, KeepSubgraph> sub(graph_->g, boost::keep_all(), keep);
+    std::unordered_map<BoostGraph::vertex_descriptor, boost::default_color_type> colors;
+    boost::associative_property_map<decltype(colors)> color(colors);
+    boost::queue<BoostGraph::vertex_descriptor> queue;
+    searched_pred_.clear();
+    const auto record = [this](int v, int l) { searched_pred_[v] = l; };
+    boost::breadth_first_visit(sub, static_cast<BoostGraph::vertex_descriptor>(a), queue,
+                               EdgeRecorder<decltype(record)>(record), color);
+    searched_src_ = a;
+    searched_domain_ = db;
   }
-  for (int v = b; v != a;) {
-    const int l = pred[static_cast<std::size_t>(v)];
-    if (l < 0) throw std::logic_error(fmt::format("Topology: GPU {} cannot reach GPU {}", a, b));
-    path.push_back(l);
-    v = links_[static_cast<std::size_t>(l)].from;
-  }
-  std::reverse(path.begin(), path.end());
-  return path;
+  return walk_back(
+      [this](int v) {
+        const auto it = searched_pred_.find(v);
+        return it == searched_pred_.end() ? -1 : it->second;
+      },
+      links_, a, b);
+}
+
+std::vector<int> Topology::route_full_search(int a, int b) const {
+  if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_) throw std::out_of_range("Topology::route: GPU out of range");
+  if (a == b) return {};
+  std::vector<int> pred(kinds_.size(), -1);
+  const auto record = [&pred](int v, int l) { pred[static_cast<std::size_t>(v)] = l; };
+  boost::breadth_first_search(graph_->g, static_cast<std::size_t>(a),
+                              boost::visitor(EdgeRecorder<decltype(record)>(record)));
+  return walk_back([&pred](int v) { return pred[static_cast<std::size_t>(v)]; }, links_, a, b);
 }
 
 double Topology::latency_s(int a, int b) const {

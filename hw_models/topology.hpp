@@ -20,10 +20,18 @@
 // have `kLeafDownPorts` ports toward NICs (Quantum-2: 64 x 400G ports, half down;
 // shared/reference/hardware-and-microbenchmarks.md, Interconnect).
 //
-// Routes are shortest paths in hops (Boost's breadth-first search from the source GPU,
-// run when a route from it is first asked for and kept), ties broken by vertex order, so
-// they are deterministic. A Topology is not shared between threads (each simulation
-// builds its own). GPUs are numbered in
+// Routes are shortest paths in hops, ties broken as a breadth-first search of the whole
+// graph from the source breaks them (the first path found: the lexicographically smallest
+// sequence of out-edge positions), so they are deterministic. Every shortest path from a
+// to b stays inside a's and b's NVLink domains, their GPUs' NICs, those NICs' leaves and
+// the spines: any other GPU or NIC would be a detour through a third domain (a GPU is
+// entered only from its NVSwitch or its NIC, and left to either, adding at least 4 hops),
+// and a leaf is left only to the spine or a NIC. So `route` searches that subgraph (out-
+// edges kept in their order, so ties fall as in the whole graph) and its cost does not
+// grow with the cluster; `route_full_search` searches everything, the reference the tests
+// hold it to. A search from a into b's domain is kept for the other GPUs of that domain.
+// A Topology is not shared between threads (each simulation builds its own). GPUs are
+// numbered in
 // Megatron's global rank order; `gpus_per_nvlink_domain` consecutive ranks share an
 // NVLink domain (the scenario contract's placement rule).
 #pragma once
@@ -31,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hw_models/system.hpp"
@@ -66,19 +75,27 @@ class Topology {
 
   // Link ids from GPU a to GPU b in order; empty when a == b.
   std::vector<int> route(int a, int b) const;
+  // The same route by a breadth-first search of the whole graph (a test reference).
+  std::vector<int> route_full_search(int a, int b) const;
   // Sum of the route's link latencies.
   double latency_s(int a, int b) const;
 
  private:
-  int add_vertex(VertexKind k);
+  int add_vertex(VertexKind k, int owner = -1);
   void add_duplex(int a, int b, LinkKind kind, double Bps, double latency_s);
+
+  struct KeepSubgraph;  // the vertex filter of `route`'s search
 
   int gpus_, domain_, gpus_per_node_;
   std::vector<VertexKind> kinds_;
+  std::vector<int> owner_;  // GPU: itself; NIC: its GPU; NVSwitch: its domain; else -1
+  std::vector<std::vector<int>> nic_leaves_;  // per GPU: the leaves its NICs connect to
   std::vector<Link> links_;
   struct Graph;
   std::unique_ptr<Graph> graph_;
-  mutable std::vector<std::vector<int>> pred_link_;  // per GPU source, once asked: vertex -> link that reached it
+  // The last bounded search: its source, the target's domain, vertex -> link that reached it.
+  mutable int searched_src_ = -1, searched_domain_ = -1;
+  mutable std::unordered_map<int, int> searched_pred_;
 };
 
 }  // namespace moesim::hw_models

@@ -55,6 +55,34 @@ TEST_CASE("GB200 NVL72 in 32-GPU domains: trays of 4, rails of 64 trays over two
   CHECK_THROWS_AS(Topology(config::load_system_preset("gb200-nvl72"), 100, 32), std::invalid_argument);
 }
 
+// `route` searches only the two domains' part of the graph; the whole graph's search is
+// the reference. On every system preset, at sizes with one leaf per rail, several
+// leaves (spines), 8 planes, and NVL72 domains of 72 and of 64 or 32 GPUs.
+TEST_CASE("Routes of the bounded search equal the whole graph's", "[hw_models][topology]") {
+  struct Case {
+    const char* system;
+    std::int64_t gpus, domain;
+  };
+  const std::vector<Case> cases{{"h800", 64, 0},          {"h800", 1024, 0},         {"h100", 576, 0},
+                                {"b200", 640, 0},         {"h20", 48, 0},            {"h200", 24, 0},
+                                {"gb200-nvl72", 288, 72}, {"gb200-nvl72", 256, 64},  {"gb200-nvl72", 512, 32},
+                                {"gb300-nvl72", 216, 72}, {"gb200-nvl72", 4608, 72}};
+  for (const auto& c : cases) {
+    const Topology t(config::load_system_preset(c.system), c.gpus, c.domain);
+    INFO(c.system << " x " << c.gpus << ", domains of " << t.domain_size());
+    // Every pair up to 64 GPUs; beyond, sources and targets at odd strides (so that they
+    // fall on every rail and many domains and leaves).
+    const int n = t.gpus();
+    const int src_step = n <= 64 ? 1 : n / 48 | 1, dst_step = n <= 64 ? 1 : n / 256 | 1;
+    std::size_t mismatches = 0, pairs = 0;
+    for (int a = 0; a < n; a += src_step)
+      for (int b = 0; b < n; b += dst_step, ++pairs)
+        if (t.route(a, b) != t.route_full_search(a, b)) ++mismatches;
+    CHECK(pairs > 0);
+    CHECK(mismatches == 0);
+  }
+}
+
 TEST_CASE("Two flows on one link each get half of it", "[hw_models][flows]") {
   // GPU 0 sends B to GPU 1 and to GPU 2: both cross GPU 0's NVLink, eta x 450 GB/s.
   const auto s = config::load_system_preset("h100");
