@@ -5,8 +5,6 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/filtered_graph.hpp>
-#include <boost/property_map/property_map.hpp>
 #include <fmt/format.h>
 
 namespace moesim::hw_models {
@@ -117,6 +115,22 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
     }
   }
 
+  // route's search: out-edges by vertex in insertion order (Boost's order), a spine's link
+  // down to each leaf, and the per-vertex scratch of one search.
+  out_.resize(kinds_.size());
+  for (int id = 0; id < static_cast<int>(links_.size()); ++id)
+    out_[static_cast<std::size_t>(links_[static_cast<std::size_t>(id)].from)].push_back(id);
+  const auto first_leaf = std::find(kinds_.begin(), kinds_.end(), VertexKind::leaf);
+  first_leaf_ = static_cast<int>(first_leaf - kinds_.begin());
+  spine_down_.assign(static_cast<std::size_t>(std::count(kinds_.begin(), kinds_.end(), VertexKind::leaf)), -1);
+  for (int id = 0; id < static_cast<int>(links_.size()); ++id) {
+    const auto& l = links_[static_cast<std::size_t>(id)];
+    if (kinds_[static_cast<std::size_t>(l.from)] == VertexKind::spine)
+      spine_down_[static_cast<std::size_t>(l.to - first_leaf_)] = id;
+  }
+  stamp_.assign(kinds_.size(), 0);
+  link_in_.assign(kinds_.size(), -1);
+
   graph_ = std::make_unique<Graph>();
   for (std::size_t v = 0; v < kinds_.size(); ++v) boost::add_vertex(graph_->g);
   for (int id = 0; id < static_cast<int>(links_.size()); ++id) {
@@ -140,55 +154,64 @@ std::size_t Topology::count(VertexKind k) const {
   return static_cast<std::size_t>(std::count(kinds_.begin(), kinds_.end(), k));
 }
 
-// A vertex of the subgraph every shortest path from a domain da GPU to a domain db GPU
-// stays in: the two domains' GPUs, NVSwitches and NICs, the leaves of those NICs (sorted),
-// and the spines. Default-constructible and copyable, as boost::filtered_graph wants.
-struct Topology::KeepSubgraph {
-  const Topology* t = nullptr;
-  const std::vector<int>* leaves = nullptr;
-  int da = -1, db = -1;
-  bool operator()(std::size_t vd) const {
-    const auto v = static_cast<int>(vd);
-    const int o = t->owner_[vd];
-    switch (t->kinds_[vd]) {
-      case VertexKind::gpu:
-      case VertexKind::nic: return t->domain_of(o) == da || t->domain_of(o) == db;
-      case VertexKind::nvswitch: return o == da || o == db;
-      case VertexKind::leaf: return std::binary_search(leaves->begin(), leaves->end(), v);
-      case VertexKind::spine: return true;
-    }
-    return false;
+bool Topology::kept(int v, int da, int db, const std::vector<int>& leaves) const {
+  const int o = owner_[static_cast<std::size_t>(v)];
+  switch (kinds_[static_cast<std::size_t>(v)]) {
+    case VertexKind::gpu:
+    case VertexKind::nic: return domain_of(o) == da || domain_of(o) == db;
+    case VertexKind::nvswitch: return o == da || o == db;
+    case VertexKind::leaf: return std::binary_search(leaves.begin(), leaves.end(), v);
+    case VertexKind::spine: return true;
   }
-};
+  return false;
+}
 
 std::vector<int> Topology::route(int a, int b) const {
   if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_) throw std::out_of_range("Topology::route: GPU out of range");
   if (a == b) return {};
   const int da = domain_of(a), db = domain_of(b);
   if (searched_src_ != a || searched_domain_ != db) {
-    // The leaves next to the NICs of the two domains (see the header for why no others).
+    // The leaves next to the NICs of the two domains, in vertex order (see the header for
+    // why no others).
     std::vector<int> leaves;
-    for (const int d : {da, db})
-      for (int g = d * domain_; g < (d + 1) * domain_; ++g)
-        if (!nic_leaves_.empty())
+    if (!nic_leaves_.empty())
+      for (const int d : {da, db})
+        for (int g = d * domain_; g < (d + 1) * domain_; ++g)
           for (const int l : nic_leaves_[static_cast<std::size_t>(g)]) leaves.push_back(l);
     std::sort(leaves.begin(), leaves.end());
-    const KeepSubgraph keep{this, &leaves, da, db};
-    const boost::filtered_graph<BoostGraph, boost::keep_all, KeepSubgraph> sub(graph_->g, boost::keep_all(), keep);
-    std::unordered_map<BoostGraph::vertex_descriptor, boost::default_color_type> colors;
-    boost::associative_property_map<decltype(colors)> color(colors);
-    boost::queue<BoostGraph::vertex_descriptor> queue;
-    searched_pred_.clear();
-    const auto record = [this](int v, int l) { searched_pred_[v] = l; };
-    boost::breadth_first_visit(sub, static_cast<BoostGraph::vertex_descriptor>(a), queue,
-                               EdgeRecorder<decltype(record)>(record), color);
+    leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
+    // Breadth-first from a over the kept vertices, out-edges in their order. A spine's
+    // out-edges run over its leaves in vertex order, so its kept ones are the kept leaves
+    // under it, in that order (a spine has every leaf of its plane: too many to scan).
+    ++search_stamp_;
+    const auto visit = [&](int v, int link) {
+      if (stamp_[static_cast<std::size_t>(v)] == search_stamp_) return false;
+      stamp_[static_cast<std::size_t>(v)] = search_stamp_;
+      link_in_[static_cast<std::size_t>(v)] = link;
+      return true;
+    };
+    std::vector<int> queue{a};
+    visit(a, -1);
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const int u = queue[head];
+      if (kinds_[static_cast<std::size_t>(u)] == VertexKind::spine) {
+        for (const int l : leaves) {
+          const int down = spine_down_[static_cast<std::size_t>(l - first_leaf_)];
+          if (links_[static_cast<std::size_t>(down)].from == u && visit(l, down)) queue.push_back(l);
+        }
+        continue;
+      }
+      for (const int id : out_[static_cast<std::size_t>(u)]) {
+        const int v = links_[static_cast<std::size_t>(id)].to;
+        if (kept(v, da, db, leaves) && visit(v, id)) queue.push_back(v);
+      }
+    }
     searched_src_ = a;
     searched_domain_ = db;
   }
   return walk_back(
       [this](int v) {
-        const auto it = searched_pred_.find(v);
-        return it == searched_pred_.end() ? -1 : it->second;
+        return stamp_[static_cast<std::size_t>(v)] == search_stamp_ ? link_in_[static_cast<std::size_t>(v)] : -1;
       },
       links_, a, b);
 }

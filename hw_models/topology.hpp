@@ -27,8 +27,8 @@
 // the spines: any other GPU or NIC would be a detour through a third domain (a GPU is
 // entered only from its NVSwitch or its NIC, and left to either, adding at least 4 hops),
 // and a leaf is left only to the spine or a NIC. So `route` searches that subgraph (out-
-// edges kept in their order, so ties fall as in the whole graph) and its cost does not
-// grow with the cluster; `route_full_search` searches everything, the reference the tests
+// edges kept in their order, so ties fall as in the whole graph; a spine's out-edges are
+// its leaves in vertex order) and its cost does not grow with the cluster; `route_full_search` searches everything, the reference the tests
 // hold it to. A search from a into b's domain is kept for the other GPUs of that domain.
 // A Topology is not shared between threads (each simulation builds its own). GPUs are
 // numbered in
@@ -39,7 +39,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "hw_models/system.hpp"
@@ -84,7 +83,7 @@ class Topology {
   int add_vertex(VertexKind k, int owner = -1);
   void add_duplex(int a, int b, LinkKind kind, double Bps, double latency_s);
 
-  struct KeepSubgraph;  // the vertex filter of `route`'s search
+  bool kept(int v, int da, int db, const std::vector<int>& leaves) const;  // in route's subgraph
 
   int gpus_, domain_, gpus_per_node_;
   std::vector<VertexKind> kinds_;
@@ -93,9 +92,15 @@ class Topology {
   std::vector<Link> links_;
   struct Graph;
   std::unique_ptr<Graph> graph_;
-  // The last bounded search: its source, the target's domain, vertex -> link that reached it.
+  std::vector<std::vector<int>> out_;  // per vertex: its out-links in insertion order
+  int first_leaf_ = 0;                 // leaves are consecutive vertices from here
+  std::vector<int> spine_down_;        // per leaf (from first_leaf_): the spine's link down to it
+  // The last bounded search: its source and the target's domain; per vertex, the search
+  // that reached it (stamp) and the link it was reached by.
   mutable int searched_src_ = -1, searched_domain_ = -1;
-  mutable std::unordered_map<int, int> searched_pred_;
+  mutable std::uint32_t search_stamp_ = 0;
+  mutable std::vector<std::uint32_t> stamp_;
+  mutable std::vector<int> link_in_;
 };
 
 }  // namespace moesim::hw_models
