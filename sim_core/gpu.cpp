@@ -132,13 +132,13 @@ void Gpu::start(int s) {
   r.remaining = r.k.work_s;
   if (r.k.sms == 0 || r.k.sms > sm_count_) r.k.sms = sm_count_;
   if (r.k.uses_ports()) ++port_users_;
-  reallocate();  // brings the others' progress up to now first
+  advance();  // brings the others' progress up to now first
   running_.push_back(r);
   reallocate();
 }
 
 void Gpu::finish(std::size_t index) {
-  reallocate();  // settle progress up to now
+  advance();  // settle progress up to now
   Running r = running_[index];
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   if (r.k.uses_ports()) --port_users_;
@@ -152,21 +152,27 @@ void Gpu::finish(std::size_t index) {
 
 // Advances every running kernel to now at its old rate, then hands out SMs anew and
 // reschedules the completions whose rate changed.
-void Gpu::reallocate() {
+void Gpu::advance() {
   const Time now = engine_.now();
   const double dt = (now - last_update_).seconds();
   last_update_ = now;
   for (auto& r : running_) r.remaining = std::max(0.0, r.remaining - r.rate * dt);
+}
 
+void Gpu::reallocate() {
+  advance();
+  const Time now = engine_.now();
   // Reserved kernels first, in start order; then water-filling over compute kernels.
   double free = sm_count_;
-  std::vector<double> alloc(running_.size(), 0.0);
+  std::vector<double>& alloc = alloc_;
+  alloc.assign(running_.size(), 0.0);
   for (std::size_t i = 0; i < running_.size(); ++i) {
     if (running_[i].k.sms < 0 || !running_[i].k.reserved) continue;
     alloc[i] = std::min<double>(running_[i].k.sms, free);
     free -= alloc[i];
   }
-  std::vector<std::size_t> compute;
+  std::vector<std::size_t>& compute = compute_;
+  compute.clear();
   for (std::size_t i = 0; i < running_.size(); ++i)
     if (running_[i].k.sms > 0 && !running_[i].k.reserved) compute.push_back(i);
   std::sort(compute.begin(), compute.end(),

@@ -153,6 +153,7 @@ class Gpu final : public EventHandler, public Resource {
   void finish(std::size_t index);
   void reallocate();
   void share_ports(std::vector<double>& rates) const;
+  void advance();  // every running kernel's progress up to now at its current rate
   int port_users_ = 0;  // running kernels with link-port loads
   std::string label(const Kernel& k) const;
 
@@ -164,6 +165,8 @@ class Gpu final : public EventHandler, public Resource {
   std::string name_;
   std::vector<Stream> streams_;
   std::vector<Running> running_;  // small: a handful of concurrent kernels
+  std::vector<double> alloc_;         // reallocate's scratch: SMs, then rates, by running kernel
+  std::vector<std::size_t> compute_;  // reallocate's scratch: the compute kernels
   Time last_update_;
   std::uint32_t next_serial_ = 0;
   Observer* observer_ = nullptr;
