@@ -41,6 +41,10 @@ test: build
 # Speed targets (ARCHITECTURE.md): reported, not asserted in timed tests.
 bench: build
 	$(BUILD)/moesim bench --repeat 5 $(SCENARIO)
+	$(BUILD)/moesim bench --repeat 3 scenarios/h800/dsv3-production.json
+	$(BUILD)/moesim bench --repeat 3 scenarios/measured/a10-qwen3-235b-h100.json
+	$(BUILD)/moesim bench --repeat 3 scenarios/scale/dsv3-h800-131072.json
+	$(BUILD)/moesim bench --sweep scenarios/sweeps/bench-1000.json
 
 # Sanitizer build of everything (slower; used by hand and for the loader fuzz test).
 asan: deps

@@ -286,11 +286,15 @@ double engine_events_per_s(std::uint64_t events, int width) {
 class Bench final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("file", file_, "scenario JSON file")->required();
+    app.add_option("file", file_, "scenario JSON file");
     app.add_option("--repeat", repeat_, "simulations to time (best is reported)")->check(CLI::Range(1, 1000));
+    app.add_option("--sweep", sweep_, "time a sweep file's rows instead (no CSV): simulated rows per second");
+    app.add_option("--jobs", jobs_, "--sweep: scenarios at once (default 0: all cores)")->check(CLI::Range(0, 1024));
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
+    if (!sweep_.empty()) return bench_sweep(io);
+    if (file_.empty()) throw config::InputError("", "", "moesim bench: give a scenario file or --sweep SWEEP.json");
     const config::Scenario sc = config::load_scenario_file(file_);
     double best = 1e300;
     predict::Prediction p;
@@ -311,9 +315,41 @@ class Bench final : public Command {
     return 0;
   }
 
+  // Sweep throughput (issue #16): every row of the sweep on `jobs_` threads; the rate counts
+  // the simulated rows (status ok), which are the ones with a step time.
+  int bench_sweep(Io& io) {
+    const config::SweepFile sweep = config::read_sweep_file(sweep_);
+    const config::SweepPlan plan = config::expand_sweep(sweep);
+    std::vector<const config::SweepPoint*> points;
+    for (const auto& p : plan.points) points.push_back(&p);
+    std::int64_t simulated = 0;
+    double sim_wall = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    predict::run_sweep(points, sweep.base_file, sweep.token_budget, jobs_,
+                       [&](const config::SweepPoint&, const predict::SweepResult& r) {
+                         if (r.status != predict::SweepStatus::ok) return;
+                         ++simulated;
+                         sim_wall += r.wall_s;
+                       });
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double rate = wall > 0 ? static_cast<double>(simulated) / wall : 0;
+    if (json_)
+      io.out << nlohmann::ordered_json{{"name", sweep.name},         {"rows", points.size()},
+                                       {"simulated_rows", simulated}, {"wall_s", wall},
+                                       {"simulated_rows_per_s", rate}, {"mean_row_wall_s", simulated ? sim_wall / static_cast<double>(simulated) : 0.0}}
+                    .dump(2)
+             << "\n";
+    else
+      io.out << fmt::format("{}: {} rows, {} simulated, in {:.1f} s wall: {:.2f} simulated rows/s ({:.0f} s per "
+                            "1,000); {:.3f} s per simulated row on one thread\n",
+                            sweep.name, points.size(), simulated, wall, rate, rate > 0 ? 1000 / rate : 0.0,
+                            simulated ? sim_wall / static_cast<double>(simulated) : 0.0);
+    return 0;
+  }
+
  private:
-  std::string file_;
-  int repeat_ = 3;
+  std::string file_, sweep_;
+  int repeat_ = 3, jobs_ = 0;
   bool json_ = false;
 };
 
@@ -856,7 +892,7 @@ constexpr std::array<CommandInfo, 9> kCommands{{
     {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make<Run>},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make<Describe>},
     {"validate", "predicted vs measured over scenario files or folders", make<Validate>},
-    {"bench", "time the simulation of one scenario (wall time, events/s)", make<Bench>},
+    {"bench", "time the simulation of one scenario (wall time, events/s), or a sweep's rows (--sweep)", make<Bench>},
     {"comm", "the communication model alone: collectives as flows over the topology, EP dispatch", make<Comm>},
     {"pipeline", "a pipeline schedule alone with fixed chunk times", make<Pipeline>},
     {"infer", "infer a journey step's one unpublished parameter from that step", make<Infer>},
