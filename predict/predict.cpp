@@ -1,6 +1,7 @@
 #include "predict/predict.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include "hw_models/flow_comm.hpp"
 
@@ -19,26 +20,82 @@ ScenarioSummary summarize(const config::Scenario& sc) {
   return s;
 }
 
+std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(schedules::ScheduleKind kind,
+                                                                               const workload::Parallelism& par) {
+  using schedules::ScheduleKind;
+  const std::int64_t pp = par.pp, m = par.num_microbatches;
+  // The microbatch counts each schedule accepts: interleaved 1F1B in multiples of pp,
+  // DualPipe and DualPipeV in multiples of 2 pp; 1F1B and ZB-H1 any.
+  const std::int64_t unit = kind == ScheduleKind::interleaved_1f1b ? pp
+                            : kind == ScheduleKind::dualpipe || kind == ScheduleKind::dualpipev ? 2 * pp
+                                                                                                  : 1;
+  // Past warm-up: 2 x the pipeline's virtual stages, and at least 8.
+  const std::int64_t want = std::max<std::int64_t>(8, 2 * pp * std::max<std::int64_t>(1, par.vpp));
+  const std::int64_t m1 = (want + unit - 1) / unit * unit, m2 = 2 * m1;
+  if (m < 2 * m2) return std::nullopt;  // saves less than a quarter
+  return std::make_pair(m1, m2);
+}
+
+std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a, const schedules::StepResult& b,
+                                                 std::int64_t m1, std::int64_t m2, std::int64_t m) {
+  const double k = static_cast<double>(m - m2) / static_cast<double>(m2 - m1);
+  const auto line = [k](double x1, double x2) { return x2 + k * (x2 - x1); };
+  if (a.critical_rank != b.critical_rank || a.rank_end_s.size() != b.rank_end_s.size() ||
+      a.host_busy_s.size() != b.host_busy_s.size())
+    return std::nullopt;
+  schedules::StepResult x = b;
+  int critical = 0;
+  for (std::size_t r = 0; r < x.rank_end_s.size(); ++r) {
+    x.rank_end_s[r] = line(a.rank_end_s[r], b.rank_end_s[r]);
+    if (x.rank_end_s[r] > x.rank_end_s[static_cast<std::size_t>(critical)]) critical = static_cast<int>(r);
+  }
+  // The breakdown is the critical rank's: the same rank in both runs and at m, or no line.
+  if (critical != b.critical_rank) return std::nullopt;
+  for (std::size_t r = 0; r < x.host_busy_s.size(); ++r) x.host_busy_s[r] = line(a.host_busy_s[r], b.host_busy_s[r]);
+  x.step_time_s = line(a.step_time_s, b.step_time_s);
+  auto& d = x.breakdown;
+  const auto &d1 = a.breakdown, &d2 = b.breakdown;
+  d.compute = line(d1.compute, d2.compute);
+  d.exposed_comm = line(d1.exposed_comm, d2.exposed_comm);
+  d.pipeline_bubble = line(d1.pipeline_bubble, d2.pipeline_bubble);
+  d.host_bound_idle = line(d1.host_bound_idle, d2.host_bound_idle);
+  d.other = line(d1.other, d2.other);
+  for (std::size_t i = 0; i < d.host_bound_by_module.size(); ++i)
+    d.host_bound_by_module[i] = line(d1.host_bound_by_module[i], d2.host_bound_by_module[i]);
+  x.events = static_cast<std::uint64_t>(std::llround(line(static_cast<double>(a.events), static_cast<double>(b.events))));
+  x.kernels =
+      static_cast<std::uint64_t>(std::llround(line(static_cast<double>(a.kernels), static_cast<double>(b.kernels))));
+  return x;
+}
+
 Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const double ep_load = scenario_ep_load(sc);
   const hw_models::FlowComm comm(sc.system, sc.gpus, sc.placement.gpus_per_nvlink_domain,
                                  sc.parallelism.pp);
-  const schedules::StepInput in{sc.system,
-                                sc.gpus,
-                                sc.placement.gpus_per_nvlink_domain,
-                                sc.model,
-                                sc.training,
-                                sc.parallelism,
-                                sc.framework,
-                                sc.stack,
-                                sc.layout,
-                                sc.pipeline_schedule,
-                                sc.padded_vocab(),
-                                ep_load};
+  const auto input = [&](const workload::Parallelism& par) {
+    return schedules::StepInput{sc.system,   sc.gpus,      sc.placement.gpus_per_nvlink_domain,
+                                sc.model,    sc.training,  par,
+                                sc.framework, sc.stack,    sc.layout,
+                                sc.pipeline_schedule, sc.padded_vocab(), ep_load};
+  };
   Prediction p;
   p.ep_load = ep_load;
-  p.step = schedules::simulate_step(in, opt, comm);
+  const auto reduced = opt.steady_state && !opt.trace && !opt.full_fidelity
+                           ? steady_state_microbatches(sc.pipeline_schedule, sc.parallelism)
+                           : std::nullopt;
+  if (reduced) {
+    const auto short_run = [&](std::int64_t m) {
+      workload::Parallelism par = sc.parallelism;
+      par.num_microbatches = m;
+      return schedules::simulate_step(input(par), opt, comm);
+    };
+    const schedules::StepResult a = short_run(reduced->first), b = short_run(reduced->second);
+    if (auto x = extrapolate(a, b, reduced->first, reduced->second, sc.parallelism.num_microbatches)) p.step = *x;
+    else p.step = schedules::simulate_step(input(sc.parallelism), opt, comm);
+  } else {
+    p.step = schedules::simulate_step(input(sc.parallelism), opt, comm);
+  }
   const ScenarioSummary s = summarize(sc);
   p.flops_per_step = s.flops_per_step;
   const double gpus = static_cast<double>(sc.gpus);

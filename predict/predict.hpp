@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "config/scenario.hpp"
@@ -49,6 +51,21 @@ struct Prediction {
       1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)
   double wall_s = 0;  // simulation wall time (the only nondeterministic field)
 };
+
+// Steady state (issue #16): past the pipeline's warm-up every further microbatch adds the
+// same time to a rank's step (one more forward and backward of its chunks), so a step of
+// M microbatches is, from two shorter runs of M1 < M2 microbatches,
+//   T(M) = T(M2) + (M - M2) / (M2 - M1) x (T(M2) - T(M1)),
+// and likewise every rank's end, host time, breakdown category, event and kernel count.
+// M1 = 2 x the virtual stages (at least 8) rounded up to what the schedule accepts,
+// M2 = 2 M1; used only where M >= 2 M2 (it then simulates at most 3/4) and where the
+// critical rank is the same in both runs and at M (else the full step is simulated).
+// Not under StepOptions::trace or full_fidelity. A test holds it within 0.5% of the full
+// simulation on every shipped scenario it applies to.
+std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(schedules::ScheduleKind kind,
+                                                                               const workload::Parallelism& par);
+std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a, const schedules::StepResult& b,
+                                                 std::int64_t m1, std::int64_t m2, std::int64_t m);
 
 // Simulates one step of the scenario and derives the metrics and the memory estimate.
 // Throws what the step simulation throws (sim_core::SimulationStuck,

@@ -52,6 +52,10 @@ struct StepOptions {
   // uneven routing (StepInput::ep_load) every rank is priced as the hottest EP rank,
   // which gates each EP collective and so every rank's layer.
   bool full_fidelity = false;
+  // predict(): simulate two shorter runs of the step and extrapolate in the microbatches
+  // where the step is long enough (predict/predict.hpp, steady_state_microbatches). The
+  // step simulation itself ignores it.
+  bool steady_state = true;
 };
 
 // Seconds of the critical rank's step by what its compute stream was doing.

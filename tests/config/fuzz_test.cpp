@@ -14,21 +14,6 @@ using config::Json;
 
 namespace {
 
-// Every scenario file under scenarios/ (the presets in systems/ and models/ and the sweep
-// files in sweeps/ excluded).
-std::vector<std::string> shipped_scenarios() {
-  std::vector<std::string> out;
-  const auto root = test::source_path("scenarios");
-  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
-    const auto rel = std::filesystem::relative(e.path(), root).string();
-    if (e.path().extension() == ".json" && rel.rfind("systems/", 0) != 0 && rel.rfind("models/", 0) != 0 &&
-        rel.rfind("sweeps/", 0) != 0)  // sweep files (docs/SWEEP_FORMAT.md)
-      out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 struct Tally {
   int loaded = 0, refused = 0;
 };
@@ -58,9 +43,9 @@ void leaves(const Json& j, const Json::json_pointer& at, std::vector<Json::json_
 }  // namespace
 
 TEST_CASE("Loader fuzz: truncations of shipped scenarios", "[config][fuzz]") {
-  REQUIRE(shipped_scenarios().size() >= 17);
+  REQUIRE(test::shipped_scenarios().size() >= 17);
   Tally t;
-  for (const auto& f : shipped_scenarios()) {
+  for (const auto& f : test::shipped_scenarios()) {
     const std::string text = test::read_text(f);
     // Every prefix that stops before the closing brace is incomplete JSON.
     const std::size_t end = text.rfind('}');
@@ -75,7 +60,7 @@ TEST_CASE("Loader fuzz: byte mutations", "[config][fuzz]") {
   Tally t;
   std::mt19937_64 rng(20261122);
   const std::string alphabet = "{}[]\":,0123456789-+.eE tfnaxyz|()*\\\n\x01\xff";
-  for (const auto& f : shipped_scenarios()) {
+  for (const auto& f : test::shipped_scenarios()) {
     const std::string text = test::read_text(f);
     for (int i = 0; i < 150; ++i) {
       std::string m = text;
@@ -92,7 +77,7 @@ TEST_CASE("Loader fuzz: byte mutations", "[config][fuzz]") {
       attempt(m, t);
     }
   }
-  CHECK(t.loaded + t.refused == static_cast<int>(shipped_scenarios().size()) * 150);
+  CHECK(t.loaded + t.refused == static_cast<int>(test::shipped_scenarios().size()) * 150);
   CHECK(t.refused > 0);
 }
 
@@ -103,7 +88,7 @@ TEST_CASE("Loader fuzz: every leaf replaced by hostile values", "[config][fuzz]"
                           Json(true), Json::array(), Json::object(), Json("(t*999999)*999999"),
                           Json(65536), Json(1048576)};
   Tally t;
-  for (const auto& f : shipped_scenarios()) {
+  for (const auto& f : test::shipped_scenarios()) {
     const Json doc = Json::parse(test::read_text(f));
     std::vector<Json::json_pointer> ptrs;
     leaves(doc, Json::json_pointer(), ptrs);

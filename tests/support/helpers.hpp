@@ -1,6 +1,7 @@
 // Test helpers: shipped files, scenario mutation and in-process CLI runs.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,6 +21,21 @@ inline std::string read_text(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// Every scenario file under scenarios/ (the presets in systems/ and models/ and the sweep
+// files in sweeps/ excluded), sorted.
+inline std::vector<std::string> shipped_scenarios() {
+  std::vector<std::string> out;
+  const auto root = source_path("scenarios");
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    const auto rel = std::filesystem::relative(e.path(), root).string();
+    if (e.path().extension() == ".json" && rel.rfind("systems/", 0) != 0 && rel.rfind("models/", 0) != 0 &&
+        rel.rfind("sweeps/", 0) != 0)  // sweep files (docs/SWEEP_FORMAT.md)
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 inline config::Json default_scenario_json() {
