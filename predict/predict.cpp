@@ -29,8 +29,8 @@ std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(s
   const std::int64_t unit = kind == ScheduleKind::interleaved_1f1b ? pp
                             : kind == ScheduleKind::dualpipe || kind == ScheduleKind::dualpipev ? 2 * pp
                                                                                                   : 1;
-  // Past warm-up: 2 x the pipeline's virtual stages, and at least 8.
-  const std::int64_t want = std::max<std::int64_t>(8, 2 * pp * std::max<std::int64_t>(1, par.vpp));
+  // Past warm-up: the pipeline's virtual stages, and at least 8.
+  const std::int64_t want = std::max<std::int64_t>(8, pp * std::max<std::int64_t>(1, par.vpp));
   const std::int64_t m1 = (want + unit - 1) / unit * unit, m2 = 2 * m1;
   if (m < 2 * m2) return std::nullopt;  // saves less than a quarter
   return std::make_pair(m1, m2);

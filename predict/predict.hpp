@@ -57,7 +57,7 @@ struct Prediction {
 // M microbatches is, from two shorter runs of M1 < M2 microbatches,
 //   T(M) = T(M2) + (M - M2) / (M2 - M1) x (T(M2) - T(M1)),
 // and likewise every rank's end, host time, breakdown category, event and kernel count.
-// M1 = 2 x the virtual stages (at least 8) rounded up to what the schedule accepts,
+// M1 = the virtual stages (pp x vpp, at least 8) rounded up to what the schedule accepts,
 // M2 = 2 M1; used only where M >= 2 M2 (it then simulates at most 3/4) and where the
 // critical rank is the same in both runs and at M (else the full step is simulated).
 // Not under StepOptions::trace or full_fidelity. A test holds it within 0.5% of the full

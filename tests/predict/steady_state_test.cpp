@@ -21,12 +21,12 @@ TEST_CASE("Steady-state microbatch counts: past warm-up, as the schedule accepts
   p.pp = 8;
   p.vpp = 4;
   p.num_microbatches = 1024;
-  // 2 x 32 virtual stages = 64, a multiple of pp 8: M1 64, M2 128; 1024 >= 2 x 128.
+  // 32 virtual stages, a multiple of pp 8: M1 32, M2 64; 1024 >= 2 x 64.
   auto r = predict::steady_state_microbatches(ScheduleKind::interleaved_1f1b, p);
   REQUIRE(r);
-  CHECK(r->first == 64);
-  CHECK(r->second == 128);
-  p.num_microbatches = 248;  // under 2 x 128
+  CHECK(r->first == 32);
+  CHECK(r->second == 64);
+  p.num_microbatches = 120;  // under 2 x 64
   CHECK_FALSE(predict::steady_state_microbatches(ScheduleKind::interleaved_1f1b, p));
   p.pp = 1;
   p.vpp = 1;
@@ -36,7 +36,7 @@ TEST_CASE("Steady-state microbatch counts: past warm-up, as the schedule accepts
   CHECK(r->first == 8);
   CHECK(r->second == 16);
   p.pp = 6;
-  p.num_microbatches = 600;  // DualPipe: multiples of 2 pp = 12; 2 x 6 = 12 -> 12, 24
+  p.num_microbatches = 600;  // DualPipe: multiples of 2 pp = 12; 8 rounds up to 12 -> 12, 24
   r = predict::steady_state_microbatches(ScheduleKind::dualpipe, p);
   REQUIRE(r);
   CHECK(r->first == 12);
