@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "hw_models/ep_flows.hpp"
 #include "workload/routing.hpp"
 
 namespace moesim::config {
@@ -225,11 +226,12 @@ Why stack_inert(std::string_view name, const Scenario& sc) {
   if (name == "deepep_tuned") {
     if (fw.dispatcher != hw_models::Dispatcher::deepep)
       return fmt::format("tunes DeepEP; the dispatcher is {}", dispatcher_name(sc));
-    const auto& f = sc.system.ep_dispatch.deepep_tuned_factor;
-    if (!f || f->value == 1.0)
+    if (hw_models::ep_bandwidth_factor(sc.system, fw.dispatcher, true) == 1.0) {
+      const auto& f = sc.system.ep_dispatch.deepep_tuned_factor;
       return fmt::format("system '{}' has no tuned DeepEP kernels (ep_dispatch.deepep_tuned_factor {}): NVIDIA's "
                          "tuning was of the NVL72 kernels",
                          sc.system.name, f ? "1" : "absent");
+    }
     return std::nullopt;
   }
   if (name == "hybridep_permute_fusion" && fw.dispatcher != hw_models::Dispatcher::hybridep)

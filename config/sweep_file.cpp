@@ -37,6 +37,17 @@ bool higher_is_better(SweepObjective o) {
 
 namespace {
 
+// Steps `idx` over the lists (pairs of a key and its values) like an odometer, the last
+// list fastest; false once every combination has been visited (idx is back at zero).
+template <class Lists>
+bool next_combination(std::vector<std::size_t>& idx, const Lists& lists) {
+  for (std::size_t k = lists.size(); k-- > 0;) {
+    if (++idx[k] < lists[k].second.size()) return true;
+    idx[k] = 0;
+  }
+  return false;
+}
+
 constexpr std::int64_t kMaxRows = 1'000'000;
 
 // The scenario's top-level keys (shared/design/SCENARIO_FORMAT.md), where a grid path
@@ -413,24 +424,10 @@ SweepPlan expand_sweep(const SweepFile& f) {
           plan.points.push_back({static_cast<std::int64_t>(plan.points.size()), std::move(lvalues),
                                  std::move(point)});
         }
-        lmore = false;
-        for (std::size_t k = f.layouts.size(); k-- > 0;) {
-          if (++l[k] < f.layouts[k].second.size()) {
-            lmore = true;
-            break;
-          }
-          l[k] = 0;
-        }
+        lmore = next_combination(l, f.layouts);
       }
     }
-    more = false;
-    for (std::size_t k = f.grid.size(); k-- > 0;) {
-      if (++g[k] < f.grid[k].second.size()) {
-        more = true;
-        break;
-      }
-      g[k] = 0;
-    }
+    more = next_combination(g, f.grid);
   }
   for (std::size_t r = 0; r < kRules.size(); ++r)
     if (pruned[r]) plan.pruned.emplace_back(std::string(kRules[r].name), pruned[r]);

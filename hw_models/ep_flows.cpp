@@ -175,6 +175,11 @@ EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_lat
   return f;
 }
 
+double ep_bandwidth_factor(const SystemSpec& s, Dispatcher d, bool deepep_tuned) {
+  const auto& tuned = s.ep_dispatch.deepep_tuned_factor;
+  return d == Dispatcher::deepep && deepep_tuned && tuned ? tuned->value : 1.0;
+}
+
 EpFlowTime ep_library_time(const SystemSpec& s, const Topology& topo, Dispatcher d, EpBenchmark b,
                            double bandwidth_factor) {
   const int domain = topo.domain_size();

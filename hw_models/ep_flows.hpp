@@ -97,8 +97,13 @@ EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_lat
 // A library's dispatch or combine on the GPUs of `topo` as its kernels' flows, with its
 // parameters (ep_library_fractions; for the low-latency kernels also their fixed cost):
 // the one EP model of `moesim comm` and the step simulation. `bandwidth_factor`
-// multiplies the kernels' bandwidth (DeepEP with NVIDIA's tuned NVL72 kernels, journey step 7 on).
+// multiplies the kernels' bandwidth (ep_bandwidth_factor).
 EpFlowTime ep_library_time(const SystemSpec& s, const Topology& topo, Dispatcher d, EpBenchmark b,
                            double bandwidth_factor = 1);
+
+// The library kernels' bandwidth over the fitted library's: DeepEP's normal kernels with
+// NVIDIA's NVL72 tuning (`deepep_tuned`: stack.deepep_tuned, journey step 7 on) run at the
+// system's ep_dispatch.deepep_tuned_factor; everything else at 1.
+double ep_bandwidth_factor(const SystemSpec& s, Dispatcher d, bool deepep_tuned);
 
 }  // namespace moesim::hw_models

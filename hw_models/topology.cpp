@@ -130,13 +130,6 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
   }
   stamp_.assign(kinds_.size(), 0);
   link_in_.assign(kinds_.size(), -1);
-
-  graph_ = std::make_unique<Graph>();
-  for (std::size_t v = 0; v < kinds_.size(); ++v) boost::add_vertex(graph_->g);
-  for (int id = 0; id < static_cast<int>(links_.size()); ++id) {
-    const auto& l = links_[static_cast<std::size_t>(id)];
-    boost::add_edge(static_cast<std::size_t>(l.from), static_cast<std::size_t>(l.to), id, graph_->g);
-  }
 }
 
 int Topology::add_vertex(VertexKind k, int owner) {
@@ -166,8 +159,12 @@ bool Topology::kept(int v, int da, int db, const std::vector<int>& leaves) const
   return false;
 }
 
-std::vector<int> Topology::route(int a, int b) const {
+void Topology::check_gpus(int a, int b) const {
   if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_) throw std::out_of_range("Topology::route: GPU out of range");
+}
+
+std::vector<int> Topology::route(int a, int b) const {
+  check_gpus(a, b);
   if (a == b) return {};
   const int da = domain_of(a), db = domain_of(b);
   if (searched_src_ != a || searched_domain_ != db) {
@@ -217,8 +214,16 @@ std::vector<int> Topology::route(int a, int b) const {
 }
 
 std::vector<int> Topology::route_full_search(int a, int b) const {
-  if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_) throw std::out_of_range("Topology::route: GPU out of range");
+  check_gpus(a, b);
   if (a == b) return {};
+  if (!graph_) {  // built on first use: only this reference search needs the Boost graph
+    graph_ = std::make_unique<Graph>();
+    for (std::size_t v = 0; v < kinds_.size(); ++v) boost::add_vertex(graph_->g);
+    for (int id = 0; id < static_cast<int>(links_.size()); ++id) {
+      const auto& l = links_[static_cast<std::size_t>(id)];
+      boost::add_edge(static_cast<std::size_t>(l.from), static_cast<std::size_t>(l.to), id, graph_->g);
+    }
+  }
   std::vector<int> pred(kinds_.size(), -1);
   const auto record = [&pred](int v, int l) { pred[static_cast<std::size_t>(v)] = l; };
   boost::breadth_first_search(graph_->g, static_cast<std::size_t>(a),

@@ -84,6 +84,7 @@ class Topology {
   void add_duplex(int a, int b, LinkKind kind, double Bps, double latency_s);
 
   bool kept(int v, int da, int db, const std::vector<int>& leaves) const;  // in route's subgraph
+  void check_gpus(int a, int b) const;  // throws std::out_of_range unless both are GPUs
 
   int gpus_, domain_, gpus_per_node_;
   std::vector<VertexKind> kinds_;
@@ -91,7 +92,7 @@ class Topology {
   std::vector<std::vector<int>> nic_leaves_;  // per GPU: the leaves its NICs connect to
   std::vector<Link> links_;
   struct Graph;
-  std::unique_ptr<Graph> graph_;
+  mutable std::unique_ptr<Graph> graph_;  // route_full_search's, built on its first call
   std::vector<std::vector<int>> out_;  // per vertex: its out-links in insertion order
   int first_leaf_ = 0;                 // leaves are consecutive vertices from here
   std::vector<int> spine_down_;        // per leaf (from first_leaf_): the spine's link down to it

@@ -71,6 +71,13 @@ std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
 Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const double ep_load = scenario_ep_load(sc);
+  Prediction p = predict(sc, estimate_memory(sc, ep_load), ep_load, opt);
+  p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_load, const schedules::StepOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
   const hw_models::FlowComm comm(sc.system, sc.gpus, sc.placement.gpus_per_nvlink_domain,
                                  sc.parallelism.pp);
   const auto input = [&](const workload::Parallelism& par) {
@@ -102,14 +109,13 @@ Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt
   p.tflops_per_gpu = s.flops_per_step / (p.step.step_time_s * gpus * 1e12);
   p.tokens_per_s_per_gpu = s.tokens_per_step / (p.step.step_time_s * gpus);
   p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
-  MemoryEstimate m = estimate_memory(sc, ep_load);
-  p.rank_memory_gib = std::move(m.rank_memory_gib);
-  p.cuda_graphs_per_rank = std::move(m.cuda_graphs_per_rank);
-  p.graph_static_gib = std::move(m.graph_static_gib);
-  p.peak_memory_gib = m.peak_memory_gib;
-  p.peak_memory_parts = m.peak_parts;
-  p.reserved_memory_gib = m.reserved_memory_gib;
-  p.fits_in_memory = m.fits_in_memory;
+  p.rank_memory_gib = std::move(mem.rank_memory_gib);
+  p.cuda_graphs_per_rank = std::move(mem.cuda_graphs_per_rank);
+  p.graph_static_gib = std::move(mem.graph_static_gib);
+  p.peak_memory_gib = mem.peak_memory_gib;
+  p.peak_memory_parts = mem.peak_parts;
+  p.reserved_memory_gib = mem.reserved_memory_gib;
+  p.fits_in_memory = mem.fits_in_memory;
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }

@@ -71,6 +71,11 @@ std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
 // Throws what the step simulation throws (sim_core::SimulationStuck,
 // schedules::NotSimulated); never InputError for a scenario the loader accepted.
 Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt = {});
+// The same with the memory estimate and EP load already computed (estimate_memory(sc,
+// scenario_ep_load(sc)), as a sweep does to prune before simulating); wall_s is then the
+// simulation's alone.
+Prediction predict(const config::Scenario& sc, MemoryEstimate memory, double ep_load,
+                   const schedules::StepOptions& opt = {});
 
 // The measured metric's predicted value.
 double predicted_metric(const config::Measured& m, const Prediction& p);

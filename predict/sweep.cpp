@@ -2,6 +2,7 @@
 
 #include <array>
 #include <chrono>
+#include <utility>
 #include <exception>
 #include <mutex>
 
@@ -51,7 +52,8 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.message = std::move(message);
   };
   try {
-    const MemoryEstimate m = estimate_memory(sc, scenario_ep_load(sc));
+    const double ep_load = scenario_ep_load(sc);
+    MemoryEstimate m = estimate_memory(sc, ep_load);
     r.has_memory = true;
     r.peak_memory_gib = m.peak_memory_gib;
     r.reserved_memory_gib = m.reserved_memory_gib;
@@ -60,7 +62,7 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
       r.status = SweepStatus::does_not_fit;
       return finish();
     }
-    const Prediction p = predict(sc);
+    const Prediction p = predict(sc, std::move(m), ep_load);
     r.status = SweepStatus::ok;
     r.has_timing = true;
     r.step_time_s = p.step.step_time_s;

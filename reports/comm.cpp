@@ -81,6 +81,7 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
     b.topk = static_cast<int>(q.topk);
     b.combine = combine;
     hw_models::EpFlowTime r;
+    double factor = 1;
     try {
       if (q.low_latency) {
         // One message per (token, expert) selection: the payload (FP8 with a 4-byte scale
@@ -93,11 +94,9 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
         b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
         b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
       }
-      // DeepEP as a default scenario (stack.deepep_tuned on) runs it: with NVIDIA's tuning
-      // of the NVL72 kernels where the system has it.
-      const auto& tuned = s.ep_dispatch.deepep_tuned_factor;
-      r = hw_models::ep_library_time(s, *topo, *d, b,
-                                     *d == hw_models::Dispatcher::deepep && tuned && !q.low_latency ? tuned->value : 1.0);
+      // DeepEP's normal kernels as a default scenario (stack.deepep_tuned on) runs them.
+      factor = hw_models::ep_bandwidth_factor(s, *d, !q.low_latency);
+      r = hw_models::ep_library_time(s, *topo, *d, b, factor);
     } catch (const std::invalid_argument& e) {
       throw config::InputError(kCli, "--dispatcher", e.what());
     }
@@ -115,14 +114,13 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
     a.bytes = crosses ? r.rdma_bytes : r.nvl_bytes;
     a.latency_us = s.comm.base_latency_us.value;
     a.algbw_GBps = a.busbw_GBps = crosses ? r.rdma_GBps : r.nvl_GBps;
-    const auto& tuned = s.ep_dispatch.deepep_tuned_factor;
     a.model = fmt::format("{} kernels as flows over the topology with the library's parameters "
                           "(calibration/profiles/ep-{}.json) applied to this system's links{}; bandwidth as its "
                           "benchmark counts it ({})",
                           q.dispatcher, q.dispatcher,
-                          *d == hw_models::Dispatcher::deepep && tuned
+                          factor != 1
                               ? fmt::format(", x {:.3g} for NVIDIA's tuned NVL72 kernels (ep_dispatch.deepep_tuned_factor)",
-                                            tuned->value)
+                                            factor)
                               : std::string(),
                           crosses ? "RDMA: distinct destination nodes, own included"
                                   : "NVLink: what a rank receives, own copy included");

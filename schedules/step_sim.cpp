@@ -385,11 +385,9 @@ hw_models::EpFlowTime Sim::ep_flows(const workload::KernelTemplate& k) const {
                  ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
                  : domains;
   b.combine = combine;
-  const auto& tuned = in_.system.ep_dispatch.deepep_tuned_factor;
-  const double factor = in_.stack.deepep_tuned && in_.framework.dispatcher == hw_models::Dispatcher::deepep && tuned
-                            ? tuned->value
-                            : 1.0;
-  return hw_models::ep_library_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
+  return hw_models::ep_library_time(
+      in_.system, *ep_topo_, in_.framework.dispatcher, b,
+      hw_models::ep_bandwidth_factor(in_.system, in_.framework.dispatcher, in_.stack.deepep_tuned));
 }
 
 void Sim::price_templates() {
