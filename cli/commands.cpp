@@ -28,6 +28,7 @@
 #include "config/load_measurement.hpp"
 #include "reports/comm.hpp"
 #include "reports/describe.hpp"
+#include "reports/diff.hpp"
 #include "reports/corpus.hpp"
 #include "reports/infer.hpp"
 #include "predict/parallel.hpp"
@@ -108,6 +109,33 @@ class Run final : public Command {
 
  private:
   std::string file_, trace_, fidelity_ = "representative";
+  bool json_ = false, uncalibrated_ = false;
+};
+
+// Two predictions and their difference explained (predict/diff.hpp).
+class Diff final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("a", a_, "scenario A (the reference)")->required();
+    app.add_option("b", b_, "scenario B (the what-if)")->required();
+    app.add_flag("--json", json_, "print one JSON object instead of the text report");
+    add_uncalibrated(app, uncalibrated_);
+  }
+  int run(Io& io) override {
+    const std::array<config::Scenario, 2> sc{config::load_scenario_file(a_, {!uncalibrated_}),
+                                             config::load_scenario_file(b_, {!uncalibrated_})};
+    std::array<predict::Prediction, 2> p;
+    predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc[i]); });
+    const reports::DiffSide a{sc[0], p[0]}, b{sc[1], p[1]};
+    if (json_)
+      io.out << reports::diff_json(a, b).dump(2) << "\n";
+    else
+      io.out << reports::diff_text(a, b);
+    return 0;
+  }
+
+ private:
+  std::string a_, b_;
   bool json_ = false, uncalibrated_ = false;
 };
 
@@ -888,8 +916,9 @@ std::unique_ptr<Command> make() {
   return std::make_unique<C>();
 }
 
-constexpr std::array<CommandInfo, 9> kCommands{{
+constexpr std::array<CommandInfo, 10> kCommands{{
     {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make<Run>},
+    {"diff", "two scenarios' predictions side by side, the step-time difference by contribution", make<Diff>},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make<Describe>},
     {"validate", "predicted vs measured over scenario files or folders", make<Validate>},
     {"bench", "time the simulation of one scenario (wall time, events/s), or a sweep's rows (--sweep)", make<Bench>},

@@ -53,15 +53,10 @@ std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
   if (critical != b.critical_rank) return std::nullopt;
   for (std::size_t r = 0; r < x.host_busy_s.size(); ++r) x.host_busy_s[r] = line(a.host_busy_s[r], b.host_busy_s[r]);
   x.step_time_s = line(a.step_time_s, b.step_time_s);
-  auto& d = x.breakdown;
-  const auto &d1 = a.breakdown, &d2 = b.breakdown;
-  d.compute = line(d1.compute, d2.compute);
-  d.exposed_comm = line(d1.exposed_comm, d2.exposed_comm);
-  d.pipeline_bubble = line(d1.pipeline_bubble, d2.pipeline_bubble);
-  d.host_bound_idle = line(d1.host_bound_idle, d2.host_bound_idle);
-  d.other = line(d1.other, d2.other);
-  for (std::size_t i = 0; i < d.host_bound_by_module.size(); ++i)
-    d.host_bound_by_module[i] = line(d1.host_bound_by_module[i], d2.host_bound_by_module[i]);
+  const std::vector<double> d1 = a.breakdown.flat(), d2 = b.breakdown.flat();
+  std::vector<double> d(d1.size());
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = line(d1[i], d2[i]);
+  x.breakdown.assign_flat(d);
   x.events = static_cast<std::uint64_t>(std::llround(line(static_cast<double>(a.events), static_cast<double>(b.events))));
   x.kernels =
       static_cast<std::uint64_t>(std::llround(line(static_cast<double>(a.kernels), static_cast<double>(b.kernels))));

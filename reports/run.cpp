@@ -12,18 +12,18 @@
 namespace moesim::reports {
 
 using Json = nlohmann::ordered_json;
-namespace {
-// Host-bound idle time by the module whose kernel the GPU waited for, largest first;
-// "outside_layers" for pipeline transfers, DP collectives and the optimizer.
-std::vector<std::pair<std::string, double>> host_bound_by_module(const schedules::Breakdown& b) {
+std::vector<std::pair<std::string, double>> by_module(const ModuleSeconds& seconds) {
   std::vector<std::pair<std::string, double>> out;
-  for (std::size_t m = 0; m < b.host_bound_by_module.size(); ++m)
-    out.emplace_back(m < workload::kModuleCount
-                         ? std::string(workload::module_names().name(static_cast<workload::Module>(m)))
-                         : std::string("outside_layers"),
-                     b.host_bound_by_module[m]);
+  for (std::size_t m = 0; m < seconds.size(); ++m) out.emplace_back(schedules::breakdown_module_name(m), seconds[m]);
   std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
   return out;
+}
+
+namespace {
+Json named(const std::vector<std::pair<std::string, double>>& v) {
+  Json j = Json::object();
+  for (const auto& [name, seconds] : v) j[name] = seconds;
+  return j;
 }
 }  // namespace
 
@@ -51,10 +51,15 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
                     {"exposed_communication", b.exposed_comm},
                     {"pipeline_bubble", b.pipeline_bubble},
                     {"host_bound_idle", b.host_bound_idle},
-                    {"other", b.other}};
-  Json by_module = Json::object();
-  for (const auto& [module, seconds] : host_bound_by_module(b)) by_module[module] = seconds;
-  j["host_bound_idle_by_module"] = by_module;
+                    {"other", b.other},
+                    {"schedule_bubble", b.schedule_bubble},
+                    {"stage_imbalance", b.stage_imbalance}};
+  j["host_bound_idle_by_module"] = named(by_module(b.host_bound_by_module));
+  j["compute_by_module"] = named(by_module(b.compute_by_module));
+  Json comm = Json::object();
+  for (std::size_t k = 0; k < schedules::kCommKinds; ++k)
+    comm[std::string(schedules::comm_kind_names().name(static_cast<schedules::CommKind>(k)))] = b.exposed_comm_by_kind[k];
+  j["exposed_communication_by_kind"] = comm;
   j["critical_rank"] = p.step.critical_rank;
   j["rank_memory_gib"] = p.rank_memory_gib;
   j["cuda_graphs"] = {{"per_rank", p.cuda_graphs_per_rank}, {"static_buffers_gib", p.graph_static_gib}};
@@ -110,9 +115,12 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   row("compute", b.compute);
   row("exposed communication", b.exposed_comm);
   row("pipeline bubble", b.pipeline_bubble);
+  if (b.pipeline_bubble > 0)
+    o += fmt::format("    the schedule's own {:.3f} s, waiting on slower stages {:.3f} s\n", b.schedule_bubble,
+                     b.stage_imbalance);
   row("host-bound idle", b.host_bound_idle);
   std::string where;
-  for (const auto& [module, seconds] : host_bound_by_module(b))
+  for (const auto& [module, seconds] : by_module(b.host_bound_by_module))
     if (seconds >= 0.0005 * t) where += fmt::format("{}{} {:.3f} s", where.empty() ? "" : ", ", module, seconds);
   if (!where.empty()) o += fmt::format("    before kernels of: {}\n", where);
   row("other", b.other);

@@ -3,6 +3,7 @@
 // only: what the numbers mean is said in predict/predict.hpp and predict/memory.hpp.
 #pragma once
 
+#include <array>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -14,6 +15,11 @@
 
 namespace moesim::reports {
 
+
+// A module array of the breakdown (schedules::Breakdown) as (name, seconds), largest
+// first; "outside_layers" for pipeline transfers, DP collectives and the optimizer.
+using ModuleSeconds = std::array<double, workload::kModuleCount + 1>;
+std::vector<std::pair<std::string, double>> by_module(const ModuleSeconds& seconds);
 
 nlohmann::ordered_json run_json(const config::Scenario& sc, const predict::Prediction& p);
 std::string run_text(const config::Scenario& sc, const predict::Prediction& p);

@@ -152,6 +152,14 @@ class Sim {
   std::size_t module_of(std::uint32_t label) const {
     return label < label_module_.size() ? label_module_[label] : workload::kModuleCount;
   }
+  // The chunk pass of a layer kernel's label (forward, backward with recompute, or a
+  // weight-gradient GEMM); kNoPass for kernels outside the layers.
+  static constexpr std::uint8_t kFwd = 0, kBwd = 1, kWgrad = 2, kNoPass = 3;
+  std::uint8_t pass_of(std::uint32_t label) const { return label < label_pass_.size() ? label_pass_[label] : kNoPass; }
+  void set_pass(std::uint32_t label, std::uint8_t pass) {
+    if (label_pass_.size() <= label) label_pass_.resize(label + 1, kNoPass);
+    label_pass_[label] = pass;
+  }
 
   sim_core::RendezvousId pair(int mb, int vstage, bool fwd, std::int64_t lane) {
     auto [it, inserted] = pairs_.try_emplace(std::make_tuple(mb, vstage, fwd, lane), 0);
@@ -270,6 +278,7 @@ class Sim {
   workload::CaptureSet captured_;
   std::vector<std::string> labels_;
   std::vector<std::size_t> label_module_;  // by label id, kModuleCount when not a layer kernel
+  std::vector<std::uint8_t> label_pass_;   // by label id (pass_of)
   std::map<std::string, std::uint32_t> label_ids_;
   std::map<std::tuple<int, int, bool, std::int64_t>, sim_core::RendezvousId> pairs_;
   std::map<std::tuple<int, std::int64_t, std::int64_t>, sim_core::RendezvousId> collectives_;
@@ -395,10 +404,14 @@ void Sim::price_templates() {
                                     in_.stack,     in_.padded_vocab, in_.ep_load};
   const workload::ModelTemplates t = workload::build_templates(ti);
   const auto convert = [&](const workload::LayerTemplate& lt, PricedLayer& out) {
-    for (const auto& k : lt.fwd) out.fwd.push_back(price(k));
+    for (const auto& k : lt.fwd) {
+      out.fwd.push_back(price(k));
+      set_pass(out.fwd.back().label, kFwd);
+    }
     for (const auto& k : lt.bwd) {
       out.bwd.push_back(price(k));
       const bool weight = k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0;
+      set_pass(out.bwd.back().label, weight ? kWgrad : kBwd);
       out.bwd.back().delayed = weight && k.library_launch && in_.framework.delay_wgrad_compute;
       (weight ? out.bwd_weight : out.bwd_input).push_back(out.bwd.back());
     }
@@ -1031,8 +1044,11 @@ class StepObserver final : public sim_core::Observer {
   // The compute streams' time line: idle gaps charged to what the next kernel waited for;
   // busy time to compute where any compute kernel runs, else to the communication
   // kernels running there (two streams overlap in DualPipe's pairs: unions, not sums).
-  Breakdown breakdown(int rank) const {
+  // `pass_work` (if given): the rank's work by chunk pass (Sim::kFwd, kBwd, kWgrad), busy
+  // time and the gaps that are not pipeline bubble.
+  Breakdown breakdown(int rank, std::array<double, 3>* pass_work_out = nullptr) const {
     Breakdown b;
+    std::array<double, 3> pass_work{};
     // One compute stream finishes its kernels in start order; two (DualPipe's pairs) may
     // not, and then the spans are sorted by start first.
     const auto by_start = [](const Span& x, const Span& y) { return x.start < y.start; };
@@ -1046,27 +1062,50 @@ class StepObserver final : public sim_core::Observer {
     }
     Time prev = Time::zero(), prev_compute = Time::zero();
     double all = 0, compute = 0;
+    // Communication kernels' busy time by kind, before the overlap with compute is removed.
+    std::array<double, kCommKinds> comm_busy{};
+    const auto kind = [](Category c) { return static_cast<std::size_t>(c) - 1; };  // kEpComm.. -> CommKind
     for (const Span& s : *line) {
       const double gap = (s.start - prev).seconds();
+      const std::uint8_t pass = sim_.pass_of(s.label);
       if (gap > 0) {
+        bool bubble = false;
         if (s.launch >= s.start && s.launch >= s.gate_at) {
           b.host_bound_idle += gap;
           b.host_bound_by_module[sim_.module_of(s.label)] += gap;
         }
-        else if (s.gated_by == kPpComm) b.pipeline_bubble += gap;
-        else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) b.exposed_comm += gap;
+        else if (s.gated_by == kPpComm) b.pipeline_bubble += gap, bubble = true;
+        else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) {
+          b.exposed_comm += gap;
+          b.exposed_comm_by_kind[kind(s.gated_by)] += gap;
+        }
         else b.other += gap;
+        if (!bubble && pass != Sim::kNoPass) pass_work[pass] += gap;
       }
       // Busy time as unions: all kernels, and the compute kernels among them.
-      if (s.end > prev) all += (s.end - std::max(s.start, prev)).seconds();
+      if (s.end > prev) {
+        const double busy = (s.end - std::max(s.start, prev)).seconds();
+        all += busy;
+        if (s.category != kCompute) comm_busy[kind(s.category)] += busy;
+        if (pass != Sim::kNoPass) pass_work[pass] += busy;
+      }
       if (s.category == kCompute && s.end > prev_compute) {
-        compute += (s.end - std::max(s.start, prev_compute)).seconds();
+        const double busy = (s.end - std::max(s.start, prev_compute)).seconds();
+        compute += busy;
+        b.compute_by_module[sim_.module_of(s.label)] += busy;
         prev_compute = s.end;
       }
       prev = std::max(prev, s.end);
     }
     b.compute += compute;
     b.exposed_comm += all - compute;
+    // The communication busy time not under compute, shared by kind in proportion (one
+    // compute stream: nothing overlaps and the shares are exact).
+    double comm_sum = 0;
+    for (double x : comm_busy) comm_sum += x;
+    if (comm_sum > 0)
+      for (std::size_t k = 0; k < kCommKinds; ++k) b.exposed_comm_by_kind[k] += (all - compute) * comm_busy[k] / comm_sum;
+    if (pass_work_out) *pass_work_out = pass_work;
     return b;
   }
 
@@ -1078,6 +1117,36 @@ class StepObserver final : public sim_core::Observer {
   std::vector<std::vector<Span>> compute_;
   bool trace_;
 };
+
+// Splits the pipeline bubble (Breakdown): the same schedule with every chunk at the
+// rank's mean forward, backward and weight-gradient chunk time (`work` by pass over the
+// rank's items of each pass) and the step's pipeline transfer time idles
+// schedule_bubble; the rest of pipeline_bubble is stage imbalance.
+void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>& work, Breakdown& b) {
+  const auto& p = in.parallelism;
+  b.schedule_bubble = 0;
+  b.stage_imbalance = b.pipeline_bubble;
+  if (p.pp < 2) return;
+  const bool dual = in.schedule == ScheduleKind::dualpipe || in.schedule == ScheduleKind::dualpipev;
+  const int chunks = in.schedule == ScheduleKind::dualpipev ? 2 : dual ? 1 : static_cast<int>(p.vpp);
+  const int pp = static_cast<int>(p.pp), m = static_cast<int>(p.num_microbatches);
+  double n[3] = {0, 0, 0};
+  for (const WorkItem& it : pipeline_order(in.schedule, pp, chunks, 0, m))
+    n[it.pass == Pass::forward ? Sim::kFwd : it.pass == Pass::backward_weight ? Sim::kWgrad : Sim::kBwd] += 1;
+  if (n[Sim::kFwd] == 0 || n[Sim::kBwd] == 0) return;
+  FixedChunks c;
+  c.p2p_s = p2p_s;
+  c.fwd_s = work[Sim::kFwd] / n[Sim::kFwd];
+  if (n[Sim::kWgrad] > 0) {
+    c.wgrad_s = work[Sim::kWgrad] / n[Sim::kWgrad];
+    c.bwd_s = work[Sim::kBwd] / n[Sim::kBwd] + c.wgrad_s;
+  } else {
+    c.bwd_s = (work[Sim::kBwd] + work[Sim::kWgrad]) / n[Sim::kBwd];
+  }
+  const PipelineResult r = simulate_pipeline(in.schedule, pp, static_cast<int>(p.vpp), m, c);
+  b.schedule_bubble = std::clamp(r.bubble_s, 0.0, b.pipeline_bubble);
+  b.stage_imbalance = b.pipeline_bubble - b.schedule_bubble;
+}
 
 StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm,
                      const FixedChunks* fixed) {
@@ -1127,9 +1196,11 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
     res.rank_end_s[static_cast<std::size_t>(r)] = t;
     if (t > best) best = t, res.critical_rank = r;
   }
-  res.breakdown = obs.breakdown(res.critical_rank);
+  std::array<double, 3> pass_work{};
+  res.breakdown = obs.breakdown(res.critical_rank, &pass_work);
   // The tail after its last compute-stream kernel (rounding can make it -1e-12).
   res.breakdown.other = std::max(0.0, res.breakdown.other + res.step_time_s - best);
+  if (!fixed) split_bubble(in, sim.pp_seconds(), pass_work, res.breakdown);
   res.labels = sim.labels();
   for (int t = 0; t < tracks; ++t) res.streams.emplace_back(kTrackNames[t]);
   res.trace = std::move(obs.spans);
@@ -1218,6 +1289,22 @@ PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microba
   out.bubble_s = r.step_time_s - busiest;
   out.events = r.events;
   return out;
+}
+
+std::string breakdown_module_name(std::size_t slot) {
+  return slot < workload::kModuleCount ? std::string(workload::module_names().name(static_cast<Module>(slot)))
+                                       : std::string("outside_layers");
+}
+
+const sim_core::NameTable<CommKind>& comm_kind_names() {
+  static constexpr std::array<sim_core::NameEntry<CommKind>, kCommKinds> kEntries{{
+      {CommKind::ep, "ep", "EP dispatch and combine, and their counts exchange"},
+      {CommKind::tp, "tp", "tensor-parallel collectives"},
+      {CommKind::pp, "pp", "pipeline transfers"},
+      {CommKind::dp, "dp", "data-parallel gradient and parameter collectives"},
+  }};
+  static constexpr sim_core::NameTable<CommKind> kTable{kEntries};
+  return kTable;
 }
 
 }  // namespace moesim::schedules

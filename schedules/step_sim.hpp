@@ -58,16 +58,58 @@ struct StepOptions {
   bool steady_state = true;
 };
 
-// Seconds of the critical rank's step by what its compute stream was doing.
+// The communication a stream waited for or ran: EP dispatch and combine (and their
+// counts exchange), TP collectives, pipeline transfers, DP gradient and parameter
+// collectives.
+enum class CommKind : std::uint8_t { ep, tp, pp, dp };
+inline constexpr std::size_t kCommKinds = 4;
+const sim_core::NameTable<CommKind>& comm_kind_names();
+// The name of a slot of the breakdown's module arrays: the module's, or "outside_layers".
+std::string breakdown_module_name(std::size_t slot);
+
+// Seconds of the critical rank's step by what its compute stream was doing. The five
+// categories add up to the step time; the arrays split them further:
+//   compute         = sum compute_by_module
+//   exposed_comm    = sum exposed_comm_by_kind
+//   host_bound_idle = sum host_bound_by_module
+//   pipeline_bubble = schedule_bubble + stage_imbalance, where schedule_bubble is the
+//     idle time of the same schedule (pp, vpp, microbatches, transfers) with every chunk
+//     at this rank's mean forward and backward chunk time (simulate_pipeline), at most
+//     pipeline_bubble; stage_imbalance, the rest, is waiting on slower stages.
+// Module arrays: index Module; the last slot holds kernels outside the layers
+// (pipeline transfers, DP, optimizer).
 struct Breakdown {
   double compute = 0;          // compute kernels running
   double exposed_comm = 0;     // communication on the critical path (EP, TP, waiting on DP)
   double pipeline_bubble = 0;  // idle, waiting for another pipeline stage
   double host_bound_idle = 0;  // idle, the host had not launched the next kernel yet
   double other = 0;
-  // host_bound_idle by the module of the kernel the GPU waited for (index: Module; the
-  // last slot: kernels outside the layers, pipeline transfers, DP, optimizer).
+  double schedule_bubble = 0;
+  double stage_imbalance = 0;
   std::array<double, workload::kModuleCount + 1> host_bound_by_module{};
+  std::array<double, workload::kModuleCount + 1> compute_by_module{};
+  std::array<double, kCommKinds> exposed_comm_by_kind{};
+  // Every field in a fixed order, for code that combines breakdowns field by field
+  // (steady-state extrapolation, differences).
+  std::vector<double> flat() const {
+    std::vector<double> v;
+    fields(*this, [&](double x) { v.push_back(x); });
+    return v;
+  }
+  void assign_flat(const std::vector<double>& v) {
+    std::size_t i = 0;
+    fields(*this, [&](double& x) { x = v.at(i++); });
+  }
+
+ private:
+  template <class B, class F>
+  static void fields(B& b, F&& f) {
+    f(b.compute), f(b.exposed_comm), f(b.pipeline_bubble), f(b.host_bound_idle), f(b.other);
+    f(b.schedule_bubble), f(b.stage_imbalance);
+    for (auto& x : b.host_bound_by_module) f(x);
+    for (auto& x : b.compute_by_module) f(x);
+    for (auto& x : b.exposed_comm_by_kind) f(x);
+  }
 };
 
 struct TraceSpan {

@@ -52,6 +52,25 @@ TEST_CASE("run --json carries the contract's keys and a breakdown that adds up",
   for (const auto& [module, seconds] : j["host_bound_idle_by_module"].items()) by_module += seconds.get<double>();
   CHECK(j["host_bound_idle_by_module"].size() == workload::kModuleCount + 1);
   CHECK(by_module == Approx(j["breakdown"]["host_bound_idle"].get<double>()).margin(1e-9));
+  // Compute by module and exposed communication by kind add up to their categories.
+  double compute = 0, comm = 0;
+  for (const auto& [module, seconds] : j["compute_by_module"].items()) compute += seconds.get<double>();
+  for (const auto& [kind, seconds] : j["exposed_communication_by_kind"].items()) comm += seconds.get<double>();
+  CHECK(compute == Approx(j["breakdown"]["compute"].get<double>()).margin(1e-9));
+  CHECK(comm == Approx(j["breakdown"]["exposed_communication"].get<double>()).margin(1e-9));
+  CHECK(j["exposed_communication_by_kind"]["ep"].get<double>() > 0);  // HybridEP across 32 GPUs
+  // The bubble: the schedule's own plus stage imbalance. Interleaved 1F1B at PP8 VPP4 with
+  // 64 microbatches idles (pp - 1) / (vpp x M) = 7 / 256 = 2.7% of the rank's work by
+  // itself without transfers; the transfers between racks (PP neighbours are 32 GPUs apart,
+  // across NVLink domains) add to it, less than as much again. Rank 0 (embedding and one
+  // layer in its first chunk: 7 layers against 8) waits far longer on slower stages.
+  const auto& b = j["breakdown"];
+  CHECK(b["schedule_bubble"].get<double>() + b["stage_imbalance"].get<double>() ==
+        Approx(b["pipeline_bubble"].get<double>()).margin(1e-12));
+  const double work = j["step_time_s"].get<double>() - b["pipeline_bubble"].get<double>();
+  CHECK(b["schedule_bubble"].get<double>() / work > 7.0 / 256);
+  CHECK(b["schedule_bubble"].get<double>() / work < 2 * 7.0 / 256);
+  CHECK(b["stage_imbalance"].get<double>() > 2 * b["schedule_bubble"].get<double>());
   // TFLOPS/GPU = 249.81 GFLOP/token x 2048 x 4096 tokens / (step x 256 GPUs).
   CHECK(j["tflops_per_gpu"].get<double>() ==
         Approx(249.812e9 * 2048 * 4096 / (j["step_time_s"].get<double>() * 256) / 1e12).epsilon(1e-4));

@@ -1,0 +1,37 @@
+#include "predict/diff.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace moesim::predict {
+using schedules::breakdown_module_name;
+
+Difference difference(const Prediction& a, const Prediction& b) {
+  const auto& x = a.step.breakdown;
+  const auto& y = b.step.breakdown;
+  Difference d;
+  d.step_time_a_s = a.step.step_time_s;
+  d.step_time_b_s = b.step.step_time_s;
+  auto& c = d.contributions;
+  for (std::size_t m = 0; m < x.compute_by_module.size(); ++m)
+    c.push_back({"compute", breakdown_module_name(m), x.compute_by_module[m], y.compute_by_module[m]});
+  for (std::size_t k = 0; k < schedules::kCommKinds; ++k)
+    c.push_back({"exposed_communication",
+                 std::string(schedules::comm_kind_names().name(static_cast<schedules::CommKind>(k))),
+                 x.exposed_comm_by_kind[k], y.exposed_comm_by_kind[k]});
+  for (std::size_t m = 0; m < x.host_bound_by_module.size(); ++m)
+    c.push_back({"host_bound_idle", breakdown_module_name(m), x.host_bound_by_module[m], y.host_bound_by_module[m]});
+  c.push_back({"pipeline_bubble", "schedule", x.schedule_bubble, y.schedule_bubble});
+  c.push_back({"pipeline_bubble", "stage_imbalance", x.stage_imbalance, y.stage_imbalance});
+  c.push_back({"other", "", x.other, y.other});
+  double sum = 0;
+  for (const auto& t : c) sum += t.delta_s();
+  d.residual_s = (d.step_time_b_s - d.step_time_a_s) - sum;
+  std::erase_if(c, [](const Contribution& t) { return t.a_s == 0 && t.b_s == 0; });
+  std::stable_sort(c.begin(), c.end(),
+                   [](const Contribution& p, const Contribution& q) { return std::abs(p.delta_s()) > std::abs(q.delta_s()); });
+  return d;
+}
+
+}  // namespace moesim::predict

@@ -1,0 +1,129 @@
+#include "reports/diff.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "reports/describe.hpp"
+
+namespace moesim::reports {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+// Headline figures of one side, in the order the text table prints them.
+std::vector<std::pair<std::string, double>> figures(const predict::Prediction& p) {
+  const auto& m = p.peak_memory_parts;
+  return {{"step_time_s", p.step.step_time_s},
+          {"tflops_per_gpu", p.tflops_per_gpu},
+          {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+          {"mfu", p.mfu},
+          {"peak_memory_gib", p.peak_memory_gib},
+          {"memory.weights_grads_gib", m.weights_grads},
+          {"memory.optimizer_gib", m.optimizer},
+          {"memory.activations_gib", m.activations},
+          {"memory.ep_buffers_gib", m.ep_buffers},
+          {"memory.graph_buffers_gib", m.graph_buffers}};
+}
+
+// The resolved settings (describe --json, flattened to JSON pointers) that differ, without
+// the files' metadata.
+std::vector<std::tuple<std::string, Json, Json>> changed_settings(const config::Scenario& a,
+                                                                  const config::Scenario& b) {
+  nlohmann::json fa = nlohmann::json(describe_json(a)).flatten();
+  nlohmann::json fb = nlohmann::json(describe_json(b)).flatten();
+  const auto metadata = [](const std::string& key) {
+    for (const char* skip : {"/name", "/file", "/description", "/measured"})
+      if (key.rfind(skip, 0) == 0) return true;
+    return false;
+  };
+  std::vector<std::tuple<std::string, Json, Json>> out;
+  for (const auto& [key, va] : fa.items()) {
+    if (metadata(key)) continue;
+    const auto vb = fb.find(key);
+    if (vb == fb.end()) out.emplace_back(key, va, nullptr);
+    else if (*vb != va) out.emplace_back(key, va, *vb);
+  }
+  for (const auto& [key, vb] : fb.items())
+    if (!metadata(key) && !fa.contains(key)) out.emplace_back(key, nullptr, vb);
+  return out;
+}
+
+std::string item_name(const predict::Contribution& c) {
+  return c.item.empty() ? c.category : c.category + " / " + c.item;
+}
+
+}  // namespace
+
+Json diff_json(const DiffSide& a, const DiffSide& b) {
+  const predict::Difference d = predict::difference(a.prediction, b.prediction);
+  const auto side = [](const DiffSide& s) {
+    Json j{{"name", s.scenario.name}, {"file", s.scenario.file}};
+    for (const auto& [k, v] : figures(s.prediction)) j[k] = v;
+    j["fits_in_memory"] = s.prediction.fits_in_memory;
+    j["critical_rank"] = s.prediction.step.critical_rank;
+    return j;
+  };
+  Json out{{"a", side(a)}, {"b", side(b)}};
+  Json change = Json::object();
+  const auto fa = figures(a.prediction), fb = figures(b.prediction);
+  for (std::size_t i = 0; i < fa.size(); ++i) change[fa[i].first] = fb[i].second - fa[i].second;
+  out["change"] = change;
+  Json settings = Json::array();
+  for (const auto& [key, va, vb] : changed_settings(a.scenario, b.scenario))
+    settings.push_back({{"path", key}, {"a", va}, {"b", vb}});
+  out["settings_changed"] = settings;
+  out["step_time_delta_s"] = d.step_time_b_s - d.step_time_a_s;
+  Json rows = Json::array();
+  for (const auto& c : d.contributions)
+    rows.push_back({{"category", c.category}, {"item", c.item}, {"a_s", c.a_s}, {"b_s", c.b_s}, {"delta_s", c.delta_s()}});
+  out["contributions"] = rows;
+  out["residual_s"] = d.residual_s;
+  return out;
+}
+
+std::string diff_text(const DiffSide& a, const DiffSide& b) {
+  const predict::Difference d = predict::difference(a.prediction, b.prediction);
+  std::string o = fmt::format("A  {}  ({})\nB  {}  ({})\n\n", a.scenario.name, a.scenario.file, b.scenario.name,
+                              b.scenario.file);
+  o += fmt::format("{:<26}{:>12}{:>12}{:>12}{:>9}\n", "", "A", "B", "B - A", "");
+  const auto fa = figures(a.prediction), fb = figures(b.prediction);
+  for (std::size_t i = 0; i < fa.size(); ++i) {
+    const double x = fa[i].second, y = fb[i].second;
+    if (x == 0 && y == 0) continue;
+    o += fmt::format("{:<26}{:>12.4g}{:>12.4g}{:>+12.4g}{:>9}\n", fa[i].first, x, y, y - x,
+                     x != 0 ? fmt::format("{:+.1f}%", 100 * (y - x) / x) : std::string());
+  }
+  if (a.prediction.fits_in_memory != b.prediction.fits_in_memory)
+    o += fmt::format("fits in memory: A {}, B {}\n", a.prediction.fits_in_memory ? "yes" : "no",
+                     b.prediction.fits_in_memory ? "yes" : "no");
+  const auto settings = changed_settings(a.scenario, b.scenario);
+  o += fmt::format("\nsettings that differ ({}):\n", settings.size());
+  for (const auto& [key, va, vb] : settings) o += fmt::format("  {}: {} -> {}\n", key, va.dump(), vb.dump());
+  const double delta = d.step_time_b_s - d.step_time_a_s;
+  o += fmt::format("\nstep time {:.3f} -> {:.3f} s ({:+.3f} s), by contribution (critical ranks {} and {}):\n",
+                   d.step_time_a_s, d.step_time_b_s, delta, a.prediction.step.critical_rank,
+                   b.prediction.step.critical_rank);
+  o += fmt::format("  {:<40}{:>10}{:>10}{:>11}{:>8}\n", "", "A s", "B s", "B - A s", "share");
+  // Terms below 0.1% of the larger step are summed on one line.
+  const double small = 1e-3 * std::max(d.step_time_a_s, d.step_time_b_s);
+  double rest = 0, sum = 0;
+  int rest_n = 0;
+  for (const auto& c : d.contributions) {
+    sum += c.delta_s();
+    if (std::abs(c.delta_s()) < small) {
+      rest += c.delta_s();
+      ++rest_n;
+      continue;
+    }
+    o += fmt::format("  {:<40}{:>10.3f}{:>10.3f}{:>+11.3f}{:>8}\n", item_name(c), c.a_s, c.b_s, c.delta_s(),
+                     delta != 0 ? fmt::format("{:.0f}%", 100 * c.delta_s() / delta) : std::string());
+  }
+  if (rest_n) o += fmt::format("  {:<40}{:>20}{:>+11.3f}\n", fmt::format("{} smaller terms", rest_n), "", rest);
+  o += fmt::format("  {:<40}{:>20}{:>+11.3f}  (step-time difference {:+.3f} s, residual {:.2g} s)\n",
+                   "sum of contributions", "", sum, delta, d.residual_s);
+  return o;
+}
+
+}  // namespace moesim::reports

@@ -1,0 +1,23 @@
+// reports/diff.hpp: `moesim diff A.json B.json`: two predictions side by side, the
+// settings that differ, and the step-time difference split into contributions
+// (predict/diff.hpp), as text or as one JSON object. Formatting only.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario.hpp"
+#include "predict/diff.hpp"
+
+namespace moesim::reports {
+
+struct DiffSide {
+  const config::Scenario& scenario;
+  const predict::Prediction& prediction;
+};
+
+nlohmann::ordered_json diff_json(const DiffSide& a, const DiffSide& b);
+std::string diff_text(const DiffSide& a, const DiffSide& b);
+
+}  // namespace moesim::reports

@@ -1,0 +1,54 @@
+// moesim diff: the step-time difference split into contributions that add up to it, and
+// the HybridEP step of the journey explained by its communication.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "predict/diff.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+
+TEST_CASE("diff: contributions add up to the step-time difference", "[predict][diff]") {
+  const auto a = config::load_scenario_file(test::source_path("scenarios/journey/10-graph-shared-expert.json"));
+  const auto b = config::load_scenario_file(test::source_path("scenarios/journey/11-hybridep.json"));
+  const auto pa = predict::predict(a), pb = predict::predict(b);
+  const predict::Difference d = predict::difference(pa, pb);
+  const double delta = d.step_time_b_s - d.step_time_a_s;
+  double sum = 0;
+  for (const auto& c : d.contributions) sum += c.delta_s();
+  REQUIRE(delta < 0);  // HybridEP is faster (journey step 11: 830 -> 944 TFLOPS measured)
+  CHECK(std::abs(sum - delta) <= 0.01 * std::abs(delta));
+  CHECK(std::abs(d.residual_s) <= 0.01 * std::abs(delta));
+  // Sorted by size; the largest is EP communication, which HybridEP shortens.
+  for (std::size_t i = 1; i < d.contributions.size(); ++i)
+    CHECK(std::abs(d.contributions[i - 1].delta_s()) >= std::abs(d.contributions[i].delta_s()));
+  REQUIRE(!d.contributions.empty());
+  CHECK(d.contributions[0].category == "exposed_communication");
+  CHECK(d.contributions[0].item == "ep");
+  CHECK(d.contributions[0].delta_s() < 0);
+  // A scenario against itself: no difference, no contribution.
+  const predict::Difference same = predict::difference(pa, pa);
+  for (const auto& c : same.contributions) CHECK(c.delta_s() == 0);
+}
+
+TEST_CASE("diff on the command line: text, JSON and bad input", "[cli][diff]") {
+  const std::string a = test::source_path("scenarios/journey/10-graph-shared-expert.json");
+  const std::string b = test::source_path("scenarios/journey/11-hybridep.json");
+  const auto text = test::run_moesim({"diff", a, b});
+  REQUIRE(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("/framework/dispatcher: \"deepep\" -> \"hybridep\""));
+  CHECK_THAT(text.out, Catch::Contains("exposed_communication / ep"));
+  CHECK_THAT(text.out, Catch::Contains("sum of contributions"));
+  const auto js = test::run_moesim({"diff", "--json", a, b});
+  REQUIRE(js.status == 0);
+  const auto j = nlohmann::json::parse(js.out);
+  double sum = 0;
+  for (const auto& c : j["contributions"]) sum += c["delta_s"].get<double>();
+  CHECK(sum == Approx(j["step_time_delta_s"].get<double>()).epsilon(0.01));
+  CHECK(j["change"]["tflops_per_gpu"].get<double>() > 0);
+  CHECK(j["settings_changed"].size() == 3);
+  const auto bad = test::run_moesim({"diff", a, "no-such-file.json"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("no-such-file.json"));
+}
