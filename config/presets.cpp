@@ -1,5 +1,7 @@
 #include "config/presets.hpp"
 
+#include <filesystem>
+#include <optional>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -35,8 +37,25 @@ std::string unknown(PresetKind kind, std::string_view name) {
                      fmt::join(preset_names(kind), ", "));
 }
 
-// Parses a preset; an unknown name is reported at `at` with the list of known names.
+// A model named by a path to a Hugging Face config.json (any name ending in ".json"),
+// relative to the file that names it; nullopt for a preset name.
+std::optional<std::string> model_file(PresetKind kind, const std::string& name, const Node& at) {
+  if (kind != PresetKind::model || !name.ends_with(".json")) return std::nullopt;
+  std::filesystem::path p(name);
+  if (p.is_relative()) p = std::filesystem::path(at.file()).parent_path() / p;
+  p = p.lexically_normal();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
+    at.fail(fmt::format("no Hugging Face config file '{}' (a model ending in .json is a path relative to "
+                        "this file; other names are presets: {})",
+                        p.string(), fmt::join(preset_names(kind), ", ")));
+  return p.string();
+}
+
+// Parses a preset, or a model's config.json file; an unknown name is reported at `at` with
+// the list of known names.
 Json preset_json(PresetKind kind, const std::string& name, const Node& at) {
+  if (const auto file = model_file(kind, name, at)) return read_json_file(*file);
   const auto* p = find_preset(kind, name);
   if (!p) at.fail(unknown(kind, name));
   return parse_json(p->text, preset_label(*p));
@@ -131,6 +150,11 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
   const Json& j = at.json();
   if (j.is_string()) {
     const std::string name = j.get<std::string>();
+    if (const auto file = model_file(kind, name, at)) {
+      r.json = std::make_shared<Json>(read_json_file(*file));
+      r.node = std::make_unique<Node>(*r.json, "", std::make_shared<const std::string>(*file));
+      return r;
+    }
     const auto* p = find_preset(kind, name);
     r.json = std::make_shared<Json>(preset_json(kind, name, at));
     const std::string label = preset_label(*p);
