@@ -342,6 +342,8 @@ class ScenarioReader {
                 sc_.model.attention != workload::AttentionKind::mla)
               e.fail(fmt::format("model '{}' has no MLA up-projection", sc_.model.name));
           });
+          // A set: kept in the table's order, so that equal settings read (and describe) equal.
+          std::sort(f.recompute_modules.begin(), f.recompute_modules.end());
         }
         f.distributed_optimizer = o.bool_or("distributed_optimizer", true);
         f.overlap_grad_reduce = o.bool_or("overlap_grad_reduce", true);

@@ -66,7 +66,7 @@ TEST_CASE("Each journey step changes only its own switch", "[config][journey]") 
       {"/stack/mxfp8_alloc_fusion", "/stack/permute_fusion_v2"},
       {"/stack/router_fusion"},
       {"/framework/dispatcher", "/framework/dispatcher_sms"},
-      {"/framework/recompute_modules/1"},
+      {"/framework/recompute_modules/0", "/framework/recompute_modules/1"},  // [mla_up_proj, mlp] -> [mlp, moe_act]
       {"/framework/cuda_graph_scope"},
       {"/stack/deepep_tuned"},
       {"/stack/cpu_numa_binding"},

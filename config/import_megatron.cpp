@@ -1,0 +1,768 @@
+#include "config/import_megatron.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+
+namespace moesim::config {
+namespace {
+
+// ---- the command line as words ------------------------------------------------------
+
+struct Words {
+  std::vector<std::string> words;       // the Megatron flags and their values
+  std::map<std::string, std::string> env;  // NAME=VALUE before the command or exported
+  bool numa_bound = false;               // bindpcie or numactl in the launch command
+};
+
+// Shell words of `text`: backslash-newline joins lines, `#` starts a comment at a word's
+// start, single quotes are literal, double quotes allow backslash escapes.
+std::vector<std::string> shell_words(const std::string& text, const std::string& source) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      if (text[i + 1] == '\n') {
+        ++i;
+        continue;
+      }
+      cur += text[++i];
+      in_word = true;
+    } else if (c == '\'') {
+      const auto end = text.find('\'', i + 1);
+      if (end == std::string::npos) throw InputError(source, "", "unterminated single quote");
+      cur += text.substr(i + 1, end - i - 1);
+      i = end;
+      in_word = true;
+    } else if (c == '"') {
+      std::size_t j = i + 1;
+      for (; j < text.size() && text[j] != '"'; ++j) {
+        if (text[j] == '\\' && j + 1 < text.size()) ++j;
+        cur += text[j];
+      }
+      if (j >= text.size()) throw InputError(source, "", "unterminated double quote");
+      i = j;
+      in_word = true;
+    } else if (c == '#' && !in_word) {
+      while (i < text.size() && text[i] != '\n') ++i;
+      out.emplace_back("\n");
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) out.push_back(cur), cur.clear(), in_word = false;
+      if (c == '\n') out.emplace_back("\n");
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  if (in_word) out.push_back(cur);
+  return out;
+}
+
+bool is_assignment(const std::string& w) {
+  const auto eq = w.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  return std::all_of(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(eq),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+Words split_command(const std::string& text, const std::string& source) {
+  const auto all = shell_words(text, source);
+  Words w;
+  // The Megatron flags follow the last `*.py` word (a launcher's own flags come before
+  // it), or start at the first `--` word.
+  std::size_t start = all.size();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].size() > 3 && all[i].ends_with(".py")) start = i + 1;
+  if (start == all.size())
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (all[i].rfind("--", 0) == 0) {
+        start = i;
+        break;
+      }
+  bool line_start = true;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::string& s = all[i];
+    if (s == "\n") {
+      line_start = true;
+      continue;
+    }
+    if (i < start) {
+      if (s.find("bindpcie") != std::string::npos || s == "numactl") w.numa_bound = true;
+      if (s == "export") continue;
+      if ((line_start || (i > 0 && all[i - 1] == "export")) && is_assignment(s)) {
+        const auto eq = s.find('=');
+        w.env[s.substr(0, eq)] = s.substr(eq + 1);
+        continue;  // a prefix assignment keeps the line's start
+      }
+      line_start = false;
+      continue;
+    }
+    w.words.push_back(s);
+  }
+  return w;
+}
+
+// ---- the flag table -------------------------------------------------------------------
+
+enum class Arity { none, one, many };
+enum class Role { modeled, ignored };
+
+struct FlagSpec {
+  std::string_view name;
+  Arity arity;
+  Role role;
+};
+
+// Flags the importer maps onto the scenario (arguments.py's names and arities).
+constexpr std::array kModeled{
+    // model shape
+    FlagSpec{"--num-layers", Arity::one, Role::modeled}, FlagSpec{"--hidden-size", Arity::one, Role::modeled},
+    FlagSpec{"--ffn-hidden-size", Arity::one, Role::modeled},
+    FlagSpec{"--num-attention-heads", Arity::one, Role::modeled},
+    FlagSpec{"--group-query-attention", Arity::none, Role::modeled},
+    FlagSpec{"--num-query-groups", Arity::one, Role::modeled}, FlagSpec{"--kv-channels", Arity::one, Role::modeled},
+    FlagSpec{"--vocab-size", Arity::one, Role::modeled},
+    FlagSpec{"--make-vocab-size-divisible-by", Arity::one, Role::modeled},
+    FlagSpec{"--untie-embeddings-and-output-weights", Arity::none, Role::modeled},
+    FlagSpec{"--swiglu", Arity::none, Role::modeled}, FlagSpec{"--qk-layernorm", Arity::none, Role::modeled},
+    FlagSpec{"--multi-latent-attention", Arity::none, Role::modeled},
+    FlagSpec{"--q-lora-rank", Arity::one, Role::modeled}, FlagSpec{"--kv-lora-rank", Arity::one, Role::modeled},
+    FlagSpec{"--qk-head-dim", Arity::one, Role::modeled},
+    FlagSpec{"--qk-pos-emb-head-dim", Arity::one, Role::modeled},
+    FlagSpec{"--v-head-dim", Arity::one, Role::modeled}, FlagSpec{"--num-experts", Arity::one, Role::modeled},
+    FlagSpec{"--moe-router-topk", Arity::one, Role::modeled},
+    FlagSpec{"--moe-ffn-hidden-size", Arity::one, Role::modeled},
+    FlagSpec{"--moe-shared-expert-intermediate-size", Arity::one, Role::modeled},
+    FlagSpec{"--moe-layer-freq", Arity::one, Role::modeled},
+    FlagSpec{"--moe-router-score-function", Arity::one, Role::modeled},
+    FlagSpec{"--moe-router-num-groups", Arity::one, Role::modeled},
+    FlagSpec{"--moe-router-group-topk", Arity::one, Role::modeled},
+    FlagSpec{"--mtp-num-layers", Arity::one, Role::modeled},
+    // training
+    FlagSpec{"--seq-length", Arity::one, Role::modeled}, FlagSpec{"--micro-batch-size", Arity::one, Role::modeled},
+    FlagSpec{"--global-batch-size", Arity::one, Role::modeled}, FlagSpec{"--bf16", Arity::none, Role::modeled},
+    FlagSpec{"--fp16", Arity::none, Role::modeled}, FlagSpec{"--fp8-format", Arity::one, Role::modeled},
+    FlagSpec{"--fp8-recipe", Arity::one, Role::modeled}, FlagSpec{"--fp8-param-gather", Arity::none, Role::modeled},
+    FlagSpec{"--fp8-dot-product-attention", Arity::none, Role::modeled},
+    FlagSpec{"--moe-expert-capacity-factor", Arity::one, Role::modeled},
+    FlagSpec{"--moe-router-force-load-balancing", Arity::none, Role::modeled},
+    // parallelism
+    FlagSpec{"--tensor-model-parallel-size", Arity::one, Role::modeled},
+    FlagSpec{"--pipeline-model-parallel-size", Arity::one, Role::modeled},
+    FlagSpec{"--num-virtual-stages-per-pipeline-rank", Arity::one, Role::modeled},
+    FlagSpec{"--num-layers-per-virtual-pipeline-stage", Arity::one, Role::modeled},
+    FlagSpec{"--pipeline-model-parallel-layout", Arity::one, Role::modeled},
+    FlagSpec{"--expert-model-parallel-size", Arity::one, Role::modeled},
+    FlagSpec{"--expert-tensor-parallel-size", Arity::one, Role::modeled},
+    FlagSpec{"--context-parallel-size", Arity::one, Role::modeled},
+    FlagSpec{"--sequence-parallel", Arity::none, Role::modeled},
+    FlagSpec{"--use-megatron-fsdp", Arity::none, Role::modeled},
+    // framework
+    FlagSpec{"--moe-token-dispatcher-type", Arity::one, Role::modeled},
+    FlagSpec{"--moe-flex-dispatcher-backend", Arity::one, Role::modeled},
+    FlagSpec{"--moe-enable-deepep", Arity::none, Role::modeled},
+    FlagSpec{"--moe-deepep-num-sms", Arity::one, Role::modeled},
+    FlagSpec{"--moe-hybridep-num-sms", Arity::one, Role::modeled},
+    FlagSpec{"--overlap-moe-expert-parallel-comm", Arity::none, Role::modeled},
+    FlagSpec{"--delay-wgrad-compute", Arity::none, Role::modeled},
+    FlagSpec{"--cuda-graph-impl", Arity::one, Role::modeled},
+    FlagSpec{"--cuda-graph-scope", Arity::many, Role::modeled},
+    FlagSpec{"--recompute-granularity", Arity::one, Role::modeled},
+    FlagSpec{"--recompute-modules", Arity::many, Role::modeled},
+    FlagSpec{"--recompute-method", Arity::one, Role::modeled},
+    FlagSpec{"--recompute-num-layers", Arity::one, Role::modeled},
+    FlagSpec{"--use-distributed-optimizer", Arity::none, Role::modeled},
+    FlagSpec{"--overlap-grad-reduce", Arity::none, Role::modeled},
+    FlagSpec{"--overlap-param-gather", Arity::none, Role::modeled},
+    FlagSpec{"--use-precision-aware-optimizer", Arity::none, Role::modeled},
+    FlagSpec{"--exp-avg-dtype", Arity::one, Role::modeled}, FlagSpec{"--exp-avg-sq-dtype", Arity::one, Role::modeled},
+    FlagSpec{"--main-grads-dtype", Arity::one, Role::modeled},
+    FlagSpec{"--main-params-dtype", Arity::one, Role::modeled},
+    FlagSpec{"--grad-reduce-in-bf16", Arity::none, Role::modeled},
+    FlagSpec{"--optimizer", Arity::one, Role::modeled},
+    FlagSpec{"--optimizer-cpu-offload", Arity::none, Role::modeled},
+    FlagSpec{"--optimizer-offload-fraction", Arity::one, Role::modeled},
+    FlagSpec{"--ddp-bucket-size", Arity::one, Role::modeled},
+    FlagSpec{"--moe-router-fusion", Arity::none, Role::modeled},
+    FlagSpec{"--moe-grouped-gemm", Arity::none, Role::modeled},
+    FlagSpec{"--moe-permute-fusion", Arity::none, Role::modeled},
+    FlagSpec{"--cross-entropy-loss-fusion", Arity::none, Role::modeled},
+    FlagSpec{"--cross-entropy-fusion-impl", Arity::one, Role::modeled},
+    FlagSpec{"--transformer-impl", Arity::one, Role::modeled},
+    FlagSpec{"--disable-bias-linear", Arity::none, Role::modeled},
+    FlagSpec{"--manual-gc", Arity::none, Role::modeled},
+};
+
+// Flags with no effect on step time or memory in this model: model numerics that cost
+// nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
+// the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
+constexpr std::array<std::string_view, 95> kIgnored{
+    "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
+    "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
+    "--no-check-for-nan-in-loss-and-grad", "--manual-gc-interval", "--enable-experimental",
+    "--data-cache-path", "--tokenizer-type", "--tokenizer-model", "--data-path", "--split", "--no-mmap-bin-files",
+    "--no-create-attention-mask-in-dataloader", "--num-workers", "--max-position-embeddings",
+    "--position-embedding-type", "--rotary-base", "--rotary-percent", "--normalization", "--norm-epsilon",
+    "--attention-dropout", "--hidden-dropout", "--clip-grad", "--weight-decay", "--lr-decay-samples",
+    "--lr-decay-iters", "--lr-warmup-samples", "--lr-warmup-iters", "--lr-warmup-fraction", "--lr-warmup-init",
+    "--lr", "--min-lr", "--lr-decay-style", "--adam-beta1", "--adam-beta2", "--adam-eps",
+    "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-pre-softmax",
+    "--moe-router-padding-for-quantization", "--moe-router-topk-scaling-factor", "--moe-router-enable-expert-bias",
+    "--moe-router-bias-update-rate", "--moe-router-dtype", "--moe-token-drop-policy", "--rotary-scaling-factor",
+    "--mscale", "--mscale-all-dim", "--eval-iters", "--eval-interval", "--no-load-optim", "--no-load-rng",
+    "--auto-detect-ckpt-format", "--ckpt-format", "--load", "--save", "--save-interval", "--dist-ckpt-strictness",
+    "--init-method-std", "--log-timers-to-tensorboard", "--log-memory-to-tensorboard",
+    "--log-validation-ppl-to-tensorboard", "--log-throughput", "--log-interval", "--logging-level",
+    "--tensorboard-dir", "--wandb-project", "--wandb-exp-name", "--wandb-save-dir", "--te-rng-tracker",
+    "--reuse-grad-buf-for-mxfp8-param-ag", "--seed", "--timing-log-level", "--log-params-norm",
+    "--log-num-zeros-in-grad", "--tensorboard-log-interval", "--tensorboard-queue-size", "--vocab-file",
+    "--merge-file", "--ckpt-fully-parallel-load", "--async-save", "--use-dist-ckpt", "--attention-softmax-in-fp32",
+    "--accumulate-allreduce-grads-in-fp32", "--no-masked-softmax-fusion", "--no-bias-dropout-fusion",
+    "--moe-per-layer-logging", "--no-rope-fusion",
+};
+
+// Flags refused with a reason: what they select is not modeled.
+const std::map<std::string_view, std::string_view>& refused() {
+  static const std::map<std::string_view, std::string_view> m{
+      {"--use-torch-fsdp2", "PyTorch FSDP2 is not modeled (Megatron-FSDP is: --use-megatron-fsdp)"},
+      {"--decoder-first-pipeline-num-layers",
+       "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the layout instead"},
+      {"--decoder-last-pipeline-num-layers",
+       "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the layout instead"},
+      {"--account-for-embedding-in-pipeline-split", "write the split as --pipeline-model-parallel-layout instead"},
+      {"--account-for-loss-in-pipeline-split", "write the split as --pipeline-model-parallel-layout instead"},
+      {"--tp-comm-overlap", "TP communication overlap (userbuffers) is not modeled"},
+      {"--moe-pad-expert-input-to-capacity", "padding expert inputs to capacity is not modeled"},
+      {"--external-cuda-graph", "the legacy CUDA graph switch: give --cuda-graph-impl and --cuda-graph-scope"},
+      {"--enable-cuda-graph", "the legacy CUDA graph switch: give --cuda-graph-impl and --cuda-graph-scope"},
+  };
+  return m;
+}
+
+const FlagSpec* modeled_spec(std::string_view name) {
+  for (const auto& f : kModeled)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+bool is_ignored(std::string_view name) {
+  return std::find(kIgnored.begin(), kIgnored.end(), name) != kIgnored.end();
+}
+
+// ---- parsed flags -----------------------------------------------------------------------
+
+class Flags {
+ public:
+  Flags(const std::vector<std::string>& words, const std::string& source, std::vector<std::string>& ignored)
+      : source_(source) {
+    for (std::size_t i = 0; i < words.size();) {
+      std::string name = words[i];
+      if (name.rfind("--", 0) != 0)
+        throw InputError(source, name, "expected a flag (--name) here; values follow their flag");
+      std::vector<std::string> values;
+      if (const auto eq = name.find('='); eq != std::string::npos) {
+        values.push_back(name.substr(eq + 1));
+        name.resize(eq);
+      }
+      ++i;
+      while (i < words.size() && words[i].rfind("--", 0) != 0) values.push_back(words[i++]);
+      for (const auto& v : values)
+        if (v.find('$') != std::string::npos)
+          throw InputError(source, name, fmt::format("'{}' is a shell variable: pass the expanded command "
+                                                     "(e.g. the line the launcher prints)", v));
+      if (const auto r = refused().find(name); r != refused().end())
+        throw InputError(source, name, std::string(r->second));
+      if (is_ignored(name)) {
+        ignored.push_back(name);
+        continue;
+      }
+      const FlagSpec* spec = modeled_spec(name);
+      if (!spec)
+        throw InputError(source, name,
+                         "unknown Megatron flag: neither modeled nor known to be irrelevant to performance");
+      if ((spec->arity == Arity::none && !values.empty()) || (spec->arity == Arity::one && values.size() != 1))
+        throw InputError(source, name,
+                         fmt::format("takes {} value(s); given: {}", spec->arity == Arity::none ? "no" : "one",
+                                     fmt::join(values, " ")));
+      if (values_.count(name)) throw InputError(source, name, "given twice");
+      values_[name] = values;
+    }
+  }
+  bool has(std::string_view f) const { return values_.count(std::string(f)) != 0; }
+  std::optional<std::string> str(std::string_view f) const {
+    const auto it = values_.find(std::string(f));
+    if (it == values_.end() || it->second.empty()) return std::nullopt;
+    return it->second.front();
+  }
+  const std::vector<std::string>* list(std::string_view f) const {
+    const auto it = values_.find(std::string(f));
+    return it == values_.end() ? nullptr : &it->second;
+  }
+  std::optional<std::int64_t> integer(std::string_view f) const {
+    const auto s = str(f);
+    if (!s) return std::nullopt;
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
+    if (ec != std::errc() || p != s->data() + s->size()) fail(f, fmt::format("expected an integer, not '{}'", *s));
+    return v;
+  }
+  std::int64_t integer_or(std::string_view f, std::int64_t def) const { return integer(f).value_or(def); }
+  std::optional<double> number(std::string_view f) const {
+    const auto s = str(f);
+    if (!s) return std::nullopt;
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(*s, &used);
+      if (used == s->size()) return v;
+    } catch (const std::exception&) {
+    }
+    fail(f, fmt::format("expected a number, not '{}'", *s));
+  }
+  std::string choice(std::string_view f, std::string_view def, std::initializer_list<std::string_view> known) const {
+    const std::string v = str(f).value_or(std::string(def));
+    if (std::find(known.begin(), known.end(), v) == known.end())
+      fail(f, fmt::format("unknown value '{}'; Megatron's choices: {}", v, fmt::join(known, ", ")));
+    return v;
+  }
+  [[noreturn]] void fail(std::string_view f, const std::string& why) const {
+    throw InputError(source_, std::string(f), why);
+  }
+
+ private:
+  std::string source_;
+  std::map<std::string, std::vector<std::string>> values_;
+};
+
+// Megatron's --moe-layer-freq: an integer N (every N-th layer is MoE, from layer 0) or
+// a Python list expression such as "([0]*3+[1]*58)".
+std::vector<int> moe_layer_pattern(const Flags& f, std::int64_t layers) {
+  std::vector<int> out;
+  const auto s = f.str("--moe-layer-freq");
+  if (!s) return std::vector<int>(static_cast<std::size_t>(layers), 1);
+  std::string e;
+  for (char c : *s)
+    if (!std::isspace(static_cast<unsigned char>(c))) e += c;
+  if (!e.empty() && std::isdigit(static_cast<unsigned char>(e[0]))) {
+    const auto n = f.integer("--moe-layer-freq").value();
+    if (n < 1) f.fail("--moe-layer-freq", "must be at least 1");
+    for (std::int64_t i = 0; i < layers; ++i) out.push_back(i % n == 0 ? 1 : 0);
+    return out;
+  }
+  if (e.size() >= 2 && e.front() == '(' && e.back() == ')') e = e.substr(1, e.size() - 2);
+  // terms "[a,b,...]*n" or "[a,b,...]" joined by '+'
+  std::size_t i = 0;
+  const auto bad = [&] {
+    f.fail("--moe-layer-freq", fmt::format("'{}': expected an integer or a list expression like ([0]*3+[1]*58)", *s));
+  };
+  while (i < e.size()) {
+    if (e[i] != '[') bad();
+    const auto close = e.find(']', i);
+    if (close == std::string::npos) bad();
+    std::vector<int> items;
+    std::size_t j = i + 1;
+    while (j < close) {
+      const auto comma = std::min(e.find(',', j), close);
+      const std::string item = e.substr(j, comma - j);
+      if (item != "0" && item != "1") bad();
+      items.push_back(item == "1");
+      j = comma + 1;
+    }
+    std::int64_t times = 1;
+    i = close + 1;
+    if (i < e.size() && e[i] == '*') {
+      std::size_t k = i + 1;
+      while (k < e.size() && std::isdigit(static_cast<unsigned char>(e[k]))) ++k;
+      if (k == i + 1) bad();
+      times = std::stoll(e.substr(i + 1, k - i - 1));
+      i = k;
+    }
+    for (std::int64_t t = 0; t < times; ++t) out.insert(out.end(), items.begin(), items.end());
+    if (i < e.size()) {
+      if (e[i] != '+') bad();
+      ++i;
+    }
+  }
+  if (static_cast<std::int64_t>(out.size()) != layers)
+    f.fail("--moe-layer-freq", fmt::format("lists {} layers; --num-layers is {}", out.size(), layers));
+  return out;
+}
+
+// The model as Hugging Face config.json fields from the shape flags (Megatron's
+// defaults where a flag is absent), without the vocabulary.
+Json model_from_flags(const Flags& f) {
+  const auto layers = f.integer("--num-layers");
+  const auto hidden = f.integer("--hidden-size");
+  const auto heads = f.integer("--num-attention-heads");
+  if (!layers || !hidden || !heads)
+    f.fail(!layers ? "--num-layers" : !hidden ? "--hidden-size" : "--num-attention-heads",
+           "the model's shape needs --num-layers, --hidden-size and --num-attention-heads (or --model PRESET)");
+  const bool mla = f.has("--multi-latent-attention");
+  const std::int64_t experts = f.integer_or("--num-experts", 0);
+  Json m;
+  m["model_type"] = mla ? "deepseek_v3" : experts > 0 ? "qwen2_moe" : "llama";
+  m["hidden_size"] = *hidden;
+  m["num_hidden_layers"] = *layers;
+  m["num_attention_heads"] = *heads;
+  const std::int64_t ffn = f.integer_or("--ffn-hidden-size", 4 * *hidden);
+  m["intermediate_size"] = ffn;
+  m["tie_word_embeddings"] = !f.has("--untie-embeddings-and-output-weights");
+  m["gated_linear_unit"] = f.has("--swiglu");
+  if (mla) {
+    // MLA's q/kv latent norms are part of the attention (--qk-layernorm there names them).
+    if (const auto q = f.integer("--q-lora-rank")) m["q_lora_rank"] = *q;
+    else m["q_lora_rank"] = nullptr;
+    m["kv_lora_rank"] = f.integer_or("--kv-lora-rank", 32);
+    m["qk_nope_head_dim"] = f.integer_or("--qk-head-dim", 128);
+    m["qk_rope_head_dim"] = f.integer_or("--qk-pos-emb-head-dim", 64);
+    m["v_head_dim"] = f.integer_or("--v-head-dim", 128);
+  } else {
+    m["qk_layernorm"] = f.has("--qk-layernorm");
+    m["num_key_value_heads"] = f.has("--group-query-attention") ? f.integer_or("--num-query-groups", 1) : *heads;
+    if (const auto kv = f.integer("--kv-channels")) m["head_dim"] = *kv;
+  }
+  if (experts > 0) {
+    m["n_routed_experts"] = experts;
+    m["num_experts_per_tok"] = f.integer_or("--moe-router-topk", 2);
+    m["moe_intermediate_size"] = f.integer_or("--moe-ffn-hidden-size", ffn);
+    if (const auto s = f.integer("--moe-shared-expert-intermediate-size")) m["shared_expert_intermediate_size"] = *s;
+    m["scoring_func"] = f.choice("--moe-router-score-function", "softmax", {"softmax", "sigmoid"});
+    if (const auto g = f.integer("--moe-router-num-groups")) m["n_group"] = *g;
+    if (const auto g = f.integer("--moe-router-group-topk")) m["topk_group"] = *g;
+    m["moe_layer_freq"] = moe_layer_pattern(f, *layers);
+  }
+  return m;
+}
+
+// The resolved shape of a model JSON (every field the simulation reads but the name,
+// source, type and vocabulary), to find a preset with the same shape.
+bool same_shape(const workload::ModelConfig& a, const workload::ModelConfig& b) {
+  return a.hidden_size == b.hidden_size && a.num_layers == b.num_layers && a.num_heads == b.num_heads &&
+         a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim && a.attention == b.attention &&
+         a.mla.q_lora_rank == b.mla.q_lora_rank && a.mla.kv_lora_rank == b.mla.kv_lora_rank &&
+         a.mla.qk_nope_head_dim == b.mla.qk_nope_head_dim && a.mla.qk_rope_head_dim == b.mla.qk_rope_head_dim &&
+         a.mla.v_head_dim == b.mla.v_head_dim && a.qk_layernorm == b.qk_layernorm &&
+         a.gated_linear_unit == b.gated_linear_unit && a.num_experts == b.num_experts &&
+         (a.num_experts == 0 || (a.moe_ffn_hidden_size == b.moe_ffn_hidden_size && a.topk == b.topk &&
+                                 a.shared_expert_ffn_hidden_size == b.shared_expert_ffn_hidden_size &&
+                                 a.moe_layer == b.moe_layer && a.router_scoring == b.router_scoring &&
+                                 a.router_groups == b.router_groups &&
+                                 a.router_topk_groups == b.router_topk_groups)) &&
+         (a.num_dense_layers() == 0 || a.ffn_hidden_size == b.ffn_hidden_size) &&
+         a.tie_word_embeddings == b.tie_word_embeddings;
+}
+
+workload::ModelConfig resolve_model(const Json& j, const std::string& label) {
+  return read_model(Node(j, "", std::make_shared<const std::string>(label)));
+}
+
+// ---- the importer -------------------------------------------------------------------------
+
+class Importer {
+ public:
+  Importer(const Words& w, const MegatronImportOptions& opts, MegatronImport& out)
+      : w_(w), opts_(opts), out_(out), f_(w.words, opts.source, out.ignored) {}
+
+  void run() {
+    Json& sc = out_.scenario;
+    sc["name"] = "imported-megatron";
+    sc["description"] = fmt::format("moesim import megatron from {}", opts_.source);
+    sc["system"] = opts_.system;
+    sc["gpus"] = opts_.gpus;
+    if (opts_.gpus_per_nvlink_domain) sc["placement"] = {{"gpus_per_nvlink_domain", *opts_.gpus_per_nvlink_domain}};
+    model(sc);
+    training(sc);
+    parallelism(sc);
+    framework(sc);
+    stack(sc);
+    sc["routing"] = {{"balance", "forced"}};
+    if (!f_.has("--moe-router-force-load-balancing") && f_.integer_or("--num-experts", 0) > 0)
+      assume("routing.balance", "forced balance: without --moe-router-force-load-balancing the real routing "
+                                "depends on the data; give a `routing` block (sampled or a histogram) to model it");
+  }
+
+ private:
+  void assume(std::string key, std::string why) { out_.assumed.emplace_back(std::move(key), std::move(why)); }
+
+  void model(Json& sc) {
+    const bool shape_given = f_.has("--num-layers") || f_.has("--hidden-size") || f_.has("--num-attention-heads");
+    if (opts_.model) {
+      sc["model"] = *opts_.model;
+      if (!shape_given) return;
+      // The preset's shape against the flags given.
+      const workload::ModelConfig preset = load_model_preset(*opts_.model);
+      Json j = model_from_flags(f_);
+      j["vocab_size"] = preset.vocab_size;
+      if (!same_shape(resolve_model(j, opts_.source), preset))
+        throw InputError(opts_.source, "--model",
+                         fmt::format("the shape flags do not describe preset '{}' (compare `moesim describe`); "
+                                     "leave --model out to import the shape from the flags",
+                                     *opts_.model));
+      check_vocab(preset.vocab_size);
+      return;
+    }
+    Json j = model_from_flags(f_);
+    const auto vocab = f_.integer("--vocab-size");
+    // A preset with the same shape (the vocabulary comes from the tokenizer).
+    for (const auto& name : preset_names(PresetKind::model)) {
+      const workload::ModelConfig p = load_model_preset(name);
+      Json probe = j;
+      probe["vocab_size"] = vocab.value_or(p.vocab_size);
+      if (same_shape(resolve_model(probe, opts_.source), p) && (!vocab || *vocab == p.vocab_size)) {
+        sc["model"] = name;
+        assume("model", fmt::format("preset '{}': the shape flags match it; its vocabulary ({}) is the tokenizer's",
+                                    name, p.vocab_size));
+        check_vocab(p.vocab_size);
+        return;
+      }
+    }
+    if (!vocab)
+      f_.fail("--num-layers", "no model preset has this shape, and the vocabulary comes from the tokenizer: "
+                              "give --vocab-size (or --model PRESET)");
+    j["vocab_size"] = *vocab;
+    j["name"] = "imported";
+    check_vocab(*vocab);
+    resolve_model(j, opts_.source);  // refuses here, naming the flag's field, what the loader refuses
+    sc["model"] = j;
+  }
+
+  // Megatron pads the vocabulary to --make-vocab-size-divisible-by x TP; moesim pads to
+  // 128 x TP (workload::padded_vocab_size): a divisor that pads differently is refused.
+  void check_vocab(std::int64_t vocab) {
+    const auto div = f_.integer("--make-vocab-size-divisible-by");
+    if (!div) return;
+    const std::int64_t tp = f_.integer_or("--tensor-model-parallel-size", 1);
+    if (workload::padded_vocab_size(vocab, tp, *div) != workload::padded_vocab_size(vocab, tp))
+      f_.fail("--make-vocab-size-divisible-by",
+              fmt::format("pads the vocabulary of {} to {}, moesim to {} (128 x TP): not modeled", vocab,
+                          workload::padded_vocab_size(vocab, tp, *div), workload::padded_vocab_size(vocab, tp)));
+  }
+
+  void training(Json& sc) {
+    Json t;
+    const auto seq = f_.integer("--seq-length");
+    const auto mbs = f_.integer("--micro-batch-size");
+    if (!seq) f_.fail("--seq-length", "required");
+    if (!mbs) f_.fail("--micro-batch-size", "required");
+    t["seq_length"] = *seq;
+    t["micro_batch_size"] = *mbs;
+    const std::int64_t dp = dp_size();
+    t["global_batch_size"] = f_.integer_or("--global-batch-size", *mbs * dp);
+    if (f_.has("--fp16")) f_.fail("--fp16", "FP16 training (loss scaling) is not modeled; BF16 and FP8 are");
+    if (f_.has("--fp8-format")) {
+      f_.choice("--fp8-format", "e4m3", {"e4m3", "hybrid"});
+      const std::string recipe = f_.choice("--fp8-recipe", "delayed", {"tensorwise", "delayed", "mxfp8", "blockwise"});
+      if (!f_.has("--bf16")) f_.fail("--fp8-format", "FP8 needs --bf16 (the non-FP8 parts); FP16 is not modeled");
+      t["precision"] = recipe == "mxfp8" ? "mxfp8" : recipe == "blockwise" ? "fp8-blockwise" : "fp8-tensorwise";
+      if (recipe == "delayed")
+        assume("training.precision", "fp8-tensorwise: delayed scaling (Megatron's default --fp8-recipe) is priced "
+                                     "as per-tensor current scaling");
+    } else if (f_.has("--bf16")) {
+      t["precision"] = "bf16";
+    } else {
+      f_.fail("--bf16", "absent: FP32 training is not modeled (give --bf16, or --fp8-format with --bf16)");
+    }
+    t["mtp_layers"] = f_.integer_or("--mtp-num-layers", 0);
+    if (const auto cf = f_.number("--moe-expert-capacity-factor")) t["token_drop"] = {{"capacity_factor", *cf}};
+    sc["training"] = t;
+  }
+
+  std::int64_t dp_size() const {
+    const std::int64_t mp = f_.integer_or("--tensor-model-parallel-size", 1) *
+                            f_.integer_or("--pipeline-model-parallel-size", 1) *
+                            f_.integer_or("--context-parallel-size", 1);
+    return mp > 0 && opts_.gpus % mp == 0 ? opts_.gpus / mp : 1;
+  }
+
+  void parallelism(Json& sc) {
+    Json p;
+    const std::int64_t tp = f_.integer_or("--tensor-model-parallel-size", 1);
+    const std::int64_t pp = f_.integer_or("--pipeline-model-parallel-size", 1);
+    p["tp"] = tp;
+    p["pp"] = pp;
+    std::int64_t vpp = 1;
+    if (const auto v = f_.integer("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
+    if (const auto per = f_.integer("--num-layers-per-virtual-pipeline-stage")) {
+      const std::int64_t layers = f_.integer_or("--num-layers", 0);
+      if (*per < 1 || layers == 0 || layers % (pp * *per) != 0)
+        f_.fail("--num-layers-per-virtual-pipeline-stage",
+                fmt::format("{} layers do not split into {} ranks of {}-layer virtual stages", layers, pp, *per));
+      vpp = layers / (pp * *per);
+    }
+    if (const auto layout = f_.str("--pipeline-model-parallel-layout")) {
+      p["pp_layout"] = *layout;
+      // Megatron derives the virtual stages from the layout: its stages over pp.
+      // (An unparsable layout is reported by the loader, against parallelism.pp_layout.)
+      try {
+        const auto stages = static_cast<std::int64_t>(schedules::PipelineLayout::parse(*layout, static_cast<int>(pp)).stages().size());
+        if (stages % pp == 0) vpp = stages / pp;
+      } catch (const std::exception&) {
+      }
+    }
+    p["vpp"] = vpp;
+    p["ep"] = f_.integer_or("--expert-model-parallel-size", 1);
+    // Megatron: --expert-tensor-parallel-size defaults to the TP size.
+    p["etp"] = f_.integer_or("--expert-tensor-parallel-size", tp);
+    p["cp"] = f_.integer_or("--context-parallel-size", 1);
+    p["sequence_parallel"] = f_.has("--sequence-parallel");
+    p["pipeline_schedule"] = vpp > 1 ? "interleaved-1f1b" : "1f1b";
+    p["fsdp"] = f_.has("--use-megatron-fsdp");
+    sc["parallelism"] = p;
+  }
+
+  void framework(Json& sc) {
+    Json fw;
+    const bool moe = f_.integer_or("--num-experts", 0) > 0 || (opts_.model && load_model_preset(*opts_.model).is_moe());
+    const std::string type = f_.choice("--moe-token-dispatcher-type", "allgather", {"allgather", "alltoall", "flex"});
+    std::string dispatcher = type;
+    if (type == "flex" || f_.has("--moe-enable-deepep"))
+      dispatcher = f_.choice("--moe-flex-dispatcher-backend", "deepep", {"deepep", "hybridep"});
+    if (moe) {
+      fw["dispatcher"] = dispatcher;
+      if (dispatcher == "deepep") fw["dispatcher_sms"] = f_.integer_or("--moe-deepep-num-sms", 20);
+      if (dispatcher == "hybridep") fw["dispatcher_sms"] = f_.integer_or("--moe-hybridep-num-sms", 16);
+      if (!f_.has("--moe-grouped-gemm"))
+        f_.fail("--moe-grouped-gemm", "absent: Megatron's SequentialMLP (one GEMM per local expert from Python) "
+                                      "is not modeled; moesim models TE's grouped GEMM");
+      if (!f_.has("--moe-permute-fusion"))
+        assume("framework", "permutation as TE's fused kernels: Megatron's unfused permute "
+                            "(--moe-permute-fusion absent) is not modeled");
+    }
+    fw["moe_a2a_overlap"] = f_.has("--overlap-moe-expert-parallel-comm");
+    fw["delay_wgrad_compute"] = f_.has("--delay-wgrad-compute");
+    // CUDA graphs.
+    const std::string impl = f_.choice("--cuda-graph-impl", "none", {"none", "local", "transformer_engine"});
+    Json scopes = Json::array();
+    if (impl != "none") {
+      const auto* s = f_.list("--cuda-graph-scope");
+      if (!s || s->empty())
+        f_.fail("--cuda-graph-scope", "absent: Megatron then captures whole layers, which dropless MoE layers "
+                                      "cannot be; give the scopes");
+      for (const auto& x : *s) {
+        if (x == "mamba") f_.fail("--cuda-graph-scope", "'mamba': hybrid Mamba models are not modeled");
+        scopes.push_back(x);
+      }
+    } else if (f_.has("--cuda-graph-scope")) {
+      f_.fail("--cuda-graph-scope", "without --cuda-graph-impl (default none) Megatron captures nothing");
+    }
+    fw["cuda_graph_scope"] = scopes;
+    fw["recompute_modules"] = recompute();
+    fw["distributed_optimizer"] = f_.has("--use-distributed-optimizer");
+    fw["overlap_grad_reduce"] = f_.has("--overlap-grad-reduce");
+    fw["overlap_param_gather"] = f_.has("--overlap-param-gather");
+    fw["fp8_param_gather"] = f_.has("--fp8-param-gather");
+    fw["fp8_dot_product_attention"] = f_.has("--fp8-dot-product-attention");
+    // Optimizer states, main gradients and the gradients' reduction dtype
+    // (arguments.py: under --bf16 the gradients are accumulated and reduced in FP32
+    // unless --grad-reduce-in-bf16 or BF16 main gradients).
+    const std::string avg = f_.choice("--exp-avg-dtype", "fp32", {"fp32", "fp16", "bf16", "fp8"});
+    const std::string avg_sq = f_.choice("--exp-avg-sq-dtype", "fp32", {"fp32", "fp16", "bf16", "fp8"});
+    if (avg != avg_sq || (avg != "fp32" && avg != "bf16"))
+      f_.fail("--exp-avg-dtype", fmt::format("Adam moments {} / {}: moesim models both FP32 or both BF16", avg, avg_sq));
+    if (avg != "fp32" && !f_.has("--use-precision-aware-optimizer"))
+      f_.fail("--exp-avg-dtype", "Megatron needs --use-precision-aware-optimizer for non-FP32 moments");
+    fw["optimizer_state_dtype"] = avg;
+    const std::string main_grads = f_.choice("--main-grads-dtype", "fp32", {"fp32", "bf16"});
+    f_.choice("--main-params-dtype", "fp32", {"fp32"});
+    fw["main_grads_dtype"] = main_grads;
+    fw["grad_reduce_dtype"] = f_.has("--grad-reduce-in-bf16") || main_grads == "bf16" ? "bf16" : "fp32";
+    const std::string opt = f_.choice("--optimizer", "adam", {"adam", "sgd", "muon", "dist_muon"});
+    if (opt == "sgd") f_.fail("--optimizer", "SGD is not modeled (Adam and Muon are)");
+    fw["optimizer"] = opt == "adam" ? "adam" : "muon";
+    Json offload = Json::array();
+    if (f_.has("--optimizer-cpu-offload")) {
+      if (f_.number("--optimizer-offload-fraction").value_or(1.0) != 1.0)
+        f_.fail("--optimizer-offload-fraction", "a partial optimizer offload is not modeled (1.0 is)");
+      offload.push_back("optimizer");
+    }
+    fw["offload"] = offload;
+    if (const auto b = f_.number("--ddp-bucket-size")) fw["ddp_bucket_size"] = *b;
+    // Things Megatron selects that moesim takes as given.
+    const std::string impl_t = f_.choice("--transformer-impl", "transformer_engine", {"transformer_engine", "local", "inference_optimized"});
+    if (impl_t != "transformer_engine")
+      f_.fail("--transformer-impl", "only Transformer Engine layers are modeled");
+    if (!f_.has("--cross-entropy-loss-fusion"))
+      assume("framework", "the loss as a fused cross-entropy kernel (--cross-entropy-loss-fusion absent: "
+                          "Megatron's unfused loss is not modeled)");
+    if (!f_.has("--disable-bias-linear"))
+      assume("model", "linear layers without biases (--disable-bias-linear absent: the bias adds are not modeled)");
+    if (f_.has("--manual-gc"))
+      assume("framework", "--manual-gc: garbage collection pauses are not modeled either way");
+    else
+      assume("framework", "automatic garbage collection (no --manual-gc): its pauses are not modeled");
+    sc["framework"] = fw;
+  }
+
+  Json recompute() const {
+    const std::string g = f_.choice("--recompute-granularity", "none", {"none", "full", "selective"});
+    if (g == "none") {
+      if (f_.has("--recompute-modules"))
+        f_.fail("--recompute-modules", "without --recompute-granularity selective Megatron recomputes nothing");
+      return Json::array();
+    }
+    if (g == "selective") {
+      const auto* m = f_.list("--recompute-modules");
+      if (!m || m->empty()) return Json::array({"core_attn"});  // Megatron's default module
+      Json out = Json::array();
+      for (const auto& x : *m) out.push_back(x);
+      return out;
+    }
+    // Full recompute: moesim recomputes every layer; Megatron's uniform method with one
+    // layer per group does the same.
+    const std::string method = f_.choice("--recompute-method", "uniform", {"uniform", "block"});
+    const std::int64_t n = f_.integer_or("--recompute-num-layers", 1);
+    if (method != "uniform" || n != 1)
+      f_.fail("--recompute-method", "full recompute of some layers (block, or groups of several layers) is not "
+                                    "modeled; uniform with --recompute-num-layers 1 is");
+    return Json::array({"full"});
+  }
+
+  void stack(Json& sc) {
+    Json st;
+    st["router_fusion"] = f_.has("--moe-router-fusion");
+    st["cpu_numa_binding"] = w_.numa_bound;
+    assume("stack.cpu_numa_binding", w_.numa_bound ? "on: bindpcie or numactl starts the command"
+                                                    : "off: no bindpcie or numactl before the command");
+    const auto norm = w_.env.find("NVTE_NORM_FWD_USE_CUDNN");
+    st["norm_quant_fusion"] = norm != w_.env.end() && norm->second == "1";
+    assume("stack.norm_quant_fusion", st["norm_quant_fusion"].get<bool>()
+                                          ? "on: NVTE_NORM_FWD_USE_CUDNN=1 (cuDNN 9.14 or later assumed)"
+                                          : "off: NVTE_NORM_FWD_USE_CUDNN=1 is not set");
+    for (const char* k : {"mxfp8_alloc_fusion", "permute_fusion_v2", "swizzle_fusion", "pdl_quant", "te_host_slim",
+                          "cuda_graph_shared_expert", "deepep_tuned", "hybridep_permute_fusion"}) {
+      st[k] = true;
+      assume(std::string("stack.") + k, "on: the newest library versions moesim models (no Megatron flag says)");
+    }
+    sc["stack"] = st;
+  }
+
+  const Words& w_;
+  const MegatronImportOptions& opts_;
+  MegatronImport& out_;
+  Flags f_;
+};
+
+}  // namespace
+
+MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts) {
+  const Words w = split_command(text, opts.source);
+  if (w.words.empty()) throw InputError(opts.source, "", "no Megatron flags (--name value ...) found");
+  MegatronImport out;
+  Importer(w, opts, out).run();
+  // The result must load: what the loader refuses is reported against the command.
+  try {
+    load_scenario_json(out.scenario, opts.source);
+  } catch (const InputError& e) {
+    throw InputError(opts.source, e.path(), e.message() + " (in the imported scenario)");
+  }
+  return out;
+}
+
+}  // namespace moesim::config

@@ -1,0 +1,55 @@
+// config/import_megatron.hpp: a Megatron-LM / Megatron-Bridge pretraining command line
+// (`pretrain_gpt.py --tensor-model-parallel-size ...`) as a scenario (issue #17 item 1).
+//
+// A flag that is absent means Megatron's default (argparse defaults of
+// megatron/training/arguments.py: the allgather dispatcher, no CUDA graphs, no
+// distributed optimizer, gradients reduced in FP32 under --bf16 unless
+// --grad-reduce-in-bf16), not moesim's newest stack; the scenario spells every setting
+// out. Each flag is one of:
+//   modeled   - mapped onto a scenario key (the table in import_megatron.cpp);
+//   ignored   - no effect on step time or memory (logging, data, learning rate,
+//               checkpoints): listed in MegatronImport::ignored;
+//   refused   - understood but not modeled (FP16, SequentialMLP without
+//               --moe-grouped-gemm, partial full recompute, ...): InputError naming the
+//               flag, exit 2;
+//   unknown   - not in the table: InputError (a typo must not pass silently).
+// Settings no Megatron flag carries (the `stack` switches: kernel fusions and host-side
+// improvements of the libraries' versions) take the newest stack's value, except where
+// the command shows them (--moe-router-fusion; bindpcie / numactl before the command:
+// NUMA binding; NVTE_NORM_FWD_USE_CUDNN=1: MXFP8 quantization fused into the norm), and
+// are listed in MegatronImport::assumed with the reason.
+// The model comes from --model PRESET (shape flags given are checked against it), or
+// from the shape flags: a model preset with the same shape is named (the vocabulary comes
+// from the tokenizer, which no flag states), else --vocab-size is needed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/json_reader.hpp"
+
+namespace moesim::config {
+
+struct MegatronImportOptions {
+  std::string system;                               // system preset
+  std::int64_t gpus = 0;                            // world size
+  std::optional<std::int64_t> gpus_per_nvlink_domain;
+  std::optional<std::string> model;                 // model preset
+  std::string source = "<args>";                    // labels errors: the script's path, "<stdin>", "<args>"
+};
+
+struct MegatronImport {
+  Json scenario;
+  std::vector<std::string> ignored;                            // flags without a performance effect
+  std::vector<std::pair<std::string, std::string>> assumed;    // scenario key, why
+};
+
+// `text`: a shell command or script (backslash continuations, quotes, comments,
+// `export NAME=VALUE` and `NAME=VALUE` prefixes; the Megatron flags follow the first
+// `*.py` word, or start at the first `--` word). Throws InputError(source, "--flag", why).
+MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts);
+
+}  // namespace moesim::config

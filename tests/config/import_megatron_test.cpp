@@ -1,0 +1,113 @@
+// moesim import megatron (issue #17 item 1): a Megatron command line as a scenario.
+#include <catch2/catch.hpp>
+
+#include "config/import_megatron.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+
+namespace {
+nlohmann::json described(const std::string& path) {
+  const auto r = test::run_moesim({"describe", "--json", path});
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"name", "file", "description", "measured"}) j.erase(k);
+  return j;
+}
+
+// A small MoE command: every flag Megatron needs, the rest at its defaults.
+const char* kSmallMoe =
+    "torchrun --nproc-per-node 8 --nnodes 2 pretrain_gpt.py --num-layers 4 --hidden-size 2048 "
+    "--num-attention-heads 16 --group-query-attention --num-query-groups 4 --ffn-hidden-size 6144 --swiglu "
+    "--num-experts 64 --moe-router-topk 4 --moe-ffn-hidden-size 768 --moe-grouped-gemm --moe-permute-fusion "
+    "--vocab-size 151936 --seq-length 4096 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+    "--expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --lr 1e-4";
+}  // namespace
+
+TEST_CASE("NVIDIA's GB200 DeepSeek-V3 flags import as the journey's final scenario", "[config][import]") {
+  test::TempFile out("");
+  const auto r = test::run_moesim({"import", "megatron", test::source_path("tests/data/megatron/deepseek-v3-gb200.sh"),
+                                   "--system", "gb200-nvl72", "--gpus", "256", "--gpus-per-nvlink-domain", "32", "-o",
+                                   out.path()});
+  REQUIRE(r.status == 0);
+  CHECK(described(out.path()) == described(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
+  // Every stack switch is listed as assumed; the irrelevant flags as ignored.
+  for (const char* k : {"mxfp8_alloc_fusion", "permute_fusion_v2", "swizzle_fusion", "pdl_quant", "te_host_slim",
+                        "cuda_graph_shared_expert", "deepep_tuned", "hybridep_permute_fusion", "cpu_numa_binding",
+                        "norm_quant_fusion"})
+    CHECK_THAT(r.err, Catch::Contains(std::string("stack.") + k + ": "));
+  CHECK_THAT(r.err, Catch::Contains("--lr-decay-style"));
+  CHECK_THAT(r.err, Catch::Contains("preset 'deepseek-v3'"));
+}
+
+TEST_CASE("An absent flag is Megatron's default, not moesim's newest stack", "[config][import]") {
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const auto imp = config::import_megatron(kSmallMoe, o);
+  const auto& sc = imp.scenario;
+  CHECK(sc["framework"]["dispatcher"] == "alltoall");
+  CHECK(sc["framework"]["cuda_graph_scope"].empty());
+  CHECK(sc["framework"]["distributed_optimizer"] == false);
+  CHECK(sc["framework"]["overlap_grad_reduce"] == false);
+  CHECK(sc["framework"]["grad_reduce_dtype"] == "fp32");  // --bf16 without --grad-reduce-in-bf16
+  CHECK(sc["framework"]["recompute_modules"].empty());
+  CHECK(sc["parallelism"]["etp"] == 1);  // Megatron: ETP defaults to TP
+  CHECK(sc["parallelism"]["sequence_parallel"] == false);
+  CHECK(sc["stack"]["router_fusion"] == false);
+  CHECK(sc["stack"]["cpu_numa_binding"] == false);
+  CHECK(sc["model"]["n_routed_experts"] == 64);
+  CHECK(sc["model"]["tie_word_embeddings"] == true);  // no --untie-embeddings-and-output-weights
+  CHECK(sc["training"]["precision"] == "bf16");
+  // The allgather dispatcher is Megatron's default.
+  std::string no_type = kSmallMoe;
+  no_type.erase(no_type.find(" --moe-token-dispatcher-type alltoall"), 37);
+  CHECK(config::import_megatron(no_type, o).scenario["framework"]["dispatcher"] == "allgather");
+  // The result runs.
+  test::TempFile f(sc.dump());
+  CHECK(test::run_moesim({"run", f.path()}).status == 0);
+}
+
+TEST_CASE("import megatron refuses what it cannot model, naming the flag", "[config][import]") {
+  struct Case {
+    std::string extra, flag;
+  };
+  const std::vector<Case> cases{
+      {" --fp16", "--fp16"},
+      {" --use-torch-fsdp2", "--use-torch-fsdp2"},
+      {" --moe-frobnicate 3", "--moe-frobnicate"},  // unknown
+      {" --recompute-granularity full --recompute-method block --recompute-num-layers 2", "--recompute-method"},
+      {" --tensor-model-parallel-size $TP", "--tensor-model-parallel-size"},
+      {" --exp-avg-dtype bf16 --use-precision-aware-optimizer", "--exp-avg-dtype"},  // moments differ
+      {" --cuda-graph-impl transformer_engine", "--cuda-graph-scope"},
+  };
+  for (const auto& c : cases) {
+    const auto r = test::run_moesim({"import", "megatron", "--args", std::string(kSmallMoe) + c.extra, "--system",
+                                     "h100", "--gpus", "16"});
+    INFO(c.extra);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("<args>: " + c.flag + ":"));
+  }
+  std::string grouped = kSmallMoe;
+  grouped.erase(grouped.find(" --moe-grouped-gemm"), 19);
+  const auto r = test::run_moesim({"import", "megatron", "--args", grouped, "--system", "h100", "--gpus", "16"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("SequentialMLP"));
+  // A model preset that the shape flags contradict.
+  const auto m = test::run_moesim(
+      {"import", "megatron", "--args", kSmallMoe, "--system", "h100", "--gpus", "16", "--model", "deepseek-v3"});
+  CHECK(m.status == 2);
+  CHECK_THAT(m.err, Catch::Contains("--model"));
+}
+
+TEST_CASE("Megatron's --moe-layer-freq list expressions", "[config][import]") {
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  std::string s = kSmallMoe;
+  const auto with = [&](const std::string& freq) { return config::import_megatron(s + " --moe-layer-freq " + freq, o); };
+  CHECK(with("'([0]*1+[1]*3)'").scenario["model"]["moe_layer_freq"] == nlohmann::json({0, 1, 1, 1}));
+  CHECK(with("2").scenario["model"]["moe_layer_freq"] == nlohmann::json({1, 0, 1, 0}));
+  CHECK(with("'[1,0]*2'").scenario["model"]["moe_layer_freq"] == nlohmann::json({1, 0, 1, 0}));
+  CHECK_THROWS_AS(with("'[0]*3'"), config::InputError);  // 3 layers listed, 4 in the model
+}
