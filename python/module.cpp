@@ -1,0 +1,136 @@
+// python/module.cpp: `import moesim` (issue #17 item 6), a pybind11 module over the same
+// library calls as the command line, returning what `--json` prints, as Python objects:
+//   moesim.run(scenario) -> dict              (moesim run --json)
+//   moesim.describe(scenario) -> dict         (moesim describe --json)
+//   moesim.diff(a, b) -> dict                 (moesim diff --json)
+//   moesim.sweep(path, jobs=0) -> list[dict]  (one per row, the CSV's columns)
+// A scenario is a path to a scenario file or a dict in the scenario format (relative paths
+// in a dict resolve against the working directory). Bad input raises moesim.InputError
+// (a ValueError) with the command line's message; a simulation that cannot finish raises
+// RuntimeError. Simulations run without the GIL. Formatting only: the figures come from
+// predict/, the JSON from reports/.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <array>
+#include <string>
+
+#include "config/load.hpp"
+#include "config/sweep_file.hpp"
+#include "predict/parallel.hpp"
+#include "predict/predict.hpp"
+#include "predict/sweep.hpp"
+#include "reports/describe.hpp"
+#include "reports/diff.hpp"
+#include "reports/run.hpp"
+#include "reports/sweep.hpp"
+
+namespace py = pybind11;
+using namespace moesim;
+
+namespace {
+
+// nlohmann JSON to Python through the json module: exact for the numbers JSON carries.
+py::object to_python(const nlohmann::ordered_json& j) {
+  return py::module_::import("json").attr("loads")(j.dump());
+}
+
+config::Scenario load(const py::object& scenario, bool uncalibrated) {
+  const config::LoadOptions opts{!uncalibrated};
+  if (py::isinstance<py::str>(scenario) || py::hasattr(scenario, "__fspath__"))
+    return config::load_scenario_file(py::str(py::module_::import("os").attr("fspath")(scenario)), opts);
+  if (py::isinstance<py::dict>(scenario)) {
+    const std::string text = py::str(py::module_::import("json").attr("dumps")(scenario));
+    return config::load_scenario_text(text, "<dict>", opts);
+  }
+  throw py::type_error("a scenario is a path (str or os.PathLike) or a dict");
+}
+
+predict::Prediction simulate(const config::Scenario& sc) {
+  py::gil_scoped_release release;
+  return predict::predict(sc);
+}
+
+// A CSV field as Python: a number where it reads as one, else the string ("" -> None).
+py::object field(const std::string& s) {
+  if (s.empty()) return py::none();
+  if (s == "true" || s == "false") return py::bool_(s == "true");
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size()) return py::float_(v);
+  } catch (const std::exception&) {
+  }
+  return py::str(s);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(moesim, m) {
+  m.doc() = "moesim: discrete-event performance model of Mixture-of-Experts training";
+  static py::exception<config::InputError> input_error(m, "InputError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const config::InputError& e) {
+      input_error(e.what());
+    }
+  });
+
+  m.def(
+      "run",
+      [](const py::object& scenario, bool uncalibrated) {
+        const config::Scenario sc = load(scenario, uncalibrated);
+        return to_python(reports::run_json(sc, simulate(sc)));
+      },
+      py::arg("scenario"), py::kw_only(), py::arg("uncalibrated") = false,
+      "Predict one scenario (a path or a dict): the dict `moesim run --json` prints.");
+  m.def(
+      "describe",
+      [](const py::object& scenario, bool uncalibrated) {
+        return to_python(reports::describe_json(load(scenario, uncalibrated)));
+      },
+      py::arg("scenario"), py::kw_only(), py::arg("uncalibrated") = false,
+      "What a scenario resolves to without simulating: the dict `moesim describe --json` prints.");
+  m.def(
+      "diff",
+      [](const py::object& a, const py::object& b, bool uncalibrated) {
+        const std::array<config::Scenario, 2> sc{load(a, uncalibrated), load(b, uncalibrated)};
+        std::array<predict::Prediction, 2> p;
+        {
+          py::gil_scoped_release release;
+          predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc[i]); });
+        }
+        return to_python(reports::diff_json({sc[0], p[0]}, {sc[1], p[1]}));
+      },
+      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("uncalibrated") = false,
+      "Two predictions and the step-time difference by contribution: the dict `moesim diff --json` prints.");
+  m.def(
+      "sweep",
+      [](const std::string& path, int jobs) {
+        const config::SweepFile sweep = config::read_sweep_file(path);
+        const config::SweepPlan plan = config::expand_sweep(sweep);
+        const bool budget = sweep.token_budget.has_value();
+        const auto header = reports::sweep_csv_header(plan, budget);
+        std::vector<const config::SweepPoint*> points;
+        for (const auto& p : plan.points) points.push_back(&p);
+        std::vector<std::vector<std::string>> rows(plan.points.size());
+        {
+          py::gil_scoped_release release;
+          predict::run_sweep(points, sweep.base_file, sweep.token_budget, jobs,
+                             [&](const config::SweepPoint& p, const predict::SweepResult& r) {
+                               rows[static_cast<std::size_t>(p.id)] = reports::sweep_csv_fields(p, r, budget);
+                             });
+        }
+        py::list out;
+        for (const auto& fields : rows) {
+          py::dict d;
+          for (std::size_t i = 0; i < header.size() && i < fields.size(); ++i) d[py::str(header[i])] = field(fields[i]);
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("path"), py::arg("jobs") = 0,
+      "Every row of a sweep file (docs/SWEEP_FORMAT.md), in id order: dicts keyed by the CSV's columns.");
+  m.attr("__version__") = "0.1.0";
+}

@@ -1,0 +1,71 @@
+"""`import moesim` (python/module.cpp): the same figures as the command line's --json."""
+import json
+import os
+import subprocess
+import unittest
+
+import moesim
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT = os.path.join(ROOT, "scenarios", "dsv3-gb200.json")
+J10 = os.path.join(ROOT, "scenarios", "journey", "10-graph-shared-expert.json")
+J11 = os.path.join(ROOT, "scenarios", "journey", "11-hybridep.json")
+QUICK = os.path.join(ROOT, "scenarios", "sweeps", "qwen3-30b-h100-quick.json")
+
+
+class MoesimModule(unittest.TestCase):
+    def test_run_path_and_dict_agree(self):
+        by_path = moesim.run(DEFAULT)
+        with open(DEFAULT) as f:
+            by_dict = moesim.run(json.load(f))
+        for key in ("step_time_s", "tflops_per_gpu", "tokens_per_s_per_gpu", "mfu", "peak_memory_gib",
+                    "fits_in_memory", "breakdown"):
+            self.assertIn(key, by_path)
+        self.assertEqual(by_path["step_time_s"], by_dict["step_time_s"])
+        b = by_path["breakdown"]
+        parts = b["compute"] + b["exposed_communication"] + b["pipeline_bubble"] + b["host_bound_idle"] + b["other"]
+        self.assertAlmostEqual(parts, by_path["step_time_s"], delta=1e-9 * by_path["step_time_s"])
+
+    def test_run_matches_the_command_line(self):
+        exe = os.path.join(os.environ.get("MOESIM_BUILD", os.path.join(ROOT, "build")), "moesim")
+        if not os.path.exists(exe):
+            self.skipTest("no build/moesim next to the module")
+        cli = json.loads(subprocess.run([exe, "run", "--json", DEFAULT], check=True, capture_output=True,
+                                        text=True).stdout)
+        self.assertEqual(moesim.run(DEFAULT)["step_time_s"], cli["step_time_s"])
+
+    def test_describe(self):
+        d = moesim.describe(DEFAULT)
+        self.assertAlmostEqual(d["flops_per_token"] / 1e9, 249.81, delta=0.01)
+        self.assertEqual(d["parallelism"]["dp"], 32)
+
+    def test_diff_adds_up(self):
+        d = moesim.diff(J10, J11)
+        total = sum(c["delta_s"] for c in d["contributions"])
+        self.assertAlmostEqual(total, d["step_time_delta_s"], delta=0.01 * abs(d["step_time_delta_s"]))
+        self.assertEqual(d["contributions"][0]["item"], "ep")
+
+    def test_sweep_rows(self):
+        rows = moesim.sweep(QUICK, jobs=2)
+        self.assertGreater(len(rows), 0)
+        self.assertEqual([r["id"] for r in rows], [float(i) for i in range(len(rows))])
+        ok = [r for r in rows if r["status"] == "ok"]
+        self.assertTrue(ok)
+        self.assertGreater(ok[0]["tokens_per_s_per_gpu"], 0)
+
+    def test_bad_input_raises_input_error(self):
+        with open(DEFAULT) as f:
+            sc = json.load(f)
+        sc["parallelism"]["ep"] = 48
+        with self.assertRaises(moesim.InputError) as e:
+            moesim.run(sc)
+        self.assertIn("parallelism.ep", str(e.exception))
+        self.assertTrue(issubclass(moesim.InputError, ValueError))
+        with self.assertRaises(moesim.InputError):
+            moesim.run(os.path.join(ROOT, "no-such-file.json"))
+        with self.assertRaises(TypeError):
+            moesim.run(42)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
