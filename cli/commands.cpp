@@ -32,11 +32,14 @@
 #include "reports/diff.hpp"
 #include "reports/corpus.hpp"
 #include "reports/infer.hpp"
+#include "reports/report.hpp"
 #include "predict/parallel.hpp"
 #include "predict/predict.hpp"
 #include "predict/sweep.hpp"
+#include "predict/validate.hpp"
 #include "config/sweep_file.hpp"
 #include "reports/run.hpp"
+#include "reports/validate.hpp"
 #include "reports/sweep.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/schedule_kind.hpp"
@@ -45,6 +48,18 @@
 
 namespace moesim::cli {
 namespace {
+
+// Replaces a file's contents at once (a temporary beside it, renamed over it).
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!(f << text) || !f.flush()) throw config::InputError(path, "", "cannot write the file");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw config::InputError(path, "", "cannot write the file: " + ec.message());
+}
 
 // --uncalibrated: system presets as written, without their calibration profiles.
 void add_uncalibrated(CLI::App& app, bool& flag) {
@@ -236,25 +251,9 @@ std::vector<std::string> measured_files(const std::vector<std::string>& paths, i
   return out;
 }
 
-// One validated scenario: its prediction of the measured metric.
-struct ValidateRow {
-  std::string file, name, system, dispatcher, metric;
-  double measured = 0, predicted = 0, error_pct = 0, tolerance_pct = 0, wall_s = 0;
-  bool ok = false;
-};
-
-// Mean absolute error, count and worst run of a group of rows.
-struct ErrorSummary {
-  int runs = 0;
-  double abs_sum = 0;
-  const ValidateRow* worst = nullptr;
-  void add(const ValidateRow& r) {
-    ++runs;
-    abs_sum += std::abs(r.error_pct);
-    if (!worst || std::abs(r.error_pct) > std::abs(worst->error_pct)) worst = &r;
-  }
-  double mae() const { return runs ? abs_sum / runs : 0; }
-};
+// The rows and their summaries: predict/validate.hpp (shared with `report --validate`).
+using predict::ErrorSummary;
+using predict::ValidateRow;
 
 class Validate final : public Command {
  public:
@@ -262,6 +261,13 @@ class Validate final : public Command {
     app.add_option("paths", paths_, "scenario files or folders")->required();
     app.add_flag("--json", json_, "print the rows as one JSON object");
     app.add_option("--jobs", jobs_, "scenarios simulated at once (default: all cores)")->check(CLI::Range(1, 1024));
+    app.add_option("--junit", junit_, "also write a JUnit XML report here (one test case per measured run)");
+    app.add_option("--markdown", markdown_, "also write a Markdown summary here (a CI job summary)");
+    app.add_option("--baseline", baseline_,
+                   "an earlier `validate --json` output: flag predictions that moved more than --baseline-tolerance "
+                   "(exit 1)");
+    app.add_option("--baseline-tolerance", baseline_tol_, "percent a prediction may move against --baseline (default 1)")
+        ->check(CLI::Range(0.0, 1000.0));
     add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
@@ -269,27 +275,17 @@ class Validate final : public Command {
     // counted; a file with one that does not load is an input error like any other.
     int skipped = 0;
     const std::vector<std::string> files = measured_files(paths_, skipped);
-    std::vector<config::Scenario> scenarios;
-    for (const auto& f : files) scenarios.push_back(config::load_scenario_file(f, {!uncalibrated_}));
-    // Independent simulations on `jobs` threads; rows keep the files' order.
-    std::vector<ValidateRow> rows(scenarios.size());
-    const auto eval = [&](std::size_t i) {
-      const auto& sc = scenarios[i];
-      const auto p = predict::predict(sc);
-      ValidateRow& r = rows[i];
-      r.file = files[i];
-      r.name = sc.name;
-      r.system = sc.system.name;
-      r.dispatcher = sc.model.is_moe() ? std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher)) : "-";
-      r.metric = config::measured_metric_names().name(sc.measured->metric);
-      r.measured = sc.measured->value;
-      r.predicted = predict::predicted_metric(*sc.measured, p);
-      r.error_pct = 100 * (r.predicted - r.measured) / r.measured;
-      r.tolerance_pct = sc.measured->tolerance_pct;
-      r.ok = std::abs(r.error_pct) <= r.tolerance_pct;
-      r.wall_s = p.wall_s;
-    };
-    predict::run_parallel(scenarios.size(), jobs_, eval);
+    // The baseline is read before anything is simulated: a bad file fails fast.
+    std::optional<nlohmann::json> baseline;
+    if (!baseline_.empty()) {
+      baseline = nlohmann::json(config::read_json_file(baseline_));
+      reports::compare_baseline({}, *baseline, baseline_, baseline_tol_);  // its shape, before simulating
+    }
+    const std::vector<ValidateRow> rows = predict::validate_files(files, {!uncalibrated_}, jobs_);
+    if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, skipped));
+    if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, skipped));
+    std::optional<reports::BaselineCheck> moved;
+    if (baseline) moved = reports::compare_baseline(rows, *baseline, baseline_, baseline_tol_);
 
     ErrorSummary all;
     std::map<std::string, ErrorSummary> by_system, by_dispatcher;
@@ -317,6 +313,7 @@ class Validate final : public Command {
       if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
       out["by_system"] = groups(by_system);
       out["by_dispatcher"] = groups(by_dispatcher);
+      if (moved) out["baseline"] = reports::baseline_json(*moved, baseline_tol_);
       io.out << out.dump(2) << "\n";
     } else {
       std::string table = fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted",
@@ -337,16 +334,19 @@ class Validate final : public Command {
         print("system    ", by_system);
         print("dispatcher", by_dispatcher);
       }
+      if (moved) io.out << reports::baseline_text(*moved, baseline_tol_);
     }
     if (rows.empty()) {
       io.err << "moesim validate: no scenario with a measured block under the given paths\n";
       return 2;
     }
-    return failed ? 1 : 0;
+    return failed || (moved && moved->flagged > 0) ? 1 : 0;
   }
 
  private:
   std::vector<std::string> paths_;
+  std::string junit_, markdown_, baseline_;
+  double baseline_tol_ = 1.0;
   bool json_ = false, uncalibrated_ = false;
   int jobs_ = 0;
 };
@@ -758,17 +758,7 @@ class Sweep final : public Command {
     return {i, n};
   }
 
-  // Replaces a file's contents at once (a temporary beside it, renamed over it).
-  static void write_file(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      if (!(f << text) || !f.flush()) throw config::InputError(path, "", "cannot write the file");
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) throw config::InputError(path, "", "cannot write the file: " + ec.message());
-  }
+
 
   int merge(Io& io) const {
     std::optional<std::int64_t> expected;
@@ -978,12 +968,88 @@ class Calibrate final : public Command {
   bool quick_ = false;
 };
 
+// `moesim report`: one self-contained HTML page of charts (reports/report.hpp) for a
+// scenario, two scenarios (--diff), the measured runs under paths (--validate, as
+// `validate` evaluates them) or a sweep's CSV (--sweep).
+class Report final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("inputs", inputs_,
+                   "a scenario; with --diff scenarios A and B; with --validate scenario files or folders; with "
+                   "--sweep a CSV written by moesim sweep");
+    app.add_option("-o,--out", out_, "the HTML file to write");
+    app.add_flag("--diff", diff_, "compare two scenarios: their breakdowns and the difference by contribution");
+    app.add_flag("--validate", validate_, "predicted against measured for the runs with a measured block");
+    app.add_flag("--sweep", sweep_, "a sweep CSV: the objective against cluster size, the Pareto front");
+    app.add_option("--objective", objective_, "--sweep: the column plotted (default tokens_per_s_per_gpu)");
+    app.add_option("--jobs", jobs_, "--validate: scenarios simulated at once (default: all cores)")
+        ->check(CLI::Range(0, 1024));
+    add_uncalibrated(app, uncalibrated_);
+  }
+  int run(Io& io) override {
+    const auto usage = [](const std::string& what, const std::string& message) {
+      return config::InputError("<command line>", what, message);
+    };
+    if (out_.empty()) throw usage("-o", "give the HTML file to write: moesim report ... -o OUT.html");
+    if (int(diff_) + int(validate_) + int(sweep_) > 1) throw usage("--diff", "give one of --diff, --validate, --sweep");
+    if (!objective_.empty() && !sweep_) throw usage("--objective", "only with --sweep");
+    const std::size_t want = diff_ ? 2 : 1;
+    if (validate_ ? inputs_.empty() : inputs_.size() != want)
+      throw usage("inputs", validate_ ? "give scenario files or folders to validate"
+                            : diff_   ? "give two scenarios: moesim report --diff A.json B.json -o OUT.html"
+                            : sweep_  ? "give one sweep CSV: moesim report --sweep OUT.csv -o OUT.html"
+                                      : "give one scenario: moesim report FILE.json -o OUT.html");
+    const config::LoadOptions opts{!uncalibrated_};
+    reports::HtmlPage page;
+    if (diff_) {
+      const std::array<config::Scenario, 2> sc{config::load_scenario_file(inputs_[0], opts),
+                                               config::load_scenario_file(inputs_[1], opts)};
+      std::array<predict::Prediction, 2> p;
+      predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc[i]); });
+      page = reports::diff_report({sc[0], p[0]}, {sc[1], p[1]});
+    } else if (validate_) {
+      int skipped = 0;
+      const std::vector<std::string> files = measured_files(inputs_, skipped);
+      if (files.empty()) throw usage("inputs", "no scenario with a measured block under the given paths");
+      page = reports::validate_report(predict::validate_files(files, opts, jobs_), skipped);
+    } else if (sweep_) {
+      config::SweepObjective objective = config::SweepObjective::tokens_per_s_per_gpu;
+      if (!objective_.empty()) {
+        const auto o = config::sweep_objective_names().find(objective_);
+        if (!o)
+          throw usage("--objective", fmt::format("unknown objective '{}'; known: {}", objective_,
+                                                 config::sweep_objective_names().known()));
+        objective = *o;
+      }
+      page = reports::sweep_report(reports::read_sweep_csv(inputs_[0]), inputs_[0], objective);
+    } else {
+      // The figures as `run` predicts them; the timeline from a traced simulation of every
+      // microbatch (run --trace's), on a second thread.
+      const config::Scenario sc = config::load_scenario_file(inputs_[0], opts);
+      std::array<predict::Prediction, 2> p;
+      predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc, {i == 1, false}); });
+      page = reports::run_report(sc, p[0], p[1]);
+    }
+    const std::string html = reports::html_page(page);
+    std::ofstream f(out_, std::ios::binary | std::ios::trunc);
+    if (!f || !(f << html) || !f.flush()) throw config::InputError(out_, "", "cannot write the file");
+    io.out << fmt::format("wrote {} ({} charts, {:.0f} KB)\n", out_, page.charts.size(), html.size() / 1024.0);
+    return 0;
+  }
+
+ private:
+  std::vector<std::string> inputs_;
+  std::string out_, objective_;
+  bool diff_ = false, validate_ = false, sweep_ = false, uncalibrated_ = false;
+  int jobs_ = 0;
+};
+
 template <class C>
 std::unique_ptr<Command> make() {
   return std::make_unique<C>();
 }
 
-constexpr std::array<CommandInfo, 11> kCommands{{
+constexpr std::array<CommandInfo, 12> kCommands{{
     {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make<Run>},
     {"diff", "two scenarios' predictions side by side, the step-time difference by contribution", make<Diff>},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make<Describe>},
@@ -995,6 +1061,7 @@ constexpr std::array<CommandInfo, 11> kCommands{{
     {"pipeline", "a pipeline schedule alone with fixed chunk times", make<Pipeline>},
     {"infer", "infer a journey step's one unpublished parameter from that step", make<Infer>},
     {"sweep", "run the scenarios of a sweep file to a CSV, ranked; merge shards", make<Sweep>},
+    {"report", "one self-contained HTML page of charts: a scenario, a diff, validation or a sweep", make<Report>},
     {"calibrate", "run the calibration kernels on a GPU, or fit a profile from measurement files", make<Calibrate>},
 }};
 

@@ -1,0 +1,147 @@
+#include "reports/validate.hpp"
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "config/json_reader.hpp"
+#include "reports/html.hpp"  // html_escape: XML attribute and text escapes alike
+
+namespace moesim::reports {
+namespace {
+
+std::string md_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+  return o;
+}
+
+std::string figures(const predict::ValidateRow& r) {
+  return fmt::format("{}: predicted {:.4g}, measured {:.4g} ({:+.1f}%, tolerance {:g}%)", r.metric, r.predicted,
+                     r.measured, r.error_pct, r.tolerance_pct);
+}
+
+}  // namespace
+
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int skipped) {
+  int failures = 0;
+  double time = 0;
+  for (const auto& r : rows) failures += r.ok ? 0 : 1, time += r.wall_s;
+  std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  o += fmt::format("<testsuites name=\"moesim validate\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
+                   rows.size(), failures, time);
+  o += fmt::format("  <testsuite name=\"moesim validate\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" "
+                   "time=\"{:.3f}\">\n",
+                   rows.size(), failures, time);
+  o += fmt::format("    <properties><property name=\"files_without_measured\" value=\"{}\"/></properties>\n",
+                   skipped);
+  for (const auto& r : rows) {
+    o += fmt::format("    <testcase classname=\"moesim.validate.{}\" name=\"{}\" file=\"{}\" time=\"{:.3f}\">",
+                     html_escape(r.system), html_escape(r.name), html_escape(r.file), r.wall_s);
+    if (!r.ok)
+      o += fmt::format("\n      <failure message=\"{}\" type=\"beyond tolerance\">{}</failure>\n    ",
+                       html_escape(figures(r)), html_escape(r.file + ": " + figures(r)));
+    else
+      o += fmt::format("<system-out>{}</system-out>", html_escape(figures(r)));
+    o += "</testcase>\n";
+  }
+  o += "  </testsuite>\n</testsuites>\n";
+  return o;
+}
+
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped) {
+  predict::ErrorSummary all;
+  std::map<std::string, predict::ErrorSummary> by_system, by_dispatcher;
+  int failed = 0;
+  for (const auto& r : rows) {
+    all.add(r);
+    by_system[r.system].add(r);
+    by_dispatcher[r.dispatcher].add(r);
+    failed += r.ok ? 0 : 1;
+  }
+  std::string o = "## moesim validate\n\n";
+  o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), failed);
+  if (skipped) o += fmt::format("; {} file(s) without a measured block skipped", skipped);
+  o += ".";
+  if (all.worst) o += fmt::format(" Worst: `{}` ({:+.1f}%).", md_escape(all.worst->name), all.worst->error_pct);
+  o += "\n\n| scenario | system | dispatcher | metric | measured | predicted | error | tolerance | |\n"
+       "|---|---|---|---|---:|---:|---:|---:|---|\n";
+  for (const auto& r : rows)
+    o += fmt::format("| `{}` | {} | {} | {} | {:.4g} | {:.4g} | {:+.1f}% | {:g}% | {} |\n", md_escape(r.name),
+                     md_escape(r.system), md_escape(r.dispatcher), r.metric, r.measured, r.predicted, r.error_pct,
+                     r.tolerance_pct, r.ok ? "ok" : "**over**");
+  const auto group = [&](const char* what, const std::map<std::string, predict::ErrorSummary>& m) {
+    o += fmt::format("\n| {} | runs | mean absolute error |\n|---|---:|---:|\n", what);
+    for (const auto& [k, v] : m) o += fmt::format("| {} | {} | {:.2f}% |\n", md_escape(k), v.runs, v.mae());
+  };
+  if (rows.size() > 1) {
+    group("system", by_system);
+    group("dispatcher", by_dispatcher);
+  }
+  return o;
+}
+
+BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, const nlohmann::json& baseline,
+                               const std::string& file, double tolerance_pct) {
+  if (!baseline.is_object() || !baseline.contains("rows") || !baseline["rows"].is_array())
+    throw config::InputError(file, "rows", "expected the output of `moesim validate --json` (an object with rows)");
+  struct Prev {
+    std::string name, file;
+    double predicted;
+    bool used = false;
+  };
+  std::vector<Prev> prev;
+  for (std::size_t i = 0; i < baseline["rows"].size(); ++i) {
+    const auto& r = baseline["rows"][i];
+    if (!r.is_object() || !r.contains("predicted") || !r["predicted"].is_number() || !r.contains("name") ||
+        !r["name"].is_string())
+      throw config::InputError(file, fmt::format("rows[{}]", i), "expected a row with name and predicted");
+    prev.push_back({r["name"].get<std::string>(), r.value("file", std::string()), r["predicted"].get<double>()});
+  }
+  BaselineCheck c;
+  for (const auto& r : rows) {
+    BaselineMove m{r.name, r.file, std::nullopt, r.predicted, 0, false};
+    auto it = std::find_if(prev.begin(), prev.end(), [&](const Prev& p) { return !p.used && p.file == r.file; });
+    if (it == prev.end())
+      it = std::find_if(prev.begin(), prev.end(), [&](const Prev& p) { return !p.used && p.name == r.name; });
+    if (it != prev.end()) {
+      it->used = true;
+      m.before = it->predicted;
+      m.moved_pct = it->predicted != 0 ? 100 * (r.predicted - it->predicted) / it->predicted : 0;
+      m.flagged = std::abs(m.moved_pct) > tolerance_pct;
+    }
+    c.flagged += m.flagged ? 1 : 0;
+    c.moves.push_back(m);
+  }
+  for (const auto& p : prev)
+    if (!p.used) c.moves.push_back({p.name, p.file, p.predicted, std::nullopt, 0, false});
+  return c;
+}
+
+std::string baseline_text(const BaselineCheck& c, double tolerance_pct) {
+  std::string o = fmt::format("against the baseline: {} prediction(s) moved more than {:g}%\n", c.flagged, tolerance_pct);
+  for (const auto& m : c.moves) {
+    if (m.flagged)
+      o += fmt::format("  MOVED {:<44} {:.4g} -> {:.4g} ({:+.2f}%)\n", m.name, *m.before, *m.after, m.moved_pct);
+    else if (!m.before)
+      o += fmt::format("  new   {:<44} (not in the baseline)\n", m.name);
+    else if (!m.after)
+      o += fmt::format("  gone  {:<44} (in the baseline, not validated now)\n", m.name);
+  }
+  return o;
+}
+
+nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pct) {
+  nlohmann::ordered_json moves = nlohmann::ordered_json::array();
+  for (const auto& m : c.moves)
+    moves.push_back({{"name", m.name},
+                     {"file", m.file},
+                     {"before", m.before ? nlohmann::ordered_json(*m.before) : nullptr},
+                     {"after", m.after ? nlohmann::ordered_json(*m.after) : nullptr},
+                     {"moved_pct", m.moved_pct},
+                     {"flagged", m.flagged}});
+  return {{"tolerance_pct", tolerance_pct}, {"flagged", c.flagged}, {"moves", moves}};
+}
+
+}  // namespace moesim::reports

@@ -1,0 +1,39 @@
+// reports/validate.hpp: `moesim validate`'s outputs for CI (issue #17 item 5): a JUnit
+// XML report (one test case per measured run, a failure beyond its tolerance with
+// predicted and measured in the message), a Markdown summary for a job page, and the
+// comparison with an earlier run's `validate --json` (a prediction that moved more than
+// a tolerance is flagged, whether or not it left its measurement's tolerance).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "predict/validate.hpp"
+
+namespace moesim::reports {
+
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int skipped);
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped);
+
+// One scenario against the baseline (matched by file, else by name).
+struct BaselineMove {
+  std::string name, file;
+  std::optional<double> before, after;  // predictions; absent: new or no longer validated
+  double moved_pct = 0;                 // 100 (after - before) / before
+  bool flagged = false;                 // |moved_pct| > tolerance
+};
+struct BaselineCheck {
+  std::vector<BaselineMove> moves;  // the rows, then the baseline's rows not validated now
+  int flagged = 0;
+};
+// `baseline`: an earlier `moesim validate --json` output (its `rows`); InputError naming
+// `file` when it is not one.
+BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, const nlohmann::json& baseline,
+                               const std::string& file, double tolerance_pct);
+std::string baseline_text(const BaselineCheck& c, double tolerance_pct);
+nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pct);
+
+}  // namespace moesim::reports

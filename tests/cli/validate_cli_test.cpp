@@ -1,0 +1,63 @@
+// moesim validate for CI (issue #17 item 5): JUnit XML, a Markdown summary, and a
+// baseline of earlier predictions.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "support/helpers.hpp"
+
+using namespace moesim;
+
+namespace {
+// Journey step 13 with a tolerance it cannot meet, beside step 12 as shipped.
+std::string tight(const test::TempFile& dir_of) {
+  auto j = nlohmann::json::parse(test::read_text(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
+  j["measured"]["tflops_per_gpu"] = 900.0;  // the prediction is about 970
+  j["measured"]["tolerance_pct"] = 1;
+  const auto path = std::filesystem::path(dir_of.path()).parent_path() / "tight.json";
+  std::ofstream(path) << j.dump();
+  return path.string();
+}
+}  // namespace
+
+TEST_CASE("validate --junit and --markdown: one case per run, failures with the figures", "[cli][validate]") {
+  test::TempFile junit("", "out.xml");
+  const std::string md = std::filesystem::path(junit.path()).replace_filename("out.md").string();
+  const std::string bad = tight(junit);
+  const std::string ok = test::source_path("scenarios/journey/12-te-host-slim.json");
+  const auto r = test::run_moesim({"validate", "--jobs", "2", "--junit", junit.path(), "--markdown", md, ok, bad});
+  CHECK(r.status == 1);  // step 13 is beyond its 1%
+  const std::string xml = test::read_text(junit.path());
+  CHECK_THAT(xml, Catch::StartsWith("<?xml"));
+  CHECK_THAT(xml, Catch::Contains("tests=\"2\" failures=\"1\""));
+  CHECK_THAT(xml, Catch::Contains("name=\"dsv3-gb200-journey-12-te-host-slim\""));
+  CHECK_THAT(xml, Catch::Contains("<failure message=\"tflops_per_gpu: predicted "));
+  CHECK_THAT(xml, Catch::Contains("measured 900 ("));
+  const std::string text = test::read_text(md);
+  CHECK_THAT(text, Catch::Contains("| scenario | system | dispatcher |"));
+  CHECK_THAT(text, Catch::Contains("**over**"));
+  CHECK_THAT(text, Catch::Contains("1 beyond tolerance"));
+}
+
+TEST_CASE("validate --baseline flags predictions that moved", "[cli][validate]") {
+  const std::string step = test::source_path("scenarios/journey/12-te-host-slim.json");
+  const auto first = test::run_moesim({"validate", "--json", step});
+  REQUIRE(first.status == 0);
+  test::TempFile same(first.out, "same.json");
+  CHECK(test::run_moesim({"validate", "--baseline", same.path(), step}).status == 0);
+  // The same baseline with the prediction 3% lower: moved beyond 1% (exit 1), within 5%.
+  auto j = nlohmann::json::parse(first.out);
+  j["rows"][0]["predicted"] = j["rows"][0]["predicted"].get<double>() / 1.03;
+  test::TempFile moved(j.dump(), "moved.json");
+  const auto r = test::run_moesim({"validate", "--baseline", moved.path(), step});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("MOVED dsv3-gb200-journey-12-te-host-slim"));
+  CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--baseline-tolerance", "5", step}).status == 0);
+  const auto js = test::run_moesim({"validate", "--json", "--baseline", moved.path(), step});
+  CHECK(nlohmann::json::parse(js.out)["baseline"]["flagged"] == 1);
+  // Not a validate output: exit 2 before anything is simulated.
+  test::TempFile bad(R"({"x": 1})", "bad.json");
+  const auto b = test::run_moesim({"validate", "--baseline", bad.path(), step});
+  CHECK(b.status == 2);
+  CHECK_THAT(b.err, Catch::Contains("bad.json: rows:"));
+}
