@@ -287,15 +287,8 @@ class Validate final : public Command {
     std::optional<reports::BaselineCheck> moved;
     if (baseline) moved = reports::compare_baseline(rows, *baseline, baseline_, baseline_tol_);
 
-    ErrorSummary all;
-    std::map<std::string, ErrorSummary> by_system, by_dispatcher;
-    int failed = 0;
-    for (const auto& r : rows) {
-      all.add(r);
-      by_system[r.system].add(r);
-      by_dispatcher[r.dispatcher].add(r);
-      failed += r.ok ? 0 : 1;
-    }
+    const predict::ValidateSummary sum = predict::summarize(rows);
+    const auto& [all, by_system, by_dispatcher, failed] = sum;
     if (json_) {
       nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
       for (const auto& r : rows)

@@ -38,4 +38,15 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
   return rows;
 }
 
+ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
+  ValidateSummary s;
+  for (const auto& r : rows) {
+    s.all.add(r);
+    s.by_system[r.system].add(r);
+    s.by_dispatcher[r.dispatcher].add(r);
+    s.failed += r.ok ? 0 : 1;
+  }
+  return s;
+}
+
 }  // namespace moesim::predict

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,15 @@ struct ErrorSummary {
   }
   double mae() const { return runs ? abs_sum / runs : 0; }
 };
+
+// The rows' summaries: all of them, by system and by dispatcher, and how many are beyond
+// their tolerance. (It points into `rows`, which must outlive it.)
+struct ValidateSummary {
+  ErrorSummary all;
+  std::map<std::string, ErrorSummary> by_system, by_dispatcher;
+  int failed = 0;
+};
+ValidateSummary summarize(const std::vector<ValidateRow>& rows);
 
 // Loads every file (an InputError for the first that does not load or has no `measured`
 // block, before anything is simulated), then predicts them on `jobs` threads (0: all

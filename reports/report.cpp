@@ -651,12 +651,9 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
 }
 
 HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skipped) {
-  predict::ErrorSummary all;
-  int failed = 0;
-  for (const auto& r : rows) {
-    all.add(r);
-    failed += r.ok ? 0 : 1;
-  }
+  const predict::ValidateSummary sum = predict::summarize(rows);
+  const auto& all = sum.all;
+  const int failed = sum.failed;
   HtmlPage page;
   page.title = "moesim report: predicted against measured";
   page.subtitle =

@@ -51,15 +51,8 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int sk
 }
 
 std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped) {
-  predict::ErrorSummary all;
-  std::map<std::string, predict::ErrorSummary> by_system, by_dispatcher;
-  int failed = 0;
-  for (const auto& r : rows) {
-    all.add(r);
-    by_system[r.system].add(r);
-    by_dispatcher[r.dispatcher].add(r);
-    failed += r.ok ? 0 : 1;
-  }
+  const predict::ValidateSummary sum = predict::summarize(rows);
+  const auto& [all, by_system, by_dispatcher, failed] = sum;
   std::string o = "## moesim validate\n\n";
   o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), failed);
   if (skipped) o += fmt::format("; {} file(s) without a measured block skipped", skipped);
