@@ -51,10 +51,12 @@ predict::Prediction simulate(const config::Scenario& sc) {
   return predict::predict(sc);
 }
 
-// A CSV field as Python: a number where it reads as one, else the string ("" -> None).
+// A CSV field as Python: an int or a float where it reads as one, else the string
+// ("" -> None).
 py::object field(const std::string& s) {
   if (s.empty()) return py::none();
   if (s == "true" || s == "false") return py::bool_(s == "true");
+  if (s.find_first_not_of("-0123456789") == std::string::npos && s != "-") return py::int_(std::stoll(s));
   try {
     std::size_t used = 0;
     const double v = std::stod(s, &used);

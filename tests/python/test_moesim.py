@@ -48,7 +48,8 @@ class MoesimModule(unittest.TestCase):
     def test_sweep_rows(self):
         rows = moesim.sweep(QUICK, jobs=2)
         self.assertGreater(len(rows), 0)
-        self.assertEqual([r["id"] for r in rows], [float(i) for i in range(len(rows))])
+        self.assertEqual([r["id"] for r in rows], list(range(len(rows))))
+        self.assertIsInstance(rows[0]["gpus"], int)
         ok = [r for r in rows if r["status"] == "ok"]
         self.assertTrue(ok)
         self.assertGreater(ok[0]["tokens_per_s_per_gpu"], 0)
