@@ -265,6 +265,11 @@ class Flags {
       : source_(source) {
     for (std::size_t i = 0; i < words.size();) {
       std::string name = words[i];
+      if (name.rfind("--", 0) != 0 && name.find('=') != std::string::npos)
+        throw InputError(source, name,
+                         "a Megatron-Bridge recipe override (key=value): it changes the recipe's own configuration, "
+                         "which the command line does not show, so it cannot be imported alone; import the "
+                         "Megatron-LM flags (pretrain_gpt.py --name value) or write the scenario");
       if (name.rfind("--", 0) != 0)
         throw InputError(source, name, "expected a flag (--name) here; values follow their flag");
       std::vector<std::string> values;

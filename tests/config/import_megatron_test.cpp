@@ -93,6 +93,12 @@ TEST_CASE("import megatron refuses what it cannot model, naming the flag", "[con
   const auto r = test::run_moesim({"import", "megatron", "--args", grouped, "--system", "h100", "--gpus", "16"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("SequentialMLP"));
+  // Megatron-Bridge recipe overrides start from a configuration the command does not show.
+  const auto hydra = test::run_moesim({"import", "megatron", "--args",
+                                       "python pretrain_llama3_8b.py train.micro_batch_size=2 model.num_layers=32",
+                                       "--system", "h100", "--gpus", "16"});
+  CHECK(hydra.status == 2);
+  CHECK_THAT(hydra.err, Catch::Contains("recipe override"));
   // A model preset that the shape flags contradict.
   const auto m = test::run_moesim(
       {"import", "megatron", "--args", kSmallMoe, "--system", "h100", "--gpus", "16", "--model", "deepseek-v3"});
