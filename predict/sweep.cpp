@@ -78,6 +78,8 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.pipeline_bubble_s = b.pipeline_bubble;
     r.host_bound_idle_s = b.host_bound_idle;
     r.other_s = b.other;
+    r.schedule_bubble_s = b.schedule_bubble;
+    r.stage_imbalance_s = b.stage_imbalance;
     if (token_budget) {
       const double gpus = static_cast<double>(sc.gpus);
       const double seconds = *token_budget / (p.tokens_per_s_per_gpu * gpus);

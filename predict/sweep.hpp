@@ -37,7 +37,7 @@ struct SweepResult {
   double step_time_s = 0, tflops_per_gpu = 0, tokens_per_s_per_gpu = 0, mfu = 0;
   // The critical rank's breakdown (schedules::Breakdown), seconds.
   double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0, host_bound_idle_s = 0,
-         other_s = 0;
+         other_s = 0, schedule_bubble_s = 0, stage_imbalance_s = 0;  // pipeline_bubble_s split
   std::optional<double> days, gpu_hours;  // under the token budget
   double wall_s = 0;  // load, memory and simulation wall time: the only nondeterministic figure
 };

@@ -8,7 +8,8 @@
 // `tflops_per_gpu`, `tokens_per_s_per_gpu`, `mfu`, `peak_memory_gib`,
 // `reserved_memory_gib`, `fits_in_memory`, `breakdown.compute`,
 // `breakdown.exposed_communication`, `breakdown.pipeline_bubble`,
-// `breakdown.host_bound_idle`, `breakdown.other`, with a token budget `days` and
+// `breakdown.host_bound_idle`, `breakdown.other`, `breakdown.schedule_bubble`,
+// `breakdown.stage_imbalance`, with a token budget `days` and
 // `gpu_hours`, and `sim_wall_s`. The header depends on the sweep file alone, so shards
 // merge; numbers are written in their shortest form that reads back to the same double.
 #pragma once
