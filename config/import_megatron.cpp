@@ -23,13 +23,27 @@ struct Words {
 };
 
 // Shell words of `text`: backslash-newline joins lines, `#` starts a comment at a word's
-// start, single quotes are literal, double quotes allow backslash escapes.
-std::vector<std::string> shell_words(const std::string& text, const std::string& source) {
+// start, single quotes are literal, double quotes allow backslash escapes. A "\n" word
+// ends a command: an unescaped line end, or an unquoted control or redirection operator
+// (| ; & < >, a redirection's file descriptor dropped). Carriage returns are ignored.
+std::vector<std::string> shell_words(const std::string& raw, const std::string& source) {
+  std::string text;
+  for (char c : raw)
+    if (c != '\r') text += c;
   std::vector<std::string> out;
   std::string cur;
   bool in_word = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (c == '|' || c == ';' || c == '&' || c == '<' || c == '>') {
+      const bool fd = (c == '<' || c == '>') && in_word && !cur.empty() &&
+                      std::all_of(cur.begin(), cur.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); });
+      if (in_word && !fd) out.push_back(cur);
+      cur.clear();
+      in_word = false;
+      out.emplace_back("\n");
+      continue;
+    }
     if (c == '\\' && i + 1 < text.size()) {
       if (text[i + 1] == '\n') {
         ++i;
@@ -77,19 +91,25 @@ bool is_assignment(const std::string& w) {
 Words split_command(const std::string& text, const std::string& source) {
   const auto all = shell_words(text, source);
   Words w;
-  // The Megatron flags follow the last `*.py` word (a launcher's own flags come before
-  // it), or start at the first `--` word.
+  // The Megatron flags follow the first `*.py` word (a launcher's own flags come before
+  // it), or start at the first `--` word; they end with the command (a line end or an
+  // operator: `2>&1 | tee log`).
   std::size_t start = all.size();
   for (std::size_t i = 0; i < all.size(); ++i)
-    if (all[i].size() > 3 && all[i].ends_with(".py")) start = i + 1;
+    if (all[i].size() > 3 && all[i].ends_with(".py")) {
+      start = i + 1;
+      break;
+    }
   if (start == all.size())
     for (std::size_t i = 0; i < all.size(); ++i)
       if (all[i].rfind("--", 0) == 0) {
         start = i;
         break;
       }
+  std::size_t end = start;
+  while (end < all.size() && all[end] != "\n") ++end;
   bool line_start = true;
-  for (std::size_t i = 0; i < all.size(); ++i) {
+  for (std::size_t i = 0; i < end; ++i) {
     const std::string& s = all[i];
     if (s == "\n") {
       line_start = true;
@@ -178,6 +198,8 @@ constexpr std::array kModeled{
     FlagSpec{"--cuda-graph-scope", Arity::many, Role::modeled},
     FlagSpec{"--recompute-granularity", Arity::one, Role::modeled},
     FlagSpec{"--recompute-modules", Arity::many, Role::modeled},
+    FlagSpec{"--recompute-activations", Arity::none, Role::modeled},
+    FlagSpec{"--cuda-graph-modules", Arity::many, Role::modeled},
     FlagSpec{"--recompute-method", Arity::one, Role::modeled},
     FlagSpec{"--recompute-num-layers", Arity::one, Role::modeled},
     FlagSpec{"--use-distributed-optimizer", Arity::none, Role::modeled},
@@ -205,7 +227,8 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 95> kIgnored{
+constexpr std::array<std::string_view, 96> kIgnored{
+    "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
     "--no-check-for-nan-in-loss-and-grad", "--manual-gc-interval", "--enable-experimental",
@@ -297,8 +320,7 @@ class Flags {
         throw InputError(source, name,
                          fmt::format("takes {} value(s); given: {}", spec->arity == Arity::none ? "no" : "one",
                                      fmt::join(values, " ")));
-      if (values_.count(name)) throw InputError(source, name, "given twice");
-      values_[name] = values;
+      values_[name] = values;  // argparse: the last occurrence wins
     }
   }
   bool has(std::string_view f) const { return values_.count(std::string(f)) != 0; }
@@ -311,14 +333,21 @@ class Flags {
     const auto it = values_.find(std::string(f));
     return it == values_.end() ? nullptr : &it->second;
   }
+  // Sizes and counts: at least 1, or at least 0 for the counts that may be none.
   std::optional<std::int64_t> integer(std::string_view f) const {
     const auto s = str(f);
     if (!s) return std::nullopt;
     std::int64_t v = 0;
     const auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
     if (ec != std::errc() || p != s->data() + s->size()) fail(f, fmt::format("expected an integer, not '{}'", *s));
+    static constexpr std::array<std::string_view, 5> kMayBeZero{
+        "--num-experts", "--mtp-num-layers", "--moe-router-num-groups", "--moe-router-group-topk",
+        "--moe-shared-expert-intermediate-size"};
+    const bool zero_ok = std::find(kMayBeZero.begin(), kMayBeZero.end(), f) != kMayBeZero.end();
+    if (v < (zero_ok ? 0 : 1)) fail(f, fmt::format("must be at least {}, not {}", zero_ok ? 0 : 1, v));
     return v;
   }
+  std::int64_t positive(std::string_view f) const { return integer(f).value(); }
   std::int64_t integer_or(std::string_view f, std::int64_t def) const { return integer(f).value_or(def); }
   std::optional<double> number(std::string_view f) const {
     const auto s = str(f);
@@ -347,54 +376,97 @@ class Flags {
 };
 
 // Megatron's --moe-layer-freq: an integer N (every N-th layer is MoE, from layer 0) or
-// a Python list expression such as "([0]*3+[1]*58)".
+// a Python list expression of 0/1 lists, sums and integer repeats, parenthesized at will:
+// "([0]*3+[1]*58)", "([1]*3+[0]*1)*3" (arguments.py's help). Lists longer than the
+// model are refused while parsing, before they are built.
+class LayerFreqParser {
+ public:
+  LayerFreqParser(std::string expr, std::int64_t layers, const Flags& f) : e_(std::move(expr)), max_(layers), f_(f) {}
+  std::vector<int> parse() {
+    std::vector<int> v = sum();
+    if (i_ != e_.size()) bad();
+    return v;
+  }
+
+ private:
+  [[noreturn]] void bad() const {
+    f_.fail("--moe-layer-freq",
+            fmt::format("'{}': expected an integer or a list expression like ([0]*3+[1]*58)", e_));
+  }
+  void check(std::size_t n) const {
+    if (static_cast<std::int64_t>(n) > max_)
+      f_.fail("--moe-layer-freq", fmt::format("'{}' lists more than the {} layers of --num-layers", e_, max_));
+  }
+  bool eat(char c) {
+    if (i_ < e_.size() && e_[i_] == c) return ++i_, true;
+    return false;
+  }
+  std::vector<int> sum() {
+    std::vector<int> v = product();
+    while (eat('+')) {
+      const auto w = product();
+      check(v.size() + w.size());
+      v.insert(v.end(), w.begin(), w.end());
+    }
+    return v;
+  }
+  std::vector<int> product() {
+    std::vector<int> v = atom();
+    while (eat('*')) {
+      const std::size_t from = i_;
+      while (i_ < e_.size() && std::isdigit(static_cast<unsigned char>(e_[i_]))) ++i_;
+      std::int64_t n = 0;
+      const auto [p, ec] = std::from_chars(e_.data() + from, e_.data() + i_, n);
+      if (from == i_ || ec != std::errc()) bad();
+      if (v.empty() || n == 0) {
+        v.clear();
+        continue;
+      }
+      if (n > max_) check(static_cast<std::size_t>(max_) + 1);
+      check(v.size() * static_cast<std::size_t>(n));
+      std::vector<int> r;
+      for (std::int64_t k = 0; k < n; ++k) r.insert(r.end(), v.begin(), v.end());
+      v = std::move(r);
+    }
+    return v;
+  }
+  std::vector<int> atom() {
+    if (eat('(')) {
+      std::vector<int> v = sum();
+      if (!eat(')')) bad();
+      return v;
+    }
+    if (!eat('[')) bad();
+    std::vector<int> v;
+    if (eat(']')) return v;
+    do {
+      if (eat('0')) v.push_back(0);
+      else if (eat('1')) v.push_back(1);
+      else bad();
+      check(v.size());
+    } while (eat(','));
+    if (!eat(']')) bad();
+    return v;
+  }
+  std::string e_;
+  std::int64_t max_;
+  const Flags& f_;
+  std::size_t i_ = 0;
+};
+
 std::vector<int> moe_layer_pattern(const Flags& f, std::int64_t layers) {
-  std::vector<int> out;
   const auto s = f.str("--moe-layer-freq");
   if (!s) return std::vector<int>(static_cast<std::size_t>(layers), 1);
   std::string e;
   for (char c : *s)
     if (!std::isspace(static_cast<unsigned char>(c))) e += c;
+  std::vector<int> out;
   if (!e.empty() && std::isdigit(static_cast<unsigned char>(e[0]))) {
-    const auto n = f.integer("--moe-layer-freq").value();
-    if (n < 1) f.fail("--moe-layer-freq", "must be at least 1");
+    const auto n = f.positive("--moe-layer-freq");
     for (std::int64_t i = 0; i < layers; ++i) out.push_back(i % n == 0 ? 1 : 0);
     return out;
   }
-  if (e.size() >= 2 && e.front() == '(' && e.back() == ')') e = e.substr(1, e.size() - 2);
-  // terms "[a,b,...]*n" or "[a,b,...]" joined by '+'
-  std::size_t i = 0;
-  const auto bad = [&] {
-    f.fail("--moe-layer-freq", fmt::format("'{}': expected an integer or a list expression like ([0]*3+[1]*58)", *s));
-  };
-  while (i < e.size()) {
-    if (e[i] != '[') bad();
-    const auto close = e.find(']', i);
-    if (close == std::string::npos) bad();
-    std::vector<int> items;
-    std::size_t j = i + 1;
-    while (j < close) {
-      const auto comma = std::min(e.find(',', j), close);
-      const std::string item = e.substr(j, comma - j);
-      if (item != "0" && item != "1") bad();
-      items.push_back(item == "1");
-      j = comma + 1;
-    }
-    std::int64_t times = 1;
-    i = close + 1;
-    if (i < e.size() && e[i] == '*') {
-      std::size_t k = i + 1;
-      while (k < e.size() && std::isdigit(static_cast<unsigned char>(e[k]))) ++k;
-      if (k == i + 1) bad();
-      times = std::stoll(e.substr(i + 1, k - i - 1));
-      i = k;
-    }
-    for (std::int64_t t = 0; t < times; ++t) out.insert(out.end(), items.begin(), items.end());
-    if (i < e.size()) {
-      if (e[i] != '+') bad();
-      ++i;
-    }
-  }
+  out = LayerFreqParser(e, layers, f).parse();
   if (static_cast<std::int64_t>(out.size()) != layers)
     f.fail("--moe-layer-freq", fmt::format("lists {} layers; --num-layers is {}", out.size(), layers));
   return out;
@@ -416,7 +488,10 @@ Json model_from_flags(const Flags& f) {
   m["hidden_size"] = *hidden;
   m["num_hidden_layers"] = *layers;
   m["num_attention_heads"] = *heads;
-  const std::int64_t ffn = f.integer_or("--ffn-hidden-size", 4 * *hidden);
+  // arguments.py: 4 h, or with SwiGLU int(4 h x 2/3 / 64) x 64.
+  const std::int64_t ffn = f.integer_or(
+      "--ffn-hidden-size", f.has("--swiglu") ? static_cast<std::int64_t>(4.0 * static_cast<double>(*hidden) * 2 / 3 / 64) * 64
+                                             : 4 * *hidden);
   m["intermediate_size"] = ffn;
   m["tie_word_embeddings"] = !f.has("--untie-embeddings-and-output-weights");
   m["gated_linear_unit"] = f.has("--swiglu");
@@ -497,20 +572,9 @@ class Importer {
   void assume(std::string key, std::string why) { out_.assumed.emplace_back(std::move(key), std::move(why)); }
 
   void model(Json& sc) {
-    const bool shape_given = f_.has("--num-layers") || f_.has("--hidden-size") || f_.has("--num-attention-heads");
     if (opts_.model) {
       sc["model"] = *opts_.model;
-      if (!shape_given) return;
-      // The preset's shape against the flags given.
-      const workload::ModelConfig preset = load_model_preset(*opts_.model);
-      Json j = model_from_flags(f_);
-      j["vocab_size"] = preset.vocab_size;
-      if (!same_shape(resolve_model(j, opts_.source), preset))
-        throw InputError(opts_.source, "--model",
-                         fmt::format("the shape flags do not describe preset '{}' (compare `moesim describe`); "
-                                     "leave --model out to import the shape from the flags",
-                                     *opts_.model));
-      check_vocab(preset.vocab_size);
+      check_against_preset(load_model_preset(*opts_.model));
       return;
     }
     Json j = model_from_flags(f_);
@@ -536,6 +600,61 @@ class Importer {
     check_vocab(*vocab);
     resolve_model(j, opts_.source);  // refuses here, naming the flag's field, what the loader refuses
     sc["model"] = j;
+  }
+
+  // Every shape flag given must state what the preset has (--model): a flag that
+  // contradicts it is refused, naming both values.
+  void check_against_preset(const workload::ModelConfig& m) {
+    const auto is = [&](std::string_view flag, std::int64_t have) {
+      if (const auto v = f_.integer(flag); v && *v != have)
+        throw InputError(opts_.source, std::string(flag),
+                         fmt::format("gives {}; preset '{}' has {} (leave --model out to import the shape from "
+                                     "the flags)",
+                                     *v, *opts_.model, have));
+    };
+    const auto on = [&](std::string_view flag, bool have) {
+      if (f_.has(flag) && !have)
+        throw InputError(opts_.source, std::string(flag), fmt::format("preset '{}' has no such thing", *opts_.model));
+    };
+    const bool mla = m.attention == workload::AttentionKind::mla;
+    is("--num-layers", m.num_layers);
+    is("--hidden-size", m.hidden_size);
+    is("--num-attention-heads", m.num_heads);
+    if (m.num_dense_layers() > 0) is("--ffn-hidden-size", m.ffn_hidden_size);
+    if (!mla) {
+      is("--num-query-groups", m.num_kv_heads);
+      is("--kv-channels", m.head_dim);
+    }
+    on("--swiglu", m.gated_linear_unit);
+    on("--untie-embeddings-and-output-weights", !m.tie_word_embeddings);
+    on("--multi-latent-attention", mla);
+    if (mla) {
+      is("--q-lora-rank", m.mla.q_lora_rank);
+      is("--kv-lora-rank", m.mla.kv_lora_rank);
+      is("--qk-head-dim", m.mla.qk_nope_head_dim);
+      is("--qk-pos-emb-head-dim", m.mla.qk_rope_head_dim);
+      is("--v-head-dim", m.mla.v_head_dim);
+    }
+    is("--num-experts", m.num_experts);
+    if (m.is_moe()) {
+      is("--moe-router-topk", m.topk);
+      is("--moe-ffn-hidden-size", m.moe_ffn_hidden_size);
+      is("--moe-shared-expert-intermediate-size", m.shared_expert_ffn_hidden_size);
+      is("--moe-router-num-groups", m.router_groups);
+      is("--moe-router-group-topk", m.router_topk_groups);
+      if (const auto sf = f_.str("--moe-router-score-function"); sf && *sf != m.router_scoring)
+        f_.fail("--moe-router-score-function",
+                fmt::format("gives {}; preset '{}' has {}", *sf, *opts_.model, m.router_scoring));
+      if (f_.has("--moe-layer-freq")) {
+        const auto pattern = moe_layer_pattern(f_, m.num_layers);
+        for (std::size_t i = 0; i < pattern.size(); ++i)
+          if ((pattern[i] == 1) != m.moe_layer[i])
+            f_.fail("--moe-layer-freq", fmt::format("layer {} is {} here and {} in preset '{}'", i,
+                                                    pattern[i] ? "MoE" : "dense", m.moe_layer[i] ? "MoE" : "dense",
+                                                    *opts_.model));
+      }
+    }
+    check_vocab(m.vocab_size);
   }
 
   // Megatron pads the vocabulary to --make-vocab-size-divisible-by x TP; moesim pads to
@@ -646,7 +765,9 @@ class Importer {
     const std::string impl = f_.choice("--cuda-graph-impl", "none", {"none", "local", "transformer_engine"});
     Json scopes = Json::array();
     if (impl != "none") {
+      // --cuda-graph-modules: newer Megatron's name for the scopes.
       const auto* s = f_.list("--cuda-graph-scope");
+      if (!s) s = f_.list("--cuda-graph-modules");
       if (!s || s->empty())
         f_.fail("--cuda-graph-scope", "absent: Megatron then captures whole layers, which dropless MoE layers "
                                       "cannot be; give the scopes");
@@ -654,8 +775,9 @@ class Importer {
         if (x == "mamba") f_.fail("--cuda-graph-scope", "'mamba': hybrid Mamba models are not modeled");
         scopes.push_back(x);
       }
-    } else if (f_.has("--cuda-graph-scope")) {
-      f_.fail("--cuda-graph-scope", "without --cuda-graph-impl (default none) Megatron captures nothing");
+    } else if (f_.has("--cuda-graph-scope") || f_.has("--cuda-graph-modules")) {
+      f_.fail(f_.has("--cuda-graph-scope") ? "--cuda-graph-scope" : "--cuda-graph-modules",
+              "without --cuda-graph-impl (default none) Megatron captures nothing");
     }
     fw["cuda_graph_scope"] = scopes;
     fw["recompute_modules"] = recompute();
@@ -706,7 +828,10 @@ class Importer {
   }
 
   Json recompute() const {
-    const std::string g = f_.choice("--recompute-granularity", "none", {"none", "full", "selective"});
+    // --recompute-activations: arguments.py's shorthand for selective granularity.
+    const std::string g = f_.has("--recompute-activations")
+                              ? std::string("selective")
+                              : f_.choice("--recompute-granularity", "none", {"none", "full", "selective"});
     if (g == "none") {
       if (f_.has("--recompute-modules"))
         f_.fail("--recompute-modules", "without --recompute-granularity selective Megatron recomputes nothing");
@@ -714,7 +839,7 @@ class Importer {
     }
     if (g == "selective") {
       const auto* m = f_.list("--recompute-modules");
-      if (!m || m->empty()) return Json::array({"core_attn"});  // Megatron's default module
+      if (!m) return Json::array({"core_attn"});  // Megatron's default module (given empty: none)
       Json out = Json::array();
       for (const auto& x : *m) out.push_back(x);
       return out;

@@ -75,6 +75,10 @@ Json parse_json(std::string_view text, const std::string& file) {
       what = what.substr(p + 2);
     throw InputError(file, "", fmt::format("malformed JSON at line {}, column {}: {}", line, col,
                                            what));
+  } catch (const Json::out_of_range& e) {  // a number beyond a double's range (1e400)
+    std::string what = e.what();
+    if (auto p = what.find("] "); p != std::string::npos && what.rfind("[json.", 0) == 0) what = what.substr(p + 2);
+    throw InputError(file, "", "malformed JSON: " + what);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "predict/predict.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -57,6 +58,10 @@ std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
   std::vector<double> d(d1.size());
   for (std::size_t i = 0; i < d.size(); ++i) d[i] = line(d1[i], d2[i]);
   x.breakdown.assign_flat(d);
+  // The bubble's split as simulate_step makes it: the schedule's own within the bubble.
+  auto& bd = x.breakdown;
+  bd.schedule_bubble = std::clamp(bd.schedule_bubble, 0.0, std::max(0.0, bd.pipeline_bubble));
+  bd.stage_imbalance = bd.pipeline_bubble - bd.schedule_bubble;
   x.events = static_cast<std::uint64_t>(std::llround(line(static_cast<double>(a.events), static_cast<double>(b.events))));
   x.kernels =
       static_cast<std::uint64_t>(std::llround(line(static_cast<double>(a.kernels), static_cast<double>(b.kernels))));

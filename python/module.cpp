@@ -13,6 +13,8 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <charconv>
+#include <set>
 #include <string>
 
 #include "config/load.hpp"
@@ -51,18 +53,24 @@ predict::Prediction simulate(const config::Scenario& sc) {
   return predict::predict(sc);
 }
 
-// A CSV field as Python: an int or a float where it reads as one, else the string
-// ("" -> None).
-py::object field(const std::string& s) {
+// A CSV field as Python ("" -> None): the predicted figures (step_time_s ... sim_wall_s,
+// breakdown.*) as float; other columns (id and the varied settings) as int or float where
+// the whole field reads as one, else as the string.
+py::object field(const std::string& column, const std::string& s) {
   if (s.empty()) return py::none();
   if (s == "true" || s == "false") return py::bool_(s == "true");
-  if (s.find_first_not_of("-0123456789") == std::string::npos && s != "-") return py::int_(std::stoll(s));
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(s, &used);
-    if (used == s.size()) return py::float_(v);
-  } catch (const std::exception&) {
+  static const std::set<std::string> kFigures{"step_time_s",     "tflops_per_gpu", "tokens_per_s_per_gpu", "mfu",
+                                              "peak_memory_gib", "reserved_memory_gib", "days", "gpu_hours",
+                                              "sim_wall_s"};
+  const bool figure = kFigures.count(column) != 0 || column.rfind("breakdown.", 0) == 0;
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  if (!figure) {
+    std::int64_t i = 0;
+    if (const auto [p, ec] = std::from_chars(b, e, i); ec == std::errc() && p == e) return py::int_(i);
   }
+  double d = 0;
+  if (const auto [p, ec] = std::from_chars(b, e, d); ec == std::errc() && p == e) return py::float_(d);
   return py::str(s);
 }
 
@@ -127,7 +135,7 @@ PYBIND11_MODULE(moesim, m) {
         py::list out;
         for (const auto& fields : rows) {
           py::dict d;
-          for (std::size_t i = 0; i < header.size() && i < fields.size(); ++i) d[py::str(header[i])] = field(fields[i]);
+          for (std::size_t i = 0; i < header.size() && i < fields.size(); ++i) d[py::str(header[i])] = field(header[i], fields[i]);
           out.append(d);
         }
         return out;

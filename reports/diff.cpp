@@ -1,6 +1,7 @@
 #include "reports/diff.hpp"
 
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -27,25 +28,35 @@ std::vector<std::pair<std::string, double>> figures(const predict::Prediction& p
           {"memory.graph_buffers_gib", m.graph_buffers}};
 }
 
-// The resolved settings (describe --json, flattened to JSON pointers) that differ, without
-// the files' metadata.
+// A JSON document's leaves by JSON pointer, arrays kept whole (a list is one setting).
+void leaves(const nlohmann::json& j, const std::string& at, std::map<std::string, nlohmann::json>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (const auto& [k, v] : j.items()) leaves(v, at + "/" + k, out);
+  } else {
+    out[at] = j;
+  }
+}
+
+// The resolved settings (describe --json, as JSON pointers) that differ, without the
+// files' metadata.
 std::vector<std::tuple<std::string, Json, Json>> changed_settings(const config::Scenario& a,
                                                                   const config::Scenario& b) {
-  nlohmann::json fa = nlohmann::json(describe_json(a)).flatten();
-  nlohmann::json fb = nlohmann::json(describe_json(b)).flatten();
+  std::map<std::string, nlohmann::json> fa, fb;
+  leaves(nlohmann::json(describe_json(a)), "", fa);
+  leaves(nlohmann::json(describe_json(b)), "", fb);
   const auto metadata = [](const std::string& key) {
     for (const char* skip : {"/name", "/file", "/description", "/measured"})
       if (key.rfind(skip, 0) == 0) return true;
     return false;
   };
   std::vector<std::tuple<std::string, Json, Json>> out;
-  for (const auto& [key, va] : fa.items()) {
+  for (const auto& [key, va] : fa) {
     if (metadata(key)) continue;
     const auto vb = fb.find(key);
     if (vb == fb.end()) out.emplace_back(key, va, nullptr);
-    else if (*vb != va) out.emplace_back(key, va, *vb);
+    else if (vb->second != va) out.emplace_back(key, va, vb->second);
   }
-  for (const auto& [key, vb] : fb.items())
+  for (const auto& [key, vb] : fb)
     if (!metadata(key) && !fa.contains(key)) out.emplace_back(key, nullptr, vb);
   return out;
 }

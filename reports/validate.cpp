@@ -11,10 +11,23 @@
 namespace moesim::reports {
 namespace {
 
+// Markdown text (no code spans): punctuation that would start markup backslash-escaped.
 std::string md_escape(const std::string& s) {
   std::string o;
-  for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+  for (char c : s) {
+    if (std::string_view("\\`*_[]<>|#").find(c) != std::string_view::npos) o += '\\';
+    o += c;
+  }
   return o;
+}
+
+// XML 1.0 text: characters it forbids (controls other than tab, line feed, carriage
+// return) replaced by '?', then escaped.
+std::string xml_text(const std::string& s) {
+  std::string o = s;
+  for (char& c : o)
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') c = '?';
+  return html_escape(o);
 }
 
 std::string figures(const predict::ValidateRow& r) {
@@ -38,12 +51,12 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int sk
                    skipped);
   for (const auto& r : rows) {
     o += fmt::format("    <testcase classname=\"moesim.validate.{}\" name=\"{}\" file=\"{}\" time=\"{:.3f}\">",
-                     html_escape(r.system), html_escape(r.name), html_escape(r.file), r.wall_s);
+                     xml_text(r.system), xml_text(r.name), xml_text(r.file), r.wall_s);
     if (!r.ok)
       o += fmt::format("\n      <failure message=\"{}\" type=\"beyond tolerance\">{}</failure>\n    ",
-                       html_escape(figures(r)), html_escape(r.file + ": " + figures(r)));
+                       xml_text(figures(r)), xml_text(r.file + ": " + figures(r)));
     else
-      o += fmt::format("<system-out>{}</system-out>", html_escape(figures(r)));
+      o += fmt::format("<system-out>{}</system-out>", xml_text(figures(r)));
     o += "</testcase>\n";
   }
   o += "  </testsuite>\n</testsuites>\n";
@@ -57,11 +70,11 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int
   o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), failed);
   if (skipped) o += fmt::format("; {} file(s) without a measured block skipped", skipped);
   o += ".";
-  if (all.worst) o += fmt::format(" Worst: `{}` ({:+.1f}%).", md_escape(all.worst->name), all.worst->error_pct);
+  if (all.worst) o += fmt::format(" Worst: {} ({:+.1f}%).", md_escape(all.worst->name), all.worst->error_pct);
   o += "\n\n| scenario | system | dispatcher | metric | measured | predicted | error | tolerance | |\n"
        "|---|---|---|---|---:|---:|---:|---:|---|\n";
   for (const auto& r : rows)
-    o += fmt::format("| `{}` | {} | {} | {} | {:.4g} | {:.4g} | {:+.1f}% | {:g}% | {} |\n", md_escape(r.name),
+    o += fmt::format("| {} | {} | {} | {} | {:.4g} | {:.4g} | {:+.1f}% | {:g}% | {} |\n", md_escape(r.name),
                      md_escape(r.system), md_escape(r.dispatcher), r.metric, r.measured, r.predicted, r.error_pct,
                      r.tolerance_pct, r.ok ? "ok" : "**over**");
   const auto group = [&](const char* what, const std::map<std::string, predict::ErrorSummary>& m) {
@@ -101,8 +114,13 @@ BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, co
     if (it != prev.end()) {
       it->used = true;
       m.before = it->predicted;
-      m.moved_pct = it->predicted != 0 ? 100 * (r.predicted - it->predicted) / it->predicted : 0;
-      m.flagged = std::abs(m.moved_pct) > tolerance_pct;
+      if (it->predicted != 0) {
+        m.moved_pct = 100 * (r.predicted - it->predicted) / it->predicted;
+        m.flagged = std::abs(m.moved_pct) > tolerance_pct;
+      } else {  // from 0: any change is a move
+        m.moved_pct = r.predicted == 0 ? 0 : std::copysign(100.0, r.predicted);
+        m.flagged = r.predicted != 0;
+      }
     }
     c.flagged += m.flagged ? 1 : 0;
     c.moves.push_back(m);

@@ -117,3 +117,39 @@ TEST_CASE("Megatron's --moe-layer-freq list expressions", "[config][import]") {
   CHECK(with("'[1,0]*2'").scenario["model"]["moe_layer_freq"] == nlohmann::json({1, 0, 1, 0}));
   CHECK_THROWS_AS(with("'[0]*3'"), config::InputError);  // 3 layers listed, 4 in the model
 }
+
+TEST_CASE("import megatron reads commands as a shell would and refuses what it must", "[config][import]") {
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const std::string base = kSmallMoe;
+  // The command ends at a pipe, a redirection or a line end; carriage returns are ignored;
+  // the first *.py command is Megatron's.
+  const auto piped = config::import_megatron(base + " 2>&1 | tee train.log\r\npython tools/plot.py --log x\r\n", o);
+  CHECK(piped.scenario["framework"]["dispatcher"] == "alltoall");
+  // The last occurrence of a flag wins, as with argparse.
+  CHECK(config::import_megatron(base + " --global-batch-size 128", o).scenario["training"]["global_batch_size"] == 128);
+  // --recompute-activations is selective recompute of core attention.
+  CHECK(config::import_megatron(base + " --recompute-activations", o).scenario["framework"]["recompute_modules"] ==
+        nlohmann::json({"core_attn"}));
+  // Megatron's FFN default with SwiGLU: int(4 h x 2/3 / 64) x 64 = 5440 for h = 2048.
+  std::string no_ffn = base;
+  no_ffn.erase(no_ffn.find(" --ffn-hidden-size 6144"), 23);
+  CHECK(config::import_megatron(no_ffn, o).scenario["model"]["intermediate_size"] == 5440);
+  // Nested --moe-layer-freq expressions (arguments.py's own example form).
+  CHECK(config::import_megatron(base + " --moe-layer-freq '([1]*1+[0]*1)*2'", o).scenario["model"]["moe_layer_freq"] ==
+        nlohmann::json({1, 0, 1, 0}));
+  for (const char* bad : {" --moe-layer-freq '[1]*99999999999999999999'", " --moe-layer-freq '[1]*4000000000'",
+                          " --pipeline-model-parallel-size 0", " --make-vocab-size-divisible-by 0"})
+    CHECK_THROWS_AS(config::import_megatron(base + bad, o), config::InputError);
+  // With --model, every shape flag given is checked against the preset.
+  o.model = "qwen3-30b-a3b";
+  try {
+    config::import_megatron("pretrain_gpt.py --num-experts 8 --seq-length 4096 --micro-batch-size 1 --bf16 "
+                            "--moe-grouped-gemm",
+                            o);
+    FAIL("the preset has 128 experts");
+  } catch (const config::InputError& e) {
+    CHECK(e.path() == "--num-experts");
+  }
+}

@@ -48,6 +48,14 @@ TEST_CASE("diff on the command line: text, JSON and bad input", "[cli][diff]") {
   CHECK(sum == Approx(j["step_time_delta_s"].get<double>()).epsilon(0.01));
   CHECK(j["change"]["tflops_per_gpu"].get<double>() > 0);
   CHECK(j["settings_changed"].size() == 3);
+  // A list is one setting (an empty one included).
+  const auto graphs = test::run_moesim({"diff", "--json", test::source_path("scenarios/journey/05-no-mla-recompute.json"),
+                                        test::source_path("scenarios/journey/06-partial-cuda-graphs.json")});
+  REQUIRE(graphs.status == 0);
+  const auto g = nlohmann::json::parse(graphs.out)["settings_changed"];
+  REQUIRE(g.size() == 1);
+  CHECK(g[0]["path"] == "/framework/cuda_graph_scope");
+  CHECK(g[0]["a"] == nlohmann::json::array());
   const auto bad = test::run_moesim({"diff", a, "no-such-file.json"});
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Catch::Contains("no-such-file.json"));

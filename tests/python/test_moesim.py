@@ -50,6 +50,9 @@ class MoesimModule(unittest.TestCase):
         self.assertGreater(len(rows), 0)
         self.assertEqual([r["id"] for r in rows], list(range(len(rows))))
         self.assertIsInstance(rows[0]["gpus"], int)
+        for r in rows:  # the figures are floats in every row, zeros included
+            if r["status"] == "ok":
+                self.assertIsInstance(r["breakdown.other"], float)
         ok = [r for r in rows if r["status"] == "ok"]
         self.assertTrue(ok)
         self.assertGreater(ok[0]["tokens_per_s_per_gpu"], 0)
