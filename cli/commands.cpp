@@ -276,16 +276,13 @@ class Validate final : public Command {
     int skipped = 0;
     const std::vector<std::string> files = measured_files(paths_, skipped);
     // The baseline is read before anything is simulated: a bad file fails fast.
-    std::optional<nlohmann::json> baseline;
-    if (!baseline_.empty()) {
-      baseline = nlohmann::json(config::read_json_file(baseline_));
-      reports::compare_baseline({}, *baseline, baseline_, baseline_tol_);  // its shape, before simulating
-    }
+    std::optional<std::vector<reports::BaselineRow>> baseline;
+    if (!baseline_.empty()) baseline = reports::read_baseline(nlohmann::json(config::read_json_file(baseline_)), baseline_);
     const std::vector<ValidateRow> rows = predict::validate_files(files, {!uncalibrated_}, jobs_);
     if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, skipped));
     if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, skipped));
     std::optional<reports::BaselineCheck> moved;
-    if (baseline) moved = reports::compare_baseline(rows, *baseline, baseline_, baseline_tol_);
+    if (baseline) moved = reports::compare_baseline(rows, *baseline, baseline_tol_);
 
     const predict::ValidateSummary sum = predict::summarize(rows);
     const auto& [all, by_system, by_dispatcher, failed] = sum;

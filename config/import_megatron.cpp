@@ -574,10 +574,13 @@ class Importer {
   void model(Json& sc) {
     if (opts_.model) {
       sc["model"] = *opts_.model;
-      check_against_preset(load_model_preset(*opts_.model));
+      const workload::ModelConfig preset = load_model_preset(*opts_.model);
+      moe_ = preset.is_moe();
+      check_against_preset(preset);
       return;
     }
     Json j = model_from_flags(f_);
+    moe_ = f_.integer_or("--num-experts", 0) > 0;
     const auto vocab = f_.integer("--vocab-size");
     // A preset with the same shape (the vocabulary comes from the tokenizer).
     for (const auto& name : preset_names(PresetKind::model)) {
@@ -743,7 +746,7 @@ class Importer {
 
   void framework(Json& sc) {
     Json fw;
-    const bool moe = f_.integer_or("--num-experts", 0) > 0 || (opts_.model && load_model_preset(*opts_.model).is_moe());
+    const bool moe = moe_;  // set by model()
     const std::string type = f_.choice("--moe-token-dispatcher-type", "allgather", {"allgather", "alltoall", "flex"});
     std::string dispatcher = type;
     if (type == "flex" || f_.has("--moe-enable-deepep"))
@@ -873,6 +876,7 @@ class Importer {
     sc["stack"] = st;
   }
 
+  bool moe_ = false;  // the model has routed experts (model() decides)
   const Words& w_;
   const MegatronImportOptions& opts_;
   MegatronImport& out_;

@@ -18,7 +18,9 @@
 // (docs/research/megatron-memory.md).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "config/scenario.hpp"
@@ -30,6 +32,14 @@ namespace moesim::predict {
 // the peak; CUDA graph static buffers; the EP dispatcher's preallocated buffers.
 struct MemoryParts {
   double weights_grads = 0, optimizer = 0, activations = 0, graph_buffers = 0, ep_buffers = 0;
+  // The parts by name, as `run --json`'s peak_memory_parts_gib keys them, in its order.
+  std::array<std::pair<const char*, double>, 5> named() const {
+    return {{{"weights_grads", weights_grads},
+             {"optimizer", optimizer},
+             {"activations", activations},
+             {"ep_buffers", ep_buffers},
+             {"graph_buffers", graph_buffers}}};
+  }
 };
 
 struct MemoryEstimate {

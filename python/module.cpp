@@ -3,7 +3,7 @@
 //   moesim.run(scenario) -> dict              (moesim run --json)
 //   moesim.describe(scenario) -> dict         (moesim describe --json)
 //   moesim.diff(a, b) -> dict                 (moesim diff --json)
-//   moesim.sweep(path, jobs=0) -> list[dict]  (one per row, the CSV's columns)
+//   moesim.sweep(path, jobs=0) -> list[dict]  (one per row, as sweep --json gives rows)
 // A scenario is a path to a scenario file or a dict in the scenario format (relative paths
 // in a dict resolve against the working directory). Bad input raises moesim.InputError
 // (a ValueError) with the command line's message; a simulation that cannot finish raises
@@ -13,8 +13,6 @@
 #include <pybind11/stl.h>
 
 #include <array>
-#include <charconv>
-#include <set>
 #include <string>
 
 #include "config/load.hpp"
@@ -51,27 +49,6 @@ config::Scenario load(const py::object& scenario, bool uncalibrated) {
 predict::Prediction simulate(const config::Scenario& sc) {
   py::gil_scoped_release release;
   return predict::predict(sc);
-}
-
-// A CSV field as Python ("" -> None): the predicted figures (step_time_s ... sim_wall_s,
-// breakdown.*) as float; other columns (id and the varied settings) as int or float where
-// the whole field reads as one, else as the string.
-py::object field(const std::string& column, const std::string& s) {
-  if (s.empty()) return py::none();
-  if (s == "true" || s == "false") return py::bool_(s == "true");
-  static const std::set<std::string> kFigures{"step_time_s",     "tflops_per_gpu", "tokens_per_s_per_gpu", "mfu",
-                                              "peak_memory_gib", "reserved_memory_gib", "days", "gpu_hours",
-                                              "sim_wall_s"};
-  const bool figure = kFigures.count(column) != 0 || column.rfind("breakdown.", 0) == 0;
-  const char* b = s.data();
-  const char* e = s.data() + s.size();
-  if (!figure) {
-    std::int64_t i = 0;
-    if (const auto [p, ec] = std::from_chars(b, e, i); ec == std::errc() && p == e) return py::int_(i);
-  }
-  double d = 0;
-  if (const auto [p, ec] = std::from_chars(b, e, d); ec == std::errc() && p == e) return py::float_(d);
-  return py::str(s);
 }
 
 }  // namespace
@@ -133,14 +110,10 @@ PYBIND11_MODULE(moesim, m) {
                              });
         }
         py::list out;
-        for (const auto& fields : rows) {
-          py::dict d;
-          for (std::size_t i = 0; i < header.size() && i < fields.size(); ++i) d[py::str(header[i])] = field(header[i], fields[i]);
-          out.append(d);
-        }
+        for (const auto& fields : rows) out.append(to_python(reports::sweep_row_json(header, fields)));
         return out;
       },
       py::arg("path"), py::arg("jobs") = 0,
-      "Every row of a sweep file (docs/SWEEP_FORMAT.md), in id order: dicts keyed by the CSV's columns.");
+      "Every row of a sweep file (docs/SWEEP_FORMAT.md), in id order: dicts as `moesim sweep --json` gives rows.");
   m.attr("__version__") = "0.1.0";
 }

@@ -15,17 +15,13 @@ namespace {
 
 // Headline figures of one side, in the order the text table prints them.
 std::vector<std::pair<std::string, double>> figures(const predict::Prediction& p) {
-  const auto& m = p.peak_memory_parts;
-  return {{"step_time_s", p.step.step_time_s},
-          {"tflops_per_gpu", p.tflops_per_gpu},
-          {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
-          {"mfu", p.mfu},
-          {"peak_memory_gib", p.peak_memory_gib},
-          {"memory.weights_grads_gib", m.weights_grads},
-          {"memory.optimizer_gib", m.optimizer},
-          {"memory.activations_gib", m.activations},
-          {"memory.ep_buffers_gib", m.ep_buffers},
-          {"memory.graph_buffers_gib", m.graph_buffers}};
+  std::vector<std::pair<std::string, double>> f{{"step_time_s", p.step.step_time_s},
+                                                 {"tflops_per_gpu", p.tflops_per_gpu},
+                                                 {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+                                                 {"mfu", p.mfu},
+                                                 {"peak_memory_gib", p.peak_memory_gib}};
+  for (const auto& [name, gib] : p.peak_memory_parts.named()) f.emplace_back(fmt::format("memory.{}_gib", name), gib);
+  return f;
 }
 
 // A JSON document's leaves by JSON pointer, arrays kept whole (a list is one setting).

@@ -39,11 +39,9 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["mfu_peak"] = "dense bf16";
   j["peak_memory_gib"] = p.peak_memory_gib;
   const auto& mp = p.peak_memory_parts;
-  j["peak_memory_parts_gib"] = {{"weights_grads", mp.weights_grads},
-                                {"optimizer", mp.optimizer},
-                                {"activations", mp.activations},
-                                {"ep_buffers", mp.ep_buffers},
-                                {"graph_buffers", mp.graph_buffers}};
+  Json parts = Json::object();
+  for (const auto& [name, gib] : mp.named()) parts[name] = gib;
+  j["peak_memory_parts_gib"] = parts;
   j["reserved_memory_gib"] = p.reserved_memory_gib;
   j["fits_in_memory"] = p.fits_in_memory;
   j["ep_load"] = p.ep_load;

@@ -92,6 +92,21 @@ Json field_json(const std::string& s) {
 
 }  // namespace
 
+Json sweep_row_json(const std::vector<std::string>& header, const std::vector<std::string>& fields) {
+  static const std::vector<std::string> results = result_columns(true);
+  Json j = Json::object();
+  for (std::size_t i = 0; i < header.size() && i < fields.size(); ++i) {
+    const std::string& c = header[i];
+    if (c == kSweepWallColumn) continue;
+    const bool figure = c != "status" && c != "message" && c != "fits_in_memory" &&
+                        std::find(results.begin(), results.end(), c) != results.end();
+    if (c == "message" || c == "status") j[c] = fields[i];
+    else if (const auto d = figure ? parse_double(fields[i]) : std::nullopt) j[c] = *d;
+    else j[c] = field_json(fields[i]);
+  }
+  return j;
+}
+
 std::vector<std::string> sweep_csv_header(const config::SweepPlan& plan, bool token_budget) {
   std::vector<std::string> h = {"id"};
   h.insert(h.end(), plan.columns.begin(), plan.columns.end());
@@ -333,16 +348,7 @@ Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info) {
   return a;
 }
 
-// A row as a JSON object, without its wall time.
-Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) {
-  Json j = Json::object();
-  for (std::size_t i = 0; i < csv.header.size() && i < r.fields.size(); ++i)
-    if (csv.header[i] != kSweepWallColumn)
-      j[csv.header[i]] = csv.header[i] == "message" || csv.header[i] == "status"
-                             ? Json(r.fields[i])
-                             : field_json(r.fields[i]);
-  return j;
-}
+Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) { return sweep_row_json(csv.header, r.fields); }
 
 }  // namespace
 

@@ -29,6 +29,10 @@ namespace moesim::reports {
 inline constexpr const char* kSweepWallColumn = "sim_wall_s";
 
 std::vector<std::string> sweep_csv_header(const config::SweepPlan& plan, bool token_budget);
+// One row as `sweep --json` gives it: status and message as text, the predicted figures as
+// numbers (floating point), the varied values as their JSON, the empty field as null; the
+// wall time left out.
+nlohmann::ordered_json sweep_row_json(const std::vector<std::string>& header, const std::vector<std::string>& fields);
 std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
                                           const predict::SweepResult& r, bool token_budget);
 // One CSV record with its line end; fields with a comma, quote or line break are quoted.

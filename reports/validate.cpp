@@ -88,16 +88,10 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int
   return o;
 }
 
-BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, const nlohmann::json& baseline,
-                               const std::string& file, double tolerance_pct) {
+std::vector<BaselineRow> read_baseline(const nlohmann::json& baseline, const std::string& file) {
   if (!baseline.is_object() || !baseline.contains("rows") || !baseline["rows"].is_array())
     throw config::InputError(file, "rows", "expected the output of `moesim validate --json` (an object with rows)");
-  struct Prev {
-    std::string name, file;
-    double predicted;
-    bool used = false;
-  };
-  std::vector<Prev> prev;
+  std::vector<BaselineRow> prev;
   for (std::size_t i = 0; i < baseline["rows"].size(); ++i) {
     const auto& r = baseline["rows"][i];
     if (!r.is_object() || !r.contains("predicted") || !r["predicted"].is_number() || !r.contains("name") ||
@@ -105,17 +99,26 @@ BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, co
       throw config::InputError(file, fmt::format("rows[{}]", i), "expected a row with name and predicted");
     prev.push_back({r["name"].get<std::string>(), r.value("file", std::string()), r["predicted"].get<double>()});
   }
+  return prev;
+}
+
+BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, const std::vector<BaselineRow>& baseline,
+                               double tolerance_pct) {
+  std::vector<std::pair<const BaselineRow*, bool>> prev;  // the row, matched yet
+  for (const auto& b : baseline) prev.emplace_back(&b, false);
   BaselineCheck c;
   for (const auto& r : rows) {
     BaselineMove m{r.name, r.file, std::nullopt, r.predicted, 0, false};
-    auto it = std::find_if(prev.begin(), prev.end(), [&](const Prev& p) { return !p.used && p.file == r.file; });
+    using Entry = std::pair<const BaselineRow*, bool>;
+    auto it = std::find_if(prev.begin(), prev.end(), [&](const Entry& p) { return !p.second && p.first->file == r.file; });
     if (it == prev.end())
-      it = std::find_if(prev.begin(), prev.end(), [&](const Prev& p) { return !p.used && p.name == r.name; });
+      it = std::find_if(prev.begin(), prev.end(), [&](const Entry& p) { return !p.second && p.first->name == r.name; });
     if (it != prev.end()) {
-      it->used = true;
-      m.before = it->predicted;
-      if (it->predicted != 0) {
-        m.moved_pct = 100 * (r.predicted - it->predicted) / it->predicted;
+      it->second = true;
+      const double before = it->first->predicted;
+      m.before = before;
+      if (before != 0) {
+        m.moved_pct = 100 * (r.predicted - before) / before;
         m.flagged = std::abs(m.moved_pct) > tolerance_pct;
       } else {  // from 0: any change is a move
         m.moved_pct = r.predicted == 0 ? 0 : std::copysign(100.0, r.predicted);
@@ -125,8 +128,8 @@ BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, co
     c.flagged += m.flagged ? 1 : 0;
     c.moves.push_back(m);
   }
-  for (const auto& p : prev)
-    if (!p.used) c.moves.push_back({p.name, p.file, p.predicted, std::nullopt, 0, false});
+  for (const auto& [b, used] : prev)
+    if (!used) c.moves.push_back({b->name, b->file, b->predicted, std::nullopt, 0, false});
   return c;
 }
 

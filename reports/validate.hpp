@@ -29,10 +29,15 @@ struct BaselineCheck {
   std::vector<BaselineMove> moves;  // the rows, then the baseline's rows not validated now
   int flagged = 0;
 };
-// `baseline`: an earlier `moesim validate --json` output (its `rows`); InputError naming
-// `file` when it is not one.
-BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, const nlohmann::json& baseline,
-                               const std::string& file, double tolerance_pct);
+// The rows of an earlier `moesim validate --json` output; InputError naming `file` when
+// it is not one.
+struct BaselineRow {
+  std::string name, file;
+  double predicted = 0;
+};
+std::vector<BaselineRow> read_baseline(const nlohmann::json& baseline, const std::string& file);
+BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, const std::vector<BaselineRow>& baseline,
+                               double tolerance_pct);
 std::string baseline_text(const BaselineCheck& c, double tolerance_pct);
 nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pct);
 
