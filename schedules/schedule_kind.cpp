@@ -16,9 +16,16 @@ const sim_core::NameTable<ScheduleKind>& schedule_names() {
   return kTable;
 }
 
+bool splits_backward(ScheduleKind s) {
+  return s == ScheduleKind::zb_h1 || s == ScheduleKind::dualpipe || s == ScheduleKind::dualpipev;
+}
+
+int layout_chunks_per_rank(ScheduleKind s, int vpp) {
+  return s == ScheduleKind::dualpipev ? 2 : s == ScheduleKind::dualpipe ? 1 : vpp;
+}
+
 double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers, std::int64_t stages) {
-  const bool split = s == ScheduleKind::zb_h1 || s == ScheduleKind::dualpipe || s == ScheduleKind::dualpipev;
-  return (split ? 3.0 : 2.0) * static_cast<double>(microbatches) * (static_cast<double>(layers) + static_cast<double>(stages));
+  return (splits_backward(s) ? 3.0 : 2.0) * static_cast<double>(microbatches) * (static_cast<double>(layers) + static_cast<double>(stages));
 }
 
 }  // namespace moesim::schedules

@@ -22,6 +22,13 @@ const sim_core::NameTable<ScheduleKind>& schedule_names();
 // DualPipe, 1024 microbatches: 172 k passes, 2.5 s and 0.8 GB); scenarios beyond it are
 // refused as input (training.global_batch_size) rather than left to run for minutes. It
 // also bounds the chunks per rank (at most passes x microbatches x virtual stages).
+// The zero-bubble family (ZB-H1, DualPipe, DualPipeV): the backward split into input and
+// weight gradients, three passes per microbatch and chunk.
+bool splits_backward(ScheduleKind s);
+// The layout's virtual stages each pipeline rank holds: DualPipeV 2 (its V), DualPipe 1
+// (its stage of each pipeline; the mirrored chunk belongs to the other pipeline), the
+// others vpp (the loader keeps vpp 1 for 1F1B and ZB-H1).
+int layout_chunks_per_rank(ScheduleKind s, int vpp);
 double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers, std::int64_t stages);
 inline constexpr double kMaxLayerPasses = 200'000;
 

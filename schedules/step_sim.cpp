@@ -1127,8 +1127,7 @@ void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>
   b.schedule_bubble = 0;
   b.stage_imbalance = b.pipeline_bubble;
   if (p.pp < 2) return;
-  const bool dual = in.schedule == ScheduleKind::dualpipe || in.schedule == ScheduleKind::dualpipev;
-  const int chunks = in.schedule == ScheduleKind::dualpipev ? 2 : dual ? 1 : static_cast<int>(p.vpp);
+  const int chunks = layout_chunks_per_rank(in.schedule, static_cast<int>(p.vpp));
   const int pp = static_cast<int>(p.pp), m = static_cast<int>(p.num_microbatches);
   double n[3] = {0, 0, 0};
   for (const WorkItem& it : pipeline_order(in.schedule, pp, chunks, 0, m))
@@ -1219,9 +1218,8 @@ StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_m
   // Forward and backward per microbatch and chunk; at most three passes with the
   // zero-bubble split (DualPipe's two chunks each see half the microbatches, DualPipeV's
   // two all of them).
-  const bool split = in.schedule == ScheduleKind::zb_h1 || in.schedule == ScheduleKind::dualpipe ||
-                     in.schedule == ScheduleKind::dualpipev;
-  const std::int64_t chunks = in.schedule == ScheduleKind::dualpipev ? 2 : split ? 1 : p.vpp;
+  const bool split = splits_backward(in.schedule);
+  const std::int64_t chunks = layout_chunks_per_rank(in.schedule, static_cast<int>(p.vpp));
   const std::int64_t items = (split ? 3 : 2) * p.num_microbatches * chunks;
   if (items > kMaxWorkItemsPerRank)
     throw NotSimulated("each pipeline rank would run " + std::to_string(items) +
@@ -1244,10 +1242,9 @@ StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_m
 PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microbatches, const FixedChunks& c) {
   // A minimal scenario whose stages hold one layer each; every layer is one kernel of the
   // given time, hosts are free, and only pipeline transfers communicate.
-  const bool dual = kind == ScheduleKind::dualpipe || kind == ScheduleKind::dualpipev;
   if (c.wgrad_s > c.bwd_s) throw std::invalid_argument("the weight-gradient part exceeds the backward");
   const int ranks = pp;
-  const int chunks_per_layout_rank = kind == ScheduleKind::dualpipev ? 2 : dual ? 1 : vpp;
+  const int chunks_per_layout_rank = layout_chunks_per_rank(kind, vpp);
   const int stages = ranks * chunks_per_layout_rank;
   hw_models::SystemSpec sys;
   sys.gpu.sm_count.value = 132;
