@@ -558,7 +558,6 @@ class RankProgram final : public sim_core::HostProgram {
     dp_group_ = stage + tp_i;  // DP x CP
     ep_group_ = stage + lane_ % p.etp + p.etp * (lane_ / (p.etp * p.ep));
     if (sim.full()) tp_members_ = p.tp, dp_members_ = p.dp * p.cp, ep_members_ = p.ep;
-    launch_label_ = sim.label("host.launch");
     graph_label_ = sim.label("host.graph_launch");
     sync_label_ = sim.label("host.sync_wait");
     pair_sync_label_ = sim.label("host.pair_sync");
@@ -585,11 +584,13 @@ class RankProgram final : public sim_core::HostProgram {
   }
 
  private:
-  void launch(int stream, Kernel k, Time cpu, std::uint32_t host_label) {
+  // The host's slice is named after the kernel it launches (in traces: what the host
+  // spends its time on, next to the GPU lanes).
+  void launch(int stream, Kernel k, Time cpu) {
     HostOp op;
     op.kind = HostOp::Kind::launch;
     op.cpu = cpu;
-    op.label = host_label;
+    op.label = k.label;
     op.gpu = &gpu_;
     op.stream = stream;
     op.kernel = k;
@@ -624,7 +625,7 @@ class RankProgram final : public sim_core::HostProgram {
     k.waits[0] = after;
     k.record = sim_.event(kDpComm);
     k.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
-    launch(stream, k, op_cost(), launch_label_);
+    launch(stream, k, op_cost());
     return k.record;
   }
 
@@ -672,7 +673,7 @@ class RankProgram final : public sim_core::HostProgram {
                       sim_.optimizer_seconds(all, ns));
     k.waits[0] = last_dp_;
     k.record = sim_.event(kCompute);
-    launch(kComputeStream, k, launch_cost(), launch_label_);
+    launch(kComputeStream, k, launch_cost());
     // Layer-wise Muon without the distributed optimizer: every rank updated the matrices it
     // owns, and all-gathers the others' after the step (not overlapped: Megatron-Core
     // layer_wise_optimizer.py; the Kimi-K2 recipe).
@@ -707,7 +708,7 @@ class RankProgram final : public sim_core::HostProgram {
     r.port_load = sim_.pp_loads(false);
     r.rendezvous = sim_.pair(it.microbatch, pl.id, it.forward(), lane_);
     r.record = recv_event_[static_cast<std::size_t>(j)] = sim_.event(kPpComm);
-    launch(pp_track(it.forward(), false, pl.descending), r, op_cost(), launch_label_);
+    launch(pp_track(it.forward(), false, pl.descending), r, op_cost());
   }
 
   // One chunk's kernels in flight on one compute stream: the gates of its first kernel,
@@ -749,7 +750,7 @@ class RankProgram final : public sim_core::HostProgram {
     l.cross = l.layer_gate = kNoEvent;
     if (p.sync) k.record = sim_.event(p.category);
     l.last = buf_.size();
-    launch(l.stream, k, cpu, launch_label_);
+    launch(l.stream, k, cpu);
     if (pending_launches_ > 0 && --pending_launches_ == 0) {
       wait(pending_sync_);
       l.in_graph = false;
@@ -967,7 +968,7 @@ class RankProgram final : public sim_core::HostProgram {
     s.port_load = sim_.pp_loads(true);
     s.waits[0] = done;
     s.rendezvous = sim_.pair(it.microbatch, it.forward() ? pl.id + 1 : pl.id - 1, it.forward(), lane_);
-    launch(pp_track(it.forward(), true, pl.descending), s, op_cost(), launch_label_);
+    launch(pp_track(it.forward(), true, pl.descending), s, op_cost());
   }
 
   // Fixed chunks: DualPipe's overlapped pair (a forward, then a full backward) as one
@@ -983,7 +984,7 @@ class RankProgram final : public sim_core::HostProgram {
     k.waits[0] = lf.gate;
     k.waits[1] = lb.gate;
     k.record = sim_.event(kCompute);
-    launch(kComputeStream, k, launch_cost(), launch_label_);
+    launch(kComputeStream, k, launch_cost());
     const Place pf = place(f), pb = place(b);
     if (!pf.last) post_send(f, pf, k.record);
     if (!pb.first) post_send(b, pb, k.record);
@@ -1009,7 +1010,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::size_t pos_ = 0;
   std::size_t next_item_ = 0;
   int phase_ = 0;
-  std::uint32_t launch_label_ = 0, graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
+  std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
 };
 
 // Collects what the breakdown and the trace need.
