@@ -175,6 +175,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.host.te_slim_factor = P.opt(h, "te_slim_factor", 0.01, 1);
       s.host.load_factor = P.opt(h, "load_factor", 0.1, 100);
       s.host.elementwise_launch_us = P.opt(h, "elementwise_launch_us", 0, 1e6);
+      s.host.cpp_launch_us = P.opt(h, "cpp_launch_us", 0, 1e6);
     });
     read_object(o.req("comm"), [&](Object& c) {
       s.comm.base_latency_us = P.req(c, "base_latency_us", 0, 1e6);

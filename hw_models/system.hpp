@@ -111,9 +111,13 @@ struct HostCosts {
   // A memory-bound (elementwise, norm, permute) kernel launched by one eager PyTorch op:
   // cheaper than a Linear's forward (launch_us) on the same host. Absent: launch_us.
   std::optional<Param> elementwise_launch_us;
-  Param library_launch_us; // a kernel a library launches from C++ inside a call the host already
-                           // made (TE quantize, scale swizzle and zero-fill, the further GEMMs of
-                           // a grouped GEMM)
+  Param library_launch_us; // a library API call from C++ that launches a kernel (TE's quantize
+                           // call, the further GEMMs of a grouped GEMM)
+  // A kernel a library launches from C++ inside a call it is already in, with no API call
+  // of its own (MXFP8 scale zero-fills from at::zeros, scale swizzles and their padding,
+  // current scaling's amax zero, amax and scale kernels): the driver's launch cost
+  // (cuLaunchKernel). Absent: library_launch_us.
+  std::optional<Param> cpp_launch_us;
   Param graph_launch_us; // replaying one captured CUDA graph
   Param alloc_us;        // a tensor allocation (torch.empty) without a kernel
   Param te_linear_us;    // one Transformer Engine Linear call, its kernel launches included

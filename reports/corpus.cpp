@@ -17,17 +17,23 @@ namespace {
 hw_models::Param fitted(double x) { return {x, "moesim calibrate corpus (being fitted)"}; }
 
 // Ranges: physical bounds, not fitting aids. A loaded process is no faster than the op
-// loop and not 5x slower; unbinding NUMA costs at most 5x (DeepSeek-scale Grace hosts);
+// loop and not 10x slower; unbinding NUMA costs at most 5x (DeepSeek-scale Grace hosts);
 // tuning makes DeepEP no slower and at most 3x faster; sustained clocks sit between
 // half and all of the benchmarks' (B200: 0.868 under back-to-back attention,
 // docs/research/blackwell-kernels.md 4).
 void set_clock(hw_models::SystemSpec& s, double x) { s.efficiency.sustained_clock_factor = fitted(x); }
+// One load factor per host CPU: the x86 hosts of the HGX/DGX systems (Xeon / EPYC) and the
+// Grace CPUs of the NVL72 racks differ in caches, memory and core design, so a large
+// process's slowdown over an op loop need not be the same on both.
+void set_load(hw_models::SystemSpec& s, double x) { s.host.load_factor = fitted(x); }
+constexpr const char* kLoadHelp =
+    "host costs of a loaded training process over the op-loop microbenchmarks, per host CPU (x86 or Grace)";
 constexpr const char* kClockHelp =
     "Tensor Core throughput under a training step's sustained load over the short benchmarks'";
 
-constexpr std::array<CorpusParamInfo, 7> kParams{{
-    {"host.load_factor", "host costs of a loaded training process over the op-loop microbenchmarks", 1.5, 1.0,
-     5.0, [](hw_models::SystemSpec& s, double x) { s.host.load_factor = fitted(x); }},
+constexpr std::array<CorpusParamInfo, 8> kParams{{
+    {"host.load_factor", kLoadHelp, 1.5, 1.0, 10.0, set_load, "H100 SXM|H800 SXM|H200 SXM|H20|B200 (HGX)"},
+    {"host.load_factor", kLoadHelp, 1.5, 1.0, 10.0, set_load, "GB200|GB300"},
     {"host.numa_unbound_factor", "host costs without NUMA binding over bound (stack.cpu_numa_binding off)", 2.0,
      1.0, 5.0, [](hw_models::SystemSpec& s, double x) { s.host.numa_unbound_factor = fitted(x); }},
     {"ep_dispatch.deepep_tuned_factor",

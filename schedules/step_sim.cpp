@@ -295,8 +295,11 @@ Priced Sim::price(const workload::KernelTemplate& k) {
   // the host less than a Linear's forward.
   const bool elementwise = k.work.cls == hw_models::KernelClass::memory || k.work.cls == hw_models::KernelClass::gather;
   const double eager = elementwise && host.elementwise_launch_us ? host.elementwise_launch_us->value : host.launch_us.value;
-  double us = k.te_module_call ? host.te_linear_us.value * te_factor_
-                               : (k.library_launch ? host.library_launch_us.value : eager);
+  const double cpp = host.cpp_launch_us ? host.cpp_launch_us->value : host.library_launch_us.value;
+  double us = k.te_module_call   ? host.te_linear_us.value * te_factor_
+              : k.cpp_launch     ? cpp
+              : k.library_launch ? host.library_launch_us.value
+                                 : eager;
   if (k.work.cls == hw_models::KernelClass::grouped_gemm)
     us += static_cast<double>(k.work.groups - 1) * host.library_launch_us.value;
   us += k.host_allocs * host.alloc_us.value + k.host_ops * host.op_us.value;

@@ -189,10 +189,18 @@ class LayerBuilder {
     q.pdl = stack_.pdl_quant;
     return q;
   }
-  // A memory-bound kernel a library launches from C++ (TE's quantize, swizzle, zero-fill).
+  // A memory-bound kernel a library API call launches from C++ (TE's quantize).
   KernelTemplate lib_t(const std::string& name, Module mod, double bytes) const {
     KernelTemplate t = mem_t(name, mod, bytes);
     t.library_launch = true;
+    return t;
+  }
+  // A memory-bound kernel launched from C++ inside a library call, with no API call of its
+  // own: TE's create_tensor zero-fills (at::zeros), swizzles and padding, current scaling's
+  // amax zero, amax and scale kernels (nvte_* calls inside the quantize).
+  KernelTemplate cpp_t(const std::string& name, Module mod, double bytes) const {
+    KernelTemplate t = mem_t(name, mod, bytes);
+    t.cpp_launch = true;
     return t;
   }
   // The quantize kernel and, for MXFP8, what its output tensors need before a GEMM.
@@ -204,7 +212,7 @@ class LayerBuilder {
     const double scale_bytes = elems / 32 * 2 / tensors;  // E8M0 row- and column-wise, per tensor
     if (mx_ && !stack_.mxfp8_alloc_fusion) {
       for (int t = 0; t < n; ++t)
-        for (int z = 0; z < 2; ++z) out.push_back(lib_t(name + ".scale_zeros", mod, scale_bytes / 2));
+        for (int z = 0; z < 2; ++z) out.push_back(cpp_t(name + ".scale_zeros", mod, scale_bytes / 2));
       out.front().host_allocs = 4 * n;
     }
     for (int t = 0; t < n; ++t) {
@@ -220,9 +228,9 @@ class LayerBuilder {
         // 350-422), so only the zero-fill before it, the scale and the cast remain. Split
         // tensors (GroupedLinear's split_quantize, cast.cpp 1024-1031) take this path once
         // each: only delayed scaling has a multi-tensor quantize before TE PR 3114.
-        out.push_back(lib_t(name + ".amax_zero", mod, 4));
-        if (!norm_amax) out.push_back(lib_t(name + ".amax", mod, elems / tensors * 2));
-        out.push_back(lib_t(name + ".scale", mod, 8));
+        out.push_back(cpp_t(name + ".amax_zero", mod, 4));
+        if (!norm_amax) out.push_back(cpp_t(name + ".amax", mod, elems / tensors * 2));
+        out.push_back(cpp_t(name + ".scale", mod, 8));
       }
       out.push_back(quantize_t(name, mod, elems / tensors));
       // create_tensor (quantizer.cpp 325-389): data, its transpose (Hopper's FP8 GEMMs are
@@ -234,11 +242,11 @@ class LayerBuilder {
     }
     if (mx_) {
       if (stack_.swizzle_fusion) {
-        out.push_back(lib_t(name + ".swizzle", mod, 2 * scale_bytes * tensors));
+        out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes * tensors));
       } else {
         for (int t = 0; t < n; ++t) {
-          out.push_back(lib_t(name + ".swizzle_pad", mod, scale_bytes));
-          out.push_back(lib_t(name + ".swizzle", mod, 2 * scale_bytes));
+          out.push_back(cpp_t(name + ".swizzle_pad", mod, scale_bytes));
+          out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes));
         }
       }
     }

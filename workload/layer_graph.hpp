@@ -104,8 +104,10 @@ struct KernelTemplate {
   // Context parallelism's ring attention (TE's cp_comm_type p2p): the bytes of K and V (in
   // backward also their gradients) each rank passes to the next every ring step.
   double cp_ring_bytes = 0;
-  bool library_launch = false;  // launched from C++ inside a library call (TE quantize, swizzle,
-                                // zero-fill; the further GEMMs of a call are priced per group)
+  bool library_launch = false;  // a library API call from C++ (TE quantize; the further GEMMs of
+                                // a grouped GEMM are priced per group)
+  bool cpp_launch = false;      // launched from C++ inside a library call with no API call of its
+                                // own (scale zero-fill, swizzle, padding; amax zero, amax, scale)
 };
 
 struct LayerTemplate {

@@ -32,6 +32,15 @@ Json small_scenario() {
 
 config::Scenario load(const Json& j) { return config::load_scenario_text(j.dump(), "test.json"); }
 
+// Host busy time with one launch price raised by delta_us: more, by a whole number (over
+// 100) of launches at that price.
+void check_whole_launches(double cheap_s, double dear_s, double delta_us) {
+  CHECK(cheap_s < dear_s);
+  const double launches = (dear_s - cheap_s) / (delta_us * 1e-6);
+  CHECK(launches == Approx(std::round(launches)).margin(1e-3));
+  CHECK(launches > 100);
+}
+
 }  // namespace
 
 TEST_CASE("run --json carries the contract's keys and a breakdown that adds up", "[reports][run]") {
@@ -164,12 +173,23 @@ TEST_CASE("Eager elementwise kernels cost the host less than a Linear", "[report
     j["system"]["host"]["elementwise_launch_us"] = eltwise_us;
     return predict::predict(load(j)).step.host_busy_s[0];
   };
-  const double cheap = busy(6.0), linear = busy(13.48);
-  CHECK(cheap < linear);
   // The difference is a whole number of launches of 7.48 us.
-  const double launches = (linear - cheap) / 7.48e-6;
-  CHECK(launches == Approx(std::round(launches)).margin(1e-3));
-  CHECK(launches > 100);
+  check_whole_launches(busy(6.0), busy(13.48), 13.48 - 6.0);
+}
+
+// A kernel TE launches from C++ inside a call it is already in (current scaling's amax
+// zero, amax and scale kernels; MXFP8's scale zero-fills and swizzles) costs the driver's
+// launch, host.cpp_launch_us (x86 1.15 us), not a whole quantize API call (5.64 us): the
+// host's busy time differs by a whole number of such kernels times the difference.
+TEST_CASE("Kernels launched inside a library call cost the driver's launch", "[reports][run][host]") {
+  const auto busy = [](double cpp_us) {
+    auto j = small_scenario();
+    j["training"]["precision"] = "fp8-tensorwise";
+    j["system"]["host"]["numa_unbound_factor"] = 1.0;
+    j["system"]["host"]["cpp_launch_us"] = cpp_us;
+    return predict::predict(load(j)).step.host_busy_s[0];
+  };
+  check_whole_launches(busy(1.15), busy(5.64), 5.64 - 1.15);
 }
 
 TEST_CASE("Pipeline and DP structure: the last stage and the bubble", "[reports][run]") {

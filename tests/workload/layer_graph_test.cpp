@@ -91,6 +91,13 @@ TEST_CASE("MXFP8 allocation, swizzle and PDL switches", "[workload][templates]")
   CHECK(count(b1.t.moe.fwd, "moe.fc1.quant.swizzle_pad") == 8);
   CHECK(count(b1.t.moe.fwd, "moe.fc1.quant.swizzle") == 16);  // 8 swizzle + 8 swizzle_pad
   CHECK_FALSE(find(b1.t.moe.fwd, "moe.fc1.quant").pdl);
+  // The fills and swizzles run inside TE's calls (no API call of their own); the quantize
+  // is the API call.
+  CHECK(find(b1.t.moe.fwd, "moe.fc1.quant.scale_zeros").cpp_launch);
+  CHECK(find(b1.t.moe.fwd, "moe.fc1.quant.swizzle").cpp_launch);
+  CHECK_FALSE(find(b1.t.moe.fwd, "moe.fc1.quant.swizzle").library_launch);
+  CHECK(find(b1.t.moe.fwd, "moe.fc1.quant").library_launch);
+  CHECK_FALSE(find(b1.t.moe.fwd, "moe.fc1.quant").cpp_launch);
   // Step 2 pre-allocates: no allocations, no fills.
   const auto b2 = build("scenarios/journey/02-mxfp8-alloc-permute.json");
   CHECK(count(b2.t.moe.fwd, "moe.fc1.quant.scale_zeros") == 0);
@@ -311,7 +318,8 @@ TEST_CASE("FP8 current scaling: amax, scale and cast kernels per tensor", "[work
     if (ends(k.name, ".amax_zero")) ++zero;
     if (ends(k.name, ".amax")) {
       ++amax;
-      CHECK(k.library_launch);
+      CHECK(k.cpp_launch);  // from inside the quantize call, no API call of its own
+      CHECK_FALSE(k.library_launch);
     }
     if (ends(k.name, ".scale")) ++scale;
     if (k.work.cls == hw_models::KernelClass::quantize) {
