@@ -232,6 +232,10 @@ class LayerBuilder {
         if (!norm_amax) out.push_back(cpp_t(name + ".amax", mod, elems / tensors * 2));
         out.push_back(cpp_t(name + ".scale", mod, 8));
       }
+      // Each split of a grouped GEMM's split_quantize is priced as a quantize call
+      // (library_launch_us), not as a bare launch: TE's C++ loop runs the whole quantize
+      // path per split (create_tensor's allocations and its Python tensor object, the
+      // quantizer's checks, then the kernel; cast.cpp split_quantize).
       out.push_back(quantize_t(name, mod, elems / tensors));
       // create_tensor (quantizer.cpp 325-389): data, its transpose (Hopper's FP8 GEMMs are
       // TN only) and scale_inv, wrapped in a Python Float8TensorStorage.
@@ -240,13 +244,18 @@ class LayerBuilder {
         out.back().host_ops += 1;
       }
     }
+    // Every swizzle call (one tensor's, or TE's multi-tensor one) allocates its output
+    // scale buffer before its launch (util.cpp swizzle_scaling_factors and
+    // multi_tensor_swizzle_scaling_factors: 1 at::empty each; docs/research/te-host-inventory.md).
     if (mx_) {
       if (stack_.swizzle_fusion) {
         out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes * tensors));
+        out.back().host_allocs = 1;
       } else {
         for (int t = 0; t < n; ++t) {
           out.push_back(cpp_t(name + ".swizzle_pad", mod, scale_bytes));
           out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes));
+          out.back().host_allocs = 1;
         }
       }
     }

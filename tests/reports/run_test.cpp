@@ -115,7 +115,7 @@ TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and str
   reports::write_trace(p, ss);
   const auto j = nlohmann::json::parse(ss.str());
   REQUIRE(j["traceEvents"].is_array());
-  std::set<std::string> kernels;
+  std::set<std::string> kernels, host_names;
   std::set<int> pids;
   int host_ops = 0, meta = 0;
   for (const auto& e : j["traceEvents"]) {
@@ -129,12 +129,21 @@ TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and str
     CHECK(e["dur"].get<double>() >= 0);
     CHECK(e["ts"].get<double>() >= 0);
     pids.insert(e["pid"].get<int>());
-    if (e["tid"] == 0) ++host_ops;
-    else kernels.insert(e["name"].get<std::string>());
+    if (e["tid"] == 0) {
+      ++host_ops;
+      host_names.insert(e["name"].get<std::string>());
+    } else {
+      kernels.insert(e["name"].get<std::string>());
+    }
   }
   CHECK(pids == std::set<int>{0, 1});
   CHECK(meta == 2 * (2 + 7));  // process name, host thread, seven streams per rank
   CHECK(host_ops > 0);
+  // A host slice is named after the kernel it launches (graph replays and waits by what
+  // the host does: host.graph_launch, host.sync_wait, host.pair_sync).
+  CHECK(host_names.count("moe.dispatch.fwd") == 1);
+  CHECK(host_names.count("moe.fc1.fprop") == 1);
+  CHECK(host_names.count("host.launch") == 0);
   for (const char* k : {"attn.core.fwd", "moe.fc1.fprop", "moe.dispatch.fwd", "moe.combine.bwd",
                         "pp.send_activation", "dp.grad_reduce_scatter", "dp.param_all_gather", "optimizer.adam"})
     CHECK(kernels.count(k) == 1);

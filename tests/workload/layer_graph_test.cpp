@@ -96,6 +96,7 @@ TEST_CASE("MXFP8 allocation, swizzle and PDL switches", "[workload][templates]")
   CHECK(find(b1.t.moe.fwd, "moe.fc1.quant.scale_zeros").cpp_launch);
   CHECK(find(b1.t.moe.fwd, "moe.fc1.quant.swizzle").cpp_launch);
   CHECK_FALSE(find(b1.t.moe.fwd, "moe.fc1.quant.swizzle").library_launch);
+  CHECK(find(b1.t.moe.fwd, "moe.fc1.quant.swizzle").host_allocs == 1);  // its output buffer
   CHECK(find(b1.t.moe.fwd, "moe.fc1.quant").library_launch);
   CHECK_FALSE(find(b1.t.moe.fwd, "moe.fc1.quant").cpp_launch);
   // Step 2 pre-allocates: no allocations, no fills.
