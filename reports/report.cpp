@@ -72,6 +72,69 @@ Json vega_spec(std::string_view text, int width, int height) {
   return spec;
 }
 
+// The sweep charts' points over the data sets "rows" and "front" and the ordinal scale
+// "front": every ok row, the Pareto front's larger, opaque and drawn on top, and each
+// front row labelled (`label`, a Vega expression) beside it.
+Json pareto_marks(const std::string& x, const std::string& y, const std::string& label,
+                  const std::string& tooltip) {
+  const auto front = [](const char* yes, const char* no) {
+    return Json{{"signal", fmt::format("datum.front == 'Pareto front' ? {} : {}", yes, no)}};
+  };
+  Json symbol = {{"type", "symbol"}, {"from", {{"data", "rows"}}}};
+  symbol["encode"]["enter"] = {{"x", {{"scale", "x"}, {"field", x}}},
+                               {"y", {{"scale", "y"}, {"field", y}}},
+                               {"size", front("110", "50")},
+                               {"fill", {{"scale", "front"}, {"field", "front"}}},
+                               {"fillOpacity", front("1", "0.55")},
+                               {"zindex", front("1", "0")},
+                               {"tooltip", {{"signal", tooltip}}}};
+  Json text = {{"type", "text"}, {"from", {{"data", "front"}}}};
+  text["encode"]["enter"] = {{"x", {{"scale", "x"}, {"field", x}, {"offset", 8}}},
+                             {"y", {{"scale", "y"}, {"field", y}}},
+                             {"baseline", {{"value", "middle"}}},
+                             {"fill", {{"value", "#b00020"}}},
+                             {"text", {{"signal", label}}}};
+  return Json::array({std::move(symbol), std::move(text)});
+}
+
+// Horizontal bars of seconds of the step, one per value of `group` (in `groups` order),
+// each stacked by its rows' "order" and coloured by `colour` (`domain` -> `range`); the
+// data set is "table", the scales "y", "x" and "color".
+Json stacked_seconds_spec(const std::string& group, const std::string& colour, const std::string& tooltip,
+                          double band_padding, int height, Json values, const std::vector<std::string>& groups,
+                          const std::vector<std::string>& domain, const std::vector<std::string>& range) {
+  Json spec = vega_spec(R"json({
+    "data": [{"name": "table",
+              "transform": [{"type": "stack", "groupby": [], "sort": {"field": "order"}, "field": "seconds"}]}],
+    "scales": [
+      {"name": "y", "type": "band", "range": "height"},
+      {"name": "x", "type": "linear", "domain": {"data": "table", "field": "y1"}, "range": "width", "nice": true,
+       "zero": true},
+      {"name": "color", "type": "ordinal"}],
+    "axes": [{"orient": "bottom", "scale": "x", "title": "seconds of the step", "grid": true},
+             {"orient": "left", "scale": "y"}],
+    "legends": [{"fill": "color", "orient": "bottom", "direction": "horizontal"}],
+    "marks": [
+      {"type": "rect", "from": {"data": "table"},
+       "encode": {"enter": {
+         "y": {"scale": "y"}, "height": {"scale": "y", "band": 1},
+         "x": {"scale": "x", "field": "y0"}, "x2": {"scale": "x", "field": "y1"},
+         "fill": {"scale": "color"}}}}]
+  })json",
+                        900, height);
+  spec["data"][0]["transform"][0]["groupby"] = Json::array({group});
+  spec["data"][0]["values"] = std::move(values);
+  spec["scales"][0]["padding"] = band_padding;
+  spec["scales"][0]["domain"] = string_list(groups);
+  spec["scales"][2]["domain"] = string_list(domain);
+  spec["scales"][2]["range"] = string_list(range);
+  auto& enter = spec["marks"][0]["encode"]["enter"];
+  enter["y"]["field"] = group;
+  enter["fill"]["field"] = colour;
+  enter["tooltip"] = {{"signal", tooltip}};
+  return spec;
+}
+
 // Horizontal stacked bars of the breakdown, one per run (label -> run --json "breakdown").
 HtmlChart breakdown_chart(const std::vector<std::pair<std::string, Json>>& runs,
                           const std::string& title, const std::string& caption) {
@@ -96,36 +159,19 @@ HtmlChart breakdown_chart(const std::vector<std::pair<std::string, Json>>& runs,
                         {"order", order++}});
     }
   }
-  Json spec = vega_spec(R"json({
-    "data": [{"name": "table",
-              "transform": [{"type": "stack", "groupby": ["run"], "sort": {"field": "order"}, "field": "seconds"}]}],
-    "scales": [
-      {"name": "y", "type": "band", "range": "height", "padding": 0.25},
-      {"name": "x", "type": "linear", "domain": {"data": "table", "field": "y1"}, "range": "width", "nice": true,
-       "zero": true},
-      {"name": "color", "type": "ordinal"}],
-    "axes": [{"orient": "bottom", "scale": "x", "title": "seconds of the step", "grid": true},
-             {"orient": "left", "scale": "y"}],
-    "legends": [{"fill": "color", "orient": "bottom", "direction": "horizontal"}],
-    "marks": [
-      {"type": "rect", "from": {"data": "table"},
-       "encode": {"enter": {
-         "y": {"scale": "y", "field": "run"}, "height": {"scale": "y", "band": 1},
-         "x": {"scale": "x", "field": "y0"}, "x2": {"scale": "x", "field": "y1"},
-         "fill": {"scale": "color", "field": "category"},
-         "tooltip": {"signal": "{'run': datum.run, 'category': datum.category, 'seconds': format(datum.seconds, '.3f'), 'share of the step': format(datum.share, '.1%')}"}}}},
+  Json spec = stacked_seconds_spec(
+      "run", "category",
+      "{'run': datum.run, 'category': datum.category, 'seconds': format(datum.seconds, '.3f'), "
+      "'share of the step': format(datum.share, '.1%')}",
+      0.25, 56 * static_cast<int>(runs.size()), std::move(values), run_names, labels, colors);
+  // Each part's seconds written inside its bar where it is wide enough.
+  spec["marks"].push_back(Json::parse(R"json(
       {"type": "text", "from": {"data": "table"},
        "encode": {"enter": {
          "x": {"signal": "(scale('x', datum.y0) + scale('x', datum.y1)) / 2"},
          "y": {"scale": "y", "field": "run", "band": 0.5},
          "align": {"value": "center"}, "baseline": {"value": "middle"}, "fill": {"field": "ink"},
-         "text": {"signal": "scale('x', datum.y1) - scale('x', datum.y0) > 60 ? format(datum.seconds, '.2f') + ' s' : ''"}}}}]
-  })json",
-                        900, 56 * static_cast<int>(runs.size()));
-  spec["data"][0]["values"] = values;
-  spec["scales"][0]["domain"] = string_list(run_names);
-  spec["scales"][2]["domain"] = string_list(labels);
-  spec["scales"][2]["range"] = string_list(colors);
+         "text": {"signal": "scale('x', datum.y1) - scale('x', datum.y0) > 60 ? format(datum.seconds, '.2f') + ' s' : ''"}}}})json"));
   return {title, caption, spec};
 }
 
@@ -215,28 +261,10 @@ HtmlChart module_chart(const Json& compute, const Json& host_bound) {
                       {"seconds", host_bound.value(m, 0.0)},
                       {"order", 1}});
   }
-  Json spec = vega_spec(R"json({
-    "data": [{"name": "table",
-              "transform": [{"type": "stack", "groupby": ["module"], "sort": {"field": "order"}, "field": "seconds"}]}],
-    "scales": [
-      {"name": "y", "type": "band", "range": "height", "padding": 0.2},
-      {"name": "x", "type": "linear", "domain": {"data": "table", "field": "y1"}, "range": "width", "nice": true,
-       "zero": true},
-      {"name": "color", "type": "ordinal", "domain": ["compute", "host-bound idle"], "range": ["#4c78a8", "#e45756"]}],
-    "axes": [{"orient": "bottom", "scale": "x", "title": "seconds of the step", "grid": true},
-             {"orient": "left", "scale": "y"}],
-    "legends": [{"fill": "color", "orient": "bottom", "direction": "horizontal"}],
-    "marks": [
-      {"type": "rect", "from": {"data": "table"},
-       "encode": {"enter": {
-         "y": {"scale": "y", "field": "module"}, "height": {"scale": "y", "band": 1},
-         "x": {"scale": "x", "field": "y0"}, "x2": {"scale": "x", "field": "y1"},
-         "fill": {"scale": "color", "field": "kind"},
-         "tooltip": {"signal": "{'module': datum.module, 'what': datum.kind, 'seconds': format(datum.seconds, '.3f')}"}}}}]
-  })json",
-                        900, std::max(60, 24 * static_cast<int>(names.size())));
-  spec["data"][0]["values"] = values;
-  spec["scales"][0]["domain"] = string_list(names);
+  const Json spec = stacked_seconds_spec(
+      "module", "kind", "{'module': datum.module, 'what': datum.kind, 'seconds': format(datum.seconds, '.3f')}",
+      0.2, std::max(60, 24 * static_cast<int>(names.size())), std::move(values), names,
+      {"compute", "host-bound idle"}, {"#4c78a8", "#e45756"});
   return {"Time per module (critical rank)",
           "Seconds the critical rank's compute stream ran each module's kernels, and sat idle "
           "before them because "
@@ -883,18 +911,7 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
     "axes": [{"orient": "bottom", "scale": "x", "title": "GPUs (cluster size)", "grid": true},
              {"orient": "left", "scale": "y", "grid": true}],
     "legends": [{"fill": "front", "orient": "right"}],
-    "marks": [
-      {"type": "symbol", "from": {"data": "rows"},
-       "encode": {"enter": {
-         "x": {"scale": "x", "field": "gpus"}, "y": {"scale": "y", "field": "y"},
-         "size": {"signal": "datum.front == 'Pareto front' ? 110 : 50"},
-         "fill": {"scale": "front", "field": "front"},
-         "fillOpacity": {"signal": "datum.front == 'Pareto front' ? 1 : 0.55"},
-         "zindex": {"signal": "datum.front == 'Pareto front' ? 1 : 0"}}}},
-      {"type": "text", "from": {"data": "front"},
-       "encode": {"enter": {
-         "x": {"scale": "x", "field": "gpus", "offset": 8}, "y": {"scale": "y", "field": "y"},
-         "baseline": {"value": "middle"}, "fill": {"value": "#b00020"}, "text": {"signal": "'#' + datum.id"}}}}]
+    "marks": []
   })json",
                         800, 420);
   spec["data"][0]["values"] = values;
@@ -915,7 +932,7 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
               {"padding", 24}});
   }
   spec["axes"][1]["title"] = objective_name;
-  spec["marks"][0]["encode"]["enter"]["tooltip"] = {{"signal", tooltip}};
+  spec["marks"] = pareto_marks("gpus", "y", "'#' + datum.id", tooltip);
   page.charts.push_back(
       {fmt::format("{} against cluster size", objective_name),
        fmt::format(
@@ -946,22 +963,14 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
       "marks": [
         {"type": "line", "from": {"data": "front"},
          "encode": {"enter": {"x": {"scale": "x", "field": "gpu_hours"}, "y": {"scale": "y", "field": "days"},
-                              "stroke": {"value": "#e45756"}, "strokeWidth": {"value": 2}}}},
-        {"type": "symbol", "from": {"data": "rows"},
-         "encode": {"enter": {
-           "x": {"scale": "x", "field": "gpu_hours"}, "y": {"scale": "y", "field": "days"},
-           "size": {"signal": "datum.front == 'Pareto front' ? 110 : 50"},
-           "fill": {"scale": "front", "field": "front"},
-           "fillOpacity": {"signal": "datum.front == 'Pareto front' ? 1 : 0.55"},
-           "tooltip": {"signal": "{'id': datum.id, 'GPUs': datum.gpus, 'days': format(datum.days, '.1f'), 'GPU-hours': format(datum.gpu_hours, ',.0f'), 'settings': datum.setting}"}}}},
-        {"type": "text", "from": {"data": "front"},
-         "encode": {"enter": {
-           "x": {"scale": "x", "field": "gpu_hours", "offset": 8}, "y": {"scale": "y", "field": "days"},
-           "baseline": {"value": "middle"}, "fill": {"value": "#b00020"},
-           "text": {"signal": "'#' + datum.id + ' (' + datum.gpus + ' GPUs)'"}}}}]
+                              "stroke": {"value": "#e45756"}, "strokeWidth": {"value": 2}}}}]
     })json",
                               800, 420);
     frontier["data"][0]["values"] = values;
+    for (auto& m : pareto_marks("gpu_hours", "days", "'#' + datum.id + ' (' + datum.gpus + ' GPUs)'",
+                                "{'id': datum.id, 'GPUs': datum.gpus, 'days': format(datum.days, '.1f'), "
+                                "'GPU-hours': format(datum.gpu_hours, ',.0f'), 'settings': datum.setting}"))
+      frontier["marks"].push_back(std::move(m));
     page.charts.push_back(
         {"Days against GPU-hours for the token budget",
          "The sweep's Pareto front as moesim sweep reports it: lower left is better on both; the "
