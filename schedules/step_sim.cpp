@@ -286,10 +286,12 @@ class Sim {
 };
 
 Priced Sim::price(const workload::KernelTemplate& k) {
-  // Host time: a Python-level op, or a launch from inside a library call; a Transformer
-  // Engine Linear call costs the module's measured host time (its first launch included);
-  // a grouped GEMM launches its further per-expert GEMMs from C++ (multi-stream cuBLAS);
-  // plus the allocations before it. All x the NUMA factor when the process is unbound.
+  // Host time: a Python-level op; a library API call from C++ (TE's quantize); a kernel
+  // launched inside a library call with no API call of its own (the driver's launch,
+  // cpp_launch_us); a Transformer Engine Linear call costs the module's measured host time
+  // (its first launch included); a grouped GEMM launches its further per-expert GEMMs from
+  // C++ (multi-stream cuBLAS); plus the allocations and host-only calls before it. All x
+  // the loaded-process factor, and the NUMA factor when the process is unbound.
   const auto& host = in_.system.host;
   // A memory-bound kernel from an eager PyTorch op (elementwise, norm, permute) costs
   // the host less than a Linear's forward.
