@@ -1,5 +1,6 @@
-// cli/commands.hpp: the `moesim` subcommands as a registry. Adding a subcommand is one
-// class plus one line in commands.cpp; the entry point knows none of them by name.
+// cli/commands.hpp: the `moesim` subcommands as a registry. Each subcommand is one Command
+// in its own file (cli/<name>.cpp) with a factory; the table in commands.cpp lists them, so
+// adding one is a new file and its line there. The entry point knows none of them by name.
 #pragma once
 
 #include <functional>

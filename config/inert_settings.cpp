@@ -45,7 +45,7 @@ std::string dispatcher_name(const Scenario& sc) {
   return std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher));
 }
 // Some DP group of more than one rank (dense DP x CP, or expert-DP): the step simulation's
-// condition for any gradient reduction or parameter gather (schedules/step_sim.cpp).
+// condition for any gradient reduction or parameter gather (schedules/kernel_pricing.hpp, dp_traffic).
 Why no_dp(const Scenario& sc) {
   const auto& p = sc.parallelism;
   if (p.dp * p.cp > 1 || p.expert_dp > 1) return std::nullopt;

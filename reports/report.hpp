@@ -7,6 +7,8 @@
 //   sweep_report     a sweep CSV: the objective against cluster size, the Pareto front
 //                    (reports::sweep_summary_json) highlighted
 // Formatting only: every number is a prediction's, a sweep row's or a validation row's.
+// One file per page (report_run.cpp, report_diff.cpp, report_validate.cpp,
+// report_sweep.cpp); what they share: report_charts.hpp.
 #pragma once
 
 #include <cstdint>

@@ -158,4 +158,51 @@ nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pc
   return {{"tolerance_pct", tolerance_pct}, {"flagged", c.flagged}, {"moves", moves}};
 }
 
+nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
+                                     int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
+  const auto& [all, by_system, by_dispatcher, failed] = sum;
+  nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
+  for (const auto& r : rows)
+    out_rows.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"dispatcher", r.dispatcher},
+                        {"metric", r.metric}, {"measured", r.measured}, {"predicted", r.predicted},
+                        {"error_pct", r.error_pct}, {"tolerance_pct", r.tolerance_pct}, {"ok", r.ok},
+                        {"wall_s", r.wall_s}});
+  const auto groups = [](const std::map<std::string, predict::ErrorSummary>& m) {
+    nlohmann::ordered_json g = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : m) g[k] = {{"runs", v.runs}, {"mean_abs_error_pct", v.mae()}};
+    return g;
+  };
+  nlohmann::ordered_json out{{"rows", out_rows}, {"mean_abs_error_pct", all.mae()}, {"failed", failed},
+                             {"skipped_without_measured", skipped}};
+  if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
+  out["by_system"] = groups(by_system);
+  out["by_dispatcher"] = groups(by_dispatcher);
+  if (moved) out["baseline"] = baseline_json(*moved, tolerance_pct);
+  return out;
+}
+
+std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
+                          int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
+  const auto& [all, by_system, by_dispatcher, failed] = sum;
+  std::string out = fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted",
+                                "error", "tol", "");
+  for (const auto& r : rows)
+    out += fmt::format("{:<44} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>5.1f}%  {}\n", r.name, r.measured, r.predicted,
+                       r.error_pct, r.tolerance_pct, r.ok ? "ok" : "OVER");
+  out += fmt::format("{} runs, mean absolute error {:.2f}%, {} over tolerance", all.runs, all.mae(), failed);
+  if (skipped) out += fmt::format("; {} file(s) without a measured block skipped", skipped);
+  out += "\n";
+  if (all.worst) out += fmt::format("worst: {} ({:+.1f}%)\n", all.worst->name, all.worst->error_pct);
+  if (rows.size() > 1) {
+    const auto print = [&](const char* what, const std::map<std::string, predict::ErrorSummary>& m) {
+      for (const auto& [k, v] : m)
+        out += fmt::format("  {} {:<14} {:>3} runs, mean absolute error {:6.2f}%\n", what, k, v.runs, v.mae());
+    };
+    print("system    ", by_system);
+    print("dispatcher", by_dispatcher);
+  }
+  if (moved) out += baseline_text(*moved, tolerance_pct);
+  return out;
+}
+
 }  // namespace moesim::reports

@@ -1,4 +1,6 @@
-// reports/validate.hpp: `moesim validate`'s outputs for CI (issue #17 item 5): a JUnit
+// reports/validate.hpp: `moesim validate`'s outputs: the table of predicted against
+// measured per run with the mean absolute errors overall, by system and by dispatcher
+// (text or one JSON object), and for CI (issue #17 item 5): a JUnit
 // XML report (one test case per measured run, a failure beyond its tolerance with
 // predicted and measured in the message), a Markdown summary for a job page, and the
 // comparison with an earlier run's `validate --json` (a prediction that moved more than
@@ -40,5 +42,12 @@ BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, co
                                double tolerance_pct);
 std::string baseline_text(const BaselineCheck& c, double tolerance_pct);
 nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pct);
+
+// The rows with their summary (predict::summarize(rows)), files without a measured block
+// skipped, and the baseline comparison where one was given.
+nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
+                                     int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct);
+std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
+                          int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct);
 
 }  // namespace moesim::reports

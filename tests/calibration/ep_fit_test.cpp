@@ -16,7 +16,7 @@
 
 #include "calibration/ep_library_fit.hpp"
 #include "config/load.hpp"
-#include "reports/comm.hpp"
+#include "predict/comm.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
@@ -129,7 +129,7 @@ TEST_CASE("Every system preset names the EP libraries' profiles", "[calibration]
 
 TEST_CASE("moesim comm: DeepEP on H100 as on H800, the same 400G NICs binding", "[calibration][ep][comm]") {
   const auto time = [](const std::string& system, int ep) {
-    reports::CommQuery q;
+    predict::CommQuery q;
     q.system = system;
     q.op = "ep-dispatch";
     q.dispatcher = "deepep";
@@ -137,7 +137,7 @@ TEST_CASE("moesim comm: DeepEP on H100 as on H800, the same 400G NICs binding", 
     q.tokens = 4096;
     q.hidden = 7168;
     q.topk = 8;
-    return reports::comm(q).time_us;
+    return predict::comm(q).time_us;
   };
   std::string table = "\ndeepep dispatch, 4096 tokens x 7168, top-8 (us)\n   EP     h800     h100  h100/h800\n";
   for (const int ep : {8, 16, 32, 64}) {

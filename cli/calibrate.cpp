@@ -1,0 +1,215 @@
+// cli/calibrate.cpp: `moesim calibrate run | fit | ep | corpus`: the calibration kernels on this machine's GPU,
+// profiles fitted from measurement files (calibration/), and the corpus fit of the cross-run
+// quantities (predict/corpus.hpp, printed and written by reports/corpus.hpp).
+#include "cli/commands.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <sys/wait.h>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "calibration/ep_library_fit.hpp"
+#include "calibration/profile_fit.hpp"
+#include "cli/common.hpp"
+#include "config/load.hpp"
+#include "config/load_measurement.hpp"
+#include "predict/corpus.hpp"
+#include "reports/corpus.hpp"
+
+namespace moesim::cli {
+namespace {
+
+// `moesim calibrate run`: moesim-calib (built beside moesim when CUDA is found) on this
+// machine's GPU, writing a measurement file; `moesim calibrate fit`: measurement files
+// to a profile (calibration/profile_fit.hpp) that system presets name in "profiles".
+class Calibrate final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.require_subcommand(1);
+    run_ = app.add_subcommand("run", "run build/moesim-calib on this machine's GPU and write a measurement file");
+    run_->add_option("-o,--out", run_out_, "measurement file to write")->required();
+    run_->add_option("--system", run_system_, "the system preset the GPU calibrates (h100, h200, ...)");
+    run_->add_flag("--quick", quick_, "the smaller grid");
+    fit_ = app.add_subcommand("fit", "fit a calibration profile from measurement files");
+    fit_->add_option("measurements", files_, "measurement files (calibration/measurements/*.json)")->required();
+    fit_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
+    fit_->add_option("--name", name_, "the profile's name (default: the output file's stem)");
+    fit_->add_option("--system", fit_system_, "the system preset to fit (default: the measurements' \"system\")");
+    ep_ = app.add_subcommand("ep", "fit one EP library's profile jointly from all its tables across systems");
+    ep_->add_option("library", ep_library_, "deepep, deepep-ll or hybridep")->required();
+    ep_->add_option("--measurements", ep_dir_, "folder of the ep-*.json measurement files");
+    ep_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
+    corpus_ = app.add_subcommand(
+        "corpus", "fit the cross-run quantities no microbenchmark pins over the measured runs, with leave-one-out error");
+    corpus_->add_option("paths", corpus_paths_, "scenario files or folders (default: scenarios)");
+    corpus_->add_option("-o,--out", fit_out_, "write the profile (calibration/profiles/corpus.json)");
+    corpus_->add_option("--jobs", jobs_, "simulations at once (default: all cores)")->check(CLI::Range(1, 1024));
+    corpus_->add_flag("--json", json_, "print one JSON object");
+  }
+  int run(Io& io) override {
+    if (corpus_->parsed()) return fit_corpus(io);
+    return run_->parsed() ? run_kernels(io) : ep_->parsed() ? fit_ep(io) : fit(io);
+  }
+
+ private:
+  int run_kernels(Io& io) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    const fs::path calib = ec ? fs::path("moesim-calib") : self.parent_path() / "moesim-calib";
+    if (!fs::exists(calib)) {
+      io.err << fmt::format("moesim calibrate run: {} is not built (CMake found no CUDA compiler, or "
+                            "MOESIM_CALIB_KERNELS=OFF); measurement files can still be fitted with `moesim calibrate "
+                            "fit`\n",
+                            calib.string());
+      return 1;
+    }
+    const auto quote = [](const std::string& s) {
+      std::string q = "'";
+      for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return q + "'";
+    };
+    std::string cmd = quote(calib.string()) + " -o " + quote(run_out_);
+    if (!run_system_.empty()) cmd += " --system " + quote(run_system_);
+    if (quick_) cmd += " --quick";
+    const int status = std::system(cmd.c_str());
+    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    if (rc == 3) {
+      io.err << "moesim calibrate run: no CUDA device on this machine; run it where a GPU is lent, or fit "
+                "published measurement files with `moesim calibrate fit`\n";
+      return 1;
+    }
+    if (rc != 0) return 1;
+    io.out << fmt::format("wrote {}; fit it with: moesim calibrate fit {} -o calibration/profiles/NAME.json\n",
+                          run_out_, run_out_);
+    return 0;
+  }
+
+  int fit(Io& io) const {
+    std::vector<calibration::Measurement> ms;
+    std::string system = fit_system_;
+    for (const auto& f : files_) {
+      ms.push_back(config::load_measurement_file(f));
+      if (fit_system_.empty() && !ms.back().system.empty()) {
+        if (!system.empty() && system != ms.back().system)
+          throw config::InputError(f, "system",
+                                   fmt::format("calibrates '{}', another file '{}'; fit one system at a time",
+                                               ms.back().system, system));
+        system = ms.back().system;
+      }
+    }
+    if (system.empty())
+      throw config::InputError(files_.front(), "system", "no system preset named; give --system");
+    const auto spec = config::load_system_preset(system, {false});
+    const std::string name =
+        !name_.empty() ? name_ : !fit_out_.empty() ? std::filesystem::path(fit_out_).stem().string() : "profile";
+    calibration::Profile prof;
+    try {
+      prof = calibration::fit_profile(name, ms, spec, system);
+    } catch (const std::invalid_argument& e) {
+      throw config::InputError(files_.front(), "", e.what());
+    }
+    write_profile(io, calibration::profile_json(prof).dump(2) + "\n",
+                  fmt::format("{} parameters of {} from {} file(s)", prof.parameters.size(), system, ms.size()));
+    return 0;
+  }
+
+  // `moesim calibrate ep LIB`: calibration/ep_library_fit.hpp over every ep-*.json of the
+  // folder, the systems read with their profiles but the library's own.
+  int fit_ep(Io& io) const {
+    namespace fs = std::filesystem;
+    std::vector<std::pair<std::string, nlohmann::json>> files;
+    std::vector<fs::path> paths;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ep_dir_, ec)) {
+      const auto n = e.path().filename().string();
+      if (n.rfind("ep-", 0) == 0 && e.path().extension() == ".json") paths.push_back(e.path());
+    }
+    if (ec) throw config::InputError(ep_dir_, "", "cannot read the folder of measurement files");
+    std::sort(paths.begin(), paths.end());
+    for (const auto& p : paths) files.emplace_back(p.filename().string(), config::read_json_file(p.string()));
+    const std::string lib = ep_library_;
+    const calibration::EpSystemLookup systems = [lib](const std::string& name) {
+      auto s = config::load_system_preset(name);
+      (lib == "hybridep" ? s.ep_dispatch.hybridep
+       : lib == "deepep-ll" ? s.ep_dispatch.deepep_low_latency
+                            : s.ep_dispatch.deepep)
+          .reset();
+      return s;
+    };
+    calibration::EpLibraryFit fit;
+    try {
+      fit = calibration::fit_ep_library(lib, files, systems);
+    } catch (const std::invalid_argument& e) {
+      throw config::InputError(ep_dir_, "", e.what());
+    }
+    for (const auto& r : fit.rows)
+      io.err << fmt::format("  {:<22} {:<52} {:<7} {:>8.1f} {:>8.1f} {:>+6.1f}%  {}\n", r.file, r.what, r.link_kind,
+                            r.measured, r.model, r.error_pct, r.role);
+    write_profile(io, calibration::ep_profile_json(fit).dump(2) + "\n",
+                  fmt::format("{} parameters of {} from {} file(s)", fit.fits.size(), lib, fit.files.size()));
+    return 0;
+  }
+
+  CLI::App *run_ = nullptr, *fit_ = nullptr, *ep_ = nullptr;
+  // A fitted profile to -o FILE (with a one-line summary), or to standard output.
+  void write_profile(Io& io, const std::string& text, const std::string& summary) const {
+    if (fit_out_.empty()) {
+      io.out << text;
+      return;
+    }
+    std::ofstream out(fit_out_);
+    if (!(out << text)) throw config::InputError(fit_out_, "", "cannot write the profile");
+    io.out << fmt::format("wrote {}: {}\n", fit_out_, summary);
+  }
+
+  // `moesim calibrate corpus`: predict/corpus.hpp over every scenario with a measured
+  // block (files without one are skipped, as validate does).
+  int fit_corpus(Io& io) const {
+    std::vector<config::Scenario> runs;
+    int skipped = 0;
+    for (const auto& f : measured_files(corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
+                                        skipped))
+      runs.push_back(config::load_scenario_file(f));
+    if (runs.empty()) throw config::InputError("", "", "no scenario with a measured block under the given paths");
+    const predict::CorpusResult r = predict::calibrate_corpus(runs, jobs_);
+    if (json_) io.out << reports::corpus_json(r).dump(2) << "\n";
+    else io.out << reports::corpus_text(r);
+    if (!fit_out_.empty()) {
+      const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+      std::tm tm{};
+      gmtime_r(&now, &tm);
+      char date[16];
+      std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+      std::ofstream out(fit_out_);
+      if (!out) throw config::InputError(fit_out_, "", "cannot write the profile");
+      out << reports::corpus_profile(r, date).dump(2) << "\n";
+    }
+    return 0;
+  }
+
+  CLI::App* corpus_ = nullptr;
+  std::vector<std::string> corpus_paths_;
+  int jobs_ = 0;
+  bool json_ = false;
+  std::string run_out_, run_system_, fit_out_, name_, fit_system_, ep_library_, ep_dir_ = "calibration/measurements";
+  std::vector<std::string> files_;
+  bool quick_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_calibrate_command() { return std::make_unique<Calibrate>(); }
+
+}  // namespace moesim::cli

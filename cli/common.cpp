@@ -1,0 +1,63 @@
+#include "cli/common.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include <CLI/CLI.hpp>
+
+#include "config/json_reader.hpp"
+#include "config/load.hpp"
+
+namespace moesim::cli {
+
+// Replaces a file's contents at once (a temporary beside it, renamed over it).
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!(f << text) || !f.flush()) throw config::InputError(path, "", "cannot write the file");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw config::InputError(path, "", "cannot write the file: " + ec.message());
+}
+
+// --uncalibrated: system presets as written, without their calibration profiles.
+void add_uncalibrated(CLI::App& app, bool& flag) {
+  app.add_flag("--uncalibrated", flag,
+               "read the system presets without their calibration profiles (calibration/profiles/)");
+}
+
+// Scenario files under the given paths (folders recursively), in sorted order.
+std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    if (std::filesystem::is_directory(p)) {
+      std::vector<std::string> found;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(p))
+        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+// The scenario files under the paths that carry a `measured` block; files without one
+// (presets, what-ifs) are counted in `skipped`. A file with one that does not load is an
+// error when it is loaded.
+std::vector<std::string> measured_files(const std::vector<std::string>& paths, int& skipped) {
+  std::vector<std::string> out;
+  for (const auto& f : scenario_files(paths)) {
+    const config::Json j = config::read_json_file(f);
+    if (j.is_object() && j.contains("measured")) out.push_back(f);
+    else ++skipped;
+  }
+  return out;
+}
+
+}  // namespace moesim::cli

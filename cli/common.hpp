@@ -1,0 +1,29 @@
+// cli/common.hpp: what several subcommands share: writing a file whole, the
+// --uncalibrated flag, and the scenario files under paths.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace moesim::cli {
+
+// Replaces a file's contents at once (a temporary beside it, renamed over it); InputError
+// naming the file when it cannot be written.
+void write_file(const std::string& path, const std::string& text);
+
+// --uncalibrated: system presets as written, without their calibration profiles.
+void add_uncalibrated(CLI::App& app, bool& flag);
+
+// Scenario files under the given paths (folders recursively), in sorted order.
+std::vector<std::string> scenario_files(const std::vector<std::string>& paths);
+
+// The scenario files under the paths that carry a `measured` block; files without one
+// (presets, what-ifs) are counted in `skipped`. A file with one that does not load is an
+// error when it is loaded.
+std::vector<std::string> measured_files(const std::vector<std::string>& paths, int& skipped);
+
+}  // namespace moesim::cli

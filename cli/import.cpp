@@ -1,0 +1,91 @@
+// cli/import.cpp: `moesim import megatron`: a Megatron launch command as a scenario (config/import_megatron.hpp).
+#include "cli/commands.hpp"
+
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/common.hpp"
+#include "config/import_megatron.hpp"
+#include "config/load.hpp"
+
+namespace moesim::cli {
+namespace {
+
+// A Megatron command line as a scenario (config/import_megatron.hpp).
+class Import final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("kind", kind_, "what to import: megatron (a Megatron-LM / Megatron-Bridge pretraining command)")
+        ->required()
+        ->check(CLI::IsMember({"megatron"}));
+    app.add_option("script", script_, "a launch script or command file; - reads standard input");
+    app.add_option("--args", args_, "the command line itself, instead of a script");
+    app.add_option("--system", system_, "system preset the command runs on")->required();
+    app.add_option("--gpus", gpus_, "GPUs in the job (world size)")->check(CLI::Range(1, 1 << 22));
+    app.add_option("--nodes", nodes_, "nodes in the job (with --gpus-per-node)")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--gpus-per-node", per_node_, "GPUs per node (with --nodes)")->check(CLI::Range(1, 1024));
+    app.add_option("--model", model_, "model preset (shape flags given are checked against it)");
+    app.add_option("--gpus-per-nvlink-domain", domain_, "GPUs per NVLink domain used (placement)")
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("-o,--output", out_, "write the scenario here (default: standard output)");
+  }
+  int run(Io& io) override {
+    config::MegatronImportOptions opt;
+    opt.system = system_;
+    if (gpus_ > 0 && nodes_ > 0) throw config::InputError("<command line>", "--gpus", "give --gpus or --nodes, not both");
+    if (nodes_ > 0 && per_node_ == 0)
+      throw config::InputError("<command line>", "--gpus-per-node", "needed with --nodes");
+    opt.gpus = gpus_ > 0 ? gpus_ : nodes_ * per_node_;
+    if (opt.gpus == 0) throw config::InputError("<command line>", "--gpus", "give --gpus N or --nodes N --gpus-per-node G");
+    if (domain_ > 0) opt.gpus_per_nvlink_domain = domain_;
+    if (!model_.empty()) opt.model = model_;
+    std::string text;
+    if (!args_.empty()) {
+      if (!script_.empty()) throw config::InputError("<command line>", "--args", "give a script or --args, not both");
+      text = args_;
+      opt.source = "<args>";
+    } else if (script_ == "-") {
+      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      opt.source = "<stdin>";
+    } else if (!script_.empty()) {
+      std::ifstream in(script_, std::ios::binary);
+      if (!in) throw config::InputError(script_, "", "cannot read the script");
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      opt.source = script_;
+    } else {
+      throw config::InputError("<command line>", "script", "give a script, - for standard input, or --args STR");
+    }
+    const config::MegatronImport imp = config::import_megatron(text, opt);
+    config::Json sc = imp.scenario;
+    const std::string doc = sc.dump(2) + "\n";
+    if (out_.empty()) {
+      io.out << doc;
+    } else {
+      std::ofstream f(out_, std::ios::binary);
+      if (!f || !(f << doc)) throw config::InputError(out_, "", "cannot write the scenario");
+      io.err << "moesim: wrote " << out_ << "\n";
+    }
+    io.err << fmt::format("ignored ({} flags without an effect on performance): {}\n", imp.ignored.size(),
+                          fmt::join(imp.ignored, " "));
+    io.err << "assumed (settings no flag states):\n";
+    for (const auto& [key, why] : imp.assumed) io.err << fmt::format("  {}: {}\n", key, why);
+    return 0;
+  }
+
+ private:
+  std::string kind_, script_, args_, system_, model_, out_;
+  std::int64_t gpus_ = 0, nodes_ = 0, per_node_ = 0, domain_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_import_command() { return std::make_unique<Import>(); }
+
+}  // namespace moesim::cli

@@ -1,0 +1,99 @@
+// cli/pipeline.cpp: `moesim pipeline`: a pipeline schedule alone with fixed chunk times (schedules/step_sim.hpp,
+// simulate_pipeline).
+#include "cli/commands.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/common.hpp"
+#include "config/load.hpp"
+#include "schedules/schedule_kind.hpp"
+#include "schedules/step_sim.hpp"
+
+namespace moesim::cli {
+namespace {
+
+// The pipeline schedule alone: fixed chunk times through the same engine and schedule
+// code as `run`.
+class Pipeline final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("--schedule", schedule_, "1f1b | interleaved-1f1b | zb-h1 | dualpipe | dualpipev")->required();
+    app.add_option("--pp", pp_,
+                   "pipeline ranks (devices); DualPipe runs two pipelines of pp stages over them, DualPipeV "
+                   "one of 2 pp stages")
+        ->required()
+        ->check(CLI::Range(1, 4096));
+    app.add_option("--vpp", vpp_, "virtual stages per rank (interleaved)")->check(CLI::Range(1, 256));
+    app.add_option("--microbatches", m_, "microbatches per step")->required()->check(CLI::Range(1, 100000));
+    app.add_option("--fwd", fwd_ms_,
+                   "forward time of one microbatch through one rank's layers (split over vpp chunks), ms; "
+                   "dualpipe, dualpipev: through one stage's chunk (the DualPipe repository's F)")
+        ->required()->check(CLI::PositiveNumber);
+    app.add_option("--bwd", bwd_ms_, "full backward time, ms (as --fwd)")->required()->check(CLI::PositiveNumber);
+    app.add_option("--wgrad", wgrad_ms_, "weight-gradient part of --bwd, ms (zb-h1, dualpipe, dualpipev)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--fwd-bwd", fwd_bwd_ms_,
+                   "dualpipe, dualpipev: a forward and a backward chunk overlapped (F&B), ms; default --fwd + --bwd")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--p2p", p2p_ms_, "transfer time between stages, ms")->check(CLI::NonNegativeNumber);
+    app.add_flag("--json", json_, "print one JSON object");
+  }
+  int run(Io& io) override {
+    const auto kind = schedules::schedule_names().find(schedule_);
+    if (!kind)
+      throw config::InputError("<command line>", "--schedule",
+                               fmt::format("unknown schedule '{}'; known: {}", schedule_,
+                                           schedules::schedule_names().known()));
+    const bool dual = *kind == schedules::ScheduleKind::dualpipe || *kind == schedules::ScheduleKind::dualpipev;
+    if (wgrad_ms_ > bwd_ms_)
+      throw config::InputError("<command line>", "--wgrad", "the weight-gradient part exceeds --bwd");
+    if (fwd_bwd_ms_ > 0 && !dual)
+      throw config::InputError("<command line>", "--fwd-bwd", "only dualpipe and dualpipev overlap chunk pairs");
+    // Chunk times: a rank's layers split evenly over its vpp chunks (DualPipe: per chunk).
+    const double split = dual ? 1.0 : vpp_;
+    schedules::FixedChunks c;
+    c.fwd_s = fwd_ms_ / split * 1e-3;
+    c.bwd_s = bwd_ms_ / split * 1e-3;
+    c.wgrad_s = wgrad_ms_ / split * 1e-3;
+    c.p2p_s = p2p_ms_ * 1e-3;
+    c.fwd_bwd_s = fwd_bwd_ms_ * 1e-3;
+    schedules::PipelineResult r;
+    try {
+      r = schedules::simulate_pipeline(*kind, pp_, vpp_, m_, c);
+    } catch (const std::invalid_argument& e) {
+      throw config::InputError("<command line>", "--schedule", e.what());
+    }
+    const double ideal = r.step_time_s - r.bubble_s;
+    if (json_)
+      io.out << nlohmann::ordered_json{{"schedule", schedule_},
+                                       {"stages", r.stages},
+                                       {"step_time_ms", r.step_time_s * 1e3},
+                                       {"bubble_ms", r.bubble_s * 1e3},
+                                       {"bubble_fraction", r.bubble_s / r.step_time_s}}
+                    .dump(2)
+             << "\n";
+    else
+      io.out << fmt::format("{} pp={} vpp={} microbatches={} ({} stages): step {:.3f} ms, bubble {:.3f} ms ({:.1f}% "
+                            "of the step, {:.1f}% over the {:.3f} ms of work of the busiest rank)\n",
+                            schedule_, pp_, vpp_, m_, r.stages, r.step_time_s * 1e3, r.bubble_s * 1e3,
+                            100 * r.bubble_s / r.step_time_s, 100 * r.bubble_s / ideal, ideal * 1e3);
+    return 0;
+  }
+
+ private:
+  std::string schedule_;
+  int pp_ = 1, vpp_ = 1, m_ = 1;
+  double fwd_ms_ = 0, bwd_ms_ = 0, wgrad_ms_ = 0, p2p_ms_ = 0, fwd_bwd_ms_ = 0;
+  bool json_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_pipeline_command() { return std::make_unique<Pipeline>(); }
+
+}  // namespace moesim::cli

@@ -1,0 +1,64 @@
+// cli/run.cpp: `moesim run`: one scenario predicted (predict/predict.hpp), printed as text or JSON, with a
+// trace on request (reports/run.hpp).
+#include "cli/commands.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "config/load.hpp"
+#include "predict/predict.hpp"
+#include "reports/run.hpp"
+
+namespace moesim::cli {
+namespace {
+
+class Run final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("file", file_, "scenario JSON file")->required();
+    app.add_flag("--json", json_, "print one JSON object instead of the text report");
+    app.add_option("--trace", trace_, "write a Chrome/Perfetto trace (JSON) to this file");
+    app.add_option("--fidelity", fidelity_,
+                   "representative: one rank per pipeline stage (default); full: every rank")
+        ->check(CLI::IsMember({"representative", "full"}));
+    add_uncalibrated(app, uncalibrated_);
+  }
+  int run(Io& io) override {
+    const config::Scenario sc = config::load_scenario_file(file_, {!uncalibrated_});
+    const predict::Prediction p = predict::predict(sc, {!trace_.empty(), fidelity_ == "full"});
+    if (!p.fits_in_memory) {
+      const auto worst = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
+      io.err << fmt::format("moesim: warning: {}: pipeline rank {} needs {:.1f} GiB{}, more than the {:g} GB of a {}\n",
+                            file_, worst - p.rank_memory_gib.begin(), *worst,
+                            sc.framework.allocator_fragmentation > 0
+                                ? fmt::format(" ({:.1f} with the fragmentation allowance)", p.reserved_memory_gib)
+                                : std::string(),
+                            sc.system.gpu.hbm_GB.value, sc.system.gpu.name);
+    }
+    if (!trace_.empty()) {
+      std::ofstream out(trace_);
+      if (!out) throw config::InputError(trace_, "", "cannot write the trace file");
+      reports::write_trace(p, out);
+    }
+    if (json_)
+      io.out << reports::run_json(sc, p).dump(2) << "\n";
+    else
+      io.out << reports::run_text(sc, p);
+    return 0;
+  }
+
+ private:
+  std::string file_, trace_, fidelity_ = "representative";
+  bool json_ = false, uncalibrated_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_run_command() { return std::make_unique<Run>(); }
+
+}  // namespace moesim::cli

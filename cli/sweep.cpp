@@ -1,0 +1,210 @@
+// cli/sweep.cpp: `moesim sweep` and `moesim sweep merge`: a sweep file's rows to a CSV (predict/sweep.hpp,
+// reports/sweep.hpp), sharded by hand or by a Slurm job array, resumable.
+#include "cli/commands.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/common.hpp"
+#include "config/load.hpp"
+#include "config/sweep_file.hpp"
+#include "predict/sweep.hpp"
+#include "reports/sweep.hpp"
+
+namespace moesim::cli {
+namespace {
+
+// `moesim sweep`: a sweep file's rows (config/sweep_file.hpp) through predict/sweep.hpp
+// on all cores, streamed to a CSV as they finish (reports/sweep.hpp) and sorted by id at
+// the end; `--resume` runs only the rows missing from it. The Slurm array's shard is read
+// from the environment here and nowhere below.
+class Sweep final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("file", file_, "sweep file (docs/SWEEP_FORMAT.md)");
+    app.add_option("-o,--out", out_, "CSV of the rows (default: the sweep file's name, .csv, in this folder)");
+    app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")->check(CLI::Range(0, 1024));
+    app.add_option("--shard", shard_,
+                   "I/N: run rows with id % N == I only (I from 0); default under a Slurm job array: "
+                   "its task's shard");
+    app.add_flag("--resume", resume_, "keep the rows already in the output; run only the missing ones");
+    app.add_option("--top", top_, "rows listed by the objective")->check(CLI::Range(0, 1000000));
+    app.add_flag("--json", json_, "print the summary as one JSON object");
+    app.add_flag("--slurm-script", slurm_, "print an sbatch --array script for the sweep instead of running it");
+    app.add_option("--tasks", tasks_, "--slurm-script: array tasks (default: one per 200 rows)")
+        ->check(CLI::Range(1, 100000));
+    add_uncalibrated(app, uncalibrated_);
+    merge_ = app.add_subcommand("merge", "join shard CSVs, reporting missing and duplicated rows");
+    merge_->add_option("csvs", merge_files_, "the shards' CSV files")->required();
+    merge_->add_option("-o,--out", merge_out_, "the joined CSV")->required();
+    merge_->add_option("--sweep", merge_sweep_, "the sweep file: rows missing at its end are reported too");
+  }
+
+  int run(Io& io) override {
+    if (merge_->parsed()) return merge(io);
+    if (file_.empty()) throw config::InputError("", "", "moesim sweep: give a sweep file (or `moesim sweep merge`)");
+    const config::SweepFile sweep = config::read_sweep_file(file_);
+    const config::SweepPlan plan = config::expand_sweep(sweep);
+    const bool budget = sweep.token_budget.has_value();
+    const auto [index, count] = shard();
+    const std::string stem = std::filesystem::path(file_).stem().string();
+    if (slurm_) {
+      const int tasks = tasks_ > 0 ? tasks_ : static_cast<int>(std::max<std::size_t>(1, (plan.points.size() + 199) / 200));
+      std::error_code ec;
+      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      io.out << reports::slurm_script(ec ? std::string("moesim") : self.string(),
+                                      std::filesystem::absolute(file_).lexically_normal().string(), sweep.name,
+                                      static_cast<std::int64_t>(plan.points.size()), tasks,
+                                      out_.empty() ? stem : std::filesystem::path(out_).replace_extension().string());
+      return 0;
+    }
+    const std::string out = !out_.empty() ? out_ : count > 1 ? fmt::format("{}_{}.csv", stem, index) : stem + ".csv";
+    const auto header = reports::sweep_csv_header(plan, budget);
+
+    // Rows already there (--resume): a last line cut off while written is dropped.
+    std::vector<bool> have(plan.points.size(), false);
+    reports::SweepCsv kept{header, {}, false};
+    if (resume_ && std::filesystem::exists(out)) {
+      reports::SweepCsv old = reports::read_sweep_csv(out);
+      if (old.header != header)
+        throw config::InputError(out, "line 1", fmt::format("the header is not {}'s: written by another sweep file "
+                                                            "(or version); remove it or give another -o",
+                                                            file_));
+      for (auto& r : old.rows)
+        if (r.id < static_cast<std::int64_t>(have.size()) && !have[static_cast<std::size_t>(r.id)]) {
+          have[static_cast<std::size_t>(r.id)] = true;
+          kept.rows.push_back(std::move(r));
+        }
+      if (old.dropped_partial_line) io.err << fmt::format("moesim sweep: {}: dropped a truncated last line\n", out);
+    }
+    write_file(out, reports::sweep_csv_text(kept));
+
+    std::vector<const config::SweepPoint*> todo;
+    for (const auto& p : plan.points)
+      if (p.id % count == index && !have[static_cast<std::size_t>(p.id)]) todo.push_back(&p);
+    std::ofstream stream(out, std::ios::binary | std::ios::app);
+    if (!stream) throw config::InputError(out, "", "cannot write the file");
+    const bool progress = &io.err == &std::cerr && isatty(STDERR_FILENO);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto last = t0;
+    std::size_t done = 0;
+    const auto show = [&](bool final) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!final && now - last < std::chrono::milliseconds(200)) return;
+      last = now;
+      const double s = std::chrono::duration<double>(now - t0).count();
+      const double rate = s > 0 ? static_cast<double>(done) / s : 0;
+      const double eta = rate > 0 ? static_cast<double>(todo.size() - done) / rate : 0;
+      io.err << fmt::format("\rmoesim sweep {}: {}/{} rows, {:.2f} rows/s, ETA {}m{:02}s   ", sweep.name, done,
+                            todo.size(), rate, static_cast<long>(eta) / 60, static_cast<long>(eta) % 60)
+             << (final ? "\n" : "") << std::flush;
+    };
+    const config::LoadOptions opts{!uncalibrated_};
+    predict::run_sweep(todo, sweep.base_file, sweep.token_budget, jobs_,
+                       [&](const config::SweepPoint& p, const predict::SweepResult& r) {
+                         stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
+                         ++done;
+                         if (progress) show(false);
+                       },
+                       opts);
+    if (progress) show(true);
+    stream.close();
+    if (!stream) throw config::InputError(out, "", "cannot write the file");
+
+    // The finished file: rows sorted by id, so the same sweep gives the same file.
+    const reports::SweepCsv all = reports::read_sweep_csv(out);
+    write_file(out, reports::sweep_csv_text(all));
+    reports::SweepSummaryInfo info{sweep.name, file_, out, static_cast<std::int64_t>(plan.points.size()),
+                                   plan.combinations, plan.pruned, index, count, sweep.objective, budget, top_};
+    if (json_) io.out << reports::sweep_summary_json(all, info).dump(2) << "\n";
+    else io.out << reports::sweep_summary_text(all, info);
+    return 0;
+  }
+
+ private:
+  // --shard I/N, or the Slurm array task's shard: I = (SLURM_ARRAY_TASK_ID -
+  // SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP of N = SLURM_ARRAY_TASK_COUNT.
+  std::pair<std::int64_t, std::int64_t> shard() const {
+    const auto number = [](const std::string& s, const std::string& what) {
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+        throw config::InputError(what, "", fmt::format("'{}' is not a whole number", s));
+      return v;
+    };
+    std::int64_t i = 0, n = 1;
+    if (!shard_.empty()) {
+      const auto slash = shard_.find('/');
+      if (slash == std::string::npos) throw config::InputError("--shard", "", "expected I/N, e.g. 0/4");
+      i = number(shard_.substr(0, slash), "--shard");
+      n = number(shard_.substr(slash + 1), "--shard");
+      if (n < 1 || i < 0 || i >= n)
+        throw config::InputError("--shard", "", fmt::format("{}: needs 0 <= I < N", shard_));
+    } else if (const char* id = std::getenv("SLURM_ARRAY_TASK_ID")) {
+      const auto env = [&](const char* name, const char* def) {
+        const char* v = std::getenv(name);
+        return number(v ? v : def, name);
+      };
+      const std::int64_t task = number(id, "SLURM_ARRAY_TASK_ID"), min = env("SLURM_ARRAY_TASK_MIN", "0"),
+                         step = env("SLURM_ARRAY_TASK_STEP", "1"), tasks = env("SLURM_ARRAY_TASK_COUNT", "1");
+      if (step < 1 || tasks < 1 || task < min || (task - min) % step != 0 || (task - min) / step >= tasks)
+        throw config::InputError("SLURM_ARRAY_TASK_ID", "",
+                                 fmt::format("task {} is not in the array (min {}, step {}, count {})", task, min,
+                                             step, tasks));
+      i = (task - min) / step;
+      n = tasks;
+    }
+    return {i, n};
+  }
+
+
+
+  int merge(Io& io) const {
+    std::optional<std::int64_t> expected;
+    if (!merge_sweep_.empty())
+      expected = static_cast<std::int64_t>(config::expand_sweep(config::read_sweep_file(merge_sweep_)).points.size());
+    const reports::SweepMerge m = reports::merge_sweep_csvs(merge_files_, expected);
+    write_file(merge_out_, reports::sweep_csv_text(m.csv));
+    const auto ids = [](const std::vector<std::int64_t>& v) {
+      std::string s;
+      for (std::size_t k = 0; k < v.size() && k < 20; ++k) s += (k ? " " : "") + std::to_string(v[k]);
+      return v.size() > 20 ? s + fmt::format(" ... ({} in all)", v.size()) : s;
+    };
+    io.out << fmt::format("merged {} rows from {} file(s) into {}\n", m.csv.rows.size(), merge_files_.size(),
+                          merge_out_);
+    if (m.dropped_partial_lines)
+      io.out << fmt::format("dropped {} truncated last line(s)\n", m.dropped_partial_lines);
+    if (!m.missing.empty()) io.out << fmt::format("missing rows: {}\n", ids(m.missing));
+    if (!m.duplicated.empty()) io.out << fmt::format("duplicated rows (kept once): {}\n", ids(m.duplicated));
+    if (!m.conflicting.empty())
+      io.out << fmt::format("duplicated rows whose copies differ (the first file's kept): {}\n", ids(m.conflicting));
+    return m.missing.empty() && m.conflicting.empty() ? 0 : 1;
+  }
+
+  std::string file_, out_, shard_;
+  int jobs_ = 0, top_ = 10, tasks_ = 0;
+  bool resume_ = false, json_ = false, slurm_ = false, uncalibrated_ = false;
+  CLI::App* merge_ = nullptr;
+  std::vector<std::string> merge_files_;
+  std::string merge_out_, merge_sweep_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_sweep_command() { return std::make_unique<Sweep>(); }
+
+}  // namespace moesim::cli

@@ -1,0 +1,74 @@
+// cli/validate.cpp: `moesim validate`: predicted against measured over scenario files and folders
+// (predict/validate.hpp), with JUnit, Markdown and baseline outputs for CI (reports/validate.hpp).
+#include "cli/commands.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/common.hpp"
+#include "config/load.hpp"
+#include "predict/validate.hpp"
+#include "reports/validate.hpp"
+
+namespace moesim::cli {
+namespace {
+
+// The rows and their summaries: predict/validate.hpp (shared with `report --validate`);
+// their text and JSON: reports/validate.hpp.
+class Validate final : public Command {
+ public:
+  void configure(CLI::App& app) override {
+    app.add_option("paths", paths_, "scenario files or folders")->required();
+    app.add_flag("--json", json_, "print the rows as one JSON object");
+    app.add_option("--jobs", jobs_, "scenarios simulated at once (default: all cores)")->check(CLI::Range(1, 1024));
+    app.add_option("--junit", junit_, "also write a JUnit XML report here (one test case per measured run)");
+    app.add_option("--markdown", markdown_, "also write a Markdown summary here (a CI job summary)");
+    app.add_option("--baseline", baseline_,
+                   "an earlier `validate --json` output: flag predictions that moved more than --baseline-tolerance "
+                   "(exit 1)");
+    app.add_option("--baseline-tolerance", baseline_tol_, "percent a prediction may move against --baseline (default 1)")
+        ->check(CLI::Range(0.0, 1000.0));
+    add_uncalibrated(app, uncalibrated_);
+  }
+  int run(Io& io) override {
+    // Files without a `measured` block (presets, what-if scenarios) are skipped and
+    // counted; a file with one that does not load is an input error like any other.
+    int skipped = 0;
+    const std::vector<std::string> files = measured_files(paths_, skipped);
+    // The baseline is read before anything is simulated: a bad file fails fast.
+    std::optional<std::vector<reports::BaselineRow>> baseline;
+    if (!baseline_.empty()) baseline = reports::read_baseline(nlohmann::json(config::read_json_file(baseline_)), baseline_);
+    const std::vector<predict::ValidateRow> rows = predict::validate_files(files, {!uncalibrated_}, jobs_);
+    if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, skipped));
+    if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, skipped));
+    std::optional<reports::BaselineCheck> moved;
+    if (baseline) moved = reports::compare_baseline(rows, *baseline, baseline_tol_);
+
+    const predict::ValidateSummary sum = predict::summarize(rows);
+    if (json_)
+      io.out << reports::validate_json(rows, sum, skipped, moved, baseline_tol_).dump(2) << "\n";
+    else
+      io.out << reports::validate_text(rows, sum, skipped, moved, baseline_tol_);
+    if (rows.empty()) {
+      io.err << "moesim validate: no scenario with a measured block under the given paths\n";
+      return 2;
+    }
+    return sum.failed || (moved && moved->flagged > 0) ? 1 : 0;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  std::string junit_, markdown_, baseline_;
+  double baseline_tol_ = 1.0;
+  bool json_ = false, uncalibrated_ = false;
+  int jobs_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_validate_command() { return std::make_unique<Validate>(); }
+
+}  // namespace moesim::cli

@@ -1,0 +1,48 @@
+// reports/report_charts.hpp: what the pages of `moesim report` (reports/report.hpp) share:
+// the Vega spec's common frame, horizontal bars of seconds stacked by part, the breakdown
+// chart (run and diff pages) and its categories. Internal to reports/report_*.cpp; each
+// page's own charts live in its file (report_run.cpp, report_diff.cpp,
+// report_validate.cpp, report_sweep.cpp).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/html.hpp"
+
+namespace moesim::reports::charts {
+
+using Json = nlohmann::ordered_json;
+
+// A category of a stacked chart: its key in `run --json`, legend label and colours.
+struct Category {
+  const char* key;
+  const char* label;
+  const char* color;
+  const char* ink;  // text on the color
+};
+
+Json string_list(const std::vector<std::string>& v);
+
+// A Vega spec from its text, with the size and style every chart shares; the caller
+// fills in the data and what depends on it (scale domains, colours).
+Json vega_spec(std::string_view text, int width, int height);
+
+// Horizontal bars of seconds of the step, one per value of `group` (in `groups` order),
+// each stacked by its rows' "order" and coloured by `colour` (`domain` -> `range`); the
+// data set is "table", the scales "y", "x" and "color".
+Json stacked_seconds_spec(const std::string& group, const std::string& colour, const std::string& tooltip,
+                          double band_padding, int height, Json values, const std::vector<std::string>& groups,
+                          const std::vector<std::string>& domain, const std::vector<std::string>& range);
+
+// Horizontal stacked bars of the breakdown, one per run (label -> run --json "breakdown"):
+// the critical rank's step by category, the pipeline bubble split into the schedule's own
+// and stage imbalance (they add up to the step time).
+HtmlChart breakdown_chart(const std::vector<std::pair<std::string, Json>>& runs, const std::string& title,
+                          const std::string& caption);
+
+}  // namespace moesim::reports::charts

@@ -1,0 +1,132 @@
+// reports/report_diff.cpp: the page of two predictions (reports/report.hpp, diff_report): their
+// breakdowns side by side and the step-time difference by contribution (reports/diff.hpp).
+#include "reports/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "reports/report_charts.hpp"
+#include "reports/run.hpp"
+
+namespace moesim::reports {
+
+using namespace charts;  // what the pages share (reports/report_charts.hpp)
+
+HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
+  const Json d = diff_json(a, b);
+  const Json ja = run_json(a.scenario, a.prediction), jb = run_json(b.scenario, b.prediction);
+  HtmlPage page;
+  page.title = fmt::format("moesim report: {} vs {}", a.scenario.name, b.scenario.name);
+  page.subtitle = "A is the reference, B the what-if.";
+  const double ta = a.prediction.step.step_time_s, tb = b.prediction.step.step_time_s;
+  page.facts = {{"A", fmt::format("{} ({})", a.scenario.name, a.scenario.file)},
+                {"B", fmt::format("{} ({})", b.scenario.name, b.scenario.file)},
+                {"step time", fmt::format("{:.3f} s -> {:.3f} s ({:+.3f} s, {:+.1f}%)", ta, tb,
+                                          tb - ta, ta > 0 ? 100 * (tb - ta) / ta : 0.0)},
+                {"TFLOPS/GPU", fmt::format("{:.1f} -> {:.1f}", a.prediction.tflops_per_gpu,
+                                           b.prediction.tflops_per_gpu)},
+                {"tokens/s/GPU", fmt::format("{:.1f} -> {:.1f}", a.prediction.tokens_per_s_per_gpu,
+                                             b.prediction.tokens_per_s_per_gpu)},
+                {"peak memory", fmt::format("{:.1f} -> {:.1f} GiB", a.prediction.peak_memory_gib,
+                                            b.prediction.peak_memory_gib)},
+                {"settings that differ", std::to_string(d["settings_changed"].size())}};
+  std::string changed;
+  for (const auto& s : d["settings_changed"]) {
+    if (changed.size() > 400) {
+      changed += "; ...";
+      break;
+    }
+    changed += fmt::format("{}{}: {} -> {}", changed.empty() ? "" : "; ",
+                           s["path"].get<std::string>(), s["a"].dump(), s["b"].dump());
+  }
+  if (!changed.empty()) page.facts.emplace_back("changed", changed);
+
+  page.charts.push_back(breakdown_chart(
+      {{"A: " + a.scenario.name, ja["breakdown"]}, {"B: " + b.scenario.name, jb["breakdown"]}},
+      "Breakdowns side by side",
+      fmt::format("Each side's critical rank (A: rank {}, B: rank {}), its step split as run "
+                  "--json's breakdown.",
+                  a.prediction.step.critical_rank, b.prediction.step.critical_rank)));
+
+  // Contributions largest first, as diff_json orders them; terms below 0.1% of the larger
+  // step summed into one bar, as `moesim diff` prints them.
+  const double small = 1e-3 * std::max(ta, tb);
+  Json values = Json::array();
+  std::vector<std::string> terms;
+  double rest = 0;
+  int rest_n = 0;
+  for (const auto& c : d["contributions"]) {
+    const double delta = c["delta_s"].get<double>();
+    if (std::abs(delta) < small) {
+      rest += delta;
+      ++rest_n;
+      continue;
+    }
+    const std::string item = c["item"].get<std::string>();
+    const std::string term = c["category"].get<std::string>() + (item.empty() ? "" : " / " + item);
+    terms.push_back(term);
+    values.push_back({{"term", term},
+                      {"delta", delta},
+                      {"a", c["a_s"].get<double>()},
+                      {"b", c["b_s"].get<double>()},
+                      {"effect", delta > 0 ? "adds time in B" : "saves time in B"}});
+  }
+  if (rest_n) {
+    terms.push_back(fmt::format("{} smaller terms", rest_n));
+    values.push_back({{"term", terms.back()},
+                      {"delta", rest},
+                      {"a", nullptr},
+                      {"b", nullptr},
+                      {"effect", rest > 0 ? "adds time in B" : "saves time in B"}});
+  }
+  Json spec = vega_spec(R"json({
+    "data": [{"name": "terms"}],
+    "scales": [
+      {"name": "y", "type": "band", "range": "height", "padding": 0.2},
+      {"name": "x", "type": "linear", "domain": {"data": "terms", "field": "delta"}, "range": "width", "nice": true,
+       "zero": true, "padding": 64},
+      {"name": "color", "type": "ordinal", "domain": ["adds time in B", "saves time in B"],
+       "range": ["#e45756", "#54a24b"]}],
+    "axes": [{"orient": "bottom", "scale": "x", "title": "B - A, seconds of the step", "grid": true},
+             {"orient": "left", "scale": "y"}],
+    "legends": [{"fill": "color", "orient": "bottom", "direction": "horizontal"}],
+    "marks": [
+      {"type": "rect", "from": {"data": "terms"},
+       "encode": {"enter": {
+         "y": {"scale": "y", "field": "term"}, "height": {"scale": "y", "band": 1},
+         "x": {"scale": "x", "value": 0}, "x2": {"scale": "x", "field": "delta"},
+         "fill": {"scale": "color", "field": "effect"},
+         "tooltip": {"signal": "{'term': datum.term, 'B - A s': format(datum.delta, '+.4f'), 'A s': datum.a == null ? '' : format(datum.a, '.4f'), 'B s': datum.b == null ? '' : format(datum.b, '.4f')}"}}}},
+      {"type": "rule",
+       "encode": {"enter": {"x": {"scale": "x", "value": 0}, "y": {"value": 0}, "y2": {"signal": "height"},
+                            "stroke": {"value": "#333"}}}},
+      {"type": "text", "from": {"data": "terms"},
+       "encode": {"enter": {
+         "x": {"scale": "x", "field": "delta", "offset": {"signal": "datum.delta > 0 ? 4 : -4"}},
+         "y": {"scale": "y", "field": "term", "band": 0.5},
+         "align": {"signal": "datum.delta > 0 ? 'left' : 'right'"}, "baseline": {"value": "middle"},
+         "fill": {"value": "#222"}, "text": {"signal": "format(datum.delta, '+.3f') + ' s'"}}}}]
+  })json",
+                        800, std::max(60, 24 * static_cast<int>(terms.size())));
+  spec["data"][0]["values"] = values;
+  spec["scales"][0]["domain"] = string_list(terms);
+  page.charts.push_back(
+      {"Step-time difference by contribution",
+       fmt::format(
+           "B - A = {:+.3f} s, split into the critical ranks' breakdown terms (compute per module, "
+           "exposed "
+           "communication per kind, host-bound idle per module, the schedule's bubble, stage "
+           "imbalance, "
+           "other), largest first; they add up to the difference (residual {:.2g} s). Diff --json: "
+           "contributions.",
+           tb - ta, d["residual_s"].get<double>()),
+       spec});
+  return page;
+}
+
+}  // namespace moesim::reports

@@ -1,0 +1,311 @@
+#include "schedules/kernel_pricing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "hw_models/collectives.hpp"
+#include "hw_models/ep_dispatch.hpp"
+#include "workload/flops.hpp"
+
+namespace moesim::schedules::detail {
+namespace {
+
+// The GPU's link ports (sim_core::Gpu): NVLink and network, each direction.
+enum Port : std::size_t { kNvlOut, kNvlIn, kNetOut, kNetIn };
+
+// Megatron rank order tp-cp-(ep)-dp-pp: a group of `size` ranks `stride` apart crosses
+// NVLink domains when it spans more than one domain of contiguous ranks.
+hw_models::CommGroup group(std::int64_t size, std::int64_t stride, std::int64_t domain) {
+  return {size, (size - 1) * stride >= domain, stride};
+}
+
+}  // namespace
+
+KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& comm, LabelTable& labels,
+                             const FixedChunks* fixed)
+    : in_(in), comm_(comm), compute_(in.system), labels_(labels), fixed_(fixed),
+      host_factor_((!in.stack.cpu_numa_binding && in.system.host.numa_unbound_factor
+                        ? in.system.host.numa_unbound_factor->value
+                        : 1.0) *
+                   (in.system.host.load_factor ? in.system.host.load_factor->value : 1.0)),
+      te_factor_(in.stack.te_host_slim && in.system.host.te_slim_factor ? in.system.host.te_slim_factor->value
+                                                                          : 1.0),
+      captured_(in.framework, in.stack) {
+  const auto eta = hw_models::link_efficiency(in.system);
+  nvl_port_Bps_ = in.system.nvlink.bw_GBps.value * 1e9 * eta.nvlink;
+  net_port_Bps_ = in.system.network.nics_per_gpu.value * in.system.network.nic_Gbps.value / 8 * 1e9 * eta.network;
+  const auto& p = in.parallelism;
+  const std::int64_t dom = in.gpus_per_nvlink_domain;
+  ep_group_ = group(p.ep, p.etp, dom);
+  setup_ep_flows();
+  tp_group_ = group(p.tp, 1, dom);
+  // Dense gradients are reduced, and the distributed optimizer sharded, over DP x CP
+  // (Megatron-Core's data-parallel group with context parallelism; CP ranks hold the same
+  // weights); expert layers fold CP into their expert-DP group already.
+  dp_group_ = group(p.dp * p.cp, p.tp, dom);
+  cp_group_ = group(p.cp, p.tp, dom);
+  edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
+  pp_pair_ = group(2, in.gpus / p.pp, dom);
+  if (fixed_) {
+    const auto chunk = [&](const char* name, double seconds) {
+      return std::vector<Priced>{Priced{labels_.id(name), seconds, 0, 0, false, kCompute, Module::attn, false}};
+    };
+    dense_.fwd = chunk("chunk.fwd", fixed_->seconds(Pass::forward));
+    dense_.bwd = chunk("chunk.bwd", fixed_->seconds(Pass::backward));
+    dense_.bwd_input = chunk("chunk.bwd_input", fixed_->seconds(Pass::backward_input));
+    dense_.bwd_weight = chunk("chunk.wgrad", fixed_->seconds(Pass::backward_weight));
+    fwd_bwd_ = chunk("chunk.fwd_bwd", fixed_->pair_s());
+    moe_ = mtp_ = dense_;
+    pp_s_ = fixed_->p2p_s;
+  } else {
+    price_templates();
+    op_ = Time::from_seconds(in.system.host.op_us.value * host_factor_ * 1e-6);
+    launch_ = Time::from_seconds(in.system.host.launch_us.value * host_factor_ * 1e-6);
+    graph_ = Time::from_seconds(in.system.host.graph_launch_us.value * host_factor_ * 1e-6);
+  }
+}
+
+Priced KernelPricing::price(const workload::KernelTemplate& k) {
+  // Host time: a Python-level op; a library API call from C++ (TE's quantize); a kernel
+  // launched inside a library call with no API call of its own (the driver's launch,
+  // cpp_launch_us); a Transformer Engine Linear call costs the module's measured host time
+  // (its first launch included); a grouped GEMM launches its further per-expert GEMMs from
+  // C++ (multi-stream cuBLAS); plus the allocations and host-only calls before it. All x
+  // the loaded-process factor, and the NUMA factor when the process is unbound.
+  const auto& host = in_.system.host;
+  // A memory-bound kernel from an eager PyTorch op (elementwise, norm, permute) costs
+  // the host less than a Linear's forward.
+  const bool elementwise = k.work.cls == hw_models::KernelClass::memory || k.work.cls == hw_models::KernelClass::gather;
+  const double eager = elementwise && host.elementwise_launch_us ? host.elementwise_launch_us->value : host.launch_us.value;
+  const double cpp = host.cpp_launch_us ? host.cpp_launch_us->value : host.library_launch_us.value;
+  double us = k.te_module_call   ? host.te_linear_us.value * te_factor_
+              : k.cpp_launch     ? cpp
+              : k.library_launch ? host.library_launch_us.value
+                                 : eager;
+  if (k.work.cls == hw_models::KernelClass::grouped_gemm)
+    us += static_cast<double>(k.work.groups - 1) * host.library_launch_us.value;
+  us += k.host_allocs * host.alloc_us.value + k.host_ops * host.op_us.value;
+  Priced p{labels_.id(k.name), 0, us * host_factor_ * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
+           k.host_sync_delay};
+  labels_.set_module(p.label, k.module);
+  const auto& fw = in_.framework;
+  switch (k.comm) {
+    case workload::CommOp::none:
+      p.seconds = compute_.seconds(k.work) * k.time_factor;
+      // Ring attention (TransformerEngine's cp_comm_type p2p): cp steps, each computing
+      // one KV chunk's share while the next chunk arrives from the neighbour, so after
+      // the first step each costs the longer of its compute and one KV transfer:
+      //   t = c + (cp - 1) max(c, t_kv),   c = t_attention / cp.
+      if (k.cp_ring_bytes > 0) {
+        const double cp = static_cast<double>(in_.parallelism.cp);
+        const double c = p.seconds / cp;
+        // One step's transfer: a ring all-gather of the cp chunks over the CP group moves
+        // the same bytes over the same links in cp - 1 steps.
+        const double t_kv = comm_.all_gather(cp * k.cp_ring_bytes, cp_group_) / (cp - 1);
+        p.seconds = c + (cp - 1) * std::max(c, t_kv);
+      }
+      // PDL overlaps the kernel's launch latency with its predecessor's tail.
+      if (k.pdl) p.seconds = std::max(0.0, p.seconds - in_.system.efficiency.kernel_device_us.value * 1e-6);
+      break;
+    case workload::CommOp::ep_dispatch:
+    case workload::CommOp::ep_combine:
+      if (ep_topo_) {
+        // The kernels' own flows: their time, and per GPU what crosses the NIC (the
+        // destination nodes but its own) and what NVLink carries (what it receives).
+        const hw_models::EpFlowTime f = ep_flows(k);
+        const double domains = static_cast<double>(ep_topo_->gpus() / ep_topo_->domain_size());
+        p.seconds = f.time_s;
+        p.ports = port_loads({f.nvl_bytes, f.rdma_bytes * (domains - 1) / domains}, p.seconds);
+      } else {
+        p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
+                                               {k.comm_bytes, ep_group_, k.comm == workload::CommOp::ep_combine});
+        p.ports = port_loads(a2a_bytes(k.comm_bytes, ep_group_), p.seconds);
+      }
+      p.category = kEpComm;
+      // DeepEP / HybridEP kernels hold their SMs; NCCL's are left to the network issue.
+      p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;
+      p.reserved = true;
+      break;
+    case workload::CommOp::ep_all_gather:  // NCCL over the EP group (HybridEP's routing maps)
+      p.seconds = comm_.all_gather(k.comm_bytes, ep_group_);
+      p.category = kEpComm;
+      p.sms = -1;
+      p.ports = port_loads(ring_bytes(k.comm_bytes, ep_group_), p.seconds);
+      break;
+    case workload::CommOp::tp_all_gather:
+    case workload::CommOp::tp_reduce_scatter:
+      p.seconds = comm_.all_gather(k.comm_bytes, tp_group_);
+      p.category = kTpComm;
+      p.sms = -1;
+      p.ports = port_loads(ring_bytes(k.comm_bytes, tp_group_), p.seconds);
+      break;
+  }
+  return p;
+}
+
+// DeepEP and HybridEP: their kernels as flows over the EP group's topology, with the
+// library's parameters applied through this system's links (hw_models/ep_flows.hpp,
+// ep_library_time), the same model `moesim comm` prices: one copy per destination rank
+// (each token once per destination node across domains, forwarded over NVLink), not one
+// per expert. The scenario loader has refused placements the library cannot run in
+// (hw_models::ep_unsupported).
+void KernelPricing::setup_ep_flows() {
+  const auto& fw = in_.framework;
+  const auto& p = in_.parallelism;
+  const auto& m = in_.model;
+  if (fixed_ || !m.is_moe() || p.ep <= 1) return;
+  if (fw.dispatcher != hw_models::Dispatcher::deepep && fw.dispatcher != hw_models::Dispatcher::hybridep) return;
+  const std::int64_t domain = std::max<std::int64_t>(1, in_.gpus_per_nvlink_domain / p.etp);
+  ep_topo_.emplace(in_.system, p.ep, std::min(domain, p.ep));
+}
+
+hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k) const {
+  const auto& m = in_.model;
+  const auto& p = in_.parallelism;
+  const bool combine = k.comm == workload::CommOp::ep_combine;
+  hw_models::EpBenchmark b;
+  b.ranks = static_cast<int>(p.ep);
+  b.sms = in_.framework.dispatcher_sms;
+  b.hidden = static_cast<double>(m.hidden_size);
+  // The template's bytes are the hottest rank's per-expert copies: T x k x hidden x element.
+  b.element_bytes = k.comm_element_bytes;
+  b.tokens = k.comm_bytes / (static_cast<double>(m.topk) * b.hidden * b.element_bytes);
+  b.experts = static_cast<int>(m.num_experts);
+  b.topk = static_cast<int>(m.topk);
+  // Group-limited routing over as many groups as domains is node-limited routing.
+  const int domains = ep_topo_->gpus() / ep_topo_->domain_size();
+  b.groups = m.router_groups > 0 && m.router_topk_groups > 0
+                 ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
+                 : domains;
+  b.combine = combine;
+  return hw_models::ep_library_time(
+      in_.system, *ep_topo_, in_.framework.dispatcher, b,
+      hw_models::ep_bandwidth_factor(in_.system, in_.framework.dispatcher, in_.stack.deepep_tuned));
+}
+
+void KernelPricing::price_templates() {
+  const workload::TemplateInputs ti{in_.model,     in_.training,     in_.parallelism, in_.framework,
+                                    in_.stack,     in_.padded_vocab, in_.ep_load};
+  const workload::ModelTemplates t = workload::build_templates(ti);
+  const auto convert = [&](const workload::LayerTemplate& lt, PricedLayer& out) {
+    for (const auto& k : lt.fwd) {
+      out.fwd.push_back(price(k));
+      labels_.set_pass(out.fwd.back().label, kFwd);
+    }
+    for (const auto& k : lt.bwd) {
+      out.bwd.push_back(price(k));
+      const bool weight = k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0;
+      labels_.set_pass(out.bwd.back().label, weight ? kWgrad : kBwd);
+      out.bwd.back().delayed = weight && k.library_launch && in_.framework.delay_wgrad_compute;
+      (weight ? out.bwd_weight : out.bwd_input).push_back(out.bwd.back());
+    }
+  };
+  convert(t.dense, dense_);
+  convert(t.moe, moe_);
+  convert(t.embedding, embedding_);
+  convert(t.head, head_);
+  convert(t.mtp, mtp_);
+
+
+  const auto& tr = in_.training;
+  const auto& p = in_.parallelism;
+  double act = static_cast<double>(tr.micro_batch_size * tr.seq_length) / static_cast<double>(p.cp) *
+               static_cast<double>(in_.model.hidden_size) * 2;
+  if (p.sequence_parallel) act /= static_cast<double>(p.tp);
+  pp_s_ = comm_.send_recv(act, pp_pair_);
+  PortBytes pp;
+  (pp_pair_.crosses_network ? pp.net : pp.nvl) = act;
+  pp_send_ports_ = port_loads(pp, pp_s_, true, false);
+  pp_recv_ports_ = port_loads(pp, pp_s_, false, true);
+}
+
+// Gradients reduced in framework.grad_reduce_dtype (BF16, or FP32 without Megatron's
+// --grad-reduce-in-bf16).
+double KernelPricing::grad_bytes() const {
+  return in_.framework.grad_reduce_dtype == workload::GradDtype::fp32 ? 4 : 2;
+}
+double KernelPricing::dp_seconds(const StageParams& sp) const {
+  const double g = grad_bytes();
+  const double rs = comm_.reduce_scatter(sp.dense * g, dp_group_) + comm_.reduce_scatter(sp.expert * g, edp_group_);
+  if (reduce_scatters()) return rs;
+  return rs + comm_.all_gather(sp.dense * g, dp_group_) + comm_.all_gather(sp.expert * g, edp_group_);
+}
+double KernelPricing::gather_seconds(const StageParams& sp) const {
+  const double b = in_.framework.fp8_param_gather ? 1 : 2;
+  return comm_.all_gather(sp.dense * b, dp_group_) + comm_.all_gather(sp.expert * b, edp_group_);
+}
+// The optimizer step over this rank's share, memory-bound on HBM: Adam reads the main
+// gradient (4 or 2 bytes), reads and writes the FP32 master (8) and both moments (4 x
+// moment bytes) and writes the BF16 weight (2). Muon (layer-wise: whole matrices dealt
+// out over the DP ranks, sharded even without the distributed optimizer) reads and writes
+// one FP32 momentum instead of the moments, and orthogonalizes its matrices: Newton-Schulz
+// GEMMs (workload::muon_ns_flops) at the GPU's BF16 GEMM rate (its FP32 matmuls run at
+// PyTorch's "medium" precision).
+double KernelPricing::optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const {
+  const auto& p = in_.parallelism;
+  const auto& fw = in_.framework;
+  const bool sharded = workload::optimizer_states_sharded(fw);
+  const double dp = sharded ? static_cast<double>(p.dp * p.cp) : 1.0;
+  const double edp = sharded ? static_cast<double>(p.expert_dp) : 1.0;
+  const double shard = sp.dense / dp + sp.expert / edp;
+  hw_models::ComputeWork w;
+  // Read the gradient, read and write the master and the states, write the BF16 weight.
+  w.bytes = shard * (workload::main_grad_bytes(fw) + 2 * (4 + workload::optimizer_state_bytes(fw)) + 2);
+  double t = compute_.seconds(w);
+  if (fw.optimizer == workload::OptimizerKind::muon) {
+    hw_models::ComputeWork ns;
+    ns.cls = hw_models::KernelClass::gemm;
+    ns.flops = ns_flops.dense / dp + ns_flops.expert / edp;
+    t += compute_.seconds(ns);
+  }
+  return t;
+}
+
+// Members of a group in one NVLink domain: consecutive members are `stride` apart.
+double KernelPricing::members_per_domain(const hw_models::CommGroup& g) const {
+  const double n = static_cast<double>(g.size);
+  if (!g.crosses_network) return n;
+  return std::min(n, std::max(1.0, std::floor(static_cast<double>(in_.gpus_per_nvlink_domain) /
+                                              static_cast<double>(std::max<std::int64_t>(1, g.stride)))));
+}
+
+KernelPricing::PortBytes KernelPricing::ring_bytes(double buffer, const hw_models::CommGroup& g) const {
+  PortBytes b;
+  if (g.size <= 1) return b;
+  const double n = static_cast<double>(g.size), sent = buffer * (n - 1) / n;
+  if (!g.crosses_network) {
+    b.nvl = sent;
+    return b;
+  }
+  // One ring per NIC of a domain: each rank's NIC carries one channel's crossing.
+  b.net = sent / members_per_domain(g);
+  b.nvl = sent - b.net;
+  return b;
+}
+
+KernelPricing::PortBytes KernelPricing::a2a_bytes(double per_rank, const hw_models::CommGroup& g) const {
+  PortBytes b;
+  if (g.size <= 1) return b;
+  const double n = static_cast<double>(g.size), local = members_per_domain(g);
+  b.nvl = per_rank * (local - 1) / n;
+  b.net = per_rank * (n - local) / n;
+  return b;
+}
+
+PortLoads KernelPricing::port_loads(const PortBytes& b, double seconds, bool out, bool in) const {
+  PortLoads l{};
+  if (seconds <= 0) return l;
+  const auto load = [&](double bytes, double cap) { return static_cast<float>(bytes / seconds / cap); };
+  if (out) l[kNvlOut] = load(b.nvl, nvl_port_Bps_), l[kNetOut] = load(b.net, net_port_Bps_);
+  if (in) l[kNvlIn] = load(b.nvl, nvl_port_Bps_), l[kNetIn] = load(b.net, net_port_Bps_);
+  return l;
+}
+
+PortLoads KernelPricing::dp_loads(const StageParams& sp, bool gather) const {
+  const double b = gather ? (in_.framework.fp8_param_gather ? 1 : 2) : grad_bytes() * (reduce_scatters() ? 1 : 2);
+  PortBytes bytes = ring_bytes(sp.dense * b, dp_group_);
+  bytes += ring_bytes(sp.expert * b, edp_group_);
+  return port_loads(bytes, gather ? gather_seconds(sp) : dp_seconds(sp));
+}
+
+}  // namespace moesim::schedules::detail

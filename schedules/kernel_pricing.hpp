@@ -1,0 +1,224 @@
+// schedules/kernel_pricing.hpp: a layer's kernel templates (workload/layer_graph.hpp)
+// priced under one scenario, and the costs of the step's work outside the layers (DP
+// collectives, the optimizer step, pipeline transfers). Internal to the step simulation
+// (schedules/step_sim.hpp); the per-rank program (schedules/rank_program.hpp) launches
+// what is priced here.
+//
+// A kernel's price has two parts:
+//   device seconds   compute kernels: the roofline of hw_models/compute.hpp x the
+//                    template's time factor; ring attention (TE cp_comm_type p2p):
+//                      t = c + (cp - 1) max(c, t_kv),   c = t_attention / cp,
+//                    t_kv one step of a ring all-gather of the KV chunks over the CP group;
+//                    PDL takes the kernel's launch latency (efficiency.kernel_device_us) off.
+//                    EP dispatch / combine: DeepEP's and HybridEP's kernels as flows over
+//                    the EP group's topology with the library's profile (hw_models/
+//                    ep_flows.hpp, ep_library_time; the model `moesim comm` prices), else
+//                    the dispatcher's all-to-all (hw_models/ep_dispatch.hpp). TP and the
+//                    HybridEP routing-map all-gather: NCCL collectives (the CommModel).
+//   host seconds     what the host spends before the launch returns (sim_core/host.hpp):
+//                      h = (base + (groups - 1) library_launch + allocs alloc + ops op)
+//                          x load_factor x numa_unbound_factor (processes not NUMA-bound),
+//                    base: a TE Linear module call (te_linear_us, x te_slim_factor with the
+//                    slim host code), a kernel a library launches from C++ inside a call it
+//                    is already in (cpp_launch_us: tritonbench PR 1017), a library API call
+//                    (library_launch_us), or an eager PyTorch op (elementwise_launch_us
+//                    for memory-bound kernels, else launch_us). Sources: the system
+//                    presets' host block (scenarios/systems/*.json).
+// Transfers also carry link-port loads (sim_core::Gpu): the bytes each rank moves through
+// its NVLink and network ports over the transfer's time, over the port's capacity (link x
+// the preset's link efficiency); rings send (n-1)/n of the buffer, NCCL's one ring per NIC
+// puts 1/(members per domain) of it on the NIC; all-to-alls split by members per domain.
+//
+// Outside the layers (Megatron-Core's distributed optimizer, shared/reference/
+// domain-brief.md):
+//   DP reduction   reduce-scatter of the gradients (grad_reduce_dtype bytes) over DP x CP
+//                  (dense) and expert-DP (experts); plus the all-gather without the
+//                  distributed optimizer or FSDP (an all-reduce as a ring)
+//   param gather   all-gather of the BF16 (FP8 with fp8_param_gather) parameters
+//   optimizer      HBM-bound: per parameter of the shard, read the main gradient, read and
+//                  write the FP32 master and the moments, write the BF16 weight; Muon adds
+//                  its Newton-Schulz GEMMs (workload::muon_ns_flops) at the BF16 GEMM rate
+//   pipeline       one activation (mbs x seq / cp x hidden x 2 bytes, / tp with SP) by
+//                  send-recv between neighbouring stages
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw_models/comm_cost.hpp"
+#include "hw_models/compute.hpp"
+#include "hw_models/ep_flows.hpp"
+#include "schedules/dp_plan.hpp"
+#include "schedules/pipeline_order.hpp"
+#include "schedules/stage_params.hpp"
+#include "schedules/step_sim.hpp"
+#include "sim_core/gpu.hpp"
+#include "workload/layer_graph.hpp"
+
+namespace moesim::schedules::detail {
+
+using sim_core::Time;
+using workload::Module;
+
+// What a kernel (or the event it records) is: computation or one kind of communication.
+// The order after kCompute is CommKind's (the breakdown maps one onto the other).
+enum Category : std::uint8_t { kCompute, kEpComm, kTpComm, kPpComm, kDpComm };
+
+// The chunk pass of a layer kernel's label: forward, backward (with recompute) or a
+// weight-gradient GEMM; kNoPass for kernels outside the layers.
+inline constexpr std::uint8_t kFwd = 0, kBwd = 1, kWgrad = 2, kNoPass = 3;
+
+using PortLoads = std::array<float, sim_core::Kernel::kPorts>;
+
+// Kernel and host-op names interned as label ids, with the module and chunk pass of each
+// layer kernel's label (for the breakdown by module and the bubble split).
+class LabelTable {
+ public:
+  std::uint32_t id(const std::string& name) {
+    auto [it, inserted] = ids_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
+    if (inserted) names_.push_back(name);
+    return it->second;
+  }
+  const std::vector<std::string>& names() const { return names_; }
+  // The module of a layer kernel's label; kModuleCount for the others.
+  std::size_t module_of(std::uint32_t label) const {
+    return label < module_.size() ? module_[label] : workload::kModuleCount;
+  }
+  void set_module(std::uint32_t label, Module m) {
+    if (module_.size() <= label) module_.resize(label + 1, workload::kModuleCount);
+    module_[label] = static_cast<std::size_t>(m);
+  }
+  std::uint8_t pass_of(std::uint32_t label) const { return label < pass_.size() ? pass_[label] : kNoPass; }
+  void set_pass(std::uint32_t label, std::uint8_t pass) {
+    if (pass_.size() <= label) pass_.resize(label + 1, kNoPass);
+    pass_[label] = pass;
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::size_t> module_;  // by label id
+  std::vector<std::uint8_t> pass_;   // by label id
+  std::map<std::string, std::uint32_t> ids_;
+};
+
+// A template kernel priced on this system.
+struct Priced {
+  std::uint32_t label;
+  double seconds;
+  double host_s;        // host time of its launch and what the host does before it
+  int sms;
+  bool reserved;
+  Category category;
+  Module module;
+  bool sync;
+  int sync_delay = 0;  // launches the host makes before it blocks on the sync
+  bool delayed = false;  // a TE weight-gradient GEMM under --delay-wgrad-compute
+  PortLoads ports{};     // link-port loads (transfers)
+};
+
+struct PricedLayer {
+  std::vector<Priced> fwd, bwd;
+  // The backward split for zero-bubble schedules: input gradients (everything but the
+  // weight-gradient GEMMs) and weight gradients (the ".wgrad" GEMMs).
+  std::vector<Priced> bwd_input, bwd_weight;
+  const std::vector<Priced>& of(Pass p) const {
+    switch (p) {
+      case Pass::forward: return fwd;
+      case Pass::backward: return bwd;
+      case Pass::backward_input: return bwd_input;
+      case Pass::backward_weight: return bwd_weight;
+    }
+    return bwd;
+  }
+};
+
+// Every price of one step: the layers' kernels (or, for the schedule alone, fixed
+// chunks), the host's per-op costs, and the work outside the layers.
+class KernelPricing {
+ public:
+  // `fixed`: the pipeline schedule alone (simulate_pipeline): every layer pass is one
+  // kernel of the given time, hosts are free, only pipeline transfers communicate.
+  KernelPricing(const StepInput& in, const hw_models::CommModel& comm, LabelTable& labels,
+                const FixedChunks* fixed);
+
+  bool fixed() const { return fixed_ != nullptr; }
+  const PricedLayer& layer(const LayoutItem& item) const {
+    switch (layer_slot(item, in_.model)) {
+      case LayerSlot::embedding: return embedding_;
+      case LayerSlot::head: return head_;
+      case LayerSlot::moe: return moe_;
+      case LayerSlot::dense: return dense_;
+      case LayerSlot::mtp: return mtp_;
+    }
+    return dense_;
+  }
+  // Fixed chunks: the overlapped forward-backward pair as one kernel of F&B.
+  const std::vector<Priced>& fwd_bwd() const { return fwd_bwd_; }
+  bool captured(Module m) const { return captured_[m]; }
+  // Host costs of an op, an eager launch and a CUDA graph launch; zero with fixed chunks.
+  Time op_cost() const { return op_; }
+  Time launch_cost() const { return launch_; }
+  Time graph_cost() const { return graph_; }
+
+  double pp_seconds() const { return pp_s_; }
+  const PortLoads& pp_loads(bool send) const { return send ? pp_send_ports_ : pp_recv_ports_; }
+  // Whether the step has data-parallel traffic: some DP group of more than one rank.
+  bool dp_traffic() const {
+    return !fixed() && (in_.parallelism.dp * in_.parallelism.cp > 1 || in_.parallelism.expert_dp > 1);
+  }
+  // A gradient reduction: reduce-scatter with the distributed optimizer or FSDP, else an
+  // all-reduce (a ring: the reduce-scatter then the all-gather).
+  bool reduce_scatters() const { return in_.framework.distributed_optimizer || in_.parallelism.fsdp; }
+  double dp_seconds(const StageParams& sp) const;
+  double gather_seconds(const StageParams& sp) const;
+  PortLoads dp_loads(const StageParams& sp, bool gather) const;
+  double optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const;
+
+ private:
+  // Bytes each rank moves through its NVLink and network ports, each direction
+  // (symmetric groups send what they receive).
+  struct PortBytes {
+    double nvl = 0, net = 0;
+    PortBytes& operator+=(const PortBytes& o) {
+      nvl += o.nvl;
+      net += o.net;
+      return *this;
+    }
+  };
+  Priced price(const workload::KernelTemplate& k);
+  void price_templates();
+  void setup_ep_flows();
+  hw_models::EpFlowTime ep_flows(const workload::KernelTemplate& k) const;
+  double grad_bytes() const;
+  double members_per_domain(const hw_models::CommGroup& g) const;
+  PortBytes ring_bytes(double buffer, const hw_models::CommGroup& g) const;
+  PortBytes a2a_bytes(double per_rank, const hw_models::CommGroup& g) const;
+  PortLoads port_loads(const PortBytes& b, double seconds, bool out = true, bool in = true) const;
+
+  const StepInput& in_;
+  const hw_models::CommModel& comm_;
+  hw_models::ComputeModel compute_;
+  LabelTable& labels_;
+  const FixedChunks* fixed_;
+  std::vector<Priced> fwd_bwd_;
+  double host_factor_;        // every host cost x this (a loaded process; processes not NUMA-bound)
+  double te_factor_;          // Transformer Engine module host time x this (slimmer host code)
+  Time op_, launch_, graph_;  // host costs; zero with fixed chunks
+  hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
+  // DeepEP / HybridEP across NVLink domains: their kernels as flows over the EP group's
+  // topology (hw_models/ep_flows.hpp) where the preset has the library's link fractions.
+  std::optional<hw_models::Topology> ep_topo_;
+  hw_models::CommGroup pp_pair_;   // a rank and its peer in the next pipeline stage
+  hw_models::CommGroup cp_group_;  // a context-parallel ring
+  PortLoads pp_send_ports_{}, pp_recv_ports_{};  // one activation each way
+  double nvl_port_Bps_ = 0, net_port_Bps_ = 0;   // what a transfer gets of each port (link x efficiency)
+  double pp_s_ = 0;
+  PricedLayer dense_, moe_, embedding_, head_, mtp_;
+  workload::CaptureSet captured_;
+};
+
+}  // namespace moesim::schedules::detail

@@ -1,0 +1,519 @@
+#include "schedules/rank_program.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace moesim::schedules::detail {
+
+const char* const kTrackNames[kTracks] = {"compute",      "pp.fwd.send",  "pp.fwd.recv",  "pp.bwd.send",
+                                          "pp.bwd.recv",  "dp",           "dp.gather",    "pp2.fwd.send", "pp2.fwd.recv",
+                                          "pp2.bwd.send", "pp2.bwd.recv", "compute.pair"};
+
+namespace {
+
+using sim_core::EventId;
+using sim_core::HostOp;
+using sim_core::Kernel;
+using sim_core::kNoEvent;
+
+int pp_track(bool forward, bool send, bool descending) {
+  const int t = forward ? (send ? kPpFwdSend : kPpFwdRecv) : (send ? kPpBwdSend : kPpBwdRecv);
+  return descending ? t - kPpFwdSend + kPp2FwdSend : t;
+}
+
+// One pipeline rank's host program, expanded one work item at a time.
+class RankProgram final : public sim_core::HostProgram {
+ public:
+  // `global` is the Megatron rank; in representative mode the pipeline rank itself.
+  RankProgram(StepState& sim, sim_core::Gpu& gpu, std::int64_t global)
+      : sim_(sim), price_(sim.pricing()), gpu_(gpu),
+        rank_(static_cast<int>(sim.full() ? global / sim.stage_size() : global)),
+        lane_(sim.full() ? global % sim.stage_size() : 0),
+        items_(pipeline_order(sim.in().schedule, static_cast<int>(sim.in().parallelism.pp),
+                              static_cast<int>(sim.in().parallelism.vpp), rank_,
+                              static_cast<int>(sim.in().parallelism.num_microbatches),
+                              sim.in().framework.moe_a2a_overlap && !sim.fixed())) {
+    const int chunks = sim.shape().chunks();
+    recv_event_.assign(items_.size(), kNoEvent);
+    last_bwd_.assign(static_cast<std::size_t>(chunks), -1);
+    first_fwd_.assign(static_cast<std::size_t>(chunks), -1);
+    for (int i = 0; i < static_cast<int>(items_.size()); ++i) {
+      const auto& it = items_[static_cast<std::size_t>(i)];
+      if (it.weights()) last_bwd_[static_cast<std::size_t>(it.chunk)] = i;
+      if (it.forward() && first_fwd_[static_cast<std::size_t>(it.chunk)] < 0)
+        first_fwd_[static_cast<std::size_t>(it.chunk)] = i;
+    }
+    gather_.assign(static_cast<std::size_t>(chunks), {});
+    wgrad_done_.assign(static_cast<std::size_t>(chunks), kNoEvent);
+    // Groups by Megatron's rank order within a stage: dense tp-cp-dp, expert etp-ep-edp.
+    const auto& p = sim.in().parallelism;
+    const std::int64_t stage = static_cast<std::int64_t>(rank_) * sim.stage_size();
+    const std::int64_t tp_i = lane_ % p.tp;
+    tp_group_ = stage + lane_ / p.tp;
+    dp_group_ = stage + tp_i;  // DP x CP
+    ep_group_ = stage + lane_ % p.etp + p.etp * (lane_ / (p.etp * p.ep));
+    if (sim.full()) tp_members_ = p.tp, dp_members_ = p.dp * p.cp, ep_members_ = p.ep;
+    graph_label_ = sim.label("host.graph_launch");
+    sync_label_ = sim.label("host.sync_wait");
+    pair_sync_label_ = sim.label("host.pair_sync");
+  }
+
+  bool next(HostOp& op) override {
+    while (pos_ == buf_.size()) {
+      buf_.clear();
+      pos_ = 0;
+      if (phase_ == 0) {
+        step_start();
+        phase_ = 1;
+      } else if (next_item_ < items_.size()) {
+        expand(static_cast<int>(next_item_++));
+      } else if (phase_ == 1) {
+        step_end();
+        phase_ = 2;
+      } else {
+        return false;
+      }
+    }
+    op = buf_[pos_++];
+    return true;
+  }
+
+ private:
+  // The host's slice is named after the kernel it launches (in traces: what the host
+  // spends its time on, next to the GPU lanes).
+  void launch(int stream, Kernel k, Time cpu) {
+    HostOp op;
+    op.kind = HostOp::Kind::launch;
+    op.cpu = cpu;
+    op.label = k.label;
+    op.gpu = &gpu_;
+    op.stream = stream;
+    op.kernel = k;
+    buf_.push_back(op);
+  }
+  void wait(EventId e) {
+    HostOp op;
+    op.kind = HostOp::Kind::wait;
+    op.event = e;
+    op.label = sync_label_;
+    buf_.push_back(op);
+  }
+  Time op_cost() const { return price_.op_cost(); }
+  Time launch_cost() const { return price_.launch_cost(); }
+  Time graph_cost() const { return price_.graph_cost(); }
+
+  static Kernel kernel(std::uint32_t label, Category c, double seconds, int sms = 0, bool reserved = false) {
+    Kernel k;
+    k.label = label;
+    k.category = c;
+    k.work_s = seconds;
+    k.sms = sms;
+    k.reserved = reserved;
+    return k;
+  }
+
+  // A data-parallel collective on `stream` over the dense DP and expert-DP groups:
+  // parameters `sp` all-gathered (`gather`) or their gradients reduced, after `after`.
+  EventId dp_collective(int stream, const char* name, const StageParams& sp, bool gather, EventId after) {
+    Kernel k = kernel(sim_.label(name), kDpComm, gather ? price_.gather_seconds(sp) : price_.dp_seconds(sp), -1);
+    k.port_load = price_.dp_loads(sp, gather);
+    k.waits[0] = after;
+    k.record = sim_.event(kDpComm);
+    k.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
+    launch(stream, k, op_cost());
+    return k.record;
+  }
+
+  // Distributed optimizer: the buckets' parameter all-gathers, in forward order, ahead
+  // of the first forward (schedules/dp_plan.hpp). Without --overlap-param-gather the
+  // first forward waits for all of them.
+  void step_start() {
+    const auto& fw = sim_.in().framework;
+    if (!price_.dp_traffic() || !fw.distributed_optimizer || sim_.in().parallelism.fsdp) return;
+    EventId last = kNoEvent;
+    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
+      const DpPlan& plan = sim_.dp_plan(rank_, c);
+      auto& g = gather_[static_cast<std::size_t>(c)];
+      g.assign(plan.bucket.size(), kNoEvent);
+      for (std::size_t k = 0; k < plan.bucket.size(); ++k)
+        if (plan.bucket[k].dense > 0 || plan.bucket[k].expert > 0)
+          last = g[k] = dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[k], true, kNoEvent);
+    }
+    if (fw.overlap_param_gather) return;
+    for (auto& g : gather_) std::fill(g.begin(), g.end(), kNoEvent);
+    for (auto& g : gather_)
+      if (!g.empty()) g.front() = last;
+  }
+
+  // Without --overlap-grad-reduce the buckets are reduced after the last backward; then
+  // the optimizer step over this rank's shard.
+  void step_end() {
+    if (sim_.fixed()) return;
+    const auto& fw = sim_.in().framework;
+    if (price_.dp_traffic() && !fw.overlap_grad_reduce && !sim_.in().parallelism.fsdp)
+      for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
+        const DpPlan& plan = sim_.dp_plan(rank_, c);
+        for (std::size_t k = plan.bucket.size(); k-- > 0;)
+          if (plan.bucket[k].dense > 0 || plan.bucket[k].expert > 0)
+            last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[k], false,
+                                     wgrad_done_[static_cast<std::size_t>(c)]);
+      }
+    StageParams all, ns;
+    const bool muon = fw.optimizer == workload::OptimizerKind::muon;
+    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
+      all += sim_.stage_params(rank_, c);
+      if (muon) ns += sim_.muon_flops(rank_, c);
+    }
+    Kernel k = kernel(sim_.label(muon ? "optimizer.muon" : "optimizer.adam"), kCompute,
+                      price_.optimizer_seconds(all, ns));
+    k.waits[0] = last_dp_;
+    k.record = sim_.event(kCompute);
+    launch(kComputeStream, k, launch_cost());
+    // Layer-wise Muon without the distributed optimizer: every rank updated the matrices it
+    // owns, and all-gathers the others' after the step (not overlapped: Megatron-Core
+    // layer_wise_optimizer.py; the Kimi-K2 recipe).
+    if (muon && !fw.distributed_optimizer && price_.dp_traffic() && !sim_.in().parallelism.fsdp)
+      dp_collective(kDpStream, "dp.param_all_gather", all, true, k.record);
+  }
+  const char* reduce_name() const {
+    return sim_.in().parallelism.fsdp           ? "fsdp.grad_reduce_scatter"
+           : price_.reduce_scatters()            ? "dp.grad_reduce_scatter"
+                                               : "dp.grad_all_reduce";
+  }
+
+  // Launches item j's receive, if it needs one, and remembers its completion event.
+  // The item's place: its pipeline stage's id (pairs transfers) and whether it is the
+  // first or last stage of its pipeline.
+  struct Place {
+    int id, layout_stage;
+    bool descending, first, last;
+  };
+  Place place(const WorkItem& it) const {
+    const PipelineShape& shape = sim_.shape();
+    const StagePlace p = shape.place(rank_, it.chunk);
+    return {shape.stage_id(p), p.layout_stage, p.descending, p.stage == 0, p.stage == shape.stages() - 1};
+  }
+
+  void post_recv(int j) {
+    const WorkItem& it = items_[static_cast<std::size_t>(j)];
+    const Place pl = place(it);
+    if (!it.communicates() || (it.forward() ? pl.first : pl.last)) return;
+    Kernel r = kernel(sim_.label(it.forward() ? "pp.recv_activation" : "pp.recv_grad"), kPpComm,
+                      price_.pp_seconds(), -1);
+    r.port_load = price_.pp_loads(false);
+    r.rendezvous = sim_.pair(it.microbatch, pl.id, it.forward(), lane_);
+    r.record = recv_event_[static_cast<std::size_t>(j)] = sim_.event(kPpComm);
+    launch(pp_track(it.forward(), false, pl.descending), r, op_cost());
+  }
+
+  // One chunk's kernels in flight on one compute stream: the gates of its first kernel,
+  // the CUDA graph run it is in, and its last kernel (what sends and reductions wait for).
+  struct Lane {
+    int item = -1;  // the work item
+    int stream = kComputeStream;
+    EventId gate = kNoEvent;
+    EventId cross = kNoEvent;       // the next kernel waits for the other lane (DualPipe pairs)
+    EventId layer_gate = kNoEvent;  // the next kernel waits for its layer's parameters
+    bool first = true, in_graph = false;
+    std::size_t last = 0;
+    std::vector<EventId> unit_gather;  // FSDP: each stage item's parameter all-gather
+  };
+
+  void emit(const Priced& p, Lane& l) {
+    Time cpu = Time::from_seconds(p.host_s);
+    if (price_.captured(p.module)) {
+      // A run of captured kernels is one graph (Megatron captures one per layer and
+      // pass: L x M x 2); an eager kernel or a host sync ends it.
+      if (!l.in_graph) {
+        HostOp g;
+        g.cpu = graph_cost();
+        g.label = graph_label_;
+        buf_.push_back(g);
+      }
+      l.in_graph = true;
+      cpu = Time::zero();
+    } else {
+      l.in_graph = false;
+    }
+    Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
+    k.port_load = p.ports;
+    if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
+    if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
+    k.waits[0] = l.first ? l.gate : l.cross;
+    k.waits[1] = l.layer_gate;
+    l.first = false;
+    l.cross = l.layer_gate = kNoEvent;
+    if (p.sync) k.record = sim_.event(p.category);
+    l.last = buf_.size();
+    launch(l.stream, k, cpu);
+    if (pending_launches_ > 0 && --pending_launches_ == 0) {
+      wait(pending_sync_);
+      l.in_graph = false;
+    }
+    if (p.sync) {
+      if (p.sync_delay == 0) {
+        wait(k.record);
+        l.in_graph = false;
+      } else {
+        pending_sync_ = k.record;
+        pending_launches_ = p.sync_delay;
+      }
+    }
+  }
+
+  // One kernel of an item, or none (a layer without kernels in this pass), and the stage
+  // items it begins and ends: where layer-wise data-parallel traffic hooks in.
+  struct Step {
+    const Priced* p = nullptr;
+    int begins = -1, ends = -1;
+  };
+  // The item's kernels in launch order: its stage's layers forward, or backward in reverse
+  // (the whole backward, or the zero-bubble split's part).
+  std::vector<Step> kernels_of(const WorkItem& it, const Place& pl) const {
+    const auto& items = sim_.in().layout.stages()[static_cast<std::size_t>(pl.layout_stage)].items;
+    std::vector<Step> out;
+    const int n = static_cast<int>(items.size());
+    for (int i = 0; i < n; ++i) {
+      const int k = it.forward() ? i : n - 1 - i;
+      const auto& ks = price_.layer(items[static_cast<std::size_t>(k)]).of(it.pass);
+      if (ks.empty()) out.push_back({nullptr, k, k});
+      for (std::size_t j = 0; j < ks.size(); ++j)
+        out.push_back({&ks[j], j == 0 ? k : -1, j + 1 == ks.size() ? k : -1});
+    }
+    return out;
+  }
+
+  void emit_step(const Step& st, Lane& l) {
+    if (st.begins >= 0) before_layer(l, st.begins);
+    if (st.p) emit(*st.p, l);
+    if (st.ends >= 0) after_layer(l, st.ends);
+  }
+
+  // Before stage item k's kernels: the parameters it needs. FSDP gathers the unit (and
+  // prefetches the next one in the pass's order) in every pass but the weight-gradient
+  // one; the distributed optimizer's first forward waits for the item's bucket.
+  void before_layer(Lane& l, int k) {
+    if (!price_.dp_traffic()) return;
+    const WorkItem& it = items_[static_cast<std::size_t>(l.item)];
+    const auto c = static_cast<std::size_t>(it.chunk);
+    if (!sim_.in().parallelism.fsdp) {
+      if (it.forward() && first_fwd_[c] == l.item && !gather_[c].empty())
+        l.layer_gate = gather_[c][static_cast<std::size_t>(k)];
+      return;
+    }
+    if (it.pass == Pass::backward_weight) return;
+    const DpPlan& plan = sim_.dp_plan(rank_, it.chunk);
+    if (l.unit_gather.empty()) l.unit_gather.assign(plan.item.size(), kNoEvent);
+    const int next = it.forward() ? k + 1 : k - 1;
+    for (int u : {k, next}) {
+      if (u < 0 || u >= static_cast<int>(plan.item.size())) continue;
+      EventId& e = l.unit_gather[static_cast<std::size_t>(u)];
+      if (e == kNoEvent)
+        e = dp_collective(kDpGatherStream, "fsdp.param_all_gather", plan.item[static_cast<std::size_t>(u)], true,
+                          kNoEvent);
+    }
+    l.layer_gate = l.unit_gather[static_cast<std::size_t>(k)];
+  }
+
+  // After stage item k's weight gradients: FSDP reduce-scatters the unit's every time;
+  // DDP reduces the buckets that close at k in the chunk's last backward.
+  void after_layer(Lane& l, int k) {
+    if (!price_.dp_traffic()) return;
+    const WorkItem& it = items_[static_cast<std::size_t>(l.item)];
+    if (!it.weights()) return;
+    const DpPlan& plan = sim_.dp_plan(rank_, it.chunk);
+    const auto u = static_cast<std::size_t>(k);
+    const EventId done = l.first ? l.gate : lane_done(l);
+    if (sim_.in().parallelism.fsdp) {
+      last_dp_ = dp_collective(kDpStream, reduce_name(), plan.item[u], false, done);
+    } else if (sim_.in().framework.overlap_grad_reduce && last_bwd_[static_cast<std::size_t>(it.chunk)] == l.item &&
+               (plan.bucket[u].dense > 0 || plan.bucket[u].expert > 0)) {
+      last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[u], false, done);
+    }
+  }
+
+  // Posts the receives of items up to `upto` and returns item `index`'s gates.
+  Lane lane_for(int index, int upto, int stream) {
+    for (int j = posted_; j <= std::min(upto, static_cast<int>(items_.size()) - 1); ++j) post_recv(j);
+    posted_ = std::max(posted_, upto + 1);
+    Lane l;
+    l.item = index;
+    l.stream = stream;
+    l.gate = recv_event_[static_cast<std::size_t>(index)];
+    return l;
+  }
+
+  void expand(int index) {
+    const WorkItem& it = items_[static_cast<std::size_t>(index)];
+    if (it.overlap_next) return sim_.fixed() ? expand_pair(index) : expand_overlapped(index);
+    const Place pl = place(it);
+    // Receive the input activation (forward) or output gradient (backward). The
+    // interleaved schedule posts the next item's receive while this one computes
+    // (Megatron's --overlap-p2p-communication, on by default with vpp > 1).
+    const int lookahead = sim_.in().parallelism.vpp > 1 ? 1 : 0;
+    Lane l = lane_for(index, index + lookahead, kComputeStream);
+    for (const Step& st : kernels_of(it, pl)) emit_step(st, l);
+    finish(index, pl, l);
+  }
+
+  // The kernels split into runs of EP communication and runs of the rest.
+  static bool ep_comm(const Step& st) { return st.p && st.p->category == kEpComm; }
+  // --delay-wgrad-compute: each delayed weight-gradient GEMM runs after the next EP
+  // communication kernel of the chunk (the experts' beside the dispatch's backward, the
+  // attention's and shared expert's beside the next layer's combine), or at the chunk's
+  // end. A moved kernel leaves its layer-start mark in place and takes its layer-end mark
+  // (the gradient buckets' trigger) along.
+  static std::vector<Step> delay_wgrads(const std::vector<Step>& ks) {
+    std::vector<Step> out, held;
+    out.reserve(ks.size());
+    for (const Step& st : ks) {
+      if (st.p && st.p->delayed) {
+        if (st.begins >= 0) out.push_back({nullptr, st.begins, -1});
+        held.push_back({st.p, -1, st.ends});
+        continue;
+      }
+      out.push_back(st);
+      if (ep_comm(st)) {
+        out.insert(out.end(), held.begin(), held.end());
+        held.clear();
+      }
+    }
+    out.insert(out.end(), held.begin(), held.end());
+    return out;
+  }
+  static std::vector<std::vector<Step>> segments(const std::vector<Step>& ks) {
+    std::vector<std::vector<Step>> out;
+    bool comm = false;
+    for (const Step& st : ks) {
+      const bool c = ep_comm(st);
+      if (out.empty() || c != comm) out.emplace_back();
+      comm = c;
+      out.back().push_back(st);
+    }
+    return out;
+  }
+  // An event the lane's last kernel completes (the one it records, or a new one).
+  EventId lane_done(const Lane& l) {
+    Kernel& k = buf_[l.last].kernel;
+    if (k.record == kNoEvent) k.record = sim_.event(static_cast<Category>(k.category));
+    return k.record;
+  }
+
+  // DualPipe's pair on real layers (DeepSeek-V3 report, Figure 4): the forward chunk on
+  // the compute stream, the backward chunk on the pair stream. Each chunk's kernels fall
+  // into alternating runs of computation and of EP dispatch / combine (forward:
+  // attention, dispatch, experts, combine; backward the reverse), and the pair runs in
+  // phases that put one chunk's communication beside the other's computation: a phase
+  // takes the next run of each chunk, or only the forward's when both are of one kind
+  // (so that the next phase pairs them across kinds), and its runs start when the
+  // previous phase's are done. Communication kernels hold their SMs, computation shares
+  // the rest, as the engine shares them.
+  void expand_overlapped(int index) {
+    const WorkItem& f = items_[static_cast<std::size_t>(index)];
+    const WorkItem& b = items_[static_cast<std::size_t>(index) + 1];
+    ++next_item_;  // the backward is launched here
+    Lane lf = lane_for(index, index + 1, kComputeStream);
+    Lane lb = lane_for(index + 1, index + 1, kPairStream);
+    const Place pf = place(f), pb = place(b);
+    const auto sf = segments(kernels_of(f, pf)), sb = segments(delay_wgrads(kernels_of(b, pb)));
+    const auto comm = [](const std::vector<Step>& run) { return ep_comm(run.front()); };
+    std::size_t i = 0, j = 0;
+    while (i < sf.size() || j < sb.size()) {
+      const bool run_f = i < sf.size();
+      const bool run_b = j < sb.size() && !(run_f && comm(sf[i]) == comm(sb[j]));
+      if (run_f)
+        for (const Step& st : sf[i++]) emit_step(st, lf);
+      if (run_b)
+        for (const Step& st : sb[j++]) emit_step(st, lb);
+      const EventId df = run_f ? lane_done(lf) : kNoEvent;
+      const EventId db = run_b ? lane_done(lb) : kNoEvent;
+      lf.cross = db;
+      lb.cross = df;
+      // The phase boundary costs the host an event record and a stream wait per lane.
+      HostOp sync;
+      sync.cpu = op_cost() * ((run_f ? 2 : 0) + (run_b ? 2 : 0));
+      sync.label = pair_sync_label_;
+      buf_.push_back(sync);
+    }
+    finish(index, pf, lf);
+    finish(index + 1, pb, lb);
+  }
+
+  // The item's end: its send; after the chunk's last weight gradients, their event.
+  void finish(int index, const Place& pl, Lane& l) {
+    const WorkItem& it = items_[static_cast<std::size_t>(index)];
+    const bool send = it.communicates() && !(it.forward() ? pl.last : pl.first);
+    if (l.first) {
+      // An empty virtual stage (a layout such as "Et|t||L") passes what it received on
+      // unchanged, as Megatron's stage without layers does; without the send the next
+      // stage would wait forever.
+      if (send) post_send(it, pl, l.gate);
+      return;
+    }
+    const bool last_wgrad = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index;
+    if (!send && !last_wgrad) return;
+    const EventId done = lane_done(l);
+    if (send) post_send(it, pl, done);
+    if (last_wgrad) wgrad_done_[static_cast<std::size_t>(it.chunk)] = done;
+  }
+
+  void post_send(const WorkItem& it, const Place& pl, EventId done) {
+    Kernel s = kernel(sim_.label(it.forward() ? "pp.send_activation" : "pp.send_grad"), kPpComm,
+                      price_.pp_seconds(), -1);
+    s.port_load = price_.pp_loads(true);
+    s.waits[0] = done;
+    s.rendezvous = sim_.pair(it.microbatch, it.forward() ? pl.id + 1 : pl.id - 1, it.forward(), lane_);
+    launch(pp_track(it.forward(), true, pl.descending), s, op_cost());
+  }
+
+  // Fixed chunks: DualPipe's overlapped pair (a forward, then a full backward) as one
+  // kernel of F&B that waits for both inputs, then both sends.
+  void expand_pair(int index) {
+    const WorkItem& f = items_[static_cast<std::size_t>(index)];
+    const WorkItem& b = items_[static_cast<std::size_t>(index) + 1];
+    ++next_item_;  // the backward is done here
+    const Lane lf = lane_for(index, index + 1, kComputeStream);
+    const Lane lb = lane_for(index + 1, index + 1, kComputeStream);
+    const Priced& p = price_.fwd_bwd().front();
+    Kernel k = kernel(p.label, p.category, p.seconds);
+    k.waits[0] = lf.gate;
+    k.waits[1] = lb.gate;
+    k.record = sim_.event(kCompute);
+    launch(kComputeStream, k, launch_cost());
+    const Place pf = place(f), pb = place(b);
+    if (!pf.last) post_send(f, pf, k.record);
+    if (!pb.first) post_send(b, pb, k.record);
+  }
+
+  StepState& sim_;
+  const KernelPricing& price_;
+  sim_core::Gpu& gpu_;
+  int rank_;
+  std::int64_t lane_;  // position within the stage: pairs pipeline transfers
+  std::int64_t tp_group_ = 0, dp_group_ = 0, ep_group_ = 0;
+  std::int64_t tp_members_ = 1, dp_members_ = 1, ep_members_ = 1;
+  std::int64_t ep_seq_ = 0, tp_seq_ = 0, dp_seq_ = 0;
+  std::vector<WorkItem> items_;
+  std::vector<EventId> recv_event_;  // per item: its receive's completion, if any
+  int posted_ = 0;                   // items whose receive has been posted
+  std::vector<int> last_bwd_, first_fwd_;
+  std::vector<std::vector<EventId>> gather_;  // per chunk, per stage item: its bucket's gather
+  std::vector<EventId> wgrad_done_;            // per chunk: its last weight gradients
+  EventId last_dp_ = kNoEvent;
+  EventId pending_sync_ = kNoEvent;  // a sync the host takes after `pending_launches_` more launches
+  int pending_launches_ = 0;
+  std::vector<HostOp> buf_;
+  std::size_t pos_ = 0;
+  std::size_t next_item_ = 0;
+  int phase_ = 0;
+  std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<sim_core::HostProgram> make_rank_program(StepState& sim, sim_core::Gpu& gpu, std::int64_t global) {
+  return std::make_unique<RankProgram>(sim, gpu, global);
+}
+
+}  // namespace moesim::schedules::detail

@@ -1,0 +1,104 @@
+#include "schedules/step_breakdown.hpp"
+
+#include <algorithm>
+
+namespace moesim::schedules::detail {
+
+// The compute streams' time line: idle gaps charged to what the next kernel waited for;
+// busy time to compute where any compute kernel runs, else to the communication
+// kernels running there (two streams overlap in DualPipe's pairs: unions, not sums).
+// `pass_work` (if given): the rank's work by chunk pass (kFwd, kBwd, kWgrad), busy
+// time and the gaps that are not pipeline bubble.
+Breakdown StepObserver::breakdown(int rank, std::array<double, 3>* pass_work_out) const {
+  Breakdown b;
+  std::array<double, 3> pass_work{};
+  // One compute stream finishes its kernels in start order; two (DualPipe's pairs) may
+  // not, and then the spans are sorted by start first.
+  const auto by_start = [](const Span& x, const Span& y) { return x.start < y.start; };
+  const std::vector<Span>& raw = compute_[static_cast<std::size_t>(rank)];
+  std::vector<Span> sorted;
+  const std::vector<Span>* line = &raw;
+  if (!std::is_sorted(raw.begin(), raw.end(), by_start)) {
+    sorted = raw;
+    std::stable_sort(sorted.begin(), sorted.end(), by_start);
+    line = &sorted;
+  }
+  Time prev = Time::zero(), prev_compute = Time::zero();
+  double all = 0, compute = 0;
+  // Communication kernels' busy time by kind, before the overlap with compute is removed.
+  std::array<double, kCommKinds> comm_busy{};
+  const auto kind = [](Category c) { return static_cast<std::size_t>(c) - 1; };  // kEpComm.. -> CommKind
+  for (const Span& s : *line) {
+    const double gap = (s.start - prev).seconds();
+    const std::uint8_t pass = sim_.pass_of(s.label);
+    if (gap > 0) {
+      bool bubble = false;
+      if (s.launch >= s.start && s.launch >= s.gate_at) {
+        b.host_bound_idle += gap;
+        b.host_bound_by_module[sim_.module_of(s.label)] += gap;
+      }
+      else if (s.gated_by == kPpComm) b.pipeline_bubble += gap, bubble = true;
+      else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) {
+        b.exposed_comm += gap;
+        b.exposed_comm_by_kind[kind(s.gated_by)] += gap;
+      }
+      else b.other += gap;
+      if (!bubble && pass != kNoPass) pass_work[pass] += gap;
+    }
+    // Busy time as unions: all kernels, and the compute kernels among them.
+    if (s.end > prev) {
+      const double busy = (s.end - std::max(s.start, prev)).seconds();
+      all += busy;
+      if (s.category != kCompute) comm_busy[kind(s.category)] += busy;
+      if (pass != kNoPass) pass_work[pass] += busy;
+    }
+    if (s.category == kCompute && s.end > prev_compute) {
+      const double busy = (s.end - std::max(s.start, prev_compute)).seconds();
+      compute += busy;
+      b.compute_by_module[sim_.module_of(s.label)] += busy;
+      prev_compute = s.end;
+    }
+    prev = std::max(prev, s.end);
+  }
+  b.compute += compute;
+  b.exposed_comm += all - compute;
+  // The communication busy time not under compute, shared by kind in proportion (one
+  // compute stream: nothing overlaps and the shares are exact).
+  double comm_sum = 0;
+  for (double x : comm_busy) comm_sum += x;
+  if (comm_sum > 0)
+    for (std::size_t k = 0; k < kCommKinds; ++k) b.exposed_comm_by_kind[k] += (all - compute) * comm_busy[k] / comm_sum;
+  if (pass_work_out) *pass_work_out = pass_work;
+  return b;
+}
+
+// Splits the pipeline bubble (Breakdown): the same schedule with every chunk at the
+// rank's mean forward, backward and weight-gradient chunk time (`work` by pass over the
+// rank's items of each pass) and the step's pipeline transfer time idles
+// schedule_bubble; the rest of pipeline_bubble is stage imbalance.
+void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>& work, Breakdown& b) {
+  const auto& p = in.parallelism;
+  b.schedule_bubble = 0;
+  b.stage_imbalance = b.pipeline_bubble;
+  if (p.pp < 2) return;
+  const int chunks = layout_chunks_per_rank(in.schedule, static_cast<int>(p.vpp));
+  const int pp = static_cast<int>(p.pp), m = static_cast<int>(p.num_microbatches);
+  double n[3] = {0, 0, 0};
+  for (const WorkItem& it : pipeline_order(in.schedule, pp, chunks, 0, m))
+    n[it.pass == Pass::forward ? kFwd : it.pass == Pass::backward_weight ? kWgrad : kBwd] += 1;
+  if (n[kFwd] == 0 || n[kBwd] == 0) return;
+  FixedChunks c;
+  c.p2p_s = p2p_s;
+  c.fwd_s = work[kFwd] / n[kFwd];
+  if (n[kWgrad] > 0) {
+    c.wgrad_s = work[kWgrad] / n[kWgrad];
+    c.bwd_s = work[kBwd] / n[kBwd] + c.wgrad_s;
+  } else {
+    c.bwd_s = (work[kBwd] + work[kWgrad]) / n[kBwd];
+  }
+  const PipelineResult r = simulate_pipeline(in.schedule, pp, static_cast<int>(p.vpp), m, c);
+  b.schedule_bubble = std::clamp(r.bubble_s, 0.0, b.pipeline_bubble);
+  b.stage_imbalance = b.pipeline_bubble - b.schedule_bubble;
+}
+
+}  // namespace moesim::schedules::detail

@@ -1,0 +1,77 @@
+// schedules/step_breakdown.hpp: what a step's simulation is read back as: the critical
+// rank's Breakdown (schedules/step_sim.hpp) from its compute streams' time line, the trace
+// spans, and the pipeline bubble's split into the schedule's own and stage imbalance.
+// Internal to the step simulation.
+//
+// The time line: kernels on the compute streams in start order; an idle gap before a
+// kernel is charged to what the kernel waited for last:
+//   host_bound_idle   the host launched it after its inputs were ready (by the module of
+//                     the kernel the host was late for)
+//   pipeline_bubble   a pipeline transfer
+//   exposed_comm      an EP, TP or DP collective (by kind)
+//   other             anything else (the tail after the last kernel among it)
+// Busy time is a union over the two compute streams of overlapped pairs: compute where a
+// compute kernel runs (by module), else exposed communication, shared among the kinds
+// running in proportion to their busy time.
+// The bubble split: the same schedule (simulate_pipeline) with every chunk at the rank's
+// mean forward, backward and weight-gradient chunk time and the step's pipeline transfer
+// time idles schedule_bubble (clamped to [0, pipeline_bubble]); stage_imbalance is the
+// rest: waiting on slower stages.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "schedules/rank_program.hpp"
+
+namespace moesim::schedules::detail {
+
+// Collects what the breakdown and the trace need.
+class StepObserver final : public sim_core::Observer {
+ public:
+  struct Span {
+    Time start, end, launch;
+    Category category;
+    Category gated_by;  // category of the latest event it waited on
+    Time gate_at;
+    std::uint32_t label;
+  };
+  StepObserver(const StepState& sim, int ranks, bool trace)
+      : sim_(sim), compute_(static_cast<std::size_t>(ranks)), trace_(trace) {}
+
+  void kernel_done(int gpu, int stream, const sim_core::Kernel& k, Time start, Time end) override {
+    ++kernels;
+    if (trace_) spans.push_back({gpu, stream, k.label, start.seconds(), end.seconds()});
+    if (stream != kComputeStream && stream != kPairStream) return;
+    Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero(), k.label};
+    for (sim_core::EventId w : k.waits)
+      if (w != sim_core::kNoEvent && sim_.event_done_at(w) >= s.gate_at) {
+        s.gate_at = sim_.event_done_at(w);
+        s.gated_by = sim_.event_category(w);
+      }
+    compute_[static_cast<std::size_t>(gpu)].push_back(s);
+  }
+  void host_op(int host, std::uint32_t label, Time start, Time end) override {
+    spans.push_back({host, -1, label, start.seconds(), end.seconds()});
+  }
+  bool wants_host_ops() const override { return trace_; }
+
+  // The compute streams' time line of one simulated rank as a Breakdown (step_breakdown.cpp);
+  // `pass_work_out` (if given): the rank's work by chunk pass (kFwd, kBwd, kWgrad).
+  Breakdown breakdown(int rank, std::array<double, 3>* pass_work_out = nullptr) const;
+
+  std::uint64_t kernels = 0;
+  std::vector<TraceSpan> spans;
+
+ private:
+  const StepState& sim_;
+  std::vector<std::vector<Span>> compute_;
+  bool trace_;
+};
+
+// Fills b.schedule_bubble and b.stage_imbalance from b.pipeline_bubble and the critical
+// rank's work by chunk pass (StepObserver::breakdown's pass_work).
+void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>& work, Breakdown& b);
+
+}  // namespace moesim::schedules::detail

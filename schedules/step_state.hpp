@@ -1,0 +1,110 @@
+// schedules/step_state.hpp: the shared state of one step's simulation: the engine with
+// its event and rendezvous tables, the kernel and host-op labels, the prices
+// (schedules/kernel_pricing.hpp), the pipeline's shape, and the pairing of transfers and
+// collectives across the simulated ranks. Internal to the step simulation; the per-rank
+// programs (schedules/rank_program.hpp) and the breakdown observer (schedules/
+// step_breakdown.hpp) read and extend it.
+//
+// Rendezvous (sim_core/engine.hpp): a pipeline transfer pairs the sender's and the
+// receiver's kernel (by microbatch, virtual stage, direction and lane); the seq-th
+// collective of one kind in one group waits for every simulated member of the group. In
+// representative mode (one rank per pipeline stage) a group has one simulated member and
+// its collectives complete when that member arrives.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "schedules/kernel_pricing.hpp"
+#include "sim_core/engine.hpp"
+
+namespace moesim::schedules::detail {
+
+class StepState {
+ public:
+  StepState(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm,
+            const FixedChunks* fixed)
+      : in_(in), opt_(opt), events_(engine_), pricing_(in, comm, labels_, fixed),
+        shape_(in.schedule, static_cast<int>(in.parallelism.pp), static_cast<int>(in.parallelism.vpp)) {
+    if (!fixed)
+      for (const auto& st : in.layout.stages())
+        dp_plans_.push_back(schedules::dp_plan(in.model, in.parallelism, in.framework, st, in.padded_vocab));
+  }
+  StepState(const StepState&) = delete;
+  StepState& operator=(const StepState&) = delete;
+
+  const StepInput& in() const { return in_; }
+  const KernelPricing& pricing() const { return pricing_; }
+  const PipelineShape& shape() const { return shape_; }
+  bool fixed() const { return pricing_.fixed(); }
+  // Every rank simulated (StepOptions::full_fidelity), not one per pipeline stage.
+  bool full() const { return opt_.full_fidelity && !fixed(); }
+  std::int64_t stage_size() const { return in_.gpus / in_.parallelism.pp; }
+
+  std::uint32_t label(const std::string& name) { return labels_.id(name); }
+  const std::vector<std::string>& labels() const { return labels_.names(); }
+  std::size_t module_of(std::uint32_t label) const { return labels_.module_of(label); }
+  std::uint8_t pass_of(std::uint32_t label) const { return labels_.pass_of(label); }
+
+  sim_core::EventId event(Category c) {
+    const sim_core::EventId id = events_.create();
+    event_category_.push_back(c);
+    return id;
+  }
+  Category event_category(sim_core::EventId e) const { return static_cast<Category>(event_category_[e]); }
+  sim_core::Time event_done_at(sim_core::EventId e) const { return events_.done_at(e); }
+
+  sim_core::RendezvousId pair(int mb, int vstage, bool fwd, std::int64_t lane) {
+    auto [it, inserted] = pairs_.try_emplace(std::make_tuple(mb, vstage, fwd, lane), 0);
+    if (inserted) it->second = rendezvous_.create(2);
+    return it->second;
+  }
+  // The seq-th collective of one kind in one group; kNoRendezvous when the group has a
+  // single simulated member (representative mode).
+  sim_core::RendezvousId collective(Category c, std::int64_t group, std::int64_t seq, std::int64_t members) {
+    if (members <= 1) return sim_core::kNoRendezvous;
+    auto [it, inserted] = collectives_.try_emplace(std::make_tuple(static_cast<int>(c), group, seq), 0);
+    if (inserted) it->second = rendezvous_.create(static_cast<int>(members));
+    return it->second;
+  }
+
+  // The layout stage a rank's chunk runs (DualPipe: the reverse pipeline's stage pp-1-r).
+  const VirtualStage& chunk_stage(int rank, int chunk) const {
+    return in_.layout.stages()[static_cast<std::size_t>(shape_.place(rank, chunk).layout_stage)];
+  }
+  StageParams stage_params(int rank, int chunk) const {
+    return stage_parameters(in_.model, in_.parallelism, chunk_stage(rank, chunk), in_.padded_vocab);
+  }
+  StageParams muon_flops(int rank, int chunk) const {
+    StageParams s;
+    for (const auto& it : chunk_stage(rank, chunk).items) s += item_muon_flops(in_.model, in_.parallelism, it);
+    return s;
+  }
+  // The data-parallel plan of a rank's chunk (schedules/dp_plan.hpp).
+  const DpPlan& dp_plan(int rank, int chunk) const {
+    return dp_plans_[static_cast<std::size_t>(shape_.place(rank, chunk).layout_stage)];
+  }
+
+  // The engine and its tables, for the GPUs and host threads of the assembly.
+  sim_core::Engine& engine() { return engine_; }
+  sim_core::EventTable& events() { return events_; }
+  sim_core::RendezvousTable& rendezvous() { return rendezvous_; }
+
+ private:
+  sim_core::Engine engine_;
+  const StepInput& in_;
+  const StepOptions& opt_;
+  sim_core::EventTable events_;
+  sim_core::RendezvousTable rendezvous_;
+  LabelTable labels_;
+  KernelPricing pricing_;
+  PipelineShape shape_;
+  std::vector<DpPlan> dp_plans_;  // by layout stage
+  std::map<std::tuple<int, int, bool, std::int64_t>, sim_core::RendezvousId> pairs_;
+  std::map<std::tuple<int, std::int64_t, std::int64_t>, sim_core::RendezvousId> collectives_;
+  std::vector<std::uint8_t> event_category_;
+};
+
+}  // namespace moesim::schedules::detail
