@@ -30,10 +30,11 @@ std::unique_ptr<Command> make_infer_command();
 std::unique_ptr<Command> make_sweep_command();
 std::unique_ptr<Command> make_report_command();
 std::unique_ptr<Command> make_calibrate_command();
+std::unique_ptr<Command> make_eplb_command();
 
 namespace {
 
-constexpr std::array<CommandInfo, 12> kCommands{{
+constexpr std::array<CommandInfo, 13> kCommands{{
     {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make_run_command},
     {"diff", "two scenarios' predictions side by side, the step-time difference by contribution", make_diff_command},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make_describe_command},
@@ -44,6 +45,8 @@ constexpr std::array<CommandInfo, 12> kCommands{{
     {"comm", "the communication model alone: collectives as flows over the topology, EP dispatch", make_comm_command},
     {"pipeline", "a pipeline schedule alone with fixed chunk times", make_pipeline_command},
     {"infer", "infer a journey step's one unpublished parameter from that step", make_infer_command},
+    {"eplb", "DeepSeek's expert-parallel load balancer on a load matrix: replicas and their placement",
+     make_eplb_command},
     {"sweep", "run the scenarios of a sweep file to a CSV, ranked; merge shards", make_sweep_command},
     {"report", "one self-contained HTML page of charts: a scenario, a diff, validation or a sweep", make_report_command},
     {"calibrate", "run the calibration kernels on a GPU, or fit a profile from measurement files", make_calibrate_command},

@@ -277,6 +277,13 @@ std::vector<PerformanceSetting> build() {
     if (sc.parallelism.pp == 1) return std::string("one pipeline stage: the layout has one form");
     return std::nullopt;
   });
+  key("parallelism.eplb", [](const Scenario& sc) -> Why {
+    if (sc.parallelism.eplb && sc.parallelism.eplb->redundant_experts == 0 &&
+        sc.routing.balance == workload::RoutingBalance::forced)
+      return std::string("forced routing gives every expert the same tokens: without redundant experts the "
+                         "balancer's placement changes no rank's load");
+    return std::nullopt;
+  });
 
   // framework
   key("framework.dispatcher", no_experts);
@@ -383,6 +390,7 @@ std::vector<PerformanceSetting> build() {
   });
   key("routing.seed", single_ep);
   key("routing.path", single_ep);
+  key("routing.coefficient", single_ep);
 
   // placement
   key("placement.gpus_per_nvlink_domain", [](const Scenario& sc) -> Why {

@@ -2,6 +2,8 @@
 // (file, JSON path, message) on bad input and nothing else for input problems.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +34,13 @@ enum class PresetKind { system, model, profile };
 std::vector<std::string> preset_names(PresetKind kind);
 hw_models::SystemSpec load_system_preset(const std::string& name, const LoadOptions& opts = {});
 workload::ModelConfig load_model_preset(const std::string& name);
+
+// Per-expert token counts from a JSON file: a list of E numbers (one layer) or a list of
+// such lists (one per MoE layer). `experts`: the count each row must have (absent: all
+// rows as long as the first). Every row needs some tokens. Errors name the file and the
+// JSON path in it. Routing histograms and `moesim eplb --weights` read this format.
+std::vector<std::vector<double>> read_expert_loads(const std::string& path,
+                                                   std::optional<std::int64_t> experts = std::nullopt);
 
 // Readers for one object each; exposed for tests and for inline objects.
 hw_models::SystemSpec read_system(const Node& node);

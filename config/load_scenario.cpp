@@ -11,6 +11,7 @@
 #include "config/load.hpp"
 #include "config/presets.hpp"
 #include "hw_models/ep_flows.hpp"
+#include "workload/eplb.hpp"
 
 namespace moesim::config {
 
@@ -62,6 +63,7 @@ class ScenarioReader {
       measured(o.get("measured"));
       placement(o.get("placement"));
       ep_library_placement(o.has("framework") && o.req("framework").json().contains("dispatcher"));
+      eplb_placement();
     });
     for (const char* section : {"training", "parallelism", "framework", "stack", "routing", "placement"})
       if (const auto it = root_.json().find(section); it != root_.json().end() && it->is_object())
@@ -122,6 +124,13 @@ class ScenarioReader {
         if (auto s = o.get("pipeline_schedule"))
           schedule = s->as_enum(schedules::schedule_names(), "pipeline schedule");
         p.fsdp = o.bool_or("fsdp", false);
+        if (auto e = o.get("eplb"))
+          read_object(*e, [&](Object& eo) {
+            workload::Eplb eplb;
+            eplb.redundant_experts = eo.req("redundant_experts").as_int(0, 1 << 20);
+            if (auto pol = eo.get("policy")) eplb.policy = pol->as_enum(workload::eplb_policy_names(), "EPLB policy");
+            p.eplb = eplb;
+          });
       });
     }
 
@@ -414,27 +423,9 @@ class ScenarioReader {
     });
   }
 
-  // A routing histogram file: per-expert token counts, a list of E numbers (every MoE
-  // layer) or a list of such lists (one per MoE layer, cycled). Errors name the file
-  // and the JSON path in it.
-  void read_histogram(workload::Routing& r) {
-    const Json j = read_json_file(r.histogram_path);
-    const Node root(j, "", std::make_shared<const std::string>(r.histogram_path));
-    const auto E = sc_.model.num_experts;
-    const auto row = [&](const Node& n) {
-      std::vector<double> counts;
-      n.for_each_element([&](const Node& c) { counts.push_back(c.as_number(0, 1e15)); });
-      if (static_cast<std::int64_t>(counts.size()) != E)
-        n.fail(fmt::format("{} expert counts for a model with {} routed experts", counts.size(), E));
-      double total = 0;
-      for (double c : counts) total += c;
-      if (!(total > 0)) n.fail("no tokens in this row");
-      r.histogram.push_back(std::move(counts));
-    };
-    if (!j.is_array() || j.empty()) root.fail("expected a list of per-expert token counts (or a list of such lists)");
-    if (j.front().is_array()) root.for_each_element(row);
-    else row(root);
-  }
+  // A routing histogram file (config::read_expert_loads): every row one MoE layer's counts,
+  // cycled over the model's MoE layers.
+  void read_histogram(workload::Routing& r) { r.histogram = read_expert_loads(r.histogram_path, sc_.model.num_experts); }
 
   void routing(const std::optional<Node>& n) {
     if (!n) return;
@@ -447,6 +438,13 @@ class ScenarioReader {
           if (auto d = o.get("distribution"))
             r.distribution = d->as_enum(workload::routing_distribution_names(), "distribution");
           r.alpha = o.number_or("alpha", 1.0, 0.0, 100.0);
+          r.seed = static_cast<std::uint64_t>(o.int_or("seed", 0, 0, INT64_MAX));
+          break;
+        case workload::RoutingBalance::aux_loss:
+          r.aux_loss_coefficient = o.req("coefficient").as_number(1e-6, 1.0);
+          r.seed = static_cast<std::uint64_t>(o.int_or("seed", 0, 0, INT64_MAX));
+          break;
+        case workload::RoutingBalance::loss_free:
           r.seed = static_cast<std::uint64_t>(o.int_or("seed", 0, 0, INT64_MAX));
           break;
         case workload::RoutingBalance::histogram: {
@@ -500,6 +498,28 @@ class ScenarioReader {
     if (!why.empty())
       fail(dispatcher_given ? "framework.dispatcher" : "parallelism.ep",
            dispatcher_given ? why : why + " (HybridEP is the default dispatcher)");
+  }
+
+  // parallelism.eplb (workload/eplb.hpp): physical experts split over the EP ranks; the
+  // hierarchical policy packs the model's expert groups onto the NVLink domains the EP
+  // group spans, so the groups must divide among them.
+  void eplb_placement() {
+    const auto& p = sc_.parallelism;
+    if (!p.eplb) return;
+    const auto& m = sc_.model;
+    if (!m.is_moe()) fail("parallelism.eplb", fmt::format("model '{}' has no experts to balance", m.name));
+    if (p.ep < 2) fail("parallelism.eplb", "EPLB balances experts over expert-parallel ranks; ep is 1");
+    const std::int64_t physical = workload::physical_experts(m, p);
+    if (physical % p.ep != 0)
+      fail("parallelism.eplb.redundant_experts",
+           fmt::format("{} experts + {} redundant = {} physical experts do not split over ep={}", m.num_experts,
+                       p.eplb->redundant_experts, physical, p.ep));
+    const auto setup = workload::eplb_setup(m, p, sc_.placement.gpus_per_nvlink_domain);
+    if (setup->policy == workload::EplbPolicy::hierarchical && setup->groups % setup->nodes != 0)
+      fail("parallelism.eplb.policy",
+           fmt::format("the hierarchical policy packs the model's {} expert group(s) onto the {} NVLink domains "
+                       "the EP group spans and needs them to divide evenly; use \"global\"",
+                       setup->groups, setup->nodes));
   }
 
   void placement(const std::optional<Node>& n) {
@@ -557,6 +577,29 @@ Scenario load_scenario_json(const Json& j, const std::string& file, const LoadOp
 Scenario load_scenario_file(const std::string& path, const LoadOptions& opts) {
   const Json j = read_json_file(path);
   return ScenarioReader(j, path, opts).read();
+}
+
+std::vector<std::vector<double>> read_expert_loads(const std::string& path, std::optional<std::int64_t> experts) {
+  const Json j = read_json_file(path);
+  const Node root(j, "", std::make_shared<const std::string>(path));
+  std::vector<std::vector<double>> rows;
+  const auto row = [&](const Node& n) {
+    std::vector<double> counts;
+    n.for_each_element([&](const Node& c) { counts.push_back(c.as_number(0, 1e15)); });
+    const auto want = experts ? *experts : rows.empty() ? static_cast<std::int64_t>(counts.size())
+                                                          : static_cast<std::int64_t>(rows.front().size());
+    if (static_cast<std::int64_t>(counts.size()) != want)
+      n.fail(experts ? fmt::format("{} expert counts for a model with {} routed experts", counts.size(), want)
+                     : fmt::format("{} expert counts where the first row has {}", counts.size(), want));
+    double total = 0;
+    for (double c : counts) total += c;
+    if (!(total > 0)) n.fail("no tokens in this row");
+    rows.push_back(std::move(counts));
+  };
+  if (!j.is_array() || j.empty()) root.fail("expected a list of per-expert token counts (or a list of such lists)");
+  if (j.front().is_array()) root.for_each_element(row);
+  else row(root);
+  return rows;
 }
 
 }  // namespace moesim::config

@@ -61,7 +61,8 @@ double scenario_ep_load(const config::Scenario& sc) {
   return workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep,
                                   static_cast<double>(tr.micro_batch_size * tr.seq_length) /
                                       static_cast<double>(sc.parallelism.cp),
-                                  tr.capacity_factor);
+                                  tr.capacity_factor,
+                                  workload::eplb_setup(sc.model, sc.parallelism, sc.placement.gpus_per_nvlink_domain));
 }
 
 namespace {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 #include "schedules/pipeline_order.hpp"
+#include "workload/eplb.hpp"
+#include "workload/routing.hpp"
 
 namespace moesim::reports {
 namespace {
@@ -32,6 +34,14 @@ std::string routing_text(const workload::Routing& r) {
                          workload::routing_distribution_names().name(r.distribution), r.alpha,
                          r.seed);
     case workload::RoutingBalance::histogram: return fmt::format("histogram from {}", r.histogram_path);
+    case workload::RoutingBalance::aux_loss:
+      return fmt::format("trained with an auxiliary loss, coefficient {:g}: global MaxVio {:.3f} (published "
+                         "statistics, workload/routing.hpp), seed {}",
+                         r.aux_loss_coefficient, workload::trained_max_vio(r), r.seed);
+    case workload::RoutingBalance::loss_free:
+      return fmt::format("trained with the auxiliary-loss-free expert bias: global MaxVio {:.3f} (published "
+                         "statistics, workload/routing.hpp), seed {}",
+                         workload::trained_max_vio(r), r.seed);
   }
   return "?";
 }
@@ -105,6 +115,10 @@ Json describe_json(const config::Scenario& sc) {
                       {"num_microbatches", p.num_microbatches},
                       {"pipeline_schedule", schedules::schedule_names().name(sc.pipeline_schedule)},
                       {"pp_layout", sc.pp_layout_text.empty() ? Json(nullptr) : Json(sc.pp_layout_text)}};
+  if (p.eplb)
+    j["parallelism"]["eplb"] = {{"redundant_experts", p.eplb->redundant_experts},
+                                {"policy", workload::eplb_policy_names().name(p.eplb->policy)},
+                                {"physical_experts_per_rank", workload::physical_experts(m, p) / p.ep}};
   Json stages = Json::array();
   Json layers = Json::array();
   // The chunks each rank runs: DualPipe's second is the reverse pipeline's stage pp-1-r.
@@ -231,6 +245,10 @@ std::string describe_text(const config::Scenario& sc) {
                                p.ep, p.etp, p.cp, on_off(p.sequence_parallel), on_off(p.fsdp)));
   line("", fmt::format("DP {}, expert-DP {}; {} microbatches per step; {}", p.dp, p.expert_dp,
                        p.num_microbatches, schedules::schedule_names().name(sc.pipeline_schedule)));
+  if (p.eplb)
+    line("", fmt::format("EPLB: {} redundant experts, {} policy: {} physical experts per EP rank",
+                         p.eplb->redundant_experts, workload::eplb_policy_names().name(p.eplb->policy),
+                         workload::physical_experts(m, p) / p.ep));
 
   line("layout", sc.pp_layout_text.empty() ? std::string("default even split")
                                            : fmt::format("\"{}\"", sc.pp_layout_text));

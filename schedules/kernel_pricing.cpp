@@ -5,6 +5,7 @@
 
 #include "hw_models/collectives.hpp"
 #include "hw_models/ep_dispatch.hpp"
+#include "workload/eplb.hpp"
 #include "workload/flops.hpp"
 
 namespace moesim::schedules::detail {
@@ -46,6 +47,11 @@ KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& co
   cp_group_ = group(p.cp, p.tp, dom);
   edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
   pp_pair_ = group(2, in.gpus / p.pp, dom);
+  if (p.eplb && p.eplb->redundant_experts > 0 && in.model.is_moe()) {
+    const double R = static_cast<double>(p.eplb->redundant_experts);
+    eplb_replicas_ = 2 * R / static_cast<double>(workload::physical_experts(in.model, p));
+    replica_pair_ = {2, p.eplb->policy == workload::EplbPolicy::global && ep_group_.crosses_network, 1};
+  }
   if (fixed_) {
     const auto chunk = [&](const char* name, double seconds) {
       return std::vector<Priced>{Priced{labels_.id(name), seconds, 0, 0, false, kCompute, Module::attn, false}};
@@ -259,6 +265,17 @@ double KernelPricing::optimizer_seconds(const StageParams& sp, const StageParams
     t += compute_.seconds(ns);
   }
   return t;
+}
+
+double KernelPricing::replica_grad_seconds(const StageParams& sp) const {
+  const double b = sp.expert * eplb_replicas_ * grad_bytes();
+  return comm_.reduce_scatter(b, replica_pair_) + comm_.all_gather(b, replica_pair_);
+}
+PortLoads KernelPricing::replica_grad_loads(const StageParams& sp) const {
+  // A ring all-reduce: the reduce-scatter's and the all-gather's bytes.
+  PortBytes bytes = ring_bytes(sp.expert * eplb_replicas_ * grad_bytes(), replica_pair_);
+  bytes += bytes;
+  return port_loads(bytes, replica_grad_seconds(sp));
 }
 
 // Members of a group in one NVLink domain: consecutive members are `stride` apart.

@@ -40,6 +40,13 @@
 //                  its Newton-Schulz GEMMs (workload::muon_ns_flops) at the BF16 GEMM rate
 //   pipeline       one activation (mbs x seq / cp x hidden x 2 bytes, / tp with SP) by
 //                  send-recv between neighbouring stages
+//   EPLB replicas  (parallelism.eplb, workload/eplb.hpp) a replicated expert's copies
+//                  compute gradients of one weight, summed over the copies before the
+//                  optimizer: per rank 2 R / (E + R) of its expert gradients (the copies
+//                  and the originals they copy; R redundant of E + R physical experts,
+//                  about two copies each) all-reduced in pairs, over NVLink with the
+//                  hierarchical policy (copies stay in their node), across the EP
+//                  group's links with the global one; not overlapped (after the backward)
 #pragma once
 
 #include <array>
@@ -177,6 +184,10 @@ class KernelPricing {
   double gather_seconds(const StageParams& sp) const;
   PortLoads dp_loads(const StageParams& sp, bool gather) const;
   double optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const;
+  // parallelism.eplb: whether copies exist, and their gradient sum's time and port loads.
+  bool eplb_replicas() const { return eplb_replicas_ > 0; }
+  double replica_grad_seconds(const StageParams& sp) const;
+  PortLoads replica_grad_loads(const StageParams& sp) const;
 
  private:
   // Bytes each rank moves through its NVLink and network ports, each direction
@@ -214,6 +225,8 @@ class KernelPricing {
   std::optional<hw_models::Topology> ep_topo_;
   hw_models::CommGroup pp_pair_;   // a rank and its peer in the next pipeline stage
   hw_models::CommGroup cp_group_;  // a context-parallel ring
+  hw_models::CommGroup replica_pair_;  // an expert's two copies (EPLB)
+  double eplb_replicas_ = 0;           // the rank's share 2R / (E + R) of expert gradients with copies
   PortLoads pp_send_ports_{}, pp_recv_ports_{};  // one activation each way
   double nvl_port_Bps_ = 0, net_port_Bps_ = 0;   // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;

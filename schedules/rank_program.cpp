@@ -165,6 +165,16 @@ class RankProgram final : public sim_core::HostProgram {
       all += sim_.stage_params(rank_, c);
       if (muon) ns += sim_.muon_flops(rank_, c);
     }
+    // EPLB: the copies' gradients summed before the step, after the last backward (on the
+    // compute stream: the optimizer needs them and nothing else is left to overlap).
+    if (price_.eplb_replicas() && all.expert > 0) {
+      Kernel r = kernel(sim_.label("eplb.replica_grad_all_reduce"), kDpComm, price_.replica_grad_seconds(all), -1);
+      r.port_load = price_.replica_grad_loads(all);
+      r.waits[0] = last_dp_;
+      // Every rank of the EP group holds copies: with all ranks simulated they meet here.
+      r.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
+      launch(kComputeStream, r, op_cost());
+    }
     Kernel k = kernel(sim_.label(muon ? "optimizer.muon" : "optimizer.adam"), kCompute,
                       price_.optimizer_seconds(all, ns));
     k.waits[0] = last_dp_;

@@ -1,5 +1,6 @@
 #include "schedules/stage_params.hpp"
 
+#include "workload/eplb.hpp"
 #include "workload/flops.hpp"
 
 namespace moesim::schedules {
@@ -34,7 +35,9 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
   const bool moe = has_experts(slot, m);
   s.dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
   if (moe) {
-    const double local = static_cast<double>(m.num_experts) / static_cast<double>(p.ep);
+    // Physical experts per rank: parallelism.eplb's copies hold weights, gradients and
+    // optimizer states of their own.
+    const double local = static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep);
     s.expert = local * lp.expert / static_cast<double>(p.etp);
   }
   return s;
@@ -50,7 +53,7 @@ StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Para
   const bool moe = has_experts(slot, m);
   // Tensor-parallel ranks gather each matrix and orthogonalize it whole (redundantly).
   s.dense += ns.attention + (moe ? ns.moe_common : ns.dense_mlp);
-  if (moe) s.expert = static_cast<double>(m.num_experts) / static_cast<double>(p.ep) * ns.expert;
+  if (moe) s.expert = static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep) * ns.expert;
   return s;
 }
 

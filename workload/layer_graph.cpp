@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "workload/eplb.hpp"
+
 namespace moesim::workload {
 namespace {
 
@@ -499,7 +501,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
 
   const double tokens_out = Tm * k;              // routed token copies each rank sends
   const double tokens_in = tokens_out * in.ep_load;  // and the hottest rank receives
-  const double local_experts = E / ep;
+  // Physical experts per rank: E / ep, plus parallelism.eplb's copies (workload/eplb.hpp).
+  const double local_experts = static_cast<double>(physical_experts(m, p)) / ep;
   const double h_bytes = s.h * 2;
   bool hybridep_copy = false;  // HybridEP without its copy fused into permute/unpermute
   // FP8 dispatch (Framework::ep_fp8_dispatch): the forward dispatch carries 1 + 4/128 bytes

@@ -143,11 +143,25 @@ std::span<const StackSwitchInfo> stack_switches() {
   return kSwitches;
 }
 
+const sim_core::NameTable<EplbPolicy>& eplb_policy_names() {
+  static constexpr std::array<sim_core::NameEntry<EplbPolicy>, 2> kEntries{{
+      {EplbPolicy::hierarchical, "hierarchical",
+       "expert groups packed to nodes, replicas within each node, then packed to its GPUs"},
+      {EplbPolicy::global, "global", "replicas chosen over all experts and packed to any GPU"},
+  }};
+  static constexpr sim_core::NameTable<EplbPolicy> kTable{kEntries};
+  return kTable;
+}
+
 const sim_core::NameTable<RoutingBalance>& routing_balance_names() {
-  static constexpr std::array<sim_core::NameEntry<RoutingBalance>, 3> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<RoutingBalance>, 5> kEntries{{
       {RoutingBalance::forced, "forced", "every expert gets the same tokens"},
       {RoutingBalance::sampled, "sampled", "expert loads sampled from a distribution"},
       {RoutingBalance::histogram, "histogram", "expert loads read from a file"},
+      {RoutingBalance::aux_loss, "aux_loss",
+       "trained routing balanced by an auxiliary loss (coefficient): published expert-load statistics"},
+      {RoutingBalance::loss_free, "loss_free",
+       "trained routing balanced by DeepSeek's auxiliary-loss-free expert bias: published statistics"},
   }};
   static constexpr sim_core::NameTable<RoutingBalance> kTable{kEntries};
   return kTable;

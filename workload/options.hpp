@@ -30,6 +30,15 @@ struct Training {
   std::optional<double> capacity_factor;  // token dropping; absent = dropless
 };
 
+// DeepSeek's expert-parallel load balancer (workload/eplb.hpp) in a step: each MoE layer
+// holds `redundant_experts` extra copies of its heaviest experts, placed by `policy`.
+enum class EplbPolicy { hierarchical, global };
+const sim_core::NameTable<EplbPolicy>& eplb_policy_names();
+struct Eplb {
+  std::int64_t redundant_experts = 0;
+  EplbPolicy policy = EplbPolicy::hierarchical;
+};
+
 struct Parallelism {
   std::int64_t tp = 1, pp = 1, vpp = 1, ep = 1, etp = 1, cp = 1;
   bool sequence_parallel = false;  // effective: requested and tp > 1
@@ -39,6 +48,7 @@ struct Parallelism {
   std::int64_t dp = 1;
   std::int64_t expert_dp = 1;
   std::int64_t num_microbatches = 1;  // per pipeline, per step: gbs / (mbs dp)
+  std::optional<Eplb> eplb;           // parallelism.eplb
 };
 
 enum class CudaGraphScope { attn, mlp, moe, moe_router, moe_preprocess, full_iteration };
@@ -161,7 +171,7 @@ struct StackSwitchInfo {
 };
 std::span<const StackSwitchInfo> stack_switches();
 
-enum class RoutingBalance { forced, sampled, histogram };
+enum class RoutingBalance { forced, sampled, histogram, aux_loss, loss_free };
 const sim_core::NameTable<RoutingBalance>& routing_balance_names();
 
 enum class RoutingDistribution { zipf, uniform };
@@ -171,6 +181,7 @@ struct Routing {
   RoutingBalance balance = RoutingBalance::forced;
   RoutingDistribution distribution = RoutingDistribution::zipf;  // sampled only
   double alpha = 1.0;                                            // zipf exponent
+  double aux_loss_coefficient = 0.01;  // aux_loss: Megatron --moe-aux-loss-coeff
   std::uint64_t seed = 0;
   std::string histogram_path;  // histogram only, resolved against the scenario file
   // histogram only: per-expert token counts, one row per MoE layer (read by the loader;

@@ -21,6 +21,46 @@ double hottest_rank_load(const std::vector<double>& counts, std::int64_t ep) {
   return hottest / (total / static_cast<double>(ep));
 }
 
+double aux_loss_exponent() {
+  return std::log(kAuxLossMaxVioLow / kAuxLossMaxVio1B) / std::log(kAuxLossCoefficient / kAuxLossCoefficientLow);
+}
+
+double trained_max_vio(const Routing& r) {
+  switch (r.balance) {
+    case RoutingBalance::loss_free: return kLossFreeMaxVio;
+    case RoutingBalance::aux_loss:
+      return kAuxLossMaxVio * std::pow(r.aux_loss_coefficient / kAuxLossCoefficient, -aux_loss_exponent());
+    default: return 0;
+  }
+}
+
+double expected_max_vio(double sigma, int experts) {
+  // E[max_e X_e] / E[X] - 1 for X = exp(sigma z), z ~ N(0, 1), over `experts` draws:
+  //   E[max] = integral exp(sigma z) n phi(z) Phi(z)^(n-1) dz   (Simpson, z in [-8, 8]).
+  const double n = experts;
+  const int steps = 1000;
+  const double a = -8, h = 16.0 / steps;
+  double sum = 0;
+  for (int i = 0; i <= steps; ++i) {
+    const double z = a + i * h;
+    const double phi = std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi);
+    const double Phi = 0.5 * std::erfc(-z / std::numbers::sqrt2);
+    const double f = std::exp(sigma * z) * n * phi * std::pow(Phi, n - 1);
+    sum += f * (i == 0 || i == steps ? 1 : i % 2 ? 4 : 2);
+  }
+  return sum * h / 3 / std::exp(0.5 * sigma * sigma) - 1;
+}
+
+double popularity_sigma(double max_vio) {
+  if (!(max_vio > 0)) return 0;
+  double lo = 0, hi = 4;
+  for (int i = 0; i < 40; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (expected_max_vio(mid, kMaxVioExperts) < max_vio ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
 namespace {
 
 // q_e = min(1, c p_e) with sum q_e = k (c by bisection; sum rises with c).
@@ -49,10 +89,18 @@ double standard_normal(std::mt19937_64& g) {
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
 }
 
-std::vector<double> sampled_counts(const Routing& r, std::int64_t E, double k, double n, std::uint64_t layer) {
+// One layer's drawn counts and their expectation n q_e (what a balancer plans on).
+struct LayerCounts {
+  std::vector<double> drawn, expected;
+};
+
+// `sigma`: the lognormal dispersion of trained routing's popularity (popularity_sigma).
+LayerCounts sampled_counts(const Routing& r, std::int64_t E, double k, double n, std::uint64_t layer, double sigma) {
   std::mt19937_64 g(r.seed * 0x9E3779B97F4A7C15ULL + layer);
   std::vector<double> p(static_cast<std::size_t>(E), 1.0);
-  if (r.distribution == RoutingDistribution::zipf) {
+  if (r.balance == RoutingBalance::aux_loss || r.balance == RoutingBalance::loss_free) {
+    for (double& x : p) x = std::exp(sigma * standard_normal(g));
+  } else if (r.distribution == RoutingDistribution::zipf) {
     std::vector<std::size_t> rank(p.size());
     std::iota(rank.begin(), rank.end(), std::size_t{0});
     // Fisher-Yates on the engine's bits (std::shuffle's algorithm is not specified).
@@ -61,41 +109,73 @@ std::vector<double> sampled_counts(const Routing& r, std::int64_t E, double k, d
   }
   const double total = std::accumulate(p.begin(), p.end(), 0.0);
   for (double& x : p) x /= total;
-  std::vector<double> counts;
-  for (double q : selection_probabilities(p, k))
-    counts.push_back(std::max(0.0, n * q + std::sqrt(n * q * (1 - q)) * standard_normal(g)));
-  return counts;
+  LayerCounts c;
+  for (double q : selection_probabilities(p, k)) {
+    c.expected.push_back(n * q);
+    c.drawn.push_back(std::max(0.0, n * q + std::sqrt(n * q * (1 - q)) * standard_normal(g)));
+  }
+  return c;
 }
 
 }  // namespace
 
 namespace {
-// G after Megatron's token dropping: each expert keeps at most cf x its balanced count;
-// the hottest rank's kept copies over the balanced (all routed copies / ep).
-double capped_load(const std::vector<double>& counts, std::int64_t ep, std::optional<double> cf) {
-  if (!cf) return hottest_rank_load(counts, ep);
+// Each expert keeps at most cf x its balanced count (Megatron's token dropping).
+std::vector<double> kept_counts(const std::vector<double>& counts, std::optional<double> cf) {
   std::vector<double> kept = counts;
+  if (!cf) return kept;
   const double mean = std::accumulate(counts.begin(), counts.end(), 0.0) / static_cast<double>(counts.size());
   for (double& c : kept) c = std::min(c, *cf * mean);
-  const double share = std::accumulate(kept.begin(), kept.end(), 0.0) / (mean * static_cast<double>(counts.size()));
-  return hottest_rank_load(kept, ep) * share;
+  return kept;
+}
+
+// G after token dropping and, with EPLB, replication planned on `plan_on`: the hottest
+// rank's kept copies over the balanced (all routed copies / ep).
+double layer_load(const std::vector<double>& counts, const std::vector<double>& plan_on, std::int64_t ep,
+                  std::optional<double> cf, const std::optional<EplbSetup>& eplb) {
+  const std::vector<double> kept = kept_counts(counts, cf);
+  const double all = std::accumulate(counts.begin(), counts.end(), 0.0);
+  if (!eplb) {
+    if (!cf) return hottest_rank_load(counts, ep);
+    const double mean = all / static_cast<double>(counts.size());
+    const double share = std::accumulate(kept.begin(), kept.end(), 0.0) / (mean * static_cast<double>(counts.size()));
+    return hottest_rank_load(kept, ep) * share;
+  }
+  const EplbPlan plan = rebalance_experts({plan_on}, eplb->replicas, eplb->groups, eplb->nodes, eplb->gpus,
+                                          eplb->policy);
+  const auto loads = gpu_loads(plan, 0, kept, eplb->gpus);
+  return *std::max_element(loads.begin(), loads.end()) / (all / static_cast<double>(ep));
 }
 }  // namespace
 
 double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
-                      std::optional<double> capacity_factor) {
+                      std::optional<double> capacity_factor, const std::optional<EplbSetup>& eplb) {
   if (!m.is_moe()) return 1;
-  if (r.balance == RoutingBalance::forced) return capacity_factor ? std::min(1.0, *capacity_factor) : 1.0;
+  if (r.balance == RoutingBalance::forced && !eplb) return capacity_factor ? std::min(1.0, *capacity_factor) : 1.0;
   const std::int64_t layers = std::max<std::int64_t>(1, m.num_moe_layers());
+  const double sigma = popularity_sigma(trained_max_vio(r));
   double sum = 0;
   for (std::int64_t l = 0; l < layers; ++l) {
-    if (r.balance == RoutingBalance::histogram) {
-      if (r.histogram.empty()) throw std::invalid_argument("ep_gating_load: empty routing histogram");
-      sum += capped_load(r.histogram[static_cast<std::size_t>(l) % r.histogram.size()], ep, capacity_factor);
-    } else {
-      sum += capped_load(sampled_counts(r, m.num_experts, static_cast<double>(m.topk),
-                                        tokens * static_cast<double>(ep), static_cast<std::uint64_t>(l)),
-                         ep, capacity_factor);
+    switch (r.balance) {
+      case RoutingBalance::forced: {
+        const std::vector<double> even(static_cast<std::size_t>(m.num_experts), 1.0);
+        sum += layer_load(even, even, ep, capacity_factor, eplb);
+        break;
+      }
+      case RoutingBalance::histogram: {
+        if (r.histogram.empty()) throw std::invalid_argument("ep_gating_load: empty routing histogram");
+        const auto& row = r.histogram[static_cast<std::size_t>(l) % r.histogram.size()];
+        sum += layer_load(row, row, ep, capacity_factor, eplb);
+        break;
+      }
+      case RoutingBalance::sampled:
+      case RoutingBalance::aux_loss:
+      case RoutingBalance::loss_free: {
+        const LayerCounts c = sampled_counts(r, m.num_experts, static_cast<double>(m.topk),
+                                             tokens * static_cast<double>(ep), static_cast<std::uint64_t>(l), sigma);
+        sum += layer_load(c.drawn, c.expected, ep, capacity_factor, eplb);
+        break;
+      }
     }
   }
   return sum / static_cast<double>(layers);

@@ -17,6 +17,27 @@
 //     (n is in the thousands), from a Mersenne Twister seeded by (seed, layer).
 //   histogram: measured per-expert token counts, one row per MoE layer (cycled when the
 //     model has more layers than rows), G per row as above.
+//   aux_loss (Megatron --moe-aux-loss-coeff c) and loss_free (DeepSeek's expert bias):
+//     trained routing, from published expert-load statistics (docs/research/
+//     routing-load-statistics.md). Wang et al., "Auxiliary-Loss-Free Load Balancing
+//     Strategy for Mixture-of-Experts" (arXiv 2408.15664), measure the global MaxVio,
+//     (max_e load_e - mean) / mean over a validation set, of 64-expert top-6 models:
+//       loss_free                 0.04 (Table 2, 1B and 3B; Tables 3-4: 0.028-0.048)
+//       aux_loss, c = 0.001       0.52 (Table 2, 3B; 0.72 at 1B)
+//     and c enters as a power law, MaxVio(c) = 0.52 (c / 0.001)^-0.219, the exponent from
+//     the paper's two coefficients of its 1B model: 0.72 at c = 0.001 (Table 2) and 0.937
+//     at c = 0.0003 (Table 6), ln(0.937 / 0.72) / ln(0.001 / 0.0003) = 0.219 (Table 6's
+//     gate is softmax, Table 2's sigmoid: an assumption that the gate does not change the
+//     slope). The persistent part: expert popularity p_e ~ exp(sigma z_e), z_e ~ N(0, 1)
+//     drawn per layer, sigma such that the expected MaxVio of 64 experts is MaxVio(c)
+//     (expected_max_vio); the model's own experts then draw from that dispersion (more
+//     experts, a larger expected maximum). Per microbatch the counts are Binomial(n, q_e)
+//     around it as for sampled (independent tokens: a lower bound of the noise, since
+//     real routing is correlated within sequences). EPLB plans on the popularity n q_e.
+// With parallelism.eplb (workload/eplb.hpp) each layer's experts are replicated and placed
+// by DeepSeek's load balancer, planned on the layer's expected loads (sampled: n q_e;
+// histogram: the measured row; forced: equal), and G is the hottest GPU's share of the
+// realized counts, each expert's tokens split evenly over its copies.
 // Same input, same G: the draws depend only on the seed and the layer.
 #pragma once
 
@@ -24,10 +45,29 @@
 #include <optional>
 #include <vector>
 
+#include "workload/eplb.hpp"
 #include "workload/model_config.hpp"
 #include "workload/options.hpp"
 
 namespace moesim::workload {
+
+// Wang et al.'s figures (arXiv 2408.15664), above.
+inline constexpr double kLossFreeMaxVio = 0.04;       // Table 2
+inline constexpr double kAuxLossCoefficient = 0.001;  // Table 2's loss-controlled baseline
+inline constexpr double kAuxLossMaxVio = 0.52;        // Table 2, 3B, at kAuxLossCoefficient
+inline constexpr double kAuxLossMaxVio1B = 0.72;      // Table 2, 1B, at kAuxLossCoefficient
+inline constexpr double kAuxLossCoefficientLow = 0.0003;  // Table 6 (1B, softmax gate)
+inline constexpr double kAuxLossMaxVioLow = 0.937;        // Table 6
+inline constexpr int kMaxVioExperts = 64;             // the paper's routed experts (Table 5)
+// The power of c: ln(0.937 / 0.72) / ln(0.001 / 0.0003) = 0.219.
+double aux_loss_exponent();
+
+// The global MaxVio of trained routing (aux_loss, loss_free; 0 for the others).
+double trained_max_vio(const Routing& r);
+// E[max_e X_e] / E[X] - 1 of `experts` lognormal popularities exp(sigma z).
+double expected_max_vio(double sigma, int experts);
+// The sigma whose expected MaxVio over kMaxVioExperts experts is `max_vio`.
+double popularity_sigma(double max_vio);
 
 // G of one layer's per-expert counts (size E, E divisible by ep).
 double hottest_rank_load(const std::vector<double>& expert_counts, std::int64_t ep);
@@ -38,6 +78,7 @@ double hottest_rank_load(const std::vector<double>& expert_counts, std::int64_t 
 // every source rank: tokens x top-k / experts x factor) and drops the rest, so no rank
 // receives more than capacity_factor x the balanced tokens.
 double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
-                      std::optional<double> capacity_factor = std::nullopt);
+                      std::optional<double> capacity_factor = std::nullopt,
+                      const std::optional<EplbSetup>& eplb = std::nullopt);
 
 }  // namespace moesim::workload

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/helpers.hpp"
+#include "workload/eplb.hpp"
 
 using namespace moesim;
 using config::Json;
@@ -394,4 +395,41 @@ TEST_CASE("Fuzz regressions: whole NICs per GPU", "[config][errors][fuzz]") {
   expect_error(j, "system.network.nics_per_gpu", "expected an integer");
   j["system"]["network"]["nics_per_gpu"] = 2;
   CHECK(config::load_scenario_text(j.dump(), "test.json").system.network.nics_per_gpu.value == 2);
+}
+
+TEST_CASE("Trained routing and EPLB blocks", "[config][errors][eplb]") {
+  auto j = test::default_scenario_json();  // DeepSeek-V3, 256 experts, EP32 over 32-GPU domains
+  j["routing"] = {{"balance", "aux_loss"}};
+  expect_error(j, "routing", "missing required key 'coefficient'");
+  j["routing"] = {{"balance", "aux_loss"}, {"coefficient", 0}};
+  expect_error(j, "routing.coefficient", "outside the valid range");
+  j["routing"] = {{"balance", "loss_free"}, {"alpha", 1.0}};
+  expect_error(j, "routing.alpha", "unknown key");
+  j["routing"] = {{"balance", "aux_loss"}, {"coefficient", 0.01}, {"seed", 3}};
+  CHECK(config::load_scenario_text(j.dump(), "t.json").routing.aux_loss_coefficient == 0.01);
+
+  j = test::default_scenario_json();
+  j["parallelism"]["eplb"] = {{"redundant_experts", 16}};
+  expect_error(j, "parallelism.eplb.redundant_experts", "272 physical experts do not split over ep=32");
+  j["parallelism"]["eplb"] = {{"redundant_experts", 32}, {"policy", "nearest"}};
+  expect_error(j, "parallelism.eplb.policy", "unknown EPLB policy");
+  j["parallelism"]["eplb"] = {{"policy", "global"}};
+  expect_error(j, "parallelism.eplb", "missing required key 'redundant_experts'");
+  // EP32 over 8-GPU domains spans 4 nodes: DeepSeek-V3's 8 groups pack onto them; over
+  // 3 nodes they would not (EP24 is not a divisor of 256 experts, so use Qwen3's 1 group).
+  j["parallelism"]["eplb"] = {{"redundant_experts", 32}};
+  j["placement"]["gpus_per_nvlink_domain"] = 8;
+  const auto sc = config::load_scenario_text(j.dump(), "t.json");
+  REQUIRE(sc.parallelism.eplb.has_value());
+  CHECK(sc.parallelism.eplb->policy == workload::EplbPolicy::hierarchical);
+  const auto setup = workload::eplb_setup(sc.model, sc.parallelism, sc.placement.gpus_per_nvlink_domain);
+  CHECK(setup->nodes == 4);
+  CHECK(setup->groups == 8);
+  CHECK(setup->replicas == 288);
+  j["model"] = "qwen3-235b-a22b";  // 128 experts, no expert groups
+  j["parallelism"]["pp_layout"] = nullptr;
+  j["parallelism"].erase("pp_layout");
+  expect_error(j, "parallelism.eplb.policy", "use \"global\"");
+  j["parallelism"]["eplb"]["policy"] = "global";
+  CHECK(config::load_scenario_text(j.dump(), "t.json").parallelism.eplb->policy == workload::EplbPolicy::global);
 }

@@ -219,6 +219,11 @@ std::map<std::string, Case> cases() {
       R"({"routing": {"distribution": "uniform", "alpha": null}})");
   add("routing.alpha", s, R"({"routing": {"alpha": 1.2}})", R"({"routing": {"alpha": 2.0}})");
   add("routing.seed", s, R"({"routing": {"seed": 3}})", R"({"routing": {"seed": 4}})");
+  add("routing.coefficient", g, R"({"routing": {"balance": "aux_loss", "coefficient": 0.01}})",
+      R"({"routing": {"balance": "aux_loss", "coefficient": 0.001}})");
+  // EPLB: the balancer's placement and 8 copies over EP8 under skewed routing.
+  add("parallelism.eplb", s, R"({"parallelism": {"eplb": null}})",
+      R"({"parallelism": {"eplb": {"redundant_experts": 8, "policy": "global"}}})");
   add("routing.path", g,
       fmt::format(R"({{"routing": {{"balance": "histogram", "path": {}}}}})", Json(histogram(false).path()).dump()),
       fmt::format(R"({{"routing": {{"balance": "histogram", "path": {}}}}})", Json(histogram(true).path()).dump()));

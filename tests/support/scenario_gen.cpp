@@ -441,7 +441,14 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
       r["distribution"] = "uniform";
     }
     j["routing"] = r;
+  } else if (rng.chance(0.5)) {
+    j["routing"] = rng.chance(0.5) ? Json{{"balance", "loss_free"}}
+                                   : Json{{"balance", "aux_loss"}, {"coefficient", rng.pick({1, 10, 100}) * 1e-4}};
   }
+  // EPLB: copies that split over EP or not (refused), either policy.
+  if (rng.chance(0.1))
+    j["parallelism"]["eplb"] = {{"redundant_experts", rng.pick({0, 8, 16, 32, 64, 7})},
+                                {"policy", rng.chance(0.5) ? "hierarchical" : "global"}};
   if (rng.chance(0.2))
     j["placement"] = {{"gpus_per_nvlink_domain", rng.pick({per_node, per_node * 2, 32, 64, 72})}};
   if (rng.chance(0.1)) {

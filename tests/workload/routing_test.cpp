@@ -126,3 +126,63 @@ TEST_CASE("Routing histograms: read, checked against the model, and their load",
     CHECK(e.path() == "[1][0]");
   }
 }
+
+TEST_CASE("Trained routing: MaxVio from Wang et al., the lognormal dispersion behind it, the load order",
+          "[workload][routing]") {
+  workload::Routing r;
+  r.balance = workload::RoutingBalance::loss_free;
+  CHECK(workload::trained_max_vio(r) == 0.04);  // Table 2
+  r.balance = workload::RoutingBalance::aux_loss;
+  r.aux_loss_coefficient = 0.001;
+  CHECK(workload::trained_max_vio(r) == Approx(0.52));  // Table 2, 3B
+  // The power law carries Table 6's ratio over: 0.937 / 0.72 from c = 0.001 to 0.0003.
+  r.aux_loss_coefficient = 0.0003;
+  CHECK(workload::trained_max_vio(r) == Approx(0.52 * 0.937 / 0.72));
+  CHECK(workload::aux_loss_exponent() == Approx(0.2188).epsilon(1e-3));
+  // Expected MaxVio of lognormal popularities: for small sigma it is sigma x E[max of 64
+  // standard normals] = 2.3437 sigma (the largest order statistic's mean), to first order.
+  CHECK(workload::expected_max_vio(0.001, 64) == Approx(0.0023437).epsilon(0.003));
+  CHECK(workload::expected_max_vio(0, 64) == Approx(0).margin(1e-9));
+  for (double v : {0.04, 0.31, 0.52, 0.9})
+    CHECK(workload::expected_max_vio(workload::popularity_sigma(v), workload::kMaxVioExperts) ==
+          Approx(v).epsilon(1e-6));
+
+  // The hottest EP32 rank of DeepSeek-V3 (4096 tokens per rank): forced < loss-free <
+  // aux-loss 0.01 < aux-loss 0.001, and the same seed gives the same load.
+  const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
+  const auto load = [&](workload::Routing rr) { return workload::ep_gating_load(rr, sc.model, 32, 4096); };
+  workload::Routing free;
+  free.balance = workload::RoutingBalance::loss_free;
+  workload::Routing aux01 = r, aux001 = r;
+  aux01.aux_loss_coefficient = 0.01;
+  aux001.aux_loss_coefficient = 0.001;
+  CHECK(load(workload::Routing{}) == 1);
+  CHECK(load(free) > 1.0);
+  CHECK(load(free) < load(aux01));
+  CHECK(load(aux01) < load(aux001));
+  CHECK(load(aux01) == load(aux01));
+  workload::Routing reseeded = free;
+  reseeded.seed = 9;
+  CHECK(load(reseeded) != load(free));
+}
+
+TEST_CASE("EPLB in the routing model: the copies lower the hottest rank's load", "[workload][routing][eplb]") {
+  const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
+  workload::Routing r;
+  r.balance = workload::RoutingBalance::aux_loss;
+  r.aux_loss_coefficient = 0.001;
+  workload::EplbSetup e;
+  e.gpus = 32;
+  e.groups = 8;
+  e.nodes = 1;
+  e.replicas = 256;
+  const double plain = workload::ep_gating_load(r, sc.model, 32, 4096);
+  const double placed = workload::ep_gating_load(r, sc.model, 32, 4096, std::nullopt, e);
+  e.replicas = 256 + 64;
+  const double copied = workload::ep_gating_load(r, sc.model, 32, 4096, std::nullopt, e);
+  CHECK(placed < plain);   // placement alone balances the persistent popularity
+  CHECK(copied < placed);  // copies split the hottest experts
+  CHECK(copied >= 1.0);
+  // Forced routing: every expert equal, the placement keeps every GPU at the mean.
+  CHECK(workload::ep_gating_load(workload::Routing{}, sc.model, 32, 4096, std::nullopt, e) == Approx(1.0));
+}
