@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/ep_library_fit.hpp"
+#include "calibration/jitter_fit.hpp"
 #include "calibration/profile_fit.hpp"
 #include "cli/common.hpp"
 #include "config/load.hpp"
@@ -29,6 +30,16 @@
 
 namespace moesim::cli {
 namespace {
+
+// Today's date (UTC), as fitted profiles record it.
+std::string today() {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char date[16];
+  std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+  return date;
+}
 
 // `moesim calibrate run`: moesim-calib (built beside moesim when CUDA is found) on this
 // machine's GPU, writing a measurement file; `moesim calibrate fit`: measurement files
@@ -50,6 +61,10 @@ class Calibrate final : public Command {
     ep_->add_option("library", ep_library_, "deepep, deepep-ll or hybridep")->required();
     ep_->add_option("--measurements", ep_dir_, "folder of the ep-*.json measurement files");
     ep_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
+    jitter_ = app.add_subcommand(
+        "jitter", "fit the per-process step delay (predict/variability.hpp) from per-step statistics at scale");
+    jitter_->add_option("--measurements", jitter_file_, "the per-step statistics (default: calibration/measurements/step-jitter-mlperf.json)");
+    jitter_->add_option("-o,--out", fit_out_, "write the profile (calibration/profiles/step-jitter.json)");
     corpus_ = app.add_subcommand(
         "corpus", "fit the cross-run quantities no microbenchmark pins over the measured runs, with leave-one-out error");
     corpus_->add_option("paths", corpus_paths_, "scenario files or folders (default: scenarios)");
@@ -59,6 +74,7 @@ class Calibrate final : public Command {
   }
   int run(Io& io) override {
     if (corpus_->parsed()) return fit_corpus(io);
+    if (jitter_->parsed()) return fit_jitter(io);
     return run_->parsed() ? run_kernels(io) : ep_->parsed() ? fit_ep(io) : fit(io);
   }
 
@@ -187,19 +203,34 @@ class Calibrate final : public Command {
     if (json_) io.out << reports::corpus_json(r).dump(2) << "\n";
     else io.out << reports::corpus_text(r);
     if (!fit_out_.empty()) {
-      const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-      std::tm tm{};
-      gmtime_r(&now, &tm);
-      char date[16];
-      std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
       std::ofstream out(fit_out_);
       if (!out) throw config::InputError(fit_out_, "", "cannot write the profile");
-      out << reports::corpus_profile(r, date).dump(2) << "\n";
+      out << reports::corpus_profile(r, today()).dump(2) << "\n";
     }
     return 0;
   }
 
+  // `moesim calibrate jitter`: calibration/jitter_fit.hpp over the per-step statistics.
+  int fit_jitter(Io& io) const {
+    calibration::JitterFit fit;
+    try {
+      fit = calibration::fit_step_jitter(nlohmann::json(config::read_json_file(jitter_file_)));
+    } catch (const std::exception& e) {
+      throw config::InputError(jitter_file_, "points", e.what());
+    }
+    for (const auto& r : fit.rows)
+      io.err << fmt::format("  {:<12} {:>6} GPUs  median {:>7.3f} s  p95 - median {:>5.0f} ms, model {:>5.0f} ms  {}\n",
+                            r.system, r.gpus, r.median_s, r.measured_spread_s * 1e3, r.model_spread_s * 1e3,
+                            r.role == "fit" ? "" : r.role);
+    write_profile(io, calibration::jitter_profile_json(fit, jitter_file_, today()).dump(2) + "\n",
+                  fmt::format("jitter_s {:.4f} s, jitter_fraction {:.5f} from {} points (rms {:.0f} ms)", fit.jitter_s,
+                              fit.jitter_fraction, fit.fit_points, fit.rms_error_s * 1e3));
+    return 0;
+  }
+
   CLI::App* corpus_ = nullptr;
+  CLI::App* jitter_ = nullptr;
+  std::string jitter_file_ = "calibration/measurements/step-jitter-mlperf.json";
   std::vector<std::string> corpus_paths_;
   int jobs_ = 0;
   bool json_ = false;

@@ -187,6 +187,11 @@ hw_models::SystemSpec read_system(const Node& node) {
       P.opt_pair(c, "nvls_efficiency", "nvls_latency_us", 0.01, 1, 0, 1e6, s.comm.nvls_efficiency,
                  s.comm.nvls_latency_us);
     });
+    if (auto v = o.get("variability"))
+      read_object(*v, [&](Object& vo) {
+        s.variability.jitter_s = P.opt(vo, "jitter_s", 0, 100);
+        s.variability.jitter_fraction = P.opt(vo, "jitter_fraction", 0, 1);
+      });
     if (auto ep = o.get("ep_dispatch"))
       read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_tuned_factor = P.opt(e, "deepep_tuned_factor", 1, 10); });
     if (auto ep = o.get("ep_libraries")) {

@@ -216,6 +216,16 @@ struct EpDispatchSpec {
   std::optional<Param> deepep_tuned_factor;
 };
 
+// How much later than the rest a training process finishes a step (predict/
+// variability.hpp): an exponential delay of mean jitter_s + jitter_fraction x the step,
+// independent per process and step (OS and host jitter, the collector, thermals), fitted
+// from per-step statistics at scale (calibration/jitter_fit.hpp,
+// calibration/profiles/step-jitter.json). Absent: no delay.
+struct Variability {
+  std::optional<Param> jitter_s;
+  std::optional<Param> jitter_fraction;
+};
+
 struct SystemSpec {
   std::string name;
   std::string description;
@@ -228,6 +238,7 @@ struct SystemSpec {
   HostCosts host;
   CommLatency comm;
   EpDispatchSpec ep_dispatch;
+  Variability variability;
 };
 
 }  // namespace moesim::hw_models

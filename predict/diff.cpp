@@ -25,6 +25,7 @@ Difference difference(const Prediction& a, const Prediction& b) {
   c.push_back({"pipeline_bubble", "schedule", x.schedule_bubble, y.schedule_bubble});
   c.push_back({"pipeline_bubble", "stage_imbalance", x.stage_imbalance, y.stage_imbalance});
   c.push_back({"other", "", x.other, y.other});
+  c.push_back({"straggler_wait", "", x.straggler_wait, y.straggler_wait});
   double sum = 0;
   for (const auto& t : c) sum += t.delta_s();
   d.residual_s = (d.step_time_b_s - d.step_time_a_s) - sum;

@@ -103,6 +103,14 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
   } else {
     p.step = schedules::simulate_step(input(sc.parallelism), opt, comm);
   }
+  // The slowest process and replica (predict/variability.hpp): a per-step wait the
+  // simulated ranks do not see.
+  p.spread = step_spread(sc, p.step);
+  const double simulated = p.step.step_time_s;
+  p.step.breakdown.straggler_wait = p.spread.wait_s;
+  p.step.step_time_s = simulated + p.spread.wait_s;
+  p.step_time_p50_s = simulated + p.spread.p50_wait_s;
+  p.step_time_p95_s = simulated + p.spread.p95_wait_s;
   const ScenarioSummary s = summarize(sc);
   p.flops_per_step = s.flops_per_step;
   const double gpus = static_cast<double>(sc.gpus);

@@ -17,6 +17,7 @@
 
 #include "config/scenario.hpp"
 #include "predict/memory.hpp"
+#include "predict/variability.hpp"
 #include "schedules/step_sim.hpp"
 #include "workload/flops.hpp"
 
@@ -49,6 +50,11 @@ struct Prediction {
   bool fits_in_memory = true;
   double ep_load =
       1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)
+  // The step over steps (predict/variability.hpp): step.step_time_s is its mean, the
+  // simulated step plus step.breakdown.straggler_wait; these its median and 95th
+  // percentile; `spread` the parts.
+  double step_time_p50_s = 0, step_time_p95_s = 0;
+  StepSpread spread;
   double wall_s = 0;  // simulation wall time (the only nondeterministic field)
 };
 

@@ -80,6 +80,7 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.other_s = b.other;
     r.schedule_bubble_s = b.schedule_bubble;
     r.stage_imbalance_s = b.stage_imbalance;
+    r.straggler_wait_s = b.straggler_wait;
     if (token_budget) {
       const double gpus = static_cast<double>(sc.gpus);
       const double seconds = *token_budget / (p.tokens_per_s_per_gpu * gpus);

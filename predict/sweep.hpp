@@ -38,6 +38,7 @@ struct SweepResult {
   // The critical rank's breakdown (schedules::Breakdown), seconds.
   double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0, host_bound_idle_s = 0,
          other_s = 0, schedule_bubble_s = 0, stage_imbalance_s = 0;  // pipeline_bubble_s split
+  double straggler_wait_s = 0;  // the slowest process or replica (predict/variability.hpp)
   std::optional<double> days, gpu_hours;  // under the token budget
   double wall_s = 0;  // load, memory and simulation wall time: the only nondeterministic figure
 };

@@ -11,6 +11,7 @@ constexpr Category kCategories[] = {
     {"exposed_communication", "exposed communication", "#f58518", "white"},
     {"schedule_bubble", "schedule bubble", "#bab0ac", "#222"},
     {"stage_imbalance", "stage imbalance", "#9d755d", "white"},
+    {"straggler_wait", "straggler wait", "#72b7b2", "#222"},
     {"host_bound_idle", "host-bound idle", "#e45756", "white"},
     {"other", "other", "#dddddd", "#222"},
 };

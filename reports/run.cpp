@@ -33,6 +33,8 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["name"] = sc.name;
   j["file"] = sc.file;
   j["step_time_s"] = p.step.step_time_s;
+  j["step_time_p50_s"] = p.step_time_p50_s;
+  j["step_time_p95_s"] = p.step_time_p95_s;
   j["tflops_per_gpu"] = p.tflops_per_gpu;
   j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
   j["mfu"] = p.mfu;
@@ -50,8 +52,14 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
                     {"pipeline_bubble", b.pipeline_bubble},
                     {"host_bound_idle", b.host_bound_idle},
                     {"other", b.other},
+                    {"straggler_wait", b.straggler_wait},
                     {"schedule_bubble", b.schedule_bubble},
                     {"stage_imbalance", b.stage_imbalance}};
+  // The slowest process and DP replica (predict/variability.hpp).
+  const auto& sp = p.spread;
+  j["stragglers"] = {{"process_jitter_s", sp.jitter_wait_s}, {"routing_s", sp.routing_wait_s},
+                     {"processes", sp.processes},        {"ep_groups", sp.ep_groups},
+                     {"ep_load_cv", sp.load_cv}};
   j["host_bound_idle_by_module"] = named(by_module(b.host_bound_by_module));
   j["compute_by_module"] = named(by_module(b.compute_by_module));
   Json comm = Json::object();
@@ -122,6 +130,15 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
     if (seconds >= 0.0005 * t) where += fmt::format("{}{} {:.3f} s", where.empty() ? "" : ", ", module, seconds);
   if (!where.empty()) o += fmt::format("    before kernels of: {}\n", where);
   row("other", b.other);
+  row("straggler wait", b.straggler_wait);
+  if (b.straggler_wait > 0)
+    o += fmt::format("    the latest of {} processes {:.3f} s{}; over steps: median {:.3f} s, p95 {:.3f} s\n",
+                     p.spread.processes, p.spread.jitter_wait_s,
+                     p.spread.routing_wait_s > 0
+                         ? fmt::format(", the slowest of {} EP groups' routing {:.3f} s", p.spread.ep_groups,
+                                       p.spread.routing_wait_s)
+                         : std::string(),
+                     p.step_time_p50_s, p.step_time_p95_s);
   if (sc.measured) {
     const double pred = predict::predicted_metric(*sc.measured, p);
     o += fmt::format("\nmeasured {} = {:g}; predicted {:.2f} ({:+.1f}%)\n",

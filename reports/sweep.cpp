@@ -33,7 +33,8 @@ std::vector<std::string> result_columns(bool token_budget) {
                                 "breakdown.host_bound_idle",
                                 "breakdown.other",
                                 "breakdown.schedule_bubble",
-                                "breakdown.stage_imbalance"};
+                                "breakdown.stage_imbalance",
+                                "breakdown.straggler_wait"};
   if (token_budget) c.insert(c.end(), {"days", "gpu_hours"});
   c.push_back(kSweepWallColumn);
   return c;
@@ -139,6 +140,7 @@ std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
   f.push_back(timing(r.other_s));
   f.push_back(timing(r.schedule_bubble_s));
   f.push_back(timing(r.stage_imbalance_s));
+  f.push_back(timing(r.straggler_wait_s));
   if (token_budget) {
     f.push_back(r.days ? num(*r.days) : "");
     f.push_back(r.gpu_hours ? num(*r.gpu_hours) : "");

@@ -67,7 +67,7 @@ const sim_core::NameTable<CommKind>& comm_kind_names();
 // The name of a slot of the breakdown's module arrays: the module's, or "outside_layers".
 std::string breakdown_module_name(std::size_t slot);
 
-// Seconds of the critical rank's step by what its compute stream was doing. The five
+// Seconds of the critical rank's step by what its compute stream was doing. The six
 // categories add up to the step time; the arrays split them further:
 //   compute         = sum compute_by_module
 //   exposed_comm    = sum exposed_comm_by_kind
@@ -76,6 +76,8 @@ std::string breakdown_module_name(std::size_t slot);
 //     idle time of the same schedule (pp, vpp, microbatches, transfers) with every chunk
 //     at this rank's mean forward and backward chunk time (simulate_pipeline), at most
 //     pipeline_bubble; stage_imbalance, the rest, is waiting on slower stages.
+//   straggler_wait: what the step waits, beyond the simulated ranks, for the latest of all
+//     processes and DP replicas (predict/variability.hpp; 0 out of the simulation).
 // Module arrays: index Module; the last slot holds kernels outside the layers
 // (pipeline transfers, DP, optimizer).
 struct Breakdown {
@@ -84,6 +86,7 @@ struct Breakdown {
   double pipeline_bubble = 0;  // idle, waiting for another pipeline stage
   double host_bound_idle = 0;  // idle, the host had not launched the next kernel yet
   double other = 0;
+  double straggler_wait = 0;   // waiting for the slowest process or replica (predict/variability.hpp)
   double schedule_bubble = 0;
   double stage_imbalance = 0;
   std::array<double, workload::kModuleCount + 1> host_bound_by_module{};
@@ -104,7 +107,7 @@ struct Breakdown {
  private:
   template <class B, class F>
   static void fields(B& b, F&& f) {
-    f(b.compute), f(b.exposed_comm), f(b.pipeline_bubble), f(b.host_bound_idle), f(b.other);
+    f(b.compute), f(b.exposed_comm), f(b.pipeline_bubble), f(b.host_bound_idle), f(b.other), f(b.straggler_wait);
     f(b.schedule_bubble), f(b.stage_imbalance);
     for (auto& x : b.host_bound_by_module) f(x);
     for (auto& x : b.compute_by_module) f(x);

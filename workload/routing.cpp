@@ -94,9 +94,10 @@ struct LayerCounts {
   std::vector<double> drawn, expected;
 };
 
-// `sigma`: the lognormal dispersion of trained routing's popularity (popularity_sigma).
-LayerCounts sampled_counts(const Routing& r, std::int64_t E, double k, double n, std::uint64_t layer, double sigma) {
-  std::mt19937_64 g(r.seed * 0x9E3779B97F4A7C15ULL + layer);
+// One layer's selection probabilities q_e (popularity drawn from `g`, which then goes on
+// to draw counts). `sigma`: the lognormal dispersion of trained routing's popularity
+// (popularity_sigma).
+std::vector<double> layer_selection(const Routing& r, std::int64_t E, double k, double sigma, std::mt19937_64& g) {
   std::vector<double> p(static_cast<std::size_t>(E), 1.0);
   if (r.balance == RoutingBalance::aux_loss || r.balance == RoutingBalance::loss_free) {
     for (double& x : p) x = std::exp(sigma * standard_normal(g));
@@ -109,11 +110,26 @@ LayerCounts sampled_counts(const Routing& r, std::int64_t E, double k, double n,
   }
   const double total = std::accumulate(p.begin(), p.end(), 0.0);
   for (double& x : p) x /= total;
+  return selection_probabilities(p, k);
+}
+
+std::mt19937_64 layer_engine(const Routing& r, std::uint64_t layer) {
+  return std::mt19937_64(r.seed * 0x9E3779B97F4A7C15ULL + layer);
+}
+
+// One microbatch's counts over n token copies: Binomial(n, q_e), normal approximation.
+std::vector<double> draw_counts(const std::vector<double>& q, double n, std::mt19937_64& g) {
+  std::vector<double> c;
+  for (double x : q) c.push_back(std::max(0.0, n * x + std::sqrt(n * x * (1 - x)) * standard_normal(g)));
+  return c;
+}
+
+LayerCounts sampled_counts(const Routing& r, std::int64_t E, double k, double n, std::uint64_t layer, double sigma) {
+  std::mt19937_64 g = layer_engine(r, layer);
+  const std::vector<double> q = layer_selection(r, E, k, sigma, g);
   LayerCounts c;
-  for (double q : selection_probabilities(p, k)) {
-    c.expected.push_back(n * q);
-    c.drawn.push_back(std::max(0.0, n * q + std::sqrt(n * q * (1 - q)) * standard_normal(g)));
-  }
+  for (double x : q) c.expected.push_back(n * x);
+  c.drawn = draw_counts(q, n, g);
   return c;
 }
 
@@ -179,6 +195,36 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
     }
   }
   return sum / static_cast<double>(layers);
+}
+
+double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
+                  std::optional<double> capacity_factor, const std::optional<EplbSetup>& eplb) {
+  if (!m.is_moe() || r.balance == RoutingBalance::forced || r.balance == RoutingBalance::histogram) return 0;
+  const std::int64_t layers = std::max<std::int64_t>(1, m.num_moe_layers());
+  const double sigma = popularity_sigma(trained_max_vio(r));
+  const double n = tokens * static_cast<double>(ep);
+  double sum = 0, within = 0;
+  std::int64_t count = 0;
+  for (std::int64_t l = 0; l < layers; ++l) {
+    std::mt19937_64 g = layer_engine(r, static_cast<std::uint64_t>(l));
+    const std::vector<double> q = layer_selection(r, m.num_experts, static_cast<double>(m.topk), sigma, g);
+    std::vector<double> expected;
+    for (double x : q) expected.push_back(n * x);
+    // kLoadDraws microbatches of the same layer, each from an engine of its own.
+    std::vector<double> loads;
+    for (int d = 0; d < kLoadDraws; ++d) {
+      std::mt19937_64 gd(r.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(l) +
+                         (static_cast<std::uint64_t>(d) + 1) * 0x100000001ULL);
+      loads.push_back(layer_load(draw_counts(q, n, gd), expected, ep, capacity_factor, eplb));
+    }
+    const double mean = std::accumulate(loads.begin(), loads.end(), 0.0) / kLoadDraws;
+    for (double x : loads) within += (x - mean) * (x - mean);
+    sum += mean * kLoadDraws;
+    count += kLoadDraws;
+  }
+  const double mean = sum / static_cast<double>(count);
+  const double var = within / static_cast<double>(count - layers);
+  return std::sqrt(var) / mean;
 }
 
 }  // namespace moesim::workload

@@ -81,4 +81,15 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
                       std::optional<double> capacity_factor = std::nullopt,
                       const std::optional<EplbSetup>& eplb = std::nullopt);
 
+// The spread of one (layer, microbatch)'s G between microbatches of the same layer, over
+// its mean: the pooled within-layer standard deviation of kLoadDraws draws per MoE layer
+// (fresh per-microbatch counts around the layer's fixed popularity), over the mean G. 0
+// for forced routing and histograms (one measured row per layer: no per-microbatch
+// spread to draw). Different DP replicas route different microbatches, so their steps
+// differ by it (predict/variability.hpp).
+inline constexpr int kLoadDraws = 4;
+double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
+                  std::optional<double> capacity_factor = std::nullopt,
+                  const std::optional<EplbSetup>& eplb = std::nullopt);
+
 }  // namespace moesim::workload

@@ -23,7 +23,8 @@ class MoesimModule(unittest.TestCase):
             self.assertIn(key, by_path)
         self.assertEqual(by_path["step_time_s"], by_dict["step_time_s"])
         b = by_path["breakdown"]
-        parts = b["compute"] + b["exposed_communication"] + b["pipeline_bubble"] + b["host_bound_idle"] + b["other"]
+        parts = (b["compute"] + b["exposed_communication"] + b["pipeline_bubble"] + b["host_bound_idle"] + b["other"]
+                 + b["straggler_wait"])
         self.assertAlmostEqual(parts, by_path["step_time_s"], delta=1e-9 * by_path["step_time_s"])
 
     def test_run_matches_the_command_line(self):

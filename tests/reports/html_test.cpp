@@ -198,17 +198,17 @@ TEST_CASE("moesim report writes the four pages", "[reports][html][cli]") {
 
   SECTION("one scenario: breakdown, memory, modules, timeline") {
     const auto specs = page({a.path()}, 4);
-    // The breakdown's six categories add up to the step time.
+    // The breakdown's seven categories add up to the step time.
     double sum = 0;
     for (const auto& v : specs[0]["data"][0]["values"]) sum += v["seconds"].get<double>();
     const config::Scenario sc = config::load_scenario_file(a.path());
     CHECK(sum == Approx(predict::predict(sc).step.step_time_s).epsilon(1e-9));
-    CHECK(specs[0]["data"][0]["values"].size() == 6);
+    CHECK(specs[0]["data"][0]["values"].size() == 7);
     CHECK(specs[3]["data"][0]["values"].size() > 10);
   }
   SECTION("--diff: breakdowns side by side, contributions") {
     const auto specs = page({"--diff", a.path(), b.path()}, 2);
-    CHECK(specs[0]["data"][0]["values"].size() == 12);  // two runs, six categories
+    CHECK(specs[0]["data"][0]["values"].size() == 14);  // two runs, seven categories
     CHECK_FALSE(specs[1]["data"][0]["values"].empty());
   }
   SECTION("--validate: error bars and predicted against measured") {

@@ -51,7 +51,8 @@ TEST_CASE("run --json carries the contract's keys and a breakdown that adds up",
                         "fits_in_memory", "breakdown"})
     CHECK(j.contains(k));
   double sum = 0;
-  for (const char* k : {"compute", "exposed_communication", "pipeline_bubble", "host_bound_idle", "other"}) {
+  for (const char* k :
+       {"compute", "exposed_communication", "pipeline_bubble", "host_bound_idle", "other", "straggler_wait"}) {
     CHECK(j["breakdown"][k].get<double>() >= -1e-9);
     sum += j["breakdown"][k].get<double>();
   }
