@@ -192,6 +192,7 @@ constexpr std::array kModeled{
     FlagSpec{"--moe-hybridep-num-sms", Arity::one},
     FlagSpec{"--overlap-moe-expert-parallel-comm", Arity::none},
     FlagSpec{"--delay-wgrad-compute", Arity::none},
+    FlagSpec{"--tp-comm-overlap", Arity::none},
     FlagSpec{"--cuda-graph-impl", Arity::one},
     FlagSpec{"--cuda-graph-scope", Arity::many},
     FlagSpec{"--recompute-granularity", Arity::one},
@@ -261,7 +262,6 @@ const std::map<std::string_view, std::string_view>& refused() {
        "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the layout instead"},
       {"--account-for-embedding-in-pipeline-split", "write the split as --pipeline-model-parallel-layout instead"},
       {"--account-for-loss-in-pipeline-split", "write the split as --pipeline-model-parallel-layout instead"},
-      {"--tp-comm-overlap", "TP communication overlap (userbuffers) is not modeled"},
       {"--moe-pad-expert-input-to-capacity", "padding expert inputs to capacity is not modeled"},
       {"--external-cuda-graph", "the legacy CUDA graph switch: give --cuda-graph-impl and --cuda-graph-scope"},
       {"--enable-cuda-graph", "the legacy CUDA graph switch: give --cuda-graph-impl and --cuda-graph-scope"},
@@ -762,6 +762,8 @@ class Importer {
     }
     fw["moe_a2a_overlap"] = f_.has("--overlap-moe-expert-parallel-comm");
     fw["delay_wgrad_compute"] = f_.has("--delay-wgrad-compute");
+    // Written only when given: at TP 1 the setting is inert, and run lists it as such.
+    if (f_.has("--tp-comm-overlap")) fw["tp_comm_overlap"] = true;
     // CUDA graphs.
     const std::string impl = f_.choice("--cuda-graph-impl", "none", {"none", "local", "transformer_engine"});
     Json scopes = Json::array();

@@ -295,6 +295,10 @@ std::vector<PerformanceSetting> build() {
     return std::nullopt;
   });
   key("framework.moe_a2a_overlap", no_a2a_overlap_pairs);
+  key("framework.tp_comm_overlap", [](const Scenario& sc) -> Why {
+    if (sc.parallelism.tp == 1) return std::string("TP is 1: no tensor-parallel collectives to overlap");
+    return std::nullopt;
+  });
   key("framework.delay_wgrad_compute", no_a2a_overlap_pairs);
   key("framework.ep_fp8_dispatch", no_experts);
   key("framework.moe_expert_rank_capacity_factor", [](const Scenario& sc) -> Why {

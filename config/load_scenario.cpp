@@ -305,6 +305,14 @@ class ScenarioReader {
         if (auto s = o.get("dispatcher_sms"))
           sms = s->as_int(1, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1);
         f.moe_a2a_overlap = o.bool_or("moe_a2a_overlap", false);
+        if (auto v = o.get("tp_comm_overlap")) {
+          f.tp_comm_overlap = v->as_bool();
+          // Megatron asserts it (arguments.py): userbuffers overlap sequence parallelism's
+          // all-gathers and reduce-scatters.
+          if (f.tp_comm_overlap && sc_.parallelism.tp > 1 && !sc_.parallelism.sequence_parallel)
+            v->fail("needs parallelism.sequence_parallel (Megatron: --tp-comm-overlap requires "
+                    "--sequence-parallel)");
+        }
         if (auto g = o.get("cuda_graph_scope")) {
           f.cuda_graph_scope = g->as_enum_list(workload::cuda_graph_scope_names(), "CUDA graph scope");
           if (f.cuda_graph_scope.size() > 1 &&

@@ -144,6 +144,7 @@ Json describe_json(const config::Scenario& sc) {
       {"dispatcher", hw_models::dispatcher_names().name(f.dispatcher)},
       {"dispatcher_sms", f.dispatcher_sms},
       {"moe_a2a_overlap", f.moe_a2a_overlap},
+      {"tp_comm_overlap", f.tp_comm_overlap},
       {"ep_fp8_dispatch", f.ep_fp8_dispatch},
       {"moe_expert_rank_capacity_factor",
        f.moe_expert_rank_capacity_factor ? Json(*f.moe_expert_rank_capacity_factor) : Json()},

@@ -94,6 +94,8 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   Priced p{labels_.id(k.name), 0, us * host_factor_ * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
            k.host_sync_delay};
   labels_.set_module(p.label, k.module);
+  p.gemm = k.work.cls == hw_models::KernelClass::gemm && k.comm == workload::CommOp::none;
+  p.tp_overlap = k.tp_overlap;
   const auto& fw = in_.framework;
   switch (k.comm) {
     case workload::CommOp::none:
@@ -149,6 +151,42 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   return p;
 }
 
+// TP communication overlap (header): each overlapped collective of a pass with the GEMM
+// beside it, the next one for a ring all-gather, the previous one otherwise.
+void KernelPricing::overlap_tp(std::vector<Priced>& pass) const {
+  // TransformerEngine's userbuffers defaults (initialize_ub): 16 SMs for the pipeline and
+  // bulk methods' communication, 4 splits of a pipelined GEMM.
+  constexpr double kCommSms = 16, kSplits = 4;
+  const double n = static_cast<double>(in_.parallelism.tp);
+  const double sms = in_.system.gpu.sm_count.value;
+  for (std::size_t i = 0; i < pass.size(); ++i) {
+    Priced& c = pass[i];
+    if (c.tp_overlap == workload::TpOverlap::none) continue;
+    const bool next = c.tp_overlap == workload::TpOverlap::ring;
+    std::optional<std::size_t> g;
+    if (next) {
+      for (std::size_t j = i + 1; j < pass.size() && !g; ++j)
+        if (pass[j].gemm) g = j;
+    } else {
+      for (std::size_t j = i; j-- > 0 && !g;)
+        if (pass[j].gemm) g = j;
+    }
+    if (!g) continue;  // no GEMM beside it in this pass: exposed as it is
+    Priced& gemm = pass[*g];
+    const double tc = c.seconds, tg = gemm.seconds;
+    double total = 0;
+    if (next) {
+      total = tg / n + (n - 1) / n * std::max(tg, tc);
+    } else {
+      gemm.seconds = tg * sms / (sms - kCommSms);
+      const double tgs = gemm.seconds;
+      total = c.tp_overlap == workload::TpOverlap::pipeline ? std::max(tgs, tc) + std::min(tgs, tc) / kSplits
+                                                            : std::max(tgs, tc);
+    }
+    c.seconds = std::max(0.0, total - gemm.seconds);
+  }
+}
+
 // DeepEP and HybridEP: their kernels as flows over the EP group's topology, with the
 // library's parameters applied through this system's links (hw_models/ep_flows.hpp,
 // ep_library_time), the same model `moesim comm` prices: one copy per destination rank
@@ -198,13 +236,16 @@ void KernelPricing::price_templates() {
       out.fwd.push_back(price(k));
       labels_.set_pass(out.fwd.back().label, kFwd);
     }
+    overlap_tp(out.fwd);
+    std::vector<bool> weight;
     for (const auto& k : lt.bwd) {
       out.bwd.push_back(price(k));
-      const bool weight = k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0;
-      labels_.set_pass(out.bwd.back().label, weight ? kWgrad : kBwd);
-      out.bwd.back().delayed = weight && k.library_launch && in_.framework.delay_wgrad_compute;
-      (weight ? out.bwd_weight : out.bwd_input).push_back(out.bwd.back());
+      weight.push_back(k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0);
+      labels_.set_pass(out.bwd.back().label, weight.back() ? kWgrad : kBwd);
+      out.bwd.back().delayed = weight.back() && k.library_launch && in_.framework.delay_wgrad_compute;
     }
+    overlap_tp(out.bwd);
+    for (std::size_t i = 0; i < out.bwd.size(); ++i) (weight[i] ? out.bwd_weight : out.bwd_input).push_back(out.bwd[i]);
   };
   convert(t.dense, dense_);
   convert(t.moe, moe_);

@@ -40,6 +40,15 @@
 //                  its Newton-Schulz GEMMs (workload::muon_ns_flops) at the BF16 GEMM rate
 //   pipeline       one activation (mbs x seq / cp x hidden x 2 bytes, / tp with SP) by
 //                  send-recv between neighbouring stages
+// TP communication overlap (framework.tp_comm_overlap, workload::TpOverlap): a collective
+// of t_c beside a GEMM of t_g, n = tp chunks, S the GPU's SMs, k = 16 SMs for the
+// communication kernels (TE initialize_ub's default num_sm for pipeline and bulk):
+//   ring      (AG, next GEMM)   T = t_g / n + (n - 1) / n max(t_g, t_c)
+//   pipeline  (RS, previous GEMM, 4 splits) t_g' = t_g S / (S - k),
+//                               T = max(t_g', t_c) + min(t_g', t_c) / 4
+//   bulk      (RS, previous GEMM, independent) T = max(t_g', t_c)
+// The GEMM keeps t_g (ring) or runs t_g'; the collective's kernel keeps what is left of T,
+// its exposed part (its link loads stay those of the whole transfer).
 //   EPLB replicas  (parallelism.eplb, workload/eplb.hpp) a replicated expert's copies
 //                  compute gradients of one weight, summed over the copies before the
 //                  optimizer: per rank 2 R / (E + R) of its expert gradients (the copies
@@ -125,6 +134,8 @@ struct Priced {
   int sync_delay = 0;  // launches the host makes before it blocks on the sync
   bool delayed = false;  // a TE weight-gradient GEMM under --delay-wgrad-compute
   PortLoads ports{};     // link-port loads (transfers)
+  bool gemm = false;     // a (non-grouped) GEMM: what a TP collective may overlap
+  workload::TpOverlap tp_overlap = workload::TpOverlap::none;
 };
 
 struct PricedLayer {
@@ -201,6 +212,7 @@ class KernelPricing {
     }
   };
   Priced price(const workload::KernelTemplate& k);
+  void overlap_tp(std::vector<Priced>& pass) const;
   void price_templates();
   void setup_ep_flows();
   hw_models::EpFlowTime ep_flows(const workload::KernelTemplate& k) const;

@@ -288,15 +288,26 @@ struct Shapes {
   double Tn;  // tokens per rank in norms and elementwise ops (sequence-parallel split)
   double h;
   double tp;
+  bool tp_overlap = false;  // framework.tp_comm_overlap with sequence parallelism
 };
 
+// Sequence parallelism's gather before a block's first GEMMs (backward: the reduce-scatter
+// of their input gradient) and scatter after its last (backward: the gather of the output
+// gradient); under framework.tp_comm_overlap each overlaps the GEMM beside it as TE's
+// userbuffers do (workload::TpOverlap).
 void tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
-  if (s.tp > 1)
-    b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
+  if (s.tp <= 1) return;
+  b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
+  if (!s.tp_overlap) return;
+  b.last_fwd().tp_overlap = workload::TpOverlap::ring;
+  b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
 }
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
-  if (s.tp > 1)
-    b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather, s.T * s.h * 2);
+  if (s.tp <= 1) return;
+  b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather, s.T * s.h * 2);
+  if (!s.tp_overlap) return;
+  b.last_fwd().tp_overlap = workload::TpOverlap::pipeline;
+  b.last_bwd().tp_overlap = workload::TpOverlap::ring;
 }
 
 // Megatron's fine-grained activation offloading (--offload-modules): the kernel just
@@ -683,6 +694,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
   s.h = static_cast<double>(in.model.hidden_size);
   s.T = static_cast<double>(in.training.micro_batch_size * in.training.seq_length) / static_cast<double>(p.cp);
   s.Tn = p.sequence_parallel ? s.T / s.tp : s.T;
+  s.tp_overlap = in.framework.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
 
   ModelTemplates t;
   const bool full = has(in.framework.recompute_modules, RecomputeModule::full);

@@ -81,6 +81,18 @@ class CaptureSet {
 
 enum class CommOp : std::uint8_t { none, ep_dispatch, ep_combine, ep_all_gather, tp_all_gather, tp_reduce_scatter };
 
+// How a sequence-parallel TP collective overlaps a GEMM under framework.tp_comm_overlap
+// (TransformerEngine's userbuffers, transformer_engine/pytorch/module/base.py initialize_ub
+// defaults; docs/research/megatron-step-edges.md C):
+//   ring      an all-gather split into tp chunks passed around the ring (copy engines,
+//             one SM) while the next GEMM computes on the chunks already there
+//             (qkv / fc1 fprop; proj / fc2 dgrad)
+//   pipeline  the previous GEMM split into 4 and each part's reduce-scatter overlapped
+//             with the next part, the communication on 16 SMs (proj / fc2 fprop)
+//   bulk      a reduce-scatter beside an independent GEMM, the previous one, on 16 SMs
+//             (qkv / fc1 dgrad output beside their wgrad)
+enum class TpOverlap : std::uint8_t { none, ring, pipeline, bulk };
+
 struct KernelTemplate {
   std::string name;      // "attn.q_a.fprop": module.op.phase
   Module module = Module::attn;
@@ -108,6 +120,7 @@ struct KernelTemplate {
                                 // a grouped GEMM are priced per group)
   bool cpp_launch = false;      // launched from C++ inside a library call with no API call of its
                                 // own (scale zero-fill, swizzle, padding; amax zero, amax, scale)
+  TpOverlap tp_overlap = TpOverlap::none;  // a TP collective overlapped with a GEMM
 };
 
 struct LayerTemplate {

@@ -92,6 +92,10 @@ struct Framework {
   hw_models::Dispatcher dispatcher = hw_models::Dispatcher::hybridep;
   int dispatcher_sms = 0;  // 0 for dispatchers whose SMs are not configurable
   bool moe_a2a_overlap = false;
+  // Megatron --tp-comm-overlap (TransformerEngine userbuffers): sequence parallelism's
+  // all-gathers and reduce-scatters overlapped with the GEMMs next to them
+  // (workload::TpOverlap, priced in schedules/kernel_pricing.hpp).
+  bool tp_comm_overlap = false;
   // Megatron-Core --moe-expert-rank-capacity-factor (HybridEP): the dispatch buffers are
   // sized for tokens x top-k x this factor, so dispatch needs no device-host sync (the
   // sync-free path of paged stash). Absent: dropless MoE syncs once per layer forward.

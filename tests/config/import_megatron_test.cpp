@@ -153,3 +153,34 @@ TEST_CASE("import megatron reads commands as a shell would and refuses what it m
     CHECK(e.path() == "--num-experts");
   }
 }
+
+TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed inert at TP 1", "[config][import]") {
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const std::string tp1 = std::string(kSmallMoe) + " --tp-comm-overlap";
+  const auto a = config::import_megatron(tp1, o).scenario;
+  CHECK(a["framework"]["tp_comm_overlap"] == true);
+  test::TempFile fa(a.dump());
+  const auto ra = test::run_moesim({"run", "--json", fa.path()});
+  REQUIRE(ra.status == 0);
+  bool listed = false;
+  const auto run = nlohmann::json::parse(ra.out);
+  for (const auto& w : run["warnings"])
+    listed = listed || w["setting"] == "framework.tp_comm_overlap";
+  CHECK(listed);
+  // Without the flag the key is not written at all.
+  CHECK_FALSE(config::import_megatron(kSmallMoe, o).scenario["framework"].contains("tp_comm_overlap"));
+  // Under TP 2 with sequence parallelism it is taken (this small model is host-bound, so the
+  // hidden collectives do not shorten its step: tests/schedules/tp_overlap_test.cpp checks
+  // the kernels).
+  const std::string tp2 = std::string(kSmallMoe) + " --tensor-model-parallel-size 2 --sequence-parallel";
+  test::TempFile off(config::import_megatron(tp2, o).scenario.dump());
+  test::TempFile on(config::import_megatron(tp2 + " --tp-comm-overlap", o).scenario.dump());
+  const auto t = [](const test::TempFile& f) {
+    const auto r = test::run_moesim({"run", "--json", f.path()});
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+  };
+  CHECK(t(on) <= t(off));
+}

@@ -128,6 +128,8 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})");
   add("framework.dispatcher_sms", g, R"({"framework": {"dispatcher_sms": 32}})",
       R"({"framework": {"dispatcher_sms": 8}})");
+  add("framework.tp_comm_overlap", h100_dense(), R"({"framework": {"tp_comm_overlap": false}, "parallelism": {"sequence_parallel": true}})",
+      R"({"framework": {"tp_comm_overlap": true}, "parallelism": {"sequence_parallel": true}})");
   add("framework.moe_a2a_overlap", g, R"({"framework": {"moe_a2a_overlap": false}})",
       R"({"framework": {"moe_a2a_overlap": true}})");
   add("framework.delay_wgrad_compute", patched(g, R"({"framework": {"moe_a2a_overlap": true}})"),

@@ -1,0 +1,82 @@
+// framework.tp_comm_overlap (schedules/kernel_pricing.hpp, workload::TpOverlap): the
+// sequence-parallel collectives' kernels keep only their exposed part, by the closed forms
+// of TransformerEngine's ring-exchange, pipelined and bulk overlaps, read off the trace.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "config/load.hpp"
+#include "predict/predict.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+
+namespace {
+
+// The first traced duration of each kernel name on rank 0's compute stream.
+std::map<std::string, double> durations(const predict::Prediction& p) {
+  std::map<std::string, double> d;
+  for (const auto& s : p.step.trace)
+    if (s.rank == 0 && s.track == 0) d.try_emplace(p.step.labels[s.label], s.end_s - s.start_s);
+  return d;
+}
+
+predict::Prediction traced(bool overlap) {
+  auto j = config::Json::parse(R"({
+    "name": "tp-overlap", "system": "h100", "gpus": 8,
+    "model": {"base": "llama3-70b", "num_hidden_layers": 2},
+    "training": {"seq_length": 8192, "micro_batch_size": 1, "global_batch_size": 1, "precision": "bf16"},
+    "parallelism": {"tp": 8, "sequence_parallel": true}
+  })");
+  j["framework"]["tp_comm_overlap"] = overlap;
+  return predict::predict(config::load_scenario_text(j.dump(), "t.json"), {true, false});
+}
+
+}  // namespace
+
+TEST_CASE("TP communication overlap: each collective keeps its exposed part", "[schedules][tp-overlap][closed-form]") {
+  const auto off = durations(traced(false)), on = durations(traced(true));
+  const double n = 8, sms = 132, k = 16;
+  // Ring exchange (the forward all-gather into the QKV GEMM): the GEMM keeps its time, the
+  // gather what is left of t_g / n + (n - 1) / n max(t_g, t_c).
+  {
+    const double tc = off.at("attn.sp_gather.fwd"), tg = off.at("attn.qkv.fprop");
+    CHECK(on.at("attn.qkv.fprop") == Approx(tg).epsilon(1e-9));
+    CHECK(on.at("attn.sp_gather.fwd") == Approx(std::max(0.0, tg / n + (n - 1) / n * std::max(tg, tc) - tg)).margin(1e-9));
+    CHECK(on.at("attn.sp_gather.fwd") < tc);
+  }
+  // Pipelined reduce-scatter (after the output projection): the GEMM on S - 16 SMs, 4 splits.
+  {
+    const double tc = off.at("attn.sp_scatter.fwd"), tg = off.at("attn.o_proj.fprop");
+    const double tgs = tg * sms / (sms - k);
+    CHECK(on.at("attn.o_proj.fprop") == Approx(tgs).epsilon(1e-9));
+    CHECK(on.at("attn.sp_scatter.fwd") ==
+          Approx(std::max(tgs, tc) + std::min(tgs, tc) / 4 - tgs).margin(1e-9));
+  }
+  // Bulk (the backward reduce-scatter beside the QKV weight gradient).
+  {
+    const double tc = off.at("attn.sp_gather.bwd"), tg = off.at("attn.qkv.wgrad");
+    const double tgs = tg * sms / (sms - k);
+    CHECK(on.at("attn.qkv.wgrad") == Approx(tgs).epsilon(1e-9));
+    CHECK(on.at("attn.sp_gather.bwd") == Approx(std::max(0.0, std::max(tgs, tc) - tgs)).margin(1e-9));
+  }
+  // And the step is faster for it.
+  CHECK(traced(true).step.step_time_s < traced(false).step.step_time_s);
+}
+
+TEST_CASE("TP communication overlap needs sequence parallelism", "[schedules][tp-overlap][config]") {
+  auto j = config::Json::parse(R"({
+    "name": "x", "system": "h100", "gpus": 8, "model": "llama3-70b",
+    "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 8, "precision": "bf16"},
+    "parallelism": {"tp": 8, "sequence_parallel": false}, "framework": {"tp_comm_overlap": true}
+  })");
+  try {
+    config::load_scenario_text(j.dump(), "t.json");
+    FAIL("accepted");
+  } catch (const config::InputError& e) {
+    CHECK(std::string(e.what()).find("framework.tp_comm_overlap") != std::string::npos);
+    CHECK(std::string(e.what()).find("sequence_parallel") != std::string::npos);
+  }
+}
