@@ -305,6 +305,12 @@ class ScenarioReader {
         if (auto s = o.get("dispatcher_sms"))
           sms = s->as_int(1, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1);
         f.moe_a2a_overlap = o.bool_or("moe_a2a_overlap", false);
+        // Megatron-Core's TransformerConfig asserts virtual pipeline stages for the overlap
+        // under pipelining: plain 1F1B with pp > 1 has no combined schedule.
+        if (f.moe_a2a_overlap && sc_.pipeline_schedule == ScheduleKind::one_f_one_b && sc_.parallelism.pp > 1)
+          o.req("moe_a2a_overlap").fail(
+              "Megatron-Core's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm) needs virtual pipeline "
+              "stages when pp > 1 (interleaved 1F1B: vpp > 1), or pp 1");
         if (auto v = o.get("tp_comm_overlap")) {
           f.tp_comm_overlap = v->as_bool();
           // Megatron asserts it (arguments.py): userbuffers overlap sequence parallelism's

@@ -123,7 +123,11 @@ std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int ran
     case ScheduleKind::zb_h1: {
       if (vpp != 1) throw std::invalid_argument(std::string(schedule_names().name(kind)) + " runs one chunk per rank");
       const bool zb = kind == ScheduleKind::zb_h1;
-      const int warmup = std::min(pp - rank - 1, m);
+      // The all-to-all overlap runs one more warm-up forward, so that each merged pair's
+      // forward and backward are of different microbatches (Megatron-Core
+      // combined_1f1b_schedule_for_no_pipelining: microbatch 0's forward alone, forward
+      // i+1 with backward i, the last backward alone).
+      const int warmup = std::min(pp - rank - 1 + (overlap_pairs && !zb ? 1 : 0), m);
       std::deque<int> pending;  // ZB-H1: microbatches whose W is still to run
       const auto backward = [&](int b) {
         if (!zb) {
@@ -153,7 +157,10 @@ std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int ran
                                     ") divisible by pp (" + std::to_string(pp) + ")");
       const int total = m * vpp;
       const int group = pp * vpp;
-      const int warmup = m == pp ? total : std::min(total, (pp - rank - 1) * 2 + (vpp - 1) * pp);
+      // With the all-to-all overlap one more (get_pp_rank_microbatches: "+1 to ensure the
+      // forward and backward computations are independent in all 1f1b steps").
+      const int warmup =
+          m == pp ? total : std::min(total, (pp - rank - 1) * 2 + (vpp - 1) * pp + (overlap_pairs ? 1 : 0));
       const auto item = [&](int k, bool fwd) {
         const int in_group = k % group;
         const int chunk = fwd ? in_group / pp : vpp - 1 - in_group / pp;

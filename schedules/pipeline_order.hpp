@@ -88,7 +88,10 @@ class PipelineShape {
 // Throws std::invalid_argument for impossible sizes. `overlap_pairs` (Megatron-Core's
 // MoE all-to-all overlap, --overlap-moe-expert-parallel-comm): 1F1B's and interleaved
 // 1F1B's steady-state forward and the backward after it run as an overlapped pair, one
-// microbatch's EP communication beside the other's computation, as DualPipe's pairs do.
+// microbatch's EP communication beside the other's computation, as DualPipe's pairs do;
+// the warm-up takes one more forward, as Megatron-Core's combined 1F1B does, so that a
+// pair's forward and backward are of different microbatches (the first forward and the
+// last backward run alone; docs/research/megatron-step-edges.md A).
 std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int rank, int microbatches,
                                      bool overlap_pairs = false);
 

@@ -130,9 +130,11 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"dispatcher_sms": 8}})");
   add("framework.tp_comm_overlap", h100_dense(), R"({"framework": {"tp_comm_overlap": false}, "parallelism": {"sequence_parallel": true}})",
       R"({"framework": {"tp_comm_overlap": true}, "parallelism": {"sequence_parallel": true}})");
-  add("framework.moe_a2a_overlap", g, R"({"framework": {"moe_a2a_overlap": false}})",
+  // The overlap under pipelining needs interleaved 1F1B (Megatron-Core asserts it).
+  const Json gi = patched(g, R"({"parallelism": {"vpp": 2}})");
+  add("framework.moe_a2a_overlap", gi, R"({"framework": {"moe_a2a_overlap": false}})",
       R"({"framework": {"moe_a2a_overlap": true}})");
-  add("framework.delay_wgrad_compute", patched(g, R"({"framework": {"moe_a2a_overlap": true}})"),
+  add("framework.delay_wgrad_compute", patched(gi, R"({"framework": {"moe_a2a_overlap": true}})"),
       R"({"framework": {"delay_wgrad_compute": false}})", R"({"framework": {"delay_wgrad_compute": true}})");
   add("framework.ep_fp8_dispatch", g, R"({"framework": {"ep_fp8_dispatch": false}})",
       R"({"framework": {"ep_fp8_dispatch": true}})");

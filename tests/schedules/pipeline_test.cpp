@@ -172,13 +172,23 @@ TEST_CASE("DualPipe and DualPipeV bubble is (PP/2-1)(F&B+B-3W) in the engine", "
   CHECK(d.step_time_s < simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 32, {1e-3, 2e-3, 0, 1e-3, 3e-3}).step_time_s);
 }
 
-TEST_CASE("Megatron's MoE all-to-all overlap pairs 1F1B's steady-state forward with the next backward",
+TEST_CASE("Megatron's MoE all-to-all overlap pairs a forward with the backward of an earlier microbatch",
           "[schedules][pipeline]") {
-  // pp 4, rank 1, 5 microbatches: warm-up F0 F1, steady F2&B0 F3&B1 F4&B2, drain B3 B4.
-  CHECK(passes(pipeline_order(ScheduleKind::one_f_one_b, 4, 1, 1, 5, true)) == "F0 F1 F2& B0 F3& B1 F4& B2 B3 B4 ");
+  // No pipelining (Megatron-Core combined_1f1b_schedule_for_no_pipelining): microbatch 0's
+  // forward alone, forward i+1 with backward i, the last backward alone.
+  CHECK(passes(pipeline_order(ScheduleKind::one_f_one_b, 1, 1, 0, 4, true)) == "F0 F1& B0 F2& B1 F3& B2 B3 ");
+  // Interleaved (get_pp_rank_microbatches): one more warm-up forward than without the
+  // overlap. pp 2, vpp 2, 4 microbatches, rank 0: 16 items, warm-up 4 + 1 and as many
+  // unpaired backwards at the end, 3 pairs.
   int pairs = 0;
   for (const auto& w : pipeline_order(ScheduleKind::interleaved_1f1b, 2, 2, 0, 4, true)) pairs += w.overlap_next;
-  CHECK(pairs == 4);  // 16 items, warm-up 4 and drain 4 unpaired
+  CHECK(pairs == 3);
+  // A pair never holds a microbatch's forward with its own backward on the same chunk.
+  for (int rank = 0; rank < 4; ++rank) {
+    const auto o = pipeline_order(ScheduleKind::interleaved_1f1b, 4, 2, rank, 8, true);
+    for (std::size_t i = 0; i + 1 < o.size(); ++i)
+      if (o[i].overlap_next) CHECK_FALSE((o[i].microbatch == o[i + 1].microbatch && o[i].chunk == o[i + 1].chunk));
+  }
 }
 
 TEST_CASE("Activations in flight: 1F1B PP, ZB-H1 PP, DualPipe and DualPipeV PP+1 (the DualPipe repository's table)",
