@@ -83,14 +83,6 @@ Why no_a2a_overlap_pairs(const Scenario& sc) {
                        schedules::schedule_names().name(s));
   return std::nullopt;
 }
-// The hottest EP rank's tokens over the balanced (workload/routing.hpp), as predict::predict.
-double ep_load(const Scenario& sc) {
-  const auto& t = sc.training;
-  return workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep,
-                                  static_cast<double>(t.micro_batch_size * t.seq_length) /
-                                      static_cast<double>(sc.parallelism.cp),
-                                  t.capacity_factor);
-}
 
 Why never(const Scenario&) { return std::nullopt; }
 
@@ -310,10 +302,10 @@ std::vector<PerformanceSetting> build() {
   });
   key("framework.moe_paged_stash", [](const Scenario& sc) -> Why {
     const auto cf = sc.framework.moe_expert_rank_capacity_factor;
-    if (cf && *cf <= ep_load(sc))
+    if (cf && *cf <= sc.ep_load())
       return fmt::format("the hottest rank receives {:.3g} x the balanced tokens, at least the capacity factor {:g}: "
                          "the static buffers hold no more than arrives",
-                         ep_load(sc), *cf);
+                         sc.ep_load(), *cf);
     return std::nullopt;
   });
   for (const auto& e : workload::cuda_graph_scope_names().entries()) {

@@ -528,7 +528,7 @@ class ScenarioReader {
       fail("parallelism.eplb.redundant_experts",
            fmt::format("{} experts + {} redundant = {} physical experts do not split over ep={}", m.num_experts,
                        p.eplb->redundant_experts, physical, p.ep));
-    const auto setup = workload::eplb_setup(m, p, sc_.placement.gpus_per_nvlink_domain);
+    const auto setup = sc_.eplb_setup();
     if (setup->policy == workload::EplbPolicy::hierarchical && setup->groups % setup->nodes != 0)
       fail("parallelism.eplb.policy",
            fmt::format("the hierarchical policy packs the model's {} expert group(s) onto the {} NVLink domains "

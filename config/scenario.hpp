@@ -11,8 +11,10 @@
 #include "schedules/pp_layout.hpp"
 #include "schedules/schedule_kind.hpp"
 #include "sim_core/names.hpp"
+#include "workload/eplb.hpp"
 #include "workload/model_config.hpp"
 #include "workload/options.hpp"
+#include "workload/routing.hpp"
 
 namespace moesim::config {
 
@@ -61,6 +63,21 @@ struct Scenario {
 
   std::int64_t padded_vocab() const {
     return workload::padded_vocab_size(model.vocab_size, parallelism.tp);
+  }
+  // Tokens each EP rank routes per microbatch: mbs x seq / cp.
+  double ep_rank_tokens() const {
+    return static_cast<double>(training.micro_batch_size * training.seq_length) /
+           static_cast<double>(parallelism.cp);
+  }
+  // How parallelism.eplb runs over the EP group (workload::eplb_setup); absent without it.
+  std::optional<workload::EplbSetup> eplb_setup() const {
+    return workload::eplb_setup(model, parallelism, placement.gpus_per_nvlink_domain);
+  }
+  // The hottest EP rank's tokens over the balanced for the scenario's routing, token
+  // dropping and EPLB (workload::ep_gating_load): what predict() prices the MoE layers at.
+  double ep_load() const {
+    return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(), training.capacity_factor,
+                                    eplb_setup());
   }
 };
 

@@ -56,14 +56,7 @@ double graph_static_bytes(const config::Scenario& sc) {
 
 }  // namespace
 
-double scenario_ep_load(const config::Scenario& sc) {
-  const auto& tr = sc.training;
-  return workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep,
-                                  static_cast<double>(tr.micro_batch_size * tr.seq_length) /
-                                      static_cast<double>(sc.parallelism.cp),
-                                  tr.capacity_factor,
-                                  workload::eplb_setup(sc.model, sc.parallelism, sc.placement.gpus_per_nvlink_domain));
-}
+double scenario_ep_load(const config::Scenario& sc) { return sc.ep_load(); }
 
 namespace {
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
 #include "workload/eplb.hpp"
 #include "workload/routing.hpp"
@@ -10,18 +9,12 @@
 namespace moesim::predict {
 namespace {
 
-double phi(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi); }
-double Phi(double z) { return 0.5 * std::erfc(-z / std::numbers::sqrt2); }
-
 // CDF of the latest of n exponential delays of mean m.
 double jitter_cdf(double x, double m, std::int64_t n) {
   if (x <= 0) return 0;
   if (m <= 0) return 1;
   return std::exp(static_cast<double>(n) * std::log1p(-std::exp(-x / m)));
 }
-
-// Simpson weights over `steps` (even) intervals.
-double simpson_weight(int i, int steps) { return i == 0 || i == steps ? 1 : i % 2 ? 4 : 2; }
 
 }  // namespace
 
@@ -38,15 +31,7 @@ double harmonic(std::int64_t n) {
 
 double expected_max_normal(std::int64_t n) {
   if (n <= 1) return 0;
-  const double r = static_cast<double>(n);
-  const int steps = 2000;
-  const double a = -8, h = 16.0 / steps;
-  double sum = 0;
-  for (int i = 0; i <= steps; ++i) {
-    const double z = a + i * h;
-    sum += simpson_weight(i, steps) * z * r * phi(z) * std::pow(Phi(z), r - 1);
-  }
-  return sum * h / 3;
+  return workload::over_max_normal(static_cast<double>(n), [](double z) { return z; }, 2000);
 }
 
 StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& step) {
@@ -62,11 +47,8 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
   const auto& b = step.breakdown;
   double sd = 0;
   if (sc.model.is_moe() && p.ep > 1) {
-    const auto& tr = sc.training;
-    s.load_cv = workload::ep_load_cv(
-        sc.routing, sc.model, p.ep,
-        static_cast<double>(tr.micro_batch_size * tr.seq_length) / static_cast<double>(p.cp), tr.capacity_factor,
-        workload::eplb_setup(sc.model, p, sc.placement.gpus_per_nvlink_domain));
+    s.load_cv = workload::ep_load_cv(sc.routing, sc.model, p.ep, sc.ep_rank_tokens(), sc.training.capacity_factor,
+                                     sc.eplb_setup());
     using workload::Module;
     const auto at = [&](Module mod) { return b.compute_by_module[static_cast<std::size_t>(mod)]; };
     const double load_time = at(Module::moe_dispatch) + at(Module::experts) + at(Module::moe_combine) +
@@ -83,15 +65,8 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
   const std::int64_t R = std::max<std::int64_t>(1, s.ep_groups);
   const auto cdf = [&](double t) {
     if (sd <= 0) return jitter_cdf(t, m, s.processes);
-    const int steps = 800;
-    const double a = -8, h = 16.0 / steps;
-    double sum = 0;
-    for (int i = 0; i <= steps; ++i) {
-      const double z = a + i * h;
-      const double dens = static_cast<double>(R) * phi(z) * std::pow(Phi(z), static_cast<double>(R - 1));
-      sum += simpson_weight(i, steps) * jitter_cdf(t - sd * z, m, s.processes) * dens;
-    }
-    return sum * h / 3;
+    return workload::over_max_normal(
+        static_cast<double>(R), [&](double z) { return jitter_cdf(t - sd * z, m, s.processes); }, 800);
   };
   const auto quantile = [&](double q) {
     double lo = -8 * sd, hi = m * (std::log(static_cast<double>(s.processes)) + 12) + 8 * sd;

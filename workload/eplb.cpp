@@ -211,8 +211,7 @@ EplbPlan rebalance_experts(const std::vector<std::vector<double>>& weight, int r
                                   " nodes and needs groups divisible by nodes; use the global policy");
     require(experts % groups == 0, std::to_string(experts) + " experts do not split into " + std::to_string(groups) +
                                        " groups");
-    require((replicas / nodes) >= experts / nodes && replicas % nodes == 0,
-            "physical experts must split over the nodes");
+    // Physical experts split over the nodes already: replicas % gpus == 0 and gpus % nodes == 0.
   }
   const Hierarchical h = chosen == EplbPolicy::hierarchical ? hierarchical(w, replicas, groups, nodes, gpus)
                                                             : hierarchical(w, replicas, 1, 1, gpus);

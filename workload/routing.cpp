@@ -36,19 +36,9 @@ double trained_max_vio(const Routing& r) {
 
 double expected_max_vio(double sigma, int experts) {
   // E[max_e X_e] / E[X] - 1 for X = exp(sigma z), z ~ N(0, 1), over `experts` draws:
-  //   E[max] = integral exp(sigma z) n phi(z) Phi(z)^(n-1) dz   (Simpson, z in [-8, 8]).
-  const double n = experts;
-  const int steps = 1000;
-  const double a = -8, h = 16.0 / steps;
-  double sum = 0;
-  for (int i = 0; i <= steps; ++i) {
-    const double z = a + i * h;
-    const double phi = std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi);
-    const double Phi = 0.5 * std::erfc(-z / std::numbers::sqrt2);
-    const double f = std::exp(sigma * z) * n * phi * std::pow(Phi, n - 1);
-    sum += f * (i == 0 || i == steps ? 1 : i % 2 ? 4 : 2);
-  }
-  return sum * h / 3 / std::exp(0.5 * sigma * sigma) - 1;
+  //   E[max] = integral exp(sigma z) n phi(z) Phi(z)^(n-1) dz.
+  const double top = over_max_normal(experts, [sigma](double z) { return std::exp(sigma * z); }, 1000);
+  return top / std::exp(0.5 * sigma * sigma) - 1;
 }
 
 double popularity_sigma(double max_vio) {
@@ -213,8 +203,8 @@ double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, doubl
     // kLoadDraws microbatches of the same layer, each from an engine of its own.
     std::vector<double> loads;
     for (int d = 0; d < kLoadDraws; ++d) {
-      std::mt19937_64 gd(r.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(l) +
-                         (static_cast<std::uint64_t>(d) + 1) * 0x100000001ULL);
+      std::mt19937_64 gd =
+          layer_engine(r, static_cast<std::uint64_t>(l) + (static_cast<std::uint64_t>(d) + 1) * 0x100000001ULL);
       loads.push_back(layer_load(draw_counts(q, n, gd), expected, ep, capacity_factor, eplb));
     }
     const double mean = std::accumulate(loads.begin(), loads.end(), 0.0) / kLoadDraws;

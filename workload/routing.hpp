@@ -41,7 +41,9 @@
 // Same input, same G: the draws depend only on the seed and the layer.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <optional>
 #include <vector>
 
@@ -61,6 +63,22 @@ inline constexpr double kAuxLossMaxVioLow = 0.937;        // Table 6
 inline constexpr int kMaxVioExperts = 64;             // the paper's routed experts (Table 5)
 // The power of c: ln(0.937 / 0.72) / ln(0.001 / 0.0003) = 0.219.
 double aux_loss_exponent();
+
+// E[f(M)] for M the largest of n standard normals: the integral of f(z) n phi(z)
+// Phi(z)^(n-1) over z in [-8, 8] by Simpson's rule with `steps` (even) intervals. Serves
+// expected_max_vio here and predict/variability.hpp's slowest-replica figures.
+template <class F>
+double over_max_normal(double n, F f, int steps) {
+  const double a = -8, h = 16.0 / steps;
+  double sum = 0;
+  for (int i = 0; i <= steps; ++i) {
+    const double z = a + i * h;
+    const double phi = std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi);
+    const double Phi = 0.5 * std::erfc(-z / std::numbers::sqrt2);
+    sum += f(z) * n * phi * std::pow(Phi, n - 1) * (i == 0 || i == steps ? 1 : i % 2 ? 4 : 2);
+  }
+  return sum * h / 3;
+}
 
 // The global MaxVio of trained routing (aux_loss, loss_free; 0 for the others).
 double trained_max_vio(const Routing& r);

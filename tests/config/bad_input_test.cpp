@@ -422,7 +422,7 @@ TEST_CASE("Trained routing and EPLB blocks", "[config][errors][eplb]") {
   const auto sc = config::load_scenario_text(j.dump(), "t.json");
   REQUIRE(sc.parallelism.eplb.has_value());
   CHECK(sc.parallelism.eplb->policy == workload::EplbPolicy::hierarchical);
-  const auto setup = workload::eplb_setup(sc.model, sc.parallelism, sc.placement.gpus_per_nvlink_domain);
+  const auto setup = sc.eplb_setup();
   CHECK(setup->nodes == 4);
   CHECK(setup->groups == 8);
   CHECK(setup->replicas == 288);
