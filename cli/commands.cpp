@@ -49,7 +49,8 @@ constexpr std::array<CommandInfo, 13> kCommands{{
      make_eplb_command},
     {"sweep", "run the scenarios of a sweep file to a CSV, ranked; merge shards", make_sweep_command},
     {"report", "one self-contained HTML page of charts: a scenario, a diff, validation or a sweep", make_report_command},
-    {"calibrate", "run the calibration kernels on a GPU, or fit a profile from measurement files", make_calibrate_command},
+    {"calibrate", "run the calibration kernels on a GPU, or fit a profile: measurement files, EP tables, step jitter, the corpus",
+     make_calibrate_command},
 }};
 
 }  // namespace
