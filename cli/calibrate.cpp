@@ -26,6 +26,7 @@
 #include "config/load.hpp"
 #include "config/load_measurement.hpp"
 #include "predict/corpus.hpp"
+#include "predict/variability.hpp"
 #include "reports/corpus.hpp"
 
 namespace moesim::cli {
@@ -62,7 +63,7 @@ class Calibrate final : public Command {
     ep_->add_option("--measurements", ep_dir_, "folder of the ep-*.json measurement files");
     ep_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
     jitter_ = app.add_subcommand(
-        "jitter", "fit the per-process step delay (predict/variability.hpp) from per-step statistics at scale");
+        "jitter", "fit the per-process and common step delays (predict/variability.hpp) from weak-scaling pairs and per-step spreads at scale");
     jitter_->add_option("--measurements", jitter_file_, "the per-step statistics (default: calibration/measurements/step-jitter-mlperf.json)");
     jitter_->add_option("-o,--out", fit_out_, "write the profile (calibration/profiles/step-jitter.json)");
     corpus_ = app.add_subcommand(
@@ -214,17 +215,34 @@ class Calibrate final : public Command {
   int fit_jitter(Io& io) const {
     calibration::JitterFit fit;
     try {
-      fit = calibration::fit_step_jitter(nlohmann::json(config::read_json_file(jitter_file_)));
+      fit = calibration::read_step_jitter(nlohmann::json(config::read_json_file(jitter_file_)));
     } catch (const std::exception& e) {
       throw config::InputError(jitter_file_, "points", e.what());
     }
+    // The simulation's own increase over each pair that names its scenarios (paths relative
+    // to the measurement file).
+    const auto dir = std::filesystem::path(jitter_file_).parent_path();
+    const auto step = [&](const std::string& f) { return predict::step_without_delays((dir / f).lexically_normal().string()); };
+    for (auto& q : fit.pairs)
+      if (!q.scenarios.empty()) q.simulated_increase_s = step(q.scenarios[1]) - step(q.scenarios[0]);
+    try {
+      fit = calibration::fit_step_jitter(std::move(fit));
+    } catch (const std::exception& e) {
+      throw config::InputError(jitter_file_, "pairs", e.what());
+    }
+    for (const auto& q : fit.pairs)
+      io.err << fmt::format("  {:<12} {:>6} -> {:>6} GPUs  +{:>4.0f} ms measured, simulation +{:>4.0f} ms, delays +{:>4.0f} ms  {}\n",
+                            q.system, q.gpus_from, q.gpus_to, (q.step_to_s - q.step_from_s) * 1e3,
+                            q.simulated_increase_s * 1e3, q.model_increase_s * 1e3, q.role == "fit" ? "" : q.role);
     for (const auto& r : fit.rows)
       io.err << fmt::format("  {:<12} {:>6} GPUs  median {:>7.3f} s  p95 - median {:>5.0f} ms, model {:>5.0f} ms  {}\n",
                             r.system, r.gpus, r.median_s, r.measured_spread_s * 1e3, r.model_spread_s * 1e3,
                             r.role == "fit" ? "" : r.role);
     write_profile(io, calibration::jitter_profile_json(fit, jitter_file_, today()).dump(2) + "\n",
-                  fmt::format("jitter_s {:.4f} s, jitter_fraction {:.5f} from {} points (rms {:.0f} ms)", fit.jitter_s,
-                              fit.jitter_fraction, fit.fit_points, fit.rms_error_s * 1e3));
+                  fmt::format("jitter_s {:.4f} s from {} pairs (rms {:.1f} ms); common_s {:.4f} s, "
+                              "common_fraction {:.5f} from {} points (rms {:.0f} ms)",
+                              fit.jitter_s, fit.fit_pairs, fit.pair_rms_error_s * 1e3, fit.common_s,
+                              fit.common_fraction, fit.fit_points, fit.rms_error_s * 1e3));
     return 0;
   }
 

@@ -7,7 +7,7 @@ string(APPEND content "#include \"config/presets_data.hpp\"\n\nnamespace moesim:
 string(APPEND content "const PresetFile kPresetFiles[] = {\n")
 set(count 0)
 foreach(f IN LISTS files)
-  get_filename_component(name "${f}" NAME_WE)
+  get_filename_component(name "${f}" NAME_WLE)  # "llama3.1-405b.json" -> "llama3.1-405b"
   get_filename_component(dir "${f}" DIRECTORY)
   get_filename_component(kind "${dir}" NAME)
   file(READ "${f}" text)

@@ -685,10 +685,10 @@ class Importer {
       f_.choice("--fp8-format", "e4m3", {"e4m3", "hybrid"});
       const std::string recipe = f_.choice("--fp8-recipe", "delayed", {"tensorwise", "delayed", "mxfp8", "blockwise"});
       if (!f_.has("--bf16")) f_.fail("--fp8-format", "FP8 needs --bf16 (the non-FP8 parts); FP16 is not modeled");
-      t["precision"] = recipe == "mxfp8" ? "mxfp8" : recipe == "blockwise" ? "fp8-blockwise" : "fp8-tensorwise";
-      if (recipe == "delayed")
-        assume("training.precision", "fp8-tensorwise: delayed scaling (Megatron's default --fp8-recipe) is priced "
-                                     "as per-tensor current scaling");
+      t["precision"] = recipe == "mxfp8"       ? "mxfp8"
+                       : recipe == "blockwise" ? "fp8-blockwise"
+                       : recipe == "delayed"   ? "fp8-delayed"
+                                               : "fp8-tensorwise";
     } else if (f_.has("--bf16")) {
       t["precision"] = "bf16";
     } else {

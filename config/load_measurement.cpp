@@ -100,9 +100,10 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
       });
       m.p2p.push_back(pp);
     });
-    // Communication tables (NCCL, EP libraries) and their own settings: read by their
-    // fitters (calibration/link_fit.hpp, calibration/ep_fit.hpp), not here.
-    o.ignore({"points", "dispatcher", "gpus_per_domain", "experts", "experts_per_rank", "topk", "groups", "tokens",
+    // Communication tables (NCCL, EP libraries) and their own settings, per-step statistics
+    // and weak-scaling pairs: read by their fitters (calibration/link_fit.hpp,
+    // calibration/ep_fit.hpp, calibration/jitter_fit.hpp), not here.
+    o.ignore({"points", "pairs", "dispatcher", "gpus_per_domain", "experts", "experts_per_rank", "topk", "groups", "tokens",
               "hidden", "sm_fit", "sm_by_ranks"});
   });
   return m;

@@ -16,9 +16,10 @@ struct ModelType {
   std::string_view name;
   bool qk_layernorm;  // per-head q/k RMSNorm (Qwen3)
   bool mixtral_ffn;   // expert FFN size is intermediate_size (Mixtral)
+  bool gpt = false;   // Megatron GPT (GPT-3): GELU without a gate, learned absolute positions
 };
 
-constexpr std::array<ModelType, 9> kModelTypes{{
+constexpr std::array<ModelType, 10> kModelTypes{{
     {"deepseek_v3", false, false},
     {"deepseek_v2", false, false},
     {"kimi_k2", false, false},  // DeepSeek-V3 architecture (Moonshot AI config.json)
@@ -28,6 +29,9 @@ constexpr std::array<ModelType, 9> kModelTypes{{
     {"mixtral", false, true},
     {"llama", false, false},
     {"mistral", false, false},
+    // Megatron's GPTModel as MLPerf's GPT-3 175B runs it (mlcommons/training
+    // large_language_model/megatron-lm: --position-embedding-type learned_absolute, GELU).
+    {"gpt", false, false, true},
 }};
 
 const ModelType& model_type(const Node& n) {
@@ -77,7 +81,8 @@ workload::ModelConfig read_model(const Node& node) {
     m.vocab_size = o.req("vocab_size").as_int(1, std::int64_t{1} << 30);
     m.tie_word_embeddings = o.bool_or("tie_word_embeddings", false);
     m.qk_layernorm = o.bool_or("qk_layernorm", type.qk_layernorm);
-    m.gated_linear_unit = o.bool_or("gated_linear_unit", true);
+    m.gated_linear_unit = o.bool_or("gated_linear_unit", !type.gpt);
+    if (type.gpt) m.learned_positions = o.req("max_position_embeddings").as_int(1, kBig);
     m.native_mtp_layers = o.int_or("num_nextn_predict_layers", 0, 0, 64);
 
     if (auto kv = o.get("kv_lora_rank")) {

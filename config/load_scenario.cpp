@@ -495,6 +495,8 @@ class ScenarioReader {
       if (m.source.empty()) src.fail("the source of a measurement must be named");
       m.tolerance_pct = o.number_or("tolerance_pct", 5.0, 0.001, 1000.0);  // over-predictions can exceed 100%
       m.in_sample = o.string_or("in_sample", "");
+      m.series = o.string_or("series", "");
+      m.held_out = o.string_or("held_out", "");
     });
     sc_.measured = m;
   }

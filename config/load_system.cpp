@@ -191,6 +191,9 @@ hw_models::SystemSpec read_system(const Node& node) {
       read_object(*v, [&](Object& vo) {
         s.variability.jitter_s = P.opt(vo, "jitter_s", 0, 100);
         s.variability.jitter_fraction = P.opt(vo, "jitter_fraction", 0, 1);
+        s.variability.common_s = P.opt(vo, "common_s", 0, 100);
+        s.variability.common_fraction = P.opt(vo, "common_fraction", 0, 1);
+        s.variability.node_speed_sd = P.opt(vo, "node_speed_sd", 0, 0.5);
       });
     if (auto ep = o.get("ep_dispatch"))
       read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_tuned_factor = P.opt(e, "deepep_tuned_factor", 1, 10); });

@@ -29,6 +29,13 @@ struct Measured {
   // Why the run is calibration data elsewhere (its own profile fits component figures):
   // `moesim calibrate corpus` keeps it out of the leave-one-out mean. Empty: a test run.
   std::string in_sample;
+  // A fixed-recipe scaling series the run belongs to (one recipe at several sizes):
+  // `moesim validate` fits step = a x microbatches + b to the series' measured and
+  // predicted steps and compares consecutive sizes' per-GPU throughput. Empty: none.
+  std::string series;
+  // Why the run is kept for checking and not fitted: `moesim calibrate corpus` leaves it
+  // out of the fit and reports its error at the fitted values. Empty: fitted.
+  std::string held_out;
 };
 
 // Where ranks sit (a moesim extension of the contract): how many GPUs of one NVLink

@@ -1,6 +1,7 @@
 #include "hw_models/collectives.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <map>
 #include <stdexcept>
@@ -120,6 +121,13 @@ double ring_protocol_time(const SystemSpec& s, Collective op, Protocol p, double
   double transfer = simple_makespan_s / c.payload;
   if (p == Protocol::ll) transfer = std::max(transfer, bytes * bus_factor(op, ranks) / (ll_max_busbw(s, nodes) * 1e9));
   return (c.base_us + steps * (spans ? c.network_hop_us : c.nvlink_hop_us)) * 1e-6 + transfer;
+}
+
+double small_all_reduce_seconds(double ranks, double per_domain) {
+  if (ranks <= 1) return 0;
+  const double k = std::min(ranks, std::max(1.0, per_domain));
+  const double domains = std::ceil(ranks / k);
+  return (kLl.base_us + 2 * ((k - 1) * kLl.nvlink_hop_us + std::log2(domains) * kLl.network_hop_us)) * 1e-6;
 }
 
 bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks) {

@@ -121,4 +121,14 @@ CollectiveTime fastest_collective_time(const SystemSpec& s, const Topology& topo
 // The preset's link efficiencies (1 where absent).
 LinkEfficiency link_efficiency(const SystemSpec& s);
 
+// A latency-bound all-reduce of a few bytes (FP8 amax buffers, the gradient norm, the
+// logged loss) over `ranks` GPUs, `per_domain` of them in each NVLink domain: NCCL's tree
+// (a chain inside each domain, a binary tree across domains) with the LL protocol, whose
+// latency (NVIDIA/nccl src/graph/tuning.cc, shared/reference/scale-and-goodput.md 5):
+//   t = base + 2 ((k - 1) x NVLink hop + log2(D) x network hop),  k = per_domain,
+//   D = ceil(ranks / k), LL: base 6.6 us, NVLink hop 0.6 us, network hop 2.7 us;
+// the payload's transfer is negligible. The flows model (above) has no tree; this closed
+// form prices only these tiny collectives.
+double small_all_reduce_seconds(double ranks, double per_domain);
+
 }  // namespace moesim::hw_models

@@ -218,12 +218,21 @@ struct EpDispatchSpec {
 
 // How much later than the rest a training process finishes a step (predict/
 // variability.hpp): an exponential delay of mean jitter_s + jitter_fraction x the step,
-// independent per process and step (OS and host jitter, the collector, thermals), fitted
-// from per-step statistics at scale (calibration/jitter_fit.hpp,
-// calibration/profiles/step-jitter.json). Absent: no delay.
+// independent per process and step (OS and host jitter, the collector, thermals); a node
+// pace that stays (node_speed_sd); and a
+// delay common to all processes of a step, normal with sd common_s + common_fraction x
+// the step (the network, storage, the cluster's clocks). Fitted from MLPerf's weak-scaling
+// pairs and per-step spreads (calibration/jitter_fit.hpp, calibration/profiles/
+// step-jitter.json). Absent: no delay.
 struct Variability {
   std::optional<Param> jitter_s;
   std::optional<Param> jitter_fraction;
+  std::optional<Param> common_s;
+  std::optional<Param> common_fraction;
+  // A node's sustained pace: slower than the simulated one by a normal share of this sd,
+  // the same every step (thermals, clocks, a degraded link); the step runs at the slowest
+  // node's.
+  std::optional<Param> node_speed_sd;
 };
 
 struct SystemSpec {

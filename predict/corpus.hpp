@@ -18,6 +18,7 @@ namespace moesim::predict {
 struct CorpusRow {
   std::string name, file, system, metric;
   bool in_sample_only = false;  // kept out of the leave-one-out mean
+  std::string held_out;         // not fitted (measured.held_out): its error at the fitted values
   double measured = 0, in_sample_pct = 0, loo_pct = 0;
 };
 
@@ -27,6 +28,7 @@ struct CorpusResult {
   std::vector<CorpusRow> rows;
   double mape_in = 0, loo_mape = 0;
   int loo_runs = 0;
+  int fitted_runs = 0;  // the runs but the held-out ones
   int evaluations = 0;
   double wall_s = 0;
 };

@@ -1,5 +1,7 @@
 #include "predict/validate.hpp"
 
+#include <algorithm>
+
 #include "config/json_reader.hpp"
 #include "hw_models/dispatcher.hpp"
 #include "predict/parallel.hpp"
@@ -34,8 +36,61 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
     r.tolerance_pct = sc.measured->tolerance_pct;
     r.ok = std::abs(r.error_pct) <= r.tolerance_pct;
     r.wall_s = p.wall_s;
+    r.series = sc.measured->series;
+    r.gpus = sc.gpus;
+    r.microbatches = sc.parallelism.num_microbatches;
+    r.predicted_step_s = p.step.step_time_s;
+    r.measured_step_s = sc.measured->metric == config::MeasuredMetric::step_time_s
+                            ? r.measured
+                            : r.predicted_step_s * r.predicted / r.measured;
+    r.tokens_per_step = static_cast<double>(sc.training.global_batch_size * sc.training.seq_length);
   });
   return rows;
+}
+
+namespace {
+// Least squares y = a x + b; false when x has fewer than two distinct values.
+bool line(const std::vector<double>& x, const std::vector<double>& y, double& a, double& b) {
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+  if (sxx <= 0) return false;
+  a = sxy / sxx;
+  b = my - a * mx;
+  return true;
+}
+}  // namespace
+
+std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
+  std::map<std::string, SeriesFit> by_name;
+  for (const auto& r : rows)
+    if (!r.series.empty()) by_name[r.series].sizes.push_back(&r);
+  std::vector<SeriesFit> out;
+  for (auto& [name, f] : by_name) {
+    f.name = name;
+    std::stable_sort(f.sizes.begin(), f.sizes.end(),
+                     [](const ValidateRow* x, const ValidateRow* y) { return x->gpus < y->gpus; });
+    std::vector<double> ga, m, p;
+    for (const auto* r : f.sizes) {
+      ga.push_back(static_cast<double>(r->microbatches));
+      m.push_back(r->measured_step_s);
+      p.push_back(r->predicted_step_s);
+    }
+    f.fitted = line(ga, m, f.a_measured, f.b_measured) && line(ga, p, f.a_predicted, f.b_predicted);
+    const auto per_gpu = [](const ValidateRow* r, double step) {
+      return r->tokens_per_step / step / static_cast<double>(r->gpus);
+    };
+    for (std::size_t i = 1; i < f.sizes.size(); ++i) {
+      const auto *lo = f.sizes[i - 1], *hi = f.sizes[i];
+      f.ratio_measured.push_back(per_gpu(hi, hi->measured_step_s) / per_gpu(lo, lo->measured_step_s));
+      f.ratio_predicted.push_back(per_gpu(hi, hi->predicted_step_s) / per_gpu(lo, lo->predicted_step_s));
+      f.ratio_error_pct.push_back(100 * (f.ratio_predicted.back() / f.ratio_measured.back() - 1));
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
@@ -46,6 +101,7 @@ ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
     s.by_dispatcher[r.dispatcher].add(r);
     s.failed += r.ok ? 0 : 1;
   }
+  s.series = fit_series(rows);
   return s;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,7 +20,30 @@ struct ValidateRow {
   std::string file, name, system, dispatcher, metric;
   double measured = 0, predicted = 0, error_pct = 0, tolerance_pct = 0, wall_s = 0;
   bool ok = false;
+  // measured.series: the series, the run's GPUs and microbatches per pipeline, and its
+  // step time predicted and measured (the measured metric turned into a step: throughput
+  // metrics scale as 1 / step).
+  std::string series;
+  std::int64_t gpus = 0, microbatches = 0;
+  double predicted_step_s = 0, measured_step_s = 0, tokens_per_step = 0;
 };
+
+// A fixed-recipe scaling series (measured.series), its sizes in order of GPUs:
+//   the least-squares line step = a x microbatches + b through the measured steps and
+//   through the predicted ones (when the sizes have two or more microbatch counts), and
+//   between consecutive sizes the per-GPU throughput ratio r = (tokens / step / GPUs) of
+//   the larger over the smaller, measured and predicted, and its error 100 (r_p / r_m - 1).
+struct SeriesFit {
+  std::string name;
+  std::vector<const ValidateRow*> sizes;
+  bool fitted = false;
+  double a_measured = 0, b_measured = 0, a_predicted = 0, b_predicted = 0;
+  std::vector<double> ratio_measured, ratio_predicted, ratio_error_pct;  // per size after the first
+  double a_error_pct() const { return 100 * (a_predicted / a_measured - 1); }
+  double b_error_pct() const { return 100 * (b_predicted / b_measured - 1); }
+};
+// Points into `rows`, which must outlive it.
+std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows);
 
 // Mean absolute error, count and worst run of a group of rows.
 struct ErrorSummary {
@@ -40,6 +64,7 @@ struct ValidateSummary {
   ErrorSummary all;
   std::map<std::string, ErrorSummary> by_system, by_dispatcher;
   int failed = 0;
+  std::vector<SeriesFit> series;  // fit_series(rows)
 };
 ValidateSummary summarize(const std::vector<ValidateRow>& rows);
 

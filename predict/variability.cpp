@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "config/load.hpp"
+#include "predict/predict.hpp"
+#include "sim_core/extreme_values.hpp"
 #include "workload/eplb.hpp"
 #include "workload/routing.hpp"
 
@@ -18,29 +21,13 @@ double jitter_cdf(double x, double m, std::int64_t n) {
 
 }  // namespace
 
-double harmonic(std::int64_t n) {
-  if (n <= 0) return 0;
-  if (n <= 10000) {
-    double h = 0;
-    for (std::int64_t i = n; i >= 1; --i) h += 1.0 / static_cast<double>(i);
-    return h;
-  }
-  const double x = static_cast<double>(n);
-  return std::log(x) + 0.57721566490153286 + 1 / (2 * x) - 1 / (12 * x * x);
-}
-
-double expected_max_normal(std::int64_t n) {
-  if (n <= 1) return 0;
-  return workload::over_max_normal(static_cast<double>(n), [](double z) { return z; }, 2000);
-}
-
 StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& step) {
   StepSpread s;
   const double T = step.step_time_s;
   const auto& v = sc.system.variability;
   const double m = (v.jitter_s ? v.jitter_s->value : 0) + (v.jitter_fraction ? v.jitter_fraction->value : 0) * T;
   s.processes = sc.gpus;
-  s.jitter_wait_s = m * harmonic(s.processes);
+  s.jitter_wait_s = m * sim_core::harmonic_number(static_cast<double>(s.processes));
 
   // Routing: the replicas' spread of the load-proportional time.
   const auto& p = sc.parallelism;
@@ -57,15 +44,19 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
                                            static_cast<double>(p.num_microbatches));
     sd = load_time * s.load_cv / std::sqrt(units);
     s.ep_groups = p.expert_dp;
-    s.routing_wait_s = sd * expected_max_normal(s.ep_groups);
+    s.routing_wait_s = sd * sim_core::expected_max_normal(static_cast<double>(s.ep_groups));
   }
-  s.wait_s = s.jitter_wait_s + s.routing_wait_s;
+  const double gpn = static_cast<double>(std::max(1.0, sc.system.node.gpus_per_node.value));
+  s.nodes = static_cast<std::int64_t>(std::ceil(static_cast<double>(sc.gpus) / gpn));
+  if (v.node_speed_sd)
+    s.node_wait_s = T * v.node_speed_sd->value * sim_core::expected_max_normal(static_cast<double>(s.nodes));
+  s.wait_s = s.node_wait_s + s.jitter_wait_s + s.routing_wait_s;
 
   // Quantiles of J + Rn: F(t) = integral F_J(t - r) f_R(r) dr (Rn's density over +-8 sd).
   const std::int64_t R = std::max<std::int64_t>(1, s.ep_groups);
   const auto cdf = [&](double t) {
     if (sd <= 0) return jitter_cdf(t, m, s.processes);
-    return workload::over_max_normal(
+    return sim_core::over_max_normal(
         static_cast<double>(R), [&](double z) { return jitter_cdf(t - sd * z, m, s.processes); }, 800);
   };
   const auto quantile = [&](double q) {
@@ -77,9 +68,16 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
     }
     return 0.5 * (lo + hi);
   };
-  s.p50_wait_s = quantile(0.5);
-  s.p95_wait_s = quantile(0.95);
+  s.p50_wait_s = s.node_wait_s + quantile(0.5);
+  s.common_sd_s = (v.common_s ? v.common_s->value : 0) + (v.common_fraction ? v.common_fraction->value : 0) * T;
+  s.p95_wait_s = s.p50_wait_s + std::hypot(s.node_wait_s + quantile(0.95) - s.p50_wait_s, 1.6448536269514722 * s.common_sd_s);
   return s;
+}
+
+double step_without_delays(const std::string& file) {
+  config::Scenario sc = config::load_scenario_file(file);
+  sc.system.variability = {};
+  return predict(sc).step.step_time_s;
 }
 
 }  // namespace moesim::predict

@@ -16,9 +16,14 @@ std::string corpus_text(const predict::CorpusResult& r) {
   s += fmt::format("\n{:<44} {:>14} {:>10} {:>10}\n", "run", "metric", "in-sample", "left out");
   for (const auto& row : r.rows)
     s += fmt::format("{:<44} {:>14} {:>+9.1f}% {:>+9.1f}%{}\n", row.name, row.metric, row.in_sample_pct, row.loo_pct,
-                     row.in_sample_only ? "  (in-sample data: outside the leave-one-out mean)" : "");
-  s += fmt::format("\n{} runs: mean absolute error in-sample {:.2f}%, leave-one-out {:.2f}% over {} runs\n",
-                   r.rows.size(), r.mape_in, r.loo_mape, r.loo_runs);
+                     !row.held_out.empty()  ? "  (held out, not fitted: " + row.held_out + ")"
+                     : row.in_sample_only ? "  (in-sample data: outside the leave-one-out mean)"
+                                          : "");
+  s += fmt::format("\n{} runs fitted: mean absolute error in-sample {:.2f}%, leave-one-out {:.2f}% over {} runs",
+                   r.fitted_runs, r.mape_in, r.loo_mape, r.loo_runs);
+  if (r.rows.size() > static_cast<std::size_t>(r.fitted_runs))
+    s += fmt::format("; {} held out", r.rows.size() - static_cast<std::size_t>(r.fitted_runs));
+  s += "\n";
   s += fmt::format("{} corpus evaluations in {:.1f} s\n", r.evaluations, r.wall_s);
   return s;
 }
@@ -32,7 +37,8 @@ nlohmann::ordered_json corpus_json(const predict::CorpusResult& r) {
   for (const auto& row : r.rows)
     rows.push_back({{"name", row.name}, {"file", row.file}, {"system", row.system}, {"metric", row.metric},
                     {"measured", row.measured}, {"in_sample_pct", row.in_sample_pct}, {"loo_pct", row.loo_pct},
-                    {"outside_loo_mean", row.in_sample_only}});
+                    {"outside_loo_mean", row.in_sample_only || !row.held_out.empty()},
+                    {"held_out", row.held_out.empty() ? nlohmann::ordered_json(nullptr) : J(row.held_out)}});
   return {{"parameters", params}, {"rows", rows},       {"mape", r.mape_in},
           {"loo_mape", r.loo_mape}, {"loo_runs", r.loo_runs}, {"evaluations", r.evaluations},
           {"wall_s", r.wall_s}};
@@ -45,7 +51,7 @@ nlohmann::ordered_json corpus_profile(const predict::CorpusResult& r, const std:
   const std::string basis =
       fmt::format("fitted by `moesim calibrate corpus` over {} measured runs (Huber loss of the log errors; "
                   "in-sample MAPE {:.2f}%, leave-one-out {:.2f}% over {} runs)",
-                  r.rows.size(), r.mape_in, r.loo_mape, r.loo_runs);
+                  r.fitted_runs, r.mape_in, r.loo_mape, r.loo_runs);
   for (std::size_t j = 0; j < table.size(); ++j) {
     const std::string name(table[j].name);
     const auto dot = name.find('.');
@@ -71,7 +77,8 @@ nlohmann::ordered_json corpus_profile(const predict::CorpusResult& r, const std:
                     {"file", row.file},
                     {"in_sample_pct", std::round(row.in_sample_pct * 10) / 10},
                     {"loo_pct", std::round(row.loo_pct * 10) / 10},
-                    {"outside_loo_mean", row.in_sample_only}});
+                    {"outside_loo_mean", row.in_sample_only || !row.held_out.empty()},
+                    {"held_out", row.held_out.empty() ? J(nullptr) : J(row.held_out)}});
   return {{"name", "corpus"},
           {"system", "all"},
           {"device", "every system preset: cross-run quantities fitted over the measured runs"},

@@ -65,7 +65,7 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int sk
 
 std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped) {
   const predict::ValidateSummary sum = predict::summarize(rows);
-  const auto& [all, by_system, by_dispatcher, failed] = sum;
+  const auto& [all, by_system, by_dispatcher, failed, series] = sum;
   std::string o = "## moesim validate\n\n";
   o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), failed);
   if (skipped) o += fmt::format("; {} file(s) without a measured block skipped", skipped);
@@ -158,9 +158,53 @@ nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pc
   return {{"tolerance_pct", tolerance_pct}, {"flagged", c.flagged}, {"moves", moves}};
 }
 
+namespace {
+std::string series_text(const predict::SeriesFit& f) {
+  std::string out = fmt::format("\nseries {} ({} sizes)\n{:>7} {:>5} {:>10} {:>10} {:>8}   {:>24}\n", f.name,
+                                f.sizes.size(), "GPUs", "GA", "measured", "predicted", "error",
+                                "per-GPU vs previous: m / p");
+  for (std::size_t i = 0; i < f.sizes.size(); ++i) {
+    const auto& r = *f.sizes[i];
+    out += fmt::format("{:>7} {:>5} {:>9.3f}s {:>9.3f}s {:>+7.1f}%", r.gpus, r.microbatches, r.measured_step_s,
+                       r.predicted_step_s, 100 * (r.predicted_step_s / r.measured_step_s - 1));
+    if (i > 0)
+      out += fmt::format("   {:>7.4f} / {:.4f} ({:+.1f}%)", f.ratio_measured[i - 1], f.ratio_predicted[i - 1],
+                         f.ratio_error_pct[i - 1]);
+    out += "\n";
+  }
+  if (f.fitted)
+    out += fmt::format("  step = a x GA + b: measured a {:.4f} s, b {:.3f} s; predicted a {:.4f} s ({:+.1f}%), b {:.3f} s ({:+.1f}%)\n",
+                       f.a_measured, f.b_measured, f.a_predicted, f.a_error_pct(), f.b_predicted, f.b_error_pct());
+  return out;
+}
+
+nlohmann::ordered_json series_json(const std::vector<predict::SeriesFit>& series) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& f : series) {
+    nlohmann::ordered_json sizes = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < f.sizes.size(); ++i) {
+      const auto& r = *f.sizes[i];
+      nlohmann::ordered_json s{{"name", r.name}, {"gpus", r.gpus}, {"microbatches", r.microbatches},
+                               {"measured_step_s", r.measured_step_s}, {"predicted_step_s", r.predicted_step_s}};
+      if (i > 0)
+        s["per_gpu_ratio"] = {{"measured", f.ratio_measured[i - 1]},
+                              {"predicted", f.ratio_predicted[i - 1]},
+                              {"error_pct", f.ratio_error_pct[i - 1]}};
+      sizes.push_back(s);
+    }
+    nlohmann::ordered_json j{{"name", f.name}, {"sizes", sizes}};
+    if (f.fitted)
+      j["fit"] = {{"a_measured_s", f.a_measured}, {"b_measured_s", f.b_measured}, {"a_predicted_s", f.a_predicted},
+                  {"b_predicted_s", f.b_predicted}, {"a_error_pct", f.a_error_pct()}, {"b_error_pct", f.b_error_pct()}};
+    out.push_back(j);
+  }
+  return out;
+}
+}  // namespace
+
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                                      int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
-  const auto& [all, by_system, by_dispatcher, failed] = sum;
+  const auto& [all, by_system, by_dispatcher, failed, series] = sum;
   nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
   for (const auto& r : rows)
     out_rows.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"dispatcher", r.dispatcher},
@@ -177,13 +221,14 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
   if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
   out["by_system"] = groups(by_system);
   out["by_dispatcher"] = groups(by_dispatcher);
+  if (!series.empty()) out["series"] = series_json(series);
   if (moved) out["baseline"] = baseline_json(*moved, tolerance_pct);
   return out;
 }
 
 std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                           int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
-  const auto& [all, by_system, by_dispatcher, failed] = sum;
+  const auto& [all, by_system, by_dispatcher, failed, series] = sum;
   std::string out = fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted",
                                 "error", "tol", "");
   for (const auto& r : rows)
@@ -201,6 +246,7 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows, const p
     print("system    ", by_system);
     print("dispatcher", by_dispatcher);
   }
+  for (const auto& f : series) out += series_text(f);
   if (moved) out += baseline_text(*moved, tolerance_pct);
   return out;
 }

@@ -288,13 +288,22 @@ double KernelPricing::gather_seconds(const StageParams& sp) const {
 // one FP32 momentum instead of the moments, and orthogonalizes its matrices: Newton-Schulz
 // GEMMs (workload::muon_ns_flops) at the GPU's BF16 GEMM rate (its FP32 matmuls run at
 // PyTorch's "medium" precision).
+namespace {
+// The parameters whose optimizer state this rank holds.
+double shard_params(const StageParams& sp, const workload::Parallelism& p, const workload::Framework& fw) {
+  const bool sharded = workload::optimizer_states_sharded(fw);
+  return sp.dense / (sharded ? static_cast<double>(p.dp * p.cp) : 1.0) +
+         sp.expert / (sharded ? static_cast<double>(p.expert_dp) : 1.0);
+}
+}  // namespace
+
 double KernelPricing::optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const {
   const auto& p = in_.parallelism;
   const auto& fw = in_.framework;
   const bool sharded = workload::optimizer_states_sharded(fw);
   const double dp = sharded ? static_cast<double>(p.dp * p.cp) : 1.0;
   const double edp = sharded ? static_cast<double>(p.expert_dp) : 1.0;
-  const double shard = sp.dense / dp + sp.expert / edp;
+  const double shard = shard_params(sp, p, fw);
   hw_models::ComputeWork w;
   // Read the gradient, read and write the master and the states, write the BF16 weight.
   w.bytes = shard * (workload::main_grad_bytes(fw) + 2 * (4 + workload::optimizer_state_bytes(fw)) + 2);
@@ -306,6 +315,32 @@ double KernelPricing::optimizer_seconds(const StageParams& sp, const StageParams
     t += compute_.seconds(ns);
   }
   return t;
+}
+
+double KernelPricing::grad_norm_seconds(const StageParams& sp) const {
+  hw_models::ComputeWork w;
+  w.bytes = shard_params(sp, in_.parallelism, in_.framework) * workload::main_grad_bytes(in_.framework);
+  return compute_.seconds(w);
+}
+double KernelPricing::clip_seconds(const StageParams& sp) const {
+  hw_models::ComputeWork w;
+  w.bytes = 2 * shard_params(sp, in_.parallelism, in_.framework) * workload::main_grad_bytes(in_.framework);
+  return compute_.seconds(w);
+}
+double KernelPricing::world_reduce_seconds() const {
+  return hw_models::small_all_reduce_seconds(static_cast<double>(in_.gpus),
+                                             static_cast<double>(in_.gpus_per_nvlink_domain));
+}
+double KernelPricing::loss_reduce_seconds() const {
+  return hw_models::small_all_reduce_seconds(static_cast<double>(dp_group_.size),
+                                             members_per_domain(dp_group_));
+}
+double KernelPricing::amax_reduce_seconds() const {
+  const auto& p = in_.parallelism;
+  const double n = static_cast<double>(p.tp * p.dp * p.cp);
+  const double k = std::min(n, static_cast<double>(in_.gpus_per_nvlink_domain));
+  // The all-reduce, then the fused amax-history and scale update (one small kernel).
+  return hw_models::small_all_reduce_seconds(n, k) + in_.system.efficiency.kernel_device_us.value * 1e-6;
 }
 
 double KernelPricing::replica_grad_seconds(const StageParams& sp) const {

@@ -40,6 +40,20 @@
 //                  its Newton-Schulz GEMMs (workload::muon_ns_flops) at the BF16 GEMM rate
 //   pipeline       one activation (mbs x seq / cp x hidden x 2 bytes, / tp with SP) by
 //                  send-recv between neighbouring stages
+//   grad norm      Megatron-Core's clip_grad_by_total_norm_fp32 (--clip-grad 1.0, the
+//                  default): multi_tensor_l2norm reads the shard's main gradients, the
+//                  squared norms are all-reduced over every GPU (the distributed
+//                  optimizer's shards and the model-parallel ranks), multi_tensor_scale
+//                  reads and writes the shard (applied with the coefficient clamped at 1,
+//                  so every step); then the optimizer
+//   loss           the last stage all-reduces the step's loss over DP x CP for logging
+//   amax (fp8-delayed) TransformerEngine's DelayedScaling with Megatron's amax reduction
+//                  group (TP x DP x CP, parallel_state._AMAX_REDUCTION_GROUP): when a
+//                  chunk's forward leaves fp8_autocast and when its backward ends, the
+//                  amax buffers are all-reduced (MAX) and one fused kernel updates the
+//                  history and scales (reduce_and_update_fp8_tensors); the compute stream
+//                  waits for it
+// Each latency-bound all-reduce is hw_models::small_all_reduce_seconds (NCCL's LL tree).
 // TP communication overlap (framework.tp_comm_overlap, workload::TpOverlap): a collective
 // of t_c beside a GEMM of t_g, n = tp chunks, S the GPU's SMs, k = 16 SMs for the
 // communication kernels (TE initialize_ub's default num_sm for pipeline and bulk):
@@ -195,6 +209,17 @@ class KernelPricing {
   double gather_seconds(const StageParams& sp) const;
   PortLoads dp_loads(const StageParams& sp, bool gather) const;
   double optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const;
+  // Per-step work beside the optimizer (header): the gradient norm's read of the shard,
+  // clipping's scale of it, and their latency-bound all-reduces.
+  double grad_norm_seconds(const StageParams& sp) const;
+  double clip_seconds(const StageParams& sp) const;
+  // A latency-bound all-reduce over every GPU (the norm), over DP x CP (the logged loss),
+  // over TP x DP x CP (FP8 delayed scaling's amaxes).
+  double world_reduce_seconds() const;
+  double loss_reduce_seconds() const;
+  // training.precision fp8-delayed: after every forward and backward of a model chunk.
+  bool amax_reduction() const { return in_.training.precision == workload::Precision::fp8_delayed && !fixed(); }
+  double amax_reduce_seconds() const;
   // parallelism.eplb: whether copies exist, and their gradient sum's time and port loads.
   bool eplb_replicas() const { return eplb_replicas_ > 0; }
   double replica_grad_seconds(const StageParams& sp) const;

@@ -57,6 +57,7 @@ class RankProgram final : public sim_core::HostProgram {
     graph_label_ = sim.label("host.graph_launch");
     sync_label_ = sim.label("host.sync_wait");
     pair_sync_label_ = sim.label("host.pair_sync");
+    amax_label_ = sim.label("fp8.amax_all_reduce");
   }
 
   bool next(HostOp& op) override {
@@ -175,9 +176,19 @@ class RankProgram final : public sim_core::HostProgram {
       r.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
       launch(kComputeStream, r, op_cost());
     }
+    // The gradient norm over the reduced shard, its all-reduce over every GPU, clipping;
+    // the last stage's loss all-reduce for logging (header of kernel_pricing.hpp). All on
+    // the compute stream: the optimizer needs the norm.
+    Kernel norm = kernel(sim_.label("optimizer.grad_norm"), kCompute, price_.grad_norm_seconds(all));
+    norm.waits[0] = last_dp_;
+    launch(kComputeStream, norm, launch_cost());
+    launch(kComputeStream, kernel(sim_.label("optimizer.grad_norm_all_reduce"), kDpComm, price_.world_reduce_seconds(), -1),
+           op_cost());
+    launch(kComputeStream, kernel(sim_.label("optimizer.clip_grad"), kCompute, price_.clip_seconds(all)), launch_cost());
+    if (holds_loss())
+      launch(kComputeStream, kernel(sim_.label("loss.all_reduce"), kDpComm, price_.loss_reduce_seconds(), -1), op_cost());
     Kernel k = kernel(sim_.label(muon ? "optimizer.muon" : "optimizer.adam"), kCompute,
                       price_.optimizer_seconds(all, ns));
-    k.waits[0] = last_dp_;
     k.record = sim_.event(kCompute);
     launch(kComputeStream, k, launch_cost());
     // Layer-wise Muon without the distributed optimizer: every rank updated the matrices it
@@ -185,6 +196,13 @@ class RankProgram final : public sim_core::HostProgram {
     // layer_wise_optimizer.py; the Kimi-K2 recipe).
     if (muon && !fw.distributed_optimizer && price_.dp_traffic() && !sim_.in().parallelism.fsdp)
       dp_collective(kDpStream, "dp.param_all_gather", all, true, k.record);
+  }
+  // Whether one of this rank's chunks is the pp_layout's last stage (the loss).
+  bool holds_loss() const {
+    const PipelineShape& shape = sim_.shape();
+    for (int c = 0; c < static_cast<int>(gather_.size()); ++c)
+      if (shape.place(rank_, c).layout_stage == shape.layout_stages() - 1) return true;
+    return false;
   }
   const char* reduce_name() const {
     return sim_.in().parallelism.fsdp           ? "fsdp.grad_reduce_scatter"
@@ -364,7 +382,24 @@ class RankProgram final : public sim_core::HostProgram {
     const int lookahead = sim_.in().parallelism.vpp > 1 ? 1 : 0;
     Lane l = lane_for(index, index + lookahead, kComputeStream);
     for (const Step& st : kernels_of(it, pl)) emit_step(st, l);
+    amax_reduce(it, l);
     finish(index, pl, l);
+  }
+
+  // fp8-delayed: the chunk's amaxes all-reduced when its forward leaves fp8_autocast and
+  // when its backward (the input-gradient part under a zero-bubble split) ends.
+  void amax_reduce(const WorkItem& it, Lane& l) {
+    if (!price_.amax_reduction() || l.first) return;
+    if (!(it.forward() || it.pass == Pass::backward || it.pass == Pass::backward_input)) return;
+    Kernel k = kernel(amax_label_, kDpComm, price_.amax_reduce_seconds(), -1);
+    k.waits[0] = l.cross;
+    k.waits[1] = l.layer_gate;
+    l.cross = l.layer_gate = kNoEvent;
+    l.last = buf_.size();
+    // Outside the layers: inside a CUDA graph only when the whole iteration is captured.
+    const bool captured = price_.captured(Module::loss) && price_.captured(Module::embedding);
+    if (!captured) l.in_graph = false;
+    launch(l.stream, k, captured ? Time::zero() : op_cost() * 2);  // the all_reduce call, the update's launch
   }
 
   // The kernels split into runs of EP communication and runs of the rest.
@@ -446,6 +481,8 @@ class RankProgram final : public sim_core::HostProgram {
       sync.label = pair_sync_label_;
       buf_.push_back(sync);
     }
+    amax_reduce(f, lf);
+    amax_reduce(b, lb);
     finish(index, pf, lf);
     finish(index + 1, pb, lb);
   }
@@ -517,6 +554,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::size_t pos_ = 0;
   std::size_t next_item_ = 0;
   int phase_ = 0;
+  std::uint32_t amax_label_ = 0;
   std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
 };
 

@@ -29,6 +29,8 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
   const LayerSlot slot = layer_slot(it, m);
   if (slot == LayerSlot::embedding || slot == LayerSlot::head) {
     s.dense = static_cast<double>(padded_vocab) * h / tp;
+    // The position table is not split over TP (Megatron's LanguageModelEmbedding).
+    if (slot == LayerSlot::embedding) s.dense += static_cast<double>(m.learned_positions) * h;
     return s;
   }
   if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms

@@ -132,8 +132,8 @@ ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
   const double attn = attention_params(m);
 
   ParamCounts p;
-  p.embedding = static_cast<double>(padded_vocab) * h;
-  p.output_head = m.tie_word_embeddings ? 0 : p.embedding;
+  p.output_head = m.tie_word_embeddings ? 0 : static_cast<double>(padded_vocab) * h;
+  p.embedding = static_cast<double>(padded_vocab + m.learned_positions) * h;
   p.attention = attn * static_cast<double>(m.num_layers);
   p.norms = h * static_cast<double>(m.num_layers) + h;  // pre-FFN norm per layer + final
   p.dense_mlp = dense * static_cast<double>(m.num_dense_layers());

@@ -392,7 +392,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const double g = static_cast<double>(m.num_kv_heads) / s.tp;
     b.linear("attn.qkv", Module::attn, s.T, (n + 2 * g) * d, s.h, true, false);
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
-    b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
+    if (m.learned_positions == 0) b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
     const std::size_t core = b.mark();
     b.attention("attn.core", Module::attn, 2 * s.T * seq * n * d, s.T * (n + 2 * g) * d * 2 * 2, s.T * 2 * g * d * 2);
     offload(b, in.framework, workload::OffloadTarget::core_attn);
@@ -713,7 +713,9 @@ ModelTemplates build_templates(const TemplateInputs& in) {
   }
   {
     LayerBuilder b(in, t.embedding);
-    b.memory("embedding", Module::embedding, s.Tn * s.h * 2 * 2, 2.0);  // keeps token ids only
+    // Word lookup (read, write); learned positions add a second lookup and the sum.
+    const double lookups = in.model.learned_positions > 0 ? 4 : 2;
+    b.memory("embedding", Module::embedding, s.Tn * s.h * 2 * lookups, 2.0);  // keeps token ids only
     b.finish();
   }
   {

@@ -36,6 +36,10 @@ struct ModelConfig {
   AttentionKind attention = AttentionKind::gqa;
   MlaDims mla;
   bool qk_layernorm = false;
+  // Learned absolute position embeddings (GPT-2/3, Megatron --position-embedding-type
+  // learned_absolute): a table of this many rows beside the word embeddings, added at the
+  // input; 0 = rotary embeddings applied to q and k in every layer (Llama, DeepSeek, Qwen).
+  std::int64_t learned_positions = 0;
 
   bool gated_linear_unit = true;     // SwiGLU: three FFN matrices instead of two
   std::int64_t ffn_hidden_size = 0;  // dense FFN intermediate size

@@ -5,9 +5,12 @@
 namespace moesim::workload {
 
 const sim_core::NameTable<Precision>& precision_names() {
-  static constexpr std::array<sim_core::NameEntry<Precision>, 4> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<Precision>, 5> kEntries{{
       {Precision::bf16, "bf16", "BF16 everywhere"},
       {Precision::fp8_tensorwise, "fp8-tensorwise", "FP8 with per-tensor current scaling (Megatron --fp8-recipe tensorwise)"},
+      {Precision::fp8_delayed, "fp8-delayed",
+       "FP8 with per-tensor delayed scaling: scales from the amax history, amaxes all-reduced over TP x DP x CP "
+       "after every forward and backward (Megatron --fp8-recipe delayed, its default)"},
       {Precision::fp8_blockwise, "fp8-blockwise", "FP8 with DeepSeek 1x128 / 128x128 block scales"},
       {Precision::mxfp8, "mxfp8", "MXFP8, 1x32 blocks with E8M0 scales (Blackwell only)"},
   }};
@@ -19,6 +22,7 @@ hw_models::Dtype gemm_dtype(Precision p) {
   switch (p) {
     case Precision::bf16: return hw_models::Dtype::bf16;
     case Precision::fp8_tensorwise:
+    case Precision::fp8_delayed:
     case Precision::fp8_blockwise: return hw_models::Dtype::fp8;
     case Precision::mxfp8: return hw_models::Dtype::mxfp8;
   }

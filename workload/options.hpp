@@ -16,7 +16,7 @@
 
 namespace moesim::workload {
 
-enum class Precision { bf16, fp8_tensorwise, fp8_blockwise, mxfp8 };
+enum class Precision { bf16, fp8_tensorwise, fp8_delayed, fp8_blockwise, mxfp8 };
 const sim_core::NameTable<Precision>& precision_names();
 // The Tensor Core input type the linear layers' GEMMs use under a recipe.
 hw_models::Dtype gemm_dtype(Precision p);

@@ -47,6 +47,7 @@
 #include <optional>
 #include <vector>
 
+#include "sim_core/extreme_values.hpp"
 #include "workload/eplb.hpp"
 #include "workload/model_config.hpp"
 #include "workload/options.hpp"
@@ -64,21 +65,8 @@ inline constexpr int kMaxVioExperts = 64;             // the paper's routed expe
 // The power of c: ln(0.937 / 0.72) / ln(0.001 / 0.0003) = 0.219.
 double aux_loss_exponent();
 
-// E[f(M)] for M the largest of n standard normals: the integral of f(z) n phi(z)
-// Phi(z)^(n-1) over z in [-8, 8] by Simpson's rule with `steps` (even) intervals. Serves
-// expected_max_vio here and predict/variability.hpp's slowest-replica figures.
-template <class F>
-double over_max_normal(double n, F f, int steps) {
-  const double a = -8, h = 16.0 / steps;
-  double sum = 0;
-  for (int i = 0; i <= steps; ++i) {
-    const double z = a + i * h;
-    const double phi = std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi);
-    const double Phi = 0.5 * std::erfc(-z / std::numbers::sqrt2);
-    sum += f(z) * n * phi * std::pow(Phi, n - 1) * (i == 0 || i == steps ? 1 : i % 2 ? 4 : 2);
-  }
-  return sum * h / 3;
-}
+// The largest of n standard normals: sim_core::over_max_normal (sim_core/extreme_values.hpp).
+using sim_core::over_max_normal;
 
 // The global MaxVio of trained routing (aux_loss, loss_free; 0 for the others).
 double trained_max_vio(const Routing& r);

@@ -170,7 +170,7 @@ TEST_CASE("Unknown presets and enum values", "[config][errors]") {
   expect_error(j, "framework.dispatcher", "unknown dispatcher 'deep-ep'; known: alltoall, allgather, deepep, hybridep");
   j = test::default_scenario_json();
   j["training"]["precision"] = "fp4";
-  expect_error(j, "training.precision", "unknown precision 'fp4'; known: bf16, fp8-tensorwise, fp8-blockwise, mxfp8");
+  expect_error(j, "training.precision", "unknown precision 'fp4'; known: bf16, fp8-tensorwise, fp8-delayed, fp8-blockwise, mxfp8");
   j = test::default_scenario_json();
   j["framework"]["recompute_modules"] = {"mlp", "mlp"};
   expect_error(j, "framework.recompute_modules[1]", "'mlp' is listed twice");

@@ -6,20 +6,21 @@
 
 #include "config/load.hpp"
 #include "predict/predict.hpp"
+#include "sim_core/extreme_values.hpp"
 #include "predict/variability.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
 
 TEST_CASE("Extreme values by hand", "[predict][variability]") {
-  CHECK(predict::harmonic(1) == 1);
-  CHECK(predict::harmonic(4) == Approx(25.0 / 12));
+  CHECK(sim_core::harmonic_number(1) == 1);
+  CHECK(sim_core::harmonic_number(4) == Approx(25.0 / 12));
   // The asymptotic form takes over past 10,000 without a step.
-  CHECK(predict::harmonic(10001) == Approx(predict::harmonic(10000) + 1.0 / 10001).epsilon(1e-10));
+  CHECK(sim_core::harmonic_number(10001) == Approx(sim_core::harmonic_number(10000) + 1.0 / 10001).epsilon(1e-10));
   // E[max of 2 standard normals] = 1 / sqrt(pi); of 3, 3 / (2 sqrt(pi)).
-  CHECK(predict::expected_max_normal(1) == 0);
-  CHECK(predict::expected_max_normal(2) == Approx(1 / std::sqrt(M_PI)).epsilon(1e-6));
-  CHECK(predict::expected_max_normal(3) == Approx(1.5 / std::sqrt(M_PI)).epsilon(1e-6));
+  CHECK(sim_core::expected_max_normal(1) == 0);
+  CHECK(sim_core::expected_max_normal(2) == Approx(1 / std::sqrt(M_PI)).epsilon(1e-6));
+  CHECK(sim_core::expected_max_normal(3) == Approx(1.5 / std::sqrt(M_PI)).epsilon(1e-6));
 }
 
 TEST_CASE("A step waits for the latest of its processes", "[predict][variability]") {
@@ -28,11 +29,13 @@ TEST_CASE("A step waits for the latest of its processes", "[predict][variability
   step.step_time_s = 10;
   sc.system.variability.jitter_s = hw_models::Param{0.03, "test"};
   sc.system.variability.jitter_fraction = hw_models::Param{0.001, "test"};
+  sc.system.variability.common_s.reset();
+  sc.system.variability.common_fraction.reset();
   const auto s = predict::step_spread(sc, step);
   const double m = 0.03 + 0.001 * 10;  // the mean per-process delay
   CHECK(s.processes == 256);
   CHECK(s.routing_wait_s == 0);  // forced routing: every replica routes alike
-  CHECK(s.jitter_wait_s == Approx(m * predict::harmonic(256)));
+  CHECK(s.jitter_wait_s == Approx(m * sim_core::harmonic_number(256)));
   CHECK(s.wait_s == s.jitter_wait_s);
   // Quantiles of the latest of N: -m ln(1 - q^(1/N)).
   CHECK(s.p50_wait_s == Approx(-m * std::log(1 - std::pow(0.5, 1.0 / 256))).epsilon(1e-6));
@@ -42,6 +45,16 @@ TEST_CASE("A step waits for the latest of its processes", "[predict][variability
   const auto big = predict::step_spread(sc, step);
   CHECK(big.jitter_wait_s - s.jitter_wait_s == Approx(m * std::log(4.0)).epsilon(0.01));
   CHECK(big.p95_wait_s - big.p50_wait_s == Approx(s.p95_wait_s - s.p50_wait_s).epsilon(0.01));
+  // A delay common to all processes widens the 95th percentile, in quadrature, and leaves
+  // the mean wait and the median alone: c = 0.02 + 0.001 x 10 = 0.03 s.
+  sc.system.variability.common_s = hw_models::Param{0.02, "test"};
+  sc.system.variability.common_fraction = hw_models::Param{0.001, "test"};
+  const auto common = predict::step_spread(sc, step);
+  CHECK(common.common_sd_s == Approx(0.03));
+  CHECK(common.wait_s == big.wait_s);
+  CHECK(common.p50_wait_s == big.p50_wait_s);
+  CHECK(common.p95_wait_s - common.p50_wait_s ==
+        Approx(std::hypot(big.p95_wait_s - big.p50_wait_s, 1.6448536 * 0.03)).epsilon(1e-6));
   // No variability in the preset: no wait.
   sc.system.variability = {};
   CHECK(predict::step_spread(sc, step).wait_s == 0);

@@ -51,7 +51,7 @@ TEST_CASE("TP communication overlap: each collective keeps its exposed part", "[
   {
     const double tc = off.at("attn.sp_scatter.fwd"), tg = off.at("attn.o_proj.fprop");
     const double tgs = tg * sms / (sms - k);
-    CHECK(on.at("attn.o_proj.fprop") == Approx(tgs).epsilon(1e-9));
+    CHECK(on.at("attn.o_proj.fprop") == Approx(tgs).margin(2e-12));  // the engine's picosecond
     CHECK(on.at("attn.sp_scatter.fwd") ==
           Approx(std::max(tgs, tc) + std::min(tgs, tc) / 4 - tgs).margin(1e-9));
   }
@@ -59,7 +59,7 @@ TEST_CASE("TP communication overlap: each collective keeps its exposed part", "[
   {
     const double tc = off.at("attn.sp_gather.bwd"), tg = off.at("attn.qkv.wgrad");
     const double tgs = tg * sms / (sms - k);
-    CHECK(on.at("attn.qkv.wgrad") == Approx(tgs).epsilon(1e-9));
+    CHECK(on.at("attn.qkv.wgrad") == Approx(tgs).margin(2e-12));
     CHECK(on.at("attn.sp_gather.bwd") == Approx(std::max(0.0, std::max(tgs, tc) - tgs)).margin(1e-9));
   }
   // And the step is faster for it.

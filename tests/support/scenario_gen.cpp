@@ -335,8 +335,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
       {"seq_length", seq}, {"micro_batch_size", mbs}, {"global_batch_size", mbs * dp * micro}};
   const std::vector<std::string> precisions =
       blackwell
-          ? std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-blockwise", "mxfp8", "mxfp8"}
-          : std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-blockwise", "fp8-blockwise"};
+          ? std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-delayed", "fp8-blockwise", "mxfp8", "mxfp8"}
+          : std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-delayed", "fp8-blockwise", "fp8-blockwise"};
   const std::string precision = rng.chance(0.05) ? "mxfp8" : rng.pick(precisions);
   tr["precision"] = precision;
   const std::int64_t mtp = rng.chance(0.2) ? 1 : 0;
