@@ -11,7 +11,7 @@
 namespace moesim::calibration {
 namespace {
 
-constexpr double kZ95 = 1.6448536269514722;  // the standard normal's 95th percentile
+using sim_core::kNormalQ95;
 
 // Non-negative least squares in two unknowns y ~ x0 u + x1 v: the free solution, or with
 // one unknown held at 0 (the better of the two) when it has a negative part.
@@ -29,6 +29,11 @@ Eigen::Vector2d nonneg_lsq(const Eigen::MatrixXd& A, const Eigen::VectorXd& y) {
     if (r < best_r) best = c, best_r = r;
   }
   return best;
+}
+
+// H_N2 - H_N1: how much later the latest of the pair's processes is, per unit mean delay.
+double harmonic_step(const JitterPair& q) {
+  return sim_core::harmonic_number(q.gpus_to) - sim_core::harmonic_number(q.gpus_from);
 }
 
 void append(Eigen::MatrixXd& A, Eigen::VectorXd& y, double u, double v, double target) {
@@ -93,22 +98,21 @@ JitterFit fit_step_jitter(JitterFit out) {
   for (const auto& q : out.pairs) {
     if (q.role != "fit") continue;
     const double t = 0.5 * (q.step_from_s + q.step_to_s);
-    const double u = (sim_core::harmonic_number(q.gpus_to) - sim_core::harmonic_number(q.gpus_from)) / t;
+    const double u = harmonic_step(q) / t;
     uy += u * (q.step_to_s - q.step_from_s - q.simulated_increase_s) / t;
     uu += u * u;
     ++out.fit_pairs;
   }
   if (out.fit_pairs < 2) throw std::invalid_argument("step-jitter measurements: need at least two fit pairs");
   out.jitter_s = std::max(0.0, uy / uu);
-  const auto per_process = [&](double) { return out.jitter_s; };
 
   // 2. The common delay from what the spread leaves.
   Eigen::MatrixXd B(0, 2);
   Eigen::VectorXd z(0);
   for (const auto& r : out.rows) {
     if (r.role != "fit") continue;
-    const double own = per_process(r.median_s) * exponential_max_spread(r.gpus);
-    append(B, z, 1, r.median_s, std::sqrt(std::max(0.0, r.measured_spread_s * r.measured_spread_s - own * own)) / kZ95);
+    const double own = out.jitter_s * exponential_max_spread(r.gpus);
+    append(B, z, 1, r.median_s, std::sqrt(std::max(0.0, r.measured_spread_s * r.measured_spread_s - own * own)) / kNormalQ95);
   }
   out.fit_points = static_cast<int>(B.rows());
   if (out.fit_points < 2) throw std::invalid_argument("step-jitter measurements: need at least two fit points");
@@ -118,13 +122,13 @@ JitterFit fit_step_jitter(JitterFit out) {
 
   double sq = 0, sq_pairs = 0;
   for (auto& r : out.rows) {
-    const double own = per_process(r.median_s) * exponential_max_spread(r.gpus);
-    const double common = kZ95 * (out.common_s + out.common_fraction * r.median_s);
+    const double own = out.jitter_s * exponential_max_spread(r.gpus);
+    const double common = kNormalQ95 * (out.common_s + out.common_fraction * r.median_s);
     r.model_spread_s = std::hypot(own, common);
     if (r.role == "fit") sq += (r.model_spread_s - r.measured_spread_s) * (r.model_spread_s - r.measured_spread_s);
   }
   for (auto& q : out.pairs) {
-    q.model_increase_s = out.jitter_s * (sim_core::harmonic_number(q.gpus_to) - sim_core::harmonic_number(q.gpus_from));
+    q.model_increase_s = out.jitter_s * harmonic_step(q);
     const double e = q.model_increase_s - (q.step_to_s - q.step_from_s - q.simulated_increase_s);
     if (q.role == "fit") sq_pairs += e * e;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "calibration/least_squares.hpp"
 #include "config/json_reader.hpp"
 #include "hw_models/dispatcher.hpp"
 #include "predict/parallel.hpp"
@@ -48,21 +49,6 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
   return rows;
 }
 
-namespace {
-// Least squares y = a x + b; false when x has fewer than two distinct values.
-bool line(const std::vector<double>& x, const std::vector<double>& y, double& a, double& b) {
-  const double n = static_cast<double>(x.size());
-  double mx = 0, my = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
-  double sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
-  if (sxx <= 0) return false;
-  a = sxy / sxx;
-  b = my - a * mx;
-  return true;
-}
-}  // namespace
-
 std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
   std::map<std::string, SeriesFit> by_name;
   for (const auto& r : rows)
@@ -78,7 +64,12 @@ std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
       m.push_back(r->measured_step_s);
       p.push_back(r->predicted_step_s);
     }
-    f.fitted = line(ga, m, f.a_measured, f.b_measured) && line(ga, p, f.a_predicted, f.b_predicted);
+    // Two or more microbatch counts make the lines determined (rank 2).
+    if (const auto lm = calibration::fit_line(ga, m), lp = calibration::fit_line(ga, p); lm.rank == 2 && lp.rank == 2) {
+      f.fitted = true;
+      f.b_measured = lm.coefficients(0), f.a_measured = lm.coefficients(1);
+      f.b_predicted = lp.coefficients(0), f.a_predicted = lp.coefficients(1);
+    }
     const auto per_gpu = [](const ValidateRow* r, double step) {
       return r->tokens_per_step / step / static_cast<double>(r->gpus);
     };

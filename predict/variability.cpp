@@ -46,7 +46,7 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
     s.ep_groups = p.expert_dp;
     s.routing_wait_s = sd * sim_core::expected_max_normal(static_cast<double>(s.ep_groups));
   }
-  const double gpn = static_cast<double>(std::max(1.0, sc.system.node.gpus_per_node.value));
+  const double gpn = std::max(1.0, sc.system.node.gpus_per_node.value);
   s.nodes = static_cast<std::int64_t>(std::ceil(static_cast<double>(sc.gpus) / gpn));
   if (v.node_speed_sd)
     s.node_wait_s = T * v.node_speed_sd->value * sim_core::expected_max_normal(static_cast<double>(s.nodes));
@@ -70,7 +70,7 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
   };
   s.p50_wait_s = s.node_wait_s + quantile(0.5);
   s.common_sd_s = (v.common_s ? v.common_s->value : 0) + (v.common_fraction ? v.common_fraction->value : 0) * T;
-  s.p95_wait_s = s.p50_wait_s + std::hypot(s.node_wait_s + quantile(0.95) - s.p50_wait_s, 1.6448536269514722 * s.common_sd_s);
+  s.p95_wait_s = s.p50_wait_s + std::hypot(s.node_wait_s + quantile(0.95) - s.p50_wait_s, sim_core::kNormalQ95 * s.common_sd_s);
   return s;
 }
 

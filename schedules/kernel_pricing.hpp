@@ -191,6 +191,7 @@ class KernelPricing {
   // Fixed chunks: the overlapped forward-backward pair as one kernel of F&B.
   const std::vector<Priced>& fwd_bwd() const { return fwd_bwd_; }
   bool captured(Module m) const { return captured_[m]; }
+  bool captures_iteration() const { return captured_.full_iteration(); }
   // Host costs of an op, an eager launch and a CUDA graph launch; zero with fixed chunks.
   Time op_cost() const { return op_; }
   Time launch_cost() const { return launch_; }

@@ -397,7 +397,7 @@ class RankProgram final : public sim_core::HostProgram {
     l.cross = l.layer_gate = kNoEvent;
     l.last = buf_.size();
     // Outside the layers: inside a CUDA graph only when the whole iteration is captured.
-    const bool captured = price_.captured(Module::loss) && price_.captured(Module::embedding);
+    const bool captured = price_.captures_iteration();
     if (!captured) l.in_graph = false;
     launch(l.stream, k, captured ? Time::zero() : op_cost() * 2);  // the all_reduce call, the update's launch
   }

@@ -17,6 +17,9 @@
 
 namespace moesim::sim_core {
 
+// The standard normal's 95th percentile.
+inline constexpr double kNormalQ95 = 1.6448536269514722;
+
 template <class F>
 double over_max_normal(double n, F f, int steps) {
   const double a = -8, h = 16.0 / steps;
