@@ -12,14 +12,28 @@ FlowComm::FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
 
 double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
   if (g.size <= 1 || bytes <= 0) return 0;
-  const auto key = std::make_tuple(static_cast<int>(op), g.size, g.stride, bytes);
-  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  const Shape& shape = shape_of(op, g);
+  const double makespan = shape.makespan_per_byte * bytes;
+  double time = shape.latency_s + makespan;
+  // Rings take the faster of LL128 and Simple (hw_models/collectives.hpp).
+  if (has_protocols(op))
+    time = std::min(time, ring_protocol_time(sys_, op, Protocol::ll128, makespan, bytes, static_cast<double>(g.size),
+                                             shape.domains > 1, shape.domains));
+  return time;
+}
+
+// Every flow of a collective carries a fixed share of the buffer and starts at 0, and the
+// max-min rates do not depend on what is left to send: the makespan is linear in the
+// bytes, so one solve at a reference size prices every bucket of the shape.
+const FlowComm::Shape& FlowComm::shape_of(Collective op, const CommGroup& g) const {
+  const auto key = std::make_tuple(static_cast<int>(op), g.size, g.stride);
+  if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
   const std::int64_t span = g.size * g.stride;
   if (span > topo_.gpus()) throw std::invalid_argument("FlowComm: group larger than the cluster");
   // The groups of this shape inside the first pipeline stage: leaders are the ranks whose
   // position along the group's dimension is 0.
   std::vector<Flow> flows;
-  double latency = 0;
+  Shape shape;
   std::set<int> domains;  // of the first group
   for (std::int64_t lead = 0; lead < std::max(stage_gpus_, span); ++lead) {
     if ((lead / g.stride) % g.size != 0) continue;
@@ -27,20 +41,13 @@ double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
     for (std::int64_t k = 0; k < g.size; ++k) ranks.push_back(static_cast<int>(lead + k * g.stride));
     if (lead == 0)
       for (int r : ranks) domains.insert(topo_.domain_of(r));
-    const auto f = collective_flows(sys_, topo_, op, ranks, bytes);
+    const auto f = collective_flows(sys_, topo_, op, ranks, kReferenceBytes);
     flows.insert(flows.end(), f.flows.begin(), f.flows.end());
-    latency = std::max(latency, f.latency_s);
+    shape.latency_s = std::max(shape.latency_s, f.latency_s);
   }
-  const double makespan = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s;
-  double time = latency + makespan;
-  // Rings take the faster of LL128 and Simple (hw_models/collectives.hpp).
-  if (has_protocols(op)) {
-    const int nodes = static_cast<int>(domains.size());
-    time = std::min(time, ring_protocol_time(sys_, op, Protocol::ll128, makespan, bytes, static_cast<double>(g.size),
-                                             nodes > 1, nodes));
-  }
-  cache_.emplace(key, time);
-  return time;
+  shape.makespan_per_byte = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
+  shape.domains = static_cast<int>(domains.size());
+  return shapes_.emplace(key, shape).first->second;
 }
 
 double FlowComm::all_to_all(double b, const CommGroup& g) const { return solve(Collective::all_to_all, b, g); }
@@ -49,16 +56,21 @@ double FlowComm::reduce_scatter(double b, const CommGroup& g) const { return sol
 
 double FlowComm::send_recv(double bytes, const CommGroup& pair) const {
   if (bytes <= 0 || pair.stride <= 0) return 0;
-  const auto key = std::make_tuple(static_cast<int>(Collective::send_recv), pair.size, pair.stride, bytes);
-  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
-  // Every rank of the first stage sends to its peer `stride` ranks on.
-  std::vector<Flow> flows;
-  const std::int64_t senders = std::min(stage_gpus_, topo_.gpus() - pair.stride);
-  for (std::int64_t r = 0; r < senders; ++r) flows.push_back({static_cast<int>(r), static_cast<int>(r + pair.stride), bytes, 0});
-  const auto f = collective_flows(sys_, topo_, Collective::send_recv, {0, static_cast<int>(pair.stride)}, bytes);
-  const double t = f.latency_s + simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s;
-  cache_.emplace(key, t);
-  return t;
+  const auto key = std::make_tuple(static_cast<int>(Collective::send_recv), pair.size, pair.stride);
+  auto it = shapes_.find(key);
+  if (it == shapes_.end()) {
+    // Every rank of the first stage sends to its peer `stride` ranks on.
+    std::vector<Flow> flows;
+    const std::int64_t senders = std::min(stage_gpus_, topo_.gpus() - pair.stride);
+    for (std::int64_t r = 0; r < senders; ++r)
+      flows.push_back({static_cast<int>(r), static_cast<int>(r + pair.stride), kReferenceBytes, 0});
+    Shape shape;
+    shape.latency_s =
+        collective_flows(sys_, topo_, Collective::send_recv, {0, static_cast<int>(pair.stride)}, kReferenceBytes).latency_s;
+    shape.makespan_per_byte = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
+    it = shapes_.emplace(key, shape).first;
+  }
+  return it->second.latency_s + it->second.makespan_per_byte * bytes;
 }
 
 }  // namespace moesim::hw_models

@@ -5,8 +5,10 @@
 // one stage reduce-scatter together, all EP groups dispatch together), so the flows of
 // all of them share the links and their contention is counted (hw_models/flows.hpp).
 // Pipeline send/recv: every rank of a stage sends to the next stage at once. Each
-// (operation, group shape, size) is solved once per instance and kept; an instance is
-// not shared between threads. Groups of members `stride` apart in Megatron's rank order
+// (operation, group shape) is solved once per instance, at a reference size, and kept:
+// every flow carries a fixed share of the buffer from time 0 and max-min rates do not
+// depend on the bytes left, so the makespan is linear in the bytes (the latency and the
+// LL128 choice are closed forms of the bytes). An instance is not shared between threads. Groups of members `stride` apart in Megatron's rank order
 // (tp-cp-ep-dp-pp); the cluster is `gpus` GPUs in NVLink domains of `gpus_per_domain`.
 #pragma once
 
@@ -28,12 +30,19 @@ class FlowComm final : public CommModel {
   double send_recv(double bytes, const CommGroup& pair) const override;
 
  private:
+  struct Shape {
+    double latency_s = 0;          // the slowest group's fixed latency
+    double makespan_per_byte = 0;  // the flows' makespan over the buffer's bytes
+    int domains = 0;               // NVLink domains the first group spans
+  };
+  static constexpr double kReferenceBytes = 1 << 30;
   double solve(Collective op, double bytes, const CommGroup& g) const;
+  const Shape& shape_of(Collective op, const CommGroup& g) const;
 
   const SystemSpec& sys_;
   Topology topo_;
   std::int64_t stage_gpus_;  // GPUs of one pipeline stage
-  mutable std::map<std::tuple<int, std::int64_t, std::int64_t, double>, double> cache_;
+  mutable std::map<std::tuple<int, std::int64_t, std::int64_t>, Shape> shapes_;
 };
 
 }  // namespace moesim::hw_models
