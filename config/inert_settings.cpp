@@ -295,9 +295,11 @@ std::vector<PerformanceSetting> build() {
   key("framework.ep_fp8_dispatch", no_experts);
   key("framework.moe_expert_rank_capacity_factor", [](const Scenario& sc) -> Why {
     if (auto w = no_experts(sc)) return w;
-    if (sc.training.capacity_factor && !(full_graph(sc) && !sc.framework.moe_paged_stash))
-      return std::string("removes the dropless device-host sync, which training.token_drop removes already, and "
-                         "sizes static expert buffers only under full_iteration graphs without paged stash");
+    if (sc.training.capacity_factor && !(full_graph(sc) && !sc.framework.moe_paged_stash) &&
+        !(sc.ep_load_unbudgeted() > sc.ep_load()))
+      return std::string("removes the dropless device-host sync, which training.token_drop removes already, "
+                         "sizes static expert buffers only under full_iteration graphs without paged stash, and "
+                         "no rank receives more than its budget after the experts' own capacity");
     return std::nullopt;
   });
   key("framework.moe_paged_stash", [](const Scenario& sc) -> Why {

@@ -81,8 +81,14 @@ struct Scenario {
     return workload::eplb_setup(model, parallelism, placement.gpus_per_nvlink_domain);
   }
   // The hottest EP rank's tokens over the balanced for the scenario's routing, token
-  // dropping and EPLB (workload::ep_gating_load): what predict() prices the MoE layers at.
+  // dropping, EPLB and HybridEP's rank budget (workload::ep_gating_load): what predict()
+  // prices the MoE layers at.
   double ep_load() const {
+    return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(), training.capacity_factor,
+                                    eplb_setup(), framework.moe_expert_rank_capacity_factor);
+  }
+  // The same without the rank budget: above ep_load(), the budget drops routed copies.
+  double ep_load_unbudgeted() const {
     return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(), training.capacity_factor,
                                     eplb_setup());
   }

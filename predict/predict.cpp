@@ -88,6 +88,7 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
   };
   Prediction p;
   p.ep_load = ep_load;
+  p.ep_load_unbudgeted = sc.framework.moe_expert_rank_capacity_factor ? sc.ep_load_unbudgeted() : ep_load;
   const auto reduced = opt.steady_state && !opt.trace && !opt.full_fidelity
                            ? steady_state_microbatches(sc.pipeline_schedule, sc.parallelism)
                            : std::nullopt;

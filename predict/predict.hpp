@@ -50,6 +50,9 @@ struct Prediction {
   bool fits_in_memory = true;
   double ep_load =
       1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)
+  // The same before HybridEP's rank budget (framework.moe_expert_rank_capacity_factor):
+  // where it exceeds ep_load, the budget drops the difference. Equal without a budget.
+  double ep_load_unbudgeted = 1;
   // The step over steps (predict/variability.hpp): step.step_time_s is its mean, the
   // simulated step plus step.breakdown.straggler_wait; these its median and 95th
   // percentile; `spread` the parts.

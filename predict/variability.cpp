@@ -35,7 +35,7 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
   double sd = 0;
   if (sc.model.is_moe() && p.ep > 1) {
     s.load_cv = workload::ep_load_cv(sc.routing, sc.model, p.ep, sc.ep_rank_tokens(), sc.training.capacity_factor,
-                                     sc.eplb_setup());
+                                     sc.eplb_setup(), sc.framework.moe_expert_rank_capacity_factor);
     using workload::Module;
     const auto at = [&](Module mod) { return b.compute_by_module[static_cast<std::size_t>(mod)]; };
     const double load_time = at(Module::moe_dispatch) + at(Module::experts) + at(Module::moe_combine) +

@@ -47,6 +47,7 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["reserved_memory_gib"] = p.reserved_memory_gib;
   j["fits_in_memory"] = p.fits_in_memory;
   j["ep_load"] = p.ep_load;
+  j["ep_load_unbudgeted"] = p.ep_load_unbudgeted;
   j["breakdown"] = {{"compute", b.compute},
                     {"exposed_communication", b.exposed_comm},
                     {"pipeline_bubble", b.pipeline_bubble},
@@ -110,6 +111,12 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   if (p.ep_load != 1)
     o += fmt::format("EP load          {:.3f} x balanced on the hottest EP rank (routing: {})\n", p.ep_load,
                      workload::routing_balance_names().name(sc.routing.balance));
+  if (p.ep_load_unbudgeted > p.ep_load)
+    o += fmt::format(
+        "                 {:.3f} before the rank budget (moe_expert_rank_capacity_factor {:g}): the hottest rank "
+        "drops {:.1f}% of its routed tokens\n",
+        p.ep_load_unbudgeted, sc.framework.moe_expert_rank_capacity_factor.value_or(0),
+        100 * (1 - p.ep_load / p.ep_load_unbudgeted));
   if (const auto most = std::max_element(p.cuda_graphs_per_rank.begin(), p.cuda_graphs_per_rank.end());
       most != p.cuda_graphs_per_rank.end() && *most > 0)
     o += fmt::format("CUDA graphs      {} per GPU at most (static buffers {:.2f} GiB, in the memory above)\n", *most,

@@ -137,8 +137,8 @@ std::vector<double> kept_counts(const std::vector<double>& counts, std::optional
 
 // G after token dropping and, with EPLB, replication planned on `plan_on`: the hottest
 // rank's kept copies over the balanced (all routed copies / ep).
-double layer_load(const std::vector<double>& counts, const std::vector<double>& plan_on, std::int64_t ep,
-                  std::optional<double> cf, const std::optional<EplbSetup>& eplb) {
+double dropped_load(const std::vector<double>& counts, const std::vector<double>& plan_on, std::int64_t ep,
+                    std::optional<double> cf, const std::optional<EplbSetup>& eplb) {
   const std::vector<double> kept = kept_counts(counts, cf);
   const double all = std::accumulate(counts.begin(), counts.end(), 0.0);
   if (!eplb) {
@@ -152,12 +152,21 @@ double layer_load(const std::vector<double>& counts, const std::vector<double>& 
   const auto loads = gpu_loads(plan, 0, kept, eplb->gpus);
   return *std::max_element(loads.begin(), loads.end()) / (all / static_cast<double>(ep));
 }
+
+// The same under the rank's dispatch budget (HybridEP's rank capacity factor).
+double layer_load(const std::vector<double>& counts, const std::vector<double>& plan_on, std::int64_t ep,
+                  std::optional<double> cf, const std::optional<EplbSetup>& eplb, std::optional<double> rank_cap) {
+  const double g = dropped_load(counts, plan_on, ep, cf, eplb);
+  return rank_cap ? std::min(g, *rank_cap) : g;
+}
 }  // namespace
 
 double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
-                      std::optional<double> capacity_factor, const std::optional<EplbSetup>& eplb) {
+                      std::optional<double> capacity_factor, const std::optional<EplbSetup>& eplb,
+                      std::optional<double> rank_capacity) {
   if (!m.is_moe()) return 1;
-  if (r.balance == RoutingBalance::forced && !eplb) return capacity_factor ? std::min(1.0, *capacity_factor) : 1.0;
+  if (r.balance == RoutingBalance::forced && !eplb)
+    return std::min({1.0, capacity_factor.value_or(1.0), rank_capacity.value_or(1.0)});
   const std::int64_t layers = std::max<std::int64_t>(1, m.num_moe_layers());
   const double sigma = popularity_sigma(trained_max_vio(r));
   double sum = 0;
@@ -165,13 +174,13 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
     switch (r.balance) {
       case RoutingBalance::forced: {
         const std::vector<double> even(static_cast<std::size_t>(m.num_experts), 1.0);
-        sum += layer_load(even, even, ep, capacity_factor, eplb);
+        sum += layer_load(even, even, ep, capacity_factor, eplb, rank_capacity);
         break;
       }
       case RoutingBalance::histogram: {
         if (r.histogram.empty()) throw std::invalid_argument("ep_gating_load: empty routing histogram");
         const auto& row = r.histogram[static_cast<std::size_t>(l) % r.histogram.size()];
-        sum += layer_load(row, row, ep, capacity_factor, eplb);
+        sum += layer_load(row, row, ep, capacity_factor, eplb, rank_capacity);
         break;
       }
       case RoutingBalance::sampled:
@@ -179,7 +188,7 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
       case RoutingBalance::loss_free: {
         const LayerCounts c = sampled_counts(r, m.num_experts, static_cast<double>(m.topk),
                                              tokens * static_cast<double>(ep), static_cast<std::uint64_t>(l), sigma);
-        sum += layer_load(c.drawn, c.expected, ep, capacity_factor, eplb);
+        sum += layer_load(c.drawn, c.expected, ep, capacity_factor, eplb, rank_capacity);
         break;
       }
     }
@@ -188,7 +197,8 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
 }
 
 double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
-                  std::optional<double> capacity_factor, const std::optional<EplbSetup>& eplb) {
+                  std::optional<double> capacity_factor, const std::optional<EplbSetup>& eplb,
+                  std::optional<double> rank_capacity) {
   if (!m.is_moe() || r.balance == RoutingBalance::forced || r.balance == RoutingBalance::histogram) return 0;
   const std::int64_t layers = std::max<std::int64_t>(1, m.num_moe_layers());
   const double sigma = popularity_sigma(trained_max_vio(r));
@@ -205,7 +215,7 @@ double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, doubl
     for (int d = 0; d < kLoadDraws; ++d) {
       std::mt19937_64 gd =
           layer_engine(r, static_cast<std::uint64_t>(l) + (static_cast<std::uint64_t>(d) + 1) * 0x100000001ULL);
-      loads.push_back(layer_load(draw_counts(q, n, gd), expected, ep, capacity_factor, eplb));
+      loads.push_back(layer_load(draw_counts(q, n, gd), expected, ep, capacity_factor, eplb, rank_capacity));
     }
     const double mean = std::accumulate(loads.begin(), loads.end(), 0.0) / kLoadDraws;
     for (double x : loads) within += (x - mean) * (x - mean);

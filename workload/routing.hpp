@@ -83,9 +83,16 @@ double hottest_rank_load(const std::vector<double>& expert_counts, std::int64_t 
 // expert keeps at most capacity_factor x its balanced share (Megatron's get_capacity on
 // every source rank: tokens x top-k / experts x factor) and drops the rest, so no rank
 // receives more than capacity_factor x the balanced tokens.
+// `rank_capacity` (Megatron-Core --moe-expert-rank-capacity-factor, HybridEP): every EP
+// rank's dispatch buffer holds num_tokens x top-k x factor routed copies, the balanced
+// receipt times the factor (rounded up to the pad multiple; MCORE passes that static
+// budget to HybridEP's non-blocking dispatch, which drops the copies over it and sets
+// its overflow flag: docs/research/gb200-journey-mechanisms.md 2.3). So each (layer,
+// microbatch)'s G, after expert dropping and EPLB, is min(G, factor).
 double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
                       std::optional<double> capacity_factor = std::nullopt,
-                      const std::optional<EplbSetup>& eplb = std::nullopt);
+                      const std::optional<EplbSetup>& eplb = std::nullopt,
+                      std::optional<double> rank_capacity = std::nullopt);
 
 // The spread of one (layer, microbatch)'s G between microbatches of the same layer, over
 // its mean: the pooled within-layer standard deviation of kLoadDraws draws per MoE layer
@@ -96,6 +103,7 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
 inline constexpr int kLoadDraws = 4;
 double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
                   std::optional<double> capacity_factor = std::nullopt,
-                  const std::optional<EplbSetup>& eplb = std::nullopt);
+                  const std::optional<EplbSetup>& eplb = std::nullopt,
+                  std::optional<double> rank_capacity = std::nullopt);
 
 }  // namespace moesim::workload

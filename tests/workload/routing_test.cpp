@@ -78,6 +78,38 @@ TEST_CASE("Token dropping caps the hottest rank at the capacity factor", "[workl
   CHECK(workload::ep_gating_load(h, four, 2, 1) == Approx(2.0));
 }
 
+TEST_CASE("HybridEP's rank budget caps each layer's hottest rank at the factor", "[workload][routing]") {
+  const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
+  workload::ModelConfig four = sc.model;
+  four.num_experts = 4;
+  // By hand: 2 ranks of 2 experts. Layer 1 counts [6, 2 | 0, 0]: G = 8 / 4 = 2; layer 2
+  // [2, 2 | 2, 2]: G = 1. A budget of 1.5 x the balanced keeps 6 of layer 1's 8 copies:
+  // (1.5 + 1) / 2 = 1.25 over the layers, against (2 + 1) / 2 uncapped.
+  workload::Routing h;
+  h.balance = workload::RoutingBalance::histogram;
+  h.histogram = {{6, 2, 0, 0}, {2, 2, 2, 2}};
+  four.num_layers = 2;
+  four.moe_layer = {true, true};
+  REQUIRE(four.num_moe_layers() == 2);
+  CHECK(workload::ep_gating_load(h, four, 2, 1) == Approx(1.5));
+  CHECK(workload::ep_gating_load(h, four, 2, 1, std::nullopt, std::nullopt, 1.5) == Approx(1.25));
+  // After the experts' own capacity (1.5 keeps [3, 2 | 0, 0]: G 1.25) a budget of 1.5
+  // no longer binds; one of 1.1 does: (1.1 + 1) / 2.
+  CHECK(workload::ep_gating_load(h, four, 2, 1, 1.5, std::nullopt, 1.5) == Approx((1.25 + 1) / 2));
+  CHECK(workload::ep_gating_load(h, four, 2, 1, 1.5, std::nullopt, 1.1) == Approx((1.1 + 1) / 2));
+  // Forced balance never reaches a budget of at least 1.
+  CHECK(workload::ep_gating_load(workload::Routing{}, four, 2, 1, std::nullopt, std::nullopt, 1.0) == 1);
+  // Trained routing: every layer's G capped, the spread between microbatches with it.
+  workload::Routing aux;
+  aux.balance = workload::RoutingBalance::aux_loss;
+  aux.aux_loss_coefficient = 0.0001;
+  const double free = workload::ep_gating_load(aux, sc.model, 32, 4096);
+  const double capped = workload::ep_gating_load(aux, sc.model, 32, 4096, std::nullopt, std::nullopt, 1.05);
+  REQUIRE(free > 1.05);
+  CHECK(capped <= 1.05 + 1e-12);
+  CHECK(workload::ep_load_cv(aux, sc.model, 32, 4096, std::nullopt, std::nullopt, 1.0) == Approx(0).margin(1e-12));
+}
+
 TEST_CASE("Routing histograms: read, checked against the model, and their load", "[workload][routing][config]") {
   const auto dir = std::filesystem::temp_directory_path() / "moesim-routing-test";
   std::filesystem::create_directories(dir);
