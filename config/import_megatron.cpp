@@ -204,6 +204,7 @@ constexpr std::array kModeled{
     FlagSpec{"--use-distributed-optimizer", Arity::none},
     FlagSpec{"--overlap-grad-reduce", Arity::none},
     FlagSpec{"--overlap-param-gather", Arity::none},
+    FlagSpec{"--overlap-param-gather-with-optimizer-step", Arity::none},
     FlagSpec{"--use-precision-aware-optimizer", Arity::none},
     FlagSpec{"--exp-avg-dtype", Arity::one}, FlagSpec{"--exp-avg-sq-dtype", Arity::one},
     FlagSpec{"--main-grads-dtype", Arity::one},
@@ -787,6 +788,7 @@ class Importer {
     fw["distributed_optimizer"] = f_.has("--use-distributed-optimizer");
     fw["overlap_grad_reduce"] = f_.has("--overlap-grad-reduce");
     fw["overlap_param_gather"] = f_.has("--overlap-param-gather");
+    if (f_.has("--overlap-param-gather-with-optimizer-step")) fw["overlap_param_gather_with_optimizer_step"] = true;
     fw["fp8_param_gather"] = f_.has("--fp8-param-gather");
     fw["fp8_dot_product_attention"] = f_.has("--fp8-dot-product-attention");
     // Optimizer states, main gradients and the gradients' reduction dtype

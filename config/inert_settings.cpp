@@ -353,8 +353,12 @@ std::vector<PerformanceSetting> build() {
                          "gathered");
     return std::nullopt;
   });
+  key("framework.overlap_param_gather_with_optimizer_step", no_dp);
   key("framework.ddp_bucket_size", [](const Scenario& sc) -> Why {
     if (auto w = no_dp(sc)) return w;
+    if (sc.framework.overlap_param_gather_with_optimizer_step)
+      return std::string("overlap_param_gather_with_optimizer_step leaves every chunk one bucket (Megatron's "
+                         "disable_bucketing)");
     return under_fsdp(sc, "reduces and gathers per layer, not per bucket");
   });
   key("framework.grad_reduce_dtype", no_dp);

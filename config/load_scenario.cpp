@@ -373,6 +373,16 @@ class ScenarioReader {
         f.overlap_param_gather = o.bool_or("overlap_param_gather", f.distributed_optimizer);
         if (f.overlap_param_gather && !f.distributed_optimizer)
           o.get("overlap_param_gather")->fail("needs distributed_optimizer (Megatron-Core)");
+        // Megatron's arguments.py asserts the same three.
+        if (auto g = o.get("overlap_param_gather_with_optimizer_step")) {
+          f.overlap_param_gather_with_optimizer_step = g->as_bool();
+          if (f.overlap_param_gather_with_optimizer_step) {
+            if (!f.distributed_optimizer || !f.overlap_param_gather)
+              g->fail("needs distributed_optimizer and overlap_param_gather");
+            if (sc_.parallelism.vpp < 2) g->fail("needs an interleaved pipeline (vpp > 1)");
+            if (sc_.parallelism.fsdp) g->fail("is the distributed optimizer's; parallelism.fsdp gathers per layer");
+          }
+        }
         if (auto g = o.get("fp8_param_gather")) {
           f.fp8_param_gather = g->as_bool();
           if (f.fp8_param_gather && !fp8) g->fail("needs an FP8 training.precision");

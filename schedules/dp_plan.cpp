@@ -1,6 +1,7 @@
 #include "schedules/dp_plan.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace moesim::schedules {
 
@@ -13,8 +14,11 @@ DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p, c
   plan.item.reserve(n);
   for (const auto& it : stage.items) plan.item.push_back(item_parameters(m, p, it, padded_vocab));
   plan.bucket.assign(n, StageParams{});
-  const double dense_size = fw.ddp_bucket_size.value_or(default_bucket_params(p.dp * p.cp));
-  const double expert_size = fw.ddp_bucket_size.value_or(default_bucket_params(p.expert_dp));
+  // Bucketing off (see the header): one bucket, closing at the stage's first item.
+  const bool bucketed = stage.pp_rank == 0 && stage.vp == 0 && !fw.overlap_param_gather_with_optimizer_step;
+  constexpr double kWhole = std::numeric_limits<double>::infinity();
+  const double dense_size = bucketed ? fw.ddp_bucket_size.value_or(default_bucket_params(p.dp * p.cp)) : kWhole;
+  const double expert_size = bucketed ? fw.ddp_bucket_size.value_or(default_bucket_params(p.expert_dp)) : kWhole;
   StageParams open;
   for (std::size_t k = n; k-- > 0;) {  // backward order
     open += plan.item[k];

@@ -128,7 +128,9 @@ class RankProgram final : public sim_core::HostProgram {
 
   // Distributed optimizer: the buckets' parameter all-gathers, in forward order, ahead
   // of the first forward (schedules/dp_plan.hpp). Without --overlap-param-gather the
-  // first forward waits for all of them.
+  // first forward waits for all of them. With --overlap-param-gather-with-optimizer-step
+  // chunk 0's ran beside the last step's optimizer (step_end): the steady state of the
+  // step that ends this one.
   void step_start() {
     const auto& fw = sim_.in().framework;
     if (!price_.dp_traffic() || !fw.distributed_optimizer || sim_.in().parallelism.fsdp) return;
@@ -137,6 +139,7 @@ class RankProgram final : public sim_core::HostProgram {
       const DpPlan& plan = sim_.dp_plan(rank_, c);
       auto& g = gather_[static_cast<std::size_t>(c)];
       g.assign(plan.bucket.size(), kNoEvent);
+      if (c == 0 && fw.overlap_param_gather_with_optimizer_step) continue;
       for (std::size_t k = 0; k < plan.bucket.size(); ++k)
         if (plan.bucket[k].dense > 0 || plan.bucket[k].expert > 0)
           last = g[k] = dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[k], true, kNoEvent);
@@ -187,8 +190,31 @@ class RankProgram final : public sim_core::HostProgram {
     launch(kComputeStream, kernel(sim_.label("optimizer.clip_grad"), kCompute, price_.clip_seconds(all)), launch_cost());
     if (holds_loss())
       launch(kComputeStream, kernel(sim_.label("loss.all_reduce"), kDpComm, price_.loss_reduce_seconds(), -1), op_cost());
-    Kernel k = kernel(sim_.label(muon ? "optimizer.muon" : "optimizer.adam"), kCompute,
-                      price_.optimizer_seconds(all, ns));
+    const char* step_name = muon ? "optimizer.muon" : "optimizer.adam";
+    if (fw.overlap_param_gather_with_optimizer_step && price_.dp_traffic() && !gather_.empty()) {
+      // Megatron chains one distributed optimizer per chunk; after chunk 0's step it
+      // dispatches chunk 0's all-gather (ChainedOptimizer.step_with_ready_grads,
+      // start_param_sync(force_dispatch=True)), which runs beside the other chunks' steps
+      // and, in the next step, gates chunk 0's first forward (step_start skips it).
+      const StageParams first = sim_.stage_params(rank_, 0);
+      const StageParams first_ns = muon ? sim_.muon_flops(rank_, 0) : StageParams{};
+      StageParams rest, rest_ns;
+      for (int c = 1; c < static_cast<int>(gather_.size()); ++c) {
+        rest += sim_.stage_params(rank_, c);
+        if (muon) rest_ns += sim_.muon_flops(rank_, c);
+      }
+      Kernel k0 = kernel(sim_.label(step_name), kCompute, price_.optimizer_seconds(first, first_ns));
+      k0.record = sim_.event(kCompute);
+      launch(kComputeStream, k0, launch_cost());
+      const DpPlan& plan = sim_.dp_plan(rank_, 0);
+      for (const StageParams& b : plan.bucket)
+        if (b.dense > 0 || b.expert > 0) dp_collective(kDpGatherStream, "dp.param_all_gather", b, true, k0.record);
+      Kernel k1 = kernel(sim_.label(step_name), kCompute, price_.optimizer_seconds(rest, rest_ns));
+      k1.record = sim_.event(kCompute);
+      launch(kComputeStream, k1, launch_cost());
+      return;
+    }
+    Kernel k = kernel(sim_.label(step_name), kCompute, price_.optimizer_seconds(all, ns));
     k.record = sim_.event(kCompute);
     launch(kComputeStream, k, launch_cost());
     // Layer-wise Muon without the distributed optimizer: every rank updated the matrices it

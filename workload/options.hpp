@@ -110,6 +110,11 @@ struct Framework {
   bool distributed_optimizer = true;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
+  // Megatron --overlap-param-gather-with-optimizer-step (interleaved pipelines, the
+  // distributed optimizer with --overlap-param-gather): no chunk is split into buckets,
+  // and chunk 0's parameter all-gather runs beside the other chunks' optimizer steps
+  // instead of ahead of the next forward (schedules/dp_plan.hpp).
+  bool overlap_param_gather_with_optimizer_step = false;
   bool fp8_param_gather = false;
   // Megatron --ddp-bucket-size: parameters per gradient / parameter bucket (absent:
   // Megatron's default, schedules/dp_plan.hpp).

@@ -179,6 +179,9 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"overlap_grad_reduce": false}})");
   add("framework.overlap_param_gather", g, R"({"framework": {"overlap_param_gather": true}})",
       R"({"framework": {"overlap_param_gather": false}})");
+  add("framework.overlap_param_gather_with_optimizer_step", gi,
+      R"({"framework": {"overlap_param_gather_with_optimizer_step": false}})",
+      R"({"framework": {"overlap_param_gather_with_optimizer_step": true}})");
   add("framework.fp8_param_gather", g, R"({"framework": {"fp8_param_gather": true}})",
       R"({"framework": {"fp8_param_gather": false}})");
   // moesim's buckets close at layer boundaries and a DeepSeek-V3 layer outgrows Megatron's
@@ -351,6 +354,9 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
        R"({"framework": {"moe_a2a_overlap": false}})", R"({"framework": {"moe_a2a_overlap": true}})"},
       {"framework.overlap_param_gather", no_dp, R"({"framework": {"overlap_param_gather": true}})",
        R"({"framework": {"overlap_param_gather": false}})"},
+      {"framework.overlap_param_gather_with_optimizer_step", patched(no_dp, R"({"parallelism": {"vpp": 2}})"),
+       R"({"framework": {"overlap_param_gather_with_optimizer_step": false}})",
+       R"({"framework": {"overlap_param_gather_with_optimizer_step": true}})"},
       {"framework.distributed_optimizer", no_dp,
        R"({"framework": {"distributed_optimizer": true, "overlap_param_gather": true}})",
        R"({"framework": {"distributed_optimizer": false, "overlap_param_gather": false}})"},
