@@ -33,12 +33,12 @@ class Run final : public Command {
     const predict::Prediction p = predict::predict(sc, {!trace_.empty(), fidelity_ == "full"});
     if (!p.fits_in_memory) {
       const auto worst = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
-      io.err << fmt::format("moesim: warning: {}: pipeline rank {} needs {:.1f} GiB{}, more than the {:g} GB of a {}\n",
+      io.err << fmt::format("moesim: warning: {}: pipeline rank {} needs {:.1f} GiB{}, more than the {:g} GiB CUDA reports on a {}\n",
                             file_, worst - p.rank_memory_gib.begin(), *worst,
                             sc.framework.allocator_fragmentation > 0
                                 ? fmt::format(" ({:.1f} with the fragmentation allowance)", p.reserved_memory_gib)
                                 : std::string(),
-                            sc.system.gpu.hbm_GB.value, sc.system.gpu.name);
+                            sc.system.gpu.usable_GiB.value, sc.system.gpu.name);
     }
     if (!trace_.empty()) {
       std::ofstream out(trace_);

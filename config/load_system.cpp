@@ -98,6 +98,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.gpu.sm_count = P.req(g, "sm_count", 1, 1024, kInt);
       s.gpu.clock_mhz = P.opt(g, "clock_mhz", 100, 10000);
       s.gpu.hbm_GB = P.req(g, "hbm_GB", 1, 100000);
+      s.gpu.usable_GiB = P.req(g, "usable_GiB", 1, 100000);
       s.gpu.hbm_TBps = P.req(g, "hbm_TBps", 0.01, 1000);
       s.gpu.l2_MB = P.opt(g, "l2_MB", 0, 100000);
       const Node peaks = g.req("dense_tflops");

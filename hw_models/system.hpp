@@ -34,7 +34,10 @@ struct GpuSpec {
   GpuArch arch = GpuArch::hopper;
   Param sm_count;
   std::optional<Param> clock_mhz;  // boost clock; absent where not published (H20)
-  Param hbm_GB;     // capacity, 1e9 bytes
+  Param hbm_GB;     // capacity, 1e9 bytes (the datasheet's)
+  // What CUDA reports as the device's total (cudaMemGetInfo, PyTorch's "total capacity"):
+  // the HBM less the driver's reservation, GiB. What the process's memory must fit in.
+  Param usable_GiB;
   Param hbm_TBps;   // peak bandwidth
   std::optional<Param> l2_MB;
   std::map<Dtype, Param> dense_tflops;  // dense Tensor Core peak; absent = unsupported

@@ -203,7 +203,8 @@ MemoryEstimate estimate_memory(const config::Scenario& sc, double ep_load) {
   m.peak_memory_gib = *peak;
   m.peak_parts = parts[static_cast<std::size_t>(peak - m.rank_memory_gib.begin())];
   m.reserved_memory_gib = m.peak_memory_gib * (1 + sc.framework.allocator_fragmentation);
-  m.fits_in_memory = m.reserved_memory_gib * kGiB <= sc.system.gpu.hbm_GB.value * 1e9;
+  // Against what CUDA reports, not the datasheet's GB: an H100 "80 GB" is 79.1 GiB.
+  m.fits_in_memory = m.reserved_memory_gib <= sc.system.gpu.usable_GiB.value;
   return m;
 }
 

@@ -38,7 +38,7 @@ double rounded(double v, double quantum) {
 
 HtmlChart memory_chart(const config::Scenario& sc, const predict::Prediction& p,
                        const Json& parts) {
-  const double capacity_gib = sc.system.gpu.hbm_GB.value * 1e9 / (1024.0 * 1024.0 * 1024.0);
+  const double capacity_gib = sc.system.gpu.usable_GiB.value;
   Json values = Json::array();
   std::vector<std::string> labels, colors;
   int order = 0;
@@ -386,8 +386,8 @@ HtmlPage run_report(const config::Scenario& sc, const predict::Prediction& p,
                 {"TFLOPS/GPU", fmt::format("{:.1f} (Megatron accounting)", p.tflops_per_gpu)},
                 {"tokens/s/GPU", fmt::format("{:.1f}", p.tokens_per_s_per_gpu)},
                 {"MFU", fmt::format("{:.1f}% of dense BF16", 100 * p.mfu)},
-                {"peak memory", fmt::format("{:.1f} GiB of {:g} GB ({})", p.peak_memory_gib,
-                                            sc.system.gpu.hbm_GB.value,
+                {"peak memory", fmt::format("{:.1f} GiB of {:g} GiB usable ({})", p.peak_memory_gib,
+                                            sc.system.gpu.usable_GiB.value,
                                             p.fits_in_memory ? "fits" : "does not fit")},
                 {"critical rank", std::to_string(p.step.critical_rank)}};
   if (j.contains("measured")) {

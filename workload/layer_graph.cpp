@@ -167,6 +167,27 @@ class LayerBuilder {
   KernelTemplate& last_fwd() { return out_.fwd.back(); }
   KernelTemplate& last_bwd() { return bwd_groups_.back().back(); }
 
+  // Under sequence parallelism the linear just built (column-parallel, its input gathered
+  // over TP) saves its local input shard, not the gathered input, and gathers it again in
+  // backward for its weight gradient, beside its dgrad: TransformerEngine's Linear and
+  // LayerNormLinear (async all-gather, or userbuffers' bulk overlap under
+  // ub_bulk_dgrad) and Megatron-Core's ColumnParallelLinear alike
+  // (docs/research/memory-as-the-driver-counts-it.md 4). The gather moves what the
+  // forward saved for all ranks (FP8 or BF16).
+  void sp_local_input(double tp) {
+    KernelTemplate& f = out_.fwd.back();
+    const double gathered_bytes = f.saved_bytes;
+    f.saved_bytes /= tp;
+    auto& group = bwd_groups_.back();  // [grad quantization..., dgrad, wgrad]
+    KernelTemplate g;
+    g.name = f.name.substr(0, f.name.rfind('.')) + ".sp_regather";
+    g.module = f.module;
+    g.comm = CommOp::tp_all_gather;
+    g.comm_bytes = gathered_bytes;
+    g.tp_overlap = workload::TpOverlap::bulk;  // beside the GEMM before it: the dgrad
+    group.insert(group.end() - 1, g);
+  }
+
   void finish() {
     out_.bwd = recomputed_;
     for (auto it = bwd_groups_.rbegin(); it != bwd_groups_.rend(); ++it)
@@ -295,12 +316,22 @@ struct Shapes {
 // of their input gradient) and scatter after its last (backward: the gather of the output
 // gradient); under framework.tp_comm_overlap each overlaps the GEMM beside it as TE's
 // userbuffers do (workload::TpOverlap).
-void tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
+// The backward's reduce-scatter of the input gradient runs beside the weight gradient
+// either way: userbuffers' bulk overlap (ub_bulk_wgrad), or without them an async NCCL
+// reduce-scatter that TE's Linear and Megatron's ColumnParallelLinear wait for after the
+// wgrad GEMM. `ub`: the module is a TE module (the output layer is Megatron's own, which
+// userbuffers do not serve: its forward gather is exposed).
+void tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool ub = true) {
   if (s.tp <= 1) return;
   b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
-  if (!s.tp_overlap) return;
+  if (s.Tn < s.T) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
+  if (!s.tp_overlap || !ub) return;
   b.last_fwd().tp_overlap = workload::TpOverlap::ring;
-  b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
+}
+// After a column-parallel linear on the gathered input, under sequence parallelism
+// (LayerBuilder::sp_local_input).
+void sp_saved_shard(LayerBuilder& b, const Shapes& s) {
+  if (s.tp > 1 && s.Tn < s.T) b.sp_local_input(s.tp);
 }
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
   if (s.tp <= 1) return;
@@ -344,9 +375,11 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const double rq = static_cast<double>(d.q_lora_rank), rkv = static_cast<double>(d.kv_lora_rank);
     if (d.q_lora_rank > 0) {
       b.linear("attn.q_a", Module::attn, s.T, rq, s.h, true, false);
+      sp_saved_shard(b, s);
       offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     }
     b.linear("attn.kv_a", Module::attn, s.T, rkv + static_cast<double>(d.qk_rope_head_dim), s.h, true, false);
+    sp_saved_shard(b, s);
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     // Unquantized, both down-projections save the one normed input tensor (autograd
     // keeps references); FP8 linears each save their own quantized copy.
@@ -391,6 +424,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const double d = static_cast<double>(m.head_dim);
     const double g = static_cast<double>(m.num_kv_heads) / s.tp;
     b.linear("attn.qkv", Module::attn, s.T, (n + 2 * g) * d, s.h, true, false);
+    sp_saved_shard(b, s);
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     if (m.learned_positions == 0) b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
     const std::size_t core = b.mark();
@@ -414,6 +448,7 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
   tp_gather(b, s, Module::mlp, "mlp");
   b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);
+  sp_saved_shard(b, s);
   b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
@@ -470,6 +505,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     const std::size_t start = b.mark();
     tp_gather(b, s, Module::shared_expert, "shared");
     b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, true);
+    sp_saved_shard(b, s);
     if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
     b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0, s.T * e2 * fs * act_bytes);
     b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
@@ -722,9 +758,13 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     LayerBuilder b(in, t.head);
     const double v = static_cast<double>(in.padded_vocab) / s.tp;
     norm(b, s, Module::head, "head.norm", true, in.framework, std::nullopt);
+    // The output layer is column-parallel (Megatron-Core's own ColumnParallelLinear, no
+    // userbuffers): under sequence parallelism it gathers its input first.
+    tp_gather(b, s, Module::head, "head", false);
     // Megatron --fp8-output-proj runs the LM head as a TE linear under MXFP8.
     b.linear("head.output", Module::head, s.T, v, s.h, in.framework.fp8_output_proj, true, 1,
              in.framework.fp8_output_proj);
+    sp_saved_shard(b, s);
     b.memory("loss.cross_entropy", Module::loss, s.T * v * 2 * 2);
     b.finish();
   }
@@ -741,6 +781,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     norm(b, s, Module::head, "mtp.hnorm", true, in.framework, std::nullopt);
     tp_gather(b, s, Module::head, "mtp");
     b.linear("mtp.eh_proj", Module::head, s.T, s.h / s.tp, 2 * s.h, true, true);
+    sp_saved_shard(b, s);
     b.finish();
     const LayerTemplate& layer = in.model.mtp_is_moe() ? t.moe : t.dense;
     const std::array<const LayerTemplate*, 3> parts{&pre, &layer, &t.head};

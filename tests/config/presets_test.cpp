@@ -27,6 +27,11 @@ TEST_CASE("The contract's system presets load and every number names its source"
     if (s.gpu.clock_mhz) check_sourced(*s.gpu.clock_mhz, "clock");
     if (s.gpu.l2_MB) check_sourced(*s.gpu.l2_MB, "l2");
     check_sourced(s.gpu.hbm_GB, "hbm");
+    check_sourced(s.gpu.usable_GiB, "usable");
+    // The datasheet's "GB" are the stacks' binary capacity (an H100's 80 GB: nvidia-smi's
+    // 81,559 MiB); CUDA reports that less the driver's reservation, a few percent at most.
+    CHECK(s.gpu.usable_GiB.value < s.gpu.hbm_GB.value);
+    CHECK(s.gpu.usable_GiB.value > 0.95 * s.gpu.hbm_GB.value);
     check_sourced(s.gpu.hbm_TBps, "hbm bw");
     for (const auto& [d, p] : s.gpu.dense_tflops) check_sourced(p, "peak");
     check_sourced(s.node.gpus_per_node, "gpus_per_node");

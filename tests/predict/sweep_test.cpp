@@ -31,7 +31,7 @@ config::SweepFile quick(Json grid, Json layouts = nullptr) {
 }  // namespace
 
 TEST_CASE("Sweep rows: ok, invalid, does_not_fit, each where it belongs", "[predict][sweep]") {
-  // Qwen3-30B-A3B, BF16, 16 H100 at PP1 EP16: 81.3 GiB of 80 GB (does not fit); at TP2
+  // Qwen3-30B-A3B, BF16, 16 H100 at PP1 EP16: 81.3 GiB of the 79.1 CUDA reports (does not fit); at TP2
   // the weights and activations halve per rank and it fits; MXFP8 needs Blackwell.
   const auto f = quick({{"training.precision", {"bf16", "mxfp8"}}, {"parallelism.tp", {1, 2}}});
   const auto plan = config::expand_sweep(f);

@@ -409,13 +409,13 @@ TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][
 
 TEST_CASE("A scenario that does not fit in memory is predicted with a warning", "[reports][run]") {
   auto j = small_scenario();
-  j["system"] = {{"base", "h100"}, {"gpu", {{"hbm_GB", 20}}}};
+  j["system"] = {{"base", "h100"}, {"gpu", {{"usable_GiB", 20}}}};
   test::TempFile f(j.dump());
   const auto r = test::run_moesim({"run", "--json", f.path()});
   CHECK(r.status == 0);
   CHECK(nlohmann::json::parse(r.out)["fits_in_memory"] == false);
   CHECK_THAT(r.err, Catch::Contains("warning: " + f.path() + ": pipeline rank"));
-  CHECK_THAT(r.err, Catch::Contains("more than the 20 GB of a H100 SXM"));
+  CHECK_THAT(r.err, Catch::Contains("more than the 20 GiB CUDA reports on a H100 SXM"));
 }
 
 // NVIDIA's baseline profile showed GPU gaps from a host that cannot keep up; each host
