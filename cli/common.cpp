@@ -30,6 +30,13 @@ void add_uncalibrated(CLI::App& app, bool& flag) {
                "read the system presets without their calibration profiles (calibration/profiles/)");
 }
 
+void add_headroom(CLI::App& app, double& gib) {
+  app.add_option("--headroom", gib,
+                 "GiB of every GPU to leave free (CUDA context, NCCL buffers, safety): a layout fits when its "
+                 "peak is within the CUDA-reported capacity less this")
+      ->check(CLI::Range(0.0, 10000.0));
+}
+
 // Scenario files under the given paths (folders recursively), in sorted order.
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   std::vector<std::string> out;

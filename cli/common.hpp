@@ -17,6 +17,8 @@ void write_file(const std::string& path, const std::string& text);
 
 // --uncalibrated: system presets as written, without their calibration profiles.
 void add_uncalibrated(CLI::App& app, bool& flag);
+// --headroom GIB: memory held back on every GPU (config::LoadOptions::headroom_gib).
+void add_headroom(CLI::App& app, double& gib);
 
 // Scenario files under the given paths (folders recursively), in sorted order.
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths);

@@ -27,9 +27,10 @@ class Run final : public Command {
                    "representative: one rank per pipeline stage (default); full: every rank")
         ->check(CLI::IsMember({"representative", "full"}));
     add_uncalibrated(app, uncalibrated_);
+    add_headroom(app, headroom_);
   }
   int run(Io& io) override {
-    const config::Scenario sc = config::load_scenario_file(file_, {!uncalibrated_});
+    const config::Scenario sc = config::load_scenario_file(file_, {!uncalibrated_, headroom_});
     const predict::Prediction p = predict::predict(sc, {!trace_.empty(), fidelity_ == "full"});
     if (!p.fits_in_memory) {
       const auto worst = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
@@ -55,6 +56,7 @@ class Run final : public Command {
  private:
   std::string file_, trace_, fidelity_ = "representative";
   bool json_ = false, uncalibrated_ = false;
+  double headroom_ = 0;
 };
 
 }  // namespace

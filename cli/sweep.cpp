@@ -48,6 +48,7 @@ class Sweep final : public Command {
     app.add_option("--tasks", tasks_, "--slurm-script: array tasks (default: one per 200 rows)")
         ->check(CLI::Range(1, 100000));
     add_uncalibrated(app, uncalibrated_);
+    add_headroom(app, headroom_);
     merge_ = app.add_subcommand("merge", "join shard CSVs, reporting missing and duplicated rows");
     merge_->add_option("csvs", merge_files_, "the shards' CSV files")->required();
     merge_->add_option("-o,--out", merge_out_, "the joined CSV")->required();
@@ -69,7 +70,9 @@ class Sweep final : public Command {
       io.out << reports::slurm_script(ec ? std::string("moesim") : self.string(),
                                       std::filesystem::absolute(file_).lexically_normal().string(), sweep.name,
                                       static_cast<std::int64_t>(plan.points.size()), tasks,
-                                      out_.empty() ? stem : std::filesystem::path(out_).replace_extension().string());
+                                      out_.empty() ? stem : std::filesystem::path(out_).replace_extension().string(),
+                                      fmt::format("{}{}", uncalibrated_ ? " --uncalibrated" : "",
+                                                  headroom_ > 0 ? fmt::format(" --headroom {:g}", headroom_) : ""));
       return 0;
     }
     const std::string out = !out_.empty() ? out_ : count > 1 ? fmt::format("{}_{}.csv", stem, index) : stem + ".csv";
@@ -113,7 +116,7 @@ class Sweep final : public Command {
                             todo.size(), rate, static_cast<long>(eta) / 60, static_cast<long>(eta) % 60)
              << (final ? "\n" : "") << std::flush;
     };
-    const config::LoadOptions opts{!uncalibrated_};
+    const config::LoadOptions opts{!uncalibrated_, headroom_};
     predict::run_sweep(todo, sweep.base_file, sweep.token_budget, jobs_,
                        [&](const config::SweepPoint& p, const predict::SweepResult& r) {
                          stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
@@ -198,6 +201,7 @@ class Sweep final : public Command {
   std::string file_, out_, shard_;
   int jobs_ = 0, top_ = 10, tasks_ = 0;
   bool resume_ = false, json_ = false, slurm_ = false, uncalibrated_ = false;
+  double headroom_ = 0;
   CLI::App* merge_ = nullptr;
   std::vector<std::string> merge_files_;
   std::string merge_out_, merge_sweep_;

@@ -19,6 +19,9 @@ namespace moesim::config {
 // uncalibrated model, `moesim validate --uncalibrated`).
 struct LoadOptions {
   bool calibrated = true;
+  // GiB of every GPU held back from the model (`sweep --headroom`, `run --headroom`): the
+  // capacity fits_in_memory compares with is gpu.usable_GiB less this.
+  double headroom_gib = 0;
 };
 
 // A scenario file, with presets resolved and the layout validated.

@@ -48,6 +48,14 @@ class ScenarioReader {
         const auto r = detail::resolve_preset_or_inline(o.req("system"), PresetKind::system, opts_);
         sc_.system = read_system(*r.node);
         sc_.system.profiles = r.profiles;
+        if (opts_.headroom_gib > 0) {
+          auto& cap = sc_.system.gpu.usable_GiB;
+          if (opts_.headroom_gib >= cap.value)
+            fail("system", fmt::format("--headroom {:g} GiB leaves nothing of the {:g} GiB CUDA reports on a {}",
+                                       opts_.headroom_gib, cap.value, sc_.system.gpu.name));
+          cap.value -= opts_.headroom_gib;
+          cap.source += fmt::format(", less {:g} GiB of headroom", opts_.headroom_gib);
+        }
       }
       sc_.gpus = o.req("gpus").as_int(1, kMaxGpus);
       {

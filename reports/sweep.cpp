@@ -463,7 +463,7 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
 
 std::string slurm_script(const std::string& moesim, const std::string& sweep_file,
                          const std::string& name, std::int64_t rows, int tasks,
-                         const std::string& out_prefix) {
+                         const std::string& out_prefix, const std::string& options) {
   const auto quote = [](const std::string& s) {
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -484,13 +484,13 @@ std::string slurm_script(const std::string& moesim, const std::string& sweep_fil
       "#SBATCH --requeue\n"
       "set -euo pipefail\n"
       "{moesim} sweep {sweep} -o {prefix_q}_${{SLURM_ARRAY_TASK_ID}}.csv --resume --jobs "
-      "\"${{SLURM_CPUS_PER_TASK:-0}}\"\n"
+      "\"${{SLURM_CPUS_PER_TASK:-0}}\"{options}\n"
       "# When every task has finished:\n"
       "#   {moesim} sweep merge {prefix_q}_*.csv --sweep {sweep} -o {prefix_q}.csv\n",
       fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("tasks", tasks),
       fmt::arg("last", tasks - 1), fmt::arg("prefix", out_prefix),
       fmt::arg("prefix_q", quote(out_prefix)), fmt::arg("moesim", quote(moesim)),
-      fmt::arg("sweep", quote(sweep_file)));
+      fmt::arg("sweep", quote(sweep_file)), fmt::arg("options", options));
 }
 
 }  // namespace moesim::reports

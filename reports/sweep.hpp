@@ -84,9 +84,10 @@ nlohmann::ordered_json sweep_summary_json(const SweepCsv& csv, const SweepSummar
 std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info);
 
 // An `sbatch --array` script running the sweep as `tasks` shards (each resumes its own
-// CSV when requeued) and, as its last comment, the merge command.
+// CSV when requeued) and, as its last comment, the merge command. `options`: the sweep's
+// own flags every task must repeat (" --uncalibrated --headroom 4"), or empty.
 std::string slurm_script(const std::string& moesim, const std::string& sweep_file,
                          const std::string& name, std::int64_t rows, int tasks,
-                         const std::string& out_prefix);
+                         const std::string& out_prefix, const std::string& options = "");
 
 }  // namespace moesim::reports

@@ -61,6 +61,19 @@ TEST_CASE("Sweep rows: ok, invalid, does_not_fit, each where it belongs", "[pred
                Catch::StartsWith("training.precision: mxfp8 needs"));
     CHECK_FALSE(r[static_cast<std::size_t>(i)].has_memory);
   }
+
+  // --headroom: the row that fits loses it when less than its peak is left of the 79.11
+  // GiB CUDA reports; a headroom of the whole capacity is refused.
+  const double spare = 79.11 - r[1].reserved_memory_gib;
+  REQUIRE(spare > 0.5);
+  const auto held = predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, spare - 0.25});
+  CHECK(held.status == predict::SweepStatus::ok);
+  const auto short_by = predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, spare + 0.25});
+  CHECK(short_by.status == predict::SweepStatus::does_not_fit);
+  CHECK(short_by.peak_memory_gib == Approx(r[1].peak_memory_gib));
+  const auto none = predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, 80});
+  CHECK(none.status == predict::SweepStatus::invalid);
+  CHECK_THAT(none.message, Catch::Contains("--headroom 80 GiB leaves nothing of the 79.11 GiB CUDA reports"));
 }
 
 TEST_CASE("An ok row is what `moesim run --json` predicts for its scenario", "[predict][sweep]") {

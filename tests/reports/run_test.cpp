@@ -418,6 +418,19 @@ TEST_CASE("A scenario that does not fit in memory is predicted with a warning", 
   CHECK_THAT(r.err, Catch::Contains("more than the 20 GiB CUDA reports on a H100 SXM"));
 }
 
+TEST_CASE("A headroom holds memory back and cannot hold back all of it", "[reports][run]") {
+  test::TempFile f(small_scenario().dump());
+  const auto fits = test::run_moesim({"run", "--json", f.path()});
+  REQUIRE(fits.status == 0);
+  const double peak = nlohmann::json::parse(fits.out)["peak_memory_gib"];
+  const auto held = test::run_moesim({"run", "--json", "--headroom", fmt::format("{}", 79.11 - peak + 0.5), f.path()});
+  CHECK(held.status == 0);
+  CHECK(nlohmann::json::parse(held.out)["fits_in_memory"] == false);
+  const auto all = test::run_moesim({"run", "--headroom", "100", f.path()});
+  CHECK(all.status == 2);
+  CHECK_THAT(all.err, Catch::Contains(f.path() + ": system: --headroom 100 GiB leaves nothing of the 79.11 GiB"));
+}
+
 // NVIDIA's baseline profile showed GPU gaps from a host that cannot keep up; each host
 // optimization and CUDA graph removes some (shared/reference/gb200-journey.md). The share
 // of the critical rank's step spent host-bound must fall along the journey.

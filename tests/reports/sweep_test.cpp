@@ -136,4 +136,7 @@ TEST_CASE("The Slurm script runs one shard per array task and resumes", "[report
       s, Catch::Contains(
              "'/opt/moesim' sweep '/work/s.json' -o 'out/s'_${SLURM_ARRAY_TASK_ID}.csv --resume"));
   CHECK_THAT(s, Catch::Contains("sweep merge 'out/s'_*.csv --sweep '/work/s.json' -o 'out/s'.csv"));
+  // The sweep's own options reach every task.
+  const std::string h = reports::slurm_script("/opt/moesim", "/work/s.json", "s", 10, 1, "s", " --headroom 4");
+  CHECK_THAT(h, Catch::Contains("--jobs \"${SLURM_CPUS_PER_TASK:-0}\" --headroom 4\n"));
 }
