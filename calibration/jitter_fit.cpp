@@ -36,6 +36,14 @@ double harmonic_step(const JitterPair& q) {
   return sim_core::harmonic_number(q.gpus_to) - sim_core::harmonic_number(q.gpus_from);
 }
 
+// A point's or a pair's label: its system, what it is, and whether it is fitted.
+template <class Row>
+void read_label(const nlohmann::json& p, Row& r) {
+  r.system = p.at("system").get<std::string>();
+  r.what = p.value("what", "");
+  r.role = p.value("role", "fit");
+}
+
 void append(Eigen::MatrixXd& A, Eigen::VectorXd& y, double u, double v, double target) {
   A.conservativeResize(A.rows() + 1, 2);
   y.conservativeResize(y.size() + 1);
@@ -59,9 +67,7 @@ JitterFit read_step_jitter(const nlohmann::json& m) {
   JitterFit out;
   for (const auto& p : m["points"]) {
     JitterRow r;
-    r.system = p.at("system").get<std::string>();
-    r.what = p.value("what", "");
-    r.role = p.value("role", "fit");
+    read_label(p, r);
     r.gpus = p.at("gpus").get<double>();
     r.median_s = p.at("median_s").get<double>();
     r.measured_spread_s = p.at("p95_s").get<double>() - r.median_s;
@@ -71,9 +77,7 @@ JitterFit read_step_jitter(const nlohmann::json& m) {
   }
   for (const auto& p : m["pairs"]) {
     JitterPair q;
-    q.system = p.at("system").get<std::string>();
-    q.what = p.value("what", "");
-    q.role = p.value("role", "fit");
+    read_label(p, q);
     q.gpus_from = p.at("gpus_from").get<double>();
     q.gpus_to = p.at("gpus_to").get<double>();
     q.step_from_s = p.at("step_from_s").get<double>();

@@ -1,5 +1,6 @@
 #include "schedules/rank_program.hpp"
 
+#include <utility>
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -163,12 +164,18 @@ class RankProgram final : public sim_core::HostProgram {
             last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[k], false,
                                      wgrad_done_[static_cast<std::size_t>(c)]);
       }
-    StageParams all, ns;
     const bool muon = fw.optimizer == workload::OptimizerKind::muon;
-    for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
-      all += sim_.stage_params(rank_, c);
-      if (muon) ns += sim_.muon_flops(rank_, c);
-    }
+    const int chunks = static_cast<int>(gather_.size());
+    // The parameters of chunks [from, to) and, under Muon, their Newton-Schulz FLOPs.
+    const auto params = [&](int from, int to) {
+      std::pair<StageParams, StageParams> p;
+      for (int c = from; c < to; ++c) {
+        p.first += sim_.stage_params(rank_, c);
+        if (muon) p.second += sim_.muon_flops(rank_, c);
+      }
+      return p;
+    };
+    const auto [all, ns] = params(0, chunks);
     // EPLB: the copies' gradients summed before the step, after the last backward (on the
     // compute stream: the optimizer needs them and nothing else is left to overlap).
     if (price_.eplb_replicas() && all.expert > 0) {
@@ -190,38 +197,33 @@ class RankProgram final : public sim_core::HostProgram {
     launch(kComputeStream, kernel(sim_.label("optimizer.clip_grad"), kCompute, price_.clip_seconds(all)), launch_cost());
     if (holds_loss())
       launch(kComputeStream, kernel(sim_.label("loss.all_reduce"), kDpComm, price_.loss_reduce_seconds(), -1), op_cost());
-    const char* step_name = muon ? "optimizer.muon" : "optimizer.adam";
-    if (fw.overlap_param_gather_with_optimizer_step && price_.dp_traffic() && !gather_.empty()) {
+    // The optimizer step over parameters `sp` (Newton-Schulz FLOPs `f`); its completion.
+    const auto step = [&](const StageParams& sp, const StageParams& f) {
+      Kernel k = kernel(sim_.label(muon ? "optimizer.muon" : "optimizer.adam"), kCompute,
+                        price_.optimizer_seconds(sp, f));
+      k.record = sim_.event(kCompute);
+      launch(kComputeStream, k, launch_cost());
+      return k.record;
+    };
+    if (fw.overlap_param_gather_with_optimizer_step && price_.dp_traffic()) {
       // Megatron chains one distributed optimizer per chunk; after chunk 0's step it
       // dispatches chunk 0's all-gather (ChainedOptimizer.step_with_ready_grads,
       // start_param_sync(force_dispatch=True)), which runs beside the other chunks' steps
       // and, in the next step, gates chunk 0's first forward (step_start skips it).
-      const StageParams first = sim_.stage_params(rank_, 0);
-      const StageParams first_ns = muon ? sim_.muon_flops(rank_, 0) : StageParams{};
-      StageParams rest, rest_ns;
-      for (int c = 1; c < static_cast<int>(gather_.size()); ++c) {
-        rest += sim_.stage_params(rank_, c);
-        if (muon) rest_ns += sim_.muon_flops(rank_, c);
-      }
-      Kernel k0 = kernel(sim_.label(step_name), kCompute, price_.optimizer_seconds(first, first_ns));
-      k0.record = sim_.event(kCompute);
-      launch(kComputeStream, k0, launch_cost());
-      const DpPlan& plan = sim_.dp_plan(rank_, 0);
-      for (const StageParams& b : plan.bucket)
-        if (b.dense > 0 || b.expert > 0) dp_collective(kDpGatherStream, "dp.param_all_gather", b, true, k0.record);
-      Kernel k1 = kernel(sim_.label(step_name), kCompute, price_.optimizer_seconds(rest, rest_ns));
-      k1.record = sim_.event(kCompute);
-      launch(kComputeStream, k1, launch_cost());
+      const auto [first, first_ns] = params(0, 1);
+      const EventId first_done = step(first, first_ns);
+      for (const StageParams& b : sim_.dp_plan(rank_, 0).bucket)
+        if (b.dense > 0 || b.expert > 0) dp_collective(kDpGatherStream, "dp.param_all_gather", b, true, first_done);
+      const auto [rest, rest_ns] = params(1, chunks);
+      step(rest, rest_ns);
       return;
     }
-    Kernel k = kernel(sim_.label(step_name), kCompute, price_.optimizer_seconds(all, ns));
-    k.record = sim_.event(kCompute);
-    launch(kComputeStream, k, launch_cost());
+    const EventId done = step(all, ns);
     // Layer-wise Muon without the distributed optimizer: every rank updated the matrices it
     // owns, and all-gathers the others' after the step (not overlapped: Megatron-Core
     // layer_wise_optimizer.py; the Kimi-K2 recipe).
     if (muon && !fw.distributed_optimizer && price_.dp_traffic() && !sim_.in().parallelism.fsdp)
-      dp_collective(kDpStream, "dp.param_all_gather", all, true, k.record);
+      dp_collective(kDpStream, "dp.param_all_gather", all, true, done);
   }
   // Whether one of this rank's chunks is the pp_layout's last stage (the loss).
   bool holds_loss() const {

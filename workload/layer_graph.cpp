@@ -310,6 +310,7 @@ struct Shapes {
   double h;
   double tp;
   bool tp_overlap = false;  // framework.tp_comm_overlap with sequence parallelism
+  bool sequence_parallel() const { return tp > 1 && Tn < T; }  // the sequence split over TP
 };
 
 // Sequence parallelism's gather before a block's first GEMMs (backward: the reduce-scatter
@@ -324,14 +325,14 @@ struct Shapes {
 void tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool ub = true) {
   if (s.tp <= 1) return;
   b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
-  if (s.Tn < s.T) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
+  if (s.sequence_parallel()) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
   if (!s.tp_overlap || !ub) return;
   b.last_fwd().tp_overlap = workload::TpOverlap::ring;
 }
 // After a column-parallel linear on the gathered input, under sequence parallelism
 // (LayerBuilder::sp_local_input).
 void sp_saved_shard(LayerBuilder& b, const Shapes& s) {
-  if (s.tp > 1 && s.Tn < s.T) b.sp_local_input(s.tp);
+  if (s.sequence_parallel()) b.sp_local_input(s.tp);
 }
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
   if (s.tp <= 1) return;
