@@ -197,8 +197,12 @@ class Calibrate final : public Command {
     std::vector<config::Scenario> runs;
     int skipped = 0;
     for (const auto& f : measured_files(corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
-                                        skipped))
-      runs.push_back(config::load_scenario_file(f));
+                                        skipped)) {
+      // Memory points (measured.peak_memory_gib) check the memory model, not the step's
+      // fitted quantities.
+      config::Scenario sc = config::load_scenario_file(f);
+      if (config::is_timing(sc.measured->metric)) runs.push_back(std::move(sc));
+    }
     if (runs.empty()) throw config::InputError("", "", "no scenario with a measured block under the given paths");
     const predict::CorpusResult r = predict::calibrate_corpus(runs, jobs_);
     if (json_) io.out << reports::corpus_json(r).dump(2) << "\n";

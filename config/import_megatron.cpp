@@ -166,6 +166,7 @@ constexpr std::array kModeled{
     FlagSpec{"--moe-router-group-topk", Arity::one},
     FlagSpec{"--mtp-num-layers", Arity::one},
     // training
+    FlagSpec{"--hidden-dropout", Arity::one},
     FlagSpec{"--seq-length", Arity::one}, FlagSpec{"--micro-batch-size", Arity::one},
     FlagSpec{"--global-batch-size", Arity::one}, FlagSpec{"--bf16", Arity::none},
     FlagSpec{"--fp16", Arity::none}, FlagSpec{"--fp8-format", Arity::one},
@@ -219,6 +220,7 @@ constexpr std::array kModeled{
     FlagSpec{"--moe-permute-fusion", Arity::none},
     FlagSpec{"--cross-entropy-loss-fusion", Arity::none},
     FlagSpec{"--cross-entropy-fusion-impl", Arity::one},
+    FlagSpec{"--attention-backend", Arity::one},
     FlagSpec{"--transformer-impl", Arity::one},
     FlagSpec{"--disable-bias-linear", Arity::none},
     FlagSpec{"--manual-gc", Arity::none},
@@ -227,7 +229,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 96> kIgnored{
+constexpr std::array<std::string_view, 95> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
@@ -235,7 +237,7 @@ constexpr std::array<std::string_view, 96> kIgnored{
     "--data-cache-path", "--tokenizer-type", "--tokenizer-model", "--data-path", "--split", "--no-mmap-bin-files",
     "--no-create-attention-mask-in-dataloader", "--num-workers", "--max-position-embeddings",
     "--position-embedding-type", "--rotary-base", "--rotary-percent", "--normalization", "--norm-epsilon",
-    "--attention-dropout", "--hidden-dropout", "--clip-grad", "--weight-decay", "--lr-decay-samples",
+    "--attention-dropout", "--clip-grad", "--weight-decay", "--lr-decay-samples",
     "--lr-decay-iters", "--lr-warmup-samples", "--lr-warmup-iters", "--lr-warmup-fraction", "--lr-warmup-init",
     "--lr", "--min-lr", "--lr-decay-style", "--adam-beta1", "--adam-beta2", "--adam-eps",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-pre-softmax",
@@ -575,6 +577,7 @@ class Importer {
       sc["model"] = *opts_.model;
       const workload::ModelConfig preset = load_model_preset(*opts_.model);
       moe_ = preset.is_moe();
+      vocab_ = preset.vocab_size;
       check_against_preset(preset);
       return;
     }
@@ -590,7 +593,7 @@ class Importer {
         sc["model"] = name;
         assume("model", fmt::format("preset '{}': the shape flags match it; its vocabulary ({}) is the tokenizer's",
                                     name, p.vocab_size));
-        check_vocab(p.vocab_size);
+        vocab_ = p.vocab_size;
         return;
       }
     }
@@ -598,8 +601,8 @@ class Importer {
       f_.fail("--num-layers", "no model preset has this shape, and the vocabulary comes from the tokenizer: "
                               "give --vocab-size (or --model PRESET)");
     j["vocab_size"] = *vocab;
+    vocab_ = *vocab;
     j["name"] = "imported";
-    check_vocab(*vocab);
     resolve_model(j, opts_.source);  // refuses here, naming the flag's field, what the loader refuses
     sc["model"] = j;
   }
@@ -656,19 +659,6 @@ class Importer {
                                                     *opts_.model));
       }
     }
-    check_vocab(m.vocab_size);
-  }
-
-  // Megatron pads the vocabulary to --make-vocab-size-divisible-by x TP; moesim pads to
-  // 128 x TP (workload::padded_vocab_size): a divisor that pads differently is refused.
-  void check_vocab(std::int64_t vocab) {
-    const auto div = f_.integer("--make-vocab-size-divisible-by");
-    if (!div) return;
-    const std::int64_t tp = f_.integer_or("--tensor-model-parallel-size", 1);
-    if (workload::padded_vocab_size(vocab, tp, *div) != workload::padded_vocab_size(vocab, tp))
-      f_.fail("--make-vocab-size-divisible-by",
-              fmt::format("pads the vocabulary of {} to {}, moesim to {} (128 x TP): not modeled", vocab,
-                          workload::padded_vocab_size(vocab, tp, *div), workload::padded_vocab_size(vocab, tp)));
   }
 
   void training(Json& sc) {
@@ -696,6 +686,15 @@ class Importer {
       f_.fail("--bf16", "absent: FP32 training is not modeled (give --bf16, or --fp8-format with --bf16)");
     }
     t["mtp_layers"] = f_.integer_or("--mtp-num-layers", 0);
+    // Megatron pads the vocabulary to --make-vocab-size-divisible-by x TP: written where
+    // it pads otherwise than the default 128 does.
+    if (const auto div = f_.integer("--make-vocab-size-divisible-by")) {
+      const std::int64_t tp = f_.integer_or("--tensor-model-parallel-size", 1);
+      if (workload::padded_vocab_size(vocab_, tp, *div) != workload::padded_vocab_size(vocab_, tp))
+        t["make_vocab_size_divisible_by"] = *div;
+    }
+    // Megatron's default hidden dropout is 0.1 (arguments.py --hidden-dropout).
+    t["hidden_dropout"] = f_.number("--hidden-dropout").value_or(0.1);
     if (const auto cf = f_.number("--moe-expert-capacity-factor")) t["token_drop"] = {{"capacity_factor", *cf}};
     sc["training"] = t;
   }
@@ -734,8 +733,9 @@ class Importer {
     }
     p["vpp"] = vpp;
     p["ep"] = f_.integer_or("--expert-model-parallel-size", 1);
-    // Megatron: --expert-tensor-parallel-size defaults to the TP size.
-    p["etp"] = f_.integer_or("--expert-tensor-parallel-size", tp);
+    // Megatron: --expert-tensor-parallel-size defaults to the TP size; a dense model has
+    // no expert layers to split (moesim requires etp 1 there).
+    p["etp"] = f_.integer_or("--expert-tensor-parallel-size", f_.integer_or("--num-experts", 0) > 0 ? tp : 1);
     p["cp"] = f_.integer_or("--context-parallel-size", 1);
     p["sequence_parallel"] = f_.has("--sequence-parallel");
     p["pipeline_schedule"] = vpp > 1 ? "interleaved-1f1b" : "1f1b";
@@ -820,9 +820,15 @@ class Importer {
     const std::string impl_t = f_.choice("--transformer-impl", "transformer_engine", {"transformer_engine", "local", "inference_optimized"});
     if (impl_t != "transformer_engine")
       f_.fail("--transformer-impl", "only Transformer Engine layers are modeled");
-    if (!f_.has("--cross-entropy-loss-fusion"))
-      assume("framework", "the loss as a fused cross-entropy kernel (--cross-entropy-loss-fusion absent: "
-                          "Megatron's unfused loss is not modeled)");
+    // Core attention: TE's unfused path for unfused (and Megatron's own, equally
+    // unfused, for local); its flash or cuDNN kernels otherwise (auto picks them).
+    const std::string backend = f_.choice("--attention-backend", "auto", {"auto", "flash", "fused", "unfused", "local"});
+    fw["attention_backend"] = backend == "unfused" || backend == "local" ? "unfused" : "fused";
+    // The loss: unfused without --cross-entropy-loss-fusion; with it, Megatron's
+    // --cross-entropy-fusion-impl (default native) or TransformerEngine's kernel.
+    fw["cross_entropy"] = f_.has("--cross-entropy-loss-fusion")
+                              ? f_.choice("--cross-entropy-fusion-impl", "native", {"native", "te"})
+                              : std::string("unfused");
     if (!f_.has("--disable-bias-linear"))
       assume("model", "linear layers without biases (--disable-bias-linear absent: the bias adds are not modeled)");
     if (f_.has("--manual-gc"))
@@ -879,6 +885,7 @@ class Importer {
   }
 
   bool moe_ = false;  // the model has routed experts (model() decides)
+  std::int64_t vocab_ = 0;  // the model's vocabulary before padding (model() decides)
   const Words& w_;
   const MegatronImportOptions& opts_;
   MegatronImport& out_;

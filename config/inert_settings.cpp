@@ -245,8 +245,14 @@ std::vector<PerformanceSetting> build() {
   };
 
   // training
-  for (const char* k : {"seq_length", "micro_batch_size", "global_batch_size", "precision", "mtp_layers"})
+  for (const char* k : {"seq_length", "micro_batch_size", "global_batch_size", "precision", "mtp_layers", "hidden_dropout"})
     key(std::string("training.") + k, never);
+  key("training.make_vocab_size_divisible_by", [](const Scenario& sc) -> Why {
+    if (sc.padded_vocab() == workload::padded_vocab_size(sc.model.vocab_size, sc.parallelism.tp))
+      return fmt::format("pads the vocabulary of {} to {}, as Megatron's default 128 does", sc.model.vocab_size,
+                         sc.padded_vocab());
+    return std::nullopt;
+  });
   key("training.token_drop", [](const Scenario& sc) -> Why {
     if (auto w = no_experts(sc)) return w;
     return std::nullopt;
@@ -369,7 +375,7 @@ std::vector<PerformanceSetting> build() {
     return std::nullopt;
   });
   for (const char* k : {"allocator_fragmentation", "optimizer", "main_grads_dtype", "fp8_dot_product_attention",
-                        "fp8_output_proj"})
+                        "fp8_output_proj", "cross_entropy", "attention_backend"})
     key(std::string("framework.") + k, never);
 
   // stack

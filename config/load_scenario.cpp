@@ -16,12 +16,24 @@
 namespace moesim::config {
 
 const sim_core::NameTable<MeasuredMetric>& measured_metric_names() {
-  static constexpr std::array<sim_core::NameEntry<MeasuredMetric>, 3> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<MeasuredMetric>, 4> kEntries{{
       {MeasuredMetric::tflops_per_gpu, "tflops_per_gpu", "Megatron-accounted TFLOPS per GPU"},
       {MeasuredMetric::step_time_s, "step_time_s", "seconds per training step"},
       {MeasuredMetric::tokens_per_s_per_gpu, "tokens_per_s_per_gpu", "tokens per second per GPU"},
+      {MeasuredMetric::peak_memory_gib, "peak_memory_gib",
+       "one rank's peak memory in GiB, as PyTorch's allocator counts it (memory_counter)"},
   }};
   static constexpr sim_core::NameTable<MeasuredMetric> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<MemoryCounter>& memory_counter_names() {
+  static constexpr std::array<sim_core::NameEntry<MemoryCounter>, 2> kEntries{{
+      {MemoryCounter::max_allocated, "max_allocated", "torch.cuda.max_memory_allocated: tensors alive at the peak"},
+      {MemoryCounter::max_reserved, "max_reserved",
+       "torch.cuda.max_memory_reserved: the caching allocator's segments at the peak"},
+  }};
+  static constexpr sim_core::NameTable<MemoryCounter> kTable{kEntries};
   return kTable;
 }
 
@@ -93,6 +105,8 @@ class ScenarioReader {
       if (auto p = o.get("precision"))
         t.precision = p->as_enum(workload::precision_names(), "precision");
       t.mtp_layers = o.int_or("mtp_layers", 0, 0, 16);
+      t.hidden_dropout = o.number_or("hidden_dropout", 0, 0, 0.99);
+      t.vocab_divisor = o.int_or("make_vocab_size_divisible_by", 128, 1, std::int64_t{1} << 20);
       if (auto td = o.get("token_drop"))
         read_object(*td, [&](Object& d) {
           t.capacity_factor = d.req("capacity_factor").as_number(0.01, 1000);
@@ -425,6 +439,16 @@ class ScenarioReader {
                                 "_bwd: no published FP8 attention figure for its GPU)",
                                 sc_.system.name));
         }
+        if (auto v = o.get("attention_backend")) {
+          f.attention_backend = v->as_enum(workload::attention_backend_names(), "attention backend");
+          // TE runs context parallelism and FP8 attention only in its fused backends.
+          if (f.attention_backend == workload::AttentionBackend::unfused && sc_.parallelism.cp > 1)
+            v->fail("TransformerEngine's unfused attention has no context parallelism (parallelism.cp > 1)");
+          if (f.attention_backend == workload::AttentionBackend::unfused && f.fp8_dot_product_attention)
+            v->fail("FP8 attention (framework.fp8_dot_product_attention) runs in TransformerEngine's fused backends");
+        }
+        if (auto v = o.get("cross_entropy"))
+          f.cross_entropy = v->as_enum(workload::cross_entropy_names(), "cross-entropy implementation");
         if (auto v = o.get("fp8_output_proj")) {
           f.fp8_output_proj = v->as_bool();
           if (f.fp8_output_proj && sc_.training.precision != workload::Precision::mxfp8)
@@ -515,6 +539,11 @@ class ScenarioReader {
       m.in_sample = o.string_or("in_sample", "");
       m.series = o.string_or("series", "");
       m.held_out = o.string_or("held_out", "");
+      const bool memory = m.metric == MeasuredMetric::peak_memory_gib;
+      for (const char* k : {"memory_counter", "pp_rank"})
+        if (const auto v = o.get(k); v && !memory) v->fail("only with measured.peak_memory_gib");
+      if (const auto v = o.get("memory_counter")) m.memory_counter = v->as_enum(memory_counter_names(), "memory counter");
+      if (const auto v = o.get("pp_rank")) m.pp_rank = v->as_int(0, sc_.parallelism.pp - 1);
     });
     sc_.measured = m;
   }

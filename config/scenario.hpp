@@ -18,14 +18,27 @@
 
 namespace moesim::config {
 
-enum class MeasuredMetric { tflops_per_gpu, step_time_s, tokens_per_s_per_gpu };
+enum class MeasuredMetric { tflops_per_gpu, step_time_s, tokens_per_s_per_gpu, peak_memory_gib };
 const sim_core::NameTable<MeasuredMetric>& measured_metric_names();
+// Which of PyTorch's caching-allocator counters a measured peak_memory_gib is: Megatron's
+// `memory (MB) | allocated | max allocated | reserved | max reserved` line (MiB,
+// megatron/training/utils report_memory) and its TensorBoard `mem-max-allocated-bytes`.
+enum class MemoryCounter { max_allocated, max_reserved };
+const sim_core::NameTable<MemoryCounter>& memory_counter_names();
+// A timing metric (a step time or throughput), as opposed to a memory measurement.
+constexpr bool is_timing(MeasuredMetric m) { return m != MeasuredMetric::peak_memory_gib; }
 
 struct Measured {
   MeasuredMetric metric = MeasuredMetric::tflops_per_gpu;
   double value = 0;
   std::string source;
   double tolerance_pct = 5;
+  // peak_memory_gib only: the counter it is (default max_reserved) and the pipeline rank
+  // that logged it (absent: the rank with the predicted peak). Megatron's TensorBoard
+  // writer is on the last rank (global_vars.py _set_tensorboard_writer), so its
+  // mem-max-allocated-bytes are the last pipeline rank's.
+  MemoryCounter memory_counter = MemoryCounter::max_reserved;
+  std::optional<std::int64_t> pp_rank;
   // Why the run is calibration data elsewhere (its own profile fits component figures):
   // `moesim calibrate corpus` keeps it out of the leave-one-out mean. Empty: a test run.
   std::string in_sample;
@@ -69,7 +82,7 @@ struct Scenario {
   std::vector<std::string> given_keys;
 
   std::int64_t padded_vocab() const {
-    return workload::padded_vocab_size(model.vocab_size, parallelism.tp);
+    return workload::padded_vocab_size(model.vocab_size, parallelism.tp, training.vocab_divisor);
   }
   // Tokens each EP rank routes per microbatch: mbs x seq / cp.
   double ep_rank_tokens() const {

@@ -33,6 +33,9 @@ Inference infer(const calibration::InferableParam& param, const config::Scenario
   for (const auto* sc : {&before, &after})
     if (!sc->measured)
       throw config::InputError(sc->file, "measured", "the inference needs a measured value in both scenarios");
+  for (const auto* sc : {&before, &after})
+    if (!config::is_timing(sc->measured->metric))
+      throw config::InputError(sc->file, "measured", "the inference needs a step time or throughput, not a memory figure");
   if (before.measured->metric != after.measured->metric)
     throw config::InputError(after.file, "measured", "before and after must measure the same metric");
   if (before.stack.*stack || !(after.stack.*stack))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "hw_models/dispatcher.hpp"
 #include "hw_models/ep_buffers.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/stage_params.hpp"
@@ -58,6 +59,34 @@ double graph_static_bytes(const config::Scenario& sc) {
 
 double scenario_ep_load(const config::Scenario& sc) { return sc.ep_load(); }
 
+RuntimeMemory runtime_outside_allocator(const config::Scenario& sc) {
+  constexpr double kMiB = 1024.0 * 1024;
+  constexpr double kContext = 0.59 * kGiB;                   // stas00/ml-engineering debug/pytorch.md
+  constexpr double kConnection = (0.5 + 4.6875 + 4) * kMiB;  // LL + LL128 + Simple, NCCL device.h
+  constexpr double kChannels = 24;                           // NCCL on 8 H100 (INFO lines)
+  constexpr double kA2aPeer = 3.28e9 / 7;                    // NVIDIA/nccl issue 1685, 8 H100
+  const auto& p = sc.parallelism;
+  const bool moe = sc.model.is_moe();
+  int comms = 0;
+  for (const bool used : {p.dp * p.cp > 1, p.tp > 1, p.cp > 1, moe && p.ep > 1, moe && p.expert_dp > 1,
+                          p.tp * p.pp > 1, p.pp > 1, p.pp > 1})
+    comms += used ? 1 : 0;
+  RuntimeMemory m;
+  m.context = kContext;
+  m.nccl = comms * kChannels * kConnection;
+  if (moe && p.ep > 1 && sc.framework.dispatcher == hw_models::Dispatcher::alltoall) {
+    const std::int64_t domain = std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);
+    m.nccl += static_cast<double>(std::min(p.ep, domain) - 1) * kA2aPeer;
+  }
+  if (sc.framework.tp_comm_overlap) {
+    const double tensor = static_cast<double>(sc.training.seq_length * sc.training.micro_batch_size) /
+                          static_cast<double>(p.cp) * static_cast<double>(sc.model.hidden_size);
+    const bool fp8 = sc.training.precision != workload::Precision::bf16;
+    m.userbuffers = tensor * (fp8 ? 8 * 1 + 4 * 2 : 12 * 2);
+  }
+  return m;
+}
+
 namespace {
 
 std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std::int64_t>& graphs,
@@ -96,12 +125,13 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
        static_cast<double>(sc.training.micro_batch_size * sc.training.seq_length) /
            static_cast<double>(p.cp * (p.sequence_parallel ? p.tp : 1)),
        fw.dispatcher_sms, fw.ep_fp8_dispatch});
+  const double runtime = runtime_outside_allocator(sc).total();
   // DualPipe and DualPipeV hold two chunks per rank (two stages' parameters).
   const schedules::PipelineShape shape(sc.pipeline_schedule, static_cast<int>(p.pp),
                                        static_cast<int>(p.vpp));
   std::vector<double> out;
   for (int r = 0; r < static_cast<int>(p.pp); ++r) {
-    double dense = 0, expert = 0, largest_unit = 0, transient = 0;
+    double dense = 0, expert = 0, largest_unit = 0, transient = 0, largest_host_item = 0;
     bool moe_rank = false;
     std::int64_t captured_layers = 0;
     std::vector<double> act_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
@@ -110,8 +140,11 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     for (int c = 0; c < shape.chunks(); ++c) {
       const auto& stage =
           sc.layout.stages()[static_cast<std::size_t>(shape.place(r, c).layout_stage)];
-      for (const auto& it : stage.items) {
-        const auto ip = schedules::item_parameters(sc.model, p, it, sc.padded_vocab());
+      const auto params =
+          schedules::stage_item_parameters(sc.model, p, stage, sc.padded_vocab(), sc.pipeline_schedule);
+      for (std::size_t k = 0; k < stage.items.size(); ++k) {
+        const auto& it = stage.items[k];
+        const auto& ip = params[k];
         dense += ip.dense;
         expert += ip.expert;
         largest_unit = std::max(largest_unit, ip.dense + ip.expert);
@@ -134,6 +167,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
             break;
         }
         const Kept kept = kept_bytes(*lt);
+        largest_host_item = std::max(largest_host_item, kept.host);
         transient = std::max(transient, lt->transient_bytes);
         act_per_chunk[static_cast<std::size_t>(c)] += kept.gpu;
         host_per_chunk[static_cast<std::size_t>(c)] += kept.host;
@@ -150,9 +184,11 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     }
     // Activations: the largest sum over forward items not yet matched by their backward.
     // Graph static buffers follow the same in-flight items. Offloaded activations stay
-    // on the GPU for the two chunks being offloaded and reloaded at a time (the forward
-    // that produced them and the backward about to read them), host memory otherwise.
-    const double resident = 2 * *std::max_element(host_per_chunk.begin(), host_per_chunk.end());
+    // on the GPU for the two layers being offloaded and reloaded at a time (Megatron's
+    // fine-grained offloading copies each module's saved inputs out after its forward
+    // and prefetches the next module's in backward: docs/fine_grained_activation_offloading
+    // of Megatron-LM PR 1913), host memory otherwise.
+    const double resident = 2 * largest_host_item;
     double act = 0, peak = 0, gb = 0, gpeak = 0, off = 0;
     for (const auto& w : schedules::pipeline_order(sc.pipeline_schedule, static_cast<int>(p.pp),
                                                    static_cast<int>(p.vpp), r,
@@ -183,9 +219,9 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     const double optimizer = opt_off ? 0 : (dense / dp_shard + expert / edp_shard) * (4 + states);
     const double buffers = moe_rank ? ep_buffers : 0;
     peak += transient;  // one layer's temporaries, at the worst moment
-    out.push_back((weights_grads + optimizer + peak + buffers) / kGiB);
+    out.push_back((weights_grads + optimizer + peak + buffers + runtime) / kGiB);
     parts.push_back({weights_grads / kGiB, optimizer / kGiB, (peak - gpeak) / kGiB, gpeak / kGiB,
-                     buffers / kGiB});
+                     buffers / kGiB, runtime / kGiB});
     graphs.push_back(g.full_iteration() ? 1 : captured_layers * p.num_microbatches * 2);
     graph_gib.push_back(gpeak / kGiB);
   }
@@ -196,13 +232,15 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
 
 MemoryEstimate estimate_memory(const config::Scenario& sc, double ep_load) {
   MemoryEstimate m;
-  std::vector<MemoryParts> parts;
   m.rank_memory_gib =
-      memory_per_rank(sc, m.cuda_graphs_per_rank, m.graph_static_gib, parts, ep_load);
+      memory_per_rank(sc, m.cuda_graphs_per_rank, m.graph_static_gib, m.rank_parts, ep_load);
   const auto peak = std::max_element(m.rank_memory_gib.begin(), m.rank_memory_gib.end());
   m.peak_memory_gib = *peak;
-  m.peak_parts = parts[static_cast<std::size_t>(peak - m.rank_memory_gib.begin())];
-  m.reserved_memory_gib = m.peak_memory_gib * (1 + sc.framework.allocator_fragmentation);
+  m.peak_parts = m.rank_parts[static_cast<std::size_t>(peak - m.rank_memory_gib.begin())];
+  for (std::size_t r = 0; r < m.rank_parts.size(); ++r)
+    m.reserved_memory_gib = std::max(m.reserved_memory_gib,
+                                     m.counter_gib(r, true, sc.framework.allocator_fragmentation) +
+                                         m.rank_parts[r].outside_allocator());
   // Against what CUDA reports, not the datasheet's GB: an H100 "80 GB" is 79.1 GiB.
   m.fits_in_memory = m.reserved_memory_gib <= sc.system.gpu.usable_GiB.value;
   return m;

@@ -76,6 +76,32 @@ Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt
   return p;
 }
 
+namespace {
+void set_memory(Prediction& p, const config::Scenario& sc, MemoryEstimate mem) {
+  p.rank_memory_gib = std::move(mem.rank_memory_gib);
+  p.cuda_graphs_per_rank = std::move(mem.cuda_graphs_per_rank);
+  p.graph_static_gib = std::move(mem.graph_static_gib);
+  p.peak_memory_gib = mem.peak_memory_gib;
+  p.peak_memory_parts = mem.peak_parts;
+  p.reserved_memory_gib = mem.reserved_memory_gib;
+  p.rank_memory_parts = mem.rank_parts;
+  for (std::size_t r = 0; r < mem.rank_parts.size(); ++r) {
+    p.rank_max_allocated_gib.push_back(mem.counter_gib(r, false, sc.framework.allocator_fragmentation));
+    p.rank_max_reserved_gib.push_back(mem.counter_gib(r, true, sc.framework.allocator_fragmentation));
+  }
+  p.fits_in_memory = mem.fits_in_memory;
+}
+}  // namespace
+
+Prediction predict_memory(const config::Scenario& sc) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Prediction p;
+  p.ep_load = scenario_ep_load(sc);
+  set_memory(p, sc, estimate_memory(sc, p.ep_load));
+  p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
 Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_load, const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const hw_models::FlowComm comm(sc.system, sc.gpus, sc.placement.gpus_per_nvlink_domain,
@@ -118,13 +144,7 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
   p.tflops_per_gpu = s.flops_per_step / (p.step.step_time_s * gpus * 1e12);
   p.tokens_per_s_per_gpu = s.tokens_per_step / (p.step.step_time_s * gpus);
   p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
-  p.rank_memory_gib = std::move(mem.rank_memory_gib);
-  p.cuda_graphs_per_rank = std::move(mem.cuda_graphs_per_rank);
-  p.graph_static_gib = std::move(mem.graph_static_gib);
-  p.peak_memory_gib = mem.peak_memory_gib;
-  p.peak_memory_parts = mem.peak_parts;
-  p.reserved_memory_gib = mem.reserved_memory_gib;
-  p.fits_in_memory = mem.fits_in_memory;
+  set_memory(p, sc, std::move(mem));
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }
@@ -137,6 +157,13 @@ double predicted_metric(const config::Measured& m, const Prediction& p) {
       return p.step.step_time_s;
     case config::MeasuredMetric::tokens_per_s_per_gpu:
       return p.tokens_per_s_per_gpu;
+    case config::MeasuredMetric::peak_memory_gib: {
+      // The logging rank's counter, or the largest over the pipeline ranks.
+      const auto& v = m.memory_counter == config::MemoryCounter::max_reserved ? p.rank_max_reserved_gib
+                                                                              : p.rank_max_allocated_gib;
+      if (v.empty()) return 0;
+      return m.pp_rank ? v.at(static_cast<std::size_t>(*m.pp_rank)) : *std::max_element(v.begin(), v.end());
+    }
   }
   return 0;
 }

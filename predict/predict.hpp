@@ -47,6 +47,11 @@ struct Prediction {
   using MemoryParts = predict::MemoryParts;
   MemoryParts peak_memory_parts;   // the peak rank's memory by part (GiB)
   double reserved_memory_gib = 0;  // the peak with the allocator's fragmentation allowance
+  // Per pipeline rank, PyTorch's counters: max_memory_allocated and max_memory_reserved
+  // (allocated x (1 + framework.allocator_fragmentation)), without what lives beside
+  // the allocator (MemoryParts::outside_allocator).
+  std::vector<double> rank_max_allocated_gib, rank_max_reserved_gib;
+  std::vector<MemoryParts> rank_memory_parts;  // per pipeline rank, by part (GiB)
   bool fits_in_memory = true;
   double ep_load =
       1;  // the hottest EP rank's routed tokens over the balanced (workload/routing.hpp)
@@ -80,6 +85,8 @@ std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
 // Throws what the step simulation throws (sim_core::SimulationStuck,
 // schedules::NotSimulated); never InputError for a scenario the loader accepted.
 Prediction predict(const config::Scenario& sc, const schedules::StepOptions& opt = {});
+// The memory fields alone, without simulating the step (a measured peak_memory_gib).
+Prediction predict_memory(const config::Scenario& sc);
 // The same with the memory estimate and EP load already computed (estimate_memory(sc,
 // scenario_ep_load(sc)), as a sweep does to prune before simulating); wall_s is then the
 // simulation's alone.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "calibration/least_squares.hpp"
 #include "config/json_reader.hpp"
 #include "hw_models/dispatcher.hpp"
@@ -22,7 +24,7 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
   std::vector<ValidateRow> rows(scenarios.size());
   run_parallel(scenarios.size(), jobs, [&](std::size_t i) {
     const auto& sc = scenarios[i];
-    const auto p = predict(sc);
+    const auto p = config::is_timing(sc.measured->metric) ? predict(sc) : predict_memory(sc);
     ValidateRow& r = rows[i];
     r.file = files[i];
     r.name = sc.name;
@@ -31,6 +33,11 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
                        ? std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher))
                        : "-";
     r.metric = config::measured_metric_names().name(sc.measured->metric);
+    r.memory = !config::is_timing(sc.measured->metric);
+    if (r.memory) {
+      r.metric = fmt::format("{} {}{}", r.metric, config::memory_counter_names().name(sc.measured->memory_counter),
+                             sc.measured->pp_rank ? fmt::format(" pp{}", *sc.measured->pp_rank) : "");
+    }
     r.measured = sc.measured->value;
     r.predicted = predicted_metric(*sc.measured, p);
     r.error_pct = 100 * (r.predicted - r.measured) / r.measured;
@@ -52,7 +59,7 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
 std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
   std::map<std::string, SeriesFit> by_name;
   for (const auto& r : rows)
-    if (!r.series.empty()) by_name[r.series].sizes.push_back(&r);
+    if (!r.series.empty() && !r.memory) by_name[r.series].sizes.push_back(&r);
   std::vector<SeriesFit> out;
   for (auto& [name, f] : by_name) {
     f.name = name;
@@ -87,10 +94,14 @@ std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
 ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
   ValidateSummary s;
   for (const auto& r : rows) {
+    s.failed += r.ok ? 0 : 1;
+    if (r.memory) {
+      s.memory.add(r);
+      continue;
+    }
     s.all.add(r);
     s.by_system[r.system].add(r);
     s.by_dispatcher[r.dispatcher].add(r);
-    s.failed += r.ok ? 0 : 1;
   }
   s.series = fit_series(rows);
   return s;

@@ -20,6 +20,7 @@ struct ValidateRow {
   std::string file, name, system, dispatcher, metric;
   double measured = 0, predicted = 0, error_pct = 0, tolerance_pct = 0, wall_s = 0;
   bool ok = false;
+  bool memory = false;  // a measured peak_memory_gib (metric: with its counter and rank)
   // measured.series: the series, the run's GPUs and microbatches per pipeline, and its
   // step time predicted and measured (the measured metric turned into a step: throughput
   // metrics scale as 1 / step).
@@ -58,13 +59,15 @@ struct ErrorSummary {
   double mae() const { return runs ? abs_sum / runs : 0; }
 };
 
-// The rows' summaries: all of them, by system and by dispatcher, and how many are beyond
-// their tolerance. (It points into `rows`, which must outlive it.)
+// The rows' summaries: the timing rows (step time or throughput) all together, by system
+// and by dispatcher; the memory rows apart; how many of either are beyond their
+// tolerance. (It points into `rows`, which must outlive it.)
 struct ValidateSummary {
   ErrorSummary all;
   std::map<std::string, ErrorSummary> by_system, by_dispatcher;
   int failed = 0;
   std::vector<SeriesFit> series;  // fit_series(rows)
+  ErrorSummary memory;
 };
 ValidateSummary summarize(const std::vector<ValidateRow>& rows);
 

@@ -100,6 +100,8 @@ Json describe_json(const config::Scenario& sc) {
                    {"global_batch_size", sc.training.global_batch_size},
                    {"precision", workload::precision_names().name(sc.training.precision)},
                    {"mtp_layers", sc.training.mtp_layers},
+                   {"hidden_dropout", sc.training.hidden_dropout},
+                   {"make_vocab_size_divisible_by", sc.training.vocab_divisor},
                    {"capacity_factor", sc.training.capacity_factor ? Json(*sc.training.capacity_factor)
                                                                    : Json(nullptr)}};
   j["parallelism"] = {{"tp", p.tp},
@@ -165,6 +167,8 @@ Json describe_json(const config::Scenario& sc) {
       {"delay_wgrad_compute", f.delay_wgrad_compute},
       {"fp8_dot_product_attention", f.fp8_dot_product_attention},
       {"fp8_output_proj", f.fp8_output_proj},
+      {"cross_entropy", workload::cross_entropy_names().name(f.cross_entropy)},
+      {"attention_backend", workload::attention_backend_names().name(f.attention_backend)},
       {"moe_paged_stash", f.moe_paged_stash}};
   Json stack = Json::object();
   for (const auto& sw : workload::stack_switches()) stack[std::string(sw.name)] = sc.stack.*sw.member;
@@ -242,6 +246,7 @@ std::string describe_text(const config::Scenario& sc) {
                                workload::precision_names().name(t.precision), t.mtp_layers,
                                t.capacity_factor ? fmt::format("capacity factor {:g}", *t.capacity_factor)
                                                  : std::string("dropless")));
+  if (t.hidden_dropout > 0) line("", fmt::format("hidden dropout {:g}", t.hidden_dropout));
   line("parallel", fmt::format("TP{} PP{} VPP{} EP{} ETP{} CP{}, SP {}, FSDP {}", p.tp, p.pp, p.vpp,
                                p.ep, p.etp, p.cp, on_off(p.sequence_parallel), on_off(p.fsdp)));
   line("", fmt::format("DP {}, expert-DP {}; {} microbatches per step; {}", p.dp, p.expert_dp,

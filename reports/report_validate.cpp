@@ -25,12 +25,15 @@ HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skip
   page.title = "moesim report: predicted against measured";
   page.subtitle =
       "The runs with a measured block under the given paths, as moesim validate evaluates them.";
-  page.facts = {{"runs", std::to_string(rows.size())},
+  page.facts = {{"runs", std::to_string(all.runs)},
                 {"mean absolute error", fmt::format("{:.2f}%", all.mae())},
                 {"over tolerance", std::to_string(failed)}};
   if (all.worst)
     page.facts.emplace_back("worst",
                             fmt::format("{} ({:+.1f}%)", all.worst->name, all.worst->error_pct));
+  if (sum.memory.runs)
+    page.facts.emplace_back("memory points", fmt::format("{}, mean absolute error {:.2f}%", sum.memory.runs,
+                                                         sum.memory.mae()));
   if (skipped)
     page.facts.emplace_back("skipped", fmt::format("{} file(s) without a measured block", skipped));
 

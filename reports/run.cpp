@@ -69,6 +69,16 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["exposed_communication_by_kind"] = comm;
   j["critical_rank"] = p.step.critical_rank;
   j["rank_memory_gib"] = p.rank_memory_gib;
+  // Per pipeline rank: the parts, and PyTorch's two counters (what Megatron logs).
+  Json rank_parts = Json::array();
+  for (const auto& rp : p.rank_memory_parts) {
+    Json o = Json::object();
+    for (const auto& [name, gib] : rp.named()) o[name] = gib;
+    rank_parts.push_back(o);
+  }
+  j["rank_memory_parts_gib"] = rank_parts;
+  j["rank_max_allocated_gib"] = p.rank_max_allocated_gib;
+  j["rank_max_reserved_gib"] = p.rank_max_reserved_gib;
   j["cuda_graphs"] = {{"per_rank", p.cuda_graphs_per_rank}, {"static_buffers_gib", p.graph_static_gib}};
   j["host_busy_s"] = p.step.host_busy_s;
   j["simulation"] = {{"events", p.step.events}, {"kernels", p.step.kernels}, {"wall_s", p.wall_s},
@@ -105,9 +115,9 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
                    sc.system.gpu.usable_GiB.value, sc.system.gpu.hbm_GB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
   o += fmt::format(
       "                 weights+grads {:.1f}, optimizer {:.1f}, activations {:.1f}, graph buffers {:.1f}, EP "
-      "buffers {:.1f}\n",
+      "buffers {:.1f}, CUDA context and NCCL/TE buffers {:.1f}\n",
       p.peak_memory_parts.weights_grads, p.peak_memory_parts.optimizer, p.peak_memory_parts.activations,
-      p.peak_memory_parts.graph_buffers, p.peak_memory_parts.ep_buffers);
+      p.peak_memory_parts.graph_buffers, p.peak_memory_parts.ep_buffers, p.peak_memory_parts.runtime);
   if (p.ep_load != 1)
     o += fmt::format("EP load          {:.3f} x balanced on the hottest EP rank (routing: {})\n", p.ep_load,
                      workload::routing_balance_names().name(sc.routing.balance));

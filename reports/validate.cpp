@@ -65,12 +65,14 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int sk
 
 std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped) {
   const predict::ValidateSummary sum = predict::summarize(rows);
-  const auto& [all, by_system, by_dispatcher, failed, series] = sum;
+  const auto& [all, by_system, by_dispatcher, failed, series, memory] = sum;
   std::string o = "## moesim validate\n\n";
   o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), failed);
   if (skipped) o += fmt::format("; {} file(s) without a measured block skipped", skipped);
   o += ".";
   if (all.worst) o += fmt::format(" Worst: {} ({:+.1f}%).", md_escape(all.worst->name), all.worst->error_pct);
+  if (memory.runs)
+    o += fmt::format(" Memory: {} points, mean absolute error **{:.2f}%**.", memory.runs, memory.mae());
   o += "\n\n| scenario | system | dispatcher | metric | measured | predicted | error | tolerance | |\n"
        "|---|---|---|---|---:|---:|---:|---:|---|\n";
   for (const auto& r : rows)
@@ -81,7 +83,7 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int
     o += fmt::format("\n| {} | runs | mean absolute error |\n|---|---:|---:|\n", what);
     for (const auto& [k, v] : m) o += fmt::format("| {} | {} | {:.2f}% |\n", md_escape(k), v.runs, v.mae());
   };
-  if (rows.size() > 1) {
+  if (all.runs > 1) {
     group("system", by_system);
     group("dispatcher", by_dispatcher);
   }
@@ -204,7 +206,7 @@ nlohmann::ordered_json series_json(const std::vector<predict::SeriesFit>& series
 
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                                      int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
-  const auto& [all, by_system, by_dispatcher, failed, series] = sum;
+  const auto& [all, by_system, by_dispatcher, failed, series, memory] = sum;
   nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
   for (const auto& r : rows)
     out_rows.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"dispatcher", r.dispatcher},
@@ -219,6 +221,10 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
   nlohmann::ordered_json out{{"rows", out_rows}, {"mean_abs_error_pct", all.mae()}, {"failed", failed},
                              {"skipped_without_measured", skipped}};
   if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
+  if (memory.runs) {
+    out["memory"] = {{"points", memory.runs}, {"mean_abs_error_pct", memory.mae()}};
+    out["memory"]["worst"] = {{"name", memory.worst->name}, {"error_pct", memory.worst->error_pct}};
+  }
   out["by_system"] = groups(by_system);
   out["by_dispatcher"] = groups(by_dispatcher);
   if (!series.empty()) out["series"] = series_json(series);
@@ -228,17 +234,21 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
 
 std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                           int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
-  const auto& [all, by_system, by_dispatcher, failed, series] = sum;
-  std::string out = fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted",
-                                "error", "tol", "");
-  for (const auto& r : rows)
-    out += fmt::format("{:<44} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>5.1f}%  {}\n", r.name, r.measured, r.predicted,
-                       r.error_pct, r.tolerance_pct, r.ok ? "ok" : "OVER");
-  out += fmt::format("{} runs, mean absolute error {:.2f}%, {} over tolerance", all.runs, all.mae(), failed);
-  if (skipped) out += fmt::format("; {} file(s) without a measured block skipped", skipped);
-  out += "\n";
-  if (all.worst) out += fmt::format("worst: {} ({:+.1f}%)\n", all.worst->name, all.worst->error_pct);
-  if (rows.size() > 1) {
+  const auto& [all, by_system, by_dispatcher, failed, series, memory] = sum;
+  int memory_failed = 0;
+  for (const auto& r : rows) memory_failed += r.memory && !r.ok ? 1 : 0;
+  std::string out;
+  if (all.runs) {
+    out += fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted", "error", "tol", "");
+    for (const auto& r : rows)
+      if (!r.memory)
+        out += fmt::format("{:<44} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>5.1f}%  {}\n", r.name, r.measured, r.predicted,
+                           r.error_pct, r.tolerance_pct, r.ok ? "ok" : "OVER");
+    out += fmt::format("{} runs, mean absolute error {:.2f}%, {} over tolerance\n", all.runs, all.mae(),
+                       failed - memory_failed);
+    if (all.worst) out += fmt::format("worst: {} ({:+.1f}%)\n", all.worst->name, all.worst->error_pct);
+  }
+  if (all.runs > 1) {
     const auto print = [&](const char* what, const std::map<std::string, predict::ErrorSummary>& m) {
       for (const auto& [k, v] : m)
         out += fmt::format("  {} {:<14} {:>3} runs, mean absolute error {:6.2f}%\n", what, k, v.runs, v.mae());
@@ -247,6 +257,18 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows, const p
     print("dispatcher", by_dispatcher);
   }
   for (const auto& f : series) out += series_text(f);
+  if (memory.runs) {
+    out += fmt::format("{}{:<50} {:<22} {:>8} {:>9} {:>8} {:>6}  {}\n", all.runs ? "\n" : "", "memory point", "counter",
+                       "measured", "predicted", "error", "tol", "");
+    for (const auto& r : rows)
+      if (r.memory)
+        out += fmt::format("{:<50} {:<22} {:>5.2f} GiB {:>6.2f} GiB {:>+7.1f}% {:>5.1f}%  {}\n", r.name,
+                           r.metric.substr(r.metric.find(' ') + 1), r.measured, r.predicted, r.error_pct,
+                           r.tolerance_pct, r.ok ? "ok" : "OVER");
+    out += fmt::format("{} memory points, mean absolute error {:.2f}%, {} over tolerance; worst: {} ({:+.1f}%)\n",
+                       memory.runs, memory.mae(), memory_failed, memory.worst->name, memory.worst->error_pct);
+  }
+  if (skipped) out += fmt::format("{} file(s) without a measured block skipped\n", skipped);
   if (moved) out += baseline_text(*moved, tolerance_pct);
   return out;
 }

@@ -8,11 +8,11 @@ namespace moesim::schedules {
 double default_bucket_params(std::int64_t dp) { return std::max(40e6, 1e6 * static_cast<double>(dp)); }
 
 DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p, const workload::Framework& fw,
-               const VirtualStage& stage, std::int64_t padded_vocab) {
+               const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule) {
   DpPlan plan;
   const std::size_t n = stage.items.size();
   plan.item.reserve(n);
-  for (const auto& it : stage.items) plan.item.push_back(item_parameters(m, p, it, padded_vocab));
+  plan.item = stage_item_parameters(m, p, stage, padded_vocab, schedule);
   plan.bucket.assign(n, StageParams{});
   // Bucketing off (see the header): one bucket, closing at the stage's first item.
   const bool bucketed = stage.pp_rank == 0 && stage.vp == 0 && !fw.overlap_param_gather_with_optimizer_step;

@@ -52,6 +52,6 @@ struct DpPlan {
 };
 
 DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p, const workload::Framework& fw,
-               const VirtualStage& stage, std::int64_t padded_vocab);
+               const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule);
 
 }  // namespace moesim::schedules

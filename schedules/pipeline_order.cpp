@@ -158,9 +158,11 @@ std::vector<WorkItem> pipeline_order(ScheduleKind kind, int pp, int vpp, int ran
       const int total = m * vpp;
       const int group = pp * vpp;
       // With the all-to-all overlap one more (get_pp_rank_microbatches: "+1 to ensure the
-      // forward and backward computations are independent in all 1f1b steps").
-      const int warmup =
-          m == pp ? total : std::min(total, (pp - rank - 1) * 2 + (vpp - 1) * pp + (overlap_pairs ? 1 : 0));
+      // forward and backward computations are independent in all 1f1b steps"). No special
+      // case for m == pp: Megatron-Core dropped its all-warmup rule there in 4295be1a6c
+      // (2024-11-01, "tunable schedule with overlapping"), so the last chunk's forward and
+      // backward alternate as at any m.
+      const int warmup = std::min(total, (pp - rank - 1) * 2 + (vpp - 1) * pp + (overlap_pairs ? 1 : 0));
       const auto item = [&](int k, bool fwd) {
         const int in_group = k % group;
         const int chunk = fwd ? in_group / pp : vpp - 1 - in_group / pp;

@@ -59,10 +59,28 @@ StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Para
   return s;
 }
 
+std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+                                               const VirtualStage& stage, std::int64_t padded_vocab,
+                                               ScheduleKind schedule) {
+  std::vector<StageParams> out;
+  bool copy = !stage.has(LayoutItemKind::embedding) && schedule != ScheduleKind::dualpipe &&
+              schedule != ScheduleKind::dualpipev;
+  for (const auto& it : stage.items) {
+    out.push_back(item_parameters(m, p, it, padded_vocab));
+    if (it.kind == LayoutItemKind::mtp && copy) {
+      out.back().dense += static_cast<double>(padded_vocab) * static_cast<double>(m.hidden_size) /
+                              static_cast<double>(p.tp) +
+                          static_cast<double>(m.learned_positions * m.hidden_size);
+      copy = false;
+    }
+  }
+  return out;
+}
+
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
-                             const VirtualStage& stage, std::int64_t padded_vocab) {
+                             const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule) {
   StageParams s;
-  for (const auto& it : stage.items) s += item_parameters(m, p, it, padded_vocab);
+  for (const auto& ip : stage_item_parameters(m, p, stage, padded_vocab, schedule)) s += ip;
   return s;
 }
 

@@ -6,7 +6,10 @@
 
 #include <cstdint>
 
+#include <vector>
+
 #include "schedules/pp_layout.hpp"
+#include "schedules/schedule_kind.hpp"
 #include "workload/model_config.hpp"
 #include "workload/options.hpp"
 
@@ -38,9 +41,20 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
 // the layer-wise distribution deals the matrices out over the (expert-)DP ranks.
 StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& item);
 
+// Each item's parameters on one virtual stage, in the stage's order. An MTP module on a
+// stage without the embedding holds a copy of the word embedding (counted on the first
+// MTP item): Megatron-Core builds one in every model chunk that runs MTP (gpt_model.py:
+// `if self.pre_process or self.mtp_process: self.embedding = LanguageModelEmbedding(...)`),
+// reduced with the first stage's over the embedding group. DualPipe and DualPipeV put
+// the embedding and the MTP modules on one rank and share it physically (DeepSeek-V3
+// report, 3.2.1), so they hold no copy.
+std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+                                               const VirtualStage& stage, std::int64_t padded_vocab,
+                                               ScheduleKind schedule);
+
 // The parameters of one virtual stage of the layout (the one a rank's chunk runs:
-// PipelineShape::place(rank, chunk).layout_stage).
+// PipelineShape::place(rank, chunk).layout_stage): the sum of stage_item_parameters.
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
-                             const VirtualStage& stage, std::int64_t padded_vocab);
+                             const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule);
 
 }  // namespace moesim::schedules

@@ -30,7 +30,7 @@ class StepState {
         shape_(in.schedule, static_cast<int>(in.parallelism.pp), static_cast<int>(in.parallelism.vpp)) {
     if (!fixed)
       for (const auto& st : in.layout.stages())
-        dp_plans_.push_back(schedules::dp_plan(in.model, in.parallelism, in.framework, st, in.padded_vocab));
+        dp_plans_.push_back(schedules::dp_plan(in.model, in.parallelism, in.framework, st, in.padded_vocab, in.schedule));
   }
   StepState(const StepState&) = delete;
   StepState& operator=(const StepState&) = delete;
@@ -75,7 +75,7 @@ class StepState {
     return in_.layout.stages()[static_cast<std::size_t>(shape_.place(rank, chunk).layout_stage)];
   }
   StageParams stage_params(int rank, int chunk) const {
-    return stage_parameters(in_.model, in_.parallelism, chunk_stage(rank, chunk), in_.padded_vocab);
+    return stage_parameters(in_.model, in_.parallelism, chunk_stage(rank, chunk), in_.padded_vocab, in_.schedule);
   }
   StageParams muon_flops(int rank, int chunk) const {
     StageParams s;

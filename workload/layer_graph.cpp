@@ -349,6 +349,15 @@ void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTa
 }
 
 // `target`: the offload module the norm's saved input belongs to (none: the final norm).
+// Bias-dropout-add with --hidden-dropout > 0 (Megatron-Core fused_bias_dropout.py, torch
+// dropout): beyond the residual add, forward writes the one-byte mask and keeps it,
+// backward reads it with the gradient; on the residual stream's (sequence-split) tokens.
+void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod, const std::string& name) {
+  if (in.training.hidden_dropout <= 0) return;
+  const double elems = s.Tn * s.h;
+  b.memory(name + ".dropout", mod, elems * (2 + 2 + 1), (2 + 1 + 2) / 5.0, elems);
+}
+
 void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,
           const workload::Framework& fw, std::optional<workload::OffloadTarget> target) {
   b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
@@ -357,6 +366,32 @@ void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
   // the amax there and still scales and casts in kernels of their own (see `quantized`).
   if (b.fp8() && (!fused_quant || b.current_scaling()))
     b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant);
+}
+
+// Core attention of `heads` heads (per rank) with q/k head size `qk` and v head size `v`:
+// the fused kernel (`fwd_flops` causal, `bytes` read and kept: q, k, v, the output and
+// the softmax statistics), or TE's unfused path (workload::AttentionBackend): two batched
+// GEMMs over the whole s x s scores per head (2 x 2 s s (qk + v) per head forward, no
+// causal skipping), the softmax between them reading and writing the BF16 scores, and
+// the probabilities kept beside what the fused kernel keeps; the scores before the
+// softmax and, in backward, their gradient are live one layer at a time.
+// `kept`: what the fused kernel keeps for backward, when it differs from `bytes`.
+void core_attention(LayerBuilder& b, const TemplateInputs& in, Module mod, double heads, double qk, double v,
+                    double fwd_flops, double bytes, double kv_bytes, std::optional<double> kept = std::nullopt) {
+  if (in.framework.attention_backend == AttentionBackend::fused) {
+    b.attention("attn.core", mod, fwd_flops, bytes, kv_bytes);
+    if (kept) b.last_fwd().saved_bytes = *kept;
+    return;
+  }
+  const double seq = static_cast<double>(in.training.seq_length);
+  const double groups = static_cast<double>(in.training.micro_batch_size) * heads;
+  const double scores = groups * seq * seq;  // elements of the BF16 scores
+  b.linear("attn.core.scores", mod, seq, seq, qk, false, false, groups, false);
+  b.last_fwd().saved_bytes = 0;
+  b.memory("attn.core.softmax", mod, scores * (2 + 2), 1.5, kept.value_or(bytes) + scores * 2);
+  b.linear("attn.core.context", mod, seq, v, seq, false, false, groups, false);
+  b.last_fwd().saved_bytes = 0;
+  b.transient(2 * scores * 2);
 }
 
 void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
@@ -412,8 +447,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     const bool o_e5m6 = has(in.framework.low_precision_activations, workload::LowPrecisionActivation::attn_output);
     const double o_bytes = s.T * n * v * (o_e5m6 ? 1.5 : 2);
     const std::size_t core = b.mark();
-    b.attention("attn.core", Module::attn, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
-                (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4, s.T * n * (qk + v) * 2);
+    core_attention(b, in, Module::attn, n, qk, v, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
+                   (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4, s.T * n * (qk + v) * 2);
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
     if (core_recompute) b.recompute_since(core);
@@ -429,13 +464,21 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     if (m.learned_positions == 0) b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
     const std::size_t core = b.mark();
-    b.attention("attn.core", Module::attn, 2 * s.T * seq * n * d, s.T * (n + 2 * g) * d * 2 * 2, s.T * 2 * g * d * 2);
+    // TE's DotProductAttention keeps q, k, v, its output and the softmax statistics
+    // (ctx.save_for_backward(q, k, v, out, aux_ctx_tensors): 4 bytes a head and token).
+    const double kept = s.T * (2 * n + 2 * g) * d * 2 + s.T * n * 4;
+    core_attention(b, in, Module::attn, n, d, d, 2 * s.T * seq * n * d, s.T * (n + 2 * g) * d * 2 * 2,
+                   s.T * 2 * g * d * 2, kept);
     offload(b, in.framework, workload::OffloadTarget::core_attn);
-    if (has(rc, RecomputeModule::core_attn)) b.recompute_since(core);
+    const bool core_recompute = has(rc, RecomputeModule::core_attn);
+    if (core_recompute) b.recompute_since(core);
     b.linear("attn.o_proj", Module::attn, s.T, s.h, n * d, true, true);
     offload(b, in.framework, workload::OffloadTarget::attn_proj);
+    // o_proj's saved input is core attention's saved output unless FP8 quantizes a copy.
+    if (!core_recompute && !b.fp8()) b.last_fwd().saved_bytes = 0;
   }
   tp_scatter(b, s, Module::attn, "attn");
+  hidden_dropout(b, in, s, Module::attn, "attn");
 }
 
 void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
@@ -453,6 +496,7 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
+  hidden_dropout(b, in, s, Module::mlp, "mlp");
   if (whole) b.recompute_since(start);
 }
 
@@ -687,6 +731,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
   }
   if (moe_recompute) b.recompute_since(moe_start, true);
+  hidden_dropout(b, in, s, Module::moe_combine, "moe");
 }
 
 }  // namespace
@@ -766,7 +811,14 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     b.linear("head.output", Module::head, s.T, v, s.h, in.framework.fp8_output_proj, true, 1,
              in.framework.fp8_output_proj);
     sp_saved_shard(b, s);
-    b.memory("loss.cross_entropy", Module::loss, s.T * v * 2 * 2);
+    // The loss keeps a logit-sized tensor for backward (workload::CrossEntropy): TE's the
+    // BF16 gradient written over the logits; Megatron's native kernels the FP32
+    // exponentials, after an FP32 cast (read 2, write 4) and, unfused, separate max,
+    // subtract, exp, sum and divide passes over them (4 + 8 + 8 + 4 + 8 bytes).
+    const auto ce = in.framework.cross_entropy;
+    const double ce_traffic = ce == CrossEntropy::te ? 2 + 2 : ce == CrossEntropy::native ? 2 + 4 + 4 : 2 + 4 + 32;
+    b.memory("loss.cross_entropy", Module::loss, s.T * v * ce_traffic, (2 + 2) / ce_traffic,
+             s.T * v * (ce == CrossEntropy::te ? 2 : 4));
     b.finish();
   }
   {

@@ -101,6 +101,25 @@ const sim_core::NameTable<GradDtype>& grad_dtype_names() {
   return kTable;
 }
 
+const sim_core::NameTable<CrossEntropy>& cross_entropy_names() {
+  static constexpr std::array<sim_core::NameEntry<CrossEntropy>, 3> kEntries{{
+      {CrossEntropy::te, "te", "TransformerEngine's fused loss: the BF16 logits' gradient kept"},
+      {CrossEntropy::native, "native", "Megatron's fused loss: FP32 exponentials kept"},
+      {CrossEntropy::unfused, "unfused", "Megatron's unfused loss: FP32 passes, FP32 exponentials kept"},
+  }};
+  static constexpr sim_core::NameTable<CrossEntropy> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<AttentionBackend>& attention_backend_names() {
+  static constexpr std::array<sim_core::NameEntry<AttentionBackend>, 2> kEntries{{
+      {AttentionBackend::fused, "fused", "TransformerEngine's flash or cuDNN fused attention"},
+      {AttentionBackend::unfused, "unfused", "TE's unfused attention: score GEMM, softmax, GEMM with V"},
+  }};
+  static constexpr sim_core::NameTable<AttentionBackend> kTable{kEntries};
+  return kTable;
+}
+
 const sim_core::NameTable<OptimizerKind>& optimizer_kind_names() {
   static constexpr std::array<sim_core::NameEntry<OptimizerKind>, 2> kEntries{{
       {OptimizerKind::adam, "adam", "Adam(W)"},

@@ -28,6 +28,13 @@ struct Training {
   Precision precision = Precision::bf16;
   std::int64_t mtp_layers = 0;
   std::optional<double> capacity_factor;  // token dropping; absent = dropless
+  // Megatron --hidden-dropout (its default 0.1; moesim's 0, as MoE recipes set): the
+  // bias-dropout-add after attention and after the MLP draws a mask and keeps it for
+  // backward (torch dropout: one byte an element of the residual stream).
+  double hidden_dropout = 0;
+  // Megatron --make-vocab-size-divisible-by: the vocabulary is padded to a multiple of
+  // this times TP (Megatron's default 128).
+  std::int64_t vocab_divisor = 128;
 };
 
 // DeepSeek's expert-parallel load balancer (workload/eplb.hpp) in a step: each MoE layer
@@ -81,6 +88,25 @@ const sim_core::NameTable<OptimizerStateDtype>& optimizer_state_dtype_names();
 // What DP reduces them in is Framework::grad_reduce_dtype, set apart.
 enum class GradDtype { fp32, bf16 };
 const sim_core::NameTable<GradDtype>& grad_dtype_names();
+
+// The loss kernel (Megatron --cross-entropy-loss-fusion, --cross-entropy-fusion-impl):
+//   te: TransformerEngine's kernel writes the logits' gradient over the BF16 logits in
+//       forward and keeps them (2 bytes a logit; transformer_engine/pytorch/cross_entropy.py);
+//   native: Megatron's fused function (megatron/core/fusions/fused_cross_entropy.py) and
+//   unfused: tensor_parallel/cross_entropy.py both cast the logits to FP32 and keep the
+//       FP32 exponentials for backward (4 bytes a logit); unfused runs the max, subtract,
+//       exp, sum and divide as separate passes over the FP32 logits.
+enum class CrossEntropy { te, native, unfused };
+const sim_core::NameTable<CrossEntropy>& cross_entropy_names();
+
+// Core attention (Megatron --attention-backend): fused, TransformerEngine's flash or
+// cuDNN kernels (auto, flash, fused); unfused, TE's UnfusedDotProductAttention
+// (dot_product_attention/backends.py): a batched GEMM of the scores over the whole
+// sequence (no causal skipping) into a BF16 [b, heads, s, s] tensor, the fused
+// scale-mask-softmax (which keeps its output, the probabilities, for backward), dropout
+// (identity at 0) and a batched GEMM with V that keeps the probabilities and V again.
+enum class AttentionBackend { fused, unfused };
+const sim_core::NameTable<AttentionBackend>& attention_backend_names();
 
 // Megatron --optimizer: Adam, or Muon (orthogonalized momentum: every 2-D weight but the
 // embedding and the output layer, Newton-Schulz iterations per matrix, one FP32 momentum;
@@ -141,6 +167,8 @@ struct Framework {
   // attention efficiency); --fp8-output-proj: the LM head's GEMMs under MXFP8.
   bool fp8_dot_product_attention = false;
   bool fp8_output_proj = false;
+  CrossEntropy cross_entropy = CrossEntropy::te;
+  AttentionBackend attention_backend = AttentionBackend::fused;
   // Megatron --moe-paged-stash (with full-iteration graphs and a rank capacity factor):
   // the routed experts' saved activations hold the tokens that arrived, in pages, instead
   // of the capacity the static buffers are sized for.

@@ -184,3 +184,30 @@ TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed 
   };
   CHECK(t(on) <= t(off));
 }
+
+TEST_CASE("Megatron's defaults that move memory come across: dropout, the loss, attention, vocabulary padding",
+          "[config][import][memory]") {
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const auto get = [&](const std::string& extra) {
+    return config::import_megatron(std::string(kSmallMoe) + extra, o).scenario;
+  };
+  const auto plain = get("");
+  // Megatron's --hidden-dropout defaults to 0.1; without --cross-entropy-loss-fusion the
+  // loss is unfused; --attention-backend auto picks the fused kernels.
+  CHECK(plain["training"]["hidden_dropout"] == 0.1);
+  CHECK(plain["framework"]["cross_entropy"] == "unfused");
+  CHECK(plain["framework"]["attention_backend"] == "fused");
+  CHECK_FALSE(plain["training"].contains("make_vocab_size_divisible_by"));
+  const auto set = get(" --hidden-dropout 0.0 --cross-entropy-loss-fusion --attention-backend unfused"
+                       " --make-vocab-size-divisible-by 3232");
+  CHECK(set["training"]["hidden_dropout"] == 0.0);
+  CHECK(set["framework"]["cross_entropy"] == "native");  // Megatron's default implementation
+  CHECK(set["framework"]["attention_backend"] == "unfused");
+  // 151936 pads to 155136 with 3232 (to itself with 128): the divisor is written.
+  CHECK(set["training"]["make_vocab_size_divisible_by"] == 3232);
+  CHECK(get(" --cross-entropy-loss-fusion --cross-entropy-fusion-impl te")["framework"]["cross_entropy"] == "te");
+  // A divisor that pads as 128 does is left out (no inert setting in the scenario).
+  CHECK_FALSE(get(" --make-vocab-size-divisible-by 64")["training"].contains("make_vocab_size_divisible_by"));
+}

@@ -107,6 +107,9 @@ std::map<std::string, Case> cases() {
   add("training.precision", g, R"({"training": {"precision": "mxfp8"}, "framework": {"fp8_param_gather": false}})",
       R"({"training": {"precision": "bf16"}, "framework": {"fp8_param_gather": false}})");
   add("training.mtp_layers", g, R"({"training": {"mtp_layers": 0}})", R"({"training": {"mtp_layers": 1}})");
+  add("training.make_vocab_size_divisible_by", g, R"({"training": {"make_vocab_size_divisible_by": 128}})",
+      R"({"training": {"make_vocab_size_divisible_by": 4096}})");
+  add("training.hidden_dropout", g, R"({"training": {"hidden_dropout": 0}})", R"({"training": {"hidden_dropout": 0.1}})");
   // Dropping caps the hottest rank's tokens at the capacity (and removes the dropless sync).
   add("training.token_drop", gb200_sampled(), "{}", R"({"training": {"token_drop": {"capacity_factor": 1.0}}})");
   // parallelism
@@ -199,6 +202,10 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"main_grads_dtype": "bf16"}})");
   add("framework.fp8_dot_product_attention", g, R"({"framework": {"fp8_dot_product_attention": false}})",
       R"({"framework": {"fp8_dot_product_attention": true}})");
+  add("framework.attention_backend", g, R"({"framework": {"attention_backend": "fused"}})",
+      R"({"framework": {"attention_backend": "unfused"}})");
+  add("framework.cross_entropy", g, R"({"framework": {"cross_entropy": "te"}})",
+      R"({"framework": {"cross_entropy": "unfused"}})");
   add("framework.fp8_output_proj", g, R"({"framework": {"fp8_output_proj": false}})",
       R"({"framework": {"fp8_output_proj": true}})");
   // stack switches: on (the newest stack), then off, where they act.

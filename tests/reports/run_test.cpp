@@ -385,7 +385,7 @@ TEST_CASE("Offloading moves activations and optimizer states to host memory", "[
 }
 
 TEST_CASE("A fragmentation allowance decides whether a tight layout fits", "[reports][run][memory]") {
-  // DeepSeek-V3's production layout peaks a little under the H800's 80 GB (74.5 GiB).
+  // DeepSeek-V3's production layout peaks a little under the 79.1 GiB CUDA reports on an H800.
   auto j = Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
   const auto tight = predict::predict(load(j));
   REQUIRE(tight.fits_in_memory);
@@ -393,7 +393,12 @@ TEST_CASE("A fragmentation allowance decides whether a tight layout fits", "[rep
   j["framework"]["allocator_fragmentation"] = 0.1;
   const auto reserved = predict::predict(load(j));
   CHECK(reserved.peak_memory_gib == tight.peak_memory_gib);
-  CHECK(reserved.reserved_memory_gib == Approx(1.1 * tight.peak_memory_gib));
+  // The allowance applies to what PyTorch's allocator holds, not to the context and the
+  // communication buffers beside it.
+  const auto& parts = tight.peak_memory_parts;
+  CHECK(reserved.reserved_memory_gib == Approx(tight.peak_memory_gib + 0.1 * parts.allocated()));
+  CHECK(parts.allocated() + parts.outside_allocator() == Approx(tight.peak_memory_gib));
+  CHECK(reserved.rank_max_reserved_gib.front() == Approx(1.1 * reserved.rank_max_allocated_gib.front()));
   CHECK_FALSE(reserved.fits_in_memory);
 }
 

@@ -72,7 +72,7 @@ TEST_CASE("Megatron's buckets: filled in backward order, closed at the item reac
   // item 7, t5 t4 at 5, t3 t2 at 3, t1 t0 at 1 (t0's dense MLP is large), E at 0.
   fw.ddp_bucket_size = 1.5 * moe_layer;
   REQUIRE(item(9).dense > *fw.ddp_bucket_size);
-  const auto plan = schedules::dp_plan(sc.model, sc.parallelism, fw, stage, sc.padded_vocab());
+  const auto plan = schedules::dp_plan(sc.model, sc.parallelism, fw, stage, sc.padded_vocab(), sc.pipeline_schedule);
   CHECK(plan.bucket[9].dense == item(9).dense);
   CHECK(plan.bucket[7].dense == Approx(2 * moe_layer));
   CHECK(plan.bucket[5].dense == Approx(2 * moe_layer));
@@ -84,7 +84,7 @@ TEST_CASE("Megatron's buckets: filled in backward order, closed at the item reac
   for (std::size_t k = 2; k <= 8; ++k) CHECK(plan.bucket[k].expert == Approx(experts));
   double dense = 0, expert = 0;
   for (const auto& b : plan.bucket) dense += b.dense, expert += b.expert;
-  const auto all = schedules::stage_parameters(sc.model, sc.parallelism, stage, sc.padded_vocab());
+  const auto all = schedules::stage_parameters(sc.model, sc.parallelism, stage, sc.padded_vocab(), sc.pipeline_schedule);
   CHECK(dense == Approx(all.dense));
   CHECK(expert == Approx(all.expert));
   // Megatron's default: max(40 M, 1 M x DP).

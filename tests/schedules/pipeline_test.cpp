@@ -31,6 +31,16 @@ TEST_CASE("Interleaved order follows Megatron's chunk mapping", "[schedules][pip
   CHECK_THROWS_AS(pipeline_order(ScheduleKind::interleaved_1f1b, 4, 2, 0, 6), std::invalid_argument);
 }
 
+TEST_CASE("Interleaved order with as many microbatches as ranks: no all-warm-up special case", "[schedules][pipeline]") {
+  // pp 2, vpp 2, m 2, last rank: warm-up (2-1-1)*2 + (2-1)*2 = 2 forwards (chunk 0 of both
+  // microbatches), then the last chunk's forward and backward alternate, as Megatron-Core
+  // runs it since 4295be1a6c (older releases ran every forward first when m == pp).
+  const auto o = pipeline_order(ScheduleKind::interleaved_1f1b, 2, 2, 1, 2);
+  std::string s;
+  for (const auto& w : o) s += fmt::format("{}{}.{} ", w.forward() ? 'F' : 'B', w.microbatch, w.chunk);
+  CHECK(s == "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 B0.0 B1.0 ");
+}
+
 TEST_CASE("1F1B bubble is (PP-1)(F+B) in the engine", "[schedules][pipeline][closed-form]") {
   for (int pp : {2, 4, 8}) {
     for (int m : {pp, 2 * pp, 3 * pp + 1}) {

@@ -341,6 +341,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   tr["precision"] = precision;
   const std::int64_t mtp = rng.chance(0.2) ? 1 : 0;
   tr["mtp_layers"] = mtp;
+  if (rng.chance(0.1)) tr["hidden_dropout"] = 0.1;
+  if (rng.chance(0.1)) tr["make_vocab_size_divisible_by"] = rng.pick({128, 3232});
   const bool token_drop = moe && rng.chance(0.2);
   if (token_drop) tr["token_drop"] = {{"capacity_factor", rng.pick({1, 2})}};
   j["training"] = tr;
@@ -427,6 +429,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
     fw["low_precision_activations"] = list;
   }
   if (rng.chance(0.1)) fw["allocator_fragmentation"] = 0.1;
+  if (rng.chance(0.1)) fw["cross_entropy"] = rng.pick(std::vector<std::string>{"te", "native", "unfused"});
+  if (rng.chance(0.1)) fw["attention_backend"] = rng.pick(std::vector<std::string>{"fused", "unfused"});
   if (rng.chance(0.1)) fw["ddp_bucket_size"] = rng.pick({1, 1000000, 40000000});
   j["framework"] = fw;
 
