@@ -166,7 +166,7 @@ constexpr std::array kModeled{
     FlagSpec{"--moe-router-group-topk", Arity::one},
     FlagSpec{"--mtp-num-layers", Arity::one},
     // training
-    FlagSpec{"--hidden-dropout", Arity::one},
+    FlagSpec{"--hidden-dropout", Arity::one}, FlagSpec{"--attention-dropout", Arity::one},
     FlagSpec{"--seq-length", Arity::one}, FlagSpec{"--micro-batch-size", Arity::one},
     FlagSpec{"--global-batch-size", Arity::one}, FlagSpec{"--bf16", Arity::none},
     FlagSpec{"--fp16", Arity::none}, FlagSpec{"--fp8-format", Arity::one},
@@ -229,7 +229,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 95> kIgnored{
+constexpr std::array<std::string_view, 94> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
@@ -237,7 +237,7 @@ constexpr std::array<std::string_view, 95> kIgnored{
     "--data-cache-path", "--tokenizer-type", "--tokenizer-model", "--data-path", "--split", "--no-mmap-bin-files",
     "--no-create-attention-mask-in-dataloader", "--num-workers", "--max-position-embeddings",
     "--position-embedding-type", "--rotary-base", "--rotary-percent", "--normalization", "--norm-epsilon",
-    "--attention-dropout", "--clip-grad", "--weight-decay", "--lr-decay-samples",
+    "--clip-grad", "--weight-decay", "--lr-decay-samples",
     "--lr-decay-iters", "--lr-warmup-samples", "--lr-warmup-iters", "--lr-warmup-fraction", "--lr-warmup-init",
     "--lr", "--min-lr", "--lr-decay-style", "--adam-beta1", "--adam-beta2", "--adam-eps",
     "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-router-pre-softmax",
@@ -735,7 +735,7 @@ class Importer {
     p["ep"] = f_.integer_or("--expert-model-parallel-size", 1);
     // Megatron: --expert-tensor-parallel-size defaults to the TP size; a dense model has
     // no expert layers to split (moesim requires etp 1 there).
-    p["etp"] = f_.integer_or("--expert-tensor-parallel-size", f_.integer_or("--num-experts", 0) > 0 ? tp : 1);
+    p["etp"] = f_.integer_or("--expert-tensor-parallel-size", moe_ ? tp : 1);
     p["cp"] = f_.integer_or("--context-parallel-size", 1);
     p["sequence_parallel"] = f_.has("--sequence-parallel");
     p["pipeline_schedule"] = vpp > 1 ? "interleaved-1f1b" : "1f1b";
@@ -824,6 +824,11 @@ class Importer {
     // unfused, for local); its flash or cuDNN kernels otherwise (auto picks them).
     const std::string backend = f_.choice("--attention-backend", "auto", {"auto", "flash", "fused", "unfused", "local"});
     fw["attention_backend"] = backend == "unfused" || backend == "local" ? "unfused" : "fused";
+    // Unfused, attention dropout keeps a mask and the dropped probabilities of every
+    // score (the fused kernels regenerate it): not modeled. Megatron's default is 0.1.
+    if (fw["attention_backend"] == "unfused" && f_.number("--attention-dropout").value_or(0.1) != 0)
+      f_.fail("--attention-backend", "unfused attention with attention dropout (Megatron's default 0.1; "
+                                     "--attention-dropout 0 turns it off) is not modeled");
     // The loss: unfused without --cross-entropy-loss-fusion; with it, Megatron's
     // --cross-entropy-fusion-impl (default native) or TransformerEngine's kernel.
     fw["cross_entropy"] = f_.has("--cross-entropy-loss-fusion")

@@ -17,9 +17,12 @@ struct ModelType {
   bool qk_layernorm;  // per-head q/k RMSNorm (Qwen3)
   bool mixtral_ffn;   // expert FFN size is intermediate_size (Mixtral)
   bool gpt = false;   // Megatron GPT (GPT-3): GELU without a gate, learned absolute positions
+  // GPT-OSS (openai/gpt-oss-120b, -20b config.json; HF modeling_gpt_oss.py): attention
+  // sinks, biases in the router and the experts, sliding and full attention layers.
+  bool gpt_oss = false;
 };
 
-constexpr std::array<ModelType, 10> kModelTypes{{
+constexpr std::array<ModelType, 11> kModelTypes{{
     {"deepseek_v3", false, false},
     {"deepseek_v2", false, false},
     {"kimi_k2", false, false},  // DeepSeek-V3 architecture (Moonshot AI config.json)
@@ -32,6 +35,7 @@ constexpr std::array<ModelType, 10> kModelTypes{{
     // Megatron's GPTModel as MLPerf's GPT-3 175B runs it (mlcommons/training
     // large_language_model/megatron-lm: --position-embedding-type learned_absolute, GELU).
     {"gpt", false, false, true},
+    {"gpt_oss", false, true, false, true},
 }};
 
 const ModelType& model_type(const Node& n) {
@@ -56,6 +60,39 @@ std::optional<Node> one_alias(Object& o, std::initializer_list<std::string_view>
     }
   }
   return found;
+}
+
+// Sliding-window attention. HF: sliding_window (null or absent: none), use_sliding_window
+// (Qwen2/3, Mistral: false turns it off), layer_types (per layer "sliding_attention" or
+// "full_attention": GPT-OSS), or max_window_layers (Qwen2: the layers from that index on
+// are windowed); else every layer. Megatron's windowed attention runs in TE's fused
+// kernels without context parallelism's ring (refused in the scenario loader) and is
+// not modeled for MLA.
+void sliding_window(Object& o, workload::ModelConfig& m) {
+  const auto w = o.get("sliding_window");
+  const bool on = o.bool_or("use_sliding_window", true);
+  const auto types = o.get("layer_types");
+  const auto max_window = o.get("max_window_layers");
+  m.sliding_layer.assign(static_cast<std::size_t>(m.num_layers), false);
+  if (types) {
+    if (types->json().size() != static_cast<std::size_t>(m.num_layers))
+      types->fail(fmt::format("lists {} layers; the model has {}", types->json().size(), m.num_layers));
+    std::size_t i = 0;
+    types->for_each_element([&](const Node& e) {
+      const std::string t = e.as_string();
+      if (t != "sliding_attention" && t != "full_attention")
+        e.fail(fmt::format("unknown layer type '{}'; known: sliding_attention, full_attention", t));
+      m.sliding_layer[i++] = t == "sliding_attention";
+    });
+  }
+  if (!w || w->json().is_null() || !on) return;
+  m.sliding_window = w->as_int(1, kBig);
+  if (!types) {
+    const std::int64_t from = max_window ? max_window->as_int(0, m.num_layers) : 0;
+    for (std::int64_t i = from; i < m.num_layers; ++i) m.sliding_layer[static_cast<std::size_t>(i)] = true;
+  }
+  if (m.attention == workload::AttentionKind::mla && m.any_windowed())
+    w->fail("sliding-window attention with MLA is not modeled");
 }
 
 }  // namespace
@@ -101,6 +138,9 @@ workload::ModelConfig read_model(const Node& node) {
     const auto inter = o.get("intermediate_size");
     if (m.num_experts > 0) {
       m.topk = o.req("num_experts_per_tok").as_int(1, m.num_experts);
+      // GPT-OSS's config.json repeats it as experts_per_token.
+      if (auto e = o.get("experts_per_token"); e && e->as_int(1, m.num_experts) != m.topk)
+        e->fail(fmt::format("differs from num_experts_per_tok ({})", m.topk));
       if (type.mixtral_ffn) {
         if (!inter) o.req("intermediate_size");
         m.moe_ffn_hidden_size = inter->as_int(1, kBig);
@@ -128,7 +168,14 @@ workload::ModelConfig read_model(const Node& node) {
       m.ffn_hidden_size = o.req("intermediate_size").as_int(1, kBig);
       o.ignore({"num_experts_per_tok", "moe_intermediate_size", "n_shared_experts",
                 "shared_expert_intermediate_size", "scoring_func", "n_group", "topk_group"});
+      if (type.gpt_oss) node.fail("a gpt_oss model has experts (num_local_experts)");
     }
+    m.attention_bias = o.bool_or("attention_bias", false);
+    if (m.attention_bias && m.attention == workload::AttentionKind::mla)
+      o.get("attention_bias")->fail("attention biases with MLA are not modeled");
+    m.mlp_bias = o.bool_or("mlp_bias", false);
+    m.attention_sinks = m.expert_bias = m.router_bias = type.gpt_oss;
+    sliding_window(o, m);
 
     // Which decoder layers are MoE. Megatron-style list (moe_layer_freq: [0,0,1,...]),
     // DeepSeek (first_k_dense_replace, moe_layer_freq N), Qwen (decoder_sparse_step,
@@ -162,16 +209,21 @@ workload::ModelConfig read_model(const Node& node) {
     if (m.num_experts > 0 && m.num_dense_layers() > 0 && m.ffn_hidden_size == 0)
       (inter ? *inter : node).fail("dense layers need intermediate_size");
 
-    // HF fields with no effect on step time or memory in this model.
-    o.ignore({"architectures", "attention_bias", "attention_dropout", "auto_map", "bos_token_id",
+    // HF fields with no effect on step time or memory in this model: numerics inside
+    // kernels moesim prices anyway (norm epsilon, RoPE and YaRN parameters, GPT-OSS's
+    // SwiGLU clamp swiglu_limit, routing scale factors), token ids, the checkpoint's
+    // storage (torch_dtype, quantization_config: the training precision is
+    // training.precision), inference options, and loss coefficients (routing is the
+    // scenario's routing block).
+    o.ignore({"architectures", "attention_dropout", "auto_map", "bos_token_id",
               "eos_token_id", "pad_token_id", "hidden_act", "initializer_range",
-              "max_position_embeddings", "max_window_layers", "pretraining_tp", "rms_norm_eps",
+              "max_position_embeddings", "pretraining_tp", "rms_norm_eps",
               "rope_scaling", "rope_theta", "routed_scaling_factor", "norm_topk_prob",
               "topk_method", "torch_dtype", "transformers_version", "use_cache",
-              "use_sliding_window", "sliding_window", "aux_loss_alpha", "seq_aux", "ep_size",
+              "aux_loss_alpha", "seq_aux", "ep_size",
               "output_router_logits", "router_aux_loss_coef", "router_jitter_noise",
-              "quantization_config", "mlp_bias", "head_dim_original", "rope_interleave",
-              "tie_word_embeddings"});
+              "quantization_config", "head_dim_original", "rope_interleave",
+              "tie_word_embeddings", "swiglu_limit", "initial_context_length"});
   });
   return m;
 }

@@ -33,7 +33,7 @@ struct Measured {
   double value = 0;
   std::string source;
   double tolerance_pct = 5;
-  // peak_memory_gib only: the counter it is (default max_reserved) and the pipeline rank
+  // peak_memory_gib only: the counter it is (required) and the pipeline rank
   // that logged it (absent: the rank with the predicted peak). Megatron's TensorBoard
   // writer is on the last rank (global_vars.py _set_tensorboard_writer), so its
   // mem-max-allocated-bytes are the last pipeline rank's.
@@ -50,6 +50,10 @@ struct Measured {
   // out of the fit and reports its error at the fitted values. Empty: fitted.
   std::string held_out;
 };
+
+// What a measurement is, as the reports name it: the metric, and for a memory figure its
+// counter and pipeline rank ("peak_memory_gib max_allocated pp3").
+std::string measured_name(const Measured& m);
 
 // Where ranks sit (a moesim extension of the contract): how many GPUs of one NVLink
 // domain the job uses. The GB200 journey puts every 32 GPUs (8 trays) in one NVL72

@@ -75,10 +75,13 @@ RuntimeMemory runtime_outside_allocator(const config::Scenario& sc) {
   m.context = kContext;
   m.nccl = comms * kChannels * kConnection;
   if (moe && p.ep > 1 && sc.framework.dispatcher == hw_models::Dispatcher::alltoall) {
+    // NVLink peers, at most the measured node's 7: NCCL deals its p2p channels out over
+    // the peers, so beyond one node the measured footprint is taken as the bound.
     const std::int64_t domain = std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);
-    m.nccl += static_cast<double>(std::min(p.ep, domain) - 1) * kA2aPeer;
+    m.nccl += static_cast<double>(std::min<std::int64_t>(std::min(p.ep, domain) - 1, 7)) * kA2aPeer;
   }
-  if (sc.framework.tp_comm_overlap) {
+  // Userbuffers exist where TE overlaps sequence parallelism's collectives.
+  if (sc.framework.tp_comm_overlap && p.tp > 1 && p.sequence_parallel) {
     const double tensor = static_cast<double>(sc.training.seq_length * sc.training.micro_batch_size) /
                           static_cast<double>(p.cp) * static_cast<double>(sc.model.hidden_size);
     const bool fp8 = sc.training.precision != workload::Precision::bf16;
@@ -158,9 +161,8 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
             lt = &t.head;
             break;
           case schedules::LayerSlot::moe:
-            lt = &t.moe;
-            break;
           case schedules::LayerSlot::dense:
+            lt = &t.decoder(slot == schedules::LayerSlot::moe, sc.model.windowed(it.index));
             break;
           case schedules::LayerSlot::mtp:
             lt = &t.mtp;

@@ -67,8 +67,10 @@ struct MemoryParts {
 //     communicators: DP x CP (dense gradients), TP, CP, EP and expert-DP (MoE), the
 //     model-parallel group of the gradient norm (TP x PP), the pipeline neighbours and
 //     the embedding group (pp > 1); NCCL's all-to-all dispatcher adds its peer buffers,
-//     3.28 GB over 7 NVLink peers on 8 H100 (NVIDIA/nccl issue 1685), per NVLink peer;
-//   userbuffers (framework.tp_comm_overlap): TransformerEngine's 12 buffers of the
+//     3.28 GB over 7 NVLink peers on 8 H100 (NVIDIA/nccl issue 1685), per NVLink peer up
+//     to those 7 (NCCL deals its p2p channels out over the peers: the bound assumed);
+//   userbuffers (framework.tp_comm_overlap with TP > 1 and sequence parallelism):
+//     TransformerEngine's 12 buffers of the
 //     full (seq x mbs / cp) x hidden tensor (initialize_ub: 4 ring-exchange, 2 pipeline,
 //     4 bulk, 2 external names), the 8 all-gather ones in FP8 (1 byte) under FP8
 //     recipes, BF16 otherwise (docs/research/memory-as-the-driver-counts-it.md 3.5).

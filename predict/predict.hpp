@@ -46,7 +46,9 @@ struct Prediction {
   double peak_memory_gib = 0;
   using MemoryParts = predict::MemoryParts;
   MemoryParts peak_memory_parts;   // the peak rank's memory by part (GiB)
-  double reserved_memory_gib = 0;  // the peak with the allocator's fragmentation allowance
+  // The largest rank's allocator reserve (allocated x (1 + fragmentation)) plus what lives
+  // beside the allocator: what fits_in_memory compares with the capacity.
+  double reserved_memory_gib = 0;
   // Per pipeline rank, PyTorch's counters: max_memory_allocated and max_memory_reserved
   // (allocated x (1 + framework.allocator_fragmentation)), without what lives beside
   // the allocator (MemoryParts::outside_allocator).

@@ -32,12 +32,8 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
     r.dispatcher = sc.model.is_moe()
                        ? std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher))
                        : "-";
-    r.metric = config::measured_metric_names().name(sc.measured->metric);
+    r.metric = config::measured_name(*sc.measured);
     r.memory = !config::is_timing(sc.measured->metric);
-    if (r.memory) {
-      r.metric = fmt::format("{} {}{}", r.metric, config::memory_counter_names().name(sc.measured->memory_counter),
-                             sc.measured->pp_rank ? fmt::format(" pp{}", *sc.measured->pp_rank) : "");
-    }
     r.measured = sc.measured->value;
     r.predicted = predicted_metric(*sc.measured, p);
     r.error_pct = 100 * (r.predicted - r.measured) / r.measured;
@@ -95,6 +91,7 @@ ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
   ValidateSummary s;
   for (const auto& r : rows) {
     s.failed += r.ok ? 0 : 1;
+    (r.memory ? s.memory_failed : s.timing_failed) += r.ok ? 0 : 1;
     if (r.memory) {
       s.memory.add(r);
       continue;

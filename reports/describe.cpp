@@ -227,6 +227,12 @@ std::string describe_text(const config::Scenario& sc) {
                              ? fmt::format(", shared-expert FFN {}", m.shared_expert_ffn_hidden_size)
                              : std::string()));
   line("", fmt::format("vocabulary {} (padded {})", m.vocab_size, sc.padded_vocab()));
+  if (m.any_windowed())
+    line("", fmt::format("sliding-window attention ({} tokens) in {} of {} layers{}", m.sliding_window,
+                         std::count(m.sliding_layer.begin(), m.sliding_layer.end(), true), m.num_layers,
+                         m.attention_sinks ? ", attention sinks" : ""));
+  else if (m.attention_sinks)
+    line("", "attention sinks");
   line("parameters", fmt::format("{:.2f} B total, {:.2f} B active per token{}", s.params.total / 1e9,
                                  s.params.active / 1e9,
                                  s.params.mtp > 0 ? fmt::format(" (MTP {:.2f} B)", s.params.mtp / 1e9)
@@ -314,6 +320,9 @@ std::string describe_text(const config::Scenario& sc) {
   if (f.ddp_bucket_size) line("", fmt::format("DDP bucket size {:g} parameters", *f.ddp_bucket_size));
   if (f.allocator_fragmentation > 0)
     line("", fmt::format("allocator fragmentation allowance {:g}%", 100 * f.allocator_fragmentation));
+  if (f.attention_backend != workload::AttentionBackend::fused || f.cross_entropy != workload::CrossEntropy::te)
+    line("", fmt::format("attention {}, loss {}", workload::attention_backend_names().name(f.attention_backend),
+                         workload::cross_entropy_names().name(f.cross_entropy)));
   std::vector<std::string> on, off;
   for (const auto& sw : workload::stack_switches())
     (sc.stack.*sw.member ? on : off).emplace_back(sw.name);
@@ -321,8 +330,7 @@ std::string describe_text(const config::Scenario& sc) {
   line("", fmt::format("off: {}", list_or(off, "none")));
   line("routing", routing_text(sc.routing));
   if (sc.measured)
-    line("measured", fmt::format("{} = {:g} (tolerance {:g}%), {}",
-                                 config::measured_metric_names().name(sc.measured->metric),
+    line("measured", fmt::format("{} = {:g} (tolerance {:g}%), {}", config::measured_name(*sc.measured),
                                  sc.measured->value, sc.measured->tolerance_pct, sc.measured->source));
   return o;
 }

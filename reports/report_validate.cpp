@@ -20,20 +20,19 @@ using namespace charts;  // what the pages share (reports/report_charts.hpp)
 HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skipped) {
   const predict::ValidateSummary sum = predict::summarize(rows);
   const auto& all = sum.all;
-  const int failed = sum.failed;
   HtmlPage page;
   page.title = "moesim report: predicted against measured";
   page.subtitle =
       "The runs with a measured block under the given paths, as moesim validate evaluates them.";
   page.facts = {{"runs", std::to_string(all.runs)},
                 {"mean absolute error", fmt::format("{:.2f}%", all.mae())},
-                {"over tolerance", std::to_string(failed)}};
+                {"over tolerance", std::to_string(sum.timing_failed)}};
   if (all.worst)
     page.facts.emplace_back("worst",
                             fmt::format("{} ({:+.1f}%)", all.worst->name, all.worst->error_pct));
   if (sum.memory.runs)
-    page.facts.emplace_back("memory points", fmt::format("{}, mean absolute error {:.2f}%", sum.memory.runs,
-                                                         sum.memory.mae()));
+    page.facts.emplace_back("memory points", fmt::format("{}, mean absolute error {:.2f}%, {} over tolerance",
+                                                         sum.memory.runs, sum.memory.mae(), sum.memory_failed));
   if (skipped)
     page.facts.emplace_back("skipped", fmt::format("{} file(s) without a measured block", skipped));
 

@@ -92,6 +92,7 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   if (sc.measured) {
     const double pred = predict::predicted_metric(*sc.measured, p);
     j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
+                     {"what", config::measured_name(*sc.measured)},
                      {"value", sc.measured->value},
                      {"predicted", pred},
                      {"error_pct", 100 * (pred - sc.measured->value) / sc.measured->value}};
@@ -158,8 +159,8 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
                      p.step_time_p50_s, p.step_time_p95_s);
   if (sc.measured) {
     const double pred = predict::predicted_metric(*sc.measured, p);
-    o += fmt::format("\nmeasured {} = {:g}; predicted {:.2f} ({:+.1f}%)\n",
-                     config::measured_metric_names().name(sc.measured->metric), sc.measured->value, pred,
+    o += fmt::format("\nmeasured {} = {:g}; predicted {:.2f} ({:+.1f}%)\n", config::measured_name(*sc.measured),
+                     sc.measured->value, pred,
                      100 * (pred - sc.measured->value) / sc.measured->value);
   }
   if (const auto warnings = config::inert_setting_warnings(sc); !warnings.empty()) {

@@ -65,14 +65,15 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int sk
 
 std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped) {
   const predict::ValidateSummary sum = predict::summarize(rows);
-  const auto& [all, by_system, by_dispatcher, failed, series, memory] = sum;
+  const auto& [all, by_system, by_dispatcher, failed, series, memory, timing_failed, memory_failed] = sum;
   std::string o = "## moesim validate\n\n";
-  o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), failed);
+  o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), timing_failed);
   if (skipped) o += fmt::format("; {} file(s) without a measured block skipped", skipped);
   o += ".";
   if (all.worst) o += fmt::format(" Worst: {} ({:+.1f}%).", md_escape(all.worst->name), all.worst->error_pct);
   if (memory.runs)
-    o += fmt::format(" Memory: {} points, mean absolute error **{:.2f}%**.", memory.runs, memory.mae());
+    o += fmt::format(" Memory: {} points, mean absolute error **{:.2f}%**, {} beyond tolerance.", memory.runs,
+                     memory.mae(), memory_failed);
   o += "\n\n| scenario | system | dispatcher | metric | measured | predicted | error | tolerance | |\n"
        "|---|---|---|---|---:|---:|---:|---:|---|\n";
   for (const auto& r : rows)
@@ -206,7 +207,7 @@ nlohmann::ordered_json series_json(const std::vector<predict::SeriesFit>& series
 
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                                      int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
-  const auto& [all, by_system, by_dispatcher, failed, series, memory] = sum;
+  const auto& [all, by_system, by_dispatcher, failed, series, memory, timing_failed, memory_failed] = sum;
   nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
   for (const auto& r : rows)
     out_rows.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"dispatcher", r.dispatcher},
@@ -222,7 +223,7 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
                              {"skipped_without_measured", skipped}};
   if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
   if (memory.runs) {
-    out["memory"] = {{"points", memory.runs}, {"mean_abs_error_pct", memory.mae()}};
+    out["memory"] = {{"points", memory.runs}, {"mean_abs_error_pct", memory.mae()}, {"failed", memory_failed}};
     out["memory"]["worst"] = {{"name", memory.worst->name}, {"error_pct", memory.worst->error_pct}};
   }
   out["by_system"] = groups(by_system);
@@ -234,9 +235,7 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
 
 std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                           int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
-  const auto& [all, by_system, by_dispatcher, failed, series, memory] = sum;
-  int memory_failed = 0;
-  for (const auto& r : rows) memory_failed += r.memory && !r.ok ? 1 : 0;
+  const auto& [all, by_system, by_dispatcher, failed, series, memory, timing_failed, memory_failed] = sum;
   std::string out;
   if (all.runs) {
     out += fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted", "error", "tol", "");
@@ -245,7 +244,7 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows, const p
         out += fmt::format("{:<44} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>5.1f}%  {}\n", r.name, r.measured, r.predicted,
                            r.error_pct, r.tolerance_pct, r.ok ? "ok" : "OVER");
     out += fmt::format("{} runs, mean absolute error {:.2f}%, {} over tolerance\n", all.runs, all.mae(),
-                       failed - memory_failed);
+                       timing_failed);
     if (all.worst) out += fmt::format("worst: {} ({:+.1f}%)\n", all.worst->name, all.worst->error_pct);
   }
   if (all.runs > 1) {

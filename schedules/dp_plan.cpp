@@ -11,7 +11,6 @@ DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p, c
                const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule) {
   DpPlan plan;
   const std::size_t n = stage.items.size();
-  plan.item.reserve(n);
   plan.item = stage_item_parameters(m, p, stage, padded_vocab, schedule);
   plan.bucket.assign(n, StageParams{});
   // Bucketing off (see the header): one bucket, closing at the stage's first item.

@@ -249,6 +249,8 @@ void KernelPricing::price_templates() {
   };
   convert(t.dense, dense_);
   convert(t.moe, moe_);
+  convert(t.dense_window, dense_window_);
+  convert(t.moe_window, moe_window_);
   convert(t.embedding, embedding_);
   convert(t.head, head_);
   convert(t.mtp, mtp_);

@@ -182,8 +182,8 @@ class KernelPricing {
     switch (layer_slot(item, in_.model)) {
       case LayerSlot::embedding: return embedding_;
       case LayerSlot::head: return head_;
-      case LayerSlot::moe: return moe_;
-      case LayerSlot::dense: return dense_;
+      case LayerSlot::moe: return in_.model.windowed(item.index) ? moe_window_ : moe_;
+      case LayerSlot::dense: return in_.model.windowed(item.index) ? dense_window_ : dense_;
       case LayerSlot::mtp: return mtp_;
     }
     return dense_;
@@ -268,7 +268,7 @@ class KernelPricing {
   PortLoads pp_send_ports_{}, pp_recv_ports_{};  // one activation each way
   double nvl_port_Bps_ = 0, net_port_Bps_ = 0;   // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
-  PricedLayer dense_, moe_, embedding_, head_, mtp_;
+  PricedLayer dense_, moe_, dense_window_, moe_window_, embedding_, head_, mtp_;
   workload::CaptureSet captured_;
 };
 

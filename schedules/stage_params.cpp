@@ -20,6 +20,15 @@ bool has_experts(LayerSlot slot, const workload::ModelConfig& m) {
   return slot == LayerSlot::moe || (slot == LayerSlot::mtp && m.mtp_is_moe());
 }
 
+namespace {
+// The word embedding split over TP and the position table, which is not (Megatron's
+// LanguageModelEmbedding).
+double embedding_params(const workload::ModelConfig& m, const workload::Parallelism& p, std::int64_t padded_vocab) {
+  const double h = static_cast<double>(m.hidden_size);
+  return static_cast<double>(padded_vocab) * h / static_cast<double>(p.tp) + static_cast<double>(m.learned_positions) * h;
+}
+}  // namespace
+
 StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& it,
                             std::int64_t padded_vocab) {
   const auto lp = workload::layer_parameters(m);
@@ -27,10 +36,12 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
   const double tp = static_cast<double>(p.tp);
   StageParams s;
   const LayerSlot slot = layer_slot(it, m);
-  if (slot == LayerSlot::embedding || slot == LayerSlot::head) {
+  if (slot == LayerSlot::embedding) {
+    s.dense = embedding_params(m, p, padded_vocab);
+    return s;
+  }
+  if (slot == LayerSlot::head) {
     s.dense = static_cast<double>(padded_vocab) * h / tp;
-    // The position table is not split over TP (Megatron's LanguageModelEmbedding).
-    if (slot == LayerSlot::embedding) s.dense += static_cast<double>(m.learned_positions) * h;
     return s;
   }
   if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
@@ -68,9 +79,7 @@ std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m, c
   for (const auto& it : stage.items) {
     out.push_back(item_parameters(m, p, it, padded_vocab));
     if (it.kind == LayoutItemKind::mtp && copy) {
-      out.back().dense += static_cast<double>(padded_vocab) * static_cast<double>(m.hidden_size) /
-                              static_cast<double>(p.tp) +
-                          static_cast<double>(m.learned_positions * m.hidden_size);
+      out.back().dense += embedding_params(m, p, padded_vocab);
       copy = false;
     }
   }

@@ -47,7 +47,26 @@ double attention_params(const ModelConfig& m) {
   const double d = static_cast<double>(m.head_dim);
   const double g = static_cast<double>(m.num_kv_heads);
   const double qk_norm = m.qk_layernorm ? 2 * d : 0;
-  return h * n * d + 2 * h * g * d + n * d * h + qk_norm + h;
+  const double bias = m.attention_bias ? (n + 2 * g) * d + h : 0;
+  const double sinks = m.attention_sinks ? n : 0;
+  return h * n * d + 2 * h * g * d + n * d * h + qk_norm + h + bias + sinks;
+}
+
+// An FFN of intermediate size f (gate and up stacked under SwiGLU), with its biases
+// (the stacked FC1's and FC2's) where the model has them.
+double ffn_params(const ModelConfig& m, std::int64_t f, bool bias) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double e = static_cast<double>(m.ffn_matrices());
+  const double ff = static_cast<double>(f);
+  return e * h * ff + (bias && f > 0 ? (e - 1) * ff + h : 0);
+}
+
+// The router: an h x E projection, a bias where the model has one (GPT-OSS) and the
+// score-correction bias of sigmoid routers (DeepSeek-V3).
+double router_params(const ModelConfig& m) {
+  const double experts = static_cast<double>(m.num_experts);
+  return static_cast<double>(m.hidden_size) * experts +
+         (m.router_scoring == "sigmoid" || m.router_bias ? experts : 0);
 }
 
 }  // namespace
@@ -108,27 +127,22 @@ LayerParams muon_ns_flops(const ModelConfig& m) {
 
 LayerParams layer_parameters(const ModelConfig& m) {
   const double h = static_cast<double>(m.hidden_size);
-  const double e = static_cast<double>(m.ffn_matrices());
-  const double experts = static_cast<double>(m.num_experts);
   LayerParams l;
   l.attention = attention_params(m);
-  l.dense_mlp = e * h * static_cast<double>(m.ffn_hidden_size) + h;
-  l.expert = e * h * static_cast<double>(m.moe_ffn_hidden_size);
-  l.moe_common = h * experts + (m.router_scoring == "sigmoid" ? experts : 0) +
-                 e * h * static_cast<double>(m.shared_expert_ffn_hidden_size) + h;
+  l.dense_mlp = ffn_params(m, m.ffn_hidden_size, m.mlp_bias) + h;
+  l.expert = ffn_params(m, m.moe_ffn_hidden_size, m.expert_bias);
+  l.moe_common = router_params(m) + ffn_params(m, m.shared_expert_ffn_hidden_size, m.expert_bias) + h;
   return l;
 }
 
 ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
                              std::int64_t padded_vocab) {
   const double h = static_cast<double>(m.hidden_size);
-  const double e = static_cast<double>(m.ffn_matrices());
   const double experts = static_cast<double>(m.num_experts);
-  const double expert = e * h * static_cast<double>(m.moe_ffn_hidden_size);
-  const double shared = e * h * static_cast<double>(m.shared_expert_ffn_hidden_size);
-  // Sigmoid routers (DeepSeek-V3) carry a per-expert score-correction bias.
-  const double router = h * experts + (m.router_scoring == "sigmoid" ? experts : 0);
-  const double dense = e * h * static_cast<double>(m.ffn_hidden_size);
+  const double expert = ffn_params(m, m.moe_ffn_hidden_size, m.expert_bias);
+  const double shared = ffn_params(m, m.shared_expert_ffn_hidden_size, m.expert_bias);
+  const double router = router_params(m);
+  const double dense = ffn_params(m, m.ffn_hidden_size, m.mlp_bias);
   const double attn = attention_params(m);
 
   ParamCounts p;

@@ -35,13 +35,7 @@ class LayerBuilder {
     if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, groups);
     const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
     const auto gemm = [&](const std::string& n_, double M, double N, double K) {
-      KernelTemplate t;
-      t.name = n_;
-      t.module = mod;
-      t.work = {cls, d, 2 * M * N * K * groups, (M * K * eb + K * N * eb + M * N * 2) * groups,
-                static_cast<std::int64_t>(M), static_cast<std::int64_t>(N),
-                static_cast<std::int64_t>(K), static_cast<std::int64_t>(groups), eb};
-      return t;
+      return gemm_t(n_, mod, cls, d, M, N, K, groups, eb);
     };
     KernelTemplate fprop = gemm(name + ".fprop", m, n, k);
     fprop.saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
@@ -57,6 +51,15 @@ class LayerBuilder {
     b.push_back(gemm(name + ".wgrad", k, n, m));
     b.back().library_launch = te;  // inside the same TE backward call
     push_bwd(std::move(b));
+  }
+
+  // A batched BF16 GEMM of `batch` independent M x N x K products (cuBLAS strided batched,
+  // priced as a GEMM over batch x its tiles): forward, and in backward the gradients of
+  // both inputs, each an activation gradient the previous op waits for (no weight).
+  void bmm(const std::string& name, Module mod, double m, double n, double k, double batch) {
+    push_fwd(gemm_t(name + ".fwd", mod, KernelClass::gemm, Dtype::bf16, m, n, k, batch, 2));
+    push_bwd({gemm_t(name + ".bwd_a", mod, KernelClass::gemm, Dtype::bf16, m, k, n, batch, 2),
+              gemm_t(name + ".bwd_b", mod, KernelClass::gemm, Dtype::bf16, k, n, m, batch, 2)});
   }
 
   // A memory-bound elementwise kernel reading and writing `bytes` in total; backward costs
@@ -78,13 +81,17 @@ class LayerBuilder {
 
   // `kv_bytes`: K and V of the rank's tokens, which context parallelism's ring passes on
   // every step (forward); backward passes them and their gradients.
-  void attention(const std::string& name, Module mod, double fwd_flops, double bytes, double kv_bytes) {
+  // `window`: the keys a query attends to under sliding-window attention (0: all).
+  void attention(const std::string& name, Module mod, double fwd_flops, double bytes, double kv_bytes,
+                 std::int64_t window = 0) {
     KernelTemplate f;
     f.name = name + ".fwd";
     f.module = mod;
-    // The key sequence of one call: the whole sequence, or one ring step's chunk under CP.
+    // The key sequence of one call: the whole sequence, or one ring step's chunk under CP;
+    // a sliding window's keys.
+    const std::int64_t keys = window > 0 ? std::min(window, seq_ / cp_) : seq_ / cp_;
     f.work = {KernelClass::attention_fwd, fp8_attention_ ? Dtype::fp8 : Dtype::bf16, fwd_flops, bytes, 0, 0,
-              seq_ / cp_, 1, 2};
+              keys, 1, 2};
     f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
     f.cp_ring_bytes = cp_ > 1 ? kv_bytes : 0;
     push_fwd(f);
@@ -165,6 +172,18 @@ class LayerBuilder {
     for (auto& k : bwd_groups_.back()) k.work.cls = KernelClass::gather;
   }
   KernelTemplate& last_fwd() { return out_.fwd.back(); }
+
+  // One GEMM kernel of `groups` M x N x K products with inputs of `eb` bytes an element.
+  static KernelTemplate gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d, double M, double N,
+                               double K, double groups, double eb) {
+    KernelTemplate t;
+    t.name = name;
+    t.module = mod;
+    t.work = {cls, d, 2 * M * N * K * groups, (M * K * eb + K * N * eb + M * N * 2) * groups,
+              static_cast<std::int64_t>(M), static_cast<std::int64_t>(N), static_cast<std::int64_t>(K),
+              static_cast<std::int64_t>(groups), eb};
+    return t;
+  }
   KernelTemplate& last_bwd() { return bwd_groups_.back().back(); }
 
   // Under sequence parallelism the linear just built (column-parallel, its input gathered
@@ -376,25 +395,31 @@ void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
 // the probabilities kept beside what the fused kernel keeps; the scores before the
 // softmax and, in backward, their gradient are live one layer at a time.
 // `kept`: what the fused kernel keeps for backward, when it differs from `bytes`.
+// `window`: a sliding window's keys (0: causal over the whole sequence); the fused
+// kernels skip the masked blocks, the unfused path computes every score and masks them.
+// `unfused_extra`: bytes the unfused path keeps beyond the fused kernel (GQA: TE repeats k
+// and v to every query head before its GEMMs, backends.py UnfusedDotProductAttention).
 void core_attention(LayerBuilder& b, const TemplateInputs& in, Module mod, double heads, double qk, double v,
-                    double fwd_flops, double bytes, double kv_bytes, std::optional<double> kept = std::nullopt) {
+                    double fwd_flops, double bytes, double kv_bytes, std::optional<double> kept = std::nullopt,
+                    std::int64_t window = 0, double unfused_extra = 0) {
   if (in.framework.attention_backend == AttentionBackend::fused) {
-    b.attention("attn.core", mod, fwd_flops, bytes, kv_bytes);
+    b.attention("attn.core", mod, fwd_flops, bytes, kv_bytes, window);
     if (kept) b.last_fwd().saved_bytes = *kept;
     return;
   }
   const double seq = static_cast<double>(in.training.seq_length);
   const double groups = static_cast<double>(in.training.micro_batch_size) * heads;
   const double scores = groups * seq * seq;  // elements of the BF16 scores
-  b.linear("attn.core.scores", mod, seq, seq, qk, false, false, groups, false);
-  b.last_fwd().saved_bytes = 0;
-  b.memory("attn.core.softmax", mod, scores * (2 + 2), 1.5, kept.value_or(bytes) + scores * 2);
-  b.linear("attn.core.context", mod, seq, v, seq, false, false, groups, false);
-  b.last_fwd().saved_bytes = 0;
+  b.bmm("attn.core.scores", mod, seq, seq, qk, groups);
+  b.memory("attn.core.softmax", mod, scores * (2 + 2), 1.5);
+  // What the whole path keeps sits on its last op, so offloading core_attn moves it.
+  b.bmm("attn.core.context", mod, seq, v, seq, groups);
+  b.last_fwd().saved_bytes = kept.value_or(bytes) + scores * 2 + unfused_extra;
   b.transient(2 * scores * 2);
 }
 
-void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
+// `windowed`: the layer is a sliding-window one (ModelConfig::sliding_window).
+void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, bool windowed) {
   const auto& m = in.model;
   const auto& rc = in.framework.recompute_modules;
   const double seq = static_cast<double>(in.training.seq_length);
@@ -467,8 +492,11 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s)
     // TE's DotProductAttention keeps q, k, v, its output and the softmax statistics
     // (ctx.save_for_backward(q, k, v, out, aux_ctx_tensors): 4 bytes a head and token).
     const double kept = s.T * (2 * n + 2 * g) * d * 2 + s.T * n * 4;
-    core_attention(b, in, Module::attn, n, d, d, 2 * s.T * seq * n * d, s.T * (n + 2 * g) * d * 2 * 2,
-                   s.T * 2 * g * d * 2, kept);
+    // Keys per query: s / 2 causal; under a window w < s, (w s - w (w - 1) / 2) / s.
+    const double w = windowed ? static_cast<double>(m.sliding_window) : seq;
+    const double keys = w < seq ? w - w * (w - 1) / (2 * seq) : seq / 2;
+    core_attention(b, in, Module::attn, n, d, d, 4 * s.T * keys * n * d, s.T * (n + 2 * g) * d * 2 * 2,
+                   s.T * 2 * g * d * 2, kept, windowed ? m.sliding_window : 0, s.T * 2 * (n - g) * d * 2);
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
     if (core_recompute) b.recompute_since(core);
@@ -496,8 +524,8 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
-  hidden_dropout(b, in, s, Module::mlp, "mlp");
   if (whole) b.recompute_since(start);
+  hidden_dropout(b, in, s, Module::mlp, "mlp");  // Megatron's mlp_bda, outside the recomputed MLP
 }
 
 void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
@@ -780,18 +808,21 @@ ModelTemplates build_templates(const TemplateInputs& in) {
 
   ModelTemplates t;
   const bool full = has(in.framework.recompute_modules, RecomputeModule::full);
-  for (const bool moe : {false, true}) {
-    LayerTemplate& lt = moe ? t.moe : t.dense;
-    LayerBuilder b(in, lt);
-    const std::size_t start = b.mark();
-    attention_block(b, in, s);
-    if (moe) {
-      if (in.model.is_moe()) moe_mlp(b, in, s);
-    } else {
-      dense_mlp(b, in, s);
+  for (const bool windowed : {false, true}) {
+    if (windowed && !in.model.any_windowed()) break;
+    for (const bool moe : {false, true}) {
+      LayerTemplate& lt = t.decoder(moe, windowed);
+      LayerBuilder b(in, lt);
+      const std::size_t start = b.mark();
+      attention_block(b, in, s, windowed);
+      if (moe) {
+        if (in.model.is_moe()) moe_mlp(b, in, s);
+      } else {
+        dense_mlp(b, in, s);
+      }
+      if (full) b.recompute_since(start);
+      b.finish();
     }
-    if (full) b.recompute_since(start);
-    b.finish();
   }
   {
     LayerBuilder b(in, t.embedding);
@@ -812,12 +843,15 @@ ModelTemplates build_templates(const TemplateInputs& in) {
              in.framework.fp8_output_proj);
     sp_saved_shard(b, s);
     // The loss keeps a logit-sized tensor for backward (workload::CrossEntropy): TE's the
-    // BF16 gradient written over the logits; Megatron's native kernels the FP32
-    // exponentials, after an FP32 cast (read 2, write 4) and, unfused, separate max,
-    // subtract, exp, sum and divide passes over them (4 + 8 + 8 + 4 + 8 bytes).
+    // BF16 gradient written over the logits (backward scales it: read 2, write 2);
+    // Megatron's native kernels the FP32 exponentials, after an FP32 cast (read 2, write
+    // 4) and, unfused, separate max, subtract, exp, sum and divide passes over them
+    // (4 + 8 + 8 + 4 + 8 bytes); their backward turns the exponentials into the gradient
+    // in place (read 4, write 4) and casts it to BF16 (read 4, write 2).
     const auto ce = in.framework.cross_entropy;
     const double ce_traffic = ce == CrossEntropy::te ? 2 + 2 : ce == CrossEntropy::native ? 2 + 4 + 4 : 2 + 4 + 32;
-    b.memory("loss.cross_entropy", Module::loss, s.T * v * ce_traffic, (2 + 2) / ce_traffic,
+    const double ce_bwd = ce == CrossEntropy::te ? 2 + 2 : 4 + 4 + 4 + 2;
+    b.memory("loss.cross_entropy", Module::loss, s.T * v * ce_traffic, ce_bwd / ce_traffic,
              s.T * v * (ce == CrossEntropy::te ? 2 : 4));
     b.finish();
   }

@@ -133,9 +133,18 @@ struct LayerTemplate {
 struct ModelTemplates {
   LayerTemplate dense;      // a dense decoder layer
   LayerTemplate moe;        // an MoE decoder layer
+  // The same with sliding-window attention (built when the model has windowed layers).
+  LayerTemplate dense_window, moe_window;
   LayerTemplate embedding;  // E in the pp layout
   LayerTemplate head;       // L: output layer and loss
   LayerTemplate mtp;        // m: an MTP module (its decoder layer of the last layer's kind)
+
+  LayerTemplate& decoder(bool experts, bool windowed) {
+    return windowed ? (experts ? moe_window : dense_window) : (experts ? moe : dense);
+  }
+  const LayerTemplate& decoder(bool experts, bool windowed) const {
+    return windowed ? (experts ? moe_window : dense_window) : (experts ? moe : dense);
+  }
 };
 
 struct TemplateInputs {

@@ -18,6 +18,10 @@ std::int64_t ModelConfig::num_moe_layers() const {
   return std::count(moe_layer.begin(), moe_layer.end(), true);
 }
 
+bool ModelConfig::any_windowed() const {
+  return sliding_window > 0 && std::find(sliding_layer.begin(), sliding_layer.end(), true) != sliding_layer.end();
+}
+
 std::int64_t padded_vocab_size(std::int64_t vocab, std::int64_t tp, std::int64_t divisible_by) {
   const std::int64_t multiple = divisible_by * tp;
   return (vocab + multiple - 1) / multiple * multiple;

@@ -57,6 +57,24 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   std::int64_t native_mtp_layers = 0;  // num_nextn_predict_layers in the HF config
 
+  // Sliding-window attention (HF sliding_window, layer_types; Megatron --window-size):
+  // the windowed layers' queries attend to the `sliding_window` tokens before them and
+  // themselves; 0 = none. sliding_layer: per decoder layer, windowed or full.
+  std::int64_t sliding_window = 0;
+  std::vector<bool> sliding_layer;
+  // Attention sinks (GPT-OSS; Megatron --softmax-type learnable): one learned logit per
+  // head in every softmax's denominator.
+  bool attention_sinks = false;
+  bool attention_bias = false;  // q, k, v and output projection biases (HF attention_bias)
+  bool mlp_bias = false;        // dense MLP biases (HF mlp_bias)
+  bool expert_bias = false;     // routed and shared experts' biases (GPT-OSS)
+  bool router_bias = false;     // the router's bias (GPT-OSS)
+
+  bool windowed(std::int64_t layer) const {
+    return sliding_window > 0 && sliding_layer[static_cast<std::size_t>(layer)];
+  }
+  bool any_windowed() const;
+
   bool is_moe() const { return num_experts > 0; }
   std::int64_t num_moe_layers() const;
   std::int64_t num_dense_layers() const { return num_layers - num_moe_layers(); }

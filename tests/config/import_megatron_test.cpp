@@ -201,13 +201,16 @@ TEST_CASE("Megatron's defaults that move memory come across: dropout, the loss, 
   CHECK(plain["framework"]["attention_backend"] == "fused");
   CHECK_FALSE(plain["training"].contains("make_vocab_size_divisible_by"));
   const auto set = get(" --hidden-dropout 0.0 --cross-entropy-loss-fusion --attention-backend unfused"
-                       " --make-vocab-size-divisible-by 3232");
+                       " --attention-dropout 0.0 --make-vocab-size-divisible-by 3232");
   CHECK(set["training"]["hidden_dropout"] == 0.0);
   CHECK(set["framework"]["cross_entropy"] == "native");  // Megatron's default implementation
   CHECK(set["framework"]["attention_backend"] == "unfused");
   // 151936 pads to 155136 with 3232 (to itself with 128): the divisor is written.
   CHECK(set["training"]["make_vocab_size_divisible_by"] == 3232);
   CHECK(get(" --cross-entropy-loss-fusion --cross-entropy-fusion-impl te")["framework"]["cross_entropy"] == "te");
+  // Unfused attention with Megatron's default attention dropout (0.1) keeps a mask of
+  // every score: not modeled, refused with the reason.
+  CHECK_THROWS_WITH(get(" --attention-backend unfused"), Catch::Contains("attention dropout"));
   // A divisor that pads as 128 does is left out (no inert setting in the scenario).
   CHECK_FALSE(get(" --make-vocab-size-divisible-by 64")["training"].contains("make_vocab_size_divisible_by"));
 }

@@ -82,12 +82,14 @@ TEST_CASE("The loss kernel keeps the logits' gradient in BF16 (TE) or the FP32 e
 }
 
 TEST_CASE("Unfused attention keeps the softmax probabilities and holds the scores", "[predict][memory]") {
-  // 8 heads x 2048 x 2048 BF16 probabilities on each of 4 layers; the scores (or their
-  // gradient) and the probabilities of one layer live together once: 2 x 64 MiB.
+  // 8 heads x 2048 x 2048 BF16 probabilities on each of 4 layers; k and v repeated from 2
+  // to 8 heads (TE's unfused GQA); the scores (or their gradient) and the probabilities of
+  // one layer live together once: 2 x 64 MiB.
   const double probs = 8 * 2048.0 * 2048 * 2;
+  const double repeated = 2048.0 * 2 * (8 - 2) * 64 * 2;
   const auto fused = parts(dense());
   const auto unfused = parts(with(dense(), "framework", "attention_backend", "unfused"));
-  CHECK((unfused.activations - fused.activations) * kGiB == Approx(4 * probs + 2 * probs));
+  CHECK((unfused.activations - fused.activations) * kGiB == Approx(4 * (probs + repeated) + 2 * probs));
   // Context parallelism needs TE's fused kernels.
   auto j = with(dense(), "framework", "attention_backend", "unfused");
   j["parallelism"]["cp"] = 2;
@@ -146,8 +148,10 @@ TEST_CASE("A measured peak is a counter of one pipeline rank", "[predict][memory
   auto bad = j;
   bad["measured"] = {{"tflops_per_gpu", 100}, {"memory_counter", "max_allocated"}, {"source", "s"}};
   CHECK(test::load_error(bad).path() == "measured.memory_counter");
-  bad["measured"] = {{"peak_memory_gib", 40}, {"pp_rank", 2}, {"source", "s"}};
+  bad["measured"] = {{"peak_memory_gib", 40}, {"memory_counter", "max_allocated"}, {"pp_rank", 2}, {"source", "s"}};
   CHECK(test::load_error(bad).path() == "measured.pp_rank");
+  bad["measured"] = {{"peak_memory_gib", 40}, {"source", "s"}};  // which counter must be said
+  CHECK_THAT(test::load_error(bad).what(), Catch::Contains("memory_counter"));
   bad["measured"] = {{"peak_memory_gib", 40}, {"memory_counter", "max_used"}, {"source", "s"}};
   CHECK(test::load_error(bad).path() == "measured.memory_counter");
 }

@@ -280,6 +280,15 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
     const std::int64_t dense = model.num_dense_layers();
     Json m = {{"base", g.model}, {"num_hidden_layers", std::max(layers, dense + 1)}};
     model.num_layers = std::max(layers, dense + 1);
+    // A per-layer attention pattern (GPT-OSS's layer_types) shrinks with the layers.
+    if (model.any_windowed()) {
+      Json types = Json::array();
+      for (std::int64_t i = 0; i < model.num_layers; ++i)
+        types.push_back(model.sliding_layer[static_cast<std::size_t>(i) % model.sliding_layer.size()]
+                            ? "sliding_attention"
+                            : "full_attention");
+      m["layer_types"] = types;
+    }
     j["model"] = m;
   } else {
     j["model"] = g.model;
@@ -308,7 +317,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
         (model.num_dense_layers() == 0 || model.ffn_hidden_size % t == 0))
       tps.push_back(t);
   const std::int64_t tp = rng.pick(tps);
-  const std::int64_t cp = rng.chance(0.15) ? 2 : 1;
+  // Windowed attention has no ring CP in moesim (refused): such models draw cp 1.
+  const std::int64_t cp = !model.any_windowed() && rng.chance(0.15) ? 2 : 1;
   std::int64_t dp = rng.pick({1, 2, 2, 4, 8, 16, 32, 64});
   // Whole nodes once the job is larger than one; at most 1024 GPUs.
   while (tp * pp * cp * dp > per_node && (tp * pp * cp * dp) % per_node != 0) ++dp;
@@ -430,7 +440,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   }
   if (rng.chance(0.1)) fw["allocator_fragmentation"] = 0.1;
   if (rng.chance(0.1)) fw["cross_entropy"] = rng.pick(std::vector<std::string>{"te", "native", "unfused"});
-  if (rng.chance(0.1)) fw["attention_backend"] = rng.pick(std::vector<std::string>{"fused", "unfused"});
+  // TE's unfused attention has no context parallelism (refused; draws stay loadable).
+  if (cp == 1 && rng.chance(0.1)) fw["attention_backend"] = rng.pick(std::vector<std::string>{"fused", "unfused"});
   if (rng.chance(0.1)) fw["ddp_bucket_size"] = rng.pick({1, 1000000, 40000000});
   j["framework"] = fw;
 
