@@ -56,7 +56,7 @@ class Validate final : public Command {
       io.err << "moesim validate: no scenario with a measured block under the given paths\n";
       return 2;
     }
-    return sum.failed || (moved && moved->flagged > 0) ? 1 : 0;
+    return sum.failed() || (moved && moved->flagged > 0) ? 1 : 0;
   }
 
  private:

@@ -68,8 +68,14 @@ RuntimeMemory runtime_outside_allocator(const config::Scenario& sc) {
   const auto& p = sc.parallelism;
   const bool moe = sc.model.is_moe();
   int comms = 0;
-  for (const bool used : {p.dp * p.cp > 1, p.tp > 1, p.cp > 1, moe && p.ep > 1, moe && p.expert_dp > 1,
-                          p.tp * p.pp > 1, p.pp > 1, p.pp > 1})
+  for (const bool used : {p.dp * p.cp > 1,         // dense gradients (DP x CP)
+                          p.tp > 1,                // TP
+                          p.cp > 1,                // CP
+                          moe && p.ep > 1,         // EP
+                          moe && p.expert_dp > 1,  // expert gradients (expert-DP)
+                          p.tp * p.pp > 1,         // the gradient norm's model-parallel group
+                          p.pp > 1,                // the pipeline neighbours
+                          p.pp > 1})               // the embedding group
     comms += used ? 1 : 0;
   RuntimeMemory m;
   m.context = kContext;

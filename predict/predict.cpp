@@ -84,11 +84,11 @@ void set_memory(Prediction& p, const config::Scenario& sc, MemoryEstimate mem) {
   p.peak_memory_gib = mem.peak_memory_gib;
   p.peak_memory_parts = mem.peak_parts;
   p.reserved_memory_gib = mem.reserved_memory_gib;
-  p.rank_memory_parts = mem.rank_parts;
   for (std::size_t r = 0; r < mem.rank_parts.size(); ++r) {
     p.rank_max_allocated_gib.push_back(mem.counter_gib(r, false, sc.framework.allocator_fragmentation));
     p.rank_max_reserved_gib.push_back(mem.counter_gib(r, true, sc.framework.allocator_fragmentation));
   }
+  p.rank_memory_parts = std::move(mem.rank_parts);
   p.fits_in_memory = mem.fits_in_memory;
 }
 }  // namespace

@@ -40,10 +40,13 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["mfu"] = p.mfu;
   j["mfu_peak"] = "dense bf16";
   j["peak_memory_gib"] = p.peak_memory_gib;
-  const auto& mp = p.peak_memory_parts;
-  Json parts = Json::object();
-  for (const auto& [name, gib] : mp.named()) parts[name] = gib;
-  j["peak_memory_parts_gib"] = parts;
+  // A rank's memory by part, keyed as MemoryParts::named() names them.
+  const auto parts_json = [](const predict::MemoryParts& mp) {
+    Json o = Json::object();
+    for (const auto& [name, gib] : mp.named()) o[name] = gib;
+    return o;
+  };
+  j["peak_memory_parts_gib"] = parts_json(p.peak_memory_parts);
   j["reserved_memory_gib"] = p.reserved_memory_gib;
   j["fits_in_memory"] = p.fits_in_memory;
   j["ep_load"] = p.ep_load;
@@ -71,11 +74,7 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["rank_memory_gib"] = p.rank_memory_gib;
   // Per pipeline rank: the parts, and PyTorch's two counters (what Megatron logs).
   Json rank_parts = Json::array();
-  for (const auto& rp : p.rank_memory_parts) {
-    Json o = Json::object();
-    for (const auto& [name, gib] : rp.named()) o[name] = gib;
-    rank_parts.push_back(o);
-  }
+  for (const auto& rp : p.rank_memory_parts) rank_parts.push_back(parts_json(rp));
   j["rank_memory_parts_gib"] = rank_parts;
   j["rank_max_allocated_gib"] = p.rank_max_allocated_gib;
   j["rank_max_reserved_gib"] = p.rank_max_reserved_gib;

@@ -65,7 +65,7 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int sk
 
 std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped) {
   const predict::ValidateSummary sum = predict::summarize(rows);
-  const auto& [all, by_system, by_dispatcher, failed, series, memory, timing_failed, memory_failed] = sum;
+  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
   std::string o = "## moesim validate\n\n";
   o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), timing_failed);
   if (skipped) o += fmt::format("; {} file(s) without a measured block skipped", skipped);
@@ -207,7 +207,7 @@ nlohmann::ordered_json series_json(const std::vector<predict::SeriesFit>& series
 
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                                      int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
-  const auto& [all, by_system, by_dispatcher, failed, series, memory, timing_failed, memory_failed] = sum;
+  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
   nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
   for (const auto& r : rows)
     out_rows.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"dispatcher", r.dispatcher},
@@ -219,7 +219,7 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
     for (const auto& [k, v] : m) g[k] = {{"runs", v.runs}, {"mean_abs_error_pct", v.mae()}};
     return g;
   };
-  nlohmann::ordered_json out{{"rows", out_rows}, {"mean_abs_error_pct", all.mae()}, {"failed", failed},
+  nlohmann::ordered_json out{{"rows", out_rows}, {"mean_abs_error_pct", all.mae()}, {"failed", sum.failed()},
                              {"skipped_without_measured", skipped}};
   if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
   if (memory.runs) {
@@ -235,7 +235,7 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
 
 std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                           int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
-  const auto& [all, by_system, by_dispatcher, failed, series, memory, timing_failed, memory_failed] = sum;
+  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
   std::string out;
   if (all.runs) {
     out += fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted", "error", "tol", "");

@@ -367,7 +367,6 @@ void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTa
   if (has(fw.offload, t)) b.last_fwd().offloaded = true;
 }
 
-// `target`: the offload module the norm's saved input belongs to (none: the final norm).
 // Bias-dropout-add with --hidden-dropout > 0 (Megatron-Core fused_bias_dropout.py, torch
 // dropout): beyond the residual add, forward writes the one-byte mask and keeps it,
 // backward reads it with the gradient; on the residual stream's (sequence-split) tokens.
@@ -377,6 +376,7 @@ void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, 
   b.memory(name + ".dropout", mod, elems * (2 + 2 + 1), (2 + 1 + 2) / 5.0, elems);
 }
 
+// `target`: the offload module the norm's saved input belongs to (none: the final norm).
 void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,
           const workload::Framework& fw, std::optional<workload::OffloadTarget> target) {
   b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
