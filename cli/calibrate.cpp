@@ -1,6 +1,7 @@
-// cli/calibrate.cpp: `moesim calibrate run | fit | ep | corpus`: the calibration kernels on this machine's GPU,
-// profiles fitted from measurement files (calibration/), and the corpus fit of the cross-run
-// quantities (predict/corpus.hpp, printed and written by reports/corpus.hpp).
+// cli/calibrate.cpp: `moesim calibrate run | fit | ep | jitter | corpus | trace`: the calibration kernels on
+// this machine's GPU, profiles fitted from measurement files (calibration/), the corpus fit of the
+// cross-run quantities (predict/corpus.hpp, printed and written by reports/corpus.hpp), and a
+// profiled trace's kernels against the simulation's (predict/trace_compare.hpp, reports/trace.hpp).
 #include "cli/commands.hpp"
 
 #include <algorithm>
@@ -25,9 +26,11 @@
 #include "cli/common.hpp"
 #include "config/load.hpp"
 #include "config/load_measurement.hpp"
+#include "config/load_trace.hpp"
 #include "predict/corpus.hpp"
 #include "predict/variability.hpp"
 #include "reports/corpus.hpp"
+#include "reports/trace.hpp"
 
 namespace moesim::cli {
 namespace {
@@ -72,9 +75,17 @@ class Calibrate final : public Command {
     corpus_->add_option("-o,--out", fit_out_, "write the profile (calibration/profiles/corpus.json)");
     corpus_->add_option("--jobs", jobs_, "simulations at once (default: all cores)")->check(CLI::Range(1, 1024));
     corpus_->add_flag("--json", json_, "print one JSON object");
+    trace_ = app.add_subcommand("trace", "a PyTorch-profiler (Kineto) trace's GPU kernels by class, against a scenario's");
+    trace_->add_option("file", trace_file_, "the trace (torch.profiler export_chrome_trace JSON)")->required();
+    trace_->add_option("--scenario", trace_scenario_, "the scenario the trace profiled: its simulated kernels beside");
+    trace_->add_option("--microbatches", trace_microbatches_,
+                       "the trace holds this many microbatches' forward and backward (default: one whole step)")
+        ->check(CLI::Range(1, 1 << 20));
+    trace_->add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
     if (corpus_->parsed()) return fit_corpus(io);
+    if (trace_->parsed()) return compare_trace(io);
     if (jitter_->parsed()) return fit_jitter(io);
     return run_->parsed() ? run_kernels(io) : ep_->parsed() ? fit_ep(io) : fit(io);
   }
@@ -250,7 +261,28 @@ class Calibrate final : public Command {
     return 0;
   }
 
+  // `moesim calibrate trace`: config/load_trace.hpp, predict/trace_compare.hpp.
+  int compare_trace(Io& io) const {
+    reports::TraceReport r;
+    r.file = trace_file_;
+    const auto kernels = config::load_kineto_trace(trace_file_);
+    r.measured = calibration::trace_totals(kernels);
+    if (trace_microbatches_ > 0 && trace_scenario_.empty())
+      throw config::InputError("<command line>", "--microbatches", "compares with a scenario: give --scenario");
+    if (!trace_scenario_.empty()) {
+      const auto sc = config::load_scenario_file(trace_scenario_);
+      r.scenario = sc.name;
+      r.predicted = predict::predicted_kernels(
+          sc, trace_microbatches_ > 0 ? std::optional<std::int64_t>(trace_microbatches_) : std::nullopt);
+    }
+    io.out << (json_ ? reports::trace_json(r).dump(2) + "\n" : reports::trace_text(r));
+    return 0;
+  }
+
   CLI::App* corpus_ = nullptr;
+  CLI::App* trace_ = nullptr;
+  std::string trace_file_, trace_scenario_;
+  std::int64_t trace_microbatches_ = 0;
   CLI::App* jitter_ = nullptr;
   std::string jitter_file_ = "calibration/measurements/step-jitter-mlperf.json";
   std::vector<std::string> corpus_paths_;

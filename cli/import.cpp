@@ -34,6 +34,9 @@ class Import final : public Command {
     app.add_option("--model", model_, "model preset (shape flags given are checked against it)");
     app.add_option("--gpus-per-nvlink-domain", domain_, "GPUs per NVLink domain used (placement)")
         ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--release", release_,
+                   "the software release the command ran on (NeMo / Megatron-Bridge container, e.g. 26.02): the "
+                   "library switches no flag shows are its, not the newest stack's");
     app.add_option("-o,--output", out_, "write the scenario here (default: standard output)");
   }
   int run(Io& io) override {
@@ -46,6 +49,7 @@ class Import final : public Command {
     if (opt.gpus == 0) throw config::InputError("<command line>", "--gpus", "give --gpus N or --nodes N --gpus-per-node G");
     if (domain_ > 0) opt.gpus_per_nvlink_domain = domain_;
     if (!model_.empty()) opt.model = model_;
+    if (!release_.empty()) opt.release = release_;
     std::string text;
     if (!args_.empty()) {
       if (!script_.empty()) throw config::InputError("<command line>", "--args", "give a script or --args, not both");
@@ -80,7 +84,7 @@ class Import final : public Command {
   }
 
  private:
-  std::string kind_, script_, args_, system_, model_, out_;
+  std::string kind_, script_, args_, system_, model_, release_, out_;
   std::int64_t gpus_ = 0, nodes_ = 0, per_node_ = 0, domain_ = 0;
 };
 

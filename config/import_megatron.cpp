@@ -1,4 +1,5 @@
 #include "config/import_megatron.hpp"
+#include "config/releases.hpp"
 
 #include <algorithm>
 #include <array>
@@ -881,8 +882,22 @@ class Importer {
     assume("stack.norm_quant_fusion", st["norm_quant_fusion"].get<bool>()
                                           ? "on: NVTE_NORM_FWD_USE_CUDNN=1 (cuDNN 9.14 or later assumed)"
                                           : "off: NVTE_NORM_FWD_USE_CUDNN=1 is not set");
+    // The library switches no flag shows: the release's (config/releases.hpp), else the newest.
+    const auto* rel = opts_.release ? find_release(*opts_.release) : nullptr;
+    if (opts_.release) {
+      if (*opts_.release == kCustomRelease)
+        throw InputError(opts_.source, "--release",
+                         "'custom' resolves no switch: import without --release and set the stack keys by hand");
+      if (!rel) throw InputError(opts_.source, "--release",
+                                 fmt::format("unknown release '{}'; known: {}", *opts_.release, known_release_names()));
+      st["release"] = *opts_.release;
+    }
     for (const char* k : {"mxfp8_alloc_fusion", "permute_fusion_v2", "swizzle_fusion", "pdl_quant", "te_host_slim",
                           "cuda_graph_shared_expert", "deepep_tuned", "hybridep_permute_fusion"}) {
+      if (rel) {
+        assume(std::string("stack.") + k, fmt::format("release {}'s (no Megatron flag says)", rel->name));
+        continue;
+      }
       st[k] = true;
       assume(std::string("stack.") + k, "on: the newest library versions moesim models (no Megatron flag says)");
     }

@@ -14,7 +14,8 @@
 //               flag, exit 2;
 //   unknown   - not in the table: InputError (a typo must not pass silently).
 // Settings no Megatron flag carries (the `stack` switches: kernel fusions and host-side
-// improvements of the libraries' versions) take the newest stack's value, except where
+// improvements of the libraries' versions) take the newest stack's value, or with
+// --release the release's (stack.release, config/releases.hpp), except where
 // the command shows them (--moe-router-fusion; bindpcie / numactl before the command:
 // NUMA binding; NVTE_NORM_FWD_USE_CUDNN=1: MXFP8 quantization fused into the norm), and
 // are listed in MegatronImport::assumed with the reason.
@@ -38,6 +39,9 @@ struct MegatronImportOptions {
   std::int64_t gpus = 0;                            // world size
   std::optional<std::int64_t> gpus_per_nvlink_domain;
   std::optional<std::string> model;                 // model preset
+  // A release (config/releases.hpp, "26.02"): the stack switches no flag shows are its,
+  // not the newest stack's. "custom" is refused: it needs every switch given.
+  std::optional<std::string> release;
   std::string source = "<args>";                    // labels errors: the script's path, "<stdin>", "<args>"
 };
 

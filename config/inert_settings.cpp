@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "config/releases.hpp"
 #include "hw_models/ep_flows.hpp"
 #include "workload/routing.hpp"
 
@@ -379,6 +380,16 @@ std::vector<PerformanceSetting> build() {
     key(std::string("framework.") + k, never);
 
   // stack
+  key("stack.release", [](const Scenario& sc) -> Why {
+    // "custom" resolves nothing but demands the acting switches: not inert.
+    if (sc.release == kCustomRelease) return std::nullopt;
+    for (const auto& s : workload::stack_switches())
+      if (!given_key(sc, "stack." + std::string(s.name)) && !(sc.stack.*s.member) && !stack_inert(s.name, sc))
+        return std::nullopt;
+    return fmt::format("every switch release {} turns off is given or acts not here (the release still refuses the "
+                       "features it did not ship)",
+                       sc.release);
+  });
   for (const auto& s : workload::stack_switches()) {
     const std::string n(s.name);
     key("stack." + n, [n](const Scenario& sc) { return stack_inert(n, sc); });
@@ -414,6 +425,10 @@ std::vector<PerformanceSetting> build() {
 const std::vector<PerformanceSetting>& performance_settings() {
   static const std::vector<PerformanceSetting> kSettings = build();
   return kSettings;
+}
+
+std::optional<std::string> stack_switch_inert(std::string_view name, const Scenario& sc) {
+  return stack_inert(name, sc);
 }
 
 std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc) {

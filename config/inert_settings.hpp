@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/scenario.hpp"
@@ -41,6 +42,10 @@ struct SettingWarning {
   std::string setting;
   std::string reason;
 };
+
+// Why stack switch `name` (workload::stack_switches) changes nothing in the scenario;
+// nullopt where it acts.
+std::optional<std::string> stack_switch_inert(std::string_view name, const Scenario& sc);
 
 // The settings the scenario's file gave that are inert in it, in registry order.
 std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc);

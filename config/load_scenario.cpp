@@ -7,9 +7,12 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/load.hpp"
+#include "config/inert_settings.hpp"
 #include "config/presets.hpp"
+#include "config/releases.hpp"
 #include "hw_models/ep_flows.hpp"
 #include "workload/eplb.hpp"
 
@@ -91,6 +94,7 @@ class ScenarioReader {
       placement(o.get("placement"));
       ep_library_placement(o.has("framework") && o.req("framework").json().contains("dispatcher"));
       eplb_placement();
+      release_rules();
     });
     for (const char* section : {"training", "parallelism", "framework", "stack", "routing", "placement"})
       if (const auto it = root_.json().find(section); it != root_.json().end() && it->is_object())
@@ -484,12 +488,46 @@ class ScenarioReader {
     f.dispatcher_sms = def == 0 ? 0 : static_cast<int>(sms.value_or(def));
   }
 
+  // stack.release resolves the switches (config/releases.hpp); the keys given win.
   void stack(const std::optional<Node>& n) {
     if (!n) return;
     read_object(*n, [&](Object& o) {
+      if (auto r = o.get("release")) {
+        sc_.release = r->as_string();
+        if (sc_.release != kCustomRelease) {
+          const auto* rel = find_release(sc_.release);
+          if (!rel) r->fail(fmt::format("unknown release '{}'; known: {}", sc_.release, known_release_names()));
+          auto res = resolve_release(*rel, sc_.system.gpu.name);
+          sc_.stack = res.stack;
+          sc_.release_unsettled = std::move(res.unsettled);
+        }
+      }
       for (const auto& s : workload::stack_switches())
-        sc_.stack.*s.member = o.bool_or(s.name, true);
+        if (auto v = o.get(s.name)) {
+          sc_.stack.*s.member = v->as_bool();
+          stack_given_.emplace_back(s.name);
+          std::erase(sc_.release_unsettled, std::string(s.name));
+        }
     });
+  }
+
+  // After the whole scenario is read: a named release refuses the features it did not
+  // ship; "custom" needs every switch that acts here given.
+  void release_rules() {
+    if (sc_.release.empty()) return;
+    if (sc_.release == kCustomRelease) {
+      std::vector<std::string> missing;
+      for (const auto& s : workload::stack_switches())
+        if (std::find(stack_given_.begin(), stack_given_.end(), s.name) == stack_given_.end() &&
+            !stack_switch_inert(s.name, sc_))
+          missing.push_back("stack." + std::string(s.name));
+      if (!missing.empty())
+        fail("stack.release", fmt::format("'custom' (a build of its own) resolves no switch; give {} (they act in "
+                                          "this scenario), or name a release: {}",
+                                          fmt::join(missing, ", "), known_release_names()));
+      return;
+    }
+    if (auto r = release_refusal(*find_release(sc_.release), sc_)) fail(r->path, r->message);
   }
 
   // A routing histogram file (config::read_expert_loads): every row one MoE layer's counts,
@@ -638,6 +676,7 @@ class ScenarioReader {
   std::shared_ptr<const std::string> file_;
   Node root_;
   LoadOptions opts_;
+  std::vector<std::string> stack_given_;  // the stack switches the file gave
   Scenario sc_;
 };
 

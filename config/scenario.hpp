@@ -78,6 +78,10 @@ struct Scenario {
   schedules::PipelineLayout layout;
   workload::Framework framework;
   workload::StackSwitches stack;
+  // stack.release as written ("26.02", "custom"; empty: the newest stack) and the switches
+  // it left unsettled, taken as on (config/releases.hpp).
+  std::string release;
+  std::vector<std::string> release_unsettled;
   workload::Routing routing;
   std::optional<Measured> measured;
   // The settings the file wrote, as dotted paths of the keys of its training,

@@ -21,19 +21,26 @@ ScenarioSummary summarize(const config::Scenario& sc) {
   return s;
 }
 
-std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(schedules::ScheduleKind kind,
-                                                                               const workload::Parallelism& par) {
+std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind kind, const workload::Parallelism& par) {
   using schedules::ScheduleKind;
-  const std::int64_t pp = par.pp, m = par.num_microbatches;
+  const std::int64_t pp = par.pp;
   // The microbatch counts each schedule accepts: interleaved 1F1B in multiples of pp,
   // DualPipe and DualPipeV in multiples of 2 pp; 1F1B and ZB-H1 any.
   const std::int64_t unit = kind == ScheduleKind::interleaved_1f1b ? pp
                             : kind == ScheduleKind::dualpipe || kind == ScheduleKind::dualpipev ? 2 * pp
                                                                                                   : 1;
-  // Past warm-up: the pipeline's virtual stages, and at least 8.
+  // Past warm-up and the host's transient: twice the pipeline's virtual stages (at least
+  // 8 of them), then one more pipeline's worth.
   const std::int64_t want = std::max<std::int64_t>(8, pp * std::max<std::int64_t>(1, par.vpp));
-  const std::int64_t m1 = (want + unit - 1) / unit * unit, m2 = 2 * m1;
-  if (m < 2 * m2) return std::nullopt;  // saves less than a quarter
+  const auto round_up = [unit](std::int64_t x) { return (x + unit - 1) / unit * unit; };
+  const std::int64_t m1 = round_up(2 * want);
+  return {m1, m1 + round_up(want)};
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(schedules::ScheduleKind kind,
+                                                                               const workload::Parallelism& par) {
+  const auto [m1, m2] = steady_state_pair(kind, par);
+  if (4 * (m1 + m2) > 3 * par.num_microbatches) return std::nullopt;  // saves less than a quarter
   return std::make_pair(m1, m2);
 }
 

@@ -73,13 +73,20 @@ struct Prediction {
 // M microbatches is, from two shorter runs of M1 < M2 microbatches,
 //   T(M) = T(M2) + (M - M2) / (M2 - M1) x (T(M2) - T(M1)),
 // and likewise every rank's end, host time, breakdown category, event and kernel count.
-// M1 = the virtual stages (pp x vpp, at least 8) rounded up to what the schedule accepts,
-// M2 = 2 M1; used only where M >= 2 M2 (it then simulates at most 3/4) and where the
-// critical rank is the same in both runs and at M (else the full step is simulated).
+// With V the virtual stages (pp x vpp, at least 8), each rounded up to what the schedule
+// accepts: M1 = 2 V, M2 = M1 + V; used only where M1 + M2 <= 3/4 M and where the critical
+// rank is the same in both runs and at M (else the full step is simulated). Why 2 V, not
+// V: a host that runs ahead of its GPU (no per-layer device-host sync: token dropping,
+// pre-sized buffers) builds its lead over the first microbatches, and the idle time's
+// split between host-bound and pipeline bubble settles only after about two pipelines'
+// worth (Megatron-Bridge 25.09's token-dropping DeepSeek-V3 on 256 B200, PP16: linear
+// from 32 microbatches, not 16; 25.11's PP8 VPP4: from 64, not 32).
 // Not under StepOptions::trace or full_fidelity. A test holds it within 0.5% of the full
 // simulation on every shipped scenario it applies to.
 std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(schedules::ScheduleKind kind,
                                                                                const workload::Parallelism& par);
+// M1 and M2 whatever the step's own microbatches (calibrate trace's microbatch window).
+std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind kind, const workload::Parallelism& par);
 std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a, const schedules::StepResult& b,
                                                  std::int64_t m1, std::int64_t m2, std::int64_t m);
 

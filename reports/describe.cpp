@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include "config/releases.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "workload/eplb.hpp"
 #include "workload/routing.hpp"
@@ -171,6 +172,7 @@ Json describe_json(const config::Scenario& sc) {
       {"attention_backend", workload::attention_backend_names().name(f.attention_backend)},
       {"moe_paged_stash", f.moe_paged_stash}};
   Json stack = Json::object();
+  if (!sc.release.empty()) stack["release"] = sc.release;
   for (const auto& sw : workload::stack_switches()) stack[std::string(sw.name)] = sc.stack.*sw.member;
   j["stack"] = stack;
   j["routing"] = {{"balance", workload::routing_balance_names().name(sc.routing.balance)},
@@ -326,7 +328,13 @@ std::string describe_text(const config::Scenario& sc) {
   std::vector<std::string> on, off;
   for (const auto& sw : workload::stack_switches())
     (sc.stack.*sw.member ? on : off).emplace_back(sw.name);
-  line("stack", fmt::format("on: {}", list_or(on, "none")));
+  if (const auto* rel = config::find_release(sc.release))
+    line("stack", fmt::format("release {}: {}", rel->name, rel->components));
+  else if (!sc.release.empty())
+    line("stack", fmt::format("release {}: a build of its own, every acting switch given", sc.release));
+  else
+    line("stack", "no release named: the newest stack moesim models");
+  line("", fmt::format("on: {}", list_or(on, "none")));
   line("", fmt::format("off: {}", list_or(off, "none")));
   line("routing", routing_text(sc.routing));
   if (sc.measured)

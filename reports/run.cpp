@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "config/inert_settings.hpp"
+#include "config/releases.hpp"
 #include "workload/layer_graph.hpp"
 #include "workload/routing.hpp"
 
@@ -88,6 +89,7 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   Json warnings = Json::array();
   for (const auto& w : config::inert_setting_warnings(sc)) warnings.push_back({{"setting", w.setting}, {"reason", w.reason}});
   j["warnings"] = warnings;
+  if (!sc.release.empty()) j["release"] = {{"name", sc.release}, {"notes", config::release_warnings(sc)}};
   if (sc.measured) {
     const double pred = predict::predicted_metric(*sc.measured, p);
     j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
@@ -165,6 +167,10 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   if (const auto warnings = config::inert_setting_warnings(sc); !warnings.empty()) {
     o += "\nwarnings (settings given that change nothing here):\n";
     for (const auto& w : warnings) o += fmt::format("  {}: {}\n", w.setting, w.reason);
+  }
+  if (const auto notes = config::release_warnings(sc); !notes.empty()) {
+    o += fmt::format("\nrelease {}:\n", sc.release);
+    for (const auto& n : notes) o += fmt::format("  {}\n", n);
   }
   o += fmt::format("\nsimulated {} ranks, {} kernels, {} events in {:.3f} s\n", p.step.simulated_ranks,
                    p.step.kernels, p.step.events, p.wall_s);

@@ -94,6 +94,7 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   Priced p{labels_.id(k.name), 0, us * host_factor_ * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
            k.host_sync_delay};
   labels_.set_module(p.label, k.module);
+  labels_.set_kind(p.label, {true, k.work.cls, k.comm});
   p.gemm = k.work.cls == hw_models::KernelClass::gemm && k.comm == workload::CommOp::none;
   p.tp_overlap = k.tp_overlap;
   const auto& fw = in_.framework;

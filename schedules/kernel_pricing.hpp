@@ -122,6 +122,16 @@ class LabelTable {
     if (module_.size() <= label) module_.resize(label + 1, workload::kModuleCount);
     module_[label] = static_cast<std::size_t>(m);
   }
+  void set_kind(std::uint32_t label, const LabelKind& kind) {
+    if (kinds_.size() <= label) kinds_.resize(label + 1);
+    kinds_[label] = kind;
+  }
+  // Every label's kind (default for those no template priced).
+  std::vector<LabelKind> kinds() const {
+    std::vector<LabelKind> out = kinds_;
+    out.resize(names_.size());
+    return out;
+  }
   std::uint8_t pass_of(std::uint32_t label) const { return label < pass_.size() ? pass_[label] : kNoPass; }
   void set_pass(std::uint32_t label, std::uint8_t pass) {
     if (pass_.size() <= label) pass_.resize(label + 1, kNoPass);
@@ -132,6 +142,7 @@ class LabelTable {
   std::vector<std::string> names_;
   std::vector<std::size_t> module_;  // by label id
   std::vector<std::uint8_t> pass_;   // by label id
+  std::vector<LabelKind> kinds_;     // by label id
   std::map<std::string, std::uint32_t> ids_;
 };
 

@@ -42,7 +42,7 @@ class StepObserver final : public sim_core::Observer {
 
   void kernel_done(int gpu, int stream, const sim_core::Kernel& k, Time start, Time end) override {
     ++kernels;
-    if (trace_) spans.push_back({gpu, stream, k.label, start.seconds(), end.seconds()});
+    if (trace_) spans.push_back({gpu, stream, k.label, start.seconds(), end.seconds(), k.category});
     if (stream != kComputeStream && stream != kPairStream) return;
     Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero(), k.label};
     for (sim_core::EventId w : k.waits)

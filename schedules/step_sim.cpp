@@ -82,6 +82,7 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
   res.breakdown.other = std::max(0.0, res.breakdown.other + res.step_time_s - best);
   if (!fixed) split_bubble(in, sim.pricing().pp_seconds(), pass_work, res.breakdown);
   res.labels = sim.labels();
+  res.label_kinds = sim.label_kinds();
   for (int t = 0; t < tracks; ++t) res.streams.emplace_back(kTrackNames[t]);
   res.trace = std::move(obs.spans);
   return res;

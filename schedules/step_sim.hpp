@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hw_models/comm_cost.hpp"
+#include "hw_models/compute.hpp"
 #include "hw_models/system.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/pp_layout.hpp"
@@ -120,6 +121,15 @@ struct TraceSpan {
   int track;                   // stream index, or -1 for the host thread
   std::uint32_t label;
   double start_s, end_s;
+  std::uint8_t comm = 0;       // 0: computes (or a host op); 1 + CommKind: communicates
+};
+
+// What a layer kernel's template says it is, by label id (StepResult::label_kinds); the
+// kernels outside the layers (optimizer, DP and PP transfers) and host ops have layer false.
+struct LabelKind {
+  bool layer = false;
+  hw_models::KernelClass cls = hw_models::KernelClass::memory;
+  workload::CommOp comm = workload::CommOp::none;
 };
 
 struct StepResult {
@@ -132,6 +142,7 @@ struct StepResult {
   std::uint64_t events = 0;
   std::uint64_t kernels = 0;
   std::vector<std::string> labels;    // kernel and host-op names, by label id
+  std::vector<LabelKind> label_kinds; // by label id
   std::vector<std::string> streams;   // stream names, by track
   std::vector<TraceSpan> trace;       // when requested
 };

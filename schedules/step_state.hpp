@@ -45,6 +45,7 @@ class StepState {
 
   std::uint32_t label(const std::string& name) { return labels_.id(name); }
   const std::vector<std::string>& labels() const { return labels_.names(); }
+  std::vector<LabelKind> label_kinds() const { return labels_.kinds(); }
   std::size_t module_of(std::uint32_t label) const { return labels_.module_of(label); }
   std::uint8_t pass_of(std::uint32_t label) const { return labels_.pass_of(label); }
 

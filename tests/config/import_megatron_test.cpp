@@ -12,6 +12,7 @@ nlohmann::json described(const std::string& path) {
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"name", "file", "description", "measured"}) j.erase(k);
+  j["stack"].erase("release");  // the journey's scenarios name their custom build; a command cannot
   return j;
 }
 
@@ -213,4 +214,50 @@ TEST_CASE("Megatron's defaults that move memory come across: dropout, the loss, 
   CHECK_THROWS_WITH(get(" --attention-backend unfused"), Catch::Contains("attention dropout"));
   // A divisor that pads as 128 does is left out (no inert setting in the scenario).
   CHECK_FALSE(get(" --make-vocab-size-divisible-by 64")["training"].contains("make_vocab_size_divisible_by"));
+}
+
+TEST_CASE("import megatron --release takes the library switches from the release", "[config][import][releases]") {
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  o.release = "25.09";
+  const auto imp = config::import_megatron(kSmallMoe, o);
+  const auto& st = imp.scenario["stack"];
+  CHECK(st["release"] == "25.09");
+  // Flags and the launcher still decide their switches; the release the rest.
+  CHECK(st["router_fusion"] == false);
+  CHECK_FALSE(st.contains("pdl_quant"));
+  CHECK_FALSE(st.contains("permute_fusion_v2"));
+  const auto assumed = [&](const std::string& key) {
+    for (const auto& [k, why] : imp.assumed)
+      if (k == key) return why;
+    return std::string();
+  };
+  CHECK_THAT(assumed("stack.pdl_quant"), Catch::Contains("release 25.09"));
+  test::TempFile f(imp.scenario.dump());
+  const auto r = test::run_moesim({"describe", "--json", f.path()});
+  REQUIRE(r.status == 0);
+  const auto d = nlohmann::json::parse(r.out);
+  CHECK(d["stack"]["pdl_quant"] == false);
+  CHECK(d["stack"]["permute_fusion_v2"] == true);
+  for (const char* bad : {"custom", "25.05"}) {
+    o.release = bad;
+    try {
+      config::import_megatron(kSmallMoe, o);
+      FAIL("accepted --release " << bad);
+    } catch (const config::InputError& e) {
+      CHECK(e.path() == "--release");
+    }
+  }
+  // The release refuses what it did not ship: HybridEP before 25.11.
+  o.release = "25.09";
+  std::string hybridep = kSmallMoe;
+  hybridep.replace(hybridep.find("--moe-token-dispatcher-type alltoall"), 36,
+                   "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep");
+  try {
+    config::import_megatron(hybridep, o);
+    FAIL("accepted HybridEP on 25.09");
+  } catch (const config::InputError& e) {
+    CHECK(e.path() == "framework.dispatcher");
+  }
 }

@@ -21,10 +21,7 @@ using config::Json;
 
 namespace {
 
-Json patched(Json base, const std::string& patch) {
-  base.merge_patch(Json::parse(patch));
-  return base;
-}
+using test::patched;
 
 // The repository's default scenario (DeepSeek-V3, GB200, MXFP8, HybridEP, partial graphs,
 // recompute of mlp and moe_act, distributed optimizer, forced balance), cut to 4 layers
@@ -219,6 +216,8 @@ std::map<std::string, Case> cases() {
       // gives a factor of its own.
       {"cpu_numa_binding",
        patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"numa_unbound_factor": 2.0}}})")}};
+  // 26.02 adds cuDNN's norm-quantize fusion over 25.11 (docs/research/releases.md 4).
+  add("stack.release", g, R"({"stack": {"release": "25.11"}})", R"({"stack": {"release": "26.02"}})");
   for (const auto& s : workload::stack_switches()) {
     const std::string n(s.name);
     const auto it = stack_base.find(n);
@@ -308,6 +307,8 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
       {"stack.cuda_graph_shared_expert", gb200_alltoall(), R"({"stack": {"cuda_graph_shared_expert": true}})",
        R"({"stack": {"cuda_graph_shared_expert": false}})"},
       {"stack.te_host_slim", g, R"({"stack": {"te_host_slim": true}})", R"({"stack": {"te_host_slim": false}})"},
+      // BF16 on H100: what 26.02 turns off (PDL quantization, the slim TE host) acts not here.
+      {"stack.release", h100_dense(), "{}", R"({"stack": {"release": "26.02"}})"},
       {"stack.cpu_numa_binding",
        patched(h100_dense(), R"({"system": {"base": "h100", "host": {"numa_unbound_factor": 1.0}}})"),
        R"({"stack": {"cpu_numa_binding": true}})", R"({"stack": {"cpu_numa_binding": false}})"},

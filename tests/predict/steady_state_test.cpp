@@ -21,26 +21,28 @@ TEST_CASE("Steady-state microbatch counts: past warm-up, as the schedule accepts
   p.pp = 8;
   p.vpp = 4;
   p.num_microbatches = 1024;
-  // 32 virtual stages, a multiple of pp 8: M1 32, M2 64; 1024 >= 2 x 64.
+  // 32 virtual stages, a multiple of pp 8: M1 64, M2 96; 4 x 160 <= 3 x 1024.
   auto r = predict::steady_state_microbatches(ScheduleKind::interleaved_1f1b, p);
   REQUIRE(r);
-  CHECK(r->first == 32);
-  CHECK(r->second == 64);
-  p.num_microbatches = 120;  // under 2 x 64
+  CHECK(r->first == 64);
+  CHECK(r->second == 96);
+  p.num_microbatches = 208;  // 4 x 160 > 3 x 208
   CHECK_FALSE(predict::steady_state_microbatches(ScheduleKind::interleaved_1f1b, p));
+  p.num_microbatches = 216;  // 640 <= 648
+  CHECK(predict::steady_state_microbatches(ScheduleKind::interleaved_1f1b, p));
   p.pp = 1;
   p.vpp = 1;
-  p.num_microbatches = 64;  // A14's 64 microbatches on one stage: 8 and 16
+  p.num_microbatches = 64;  // A14's 64 microbatches on one stage: 16 and 24
   r = predict::steady_state_microbatches(ScheduleKind::one_f_one_b, p);
   REQUIRE(r);
-  CHECK(r->first == 8);
-  CHECK(r->second == 16);
+  CHECK(r->first == 16);
+  CHECK(r->second == 24);
   p.pp = 6;
-  p.num_microbatches = 600;  // DualPipe: multiples of 2 pp = 12; 8 rounds up to 12 -> 12, 24
+  p.num_microbatches = 600;  // DualPipe: multiples of 2 pp = 12; 16 rounds up to 24, 8 to 12 -> 24, 36
   r = predict::steady_state_microbatches(ScheduleKind::dualpipe, p);
   REQUIRE(r);
-  CHECK(r->first == 12);
-  CHECK(r->second == 24);
+  CHECK(r->first == 24);
+  CHECK(r->second == 36);
 }
 
 TEST_CASE("The steady-state reduction is within 0.5% of the full step on every shipped scenario",

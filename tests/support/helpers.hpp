@@ -38,6 +38,12 @@ inline std::vector<std::string> shipped_scenarios() {
   return out;
 }
 
+// `base` with a JSON merge patch (RFC 7386: null removes a key) applied.
+inline config::Json patched(config::Json base, const std::string& patch) {
+  base.merge_patch(config::Json::parse(patch));
+  return base;
+}
+
 inline config::Json default_scenario_json() {
   return config::Json::parse(read_text(source_path("scenarios/dsv3-gb200.json")));
 }

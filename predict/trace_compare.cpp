@@ -1,0 +1,91 @@
+#include "predict/trace_compare.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include "predict/predict.hpp"
+
+namespace moesim::predict {
+namespace {
+
+using calibration::TraceClass;
+
+calibration::TraceTotals rank_totals(const schedules::StepResult& s, int rank) {
+  std::vector<calibration::TraceKernel> k;
+  for (const auto& sp : s.trace)
+    if (sp.rank == rank && sp.track >= 0)
+      k.push_back({trace_class(s.label_kinds[sp.label], sp.comm, s.labels[sp.label]), sp.start_s, sp.end_s, sp.track});
+  return calibration::trace_totals(k);
+}
+
+schedules::StepResult traced_step(const config::Scenario& sc) {
+  schedules::StepOptions opt;
+  opt.trace = true;
+  return predict(sc, opt).step;
+}
+
+}  // namespace
+
+TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm, const std::string& label) {
+  using workload::CommOp;
+  if (kind.layer) {
+    switch (kind.comm) {
+      case CommOp::ep_dispatch:
+      case CommOp::ep_all_gather: return TraceClass::ep_dispatch;
+      case CommOp::ep_combine: return TraceClass::ep_combine;
+      case CommOp::tp_all_gather:
+      case CommOp::tp_reduce_scatter: return TraceClass::communication;
+      case CommOp::none: break;
+    }
+    // DeepEP's notify and layout kernels, priced as memory kernels of the dispatch.
+    if (label.find("dispatch") != std::string::npos) return TraceClass::ep_dispatch;
+    switch (kind.cls) {
+      case hw_models::KernelClass::gemm: return TraceClass::gemm;
+      case hw_models::KernelClass::grouped_gemm: return TraceClass::grouped_gemm;
+      case hw_models::KernelClass::attention_fwd: return TraceClass::attention_fwd;
+      case hw_models::KernelClass::attention_bwd: return TraceClass::attention_bwd;
+      case hw_models::KernelClass::quantize: return TraceClass::quantize;
+      case hw_models::KernelClass::memory:
+        return label.find("norm.") != std::string::npos || label.find("_norm") != std::string::npos
+                   ? TraceClass::norm : TraceClass::elementwise;
+      case hw_models::KernelClass::gather: return TraceClass::elementwise;
+    }
+  }
+  return comm != 0 ? TraceClass::communication : TraceClass::elementwise;
+}
+
+PredictedKernels predicted_kernels(const config::Scenario& sc, std::optional<std::int64_t> microbatches) {
+  PredictedKernels out;
+  out.microbatches = microbatches;
+  if (!microbatches) {
+    const auto s = traced_step(sc);
+    out.rank = s.critical_rank;
+    out.totals = rank_totals(s, out.rank);
+    return out;
+  }
+  // The steady state's two runs (predict.hpp): past the warm-up and the host's transient.
+  const auto& p = sc.parallelism;
+  std::tie(out.m1, out.m2) = steady_state_pair(sc.pipeline_schedule, p);
+  const auto at = [&](std::int64_t m) {
+    config::Scenario s = sc;
+    s.parallelism.num_microbatches = m;
+    s.training.global_batch_size = m * sc.training.micro_batch_size * p.dp;
+    return traced_step(s);
+  };
+  const auto a = at(out.m1), b = at(out.m2);
+  out.rank = b.critical_rank;
+  const auto ta = rank_totals(a, out.rank), tb = rank_totals(b, out.rank);
+  const double k = static_cast<double>(*microbatches) / static_cast<double>(out.m2 - out.m1);
+  const auto per = [k](double x1, double x2) { return (x2 - x1) * k; };
+  for (std::size_t c = 0; c < calibration::kTraceClassCount; ++c) {
+    out.totals.by_class[c].count = per(ta.by_class[c].count, tb.by_class[c].count);
+    out.totals.by_class[c].seconds = per(ta.by_class[c].seconds, tb.by_class[c].seconds);
+  }
+  out.totals.kernels = per(ta.kernels, tb.kernels);
+  out.totals.kernel_s = per(ta.kernel_s, tb.kernel_s);
+  out.totals.busy_s = per(ta.busy_s, tb.busy_s);
+  out.totals.span_s = per(ta.span_s, tb.span_s);
+  return out;
+}
+
+}  // namespace moesim::predict

@@ -1,0 +1,93 @@
+#include "reports/trace.hpp"
+
+#include <fmt/format.h>
+
+namespace moesim::reports {
+namespace {
+
+std::string error_text(double measured, double predicted) {
+  return measured > 0 ? fmt::format("{:+.1f}%", 100 * (predicted - measured) / measured) : "-";
+}
+
+std::string window(const TraceReport& r) {
+  if (!r.predicted) return "";
+  if (!r.predicted->microbatches) return fmt::format("the whole step, rank {}", r.predicted->rank);
+  return fmt::format("{} microbatch(es): the increase from {} to {} simulated microbatches, rank {}",
+                     *r.predicted->microbatches, r.predicted->m1, r.predicted->m2, r.predicted->rank);
+}
+
+}  // namespace
+
+std::string trace_text(const TraceReport& r) {
+  const auto& m = r.measured;
+  std::string o = fmt::format("{}: {:.0f} GPU kernels\n", r.file, m.kernels);
+  if (r.predicted) o += fmt::format("against {}: {}\n", *r.scenario, window(r));
+  o += "\n";
+  const bool p = r.predicted.has_value();
+  o += p ? fmt::format("{:<15} {:>8} {:>11} {:>10} {:>11} {:>9}\n", "class", "kernels", "measured", "predicted",
+                       "predicted", "error")
+         : fmt::format("{:<15} {:>8} {:>11}\n", "class", "kernels", "ms");
+  if (p) o += fmt::format("{:<15} {:>8} {:>11} {:>10} {:>11}\n", "", "measured", "ms", "kernels", "ms");
+  for (const auto& e : calibration::trace_class_names().entries()) {
+    const auto i = static_cast<std::size_t>(e.value);
+    const auto& mc = m.by_class[i];
+    if (!p) {
+      if (mc.count > 0) o += fmt::format("{:<15} {:>8.0f} {:>11.3f}\n", e.name, mc.count, mc.seconds * 1e3);
+      continue;
+    }
+    const auto& pc = r.predicted->totals.by_class[i];
+    if (mc.count == 0 && pc.count == 0) continue;
+    o += fmt::format("{:<15} {:>8.0f} {:>11.3f} {:>10.1f} {:>11.3f} {:>9}\n", e.name, mc.count, mc.seconds * 1e3,
+                     pc.count, pc.seconds * 1e3, error_text(mc.seconds, pc.seconds));
+  }
+  if (p) {
+    // Which GEMMs a framework groups differs (DeepSeek runs each expert's weight gradient
+    // as a GEMM of its own; moesim prices the experts' as grouped): the two together.
+    const auto gemms = [](const calibration::TraceTotals& t) {
+      const auto& a = t.by_class[static_cast<std::size_t>(calibration::TraceClass::gemm)];
+      const auto& b = t.by_class[static_cast<std::size_t>(calibration::TraceClass::grouped_gemm)];
+      return std::pair{a.count + b.count, a.seconds + b.seconds};
+    };
+    const auto [mn, ms] = gemms(m);
+    const auto [pn, ps] = gemms(r.predicted->totals);
+    o += fmt::format("{:<15} {:>8.0f} {:>11.3f} {:>10.1f} {:>11.3f} {:>9}\n", "(all GEMMs)", mn, ms * 1e3, pn, ps * 1e3,
+                     error_text(ms, ps));
+  }
+  const auto row = [&](const char* what, double mv, std::optional<double> pv) {
+    o += pv ? fmt::format("{:<34} {:>11.3f} {:>11.3f} {:>9}\n", what, mv * 1e3, *pv * 1e3, error_text(mv, *pv))
+            : fmt::format("{:<34} {:>11.3f}\n", what, mv * 1e3);
+  };
+  o += "\n";
+  const auto* pt = p ? &r.predicted->totals : nullptr;
+  const auto opt = [&](double x) { return pt ? std::optional<double>(x) : std::nullopt; };
+  row("kernel time (ms)", m.kernel_s, opt(pt ? pt->kernel_s : 0));
+  row("busy: union of the kernels (ms)", m.busy_s, opt(pt ? pt->busy_s : 0));
+  row("overlapped: kernel time - busy (ms)", m.overlapped_s(), opt(pt ? pt->overlapped_s() : 0));
+  row("span: first start to last end (ms)", m.span_s, opt(pt ? pt->span_s : 0));
+  return o;
+}
+
+nlohmann::json trace_json(const TraceReport& r) {
+  using nlohmann::json;
+  const auto totals = [](const calibration::TraceTotals& t) {
+    json classes = json::object();
+    for (const auto& e : calibration::trace_class_names().entries()) {
+      const auto& c = t.by_class[static_cast<std::size_t>(e.value)];
+      classes[std::string(e.name)] = {{"kernels", c.count}, {"seconds", c.seconds}};
+    }
+    return json{{"kernels", t.kernels},   {"kernel_s", t.kernel_s},          {"busy_s", t.busy_s},
+                {"span_s", t.span_s},     {"overlapped_s", t.overlapped_s()}, {"classes", classes}};
+  };
+  json j{{"file", r.file}, {"measured", totals(r.measured)}};
+  if (r.predicted) {
+    j["scenario"] = *r.scenario;
+    j["predicted"] = totals(r.predicted->totals);
+    j["window"] = r.predicted->microbatches
+                      ? json{{"microbatches", *r.predicted->microbatches}, {"m1", r.predicted->m1},
+                             {"m2", r.predicted->m2}, {"rank", r.predicted->rank}}
+                      : json{{"step", true}, {"rank", r.predicted->rank}};
+  }
+  return j;
+}
+
+}  // namespace moesim::reports
