@@ -15,33 +15,41 @@ struct KernelRule {
   Words any, also, none;
 };
 
+// Attention kernels: FlashAttention (flash::..., flash_fwd_*, FlashAttnBwd), cuDNN's fused
+// attention (sdpa, fmha), TE's fused_attn.
+const Words kAttention = {"flash", "fmha", "sdpa", "fused_attn", "compute_attn"};
+
 const std::array<KernelRule, 10>& kernel_rules() {
   static const std::array<KernelRule, 10> kRules{{
       // NCCL's kernels: ncclDevKernel_AllReduce_..., ncclKernel_...
       {TraceClass::communication, {"nccl"}, {}, {}},
+      // Attention first: FlashAttention's split-KV FlashAttnFwdCombine is not an EP combine.
+      {TraceClass::attention_bwd, kAttention, {"bwd", "backward", "bprop", "dgrad"}, {}},
+      {TraceClass::attention_fwd, kAttention, {}, {}},
       // DeepEP: dpsk::ep::internode::combine, deep_ep::intranode::combine; HybridEP's combine.
       {TraceClass::ep_combine, {"combine"}, {}, {}},
       // DeepEP's dispatch and its notify / layout kernels (get_dispatch_layout, notify_dispatch,
-      // cached_notify).
+      // cached_notify: the cached notify serves the combine too, counted here).
       {TraceClass::ep_dispatch, {"dispatch", "notify"}, {}, {}},
-      // FlashAttention (flash::FlashAttnBwd, flash_bwd_*), cuDNN's fused attention (sdpa, fmha).
-      {TraceClass::attention_bwd, {"flash", "fmha", "sdpa", "fused_attn", "compute_attn"},
-       {"bwd", "backward", "bprop", "dgrad"}, {}},
-      {TraceClass::attention_fwd, {"flash", "fmha", "sdpa", "fused_attn", "compute_attn"}, {}, {}},
       // DeepSeek's dense FP8 GEMMs (the projections, and each expert's weight gradient) live in
       // its library's grouped_gemm namespace (dpsk::grouped_gemm::cuda::fp8_ptp128c,
       // fp8_dptp128c_acc); its grouped GEMMs are the m_grouped_* kernels.
       {TraceClass::gemm, {"grouped_gemm::cuda::fp8_"}, {"gemmkernel"}, {}},
       // DeepGEMM / DeepSeek's grouped GEMMs (grouped_gemm::...::GemmKernel, m_grouped_*), CUTLASS
       // grouped GEMMs; not DeepSeek's transposes that live in the grouped_gemm namespace.
-      {TraceClass::grouped_gemm, {"grouped"}, {"gemm"}, {"transpose", "cast"}},
-      // cuBLAS (nvjet_*, sm90_xmma_gemm_*, cublasLt), CUTLASS, DeepGEMM's dense GEMM.
-      {TraceClass::gemm, {"gemm", "xmma", "nvjet", "cutlass", "cublas", "matmul"}, {}, {"transpose", "cast", "quant"}},
-      // Casts to and from FP8 / MXFP8 with their transposes, amax and scale kernels, scale
-      // swizzles (TE's quantize_*, cast_transpose_*, DeepSeek's per_token_cast_to_fp8).
-      {TraceClass::quantize, {"cast", "quant", "fp8", "amax", "transpose", "swizzle"}, {}, {}},
-      // Apex / TE / DeepSeek normalization kernels (layer_norm::ln_fwd_kernel, rmsnorm_*).
+      {TraceClass::grouped_gemm, {"grouped"}, {"gemm"}, {"transpose", "cast_", "_cast"}},
+      // cuBLAS (nvjet_*, sm90_xmma_gemm_*, cublasLt), CUTLASS (its Broadcast epilogues too),
+      // DeepGEMM's dense GEMM.
+      {TraceClass::gemm, {"gemm", "xmma", "nvjet", "cutlass", "cublas", "matmul"}, {},
+       {"transpose", "cast_", "_cast", "quant"}},
+      // Apex / TE / DeepSeek normalization kernels (layer_norm::ln_fwd_kernel, rmsnorm_*), an FP8
+      // output fused in or not.
       {TraceClass::norm, {"layer_norm", "layernorm", "rmsnorm", "rms_norm", "ln_fwd", "ln_bwd"}, {}, {}},
+      // Casts to and from FP8 / MXFP8 with their transposes, amax and scale kernels, scale
+      // swizzles (TE's quantize_*, cast_transpose_*, DeepSeek's per_token_cast_to_fp8); not
+      // PyTorch's dtype copies (LoadWithCast) nor CUTLASS's Broadcast epilogues.
+      {TraceClass::quantize, {"cast_", "_cast", "cast<", "quant", "fp8", "amax", "transpose", "swizzle"}, {},
+       {"broadcast", "withcast"}},
   }};
   return kRules;
 }

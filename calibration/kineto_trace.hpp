@@ -46,7 +46,6 @@ TraceClass classify_kernel(std::string_view name);
 struct TraceKernel {
   TraceClass cls = TraceClass::elementwise;
   double start_s = 0, end_s = 0;
-  std::int64_t stream = 0;
 };
 
 struct ClassTotal {

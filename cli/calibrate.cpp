@@ -263,12 +263,11 @@ class Calibrate final : public Command {
 
   // `moesim calibrate trace`: config/load_trace.hpp, predict/trace_compare.hpp.
   int compare_trace(Io& io) const {
-    reports::TraceReport r;
-    r.file = trace_file_;
-    const auto kernels = config::load_kineto_trace(trace_file_);
-    r.measured = calibration::trace_totals(kernels);
     if (trace_microbatches_ > 0 && trace_scenario_.empty())
       throw config::InputError("<command line>", "--microbatches", "compares with a scenario: give --scenario");
+    reports::TraceReport r;
+    r.file = trace_file_;
+    r.measured = calibration::trace_totals(config::load_kineto_trace(trace_file_));
     if (!trace_scenario_.empty()) {
       const auto sc = config::load_scenario_file(trace_scenario_);
       r.scenario = sc.name;

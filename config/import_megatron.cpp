@@ -885,17 +885,18 @@ class Importer {
     // The library switches no flag shows: the release's (config/releases.hpp), else the newest.
     const auto* rel = opts_.release ? find_release(*opts_.release) : nullptr;
     if (opts_.release) {
-      if (*opts_.release == kCustomRelease)
+      if (auto why = unknown_release(*opts_.release)) throw InputError(opts_.source, "--release", *why);
+      if (!rel)
         throw InputError(opts_.source, "--release",
                          "'custom' resolves no switch: import without --release and set the stack keys by hand");
-      if (!rel) throw InputError(opts_.source, "--release",
-                                 fmt::format("unknown release '{}'; known: {}", *opts_.release, known_release_names()));
       st["release"] = *opts_.release;
     }
     for (const char* k : {"mxfp8_alloc_fusion", "permute_fusion_v2", "swizzle_fusion", "pdl_quant", "te_host_slim",
                           "cuda_graph_shared_expert", "deepep_tuned", "hybridep_permute_fusion"}) {
       if (rel) {
-        assume(std::string("stack.") + k, fmt::format("release {}'s (no Megatron flag says)", rel->name));
+        assume(std::string("stack.") + k,
+               fmt::format("release {}'s where it settles it, else on and noted by run (no Megatron flag says)",
+                           rel->name));
         continue;
       }
       st[k] = true;

@@ -494,9 +494,8 @@ class ScenarioReader {
     read_object(*n, [&](Object& o) {
       if (auto r = o.get("release")) {
         sc_.release = r->as_string();
-        if (sc_.release != kCustomRelease) {
-          const auto* rel = find_release(sc_.release);
-          if (!rel) r->fail(fmt::format("unknown release '{}'; known: {}", sc_.release, known_release_names()));
+        if (auto why = unknown_release(sc_.release)) r->fail(*why);
+        if (const auto* rel = find_release(sc_.release)) {
           auto res = resolve_release(*rel, sc_.system.gpu.name);
           sc_.stack = res.stack;
           sc_.release_unsettled = std::move(res.unsettled);

@@ -1,5 +1,8 @@
 #include "config/load_trace.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "config/json_reader.hpp"
@@ -20,11 +23,21 @@ std::vector<calibration::TraceKernel> load_kineto_trace(const std::string& path)
   } else if (!j.is_array()) {
     throw InputError(path, "", "expected a Chrome trace: an object with traceEvents, or an array of events");
   }
-  std::vector<calibration::TraceKernel> out;
+  // A string member or "" (Kineto writes numbers for some keys in some versions).
+  const auto text = [](const Json& e, const char* key) {
+    const auto it = e.find(key);
+    return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  struct Raw {
+    calibration::TraceClass cls;
+    double ts, dur;
+  };
+  std::vector<Raw> raw;
+  std::optional<Json> device;  // the first kernel's pid: one device per trace
   for (std::size_t i = 0; i < events->size(); ++i) {
     const Json& e = (*events)[i];
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
-    const std::string cat = e.value("cat", "");
+    if (!e.is_object() || text(e, "ph") != "X") continue;
+    const std::string cat = text(e, "cat");
     if (cat != "kernel" && cat != "Kernel") continue;
     const auto at = [&](const char* key) { return fmt::format("{}[{}].{}", where, i, key); };
     const auto num = [&](const char* key) {
@@ -32,18 +45,24 @@ std::vector<calibration::TraceKernel> load_kineto_trace(const std::string& path)
       if (it == e.end() || !it->is_number()) throw InputError(path, at(key), "a kernel event needs a number here");
       return it->get<double>();
     };
-    const auto name = e.find("name");
-    if (name == e.end() || !name->is_string()) throw InputError(path, at("name"), "a kernel event needs its name");
-    const double ts = num("ts"), dur = num("dur");
+    const std::string name = text(e, "name");
+    if (name.empty()) throw InputError(path, at("name"), "a kernel event needs its name");
+    const Json pid = e.value("pid", Json());
+    if (!device) device = pid;
+    else if (pid != *device)
+      throw InputError(path, at("pid"), fmt::format("kernels of more than one device (pid {} and {}): export one "
+                                                    "rank's trace",
+                                                    device->dump(), pid.dump()));
+    const double dur = num("dur");
     if (dur < 0) throw InputError(path, at("dur"), "a kernel cannot last less than nothing");
-    std::int64_t stream = 0;
-    if (const auto a = e.find("args"); a != e.end() && a->is_object() && a->contains("stream") &&
-                                       (*a)["stream"].is_number_integer())
-      stream = (*a)["stream"].get<std::int64_t>();
-    else if (const auto t = e.find("tid"); t != e.end() && t->is_number_integer())
-      stream = t->get<std::int64_t>();
-    out.push_back({calibration::classify_kernel(name->get<std::string>()), ts * 1e-6, (ts + dur) * 1e-6, stream});
+    raw.push_back({calibration::classify_kernel(name), num("ts"), dur});
   }
+  // Seconds from the first kernel: microsecond timestamps since the epoch keep their
+  // sub-microsecond digits only as differences.
+  std::vector<calibration::TraceKernel> out;
+  double t0 = raw.empty() ? 0 : raw.front().ts;
+  for (const auto& r : raw) t0 = std::min(t0, r.ts);
+  for (const auto& r : raw) out.push_back({r.cls, (r.ts - t0) * 1e-6, (r.ts - t0 + r.dur) * 1e-6});
   if (out.empty())
     throw InputError(path, where, "no GPU kernels (events with \"cat\": \"kernel\"): record with "
                                   "torch.profiler.ProfilerActivity.CUDA");

@@ -1,10 +1,10 @@
 // config/load_trace.hpp: the GPU kernels of a PyTorch-profiler (Kineto) trace file, the
 // Chrome trace format torch.profiler's export_chrome_trace writes: {"traceEvents": [...]}
 // (or the bare array), each kernel an event with "ph": "X", "cat": "kernel", its "name",
-// "ts" and "dur" in microseconds and its stream in args.stream (else "tid"). Kernels are
+// "ts" and "dur" in microseconds (returned as seconds from the first kernel). Kernels are
 // classified by calibration::classify_kernel. A file without kernels (a trace recorded
-// without ProfilerActivity.CUDA) or an event with a kernel's category but no numeric
-// ts/dur is an InputError naming the event's index.
+// without ProfilerActivity.CUDA), a kernel event without its name or numeric ts / dur, or
+// kernels of more than one device (pid) is an InputError naming the event's index.
 #pragma once
 
 #include <string>

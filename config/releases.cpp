@@ -17,7 +17,7 @@ constexpr std::string_view kDoc = "docs/research/releases.md";
 // submissions in shared/reference/scale-and-goodput.md (sections 1a and 3); their
 // components were not researched, and no switch below shipped before 25.09 except the
 // launcher's NUMA binding, so the resolution needs no more of them.
-constexpr std::array<SoftwareRelease, 14> kReleases{{
+constexpr std::array<SoftwareRelease, 15> kReleases{{
     {"23.09", {23, 9, 0}, "NeMo 23.09 (components not researched)",
      "MLPerf Training v3.1 GPT-3 submission (shared/reference/scale-and-goodput.md section 3)"},
     {"24.04", {24, 4, 0}, "NeMo 24.04 (components not researched)",
@@ -45,10 +45,14 @@ constexpr std::array<SoftwareRelease, 14> kReleases{{
      "Megatron-Bridge v0.4.2 pyproject.toml and 3rdparty/Megatron-LM (releases.md section 1)"},
     {"26.06", {26, 6, 0}, "Megatron-Bridge 0.5.0; Megatron-Core 0.18.0 (d0b3b77549); TE 2.16; cuDNN 9.21.1.3",
      "software-versions.md; Megatron-Bridge v0.5.0 (releases.md section 1)"},
+    {"26.06.01", {26, 6, 1}, "Megatron-Bridge 0.5.1; Megatron-Core 0.18.2 (458c8d0eca); TE 2.16.0 (b9d690e042)",
+     "Megatron-Bridge v0.5.1 pyproject.toml and 3rdparty/Megatron-LM (releases.md section 1)"},
     {"26.08", {26, 8, 0}, "Megatron-Bridge 0.6.0; Megatron-Core 0.19.0 (cd4afffa64); TE 2.17.1; cuDNN unknown",
      "Megatron-Bridge v0.6.0 docs/versions1.json, pyproject.toml, 3rdparty/Megatron-LM (releases.md section 1)"},
 }};
 
+// since: on from `first`; never: off in every release; unsettled: off before `first`, and
+// from it no source says (taken as on, the newest stack's value, and listed).
 enum class Shipped { since, never, unsettled };
 
 // One row per switch (several for a switch whose first release depends on the GPU; the
@@ -81,9 +85,9 @@ constexpr std::array<SwitchHistory, 13> kSwitchHistory{{
      "GB300 joins the GB200 divisor in Megatron-Bridge v0.3.0 scripts/performance/utils/executors.py"},
     {"cpu_numa_binding", "", Shipped::since, {},
      "8-GPU nodes: NeMo's SLURM_LOCALID/4 puts GPUs 0-3 and 4-7 on their sockets in every release"},
-    {"te_host_slim", "", Shipped::never, {},
-     "TE PR 2146 (the journey's CPU-overhead changes) is open; later upstream CPU work (#2439, #2559, #2957) is not "
-     "known to equal it"},
+    {"te_host_slim", "", Shipped::unsettled, {26, 2, 0},
+     "TE PR 2146 (the journey's CPU-overhead changes) is open, so off before TE 2.12; the upstream CPU work since "
+     "(#2439 in TE 2.12, #2559, #2957) is not known to equal it"},
     {"cuda_graph_shared_expert", "", Shipped::since, {25, 11, 0},
      "moe_router graph scope with the shared expert: Megatron-Core dev cherry-pick ac658b9a61 (#1917), 0d8e0714cd"},
     {"deepep_tuned", "", Shipped::unsettled, {},
@@ -179,6 +183,11 @@ const SoftwareRelease* find_release(std::string_view name) {
   return nullptr;
 }
 
+std::optional<std::string> unknown_release(std::string_view name) {
+  if (name == kCustomRelease || find_release(name)) return std::nullopt;
+  return fmt::format("unknown release '{}'; known: {}", name, known_release_names());
+}
+
 std::string known_release_names() {
   std::string out;
   for (const auto& r : kReleases) out += fmt::format("{}, ", r.name);
@@ -193,7 +202,10 @@ ReleaseResolution resolve_release(const SoftwareRelease& release, std::string_vi
     switch (h.shipped) {
       case Shipped::since: on = release.version >= h.first; break;
       case Shipped::never: on = false; break;
-      case Shipped::unsettled: out.unsettled.emplace_back(s.name); break;
+      case Shipped::unsettled:
+        on = release.version >= h.first;
+        if (on) out.unsettled.emplace_back(s.name);
+        break;
     }
     out.stack.*s.member = on;
   }

@@ -12,11 +12,13 @@
 //   - a switch that first shipped in release F is on at F and after, off before;
 //   - the launcher's NUMA binding depends on the GPU (NeMo's perf launcher bound GB200
 //     from 25.07 and GB300 from 26.02; 8-GPU x86 nodes always), so its rows are per GPU;
-//   - a switch no release shipped (pdl_quant: reverted before TE 2.7; te_host_slim: PR
-//     2146 unmerged) is off in every release;
+//   - a switch no release shipped (pdl_quant: reverted before TE 2.7) is off in every
+//     release;
 //   - a switch no source settles (deepep_tuned: "Tune DeepEP" is a row of NVIDIA's blog,
-//     what changed is not published) takes the newest stack's value, on, and is listed
-//     in `unsettled`: `run` warns where it acts, so the user can decide.
+//     what changed is not published; te_host_slim from TE 2.12, whose upstream CPU work
+//     may or may not equal the journey's unmerged PR 2146) takes the newest stack's
+//     value, on, and is listed in `unsettled`: `run` warns where it acts, so the user
+//     can decide.
 // Features: a setting the scenario uses that its release did not ship (HybridEP before
 // 25.11, EP overlap before 25.09, ...) is refused at the setting's JSON path with the
 // release that first had it.
@@ -57,6 +59,8 @@ const SoftwareRelease* find_release(std::string_view name);
 // "23.09, 24.04, ..., custom": for messages.
 std::string known_release_names();
 inline constexpr std::string_view kCustomRelease = "custom";
+// Why `name` is no release moesim resolves ("unknown release ...; known: ..."), or nullopt.
+std::optional<std::string> unknown_release(std::string_view name);
 
 struct ReleaseResolution {
   workload::StackSwitches stack;

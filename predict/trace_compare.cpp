@@ -14,7 +14,7 @@ calibration::TraceTotals rank_totals(const schedules::StepResult& s, int rank) {
   std::vector<calibration::TraceKernel> k;
   for (const auto& sp : s.trace)
     if (sp.rank == rank && sp.track >= 0)
-      k.push_back({trace_class(s.label_kinds[sp.label], sp.comm, s.labels[sp.label]), sp.start_s, sp.end_s, sp.track});
+      k.push_back({trace_class(s.label_kinds.at(sp.label), sp.comm, s.labels.at(sp.label)), sp.start_s, sp.end_s});
   return calibration::trace_totals(k);
 }
 
@@ -37,8 +37,11 @@ TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm, cons
       case CommOp::tp_reduce_scatter: return TraceClass::communication;
       case CommOp::none: break;
     }
-    // DeepEP's notify and layout kernels, priced as memory kernels of the dispatch.
-    if (label.find("dispatch") != std::string::npos) return TraceClass::ep_dispatch;
+    // The dispatcher's own small kernels priced as memory kernels (DeepEP's notify, HybridEP's
+    // flag and done kernels, forward and backward) count with the dispatch; HybridEP's
+    // buffer copy (dispatch_copy) is an HBM copy, elementwise as a trace would class it.
+    if (label.find("dispatch") != std::string::npos && label.find("dispatch_copy") == std::string::npos)
+      return TraceClass::ep_dispatch;
     switch (kind.cls) {
       case hw_models::KernelClass::gemm: return TraceClass::gemm;
       case hw_models::KernelClass::grouped_gemm: return TraceClass::grouped_gemm;

@@ -67,6 +67,12 @@ TEST_CASE("calibrate trace refuses what it cannot read, naming where", "[cli][tr
   r = test::run_moesim({"calibrate", "trace", nodur.path()});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("traceEvents[1].dur"));
+  test::TempFile badph(R"({"traceEvents": [{"ph": 1, "cat": null}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "pid": 0},
+                                              {"ph": "X", "cat": "kernel", "name": "k", "ts": 3, "dur": 1, "pid": 1}]})",
+                        "trace.json");
+  r = test::run_moesim({"calibrate", "trace", badph.path()});
+  CHECK(r.status == 2);  // non-string keys pass by; two devices are refused
+  CHECK_THAT(r.err, Catch::Contains("traceEvents[2].pid") && Catch::Contains("one rank's trace"));
   r = test::run_moesim({"calibrate", "trace", test::source_path(kTrace), "--microbatches", "2"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--scenario"));

@@ -60,12 +60,16 @@ TEST_CASE("A release's switches follow the first release that shipped each", "[c
   const auto r2602 = config::resolve_release(release("26.02"), "GB200");
   CHECK(r2602.stack.norm_quant_fusion);
   CHECK(r2602.stack.cuda_graph_shared_expert);
-  // No release shipped PDL quantization or the slim TE host code; DeepEP's tuning is unsettled.
+  // No release shipped PDL quantization; DeepEP's tuning is unsettled everywhere, the slim TE
+  // host code from 26.02 (TE 2.12's upstream CPU work), off before.
   for (const auto& r : config::software_releases()) {
+    INFO(r.name);
     const auto res = config::resolve_release(r, "GB200");
     CHECK_FALSE(res.stack.pdl_quant);
-    CHECK_FALSE(res.stack.te_host_slim);
-    CHECK(res.unsettled == std::vector<std::string>{"deepep_tuned"});
+    const bool te212 = r.version >= config::ReleaseVersion{26, 2, 0};
+    CHECK(res.stack.te_host_slim == te212);
+    CHECK(res.unsettled == (te212 ? std::vector<std::string>{"te_host_slim", "deepep_tuned"}
+                                  : std::vector<std::string>{"deepep_tuned"}));
   }
 }
 
@@ -74,10 +78,11 @@ TEST_CASE("stack.release in a scenario: explicit keys win, later features are re
   const auto sc = load(patched(base, R"({"stack": {"release": "26.02", "pdl_quant": true}})"));
   CHECK(sc.release == "26.02");
   CHECK(sc.stack.pdl_quant);  // given
-  CHECK_FALSE(sc.stack.te_host_slim);
+  CHECK(sc.stack.te_host_slim);  // unsettled: taken as on
   CHECK(sc.stack.norm_quant_fusion);
-  CHECK(sc.release_unsettled == std::vector<std::string>{"deepep_tuned"});
-  CHECK(load(patched(base, R"({"stack": {"release": "26.02", "deepep_tuned": false}})")).release_unsettled.empty());
+  CHECK(sc.release_unsettled == std::vector<std::string>{"te_host_slim", "deepep_tuned"});
+  CHECK(load(patched(base, R"({"stack": {"release": "26.02", "deepep_tuned": false, "te_host_slim": false}})"))
+            .release_unsettled.empty());
 
   // HybridEP and the router graph scopes came with 25.11, EP overlap with 25.09.
   CHECK(refused_at(patched(base, R"({"stack": {"release": "25.09"}})")) == "framework.dispatcher");
