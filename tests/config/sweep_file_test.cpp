@@ -172,3 +172,23 @@ TEST_CASE("The default split's text parses to the default split", "[config][swee
       CHECK(parsed.stages()[s].to_string() == even.stages()[s].to_string());
   }
 }
+
+TEST_CASE("No shipped sweep's row is refused for the software release its base names", "[config][sweep][releases]") {
+  // A base of a build of its own (stack.release "custom") must give every switch a swept
+  // system or dispatcher may make act (DeepEP's tuning on an NVL72 rack, say).
+  namespace fs = std::filesystem;
+  int rows = 0;
+  for (const auto& e : fs::directory_iterator(test::source_path("scenarios/sweeps"))) {
+    const auto plan = config::expand_sweep(config::read_sweep_file(e.path().string()));
+    for (const auto& p : plan.points) {
+      ++rows;
+      try {
+        config::load_scenario_json(p.scenario, e.path().string());
+      } catch (const config::InputError& err) {
+        INFO(e.path().filename().string() << " row " << p.id << ": " << err.what());
+        CHECK(err.path() != "stack.release");
+      }
+    }
+  }
+  CHECK(rows > 2000);
+}
