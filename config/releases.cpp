@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "calibration/corpus_params.hpp"
 #include "config/inert_settings.hpp"
 
 namespace moesim::config {
@@ -96,19 +97,9 @@ constexpr std::array<SwitchHistory, 13> kSwitchHistory{{
      "DeepEP hybrid-ep #439 f4f2c10 with Megatron-Core's HybridEP backend (dev !4237, 0d8e0714cd)"},
 }};
 
-bool lists_gpu(std::string_view list, std::string_view gpu) {
-  while (!list.empty()) {
-    const auto bar = list.find('|');
-    if (list.substr(0, bar) == gpu) return true;
-    if (bar == std::string_view::npos) break;
-    list.remove_prefix(bar + 1);
-  }
-  return false;
-}
-
 const SwitchHistory& history(std::string_view name, std::string_view gpu) {
   for (const auto& h : kSwitchHistory)
-    if (h.name == name && (h.gpus.empty() || lists_gpu(h.gpus, gpu))) return h;
+    if (h.name == name && (h.gpus.empty() || std::ranges::count(calibration::gpu_names(h.gpus), gpu) > 0)) return h;
   throw std::logic_error(fmt::format("config/releases.cpp has no history for stack.{}", name));
 }
 

@@ -53,17 +53,18 @@ std::string trace_text(const TraceReport& r) {
     o += fmt::format("{:<15} {:>8.0f} {:>11.3f} {:>10.1f} {:>11.3f} {:>9}\n", "(all GEMMs)", mn, ms * 1e3, pn, ps * 1e3,
                      error_text(ms, ps));
   }
-  const auto row = [&](const char* what, double mv, std::optional<double> pv) {
-    o += pv ? fmt::format("{:<34} {:>11.3f} {:>11.3f} {:>9}\n", what, mv * 1e3, *pv * 1e3, error_text(mv, *pv))
-            : fmt::format("{:<34} {:>11.3f}\n", what, mv * 1e3);
+  // A total, measured and (with a scenario) predicted.
+  const auto row = [&](const char* what, double (*get)(const calibration::TraceTotals&)) {
+    const double mv = get(m);
+    o += p ? fmt::format("{:<34} {:>11.3f} {:>11.3f} {:>9}\n", what, mv * 1e3, get(r.predicted->totals) * 1e3,
+                         error_text(mv, get(r.predicted->totals)))
+           : fmt::format("{:<34} {:>11.3f}\n", what, mv * 1e3);
   };
   o += "\n";
-  const auto* pt = p ? &r.predicted->totals : nullptr;
-  const auto opt = [&](double x) { return pt ? std::optional<double>(x) : std::nullopt; };
-  row("kernel time (ms)", m.kernel_s, opt(pt ? pt->kernel_s : 0));
-  row("busy: union of the kernels (ms)", m.busy_s, opt(pt ? pt->busy_s : 0));
-  row("overlapped: kernel time - busy (ms)", m.overlapped_s(), opt(pt ? pt->overlapped_s() : 0));
-  row("span: first start to last end (ms)", m.span_s, opt(pt ? pt->span_s : 0));
+  row("kernel time (ms)", [](const calibration::TraceTotals& t) { return t.kernel_s; });
+  row("busy: union of the kernels (ms)", [](const calibration::TraceTotals& t) { return t.busy_s; });
+  row("overlapped: kernel time - busy (ms)", [](const calibration::TraceTotals& t) { return t.overlapped_s(); });
+  row("span: first start to last end (ms)", [](const calibration::TraceTotals& t) { return t.span_s; });
   return o;
 }
 
