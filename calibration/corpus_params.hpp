@@ -18,6 +18,8 @@
 //                                           sustained load over the short benchmarks', one
 //                                           per GPU power class (700 W Hopper SXM, B200,
 //                                           GB200, GB300: each runs at its own power cap)
+//   efficiency.gemm.fp4                    GB300's NVFP4 GEMM throughput over its dense FP4
+//                                           peak (no NVFP4 GEMM figure of the GPU is public)
 // The ranges are physical bounds, not fitting aids (corpus_params.cpp says why each).
 #pragma once
 

@@ -172,6 +172,12 @@ constexpr std::array kModeled{
     FlagSpec{"--global-batch-size", Arity::one}, FlagSpec{"--bf16", Arity::none},
     FlagSpec{"--fp16", Arity::none}, FlagSpec{"--fp8-format", Arity::one},
     FlagSpec{"--fp8-recipe", Arity::one}, FlagSpec{"--fp8-param-gather", Arity::none},
+    FlagSpec{"--window-size", Arity::one}, FlagSpec{"--window-attn-skip-freq", Arity::one},
+    FlagSpec{"--softmax-type", Arity::one},
+    FlagSpec{"--add-qkv-bias", Arity::none}, FlagSpec{"--quick-geglu", Arity::none},
+    FlagSpec{"--fp4-format", Arity::one}, FlagSpec{"--fp4-recipe", Arity::one},
+    FlagSpec{"--fp4-param-gather", Arity::none}, FlagSpec{"--first-last-layers-bf16", Arity::none},
+    FlagSpec{"--num-layers-at-start-in-bf16", Arity::one}, FlagSpec{"--num-layers-at-end-in-bf16", Arity::one},
     FlagSpec{"--fp8-dot-product-attention", Arity::none},
     FlagSpec{"--moe-expert-capacity-factor", Arity::one},
     FlagSpec{"--moe-router-force-load-balancing", Arity::none},
@@ -230,7 +236,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 94> kIgnored{
+constexpr std::array<std::string_view, 99> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
@@ -254,6 +260,14 @@ constexpr std::array<std::string_view, 94> kIgnored{
     "--merge-file", "--ckpt-fully-parallel-load", "--async-save", "--use-dist-ckpt", "--attention-softmax-in-fp32",
     "--accumulate-allreduce-grads-in-fp32", "--no-masked-softmax-fusion", "--no-bias-dropout-fusion",
     "--moe-per-layer-logging", "--no-rope-fusion",
+    // GPT-OSS's activation details: the linear half's +1 offset and the clamp at 7 are
+    // elementwise work inside the activation kernel (no kernel or tensor of their own).
+    "--glu-linear-offset", "--activation-func-clamp-value", "--export-force-local-attention",
+    // ModelOpt's GPT-OSS switch (megatron/post_training/model_builder.py): YaRN RoPE
+    // constants; the rotary kernel is the same.
+    "--enable-gpt-oss",
+    // The bias-GeLU fusion fuses a bias add the model does not price (see --disable-bias-linear).
+    "--no-bias-gelu-fusion",
 };
 
 // Flags refused with a reason: what they select is not modeled.
@@ -377,13 +391,14 @@ class Flags {
   std::map<std::string, std::vector<std::string>> values_;
 };
 
-// Megatron's --moe-layer-freq: an integer N (every N-th layer is MoE, from layer 0) or
-// a Python list expression of 0/1 lists, sums and integer repeats, parenthesized at will:
+// Megatron's per-layer lists (--moe-layer-freq, --window-attn-skip-freq): a Python list
+// expression of 0/1 lists, sums and integer repeats, parenthesized at will:
 // "([0]*3+[1]*58)", "([1]*3+[0]*1)*3" (arguments.py's help). Lists longer than the
 // model are refused while parsing, before they are built.
 class LayerFreqParser {
  public:
-  LayerFreqParser(std::string expr, std::int64_t layers, const Flags& f) : e_(std::move(expr)), max_(layers), f_(f) {}
+  LayerFreqParser(std::string expr, std::int64_t layers, const Flags& f, std::string flag)
+      : e_(std::move(expr)), max_(layers), f_(f), flag_(std::move(flag)) {}
   std::vector<int> parse() {
     std::vector<int> v = sum();
     if (i_ != e_.size()) bad();
@@ -392,12 +407,11 @@ class LayerFreqParser {
 
  private:
   [[noreturn]] void bad() const {
-    f_.fail("--moe-layer-freq",
-            fmt::format("'{}': expected an integer or a list expression like ([0]*3+[1]*58)", e_));
+    f_.fail(flag_, fmt::format("'{}': expected an integer or a list expression like ([0]*3+[1]*58)", e_));
   }
   void check(std::size_t n) const {
     if (static_cast<std::int64_t>(n) > max_)
-      f_.fail("--moe-layer-freq", fmt::format("'{}' lists more than the {} layers of --num-layers", e_, max_));
+      f_.fail(flag_, fmt::format("'{}' lists more than the {} layers of --num-layers", e_, max_));
   }
   bool eat(char c) {
     if (i_ < e_.size() && e_[i_] == c) return ++i_, true;
@@ -453,25 +467,65 @@ class LayerFreqParser {
   std::string e_;
   std::int64_t max_;
   const Flags& f_;
+  std::string flag_;
   std::size_t i_ = 0;
 };
 
-std::vector<int> moe_layer_pattern(const Flags& f, std::int64_t layers) {
-  const auto s = f.str("--moe-layer-freq");
+// A per-layer 0/1 list flag: absent, every layer 1; an integer N, `every(i, N)` for the
+// 0-based layer i; else a list expression of exactly --num-layers entries.
+template <class Every>
+std::vector<int> layer_pattern(const Flags& f, const std::string& flag, std::int64_t layers, Every every) {
+  const auto s = f.str(flag);
   if (!s) return std::vector<int>(static_cast<std::size_t>(layers), 1);
   std::string e;
   for (char c : *s)
     if (!std::isspace(static_cast<unsigned char>(c))) e += c;
   std::vector<int> out;
   if (!e.empty() && std::isdigit(static_cast<unsigned char>(e[0]))) {
-    const auto n = f.positive("--moe-layer-freq");
-    for (std::int64_t i = 0; i < layers; ++i) out.push_back(i % n == 0 ? 1 : 0);
+    const auto n = f.positive(flag);
+    for (std::int64_t i = 0; i < layers; ++i) out.push_back(every(i, n) ? 1 : 0);
     return out;
   }
-  out = LayerFreqParser(e, layers, f).parse();
+  out = LayerFreqParser(e, layers, f, flag).parse();
   if (static_cast<std::int64_t>(out.size()) != layers)
-    f.fail("--moe-layer-freq", fmt::format("lists {} layers; --num-layers is {}", out.size(), layers));
+    f.fail(flag, fmt::format("lists {} layers; --num-layers is {}", out.size(), layers));
   return out;
+}
+// --moe-layer-freq N: every N-th layer is MoE, from layer 0.
+std::vector<int> moe_layer_pattern(const Flags& f, std::int64_t layers) {
+  return layer_pattern(f, "--moe-layer-freq", layers, [](std::int64_t i, std::int64_t n) { return i % n == 0; });
+}
+
+// Windowed attention (Megatron-Core transformer/utils.py is_layer_window_attention @
+// d98e8a64): --window-size "left,right" windows every layer, or with
+// --window-attn-skip-freq N all but every N-th (1-based layer % N == 0 is full), or the
+// layers a 0/1 list marks 1. TE's left window counts the tokens before the query, so a
+// left window of L is Hugging Face's sliding_window L + 1 (GPT-OSS: 127,0 and 128).
+void window_from_flags(const Flags& f, std::int64_t layers, Json& m) {
+  const auto w = f.str("--window-size");
+  if (!w) {
+    if (f.has("--window-attn-skip-freq")) f.fail("--window-attn-skip-freq", "needs --window-size");
+    return;
+  }
+  std::string t;
+  for (char c : *w)
+    if (c != '(' && c != ')' && !std::isspace(static_cast<unsigned char>(c))) t += c;
+  const auto comma = t.find(',');
+  std::int64_t left = -1, right = -1;
+  const auto num = [&](std::string_view v, std::int64_t& out) {
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    return ec == std::errc() && p == v.data() + v.size();
+  };
+  if (comma == std::string::npos || !num(std::string_view(t).substr(0, comma), left) ||
+      !num(std::string_view(t).substr(comma + 1), right) || left < 0)
+    f.fail("--window-size", fmt::format("'{}': expected left,right token counts (GPT-OSS: 127,0)", *w));
+  if (right != 0) f.fail("--window-size", "a right window (attention to later tokens) is not modeled: causal only");
+  m["sliding_window"] = left + 1;
+  const auto windowed = layer_pattern(f, "--window-attn-skip-freq", layers,
+                                      [](std::int64_t i, std::int64_t n) { return (i + 1) % n != 0; });
+  Json types = Json::array();
+  for (int v : windowed) types.push_back(v ? "sliding_attention" : "full_attention");
+  m["layer_types"] = types;
 }
 
 // The model as Hugging Face config.json fields from the shape flags (Megatron's
@@ -485,8 +539,15 @@ Json model_from_flags(const Flags& f) {
            "the model's shape needs --num-layers, --hidden-size and --num-attention-heads (or --model PRESET)");
   const bool mla = f.has("--multi-latent-attention");
   const std::int64_t experts = f.integer_or("--num-experts", 0);
+  // Learned attention sinks (--softmax-type learnable) are GPT-OSS's: its model type carries
+  // them with the router and expert biases.
+  const std::string softmax = f.choice("--softmax-type", "vanilla", {"vanilla", "off-by-one", "learnable"});
+  const bool gpt_oss = softmax == "learnable";
+  if (gpt_oss && experts == 0)
+    f.fail("--softmax-type", "learned attention sinks are modeled as GPT-OSS's, a model with experts (--num-experts)");
+  if (gpt_oss && mla) f.fail("--multi-latent-attention", "GPT-OSS's attention with MLA is not modeled");
   Json m;
-  m["model_type"] = mla ? "deepseek_v3" : experts > 0 ? "qwen2_moe" : "llama";
+  m["model_type"] = gpt_oss ? "gpt_oss" : mla ? "deepseek_v3" : experts > 0 ? "qwen2_moe" : "llama";
   m["hidden_size"] = *hidden;
   m["num_hidden_layers"] = *layers;
   m["num_attention_heads"] = *heads;
@@ -496,7 +557,12 @@ Json model_from_flags(const Flags& f) {
                                              : 4 * *hidden);
   m["intermediate_size"] = ffn;
   m["tie_word_embeddings"] = !f.has("--untie-embeddings-and-output-weights");
-  m["gated_linear_unit"] = f.has("--swiglu");
+  // --quick-geglu: GPT-OSS's gated activation (x sigmoid(1.702 x), times the linear half):
+  // gated like SwiGLU, two matrices in, one out.
+  m["gated_linear_unit"] = f.has("--swiglu") || f.has("--quick-geglu");
+  // --add-qkv-bias: the q, k, v projections' biases (moesim's attention_bias also counts the
+  // output projection's, h parameters a layer).
+  if (f.has("--add-qkv-bias")) m["attention_bias"] = true;
   if (mla) {
     // MLA's q/kv latent norms are part of the attention (--qk-layernorm there names them).
     if (const auto q = f.integer("--q-lora-rank")) m["q_lora_rank"] = *q;
@@ -510,10 +576,12 @@ Json model_from_flags(const Flags& f) {
     m["num_key_value_heads"] = f.has("--group-query-attention") ? f.integer_or("--num-query-groups", 1) : *heads;
     if (const auto kv = f.integer("--kv-channels")) m["head_dim"] = *kv;
   }
+  window_from_flags(f, *layers, m);
   if (experts > 0) {
     m["n_routed_experts"] = experts;
     m["num_experts_per_tok"] = f.integer_or("--moe-router-topk", 2);
-    m["moe_intermediate_size"] = f.integer_or("--moe-ffn-hidden-size", ffn);
+    // GPT-OSS's experts take intermediate_size (Mixtral's convention); it has no dense MLP.
+    m[gpt_oss ? "intermediate_size" : "moe_intermediate_size"] = f.integer_or("--moe-ffn-hidden-size", ffn);
     if (const auto s = f.integer("--moe-shared-expert-intermediate-size")) m["shared_expert_intermediate_size"] = *s;
     m["scoring_func"] = f.choice("--moe-router-score-function", "softmax", {"softmax", "sigmoid"});
     if (const auto g = f.integer("--moe-router-num-groups")) m["n_group"] = *g;
@@ -583,6 +651,9 @@ class Importer {
       return;
     }
     Json j = model_from_flags(f_);
+    if (f_.str("--softmax-type") == "off-by-one")
+      assume("model", "--softmax-type off-by-one: a softmax with one more term in its sum has no parameters "
+                      "and no kernel of its own, so it is priced as the plain softmax");
     moe_ = f_.integer_or("--num-experts", 0) > 0;
     const auto vocab = f_.integer("--vocab-size");
     // A preset with the same shape (the vocabulary comes from the tokenizer).
@@ -673,7 +744,20 @@ class Importer {
     const std::int64_t dp = dp_size();
     t["global_batch_size"] = f_.integer_or("--global-batch-size", *mbs * dp);
     if (f_.has("--fp16")) f_.fail("--fp16", "FP16 training (loss scaling) is not modeled; BF16 and FP8 are");
-    if (f_.has("--fp8-format")) {
+    // Megatron's FP4 (megatron/core/fp4_utils.py, arguments.py @ d98e8a64): --fp4-format e2m1
+    // with --fp4-recipe nvfp4 (its default) runs TransformerEngine's NVFP4BlockScaling in
+    // every transformer layer; its Hadamard transform and stochastic rounding follow TE's
+    // environment (NVTE_NVFP4_DISABLE_*), not flags, so the scenario takes TE's defaults.
+    if (f_.has("--first-last-layers-bf16"))
+      f_.fail("--first-last-layers-bf16",
+              "layers in another precision than the rest are not modeled (one precision per scenario)");
+    if (f_.has("--fp4-format")) {
+      f_.choice("--fp4-format", "e2m1", {"e2m1"});
+      f_.choice("--fp4-recipe", "nvfp4", {"nvfp4"});
+      if (f_.has("--fp8-format")) f_.fail("--fp4-format", "FP4 and FP8 recipes together are not modeled");
+      if (!f_.has("--bf16")) f_.fail("--fp4-format", "FP4 needs --bf16 (the non-FP4 parts); FP16 is not modeled");
+      t["precision"] = "nvfp4";
+    } else if (f_.has("--fp8-format")) {
       f_.choice("--fp8-format", "e4m3", {"e4m3", "hybrid"});
       const std::string recipe = f_.choice("--fp8-recipe", "delayed", {"tensorwise", "delayed", "mxfp8", "blockwise"});
       if (!f_.has("--bf16")) f_.fail("--fp8-format", "FP8 needs --bf16 (the non-FP8 parts); FP16 is not modeled");
@@ -790,7 +874,7 @@ class Importer {
     fw["overlap_grad_reduce"] = f_.has("--overlap-grad-reduce");
     fw["overlap_param_gather"] = f_.has("--overlap-param-gather");
     if (f_.has("--overlap-param-gather-with-optimizer-step")) fw["overlap_param_gather_with_optimizer_step"] = true;
-    fw["fp8_param_gather"] = f_.has("--fp8-param-gather");
+    fw["fp8_param_gather"] = f_.has("--fp8-param-gather") || f_.has("--fp4-param-gather");
     fw["fp8_dot_product_attention"] = f_.has("--fp8-dot-product-attention");
     // Optimizer states, main gradients and the gradients' reduction dtype
     // (arguments.py: under --bf16 the gradients are accumulated and reduced in FP32
@@ -892,7 +976,7 @@ class Importer {
       st["release"] = *opts_.release;
     }
     for (const char* k : {"mxfp8_alloc_fusion", "permute_fusion_v2", "swizzle_fusion", "pdl_quant", "te_host_slim",
-                          "cuda_graph_shared_expert", "deepep_tuned", "hybridep_permute_fusion"}) {
+                          "cuda_graph_shared_expert", "deepep_tuned", "hybridep_permute_fusion", "nvfp4_rht_fusion"}) {
       if (rel) {
         assume(std::string("stack.") + k,
                fmt::format("release {}'s where it settles it, else on and noted by run (no Megatron flag says)",

@@ -192,8 +192,24 @@ Why low_precision_inert(LowPrecisionActivation a, const Scenario& sc) {
 
 Why stack_inert(std::string_view name, const Scenario& sc) {
   const auto& fw = sc.framework;
-  if (name == "mxfp8_alloc_fusion" || name == "swizzle_fusion") return not_mxfp8(sc);
-  if (name == "pdl_quant" || name == "norm_quant_fusion") return not_fp8(sc);
+  if (name == "mxfp8_alloc_fusion") return not_mxfp8(sc);
+  if (name == "swizzle_fusion") {
+    if (sc.training.precision == workload::Precision::nvfp4) return std::nullopt;  // NVFP4's E4M3 scales swizzle too
+    return not_mxfp8(sc);
+  }
+  if (name == "pdl_quant") return not_fp8(sc);
+  if (name == "norm_quant_fusion") {
+    if (sc.training.precision == workload::Precision::nvfp4)
+      return std::string("the cuDNN norm fusion writes MXFP8 or FP8; NVFP4's quantize runs after the norm");
+    return not_fp8(sc);
+  }
+  if (name == "nvfp4_rht_fusion") {
+    if (sc.training.precision != workload::Precision::nvfp4)
+      return fmt::format("an NVFP4 kernel change; training.precision is {}",
+                         workload::precision_names().name(sc.training.precision));
+    if (!sc.training.nvfp4.rht) return std::string("training.nvfp4.rht is off: no Hadamard transform to fuse");
+    return std::nullopt;
+  }
   if (name == "permute_fusion_v2") {
     if (auto w = no_experts(sc)) return w;
     if (sc.model.topk * 4 > sc.model.num_experts)
@@ -248,6 +264,15 @@ std::vector<PerformanceSetting> build() {
   // training
   for (const char* k : {"seq_length", "micro_batch_size", "global_batch_size", "precision", "mtp_layers", "hidden_dropout"})
     key(std::string("training.") + k, never);
+  // The loader refuses training.nvfp4 unless the precision is nvfp4; every linear layer
+  // quantizes its inputs (the Hadamard transform) and its output gradients (both).
+  key("training.nvfp4.rht", [](const Scenario& sc) -> Why {
+    if (sc.stack.nvfp4_rht_fusion)
+      return std::string("with stack.nvfp4_rht_fusion the transform rides in the amax pass and the cast: the "
+                         "kernels and bytes of the cast without it");
+    return std::nullopt;
+  });
+  key("training.nvfp4.stochastic_rounding", never);
   key("training.make_vocab_size_divisible_by", [](const Scenario& sc) -> Why {
     if (sc.padded_vocab() == workload::padded_vocab_size(sc.model.vocab_size, sc.parallelism.tp))
       return fmt::format("pads the vocabulary of {} to {}, as Megatron's default 128 does", sc.model.vocab_size,

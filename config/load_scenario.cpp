@@ -98,7 +98,13 @@ class ScenarioReader {
     });
     for (const char* section : {"training", "parallelism", "framework", "stack", "routing", "placement"})
       if (const auto it = root_.json().find(section); it != root_.json().end() && it->is_object())
-        for (const auto& kv : it->items()) sc_.given_keys.push_back(std::string(section) + "." + kv.key());
+        for (const auto& kv : it->items()) {
+          const std::string key = std::string(section) + "." + kv.key();
+          sc_.given_keys.push_back(key);
+          // An object's own keys too (training.nvfp4.rht): the registry may name them.
+          if (kv.value().is_object())
+            for (const auto& inner : kv.value().items()) sc_.given_keys.push_back(key + "." + inner.key());
+        }
     return std::move(sc_);
   }
 
@@ -118,6 +124,16 @@ class ScenarioReader {
       t.mtp_layers = o.int_or("mtp_layers", 0, 0, 16);
       t.hidden_dropout = o.number_or("hidden_dropout", 0, 0, 0.99);
       t.vocab_divisor = o.int_or("make_vocab_size_divisible_by", 128, 1, std::int64_t{1} << 20);
+      if (auto n4 = o.get("nvfp4")) {
+        if (t.precision != workload::Precision::nvfp4) n4->fail("needs training.precision nvfp4");
+        read_object(*n4, [&](Object& r) {
+          t.nvfp4.rht = r.bool_or("rht", true);
+          t.nvfp4.stochastic_rounding = r.bool_or("stochastic_rounding", true);
+          if (auto w = r.get("weight_2d"))
+            w->fail("2D (16x16) weight scales change numerics, not time: TransformerEngine quantizes a weight once "
+                    "per step and its 2D cast moves the bytes of the 1D one, so moesim takes no setting for it");
+        });
+      }
       if (auto td = o.get("token_drop"))
         read_object(*td, [&](Object& d) {
           t.capacity_factor = d.req("capacity_factor").as_number(0.01, 1000);

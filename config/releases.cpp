@@ -66,7 +66,7 @@ struct SwitchHistory {
   std::string_view evidence;
 };
 
-constexpr std::array<SwitchHistory, 13> kSwitchHistory{{
+constexpr std::array<SwitchHistory, 14> kSwitchHistory{{
     {"mxfp8_alloc_fusion", "", Shipped::since, {25, 9, 0},
      "TE #1793 c30e961fe9 and #1934 96ee7173f3, first in TE 2.6; 25.07 ships TE 2.5, 25.09 TE 2.7"},
     {"permute_fusion_v2", "", Shipped::since, {25, 9, 0}, "TE #1927 dc97cc9efc, first in TE 2.6"},
@@ -95,6 +95,8 @@ constexpr std::array<SwitchHistory, 13> kSwitchHistory{{
      "'Tune DeepEP' is a row of NVIDIA's GB200 blog; what changed and when it shipped is not published"},
     {"hybridep_permute_fusion", "", Shipped::since, {25, 11, 0},
      "DeepEP hybrid-ep #439 f4f2c10 with Megatron-Core's HybridEP backend (dev !4237, 0d8e0714cd)"},
+    {"nvfp4_rht_fusion", "", Shipped::since, {26, 6, 0},
+     "TE #2555 523801df (nvte_quantize_with_hadamard_transform), first in TE 2.15; 26.04 ships TE 2.14, 26.06 TE 2.16"},
 }};
 
 const SwitchHistory& history(std::string_view name, std::string_view gpu) {
@@ -132,6 +134,15 @@ const std::vector<FeatureGate>& feature_gates() {
   static const std::vector<FeatureGate> kGates{
       {"training.precision", {25, 4, 0}, "MXFP8 (--fp8-recipe mxfp8: Megatron-Core !2766 3db741160b, core_v0.12.0)",
        [](const Scenario& sc) { return sc.training.precision == workload::Precision::mxfp8; }},
+      {"training.precision", {25, 11, 0},
+       "NVFP4 (TE #2177 3f5b4754, first in TE 2.8; 25.09 ships TE 2.7, 25.11 TE 2.9 with Megatron-Bridge #910 "
+       "82cb5043, v0.2.0)",
+       [](const Scenario& sc) { return sc.training.precision == workload::Precision::nvfp4; }},
+      {"training.precision", {26, 2, 0},
+       "NVFP4 grouped GEMMs for MoE experts (TE #2215 b4a1d4d6, first in TE 2.10; 25.11 ships TE 2.9)",
+       [](const Scenario& sc) {
+         return sc.training.precision == workload::Precision::nvfp4 && sc.model.num_experts > 0;
+       }},
       {"framework.dispatcher", {25, 4, 0},
        "DeepEP (the flex dispatcher: Megatron-Core !2737 0d389f5e99, core_v0.12.0)",
        [](const Scenario& sc) { return sc.framework.dispatcher == Dispatcher::deepep; }},

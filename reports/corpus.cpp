@@ -1,5 +1,6 @@
 #include "reports/corpus.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -53,18 +54,19 @@ nlohmann::ordered_json corpus_profile(const predict::CorpusResult& r, const std:
                   "in-sample MAPE {:.2f}%, leave-one-out {:.2f}% over {} runs)",
                   r.fitted_runs, r.mape_in, r.loo_mape, r.loo_runs);
   for (std::size_t j = 0; j < table.size(); ++j) {
-    const std::string name(table[j].name);
-    const auto dot = name.find('.');
+    // The parameter's path in a system preset ("efficiency.gemm.fp4") as a JSON pointer.
+    std::string name(table[j].name);
+    std::replace(name.begin(), name.end(), '.', '/');
+    const J::json_pointer at("/" + name);
     const J leaf = {{"value", std::round(r.values[j] * 1e4) / 1e4},
                     {"source", fmt::format("calibration/profiles/corpus.json: {}{}; {}", table[j].help,
                                            table[j].gpus.empty() ? "" : fmt::format(" ({})", table[j].gpus),
                                            basis)}};
     if (table[j].gpus.empty()) {
-      params[name.substr(0, dot)][name.substr(dot + 1)] = leaf;
+      params[at] = leaf;
       continue;
     }
-    for (const auto gpu : calibration::gpu_names(table[j].gpus))
-      by_gpu[std::string(gpu)][name.substr(0, dot)][name.substr(dot + 1)] = leaf;
+    for (const auto gpu : calibration::gpu_names(table[j].gpus)) by_gpu[std::string(gpu)][at] = leaf;
   }
   J fits = J::array();
   for (std::size_t j = 0; j < table.size(); ++j)

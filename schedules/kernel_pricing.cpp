@@ -280,8 +280,14 @@ double KernelPricing::dp_seconds(const StageParams& sp) const {
   if (reduce_scatters()) return rs;
   return rs + comm_.all_gather(sp.dense * g, dp_group_) + comm_.all_gather(sp.expert * g, edp_group_);
 }
+// Bytes a gathered parameter: BF16, or quantized with fp8_param_gather (FP8; NVFP4's half
+// byte and E4M3 scale per 16 under precision nvfp4, Megatron's --fp4-param-gather).
+double KernelPricing::param_gather_bytes() const {
+  if (!in_.framework.fp8_param_gather) return 2;
+  return in_.training.precision == workload::Precision::nvfp4 ? 0.5 + 1.0 / 16 : 1;
+}
 double KernelPricing::gather_seconds(const StageParams& sp) const {
-  const double b = in_.framework.fp8_param_gather ? 1 : 2;
+  const double b = param_gather_bytes();
   return comm_.all_gather(sp.dense * b, dp_group_) + comm_.all_gather(sp.expert * b, edp_group_);
 }
 // The optimizer step over this rank's share, memory-bound on HBM: Adam reads the main
@@ -398,7 +404,7 @@ PortLoads KernelPricing::port_loads(const PortBytes& b, double seconds, bool out
 }
 
 PortLoads KernelPricing::dp_loads(const StageParams& sp, bool gather) const {
-  const double b = gather ? (in_.framework.fp8_param_gather ? 1 : 2) : grad_bytes() * (reduce_scatters() ? 1 : 2);
+  const double b = gather ? param_gather_bytes() : grad_bytes() * (reduce_scatters() ? 1 : 2);
   PortBytes bytes = ring_bytes(sp.dense * b, dp_group_);
   bytes += ring_bytes(sp.expert * b, edp_group_);
   return port_loads(bytes, gather ? gather_seconds(sp) : dp_seconds(sp));

@@ -34,7 +34,7 @@
 //   DP reduction   reduce-scatter of the gradients (grad_reduce_dtype bytes) over DP x CP
 //                  (dense) and expert-DP (experts); plus the all-gather without the
 //                  distributed optimizer or FSDP (an all-reduce as a ring)
-//   param gather   all-gather of the BF16 (FP8 with fp8_param_gather) parameters
+//   param gather   all-gather of the BF16 (FP8 or NVFP4 with fp8_param_gather) parameters
 //   optimizer      HBM-bound: per parameter of the shard, read the main gradient, read and
 //                  write the FP32 master and the moments, write the BF16 weight; Muon adds
 //                  its Newton-Schulz GEMMs (workload::muon_ns_flops) at the BF16 GEMM rate
@@ -254,6 +254,7 @@ class KernelPricing {
   void setup_ep_flows();
   hw_models::EpFlowTime ep_flows(const workload::KernelTemplate& k) const;
   double grad_bytes() const;
+  double param_gather_bytes() const;
   double members_per_domain(const hw_models::CommGroup& g) const;
   PortBytes ring_bytes(double buffer, const hw_models::CommGroup& g) const;
   PortBytes a2a_bytes(double per_rank, const hw_models::CommGroup& g) const;

@@ -18,7 +18,8 @@ class LayerBuilder {
  public:
   LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       : out_(out), stack_(in.stack), fp8_(in.training.precision != Precision::bf16),
-        mx_(in.training.precision == Precision::mxfp8), dtype_(gemm_dtype(in.training.precision)),
+        mx_(in.training.precision == Precision::mxfp8), fp4_(in.training.precision == Precision::nvfp4),
+        nvfp4_(in.training.nvfp4), dtype_(gemm_dtype(in.training.precision)),
         current_scaling_(in.training.precision == Precision::fp8_tensorwise), cp_(in.parallelism.cp),
         fp8_attention_(in.framework.fp8_dot_product_attention),
         seq_(in.training.seq_length) {}
@@ -31,25 +32,32 @@ class LayerBuilder {
               bool quantize_input, double groups = 1, bool te = true) {
     const bool fp8 = fp8_ && fp8_ok;
     const Dtype d = fp8 ? dtype_ : Dtype::bf16;
-    const double eb = fp8 ? 1 : 2;  // input element bytes
+    // Input element bytes: BF16, FP8, or NVFP4's half byte with an E4M3 scale per 16 (the
+    // column-wise copy wgrad reads is what the forward keeps).
+    const double eb = !fp8 ? 2 : fp4_ ? kFp4Bytes : 1;
     if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, groups);
     const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
-    const auto gemm = [&](const std::string& n_, double M, double N, double K) {
-      return gemm_t(n_, mod, cls, d, M, N, K, groups, eb);
+    const auto gemm = [&](std::vector<KernelTemplate>& to, const std::string& n_, double M, double N, double K) {
+      // NVFP4: cuBLASLt takes alpha = amax_A amax_B / (6^2 448^2) from the device, which a
+      // one-thread kernel computes before each GEMM (TE common/recipe/nvfp4.cu, called from
+      // cublaslt_gemm.cu; v2.8), one per GEMM of a grouped GEMM.
+      if (fp8 && fp4_)
+        for (int g = 0; g < static_cast<int>(groups); ++g) to.push_back(cpp_t(n_ + ".alpha", mod, 8));
+      to.push_back(gemm_t(n_, mod, cls, d, M, N, K, groups, eb));
+      return &to.back();
     };
-    KernelTemplate fprop = gemm(name + ".fprop", m, n, k);
-    fprop.saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
-    fprop.te_module_call = te;
-    push_fwd(std::move(fprop));
+    std::vector<KernelTemplate> f;
+    KernelTemplate* fprop = gemm(f, name + ".fprop", m, n, k);
+    fprop->saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
+    fprop->te_module_call = te;
+    for (auto& t : f) push_fwd(std::move(t));
     std::vector<KernelTemplate> b;
     if (fp8) {
-      std::vector<KernelTemplate> q = quantized(name + ".grad_quant", mod, m * n * groups, groups);
+      std::vector<KernelTemplate> q = quantized(name + ".grad_quant", mod, m * n * groups, groups, false, true);
       b.insert(b.end(), q.begin(), q.end());
     }
-    b.push_back(gemm(name + ".dgrad", m, k, n));
-    b.back().te_module_call = te;  // one TE backward call computes dgrad and wgrad
-    b.push_back(gemm(name + ".wgrad", k, n, m));
-    b.back().library_launch = te;  // inside the same TE backward call
+    gemm(b, name + ".dgrad", m, k, n)->te_module_call = te;  // one TE backward call computes dgrad and wgrad
+    gemm(b, name + ".wgrad", k, n, m)->library_launch = te;  // inside the same TE backward call
     push_bwd(std::move(b));
   }
 
@@ -215,6 +223,7 @@ class LayerBuilder {
 
   bool fp8() const { return fp8_; }
   bool mxfp8() const { return mx_; }
+  bool nvfp4() const { return fp4_; }
 
  private:
   KernelTemplate mem_t(const std::string& name, Module mod, double bytes) const {
@@ -225,8 +234,9 @@ class LayerBuilder {
     return t;
   }
   // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 writes row- and column-wise copies.
-  KernelTemplate quantize_t(const std::string& name, Module mod, double elems) const {
-    KernelTemplate q = lib_t(name, mod, elems * (2 + (mx_ ? 2 : 1) * (1 + 1.0 / 32)));
+  // NVFP4 writes `copies` copies of kFp4Bytes an element (see `quantized`).
+  KernelTemplate quantize_t(const std::string& name, Module mod, double elems, double copies = 2) const {
+    KernelTemplate q = lib_t(name, mod, elems * (2 + (fp4_ ? copies * kFp4Bytes : (mx_ ? 2 : 1) * (1 + 1.0 / 32))));
     q.work.cls = KernelClass::quantize;
     q.pdl = stack_.pdl_quant;
     return q;
@@ -245,13 +255,44 @@ class LayerBuilder {
     t.cpp_launch = true;
     return t;
   }
-  // The quantize kernel and, for MXFP8, what its output tensors need before a GEMM.
-  // `norm_amax`: the preceding norm kernel computed the amax (current scaling only).
-  std::vector<KernelTemplate> quantized(const std::string& name, Module mod, double elems,
-                                        double tensors, bool norm_amax = false) const {
+  // NVFP4, per tensor (TE pytorch/csrc/quantizer.cpp NVFP4Quantizer::quantize_impl @ v2.8
+  // and d0067d0d): a one-thread kernel zeroes the global amax, one pass reads the BF16 input
+  // for it (with the Hadamard transform, nvte_hadamard_transform_amax gives the row-wise
+  // amax and the transformed column-wise one in the same pass), then the cast writes both
+  // copies. Before TE 2.15 (stack.nvfp4_rht_fusion off) the transformed column-wise copy is
+  // a kernel of its own that reads the input again (nvte_hadamard_transform_cast_fusion_
+  // columnwise); TE #2555 fused it into the row-wise cast. Stochastic rounding (gradients
+  // only) slows the cast: TE #2412 measured 6.4 TB/s rounding to nearest against 4.5 TB/s
+  // stochastic for the row- and column-wise cast (B300, DeepSeek-V3 shapes).
+  void nvfp4_quantized(std::vector<KernelTemplate>& out, const std::string& name, Module mod, double elems,
+                       bool gradient) const {
+    constexpr double kStochasticSlowdown = 6.4 / 4.5;
+    out.push_back(cpp_t(name + ".amax_zero", mod, 4));
+    out.push_back(cpp_t(name + (nvfp4_.rht ? ".hadamard_amax" : ".amax"), mod, elems * 2));
+    const bool split = nvfp4_.rht && !stack_.nvfp4_rht_fusion;
+    const double slow = gradient && nvfp4_.stochastic_rounding ? kStochasticSlowdown : 1.0;
+    out.push_back(quantize_t(name, mod, elems, split ? 1 : 2));
+    out.back().time_factor = slow;
+    if (split) {
+      out.push_back(quantize_t(name + ".hadamard_cast", mod, elems, 1));
+      out.back().time_factor = slow;
+    }
+  }
+
+  // The quantize kernel and, for MXFP8 and NVFP4, what its output tensors need before a GEMM.
+  // `norm_amax`: the preceding norm kernel computed the amax (current scaling only);
+  // `gradient`: an output gradient (NVFP4 rounds it stochastically).
+  std::vector<KernelTemplate> quantized(const std::string& name, Module mod, double elems, double tensors,
+                                        bool norm_amax = false, bool gradient = false) const {
     std::vector<KernelTemplate> out;
     const int n = static_cast<int>(tensors);
-    const double scale_bytes = elems / 32 * 2 / tensors;  // E8M0 row- and column-wise, per tensor
+    // Block scales row- and column-wise, per tensor: E8M0 per 32 (MXFP8), E4M3 per 16 (NVFP4).
+    const double scale_bytes = (fp4_ ? elems / 16 : elems / 32) * 2 / tensors;
+    if (fp4_) {
+      for (int t = 0; t < n; ++t) nvfp4_quantized(out, name, mod, elems / tensors, gradient);
+      swizzles(out, name, mod, scale_bytes, n);
+      return out;
+    }
     if (mx_ && !stack_.mxfp8_alloc_fusion) {
       for (int t = 0; t < n; ++t)
         for (int z = 0; z < 2; ++z) out.push_back(cpp_t(name + ".scale_zeros", mod, scale_bytes / 2));
@@ -286,29 +327,35 @@ class LayerBuilder {
         out.back().host_ops += 1;
       }
     }
-    // Every swizzle call (one tensor's, or TE's multi-tensor one) allocates its output
-    // scale buffer before its launch (util.cpp swizzle_scaling_factors and
-    // multi_tensor_swizzle_scaling_factors: 1 at::empty each; docs/research/te-host-inventory.md).
-    if (mx_) {
-      if (stack_.swizzle_fusion) {
-        out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes * tensors));
-        out.back().host_allocs = 1;
-      } else {
-        for (int t = 0; t < n; ++t) {
-          out.push_back(cpp_t(name + ".swizzle_pad", mod, scale_bytes));
-          out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes));
-          out.back().host_allocs = 1;
-        }
-      }
-    }
+    if (mx_) swizzles(out, name, mod, scale_bytes, n);
     return out;
+  }
+  // Every swizzle call (one tensor's, or TE's multi-tensor one) allocates its output
+  // scale buffer before its launch (util.cpp swizzle_scaling_factors and
+  // multi_tensor_swizzle_scaling_factors: 1 at::empty each; docs/research/te-host-inventory.md).
+  // NVFP4's scales go through the same swizzle before cuBLASLt (TE extensions/gemm.cpp, v2.8).
+  void swizzles(std::vector<KernelTemplate>& out, const std::string& name, Module mod, double scale_bytes,
+                int n) const {
+    if (stack_.swizzle_fusion) {
+      out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes * n));
+      out.back().host_allocs = 1;
+      return;
+    }
+    for (int t = 0; t < n; ++t) {
+      out.push_back(cpp_t(name + ".swizzle_pad", mod, scale_bytes));
+      out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes));
+      out.back().host_allocs = 1;
+    }
   }
   void push_fwd(KernelTemplate t) { out_.fwd.push_back(std::move(t)); }
   void push_bwd(std::vector<KernelTemplate> b) { bwd_groups_.push_back(std::move(b)); }
 
+  // NVFP4 bytes an element of one copy: half a byte and an E4M3 scale per 16 values.
+  static constexpr double kFp4Bytes = 0.5 + 1.0 / 16;
   LayerTemplate& out_;
   const StackSwitches& stack_;
-  bool fp8_, mx_;
+  bool fp8_, mx_, fp4_;
+  Nvfp4Recipe nvfp4_;
   Dtype dtype_;
   bool current_scaling_;
   std::int64_t cp_;
@@ -383,6 +430,8 @@ void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
   if (target) offload(b, fw, *target);
   // Fused with the norm, MXFP8 quantizes in the norm kernel; current scaling can only take
   // the amax there and still scales and casts in kernels of their own (see `quantized`).
+  // cuDNN's norm writes no NVFP4: its quantize runs on its own.
+  if (b.nvfp4()) fused_quant = false;
   if (b.fp8() && (!fused_quant || b.current_scaling()))
     b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant);
 }

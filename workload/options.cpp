@@ -5,7 +5,7 @@
 namespace moesim::workload {
 
 const sim_core::NameTable<Precision>& precision_names() {
-  static constexpr std::array<sim_core::NameEntry<Precision>, 5> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<Precision>, 6> kEntries{{
       {Precision::bf16, "bf16", "BF16 everywhere"},
       {Precision::fp8_tensorwise, "fp8-tensorwise", "FP8 with per-tensor current scaling (Megatron --fp8-recipe tensorwise)"},
       {Precision::fp8_delayed, "fp8-delayed",
@@ -13,6 +13,9 @@ const sim_core::NameTable<Precision>& precision_names() {
        "after every forward and backward (Megatron --fp8-recipe delayed, its default)"},
       {Precision::fp8_blockwise, "fp8-blockwise", "FP8 with DeepSeek 1x128 / 128x128 block scales"},
       {Precision::mxfp8, "mxfp8", "MXFP8, 1x32 blocks with E8M0 scales (Blackwell only)"},
+      {Precision::nvfp4, "nvfp4",
+       "NVFP4: FP4 (E2M1) with 1x16 E4M3 block scales and a per-tensor FP32 scale, all linear-layer GEMMs "
+       "in FP4 (Blackwell only; training.nvfp4 sets its Hadamard transform and stochastic rounding)"},
   }};
   static constexpr sim_core::NameTable<Precision> kTable{kEntries};
   return kTable;
@@ -25,6 +28,7 @@ hw_models::Dtype gemm_dtype(Precision p) {
     case Precision::fp8_delayed:
     case Precision::fp8_blockwise: return hw_models::Dtype::fp8;
     case Precision::mxfp8: return hw_models::Dtype::mxfp8;
+    case Precision::nvfp4: return hw_models::Dtype::fp4;
   }
   return hw_models::Dtype::bf16;
 }
@@ -141,7 +145,7 @@ bool optimizer_states_sharded(const Framework& fw) {
 }
 
 std::span<const StackSwitchInfo> stack_switches() {
-  static constexpr std::array<StackSwitchInfo, 11> kSwitches{{
+  static constexpr std::array<StackSwitchInfo, 12> kSwitches{{
       {"mxfp8_alloc_fusion", &StackSwitches::mxfp8_alloc_fusion,
        "pre-allocated MXFP8 scale buffers instead of 4 torch.zeros/empty per quantized tensor"},
       {"permute_fusion_v2", &StackSwitches::permute_fusion_v2,
@@ -162,6 +166,8 @@ std::span<const StackSwitchInfo> stack_switches() {
       {"deepep_tuned", &StackSwitches::deepep_tuned, "DeepEP tuned for GB200 (journey step 7)"},
       {"hybridep_permute_fusion", &StackSwitches::hybridep_permute_fusion,
        "HybridEP output buffer copy fused with permute and padding"},
+      {"nvfp4_rht_fusion", &StackSwitches::nvfp4_rht_fusion,
+       "NVFP4: row-wise cast and column-wise Hadamard transform and cast in one kernel (TE 2.15)"},
   }};
   return kSwitches;
 }

@@ -16,16 +16,31 @@
 
 namespace moesim::workload {
 
-enum class Precision { bf16, fp8_tensorwise, fp8_delayed, fp8_blockwise, mxfp8 };
+enum class Precision { bf16, fp8_tensorwise, fp8_delayed, fp8_blockwise, mxfp8, nvfp4 };
 const sim_core::NameTable<Precision>& precision_names();
 // The Tensor Core input type the linear layers' GEMMs use under a recipe.
 hw_models::Dtype gemm_dtype(Precision p);
+
+// NVFP4's recipe (TransformerEngine NVFP4BlockScaling, transformer_engine/common/recipe/
+// __init__.py @ d0067d0d; docs/features/low_precision_training/nvfp4/nvfp4.rst): E2M1 values
+// with an E4M3 scale per 16 and an FP32 global scale from the tensor's amax; all three GEMMs
+// of a linear layer in FP4. `rht`: the 16x16 random Hadamard transform on the column-wise
+// (weight-gradient) copies of inputs and gradients; `stochastic_rounding`: gradients are
+// rounded stochastically (a slower cast). TE's defaults are both on (its environment
+// variables NVTE_NVFP4_DISABLE_RHT / _STOCHASTIC_ROUNDING turn them off, as MLPerf v5.1's
+// Llama 3.1 405B recipe does). 2D (16x16) weight scales change numerics, not time: a weight
+// is quantized once per step and the 2D cast moves the same bytes, so it is no setting.
+struct Nvfp4Recipe {
+  bool rht = true;
+  bool stochastic_rounding = true;
+};
 
 struct Training {
   std::int64_t seq_length = 0;
   std::int64_t micro_batch_size = 0;
   std::int64_t global_batch_size = 0;
   Precision precision = Precision::bf16;
+  Nvfp4Recipe nvfp4;  // precision nvfp4 only (training.nvfp4)
   std::int64_t mtp_layers = 0;
   std::optional<double> capacity_factor;  // token dropping; absent = dropless
   // Megatron --hidden-dropout (its default 0.1; moesim's 0, as MoE recipes set): the
@@ -199,6 +214,7 @@ struct StackSwitches {
   bool cuda_graph_shared_expert = true;
   bool deepep_tuned = true;
   bool hybridep_permute_fusion = true;
+  bool nvfp4_rht_fusion = true;
 };
 
 struct StackSwitchInfo {

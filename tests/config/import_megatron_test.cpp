@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/import_megatron.hpp"
+#include "config/load.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
@@ -260,4 +261,69 @@ TEST_CASE("import megatron --release takes the library switches from the release
   } catch (const config::InputError& e) {
     CHECK(e.path() == "framework.dispatcher");
   }
+}
+
+// Megatron's FP4 flags (arguments.py, fp4_utils.py @ d98e8a64): --fp4-format e2m1 with the
+// default --fp4-recipe nvfp4 is TE's NVFP4 in every layer; --fp4-param-gather gathers the
+// FP4 copies; BF16 first and last layers are refused (one precision per scenario).
+TEST_CASE("import megatron takes NVFP4 and refuses layers in another precision", "[config][import]") {
+  config::MegatronImportOptions o;
+  o.system = "gb200-nvl72";
+  o.gpus = 16;
+  const std::string fp4 = std::string(kSmallMoe) + " --fp4-format e2m1";
+  const auto sc = config::import_megatron(fp4 + " --fp4-param-gather", o).scenario;
+  CHECK(sc["training"]["precision"] == "nvfp4");
+  CHECK(sc["framework"]["fp8_param_gather"] == true);
+  CHECK(config::import_megatron(fp4, o).scenario["framework"]["fp8_param_gather"] == false);
+  CHECK(sc["stack"]["nvfp4_rht_fusion"] == true);
+  for (const std::string bad : {" --first-last-layers-bf16", " --fp4-recipe custom", " --fp8-format e4m3"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(config::import_megatron(fp4 + bad, o), config::InputError);
+  }
+  // And the scenario it writes loads: NVFP4 on Blackwell.
+  test::TempFile f(sc.dump());
+  CHECK(config::load_scenario_file(f.path()).training.precision == workload::Precision::nvfp4);
+}
+
+// GPT-OSS's flags (Megatron-LM @ d98e8a64, examples/post_training/modelopt/conf/openai/
+// gpt-oss-120b.sh): learned sinks make it the gpt_oss model, --window-size 127,0 with
+// --window-attn-skip-freq 2 windows the odd layers (1-based) at Hugging Face's 128, and the
+// shape matches OpenAI's preset.
+TEST_CASE("import megatron reads GPT-OSS: sinks, windows, quick GeGLU", "[config][import]") {
+  const auto text = test::read_text(test::source_path("tests/data/megatron/gpt-oss-120b.sh"));
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const auto imp = config::import_megatron(text, o);
+  CHECK(imp.scenario["model"] == "gpt-oss-120b");
+  // The flags' own model, before the preset match: the windows and the type.
+  const std::string small =
+      "pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --group-query-attention "
+      "--num-query-groups 2 --num-experts 4 --moe-ffn-hidden-size 1024 --quick-geglu --seq-length 4096 "
+      "--micro-batch-size 1 --bf16 --vocab-size 32000 --expert-model-parallel-size 4 --moe-grouped-gemm "
+      "--moe-permute-fusion --window-size 127,0 --window-attn-skip-freq 2 --softmax-type learnable --add-qkv-bias";
+  o.gpus = 4;
+  const auto m = config::import_megatron(small, o).scenario["model"];
+  CHECK(m["model_type"] == "gpt_oss");
+  CHECK(m["sliding_window"] == 128);
+  CHECK(m["layer_types"] == nlohmann::json::array({"sliding_attention", "full_attention", "sliding_attention",
+                                                   "full_attention"}));
+  CHECK(m["attention_bias"] == true);
+  CHECK(m["gated_linear_unit"] == true);
+  CHECK(m["intermediate_size"] == 1024);
+  const auto listed = config::import_megatron(small + " --window-attn-skip-freq ([1]*3+[0]*1)", o).scenario["model"];
+  CHECK(listed["layer_types"][3] == "full_attention");
+  CHECK(listed["layer_types"][2] == "sliding_attention");
+  for (const std::string bad : {" --window-size 127,8", " --window-size 12", " --window-attn-skip-freq [1,0]"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(config::import_megatron(small + bad, o), config::InputError);
+  }
+  // Sinks without experts, and a skip frequency without a window, are refused.
+  CHECK_THROWS_AS(config::import_megatron("pretrain_gpt.py --num-layers 2 --hidden-size 512 --num-attention-heads 8 "
+                                          "--seq-length 4096 --micro-batch-size 1 --bf16 --vocab-size 32000 "
+                                          "--softmax-type learnable",
+                                          o),
+                  config::InputError);
+  CHECK_THROWS_AS(config::import_megatron(small.substr(0, small.find(" --window-size")) + " --window-attn-skip-freq 2", o),
+                  config::InputError);
 }

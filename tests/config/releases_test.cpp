@@ -59,6 +59,9 @@ TEST_CASE("A release's switches follow the first release that shipped each", "[c
   CHECK(config::resolve_release(release("23.09"), "H100 SXM").stack.cpu_numa_binding);
   const auto r2602 = config::resolve_release(release("26.02"), "GB200");
   CHECK(r2602.stack.norm_quant_fusion);
+  // NVFP4's fused Hadamard cast is TE 2.15's: 26.04 ships TE 2.14, 26.06 TE 2.16.
+  CHECK_FALSE(config::resolve_release(release("26.04.01"), "GB200").stack.nvfp4_rht_fusion);
+  CHECK(config::resolve_release(release("26.06"), "GB300").stack.nvfp4_rht_fusion);
   CHECK(r2602.stack.cuda_graph_shared_expert);
   // No release shipped PDL quantization; DeepEP's tuning is unsettled everywhere, the slim TE
   // host code from 26.02 (TE 2.12's upstream CPU work), off before.
@@ -97,6 +100,16 @@ TEST_CASE("stack.release in a scenario: explicit keys win, later features are re
   CHECK(refused_at(patched(overlap, R"({"stack": {"release": "25.07"}})")) == "framework.moe_a2a_overlap");
   // MXFP8 came with Megatron-Core 0.12 (25.04).
   CHECK(refused_at(patched(ungraphed, R"({"stack": {"release": "25.01"}})")) == "training.precision");
+  // NVFP4 with TE 2.8 (25.11's TE 2.9), its grouped GEMMs for experts with TE 2.10 (26.02).
+  const Json nvfp4 = patched(ungraphed, R"({"training": {"precision": "nvfp4"}})");
+  CHECK(refused_at(patched(nvfp4, R"({"stack": {"release": "25.11"}})")) == "training.precision");
+  CHECK(refused_at(patched(nvfp4, R"({"stack": {"release": "26.02"}})")).empty());
+  const Json dense = Json::parse(R"({"name": "d", "system": "gb200-nvl72", "gpus": 8,
+    "model": {"base": "llama3-70b", "num_hidden_layers": 2},
+    "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 8, "precision": "nvfp4"},
+    "parallelism": {"tp": 2}})");
+  CHECK(refused_at(patched(dense, R"({"stack": {"release": "25.11"}})")).empty());
+  CHECK(refused_at(patched(dense, R"({"stack": {"release": "25.09"}})")) == "training.precision");
   // Paged stashing with 26.06.
   const Json paged = patched(base, R"({"framework": {"moe_expert_rank_capacity_factor": 1.5}})");
   CHECK(refused_at(patched(paged, R"({"stack": {"release": "26.04.01"}})")) ==

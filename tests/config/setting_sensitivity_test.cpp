@@ -107,6 +107,12 @@ std::map<std::string, Case> cases() {
   add("training.make_vocab_size_divisible_by", g, R"({"training": {"make_vocab_size_divisible_by": 128}})",
       R"({"training": {"make_vocab_size_divisible_by": 4096}})");
   add("training.hidden_dropout", g, R"({"training": {"hidden_dropout": 0}})", R"({"training": {"hidden_dropout": 0.1}})");
+  // NVFP4's recipe on the 4-layer GB200 proxy: the Hadamard transform as its own column-wise
+  // cast (before TE 2.15), stochastic rounding of the gradients.
+  const Json g4 = patched(g, R"({"training": {"precision": "nvfp4"}, "stack": {"nvfp4_rht_fusion": false}})");
+  add("training.nvfp4.rht", g4, R"({"training": {"nvfp4": {"rht": true}}})", R"({"training": {"nvfp4": {"rht": false}}})");
+  add("training.nvfp4.stochastic_rounding", g4, R"({"training": {"nvfp4": {"stochastic_rounding": true}}})",
+      R"({"training": {"nvfp4": {"stochastic_rounding": false}}})");
   // Dropping caps the hottest rank's tokens at the capacity (and removes the dropless sync).
   add("training.token_drop", gb200_sampled(), "{}", R"({"training": {"token_drop": {"capacity_factor": 1.0}}})");
   // parallelism
@@ -210,6 +216,7 @@ std::map<std::string, Case> cases() {
   // switch acts only where a system gives one.
   const std::map<std::string, Json> stack_base{
       {"deepep_tuned", gb200_deepep()},
+      {"nvfp4_rht_fusion", patched(g, R"({"training": {"precision": "nvfp4"}})")},
       {"te_host_slim", patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"te_slim_factor": 0.7}}})")},
       // The corpus fit (calibration/profiles/corpus.json) finds no cost of unbound host
       // processes beyond the loaded-process factor: 1, so the switch acts where a system
@@ -318,6 +325,11 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
        R"({"stack": {"mxfp8_alloc_fusion": true}})", R"({"stack": {"mxfp8_alloc_fusion": false}})"},
       {"stack.pdl_quant", patched(g, R"({"training": {"precision": "bf16"}, "framework": {"fp8_param_gather": false}})"),
        R"({"stack": {"pdl_quant": true}})", R"({"stack": {"pdl_quant": false}})"},
+      // NVFP4: the fused Hadamard cast moves the bytes of the plain cast; cuDNN's norm writes no NVFP4.
+      {"training.nvfp4.rht", patched(g, R"({"training": {"precision": "nvfp4"}})"),
+       R"({"training": {"nvfp4": {"rht": true}}})", R"({"training": {"nvfp4": {"rht": false}}})"},
+      {"stack.norm_quant_fusion", patched(g, R"({"training": {"precision": "nvfp4"}})"),
+       R"({"stack": {"norm_quant_fusion": true}})", R"({"stack": {"norm_quant_fusion": false}})"},
       {"framework.cuda_graph_scope[moe_preprocess]", g, R"({"framework": {"cuda_graph_scope": ["moe_router"]}})",
        R"({"framework": {"cuda_graph_scope": ["moe_router", "moe_preprocess"]}})"},
       {"framework.cuda_graph_scope[mlp]", qwen, R"({"framework": {"cuda_graph_scope": []}})",
@@ -411,7 +423,7 @@ TEST_CASE("The settings registry covers every key the scenario loader accepts", 
   const auto& reg = config::performance_settings();
   const auto known = [&](const std::string& key) {
     return std::any_of(reg.begin(), reg.end(), [&](const config::PerformanceSetting& s) {
-      return s.name == key || s.name.rfind(key + "[", 0) == 0;
+      return s.name == key || s.name.rfind(key + "[", 0) == 0 || s.name.rfind(key + ".", 0) == 0;
     });
   };
   const auto valid_keys = [](const Json& j) {

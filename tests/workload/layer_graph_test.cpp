@@ -339,3 +339,47 @@ TEST_CASE("FP8 current scaling: amax, scale and cast kernels per tensor", "[work
   CHECK(fc1_casts == 256 / 64);  // one cast per local expert (256 experts over EP64)
   for (const auto& k : blockwise.t.moe.fwd) CHECK(k.name.find(".amax") == std::string::npos);
 }
+
+// NVFP4 (TE NVFP4BlockScaling): per quantized tensor a zeroed amax, one read of the BF16
+// input for it and one cast writing both copies (0.5 B + an E4M3 scale per 16, twice); the
+// column-wise Hadamard cast on its own before TE 2.15; stochastic rounding slows the
+// gradients' casts by 6.4 / 4.5 (TE #2412); a one-thread alpha kernel before every FP4 GEMM.
+TEST_CASE("NVFP4: amax, cast and alpha kernels; FP4 GEMMs; half-byte saved inputs", "[workload][templates]") {
+  const auto vanilla = build("scenarios/series/mlperf-llama405b-gb200-nvfp4-00512.json");  // MLPerf: no RHT, no SR
+  const auto te = build("scenarios/series/mlperf-llama405b-gb200-nvfp4-00512.json", [](config::Scenario& sc) {
+    sc.training.nvfp4 = {true, true};
+    sc.stack.nvfp4_rht_fusion = false;  // TE 2.8-2.14
+  });
+  const auto& fwd = vanilla.t.dense.fwd;
+  // qkv's input, the attention norm's output, quantized before SP's gather: seq 8192 over
+  // CP2 and TP4 -> 1024 tokens x hidden 16384.
+  const double elems = 1024.0 * 16384;
+  const auto& cast = find(fwd, "attn.norm.quant");
+  CHECK(cast.work.cls == hw_models::KernelClass::quantize);
+  CHECK(cast.work.bytes == Approx(elems * (2 + 2 * (0.5 + 1.0 / 16))));
+  CHECK(find(fwd, "attn.norm.quant.amax").work.bytes == Approx(elems * 2));
+  CHECK(find(fwd, "attn.norm.quant.amax_zero").cpp_launch);
+  CHECK(count(fwd, "attn.norm.quant.hadamard") == 0);
+  // fprop: alpha, then the FP4 GEMM, whose saved input is the half-byte copy of the local
+  // shard (TransformerEngine gathers it again in backward).
+  const auto& fprop = find(fwd, "attn.qkv.fprop");
+  CHECK(fprop.work.dtype == hw_models::Dtype::fp4);
+  CHECK(fprop.saved_bytes == Approx(elems * (0.5 + 1.0 / 16)));
+  CHECK(count(fwd, "attn.qkv.fprop.alpha") == 1);
+  // Backward: every GEMM in FP4 with its alpha; gradients' casts round to nearest here.
+  const auto& bwd = vanilla.t.dense.bwd;
+  CHECK(find(bwd, "attn.qkv.dgrad").work.dtype == hw_models::Dtype::fp4);
+  CHECK(find(bwd, "attn.qkv.wgrad").work.dtype == hw_models::Dtype::fp4);
+  CHECK(count(bwd, "attn.qkv.dgrad.alpha") == 1);
+  CHECK(count(bwd, "attn.qkv.wgrad.alpha") == 1);
+  CHECK(find(bwd, "attn.qkv.grad_quant").time_factor == 1.0);
+  // TE's defaults before TE 2.15: the Hadamard amax, a row-wise cast and a column-wise
+  // Hadamard cast that reads the input again; stochastic rounding on the gradients only.
+  const auto& tf = te.t.dense.fwd;
+  CHECK(find(tf, "attn.norm.quant.hadamard_amax").work.bytes == Approx(elems * 2));
+  CHECK(find(tf, "attn.norm.quant").work.bytes == Approx(elems * (2 + 0.5 + 1.0 / 16)));
+  CHECK(find(tf, "attn.norm.quant.hadamard_cast").work.bytes == Approx(elems * (2 + 0.5 + 1.0 / 16)));
+  CHECK(find(tf, "attn.norm.quant").time_factor == 1.0);
+  CHECK(find(te.t.dense.bwd, "attn.qkv.grad_quant").time_factor == Approx(6.4 / 4.5));
+  CHECK(find(te.t.dense.bwd, "attn.qkv.grad_quant.hadamard_cast").time_factor == Approx(6.4 / 4.5));
+}
