@@ -177,7 +177,6 @@ constexpr std::array kModeled{
     FlagSpec{"--add-qkv-bias", Arity::none}, FlagSpec{"--quick-geglu", Arity::none},
     FlagSpec{"--fp4-format", Arity::one}, FlagSpec{"--fp4-recipe", Arity::one},
     FlagSpec{"--fp4-param-gather", Arity::none}, FlagSpec{"--first-last-layers-bf16", Arity::none},
-    FlagSpec{"--num-layers-at-start-in-bf16", Arity::one}, FlagSpec{"--num-layers-at-end-in-bf16", Arity::one},
     FlagSpec{"--fp8-dot-product-attention", Arity::none},
     FlagSpec{"--moe-expert-capacity-factor", Arity::one},
     FlagSpec{"--moe-router-force-load-balancing", Arity::none},
@@ -236,7 +235,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 99> kIgnored{
+constexpr std::array<std::string_view, 101> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
@@ -268,6 +267,8 @@ constexpr std::array<std::string_view, 99> kIgnored{
     "--enable-gpt-oss",
     // The bias-GeLU fusion fuses a bias add the model does not price (see --disable-bias-linear).
     "--no-bias-gelu-fusion",
+    // Counts of BF16 layers: they act only under --first-last-layers-bf16, which is refused.
+    "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16",
 };
 
 // Flags refused with a reason: what they select is not modeled.
@@ -561,8 +562,10 @@ Json model_from_flags(const Flags& f) {
   // gated like SwiGLU, two matrices in, one out.
   m["gated_linear_unit"] = f.has("--swiglu") || f.has("--quick-geglu");
   // --add-qkv-bias: the q, k, v projections' biases (moesim's attention_bias also counts the
-  // output projection's, h parameters a layer).
-  if (f.has("--add-qkv-bias")) m["attention_bias"] = true;
+  // output projection's, h parameters a layer). GPT-OSS has them wherever Megatron's default
+  // --add-bias-linear stands (arguments.py turns add_qkv_bias on with it); other models are
+  // taken without biases (Importer::framework notes it).
+  if (f.has("--add-qkv-bias") || (gpt_oss && !f.has("--disable-bias-linear"))) m["attention_bias"] = true;
   if (mla) {
     // MLA's q/kv latent norms are part of the attention (--qk-layernorm there names them).
     if (const auto q = f.integer("--q-lora-rank")) m["q_lora_rank"] = *q;
@@ -606,7 +609,9 @@ bool same_shape(const workload::ModelConfig& a, const workload::ModelConfig& b) 
                                  a.router_groups == b.router_groups &&
                                  a.router_topk_groups == b.router_topk_groups)) &&
          (a.num_dense_layers() == 0 || a.ffn_hidden_size == b.ffn_hidden_size) &&
-         a.tie_word_embeddings == b.tie_word_embeddings;
+         a.tie_word_embeddings == b.tie_word_embeddings && a.sliding_window == b.sliding_window &&
+         (a.sliding_window == 0 || a.sliding_layer == b.sliding_layer) && a.attention_sinks == b.attention_sinks &&
+         a.attention_bias == b.attention_bias && a.expert_bias == b.expert_bias && a.router_bias == b.router_bias;
 }
 
 workload::ModelConfig resolve_model(const Json& j, const std::string& label) {
@@ -703,7 +708,25 @@ class Importer {
       is("--kv-channels", m.head_dim);
     }
     on("--swiglu", m.gated_linear_unit);
+    on("--quick-geglu", m.gated_linear_unit);
+    on("--add-qkv-bias", m.attention_bias);
     on("--untie-embeddings-and-output-weights", !m.tie_word_embeddings);
+    // GPT-OSS's attention: the sinks and the windows must be the preset's.
+    if (const auto sm = f_.str("--softmax-type"); sm && (*sm == "learnable") != m.attention_sinks)
+      f_.fail("--softmax-type", fmt::format("gives {}; preset '{}' has {}", *sm, *opts_.model,
+                                            m.attention_sinks ? "learned sinks (learnable)" : "no sinks"));
+    if (f_.has("--window-size") || f_.has("--window-attn-skip-freq")) {
+      Json w;
+      window_from_flags(f_, m.num_layers, w);
+      std::vector<bool> layers;
+      for (const auto& t : w["layer_types"]) layers.push_back(t == "sliding_attention");
+      if (w["sliding_window"].get<std::int64_t>() != m.sliding_window || layers != m.sliding_layer)
+        f_.fail(f_.has("--window-size") ? "--window-size" : "--window-attn-skip-freq",
+                fmt::format("windows {} layers at {} tokens; preset '{}' windows {} at {}",
+                            std::count(layers.begin(), layers.end(), true), w["sliding_window"].get<std::int64_t>(),
+                            *opts_.model, std::count(m.sliding_layer.begin(), m.sliding_layer.end(), true),
+                            m.sliding_window));
+    }
     on("--multi-latent-attention", mla);
     if (mla) {
       is("--q-lora-rank", m.mla.q_lora_rank);
@@ -874,6 +897,8 @@ class Importer {
     fw["overlap_grad_reduce"] = f_.has("--overlap-grad-reduce");
     fw["overlap_param_gather"] = f_.has("--overlap-param-gather");
     if (f_.has("--overlap-param-gather-with-optimizer-step")) fw["overlap_param_gather_with_optimizer_step"] = true;
+    if (f_.has("--fp4-param-gather") && !f_.has("--fp4-format"))
+      f_.fail("--fp4-param-gather", "needs --fp4-format (Megatron asserts the same)");
     fw["fp8_param_gather"] = f_.has("--fp8-param-gather") || f_.has("--fp4-param-gather");
     fw["fp8_dot_product_attention"] = f_.has("--fp8-dot-product-attention");
     // Optimizer states, main gradients and the gradients' reduction dtype
@@ -920,7 +945,11 @@ class Importer {
                               ? f_.choice("--cross-entropy-fusion-impl", "native", {"native", "te"})
                               : std::string("unfused");
     if (!f_.has("--disable-bias-linear"))
-      assume("model", "linear layers without biases (--disable-bias-linear absent: the bias adds are not modeled)");
+      assume("model", f_.str("--softmax-type") == "learnable"
+                          ? "biases as GPT-OSS has them (attention, router, experts: their parameters; the bias "
+                            "adds are not priced as kernels)"
+                          : "linear layers without biases (--disable-bias-linear absent: the bias adds are not "
+                            "modeled; --add-qkv-bias counts the attention's)");
     if (f_.has("--manual-gc"))
       assume("framework", "--manual-gc: garbage collection pauses are not modeled either way");
     else

@@ -267,9 +267,10 @@ std::vector<PerformanceSetting> build() {
   // The loader refuses training.nvfp4 unless the precision is nvfp4; every linear layer
   // quantizes its inputs (the Hadamard transform) and its output gradients (both).
   key("training.nvfp4.rht", [](const Scenario& sc) -> Why {
-    if (sc.stack.nvfp4_rht_fusion)
+    // With experts the grouped splits share one cast with the transform, one each without.
+    if (sc.stack.nvfp4_rht_fusion && !sc.model.is_moe())
       return std::string("with stack.nvfp4_rht_fusion the transform rides in the amax pass and the cast: the "
-                         "kernels and bytes of the cast without it");
+                         "kernels and bytes of the cast without it (and the model has no grouped expert GEMMs)");
     return std::nullopt;
   });
   key("training.nvfp4.stochastic_rounding", never);

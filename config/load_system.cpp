@@ -148,7 +148,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       per_dtype(e.req("gemm"), s.efficiency.gemm);
       per_dtype(e.req("grouped_gemm"), s.efficiency.grouped_gemm);
       for (const auto& [d, peak] : s.gpu.dense_tflops)
-        if (d != hw_models::Dtype::tf32 && d != hw_models::Dtype::fp4 && !s.efficiency.gemm.count(d))
+        if (d != hw_models::Dtype::tf32 && !s.efficiency.gemm.count(d))
           e.req("gemm").fail(fmt::format("no GEMM efficiency for {}, which the GPU supports",
                                          hw_models::dtype_names().name(d)));
       s.efficiency.attention_fwd = P.req(e, "attention_fwd", 0.01, 1);

@@ -284,7 +284,7 @@ double KernelPricing::dp_seconds(const StageParams& sp) const {
 // byte and E4M3 scale per 16 under precision nvfp4, Megatron's --fp4-param-gather).
 double KernelPricing::param_gather_bytes() const {
   if (!in_.framework.fp8_param_gather) return 2;
-  return in_.training.precision == workload::Precision::nvfp4 ? 0.5 + 1.0 / 16 : 1;
+  return in_.training.precision == workload::Precision::nvfp4 ? workload::kNvfp4Bytes : 1;
 }
 double KernelPricing::gather_seconds(const StageParams& sp) const {
   const double b = param_gather_bytes();

@@ -34,7 +34,7 @@ class LayerBuilder {
     const Dtype d = fp8 ? dtype_ : Dtype::bf16;
     // Input element bytes: BF16, FP8, or NVFP4's half byte with an E4M3 scale per 16 (the
     // column-wise copy wgrad reads is what the forward keeps).
-    const double eb = !fp8 ? 2 : fp4_ ? kFp4Bytes : 1;
+    const double eb = !fp8 ? 2 : fp4_ ? kNvfp4Bytes : 1;
     if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, groups);
     const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
     const auto gemm = [&](std::vector<KernelTemplate>& to, const std::string& n_, double M, double N, double K) {
@@ -234,9 +234,9 @@ class LayerBuilder {
     return t;
   }
   // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 writes row- and column-wise copies.
-  // NVFP4 writes `copies` copies of kFp4Bytes an element (see `quantized`).
+  // NVFP4 writes `copies` copies of kNvfp4Bytes an element (see `quantized`).
   KernelTemplate quantize_t(const std::string& name, Module mod, double elems, double copies = 2) const {
-    KernelTemplate q = lib_t(name, mod, elems * (2 + (fp4_ ? copies * kFp4Bytes : (mx_ ? 2 : 1) * (1 + 1.0 / 32))));
+    KernelTemplate q = lib_t(name, mod, elems * (2 + (fp4_ ? copies * kNvfp4Bytes : (mx_ ? 2 : 1) * (1 + 1.0 / 32))));
     q.work.cls = KernelClass::quantize;
     q.pdl = stack_.pdl_quant;
     return q;
@@ -261,21 +261,35 @@ class LayerBuilder {
   // amax and the transformed column-wise one in the same pass), then the cast writes both
   // copies. Before TE 2.15 (stack.nvfp4_rht_fusion off) the transformed column-wise copy is
   // a kernel of its own that reads the input again (nvte_hadamard_transform_cast_fusion_
-  // columnwise); TE #2555 fused it into the row-wise cast. Stochastic rounding (gradients
-  // only) slows the cast: TE #2412 measured 6.4 TB/s rounding to nearest against 4.5 TB/s
-  // stochastic for the row- and column-wise cast (B300, DeepSeek-V3 shapes).
+  // columnwise); TE #2555 fused it into the row-wise cast. A grouped GEMM's splits (TE
+  // split_quantize, cast.cpp; TE 2.11 #2351 and 2.12 #2411, and MoE NVFP4 needs 26.02's TE
+  // 2.12) share one zeroing, one grouped amax pass and, with the transform, one grouped
+  // cast; without it each split still casts on its own. Stochastic rounding (gradients only)
+  // slows the casts, TE #2412's rates (B300, DeepSeek-V3 shapes): row- and column-wise 6.4
+  // TB/s rounding to nearest against 4.5 stochastic, row-wise alone 7.2 against 7.0. Each
+  // cast allocates its six buffers (data, scales and amax of both copies) and wraps them in
+  // a Python tensor (NVFP4Quantizer::create_tensor).
   void nvfp4_quantized(std::vector<KernelTemplate>& out, const std::string& name, Module mod, double elems,
-                       bool gradient) const {
-    constexpr double kStochasticSlowdown = 6.4 / 4.5;
+                       int tensors, bool gradient) const {
+    const bool sr = gradient && nvfp4_.stochastic_rounding;
+    const auto cast = [&](const std::string& n, double e, double copies, double sr_slowdown) {
+      out.push_back(quantize_t(n, mod, e, copies));
+      out.back().time_factor = sr ? sr_slowdown : 1.0;
+      out.back().host_allocs = 6;
+      out.back().host_ops = 1;
+    };
     out.push_back(cpp_t(name + ".amax_zero", mod, 4));
     out.push_back(cpp_t(name + (nvfp4_.rht ? ".hadamard_amax" : ".amax"), mod, elems * 2));
-    const bool split = nvfp4_.rht && !stack_.nvfp4_rht_fusion;
-    const double slow = gradient && nvfp4_.stochastic_rounding ? kStochasticSlowdown : 1.0;
-    out.push_back(quantize_t(name, mod, elems, split ? 1 : 2));
-    out.back().time_factor = slow;
-    if (split) {
-      out.push_back(quantize_t(name + ".hadamard_cast", mod, elems, 1));
-      out.back().time_factor = slow;
+    if (tensors > 1 && nvfp4_.rht) {
+      cast(name, elems, 2, 6.4 / 4.5);
+      return;
+    }
+    const bool split = tensors == 1 && nvfp4_.rht && !stack_.nvfp4_rht_fusion;
+    for (int t = 0; t < tensors; ++t) {
+      cast(name, elems / tensors, split ? 1 : 2, split ? 7.2 / 7.0 : 6.4 / 4.5);
+      // The column-wise copy's own cast; TE #2412 gives no rate for it alone, so it takes the
+      // both-copies slowdown.
+      if (split) cast(name + ".hadamard_cast", elems, 1, 6.4 / 4.5);
     }
   }
 
@@ -289,7 +303,7 @@ class LayerBuilder {
     // Block scales row- and column-wise, per tensor: E8M0 per 32 (MXFP8), E4M3 per 16 (NVFP4).
     const double scale_bytes = (fp4_ ? elems / 16 : elems / 32) * 2 / tensors;
     if (fp4_) {
-      for (int t = 0; t < n; ++t) nvfp4_quantized(out, name, mod, elems / tensors, gradient);
+      nvfp4_quantized(out, name, mod, elems, n, gradient);
       swizzles(out, name, mod, scale_bytes, n);
       return out;
     }
@@ -350,8 +364,6 @@ class LayerBuilder {
   void push_fwd(KernelTemplate t) { out_.fwd.push_back(std::move(t)); }
   void push_bwd(std::vector<KernelTemplate> b) { bwd_groups_.push_back(std::move(b)); }
 
-  // NVFP4 bytes an element of one copy: half a byte and an E4M3 scale per 16 values.
-  static constexpr double kFp4Bytes = 0.5 + 1.0 / 16;
   LayerTemplate& out_;
   const StackSwitches& stack_;
   bool fp8_, mx_, fp4_;

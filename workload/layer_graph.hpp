@@ -20,7 +20,8 @@
 //     [quantize], fc1 (grouped), activation, [quantize], fc2 (grouped), unpermute,
 //     [HybridEP unfused: copy into its buffer], combine, (alltoall: global unpermute),
 //     shared expert
-// [quantize] kernels exist under FP8 recipes. Dropless MoE makes the host wait for the
+// [quantize] kernels exist under FP8 recipes; under NVFP4 each FP4 GEMM (fprop, dgrad,
+// wgrad) also follows a one-thread alpha kernel (LayerBuilder::nvfp4_quantized). Dropless MoE makes the host wait for the
 // per-expert token counts (a device-host sync), where each dispatcher does it
 // (Megatron-Core token_dispatcher.py / fused_a2a.py, DeepEP; docs/research notes):
 //   alltoall: the counts are copied to the host after the EP preprocess; the host blocks
@@ -35,7 +36,7 @@
 //     on: one pre-allocated buffer, no allocations or fills.
 //   Grouped GEMM inputs are quantized per split (TE split_quantize: one kernel per
 //   expert, docs/research/te-host-inventory.md 3.1).
-//   swizzle_fusion off: one scale-swizzle kernel and one zero-padding kernel per tensor
+//   swizzle_fusion off (MXFP8 and NVFP4 scales): one scale-swizzle kernel and one zero-padding kernel per tensor
 //     (per expert in grouped GEMMs: "many tiny kernels before the expert GEMMs");
 //     on: one swizzle kernel per GEMM, padding inside.
 //   pdl_quant: quantize kernels launch with PDL, hiding their device launch latency.

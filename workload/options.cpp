@@ -152,7 +152,7 @@ std::span<const StackSwitchInfo> stack_switches() {
        "optimized token permute kernel (up to 10x faster when top-k << experts)"},
       {"router_fusion", &StackSwitches::router_fusion, "fused router: 72 kernels -> 31"},
       {"swizzle_fusion", &StackSwitches::swizzle_fusion,
-       "one MXFP8 scale-swizzle kernel for several tensors, zero padding inside"},
+       "one scale-swizzle kernel (MXFP8, NVFP4) for several tensors, zero padding inside"},
       {"pdl_quant", &StackSwitches::pdl_quant,
        "Programmatic Dependent Launch for quantization kernels"},
       {"norm_quant_fusion", &StackSwitches::norm_quant_fusion,

@@ -30,6 +30,8 @@ hw_models::Dtype gemm_dtype(Precision p);
 // variables NVTE_NVFP4_DISABLE_RHT / _STOCHASTIC_ROUNDING turn them off, as MLPerf v5.1's
 // Llama 3.1 405B recipe does). 2D (16x16) weight scales change numerics, not time: a weight
 // is quantized once per step and the 2D cast moves the same bytes, so it is no setting.
+// Bytes an NVFP4 value takes in one copy: half a byte and an E4M3 scale per 16 values.
+inline constexpr double kNvfp4Bytes = 0.5 + 1.0 / 16;
 struct Nvfp4Recipe {
   bool rht = true;
   bool stochastic_rounding = true;

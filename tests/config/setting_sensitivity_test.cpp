@@ -326,7 +326,8 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
       {"stack.pdl_quant", patched(g, R"({"training": {"precision": "bf16"}, "framework": {"fp8_param_gather": false}})"),
        R"({"stack": {"pdl_quant": true}})", R"({"stack": {"pdl_quant": false}})"},
       // NVFP4: the fused Hadamard cast moves the bytes of the plain cast; cuDNN's norm writes no NVFP4.
-      {"training.nvfp4.rht", patched(g, R"({"training": {"precision": "nvfp4"}})"),
+      {"training.nvfp4.rht",
+       patched(h100_dense(), R"({"system": "gb200-nvl72", "training": {"precision": "nvfp4"}})"),
        R"({"training": {"nvfp4": {"rht": true}}})", R"({"training": {"nvfp4": {"rht": false}}})"},
       {"stack.norm_quant_fusion", patched(g, R"({"training": {"precision": "nvfp4"}})"),
        R"({"stack": {"norm_quant_fusion": true}})", R"({"stack": {"norm_quant_fusion": false}})"},

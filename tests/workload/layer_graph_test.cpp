@@ -343,7 +343,9 @@ TEST_CASE("FP8 current scaling: amax, scale and cast kernels per tensor", "[work
 // NVFP4 (TE NVFP4BlockScaling): per quantized tensor a zeroed amax, one read of the BF16
 // input for it and one cast writing both copies (0.5 B + an E4M3 scale per 16, twice); the
 // column-wise Hadamard cast on its own before TE 2.15; stochastic rounding slows the
-// gradients' casts by 6.4 / 4.5 (TE #2412); a one-thread alpha kernel before every FP4 GEMM.
+// gradients' casts (TE #2412: both copies 6.4 / 4.5, row-wise alone 7.2 / 7.0); a one-thread
+// alpha kernel before every FP4 GEMM; a grouped GEMM's splits share the amax and, with the
+// transform, the cast.
 TEST_CASE("NVFP4: amax, cast and alpha kernels; FP4 GEMMs; half-byte saved inputs", "[workload][templates]") {
   const auto vanilla = build("scenarios/series/mlperf-llama405b-gb200-nvfp4-00512.json");  // MLPerf: no RHT, no SR
   const auto te = build("scenarios/series/mlperf-llama405b-gb200-nvfp4-00512.json", [](config::Scenario& sc) {
@@ -380,6 +382,25 @@ TEST_CASE("NVFP4: amax, cast and alpha kernels; FP4 GEMMs; half-byte saved input
   CHECK(find(tf, "attn.norm.quant").work.bytes == Approx(elems * (2 + 0.5 + 1.0 / 16)));
   CHECK(find(tf, "attn.norm.quant.hadamard_cast").work.bytes == Approx(elems * (2 + 0.5 + 1.0 / 16)));
   CHECK(find(tf, "attn.norm.quant").time_factor == 1.0);
-  CHECK(find(te.t.dense.bwd, "attn.qkv.grad_quant").time_factor == Approx(6.4 / 4.5));
+  CHECK(find(te.t.dense.bwd, "attn.qkv.grad_quant").time_factor == Approx(7.2 / 7.0));  // row-wise alone
   CHECK(find(te.t.dense.bwd, "attn.qkv.grad_quant.hadamard_cast").time_factor == Approx(6.4 / 4.5));
+  CHECK(find(tf, "attn.norm.quant").host_allocs == 6);
+  // Grouped splits: Qwen3-30B's 8 local experts (EP16) share one amax pass; with the
+  // transform one grouped cast, without it a cast per expert.
+  const auto grouped = build("scenarios/measured/a14-qwen3-30b-h100-overlap-on.json", [](config::Scenario& sc) {
+    sc.training.precision = workload::Precision::nvfp4;
+    sc.training.nvfp4 = {true, true};
+  });
+  const auto plain = build("scenarios/measured/a14-qwen3-30b-h100-overlap-on.json", [](config::Scenario& sc) {
+    sc.training.precision = workload::Precision::nvfp4;
+    sc.training.nvfp4 = {false, true};
+  });
+  const auto casts = [](const auto& v, const std::string& n) {
+    return std::count_if(v.begin(), v.end(), [&](const auto& k) { return k.name == n; });
+  };
+  CHECK(casts(grouped.t.moe.fwd, "moe.fc1.quant") == 1);
+  CHECK(casts(plain.t.moe.fwd, "moe.fc1.quant") == 8);
+  CHECK(casts(grouped.t.moe.fwd, "moe.fc1.quant.hadamard_amax") == 1);
+  CHECK(casts(plain.t.moe.fwd, "moe.fc1.quant.amax") == 1);
+  CHECK(casts(grouped.t.moe.fwd, "moe.fc1.fprop.alpha") == 8);
 }
