@@ -502,11 +502,15 @@ std::vector<int> moe_layer_pattern(const Flags& f, std::int64_t layers) {
 // --window-attn-skip-freq N all but every N-th (1-based layer % N == 0 is full), or the
 // layers a 0/1 list marks 1. TE's left window counts the tokens before the query, so a
 // left window of L is Hugging Face's sliding_window L + 1 (GPT-OSS: 127,0 and 128).
-void window_from_flags(const Flags& f, std::int64_t layers, Json& m) {
+struct FlagWindow {
+  std::int64_t tokens = 0;   // Hugging Face's sliding_window
+  std::vector<bool> layers;  // per decoder layer: windowed
+};
+std::optional<FlagWindow> window_from_flags(const Flags& f, std::int64_t layers) {
   const auto w = f.str("--window-size");
   if (!w) {
     if (f.has("--window-attn-skip-freq")) f.fail("--window-attn-skip-freq", "needs --window-size");
-    return;
+    return std::nullopt;
   }
   std::string t;
   for (char c : *w)
@@ -521,12 +525,17 @@ void window_from_flags(const Flags& f, std::int64_t layers, Json& m) {
       !num(std::string_view(t).substr(comma + 1), right) || left < 0)
     f.fail("--window-size", fmt::format("'{}': expected left,right token counts (GPT-OSS: 127,0)", *w));
   if (right != 0) f.fail("--window-size", "a right window (attention to later tokens) is not modeled: causal only");
-  m["sliding_window"] = left + 1;
-  const auto windowed = layer_pattern(f, "--window-attn-skip-freq", layers,
-                                      [](std::int64_t i, std::int64_t n) { return (i + 1) % n != 0; });
-  Json types = Json::array();
-  for (int v : windowed) types.push_back(v ? "sliding_attention" : "full_attention");
-  m["layer_types"] = types;
+  FlagWindow out{left + 1, {}};
+  for (int v : layer_pattern(f, "--window-attn-skip-freq", layers,
+                             [](std::int64_t i, std::int64_t n) { return (i + 1) % n != 0; }))
+    out.layers.push_back(v == 1);
+  return out;
+}
+
+// Learned attention sinks (--softmax-type learnable) are GPT-OSS's: its model type carries
+// them with the router and expert biases.
+bool learned_sinks(const Flags& f) {
+  return f.choice("--softmax-type", "vanilla", {"vanilla", "off-by-one", "learnable"}) == "learnable";
 }
 
 // The model as Hugging Face config.json fields from the shape flags (Megatron's
@@ -540,10 +549,7 @@ Json model_from_flags(const Flags& f) {
            "the model's shape needs --num-layers, --hidden-size and --num-attention-heads (or --model PRESET)");
   const bool mla = f.has("--multi-latent-attention");
   const std::int64_t experts = f.integer_or("--num-experts", 0);
-  // Learned attention sinks (--softmax-type learnable) are GPT-OSS's: its model type carries
-  // them with the router and expert biases.
-  const std::string softmax = f.choice("--softmax-type", "vanilla", {"vanilla", "off-by-one", "learnable"});
-  const bool gpt_oss = softmax == "learnable";
+  const bool gpt_oss = learned_sinks(f);
   if (gpt_oss && experts == 0)
     f.fail("--softmax-type", "learned attention sinks are modeled as GPT-OSS's, a model with experts (--num-experts)");
   if (gpt_oss && mla) f.fail("--multi-latent-attention", "GPT-OSS's attention with MLA is not modeled");
@@ -579,7 +585,12 @@ Json model_from_flags(const Flags& f) {
     m["num_key_value_heads"] = f.has("--group-query-attention") ? f.integer_or("--num-query-groups", 1) : *heads;
     if (const auto kv = f.integer("--kv-channels")) m["head_dim"] = *kv;
   }
-  window_from_flags(f, *layers, m);
+  if (const auto w = window_from_flags(f, *layers)) {
+    m["sliding_window"] = w->tokens;
+    Json types = Json::array();
+    for (bool v : w->layers) types.push_back(v ? "sliding_attention" : "full_attention");
+    m["layer_types"] = types;
+  }
   if (experts > 0) {
     m["n_routed_experts"] = experts;
     m["num_experts_per_tok"] = f.integer_or("--moe-router-topk", 2);
@@ -712,21 +723,16 @@ class Importer {
     on("--add-qkv-bias", m.attention_bias);
     on("--untie-embeddings-and-output-weights", !m.tie_word_embeddings);
     // GPT-OSS's attention: the sinks and the windows must be the preset's.
-    if (const auto sm = f_.str("--softmax-type"); sm && (*sm == "learnable") != m.attention_sinks)
+    if (const auto sm = f_.str("--softmax-type"); sm && learned_sinks(f_) != m.attention_sinks)
       f_.fail("--softmax-type", fmt::format("gives {}; preset '{}' has {}", *sm, *opts_.model,
                                             m.attention_sinks ? "learned sinks (learnable)" : "no sinks"));
-    if (f_.has("--window-size") || f_.has("--window-attn-skip-freq")) {
-      Json w;
-      window_from_flags(f_, m.num_layers, w);
-      std::vector<bool> layers;
-      for (const auto& t : w["layer_types"]) layers.push_back(t == "sliding_attention");
-      if (w["sliding_window"].get<std::int64_t>() != m.sliding_window || layers != m.sliding_layer)
-        f_.fail(f_.has("--window-size") ? "--window-size" : "--window-attn-skip-freq",
-                fmt::format("windows {} layers at {} tokens; preset '{}' windows {} at {}",
-                            std::count(layers.begin(), layers.end(), true), w["sliding_window"].get<std::int64_t>(),
-                            *opts_.model, std::count(m.sliding_layer.begin(), m.sliding_layer.end(), true),
-                            m.sliding_window));
-    }
+    if (const auto w = window_from_flags(f_, m.num_layers);
+        w && (w->tokens != m.sliding_window || w->layers != m.sliding_layer))
+      f_.fail("--window-size", fmt::format("windows {} layers at {} tokens; preset '{}' windows {} at {}",
+                                           std::count(w->layers.begin(), w->layers.end(), true), w->tokens,
+                                           *opts_.model,
+                                           std::count(m.sliding_layer.begin(), m.sliding_layer.end(), true),
+                                           m.sliding_window));
     on("--multi-latent-attention", mla);
     if (mla) {
       is("--q-lora-rank", m.mla.q_lora_rank);
@@ -945,7 +951,7 @@ class Importer {
                               ? f_.choice("--cross-entropy-fusion-impl", "native", {"native", "te"})
                               : std::string("unfused");
     if (!f_.has("--disable-bias-linear"))
-      assume("model", f_.str("--softmax-type") == "learnable"
+      assume("model", learned_sinks(f_)
                           ? "biases as GPT-OSS has them (attention, router, experts: their parameters; the bias "
                             "adds are not priced as kernels)"
                           : "linear layers without biases (--disable-bias-linear absent: the bias adds are not "

@@ -326,4 +326,19 @@ TEST_CASE("import megatron reads GPT-OSS: sinks, windows, quick GeGLU", "[config
                   config::InputError);
   CHECK_THROWS_AS(config::import_megatron(small.substr(0, small.find(" --window-size")) + " --window-attn-skip-freq 2", o),
                   config::InputError);
+  // With --model, the windows and sinks must be the preset's.
+  o.gpus = 16;
+  o.model = "gpt-oss-120b";
+  const std::string run = "pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 --expert-model-parallel-size 16 "
+                          "--moe-grouped-gemm --moe-permute-fusion --softmax-type learnable";
+  CHECK(config::import_megatron(run + " --window-size 127,0 --window-attn-skip-freq 2", o).scenario["model"] ==
+        "gpt-oss-120b");
+  for (const std::string bad : {" --window-size 255,0 --window-attn-skip-freq 2", " --window-size 127,0"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(config::import_megatron(run + bad, o), config::InputError);
+  }
+  CHECK_THROWS_AS(config::import_megatron("pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 "
+                                          "--expert-model-parallel-size 16 --softmax-type vanilla",
+                                          o),
+                  config::InputError);
 }
