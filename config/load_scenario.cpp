@@ -373,6 +373,11 @@ class ScenarioReader {
           if (f.tp_comm_overlap && sc_.parallelism.tp > 1 && !sc_.parallelism.sequence_parallel)
             v->fail("needs parallelism.sequence_parallel (Megatron: --tp-comm-overlap requires "
                     "--sequence-parallel)");
+          // TE's userbuffers gather FP8 and MXFP8 tensors only (module/base.py
+          // fill_userbuffers_buffer_for_all_gather @ d0067d0d raises on any other quantizer).
+          if (f.tp_comm_overlap && sc_.parallelism.tp > 1 && sc_.training.precision == workload::Precision::nvfp4)
+            v->fail("TransformerEngine's userbuffers cannot gather NVFP4 tensors (module/base.py "
+                    "fill_userbuffers_buffer_for_all_gather: unsupported quantizer); NVFP4 runs gather with NCCL");
         }
         if (auto g = o.get("cuda_graph_scope")) {
           f.cuda_graph_scope = g->as_enum_list(workload::cuda_graph_scope_names(), "CUDA graph scope");

@@ -34,7 +34,8 @@ TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm, cons
       case CommOp::ep_all_gather: return TraceClass::ep_dispatch;
       case CommOp::ep_combine: return TraceClass::ep_combine;
       case CommOp::tp_all_gather:
-      case CommOp::tp_reduce_scatter: return TraceClass::communication;
+      case CommOp::tp_reduce_scatter:
+      case CommOp::tp_amax_all_reduce: return TraceClass::communication;
       case CommOp::none: break;
     }
     // The dispatcher's own small kernels priced as memory kernels (DeepEP's notify, HybridEP's

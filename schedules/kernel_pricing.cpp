@@ -148,6 +148,12 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
       p.sms = -1;
       p.ports = port_loads(ring_bytes(k.comm_bytes, tp_group_), p.seconds);
       break;
+    case workload::CommOp::tp_amax_all_reduce:  // one or two floats: latency only
+      p.seconds = hw_models::small_all_reduce_seconds(static_cast<double>(tp_group_.size),
+                                                      members_per_domain(tp_group_));
+      p.category = kTpComm;
+      p.sms = -1;
+      break;
   }
   return p;
 }
@@ -229,8 +235,9 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
 }
 
 void KernelPricing::price_templates() {
-  const workload::TemplateInputs ti{in_.model,     in_.training,     in_.parallelism, in_.framework,
-                                    in_.stack,     in_.padded_vocab, in_.ep_load};
+  const workload::TemplateInputs ti{in_.model,     in_.training,     in_.parallelism,
+                                    in_.framework, in_.stack,        in_.padded_vocab,
+                                    in_.ep_load,   in_.system.gpu.arch == hw_models::GpuArch::hopper};
   const workload::ModelTemplates t = workload::build_templates(ti);
   const auto convert = [&](const workload::LayerTemplate& lt, PricedLayer& out) {
     for (const auto& k : lt.fwd) {

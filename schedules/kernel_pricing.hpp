@@ -53,6 +53,9 @@
 //                  amax buffers are all-reduced (MAX) and one fused kernel updates the
 //                  history and scales (reduce_and_update_fp8_tensors); the compute stream
 //                  waits for it
+//   TP amax        (current scaling, NVFP4, under sequence parallelism) a quantizer's amax
+//                  all-reduced over TP before its cast (workload::CommOp::tp_amax_all_reduce,
+//                  LayerBuilder::insert_tp_amax), on the compute stream
 // Each latency-bound all-reduce is hw_models::small_all_reduce_seconds (NCCL's LL tree).
 // TP communication overlap (framework.tp_comm_overlap, workload::TpOverlap): a collective
 // of t_c beside a GEMM of t_g, n = tp chunks, S the GPU's SMs, k = 16 SMs for the

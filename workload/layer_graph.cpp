@@ -22,7 +22,9 @@ class LayerBuilder {
         nvfp4_(in.training.nvfp4), dtype_(gemm_dtype(in.training.precision)),
         current_scaling_(in.training.precision == Precision::fp8_tensorwise), cp_(in.parallelism.cp),
         fp8_attention_(in.framework.fp8_dot_product_attention),
-        seq_(in.training.seq_length) {}
+        seq_(in.training.seq_length),
+        sp_transpose_(in.fp8_tn_only && (in.training.precision == Precision::fp8_tensorwise ||
+                                          in.training.precision == Precision::fp8_delayed)) {}
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
   // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
@@ -82,8 +84,51 @@ class LayerBuilder {
 
   // Quantizes `tensors` tensors of `elems` elements in all into FP8 (see header for the
   // MXFP8 allocation and swizzle kernels that go with it).
-  void quantize(const std::string& name, Module mod, double elems, double tensors = 1, bool norm_amax = false) {
-    for (auto& k : quantized(name, mod, elems, tensors, norm_amax)) push_fwd(std::move(k));
+  // `tp_reduce`: the input is a sequence-parallel shard gathered quantized after this, so its
+  // amax is reduced over TP first (current scaling and NVFP4; see `sp_quantized_grad_gather`).
+  void quantize(const std::string& name, Module mod, double elems, double tensors = 1, bool norm_amax = false,
+                bool tp_reduce = false) {
+    std::vector<KernelTemplate> q = quantized(name, mod, elems, tensors, norm_amax);
+    if (tp_reduce) insert_tp_amax(q, name, mod);
+    for (auto& k : q) push_fwd(std::move(k));
+  }
+
+  // Bytes an element of a quantized tensor takes in a sequence-parallel all-gather, `copies`
+  // the copies the quantizer asks for (TE distributed.py gather_along_first_dim with a
+  // quantizer @ d0067d0d): per-tensor FP8 (delayed and current scaling) gathers the
+  // row-wise data only, its transpose made after the gather where the GEMM needs it
+  // (_all_gather_fp8, 989-1080); MXFP8 and NVFP4 gather every requested copy with its
+  // block scales (_all_gather_mxfp8 1527-1665, _all_gather_nvfp4 1332-1420).
+  double gathered_bytes(double copies) const {
+    if (fp4_) return copies * kNvfp4Bytes;
+    if (mx_) return copies * (1 + 1.0 / 32);
+    return 1;
+  }
+
+  // Under sequence parallelism a row-parallel FP8 linear's output gradient (the backward of
+  // its forward reduce-scatter is an all-gather) is quantized on the rank's own shard and
+  // gathered quantized, row- and column-wise (TE module/base.py grad_output_preprocess
+  // 1688-1750: gather_along_first_dim with the grad-output quantizer), where moesim's
+  // linear() quantizes the gathered gradient after a BF16 gather. This moves the linear's
+  // gradient quantization, on 1/tp of the rows, before the gather (the group just pushed)
+  // and prices the gather at the quantized bytes.
+  void sp_quantized_grad_gather(double tp) {
+    if (bwd_groups_.size() < 2) return;
+    auto& gather = bwd_groups_.back();
+    auto& lin = bwd_groups_[bwd_groups_.size() - 2];  // [gradient quantization..., dgrad, wgrad]
+    const auto is_quant = [](const KernelTemplate& k) { return k.name.find(".grad_quant") != std::string::npos; };
+    std::vector<KernelTemplate> q;
+    for (const auto& k : lin)
+      if (is_quant(k)) q.push_back(k);
+    if (q.empty() || gather.size() != 1 || gather.front().comm != CommOp::tp_all_gather) return;
+    lin.erase(std::remove_if(lin.begin(), lin.end(), is_quant), lin.end());
+    for (auto& k : q) k.work.bytes /= tp;
+    const std::string name = q.front().name.substr(0, q.front().name.find(".grad_quant") + 11);
+    insert_tp_amax(q, name, q.front().module);
+    const double elems = gather.front().comm_bytes / 2;  // the BF16 gradient's
+    gather.front().comm_bytes = elems * gathered_bytes(2);
+    gather.insert(gather.begin(), q.begin(), q.end());
+    if (sp_transpose_) gather.push_back(sp_transpose_t(name + ".sp_transpose", gather.front().module, elems));
   }
   bool current_scaling() const { return current_scaling_; }
 
@@ -201,18 +246,23 @@ class LayerBuilder {
   // ub_bulk_dgrad) and Megatron-Core's ColumnParallelLinear alike
   // (docs/research/memory-as-the-driver-counts-it.md 4). The gather moves what the
   // forward saved for all ranks (FP8 or BF16).
+  // Per-tensor FP8 on TN-only GEMMs (Hopper) gathers the row-wise copy and transposes it
+  // for the weight gradient (TE _all_gather_fp8 out._create_transpose()).
   void sp_local_input(double tp) {
     KernelTemplate& f = out_.fwd.back();
     const double gathered_bytes = f.saved_bytes;
     f.saved_bytes /= tp;
     auto& group = bwd_groups_.back();  // [grad quantization..., dgrad, wgrad]
     KernelTemplate g;
-    g.name = f.name.substr(0, f.name.rfind('.')) + ".sp_regather";
+    const std::string base = f.name.substr(0, f.name.rfind('.'));
+    g.name = base + ".sp_regather";
     g.module = f.module;
     g.comm = CommOp::tp_all_gather;
     g.comm_bytes = gathered_bytes;
     g.tp_overlap = workload::TpOverlap::bulk;  // beside the GEMM before it: the dgrad
     group.insert(group.end() - 1, g);
+    if (sp_transpose_ && f.work.dtype != Dtype::bf16)
+      group.insert(group.end() - 1, sp_transpose_t(base + ".sp_transpose", f.module, gathered_bytes));
   }
 
   void finish() {
@@ -242,6 +292,11 @@ class LayerBuilder {
     return q;
   }
   // A memory-bound kernel a library API call launches from C++ (TE's quantize).
+  // The transpose of a gathered per-tensor FP8 tensor of `elems` one-byte values (TE
+  // Float8TensorStorage._create_transpose: tex.fp8_transpose from Python), read and written.
+  KernelTemplate sp_transpose_t(const std::string& name, Module mod, double elems) const {
+    return lib_t(name, mod, 2 * elems);
+  }
   KernelTemplate lib_t(const std::string& name, Module mod, double bytes) const {
     KernelTemplate t = mem_t(name, mod, bytes);
     t.library_launch = true;
@@ -254,6 +309,29 @@ class LayerBuilder {
     KernelTemplate t = mem_t(name, mod, bytes);
     t.cpp_launch = true;
     return t;
+  }
+  // Current scaling and NVFP4 under sequence parallelism: the quantizer of a column-parallel
+  // module's input (forward) and of a row-parallel module's output gradient (backward)
+  // reduces its amax over the TP group before the scale and the cast, a c10d all-reduce
+  // (MAX) the current stream waits for, called from C++ (TE module/_common.py 20-32
+  // set_quantizer_amax_reduction_group; csrc/quantizer.cpp 1008-1027 for FP8 current
+  // scaling, 2511-2538 for NVFP4, whose row- and column-wise amaxes go in one coalesced
+  // call; docs/research/nvfp4.md 6). Delayed scaling reduces its amaxes once a chunk
+  // (schedules/kernel_pricing.hpp), MXFP8's block scales need none. Inserted before the
+  // first scale or cast of `q`.
+  void insert_tp_amax(std::vector<KernelTemplate>& q, const std::string& name, Module mod) const {
+    if (!current_scaling_ && !fp4_) return;
+    const auto first = std::find_if(q.begin(), q.end(), [](const KernelTemplate& k) {
+      return k.work.cls == KernelClass::quantize ||
+             (k.name.size() >= 6 && k.name.compare(k.name.size() - 6, 6, ".scale") == 0);
+    });
+    KernelTemplate t;
+    t.name = name + ".tp_amax";
+    t.module = mod;
+    t.comm = CommOp::tp_amax_all_reduce;
+    t.comm_bytes = fp4_ ? 8 : 4;
+    t.library_launch = true;
+    q.insert(first, std::move(t));
   }
   // NVFP4, per tensor (TE pytorch/csrc/quantizer.cpp NVFP4Quantizer::quantize_impl @ v2.8
   // and d0067d0d): a one-thread kernel zeroes the global amax, one pass reads the BF16 input
@@ -373,6 +451,7 @@ class LayerBuilder {
   std::int64_t cp_;
   bool fp8_attention_;
   std::int64_t seq_;
+  bool sp_transpose_;  // per-tensor FP8 on TN-only GEMMs: a gathered tensor is transposed
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };
@@ -400,21 +479,36 @@ struct Shapes {
 // reduce-scatter that TE's Linear and Megatron's ColumnParallelLinear wait for after the
 // wgrad GEMM. `ub`: the module is a TE module (the output layer is Megatron's own, which
 // userbuffers do not serve: its forward gather is exposed).
-void tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool ub = true) {
-  if (s.tp <= 1) return;
+//
+// Before an FP8 linear TransformerEngine quantizes the rank's shard and gathers it
+// quantized, row-wise (TE module/linear.py 345-420, layernorm_linear.py, layernorm_mlp.py
+// @ d0067d0d; userbuffers' gather alike): `input` says who quantizes the shard, the norm
+// before (LayerNormLinear: `quantized`, see `norm`) or the gather here (a TE Linear on a
+// BF16 input: `quantize`); `bf16`: the linear after it is not quantized. Returns whether
+// that linear must still quantize its input (no quantized gather here).
+enum class SpInput : std::uint8_t { bf16, quantized, quantize };
+bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool ub = true,
+               SpInput input = SpInput::bf16) {
+  if (s.tp <= 1) return true;
+  const bool quantized = s.sequence_parallel() && b.fp8() && input != SpInput::bf16;
+  if (quantized && input == SpInput::quantize) b.quantize(name + ".sp_quant", mod, s.Tn * s.h, 1, false, true);
   b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
+  if (quantized) b.last_fwd().comm_bytes = s.T * s.h * b.gathered_bytes(1);  // backward: BF16 gradient
   if (s.sequence_parallel()) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
-  if (!s.tp_overlap || !ub) return;
-  b.last_fwd().tp_overlap = workload::TpOverlap::ring;
+  if (s.tp_overlap && ub) b.last_fwd().tp_overlap = workload::TpOverlap::ring;
+  return !quantized;
 }
 // After a column-parallel linear on the gathered input, under sequence parallelism
 // (LayerBuilder::sp_local_input).
 void sp_saved_shard(LayerBuilder& b, const Shapes& s) {
   if (s.sequence_parallel()) b.sp_local_input(s.tp);
 }
+// After a row-parallel linear: an FP8 one's output gradient is gathered quantized in
+// backward (LayerBuilder::sp_quantized_grad_gather).
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
   if (s.tp <= 1) return;
   b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather, s.T * s.h * 2);
+  if (s.sequence_parallel() && b.fp8()) b.sp_quantized_grad_gather(s.tp);
   if (!s.tp_overlap) return;
   b.last_fwd().tp_overlap = workload::TpOverlap::pipeline;
   b.last_bwd().tp_overlap = workload::TpOverlap::ring;
@@ -436,8 +530,10 @@ void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, 
 }
 
 // `target`: the offload module the norm's saved input belongs to (none: the final norm).
+// `sp_gather`: a column-parallel TE linear gathers the output under sequence parallelism
+// (LayerNormLinear's input quantizer reduces its amax over TP; see tp_gather).
 void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,
-          const workload::Framework& fw, std::optional<workload::OffloadTarget> target) {
+          const workload::Framework& fw, std::optional<workload::OffloadTarget> target, bool sp_gather = false) {
   b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
   if (target) offload(b, fw, *target);
   // Fused with the norm, MXFP8 quantizes in the norm kernel; current scaling can only take
@@ -445,7 +541,7 @@ void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
   // cuDNN's norm writes no NVFP4: its quantize runs on its own.
   if (b.nvfp4()) fused_quant = false;
   if (b.fp8() && (!fused_quant || b.current_scaling()))
-    b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant);
+    b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant, sp_gather && s.sequence_parallel());
 }
 
 // Core attention of `heads` heads (per rank) with q/k head size `qk` and v head size `v`:
@@ -487,9 +583,9 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   const double n = static_cast<double>(m.num_heads) / s.tp;
   const bool fused = in.stack.norm_quant_fusion;
   const std::size_t start = b.mark();
-  norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm);
+  norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm, true);
   if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
-  tp_gather(b, s, Module::attn, "attn");
+  tp_gather(b, s, Module::attn, "attn", true, SpInput::quantized);
   if (m.attention == AttentionKind::mla) {
     const auto& d = m.mla;
     const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
@@ -575,11 +671,12 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double f = static_cast<double>(m.ffn_hidden_size) / s.tp;
   const double e = static_cast<double>(m.ffn_matrices() - 1);  // gate+up = 2 x F
   const std::size_t start = b.mark();
-  norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion, in.framework, workload::OffloadTarget::mlp_norm);
+  norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion, in.framework, workload::OffloadTarget::mlp_norm,
+       true);
   const bool whole = has(in.framework.recompute_modules, RecomputeModule::mlp) ||
                      has(in.framework.recompute_modules, RecomputeModule::full);
   if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
-  tp_gather(b, s, Module::mlp, "mlp");
+  tp_gather(b, s, Module::mlp, "mlp", true, SpInput::quantized);
   b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);
   sp_saved_shard(b, s);
   b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
@@ -637,8 +734,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     const double e2 = static_cast<double>(m.ffn_matrices() - 1);
     const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
     const std::size_t start = b.mark();
-    tp_gather(b, s, Module::shared_expert, "shared");
-    b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, true);
+    const bool quantize_input = tp_gather(b, s, Module::shared_expert, "shared", true, SpInput::quantize);
+    b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, quantize_input);
     sp_saved_shard(b, s);
     if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
     b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0, s.T * e2 * fs * act_bytes);
@@ -898,10 +995,11 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     norm(b, s, Module::head, "head.norm", true, in.framework, std::nullopt);
     // The output layer is column-parallel (Megatron-Core's own ColumnParallelLinear, no
     // userbuffers): under sequence parallelism it gathers its input first.
-    tp_gather(b, s, Module::head, "head", false);
     // Megatron --fp8-output-proj runs the LM head as a TE linear under MXFP8.
-    b.linear("head.output", Module::head, s.T, v, s.h, in.framework.fp8_output_proj, true, 1,
-             in.framework.fp8_output_proj);
+    const bool fp8_head = in.framework.fp8_output_proj;
+    const bool quantize_input =
+        tp_gather(b, s, Module::head, "head", false, fp8_head ? SpInput::quantize : SpInput::bf16);
+    b.linear("head.output", Module::head, s.T, v, s.h, fp8_head, quantize_input, 1, fp8_head);
     sp_saved_shard(b, s);
     // The loss keeps a logit-sized tensor for backward (workload::CrossEntropy): TE's the
     // BF16 gradient written over the logits (backward scales it: read 2, write 2);
@@ -927,8 +1025,8 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     b.memory("mtp.embedding", Module::embedding, s.Tn * s.h * 2 * 2, 2.0);
     norm(b, s, Module::head, "mtp.enorm", true, in.framework, std::nullopt);
     norm(b, s, Module::head, "mtp.hnorm", true, in.framework, std::nullopt);
-    tp_gather(b, s, Module::head, "mtp");
-    b.linear("mtp.eh_proj", Module::head, s.T, s.h / s.tp, 2 * s.h, true, true);
+    const bool quantize_input = tp_gather(b, s, Module::head, "mtp", true, SpInput::quantize);
+    b.linear("mtp.eh_proj", Module::head, s.T, s.h / s.tp, 2 * s.h, true, quantize_input);
     sp_saved_shard(b, s);
     b.finish();
     const LayerTemplate& layer = in.model.mtp_is_moe() ? t.moe : t.dense;

@@ -80,7 +80,18 @@ class CaptureSet {
   bool full_ = false;
 };
 
-enum class CommOp : std::uint8_t { none, ep_dispatch, ep_combine, ep_all_gather, tp_all_gather, tp_reduce_scatter };
+// tp_amax_all_reduce: a quantizer's amax reduced (MAX) over the TP group before its scale
+// and cast, so that the shards gathered under sequence parallelism share one scale
+// (TransformerEngine's current scaling and NVFP4; `LayerBuilder::sp_quantized_grad_gather`).
+enum class CommOp : std::uint8_t {
+  none,
+  ep_dispatch,
+  ep_combine,
+  ep_all_gather,
+  tp_all_gather,
+  tp_reduce_scatter,
+  tp_amax_all_reduce
+};
 
 // How a sequence-parallel TP collective overlaps a GEMM under framework.tp_comm_overlap
 // (TransformerEngine's userbuffers, transformer_engine/pytorch/module/base.py initialize_ub
@@ -159,6 +170,10 @@ struct TemplateInputs {
   // its dispatch, permute, expert GEMMs, unpermute and combine carry that many; the send
   // side (router, preprocess, the global permute) stays balanced.
   double ep_load = 1;
+  // FP8 GEMMs take only TN operands (Hopper; TE is_non_tn_fp8_gemm_supported false): a
+  // per-tensor FP8 tensor gathered row-wise is transposed after the gather for the GEMM
+  // that needs its column-wise copy.
+  bool fp8_tn_only = false;
 };
 
 ModelTemplates build_templates(const TemplateInputs& in);

@@ -171,6 +171,13 @@ TEST_CASE("Unknown presets and enum values", "[config][errors]") {
   j = test::default_scenario_json();
   j["training"]["precision"] = "fp4";
   expect_error(j, "training.precision", "unknown precision 'fp4'; known: bf16, fp8-tensorwise, fp8-delayed, fp8-blockwise, mxfp8");
+  // TE's userbuffers gather FP8 and MXFP8 tensors, not NVFP4 (module/base.py).
+  j = test::default_scenario_json();
+  j["training"]["precision"] = "nvfp4";
+  j["parallelism"]["tp"] = 2;
+  j["parallelism"]["sequence_parallel"] = true;
+  j["framework"]["tp_comm_overlap"] = true;
+  expect_error(j, "framework.tp_comm_overlap", "userbuffers cannot gather NVFP4");
   j = test::default_scenario_json();
   j["framework"]["recompute_modules"] = {"mlp", "mlp"};
   expect_error(j, "framework.recompute_modules[1]", "'mlp' is listed twice");

@@ -404,3 +404,87 @@ TEST_CASE("NVFP4: amax, cast and alpha kernels; FP4 GEMMs; half-byte saved input
   CHECK(casts(plain.t.moe.fwd, "moe.fc1.quant.amax") == 1);
   CHECK(casts(grouped.t.moe.fwd, "moe.fc1.fprop.alpha") == 8);
 }
+
+// Under sequence parallelism TransformerEngine quantizes a rank's shard before the gather
+// and gathers it quantized (module/linear.py, base.py grad_output_preprocess, distributed.py
+// @ d0067d0d). Llama 3.1 405B, TP4, seq 8192, MBS 1: T = 8192 tokens gathered, Tn = 2048 a
+// rank's own, hidden 16384.
+//   forward gather (row-wise copy): FP8 per-tensor T h x 1 byte, MXFP8 T h (1 + 1/32),
+//     NVFP4 T h (1/2 + 1/16); its backward reduce-scatter stays BF16 (T h x 2);
+//   backward gather of a row-parallel output gradient: both copies, 2 x the above, but
+//     per-tensor FP8 the row-wise copy only (T h);
+//   the output gradient's cast runs on Tn rows before that gather (a quarter of T);
+//   current scaling and NVFP4 all-reduce the amax over TP before the scale / cast (4 bytes;
+//   NVFP4's row- and column-wise amaxes in one call, 8), MXFP8 and delayed scaling none.
+TEST_CASE("Sequence parallelism gathers quantized shards and reduces the amax over TP", "[workload][templates]") {
+  const double T = 8192, Tn = 2048, h = 16384;
+  const std::string file = "scenarios/bridge-dense/bridge-llama405b-gb200-fp8cs-2606.json";
+  const auto cs = build(file);
+  const auto& L = cs.t.dense;
+  CHECK(find(L.fwd, "attn.sp_gather.fwd").comm_bytes == Approx(T * h * 1));
+  CHECK(find(L.bwd, "attn.sp_gather.bwd").comm_bytes == Approx(T * h * 2));
+  CHECK(find(L.bwd, "attn.sp_scatter.bwd").comm_bytes == Approx(T * h * 1));
+  const auto index = [](const std::vector<workload::KernelTemplate>& v, const std::string& n) {
+    return std::find_if(v.begin(), v.end(), [&](const auto& k) { return k.name == n; }) - v.begin();
+  };
+  // Forward: norm, amax zero, (the norm's amax), the TP all-reduce, scale, cast, gather.
+  const auto& amax = find(L.fwd, "attn.norm.quant.tp_amax");
+  CHECK(amax.comm == workload::CommOp::tp_amax_all_reduce);
+  CHECK(amax.comm_bytes == 4);
+  CHECK(index(L.fwd, "attn.norm.quant.tp_amax") < index(L.fwd, "attn.norm.quant.scale"));
+  CHECK(index(L.fwd, "attn.norm.quant") < index(L.fwd, "attn.sp_gather.fwd"));
+  // Backward: o_proj's gradient cast (a quarter of the rows) and its all-reduce before the
+  // gather, then dgrad.
+  CHECK(index(L.bwd, "attn.o_proj.grad_quant") < index(L.bwd, "attn.sp_scatter.bwd"));
+  CHECK(index(L.bwd, "attn.o_proj.grad_quant.tp_amax") < index(L.bwd, "attn.o_proj.grad_quant.scale"));
+  CHECK(index(L.bwd, "attn.sp_scatter.bwd") < index(L.bwd, "attn.o_proj.dgrad"));
+  const auto no_sp = build(file, [](config::Scenario& sc) { sc.parallelism.sequence_parallel = false; });
+  CHECK(find(L.bwd, "attn.o_proj.grad_quant").work.bytes ==
+        Approx(find(no_sp.t.dense.bwd, "attn.o_proj.grad_quant").work.bytes * Tn / T));
+  CHECK(count(no_sp.t.dense.fwd, "attn.norm.quant.tp_amax") == 0);
+  CHECK(count(no_sp.t.dense.bwd, "mlp.fc2.grad_quant.tp_amax") == 0);
+  CHECK(count(L.bwd, "mlp.fc2.grad_quant.tp_amax") == 1);
+
+  const auto mx = build(file, [](config::Scenario& sc) { sc.training.precision = workload::Precision::mxfp8; });
+  CHECK(find(mx.t.dense.fwd, "mlp.sp_gather.fwd").comm_bytes == Approx(T * h * (1 + 1.0 / 32)));
+  CHECK(find(mx.t.dense.bwd, "mlp.sp_scatter.bwd").comm_bytes == Approx(T * h * 2 * (1 + 1.0 / 32)));
+  CHECK(count(mx.t.dense.fwd, "attn.norm.quant.tp_amax") == 0);
+  CHECK(count(mx.t.dense.bwd, "mlp.fc2.grad_quant.tp_amax") == 0);
+
+  const auto fp4 = build(file, [](config::Scenario& sc) {
+    sc.training.precision = workload::Precision::nvfp4;
+    sc.framework.tp_comm_overlap = false;
+  });
+  CHECK(find(fp4.t.dense.fwd, "attn.sp_gather.fwd").comm_bytes == Approx(T * h * workload::kNvfp4Bytes));
+  CHECK(find(fp4.t.dense.bwd, "attn.sp_scatter.bwd").comm_bytes == Approx(T * h * 2 * workload::kNvfp4Bytes));
+  CHECK(find(fp4.t.dense.fwd, "attn.norm.quant.tp_amax").comm_bytes == 8);
+  CHECK(index(fp4.t.dense.fwd, "attn.norm.quant.tp_amax") < index(fp4.t.dense.fwd, "attn.norm.quant"));
+
+  // Hopper's FP8 GEMMs take TN operands only: a per-tensor FP8 tensor gathered row-wise is
+  // transposed after the gather for the GEMM that reads it column-wise (the weight
+  // gradients): o_proj's output gradient and qkv's re-gathered input, T h each, read and
+  // written. Blackwell (the scenarios' own templates above) and MXFP8 have none.
+  auto hopper = cs.sc;
+  const auto ht = workload::build_templates({hopper.model, hopper.training, hopper.parallelism, hopper.framework,
+                                             hopper.stack, hopper.padded_vocab(), 1, true});
+  CHECK(find(ht.dense.bwd, "attn.o_proj.grad_quant.sp_transpose").work.bytes == Approx(2 * T * h));
+  CHECK(find(ht.dense.bwd, "attn.qkv.sp_transpose").work.bytes == Approx(2 * T * h));
+  CHECK(index(ht.dense.bwd, "attn.qkv.sp_regather") < index(ht.dense.bwd, "attn.qkv.sp_transpose"));
+  CHECK(index(ht.dense.bwd, "attn.qkv.sp_transpose") < index(ht.dense.bwd, "attn.qkv.wgrad"));
+  CHECK(count(L.bwd, "attn.qkv.sp_transpose") == 0);
+  hopper.training.precision = workload::Precision::mxfp8;
+  const auto hm = workload::build_templates({hopper.model, hopper.training, hopper.parallelism, hopper.framework,
+                                             hopper.stack, hopper.padded_vocab(), 1, true});
+  CHECK(count(hm.dense.bwd, "attn.qkv.sp_transpose") == 0);
+
+  // A TE Linear on a BF16 input (the shared expert's fc1) quantizes the shard itself before
+  // the gather: DeepSeek-V3 at TP2 under current scaling.
+  const auto moe = build("scenarios/journey/13-norm-quant-fusion.json", [](config::Scenario& sc) {
+    sc.parallelism.tp = 2;
+    sc.parallelism.sequence_parallel = true;
+    sc.training.precision = workload::Precision::fp8_tensorwise;
+  });
+  CHECK(count(moe.t.moe.fwd, "shared.sp_quant.tp_amax") == 1);
+  CHECK(count(moe.t.moe.fwd, "shared.fc1.quant") == 0);
+  CHECK(index(moe.t.moe.fwd, "shared.sp_quant") < index(moe.t.moe.fwd, "shared.sp_gather.fwd"));
+}
