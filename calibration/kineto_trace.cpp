@@ -87,6 +87,14 @@ TraceClass classify_kernel(std::string_view name) {
   return TraceClass::elementwise;
 }
 
+bool is_host_node_name(std::string_view name) {
+  if (name.size() < 4 || name.back() != ')' || name[name.size() - 3] != '(') return false;
+  const char pass = name[name.size() - 2];
+  if (pass != 'F' && pass != 'B' && pass != 'W') return false;
+  const std::string_view part = name.substr(0, name.size() - 3);
+  return std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isalpha(c) || c == '_'; });
+}
+
 TraceTotals trace_totals(std::span<const TraceKernel> kernels) {
   TraceTotals t;
   if (kernels.empty()) return t;

@@ -62,4 +62,27 @@ struct TraceTotals {
 
 TraceTotals trace_totals(std::span<const TraceKernel> kernels);
 
+// The host's side: the ranges a framework marks on a CPU thread (torch.profiler's
+// record_function, "cat": "user_annotation") for the nodes of an overlapped schedule,
+// named "<part>(<pass>)": DeepSeek's DualPipe marks every layer's attn, dispatch, mlp and
+// combine with F (forward), B (backward, the input gradients) and W (the weight
+// gradients). A range's wall time on its thread is the node's host time: the CPU work of
+// its ops and the Python between them, the autograd engine's work a backward node waits
+// for, and any device-to-host wait inside it (DeepSeek's dispatch(F) waits for the token
+// counts there).
+struct HostNode {
+  std::string node;   // "attn(F)"
+  double count = 0;   // ranges
+  double seconds = 0; // their wall time, summed
+};
+// Whether a range name is a node's: a part of letters and underscores, then (F), (B) or (W).
+bool is_host_node_name(std::string_view name);
+
+// A profiled trace: its kernels and its schedule nodes' host ranges (in order of first
+// appearance).
+struct KinetoTrace {
+  std::vector<TraceKernel> kernels;
+  std::vector<HostNode> host_nodes;
+};
+
 }  // namespace moesim::calibration

@@ -267,7 +267,9 @@ class Calibrate final : public Command {
       throw config::InputError("<command line>", "--microbatches", "compares with a scenario: give --scenario");
     reports::TraceReport r;
     r.file = trace_file_;
-    r.measured = calibration::trace_totals(config::load_kineto_trace(trace_file_));
+    const auto trace = config::load_kineto_trace(trace_file_);
+    r.measured = calibration::trace_totals(trace.kernels);
+    r.measured_host = trace.host_nodes;
     if (!trace_scenario_.empty()) {
       const auto sc = config::load_scenario_file(trace_scenario_);
       r.scenario = sc.name;

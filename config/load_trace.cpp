@@ -9,7 +9,7 @@
 
 namespace moesim::config {
 
-std::vector<calibration::TraceKernel> load_kineto_trace(const std::string& path) {
+calibration::KinetoTrace load_kineto_trace(const std::string& path) {
   const Json j = read_json_file(path);
   const Json* events = &j;
   std::string where = "";
@@ -33,18 +33,31 @@ std::vector<calibration::TraceKernel> load_kineto_trace(const std::string& path)
     double ts, dur;
   };
   std::vector<Raw> raw;
+  calibration::KinetoTrace trace;
   std::optional<Json> device;  // the first kernel's pid: one device per trace
   for (std::size_t i = 0; i < events->size(); ++i) {
     const Json& e = (*events)[i];
     if (!e.is_object() || text(e, "ph") != "X") continue;
     const std::string cat = text(e, "cat");
-    if (cat != "kernel" && cat != "Kernel") continue;
     const auto at = [&](const char* key) { return fmt::format("{}[{}].{}", where, i, key); };
     const auto num = [&](const char* key) {
       const auto it = e.find(key);
-      if (it == e.end() || !it->is_number()) throw InputError(path, at(key), "a kernel event needs a number here");
+      if (it == e.end() || !it->is_number())
+        throw InputError(path, at(key), fmt::format("a {} event needs a number here", cat));
       return it->get<double>();
     };
+    if (cat == "user_annotation" && calibration::is_host_node_name(text(e, "name"))) {
+      const std::string node = text(e, "name");
+      const double dur = num("dur");
+      if (dur < 0) throw InputError(path, at("dur"), "a host range cannot last less than nothing");
+      auto it = std::find_if(trace.host_nodes.begin(), trace.host_nodes.end(),
+                             [&](const calibration::HostNode& h) { return h.node == node; });
+      if (it == trace.host_nodes.end()) it = trace.host_nodes.insert(trace.host_nodes.end(), {node, 0, 0});
+      it->count += 1;
+      it->seconds += dur * 1e-6;
+      continue;
+    }
+    if (cat != "kernel" && cat != "Kernel") continue;
     const std::string name = text(e, "name");
     if (name.empty()) throw InputError(path, at("name"), "a kernel event needs its name");
     const Json pid = e.value("pid", Json());
@@ -59,14 +72,13 @@ std::vector<calibration::TraceKernel> load_kineto_trace(const std::string& path)
   }
   // Seconds from the first kernel: microsecond timestamps since the epoch keep their
   // sub-microsecond digits only as differences.
-  std::vector<calibration::TraceKernel> out;
   double t0 = raw.empty() ? 0 : raw.front().ts;
   for (const auto& r : raw) t0 = std::min(t0, r.ts);
-  for (const auto& r : raw) out.push_back({r.cls, (r.ts - t0) * 1e-6, (r.ts - t0 + r.dur) * 1e-6});
-  if (out.empty())
+  for (const auto& r : raw) trace.kernels.push_back({r.cls, (r.ts - t0) * 1e-6, (r.ts - t0 + r.dur) * 1e-6});
+  if (trace.kernels.empty())
     throw InputError(path, where, "no GPU kernels (events with \"cat\": \"kernel\"): record with "
                                   "torch.profiler.ProfilerActivity.CUDA");
-  return out;
+  return trace;
 }
 
 }  // namespace moesim::config

@@ -4,7 +4,10 @@
 // "ts" and "dur" in microseconds (returned as seconds from the first kernel). Kernels are
 // classified by calibration::classify_kernel. A file without kernels (a trace recorded
 // without ProfilerActivity.CUDA), a kernel event without its name or numeric ts / dur, or
-// kernels of more than one device (pid) is an InputError naming the event's index.
+// kernels of more than one device (pid) is an InputError naming the event's index. The
+// host ranges of schedule nodes (calibration::HostNode: "user_annotation" events named
+// "<part>(F|B|W)", "ph": "X", numeric ts and dur) are summed per name; other annotations
+// are passed by.
 #pragma once
 
 #include <string>
@@ -14,6 +17,6 @@
 
 namespace moesim::config {
 
-std::vector<calibration::TraceKernel> load_kineto_trace(const std::string& path);
+calibration::KinetoTrace load_kineto_trace(const std::string& path);
 
 }  // namespace moesim::config

@@ -1,6 +1,7 @@
 #include "predict/trace_compare.hpp"
 
 #include <algorithm>
+#include <array>
 #include <tuple>
 
 #include "predict/predict.hpp"
@@ -16,6 +17,29 @@ calibration::TraceTotals rank_totals(const schedules::StepResult& s, int rank) {
     if (sp.rank == rank && sp.track >= 0)
       k.push_back({trace_class(s.label_kinds.at(sp.label), sp.comm, s.labels.at(sp.label)), sp.start_s, sp.end_s});
   return calibration::trace_totals(k);
+}
+
+constexpr const char* kOutside = "(outside the nodes)";
+
+// The host thread's CPU time (its spans, track -1) by node, the nodes in order of first
+// appearance and the rest last.
+std::vector<calibration::HostNode> host_nodes(const schedules::StepResult& s, int rank) {
+  std::vector<calibration::HostNode> out;
+  calibration::HostNode outside{kOutside, 0, 0};
+  for (const auto& sp : s.trace) {
+    if (sp.rank != rank || sp.track >= 0) continue;
+    const std::string node = host_node_of(s.label_kinds.at(sp.label));
+    calibration::HostNode* h = &outside;
+    if (!node.empty()) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& x) { return x.node == node; });
+      if (it == out.end()) it = out.insert(out.end(), {node, 0, 0});
+      h = &*it;
+    }
+    h->count += 1;
+    h->seconds += sp.end_s - sp.start_s;
+  }
+  out.push_back(outside);
+  return out;
 }
 
 schedules::StepResult traced_step(const config::Scenario& sc) {
@@ -58,6 +82,26 @@ TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm, cons
   return comm != 0 ? TraceClass::communication : TraceClass::elementwise;
 }
 
+std::string host_node_of(const schedules::LabelKind& kind) {
+  using workload::Module;
+  // Module -> DualPipe part (DeepSeek's profile-data train.json: attn, dispatch, mlp, combine).
+  static constexpr std::array<std::pair<Module, const char*>, 8> kParts{{
+      {Module::attn, "attn"},
+      {Module::moe_router, "attn"},
+      {Module::moe_preprocess, "dispatch"},
+      {Module::moe_dispatch, "dispatch"},
+      {Module::experts, "mlp"},
+      {Module::shared_expert, "mlp"},
+      {Module::mlp, "mlp"},
+      {Module::moe_combine, "combine"},
+  }};
+  static constexpr std::array<char, 3> kPass{'F', 'B', 'W'};
+  if (kind.pass >= kPass.size()) return "";
+  for (const auto& [m, part] : kParts)
+    if (static_cast<std::size_t>(m) == kind.module) return std::string(part) + "(" + kPass[kind.pass] + ")";
+  return "";
+}
+
 PredictedKernels predicted_kernels(const config::Scenario& sc, std::optional<std::int64_t> microbatches) {
   PredictedKernels out;
   out.microbatches = microbatches;
@@ -65,6 +109,7 @@ PredictedKernels predicted_kernels(const config::Scenario& sc, std::optional<std
     const auto s = traced_step(sc);
     out.rank = s.critical_rank;
     out.totals = rank_totals(s, out.rank);
+    out.host_nodes = host_nodes(s, out.rank);
     return out;
   }
   // The steady state's two runs (predict.hpp): past the warm-up and the host's transient.
@@ -89,6 +134,13 @@ PredictedKernels predicted_kernels(const config::Scenario& sc, std::optional<std
   out.totals.kernel_s = per(ta.kernel_s, tb.kernel_s);
   out.totals.busy_s = per(ta.busy_s, tb.busy_s);
   out.totals.span_s = per(ta.span_s, tb.span_s);
+  const auto ha = host_nodes(a, out.rank);
+  out.host_nodes = host_nodes(b, out.rank);
+  for (auto& h : out.host_nodes) {
+    const auto it = std::find_if(ha.begin(), ha.end(), [&](const auto& x) { return x.node == h.node; });
+    h.count = per(it == ha.end() ? 0 : it->count, h.count);
+    h.seconds = per(it == ha.end() ? 0 : it->seconds, h.seconds);
+  }
   return out;
 }
 

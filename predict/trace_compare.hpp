@@ -15,12 +15,15 @@
 // compute work, EP dispatch (and its notify / all-gather) and combine by their
 // communication op, TP and the kernels outside the layers that communicate (DP, PP, the
 // loss and amax all-reduces) as communication, the memory-bound kernels whose names are
-// norms as norm, the rest (permutes, activations, the optimizer) elementwise.
+// norms as norm, the rest (permutes, activations, the optimizer) elementwise. The host
+// thread's CPU time goes to the schedule node of each host op's label (host_node_of),
+// over the same window.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "calibration/kineto_trace.hpp"
 #include "config/scenario.hpp"
@@ -30,6 +33,9 @@ namespace moesim::predict {
 
 struct PredictedKernels {
   calibration::TraceTotals totals;  // over the window, scaled to `microbatches`
+  // The host thread's CPU time over the window by schedule node (host_node_of), the
+  // host's work outside the layers' nodes last as "(outside the nodes)".
+  std::vector<calibration::HostNode> host_nodes;
   std::optional<std::int64_t> microbatches;  // the microbatch window's N; absent: the step
   std::int64_t m1 = 0, m2 = 0;      // the microbatch window's two simulated steps
   int rank = 0;                     // the critical rank whose kernels these are
@@ -40,5 +46,13 @@ PredictedKernels predicted_kernels(const config::Scenario& sc, std::optional<std
 
 // A simulated kernel's class (schedules::StepResult label_kinds, its span's comm, its name).
 calibration::TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm, const std::string& label);
+
+// The schedule node a host op's CPU time belongs to, named as DeepSeek's DualPipe names
+// its nodes (calibration::HostNode): the module's part of a layer, attn (attention and the
+// router, which runs before the dispatch), dispatch (the EP preprocess and dispatch), mlp
+// (the experts, the shared expert, a dense MLP) or combine, and the label's pass, F
+// (forward), B (backward and recompute) or W (weight gradients); "" outside the layers'
+// nodes (graph launches, the optimizer, DP and PP work, embedding and head).
+std::string host_node_of(const schedules::LabelKind& kind);
 
 }  // namespace moesim::predict

@@ -1,5 +1,7 @@
 #include "reports/trace.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace moesim::reports {
@@ -14,6 +16,34 @@ std::string window(const TraceReport& r) {
   if (!r.predicted->microbatches) return fmt::format("the whole step, rank {}", r.predicted->rank);
   return fmt::format("{} microbatch(es): the increase from {} to {} simulated microbatches, rank {}",
                      *r.predicted->microbatches, r.predicted->m1, r.predicted->m2, r.predicted->rank);
+}
+
+const calibration::HostNode* find_node(const std::vector<calibration::HostNode>& v, const std::string& node) {
+  const auto it = std::find_if(v.begin(), v.end(), [&](const auto& h) { return h.node == node; });
+  return it == v.end() ? nullptr : &*it;
+}
+
+// The host's table: every node the trace marks, then the simulation's other nodes.
+std::string host_text(const TraceReport& r) {
+  const std::vector<calibration::HostNode> none;
+  const auto& pred = r.predicted ? r.predicted->host_nodes : none;
+  if (r.measured_host.empty() && pred.empty()) return "";
+  std::string o = "\nhost time by schedule node: the trace's ranges (wall time on the host thread, waits "
+                  "included) against the simulated host thread's CPU time\n";
+  const bool p = r.predicted.has_value();
+  o += p ? fmt::format("{:<22} {:>7} {:>11} {:>11} {:>9}\n", "node", "ranges", "measured", "predicted", "error")
+         : fmt::format("{:<22} {:>7} {:>11}\n", "node", "ranges", "ms");
+  if (p) o += fmt::format("{:<22} {:>7} {:>11} {:>11}\n", "", "", "ms", "ms");
+  for (const auto& m : r.measured_host) {
+    const auto* q = find_node(pred, m.node);
+    o += p ? fmt::format("{:<22} {:>7.0f} {:>11.3f} {:>11.3f} {:>9}\n", m.node, m.count, m.seconds * 1e3,
+                         q ? q->seconds * 1e3 : 0.0, error_text(m.seconds, q ? q->seconds : 0.0))
+           : fmt::format("{:<22} {:>7.0f} {:>11.3f}\n", m.node, m.count, m.seconds * 1e3);
+  }
+  for (const auto& q : pred)
+    if (!find_node(r.measured_host, q.node))
+      o += fmt::format("{:<22} {:>7} {:>11} {:>11.3f} {:>9}\n", q.node, "-", "-", q.seconds * 1e3, "");
+  return o;
 }
 
 }  // namespace
@@ -65,6 +95,7 @@ std::string trace_text(const TraceReport& r) {
   row("busy: union of the kernels (ms)", [](const calibration::TraceTotals& t) { return t.busy_s; });
   row("overlapped: kernel time - busy (ms)", [](const calibration::TraceTotals& t) { return t.overlapped_s(); });
   row("span: first start to last end (ms)", [](const calibration::TraceTotals& t) { return t.span_s; });
+  o += host_text(r);
   return o;
 }
 
@@ -79,10 +110,18 @@ nlohmann::json trace_json(const TraceReport& r) {
     return json{{"kernels", t.kernels},   {"kernel_s", t.kernel_s},          {"busy_s", t.busy_s},
                 {"span_s", t.span_s},     {"overlapped_s", t.overlapped_s()}, {"classes", classes}};
   };
+  // Measured: the node's ranges; predicted: the host ops (launches and host work) in it.
+  const auto nodes = [](const std::vector<calibration::HostNode>& v, const char* count) {
+    json o = json::object();
+    for (const auto& h : v) o[h.node] = {{count, h.count}, {"seconds", h.seconds}};
+    return o;
+  };
   json j{{"file", r.file}, {"measured", totals(r.measured)}};
+  j["measured"]["host_nodes"] = nodes(r.measured_host, "ranges");
   if (r.predicted) {
     j["scenario"] = *r.scenario;
     j["predicted"] = totals(r.predicted->totals);
+    j["predicted"]["host_nodes"] = nodes(r.predicted->host_nodes, "host_ops");
     j["window"] = r.predicted->microbatches
                       ? json{{"microbatches", *r.predicted->microbatches}, {"m1", r.predicted->m1},
                              {"m2", r.predicted->m2}, {"rank", r.predicted->rank}}

@@ -101,10 +101,6 @@ using workload::Module;
 // The order after kCompute is CommKind's (the breakdown maps one onto the other).
 enum Category : std::uint8_t { kCompute, kEpComm, kTpComm, kPpComm, kDpComm };
 
-// The chunk pass of a layer kernel's label: forward, backward (with recompute) or a
-// weight-gradient GEMM; kNoPass for kernels outside the layers.
-inline constexpr std::uint8_t kFwd = 0, kBwd = 1, kWgrad = 2, kNoPass = 3;
-
 using PortLoads = std::array<float, sim_core::Kernel::kPorts>;
 
 // Kernel and host-op names interned as label ids, with the module and chunk pass of each
@@ -129,10 +125,14 @@ class LabelTable {
     if (kinds_.size() <= label) kinds_.resize(label + 1);
     kinds_[label] = kind;
   }
-  // Every label's kind (default for those no template priced).
+  // Every label's kind (default for those no template priced), with its module and pass.
   std::vector<LabelKind> kinds() const {
     std::vector<LabelKind> out = kinds_;
     out.resize(names_.size());
+    for (std::uint32_t l = 0; l < out.size(); ++l) {
+      out[l].module = module_of(l);
+      out[l].pass = pass_of(l);
+    }
     return out;
   }
   std::uint8_t pass_of(std::uint32_t label) const { return label < pass_.size() ? pass_[label] : kNoPass; }

@@ -124,12 +124,20 @@ struct TraceSpan {
   std::uint8_t comm = 0;       // 0: computes (or a host op); 1 + CommKind: communicates
 };
 
+// The chunk pass of a layer kernel's label: forward, backward (with recompute) or a
+// weight-gradient GEMM; kNoPass for kernels outside the layers.
+inline constexpr std::uint8_t kFwd = 0, kBwd = 1, kWgrad = 2, kNoPass = 3;
+
 // What a layer kernel's template says it is, by label id (StepResult::label_kinds); the
 // kernels outside the layers (optimizer, DP and PP transfers) and host ops have layer false.
+// `module` and `pass` are the label's (kModuleCount and kNoPass outside the layers); a
+// launch's host op carries its kernel's label.
 struct LabelKind {
   bool layer = false;
   hw_models::KernelClass cls = hw_models::KernelClass::memory;
   workload::CommOp comm = workload::CommOp::none;
+  std::size_t module = workload::kModuleCount;
+  std::uint8_t pass = kNoPass;
 };
 
 struct StepResult {

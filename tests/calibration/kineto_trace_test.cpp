@@ -67,3 +67,13 @@ TEST_CASE("A trace's totals: kernel time, the union of the kernels, the span", "
   CHECK(t.by_class[static_cast<std::size_t>(TraceClass::ep_dispatch)].seconds == Approx(200e-6));
   CHECK(trace_totals({}).kernels == 0);
 }
+
+// DeepSeek's DualPipe marks each overlapped node on the host thread as part(pass):
+// train.json's "attn(F)", "dispatch(B)", "mlp(W)"; the profiler's own ranges
+// ("ProfilerStep#1") and the schedule's ("1F1B") are not nodes.
+TEST_CASE("Schedule-node host ranges are named part(F|B|W)", "[calibration][trace]") {
+  for (const char* yes : {"attn(F)", "dispatch(B)", "mlp(W)", "combine(F)", "shared_expert(B)"})
+    CHECK(is_host_node_name(yes));
+  for (const char* no : {"ProfilerStep#1", "1F1B", "(F)", "attn(X)", "attn (F)", "attn(F", "mlp2(B)", ""})
+    CHECK_FALSE(is_host_node_name(no));
+}

@@ -31,6 +31,12 @@ TEST_CASE("calibrate trace sums a Kineto trace's kernels by class", "[cli][trace
   CHECK(m["classes"]["ep_dispatch"]["seconds"].get<double>() == Approx(200e-6));
   CHECK(m["classes"]["elementwise"]["kernels"] == 1);
   CHECK_FALSE(j.contains("predicted"));
+  // The host's schedule-node ranges, summed per node (40 + 60 us of attn(F), 25 of
+  // mlp(B)); the profiler's step range is not a node.
+  CHECK(m["host_nodes"].size() == 2);
+  CHECK(m["host_nodes"]["attn(F)"]["ranges"] == 2);
+  CHECK(m["host_nodes"]["attn(F)"]["seconds"].get<double>() == Approx(100e-6));
+  CHECK(m["host_nodes"]["mlp(B)"]["seconds"].get<double>() == Approx(25e-6));
   const auto text = test::run_moesim({"calibrate", "trace", test::source_path(kTrace)});
   CHECK_THAT(text.out, Catch::Contains("grouped_gemm") && Catch::Contains("span"));
 }
@@ -50,6 +56,20 @@ TEST_CASE("calibrate trace --microbatches prices one more microbatch of the scen
   double sum = 0;
   for (const auto& [k, v] : p.items()) sum += v["seconds"].get<double>();
   CHECK(sum == Approx(j["predicted"]["kernel_s"].get<double>()));
+  // The host thread's CPU time by DualPipe node: every part of the MoE layers, forward and
+  // backward, and the weight gradients of the attention and the experts.
+  const auto& h = j["predicted"]["host_nodes"];
+  for (const char* node : {"attn(F)", "attn(B)", "attn(W)", "dispatch(F)", "dispatch(B)", "mlp(F)", "mlp(B)",
+                           "mlp(W)", "combine(F)", "combine(B)"}) {
+    INFO(node);
+    REQUIRE(h.contains(node));
+    CHECK(h[node]["seconds"].get<double>() > 0);
+  }
+  CHECK(h.contains("(outside the nodes)"));
+  const auto text = test::run_moesim({"calibrate", "trace", test::source_path(kTrace), "--scenario",
+                                      test::source_path("scenarios/trace/dsv3-h800-chunk-pair.json"),
+                                      "--microbatches", "1"});
+  CHECK_THAT(text.out, Catch::Contains("host time by schedule node") && Catch::Contains("mlp(B)"));
   // The step window: the whole simulated step's kernels.
   const auto step = traced({"--scenario", test::source_path("scenarios/trace/dsv3-h800-chunk-pair.json")});
   CHECK(step["window"]["step"] == true);
