@@ -58,4 +58,14 @@ int default_dispatcher_sms(Dispatcher d) {
   return 0;
 }
 
+int nccl_dispatcher_sms(Dispatcher d) {
+  switch (d) {
+    case Dispatcher::alltoall: return 32;
+    case Dispatcher::allgather: return 24;
+    case Dispatcher::deepep:
+    case Dispatcher::hybridep: return 0;
+  }
+  return 0;
+}
+
 }  // namespace moesim::hw_models

@@ -131,8 +131,12 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
         p.ports = port_loads(a2a_bytes(k.comm_bytes, ep_group_), p.seconds);
       }
       p.category = kEpComm;
-      // DeepEP / HybridEP kernels hold their SMs; NCCL's are left to the network issue.
-      p.sms = fw.dispatcher_sms > 0 ? fw.dispatcher_sms : -1;
+      // DeepEP / HybridEP kernels hold their SMs, NCCL's one per channel they run on
+      // (hw_models::nccl_dispatcher_sms): what a computation beside them (EP overlap,
+      // DualPipe) does not get.
+      if (fw.dispatcher_sms > 0) p.sms = fw.dispatcher_sms;
+      else if (const int nccl = hw_models::nccl_dispatcher_sms(fw.dispatcher); nccl > 0) p.sms = nccl;
+      else p.sms = -1;
       p.reserved = true;
       break;
     case workload::CommOp::ep_all_gather:  // NCCL over the EP group (HybridEP's routing maps)

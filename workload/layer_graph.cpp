@@ -24,7 +24,8 @@ class LayerBuilder {
         fp8_attention_(in.framework.fp8_dot_product_attention),
         seq_(in.training.seq_length),
         sp_transpose_(in.fp8_tn_only && (in.training.precision == Precision::fp8_tensorwise ||
-                                          in.training.precision == Precision::fp8_delayed)) {}
+                                          in.training.precision == Precision::fp8_delayed)),
+        blockwise_(in.training.precision == Precision::fp8_blockwise) {}
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
   // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
@@ -102,6 +103,7 @@ class LayerBuilder {
   double gathered_bytes(double copies) const {
     if (fp4_) return copies * kNvfp4Bytes;
     if (mx_) return copies * (1 + 1.0 / 32);
+    if (blockwise_) return copies * (1 + 4.0 / 128);  // FP32 scales per 128 (_start_all_gather_fp8_blockwise)
     return 1;
   }
 
@@ -116,7 +118,11 @@ class LayerBuilder {
     if (bwd_groups_.size() < 2) return;
     auto& gather = bwd_groups_.back();
     auto& lin = bwd_groups_[bwd_groups_.size() - 2];  // [gradient quantization..., dgrad, wgrad]
-    const auto is_quant = [](const KernelTemplate& k) { return k.name.find(".grad_quant") != std::string::npos; };
+    // The scale swizzles stay with the GEMMs: TE gathers unswizzled scales and swizzles the
+    // gathered tensor's before its GEMM (the userbuffers path asserts unswizzled scales).
+    const auto is_quant = [](const KernelTemplate& k) {
+      return k.name.find(".grad_quant") != std::string::npos && k.name.find(".swizzle") == std::string::npos;
+    };
     std::vector<KernelTemplate> q;
     for (const auto& k : lin)
       if (is_quant(k)) q.push_back(k);
@@ -291,12 +297,12 @@ class LayerBuilder {
     q.pdl = stack_.pdl_quant;
     return q;
   }
-  // A memory-bound kernel a library API call launches from C++ (TE's quantize).
   // The transpose of a gathered per-tensor FP8 tensor of `elems` one-byte values (TE
   // Float8TensorStorage._create_transpose: tex.fp8_transpose from Python), read and written.
   KernelTemplate sp_transpose_t(const std::string& name, Module mod, double elems) const {
     return lib_t(name, mod, 2 * elems);
   }
+  // A memory-bound kernel a library API call launches from C++ (TE's quantize).
   KernelTemplate lib_t(const std::string& name, Module mod, double bytes) const {
     KernelTemplate t = mem_t(name, mod, bytes);
     t.library_launch = true;
@@ -452,6 +458,7 @@ class LayerBuilder {
   bool fp8_attention_;
   std::int64_t seq_;
   bool sp_transpose_;  // per-tensor FP8 on TN-only GEMMs: a gathered tensor is transposed
+  bool blockwise_;
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };
@@ -487,13 +494,15 @@ struct Shapes {
 // BF16 input: `quantize`); `bf16`: the linear after it is not quantized. Returns whether
 // that linear must still quantize its input (no quantized gather here).
 enum class SpInput : std::uint8_t { bf16, quantized, quantize };
+// `width`: the gathered input's hidden size (0: the model's; MTP's projection takes 2 h).
 bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool ub = true,
-               SpInput input = SpInput::bf16) {
+               SpInput input = SpInput::bf16, double width = 0) {
   if (s.tp <= 1) return true;
+  const double w = width > 0 ? width : s.h;
   const bool quantized = s.sequence_parallel() && b.fp8() && input != SpInput::bf16;
-  if (quantized && input == SpInput::quantize) b.quantize(name + ".sp_quant", mod, s.Tn * s.h, 1, false, true);
-  b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
-  if (quantized) b.last_fwd().comm_bytes = s.T * s.h * b.gathered_bytes(1);  // backward: BF16 gradient
+  if (quantized && input == SpInput::quantize) b.quantize(name + ".sp_quant", mod, s.Tn * w, 1, false, true);
+  b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * w * 2);
+  if (quantized) b.last_fwd().comm_bytes = s.T * w * b.gathered_bytes(1);  // backward: BF16 gradient
   if (s.sequence_parallel()) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
   if (s.tp_overlap && ub) b.last_fwd().tp_overlap = workload::TpOverlap::ring;
   return !quantized;
@@ -508,10 +517,11 @@ void sp_saved_shard(LayerBuilder& b, const Shapes& s) {
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
   if (s.tp <= 1) return;
   b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather, s.T * s.h * 2);
+  if (s.tp_overlap) {
+    b.last_fwd().tp_overlap = workload::TpOverlap::pipeline;
+    b.last_bwd().tp_overlap = workload::TpOverlap::ring;  // the gather, before kernels join its group
+  }
   if (s.sequence_parallel() && b.fp8()) b.sp_quantized_grad_gather(s.tp);
-  if (!s.tp_overlap) return;
-  b.last_fwd().tp_overlap = workload::TpOverlap::pipeline;
-  b.last_bwd().tp_overlap = workload::TpOverlap::ring;
 }
 
 // Megatron's fine-grained activation offloading (--offload-modules): the kernel just
@@ -583,9 +593,14 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   const double n = static_cast<double>(m.num_heads) / s.tp;
   const bool fused = in.stack.norm_quant_fusion;
   const std::size_t start = b.mark();
-  norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm, true);
+  // MLA's down-projections are TE Linears in 'duplicated' mode (Megatron-Core
+  // multi_latent_attention.py 526-527, 573-574): no sequence-parallel gather and no TP amax
+  // group on the hidden states; the latents are gathered before the up-projections. moesim
+  // still gathers the BF16 hidden states there (not yet modeled: docs/research/nvfp4.md 6).
+  const bool mla = m.attention == AttentionKind::mla;
+  norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm, !mla);
   if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
-  tp_gather(b, s, Module::attn, "attn", true, SpInput::quantized);
+  tp_gather(b, s, Module::attn, "attn", true, mla ? SpInput::bf16 : SpInput::quantized);
   if (m.attention == AttentionKind::mla) {
     const auto& d = m.mla;
     const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
@@ -1025,7 +1040,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     b.memory("mtp.embedding", Module::embedding, s.Tn * s.h * 2 * 2, 2.0);
     norm(b, s, Module::head, "mtp.enorm", true, in.framework, std::nullopt);
     norm(b, s, Module::head, "mtp.hnorm", true, in.framework, std::nullopt);
-    const bool quantize_input = tp_gather(b, s, Module::head, "mtp", true, SpInput::quantize);
+    const bool quantize_input = tp_gather(b, s, Module::head, "mtp", true, SpInput::quantize, 2 * s.h);
     b.linear("mtp.eh_proj", Module::head, s.T, s.h / s.tp, 2 * s.h, true, quantize_input);
     sp_saved_shard(b, s);
     b.finish();

@@ -424,8 +424,15 @@ TEST_CASE("Sequence parallelism gathers quantized shards and reduces the amax ov
   CHECK(find(L.fwd, "attn.sp_gather.fwd").comm_bytes == Approx(T * h * 1));
   CHECK(find(L.bwd, "attn.sp_gather.bwd").comm_bytes == Approx(T * h * 2));
   CHECK(find(L.bwd, "attn.sp_scatter.bwd").comm_bytes == Approx(T * h * 1));
+  // A kernel's position in its pass (a missing kernel fails here, not vacuously below).
   const auto index = [](const std::vector<workload::KernelTemplate>& v, const std::string& n) {
-    return std::find_if(v.begin(), v.end(), [&](const auto& k) { return k.name == n; }) - v.begin();
+    const auto it = std::find_if(v.begin(), v.end(), [&](const auto& k) { return k.name == n; });
+    INFO(n);
+    CHECK(it != v.end());
+    return it - v.begin();
+  };
+  const auto exact = [](const std::vector<workload::KernelTemplate>& v, const std::string& n) {
+    return std::count_if(v.begin(), v.end(), [&](const auto& k) { return k.name == n; });
   };
   // Forward: norm, amax zero, (the norm's amax), the TP all-reduce, scale, cast, gather.
   const auto& amax = find(L.fwd, "attn.norm.quant.tp_amax");
@@ -438,6 +445,7 @@ TEST_CASE("Sequence parallelism gathers quantized shards and reduces the amax ov
   CHECK(index(L.bwd, "attn.o_proj.grad_quant") < index(L.bwd, "attn.sp_scatter.bwd"));
   CHECK(index(L.bwd, "attn.o_proj.grad_quant.tp_amax") < index(L.bwd, "attn.o_proj.grad_quant.scale"));
   CHECK(index(L.bwd, "attn.sp_scatter.bwd") < index(L.bwd, "attn.o_proj.dgrad"));
+  CHECK(exact(L.bwd, "attn.o_proj.grad_quant") == 1);  // moved, not copied
   const auto no_sp = build(file, [](config::Scenario& sc) { sc.parallelism.sequence_parallel = false; });
   CHECK(find(L.bwd, "attn.o_proj.grad_quant").work.bytes ==
         Approx(find(no_sp.t.dense.bwd, "attn.o_proj.grad_quant").work.bytes * Tn / T));
@@ -476,6 +484,12 @@ TEST_CASE("Sequence parallelism gathers quantized shards and reduces the amax ov
   const auto hm = workload::build_templates({hopper.model, hopper.training, hopper.parallelism, hopper.framework,
                                              hopper.stack, hopper.padded_vocab(), 1, true});
   CHECK(count(hm.dense.bwd, "attn.qkv.sp_transpose") == 0);
+  // Under userbuffers the ring exchange stays on the gradient's gather, not the transpose
+  // after it; MXFP8's scale swizzles stay with the GEMMs, after the gather.
+  CHECK(cs.sc.framework.tp_comm_overlap);
+  CHECK(find(ht.dense.bwd, "attn.sp_scatter.bwd").tp_overlap == workload::TpOverlap::ring);
+  CHECK(find(ht.dense.bwd, "attn.o_proj.grad_quant.sp_transpose").tp_overlap == workload::TpOverlap::none);
+  CHECK(index(hm.dense.bwd, "attn.sp_scatter.bwd") < index(hm.dense.bwd, "attn.o_proj.grad_quant.swizzle"));
 
   // A TE Linear on a BF16 input (the shared expert's fc1) quantizes the shard itself before
   // the gather: DeepSeek-V3 at TP2 under current scaling.
@@ -487,4 +501,15 @@ TEST_CASE("Sequence parallelism gathers quantized shards and reduces the amax ov
   CHECK(count(moe.t.moe.fwd, "shared.sp_quant.tp_amax") == 1);
   CHECK(count(moe.t.moe.fwd, "shared.fc1.quant") == 0);
   CHECK(index(moe.t.moe.fwd, "shared.sp_quant") < index(moe.t.moe.fwd, "shared.sp_gather.fwd"));
+  // MLA's down-projections take the rank's own tokens ('duplicated' TE Linears): no TP amax
+  // there, the hidden states' gather stays BF16.
+  CHECK(count(moe.t.moe.fwd, "attn.norm.quant.tp_amax") == 0);
+  CHECK(find(moe.t.moe.fwd, "attn.sp_gather.fwd").comm_bytes == Approx(4096.0 * 7168 * 2));
+  // MTP's projection gathers its 2 h-wide input (DeepSeek-V3, one MTP layer at TP2).
+  const auto mtp = build("scenarios/journey/13-norm-quant-fusion.json", [](config::Scenario& sc) {
+    sc.parallelism.tp = 2;
+    sc.parallelism.sequence_parallel = true;
+    sc.training.mtp_layers = 1;
+  });
+  CHECK(find(mtp.t.mtp.fwd, "mtp.sp_gather.fwd").comm_bytes == Approx(4096.0 * 2 * 7168 * (1 + 1.0 / 32)));
 }
