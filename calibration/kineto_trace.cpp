@@ -95,6 +95,17 @@ bool is_host_node_name(std::string_view name) {
   return std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isalpha(c) || c == '_'; });
 }
 
+HostNode& host_node(std::vector<HostNode>& nodes, std::string_view node) {
+  auto it = std::find_if(nodes.begin(), nodes.end(), [&](const HostNode& h) { return h.node == node; });
+  if (it == nodes.end()) it = nodes.insert(nodes.end(), {std::string(node), 0, 0});
+  return *it;
+}
+
+const HostNode* find_host_node(const std::vector<HostNode>& nodes, std::string_view node) {
+  const auto it = std::find_if(nodes.begin(), nodes.end(), [&](const HostNode& h) { return h.node == node; });
+  return it == nodes.end() ? nullptr : &*it;
+}
+
 TraceTotals trace_totals(std::span<const TraceKernel> kernels) {
   TraceTotals t;
   if (kernels.empty()) return t;

@@ -77,6 +77,10 @@ struct HostNode {
 };
 // Whether a range name is a node's: a part of letters and underscores, then (F), (B) or (W).
 bool is_host_node_name(std::string_view name);
+// The node named `node` in `nodes`, added at the end (no ranges, no time) when absent.
+HostNode& host_node(std::vector<HostNode>& nodes, std::string_view node);
+// The node named `node`, or null.
+const HostNode* find_host_node(const std::vector<HostNode>& nodes, std::string_view node);
 
 // A profiled trace: its kernels and its schedule nodes' host ranges (in order of first
 // appearance).

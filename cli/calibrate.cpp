@@ -75,7 +75,7 @@ class Calibrate final : public Command {
     corpus_->add_option("-o,--out", fit_out_, "write the profile (calibration/profiles/corpus.json)");
     corpus_->add_option("--jobs", jobs_, "simulations at once (default: all cores)")->check(CLI::Range(1, 1024));
     corpus_->add_flag("--json", json_, "print one JSON object");
-    trace_ = app.add_subcommand("trace", "a PyTorch-profiler (Kineto) trace's GPU kernels by class, against a scenario's");
+    trace_ = app.add_subcommand("trace", "a PyTorch-profiler (Kineto) trace's GPU kernels by class and its host time by schedule node, against a scenario's");
     trace_->add_option("file", trace_file_, "the trace (torch.profiler export_chrome_trace JSON)")->required();
     trace_->add_option("--scenario", trace_scenario_, "the scenario the trace profiled: its simulated kernels beside");
     trace_->add_option("--microbatches", trace_microbatches_,

@@ -50,11 +50,9 @@ calibration::KinetoTrace load_kineto_trace(const std::string& path) {
       const std::string node = text(e, "name");
       const double dur = num("dur");
       if (dur < 0) throw InputError(path, at("dur"), "a host range cannot last less than nothing");
-      auto it = std::find_if(trace.host_nodes.begin(), trace.host_nodes.end(),
-                             [&](const calibration::HostNode& h) { return h.node == node; });
-      if (it == trace.host_nodes.end()) it = trace.host_nodes.insert(trace.host_nodes.end(), {node, 0, 0});
-      it->count += 1;
-      it->seconds += dur * 1e-6;
+      auto& h = calibration::host_node(trace.host_nodes, node);
+      h.count += 1;
+      h.seconds += dur * 1e-6;
       continue;
     }
     if (cat != "kernel" && cat != "Kernel") continue;

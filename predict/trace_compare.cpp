@@ -29,12 +29,7 @@ std::vector<calibration::HostNode> host_nodes(const schedules::StepResult& s, in
   for (const auto& sp : s.trace) {
     if (sp.rank != rank || sp.track >= 0) continue;
     const std::string node = host_node_of(s.label_kinds.at(sp.label));
-    calibration::HostNode* h = &outside;
-    if (!node.empty()) {
-      auto it = std::find_if(out.begin(), out.end(), [&](const auto& x) { return x.node == node; });
-      if (it == out.end()) it = out.insert(out.end(), {node, 0, 0});
-      h = &*it;
-    }
+    calibration::HostNode* h = node.empty() ? &outside : &calibration::host_node(out, node);
     h->count += 1;
     h->seconds += sp.end_s - sp.start_s;
   }
@@ -137,9 +132,9 @@ PredictedKernels predicted_kernels(const config::Scenario& sc, std::optional<std
   const auto ha = host_nodes(a, out.rank);
   out.host_nodes = host_nodes(b, out.rank);
   for (auto& h : out.host_nodes) {
-    const auto it = std::find_if(ha.begin(), ha.end(), [&](const auto& x) { return x.node == h.node; });
-    h.count = per(it == ha.end() ? 0 : it->count, h.count);
-    h.seconds = per(it == ha.end() ? 0 : it->seconds, h.seconds);
+    const auto* at_a = calibration::find_host_node(ha, h.node);
+    h.count = per(at_a ? at_a->count : 0, h.count);
+    h.seconds = per(at_a ? at_a->seconds : 0, h.seconds);
   }
   return out;
 }

@@ -18,11 +18,6 @@ std::string window(const TraceReport& r) {
                      *r.predicted->microbatches, r.predicted->m1, r.predicted->m2, r.predicted->rank);
 }
 
-const calibration::HostNode* find_node(const std::vector<calibration::HostNode>& v, const std::string& node) {
-  const auto it = std::find_if(v.begin(), v.end(), [&](const auto& h) { return h.node == node; });
-  return it == v.end() ? nullptr : &*it;
-}
-
 // The host's table: every node the trace marks, then the simulation's other nodes.
 std::string host_text(const TraceReport& r) {
   const std::vector<calibration::HostNode> none;
@@ -35,13 +30,13 @@ std::string host_text(const TraceReport& r) {
          : fmt::format("{:<22} {:>7} {:>11}\n", "node", "ranges", "ms");
   if (p) o += fmt::format("{:<22} {:>7} {:>11} {:>11}\n", "", "", "ms", "ms");
   for (const auto& m : r.measured_host) {
-    const auto* q = find_node(pred, m.node);
+    const auto* q = calibration::find_host_node(pred, m.node);
     o += p ? fmt::format("{:<22} {:>7.0f} {:>11.3f} {:>11.3f} {:>9}\n", m.node, m.count, m.seconds * 1e3,
                          q ? q->seconds * 1e3 : 0.0, error_text(m.seconds, q ? q->seconds : 0.0))
            : fmt::format("{:<22} {:>7.0f} {:>11.3f}\n", m.node, m.count, m.seconds * 1e3);
   }
   for (const auto& q : pred)
-    if (!find_node(r.measured_host, q.node))
+    if (!calibration::find_host_node(r.measured_host, q.node))
       o += fmt::format("{:<22} {:>7} {:>11} {:>11.3f} {:>9}\n", q.node, "-", "-", q.seconds * 1e3, "");
   return o;
 }

@@ -1,7 +1,9 @@
 #include "schedules/rank_program.hpp"
 
-#include <utility>
 #include <algorithm>
+#include <array>
+#include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,7 @@ class RankProgram final : public sim_core::HostProgram {
     graph_label_ = sim.label("host.graph_launch");
     sync_label_ = sim.label("host.sync_wait");
     pair_sync_label_ = sim.label("host.pair_sync");
+    dualpipe_ = sim.in().schedule == ScheduleKind::dualpipe || sim.in().schedule == ScheduleKind::dualpipev;
     amax_label_ = sim.label("fp8.amax_all_reduce");
   }
 
@@ -274,6 +277,10 @@ class RankProgram final : public sim_core::HostProgram {
     bool first = true, in_graph = false;
     std::size_t last = 0;
     std::vector<EventId> unit_gather;  // FSDP: each stage item's parameter all-gather
+    // A sync the host takes after `pending_launches` more launches of this lane's item
+    // (Megatron's alltoall dispatcher: before its all-to-all, after the permute).
+    EventId pending_sync = kNoEvent;
+    int pending_launches = 0;
   };
 
   void emit(const Priced& p, Lane& l) {
@@ -303,8 +310,8 @@ class RankProgram final : public sim_core::HostProgram {
     if (p.sync) k.record = sim_.event(p.category);
     l.last = buf_.size();
     launch(l.stream, k, cpu);
-    if (pending_launches_ > 0 && --pending_launches_ == 0) {
-      wait(pending_sync_);
+    if (l.pending_launches > 0 && --l.pending_launches == 0) {
+      wait(l.pending_sync);
       l.in_graph = false;
     }
     if (p.sync) {
@@ -312,8 +319,8 @@ class RankProgram final : public sim_core::HostProgram {
         wait(k.record);
         l.in_graph = false;
       } else {
-        pending_sync_ = k.record;
-        pending_launches_ = p.sync_delay;
+        l.pending_sync = k.record;
+        l.pending_launches = p.sync_delay;
       }
     }
   }
@@ -430,42 +437,87 @@ class RankProgram final : public sim_core::HostProgram {
     launch(l.stream, k, captured ? Time::zero() : op_cost() * 2);  // the all_reduce call, the update's launch
   }
 
-  // The kernels split into runs of EP communication and runs of the rest.
-  static bool ep_comm(const Step& st) { return st.p && st.p->category == kEpComm; }
-  // --delay-wgrad-compute: each delayed weight-gradient GEMM runs after the next EP
-  // communication kernel of the chunk (the experts' beside the dispatch's backward, the
-  // attention's and shared expert's beside the next layer's combine), or at the chunk's
-  // end. A moved kernel leaves its layer-start mark in place and takes its layer-end mark
-  // (the gradient buckets' trigger) along.
-  static std::vector<Step> delay_wgrads(const std::vector<Step>& ks) {
-    std::vector<Step> out, held;
-    out.reserve(ks.size());
-    for (const Step& st : ks) {
-      if (st.p && st.p->delayed) {
-        if (st.begins >= 0) out.push_back({nullptr, st.begins, -1});
-        held.push_back({st.p, -1, st.ends});
-        continue;
-      }
-      out.push_back(st);
-      if (ep_comm(st)) {
-        out.insert(out.end(), held.begin(), held.end());
-        held.clear();
-      }
+  // An overlapped pair (Megatron-Core's 1F1B all-to-all overlap, DualPipe's F&B) runs each
+  // layer as schedule nodes: pre-dispatch (attention, pre-MLP norm, shared expert, router,
+  // dispatch preprocess) and experts (the dense MLP, or post-dispatch, experts and combine
+  // preprocess) on the computation stream, dispatch and combine on the communication
+  // stream, MTP's post-process on the computation stream (Megatron-Core
+  // models/gpt/fine_grained_callables.py, models/common/model_chunk_schedule_plan.py @
+  // d98e8a64). A node waits for the event its microbatch's previous node recorded (one
+  // event per microbatch: ScheduleNode.stream_acquire_context, pipeline_parallel/utils.py),
+  // and each stream runs in launch order; a weight-gradient node (Megatron's backward_dw
+  // under --delay-wgrad-compute, DualPipe's W) is off the chain: the next node does not
+  // wait for it. The chunks' embedding and output layer run before and after the pairs; of
+  // unequal chunks the backward's remaining layers run alone, then the forward's
+  // (ModelChunkSchedulePlan.run).
+  enum NodeSlot : std::uint8_t { kPreDispatch, kDispatch, kExperts, kCombine, kPost, kSlots };
+  static NodeSlot slot_of(Module m) {
+    switch (m) {
+      case Module::moe_dispatch: return kDispatch;
+      case Module::experts:
+      case Module::mlp: return kExperts;
+      case Module::moe_combine: return kCombine;
+      case Module::head:
+      case Module::loss: return kPost;
+      default: return kPreDispatch;
     }
-    out.insert(out.end(), held.begin(), held.end());
+  }
+  static int stream_of(NodeSlot s) { return s == kDispatch || s == kCombine ? kPairStream : kComputeStream; }
+  // One launch of a layer pair: the forward's or the backward's node, or the backward's
+  // weight-gradient part of a node.
+  struct NodeLaunch {
+    bool forward;
+    NodeSlot slot;
+    bool weights;
+  };
+  // Megatron-Core's order (TransformerLayerSchedulePlan.run, model_chunk_schedule_plan.py
+  // 236-303): the experts' backward is queued before the host blocks in the forward's
+  // dispatch (the dropless token-count sync), the delayed weight gradients run beside the
+  // next communication.
+  static constexpr std::array<NodeLaunch, 13> kMegatronPair{{
+      {false, kPost, false}, {false, kPost, true}, {false, kCombine, false}, {true, kPreDispatch, false}, {false, kExperts, false},
+      {true, kDispatch, false}, {false, kExperts, true}, {false, kDispatch, false}, {true, kExperts, false}, {true, kCombine, false},
+      {false, kPreDispatch, false}, {true, kPost, false}, {false, kPreDispatch, true}}};
+  // DualPipe's, as DeepSeek's own trace shows it (deepseek-ai/profile-data train.json: the
+  // host's node ranges of each layer pair, docs/deepseek-trace.md): combine(B), attn(F),
+  // mlp(B), dispatch(F), dispatch(B), mlp(W), mlp(F), attn(B), attn(W), combine(F).
+  static constexpr std::array<NodeLaunch, 12> kDualPipePair{{
+      {false, kPost, false}, {false, kPost, true}, {false, kCombine, false}, {true, kPreDispatch, false}, {false, kExperts, false},
+      {true, kDispatch, false}, {false, kDispatch, false}, {false, kExperts, true}, {true, kExperts, false}, {false, kPreDispatch, false},
+      {false, kPreDispatch, true}, {true, kCombine, false}}};
+
+  struct Unit {
+    int item = -1;  // the stage item (layer)
+    std::array<std::vector<Step>, kSlots> node, dw;
+    bool outer = true;  // embedding, output layer or no kernels: not paired
+  };
+  // A chunk's stage items, each split into its schedule nodes (kernels in launch order, the
+  // layer marks dropped: the node emission places them). `weights`: the backward's
+  // weight-gradient GEMMs, which go to the nodes' weight parts.
+  static std::vector<Unit> units_of(const std::vector<Step>& ks, const std::vector<Step>& weights = {}) {
+    std::vector<Unit> out;
+    for (const Step& st : ks) {
+      if (st.begins >= 0) {
+        out.emplace_back();
+        out.back().item = st.begins;
+      }
+      if (!st.p) continue;
+      Unit& u = out.back();
+      const Module m = st.p->module;
+      if (m != Module::embedding && m != Module::head && m != Module::loss) u.outer = false;
+      (st.p->delayed ? u.dw : u.node)[slot_of(m)].push_back({st.p, -1, -1});
+    }
+    // The weight part's items come in the same order as the input part's.
+    std::size_t at = 0;
+    int item = -1;
+    for (const Step& st : weights) {
+      if (st.begins >= 0) item = st.begins;
+      while (at < out.size() && out[at].item != item) ++at;
+      if (st.p && at < out.size()) out[at].dw[slot_of(st.p->module)].push_back({st.p, -1, -1});
+    }
     return out;
   }
-  static std::vector<std::vector<Step>> segments(const std::vector<Step>& ks) {
-    std::vector<std::vector<Step>> out;
-    bool comm = false;
-    for (const Step& st : ks) {
-      const bool c = ep_comm(st);
-      if (out.empty() || c != comm) out.emplace_back();
-      comm = c;
-      out.back().push_back(st);
-    }
-    return out;
-  }
+
   // An event the lane's last kernel completes (the one it records, or a new one).
   EventId lane_done(const Lane& l) {
     Kernel& k = buf_[l.last].kernel;
@@ -473,46 +525,114 @@ class RankProgram final : public sim_core::HostProgram {
     return k.record;
   }
 
-  // DualPipe's pair on real layers (DeepSeek-V3 report, Figure 4): the forward chunk on
-  // the compute stream, the backward chunk on the pair stream. Each chunk's kernels fall
-  // into alternating runs of computation and of EP dispatch / combine (forward:
-  // attention, dispatch, experts, combine; backward the reverse), and the pair runs in
-  // phases that put one chunk's communication beside the other's computation: a phase
-  // takes the next run of each chunk, or only the forward's when both are of one kind
-  // (so that the next phase pairs them across kinds), and its runs start when the
-  // previous phase's are done. Communication kernels hold their SMs, computation shares
-  // the rest, as the engine shares them.
+  struct NodeLane {
+    Lane l;
+    EventId chain = kNoEvent;  // the microbatch's last node's completion
+    int item = -1;             // the stage item whose layer marks are open
+  };
+  // A node's own host work, in PyTorch calls. Megatron-Core (ScheduleNode._forward /
+  // _backward and stream_acquire_context, pipeline_parallel/utils.py 238-345;
+  // TransformerLayerNode, models/common/utils.py 219-330, @ d98e8a64), beside its kernels'
+  // launches:
+  //   forward    the event wait, the stream switch in and out, the event record (4); each
+  //              input detached and re-marked for gradients (2 a tensor, about 1.5
+  //              inputs a node); the layer state's detaches (residual, shared-expert
+  //              output, dispatched probabilities: about one a node)          8
+  //   backward   the event wait, stream switch, record (4); the autograd engine's run
+  //              (run_backward, 1); the detached tensors' gradients read back, the
+  //              incoming gradients' record_stream and the inputs' gradients read (about
+  //              4)                                                           9
+  //   weights    backward_dw: a stream switch in and out                      2
+  // DualPipe's nodes (DeepSeek's own framework): an event record and a stream wait.
+  static constexpr int kNodeFwdOps = 8, kNodeBwdOps = 9, kNodeDwOps = 2, kDualPipeNodeOps = 2;
+  // One schedule node of lane `n` on its stream: the node's host work, then its kernels
+  // after the microbatch's previous node (a weight part: off the chain).
+  void emit_node(NodeLane& n, const std::vector<Step>& ks, NodeSlot slot, bool weights) {
+    if (ks.empty()) return;
+    HostOp sync;
+    const bool forward = items_[static_cast<std::size_t>(n.l.item)].forward();
+    sync.cpu = op_cost() * (dualpipe_ ? kDualPipeNodeOps : weights ? kNodeDwOps : forward ? kNodeFwdOps : kNodeBwdOps);
+    sync.label = pair_sync_label_;
+    buf_.push_back(sync);
+    n.l.stream = weights ? kComputeStream : stream_of(slot);
+    n.l.cross = n.chain;
+    if (!price_.captures_iteration()) n.l.in_graph = false;
+    for (const Step& st : ks) emit_step(st, n.l);
+    if (!weights) n.chain = lane_done(n.l);
+  }
+  void begin_unit(NodeLane& n, const Unit& u) {
+    if (n.item == u.item) return;
+    before_layer(n.l, u.item);
+    n.item = u.item;
+  }
+  void end_unit(NodeLane& n) {
+    if (n.item >= 0) after_layer(n.l, n.item);
+    n.item = -1;
+  }
+  void launch_node(NodeLane& n, const Unit& u, NodeSlot s, bool weights) {
+    begin_unit(n, u);
+    emit_node(n, weights ? u.dw[s] : u.node[s], s, weights);
+  }
+  // A unit alone, in its pass's order.
+  void emit_unit(NodeLane& n, const Unit& u, bool forward) {
+    static constexpr std::array<NodeSlot, kSlots> kFwd{kPreDispatch, kDispatch, kExperts, kCombine, kPost};
+    static constexpr std::array<NodeSlot, kSlots> kBwd{kPost, kCombine, kExperts, kDispatch, kPreDispatch};
+    begin_unit(n, u);
+    for (NodeSlot s : forward ? kFwd : kBwd) {
+      emit_node(n, u.node[s], s, false);
+      if (!forward) emit_node(n, u.dw[s], s, true);
+    }
+    end_unit(n);
+  }
+
   void expand_overlapped(int index) {
     const WorkItem& f = items_[static_cast<std::size_t>(index)];
     const WorkItem& b = items_[static_cast<std::size_t>(index) + 1];
     ++next_item_;  // the backward is launched here
-    Lane lf = lane_for(index, index + 1, kComputeStream);
-    Lane lb = lane_for(index + 1, index + 1, kPairStream);
+    NodeLane nf{lane_for(index, index + 1, kComputeStream)}, nb{lane_for(index + 1, index + 1, kComputeStream)};
     const Place pf = place(f), pb = place(b);
-    const auto sf = segments(kernels_of(f, pf)), sb = segments(delay_wgrads(kernels_of(b, pb)));
-    const auto comm = [](const std::vector<Step>& run) { return ep_comm(run.front()); };
-    std::size_t i = 0, j = 0;
-    while (i < sf.size() || j < sb.size()) {
-      const bool run_f = i < sf.size();
-      const bool run_b = j < sb.size() && !(run_f && comm(sf[i]) == comm(sb[j]));
-      if (run_f)
-        for (const Step& st : sf[i++]) emit_step(st, lf);
-      if (run_b)
-        for (const Step& st : sb[j++]) emit_step(st, lb);
-      const EventId df = run_f ? lane_done(lf) : kNoEvent;
-      const EventId db = run_b ? lane_done(lb) : kNoEvent;
-      lf.cross = db;
-      lb.cross = df;
-      // The phase boundary costs the host an event record and a stream wait per lane.
-      HostOp sync;
-      sync.cpu = op_cost() * ((run_f ? 2 : 0) + (run_b ? 2 : 0));
-      sync.label = pair_sync_label_;
-      buf_.push_back(sync);
+    const auto uf = units_of(kernels_of(f, pf));
+    // DualPipe's backward runs its weight gradients as nodes of their own (W).
+    WorkItem b_input = b, b_weight = b;
+    b_input.pass = Pass::backward_input;
+    b_weight.pass = Pass::backward_weight;
+    const auto ub = dualpipe_ ? units_of(kernels_of(b_input, pb), kernels_of(b_weight, pb)) : units_of(kernels_of(b, pb));
+    // The chunks' outer items before and after their layers.
+    const auto split = [](const std::vector<Unit>& us) {
+      std::size_t lo = 0, hi = us.size();
+      while (lo < hi && us[lo].outer) ++lo;
+      while (hi > lo && us[hi - 1].outer) --hi;
+      return std::pair{lo, hi};
+    };
+    const auto [f_lo, f_hi] = split(uf);
+    const auto [b_lo, b_hi] = split(ub);
+    for (std::size_t i = 0; i < f_lo; ++i) emit_unit(nf, uf[i], true);
+    for (std::size_t i = 0; i < b_lo; ++i) emit_unit(nb, ub[i], false);
+    const std::size_t pairs = std::min(f_hi - f_lo, b_hi - b_lo);
+    const std::span<const NodeLaunch> order =
+        dualpipe_ ? std::span<const NodeLaunch>(kDualPipePair) : std::span<const NodeLaunch>(kMegatronPair);
+    for (std::size_t i = 0; i < pairs; ++i) {
+      const Unit& fu = uf[f_lo + i];
+      const Unit& bu = ub[b_lo + i];
+      for (const NodeLaunch& x : order) launch_node(x.forward ? nf : nb, x.forward ? fu : bu, x.slot, x.weights);
+      // A weight part the order does not name (none in Megatron's layers) runs at the end.
+      for (NodeSlot s : {kCombine, kDispatch}) emit_node(nb, bu.dw[s], s, true);
+      end_unit(nf);
+      end_unit(nb);
     }
-    amax_reduce(f, lf);
-    amax_reduce(b, lb);
-    finish(index, pf, lf);
-    finish(index + 1, pb, lb);
+    for (std::size_t i = b_lo + pairs; i < b_hi; ++i) emit_unit(nb, ub[i], false);
+    for (std::size_t i = f_lo + pairs; i < f_hi; ++i) emit_unit(nf, uf[i], true);
+    for (std::size_t i = f_hi; i < uf.size(); ++i) emit_unit(nf, uf[i], true);
+    for (std::size_t i = b_hi; i < ub.size(); ++i) emit_unit(nb, ub[i], false);
+    // What follows (the amax reduction, the sends) waits for the microbatch's last node.
+    for (NodeLane* n : {&nf, &nb}) {
+      n->l.stream = kComputeStream;
+      n->l.cross = n->chain;
+    }
+    amax_reduce(f, nf.l);
+    amax_reduce(b, nb.l);
+    finish(index, pf, nf.l);
+    finish(index + 1, pb, nb.l);
   }
 
   // The item's end: its send; after the chunk's last weight gradients, their event.
@@ -576,14 +696,13 @@ class RankProgram final : public sim_core::HostProgram {
   std::vector<std::vector<EventId>> gather_;  // per chunk, per stage item: its bucket's gather
   std::vector<EventId> wgrad_done_;            // per chunk: its last weight gradients
   EventId last_dp_ = kNoEvent;
-  EventId pending_sync_ = kNoEvent;  // a sync the host takes after `pending_launches_` more launches
-  int pending_launches_ = 0;
   std::vector<HostOp> buf_;
   std::size_t pos_ = 0;
   std::size_t next_item_ = 0;
   int phase_ = 0;
   std::uint32_t amax_label_ = 0;
   std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
+  bool dualpipe_ = false;  // DualPipe's pairs (else Megatron's all-to-all overlap)
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 
 #include "workload/eplb.hpp"
 
@@ -11,6 +12,9 @@ namespace {
 using hw_models::ComputeWork;
 using hw_models::Dtype;
 using hw_models::KernelClass;
+
+// The name part of a linear's output-gradient quantization kernels ("moe.fc2.grad_quant...").
+constexpr std::string_view kGradQuant = ".grad_quant";
 
 // Accumulates one layer's forward kernels and, per forward op, the backward kernels that
 // undo it; backward runs the ops' groups in reverse order.
@@ -56,7 +60,7 @@ class LayerBuilder {
     for (auto& t : f) push_fwd(std::move(t));
     std::vector<KernelTemplate> b;
     if (fp8) {
-      std::vector<KernelTemplate> q = quantized(name + ".grad_quant", mod, m * n * groups, groups, false, true);
+      std::vector<KernelTemplate> q = quantized(name + std::string(kGradQuant), mod, m * n * groups, groups, false, true);
       b.insert(b.end(), q.begin(), q.end());
     }
     gemm(b, name + ".dgrad", m, k, n)->te_module_call = te;  // one TE backward call computes dgrad and wgrad
@@ -121,7 +125,7 @@ class LayerBuilder {
     // The scale swizzles stay with the GEMMs: TE gathers unswizzled scales and swizzles the
     // gathered tensor's before its GEMM (the userbuffers path asserts unswizzled scales).
     const auto is_quant = [](const KernelTemplate& k) {
-      return k.name.find(".grad_quant") != std::string::npos && k.name.find(".swizzle") == std::string::npos;
+      return k.name.find(kGradQuant) != std::string::npos && k.name.find(".swizzle") == std::string::npos;
     };
     std::vector<KernelTemplate> q;
     for (const auto& k : lin)
@@ -129,7 +133,8 @@ class LayerBuilder {
     if (q.empty() || gather.size() != 1 || gather.front().comm != CommOp::tp_all_gather) return;
     lin.erase(std::remove_if(lin.begin(), lin.end(), is_quant), lin.end());
     for (auto& k : q) k.work.bytes /= tp;
-    const std::string name = q.front().name.substr(0, q.front().name.find(".grad_quant") + 11);
+    const std::string& first = q.front().name;
+    const std::string name = first.substr(0, first.find(kGradQuant) + kGradQuant.size());
     insert_tp_amax(q, name, q.front().module);
     const double elems = gather.front().comm_bytes / 2;  // the BF16 gradient's
     gather.front().comm_bytes = elems * gathered_bytes(2);
@@ -328,8 +333,7 @@ class LayerBuilder {
   void insert_tp_amax(std::vector<KernelTemplate>& q, const std::string& name, Module mod) const {
     if (!current_scaling_ && !fp4_) return;
     const auto first = std::find_if(q.begin(), q.end(), [](const KernelTemplate& k) {
-      return k.work.cls == KernelClass::quantize ||
-             (k.name.size() >= 6 && k.name.compare(k.name.size() - 6, 6, ".scale") == 0);
+      return k.work.cls == KernelClass::quantize || std::string_view(k.name).ends_with(".scale");
     });
     KernelTemplate t;
     t.name = name + ".tp_amax";
