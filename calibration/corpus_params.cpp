@@ -11,20 +11,23 @@ namespace {
 hw_models::Param fitted(double x) { return {x, "moesim calibrate corpus (being fitted)"}; }
 
 // Ranges: physical bounds, not fitting aids. A loaded process is no faster than the op
-// loop and not 10x slower (the bound was 5x while kernels launched inside a library call
-// were priced as whole API calls; priced at the driver's launch, more of the loaded
-// process's cost falls to this factor and the x86 fit reached 5.6, so the range was
-// widened, not the value chosen); unbinding NUMA costs at most 5x (DeepSeek-scale Grace hosts);
-// tuning makes DeepEP no slower and at most 3x faster; sustained clocks sit between
-// half and all of the benchmarks' (B200: 0.868 under back-to-back attention,
-// docs/research/blackwell-kernels.md 4).
+// loop (rank_contention above 0; 0.01, as the fit's log scale needs a positive bound) and,
+// with four processes on a socket, not 10x slower (at most 2.25); unbinding NUMA costs at most 5x (DeepSeek-scale Grace hosts); tuning makes DeepEP
+// no slower and at most 3x faster; sustained clocks sit between half and all of the
+// benchmarks' (B200: 0.868 under back-to-back attention, docs/research/blackwell-kernels.md 4).
 void set_clock(hw_models::SystemSpec& s, double x) { s.efficiency.sustained_clock_factor = fitted(x); }
-// One load factor per host CPU: the x86 hosts of the HGX/DGX systems (Xeon / EPYC) and the
-// Grace CPUs of the NVL72 racks differ in caches, memory and core design, so a large
-// process's slowdown over an op loop need not be the same on both.
-void set_load(hw_models::SystemSpec& s, double x) { s.host.load_factor = fitted(x); }
+// One contention quantity for every host CPU: a loaded process's host costs over its own
+// CPU's op-loop microbenchmarks are 1 + rank_contention x the training processes on its
+// socket (hw_models::host_load_factor: 4 on the x86 HGX/DGX nodes, 2 on an NVL72 tray's
+// Grace). It replaced a load factor per CPU (x86 5.62, Grace 3.54 when fitted apart,
+// 2026-11-26), whose ratio the socket's process count explains within 7%.
+void set_contention(hw_models::SystemSpec& s, double x) {
+  s.host.rank_contention = fitted(x);
+  s.host.load_factor.reset();
+}
 constexpr const char* kLoadHelp =
-    "host costs of a loaded training process over the op-loop microbenchmarks, per host CPU (x86 or Grace)";
+    "host costs of a loaded training process over the op-loop microbenchmarks: 1 + this x the training processes "
+    "on its CPU socket";
 constexpr const char* kClockHelp =
     "Tensor Core throughput under a training step's sustained load over the short benchmarks'";
 
@@ -34,9 +37,8 @@ constexpr const char* kClockHelp =
 // nine tenths of its peak.
 void set_gemm_fp4(hw_models::SystemSpec& s, double x) { s.efficiency.gemm[hw_models::Dtype::fp4] = fitted(x); }
 
-constexpr std::array<CorpusParamInfo, 9> kParams{{
-    {"host.load_factor", kLoadHelp, 1.5, 1.0, 10.0, set_load, "H100 SXM|H800 SXM|H200 SXM|H20|B200 (HGX)"},
-    {"host.load_factor", kLoadHelp, 1.5, 1.0, 10.0, set_load, "GB200|GB300"},
+constexpr std::array<CorpusParamInfo, 8> kParams{{
+    {"host.rank_contention", kLoadHelp, 1.0, 0.01, 2.25, set_contention},
     {"host.numa_unbound_factor", "host costs without NUMA binding over bound (stack.cpu_numa_binding off)", 2.0,
      1.0, 5.0, [](hw_models::SystemSpec& s, double x) { s.host.numa_unbound_factor = fitted(x); }},
     {"ep_dispatch.deepep_tuned_factor",

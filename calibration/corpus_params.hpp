@@ -5,10 +5,10 @@
 //
 // The quantities, each shared by all runs of its kind and written into every system
 // preset through calibration/profiles/corpus.json:
-//   host.load_factor                       a loaded training process's host costs over the
-//                                           op-loop microbenchmarks, one per host CPU (the
-//                                           x86 hosts of H100/H800/H200/H20/B200; Grace of
-//                                           GB200/GB300); a new preset's GPU must join one
+//   host.rank_contention                   a loaded training process's host costs over the
+//                                           op-loop microbenchmarks are 1 + this x the
+//                                           training processes on its CPU socket (every
+//                                           system: hw_models::host_load_factor)
 //   host.numa_unbound_factor               host costs without NUMA binding over bound
 //                                           (runs with stack.cpu_numa_binding off)
 //   ep_dispatch.deepep_tuned_factor        DeepEP's bandwidth once NVIDIA tuned its NVL72

@@ -175,6 +175,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.host.numa_unbound_factor = P.opt(h, "numa_unbound_factor", 1, 100);
       s.host.te_slim_factor = P.opt(h, "te_slim_factor", 0.01, 1);
       s.host.load_factor = P.opt(h, "load_factor", 0.1, 100);
+      s.host.rank_contention = P.opt(h, "rank_contention", 0, 10);
       s.host.elementwise_launch_us = P.opt(h, "elementwise_launch_us", 0, 1e6);
       s.host.cpp_launch_us = P.opt(h, "cpp_launch_us", 0, 1e6);
     });

@@ -7,6 +7,7 @@
 // efficiency sections (GEMM, HBM, host, collectives) beside these.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -135,8 +136,15 @@ struct HostCosts {
   std::optional<Param> te_slim_factor;
   // Every host cost of a loaded training process over the op-loop microbenchmarks the
   // costs above come from (cache and TLB pressure of a large process, the Python garbage
-  // collector, the dataloader and NCCL proxy threads): no public measurement, a cross-run
-  // quantity fitted over the validation corpus (`moesim calibrate corpus`). Absent: 1.
+  // collector, the dataloader and NCCL proxy threads), growing with the training
+  // processes that share the process's CPU socket (its last-level cache, memory and
+  // cores; one process per GPU):
+  //   load = 1 + rank_contention x n,   n = max(1, min(GPUs, node.gpus_per_node) / node.cpus_per_node)
+  // (4 on the x86 HGX and DGX nodes, 2 on an NVL72 tray's Grace). rank_contention is a
+  // cross-run quantity fitted over the validation corpus (`moesim calibrate corpus`); no
+  // public measurement prices it. `load_factor`, where a system gives it, replaces the
+  // formula. Absent both: 1 (the op-loop costs). host_load_factor() applies it.
+  std::optional<Param> rank_contention;
   std::optional<Param> load_factor;
 };
 
@@ -252,5 +260,9 @@ struct SystemSpec {
   EpDispatchSpec ep_dispatch;
   Variability variability;
 };
+
+// A loaded training process's host costs over the op-loop microbenchmarks on `gpus` GPUs
+// (HostCosts: load_factor, else 1 + rank_contention x ranks per CPU socket, else 1).
+double host_load_factor(const SystemSpec& s, std::int64_t gpus);
 
 }  // namespace moesim::hw_models

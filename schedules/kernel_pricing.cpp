@@ -28,7 +28,7 @@ KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& co
       host_factor_((!in.stack.cpu_numa_binding && in.system.host.numa_unbound_factor
                         ? in.system.host.numa_unbound_factor->value
                         : 1.0) *
-                   (in.system.host.load_factor ? in.system.host.load_factor->value : 1.0)),
+                   hw_models::host_load_factor(in.system, in.gpus)),
       te_factor_(in.stack.te_host_slim && in.system.host.te_slim_factor ? in.system.host.te_slim_factor->value
                                                                           : 1.0),
       captured_(in.framework, in.stack) {

@@ -17,7 +17,9 @@
 //                    HybridEP routing-map all-gather: NCCL collectives (the CommModel).
 //   host seconds     what the host spends before the launch returns (sim_core/host.hpp):
 //                      h = (base + (groups - 1) library_launch + allocs alloc + ops op)
-//                          x load_factor x numa_unbound_factor (processes not NUMA-bound),
+//                          x load x numa_unbound_factor (processes not NUMA-bound),
+//                    load = 1 + rank_contention x ranks per CPU socket (hw_models::
+//                    host_load_factor; a system's explicit load_factor replaces it),
 //                    base: a TE Linear module call (te_linear_us, x te_slim_factor with the
 //                    slim host code), a kernel a library launches from C++ inside a call it
 //                    is already in (cpp_launch_us: tritonbench PR 1017), a library API call

@@ -8,23 +8,43 @@
 #include "config/load.hpp"
 #include "calibration/corpus_params.hpp"
 #include "calibration/infer_params.hpp"
+#include "hw_models/system.hpp"
 #include "workload/options.hpp"
 
 using namespace moesim;
 
-TEST_CASE("Every system preset is in exactly one load-factor group", "[calibration][corpus]") {
+TEST_CASE("Every system preset gets the fitted host contention from the corpus profile", "[calibration][corpus]") {
   for (const auto& name : config::preset_names(config::PresetKind::system)) {
     INFO("system preset " << name);
     const auto sys = config::load_system_preset(name);
     int groups = 0;
     for (const auto& p : calibration::corpus_params())
-      if (p.name == "host.load_factor" && p.applies_to(sys)) ++groups;
+      if (p.name == "host.rank_contention" && p.applies_to(sys)) ++groups;
     CHECK(groups == 1);
-    // And the fitted value reaches the preset through calibration/profiles/corpus.json.
-    REQUIRE(sys.host.load_factor.has_value());
-    CHECK(sys.host.load_factor->value > 1.0);
-    CHECK(sys.host.load_factor->source.find("corpus") != std::string::npos);
+    // The fitted value reaches the preset through calibration/profiles/corpus.json, and no
+    // per-system load factor overrides it.
+    REQUIRE(sys.host.rank_contention.has_value());
+    CHECK(sys.host.rank_contention->source.find("corpus") != std::string::npos);
+    CHECK_FALSE(sys.host.load_factor.has_value());
+    CHECK(hw_models::host_load_factor(sys, 1024) > 1.0);
   }
+}
+
+TEST_CASE("A loaded process's host load grows with the processes on its CPU socket", "[calibration][corpus]") {
+  auto sys = config::load_system_preset("h100");  // 8 GPUs, 2 sockets a node
+  sys.host.rank_contention = hw_models::Param{1.5, "test"};
+  CHECK(hw_models::host_load_factor(sys, 1024) == Approx(1 + 1.5 * 4));
+  CHECK(hw_models::host_load_factor(sys, 4) == Approx(1 + 1.5 * 2));  // half a node
+  CHECK(hw_models::host_load_factor(sys, 1) == Approx(1 + 1.5 * 1));  // a socket holds at least one
+  auto tray = config::load_system_preset("gb200-nvl72");  // 4 GPUs, 2 Grace a tray
+  tray.host.rank_contention = hw_models::Param{1.5, "test"};
+  CHECK(hw_models::host_load_factor(tray, 72) == Approx(1 + 1.5 * 2));
+  // A system's explicit load factor replaces the formula; neither: the op-loop costs.
+  sys.host.load_factor = hw_models::Param{2.0, "test"};
+  CHECK(hw_models::host_load_factor(sys, 1024) == 2.0);
+  sys.host.load_factor.reset();
+  sys.host.rank_contention.reset();
+  CHECK(hw_models::host_load_factor(sys, 1024) == 1.0);
 }
 
 TEST_CASE("Corpus parameters carry physical bounds around their start and name their GPUs", "[calibration][corpus]") {
@@ -40,7 +60,7 @@ TEST_CASE("Corpus parameters carry physical bounds around their start and name t
       CHECK(known);
     }
   }
-  CHECK(calibration::corpus_params()[0].label() == "host.load_factor [H100 SXM|H800 SXM|H200 SXM|H20|B200 (HGX)]");
+  CHECK(calibration::corpus_params()[0].label() == "host.rank_contention");
 }
 
 TEST_CASE("Every inferable parameter belongs to a known stack switch and writes its system field",
