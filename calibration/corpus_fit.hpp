@@ -30,7 +30,7 @@ namespace moesim::calibration {
 inline constexpr double kCorpusHuber = 0.05;
 
 struct CorpusParam {
-  std::string name;   // where the value lives in a system preset ("host.load_factor")
+  std::string name;   // where the value lives in a system preset ("host.rank_contention")
   double initial = 1, lo = 0.1, hi = 10;
 };
 

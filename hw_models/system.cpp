@@ -11,7 +11,7 @@ double host_load_factor(const SystemSpec& s, std::int64_t gpus) {
   if (s.host.load_factor) return s.host.load_factor->value;
   if (!s.host.rank_contention) return 1.0;
   const double on_node = static_cast<double>(std::min<std::int64_t>(gpus, static_cast<std::int64_t>(s.node.gpus_per_node.value)));
-  const double per_socket = std::max(1.0, on_node / s.node.cpus_per_node.value);
+  const double per_socket = std::max(1.0, on_node / std::max(1.0, s.node.cpus_per_node.value));
   return 1.0 + s.host.rank_contention->value * per_socket;
 }
 

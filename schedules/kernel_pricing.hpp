@@ -161,7 +161,7 @@ struct Priced {
   Category category;
   Module module;
   bool sync;
-  int sync_delay = 0;  // launches the host makes before it blocks on the sync
+  int sync_delay = 0;  // dispatch (moe_dispatch) launches the host makes before it blocks on the sync
   bool delayed = false;  // a TE weight-gradient GEMM under --delay-wgrad-compute
   PortLoads ports{};     // link-port loads (transfers)
   bool gemm = false;     // a (non-grouped) GEMM: what a TP collective may overlap

@@ -277,8 +277,10 @@ class RankProgram final : public sim_core::HostProgram {
     bool first = true, in_graph = false;
     std::size_t last = 0;
     std::vector<EventId> unit_gather;  // FSDP: each stage item's parameter all-gather
-    // A sync the host takes after `pending_launches` more launches of this lane's item
-    // (Megatron's alltoall dispatcher: before its all-to-all, after the permute).
+    // A sync the host takes after `pending_launches` more launches of this item's dispatch
+    // kernels (Megatron's alltoall dispatcher: after the permute, before its all-to-all),
+    // whatever the host launches in between (an eager shared expert, the other chunk's
+    // nodes under EP overlap); at the item's end at the latest.
     EventId pending_sync = kNoEvent;
     int pending_launches = 0;
   };
@@ -310,7 +312,7 @@ class RankProgram final : public sim_core::HostProgram {
     if (p.sync) k.record = sim_.event(p.category);
     l.last = buf_.size();
     launch(l.stream, k, cpu);
-    if (l.pending_launches > 0 && --l.pending_launches == 0) {
+    if (l.pending_launches > 0 && p.module == Module::moe_dispatch && --l.pending_launches == 0) {
       wait(l.pending_sync);
       l.in_graph = false;
     }
@@ -449,7 +451,12 @@ class RankProgram final : public sim_core::HostProgram {
   // under --delay-wgrad-compute, DualPipe's W) is off the chain: the next node does not
   // wait for it. The chunks' embedding and output layer run before and after the pairs; of
   // unequal chunks the backward's remaining layers run alone, then the forward's
-  // (ModelChunkSchedulePlan.run).
+  // (ModelChunkSchedulePlan.run). Nodes are told apart by the kernels' modules, so the
+  // dispatcher's own permute and unpermute kernels (moe_dispatch, moe_combine) run in the
+  // dispatch and combine nodes on the communication stream, where Megatron runs the
+  // all-to-all dispatcher's in the neighbouring computation nodes (HybridEP's permute is
+  // inside its dispatch, as here); MTP's embedding norms and projection (head) run in its
+  // post-process node.
   enum NodeSlot : std::uint8_t { kPreDispatch, kDispatch, kExperts, kCombine, kPost, kSlots };
   static NodeSlot slot_of(Module m) {
     switch (m) {
@@ -481,10 +488,10 @@ class RankProgram final : public sim_core::HostProgram {
   // DualPipe's, as DeepSeek's own trace shows it (deepseek-ai/profile-data train.json: the
   // host's node ranges of each layer pair, docs/deepseek-trace.md): combine(B), attn(F),
   // mlp(B), dispatch(F), dispatch(B), mlp(W), mlp(F), attn(B), attn(W), combine(F).
-  static constexpr std::array<NodeLaunch, 12> kDualPipePair{{
+  static constexpr std::array<NodeLaunch, 13> kDualPipePair{{
       {false, kPost, false}, {false, kPost, true}, {false, kCombine, false}, {true, kPreDispatch, false}, {false, kExperts, false},
       {true, kDispatch, false}, {false, kDispatch, false}, {false, kExperts, true}, {true, kExperts, false}, {false, kPreDispatch, false},
-      {false, kPreDispatch, true}, {true, kCombine, false}}};
+      {false, kPreDispatch, true}, {true, kCombine, false}, {true, kPost, false}}};
 
   struct Unit {
     int item = -1;  // the stage item (layer)
@@ -513,7 +520,9 @@ class RankProgram final : public sim_core::HostProgram {
     for (const Step& st : weights) {
       if (st.begins >= 0) item = st.begins;
       while (at < out.size() && out[at].item != item) ++at;
-      if (st.p && at < out.size()) out[at].dw[slot_of(st.p->module)].push_back({st.p, -1, -1});
+      if (!st.p) continue;
+      if (at == out.size()) throw std::logic_error("overlapped pair: a weight gradient of an item the backward lacks");
+      out[at].dw[slot_of(st.p->module)].push_back({st.p, -1, -1});
     }
     return out;
   }
@@ -549,11 +558,14 @@ class RankProgram final : public sim_core::HostProgram {
   // after the microbatch's previous node (a weight part: off the chain).
   void emit_node(NodeLane& n, const std::vector<Step>& ks, NodeSlot slot, bool weights) {
     if (ks.empty()) return;
-    HostOp sync;
-    const bool forward = items_[static_cast<std::size_t>(n.l.item)].forward();
-    sync.cpu = op_cost() * (dualpipe_ ? kDualPipeNodeOps : weights ? kNodeDwOps : forward ? kNodeFwdOps : kNodeBwdOps);
-    sync.label = pair_sync_label_;
-    buf_.push_back(sync);
+    // Under a full-iteration CUDA graph the schedule's Python does not run: no host work.
+    if (!price_.captures_iteration()) {
+      HostOp sync;
+      const bool forward = items_[static_cast<std::size_t>(n.l.item)].forward();
+      sync.cpu = op_cost() * (dualpipe_ ? kDualPipeNodeOps : weights ? kNodeDwOps : forward ? kNodeFwdOps : kNodeBwdOps);
+      sync.label = pair_sync_label_;
+      buf_.push_back(sync);
+    }
     n.l.stream = weights ? kComputeStream : stream_of(slot);
     n.l.cross = n.chain;
     if (!price_.captures_iteration()) n.l.in_graph = false;
@@ -614,9 +626,19 @@ class RankProgram final : public sim_core::HostProgram {
     for (std::size_t i = 0; i < pairs; ++i) {
       const Unit& fu = uf[f_lo + i];
       const Unit& bu = ub[b_lo + i];
-      for (const NodeLaunch& x : order) launch_node(x.forward ? nf : nb, x.forward ? fu : bu, x.slot, x.weights);
-      // A weight part the order does not name (none in Megatron's layers) runs at the end.
-      for (NodeSlot s : {kCombine, kDispatch}) emit_node(nb, bu.dw[s], s, true);
+      std::array<bool, 3 * kSlots> named{};  // forward nodes, backward nodes, backward weights
+      for (const NodeLaunch& x : order) {
+        launch_node(x.forward ? nf : nb, x.forward ? fu : bu, x.slot, x.weights);
+        named[(x.forward ? 0 : x.weights ? 2 : 1) * kSlots + x.slot] = true;
+      }
+      // A part the order does not name (the backward's combine and dispatch weights) runs
+      // at the end, so that no kernel is left out.
+      for (std::size_t s = 0; s < kSlots; ++s) {
+        const auto slot = static_cast<NodeSlot>(s);
+        if (!named[s]) launch_node(nf, fu, slot, false);
+        if (!named[kSlots + s]) launch_node(nb, bu, slot, false);
+        if (!named[2 * kSlots + s]) launch_node(nb, bu, slot, true);
+      }
       end_unit(nf);
       end_unit(nb);
     }
@@ -637,6 +659,10 @@ class RankProgram final : public sim_core::HostProgram {
 
   // The item's end: its send; after the chunk's last weight gradients, their event.
   void finish(int index, const Place& pl, Lane& l) {
+    if (l.pending_launches > 0) {  // a sync whose dispatch launches the item did not reach
+      wait(l.pending_sync);
+      l.pending_launches = 0;
+    }
     const WorkItem& it = items_[static_cast<std::size_t>(index)];
     const bool send = it.communicates() && !(it.forward() ? pl.last : pl.first);
     if (l.first) {

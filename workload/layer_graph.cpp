@@ -817,7 +817,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // EP preprocess: per-expert counts, their exchange; the host needs them to size the
     // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + tokens_out * 4, 1);
-    if (host_sync) b.mark_sync_on_last(1);  // the host blocks after launching the global permute
+    if (host_sync) b.mark_sync_on_last(1);  // the host blocks after launching the global permute (moe_dispatch)
     b.memory("moe.global_permute", Module::moe_dispatch, Tm * h_bytes + tokens_out * h_bytes);
     b.gather_last();
     b.slow_last(permute_slowdown);

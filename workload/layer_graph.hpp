@@ -113,7 +113,7 @@ struct KernelTemplate {
   double comm_bytes = 0;        // bytes each rank sends
   double comm_element_bytes = 2;  // per value of the payload (EP dispatch in FP8: 1.03125)
   bool host_sync_after = false; // the host waits for this kernel to finish...
-  int host_sync_delay = 0;      // ...after launching this many further kernels
+  int host_sync_delay = 0;      // ...after launching this many further moe_dispatch kernels
   bool recompute = false;       // re-run of a forward kernel in backward
   bool checkpoint_input = false;  // recomputed, but its saved input is the checkpoint's
                                   // input and stays (Megatron's moe_act: the SwiGLU input)

@@ -4,9 +4,10 @@
 // the forward's dispatch, the backward's dispatch, the forward's experts and combine, the
 // backward's attention. The experts' backward is queued before the host blocks on the
 // forward dispatch's token-count sync, and a node waits only for its own microbatch's
-// previous node (schedules/rank_program.cpp, expand_combined_1f1b).
+// previous node (schedules/rank_program.cpp, expand_overlapped).
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -175,5 +176,62 @@ TEST_CASE("DualPipe's pairs launch in the node order of DeepSeek's own trace", "
     at = next + 1;
   }
   // The pair ends before the next layer's combine(B).
-  CHECK(at <= find(ops, "moe.combine.bwd", start + 1) + 1);
+  const std::size_t next_pair = find(ops, "moe.combine.bwd", start + 1);
+  REQUIRE(next_pair != std::string::npos);
+  CHECK(at <= next_pair + 1);
+}
+
+namespace {
+// Rank 0's GPU kernels by name, with their counts.
+std::map<std::string, int> kernel_counts(const predict::Prediction& p) {
+  std::map<std::string, int> out;
+  for (const auto& s : p.step.trace)
+    if (s.rank == 0 && s.track >= 0) ++out[p.step.labels[s.label]];
+  return out;
+}
+}  // namespace
+
+TEST_CASE("An overlapped pair launches every kernel of both items once", "[schedules]") {
+  // Megatron: the same step with and without the overlap runs the same kernels, an MTP
+  // layer (whose head and loss fill the post-process node) and a shared expert included.
+  const auto scenario = [](bool overlap) {
+    auto j = config::Json::parse(R"({
+      "name": "conserve", "system": "h100", "gpus": 16,
+      "model": {"base": "deepseek-v3", "num_hidden_layers": 3, "first_k_dense_replace": 1},
+      "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 64, "precision": "bf16",
+                   "mtp_layers": 1},
+      "parallelism": {"ep": 16},
+      "framework": {"dispatcher": "alltoall", "cuda_graph_scope": []}
+    })");
+    j["framework"]["moe_a2a_overlap"] = overlap;
+    j["framework"]["delay_wgrad_compute"] = overlap;  // Megatron allows it only with the overlap
+    return predict::predict(config::load_scenario_text(j.dump(), "t.json"), {true, false});
+  };
+  const auto on = kernel_counts(scenario(true)), off = kernel_counts(scenario(false));
+  CHECK(on.count("loss.cross_entropy.fwd") == 1);
+  CHECK(on == off);
+}
+
+TEST_CASE("DualPipe's pairs launch every forward's head and loss", "[schedules]") {
+  // With MTP, the last stage's layers end in MTP's post-process (its head and loss): each
+  // microbatch's forward of them has its backward.
+  const auto sc = config::load_scenario_text(R"({
+    "name": "dualpipe-mtp", "system": "h800", "gpus": 32,
+    "model": {"base": "deepseek-v3", "num_hidden_layers": 4, "first_k_dense_replace": 0, "vocab_size": 256},
+    "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 128, "precision": "fp8-blockwise",
+                 "mtp_layers": 1},
+    "parallelism": {"pp": 2, "ep": 16, "pipeline_schedule": "dualpipe"},
+    "framework": {"dispatcher": "deepep", "dispatcher_sms": 20, "cuda_graph_scope": []},
+    "routing": {"balance": "forced"}
+  })", "t.json");
+  const auto p = predict::predict(sc, {true, false});
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank);
+    std::map<std::string, int> n;
+    for (const auto& s : p.step.trace)
+      if (s.rank == rank && s.track >= 0) ++n[p.step.labels[s.label]];
+    CHECK(n["loss.cross_entropy.fwd"] > 0);
+    CHECK(n["loss.cross_entropy.fwd"] == n["loss.cross_entropy.bwd"]);
+    CHECK(n["head.output.fprop"] == n["head.output.dgrad"]);
+  }
 }
