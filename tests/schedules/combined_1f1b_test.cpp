@@ -59,6 +59,21 @@ double kernel_end(const predict::Prediction& p, const std::string& name, double 
   return end;
 }
 
+// DeepSeek-V3's layers over DualPipe on 2 pipeline ranks of 16 H800 each, DeepEP, with
+// `mtp` MTP layers.
+predict::Prediction dualpipe(int mtp) {
+  auto j = config::Json::parse(R"({
+    "name": "dualpipe", "system": "h800", "gpus": 32,
+    "model": {"base": "deepseek-v3", "num_hidden_layers": 4, "first_k_dense_replace": 0, "vocab_size": 256},
+    "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 128, "precision": "fp8-blockwise"},
+    "parallelism": {"pp": 2, "ep": 16, "pipeline_schedule": "dualpipe"},
+    "framework": {"dispatcher": "deepep", "dispatcher_sms": 20, "cuda_graph_scope": []},
+    "routing": {"balance": "forced"}
+  })");
+  j["training"]["mtp_layers"] = mtp;
+  return predict::predict(config::load_scenario_text(j.dump(), "t.json"), {true, false});
+}
+
 }  // namespace
 
 TEST_CASE("The all-to-all overlap launches each layer pair in Megatron's node order", "[schedules]") {
@@ -142,17 +157,7 @@ TEST_CASE("Megatron's alltoall dispatcher takes its dropless sync in the dispatc
 TEST_CASE("DualPipe's pairs launch in the node order of DeepSeek's own trace", "[schedules]") {
   // deepseek-ai/profile-data train.json, each layer pair: combine(B), attn(F), mlp(B),
   // dispatch(F), dispatch(B), mlp(W), mlp(F), attn(B), attn(W), combine(F).
-  const auto sc = config::load_scenario_text(R"({
-    "name": "dualpipe-order", "system": "h800", "gpus": 32,
-    "model": {"base": "deepseek-v3", "num_hidden_layers": 4, "first_k_dense_replace": 0, "vocab_size": 256},
-    "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 128, "precision": "fp8-blockwise",
-                 "mtp_layers": 0},
-    "parallelism": {"pp": 2, "ep": 16, "pipeline_schedule": "dualpipe"},
-    "framework": {"dispatcher": "deepep", "dispatcher_sms": 20, "cuda_graph_scope": []},
-    "routing": {"balance": "forced"}
-  })", "t.json");
-  const auto p = predict::predict(sc, {true, false});
-  const auto ops = host_ops(p);
+  const auto ops = host_ops(dualpipe(0));
   // The first overlapped pair: the first node a pair launches (a lone item launches none).
   const std::size_t start = find(ops, "moe.combine.bwd", find(ops, "host.pair_sync", 0));
   REQUIRE(start != std::string::npos);
@@ -215,16 +220,7 @@ TEST_CASE("An overlapped pair launches every kernel of both items once", "[sched
 TEST_CASE("DualPipe's pairs launch every forward's head and loss", "[schedules]") {
   // With MTP, the last stage's layers end in MTP's post-process (its head and loss): each
   // microbatch's forward of them has its backward.
-  const auto sc = config::load_scenario_text(R"({
-    "name": "dualpipe-mtp", "system": "h800", "gpus": 32,
-    "model": {"base": "deepseek-v3", "num_hidden_layers": 4, "first_k_dense_replace": 0, "vocab_size": 256},
-    "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 128, "precision": "fp8-blockwise",
-                 "mtp_layers": 1},
-    "parallelism": {"pp": 2, "ep": 16, "pipeline_schedule": "dualpipe"},
-    "framework": {"dispatcher": "deepep", "dispatcher_sms": 20, "cuda_graph_scope": []},
-    "routing": {"balance": "forced"}
-  })", "t.json");
-  const auto p = predict::predict(sc, {true, false});
+  const auto p = dualpipe(1);
   for (int rank = 0; rank < 2; ++rank) {
     INFO("rank " << rank);
     std::map<std::string, int> n;
