@@ -558,17 +558,18 @@ class RankProgram final : public sim_core::HostProgram {
   // after the microbatch's previous node (a weight part: off the chain).
   void emit_node(NodeLane& n, const std::vector<Step>& ks, NodeSlot slot, bool weights) {
     if (ks.empty()) return;
-    // Under a full-iteration CUDA graph the schedule's Python does not run: no host work.
+    // Under a full-iteration CUDA graph the schedule's Python does not run: no host work,
+    // and the node's kernels stay in the one graph.
     if (!price_.captures_iteration()) {
       HostOp sync;
       const bool forward = items_[static_cast<std::size_t>(n.l.item)].forward();
       sync.cpu = op_cost() * (dualpipe_ ? kDualPipeNodeOps : weights ? kNodeDwOps : forward ? kNodeFwdOps : kNodeBwdOps);
       sync.label = pair_sync_label_;
       buf_.push_back(sync);
+      n.l.in_graph = false;
     }
     n.l.stream = weights ? kComputeStream : stream_of(slot);
     n.l.cross = n.chain;
-    if (!price_.captures_iteration()) n.l.in_graph = false;
     for (const Step& st : ks) emit_step(st, n.l);
     if (!weights) n.chain = lane_done(n.l);
   }
@@ -605,10 +606,13 @@ class RankProgram final : public sim_core::HostProgram {
     const Place pf = place(f), pb = place(b);
     const auto uf = units_of(kernels_of(f, pf));
     // DualPipe's backward runs its weight gradients as nodes of their own (W).
-    WorkItem b_input = b, b_weight = b;
-    b_input.pass = Pass::backward_input;
-    b_weight.pass = Pass::backward_weight;
-    const auto ub = dualpipe_ ? units_of(kernels_of(b_input, pb), kernels_of(b_weight, pb)) : units_of(kernels_of(b, pb));
+    const auto part = [&](Pass pass) {
+      WorkItem w = b;
+      w.pass = pass;
+      return kernels_of(w, pb);
+    };
+    const auto ub = dualpipe_ ? units_of(part(Pass::backward_input), part(Pass::backward_weight))
+                              : units_of(kernels_of(b, pb));
     // The chunks' outer items before and after their layers.
     const auto split = [](const std::vector<Unit>& us) {
       std::size_t lo = 0, hi = us.size();
