@@ -47,8 +47,19 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
                             ? r.measured
                             : r.predicted_step_s * r.predicted / r.measured;
     r.tokens_per_step = static_cast<double>(sc.training.global_batch_size * sc.training.seq_length);
+    if (!memory) r.step_terms = step_terms(p.step.breakdown);
   });
   return rows;
+}
+
+std::vector<std::pair<std::string, double>> step_terms(const schedules::Breakdown& b) {
+  return {{"compute", b.compute},
+          {"exposed_communication", b.exposed_comm},
+          {"host_bound_idle", b.host_bound_idle},
+          {"schedule_bubble", b.schedule_bubble},
+          {"stage_imbalance", b.stage_imbalance},
+          {"other", b.other},
+          {"straggler_wait", b.straggler_wait}};
 }
 
 std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
@@ -71,6 +82,14 @@ std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
       f.fitted = true;
       f.b_measured = lm.coefficients(0), f.a_measured = lm.coefficients(1);
       f.b_predicted = lp.coefficients(0), f.a_predicted = lp.coefficients(1);
+      // Rows without terms (built by hand) leave the split empty.
+      const std::size_t n_terms = f.sizes.front()->step_terms.size();
+      for (std::size_t t = 0; t < n_terms; ++t) {
+        std::vector<double> y;
+        for (const auto* r : f.sizes) y.push_back(r->step_terms.at(t).second);
+        const auto lt = calibration::fit_line(ga, y);
+        f.terms.push_back({f.sizes.front()->step_terms[t].first, lt.coefficients(1), lt.coefficients(0)});
+      }
     }
     const auto per_gpu = [](const ValidateRow* r, double step) {
       return r->tokens_per_step / step / static_cast<double>(r->gpus);

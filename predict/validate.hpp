@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/load.hpp"
+#include "schedules/step_sim.hpp"
 
 namespace moesim::predict {
 
@@ -27,19 +29,35 @@ struct ValidateRow {
   std::string series;
   std::int64_t gpus = 0, microbatches = 0;
   double predicted_step_s = 0, measured_step_s = 0, tokens_per_step = 0;
+  // The predicted step's top-level terms (step_terms), which sum to predicted_step_s.
+  std::vector<std::pair<std::string, double>> step_terms;
 };
+
+// A step's breakdown as its top-level terms, in the order `run` prints them: compute,
+// exposed_communication, host_bound_idle, schedule_bubble, stage_imbalance, other,
+// straggler_wait (schedules::Breakdown; their sum is the step time, predict/diff.hpp).
+std::vector<std::pair<std::string, double>> step_terms(const schedules::Breakdown& b);
 
 // A fixed-recipe scaling series (measured.series), its sizes in order of GPUs:
 //   the least-squares line step = a x microbatches + b through the measured steps and
 //   through the predicted ones (when the sizes have two or more microbatch counts), and
 //   between consecutive sizes the per-GPU throughput ratio r = (tokens / step / GPUs) of
 //   the larger over the smaller, measured and predicted, and its error 100 (r_p / r_m - 1).
+//   The predicted line split by term: each step term's own least-squares line over the
+//   sizes (least squares is linear in the data, so the terms' a and b sum to the
+//   predicted a and b): which of the step's terms are paid per microbatch and which once
+//   per step (issue #24 item 1).
 struct SeriesFit {
+  struct TermLine {
+    std::string name;
+    double a = 0, b = 0;
+  };
   std::string name;
   std::vector<const ValidateRow*> sizes;
   bool fitted = false;
   double a_measured = 0, b_measured = 0, a_predicted = 0, b_predicted = 0;
   std::vector<double> ratio_measured, ratio_predicted, ratio_error_pct;  // per size after the first
+  std::vector<TermLine> terms;  // when fitted: the predicted line by step term
   double a_error_pct() const { return 100 * (a_predicted / a_measured - 1); }
   double b_error_pct() const { return 100 * (b_predicted / b_measured - 1); }
 };

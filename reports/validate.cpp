@@ -178,6 +178,10 @@ std::string series_text(const predict::SeriesFit& f) {
   if (f.fitted)
     out += fmt::format("  step = a x GA + b: measured a {:.4f} s, b {:.3f} s; predicted a {:.4f} s ({:+.1f}%), b {:.3f} s ({:+.1f}%)\n",
                        f.a_measured, f.b_measured, f.a_predicted, f.a_error_pct(), f.b_predicted, f.b_error_pct());
+  std::string per_step;
+  for (const auto& t : f.terms)
+    if (std::abs(t.b) >= 0.0005) per_step += fmt::format("{}{} {:.3f}", per_step.empty() ? "" : ", ", t.name, t.b);
+  if (!per_step.empty()) out += fmt::format("  predicted b by term (s): {}\n", per_step);
   return out;
 }
 
@@ -199,6 +203,11 @@ nlohmann::ordered_json series_json(const std::vector<predict::SeriesFit>& series
     if (f.fitted)
       j["fit"] = {{"a_measured_s", f.a_measured}, {"b_measured_s", f.b_measured}, {"a_predicted_s", f.a_predicted},
                   {"b_predicted_s", f.b_predicted}, {"a_error_pct", f.a_error_pct()}, {"b_error_pct", f.b_error_pct()}};
+    if (!f.terms.empty()) {
+      nlohmann::ordered_json terms = nlohmann::ordered_json::object();
+      for (const auto& t : f.terms) terms[t.name] = {{"a_s", t.a}, {"b_s", t.b}};
+      j["fit"]["predicted_by_term"] = terms;
+    }
     out.push_back(j);
   }
   return out;
