@@ -13,6 +13,7 @@
 #include "config/inert_settings.hpp"
 #include "config/presets.hpp"
 #include "config/releases.hpp"
+#include "config/storage.hpp"
 #include "hw_models/ep_flows.hpp"
 #include "workload/eplb.hpp"
 
@@ -91,6 +92,7 @@ class ScenarioReader {
       stack(o.get("stack"));
       routing(o.get("routing"));
       measured(o.get("measured"));
+      goodput(o.get("goodput"));
       placement(o.get("placement"));
       ep_library_placement(o.has("framework") && o.req("framework").json().contains("dispatcher"));
       eplb_placement();
@@ -619,6 +621,38 @@ class ScenarioReader {
       if (const auto v = o.get("pp_rank")) m.pp_rank = v->as_int(0, sc_.parallelism.pp - 1);
     });
     sc_.measured = m;
+  }
+
+  // goodput (config/storage.hpp for the defaults and the storage presets).
+  void goodput(const std::optional<Node>& n) {
+    auto& g = sc_.goodput;
+    g = default_goodput();
+    if (!n) return;
+    read_object(*n, [&](Object& o) {
+      g.interruptions_per_gpu_day = o.number_or("interruptions_per_gpu_day", g.interruptions_per_gpu_day, 0, 1);
+      g.planned_interruptions_per_gpu_day =
+          o.number_or("planned_interruptions_per_gpu_day", g.planned_interruptions_per_gpu_day, 0, 1);
+      g.restart_s = o.number_or("restart_s", g.restart_s, 0, 30 * 86400.0);
+      g.async_save = o.bool_or("async_save", g.async_save);
+      if (auto v = o.get("checkpoint_interval_s")) g.checkpoint_interval_s = v->as_number(1e-3, 365 * 86400.0);
+      if (auto v = o.get("token_budget")) g.token_budget = v->as_number(1, 1e30);
+      if (auto st = o.get("storage")) {
+        if (st->json().is_string()) {
+          const auto p = storage_preset(st->as_string());
+          if (!p) st->fail(fmt::format("unknown storage '{}'; known: {}", st->as_string(), known_storage_names()));
+          g.storage = *p;
+        } else {
+          StorageSpec s{"inline", 0, 0, 0, "given in the scenario"};
+          read_object(*st, [&](Object& so) {
+            s.write_GBps = so.req("write_GBps").as_number(1e-6, 1e9);
+            s.read_GBps = so.req("read_GBps").as_number(1e-6, 1e9);
+            s.client_GBps = so.number_or("client_GBps", 0, 0, 1e9);
+            s.source = so.string_or("source", s.source);
+          });
+          g.storage = s;
+        }
+      }
+    });
   }
 
   // DeepEP and HybridEP run only where their kernels can (hw_models::ep_unsupported):

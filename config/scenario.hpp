@@ -55,6 +55,27 @@ struct Measured {
 // counter and pipeline rank ("peak_memory_gib max_allocated pp3").
 std::string measured_name(const Measured& m);
 
+// Checkpoint storage (predict/goodput.hpp): aggregate write and read bandwidth of the file
+// system, and the bandwidth of one client node (0: no per-node limit), GB/s (1e9 bytes).
+struct StorageSpec {
+  std::string name;  // the preset's (config/storage.hpp), or "inline"
+  double write_GBps = 0, read_GBps = 0, client_GBps = 0;
+  std::string source;
+};
+
+// A long job's interruptions, checkpoints and restarts (scenario key `goodput`; defaults
+// and storage presets in config/storage.hpp, each with its source; the model in
+// predict/goodput.hpp).
+struct GoodputSettings {
+  double interruptions_per_gpu_day = 0;          // unexpected: lose the work since the last checkpoint
+  double planned_interruptions_per_gpu_day = 0;  // planned: checkpointed first, cost a restart
+  double restart_s = 0;  // detection, diagnosis, rescheduling and start, before the checkpoint loads
+  StorageSpec storage;
+  bool async_save = false;                       // Megatron --async-save
+  std::optional<double> checkpoint_interval_s;   // absent: Daly's optimum
+  std::optional<double> token_budget;            // tokens to train: days with and without goodput
+};
+
 // Where ranks sit (a moesim extension of the contract): how many GPUs of one NVLink
 // domain the job uses. The GB200 journey puts every 32 GPUs (8 trays) in one NVL72
 // domain, so EP32 stays inside NVLink. Default: min(domain size, gpus).
@@ -84,6 +105,7 @@ struct Scenario {
   std::vector<std::string> release_unsettled;
   workload::Routing routing;
   std::optional<Measured> measured;
+  GoodputSettings goodput;
   // The settings the file wrote, as dotted paths of the keys of its training,
   // parallelism, framework, stack, routing and placement objects ("framework.dispatcher_sms"):
   // config/inert_settings.hpp warns about those that change nothing here.

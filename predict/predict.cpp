@@ -151,6 +151,7 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
   p.tflops_per_gpu = s.flops_per_step / (p.step.step_time_s * gpus * 1e12);
   p.tokens_per_s_per_gpu = s.tokens_per_step / (p.step.step_time_s * gpus);
   p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
+  p.goodput = goodput(sc, s.params.total, p.step.step_time_s, p.tokens_per_s_per_gpu * gpus);
   set_memory(p, sc, std::move(mem));
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;

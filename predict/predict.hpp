@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/scenario.hpp"
+#include "predict/goodput.hpp"
 #include "predict/memory.hpp"
 #include "predict/variability.hpp"
 #include "schedules/step_sim.hpp"
@@ -65,6 +66,9 @@ struct Prediction {
   // percentile; `spread` the parts.
   double step_time_p50_s = 0, step_time_p95_s = 0;
   StepSpread spread;
+  // A long job's training share with interruptions, checkpoints and restarts
+  // (predict/goodput.hpp).
+  Goodput goodput;
   double wall_s = 0;  // simulation wall time (the only nondeterministic field)
 };
 

@@ -81,11 +81,14 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.schedule_bubble_s = b.schedule_bubble;
     r.stage_imbalance_s = b.stage_imbalance;
     r.straggler_wait_s = b.straggler_wait;
+    r.ettr = p.goodput.ettr;
     if (token_budget) {
       const double gpus = static_cast<double>(sc.gpus);
       const double seconds = *token_budget / (p.tokens_per_s_per_gpu * gpus);
       r.days = seconds / 86400;
       r.gpu_hours = seconds * gpus / 3600;
+      r.days_with_goodput = *r.days / r.ettr;
+      r.gpu_hours_with_goodput = *r.gpu_hours / r.ettr;
     }
   } catch (const schedules::NotSimulated& e) {
     failed(std::string("not simulated yet: ") + e.what());

@@ -39,7 +39,10 @@ struct SweepResult {
   double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0, host_bound_idle_s = 0,
          other_s = 0, schedule_bubble_s = 0, stage_imbalance_s = 0;  // pipeline_bubble_s split
   double straggler_wait_s = 0;  // the slowest process or replica (predict/variability.hpp)
+  double ettr = 0;  // the effective training time ratio (predict/goodput.hpp)
   std::optional<double> days, gpu_hours;  // under the token budget
+  // The same with interruptions, checkpoints and restarts: days / ettr, gpu_hours / ettr.
+  std::optional<double> days_with_goodput, gpu_hours_with_goodput;
   double wall_s = 0;  // load, memory and simulation wall time: the only nondeterministic figure
 };
 

@@ -1,6 +1,7 @@
 #include "reports/run.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -24,6 +25,63 @@ namespace {
 Json named(const std::vector<std::pair<std::string, double>>& v) {
   Json j = Json::object();
   for (const auto& [name, seconds] : v) j[name] = seconds;
+  return j;
+}
+}  // namespace
+
+namespace {
+// Bytes in decimal units, as storage is sold and measured.
+std::string bytes_text(double b) {
+  if (b >= 1e12) return fmt::format("{:.2f} TB", b / 1e12);
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  return fmt::format("{:.1f} MB", b / 1e6);
+}
+
+std::string duration_text(double s) {
+  if (s >= 3600) return fmt::format("{:.1f} h", s / 3600);
+  if (s >= 120) return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.2g} s", s);
+}
+
+std::string goodput_text(const config::Scenario& sc, const predict::Goodput& g) {
+  const auto& s = sc.goodput;
+  std::string o = fmt::format("\ngoodput          ETTR {:.3f} (the share of wall-clock time that trains)\n", g.ettr);
+  o += fmt::format("  interruptions  {} ({:.3g} a GPU-day unexpected, {:.3g} planned)\n",
+                   std::isfinite(g.mtbi_s) ? "one every " + duration_text(g.mtbi_s) : std::string("none"),
+                   s.interruptions_per_gpu_day, s.planned_interruptions_per_gpu_day);
+  o += fmt::format("  checkpoint     {} ({} a GPU) to {} ({:g} GB/s write, {:g} read{}): save {}, load {}; "
+                   "training stops {} a checkpoint{}\n",
+                   bytes_text(g.checkpoint_bytes), bytes_text(g.checkpoint_bytes_per_gpu), s.storage.name,
+                   s.storage.write_GBps, s.storage.read_GBps,
+                   s.storage.client_GBps > 0 ? fmt::format(", {:g} a node", s.storage.client_GBps) : std::string(),
+                   duration_text(g.save_s), duration_text(g.load_s), duration_text(g.blocking_s),
+                   s.async_save ? " (async save)" : "");
+  if (g.interval_steps > 0)
+    o += fmt::format("  interval       every {} steps ({}{}); a restart costs {}\n", g.interval_steps,
+                     duration_text(g.interval_s), g.interval_given ? ", as given" : ", Daly's optimum",
+                     duration_text(g.restart_s));
+  if (g.days)
+    o += fmt::format("  token budget   {:.3g} tokens in {:.1f} days ({:.1f} without interruptions)\n",
+                     *s.token_budget, *g.days, *g.days_without_interruptions);
+  return o;
+}
+
+Json goodput_json(const predict::Goodput& g) {
+  Json j{{"ettr", g.ettr},
+         {"mtbi_s", std::isfinite(g.mtbi_s) ? Json(g.mtbi_s) : Json(nullptr)},
+         {"checkpoint_bytes", g.checkpoint_bytes},
+         {"checkpoint_bytes_per_gpu", g.checkpoint_bytes_per_gpu},
+         {"save_s", g.save_s},
+         {"load_s", g.load_s},
+         {"blocking_s", g.blocking_s},
+         {"restart_s", g.restart_s},
+         {"interval_s", g.interval_steps > 0 ? Json(g.interval_s) : Json(nullptr)},
+         {"interval_steps", g.interval_steps},
+         {"interval_given", g.interval_given}};
+  if (g.days) {
+    j["days"] = *g.days;
+    j["days_without_interruptions"] = *g.days_without_interruptions;
+  }
   return j;
 }
 }  // namespace
@@ -65,6 +123,7 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["stragglers"] = {{"process_jitter_s", sp.jitter_wait_s}, {"routing_s", sp.routing_wait_s},
                      {"processes", sp.processes},        {"ep_groups", sp.ep_groups},
                      {"ep_load_cv", sp.load_cv}};
+  j["goodput"] = goodput_json(p.goodput);
   j["host_bound_idle_by_module"] = named(by_module(b.host_bound_by_module));
   j["compute_by_module"] = named(by_module(b.compute_by_module));
   Json comm = Json::object();
@@ -158,6 +217,7 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
                                        p.spread.routing_wait_s)
                          : std::string(),
                      p.step_time_p50_s, p.step_time_p95_s);
+  o += goodput_text(sc, p.goodput);
   if (sc.measured) {
     const double pred = predict::predicted_metric(*sc.measured, p);
     o += fmt::format("\nmeasured {} = {:g}; predicted {:.2f} ({:+.1f}%)\n", config::measured_name(*sc.measured),

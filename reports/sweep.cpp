@@ -34,8 +34,9 @@ std::vector<std::string> result_columns(bool token_budget) {
                                 "breakdown.other",
                                 "breakdown.schedule_bubble",
                                 "breakdown.stage_imbalance",
-                                "breakdown.straggler_wait"};
-  if (token_budget) c.insert(c.end(), {"days", "gpu_hours"});
+                                "breakdown.straggler_wait",
+                                "goodput.ettr"};
+  if (token_budget) c.insert(c.end(), {"days", "gpu_hours", "days_with_goodput", "gpu_hours_with_goodput"});
   c.push_back(kSweepWallColumn);
   return c;
 }
@@ -141,9 +142,10 @@ std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
   f.push_back(timing(r.schedule_bubble_s));
   f.push_back(timing(r.stage_imbalance_s));
   f.push_back(timing(r.straggler_wait_s));
+  f.push_back(timing(r.ettr));
   if (token_budget) {
-    f.push_back(r.days ? num(*r.days) : "");
-    f.push_back(r.gpu_hours ? num(*r.gpu_hours) : "");
+    for (const auto& v : {r.days, r.gpu_hours, r.days_with_goodput, r.gpu_hours_with_goodput})
+      f.push_back(v ? num(*v) : "");
   }
   f.push_back(fmt::format("{:.4f}", r.wall_s));
   return f;
