@@ -12,7 +12,7 @@
 namespace moesim::config {
 
 const sim_core::NameTable<SweepObjective>& sweep_objective_names() {
-  static constexpr std::array<sim_core::NameEntry<SweepObjective>, 7> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<SweepObjective>, 9> kEntries{{
       {SweepObjective::tokens_per_s_per_gpu, "tokens_per_s_per_gpu",
        "tokens per second per GPU (higher is better)"},
       {SweepObjective::tflops_per_gpu, "tflops_per_gpu",
@@ -25,9 +25,18 @@ const sim_core::NameTable<SweepObjective>& sweep_objective_names() {
       {SweepObjective::days, "days", "days to train the token budget (lower is better)"},
       {SweepObjective::gpu_hours, "gpu_hours",
        "GPU-hours to train the token budget (lower is better)"},
+      {SweepObjective::days_with_goodput, "days_with_goodput",
+       "days to train the token budget with interruptions, checkpoints and restarts (the scenario's goodput; "
+       "lower is better)"},
+      {SweepObjective::gpu_hours_with_goodput, "gpu_hours_with_goodput",
+       "GPU-hours to train the token budget with interruptions, checkpoints and restarts (lower is better)"},
   }};
   static constexpr sim_core::NameTable<SweepObjective> kTable{kEntries};
   return kTable;
+}
+
+bool with_goodput(SweepObjective o) {
+  return o == SweepObjective::days_with_goodput || o == SweepObjective::gpu_hours_with_goodput;
 }
 
 bool higher_is_better(SweepObjective o) {
@@ -106,7 +115,8 @@ class SweepReader {
       if (auto b = o.get("token_budget")) f.token_budget = b->as_number(1, 1e30);
       if (auto obj = o.get("objective")) {
         f.objective = obj->as_enum(sweep_objective_names(), "objective");
-        if ((f.objective == SweepObjective::days || f.objective == SweepObjective::gpu_hours) &&
+        if ((f.objective == SweepObjective::days || f.objective == SweepObjective::gpu_hours ||
+             with_goodput(f.objective)) &&
             !f.token_budget)
           obj->fail(
               fmt::format("'{}' needs a token_budget", sweep_objective_names().name(f.objective)));

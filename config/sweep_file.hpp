@@ -35,10 +35,15 @@ enum class SweepObjective {
   step_time_s,
   peak_memory_gib,
   days,
-  gpu_hours
+  gpu_hours,
+  days_with_goodput,
+  gpu_hours_with_goodput
 };
 const sim_core::NameTable<SweepObjective>& sweep_objective_names();
 bool higher_is_better(SweepObjective o);
+// days_with_goodput and gpu_hours_with_goodput: the summary's budget columns are then the
+// ones with goodput.
+bool with_goodput(SweepObjective o);
 
 // The parallel degrees `layouts` may enumerate, as keys of the scenario's `parallelism`.
 inline constexpr std::array<std::string_view, 6> kLayoutKeys{"tp", "pp", "vpp", "ep", "etp", "cp"};

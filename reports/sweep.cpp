@@ -296,14 +296,22 @@ struct Analysis {
   std::string x_name, y_name;
 };
 
+// The budget's columns: with goodput under a goodput objective.
+std::string budget_days(const SweepSummaryInfo& info) {
+  return config::with_goodput(info.objective) ? "days_with_goodput" : "days";
+}
+std::string budget_gpu_hours(const SweepSummaryInfo& info) {
+  return config::with_goodput(info.objective) ? "gpu_hours_with_goodput" : "gpu_hours";
+}
+
 Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info) {
   Analysis a;
   const auto& h = csv.header;
   const std::size_t status = column(h, "status"), gpus = column(h, "gpus"),
                     objective = column(
                         h, std::string(config::sweep_objective_names().name(info.objective))),
-                    tokens = column(h, "tokens_per_s_per_gpu"), days = column(h, "days"),
-                    gpu_hours = column(h, "gpu_hours");
+                    tokens = column(h, "tokens_per_s_per_gpu"), days = column(h, budget_days(info)),
+                    gpu_hours = column(h, budget_gpu_hours(info));
   const auto value = [&](const SweepCsv::Row& r, std::size_t c) {
     return c < r.fields.size() ? parse_double(r.fields[c]) : std::nullopt;
   };
@@ -347,8 +355,8 @@ Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info) {
   });
   for (const auto& k : by_x)
     if (a.pareto.empty() || k.y > a.pareto.back().y) a.pareto.push_back(k);
-  a.x_name = info.token_budget ? "gpu_hours" : "gpus";
-  a.y_name = info.token_budget ? "days" : "tokens_per_s";
+  a.x_name = info.token_budget ? budget_gpu_hours(info) : "gpus";
+  a.y_name = info.token_budget ? budget_days(info) : "tokens_per_s";
   return a;
 }
 
@@ -407,7 +415,8 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
   for (std::size_t i = 1; i < first_result; ++i) cols.push_back(i);
   std::vector<std::string> figures = {"tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
                                       "step_time_s", "peak_memory_gib"};
-  if (info.token_budget) figures.insert(figures.end(), {"days", "gpu_hours"});
+  figures.push_back("goodput.ettr");
+  if (info.token_budget) figures.insert(figures.end(), {budget_days(info), budget_gpu_hours(info)});
   for (const auto& f : figures)
     if (column(h, f) < h.size()) cols.push_back(column(h, f));
   const auto short_name = [](const std::string& path) {

@@ -79,6 +79,8 @@ TEST_CASE("Sweep file errors name the file and the JSON path", "[config][sweep]"
   j = ok;
   j["objective"] = "days";  // needs a token budget
   CHECK_THAT(sweep_error(j).message(), Catch::Contains("needs a token_budget"));
+  j["objective"] = "days_with_goodput";
+  CHECK_THAT(sweep_error(j).message(), Catch::Contains("'days_with_goodput' needs a token_budget"));
 
   j = ok;
   j["base"] = "no-such-scenario.json";
