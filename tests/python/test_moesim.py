@@ -34,6 +34,16 @@ class MoesimModule(unittest.TestCase):
         cli = json.loads(subprocess.run([exe, "run", "--json", DEFAULT], check=True, capture_output=True,
                                         text=True).stdout)
         self.assertEqual(moesim.run(DEFAULT)["step_time_s"], cli["step_time_s"])
+        self.assertEqual(moesim.run(DEFAULT)["goodput"], cli["goodput"])
+
+    def test_goodput_with_a_token_budget(self):
+        with open(DEFAULT) as f:
+            sc = json.load(f)
+        sc["goodput"] = {"storage": "3fs", "async_save": True, "token_budget": 1.5e13}
+        g = moesim.run(sc)["goodput"]
+        self.assertGreater(g["ettr"], 0.9)
+        self.assertLess(g["ettr"], 1.0)
+        self.assertAlmostEqual(g["days"] * g["ettr"], g["days_without_interruptions"], delta=1e-9 * g["days"])
 
     def test_describe(self):
         d = moesim.describe(DEFAULT)
