@@ -93,6 +93,7 @@ class ScenarioReader {
       routing(o.get("routing"));
       measured(o.get("measured"));
       goodput(o.get("goodput"));
+      cost(o.get("cost"));
       placement(o.get("placement"));
       ep_library_placement(o.has("framework") && o.req("framework").json().contains("dispatcher"));
       eplb_placement();
@@ -652,6 +653,16 @@ class ScenarioReader {
           g.storage = s;
         }
       }
+    });
+  }
+
+  void cost(const std::optional<Node>& n) {
+    if (!n) return;
+    auto& c = sc_.cost;
+    read_object(*n, [&](Object& o) {
+      if (auto v = o.get("node_power_kW")) c.node_power_kW = v->as_number(0.01, 100000);
+      if (auto v = o.get("pue")) c.pue = v->as_number(1, 10);
+      if (auto v = o.get("gpu_hour_usd")) c.gpu_hour_usd = v->as_number(0, 1e6);
     });
   }
 

@@ -116,6 +116,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.node.cpu_cores = P.req(n, "cpu_cores", 1, 4096, kInt);
       s.node.host_link = one_of(n.req("host_link"), {"pcie5", "nvlink-c2c"}, "host link");
       s.node.host_link_GBps = P.req(n, "host_link_GBps", 0.1, 100000);
+      s.node.max_power_kW = P.opt(n, "max_power_kW", 0.01, 100000);
     });
     read_object(o.req("nvlink"), [&](Object& n) {
       s.nvlink.domain_gpus = P.req(n, "domain_gpus", 1, 100000, kInt);

@@ -76,6 +76,15 @@ struct GoodputSettings {
   std::optional<double> token_budget;            // tokens to train: days with and without goodput
 };
 
+// Cost and energy of a job (scenario key `cost`; predict/goodput.hpp): every figure
+// optional. Energy needs a node power (this or the system's node.max_power_kW), cost a
+// price; both a token budget.
+struct CostSettings {
+  std::optional<double> node_power_kW;  // overrides system.node.max_power_kW
+  std::optional<double> pue;            // facility power over IT power (absent: IT energy only, 1)
+  std::optional<double> gpu_hour_usd;   // price of one GPU-hour
+};
+
 // Where ranks sit (a moesim extension of the contract): how many GPUs of one NVLink
 // domain the job uses. The GB200 journey puts every 32 GPUs (8 trays) in one NVL72
 // domain, so EP32 stays inside NVLink. Default: min(domain size, gpus).
@@ -106,6 +115,7 @@ struct Scenario {
   workload::Routing routing;
   std::optional<Measured> measured;
   GoodputSettings goodput;
+  CostSettings cost;
   // The settings the file wrote, as dotted paths of the keys of its training,
   // parallelism, framework, stack, routing and placement objects ("framework.dispatcher_sms"):
   // config/inert_settings.hpp warns about those that change nothing here.

@@ -12,7 +12,7 @@
 namespace moesim::config {
 
 const sim_core::NameTable<SweepObjective>& sweep_objective_names() {
-  static constexpr std::array<sim_core::NameEntry<SweepObjective>, 9> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<SweepObjective>, 11> kEntries{{
       {SweepObjective::tokens_per_s_per_gpu, "tokens_per_s_per_gpu",
        "tokens per second per GPU (higher is better)"},
       {SweepObjective::tflops_per_gpu, "tflops_per_gpu",
@@ -30,13 +30,19 @@ const sim_core::NameTable<SweepObjective>& sweep_objective_names() {
        "lower is better)"},
       {SweepObjective::gpu_hours_with_goodput, "gpu_hours_with_goodput",
        "GPU-hours to train the token budget with interruptions, checkpoints and restarts (lower is better)"},
+      {SweepObjective::energy_mwh, "energy_mwh",
+       "MWh to train the token budget with goodput at the nodes' power (the scenario's cost block or the "
+       "system's node.max_power_kW; lower is better)"},
+      {SweepObjective::cost_usd, "cost_usd",
+       "USD to train the token budget with goodput at cost.gpu_hour_usd (lower is better)"},
   }};
   static constexpr sim_core::NameTable<SweepObjective> kTable{kEntries};
   return kTable;
 }
 
 bool with_goodput(SweepObjective o) {
-  return o == SweepObjective::days_with_goodput || o == SweepObjective::gpu_hours_with_goodput;
+  return o == SweepObjective::days_with_goodput || o == SweepObjective::gpu_hours_with_goodput ||
+         o == SweepObjective::energy_mwh || o == SweepObjective::cost_usd;
 }
 
 bool higher_is_better(SweepObjective o) {

@@ -37,7 +37,9 @@ enum class SweepObjective {
   days,
   gpu_hours,
   days_with_goodput,
-  gpu_hours_with_goodput
+  gpu_hours_with_goodput,
+  energy_mwh,
+  cost_usd
 };
 const sim_core::NameTable<SweepObjective>& sweep_objective_names();
 bool higher_is_better(SweepObjective o);

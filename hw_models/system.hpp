@@ -55,6 +55,9 @@ struct NodeSpec {
   Param cpu_cores;           // cores per socket
   std::string host_link;     // "pcie5" or "nvlink-c2c"
   Param host_link_GBps;      // achieved host<->device bandwidth per direction
+  // The node's (an NVL72 compute tray's share of its rack's) maximum input power, kW, from
+  // the datasheet: an upper bound on what training draws (predict/goodput.hpp's energy).
+  std::optional<Param> max_power_kW;
 };
 
 struct NvlinkSpec {

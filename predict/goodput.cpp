@@ -21,6 +21,18 @@ double daly_ettr(double interval_s, double delta_s, double restart_s, double mtb
   return interval_s / (mtbi_s * std::exp(restart_s / mtbi_s) * std::expm1((interval_s + delta_s) / mtbi_s));
 }
 
+JobTotals job_totals(const config::Scenario& sc, double wall_days) {
+  JobTotals t;
+  const auto& c = sc.cost;
+  if (c.node_power_kW) t.node_power_kW = *c.node_power_kW;
+  else if (sc.system.node.max_power_kW) t.node_power_kW = sc.system.node.max_power_kW->value;
+  const double n = static_cast<double>(sc.gpus);
+  const double nodes = std::ceil(n / std::max(1.0, sc.system.node.gpus_per_node.value));
+  if (t.node_power_kW) t.energy_mwh = nodes * *t.node_power_kW * c.pue.value_or(1) * 24 * wall_days / 1000;
+  if (c.gpu_hour_usd) t.cost_usd = n * *c.gpu_hour_usd * 24 * wall_days;
+  return t;
+}
+
 Goodput goodput(const config::Scenario& sc, double params, double step_time_s, double tokens_per_s) {
   const auto& g = sc.goodput;
   Goodput out;
@@ -56,6 +68,9 @@ Goodput goodput(const config::Scenario& sc, double params, double step_time_s, d
   if (g.token_budget && tokens_per_s > 0) {
     out.days_without_interruptions = *g.token_budget / tokens_per_s / kDay;
     out.days = *out.days_without_interruptions / out.ettr;
+    const JobTotals t = job_totals(sc, *out.days);
+    out.energy_mwh = t.energy_mwh;
+    out.cost_usd = t.cost_usd;
   }
   return out;
 }

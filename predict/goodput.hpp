@@ -31,7 +31,13 @@
 // so ETTR_u = 1 - delta/tau - (tau + delta)/2M - R/M to first order. Planned interruptions (p per
 // GPU-day, checkpointed first) cost a restart each: ETTR = ETTR_u (1 - p N R / 86,400).
 // Days to a token budget B at T tokens/s over the job: B / T / 86,400 without
-// interruptions, that / ETTR with them.
+// interruptions, D = that / ETTR with them.
+// Energy and cost over those D wall-clock days (issue #26 item 5; scenario key `cost`):
+//   E = nodes x P x PUE x 24 D / 1000 MWh,   cost = GPUs x price x 24 D,
+// P the node's power (cost.node_power_kW, else system.node.max_power_kW: the datasheet's
+// maximum, an upper bound on what training draws; restarts and checkpoints draw it too),
+// PUE cost.pue (absent: 1, the IT energy), price cost.gpu_hour_usd; each absent when
+// what it needs is.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +60,15 @@ struct Goodput {
   bool interval_given = false;      // goodput.checkpoint_interval_s, not Daly's
   double ettr = 1;
   std::optional<double> days, days_without_interruptions;  // to goodput.token_budget
+  std::optional<double> energy_mwh, cost_usd;               // over `days`
 };
+
+// Energy (MWh) and cost (USD) of `wall_days` of the scenario's job (equations above);
+// `node_power_kW` the power used, absent without one.
+struct JobTotals {
+  std::optional<double> node_power_kW, energy_mwh, cost_usd;
+};
+JobTotals job_totals(const config::Scenario& sc, double wall_days);
 
 // Daly's optimum checkpoint interval and the ETTR of an interval (equations above).
 double daly_interval_s(double delta_s, double mtbi_s);

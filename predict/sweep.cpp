@@ -89,6 +89,9 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
       r.gpu_hours = seconds * gpus / 3600;
       r.days_with_goodput = *r.days / r.ettr;
       r.gpu_hours_with_goodput = *r.gpu_hours / r.ettr;
+      const JobTotals t = job_totals(sc, *r.days_with_goodput);
+      r.energy_mwh = t.energy_mwh;
+      r.cost_usd = t.cost_usd;
     }
   } catch (const schedules::NotSimulated& e) {
     failed(std::string("not simulated yet: ") + e.what());

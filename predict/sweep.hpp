@@ -43,6 +43,9 @@ struct SweepResult {
   std::optional<double> days, gpu_hours;  // under the token budget
   // The same with interruptions, checkpoints and restarts: days / ettr, gpu_hours / ettr.
   std::optional<double> days_with_goodput, gpu_hours_with_goodput;
+  // Over days_with_goodput (predict/goodput.hpp job_totals): absent without a node power
+  // or a price.
+  std::optional<double> energy_mwh, cost_usd;
   double wall_s = 0;  // load, memory and simulation wall time: the only nondeterministic figure
 };
 

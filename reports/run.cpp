@@ -63,6 +63,22 @@ std::string goodput_text(const config::Scenario& sc, const predict::Goodput& g) 
   if (g.days)
     o += fmt::format("  token budget   {:.3g} tokens in {:.1f} days ({:.1f} without interruptions)\n",
                      *s.token_budget, *g.days, *g.days_without_interruptions);
+  if (g.energy_mwh || g.cost_usd) {
+    const auto t = predict::job_totals(sc, *g.days);
+    std::string what;
+    if (g.energy_mwh)
+      what += fmt::format("{:.4g} MWh ({} kW a node{}{})", *g.energy_mwh, *t.node_power_kW,
+                          sc.cost.node_power_kW ? "" : ", the system's maximum",
+                          sc.cost.pue ? fmt::format(", PUE {:g}", *sc.cost.pue) : std::string(", IT load"));
+    if (g.cost_usd)
+      what += fmt::format("{}{} USD at {:g} a GPU-hour", what.empty() ? "" : "; ",
+                          *g.cost_usd >= 1e6 ? fmt::format("{:.2f} million", *g.cost_usd / 1e6)
+                                             : fmt::format("{:.0f}", *g.cost_usd),
+                          *sc.cost.gpu_hour_usd);
+    o += fmt::format("  to the budget  {}\n", what);
+  }
+  if (g.days && !g.energy_mwh)
+    o += "  to the budget  no energy: the system has no node.max_power_kW; give cost.node_power_kW\n";
   return o;
 }
 
@@ -82,6 +98,8 @@ Json goodput_json(const predict::Goodput& g) {
     j["days"] = *g.days;
     j["days_without_interruptions"] = *g.days_without_interruptions;
   }
+  if (g.energy_mwh) j["energy_mwh"] = *g.energy_mwh;
+  if (g.cost_usd) j["cost_usd"] = *g.cost_usd;
   return j;
 }
 }  // namespace

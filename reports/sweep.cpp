@@ -36,7 +36,8 @@ std::vector<std::string> result_columns(bool token_budget) {
                                 "breakdown.stage_imbalance",
                                 "breakdown.straggler_wait",
                                 "goodput.ettr"};
-  if (token_budget) c.insert(c.end(), {"days", "gpu_hours", "days_with_goodput", "gpu_hours_with_goodput"});
+  if (token_budget)
+    c.insert(c.end(), {"days", "gpu_hours", "days_with_goodput", "gpu_hours_with_goodput", "energy_mwh", "cost_usd"});
   c.push_back(kSweepWallColumn);
   return c;
 }
@@ -144,7 +145,7 @@ std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
   f.push_back(timing(r.straggler_wait_s));
   f.push_back(timing(r.ettr));
   if (token_budget) {
-    for (const auto& v : {r.days, r.gpu_hours, r.days_with_goodput, r.gpu_hours_with_goodput})
+    for (const auto& v : {r.days, r.gpu_hours, r.days_with_goodput, r.gpu_hours_with_goodput, r.energy_mwh, r.cost_usd})
       f.push_back(v ? num(*v) : "");
   }
   f.push_back(fmt::format("{:.4f}", r.wall_s));
@@ -417,6 +418,8 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
                                       "step_time_s", "peak_memory_gib"};
   figures.push_back("goodput.ettr");
   if (info.token_budget) figures.insert(figures.end(), {budget_days(info), budget_gpu_hours(info)});
+  if (info.objective == config::SweepObjective::energy_mwh || info.objective == config::SweepObjective::cost_usd)
+    figures.emplace_back(config::sweep_objective_names().name(info.objective));
   for (const auto& f : figures)
     if (column(h, f) < h.size()) cols.push_back(column(h, f));
   const auto short_name = [](const std::string& path) {

@@ -94,3 +94,39 @@ TEST_CASE("Goodput: the block's bad input is refused with its path", "[predict][
   CHECK(sc.goodput.storage.name == "vast");
   CHECK_FALSE(config::goodput_default_source("restart_s").empty());
 }
+
+TEST_CASE("Cost and energy over the days with goodput, by hand", "[predict][goodput][cost]") {
+  auto sc = config::load_scenario_file(test::source_path("scenarios/dsv3-gb200.json"));
+  // 256 GB200: 64 trays at the preset's 120 / 18 kW (the rack's share of each tray).
+  REQUIRE(sc.system.node.max_power_kW);
+  CHECK(sc.system.node.max_power_kW->value == Approx(6.667));
+  const auto t = predict::job_totals(sc, 10);
+  REQUIRE(t.energy_mwh);
+  CHECK(*t.energy_mwh == Approx(64 * 6.667 * 24 * 10 / 1000.0));  // IT load: PUE absent
+  CHECK_FALSE(t.cost_usd);                                        // no price
+  sc.cost.pue = 1.2;
+  sc.cost.gpu_hour_usd = 3;
+  sc.cost.node_power_kW = 5;
+  const auto u = predict::job_totals(sc, 10);
+  CHECK(*u.node_power_kW == 5);
+  CHECK(*u.energy_mwh == Approx(64 * 5 * 1.2 * 24 * 10 / 1000.0));
+  CHECK(*u.cost_usd == Approx(256 * 3 * 24 * 10.0));
+  // In a prediction: over the days with goodput to the token budget.
+  sc.goodput.token_budget = 1e12;
+  const auto p = predict::predict(sc);
+  REQUIRE(p.goodput.days);
+  CHECK(*p.goodput.energy_mwh == Approx(*predict::job_totals(sc, *p.goodput.days).energy_mwh));
+  CHECK(*p.goodput.cost_usd == Approx(256 * 3 * 24 * *p.goodput.days));
+  // A system without a node power has no energy.
+  auto h800 = config::load_scenario_file(test::source_path("scenarios/h800/dsv3-production.json"));
+  CHECK_FALSE(h800.system.node.max_power_kW);
+  CHECK_FALSE(predict::job_totals(h800, 10).energy_mwh);
+}
+
+TEST_CASE("Cost: the block's bad input is refused with its path", "[predict][goodput][cost][errors]") {
+  auto j = test::default_scenario_json();
+  j["cost"] = {{"pue", 0.9}};
+  CHECK(test::load_error(j).path() == "cost.pue");
+  j["cost"] = {{"usd_per_gpu_hour", 2}};
+  CHECK(test::load_error(j).path() == "cost.usd_per_gpu_hour");
+}
