@@ -8,7 +8,11 @@
 namespace moesim::predict {
 namespace {
 constexpr double kDay = 86400;
+// Servers, or NVL72 compute trays, the job occupies.
+double job_nodes(const config::Scenario& sc) {
+  return std::ceil(static_cast<double>(sc.gpus) / std::max(1.0, sc.system.node.gpus_per_node.value));
 }
+}  // namespace
 
 double daly_interval_s(double delta_s, double mtbi_s) {
   if (delta_s >= 2 * mtbi_s) return mtbi_s;
@@ -27,8 +31,7 @@ JobTotals job_totals(const config::Scenario& sc, double wall_days) {
   if (c.node_power_kW) t.node_power_kW = *c.node_power_kW;
   else if (sc.system.node.max_power_kW) t.node_power_kW = sc.system.node.max_power_kW->value;
   const double n = static_cast<double>(sc.gpus);
-  const double nodes = std::ceil(n / std::max(1.0, sc.system.node.gpus_per_node.value));
-  if (t.node_power_kW) t.energy_mwh = nodes * *t.node_power_kW * c.pue.value_or(1) * 24 * wall_days / 1000;
+  if (t.node_power_kW) t.energy_mwh = job_nodes(sc) * *t.node_power_kW * c.pue.value_or(1) * 24 * wall_days / 1000;
   if (c.gpu_hour_usd) t.cost_usd = n * *c.gpu_hour_usd * 24 * wall_days;
   return t;
 }
@@ -37,7 +40,7 @@ Goodput goodput(const config::Scenario& sc, double params, double step_time_s, d
   const auto& g = sc.goodput;
   Goodput out;
   const double n = static_cast<double>(sc.gpus);
-  const double nodes = std::ceil(n / std::max(1.0, sc.system.node.gpus_per_node.value));
+  const double nodes = job_nodes(sc);
   const double rate = g.interruptions_per_gpu_day * n / kDay;  // per second
   out.mtbi_s = rate > 0 ? 1 / rate : INFINITY;
   const auto& fw = sc.framework;
@@ -69,6 +72,7 @@ Goodput goodput(const config::Scenario& sc, double params, double step_time_s, d
     out.days_without_interruptions = *g.token_budget / tokens_per_s / kDay;
     out.days = *out.days_without_interruptions / out.ettr;
     const JobTotals t = job_totals(sc, *out.days);
+    out.node_power_kW = t.node_power_kW;
     out.energy_mwh = t.energy_mwh;
     out.cost_usd = t.cost_usd;
   }

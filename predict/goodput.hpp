@@ -60,6 +60,7 @@ struct Goodput {
   bool interval_given = false;      // goodput.checkpoint_interval_s, not Daly's
   double ettr = 1;
   std::optional<double> days, days_without_interruptions;  // to goodput.token_budget
+  std::optional<double> node_power_kW;                      // what the energy takes (JobTotals)
   std::optional<double> energy_mwh, cost_usd;               // over `days`
 };
 

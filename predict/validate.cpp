@@ -82,9 +82,11 @@ std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
       f.fitted = true;
       f.b_measured = lm.coefficients(0), f.a_measured = lm.coefficients(1);
       f.b_predicted = lp.coefficients(0), f.a_predicted = lp.coefficients(1);
-      // Rows without terms (built by hand) leave the split empty.
+      // Rows without terms (built by hand) leave the split empty; so does a mix.
       const std::size_t n_terms = f.sizes.front()->step_terms.size();
-      for (std::size_t t = 0; t < n_terms; ++t) {
+      const bool same = std::all_of(f.sizes.begin(), f.sizes.end(),
+                                    [&](const ValidateRow* r) { return r->step_terms.size() == n_terms; });
+      for (std::size_t t = 0; same && t < n_terms; ++t) {
         std::vector<double> y;
         for (const auto* r : f.sizes) y.push_back(r->step_terms.at(t).second);
         const auto lt = calibration::fit_line(ga, y);

@@ -64,10 +64,9 @@ std::string goodput_text(const config::Scenario& sc, const predict::Goodput& g) 
     o += fmt::format("  token budget   {:.3g} tokens in {:.1f} days ({:.1f} without interruptions)\n",
                      *s.token_budget, *g.days, *g.days_without_interruptions);
   if (g.energy_mwh || g.cost_usd) {
-    const auto t = predict::job_totals(sc, *g.days);
     std::string what;
     if (g.energy_mwh)
-      what += fmt::format("{:.4g} MWh ({} kW a node{}{})", *g.energy_mwh, *t.node_power_kW,
+      what += fmt::format("{:.4g} MWh ({} kW a node{}{})", *g.energy_mwh, *g.node_power_kW,
                           sc.cost.node_power_kW ? "" : ", the system's maximum",
                           sc.cost.pue ? fmt::format(", PUE {:g}", *sc.cost.pue) : std::string(", IT load"));
     if (g.cost_usd)
