@@ -28,13 +28,14 @@ std::unique_ptr<Command> make_comm_command();
 std::unique_ptr<Command> make_pipeline_command();
 std::unique_ptr<Command> make_infer_command();
 std::unique_ptr<Command> make_sweep_command();
+std::unique_ptr<Command> make_plan_command();
 std::unique_ptr<Command> make_report_command();
 std::unique_ptr<Command> make_calibrate_command();
 std::unique_ptr<Command> make_eplb_command();
 
 namespace {
 
-constexpr std::array<CommandInfo, 13> kCommands{{
+constexpr std::array<CommandInfo, 14> kCommands{{
     {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make_run_command},
     {"diff", "two scenarios' predictions side by side, the step-time difference by contribution", make_diff_command},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make_describe_command},
@@ -48,6 +49,8 @@ constexpr std::array<CommandInfo, 13> kCommands{{
     {"eplb", "DeepSeek's expert-parallel load balancer on a load matrix: replicas and their placement",
      make_eplb_command},
     {"sweep", "run the scenarios of a sweep file to a CSV, ranked; merge shards", make_sweep_command},
+    {"plan", "the best parallel layouts of a scenario's model on a cluster size (every candidate to a CSV)",
+     make_plan_command},
     {"report", "one self-contained HTML page of charts: a scenario, a diff, validation or a sweep", make_report_command},
     {"calibrate", "run the calibration kernels on a GPU, or fit a profile: measurement files, EP tables, step jitter, the corpus",
      make_calibrate_command},

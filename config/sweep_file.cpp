@@ -45,6 +45,10 @@ bool with_goodput(SweepObjective o) {
          o == SweepObjective::energy_mwh || o == SweepObjective::cost_usd;
 }
 
+bool needs_token_budget(SweepObjective o) {
+  return o == SweepObjective::days || o == SweepObjective::gpu_hours || with_goodput(o);
+}
+
 bool higher_is_better(SweepObjective o) {
   return o == SweepObjective::tokens_per_s_per_gpu || o == SweepObjective::tflops_per_gpu ||
          o == SweepObjective::mfu;
@@ -121,9 +125,7 @@ class SweepReader {
       if (auto b = o.get("token_budget")) f.token_budget = b->as_number(1, 1e30);
       if (auto obj = o.get("objective")) {
         f.objective = obj->as_enum(sweep_objective_names(), "objective");
-        if ((f.objective == SweepObjective::days || f.objective == SweepObjective::gpu_hours ||
-             with_goodput(f.objective)) &&
-            !f.token_budget)
+        if (needs_token_budget(f.objective) && !f.token_budget)
           obj->fail(
               fmt::format("'{}' needs a token_budget", sweep_objective_names().name(f.objective)));
       }

@@ -46,6 +46,8 @@ bool higher_is_better(SweepObjective o);
 // days_with_goodput and gpu_hours_with_goodput: the summary's budget columns are then the
 // ones with goodput.
 bool with_goodput(SweepObjective o);
+// days, gpu_hours and the with_goodput ones: only under a token budget.
+bool needs_token_budget(SweepObjective o);
 
 // The parallel degrees `layouts` may enumerate, as keys of the scenario's `parallelism`.
 inline constexpr std::array<std::string_view, 6> kLayoutKeys{"tp", "pp", "vpp", "ep", "etp", "cp"};
