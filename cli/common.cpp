@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config/json_reader.hpp"
+#include "predict/sweep.hpp"
 #include "config/load.hpp"
 
 namespace moesim::cli {
@@ -65,6 +66,25 @@ std::vector<std::string> measured_files(const std::vector<std::string>& paths, i
     else ++skipped;
   }
   return out;
+}
+
+reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo, const std::string& base_file,
+                                     std::optional<double> token_budget, int jobs, const config::LoadOptions& opts,
+                                     const std::string& out, const std::function<void()>& each) {
+  const bool budget = token_budget.has_value();
+  std::ofstream stream(out, std::ios::binary | std::ios::app);
+  if (!stream) throw config::InputError(out, "", "cannot write the file");
+  predict::run_sweep(todo, base_file, token_budget, jobs,
+                     [&](const config::SweepPoint& p, const predict::SweepResult& r) {
+                       stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
+                       each();
+                     },
+                     opts);
+  stream.close();
+  if (!stream) throw config::InputError(out, "", "cannot write the file");
+  reports::SweepCsv all = reports::read_sweep_csv(out);
+  write_file(out, reports::sweep_csv_text(all));
+  return all;
 }
 
 }  // namespace moesim::cli

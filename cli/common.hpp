@@ -2,8 +2,15 @@
 // --uncalibrated flag, and the scenario files under paths.
 #pragma once
 
+#include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "config/load.hpp"
+#include "config/sweep_file.hpp"
+#include "reports/sweep.hpp"
 
 namespace CLI {
 class App;
@@ -19,6 +26,13 @@ void write_file(const std::string& path, const std::string& text);
 void add_uncalibrated(CLI::App& app, bool& flag);
 // --headroom GIB: memory held back on every GPU (config::LoadOptions::headroom_gib).
 void add_headroom(CLI::App& app, double& gib);
+
+// The sweep rows `todo` (predict::run_sweep on `jobs` threads) appended to the CSV `out`
+// as each finishes (`each` called after it), then `out` rewritten sorted by id, so the
+// same rows give the same file; returns it. `sweep` and `plan` share it.
+reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo, const std::string& base_file,
+                                     std::optional<double> token_budget, int jobs, const config::LoadOptions& opts,
+                                     const std::string& out, const std::function<void()>& each);
 
 // Scenario files under the given paths (folders recursively), in sorted order.
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths);

@@ -15,8 +15,6 @@
 #include "cli/commands.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -91,19 +89,9 @@ class Plan final : public Command {
     const std::string out = !out_.empty() ? out_ : f.name + ".csv";
     const auto header = reports::sweep_csv_header(plan, budget);
     write_file(out, reports::sweep_csv_text(reports::SweepCsv{header, {}, false}));
-    std::ofstream stream(out, std::ios::binary | std::ios::app);
-    if (!stream) throw config::InputError(out, "", "cannot write the file");
     std::vector<const config::SweepPoint*> todo;
     for (const auto& p : plan.points) todo.push_back(&p);
-    predict::run_sweep(todo, f.base_file, f.token_budget, jobs_,
-                       [&](const config::SweepPoint& p, const predict::SweepResult& r) {
-                         stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
-                       },
-                       opts);
-    stream.close();
-    if (!stream) throw config::InputError(out, "", "cannot write the file");
-    const reports::SweepCsv all = reports::read_sweep_csv(out);
-    write_file(out, reports::sweep_csv_text(all));
+    const reports::SweepCsv all = append_rows_to_csv(todo, f.base_file, f.token_budget, jobs_, opts, out, [] {});
     reports::SweepSummaryInfo info{f.name, file_, out, static_cast<std::int64_t>(plan.points.size()),
                                    plan.combinations, plan.pruned, 0, 1, f.objective, budget, top_};
     if (json_) io.out << reports::sweep_summary_json(all, info).dump(2) << "\n";

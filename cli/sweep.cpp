@@ -99,8 +99,6 @@ class Sweep final : public Command {
     std::vector<const config::SweepPoint*> todo;
     for (const auto& p : plan.points)
       if (p.id % count == index && !have[static_cast<std::size_t>(p.id)]) todo.push_back(&p);
-    std::ofstream stream(out, std::ios::binary | std::ios::app);
-    if (!stream) throw config::InputError(out, "", "cannot write the file");
     const bool progress = &io.err == &std::cerr && isatty(STDERR_FILENO);
     const auto t0 = std::chrono::steady_clock::now();
     auto last = t0;
@@ -117,20 +115,11 @@ class Sweep final : public Command {
              << (final ? "\n" : "") << std::flush;
     };
     const config::LoadOptions opts{!uncalibrated_, headroom_};
-    predict::run_sweep(todo, sweep.base_file, sweep.token_budget, jobs_,
-                       [&](const config::SweepPoint& p, const predict::SweepResult& r) {
-                         stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
-                         ++done;
-                         if (progress) show(false);
-                       },
-                       opts);
+    const reports::SweepCsv all = append_rows_to_csv(todo, sweep.base_file, sweep.token_budget, jobs_, opts, out, [&] {
+      ++done;
+      if (progress) show(false);
+    });
     if (progress) show(true);
-    stream.close();
-    if (!stream) throw config::InputError(out, "", "cannot write the file");
-
-    // The finished file: rows sorted by id, so the same sweep gives the same file.
-    const reports::SweepCsv all = reports::read_sweep_csv(out);
-    write_file(out, reports::sweep_csv_text(all));
     reports::SweepSummaryInfo info{sweep.name, file_, out, static_cast<std::int64_t>(plan.points.size()),
                                    plan.combinations, plan.pruned, index, count, sweep.objective, budget, top_};
     if (json_) io.out << reports::sweep_summary_json(all, info).dump(2) << "\n";
