@@ -1,8 +1,10 @@
 #include "config/presets.hpp"
 
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -32,6 +34,18 @@ std::string preset_label(const detail::PresetFile& p) {
   return fmt::format("{}/{}/{}.json (built-in preset)", folder, p.kind, p.name);
 }
 
+// A built-in preset's JSON, parsed on its first use and kept: the presets are constants
+// compiled into the binary, and a sweep or plan loads thousands of scenarios naming the
+// same few (a system preset and its calibration profiles are about 100 KB of JSON).
+// Thread-safe; a preset that fails to parse throws at every use, as before.
+const Json& parsed_preset(const detail::PresetFile& p) {
+  static std::vector<std::once_flag> once(detail::kPresetFileCount);
+  static std::vector<Json> parsed(detail::kPresetFileCount);
+  const auto i = static_cast<std::size_t>(&p - detail::kPresetFiles);
+  std::call_once(once[i], [&] { parsed[i] = parse_json(p.text, preset_label(p)); });
+  return parsed[i];
+}
+
 std::string unknown(PresetKind kind, std::string_view name) {
   return fmt::format("unknown {} preset '{}'; known: {}", kind_name(kind), name,
                      fmt::join(preset_names(kind), ", "));
@@ -58,7 +72,7 @@ Json preset_json(PresetKind kind, const std::string& name, const Node& at) {
   if (const auto file = model_file(kind, name, at)) return read_json_file(*file);
   const auto* p = find_preset(kind, name);
   if (!p) at.fail(unknown(kind, name));
-  return parse_json(p->text, preset_label(*p));
+  return parsed_preset(*p);
 }
 
 // Copies a profile's "parameters" (a patch of {"value", "source"} leaves at the preset's
@@ -96,17 +110,21 @@ std::vector<std::string> apply_profiles(Json& sys, const LoadOptions& opts, cons
     const auto* p = find_preset(PresetKind::profile, name);
     if (!p) throw InputError(file, here, unknown(PresetKind::profile, name));
     if (!opts.calibrated) continue;
-    const Json prof = parse_json(p->text, preset_label(*p));
+    const Json& prof = parsed_preset(*p);
     if (!prof.contains("parameters") || !prof["parameters"].is_object())
       throw InputError(preset_label(*p), "parameters", "expected an object");
-    overlay(sys["sources"], sys, prof["parameters"], name, "");
+    // The sources gathered apart and added after: `sys` gains keys as it is overlaid, which
+    // may move its "sources" member.
+    Json sources = Json::object();
+    overlay(sources, sys, prof["parameters"], name, "");
     // Values that hold for one GPU (its sustained clocks under its power limit), keyed by
     // the preset's GPU name.
     if (const auto by = prof.find("parameters_by_gpu"); by != prof.end() && sys.contains("gpu") &&
                                                         sys["gpu"].contains("name") && sys["gpu"]["name"].is_string()) {
       const auto g = by->find(sys["gpu"]["name"].get<std::string>());
-      if (g != by->end()) overlay(sys["sources"], sys, *g, name, "");
+      if (g != by->end()) overlay(sources, sys, *g, name, "");
     }
+    for (auto& [id, text] : sources.items()) sys["sources"][id] = std::move(text);
     applied.push_back(name);
   }
   return applied;
@@ -117,7 +135,7 @@ T load_preset(PresetKind kind, const std::string& name, const LoadOptions& opts,
   const auto* p = find_preset(kind, name);
   if (!p) throw InputError("<command line>", "", unknown(kind, name));
   const std::string label = preset_label(*p);
-  Json j = parse_json(p->text, label);
+  Json j = parsed_preset(*p);
   std::vector<std::string> profiles;
   if (kind == PresetKind::system) profiles = apply_profiles(j, opts, label, "");
   T t = read(Node(j, "", std::make_shared<const std::string>(label)));

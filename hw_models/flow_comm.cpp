@@ -7,8 +7,8 @@
 
 namespace moesim::hw_models {
 
-FlowComm::FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain, std::int64_t pp)
-    : sys_(s), topo_(s, gpus, per_domain), stage_gpus_(gpus / std::max<std::int64_t>(1, pp)) {}
+FlowComm::FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain, std::int64_t pp, FlowCache* cache)
+    : sys_(s), topo_(s, gpus, per_domain), stage_gpus_(gpus / std::max<std::int64_t>(1, pp)), cache_(cache) {}
 
 double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
   if (g.size <= 1 || bytes <= 0) return 0;
@@ -28,6 +28,15 @@ double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
 const FlowComm::Shape& FlowComm::shape_of(Collective op, const CommGroup& g) const {
   const auto key = std::make_tuple(static_cast<int>(op), g.size, g.stride);
   if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
+  if (cache_) {
+    const FlowCache::ShapeKey shared{topo_.gpus(), topo_.domain_size(), stage_gpus_, static_cast<int>(op), g.size,
+                                     g.stride};
+    return shapes_.emplace(key, cache_->shape(sys_, shared, [&] { return solve_shape(op, g); })).first->second;
+  }
+  return shapes_.emplace(key, solve_shape(op, g)).first->second;
+}
+
+FlowShape FlowComm::solve_shape(Collective op, const CommGroup& g) const {
   const std::int64_t span = g.size * g.stride;
   if (span > topo_.gpus()) throw std::invalid_argument("FlowComm: group larger than the cluster");
   // The groups of this shape inside the first pipeline stage: leaders are the ranks whose
@@ -47,7 +56,7 @@ const FlowComm::Shape& FlowComm::shape_of(Collective op, const CommGroup& g) con
   }
   shape.makespan_per_byte = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
   shape.domains = static_cast<int>(domains.size());
-  return shapes_.emplace(key, shape).first->second;
+  return shape;
 }
 
 double FlowComm::all_to_all(double b, const CommGroup& g) const { return solve(Collective::all_to_all, b, g); }
@@ -60,15 +69,21 @@ double FlowComm::send_recv(double bytes, const CommGroup& pair) const {
   auto it = shapes_.find(key);
   if (it == shapes_.end()) {
     // Every rank of the first stage sends to its peer `stride` ranks on.
-    std::vector<Flow> flows;
-    const std::int64_t senders = std::min(stage_gpus_, topo_.gpus() - pair.stride);
-    for (std::int64_t r = 0; r < senders; ++r)
-      flows.push_back({static_cast<int>(r), static_cast<int>(r + pair.stride), kReferenceBytes, 0});
-    Shape shape;
-    shape.latency_s =
-        collective_flows(sys_, topo_, Collective::send_recv, {0, static_cast<int>(pair.stride)}, kReferenceBytes).latency_s;
-    shape.makespan_per_byte = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
-    it = shapes_.emplace(key, shape).first;
+    const auto solve_pair = [&] {
+      std::vector<Flow> flows;
+      const std::int64_t senders = std::min(stage_gpus_, topo_.gpus() - pair.stride);
+      for (std::int64_t r = 0; r < senders; ++r)
+        flows.push_back({static_cast<int>(r), static_cast<int>(r + pair.stride), kReferenceBytes, 0});
+      Shape shape;
+      shape.latency_s =
+          collective_flows(sys_, topo_, Collective::send_recv, {0, static_cast<int>(pair.stride)}, kReferenceBytes)
+              .latency_s;
+      shape.makespan_per_byte = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
+      return shape;
+    };
+    const FlowCache::ShapeKey shared{topo_.gpus(), topo_.domain_size(), stage_gpus_,
+                                     static_cast<int>(Collective::send_recv), pair.size, pair.stride};
+    it = shapes_.emplace(key, cache_ ? cache_->shape(sys_, shared, solve_pair) : solve_pair()).first;
   }
   return it->second.latency_s + it->second.makespan_per_byte * bytes;
 }

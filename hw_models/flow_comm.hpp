@@ -17,31 +17,32 @@
 
 #include "hw_models/collectives.hpp"
 #include "hw_models/comm_cost.hpp"
+#include "hw_models/flow_cache.hpp"
 #include "hw_models/topology.hpp"
 
 namespace moesim::hw_models {
 
 class FlowComm final : public CommModel {
  public:
-  FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t gpus_per_domain, std::int64_t pp = 1);
+  // `cache`: shapes shared with the other simulations of a search (hw_models/flow_cache.hpp).
+  FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t gpus_per_domain, std::int64_t pp = 1,
+           FlowCache* cache = nullptr);
   double all_to_all(double bytes_per_rank, const CommGroup& g) const override;
   double all_gather(double buffer_bytes, const CommGroup& g) const override;
   double reduce_scatter(double buffer_bytes, const CommGroup& g) const override;
   double send_recv(double bytes, const CommGroup& pair) const override;
 
  private:
-  struct Shape {
-    double latency_s = 0;          // the slowest group's fixed latency
-    double makespan_per_byte = 0;  // the flows' makespan over the buffer's bytes
-    int domains = 0;               // NVLink domains the first group spans
-  };
+  using Shape = FlowShape;
   static constexpr double kReferenceBytes = 1 << 30;
   double solve(Collective op, double bytes, const CommGroup& g) const;
   const Shape& shape_of(Collective op, const CommGroup& g) const;
+  FlowShape solve_shape(Collective op, const CommGroup& g) const;
 
   const SystemSpec& sys_;
   Topology topo_;
   std::int64_t stage_gpus_;  // GPUs of one pipeline stage
+  FlowCache* cache_;
   mutable std::map<std::tuple<int, std::int64_t, std::int64_t>, Shape> shapes_;
 };
 

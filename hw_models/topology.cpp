@@ -166,6 +166,8 @@ void Topology::check_gpus(int a, int b) const {
 std::vector<int> Topology::route(int a, int b) const {
   check_gpus(a, b);
   if (a == b) return {};
+  const std::int64_t key = static_cast<std::int64_t>(a) * gpus_ + b;
+  if (const auto it = routes_.find(key); it != routes_.end()) return it->second;
   const int da = domain_of(a), db = domain_of(b);
   if (searched_src_ != a || searched_domain_ != db) {
     // The leaves next to the NICs of the two domains, in vertex order (see the header for
@@ -206,11 +208,12 @@ std::vector<int> Topology::route(int a, int b) const {
     searched_src_ = a;
     searched_domain_ = db;
   }
-  return walk_back(
-      [this](int v) {
-        return stamp_[static_cast<std::size_t>(v)] == search_stamp_ ? link_in_[static_cast<std::size_t>(v)] : -1;
-      },
-      links_, a, b);
+  return routes_[key] = walk_back(
+             [this](int v) {
+               return stamp_[static_cast<std::size_t>(v)] == search_stamp_ ? link_in_[static_cast<std::size_t>(v)]
+                                                                           : -1;
+             },
+             links_, a, b);
 }
 
 std::vector<int> Topology::route_full_search(int a, int b) const {

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hw_models/system.hpp"
@@ -102,6 +103,9 @@ class Topology {
   mutable std::uint32_t search_stamp_ = 0;
   mutable std::vector<std::uint32_t> stamp_;
   mutable std::vector<int> link_in_;
+  // Routes found, by a x gpus + b: an EP step prices several flow sets (dispatch and
+  // combine, forward and backward, each layer kind) between the same GPUs.
+  mutable std::unordered_map<std::int64_t, std::vector<int>> routes_;
 };
 
 }  // namespace moesim::hw_models

@@ -112,7 +112,7 @@ Prediction predict_memory(const config::Scenario& sc) {
 Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_load, const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const hw_models::FlowComm comm(sc.system, sc.gpus, sc.placement.gpus_per_nvlink_domain,
-                                 sc.parallelism.pp);
+                                 sc.parallelism.pp, opt.flow_cache);
   const auto input = [&](const workload::Parallelism& par) {
     return schedules::StepInput{sc.system,   sc.gpus,      sc.placement.gpus_per_nvlink_domain,
                                 sc.model,    sc.training,  par,

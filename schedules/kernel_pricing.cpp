@@ -23,8 +23,8 @@ hw_models::CommGroup group(std::int64_t size, std::int64_t stride, std::int64_t 
 }  // namespace
 
 KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& comm, LabelTable& labels,
-                             const FixedChunks* fixed)
-    : in_(in), comm_(comm), compute_(in.system), labels_(labels), fixed_(fixed),
+                             const FixedChunks* fixed, hw_models::FlowCache* ep_cache)
+    : in_(in), comm_(comm), compute_(in.system), labels_(labels), fixed_(fixed), ep_cache_(ep_cache),
       host_factor_((!in.stack.cpu_numa_binding && in.system.host.numa_unbound_factor
                         ? in.system.host.numa_unbound_factor->value
                         : 1.0) *
@@ -233,9 +233,9 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
                  ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
                  : domains;
   b.combine = combine;
-  return hw_models::ep_library_time(
-      in_.system, *ep_topo_, in_.framework.dispatcher, b,
-      hw_models::ep_bandwidth_factor(in_.system, in_.framework.dispatcher, in_.stack.deepep_tuned));
+  const double factor = hw_models::ep_bandwidth_factor(in_.system, in_.framework.dispatcher, in_.stack.deepep_tuned);
+  if (ep_cache_) return ep_cache_->ep_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
+  return hw_models::ep_library_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
 }
 
 void KernelPricing::price_templates() {

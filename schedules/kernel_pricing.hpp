@@ -87,6 +87,7 @@
 #include "hw_models/comm_cost.hpp"
 #include "hw_models/compute.hpp"
 #include "hw_models/ep_flows.hpp"
+#include "hw_models/flow_cache.hpp"
 #include "schedules/dp_plan.hpp"
 #include "schedules/pipeline_order.hpp"
 #include "schedules/stage_params.hpp"
@@ -191,7 +192,7 @@ class KernelPricing {
   // `fixed`: the pipeline schedule alone (simulate_pipeline): every layer pass is one
   // kernel of the given time, hosts are free, only pipeline transfers communicate.
   KernelPricing(const StepInput& in, const hw_models::CommModel& comm, LabelTable& labels,
-                const FixedChunks* fixed);
+                const FixedChunks* fixed, hw_models::FlowCache* ep_cache = nullptr);
 
   bool fixed() const { return fixed_ != nullptr; }
   const PricedLayer& layer(const LayoutItem& item) const {
@@ -270,6 +271,7 @@ class KernelPricing {
   hw_models::ComputeModel compute_;
   LabelTable& labels_;
   const FixedChunks* fixed_;
+  hw_models::FlowCache* ep_cache_;  // StepOptions::flow_cache
   std::vector<Priced> fwd_bwd_;
   double host_factor_;        // every host cost x this (a loaded process; processes not NUMA-bound)
   double te_factor_;          // Transformer Engine module host time x this (slimmer host code)

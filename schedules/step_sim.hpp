@@ -27,6 +27,10 @@
 #include "workload/model_config.hpp"
 #include "workload/options.hpp"
 
+namespace moesim::hw_models {
+class FlowCache;  // hw_models/flow_cache.hpp
+}
+
 namespace moesim::schedules {
 
 struct StepInput {
@@ -57,6 +61,10 @@ struct StepOptions {
   // where the step is long enough (predict/predict.hpp, steady_state_microbatches). The
   // step simulation itself ignores it.
   bool steady_state = true;
+  // Flow-model results (EP library flows, collective shapes) kept across the simulations
+  // of one search over one system (hw_models/flow_cache.hpp; `moesim plan`); null:
+  // priced afresh.
+  hw_models::FlowCache* flow_cache = nullptr;
 };
 
 // The communication a stream waited for or ran: EP dispatch and combine (and their

@@ -26,7 +26,7 @@ class StepState {
  public:
   StepState(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm,
             const FixedChunks* fixed)
-      : in_(in), opt_(opt), events_(engine_), pricing_(in, comm, labels_, fixed),
+      : in_(in), opt_(opt), events_(engine_), pricing_(in, comm, labels_, fixed, opt.flow_cache),
         shape_(in.schedule, static_cast<int>(in.parallelism.pp), static_cast<int>(in.parallelism.vpp)) {
     if (!fixed)
       for (const auto& st : in.layout.stages())
