@@ -45,6 +45,7 @@ bench: build
 	$(BUILD)/moesim bench --repeat 3 scenarios/measured/a10-qwen3-235b-h100.json
 	$(BUILD)/moesim bench --repeat 3 scenarios/scale/dsv3-h800-131072.json
 	$(BUILD)/moesim bench --sweep scenarios/sweeps/bench-1000.json
+	$(BUILD)/moesim plan $(SCENARIO) --gpus 1024 --top 5 -o $(BUILD)/plan-bench.csv
 
 # Sanitizer build of everything (slower; used by hand and for the loader fuzz test).
 asan: deps

@@ -14,19 +14,59 @@
 namespace moesim::predict {
 
 const sim_core::NameTable<SweepStatus>& sweep_status_names() {
-  static constexpr std::array<sim_core::NameEntry<SweepStatus>, 4> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<SweepStatus>, 7> kEntries{{
       {SweepStatus::ok, "ok", "simulated"},
       {SweepStatus::invalid, "invalid", "the scenario loader rejects this grid point"},
       {SweepStatus::does_not_fit, "does_not_fit",
        "pruned by the memory estimate before simulating"},
       {SweepStatus::error, "error", "the simulation failed"},
+      {SweepStatus::bound, "bound", "pruned by its lower bound: cannot beat the plan's K-th best"},
+      {SweepStatus::duplicate, "duplicate", "a varied setting is inert here: the same as its first value's candidate"},
+      {SweepStatus::dominated, "dominated", "a costlier rung of a ladder setting (recompute) than one that fits"},
   }};
   static constexpr sim_core::NameTable<SweepStatus> kTable{kEntries};
   return kTable;
 }
 
+std::optional<double> objective_value(const SweepResult& r, config::SweepObjective o) {
+  using config::SweepObjective;
+  if (o == SweepObjective::peak_memory_gib) return r.has_memory ? std::optional(r.peak_memory_gib) : std::nullopt;
+  if (!r.has_timing) return std::nullopt;
+  switch (o) {
+    case SweepObjective::tokens_per_s_per_gpu: return r.tokens_per_s_per_gpu;
+    case SweepObjective::tflops_per_gpu: return r.tflops_per_gpu;
+    case SweepObjective::mfu: return r.mfu;
+    case SweepObjective::step_time_s: return r.step_time_s;
+    case SweepObjective::peak_memory_gib: return r.peak_memory_gib;
+    case SweepObjective::days: return r.days;
+    case SweepObjective::gpu_hours: return r.gpu_hours;
+    case SweepObjective::days_with_goodput: return r.days_with_goodput;
+    case SweepObjective::gpu_hours_with_goodput: return r.gpu_hours_with_goodput;
+    case SweepObjective::energy_mwh: return r.energy_mwh;
+    case SweepObjective::cost_usd: return r.cost_usd;
+  }
+  return std::nullopt;
+}
+
+bool objective_better(config::SweepObjective o, double a, double b) {
+  return config::higher_is_better(o) ? a > b : a < b;
+}
+
+void set_budget_figures(SweepResult& r, const config::Scenario& sc, double token_budget) {
+  const double gpus = static_cast<double>(sc.gpus);
+  const double seconds = token_budget / (r.tokens_per_s_per_gpu * gpus);
+  r.days = seconds / 86400;
+  r.gpu_hours = seconds * gpus / 3600;
+  r.days_with_goodput = *r.days / r.ettr;
+  r.gpu_hours_with_goodput = *r.gpu_hours / r.ettr;
+  const JobTotals t = job_totals(sc, *r.days_with_goodput);
+  r.energy_mwh = t.energy_mwh;
+  r.cost_usd = t.cost_usd;
+}
+
 SweepResult evaluate_point(const config::SweepPoint& point, const std::string& file,
-                           std::optional<double> token_budget, const config::LoadOptions& opts) {
+                           std::optional<double> token_budget, const config::LoadOptions& opts,
+                           const BeforeSimulating& before_simulating, const schedules::StepOptions& step) {
   const auto t0 = std::chrono::steady_clock::now();
   SweepResult r;
   r.id = point.id;
@@ -58,11 +98,12 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.peak_memory_gib = m.peak_memory_gib;
     r.reserved_memory_gib = m.reserved_memory_gib;
     r.fits_in_memory = m.fits_in_memory;
+    if (before_simulating && !before_simulating(sc, ep_load, r)) return finish();
     if (!m.fits_in_memory) {
       r.status = SweepStatus::does_not_fit;
       return finish();
     }
-    const Prediction p = predict(sc, std::move(m), ep_load);
+    const Prediction p = predict(sc, std::move(m), ep_load, step);
     r.status = SweepStatus::ok;
     r.has_timing = true;
     r.step_time_s = p.step.step_time_s;
@@ -82,17 +123,7 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.stage_imbalance_s = b.stage_imbalance;
     r.straggler_wait_s = b.straggler_wait;
     r.ettr = p.goodput.ettr;
-    if (token_budget) {
-      const double gpus = static_cast<double>(sc.gpus);
-      const double seconds = *token_budget / (p.tokens_per_s_per_gpu * gpus);
-      r.days = seconds / 86400;
-      r.gpu_hours = seconds * gpus / 3600;
-      r.days_with_goodput = *r.days / r.ettr;
-      r.gpu_hours_with_goodput = *r.gpu_hours / r.ettr;
-      const JobTotals t = job_totals(sc, *r.days_with_goodput);
-      r.energy_mwh = t.energy_mwh;
-      r.cost_usd = t.cost_usd;
-    }
+    if (token_budget) set_budget_figures(r, sc, *token_budget);
   } catch (const schedules::NotSimulated& e) {
     failed(std::string("not simulated yet: ") + e.what());
   } catch (const sim_core::SimulationStuck& e) {

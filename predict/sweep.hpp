@@ -5,7 +5,11 @@
 // scenario); `invalid` (the scenario loader rejects the grid point: the message says
 // where and why); `does_not_fit` (the memory estimate, predict/memory.hpp, exceeds the
 // GPU's memory: pruned before simulating, memory filled, timings empty); `error` (the
-// simulation failed: the message). A row never ends the sweep.
+// simulation failed: the message); `moesim plan` only (predict/plan.hpp): `bound` (its
+// lower bound cannot beat the K-th best, memory filled, the bound in the message) and
+// `duplicate` (a varied setting is inert in it: it repeats the candidate with that
+// setting's first value) and `dominated` (a costlier rung of a ladder setting than one
+// that fits). A row never ends the sweep.
 // Under a token budget B:  days = B / (tokens/s/GPU x gpus) / 86400,
 //                          GPU-hours = B / (tokens/s/GPU x gpus) x gpus / 3600.
 #pragma once
@@ -18,11 +22,12 @@
 
 #include "config/load.hpp"
 #include "config/sweep_file.hpp"
+#include "schedules/step_sim.hpp"
 #include "sim_core/names.hpp"
 
 namespace moesim::predict {
 
-enum class SweepStatus { ok, invalid, does_not_fit, error };
+enum class SweepStatus { ok, invalid, does_not_fit, error, bound, duplicate, dominated };
 const sim_core::NameTable<SweepStatus>& sweep_status_names();
 
 struct SweepResult {
@@ -49,11 +54,25 @@ struct SweepResult {
   double wall_s = 0;  // load, memory and simulation wall time: the only nondeterministic figure
 };
 
+// A row's value of the objective; empty where the row lacks it (not simulated, or no
+// token budget for days, GPU-hours, energy and cost).
+std::optional<double> objective_value(const SweepResult& r, config::SweepObjective o);
+// Whether objective value `a` is better than `b`.
+bool objective_better(config::SweepObjective o, double a, double b);
+
+// The token budget's figures of a row from its tokens_per_s_per_gpu and ettr.
+void set_budget_figures(SweepResult& r, const config::Scenario& sc, double token_budget);
+
 // One row. `file` labels the scenario's errors and anchors its relative paths (the base
 // scenario's file). Never throws for a bad scenario or a failed simulation.
+// `before_simulating`, where given, runs once the scenario has loaded and its memory is
+// estimated (r.fits_in_memory set; with its EP load); returning false ends the row there,
+// as the hook left it (predict/plan.hpp bounds its candidates so).
+using BeforeSimulating = std::function<bool(const config::Scenario&, double ep_load, SweepResult&)>;
 SweepResult evaluate_point(const config::SweepPoint& point, const std::string& file,
                            std::optional<double> token_budget,
-                           const config::LoadOptions& opts = {});
+                           const config::LoadOptions& opts = {}, const BeforeSimulating& before_simulating = {},
+                           const schedules::StepOptions& step = {});
 
 // Evaluates the points on `jobs` threads (0: all cores), calling `done` once per point as
 // it finishes, one call at a time (it may write a stream).

@@ -4,6 +4,7 @@
 //   moesim.describe(scenario) -> dict         (moesim describe --json)
 //   moesim.diff(a, b) -> dict                 (moesim diff --json)
 //   moesim.sweep(path, jobs=0) -> list[dict]  (one per row, as sweep --json gives rows)
+//   moesim.plan(path, gpus=0, ...) -> dict    (moesim plan --json)
 // A scenario is a path to a scenario file or a dict in the scenario format (relative paths
 // in a dict resolve against the working directory). Bad input raises moesim.InputError
 // (a ValueError) with the command line's message; a simulation that cannot finish raises
@@ -13,11 +14,14 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <fstream>
+#include <optional>
 #include <string>
 
 #include "config/load.hpp"
 #include "config/sweep_file.hpp"
 #include "predict/parallel.hpp"
+#include "predict/plan.hpp"
 #include "predict/predict.hpp"
 #include "predict/sweep.hpp"
 #include "reports/describe.hpp"
@@ -115,5 +119,30 @@ PYBIND11_MODULE(moesim, m) {
       },
       py::arg("path"), py::arg("jobs") = 0,
       "Every row of a sweep file (docs/SWEEP_FORMAT.md), in id order: dicts as `moesim sweep --json` gives rows.");
+  m.def(
+      "plan",
+      [](const std::string& scenario, std::int64_t gpus, std::vector<std::string> settings, const std::string& objective,
+         std::optional<double> token_budget, int top, int jobs, const std::string& csv, bool uncalibrated) {
+        const predict::PlanRequest req{scenario, gpus, std::move(settings), objective, token_budget, top, jobs,
+                                       config::LoadOptions{!uncalibrated}};
+        predict::Plan p;
+        {
+          py::gil_scoped_release release;
+          p = predict::plan(req);
+        }
+        const reports::SweepCsv all = reports::plan_csv(p);
+        if (!csv.empty()) {
+          std::ofstream out(csv, std::ios::binary);
+          out << reports::sweep_csv_text(all);
+          if (!out) throw config::InputError(csv, "", "cannot write the file");
+        }
+        return to_python(reports::plan_summary_json(all, reports::plan_summary_info(p, scenario, csv, top)));
+      },
+      py::arg("scenario"), py::kw_only(), py::arg("gpus") = 0, py::arg("settings") = std::vector<std::string>{},
+      py::arg("objective") = "", py::arg("token_budget") = std::nullopt, py::arg("top") = 10, py::arg("jobs") = 0,
+      py::arg("csv") = "", py::arg("uncalibrated") = false,
+      "The best layouts and settings of a scenario file's model on `gpus` GPUs: the dict `moesim plan --json` "
+      "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write every evaluated "
+      "candidate, '' not at all).");
   m.attr("__version__") = "0.1.0";
 }

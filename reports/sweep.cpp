@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/json_reader.hpp"
 
@@ -293,6 +294,14 @@ struct Ranked {
 
 struct Analysis {
   std::vector<std::pair<std::string, std::int64_t>> status;  // in the status table's order
+  std::size_t sweep_statuses = 0;  // the first ones, which a sweep's rows take
+  // The statuses a sweep's summary lists: its own, and a plan's only where rows have them.
+  std::vector<std::pair<std::string, std::int64_t>> listed() const {
+    std::vector<std::pair<std::string, std::int64_t>> v;
+    for (std::size_t i = 0; i < status.size(); ++i)
+      if (i < sweep_statuses || status[i].second > 0) v.push_back(status[i]);
+    return v;
+  }
   std::vector<Ranked> top, pareto;
   std::string x_name, y_name;
 };
@@ -317,6 +326,7 @@ Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info) {
     return c < r.fields.size() ? parse_double(r.fields[c]) : std::nullopt;
   };
   for (const auto& s : predict::sweep_status_names().entries()) a.status.emplace_back(s.name, 0);
+  a.sweep_statuses = 4;  // ok, invalid, does_not_fit, error; the others are plan's
   std::vector<Ranked> ok;
   for (const auto& r : csv.rows) {
     if (status >= r.fields.size()) continue;
@@ -361,6 +371,61 @@ Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info) {
   return a;
 }
 
+// The summary table's columns: id, the varied values, then the figures (and `extra`).
+std::vector<std::size_t> table_columns(const std::vector<std::string>& h, const SweepSummaryInfo& info,
+                                       const std::vector<std::string>& extra) {
+  const std::size_t first_result = column(h, "status");
+  std::vector<std::size_t> cols;
+  for (std::size_t i = 1; i < first_result; ++i) cols.push_back(i);
+  std::vector<std::string> figures = {"tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
+                                      "step_time_s", "peak_memory_gib"};
+  figures.push_back("goodput.ettr");
+  if (info.token_budget) figures.insert(figures.end(), {budget_days(info), budget_gpu_hours(info)});
+  if (info.objective == config::SweepObjective::energy_mwh || info.objective == config::SweepObjective::cost_usd)
+    figures.emplace_back(config::sweep_objective_names().name(info.objective));
+  figures.insert(figures.end(), extra.begin(), extra.end());
+  for (const auto& f : figures)
+    if (column(h, f) < h.size()) cols.push_back(column(h, f));
+  return cols;
+}
+
+// Ranked rows as an aligned text table of `cols`, headed by the columns' last path part.
+std::string rows_table(const SweepCsv& csv, const std::vector<Ranked>& rows, const std::vector<std::size_t>& cols) {
+  const auto& h = csv.header;
+  const std::size_t first_result = column(h, "status");
+  const auto short_name = [](const std::string& path) {
+    const auto dot = path.rfind('.');
+    return dot == std::string::npos ? path : path.substr(dot + 1);
+  };
+  const auto cell = [&](const SweepCsv::Row& r, std::size_t c) {
+    const std::string& s = r.fields[c];
+    if (c >= first_result) {
+      if (const auto d = parse_double(s)) {
+        if (h[c] == "mfu") return fmt::format("{:.1f}%", 100 * *d);
+        return std::abs(*d) >= 100 ? fmt::format("{:.0f}", *d) : fmt::format("{:.3g}", *d);
+      }
+    }
+    return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+  };
+  std::vector<std::size_t> width;
+  width.push_back(2);
+  for (const auto& r : rows) width[0] = std::max(width[0], std::to_string(r.row->id).size());
+  for (std::size_t c : cols) {
+    std::size_t w = short_name(h[c]).size();
+    for (const auto& r : rows) w = std::max(w, cell(*r.row, c).size());
+    width.push_back(w);
+  }
+  std::string t = fmt::format("  {:>{}}", "id", width[0]);
+  for (std::size_t k = 0; k < cols.size(); ++k) t += fmt::format("  {:>{}}", short_name(h[cols[k]]), width[k + 1]);
+  t += "\n";
+  for (const auto& r : rows) {
+    t += fmt::format("  {:>{}}", r.row->id, width[0]);
+    for (std::size_t k = 0; k < cols.size(); ++k) t += fmt::format("  {:>{}}", cell(*r.row, cols[k]), width[k + 1]);
+    t += "\n";
+  }
+  return t;
+}
+
 Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) { return sweep_row_json(csv.header, r.fields); }
 
 }  // namespace
@@ -370,7 +435,7 @@ Json sweep_summary_json(const SweepCsv& csv, const SweepSummaryInfo& info) {
   Json pruned = Json::object();
   for (const auto& [rule, n] : info.pruned) pruned[rule] = n;
   Json status = Json::object();
-  for (const auto& [s, n] : a.status) status[s] = n;
+  for (const auto& [s, n] : a.listed()) status[s] = n;
   Json top = Json::array(), front = Json::array();
   for (const auto& k : a.top) top.push_back(row_json(csv, *k.row));
   for (const auto& k : a.pareto) front.push_back(row_json(csv, *k.row));
@@ -394,7 +459,7 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
   if (info.shard_count > 1) o += fmt::format(", shard {}/{}", info.shard_index, info.shard_count);
   o += fmt::format("; {} in {}:", csv.rows.size(), info.output);
   std::string sep = " ";
-  for (const auto& [s, n] : a.status) {
+  for (const auto& [s, n] : a.listed()) {
     o += fmt::format("{}{} {}", sep, n, s);
     sep = ", ";
   }
@@ -409,54 +474,7 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
     }
     o += "\n";
   }
-  // The table: id, the varied values, then the figures.
-  const auto& h = csv.header;
-  const std::size_t first_result = column(h, "status");
-  std::vector<std::size_t> cols;
-  for (std::size_t i = 1; i < first_result; ++i) cols.push_back(i);
-  std::vector<std::string> figures = {"tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
-                                      "step_time_s", "peak_memory_gib"};
-  figures.push_back("goodput.ettr");
-  if (info.token_budget) figures.insert(figures.end(), {budget_days(info), budget_gpu_hours(info)});
-  if (info.objective == config::SweepObjective::energy_mwh || info.objective == config::SweepObjective::cost_usd)
-    figures.emplace_back(config::sweep_objective_names().name(info.objective));
-  for (const auto& f : figures)
-    if (column(h, f) < h.size()) cols.push_back(column(h, f));
-  const auto short_name = [](const std::string& path) {
-    const auto dot = path.rfind('.');
-    return dot == std::string::npos ? path : path.substr(dot + 1);
-  };
-  const auto cell = [&](const SweepCsv::Row& r, std::size_t c) {
-    const std::string& s = r.fields[c];
-    if (c >= first_result) {
-      if (const auto d = parse_double(s)) {
-        if (h[c] == "mfu") return fmt::format("{:.1f}%", 100 * *d);
-        return std::abs(*d) >= 100 ? fmt::format("{:.0f}", *d) : fmt::format("{:.3g}", *d);
-      }
-    }
-    return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-  };
-  const auto table = [&](const std::vector<Ranked>& rows) {
-    std::vector<std::size_t> width;
-    width.push_back(2);
-    for (const auto& r : rows) width[0] = std::max(width[0], std::to_string(r.row->id).size());
-    for (std::size_t c : cols) {
-      std::size_t w = short_name(h[c]).size();
-      for (const auto& r : rows) w = std::max(w, cell(*r.row, c).size());
-      width.push_back(w);
-    }
-    std::string t = fmt::format("  {:>{}}", "id", width[0]);
-    for (std::size_t k = 0; k < cols.size(); ++k)
-      t += fmt::format("  {:>{}}", short_name(h[cols[k]]), width[k + 1]);
-    t += "\n";
-    for (const auto& r : rows) {
-      t += fmt::format("  {:>{}}", r.row->id, width[0]);
-      for (std::size_t k = 0; k < cols.size(); ++k)
-        t += fmt::format("  {:>{}}", cell(*r.row, cols[k]), width[k + 1]);
-      t += "\n";
-    }
-    return t;
-  };
+  const std::vector<std::size_t> cols = table_columns(csv.header, info, {});
   const std::string obj(config::sweep_objective_names().name(info.objective));
   if (a.pareto.empty()) {
     o += "no row simulated (status ok): nothing to rank\n";
@@ -465,13 +483,119 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
   if (!a.top.empty()) {
     o += fmt::format("\ntop {} by {} ({} is better):\n", a.top.size(), obj,
                      config::higher_is_better(info.objective) ? "higher" : "lower");
-    o += table(a.top);
+    o += rows_table(csv, a.top, cols);
   }
   o += info.token_budget ? "\nPareto front, GPU-hours against days to train the budget (neither "
                            "beaten by another row):\n"
                          : "\nPareto front, cluster throughput (tokens/s) against GPUs (more "
                            "throughput needs more GPUs):\n";
-  o += table(a.pareto);
+  o += rows_table(csv, a.pareto, cols);
+  return o;
+}
+
+namespace {
+// The breakdown a plan's top table adds to the figures.
+const std::vector<std::string> kPlanBreakdown = {"breakdown.compute", "breakdown.exposed_communication",
+                                                 "breakdown.pipeline_bubble", "breakdown.host_bound_idle"};
+std::int64_t status_count(const Analysis& a, std::string_view name) {
+  for (const auto& [s, n] : a.status)
+    if (s == name) return n;
+  return 0;
+}
+}  // namespace
+
+SweepCsv plan_csv(const predict::Plan& plan) {
+  config::SweepPlan columns;
+  columns.columns = plan.layouts.columns;
+  for (const auto& d : plan.dims) columns.columns.push_back(d.path);
+  const bool budget = plan.token_budget.has_value();
+  SweepCsv csv{sweep_csv_header(columns, budget), {}, false};
+  for (const auto& c : plan.outcome.candidates) csv.rows.push_back({c.point.id, sweep_csv_fields(c.point, c.row, budget)});
+  return csv;
+}
+
+PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& scenario_file,
+                                  const std::string& output, int top) {
+  const auto& o = plan.outcome;
+  auto pruned = plan.layouts.pruned;
+  for (auto& [rule, n] : pruned) n *= plan.per_layout;
+  PlanSummaryInfo info{{plan.name, scenario_file, output, static_cast<std::int64_t>(o.candidates.size()),
+                        plan.layouts.combinations * plan.per_layout, pruned, 0, 1, plan.objective,
+                        plan.token_budget.has_value(), top},
+                       plan.gpus,
+                       o.layouts,
+                       o.layouts_expanded,
+                       o.simulated,
+                       o.bounded_unexpanded,
+                       o.violations,
+                       o.bound_wall_s,
+                       o.simulate_wall_s,
+                       plan.wall_s,
+                       {}};
+  for (const auto& d : plan.dims) info.settings.push_back(d.path);
+  return info;
+}
+
+Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
+  const Analysis a = analyse(csv, info.sweep);
+  Json pruned = Json::object();
+  std::int64_t rule = 0;
+  for (const auto& [r, n] : info.sweep.pruned) pruned[r] = n, rule += n;
+  Json top = Json::array();
+  for (const auto& k : a.top) top.push_back(row_json(csv, *k.row));
+  return Json{{"name", info.sweep.name},
+              {"scenario", info.sweep.sweep_file},
+              {"gpus", info.gpus},
+              {"output", info.sweep.output},
+              {"objective", config::sweep_objective_names().name(info.sweep.objective)},
+              {"combinations", info.sweep.combinations},
+              {"layouts", {{"kept", info.layouts}, {"expanded", info.layouts_expanded}}},
+              {"settings", info.settings},
+              {"evaluated", info.sweep.rows},
+              {"simulated", info.simulated},
+              {"fates",
+               {{"rule", rule},
+                {"invalid", status_count(a, "invalid")},
+                {"memory", status_count(a, "does_not_fit")},
+                {"duplicate", status_count(a, "duplicate")},
+                {"dominated", status_count(a, "dominated")},
+                {"bound", status_count(a, "bound") + info.bounded_unexpanded},
+                {"simulated", status_count(a, "ok")},
+                {"error", status_count(a, "error")}}},
+              {"pruned_layouts", pruned},
+              {"bound_violations", info.violations},
+              {"wall_s", {{"bound", info.bound_wall_s}, {"simulate", info.simulate_wall_s}, {"total", info.wall_s}}},
+              {"top", top}};
+}
+
+std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
+  const Analysis a = analyse(csv, info.sweep);
+  std::int64_t rule = 0;
+  for (const auto& [r, n] : info.sweep.pruned) rule += n;
+  std::string o = fmt::format("plan {} ({}) on {} GPUs: {} candidates ({} layouts kept by the rules x {} settings "
+                              "combinations",
+                              info.sweep.name, info.sweep.sweep_file, info.gpus, info.sweep.combinations,
+                              info.layouts, info.layouts > 0 ? (info.sweep.combinations - rule) / info.layouts : 0);
+  o += info.settings.empty() ? ")\n" : fmt::format(" of {})\n", fmt::join(info.settings, ", "));
+  o += fmt::format("  {} break a layout rule, {} invalid, {} do not fit, {} duplicate (an inert setting), "
+                   "{} dominated (recompute more than a rung that fits), "
+                   "{} pruned by a bound ({} in {} layouts never expanded of {}), {} simulated",
+                   rule, status_count(a, "invalid"), status_count(a, "does_not_fit"), status_count(a, "duplicate"),
+                   status_count(a, "dominated"),
+                   status_count(a, "bound") + info.bounded_unexpanded, info.bounded_unexpanded,
+                   info.layouts - info.layouts_expanded, info.layouts, status_count(a, "ok"));
+  if (const auto e = status_count(a, "error")) o += fmt::format(", {} failed", e);
+  o += fmt::format("\n  {:.1f} s (bounds {:.1f} s, simulations {:.1f} s); the {} evaluated candidates in {}\n",
+                   info.wall_s, info.bound_wall_s, info.simulate_wall_s, info.sweep.rows, info.sweep.output);
+  if (!info.violations.empty())
+    o += fmt::format("warning: {} candidates beat a bound of theirs (ids {}): the top may not be exact; please "
+                     "report it\n",
+                     info.violations.size(), fmt::join(info.violations, ", "));
+  if (a.top.empty()) return o + "no candidate simulated (status ok): nothing to rank\n";
+  o += fmt::format("\ntop {} by {} ({} is better; exact for the space):\n", a.top.size(),
+                   config::sweep_objective_names().name(info.sweep.objective),
+                   config::higher_is_better(info.sweep.objective) ? "higher" : "lower");
+  o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
   return o;
 }
 

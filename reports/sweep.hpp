@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/sweep_file.hpp"
+#include "predict/plan.hpp"
 #include "predict/sweep.hpp"
 
 namespace moesim::reports {
@@ -82,6 +83,31 @@ struct SweepSummaryInfo {
 // rows no other row beats in both fewer GPUs and more tokens/s for the whole cluster.
 nlohmann::ordered_json sweep_summary_json(const SweepCsv& csv, const SweepSummaryInfo& info);
 std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info);
+
+// `moesim plan`'s summary (predict/plan.hpp): the evaluated candidates as a sweep's rows
+// (`sweep.rows`: how many; `sweep.combinations`: the whole space, layouts x settings;
+// `sweep.pruned`: candidates in layouts a layout rule drops), with the search's counts.
+struct PlanSummaryInfo {
+  SweepSummaryInfo sweep;
+  std::int64_t gpus = 0;
+  std::int64_t layouts = 0, layouts_expanded = 0;
+  std::int64_t simulated = 0;
+  std::int64_t bounded_unexpanded = 0;   // candidates in layouts the layout bound pruned whole
+  std::vector<std::int64_t> violations;  // candidates better than a bound of theirs
+  double bound_wall_s = 0, simulate_wall_s = 0, wall_s = 0;  // wall_s: the whole plan
+  std::vector<std::string> settings;     // the settings varied per layout (CSV columns)
+};
+// {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
+// settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,
+// dominated, simulated, error} (adding up to combinations), pruned_layouts, bound_violations,
+// wall_s {bound, simulate, total}, top}.
+// A plan's evaluated candidates as CSV rows (the layout columns, then the settings'), and
+// its summary's figures; `scenario_file` and `output` label it.
+SweepCsv plan_csv(const predict::Plan& plan);
+PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& scenario_file,
+                                  const std::string& output, int top);
+nlohmann::ordered_json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info);
+std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info);
 
 // An `sbatch --array` script running the sweep as `tasks` shards (each resumes its own
 // CSV when requeued) and, as its last comment, the merge command. `options`: the sweep's

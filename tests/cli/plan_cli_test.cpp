@@ -1,9 +1,11 @@
-// `moesim plan` (issue #26 item 1, first step) on Qwen3-30B-A3B at 8 H100: the space as
-// cli/plan.cpp states it, every candidate accounted for, and the top row the best of a
-// brute-force sweep file over the same space.
+// `moesim plan` (issue #26 items 1-2) on Qwen3-30B-A3B at 8 H100: the space as
+// cli/plan.cpp states it, every candidate accounted for, and the top K those of a
+// brute-force sweep file over the same space: the branch and bound (predict/plan.hpp)
+// and the recompute ladder's dominance prune nothing that belongs in the top.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <set>
 
 #include "reports/sweep.hpp"
 #include "support/helpers.hpp"
@@ -11,13 +13,24 @@
 using namespace moesim;
 using config::Json;
 
+namespace {
+std::int64_t sum(const Json& j) {
+  std::int64_t n = 0;
+  for (const auto& [k, v] : j.items()) n += v.get<std::int64_t>();
+  return n;
+}
+}  // namespace
 
-TEST_CASE("plan: every candidate of the space accounted for, the top exact", "[cli][plan]") {
+TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "[cli][plan]") {
   const std::string scenario = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
+  // The recompute ladder cli/plan.cpp gives an MoE model with GQA attention.
+  const Json ladder = Json::parse(R"([[], ["moe_act"], ["moe_act", "layernorm"],
+                                      ["moe_act", "layernorm", "core_attn"], ["full"]])");
   // The same space as a sweep file (below), in a folder that takes the CSVs too.
   const Json sweep{{"name", "brute"},
                    {"base", scenario},
-                   {"grid", {{"gpus", {8}}, {"training.micro_batch_size", {1, 2}}}},
+                   {"grid",
+                    {{"gpus", {8}}, {"training.micro_batch_size", {1, 2}}, {"framework.recompute_modules", ladder}}},
                    {"layouts",
                     {{"tp", {1, 2, 4, 8}},
                      {"pp", {1, 2, 4, 8}},
@@ -29,38 +42,89 @@ TEST_CASE("plan: every candidate of the space accounted for, the top exact", "[c
   const auto in_dir = [&](const char* name) {
     return (std::filesystem::path(brute_file.path()).parent_path() / name).string();
   };
-  const auto run = test::run_moesim({"plan", scenario, "--gpus", "8", "--json", "--top", "3", "-o",
-                                     in_dir("plan.csv"), "--jobs", "2"});
+  const auto run = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "recompute", "--json", "--top",
+                                     "3", "-o", in_dir("plan.csv"), "--jobs", "2"});
   REQUIRE(run.status == 0);
   const auto j = Json::parse(run.out);
   // MBS {1, 2} x TP {1, 2, 4, 8} x PP {1, 2, 4, 8} x VPP {1, 2, 4, 8} x EP {1, 2, 4, 8} x
-  // ETP {1} x CP {1, 2} (4K tokens a sequence): 1,024 combinations, rows or pruned by a rule.
-  CHECK(j["combinations"] == 1024);
-  std::int64_t pruned = 0;
-  for (const auto& [rule, n] : j["pruned_layouts"].items()) pruned += n.get<std::int64_t>();
-  CHECK(j["rows"].get<std::int64_t>() + pruned == 1024);
-  std::int64_t fates = 0;
-  for (const auto& [status, n] : j["status"].items()) fates += n.get<std::int64_t>();
-  CHECK(fates == j["rows"].get<std::int64_t>());
+  // ETP {1} x CP {1, 2} (4K tokens a sequence): 1,024 layouts, x 5 recompute rungs; each
+  // candidate has one fate.
+  CHECK(j["combinations"] == 1024 * 5);
+  CHECK(j["fates"]["rule"] == sum(j["pruned_layouts"]));
+  CHECK(sum(j["fates"]) == 1024 * 5);
+  CHECK(j["simulated"] == j["fates"]["simulated"].get<std::int64_t>() + j["fates"]["error"].get<std::int64_t>());
+  // The bound and the ladder prune: most candidates that fit are never simulated, and
+  // none beats a bound of its own.
+  CHECK(j["fates"]["bound"].get<std::int64_t>() > 4 * j["simulated"].get<std::int64_t>());
+  CHECK(j["fates"]["dominated"].get<std::int64_t>() > 0);
+  CHECK(j["bound_violations"].empty());
   REQUIRE(j["top"].size() == 3);
 
-  // The brute-force sweep: its best row is the plan's top.
+  // The brute-force sweep: its top 3 values are the plan's. (Its top may hold costlier
+  // rungs of the same layout only where they tie with the plan's; a costlier rung that
+  // beats a cheaper one would break the ladder's dominance and show here.)
   const auto brute = test::run_moesim({"sweep", brute_file.path(), "-o", in_dir("brute.csv"), "--json", "--top",
-                                       "1", "--jobs", "2"});
+                                       "20", "--jobs", "2"});
   REQUIRE(brute.status == 0);
   const auto b = Json::parse(brute.out);
-  CHECK(b["rows"] == j["rows"]);
-  CHECK(b["top"][0]["tokens_per_s_per_gpu"] == j["top"][0]["tokens_per_s_per_gpu"]);
+  std::vector<double> values;
+  for (const auto& r : b["top"]) {
+    const double v = r["tokens_per_s_per_gpu"].get<double>();
+    if (values.empty() || v != values.back()) values.push_back(v);
+  }
+  REQUIRE(values.size() >= 3);
+  for (std::size_t k = 0; k < 3; ++k) CHECK(j["top"][k]["tokens_per_s_per_gpu"].get<double>() == values[k]);
   CHECK(b["top"][0]["parallelism.tp"] == j["top"][0]["parallelism.tp"]);
   CHECK(b["top"][0]["parallelism.ep"] == j["top"][0]["parallelism.ep"]);
-  // No ok row of the CSV beats the top.
+  CHECK(b["top"][0]["framework.recompute_modules"] == j["top"][0]["framework.recompute_modules"]);
+
+  // The CSV: every evaluated candidate, no simulated one above the top; every pruned one
+  // says why; the same fates whatever the thread count.
   const auto csv = reports::read_sweep_csv(in_dir("plan.csv"));
+  CHECK(static_cast<std::int64_t>(csv.rows.size()) == j["evaluated"].get<std::int64_t>());
+  const auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
+  };
+  for (const auto& r : csv.rows) {
+    const std::string& status = r.fields[col("status")];
+    if (status == "ok")
+      CHECK(std::stod(r.fields[col("tokens_per_s_per_gpu")]) <= j["top"][0]["tokens_per_s_per_gpu"].get<double>());
+    if (status == "bound") CHECK_THAT(r.fields[col("message")], Catch::Contains("cannot beat the top 3's last"));
+    if (status == "dominated") CHECK_THAT(r.fields[col("message")], Catch::Contains("fits and recomputes less"));
+  }
+  const auto one = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "recompute", "--json", "--top",
+                                     "3", "-o", in_dir("plan1.csv"), "--jobs", "1"});
+  REQUIRE(one.status == 0);
+  const auto csv1 = reports::read_sweep_csv(in_dir("plan1.csv"));
+  REQUIRE(csv1.rows.size() == csv.rows.size());
+  for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+    CHECK(csv1.rows[i].id == csv.rows[i].id);
+    CHECK(csv1.rows[i].fields[col("status")] == csv.rows[i].fields[col("status")]);
+  }
+}
+
+TEST_CASE("plan: settings inert in a candidate make it a duplicate, not a second row to simulate",
+          "[cli][plan]") {
+  // Qwen3-30B on 8 H100 with TP overlap varied: at TP 1 tp_comm_overlap true repeats
+  // false (config/inert_settings.hpp), so only false is evaluated there.
+  const std::string scenario = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
+  const test::TempFile out("", "plan-inert.csv");
+  const auto run = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "tp_overlap", "--json", "--top",
+                                     "2", "-o", out.path(), "--jobs", "2"});
+  REQUIRE(run.status == 0);
+  const auto j = Json::parse(run.out);
+  CHECK(j["settings"] == Json::parse(R"(["framework.tp_comm_overlap"])"));
+  CHECK(j["fates"]["duplicate"].get<std::int64_t>() > 0);
+  CHECK(j["bound_violations"].empty());
+  const auto csv = reports::read_sweep_csv(out.path());
   const auto col = [&](const std::string& name) {
     return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
   };
   for (const auto& r : csv.rows)
-    if (r.fields[col("status")] == "ok")
-      CHECK(std::stod(r.fields[col("tokens_per_s_per_gpu")]) <= j["top"][0]["tokens_per_s_per_gpu"].get<double>());
+    if (r.fields[col("status")] == "duplicate") {
+      CHECK(r.fields[col("parallelism.tp")] == "1");
+      CHECK(r.fields[col("framework.tp_comm_overlap")] == "true");
+    }
 }
 
 TEST_CASE("plan: bad options are refused", "[cli][plan][errors]") {
@@ -71,4 +135,7 @@ TEST_CASE("plan: bad options are refused", "[cli][plan][errors]") {
   r = test::run_moesim({"plan", scenario, "--objective", "days"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("'days' needs --token-budget"));
+  r = test::run_moesim({"plan", scenario, "--settings", "offload"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("unknown setting group 'offload'"));
 }

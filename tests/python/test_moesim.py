@@ -68,6 +68,25 @@ class MoesimModule(unittest.TestCase):
         self.assertTrue(ok)
         self.assertGreater(ok[0]["tokens_per_s_per_gpu"], 0)
 
+    def test_plan_matches_the_command_line(self):
+        qwen = os.path.join(ROOT, "scenarios", "examples", "qwen3-30b-a3b-h100.json")
+        p = moesim.plan(qwen, gpus=8, settings=["none"], top=3, jobs=2)
+        self.assertEqual(p["combinations"], 1024)
+        self.assertEqual(sum(p["fates"].values()), p["combinations"])
+        self.assertEqual(p["bound_violations"], [])
+        self.assertEqual(len(p["top"]), 3)
+        exe = os.path.join(os.environ.get("MOESIM_BUILD", os.path.join(ROOT, "build")), "moesim")
+        if not os.path.exists(exe):
+            self.skipTest("no build/moesim next to the module")
+        out = subprocess.run([exe, "plan", qwen, "--gpus", "8", "--settings", "none", "--top", "3",
+                              "--jobs", "2", "--json", "-o", os.devnull], check=True, capture_output=True, text=True)
+        cli = json.loads(out.stdout)
+        self.assertEqual([r["id"] for r in p["top"]], [r["id"] for r in cli["top"]])
+        self.assertEqual(p["top"][0]["tokens_per_s_per_gpu"], cli["top"][0]["tokens_per_s_per_gpu"])
+        self.assertEqual(p["fates"], cli["fates"])
+        with self.assertRaises(moesim.InputError):
+            moesim.plan(qwen, settings=["offload"])
+
     def test_bad_input_raises_input_error(self):
         with open(DEFAULT) as f:
             sc = json.load(f)

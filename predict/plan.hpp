@@ -1,0 +1,154 @@
+// predict/plan.hpp: the search behind `moesim plan` (cli/plan.cpp): layouts (a generated
+// sweep, config/sweep_file.hpp) times settings varied per layout (PlanDimension: the
+// dispatcher, the all-to-all overlap, the CUDA-graph scope, the recompute modules),
+// ranked by an objective, simulating as few candidates as the top K needs while keeping
+// them exact for the space. Branch and bound in two levels:
+//
+//   a layout's bound  for each value of the dimensions that change the device's work
+//                     (`device`: the dispatcher and the CUDA-graph scope, whose captured
+//                     modules run other kernels, not only fewer launches), the candidate
+//                     with every other dimension at its relaxed value (no recompute, the
+//                     all-to-all and TP overlaps on) is priced and bounded
+//                     (schedules/step_bound.hpp) whether it fits or not; the layout's
+//                     bound is the best of those. Recompute only adds kernels and their
+//                     launches, the overlaps only take work off the serial sum, so no
+//                     candidate of the layout bounds better (one that does is counted in
+//                     `violations`).
+//   a candidate's bound  loaded, its memory estimated (predict/memory.hpp), its step
+//                     bounded; one the loader rejects is `invalid`, one that does not fit
+//                     `does_not_fit`; one where a varied setting is inert
+//                     (config/inert_settings.hpp) and not at its dimension's first value
+//                     `duplicate` (it repeats that candidate); on a ladder dimension, a
+//                     rung past the first that fits is `dominated` (it only adds work).
+//   the order         best bound first (the objective at the bound's step time with an
+//                     ETTR of 1: days, GPU-hours, energy and cost only grow with the step
+//                     time and fall with the ETTR <= 1; ties by id), layouts and
+//                     candidates in one order: a layout met is expanded into its
+//                     candidates, a candidate met joins the wave being simulated.
+//   the stop          before each wave of kPlanWave simulations, with K simulated, the
+//                     first item whose bound cannot beat the K-th best (strictly) ends
+//                     the search: every later item's bound is no better. Candidates
+//                     expanded and not simulated are `bound`; layouts never expanded
+//                     count their candidates as pruned by the bound, without rows.
+// The wave's size is a constant, not the thread count, so the rows (and which were
+// simulated) are the same whatever --jobs. One system throughout, so DeepEP's and
+// HybridEP's flow times are priced once for the search (hw_models::FlowCache).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config/load.hpp"
+#include "config/sweep_file.hpp"
+#include "predict/sweep.hpp"
+#include "schedules/step_bound.hpp"
+
+namespace moesim::predict {
+
+inline constexpr int kPlanWave = 8;
+
+// The scenario's step time bounded from below at the EP load the simulation would use.
+schedules::StepBound step_time_lower_bound(const config::Scenario& sc, double ep_load,
+                                           hw_models::FlowCache* ep_cache = nullptr);
+
+// A setting varied for every layout: a scenario path ("framework.dispatcher"), its values
+// in the order duplicates defer to, and the value a layout's bound takes (`relaxed`);
+// `device`: a layout's bound takes the best over every value instead.
+// `ladder`: each value saves memory at a cost in time over the one before (recompute
+// modules, each rung adding modules): for each combination of the other settings only the
+// first rung that fits is a candidate; the later ones are `dominated`.
+struct PlanDimension {
+  std::string path;
+  std::vector<config::Json> values;
+  std::size_t relaxed = 0;
+  bool device = false;
+  bool ladder = false;
+};
+
+struct PlanSearch {
+  config::SweepObjective objective = config::SweepObjective::tokens_per_s_per_gpu;
+  int top = 10;  // K; 0 simulates every candidate that fits
+  int jobs = 0;  // threads (0: all cores)
+  std::optional<double> token_budget;
+  config::LoadOptions load;
+};
+
+// A candidate: a layout (its index among the layout points) with one value per dimension.
+// Its id is layout x (product of the dimensions' sizes) + the settings' mixed-radix index
+// (last dimension fastest); `point` its scenario and CSV values (the layout's, then the
+// settings').
+struct PlanCandidate {
+  config::SweepPoint point;
+  SweepResult row;
+  std::optional<double> bound;  // the objective's best possible value (rows that fit)
+};
+
+struct PlanOutcome {
+  std::vector<PlanCandidate> candidates;  // every expanded candidate, by id
+  std::int64_t layouts = 0, layouts_expanded = 0;
+  std::int64_t candidates_total = 0;    // layouts x settings combinations
+  std::int64_t simulated = 0;           // candidates simulated (ok or error)
+  std::int64_t bounded = 0;             // expanded and pruned by their bound
+  std::int64_t bounded_unexpanded = 0;  // in layouts pruned whole by the layout's bound
+  std::int64_t layout_bound_evaluations = 0;
+  std::vector<std::int64_t> violations;  // ids: simulated better than their bound, or
+                                         // bounded better than their layout's bound
+  double bound_wall_s = 0, simulate_wall_s = 0;
+};
+
+// `file` labels the candidates' errors and anchors their relative paths (the base
+// scenario's).
+PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<const PlanDimension> dims,
+                        const std::string& file, const PlanSearch& search);
+
+// The settings a plan may vary per layout, by group name, for a scenario's model (the
+// registry `moesim plan --settings` and moesim.plan() read). Each dimension's values begin
+// with the one the others' duplicates defer to. Not varied, and why: activation and
+// optimizer offload (the step does not price their copies yet, so a plan would take them
+// for free), dispatcher SMs (the base's), pipeline splits but the default.
+struct PlanSettingGroup {
+  const char* name;
+  const char* what;
+  // Varied unless asked otherwise. The CUDA-graph scope and TP overlap are not by
+  // default: each changes the device's work in ways a layout's bound must take the best
+  // of, which triples and doubles the layouts' bounding work.
+  bool by_default;
+  std::vector<PlanDimension> (*dims)(const config::Scenario& sc);
+};
+const std::vector<PlanSettingGroup>& plan_setting_groups();
+
+// A scenario file's model, system and training settings on `gpus` GPUs (0: the
+// scenario's): the layouts (TP {1, 2, 4, 8} within the NVLink domain, PP {1, ..., 32}
+// within the layers, VPP {1, 2, 4, 8}, EP {1, 2, 4, ...} within the experts, ETP 1, CP
+// {1, 2} (4 from 16K tokens a sequence), micro-batch size {1, 2}, each with Megatron's
+// default split, less what config::layout_rules drop), times the setting groups named
+// (empty: the default ones; {"none"}: none), searched by search_plan. Throws InputError
+// for an unknown objective or setting group, or a budget objective without a budget.
+struct PlanRequest {
+  std::string scenario_file;
+  std::int64_t gpus = 0;
+  std::vector<std::string> settings;
+  std::string objective;  // a sweep objective's name; empty: tokens_per_s_per_gpu
+  std::optional<double> token_budget;
+  int top = 10;
+  int jobs = 0;
+  config::LoadOptions load;
+};
+struct Plan {
+  std::string name;  // plan-<scenario name>
+  std::int64_t gpus = 0;
+  config::SweepPlan layouts;  // the layout points, and the rules' counts
+  std::vector<PlanDimension> dims;
+  std::int64_t per_layout = 1;  // settings combinations per layout
+  config::SweepObjective objective = config::SweepObjective::tokens_per_s_per_gpu;
+  std::optional<double> token_budget;
+  PlanOutcome outcome;
+  double wall_s = 0;
+};
+Plan plan(const PlanRequest& req);
+
+}  // namespace moesim::predict

@@ -1,0 +1,108 @@
+#include "schedules/step_bound.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "schedules/kernel_pricing.hpp"
+
+namespace moesim::schedules {
+
+using detail::KernelPricing;
+using detail::LabelTable;
+using detail::Priced;
+
+StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm, hw_models::FlowCache* ep_cache) {
+  LabelTable labels;
+  const KernelPricing price(in, comm, labels, nullptr, ep_cache);
+  const auto& p = in.parallelism;
+  const int pp = static_cast<int>(p.pp);
+  const PipelineShape shape(in.schedule, pp, static_cast<int>(p.vpp));
+  const double sms = std::max(1.0, in.system.gpu.sm_count.value);
+  const auto stage_of = [&](int rank, int chunk) -> const VirtualStage& {
+    return in.layout.stages()[static_cast<std::size_t>(shape.place(rank, chunk).layout_stage)];
+  };
+  // One pass of a rank's chunk: its layer kernels' SM-seconds over the GPU's SMs (header).
+  std::map<std::tuple<int, int, Pass>, double> pass_cache;
+  const auto pass_work = [&](int rank, int chunk, Pass pass) {
+    auto [it, inserted] = pass_cache.try_emplace({rank, chunk, pass}, 0.0);
+    if (!inserted) return it->second;
+    double w = 0;
+    for (const auto& item : stage_of(rank, chunk).items)
+      for (const Priced& k : price.layer(item).of(pass)) {
+        if (k.sms < 0) continue;
+        const double s = k.sms == 0 ? sms : std::min<double>(k.sms, sms);
+        w += s * k.seconds / sms;
+      }
+    return it->second = w;
+  };
+  // The same pass's plain seconds: unpaired, every kernel of it runs on the compute stream.
+  std::map<std::tuple<int, int, Pass>, double> serial_cache;
+  const auto pass_serial = [&](int rank, int chunk, Pass pass) {
+    auto [it, inserted] = serial_cache.try_emplace({rank, chunk, pass}, 0.0);
+    if (!inserted) return it->second;
+    double t = 0;
+    for (const auto& item : stage_of(rank, chunk).items)
+      for (const Priced& k : price.layer(item).of(pass)) t += k.seconds;
+    return it->second = t;
+  };
+  // The same pass's host time: every launch's, but captured kernels' (a graph's launch,
+  // left out, stands for them).
+  std::map<std::tuple<int, int, Pass>, double> host_cache;
+  const auto pass_host = [&](int rank, int chunk, Pass pass) {
+    auto [it, inserted] = host_cache.try_emplace({rank, chunk, pass}, 0.0);
+    if (!inserted) return it->second;
+    double h = 0;
+    for (const auto& item : stage_of(rank, chunk).items)
+      for (const Priced& k : price.layer(item).of(pass))
+        if (!price.captured(k.module)) h += k.host_s;
+    return it->second = h;
+  };
+  const bool muon = in.framework.optimizer == workload::OptimizerKind::muon;
+  // The step's end on the compute stream (rank_program.cpp's step_end): in launch order,
+  // one after another.
+  const auto step_end = [&](int rank) {
+    StageParams all, ns;
+    bool loss = false;
+    for (int c = 0; c < shape.chunks(); ++c) {
+      all += stage_parameters(in.model, p, stage_of(rank, c), in.padded_vocab, in.schedule);
+      if (muon)
+        for (const auto& it : stage_of(rank, c).items) ns += item_muon_flops(in.model, p, it);
+      loss = loss || shape.place(rank, c).layout_stage == shape.layout_stages() - 1;
+    }
+    return price.grad_norm_seconds(all) + price.world_reduce_seconds() + price.clip_seconds(all) +
+           (loss ? price.loss_reduce_seconds() : 0.0) + price.optimizer_seconds(all, ns);
+  };
+  const bool edges = in.schedule == ScheduleKind::one_f_one_b || in.schedule == ScheduleKind::interleaved_1f1b;
+  const double o0 = step_end(0);
+  StepBound best;
+  double fwd_before = 0, bwd_after = 0;  // F_r and B_r: virtual stages 0 .. r-1, model chunk 0
+  for (int r = 0; r < pp; ++r) {
+    double w = 0, h = 0, serial = 0;
+    const auto items = pipeline_order(in.schedule, pp, static_cast<int>(p.vpp), r,
+                                      static_cast<int>(p.num_microbatches), in.framework.moe_a2a_overlap);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const WorkItem& it = items[i];
+      w += pass_work(r, it.chunk, it.pass);
+      h += pass_host(r, it.chunk, it.pass);
+      const bool paired = it.overlap_next || (i > 0 && items[i - 1].overlap_next);
+      if (!paired) serial += pass_serial(r, it.chunk, it.pass);
+    }
+    const double o = step_end(r);
+    const double layers = std::max(w, serial);
+    double device = layers + o, e = 0;
+    if (edges) {
+      e = fwd_before + bwd_after;
+      device = std::max(device, fwd_before + layers + std::max(o, bwd_after + o0));
+    }
+    const double t = std::max(device, h);
+    if (r == 0 || t > best.step_time_s) best = {t, r, layers, e, o, h};
+    // Microbatch 0's forward and the last one's backward run unpaired (pipeline_order.hpp).
+    fwd_before += pass_serial(r, 0, Pass::forward);
+    bwd_after += pass_serial(r, 0, Pass::backward);
+  }
+  return best;
+}
+
+}  // namespace moesim::schedules
