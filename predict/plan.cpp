@@ -151,7 +151,6 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
   PlanOutcome out;
   const std::int64_t per_layout = combinations(dims);
   out.layouts = static_cast<std::int64_t>(layouts.size());
-  out.candidates_total = out.layouts * per_layout;
   hw_models::FlowCache cache;
   schedules::StepOptions step;
   step.flow_cache = &cache;
@@ -190,10 +189,9 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
                        return false;
                      });
     }
-    // Not one relaxed candidate loaded and fit: no bound; the layout is expanded first.
+    // Not one relaxed candidate loaded: no bound; the layout is expanded first.
     if (!layout_known[i]) layout_key[i].reset();
   });
-  out.layout_bound_evaluations = static_cast<std::int64_t>(layouts.size() * relaxed_sets.size());
   std::vector<std::size_t> layout_order(layouts.size());
   for (std::size_t i = 0; i < layouts.size(); ++i) layout_order[i] = i;
   std::stable_sort(layout_order.begin(), layout_order.end(),
@@ -203,7 +201,6 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
   // 2. Best first over layouts and candidates.
   std::map<std::int64_t, PlanCandidate> expanded;
   std::vector<std::int64_t> pending;  // expanded, awaiting simulation, best bound first
-  std::map<std::int64_t, Key> layout_of_candidate;
   const auto expand = [&](std::size_t li) {
     const auto t1 = Clock::now();
     ++out.layouts_expanded;

@@ -90,11 +90,9 @@ struct PlanCandidate {
 struct PlanOutcome {
   std::vector<PlanCandidate> candidates;  // every expanded candidate, by id
   std::int64_t layouts = 0, layouts_expanded = 0;
-  std::int64_t candidates_total = 0;    // layouts x settings combinations
   std::int64_t simulated = 0;           // candidates simulated (ok or error)
   std::int64_t bounded = 0;             // expanded and pruned by their bound
   std::int64_t bounded_unexpanded = 0;  // in layouts pruned whole by the layout's bound
-  std::int64_t layout_bound_evaluations = 0;
   std::vector<std::int64_t> violations;  // ids: simulated better than their bound, or
                                          // bounded better than their layout's bound
   double bound_wall_s = 0, simulate_wall_s = 0;
