@@ -12,22 +12,16 @@
 
 #include "config/inert_settings.hpp"
 #include "hw_models/flow_cache.hpp"
-#include "hw_models/flow_comm.hpp"
 #include "predict/parallel.hpp"
 #include "predict/predict.hpp"
+#include "predict/step_input.hpp"
 
 namespace moesim::predict {
 
 schedules::StepBound step_time_lower_bound(const config::Scenario& sc, double ep_load,
                                            hw_models::FlowCache* ep_cache) {
-  // The communication model and step input predict() builds (predict.cpp).
-  const hw_models::FlowComm comm(sc.system, sc.gpus, sc.placement.gpus_per_nvlink_domain, sc.parallelism.pp,
-                                 ep_cache);
-  const schedules::StepInput in{sc.system,    sc.gpus,     sc.placement.gpus_per_nvlink_domain,
-                                sc.model,     sc.training, sc.parallelism,
-                                sc.framework, sc.stack,    sc.layout,
-                                sc.pipeline_schedule, sc.padded_vocab(), ep_load};
-  return schedules::step_lower_bound(in, comm, ep_cache);
+  const hw_models::FlowComm comm = detail::flow_comm(sc, ep_cache);
+  return schedules::step_lower_bound(detail::step_input(sc, sc.parallelism, ep_load), comm, ep_cache);
 }
 
 namespace {

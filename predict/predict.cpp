@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "hw_models/flow_comm.hpp"
+#include "predict/step_input.hpp"
 
 namespace moesim::predict {
 
@@ -111,14 +111,8 @@ Prediction predict_memory(const config::Scenario& sc) {
 
 Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_load, const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
-  const hw_models::FlowComm comm(sc.system, sc.gpus, sc.placement.gpus_per_nvlink_domain,
-                                 sc.parallelism.pp, opt.flow_cache);
-  const auto input = [&](const workload::Parallelism& par) {
-    return schedules::StepInput{sc.system,   sc.gpus,      sc.placement.gpus_per_nvlink_domain,
-                                sc.model,    sc.training,  par,
-                                sc.framework, sc.stack,    sc.layout,
-                                sc.pipeline_schedule, sc.padded_vocab(), ep_load};
-  };
+  const hw_models::FlowComm comm = detail::flow_comm(sc, opt.flow_cache);
+  const auto input = [&](const workload::Parallelism& par) { return detail::step_input(sc, par, ep_load); };
   Prediction p;
   p.ep_load = ep_load;
   p.ep_load_unbudgeted = sc.framework.moe_expert_rank_capacity_factor ? sc.ep_load_unbudgeted() : ep_load;

@@ -23,41 +23,25 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
   const auto stage_of = [&](int rank, int chunk) -> const VirtualStage& {
     return in.layout.stages()[static_cast<std::size_t>(shape.place(rank, chunk).layout_stage)];
   };
-  // One pass of a rank's chunk: its layer kernels' SM-seconds over the GPU's SMs (header).
-  std::map<std::tuple<int, int, Pass>, double> pass_cache;
-  const auto pass_work = [&](int rank, int chunk, Pass pass) {
-    auto [it, inserted] = pass_cache.try_emplace({rank, chunk, pass}, 0.0);
+  // One pass of a rank's chunk, from its layer kernels (header): their SM-seconds over the
+  // GPU's SMs, their plain seconds (an unpaired pass runs them all on the compute stream),
+  // and their launches' host seconds but captured kernels' (a graph's launch, left out,
+  // stands for them).
+  struct PassCost {
+    double work = 0, serial = 0, host = 0;
+  };
+  std::map<std::tuple<int, int, Pass>, PassCost> pass_cache;
+  const auto pass_cost = [&](int rank, int chunk, Pass pass) -> const PassCost& {
+    auto [it, inserted] = pass_cache.try_emplace({rank, chunk, pass});
     if (!inserted) return it->second;
-    double w = 0;
+    PassCost& c = it->second;
     for (const auto& item : stage_of(rank, chunk).items)
       for (const Priced& k : price.layer(item).of(pass)) {
-        if (k.sms < 0) continue;
-        const double s = k.sms == 0 ? sms : std::min<double>(k.sms, sms);
-        w += s * k.seconds / sms;
+        if (k.sms >= 0) c.work += (k.sms == 0 ? sms : std::min<double>(k.sms, sms)) * k.seconds / sms;
+        c.serial += k.seconds;
+        if (!price.captured(k.module)) c.host += k.host_s;
       }
-    return it->second = w;
-  };
-  // The same pass's plain seconds: unpaired, every kernel of it runs on the compute stream.
-  std::map<std::tuple<int, int, Pass>, double> serial_cache;
-  const auto pass_serial = [&](int rank, int chunk, Pass pass) {
-    auto [it, inserted] = serial_cache.try_emplace({rank, chunk, pass}, 0.0);
-    if (!inserted) return it->second;
-    double t = 0;
-    for (const auto& item : stage_of(rank, chunk).items)
-      for (const Priced& k : price.layer(item).of(pass)) t += k.seconds;
-    return it->second = t;
-  };
-  // The same pass's host time: every launch's, but captured kernels' (a graph's launch,
-  // left out, stands for them).
-  std::map<std::tuple<int, int, Pass>, double> host_cache;
-  const auto pass_host = [&](int rank, int chunk, Pass pass) {
-    auto [it, inserted] = host_cache.try_emplace({rank, chunk, pass}, 0.0);
-    if (!inserted) return it->second;
-    double h = 0;
-    for (const auto& item : stage_of(rank, chunk).items)
-      for (const Priced& k : price.layer(item).of(pass))
-        if (!price.captured(k.module)) h += k.host_s;
-    return it->second = h;
+    return c;
   };
   const bool muon = in.framework.optimizer == workload::OptimizerKind::muon;
   // The step's end on the compute stream (rank_program.cpp's step_end): in launch order,
@@ -84,10 +68,11 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
                                       static_cast<int>(p.num_microbatches), in.framework.moe_a2a_overlap);
     for (std::size_t i = 0; i < items.size(); ++i) {
       const WorkItem& it = items[i];
-      w += pass_work(r, it.chunk, it.pass);
-      h += pass_host(r, it.chunk, it.pass);
+      const PassCost& c = pass_cost(r, it.chunk, it.pass);
+      w += c.work;
+      h += c.host;
       const bool paired = it.overlap_next || (i > 0 && items[i - 1].overlap_next);
-      if (!paired) serial += pass_serial(r, it.chunk, it.pass);
+      if (!paired) serial += c.serial;
     }
     const double o = step_end(r);
     const double layers = std::max(w, serial);
@@ -99,8 +84,8 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
     const double t = std::max(device, h);
     if (r == 0 || t > best.step_time_s) best = {t, r, layers, e, o, h};
     // Microbatch 0's forward and the last one's backward run unpaired (pipeline_order.hpp).
-    fwd_before += pass_serial(r, 0, Pass::forward);
-    bwd_after += pass_serial(r, 0, Pass::backward);
+    fwd_before += pass_cost(r, 0, Pass::forward).serial;
+    bwd_after += pass_cost(r, 0, Pass::backward).serial;
   }
   return best;
 }
