@@ -70,7 +70,8 @@ std::vector<std::string> measured_files(const std::vector<std::string>& paths, i
 
 reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo, const std::string& base_file,
                                      std::optional<double> token_budget, int jobs, const config::LoadOptions& opts,
-                                     const std::string& out, const std::function<void()>& each) {
+                                     const std::string& out, const std::function<void()>& each,
+                                     std::stop_token stop) {
   const bool budget = token_budget.has_value();
   std::ofstream stream(out, std::ios::binary | std::ios::app);
   if (!stream) throw config::InputError(out, "", "cannot write the file");
@@ -79,7 +80,7 @@ reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> 
                        stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
                        each();
                      },
-                     opts);
+                     opts, stop);
   stream.close();
   if (!stream) throw config::InputError(out, "", "cannot write the file");
   reports::SweepCsv all = reports::read_sweep_csv(out);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,12 @@ void add_headroom(CLI::App& app, double& gib);
 
 // The sweep rows `todo` (predict::run_sweep on `jobs` threads) appended to the CSV `out`
 // as each finishes (`each` called after it), then `out` rewritten sorted by id, so the
-// same rows give the same file; returns it. `sweep` and `plan` share it.
+// same rows give the same file; returns it. Once `stop` is requested no further row starts
+// (cli/terminate.hpp); the file holds the rows that ran.
 reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo, const std::string& base_file,
                                      std::optional<double> token_budget, int jobs, const config::LoadOptions& opts,
-                                     const std::string& out, const std::function<void()>& each);
+                                     const std::string& out, const std::function<void()>& each,
+                                     std::stop_token stop = {});
 
 // Scenario files under the given paths (folders recursively), in sorted order.
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <regex>
 #include <string>
 #include <unistd.h>
 #include <utility>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
+#include "cli/terminate.hpp"
 #include "config/load.hpp"
 #include "config/sweep_file.hpp"
 #include "predict/sweep.hpp"
@@ -27,6 +29,17 @@
 
 namespace moesim::cli {
 namespace {
+
+// A Slurm partition list or account name as it goes on an #SBATCH line: letters, digits,
+// '_', '.', '-' (and commas between partitions); nothing that could end the line.
+CLI::Validator slurm_name(const std::string& what, bool list) {
+  return CLI::Validator(
+      [what, list](std::string& v) {
+        static const std::regex name(R"([A-Za-z0-9_.-]+)"), names(R"([A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*)");
+        return std::regex_match(v, list ? names : name) ? std::string() : fmt::format("'{}' is not {}", v, what);
+      },
+      "NAME");
+}
 
 // `moesim sweep`: a sweep file's rows (config/sweep_file.hpp) through predict/sweep.hpp
 // on all cores, streamed to a CSV as they finish (reports/sweep.hpp) and sorted by id at
@@ -44,9 +57,34 @@ class Sweep final : public Command {
     app.add_flag("--resume", resume_, "keep the rows already in the output; run only the missing ones");
     app.add_option("--top", top_, "rows listed by the objective")->check(CLI::Range(0, 1000000));
     app.add_flag("--json", json_, "print the summary as one JSON object");
-    app.add_flag("--slurm-script", slurm_, "print an sbatch --array script for the sweep instead of running it");
+    CLI::Option* slurm =
+        app.add_flag("--slurm-script", slurm_, "print an sbatch --array script for the sweep instead of running it");
     app.add_option("--tasks", tasks_, "--slurm-script: array tasks (default: one per 200 rows)")
-        ->check(CLI::Range(1, 100000));
+        ->check(CLI::Range(1, 100000))
+        ->needs(slurm);
+    app.add_option("--cpus-per-task", resources_.cpus_per_task,
+                   "--slurm-script: CPUs of each task, all of which it simulates on (default 2: a small node)")
+        ->check(CLI::Range(1, 4096))
+        ->needs(slurm);
+    app.add_option("--partition", resources_.partition,
+                   "--slurm-script: the partition(s), comma-separated (default: the cluster's)")
+        ->check(slurm_name("a partition list (names of letters, digits, '_', '.', '-', separated by commas)", true))
+        ->needs(slurm);
+    app.add_option("--time", resources_.time,
+                   "--slurm-script: each task's time limit in Slurm's format: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S "
+                   "(default: the partition's)")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+              static const std::regex time(R"(\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2}|UNLIMITED|INFINITE)");
+              return std::regex_match(v, time) ? std::string()
+                                               : fmt::format("'{}' is not a Slurm time (M, M:S, H:M:S, D-H, D-H:M, "
+                                                             "D-H:M:S, UNLIMITED)", v);
+            },
+            "TIME"))
+        ->needs(slurm);
+    app.add_option("--account", resources_.account, "--slurm-script: the account charged (default: the user's)")
+        ->check(slurm_name("an account name (letters, digits, '_', '.', '-')", false))
+        ->needs(slurm);
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
     merge_ = app.add_subcommand("merge", "join shard CSVs, reporting missing and duplicated rows");
@@ -72,7 +110,8 @@ class Sweep final : public Command {
                                       static_cast<std::int64_t>(plan.points.size()), tasks,
                                       out_.empty() ? stem : std::filesystem::path(out_).replace_extension().string(),
                                       fmt::format("{}{}", uncalibrated_ ? " --uncalibrated" : "",
-                                                  headroom_ > 0 ? fmt::format(" --headroom {:g}", headroom_) : ""));
+                                                  headroom_ > 0 ? fmt::format(" --headroom {:g}", headroom_) : ""),
+                                      resources_);
       return 0;
     }
     const std::string out = !out_.empty() ? out_ : count > 1 ? fmt::format("{}_{}.csv", stem, index) : stem + ".csv";
@@ -115,11 +154,22 @@ class Sweep final : public Command {
              << (final ? "\n" : "") << std::flush;
     };
     const config::LoadOptions opts{!uncalibrated_, headroom_};
-    const reports::SweepCsv all = append_rows_to_csv(todo, sweep.base_file, sweep.token_budget, jobs_, opts, out, [&] {
-      ++done;
-      if (progress) show(false);
-    });
+    const TerminationWatch terminate;
+    const reports::SweepCsv all = append_rows_to_csv(
+        todo, sweep.base_file, sweep.token_budget, jobs_, opts, out,
+        [&] {
+          ++done;
+          if (progress) show(false);
+        },
+        terminate.token());
     if (progress) show(true);
+    if (terminate.signal() != 0 && done < todo.size()) {
+      io.err << fmt::format("moesim sweep: stopped by {} after {} of {} rows; {} keeps them. Run the same command "
+                            "with --resume for the other {}.\n",
+                            terminate.signal() == SIGTERM ? "SIGTERM" : "SIGINT", done, todo.size(), out,
+                            todo.size() - done);
+      return 128 + terminate.signal();
+    }
     reports::SweepSummaryInfo info{sweep.name, file_, out, static_cast<std::int64_t>(plan.points.size()),
                                    plan.combinations, plan.pruned, index, count, sweep.objective, budget, top_};
     if (json_) io.out << reports::sweep_summary_json(all, info).dump(2) << "\n";
@@ -191,6 +241,7 @@ class Sweep final : public Command {
   int jobs_ = 0, top_ = 10, tasks_ = 0;
   bool resume_ = false, json_ = false, slurm_ = false, uncalibrated_ = false;
   double headroom_ = 0;
+  reports::SlurmResources resources_;
   CLI::App* merge_ = nullptr;
   std::vector<std::string> merge_files_;
   std::string merge_out_, merge_sweep_;

@@ -9,7 +9,7 @@
 
 namespace moesim::predict {
 
-void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f) {
+void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f, std::stop_token stop) {
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t threads =
       std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : cores);
@@ -17,7 +17,7 @@ void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)
   std::exception_ptr error;
   std::mutex m;
   const auto worker = [&] {
-    for (std::size_t i; (i = next++) < n;) {
+    for (std::size_t i; !stop.stop_requested() && (i = next++) < n;) {
       try {
         f(i);
       } catch (...) {

@@ -137,13 +137,16 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
 void run_sweep(std::span<const config::SweepPoint* const> points, const std::string& file,
                std::optional<double> token_budget, int jobs,
                const std::function<void(const config::SweepPoint&, const SweepResult&)>& done,
-               const config::LoadOptions& opts) {
+               const config::LoadOptions& opts, std::stop_token stop) {
   std::mutex m;
-  run_parallel(points.size(), jobs, [&](std::size_t i) {
-    const SweepResult r = evaluate_point(*points[i], file, token_budget, opts);
-    std::lock_guard<std::mutex> lock(m);
-    done(*points[i], r);
-  });
+  run_parallel(
+      points.size(), jobs,
+      [&](std::size_t i) {
+        const SweepResult r = evaluate_point(*points[i], file, token_budget, opts);
+        std::lock_guard<std::mutex> lock(m);
+        done(*points[i], r);
+      },
+      stop);
 }
 
 }  // namespace moesim::predict

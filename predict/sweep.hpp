@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 
 #include "config/load.hpp"
@@ -75,10 +76,11 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
                            const schedules::StepOptions& step = {});
 
 // Evaluates the points on `jobs` threads (0: all cores), calling `done` once per point as
-// it finishes, one call at a time (it may write a stream).
+// it finishes, one call at a time (it may write a stream). Once `stop` is requested no
+// further point starts; the points running finish and are passed to `done`.
 void run_sweep(std::span<const config::SweepPoint* const> points, const std::string& file,
                std::optional<double> token_budget, int jobs,
                const std::function<void(const config::SweepPoint&, const SweepResult&)>& done,
-               const config::LoadOptions& opts = {});
+               const config::LoadOptions& opts = {}, std::stop_token stop = {});
 
 }  // namespace moesim::predict

@@ -601,33 +601,41 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
 
 std::string slurm_script(const std::string& moesim, const std::string& sweep_file,
                          const std::string& name, std::int64_t rows, int tasks,
-                         const std::string& out_prefix, const std::string& options) {
+                         const std::string& out_prefix, const std::string& options,
+                         const SlurmResources& resources) {
   const auto quote = [](const std::string& s) {
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return q + "'";
   };
+  std::string optional;
+  for (const auto& [key, value] : {std::pair{"partition", &resources.partition},
+                                   std::pair{"time", &resources.time}, std::pair{"account", &resources.account}})
+    if (!value->empty()) optional += fmt::format("#SBATCH --{}={}\n", key, *value);
   return fmt::format(
       "#!/bin/bash\n"
       "# moesim sweep {name}: {rows} rows in {tasks} array tasks. Each task runs the shard\n"
       "# (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP of "
       "SLURM_ARRAY_TASK_COUNT\n"
-      "# on all its CPUs and resumes its own CSV when requeued.\n"
+      "# on all its CPUs and resumes its own CSV when requeued or submitted again. moesim is\n"
+      "# exec'd: Slurm's SIGTERM (time limit, preemption, scancel) reaches it, and it writes the\n"
+      "# rows in flight before it exits.\n"
       "#SBATCH --job-name=moesim-sweep-{name}\n"
       "#SBATCH --array=0-{last}\n"
       "#SBATCH --nodes=1\n"
       "#SBATCH --ntasks=1\n"
-      "#SBATCH --cpus-per-task=16\n"
+      "#SBATCH --cpus-per-task={cpus}\n"
+      "{optional}"
       "#SBATCH --output={prefix}_%a.log\n"
       "#SBATCH --requeue\n"
       "set -euo pipefail\n"
-      "{moesim} sweep {sweep} -o {prefix_q}_${{SLURM_ARRAY_TASK_ID}}.csv --resume --jobs "
+      "exec {moesim} sweep {sweep} -o {prefix_q}_${{SLURM_ARRAY_TASK_ID}}.csv --resume --jobs "
       "\"${{SLURM_CPUS_PER_TASK:-0}}\"{options}\n"
       "# When every task has finished:\n"
       "#   {moesim} sweep merge {prefix_q}_*.csv --sweep {sweep} -o {prefix_q}.csv\n",
       fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("tasks", tasks),
-      fmt::arg("last", tasks - 1), fmt::arg("prefix", out_prefix),
-      fmt::arg("prefix_q", quote(out_prefix)), fmt::arg("moesim", quote(moesim)),
+      fmt::arg("last", tasks - 1), fmt::arg("cpus", resources.cpus_per_task), fmt::arg("optional", optional),
+      fmt::arg("prefix", out_prefix), fmt::arg("prefix_q", quote(out_prefix)), fmt::arg("moesim", quote(moesim)),
       fmt::arg("sweep", quote(sweep_file)), fmt::arg("options", options));
 }
 

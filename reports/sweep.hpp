@@ -109,11 +109,21 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
 nlohmann::ordered_json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info);
 std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info);
 
+// What each array task asks Slurm for (sbatch's options of the same names). The default
+// runs on a small node (2 CPUs); an empty string leaves that one to the cluster's default.
+// The CLI checks them (cli/sweep.cpp) before they reach a #SBATCH line.
+struct SlurmResources {
+  int cpus_per_task = 2;
+  std::string partition, time, account;
+};
+
 // An `sbatch --array` script running the sweep as `tasks` shards (each resumes its own
-// CSV when requeued) and, as its last comment, the merge command. `options`: the sweep's
+// CSV when requeued or resubmitted) and, as its last comment, the merge command. The task
+// execs moesim, so Slurm's SIGTERM reaches it (cli/terminate.hpp). `options`: the sweep's
 // own flags every task must repeat (" --uncalibrated --headroom 4"), or empty.
 std::string slurm_script(const std::string& moesim, const std::string& sweep_file,
                          const std::string& name, std::int64_t rows, int tasks,
-                         const std::string& out_prefix, const std::string& options = "");
+                         const std::string& out_prefix, const std::string& options = "",
+                         const SlurmResources& resources = {});
 
 }  // namespace moesim::reports

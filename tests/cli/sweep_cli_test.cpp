@@ -198,4 +198,22 @@ TEST_CASE("sweep: bad sweep files and options exit 2 with file and path", "[cli]
   r = test::run_moesim({"sweep", d / "small.json", "-o", d / "x.csv", "--shard", "3/3"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("needs 0 <= I < N"));
+  // The Slurm script's resources are checked before they reach an #SBATCH line, and are
+  // refused without --slurm-script (they would change nothing).
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--slurm-script", "--time", "1 hour"},
+        std::vector<std::string>{"--slurm-script", "--partition", "gpu\n#SBATCH --exclusive"},
+        std::vector<std::string>{"--slurm-script", "--account", "a,b"},
+        std::vector<std::string>{"--slurm-script", "--cpus-per-task", "0"},
+        std::vector<std::string>{"--partition", "gpu"}, std::vector<std::string>{"--tasks", "3"}}) {
+    std::vector<std::string> argv{"sweep", d / "small.json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    r = test::run_moesim(argv);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("#SBATCH") == std::string::npos);
+  }
+  r = test::run_moesim({"sweep", d / "small.json", "--partition", "gpu"});
+  CHECK_THAT(r.err, Catch::Contains("--slurm-script"));
+  r = test::run_moesim({"sweep", d / "small.json", "--slurm-script", "--time", "1 hour"});
+  CHECK_THAT(r.err, Catch::Contains("is not a Slurm time"));
 }

@@ -139,4 +139,13 @@ TEST_CASE("The Slurm script runs one shard per array task and resumes", "[report
   // The sweep's own options reach every task.
   const std::string h = reports::slurm_script("/opt/moesim", "/work/s.json", "s", 10, 1, "s", " --headroom 4");
   CHECK_THAT(h, Catch::Contains("--jobs \"${SLURM_CPUS_PER_TASK:-0}\" --headroom 4\n"));
+  // moesim replaces the shell, so Slurm's SIGTERM reaches it. The defaults ask for 2 CPUs
+  // and leave partition, time and account to the cluster.
+  CHECK_THAT(s, Catch::Contains("\nexec '/opt/moesim' sweep "));
+  CHECK_THAT(s, Catch::Contains("#SBATCH --cpus-per-task=2\n"));
+  CHECK_THAT(s, !Catch::Contains("--partition") && !Catch::Contains("--time") && !Catch::Contains("--account"));
+  const std::string r = reports::slurm_script("/opt/moesim", "/work/s.json", "s", 10, 1, "s", "",
+                                              {16, "gpu,cpu", "1-00:00:00", "proj"});
+  CHECK_THAT(r, Catch::Contains("#SBATCH --cpus-per-task=16\n#SBATCH --partition=gpu,cpu\n#SBATCH "
+                                "--time=1-00:00:00\n#SBATCH --account=proj\n#SBATCH --output=s_%a.log\n"));
 }
