@@ -38,6 +38,9 @@ class Plan final : public Command {
     app.add_option("--settings", settings_,
                    "settings varied for every layout, comma-separated, or none (default: those marked):" + groups)
         ->delimiter(',');
+    app.add_flag("--given", given_,
+                 "also predict the scenario as given (its own layout and settings) and rank it: every candidate "
+                 "whose bound beats it is simulated, so the rank is exact");
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
   }
@@ -45,7 +48,7 @@ class Plan final : public Command {
   int run(Io& io) override {
     predict::PlanRequest req{file_, gpus_, settings_, objective_,
                              token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
-                             top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}};
+                             top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}, given_};
     const predict::Plan p = predict::plan(req);
     const std::string out = !out_.empty() ? out_ : p.name + ".csv";
     const reports::SweepCsv all = reports::plan_csv(p);
@@ -62,7 +65,7 @@ class Plan final : public Command {
   std::int64_t gpus_ = 0;
   double token_budget_ = 0, headroom_ = 0;
   int top_ = 10, jobs_ = 0;
-  bool json_ = false, uncalibrated_ = false;
+  bool json_ = false, uncalibrated_ = false, given_ = false;
 };
 
 }  // namespace

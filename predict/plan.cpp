@@ -274,7 +274,11 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
     if (search.top <= 0 || best.size() < static_cast<std::size_t>(search.top)) return std::nullopt;
     return best[static_cast<std::size_t>(search.top) - 1];
   };
-  const auto beats_bar = [&](double k, const Key& bar) { return !bar || better(k, *bar); };
+  // A bound worth simulating: it beats the K-th best (or fewer than K are in), or the
+  // reference value.
+  const auto beats_bar = [&](double k, const Key& bar) {
+    return !bar || better(k, *bar) || (search.reference && better(k, *search.reference));
+  };
   std::size_t next_layout = 0;
   double simulate_s = 0;
   for (;;) {
@@ -390,8 +394,31 @@ Plan plan(const PlanRequest& req) {
   p.dims = std::move(dims);
   p.objective = f.objective;
   p.token_budget = f.token_budget;
-  const PlanSearch search{f.objective, req.top, req.jobs, f.token_budget, req.load};
+  PlanSearch search{f.objective, req.top, req.jobs, f.token_budget, req.load, std::nullopt};
+  if (req.given) {
+    config::SweepPoint as_given{0, {}, f.base};
+    as_given.scenario["gpus"] = gpus;
+    // The CSV columns' values where the file sets them (empty: the loader's default).
+    std::vector<std::string> columns = p.layouts.columns;
+    for (const auto& d : p.dims) columns.push_back(d.path);
+    for (std::string c : columns) {
+      std::replace(c.begin(), c.end(), '.', '/');
+      const config::Json::json_pointer at("/" + c);
+      as_given.values.push_back(as_given.scenario.contains(at) ? value_text(as_given.scenario.at(at)) : "");
+    }
+    SweepResult row = evaluate_point(as_given, f.base_file, f.token_budget, req.load);
+    p.given = PlanGiven{std::move(as_given), std::move(row), std::nullopt};
+    search.reference = objective_value(p.given->row, f.objective);
+  }
   p.outcome = search_plan(p.layouts.points, p.dims, f.base_file, search);
+  if (p.given && search.reference) {
+    std::int64_t better = 0;
+    for (const auto& c : p.outcome.candidates)
+      if (const auto v = objective_value(c.row, f.objective); c.row.status == SweepStatus::ok && v &&
+                                                               objective_better(f.objective, *v, *search.reference))
+        ++better;
+    p.given->rank = better + 1;
+  }
   p.per_layout = combinations(p.dims);
   p.wall_s = since(t0);
   return p;

@@ -27,7 +27,10 @@
 //                     candidates, a candidate met joins the wave being simulated.
 //   the stop          before each wave of kPlanWave simulations, with K simulated, the
 //                     first item whose bound cannot beat the K-th best (strictly) ends
-//                     the search: every later item's bound is no better. Candidates
+//                     the search: every later item's bound is no better. With a
+//                     reference value (`moesim plan --given`: the scenario as given),
+//                     the search also goes on while a bound beats the reference, so every
+//                     candidate better than it is simulated and its rank is exact. Candidates
 //                     expanded and not simulated are `bound`; layouts never expanded
 //                     count their candidates as pruned by the bound, without rows.
 // The wave's size is a constant, not the thread count, so the rows (and which were
@@ -75,6 +78,9 @@ struct PlanSearch {
   int jobs = 0;  // threads (0: all cores)
   std::optional<double> token_budget;
   config::LoadOptions load;
+  // An objective value every candidate better than which is simulated (the scenario as
+  // given, to rank it exactly); none: the top K alone decide.
+  std::optional<double> reference;
 };
 
 // A candidate: a layout (its index among the layout points) with one value per dimension.
@@ -135,6 +141,17 @@ struct PlanRequest {
   int top = 10;
   int jobs = 0;
   config::LoadOptions load;
+  // Also predict the scenario as given (its own layout and settings, on `gpus`) and rank
+  // it among the candidates (PlanSearch::reference).
+  bool given = false;
+};
+// The scenario as given, on the plan's GPUs: its row (evaluate_point), and, where it
+// simulated, 1 + the candidates strictly better by the objective (exact: each was
+// simulated) and how many of those there are.
+struct PlanGiven {
+  config::SweepPoint point;  // the scenario file on `gpus`; its CSV columns' values
+  SweepResult row;
+  std::optional<std::int64_t> rank;
 };
 struct Plan {
   std::string name;  // plan-<scenario name>
@@ -145,6 +162,7 @@ struct Plan {
   config::SweepObjective objective = config::SweepObjective::tokens_per_s_per_gpu;
   std::optional<double> token_budget;
   PlanOutcome outcome;
+  std::optional<PlanGiven> given;
   double wall_s = 0;
 };
 Plan plan(const PlanRequest& req);

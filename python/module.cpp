@@ -122,9 +122,10 @@ PYBIND11_MODULE(moesim, m) {
   m.def(
       "plan",
       [](const std::string& scenario, std::int64_t gpus, std::vector<std::string> settings, const std::string& objective,
-         std::optional<double> token_budget, int top, int jobs, const std::string& csv, bool uncalibrated) {
+         std::optional<double> token_budget, int top, int jobs, const std::string& csv, bool uncalibrated,
+         bool given) {
         const predict::PlanRequest req{scenario, gpus, std::move(settings), objective, token_budget, top, jobs,
-                                       config::LoadOptions{!uncalibrated}};
+                                       config::LoadOptions{!uncalibrated}, given};
         predict::Plan p;
         {
           py::gil_scoped_release release;
@@ -140,9 +141,9 @@ PYBIND11_MODULE(moesim, m) {
       },
       py::arg("scenario"), py::kw_only(), py::arg("gpus") = 0, py::arg("settings") = std::vector<std::string>{},
       py::arg("objective") = "", py::arg("token_budget") = std::nullopt, py::arg("top") = 10, py::arg("jobs") = 0,
-      py::arg("csv") = "", py::arg("uncalibrated") = false,
+      py::arg("csv") = "", py::arg("uncalibrated") = false, py::arg("given") = false,
       "The best layouts and settings of a scenario file's model on `gpus` GPUs: the dict `moesim plan --json` "
       "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write every evaluated "
-      "candidate, '' not at all).");
+      "candidate, '' not at all; `given`: also rank the scenario as given, under 'given').");
   m.attr("__version__") = "0.1.0";
 }

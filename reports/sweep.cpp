@@ -531,8 +531,14 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
                        o.bound_wall_s,
                        o.simulate_wall_s,
                        plan.wall_s,
-                       {}};
+                       {},
+                       std::nullopt,
+                       std::nullopt};
   for (const auto& d : plan.dims) info.settings.push_back(d.path);
+  if (plan.given) {
+    info.given = sweep_csv_fields(plan.given->point, plan.given->row, plan.token_budget.has_value());
+    info.given_rank = plan.given->rank;
+  }
   return info;
 }
 
@@ -543,7 +549,7 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
   for (const auto& [r, n] : info.sweep.pruned) pruned[r] = n, rule += n;
   Json top = Json::array();
   for (const auto& k : a.top) top.push_back(row_json(csv, *k.row));
-  return Json{{"name", info.sweep.name},
+  Json j{{"name", info.sweep.name},
               {"scenario", info.sweep.sweep_file},
               {"gpus", info.gpus},
               {"output", info.sweep.output},
@@ -566,7 +572,42 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
               {"bound_violations", info.violations},
               {"wall_s", {{"bound", info.bound_wall_s}, {"simulate", info.simulate_wall_s}, {"total", info.wall_s}}},
               {"top", top}};
+  if (info.given) {
+    Json g = sweep_row_json(csv.header, *info.given);
+    g.erase("id");
+    g["rank"] = info.given_rank ? Json(*info.given_rank) : Json(nullptr);
+    j["given"] = std::move(g);
+  }
+  return j;
 }
+
+namespace {
+
+// `plan --given`'s lines: the scenario as given, its figures, rank and distance to the best.
+std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const Analysis& a) {
+  const auto& h = csv.header;
+  const auto& g = *info.given;
+  const std::size_t first_result = column(h, "status");
+  std::vector<std::string> set;
+  for (std::size_t i = 2; i < first_result; ++i)  // past id and gpus
+    if (!g[i].empty()) set.push_back(fmt::format("{} {}", h[i].substr(h[i].rfind('.') + 1), g[i]));
+  std::string o = fmt::format("\nthe scenario as given ({}): ", fmt::join(set, ", "));
+  const std::string status = g[column(h, "status")];
+  if (status != "ok") return o + fmt::format("{}: {}\n", status, g[column(h, "message")]);
+  const std::string obj(config::sweep_objective_names().name(info.sweep.objective));
+  const auto value = parse_double(g[column(h, obj)]);
+  o += fmt::format("{} {:.4g}, step {:.3g} s, {:.0f} TFLOPS/GPU, peak {:.1f} GiB", obj, value.value_or(0),
+                   parse_double(g[column(h, "step_time_s")]).value_or(0),
+                   parse_double(g[column(h, "tflops_per_gpu")]).value_or(0),
+                   parse_double(g[column(h, "peak_memory_gib")]).value_or(0));
+  if (info.given_rank)
+    o += fmt::format("; rank {} (exact: every candidate whose bound beats it was simulated)", *info.given_rank);
+  if (value && !a.top.empty() && *value != 0)
+    o += fmt::format("; the best: {} {:+.1f}%", obj, 100 * (a.top.front().objective / *value - 1));
+  return o + "\n";
+}
+
+}  // namespace
 
 std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
   const Analysis a = analyse(csv, info.sweep);
@@ -596,6 +637,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
                    config::sweep_objective_names().name(info.sweep.objective),
                    config::higher_is_better(info.sweep.objective) ? "higher" : "lower");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
+  if (info.given) o += given_text(csv, info, a);
   return o;
 }
 

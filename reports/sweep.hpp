@@ -96,11 +96,15 @@ struct PlanSummaryInfo {
   std::vector<std::int64_t> violations;  // candidates better than a bound of theirs
   double bound_wall_s = 0, simulate_wall_s = 0, wall_s = 0;  // wall_s: the whole plan
   std::vector<std::string> settings;     // the settings varied per layout (CSV columns)
+  // `plan --given`: the scenario as given, as a CSV row of the plan's columns (its values
+  // where the file sets them), and its rank among the candidates (absent: not simulated).
+  std::optional<std::vector<std::string>> given;
+  std::optional<std::int64_t> given_rank;
 };
 // {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
 // settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,
 // dominated, simulated, error} (adding up to combinations), pruned_layouts, bound_violations,
-// wall_s {bound, simulate, total}, top}.
+// wall_s {bound, simulate, total}, top}, and with --given, given: its row and rank.
 // A plan's evaluated candidates as CSV rows (the layout columns, then the settings'), and
 // its summary's figures; `scenario_file` and `output` label it.
 SweepCsv plan_csv(const predict::Plan& plan);

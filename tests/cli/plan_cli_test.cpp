@@ -5,7 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "reports/sweep.hpp"
 #include "support/helpers.hpp"
@@ -92,6 +95,50 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
     if (status == "bound") CHECK_THAT(r.fields[col("message")], Catch::Contains("cannot beat the top 3's last"));
     if (status == "dominated") CHECK_THAT(r.fields[col("message")], Catch::Contains("fits and recomputes less"));
   }
+  // --given: the scenario as given (here TP 2, PP 2, EP 4 at micro-batch size 1 on the 8
+  // GPUs, recomputing the experts' activations, a rung of the ladder) ranked among the
+  // candidates. Its rank is 1 + the
+  // brute-force rows better than it among those the plan's space holds: for each layout
+  // and micro-batch size, the first rung of the ladder that simulated.
+  Json given = Json::parse(test::read_text(scenario));
+  given["gpus"] = 8;
+  given["training"]["micro_batch_size"] = 1;
+  given["parallelism"] = {{"tp", 2}, {"pp", 2}, {"ep", 4}};
+  const test::TempFile given_file(given.dump(2), "given.json");
+  const auto ranked = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--json", "--top", "3",
+                                        "-o", in_dir("plan-given.csv"), "--jobs", "2", "--given"});
+  REQUIRE(ranked.status == 0);
+  const auto g = Json::parse(ranked.out)["given"];
+  REQUIRE(g["status"] == "ok");
+  CHECK(g["parallelism.ep"] == 4);
+  CHECK(g["framework.recompute_modules"] == Json::parse(R"(["moe_act"])"));
+  const double v = g["tokens_per_s_per_gpu"].get<double>();
+  const auto brute_csv = reports::read_sweep_csv(in_dir("brute.csv"));
+  const auto bcol = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(brute_csv.header.begin(), brute_csv.header.end(), name) -
+                                    brute_csv.header.begin());
+  };
+  std::map<std::vector<std::string>, std::pair<std::size_t, double>> first_rung;  // layout -> rung, value
+  for (const auto& r : brute_csv.rows) {
+    if (r.fields[bcol("status")] != "ok") continue;
+    const auto rung = static_cast<std::size_t>(
+        std::find(ladder.begin(), ladder.end(), Json::parse(r.fields[bcol("framework.recompute_modules")])) -
+        ladder.begin());
+    std::vector<std::string> key(r.fields.begin() + 1, r.fields.begin() + static_cast<long>(bcol("status")));
+    key[bcol("framework.recompute_modules") - 1].clear();
+    const double value = std::stod(r.fields[bcol("tokens_per_s_per_gpu")]);
+    const auto [it, fresh] = first_rung.try_emplace(key, rung, value);
+    if (!fresh && rung < it->second.first) it->second = {rung, value};
+  }
+  std::int64_t better = 0;
+  for (const auto& [key, rv] : first_rung) better += rv.second > v;
+  CHECK(g["rank"] == better + 1);
+  CHECK(better > 3);  // below the top 3: the search went on past them to rank it
+  CHECK_THAT(test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
+                               in_dir("plan-given.csv"), "--jobs", "2", "--given"})
+                 .out,
+             Catch::Contains(fmt::format("rank {} (exact", better + 1)));
+
   const auto one = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "recompute", "--json", "--top",
                                      "3", "-o", in_dir("plan1.csv"), "--jobs", "1"});
   REQUIRE(one.status == 0);

@@ -70,7 +70,10 @@ class MoesimModule(unittest.TestCase):
 
     def test_plan_matches_the_command_line(self):
         qwen = os.path.join(ROOT, "scenarios", "examples", "qwen3-30b-a3b-h100.json")
-        p = moesim.plan(qwen, gpus=8, settings=["none"], top=3, jobs=2)
+        p = moesim.plan(qwen, gpus=8, settings=["none"], top=3, jobs=2, given=True)
+        # As given (EP 16) the scenario cannot run on 8 GPUs: no rank, the loader's reason.
+        self.assertEqual(p["given"]["status"], "invalid")
+        self.assertIsNone(p["given"]["rank"])
         self.assertEqual(p["combinations"], 1024)
         self.assertEqual(sum(p["fates"].values()), p["combinations"])
         self.assertEqual(p["bound_violations"], [])
@@ -79,11 +82,13 @@ class MoesimModule(unittest.TestCase):
         if not os.path.exists(exe):
             self.skipTest("no build/moesim next to the module")
         out = subprocess.run([exe, "plan", qwen, "--gpus", "8", "--settings", "none", "--top", "3",
-                              "--jobs", "2", "--json", "-o", os.devnull], check=True, capture_output=True, text=True)
+                              "--jobs", "2", "--json", "--given", "-o", os.devnull], check=True, capture_output=True,
+                             text=True)
         cli = json.loads(out.stdout)
         self.assertEqual([r["id"] for r in p["top"]], [r["id"] for r in cli["top"]])
         self.assertEqual(p["top"][0]["tokens_per_s_per_gpu"], cli["top"][0]["tokens_per_s_per_gpu"])
         self.assertEqual(p["fates"], cli["fates"])
+        self.assertEqual(p["given"], cli["given"])
         with self.assertRaises(moesim.InputError):
             moesim.plan(qwen, settings=["offload"])
 

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""The practice table (issue #26 item 3): every run of the step-time validation corpus
+planned on its own system and GPU count, with the published recipe ranked among the
+candidates (`moesim plan SCENARIO --given --json`).
+
+    docs/practice/practice_table.py [--moesim build/moesim] [--jobs 2] [--only SUBSTRING]
+
+The corpus is every scenario under scenarios/ with a `measured` step-time figure
+(tokens_per_s_per_gpu, tflops_per_gpu or step_time_s) that is not held out: the runs
+`moesim calibrate corpus` fits. Each plan's JSON is kept in docs/practice/plans/ (one file
+per run, the plan's CSV beside it is not kept); the table between the markers in
+docs/PRACTICE.md is rewritten from them. A plan whose JSON is already there is not run
+again unless --rerun is given, so the notes under the table can be edited by hand.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLANS = os.path.join(ROOT, "docs", "practice", "plans")
+DOC = os.path.join(ROOT, "docs", "PRACTICE.md")
+BEGIN, END = "<!-- practice-table begin -->", "<!-- practice-table end -->"
+FIGURES = ("tokens_per_s_per_gpu", "tflops_per_gpu", "step_time_s")
+LAYOUT = (("tp", "TP"), ("pp", "PP"), ("vpp", "VPP"), ("ep", "EP"), ("cp", "CP"), ("micro_batch_size", "MBS"))
+
+
+def corpus():
+    runs = []
+    for f in sorted(glob.glob(os.path.join(ROOT, "scenarios", "**", "*.json"), recursive=True)):
+        try:
+            j = json.load(open(f))
+        except ValueError:
+            continue
+        m = j.get("measured") if isinstance(j, dict) else None
+        if not isinstance(m, dict) or m.get("held_out"):
+            continue
+        figure = next((k for k in FIGURES if k in m), None)
+        if figure:
+            runs.append((os.path.relpath(f, ROOT), j, figure, m[figure]))
+    return runs
+
+
+def plan(moesim, rel, jobs):
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.time()
+        out = subprocess.run([moesim, "plan", rel, "--given", "--top", "3", "--json", "--jobs", str(jobs),
+                              "-o", os.path.join(d, "plan.csv")], cwd=ROOT, capture_output=True, text=True)
+        if out.returncode != 0:
+            return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:], "wall_s": {"total": time.time() - t0}}
+        return json.loads(out.stdout)
+
+
+def layout(row):
+    parts = [f"{short}{row[k]}" for k, short in LAYOUT if row.get(k) not in (None, "", 1) or k in ("tp", "pp", "ep")]
+    d = row.get("framework.dispatcher")
+    if d:
+        parts.append(d)
+    if row.get("framework.moe_a2a_overlap") is True:
+        parts.append("a2a-overlap")
+    r = row.get("framework.recompute_modules")
+    if r:
+        parts.append("recompute " + "+".join(r))
+    elif r == []:
+        parts.append("no recompute")
+    return " ".join(parts)
+
+
+def given_layout(scenario, given):
+    # The given row holds the columns the file sets; the rest are the loader's defaults.
+    p = scenario.get("parallelism", {})
+    row = {k: p.get(k, 1) for k in ("tp", "pp", "vpp", "ep", "cp")}
+    row["micro_batch_size"] = scenario.get("training", {}).get("micro_batch_size", 1)
+    fw = scenario.get("framework", {})
+    for k in ("dispatcher", "moe_a2a_overlap", "recompute_modules"):
+        if k in fw:
+            row["framework." + k] = fw[k]
+    return layout(row)
+
+
+TERMS = (("compute", "compute"), ("exposed_communication", "comm"), ("pipeline_bubble", "bubble"),
+         ("host_bound_idle", "host"), ("other", "other"), ("straggler_wait", "straggler"))
+
+
+def where(given, best):
+    """Where the step time goes between the two at the same global batch and GPUs: the
+    critical rank's breakdown terms that moved most, in seconds."""
+    d = [(best.get("breakdown." + k, 0) - given.get("breakdown." + k, 0), short) for k, short in TERMS]
+    d = sorted((x for x in d if abs(x[0]) >= 0.05 * given["step_time_s"] / 10), key=lambda x: x[0])[:2]
+    return ", ".join(f"{short} {v:+.2f} s" for v, short in d if v < 0) or "no term fell"
+
+
+def fmt(v, figure):
+    return f"{v:.2f} s" if figure == "step_time_s" else f"{v:,.0f}"
+
+
+def table(runs):
+    head = ("| Run | System, GPUs | Published recipe | Measured | moesim on it | Rank | moesim's best | "
+            "Best vs published (tok/s/GPU; step time's terms that fell) | Simulated of candidates | Plan |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n")
+    rows = []
+    for rel, j, figure, measured in runs:
+        name = os.path.splitext(os.path.basename(rel))[0]
+        p = json.load(open(os.path.join(PLANS, name + ".json")))
+        unit = {"tokens_per_s_per_gpu": "tok/s/GPU", "tflops_per_gpu": "TFLOPS/GPU", "step_time_s": "step"}[figure]
+        system = f"{j.get('system')}, {j.get('gpus')}"
+        if "error" in p:
+            rows.append(f"| `{name}` | {system} | {given_layout(j, {})} | {fmt(measured, figure)} {unit} | "
+                        f"plan failed: {' '.join(p['error'])} | | | | | |")
+            continue
+        g = p.get("given", {})
+        pred = g.get(figure)
+        err = f" ({100 * (pred / measured - 1):+.1f}%)" if pred else ""
+        on_it = f"{fmt(pred, figure)}{err}" if pred else f"{g.get('status')}: {g.get('message', '')[:60]}"
+        rank = g.get("rank")
+        top = p.get("top", [])
+        best = top[0] if top else None
+        tok_g, tok_b = g.get("tokens_per_s_per_gpu"), best and best.get("tokens_per_s_per_gpu")
+        gap = f"{100 * (tok_b / tok_g - 1):+.1f}%" if tok_g and tok_b else ""
+        if best and tok_g and g.get("step_time_s") and best.get("step_time_s"):
+            gap += f" ({where(g, best)})"
+        rows.append(f"| `{name}` | {system} | {given_layout(j, g)} | {fmt(measured, figure)} {unit} | {on_it} | "
+                    f"{rank if rank else '-'} | {layout(best) if best else '-'} | {gap} | "
+                    f"{p['simulated']:,} of {p['combinations']:,} | {p['wall_s']['total']:.0f} s |")
+    return head + "\n".join(rows) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--moesim", default=os.path.join(ROOT, "build", "moesim"))
+    ap.add_argument("--jobs", type=int, default=0)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--rerun", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(PLANS, exist_ok=True)
+    runs = corpus()
+    for rel, j, figure, measured in runs:
+        name = os.path.splitext(os.path.basename(rel))[0]
+        path = os.path.join(PLANS, name + ".json")
+        if a.only not in rel or (os.path.exists(path) and not a.rerun):
+            continue
+        p = plan(a.moesim, rel, a.jobs)
+        json.dump(p, open(path, "w"), indent=1)
+        print(f"{name}: {p.get('simulated', '-')} simulated, {p['wall_s']['total']:.1f} s", flush=True)
+    missing = [r for r in runs if not os.path.exists(os.path.join(PLANS, os.path.splitext(os.path.basename(r[0]))[0] + ".json"))]
+    if missing:
+        print(f"{len(missing)} runs not planned yet; the table is not written", file=sys.stderr)
+        return 1
+    doc = open(DOC).read() if os.path.exists(DOC) else f"{BEGIN}\n{END}\n"
+    pre, rest = doc.split(BEGIN, 1)
+    post = rest.split(END, 1)[1]
+    open(DOC, "w").write(pre + BEGIN + "\n" + table(runs) + END + post)
+    print(f"{DOC}: {len(runs)} runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
