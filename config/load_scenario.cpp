@@ -1,6 +1,7 @@
 // Reads and validates a scenario file (shared/design/SCENARIO_FORMAT.md). Sections are
 // read strictly (unknown keys refused); then the cross-field rules of Megatron-Core are
 // checked, each reported at the JSON path of the setting to change.
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -430,7 +431,19 @@ class ScenarioReader {
           });
           // A set: kept in the table's order, so that equal settings read (and describe) equal.
           std::sort(f.recompute_modules.begin(), f.recompute_modules.end());
+          // Megatron-Core's TransformerConfig asserts recompute_granularity != 'full' with
+          // --overlap-moe-expert-parallel-comm: the combined schedule drives each layer's
+          // sub-modules, which a whole-layer checkpoint hides.
+          if (f.moe_a2a_overlap && std::find(f.recompute_modules.begin(), f.recompute_modules.end(),
+                                             RecomputeModule::full) != f.recompute_modules.end())
+            r->fail("'full' recompute cannot run with moe_a2a_overlap (Megatron-Core asserts "
+                    "recompute_granularity != 'full' with --overlap-moe-expert-parallel-comm)");
         }
+        // Megatron-Core asserts it too: the combined schedule places one MTP layer.
+        if (f.moe_a2a_overlap && sc_.training.mtp_layers > 1)
+          o.req("moe_a2a_overlap").fail(fmt::format(
+              "Megatron-Core's --overlap-moe-expert-parallel-comm supports at most one MTP layer; "
+              "training.mtp_layers is {}", sc_.training.mtp_layers));
         f.distributed_optimizer = o.bool_or("distributed_optimizer", true);
         f.overlap_grad_reduce = o.bool_or("overlap_grad_reduce", true);
         f.overlap_param_gather = o.bool_or("overlap_param_gather", f.distributed_optimizer);

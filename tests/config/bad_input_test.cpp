@@ -156,6 +156,17 @@ TEST_CASE("Pipeline schedule constraints", "[config][errors]") {
   j["parallelism"]["pipeline_schedule"] = "zipper";
   expect_error(j, "parallelism.pipeline_schedule",
                "unknown pipeline schedule 'zipper'; known: 1f1b, interleaved-1f1b, dualpipe, dualpipev, zb-h1");
+  // Megatron-Core's asserts on the 1F1B all-to-all overlap: no whole-layer recompute, at
+  // most one MTP layer.
+  j = test::default_scenario_json();
+  j["framework"]["moe_a2a_overlap"] = true;
+  j["framework"]["recompute_modules"] = {"full"};
+  expect_error(j, "framework.recompute_modules", "'full' recompute cannot run with moe_a2a_overlap");
+  j = test::default_scenario_json();
+  j["framework"]["moe_a2a_overlap"] = true;
+  j["training"]["mtp_layers"] = 2;
+  j["parallelism"].erase("pp_layout");
+  expect_error(j, "framework.moe_a2a_overlap", "supports at most one MTP layer; training.mtp_layers is 2");
 }
 
 TEST_CASE("Unknown presets and enum values", "[config][errors]") {
