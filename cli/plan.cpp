@@ -38,9 +38,14 @@ class Plan final : public Command {
     app.add_option("--settings", settings_,
                    "settings varied for every layout, comma-separated, or none (default: those marked):" + groups)
         ->delimiter(',');
-    app.add_flag("--given", given_,
+    CLI::Option* given = app.add_flag("--given", given_,
                  "also predict the scenario as given (its own layout and settings) and rank it: every candidate "
                  "whose bound beats it is simulated, so the rank is exact");
+    app.add_option("--given-limit", given_limit_,
+                   "--given: simulate at most this many candidates for the rank beyond those the top K need "
+                   "(default 0: no limit); past it the rank is a lower bound")
+        ->check(CLI::Range(0, 1 << 30))
+        ->needs(given);
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
   }
@@ -48,7 +53,7 @@ class Plan final : public Command {
   int run(Io& io) override {
     predict::PlanRequest req{file_, gpus_, settings_, objective_,
                              token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
-                             top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}, given_};
+                             top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}, given_, given_limit_};
     const predict::Plan p = predict::plan(req);
     const std::string out = !out_.empty() ? out_ : p.name + ".csv";
     const reports::SweepCsv all = reports::plan_csv(p);
@@ -62,7 +67,7 @@ class Plan final : public Command {
  private:
   std::string file_, objective_, out_;
   std::vector<std::string> settings_;
-  std::int64_t gpus_ = 0;
+  std::int64_t gpus_ = 0, given_limit_ = 0;
   double token_budget_ = 0, headroom_ = 0;
   int top_ = 10, jobs_ = 0;
   bool json_ = false, uncalibrated_ = false, given_ = false;

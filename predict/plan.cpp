@@ -276,8 +276,9 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
   };
   // A bound worth simulating: it beats the K-th best (or fewer than K are in), or the
   // reference value.
+  const auto for_top = [&](double k, const Key& bar) { return !bar || better(k, *bar); };
   const auto beats_bar = [&](double k, const Key& bar) {
-    return !bar || better(k, *bar) || (search.reference && better(k, *search.reference));
+    return for_top(k, bar) || (search.reference && !out.reference_capped && better(k, *search.reference));
   };
   std::size_t next_layout = 0;
   double simulate_s = 0;
@@ -301,6 +302,13 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
         }
       }
       if (!beats_bar(ck, bar)) break;
+      if (!for_top(ck, bar)) {  // simulated for the reference's rank only
+        if (search.reference_limit > 0 && out.reference_simulated >= search.reference_limit) {
+          out.reference_capped = true;
+          continue;  // the top K's own bar decides from here
+        }
+        ++out.reference_simulated;
+      }
       wave.push_back(pending.front());
       pending.erase(pending.begin());
     }
@@ -394,7 +402,7 @@ Plan plan(const PlanRequest& req) {
   p.dims = std::move(dims);
   p.objective = f.objective;
   p.token_budget = f.token_budget;
-  PlanSearch search{f.objective, req.top, req.jobs, f.token_budget, req.load, std::nullopt};
+  PlanSearch search{f.objective, req.top, req.jobs, f.token_budget, req.load, std::nullopt, req.given_limit};
   if (req.given) {
     config::SweepPoint as_given{0, {}, f.base};
     as_given.scenario["gpus"] = gpus;
@@ -418,6 +426,7 @@ Plan plan(const PlanRequest& req) {
                                                                objective_better(f.objective, *v, *search.reference))
         ++better;
     p.given->rank = better + 1;
+    p.given->rank_exact = !p.outcome.reference_capped;
   }
   p.per_layout = combinations(p.dims);
   p.wall_s = since(t0);

@@ -79,8 +79,11 @@ struct PlanSearch {
   std::optional<double> token_budget;
   config::LoadOptions load;
   // An objective value every candidate better than which is simulated (the scenario as
-  // given, to rank it exactly); none: the top K alone decide.
+  // given, to rank it exactly); none: the top K alone decide. `reference_limit` (> 0)
+  // caps the simulations the reference adds to those the top K need; past it the rank is
+  // a lower bound.
   std::optional<double> reference;
+  std::int64_t reference_limit = 0;
 };
 
 // A candidate: a layout (its index among the layout points) with one value per dimension.
@@ -102,6 +105,8 @@ struct PlanOutcome {
   std::vector<std::int64_t> violations;  // ids: simulated better than their bound, or
                                          // bounded better than their layout's bound
   double bound_wall_s = 0, simulate_wall_s = 0;
+  std::int64_t reference_simulated = 0;  // simulated only because their bound beat the reference
+  bool reference_capped = false;         // reference_limit reached: not every better one simulated
 };
 
 // `file` labels the candidates' errors and anchors their relative paths (the base
@@ -142,16 +147,19 @@ struct PlanRequest {
   int jobs = 0;
   config::LoadOptions load;
   // Also predict the scenario as given (its own layout and settings, on `gpus`) and rank
-  // it among the candidates (PlanSearch::reference).
+  // it among the candidates (PlanSearch::reference, at most `given_limit` simulations more
+  // than the top K need; 0: no limit).
   bool given = false;
+  std::int64_t given_limit = 0;
 };
 // The scenario as given, on the plan's GPUs: its row (evaluate_point), and, where it
-// simulated, 1 + the candidates strictly better by the objective (exact: each was
-// simulated) and how many of those there are.
+// simulated, 1 + the candidates strictly better by the objective: exact (each was
+// simulated) unless the given limit stopped the ranking, then a lower bound.
 struct PlanGiven {
   config::SweepPoint point;  // the scenario file on `gpus`; its CSV columns' values
   SweepResult row;
   std::optional<std::int64_t> rank;
+  bool rank_exact = true;
 };
 struct Plan {
   std::string name;  // plan-<scenario name>

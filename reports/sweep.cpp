@@ -533,11 +533,14 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
                        plan.wall_s,
                        {},
                        std::nullopt,
-                       std::nullopt};
+                       std::nullopt,
+                       true,
+                       o.reference_simulated};
   for (const auto& d : plan.dims) info.settings.push_back(d.path);
   if (plan.given) {
     info.given = sweep_csv_fields(plan.given->point, plan.given->row, plan.token_budget.has_value());
     info.given_rank = plan.given->rank;
+    info.given_rank_exact = plan.given->rank_exact;
   }
   return info;
 }
@@ -576,6 +579,8 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
     Json g = sweep_row_json(csv.header, *info.given);
     g.erase("id");
     g["rank"] = info.given_rank ? Json(*info.given_rank) : Json(nullptr);
+    g["rank_exact"] = info.given_rank_exact;
+    g["simulated_for_rank"] = info.given_simulated;
     j["given"] = std::move(g);
   }
   return j;
@@ -600,8 +605,11 @@ std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const A
                    parse_double(g[column(h, "step_time_s")]).value_or(0),
                    parse_double(g[column(h, "tflops_per_gpu")]).value_or(0),
                    parse_double(g[column(h, "peak_memory_gib")]).value_or(0));
-  if (info.given_rank)
+  if (info.given_rank && info.given_rank_exact)
     o += fmt::format("; rank {} (exact: every candidate whose bound beats it was simulated)", *info.given_rank);
+  else if (info.given_rank)
+    o += fmt::format("; rank at least {} (the ranking stopped after {} simulations: --given-limit)",
+                     *info.given_rank, info.given_simulated);
   if (value && !a.top.empty() && *value != 0)
     o += fmt::format("; the best: {} {:+.1f}%", obj, 100 * (a.top.front().objective / *value - 1));
   return o + "\n";

@@ -100,11 +100,14 @@ struct PlanSummaryInfo {
   // where the file sets them), and its rank among the candidates (absent: not simulated).
   std::optional<std::vector<std::string>> given;
   std::optional<std::int64_t> given_rank;
+  bool given_rank_exact = true;         // false: --given-limit stopped the ranking (a lower bound)
+  std::int64_t given_simulated = 0;     // simulated for the rank alone
 };
 // {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
 // settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,
 // dominated, simulated, error} (adding up to combinations), pruned_layouts, bound_violations,
-// wall_s {bound, simulate, total}, top}, and with --given, given: its row and rank.
+// wall_s {bound, simulate, total}, top}, and with --given, given: its row, rank,
+// rank_exact and simulated_for_rank.
 // A plan's evaluated candidates as CSV rows (the layout columns, then the settings'), and
 // its summary's figures; `scenario_file` and `output` label it.
 SweepCsv plan_csv(const predict::Plan& plan);

@@ -134,10 +134,24 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   for (const auto& [key, rv] : first_rung) better += rv.second > v;
   CHECK(g["rank"] == better + 1);
   CHECK(better > 3);  // below the top 3: the search went on past them to rank it
+  CHECK(g["rank_exact"] == true);
+  CHECK(g["simulated_for_rank"].get<std::int64_t>() > 0);
   CHECK_THAT(test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
                                in_dir("plan-given.csv"), "--jobs", "2", "--given"})
                  .out,
              Catch::Contains(fmt::format("rank {} (exact", better + 1)));
+  // --given-limit: the ranking stops after that many simulations of its own; the rank is
+  // then a lower bound, and the top K are the same.
+  const auto capped = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--json", "--top", "3",
+                                        "-o", in_dir("plan-capped.csv"), "--jobs", "2", "--given", "--given-limit",
+                                        "2"});
+  REQUIRE(capped.status == 0);
+  const auto c = Json::parse(capped.out);
+  CHECK(c["given"]["rank_exact"] == false);
+  CHECK(c["given"]["simulated_for_rank"] == 2);
+  CHECK(c["given"]["rank"].get<std::int64_t>() <= better + 1);
+  CHECK(c["top"] == Json::parse(ranked.out)["top"]);
+  CHECK(test::run_moesim({"plan", given_file.path(), "--given-limit", "2"}).status == 2);
 
   const auto one = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "recompute", "--json", "--top",
                                      "3", "-o", in_dir("plan1.csv"), "--jobs", "1"});
