@@ -358,7 +358,10 @@ Plan plan(const PlanRequest& req) {
   f.base = config::read_json_file(req.scenario_file);
   f.base_file = req.scenario_file;
   f.grid.push_back({"gpus", {config::Json(gpus)}});
-  f.grid.push_back({"training.micro_batch_size", {config::Json(1), config::Json(2)}});
+  // Micro-batch sizes 1 and 2, and the scenario's own (a recipe at MBS 8 is in its space).
+  std::vector<config::Json> mbs{config::Json(1), config::Json(2)};
+  if (sc.training.micro_batch_size > 2) mbs.emplace_back(sc.training.micro_batch_size);
+  f.grid.push_back({"training.micro_batch_size", std::move(mbs)});
   const std::int64_t domain = std::max<std::int64_t>(1, static_cast<std::int64_t>(sc.system.nvlink.domain_gpus.value));
   f.layouts.push_back({"tp", powers_of_two(1, std::min<std::int64_t>({8, domain, gpus}))});
   f.layouts.push_back({"pp", powers_of_two(1, std::min<std::int64_t>({32, sc.model.num_layers, gpus}))});

@@ -133,10 +133,11 @@ const std::vector<PlanSettingGroup>& plan_setting_groups();
 // A scenario file's model, system and training settings on `gpus` GPUs (0: the
 // scenario's): the layouts (TP {1, 2, 4, 8} within the NVLink domain, PP {1, ..., 32}
 // within the layers, VPP {1, 2, 4, 8}, EP {1, 2, 4, ...} within the experts, ETP 1, CP
-// {1, 2} (4 from 16K tokens a sequence), micro-batch size {1, 2}, each with Megatron's
-// default split, less what config::layout_rules drop), times the setting groups named
-// (empty: the default ones; {"none"}: none), searched by search_plan. Throws InputError
-// for an unknown objective or setting group, or a budget objective without a budget.
+// {1, 2} (4 from 16K tokens a sequence), micro-batch size {1, 2} and the scenario's own,
+// each with Megatron's default split, less what config::layout_rules drop), times the
+// setting groups named (empty: the default ones; {"none"}: none), searched by
+// search_plan. Throws InputError for an unknown objective or setting group, or a budget
+// objective without a budget.
 struct PlanRequest {
   std::string scenario_file;
   std::int64_t gpus = 0;
