@@ -26,7 +26,8 @@ PLANS = os.path.join(ROOT, "docs", "practice", "plans")
 DOC = os.path.join(ROOT, "docs", "PRACTICE.md")
 BEGIN, END = "<!-- practice-table begin -->", "<!-- practice-table end -->"
 FIGURES = ("tokens_per_s_per_gpu", "tflops_per_gpu", "step_time_s")
-LAYOUT = (("tp", "TP"), ("pp", "PP"), ("vpp", "VPP"), ("ep", "EP"), ("cp", "CP"), ("micro_batch_size", "MBS"))
+LAYOUT = (("parallelism.tp", "TP"), ("parallelism.pp", "PP"), ("parallelism.vpp", "VPP"), ("parallelism.ep", "EP"),
+          ("parallelism.cp", "CP"), ("training.micro_batch_size", "MBS"))
 
 
 def corpus():
@@ -56,7 +57,8 @@ def plan(moesim, rel, jobs):
 
 
 def layout(row):
-    parts = [f"{short}{row[k]}" for k, short in LAYOUT if row.get(k) not in (None, "", 1) or k in ("tp", "pp", "ep")]
+    parts = [f"{short}{row.get(k, 1)}" for k, short in LAYOUT
+             if row.get(k) not in (None, "", 1) or k in ("parallelism.tp", "parallelism.pp")]
     d = row.get("framework.dispatcher")
     if d:
         parts.append(d)
@@ -73,8 +75,8 @@ def layout(row):
 def given_layout(scenario, given):
     # The given row holds the columns the file sets; the rest are the loader's defaults.
     p = scenario.get("parallelism", {})
-    row = {k: p.get(k, 1) for k in ("tp", "pp", "vpp", "ep", "cp")}
-    row["micro_batch_size"] = scenario.get("training", {}).get("micro_batch_size", 1)
+    row = {"parallelism." + k: p.get(k, 1) for k in ("tp", "pp", "vpp", "ep", "cp")}
+    row["training.micro_batch_size"] = scenario.get("training", {}).get("micro_batch_size", 1)
     fw = scenario.get("framework", {})
     for k in ("dispatcher", "moe_a2a_overlap", "recompute_modules"):
         if k in fw:
@@ -135,7 +137,23 @@ def main():
     ap.add_argument("--jobs", type=int, default=0)
     ap.add_argument("--only", default="")
     ap.add_argument("--rerun", action="store_true")
+    ap.add_argument("--check", action="store_true",
+                    help="plan nothing: exit 1 unless every corpus run has a plan and docs/PRACTICE.md's table is "
+                         "the one its plans give (a CTest)")
     a = ap.parse_args()
+    if a.check:
+        runs = corpus()
+        missing = [r[0] for r in runs if not os.path.exists(
+            os.path.join(PLANS, os.path.splitext(os.path.basename(r[0]))[0] + ".json"))]
+        if missing:
+            print("corpus runs without a plan (run docs/practice/practice_table.py):", *missing, sep="\n  ")
+            return 1
+        doc = open(DOC).read()
+        if BEGIN + "\n" + table(runs) + END not in doc:
+            print(f"{DOC}: the table is not the one docs/practice/plans/ gives; rerun docs/practice/practice_table.py")
+            return 1
+        print(f"{DOC}: {len(runs)} corpus runs, each planned and in the table")
+        return 0
     os.makedirs(PLANS, exist_ok=True)
     runs = corpus()
     for rel, j, figure, measured in runs:
@@ -153,7 +171,9 @@ def main():
     doc = open(DOC).read() if os.path.exists(DOC) else f"{BEGIN}\n{END}\n"
     pre, rest = doc.split(BEGIN, 1)
     post = rest.split(END, 1)[1]
-    open(DOC, "w").write(pre + BEGIN + "\n" + table(runs) + END + post)
+    text = pre + BEGIN + "\n" + table(runs) + END + post
+    with open(DOC, "w") as f:
+        f.write(text)
     print(f"{DOC}: {len(runs)} runs")
     return 0
 
