@@ -104,10 +104,6 @@ void set_dotted(Json& j, const std::vector<std::string>& keys, const Json& value
   (*cur)[keys.back()] = value;
 }
 
-std::string value_text(const Json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
 class SweepReader {
  public:
   SweepReader(const Json& j, const std::string& file)
@@ -375,14 +371,14 @@ SweepPlan expand_sweep(const SweepFile& f) {
   for (bool more = true; more;) {
     Json sc = f.base;
     std::vector<std::string> values;
-    std::string gpus_text = sc.contains("gpus") ? value_text(sc["gpus"]) : "";
+    std::string gpus_text = sc.contains("gpus") ? sweep_value_text(sc["gpus"]) : "";
     for (std::size_t k = 0; k < f.grid.size(); ++k) {
       const auto& [key, list] = f.grid[k];
       set_dotted(sc, split_dots(key), list[g[k]], grid_node.child_at(list[g[k]], key));
       if (key == "gpus")
-        gpus_text = value_text(list[g[k]]);
+        gpus_text = sweep_value_text(list[g[k]]);
       else
-        values.push_back(value_text(list[g[k]]));
+        values.push_back(sweep_value_text(list[g[k]]));
     }
     values.insert(values.begin(), gpus_text);
     if (!layouts) {
@@ -451,5 +447,7 @@ SweepPlan expand_sweep(const SweepFile& f) {
     if (pruned[r]) plan.pruned.emplace_back(std::string(kRules[r].name), pruned[r]);
   return plan;
 }
+
+std::string sweep_value_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 }  // namespace moesim::config

@@ -69,6 +69,9 @@ SweepFile read_sweep_file(const std::string& path);
 // The same from text; `file` labels errors and anchors a relative base path.
 SweepFile read_sweep_text(std::string_view text, const std::string& file);
 
+// A varied value as a SweepPoint holds it: JSON text, strings without quotes.
+std::string sweep_value_text(const Json& v);
+
 // One scenario of a sweep.
 struct SweepPoint {
   std::int64_t id = 0;

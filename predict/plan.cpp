@@ -45,8 +45,6 @@ std::optional<double> optimistic_value(const config::Scenario& sc, double t, con
   return objective_value(o, search.objective);
 }
 
-std::string value_text(const config::Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 // The product of the dimensions' sizes, and a settings index's value per dimension.
 std::int64_t combinations(std::span<const PlanDimension> dims) {
   std::int64_t n = 1;
@@ -71,7 +69,7 @@ config::SweepPoint make_point(const config::SweepPoint& layout, std::span<const 
     config::Json& parent = p.scenario[dims[k].path.substr(0, dot)];
     if (!parent.is_object()) parent = config::Json::object();
     parent[dims[k].path.substr(dot + 1)] = dims[k].values[at[k]];
-    p.values.push_back(value_text(dims[k].values[at[k]]));
+    p.values.push_back(config::sweep_value_text(dims[k].values[at[k]]));
   }
   return p;
 }
@@ -221,7 +219,7 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
           c.row.id = c.point.id;
           c.row.status = SweepStatus::dominated;
           c.row.message = fmt::format("{} = {} fits and recomputes less", ladder->path,
-                                      value_text(ladder->values[*fits]));
+                                      config::sweep_value_text(ladder->values[*fits]));
           continue;
         }
         c.row = evaluate_point(c.point, file, search.token_budget, search.load,
@@ -234,7 +232,7 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
                                    if (dims[k].path == name && at[k] != 0) {
                                      r.status = SweepStatus::duplicate;
                                      r.message = fmt::format("{} is inert here ({}): the candidate with {} = {} is the same",
-                                                             w.setting, w.reason, name, value_text(dims[k].values[0]));
+                                                             w.setting, w.reason, name, config::sweep_value_text(dims[k].values[0]));
                                      return false;
                                    }
                                }
@@ -415,7 +413,7 @@ Plan plan(const PlanRequest& req) {
     for (std::string c : columns) {
       std::replace(c.begin(), c.end(), '.', '/');
       const config::Json::json_pointer at("/" + c);
-      as_given.values.push_back(as_given.scenario.contains(at) ? value_text(as_given.scenario.at(at)) : "");
+      as_given.values.push_back(as_given.scenario.contains(at) ? config::sweep_value_text(as_given.scenario.at(at)) : "");
     }
     SweepResult row = evaluate_point(as_given, f.base_file, f.token_budget, req.load);
     p.given = PlanGiven{std::move(as_given), std::move(row), std::nullopt};

@@ -124,7 +124,7 @@ PYBIND11_MODULE(moesim, m) {
       [](const std::string& scenario, std::int64_t gpus, std::vector<std::string> settings, const std::string& objective,
          std::optional<double> token_budget, int top, int jobs, const std::string& csv, bool uncalibrated,
          bool given, std::int64_t given_limit) {
-        const predict::PlanRequest req{scenario, gpus,   std::move(settings), objective, token_budget, top, jobs,
+        const predict::PlanRequest req{scenario, gpus, std::move(settings), objective, token_budget, top, jobs,
                                        config::LoadOptions{!uncalibrated}, given, given_limit};
         predict::Plan p;
         {
@@ -145,7 +145,7 @@ PYBIND11_MODULE(moesim, m) {
       py::arg("given_limit") = 0,
       "The best layouts and settings of a scenario file's model on `gpus` GPUs: the dict `moesim plan --json` "
       "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write every evaluated "
-      "candidate, '' not at all; `given`: also rank the scenario as given, under 'given', simulating at most `given_limit` candidates "
-      "for it (0: no limit)).");
+      "candidate, '' not at all; `given`: also rank the scenario as given, under 'given', simulating at most "
+      "`given_limit` candidates for it (0: no limit)).");
   m.attr("__version__") = "0.1.0";
 }

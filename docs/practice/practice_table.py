@@ -46,6 +46,11 @@ def corpus():
     return runs
 
 
+def plan_path(rel):
+    """Where the plan of the corpus run `rel` is kept."""
+    return os.path.join(PLANS, os.path.splitext(os.path.basename(rel))[0] + ".json")
+
+
 def plan(moesim, rel, jobs):
     with tempfile.TemporaryDirectory() as d:
         t0 = time.time()
@@ -72,7 +77,7 @@ def layout(row):
     return " ".join(parts)
 
 
-def given_layout(scenario, given):
+def given_layout(scenario):
     # The given row holds the columns the file sets; the rest are the loader's defaults.
     p = scenario.get("parallelism", {})
     row = {"parallelism." + k: p.get(k, 1) for k in ("tp", "pp", "vpp", "ep", "cp")}
@@ -107,11 +112,11 @@ def table(runs):
     rows = []
     for rel, j, figure, measured in runs:
         name = os.path.splitext(os.path.basename(rel))[0]
-        p = json.load(open(os.path.join(PLANS, name + ".json")))
+        p = json.load(open(plan_path(rel)))
         unit = {"tokens_per_s_per_gpu": "tok/s/GPU", "tflops_per_gpu": "TFLOPS/GPU", "step_time_s": "step"}[figure]
         system = f"{j.get('system')}, {j.get('gpus')}"
         if "error" in p:
-            rows.append(f"| `{name}` | {system} | {given_layout(j, {})} | {fmt(measured, figure)} {unit} | "
+            rows.append(f"| `{name}` | {system} | {given_layout(j)} | {fmt(measured, figure)} {unit} | "
                         f"plan failed: {' '.join(p['error'])} | | | | | |")
             continue
         g = p.get("given", {})
@@ -125,7 +130,7 @@ def table(runs):
         gap = f"{100 * (tok_b / tok_g - 1):+.1f}%" if tok_g and tok_b else ""
         if best and tok_g and g.get("step_time_s") and best.get("step_time_s"):
             gap += f" ({where(g, best)})"
-        rows.append(f"| `{name}` | {system} | {given_layout(j, g)} | {fmt(measured, figure)} {unit} | {on_it} | "
+        rows.append(f"| `{name}` | {system} | {given_layout(j)} | {fmt(measured, figure)} {unit} | {on_it} | "
                     f"{rank if rank else '-'} | {layout(best) if best else '-'} | {gap} | "
                     f"{p['simulated']:,} of {p['combinations']:,} | {p['wall_s']['total']:.0f} s |")
     return head + "\n".join(rows) + "\n"
@@ -143,8 +148,7 @@ def main():
     a = ap.parse_args()
     if a.check:
         runs = corpus()
-        missing = [r[0] for r in runs if not os.path.exists(
-            os.path.join(PLANS, os.path.splitext(os.path.basename(r[0]))[0] + ".json"))]
+        missing = [r[0] for r in runs if not os.path.exists(plan_path(r[0]))]
         if missing:
             print("corpus runs without a plan (run docs/practice/practice_table.py):", *missing, sep="\n  ")
             return 1
@@ -158,13 +162,13 @@ def main():
     runs = corpus()
     for rel, j, figure, measured in runs:
         name = os.path.splitext(os.path.basename(rel))[0]
-        path = os.path.join(PLANS, name + ".json")
+        path = plan_path(rel)
         if a.only not in rel or (os.path.exists(path) and not a.rerun):
             continue
         p = plan(a.moesim, rel, a.jobs)
         json.dump(p, open(path, "w"), indent=1)
         print(f"{name}: {p.get('simulated', '-')} simulated, {p['wall_s']['total']:.1f} s", flush=True)
-    missing = [r for r in runs if not os.path.exists(os.path.join(PLANS, os.path.splitext(os.path.basename(r[0]))[0] + ".json"))]
+    missing = [r for r in runs if not os.path.exists(plan_path(r[0]))]
     if missing:
         print(f"{len(missing)} runs not planned yet; the table is not written", file=sys.stderr)
         return 1
