@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "hw_models/collectives.hpp"
 #include "hw_models/ep_dispatch.hpp"
@@ -238,6 +239,34 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
   return hw_models::ep_library_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
 }
 
+// Runs of captured kernels merged (PricedLayer::merged).
+std::vector<Priced> KernelPricing::merge_runs(const std::vector<Priced>& pass) const {
+  const bool split = splits_backward(in_.schedule);
+  const auto plain = [&](const Priced& p) {
+    for (float x : p.ports)
+      if (x > 0) return false;
+    return captured(p.module) && p.category == kCompute && !p.sync && !p.reserved && p.module != Module::moe_dispatch;
+  };
+  const auto pass_class = [&](std::uint32_t label) {
+    const std::uint8_t x = labels_.pass_of(label);
+    return x == kWgrad && !split ? kBwd : x;
+  };
+  std::vector<Priced> out;
+  for (const Priced& p : pass) {
+    if (!out.empty()) {
+      Priced& last = out.back();
+      if (plain(p) && plain(last) && last.sms == p.sms && labels_.module_of(last.label) == labels_.module_of(p.label) &&
+          pass_class(last.label) == pass_class(p.label) && last.parts < std::numeric_limits<std::uint16_t>::max()) {
+        last.seconds += p.seconds;
+        ++last.parts;
+        continue;
+      }
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
 void KernelPricing::price_templates() {
   const workload::TemplateInputs ti{in_.model,     in_.training,     in_.parallelism,
                                     in_.framework, in_.stack,        in_.padded_vocab,
@@ -258,6 +287,8 @@ void KernelPricing::price_templates() {
     }
     overlap_tp(out.bwd);
     for (std::size_t i = 0; i < out.bwd.size(); ++i) (weight[i] ? out.bwd_weight : out.bwd_input).push_back(out.bwd[i]);
+    const std::array<const std::vector<Priced>*, 4> lists{&out.fwd, &out.bwd, &out.bwd_input, &out.bwd_weight};
+    for (std::size_t i = 0; i < lists.size(); ++i) out.merged[i] = merge_runs(*lists[i]);
   };
   convert(t.dense, dense_);
   convert(t.moe, moe_);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <span>
 #include <utility>
 #include <string>
@@ -61,10 +62,15 @@ class RankProgram final : public sim_core::HostProgram {
     sync_label_ = sim.label("host.sync_wait");
     pair_sync_label_ = sim.label("host.pair_sync");
     dualpipe_ = sim.in().schedule == ScheduleKind::dualpipe || sim.in().schedule == ScheduleKind::dualpipev;
+    merge_ = sim.merges_kernels();
     amax_label_ = sim.label("fp8.amax_all_reduce");
+    for (const bool fwd : {true, false}) {
+      pp_recv_label_[fwd] = sim.label(fwd ? "pp.recv_activation" : "pp.recv_grad");
+      pp_send_label_[fwd] = sim.label(fwd ? "pp.send_activation" : "pp.send_grad");
+    }
   }
 
-  bool next(HostOp& op) override {
+  const HostOp* next() override {
     while (pos_ == buf_.size()) {
       buf_.clear();
       pos_ = 0;
@@ -77,11 +83,10 @@ class RankProgram final : public sim_core::HostProgram {
         step_end();
         phase_ = 2;
       } else {
-        return false;
+        return nullptr;
       }
     }
-    op = buf_[pos_++];
-    return true;
+    return &buf_[pos_++];
   }
 
  private:
@@ -258,7 +263,7 @@ class RankProgram final : public sim_core::HostProgram {
     const WorkItem& it = items_[static_cast<std::size_t>(j)];
     const Place pl = place(it);
     if (!it.communicates() || (it.forward() ? pl.first : pl.last)) return;
-    Kernel r = kernel(sim_.label(it.forward() ? "pp.recv_activation" : "pp.recv_grad"), kPpComm,
+    Kernel r = kernel(pp_recv_label_[it.forward()], kPpComm,
                       price_.pp_seconds(), -1);
     r.port_load = price_.pp_loads(false);
     r.rendezvous = sim_.pair(it.microbatch, pl.id, it.forward(), lane_);
@@ -302,6 +307,7 @@ class RankProgram final : public sim_core::HostProgram {
       l.in_graph = false;
     }
     Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
+    k.parts = p.parts;
     k.port_load = p.ports;
     if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
     if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
@@ -336,17 +342,21 @@ class RankProgram final : public sim_core::HostProgram {
   // The item's kernels in launch order: its stage's layers forward, or backward in reverse
   // (the whole backward, or the zero-bubble split's part).
   std::vector<Step> kernels_of(const WorkItem& it, const Place& pl) const {
-    const auto& items = sim_.in().layout.stages()[static_cast<std::size_t>(pl.layout_stage)].items;
     std::vector<Step> out;
+    kernels_of(it, pl, out);
+    return out;
+  }
+  void kernels_of(const WorkItem& it, const Place& pl, std::vector<Step>& out) const {
+    const auto& items = sim_.in().layout.stages()[static_cast<std::size_t>(pl.layout_stage)].items;
+    out.clear();
     const int n = static_cast<int>(items.size());
     for (int i = 0; i < n; ++i) {
       const int k = it.forward() ? i : n - 1 - i;
-      const auto& ks = price_.layer(items[static_cast<std::size_t>(k)]).of(it.pass);
+      const auto& ks = price_.layer(items[static_cast<std::size_t>(k)]).of(it.pass, merge_);
       if (ks.empty()) out.push_back({nullptr, k, k});
       for (std::size_t j = 0; j < ks.size(); ++j)
         out.push_back({&ks[j], j == 0 ? k : -1, j + 1 == ks.size() ? k : -1});
     }
-    return out;
   }
 
   void emit_step(const Step& st, Lane& l) {
@@ -418,7 +428,8 @@ class RankProgram final : public sim_core::HostProgram {
     // (Megatron's --overlap-p2p-communication, on by default with vpp > 1).
     const int lookahead = sim_.in().parallelism.vpp > 1 ? 1 : 0;
     Lane l = lane_for(index, index + lookahead, kComputeStream);
-    for (const Step& st : kernels_of(it, pl)) emit_step(st, l);
+    kernels_of(it, pl, steps_);
+    for (const Step& st : steps_) emit_step(st, l);
     amax_reduce(it, l);
     finish(index, pl, l);
   }
@@ -684,7 +695,7 @@ class RankProgram final : public sim_core::HostProgram {
   }
 
   void post_send(const WorkItem& it, const Place& pl, EventId done) {
-    Kernel s = kernel(sim_.label(it.forward() ? "pp.send_activation" : "pp.send_grad"), kPpComm,
+    Kernel s = kernel(pp_send_label_[it.forward()], kPpComm,
                       price_.pp_seconds(), -1);
     s.port_load = price_.pp_loads(true);
     s.waits[0] = done;
@@ -731,8 +742,11 @@ class RankProgram final : public sim_core::HostProgram {
   std::size_t next_item_ = 0;
   int phase_ = 0;
   std::uint32_t amax_label_ = 0;
+  std::array<std::uint32_t, 2> pp_recv_label_{}, pp_send_label_{};  // by forward
+  std::vector<Step> steps_;  // expand()'s kernels, reused
   std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
   bool dualpipe_ = false;  // DualPipe's pairs (else Megatron's all-to-all overlap)
+  bool merge_ = true;      // StepState::merges_kernels
 };
 
 }  // namespace

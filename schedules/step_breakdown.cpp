@@ -7,68 +7,70 @@ namespace moesim::schedules::detail {
 // The compute streams' time line: idle gaps charged to what the next kernel waited for;
 // busy time to compute where any compute kernel runs, else to the communication
 // kernels running there (two streams overlap in DualPipe's pairs: unions, not sums).
-// `pass_work` (if given): the rank's work by chunk pass (kFwd, kBwd, kWgrad), busy
-// time and the gaps that are not pipeline bubble.
-Breakdown StepObserver::breakdown(int rank, std::array<double, 3>* pass_work_out) const {
-  Breakdown b;
-  std::array<double, 3> pass_work{};
-  // One compute stream finishes its kernels in start order; two (DualPipe's pairs) may
-  // not, and then the spans are sorted by start first.
-  const auto by_start = [](const Span& x, const Span& y) { return x.start < y.start; };
-  const std::vector<Span>& raw = compute_[static_cast<std::size_t>(rank)];
-  std::vector<Span> sorted;
-  const std::vector<Span>* line = &raw;
-  if (!std::is_sorted(raw.begin(), raw.end(), by_start)) {
-    sorted = raw;
-    std::stable_sort(sorted.begin(), sorted.end(), by_start);
-    line = &sorted;
-  }
-  Time prev = Time::zero(), prev_compute = Time::zero();
-  double all = 0, compute = 0;
-  // Communication kernels' busy time by kind, before the overlap with compute is removed.
-  std::array<double, kCommKinds> comm_busy{};
+// `pass_work`: the rank's work by chunk pass (kFwd, kBwd, kWgrad), busy time and the
+// gaps that are not pipeline bubble. Spans arrive in start order (StepObserver).
+void StepObserver::Line::add(const Span& s, const StepState& sim) {
   const auto kind = [](Category c) { return static_cast<std::size_t>(c) - 1; };  // kEpComm.. -> CommKind
-  for (const Span& s : *line) {
-    const double gap = (s.start - prev).seconds();
-    const std::uint8_t pass = sim_.pass_of(s.label);
-    if (gap > 0) {
-      bool bubble = false;
-      if (s.launch >= s.start && s.launch >= s.gate_at) {
-        b.host_bound_idle += gap;
-        b.host_bound_by_module[sim_.module_of(s.label)] += gap;
-      }
-      else if (s.gated_by == kPpComm) b.pipeline_bubble += gap, bubble = true;
-      else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) {
-        b.exposed_comm += gap;
-        b.exposed_comm_by_kind[kind(s.gated_by)] += gap;
-      }
-      else b.other += gap;
-      if (!bubble && pass != kNoPass) pass_work[pass] += gap;
+  const double gap = (s.start - prev).seconds();
+  const std::uint8_t pass = sim.pass_of(s.label);
+  if (gap > 0) {
+    bool bubble = false;
+    if (s.launch >= s.start && s.launch >= s.gate_at) {
+      b.host_bound_idle += gap;
+      b.host_bound_by_module[sim.module_of(s.label)] += gap;
     }
-    // Busy time as unions: all kernels, and the compute kernels among them.
-    if (s.end > prev) {
-      const double busy = (s.end - std::max(s.start, prev)).seconds();
-      all += busy;
-      if (s.category != kCompute) comm_busy[kind(s.category)] += busy;
-      if (pass != kNoPass) pass_work[pass] += busy;
+    else if (s.gated_by == kPpComm) b.pipeline_bubble += gap, bubble = true;
+    else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) {
+      b.exposed_comm += gap;
+      b.exposed_comm_by_kind[kind(s.gated_by)] += gap;
     }
-    if (s.category == kCompute && s.end > prev_compute) {
-      const double busy = (s.end - std::max(s.start, prev_compute)).seconds();
-      compute += busy;
-      b.compute_by_module[sim_.module_of(s.label)] += busy;
-      prev_compute = s.end;
-    }
-    prev = std::max(prev, s.end);
+    else b.other += gap;
+    if (!bubble && pass != kNoPass) pass_work[pass] += gap;
   }
-  b.compute += compute;
-  b.exposed_comm += all - compute;
+  // Busy time as unions: all kernels, and the compute kernels among them.
+  if (s.end > prev) {
+    const double busy = (s.end - std::max(s.start, prev)).seconds();
+    all += busy;
+    if (s.category != kCompute) comm_busy[kind(s.category)] += busy;
+    if (pass != kNoPass) pass_work[pass] += busy;
+  }
+  if (s.category == kCompute && s.end > prev_compute) {
+    const double busy = (s.end - std::max(s.start, prev_compute)).seconds();
+    compute += busy;
+    b.compute_by_module[sim.module_of(s.label)] += busy;
+    prev_compute = s.end;
+  }
+  prev = std::max(prev, s.end);
+}
+
+void StepObserver::Line::merge(const StepState& sim, bool all_of_them) {
+  auto& [x, y] = pending;
+  while (!x.empty() && !y.empty()) {
+    const Span& a = x.front();
+    const Span& c = y.front();
+    std::deque<Span>& first = a.start < c.start || (a.start == c.start && a.finished < c.finished) ? x : y;
+    add(first.front(), sim);
+    first.pop_front();
+  }
+  if (!all_of_them) return;
+  for (auto* q : {&x, &y}) {
+    for (const Span& s : *q) add(s, sim);
+    q->clear();
+  }
+}
+
+Breakdown StepObserver::breakdown(int rank, std::array<double, 3>* pass_work_out) const {
+  const Line& l = lines_[static_cast<std::size_t>(rank)];
+  Breakdown b = l.b;
+  b.compute += l.compute;
+  b.exposed_comm += l.all - l.compute;
   // The communication busy time not under compute, shared by kind in proportion (one
   // compute stream: nothing overlaps and the shares are exact).
   double comm_sum = 0;
-  for (double x : comm_busy) comm_sum += x;
+  for (double x : l.comm_busy) comm_sum += x;
   if (comm_sum > 0)
-    for (std::size_t k = 0; k < kCommKinds; ++k) b.exposed_comm_by_kind[k] += (all - compute) * comm_busy[k] / comm_sum;
-  if (pass_work_out) *pass_work_out = pass_work;
+    for (std::size_t k = 0; k < kCommKinds; ++k) b.exposed_comm_by_kind[k] += (l.all - l.compute) * l.comm_busy[k] / comm_sum;
+  if (pass_work_out) *pass_work_out = l.pass_work;
   return b;
 }
 

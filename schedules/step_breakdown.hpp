@@ -21,13 +21,18 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "schedules/rank_program.hpp"
 
 namespace moesim::schedules::detail {
 
-// Collects what the breakdown and the trace need.
+// Collects what the breakdown and the trace need. The time line is consumed as kernels
+// finish, not stored: one compute stream finishes its kernels in start order; with two
+// (overlapped pairs) each stream's spans wait in a queue and are merged by start (ties by
+// finish order, as a stable sort of the finish order would give) while both queues hold
+// one, the rest at the end (finish()).
 class StepObserver final : public sim_core::Observer {
  public:
   struct Span {
@@ -36,12 +41,14 @@ class StepObserver final : public sim_core::Observer {
     Category gated_by;  // category of the latest event it waited on
     Time gate_at;
     std::uint32_t label;
+    std::uint64_t finished = 0;  // finish order within the rank (ties of the merge)
   };
-  StepObserver(const StepState& sim, int ranks, bool trace)
-      : sim_(sim), compute_(static_cast<std::size_t>(ranks)), trace_(trace) {}
+  // `pair_stream`: whether the ranks run overlapped pairs on a second compute stream.
+  StepObserver(const StepState& sim, int ranks, bool trace, bool pair_stream)
+      : sim_(sim), lines_(static_cast<std::size_t>(ranks)), trace_(trace), pair_stream_(pair_stream) {}
 
   void kernel_done(int gpu, int stream, const sim_core::Kernel& k, Time start, Time end) override {
-    ++kernels;
+    kernels += k.parts;
     if (trace_) spans.push_back({gpu, stream, k.label, start.seconds(), end.seconds(), k.category});
     if (stream != kComputeStream && stream != kPairStream) return;
     Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero(), k.label};
@@ -50,13 +57,21 @@ class StepObserver final : public sim_core::Observer {
         s.gate_at = sim_.event_done_at(w);
         s.gated_by = sim_.event_category(w);
       }
-    compute_[static_cast<std::size_t>(gpu)].push_back(s);
+    Line& line = lines_[static_cast<std::size_t>(gpu)];
+    if (!pair_stream_) return line.add(s, sim_);
+    s.finished = line.finished++;
+    line.pending[stream == kPairStream ? 1 : 0].push_back(s);
+    line.merge(sim_, false);
   }
   void host_op(int host, std::uint32_t label, Time start, Time end) override {
     spans.push_back({host, -1, label, start.seconds(), end.seconds()});
   }
   bool wants_host_ops() const override { return trace_; }
 
+  // After the engine's run: the spans still queued.
+  void finish() {
+    for (Line& l : lines_) l.merge(sim_, true);
+  }
   // The compute streams' time line of one simulated rank as a Breakdown (step_breakdown.cpp);
   // `pass_work_out` (if given): the rank's work by chunk pass (kFwd, kBwd, kWgrad).
   Breakdown breakdown(int rank, std::array<double, 3>* pass_work_out = nullptr) const;
@@ -65,9 +80,24 @@ class StepObserver final : public sim_core::Observer {
   std::vector<TraceSpan> spans;
 
  private:
+  // One rank's time line, accumulated span by span in start order.
+  struct Line {
+    Breakdown b;
+    std::array<double, 3> pass_work{};
+    Time prev = Time::zero(), prev_compute = Time::zero();
+    double all = 0, compute = 0;
+    // Communication kernels' busy time by kind, before the overlap with compute is removed.
+    std::array<double, kCommKinds> comm_busy{};
+    std::array<std::deque<Span>, 2> pending;  // per compute stream, with a pair stream
+    std::uint64_t finished = 0;
+    void add(const Span& s, const StepState& sim);
+    // Moves queued spans into the line in start order: while both queues hold one, or all.
+    void merge(const StepState& sim, bool all_of_them);
+  };
   const StepState& sim_;
-  std::vector<std::vector<Span>> compute_;
+  std::vector<Line> lines_;
   bool trace_;
+  bool pair_stream_;
 };
 
 // Fills b.schedule_bubble and b.stage_imbalance from b.pipeline_bubble and the critical

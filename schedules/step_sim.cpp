@@ -32,16 +32,13 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
                      const FixedChunks* fixed) {
   StepState sim(in, opt, comm, fixed);
   const int pp = sim.full() ? static_cast<int>(in.gpus) : static_cast<int>(in.parallelism.pp);
-  StepObserver obs(sim, pp, opt.trace);
 
   std::vector<std::unique_ptr<sim_core::Gpu>> gpus;
   std::vector<std::unique_ptr<sim_core::HostProgram>> programs;
   std::vector<std::unique_ptr<sim_core::HostThread>> hosts;
   // The descending-stage streams and the pair stream only where the schedule has them.
-  const int tracks = in.schedule == ScheduleKind::dualpipe || in.schedule == ScheduleKind::dualpipev ||
-                             (in.framework.moe_a2a_overlap && fixed == nullptr)
-                         ? static_cast<int>(kTracks)
-                         : static_cast<int>(kDpGatherStream) + 1;
+  const int tracks = sim.pair_stream() ? static_cast<int>(kTracks) : static_cast<int>(kDpGatherStream) + 1;
+  StepObserver obs(sim, pp, opt.trace, sim.pair_stream());
   for (int r = 0; r < pp; ++r) {
     gpus.push_back(std::make_unique<sim_core::Gpu>(sim.engine(), sim.events(), sim.rendezvous(), r,
                                                    static_cast<int>(in.system.gpu.sm_count.value),
@@ -57,6 +54,7 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
     hosts.back()->start(Time::zero());
   }
   const auto stats = sim.engine().run();
+  obs.finish();
 
   StepResult res;
   res.events = stats.events;

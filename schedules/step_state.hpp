@@ -42,6 +42,21 @@ class StepState {
   // Every rank simulated (StepOptions::full_fidelity), not one per pipeline stage.
   bool full() const { return opt_.full_fidelity && !fixed(); }
   std::int64_t stage_size() const { return in_.gpus / in_.parallelism.pp; }
+  // Whether the ranks run overlapped pairs on a second compute stream (DualPipe's pairs;
+  // 1F1B's and interleaved 1F1B's all-to-all overlap, which other schedules ignore:
+  // pipeline_order).
+  bool pair_stream() const {
+    const ScheduleKind s = in_.schedule;
+    if (s == ScheduleKind::dualpipe || s == ScheduleKind::dualpipev) return true;
+    return in_.framework.moe_a2a_overlap && !fixed() &&
+           (s == ScheduleKind::one_f_one_b || s == ScheduleKind::interleaved_1f1b);
+  }
+  // Whether a run of captured kernels that nothing can tell apart in the time line may be
+  // simulated as one (rank_program.cpp, RankProgram::merges): not when the trace shows
+  // every kernel, nor beside a second compute stream, whose spans the breakdown's union
+  // charges to the module of the later start (a longer span would move time between
+  // modules). Fixed chunks (simulate_pipeline) have one kernel a pass already.
+  bool merges_kernels() const { return !opt_.trace && !pair_stream() && !fixed(); }
 
   std::uint32_t label(const std::string& name) { return labels_.id(name); }
   const std::vector<std::string>& labels() const { return labels_.names(); }

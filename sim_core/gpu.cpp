@@ -20,9 +20,10 @@ void EventTable::complete(EventId id) {
   if (ev.done) throw std::logic_error("EventTable: event completed twice");
   ev.done = true;
   ev.at = engine_.now();
-  for (const auto& w : ev.waiters) engine_.at(engine_.now(), w.h, w.arg);
-  ev.waiters.clear();
-  ev.waiters.shrink_to_fit();
+  if (ev.first.h) engine_.at(engine_.now(), ev.first.h, ev.first.arg);
+  for (const auto& w : ev.more) engine_.at(engine_.now(), w.h, w.arg);
+  ev.first = {nullptr, 0};
+  std::vector<Waiter>().swap(ev.more);
 }
 
 void EventTable::wait(EventId id, EventHandler* h, std::uint64_t arg) {
@@ -30,7 +31,9 @@ void EventTable::wait(EventId id, EventHandler* h, std::uint64_t arg) {
     engine_.at(engine_.now(), h, arg);
     return;
   }
-  events_[id].waiters.push_back({h, arg});
+  Ev& ev = events_[id];
+  if (!ev.first.h) ev.first = {h, arg};
+  else ev.more.push_back({h, arg});
 }
 
 // ---- RendezvousTable -----------------------------------------------------------------
@@ -64,9 +67,11 @@ int Gpu::add_stream(std::string name) {
   return static_cast<int>(streams_.size() - 1);
 }
 
-void Gpu::launch(int s, const Kernel& k) {
+void Gpu::launch(int s, const Kernel& k) { launch(s, k, k.launch); }
+
+void Gpu::launch(int s, const Kernel& k, Time at) {
   Stream& st = streams_.at(static_cast<std::size_t>(s));
-  st.queue.push_back(k);
+  st.queue.push_back(k).launch = at;
   if (st.queue.size() == 1 && !st.busy) try_start(s);
 }
 
@@ -160,8 +165,20 @@ void Gpu::advance() {
 }
 
 void Gpu::reallocate() {
-  advance();
   const Time now = engine_.now();
+  if (running_.empty()) return;
+  if (running_.size() == 1) {  // alone: all the SMs it wants, capped only by its own port loads
+    Running& r = running_.front();
+    double rate = 1.0;
+    if (port_users_ > 0)
+      for (float l : r.k.port_load)
+        if (l > 1) rate = std::min(rate, 1.0 / l);
+    if (rate == r.rate && r.version != 0) return;
+    r.rate = rate;
+    ++r.version;
+    engine_.at(now + Time::from_seconds(r.remaining / rate), this, encode(kDone, r.serial, r.version));
+    return;
+  }
   // Reserved kernels first, in start order; then water-filling over compute kernels.
   double free = sm_count_;
   std::vector<double>& alloc = alloc_;
@@ -209,11 +226,13 @@ void Gpu::share_ports(std::vector<double>& rates) const {
           if (l > 1) rates[i] = std::min(rates[i], 1.0 / l);
     return;
   }
-  std::vector<std::size_t> users;
+  std::vector<std::size_t>& users = port_users_scratch_;
+  users.clear();
   for (std::size_t i = 0; i < running_.size(); ++i)
     if (rates[i] > 0 && running_[i].k.uses_ports()) users.push_back(i);
   if (users.empty()) return;
-  MaxMinSolver solver;
+  MaxMinSolver& solver = port_solver_;
+  solver.clear();
   std::array<std::size_t, Kernel::kPorts> port{};
   for (int p = 0; p < Kernel::kPorts; ++p) port[static_cast<std::size_t>(p)] = solver.add_constraint(1.0);
   for (std::size_t i : users) {
@@ -222,7 +241,8 @@ void Gpu::share_ports(std::vector<double>& rates) const {
       if (const float l = running_[i].k.port_load[static_cast<std::size_t>(p)]; l > 0)
         solver.use(port[static_cast<std::size_t>(p)], v, l);
   }
-  const std::vector<double> x = solver.solve();
+  std::vector<double>& x = port_rates_;
+  solver.solve(x);
   for (std::size_t j = 0; j < users.size(); ++j) rates[users[j]] = x[j];
 }
 

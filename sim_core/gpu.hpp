@@ -24,13 +24,13 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "sim_core/engine.hpp"
+#include "sim_core/maxmin.hpp"
 
 namespace moesim::sim_core {
 
@@ -42,6 +42,7 @@ inline constexpr RendezvousId kNoRendezvous = std::numeric_limits<RendezvousId>:
 struct Kernel {
   std::uint32_t label = 0;     // name id, resolved by the caller's label table
   std::uint8_t category = 0;   // caller-defined class (compute, communication, ...)
+  std::uint16_t parts = 1;     // the caller's kernels this one stands for (run back to back)
   double work_s = 0;           // duration alone on `sms` SMs
   int sms = 0;                 // SMs for full speed; 0 = all of the GPU; < 0 = none (copy
                                // engines, network): always runs at full rate
@@ -84,10 +85,12 @@ class EventTable {
     EventHandler* h;
     std::uint64_t arg;
   };
+  // Most events have at most one waiter: it is kept inline, the others in `more`.
   struct Ev {
     bool done = false;
     Time at;
-    std::vector<Waiter> waiters;
+    Waiter first{nullptr, 0};
+    std::vector<Waiter> more;
   };
   Engine& engine_;
   std::vector<Ev> events_;
@@ -119,6 +122,8 @@ class Gpu final : public EventHandler, public Resource {
   void set_label_names(std::function<std::string(std::uint32_t)> f) { label_name_ = std::move(f); }
   // Enqueues k on a stream; k.launch may lie ahead of the engine's clock.
   void launch(int stream, const Kernel& k);
+  // The same, launched at `at` (k.launch ignored).
+  void launch(int stream, const Kernel& k, Time at);
 
   int id() const { return id_; }
   const std::string& name() const { return name_; }
@@ -127,9 +132,31 @@ class Gpu final : public EventHandler, public Resource {
   void describe_outstanding(std::vector<std::string>& out) const override;
 
  private:
+  // A stream's launched kernels not yet started, in launch order: a vector consumed from
+  // `head`, compacted when the consumed part is the larger (no allocation per kernel).
+  class Queue {
+   public:
+    bool empty() const { return head_ == items_.size(); }
+    std::size_t size() const { return items_.size() - head_; }
+    const Kernel& front() const { return items_[head_]; }
+    Kernel& push_back(const Kernel& k) { return items_.emplace_back(k); }
+    void pop_front() {
+      if (++head_ == items_.size()) {
+        items_.clear();
+        head_ = 0;
+      } else if (head_ >= 64 && 2 * head_ >= items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+
+   private:
+    std::vector<Kernel> items_;
+    std::size_t head_ = 0;
+  };
   struct Stream {
     std::string name;
-    std::deque<Kernel> queue;
+    Queue queue;
     bool busy = false;
     bool arrived = false;    // head kernel has arrived at its rendezvous
     bool released = false;   // its rendezvous released it
@@ -151,7 +178,7 @@ class Gpu final : public EventHandler, public Resource {
   void try_start(int s);
   void start(int s);
   void finish(std::size_t index);
-  void reallocate();
+  void reallocate();  // after advance()
   void share_ports(std::vector<double>& rates) const;
   void advance();  // every running kernel's progress up to now at its current rate
   int port_users_ = 0;  // running kernels with link-port loads
@@ -167,6 +194,9 @@ class Gpu final : public EventHandler, public Resource {
   std::vector<Running> running_;  // small: a handful of concurrent kernels
   std::vector<double> alloc_;         // reallocate's scratch: SMs, then rates, by running kernel
   std::vector<std::size_t> compute_;  // reallocate's scratch: the compute kernels
+  mutable std::vector<std::size_t> port_users_scratch_;  // share_ports' scratch
+  mutable MaxMinSolver port_solver_;
+  mutable std::vector<double> port_rates_;
   Time last_update_;
   std::uint32_t next_serial_ = 0;
   Observer* observer_ = nullptr;

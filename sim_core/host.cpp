@@ -27,12 +27,13 @@ void HostThread::on_event(std::uint64_t) {
 
 void HostThread::run() {
   const bool trace = observer_ && observer_->wants_host_ops();
-  HostOp op;
   for (int i = 0; i < kBatch; ++i) {
-    if (!program_.next(op)) {
+    const HostOp* next = program_.next();
+    if (!next) {
       finished_ = true;
       return;
     }
+    const HostOp& op = *next;
     const Time begin = clock_;
     clock_ += op.cpu;
     busy_ += op.cpu;
@@ -40,8 +41,7 @@ void HostThread::run() {
     switch (op.kind) {
       case HostOp::Kind::work: break;
       case HostOp::Kind::launch:
-        op.kernel.launch = clock_;
-        op.gpu->launch(op.stream, op.kernel);
+        op.gpu->launch(op.stream, op.kernel, clock_);
         break;
       case HostOp::Kind::wait:
         if (events_.done(op.event)) {

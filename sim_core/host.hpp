@@ -30,8 +30,8 @@ struct HostOp {
 class HostProgram {
  public:
   virtual ~HostProgram() = default;
-  // Fills `op` and returns true, or returns false when the program has ended.
-  virtual bool next(HostOp& op) = 0;
+  // The next op, valid until the following call; null when the program has ended.
+  virtual const HostOp* next() = 0;
 };
 
 class HostThread final : public EventHandler, public Resource {

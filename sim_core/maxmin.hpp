@@ -29,6 +29,11 @@ class MaxMinSolver {
 
   // Solves and returns x_i per variable. Throws std::logic_error on an unbounded variable.
   std::vector<double> solve() const;
+  // The same into `x`; with clear(), a solver reused for many small problems (a GPU's
+  // link ports) allocates nothing once its buffers have grown.
+  void solve(std::vector<double>& x) const;
+  // Removes every variable and constraint, keeping the buffers.
+  void clear();
 
  private:
   struct Var {
@@ -40,7 +45,10 @@ class MaxMinSolver {
   };
   std::vector<Var> vars_;
   std::vector<double> capacity_;
-  std::vector<std::vector<Use>> uses_;  // per constraint
+  std::vector<std::vector<Use>> uses_;  // per constraint (the first capacity_.size() in use)
+  // solve()'s scratch.
+  mutable std::vector<char> fixed_, constrained_, fix_now_;
+  mutable std::vector<double> remaining_;
 };
 
 }  // namespace moesim::sim_core

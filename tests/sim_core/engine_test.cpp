@@ -49,11 +49,7 @@ Kernel kernel(std::uint32_t label, double seconds, int sms = 0, bool reserved = 
 struct ListProgram : HostProgram {
   std::vector<HostOp> ops;
   std::size_t i = 0;
-  bool next(HostOp& op) override {
-    if (i == ops.size()) return false;
-    op = ops[i++];
-    return true;
-  }
+  const HostOp* next() override { return i == ops.size() ? nullptr : &ops[i++]; }
 };
 
 struct Rig {
