@@ -239,24 +239,28 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
   return hw_models::ep_library_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
 }
 
+// A plain compute kernel's module and chunk pass (kWgrad as kBwd unless the schedule splits
+// the backward) as one number from 1, else 0 (PricedLayer::merged, sim_core/gpu.hpp).
+std::uint16_t KernelPricing::merge_class(const Priced& p) const {
+  for (float x : p.ports)
+    if (x > 0) return 0;
+  if (p.category != kCompute || p.reserved) return 0;
+  std::uint8_t pass = labels_.pass_of(p.label);
+  if (pass == kWgrad && !splits_backward(in_.schedule)) pass = kBwd;
+  return static_cast<std::uint16_t>(1 + labels_.module_of(p.label) * (kNoPass + 1) + pass);
+}
+
 // Runs of captured kernels merged (PricedLayer::merged).
 std::vector<Priced> KernelPricing::merge_runs(const std::vector<Priced>& pass) const {
-  const bool split = splits_backward(in_.schedule);
   const auto plain = [&](const Priced& p) {
-    for (float x : p.ports)
-      if (x > 0) return false;
-    return captured(p.module) && p.category == kCompute && !p.sync && !p.reserved && p.module != Module::moe_dispatch;
-  };
-  const auto pass_class = [&](std::uint32_t label) {
-    const std::uint8_t x = labels_.pass_of(label);
-    return x == kWgrad && !split ? kBwd : x;
+    return p.merge_class != 0 && captured(p.module) && !p.sync && p.module != Module::moe_dispatch;
   };
   std::vector<Priced> out;
   for (const Priced& p : pass) {
     if (!out.empty()) {
       Priced& last = out.back();
-      if (plain(p) && plain(last) && last.sms == p.sms && labels_.module_of(last.label) == labels_.module_of(p.label) &&
-          pass_class(last.label) == pass_class(p.label) && last.parts < std::numeric_limits<std::uint16_t>::max()) {
+      if (plain(p) && plain(last) && last.sms == p.sms && last.merge_class == p.merge_class &&
+          last.parts < std::numeric_limits<std::uint16_t>::max()) {
         last.seconds += p.seconds;
         ++last.parts;
         continue;
@@ -286,6 +290,8 @@ void KernelPricing::price_templates() {
       out.bwd.back().delayed = weight.back() && k.library_launch && in_.framework.delay_wgrad_compute;
     }
     overlap_tp(out.bwd);
+    for (auto* list : {&out.fwd, &out.bwd})
+      for (Priced& p : *list) p.merge_class = merge_class(p);
     for (std::size_t i = 0; i < out.bwd.size(); ++i) (weight[i] ? out.bwd_weight : out.bwd_input).push_back(out.bwd[i]);
     const std::array<const std::vector<Priced>*, 4> lists{&out.fwd, &out.bwd, &out.bwd_input, &out.bwd_weight};
     for (std::size_t i = 0; i < lists.size(); ++i) out.merged[i] = merge_runs(*lists[i]);

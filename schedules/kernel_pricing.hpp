@@ -168,6 +168,9 @@ struct Priced {
   bool gemm = false;     // a (non-grouped) GEMM: what a TP collective may overlap
   workload::TpOverlap tp_overlap = workload::TpOverlap::none;
   std::uint16_t parts = 1;  // template kernels it stands for (PricedLayer::merged)
+  // The GPU's coalescing class (sim_core/gpu.hpp): one per module and chunk pass for plain
+  // compute kernels (PricedLayer::merged says why those), 0 for the others.
+  std::uint16_t merge_class = 0;
 };
 
 // A layer's kernels by pass, and the same with runs of captured kernels merged.
@@ -275,6 +278,7 @@ class KernelPricing {
   void overlap_tp(std::vector<Priced>& pass) const;
   void price_templates();
   std::vector<Priced> merge_runs(const std::vector<Priced>& pass) const;
+  std::uint16_t merge_class(const Priced& p) const;
   void setup_ep_flows();
   hw_models::EpFlowTime ep_flows(const workload::KernelTemplate& k) const;
   double grad_bytes() const;

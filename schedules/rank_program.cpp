@@ -308,6 +308,7 @@ class RankProgram final : public sim_core::HostProgram {
     }
     Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
     k.parts = p.parts;
+    if (merge_) k.merge_class = p.merge_class;
     k.port_load = p.ports;
     if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
     if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);

@@ -132,6 +132,7 @@ void Gpu::start(int s) {
   Stream& st = streams_[static_cast<std::size_t>(s)];
   Running r{st.queue.front(), s, 0, 0, engine_.now(), next_serial_++, 0};
   st.queue.pop_front();
+  absorb(st, r.k);
   st.busy = true;
   st.arrived = st.released = false;
   r.remaining = r.k.work_s;
@@ -140,6 +141,23 @@ void Gpu::start(int s) {
   advance();  // brings the others' progress up to now first
   running_.push_back(r);
   reallocate();
+}
+
+void Gpu::absorb(Stream& st, Kernel& k) {
+  if (k.merge_class == 0 || k.reserved || k.uses_ports() || k.rendezvous != kNoRendezvous) return;
+  const Time now = engine_.now();
+  while (k.record == kNoEvent && !st.queue.empty()) {
+    const Kernel& b = st.queue.front();
+    if (b.merge_class != k.merge_class || b.launch > now || b.sms != k.sms || b.reserved || b.uses_ports() ||
+        b.rendezvous != kNoRendezvous || k.parts + b.parts > std::numeric_limits<std::uint16_t>::max())
+      return;
+    for (EventId w : b.waits)
+      if (!events_.done(w)) return;
+    k.work_s += b.work_s;
+    k.parts = static_cast<std::uint16_t>(k.parts + b.parts);
+    k.record = b.record;
+    st.queue.pop_front();
+  }
 }
 
 void Gpu::finish(std::size_t index) {

@@ -13,6 +13,18 @@
 // rate a / s; rates change only when a kernel starts or ends, and progress is carried
 // across the change (remaining work -= rate x elapsed), never restarted.
 //
+// Coalescing: a kernel with a caller-given class (`merge_class`, 0: none) absorbs, when
+// it starts, the kernels queued right behind it on its stream that have its class, its SM
+// demand, no reservation, no port loads and no rendezvous, were launched by then and wait
+// for nothing left undone. Each of them would start the moment the one before it ended
+// (launched, inputs ready, the stream in order) and, wanting the same SMs, run at the
+// same fluid rate, so the sum ends when the last would: one start, one end event and one
+// share computation instead of one each. The absorbed kernels' event (the last may record
+// one) completes at the merged end; absorbing stops after a kernel that records one. The
+// caller gives one class to kernels its observer cannot tell apart in a time line (the
+// step simulation: the same module and pass), and none when it keeps every kernel (a
+// trace). Only the rounding of the ends to the picosecond differs.
+//
 // Link ports (fluid): a GPU has kPorts ports of capacity 1 (the caller maps them to its
 // links: NVLink out/in, network out/in). A transfer kernel declares the fraction of each
 // port it fills when it runs at full speed (`port_load`, from its bytes over the port,
@@ -43,6 +55,7 @@ struct Kernel {
   std::uint32_t label = 0;     // name id, resolved by the caller's label table
   std::uint8_t category = 0;   // caller-defined class (compute, communication, ...)
   std::uint16_t parts = 1;     // the caller's kernels this one stands for (run back to back)
+  std::uint16_t merge_class = 0;  // coalescing class (header); 0: never coalesced
   double work_s = 0;           // duration alone on `sms` SMs
   int sms = 0;                 // SMs for full speed; 0 = all of the GPU; < 0 = none (copy
                                // engines, network): always runs at full rate
@@ -177,6 +190,7 @@ class Gpu final : public EventHandler, public Resource {
   }
   void try_start(int s);
   void start(int s);
+  void absorb(Stream& st, Kernel& k);  // coalescing (header)
   void finish(std::size_t index);
   void reallocate();  // after advance()
   void share_ports(std::vector<double>& rates) const;

@@ -336,3 +336,64 @@ TEST_CASE("A missing producer is reported as what waits on what", "[sim_core][en
   q.gpu.launch(t, lone);
   CHECK_THROWS_WITH(q.engine.run(), Catch::Contains("1 of 2 participants arrived"));
 }
+
+TEST_CASE("Coalescing: kernels of one class queued behind a starting kernel run as one", "[sim_core][gpu]") {
+  // Three class-7 kernels of 1, 2 and 3 ms launched at 1 ms on one stream (the host ahead
+  // of the GPU, as in a step): each would start when the one before ends, so one kernel of
+  // 6 ms ends at 7 ms, reported once; the third's event completes then. Beside a reserved
+  // 20 ms kernel on 66 SMs of another stream they get the other 66 of the 132 they want,
+  // rate 1/2: 6 ms of work ends at 13 ms, merged or not.
+  for (const bool beside : {false, true}) {
+    Rig r;
+    const int s = r.gpu.add_stream("compute");
+    const int o = r.gpu.add_stream("other");
+    const EventId last = r.events.create();
+    for (int i = 0; i < 3; ++i) {
+      Kernel k = kernel(static_cast<std::uint32_t>(i + 1), (i + 1) * 1e-3);
+      k.merge_class = 7;
+      k.launch = Time::ms(1);
+      if (i == 2) k.record = last;
+      r.gpu.launch(s, k);
+    }
+    if (beside) r.gpu.launch(o, kernel(9, 20e-3, 66, true));
+    r.engine.run();
+    const Time end = beside ? Time::ms(13) : Time::ms(7);
+    CHECK(r.obs.end_of(1) == end);
+    CHECK(r.obs.end_of(2) == Time::max());  // absorbed into kernel 1
+    CHECK(r.events.done(last));
+    CHECK(r.events.done_at(last) == end);
+  }
+}
+
+TEST_CASE("Coalescing stops at a later launch, another class, a pending wait or an event", "[sim_core][gpu]") {
+  // Each case: A (1 ms, class 1) and B (2 ms) launched at 1 ms on one stream; B ends at
+  // 4 ms either way, but is simulated (reported) on its own.
+  const auto run = [](auto&& setup) {
+    Rig r;
+    const int s = r.gpu.add_stream("compute");
+    Kernel a = kernel(1, 1e-3), b = kernel(2, 2e-3);
+    a.merge_class = b.merge_class = 1;
+    a.launch = b.launch = Time::ms(1);
+    setup(r, a, b);
+    r.gpu.launch(s, a);
+    r.gpu.launch(s, b);
+    r.engine.run();
+    return r.obs.end_of(2);
+  };
+  // B launched after A started (the host was late): starts at A's end all the same.
+  CHECK(run([](Rig&, Kernel&, Kernel& b) { b.launch = Time::us(1500); }) == Time::ms(4));
+  CHECK(run([](Rig&, Kernel&, Kernel& b) { b.merge_class = 2; }) == Time::ms(4));
+  CHECK(run([](Rig&, Kernel&, Kernel& b) { b.sms = 66; }) == Time::ms(4));  // another SM demand
+  // A records an event others may wait for at its own end.
+  CHECK(run([](Rig& r, Kernel& a, Kernel&) { a.record = r.events.create(); }) == Time::ms(4));
+  // B waits for an event that a copy on another stream completes at 1.5 ms, after A starts.
+  CHECK(run([](Rig& r, Kernel&, Kernel& b) {
+          const int o = r.gpu.add_stream("other");
+          Kernel c = kernel(3, 1.5e-3, -1);
+          c.record = r.events.create();
+          b.waits[0] = c.record;
+          r.gpu.launch(o, c);
+        }) == Time::ms(4));
+  // Otherwise B is absorbed: not reported on its own.
+  CHECK(run([](Rig&, Kernel&, Kernel&) {}) == Time::max());
+}
