@@ -13,6 +13,8 @@
 #include "cli/common.hpp"
 #include "config/load.hpp"
 #include "predict/plan.hpp"
+#include "reports/html.hpp"
+#include "reports/report.hpp"
 #include "reports/sweep.hpp"
 
 namespace moesim::cli {
@@ -32,6 +34,9 @@ class Plan final : public Command {
     app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")->check(CLI::Range(0, 1024));
     app.add_option("-o,--out", out_, "CSV of every candidate (default: plan-<scenario>.csv in this folder)");
     app.add_flag("--json", json_, "print the summary as one JSON object");
+    app.add_option("--html", html_,
+                   "also write the plan's page: the candidates' fates, the top K's breakdowns beside the scenario "
+                   "as given, each simulated candidate against its bound (one self-contained HTML file)");
     std::string groups;
     for (const auto& g : predict::plan_setting_groups())
       groups += fmt::format("\n  {}{}: {}", g.name, g.by_default ? " (default)" : "", g.what);
@@ -59,13 +64,14 @@ class Plan final : public Command {
     const reports::SweepCsv all = reports::plan_csv(p);
     write_file(out, reports::sweep_csv_text(all));
     const reports::PlanSummaryInfo info = reports::plan_summary_info(p, file_, out, top_);
+    if (!html_.empty()) write_file(html_, reports::html_page(reports::plan_report(all, info)));
     if (json_) io.out << reports::plan_summary_json(all, info).dump(2) << "\n";
     else io.out << reports::plan_summary_text(all, info);
     return 0;
   }
 
  private:
-  std::string file_, objective_, out_;
+  std::string file_, objective_, out_, html_;
   std::vector<std::string> settings_;
   std::int64_t gpus_ = 0, given_limit_ = 0;
   double token_budget_ = 0, headroom_ = 0;

@@ -95,6 +95,13 @@ const std::vector<PlanSettingGroup>& plan_setting_groups() {
          if (!sc.model.is_moe()) return {};
          return {{"framework.dispatcher", {"alltoall", "deepep", "hybridep"}, 0, true, false}};
        }},
+      {"dispatcher_sms", "framework.dispatcher_sms: 16, 24, 32, 48 (MoE models; DeepEP's and HybridEP's SMs)", false,
+       [](const config::Scenario& sc) -> std::vector<PlanDimension> {
+         if (!sc.model.is_moe()) return {};
+         // Device: the SMs speed the EP kernels and leave fewer to the computation beside
+         // them; inert under the NCCL dispatchers (those candidates are duplicates).
+         return {{"framework.dispatcher_sms", {16, 24, 32, 48}, 0, true, false}};
+       }},
       {"a2a_overlap", "framework.moe_a2a_overlap: false, true (MoE models)", true,
        [](const config::Scenario& sc) -> std::vector<PlanDimension> {
          if (!sc.model.is_moe()) return {};

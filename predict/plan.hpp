@@ -1,6 +1,7 @@
 // predict/plan.hpp: the search behind `moesim plan` (cli/plan.cpp): layouts (a generated
 // sweep, config/sweep_file.hpp) times settings varied per layout (PlanDimension: the
-// dispatcher, the all-to-all overlap, the CUDA-graph scope, the recompute modules),
+// dispatcher and its SMs, the all-to-all and TP overlaps, the CUDA-graph scope, the recompute
+// modules; not offload, whose copies the step does not price yet),
 // ranked by an objective, simulating as few candidates as the top K needs while keeping
 // them exact for the space. Branch and bound in two levels:
 //

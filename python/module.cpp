@@ -26,6 +26,8 @@
 #include "predict/sweep.hpp"
 #include "reports/describe.hpp"
 #include "reports/diff.hpp"
+#include "reports/html.hpp"
+#include "reports/report.hpp"
 #include "reports/run.hpp"
 #include "reports/sweep.hpp"
 
@@ -123,7 +125,7 @@ PYBIND11_MODULE(moesim, m) {
       "plan",
       [](const std::string& scenario, std::int64_t gpus, std::vector<std::string> settings, const std::string& objective,
          std::optional<double> token_budget, int top, int jobs, const std::string& csv, bool uncalibrated,
-         bool given, std::int64_t given_limit) {
+         bool given, std::int64_t given_limit, const std::string& html) {
         const predict::PlanRequest req{scenario, gpus, std::move(settings), objective, token_budget, top, jobs,
                                        config::LoadOptions{!uncalibrated}, given, given_limit};
         predict::Plan p;
@@ -137,15 +139,21 @@ PYBIND11_MODULE(moesim, m) {
           out << reports::sweep_csv_text(all);
           if (!out) throw config::InputError(csv, "", "cannot write the file");
         }
-        return to_python(reports::plan_summary_json(all, reports::plan_summary_info(p, scenario, csv, top)));
+        const reports::PlanSummaryInfo info = reports::plan_summary_info(p, scenario, csv, top);
+        if (!html.empty()) {
+          std::ofstream out(html, std::ios::binary);
+          out << reports::html_page(reports::plan_report(all, info));
+          if (!out) throw config::InputError(html, "", "cannot write the file");
+        }
+        return to_python(reports::plan_summary_json(all, info));
       },
       py::arg("scenario"), py::kw_only(), py::arg("gpus") = 0, py::arg("settings") = std::vector<std::string>{},
       py::arg("objective") = "", py::arg("token_budget") = std::nullopt, py::arg("top") = 10, py::arg("jobs") = 0,
       py::arg("csv") = "", py::arg("uncalibrated") = false, py::arg("given") = false,
-      py::arg("given_limit") = 0,
+      py::arg("given_limit") = 0, py::arg("html") = "",
       "The best layouts and settings of a scenario file's model on `gpus` GPUs: the dict `moesim plan --json` "
       "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write every evaluated "
       "candidate, '' not at all; `given`: also rank the scenario as given, under 'given', simulating at most "
-      "`given_limit` candidates for it (0: no limit)).");
+      "`given_limit` candidates for it (0: no limit); `html`: where to write the plan's page, '' not at all).");
   m.attr("__version__") = "0.1.0";
 }

@@ -6,9 +6,12 @@
 //   validate_report  predicted against measured per run (predict/validate.hpp)
 //   sweep_report     a sweep CSV: the objective against cluster size, the Pareto front
 //                    (reports::sweep_summary_json) highlighted
+//   plan_report      a plan (`moesim plan --html`): where the candidates went (rules,
+//                    memory, bounds, simulated), the top K's breakdowns beside the
+//                    scenario as given, and each simulated candidate against its bound
 // Formatting only: every number is a prediction's, a sweep row's or a validation row's.
 // One file per page (report_run.cpp, report_diff.cpp, report_validate.cpp,
-// report_sweep.cpp); what they share: report_charts.hpp.
+// report_sweep.cpp, report_plan.cpp); what they share: report_charts.hpp.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,8 @@ HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skip
 // `file`: where the CSV was read (shown); the objective names the y column.
 HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
                       config::SweepObjective objective);
+// `csv` and `info` as plan_csv and plan_summary_info give them (reports/sweep.hpp).
+HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info);
 
 // The timeline of one rank's compute stream(s) as at most about `max_bars` bars. Kernels
 // are classified by name: *.fwd, *.fprop forward; *.bwd, *.dgrad, *.wgrad, *.grad_quant*

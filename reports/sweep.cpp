@@ -535,8 +535,12 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
                        std::nullopt,
                        std::nullopt,
                        true,
-                       o.reference_simulated};
+                       o.reference_simulated,
+                       {}};
   for (const auto& d : plan.dims) info.settings.push_back(d.path);
+  for (const auto& c : o.candidates)
+    if (c.bound && (c.row.status == predict::SweepStatus::ok || c.row.status == predict::SweepStatus::error))
+      info.bounds.emplace_back(c.point.id, *c.bound);
   if (plan.given) {
     info.given = sweep_csv_fields(plan.given->point, plan.given->row, plan.token_budget.has_value());
     info.given_rank = plan.given->rank;

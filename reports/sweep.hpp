@@ -102,6 +102,8 @@ struct PlanSummaryInfo {
   std::optional<std::int64_t> given_rank;
   bool given_rank_exact = true;         // false: --given-limit stopped the ranking (a lower bound)
   std::int64_t given_simulated = 0;     // simulated for the rank alone
+  // Every simulated candidate's bound: (id, the objective's best possible value).
+  std::vector<std::pair<std::int64_t, double>> bounds;
 };
 // {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
 // settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,

@@ -55,7 +55,7 @@ declare -A args=(
   [validate]="--validate scenarios/journey"
   [sweep]="--sweep $work/qwen3-30b-h100-quick.csv"
 )
-declare -A charts=([run]=4 [diff]=2 [validate]=2 [sweep]=2)
+declare -A charts=([run]=4 [diff]=2 [validate]=2 [sweep]=2 [plan]=3)
 
 browser() {
   timeout 60 chromium --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
@@ -63,11 +63,19 @@ browser() {
 }
 
 failed=0
-for kind in run diff validate sweep; do
+# A plan's page is written by the plan itself (moesim plan --html).
+page() {
+  if [ "$1" = plan ]; then
+    "$moesim" plan scenarios/examples/qwen3-30b-a3b-h100.json --gpus 16 --top 3 --given -o "$work/plan.csv" --html "$2"
+  else
+    # shellcheck disable=SC2086
+    "$moesim" report ${args[$1]} -o "$2"
+  fi
+}
+for kind in run diff validate sweep plan; do
   html="$work/$kind.html"
-  # shellcheck disable=SC2086
-  if ! "$moesim" report ${args[$kind]} -o "$html" >"$work/$kind.out" 2>&1; then
-    echo "FAIL $kind: moesim report ${args[$kind]}: $(cat "$work/$kind.out")"
+  if ! page "$kind" "$html" >"$work/$kind.out" 2>&1; then
+    echo "FAIL $kind: $(cat "$work/$kind.out")"
     failed=1
     continue
   fi

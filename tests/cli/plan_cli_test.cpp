@@ -137,9 +137,19 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   CHECK(g["rank_exact"] == true);
   CHECK(g["simulated_for_rank"].get<std::int64_t>() > 0);
   CHECK_THAT(test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
-                               in_dir("plan-given.csv"), "--jobs", "2", "--given"})
+                               in_dir("plan-given.csv"), "--jobs", "2", "--given", "--html", in_dir("plan.html")})
                  .out,
              Catch::Contains(fmt::format("rank {} (exact", better + 1)));
+  // The plan's page: the fates, the top 3 and the scenario as given with its rank, and
+  // three charts (fates, the breakdowns, simulated against the bound).
+  const std::string page = test::read_text(in_dir("plan.html"));
+  CHECK_THAT(page, Catch::Contains("Where the candidates went") && Catch::Contains("Simulated against the bound") &&
+                       Catch::Contains(fmt::format("rank {}", better + 1)) && Catch::Contains("top 3"));
+  std::size_t specs = 0;
+  for (auto at = page.find("class=\"moesim-spec\""); at != std::string::npos;
+       at = page.find("class=\"moesim-spec\"", at + 1))
+    ++specs;
+  CHECK(specs == 3);
   // --given-limit: the ranking stops after that many simulations of its own; the rank is
   // then a lower bound, and the top K are the same.
   const auto capped = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--json", "--top", "3",
@@ -186,6 +196,39 @@ TEST_CASE("plan: settings inert in a candidate make it a duplicate, not a second
       CHECK(r.fields[col("parallelism.tp")] == "1");
       CHECK(r.fields[col("framework.tp_comm_overlap")] == "true");
     }
+}
+
+TEST_CASE("plan: the dispatcher's SMs, varied, are a device setting inert under NCCL's all-to-all", "[cli][plan]") {
+  // Qwen3-30B on 8 H100: the dispatcher and its SMs varied. Under alltoall the SMs are
+  // inert: only the first value (16) is evaluated there, the others are duplicates; under
+  // DeepEP and HybridEP every value is a candidate of its own, and no simulated candidate
+  // beats its bound (the layout bound takes the best over the SM counts).
+  const std::string scenario = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
+  const test::TempFile out("", "plan-sms.csv");
+  const auto run = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "dispatcher,dispatcher_sms",
+                                     "--json", "--top", "3", "-o", out.path(), "--jobs", "2"});
+  REQUIRE(run.status == 0);
+  const auto j = Json::parse(run.out);
+  CHECK(j["settings"] == Json::parse(R"(["framework.dispatcher", "framework.dispatcher_sms"])"));
+  CHECK(j["bound_violations"].empty());
+  const auto csv = reports::read_sweep_csv(out.path());
+  const auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
+  };
+  std::set<std::string> library_sms;
+  std::int64_t duplicates = 0;
+  for (const auto& r : csv.rows) {
+    const std::string d = r.fields[col("framework.dispatcher")], sms = r.fields[col("framework.dispatcher_sms")];
+    if (r.fields[col("status")] == "duplicate") {
+      ++duplicates;
+      CHECK(d == "alltoall");
+      CHECK(sms != "16");
+    } else if (d != "alltoall" && r.fields[col("status")] != "invalid") {
+      library_sms.insert(sms);
+    }
+  }
+  CHECK(duplicates > 0);
+  CHECK(library_sms == std::set<std::string>{"16", "24", "32", "48"});
 }
 
 TEST_CASE("plan: bad options are refused", "[cli][plan][errors]") {
