@@ -190,6 +190,15 @@ class SweepReader {
 
   void layouts(const Node& n, SweepFile& f) {
     read_object(n, [&](Object& o) {
+      if (auto s = o.get("pp_split")) {
+        f.pp_splits.clear();
+        s->for_each_element([&](const Node& e) {
+          f.pp_splits.push_back(e.as_enum(pipeline_split_names(), "pp_split"));
+          if (std::count(f.pp_splits.begin(), f.pp_splits.end(), f.pp_splits.back()) > 1)
+            e.fail(fmt::format("'{}' is listed twice", pipeline_split_names().name(f.pp_splits.back())));
+        });
+        if (f.pp_splits.empty()) s->fail("expected a non-empty list of splits");
+      }
       for (const auto key : kLayoutKeys) {
         const auto l = o.get(key);
         if (!l) continue;
@@ -270,7 +279,7 @@ std::string schedule(const LayoutCase& c) {
   return !c.schedule.empty() ? c.schedule : c.vpp > 1 ? "interleaved-1f1b" : "1f1b";
 }
 
-constexpr std::array<LayoutRule, 13> kRules{{
+constexpr std::array<LayoutRule, 14> kRules{{
     {"gpus_over_tp_pp_cp", "gpus not divisible by tp x pp x cp",
      [](const LayoutCase& c) { return c.gpus % (c.tp * c.pp * c.cp) != 0; }},
     {"ep_outside_stage", "ep x etp does not divide the GPUs of a pipeline stage (gpus / pp)",
@@ -309,6 +318,13 @@ constexpr std::array<LayoutRule, 13> kRules{{
        if (s == "dualpipev") return c.vpp != 2 || microbatches(c) < 2 * c.pp;
        return false;
      }},
+    {"split_repeats_even", "a layouts.pp_split other than even gives the even split's stages here",
+     [](const LayoutCase& c) {
+       const auto text = [&](PipelineSplit s) {
+         return layout_text(s, c.layers, c.mtp, static_cast<int>(c.pp), static_cast<int>(c.vpp));
+       };
+       return c.split != PipelineSplit::even && text(c.split) == text(PipelineSplit::even);
+     }},
 }};
 
 }  // namespace
@@ -317,18 +333,48 @@ std::span<const LayoutRule> layout_rules() {
   return kRules;
 }
 
+const sim_core::NameTable<PipelineSplit>& pipeline_split_names() {
+  static constexpr std::array<sim_core::NameEntry<PipelineSplit>, 2> kEntries{{
+      {PipelineSplit::even, "even", "the decoder layers as even as possible (the contract's default)"},
+      {PipelineSplit::embedding_loss, "embedding_loss",
+       "the embedding, the loss and each MTP layer counted as one layer (Megatron's account-for-embedding and "
+       "-loss split)"},
+  }};
+  static constexpr sim_core::NameTable<PipelineSplit> kTable{kEntries};
+  return kTable;
+}
+
 std::string default_layout_text(std::int64_t layers, std::int64_t mtp, int pp, int vpp) {
+  return layout_text(PipelineSplit::even, layers, mtp, pp, vpp);
+}
+
+std::string layout_text(PipelineSplit split, std::int64_t layers, std::int64_t mtp, int pp, int vpp) {
   const std::int64_t n = static_cast<std::int64_t>(pp) * vpp;
   std::vector<std::string> stages;
-  for (std::int64_t s = 0; s < n; ++s) {
-    const std::int64_t t = layers / n + (s < layers % n ? 1 : 0);
-    std::string st = s == 0 ? "E" : "";
+  // A stage's text: `e` embedding, `t` decoder layers, `m` MTP layers, `l` the loss.
+  const auto stage = [](bool e, std::int64_t t, std::int64_t m, bool l) {
+    std::string st = e ? "E" : "";
     if (t == 1)
       st += "t";
     else if (t > 1)
       st += fmt::format("t*{}", t);
-    if (s == n - 1) st += std::string(static_cast<std::size_t>(mtp), 'm') + "L";
-    stages.push_back(std::move(st));
+    return st + std::string(static_cast<std::size_t>(m), 'm') + (l ? "L" : "");
+  };
+  if (split == PipelineSplit::even) {
+    for (std::int64_t s = 0; s < n; ++s)
+      stages.push_back(stage(s == 0, layers / n + (s < layers % n ? 1 : 0), s == n - 1 ? mtp : 0, s == n - 1));
+  } else {
+    // Units 0 .. U-1: E, the layers, the MTP layers, L; stage s takes the next share.
+    const std::int64_t units = layers + mtp + 2;
+    std::int64_t next = 0;
+    for (std::int64_t s = 0; s < n; ++s) {
+      const std::int64_t take = units / n + (s < units % n ? 1 : 0);
+      const std::int64_t lo = next, hi = next + take;  // [lo, hi)
+      next = hi;
+      const auto count = [&](std::int64_t a, std::int64_t b) { return std::max<std::int64_t>(0, std::min(hi, b) - std::max(lo, a)); };
+      stages.push_back(stage(lo == 0 && hi > 0, count(1, 1 + layers), count(1 + layers, 1 + layers + mtp),
+                             hi == units && take > 0));
+    }
   }
   // Runs of equal stages before the last as "(X|)*N".
   std::string out;
@@ -396,7 +442,9 @@ SweepPlan expand_sweep(const SweepFile& f) {
       std::int64_t mtp = 0;
       const auto base_case = layout_case(sc, f.base_file, mtp);
       std::vector<std::size_t> l(f.layouts.size(), 0);
+      std::size_t split_index = 0;
       for (bool lmore = true; lmore;) {
+        const PipelineSplit split = f.pp_splits[split_index];
         ++plan.combinations;
         Json point = sc;
         Json& pp = point["parallelism"];
@@ -407,8 +455,13 @@ SweepPlan expand_sweep(const SweepFile& f) {
         }
         bool keep = true;
         std::string layout_text;
-        if (base_case) {
+        if (!base_case && split != PipelineSplit::even) {  // no layers to split: the even row's twin
+          ++pruned[kRules.size() - 1];
+          keep = false;
+        } else if (base_case) {
           LayoutCase c = *base_case;
+          c.mtp = mtp;
+          c.split = split;
           bool ints = true;
           const auto deg = [&](const char* key, std::int64_t& out) {
             if (const auto v = int_at(pp, key, 1))
@@ -429,8 +482,7 @@ SweepPlan expand_sweep(const SweepFile& f) {
               break;
             }
           if (keep && degrees_ok)
-            layout_text =
-                default_layout_text(c.layers, mtp, static_cast<int>(c.pp), static_cast<int>(c.vpp));
+            layout_text = config::layout_text(split, c.layers, mtp, static_cast<int>(c.pp), static_cast<int>(c.vpp));
         }
         if (keep) {
           if (!layout_text.empty()) pp["pp_layout"] = layout_text;
@@ -438,6 +490,9 @@ SweepPlan expand_sweep(const SweepFile& f) {
           plan.points.push_back({static_cast<std::int64_t>(plan.points.size()), std::move(lvalues),
                                  std::move(point)});
         }
+        // Each layout in every split listed, the split fastest.
+        if (++split_index < f.pp_splits.size()) continue;
+        split_index = 0;
         lmore = next_combination(l, f.layouts);
       }
     }

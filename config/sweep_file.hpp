@@ -52,6 +52,24 @@ bool needs_token_budget(SweepObjective o);
 // The parallel degrees `layouts` may enumerate, as keys of the scenario's `parallelism`.
 inline constexpr std::array<std::string_view, 6> kLayoutKeys{"tp", "pp", "vpp", "ep", "etp", "cp"};
 
+// How `layouts` splits the layers over the pp x vpp virtual stages (layouts.pp_split;
+// each layout gets a row per split listed, by default the even one alone):
+//   even            the contract's default split (default_layout_text): the decoder layers
+//                   as even as possible, the embedding in the first stage and the MTP
+//                   layers and the loss in the last on top of their share;
+//   embedding_loss  the embedding and the loss (and each MTP layer) counted as one layer
+//                   each: the units E, t x layers, m x mtp, L cut in order into stages as
+//                   even as possible, earlier stages taking the remainder. Where the units
+//                   divide evenly this is Megatron's --account-for-embedding-in-pipeline-
+//                   split with --account-for-loss-in-pipeline-split (megatron/core/
+//                   transformer/transformer_block.py, get_num_layers_to_build); where they do
+//                   not it is the hand-made layout NVIDIA's DeepSeek-V3 recipes pass to
+//                   --pipeline-model-parallel-layout ("Et|(tt|)*30L": 61 layers over PP8
+//                   VPP4, the journey's final configuration). A layout where it equals the
+//                   even split is pruned (rule split_repeats_even).
+enum class PipelineSplit { even, embedding_loss };
+const sim_core::NameTable<PipelineSplit>& pipeline_split_names();
+
 struct SweepFile {
   std::string file;  // the sweep file (labels errors)
   std::string name;
@@ -61,6 +79,7 @@ struct SweepFile {
       base_file;  // where the base was read: labels its errors and anchors its relative paths
   std::vector<std::pair<std::string, std::vector<Json>>> grid;             // dotted path -> values
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> layouts;  // "tp", ... -> values
+  std::vector<PipelineSplit> pp_splits{PipelineSplit::even};               // layouts.pp_split
   std::optional<double> token_budget;                                      // tokens to train
   SweepObjective objective = SweepObjective::tokens_per_s_per_gpu;
 };
@@ -105,6 +124,8 @@ struct LayoutCase {
   bool gqa = false;
   std::int64_t seq_length = 1, micro_batch_size = 1, global_batch_size = 1;
   std::string schedule;  // as the scenario names it, or empty: the default for vpp
+  std::int64_t mtp = 0;
+  PipelineSplit split = PipelineSplit::even;
 };
 struct LayoutRule {
   std::string_view name;         // the key the summary counts it under
@@ -117,5 +138,7 @@ std::span<const LayoutRule> layout_rules();
 // layers (and `mtp` MTP layers) over pp x vpp virtual stages (schedules/pp_layout.hpp),
 // e.g. "Et*8|(t*8|)*6t*7L"; PipelineLayout::parse of it gives PipelineLayout::even.
 std::string default_layout_text(std::int64_t layers, std::int64_t mtp, int pp, int vpp);
+// The same for a split (PipelineSplit); `even` gives default_layout_text's.
+std::string layout_text(PipelineSplit split, std::int64_t layers, std::int64_t mtp, int pp, int vpp);
 
 }  // namespace moesim::config

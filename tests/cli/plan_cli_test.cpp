@@ -40,7 +40,8 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
                      {"vpp", {1, 2, 4, 8}},
                      {"ep", {1, 2, 4, 8}},
                      {"etp", {1}},
-                     {"cp", {1, 2}}}}};
+                     {"cp", {1, 2}},
+                     {"pp_split", Json::array({"even", "embedding_loss"})}}}};
   const test::TempFile brute_file(sweep.dump(2), "brute.json");
   const auto in_dir = [&](const char* name) {
     return (std::filesystem::path(brute_file.path()).parent_path() / name).string();
@@ -50,11 +51,12 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   REQUIRE(run.status == 0);
   const auto j = Json::parse(run.out);
   // MBS {1, 2} x TP {1, 2, 4, 8} x PP {1, 2, 4, 8} x VPP {1, 2, 4, 8} x EP {1, 2, 4, 8} x
-  // ETP {1} x CP {1, 2} (4K tokens a sequence): 1,024 layouts, x 5 recompute rungs; each
-  // candidate has one fate.
-  CHECK(j["combinations"] == 1024 * 5);
+  // ETP {1} x CP {1, 2} (4K tokens a sequence) x the two splits of the layers: 2,048
+  // layouts, x 5 recompute rungs; each candidate has one fate.
+  CHECK(j["combinations"] == 2048 * 5);
   CHECK(j["fates"]["rule"] == sum(j["pruned_layouts"]));
-  CHECK(sum(j["fates"]) == 1024 * 5);
+  CHECK(j["pruned_layouts"]["split_repeats_even"].get<std::int64_t>() > 0);
+  CHECK(sum(j["fates"]) == 2048 * 5);
   CHECK(j["simulated"] == j["fates"]["simulated"].get<std::int64_t>() + j["fates"]["error"].get<std::int64_t>());
   // The bound and the ladder prune: most candidates that fit are never simulated, and
   // none beats a bound of its own.

@@ -2,6 +2,8 @@
 // expansion's row count, order and pruned layouts follow from the lists by hand.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "config/sweep_file.hpp"
 #include "schedules/pp_layout.hpp"
 #include "support/helpers.hpp"
@@ -173,6 +175,56 @@ TEST_CASE("The default split's text parses to the default split", "[config][swee
     for (std::size_t s = 0; s < even.stages().size(); ++s)
       CHECK(parsed.stages()[s].to_string() == even.stages()[s].to_string());
   }
+}
+
+TEST_CASE("The embedding-and-loss split counts each as a layer", "[config][sweep]") {
+  using config::PipelineSplit;
+  // DeepSeek-V3's 61 layers + E + L = 63 units over 32 stages: 31 take 2 units, the last 1:
+  // the journey's published layout.
+  CHECK(config::layout_text(PipelineSplit::embedding_loss, 61, 0, 8, 4) == "Et|(t*2|)*30L");
+  // 62 units over 2 stages divide: Megatron's account-for-embedding-and-loss split gives
+  // each stage 31 units, E + 30 layers and 30 layers + L ... 60 layers.
+  CHECK(config::layout_text(PipelineSplit::embedding_loss, 60, 0, 2, 1) == "Et*30|t*30L");
+  // MTP layers count too: 4 + 1 + 2 = 7 units over 4 stages: 2, 2, 2, 1.
+  CHECK(config::layout_text(PipelineSplit::embedding_loss, 4, 1, 2, 2) == "Et|t*2|tm|L");
+  // One stage: the same as the even split (a layout rule prunes the twin).
+  CHECK(config::layout_text(PipelineSplit::embedding_loss, 48, 0, 1, 1) ==
+        config::layout_text(PipelineSplit::even, 48, 0, 1, 1));
+  // Every text parses and places every layer once.
+  for (const auto& [layers, mtp, pp, vpp] : std::vector<std::array<int, 4>>{{61, 0, 8, 4}, {61, 1, 16, 2},
+                                                                            {94, 0, 8, 1}, {7, 2, 2, 3}}) {
+    const auto text = config::layout_text(PipelineSplit::embedding_loss, layers, mtp, pp, vpp);
+    INFO(text);
+    const auto parsed = schedules::PipelineLayout::parse(text, pp);
+    REQUIRE(static_cast<int>(parsed.stages().size()) == pp * vpp);
+    std::int64_t t = 0, m = 0;
+    for (const auto& st : parsed.stages())
+      t += st.count(schedules::LayoutItemKind::decoder), m += st.count(schedules::LayoutItemKind::mtp);
+    CHECK(t == layers);
+    CHECK(m == mtp);
+  }
+}
+
+TEST_CASE("layouts.pp_split: a row per split, the even split's twins pruned", "[config][sweep]") {
+  const std::string base = test::source_path("scenarios/dsv3-gb200.json");
+  const auto f = config::read_sweep_text(
+      fmt::format(R"({{"name": "s", "base": "{}", "layouts": {{"pp": [1, 8], "vpp": [4], "pp_split": ["even", "embedding_loss"]}}}})",
+                  base),
+      "s.json");
+  const auto plan = config::expand_sweep(f);
+  // pp 1 with vpp 4 breaks vpp_without_pp (both splits); pp 8 vpp 4 gives two rows.
+  REQUIRE(plan.points.size() == 2);
+  CHECK(plan.points[0].scenario["parallelism"]["pp_layout"] == "Et*2|(t*2|)*28(t|)*2tL");
+  CHECK(plan.points[1].scenario["parallelism"]["pp_layout"] == "Et|(t*2|)*30L");
+  CHECK(plan.combinations == 4);
+  CHECK_THROWS_WITH(config::read_sweep_text(
+                        fmt::format(R"({{"name": "s", "base": "{}", "layouts": {{"pp_split": ["even", "even"]}}}})", base),
+                        "s.json"),
+                    Catch::Contains("listed twice"));
+  CHECK_THROWS_WITH(config::read_sweep_text(
+                        fmt::format(R"({{"name": "s", "base": "{}", "layouts": {{"pp_split": ["uneven"]}}}})", base),
+                        "s.json"),
+                    Catch::Contains("embedding_loss"));
 }
 
 TEST_CASE("No shipped sweep's row is refused for the software release its base names", "[config][sweep][releases]") {
