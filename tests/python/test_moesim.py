@@ -2,6 +2,7 @@
 import json
 import os
 import subprocess
+import tempfile
 import unittest
 
 import moesim
@@ -70,11 +71,16 @@ class MoesimModule(unittest.TestCase):
 
     def test_plan_matches_the_command_line(self):
         qwen = os.path.join(ROOT, "scenarios", "examples", "qwen3-30b-a3b-h100.json")
-        p = moesim.plan(qwen, gpus=8, settings=["none"], top=3, jobs=2, given=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            page = os.path.join(tmp, "plan.html")
+            p = moesim.plan(qwen, gpus=8, settings=["none"], top=3, jobs=2, given=True, html=page)
+            with open(page) as f:
+                self.assertIn("Where the candidates went", f.read())
         # As given (EP 16) the scenario cannot run on 8 GPUs: no rank, the loader's reason.
         self.assertEqual(p["given"]["status"], "invalid")
         self.assertIsNone(p["given"]["rank"])
-        self.assertEqual(p["combinations"], 1024)
+        # 1,024 layouts (the command-line test's space) in two splits of the layers.
+        self.assertEqual(p["combinations"], 2048)
         self.assertEqual(sum(p["fates"].values()), p["combinations"])
         self.assertEqual(p["bound_violations"], [])
         self.assertEqual(len(p["top"]), 3)
