@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,15 +16,39 @@
 
 namespace moesim::config {
 
+// Systems a search that loads many scenarios over one system resolves once (`moesim plan`,
+// where resolving the preset and overlaying its calibration profiles took a third of the
+// time): the system block's JSON text, the file it is read in and `calibrated` -> the
+// SystemSpec read from it, before --headroom. Owned by the caller (no global state) and
+// shared by its threads.
+class SystemCache {
+ public:
+  std::shared_ptr<const hw_models::SystemSpec> find(const std::string& key) const {
+    const std::lock_guard<std::mutex> lock(m_);
+    const auto it = map_.find(key);
+    return it == map_.end() ? nullptr : it->second;
+  }
+  void put(const std::string& key, const hw_models::SystemSpec& spec) {
+    const std::lock_guard<std::mutex> lock(m_);
+    map_.try_emplace(key, std::make_shared<const hw_models::SystemSpec>(spec));
+  }
+
+ private:
+  mutable std::mutex m_;
+  std::map<std::string, std::shared_ptr<const hw_models::SystemSpec>> map_;
+};
+
 // How presets are resolved. `calibrated`: a system preset's "profiles" (calibration
 // profiles compiled in from calibration/profiles/, written by `moesim calibrate fit`)
 // replace the preset's values they fit; false reads the preset as written (the
-// uncalibrated model, `moesim validate --uncalibrated`).
+// uncalibrated model, `moesim validate --uncalibrated`). `systems`: a cache of resolved
+// systems (null: each load resolves its own).
 struct LoadOptions {
   bool calibrated = true;
   // GiB of every GPU held back from the model (`sweep --headroom`, `run --headroom`): the
   // capacity fits_in_memory compares with is gpu.usable_GiB less this.
   double headroom_gib = 0;
+  SystemCache* systems = nullptr;
 };
 
 // A scenario file, with presets resolved and the layout validated.

@@ -69,9 +69,21 @@ class ScenarioReader {
       sc_.name = o.req("name").as_string();
       sc_.description = o.string_or("description", "");
       {
-        const auto r = detail::resolve_preset_or_inline(o.req("system"), PresetKind::system, opts_);
-        sc_.system = read_system(*r.node);
-        sc_.system.profiles = r.profiles;
+        const Node sys = o.req("system");
+        std::string key;
+        std::shared_ptr<const hw_models::SystemSpec> hit;
+        if (opts_.systems) {
+          key = fmt::format("{}\n{}\n{}", *file_, opts_.calibrated, sys.json().dump());
+          hit = opts_.systems->find(key);
+        }
+        if (hit) {
+          sc_.system = *hit;
+        } else {
+          const auto r = detail::resolve_preset_or_inline(sys, PresetKind::system, opts_);
+          sc_.system = read_system(*r.node);
+          sc_.system.profiles = r.profiles;
+          if (opts_.systems) opts_.systems->put(key, sc_.system);
+        }
         if (opts_.headroom_gib > 0) {
           auto& cap = sc_.system.gpu.usable_GiB;
           if (opts_.headroom_gib >= cap.value)

@@ -151,6 +151,10 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
   const std::int64_t per_layout = combinations(dims);
   out.layouts = static_cast<std::int64_t>(layouts.size());
   hw_models::FlowCache cache;
+  // The system resolved once for every candidate (config::SystemCache).
+  config::SystemCache systems;
+  config::LoadOptions load = search.load;
+  if (!load.systems) load.systems = &systems;
   schedules::StepOptions step;
   step.flow_cache = &cache;
   const auto better = [&](double a, double b) { return objective_better(search.objective, a, b); };
@@ -179,7 +183,7 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
   run_parallel(layouts.size(), search.jobs, [&](std::size_t i) {
     for (const auto& s : relaxed_sets) {
       const config::SweepPoint p = make_point(layouts[i], dims, s, 0);
-      evaluate_point(p, file, search.token_budget, search.load,
+      evaluate_point(p, file, search.token_budget, load,
                      [&](const config::Scenario& sc, double ep_load, SweepResult& r) {
                        const auto b = step_time_lower_bound(sc, ep_load, &cache);
                        const Key v = optimistic_value(sc, b.step_time_s, search, r);
@@ -229,7 +233,7 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
                                       config::sweep_value_text(ladder->values[*fits]));
           continue;
         }
-        c.row = evaluate_point(c.point, file, search.token_budget, search.load,
+        c.row = evaluate_point(c.point, file, search.token_budget, load,
                              [&](const config::Scenario& sc, double ep_load, SweepResult& r) {
                                // A varied setting that changes nothing here, off its first
                                // value: the candidate repeats that one.
@@ -321,7 +325,7 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
     const auto t1 = Clock::now();
     run_parallel(wave.size(), search.jobs, [&](std::size_t w) {
       PlanCandidate& c = expanded.at(wave[w]);
-      c.row = evaluate_point(c.point, file, search.token_budget, search.load, {}, step);
+      c.row = evaluate_point(c.point, file, search.token_budget, load, {}, step);
     });
     simulate_s += since(t1);
     for (const std::int64_t id : wave) {

@@ -102,3 +102,26 @@ TEST_CASE("Preset files on disk are the ones compiled in", "[config][presets]") 
 TEST_CASE("Unknown presets list the known ones", "[config][presets]") {
   CHECK_THROWS_WITH(config::load_system_preset("gb200"), Catch::Contains("known: b200, gb200-nvl72"));
 }
+
+TEST_CASE("A system cache returns what loading without it gives, per system block and file", "[config][presets]") {
+  // The default scenario, then the same with its NVLink bandwidth doubled inline, then
+  // uncalibrated: each through one cache and without it. A key that missed the block's
+  // text or the calibration would hand the second or third the first's system.
+  const auto base = test::default_scenario_json();
+  const auto doubled = test::patched(base, R"({"system": {"base": "gb200-nvl72", "nvlink": {"bw_GBps": 1800}}})");
+  config::SystemCache cache;
+  for (const auto& [json, calibrated] : {std::pair{base, true}, std::pair{doubled, true}, std::pair{base, false}}) {
+    config::LoadOptions plain{calibrated};
+    config::LoadOptions cached{calibrated};
+    cached.systems = &cache;
+    for (int pass = 0; pass < 2; ++pass) {  // a miss, then a hit
+      const auto a = config::load_scenario_json(json, "test.json", plain);
+      const auto b = config::load_scenario_json(json, "test.json", cached);
+      CHECK(b.system.nvlink.bw_GBps.value == a.system.nvlink.bw_GBps.value);
+      CHECK(b.system.host.op_us.value == a.system.host.op_us.value);
+      CHECK(b.system.profiles == a.system.profiles);
+    }
+  }
+  const auto d = config::load_scenario_json(doubled, "test.json", config::LoadOptions{true, 0, &cache});
+  CHECK(d.system.nvlink.bw_GBps.value == 1800);
+}
