@@ -139,10 +139,14 @@ void run_sweep(std::span<const config::SweepPoint* const> points, const std::str
                const std::function<void(const config::SweepPoint&, const SweepResult&)>& done,
                const config::LoadOptions& opts, std::stop_token stop) {
   std::mutex m;
+  // Rows that share a system block resolve it once (config::SystemCache).
+  config::SystemCache systems;
+  config::LoadOptions load = opts;
+  if (!load.systems) load.systems = &systems;
   run_parallel(
       points.size(), jobs,
       [&](std::size_t i) {
-        const SweepResult r = evaluate_point(*points[i], file, token_budget, opts);
+        const SweepResult r = evaluate_point(*points[i], file, token_budget, load);
         std::lock_guard<std::mutex> lock(m);
         done(*points[i], r);
       },
