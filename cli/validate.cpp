@@ -42,10 +42,11 @@ class Validate final : public Command {
     std::optional<std::vector<reports::BaselineRow>> baseline;
     if (!baseline_.empty()) baseline = reports::read_baseline(nlohmann::json(config::read_json_file(baseline_)), baseline_);
     const std::vector<predict::ValidateRow> rows = predict::validate_files(files, {!uncalibrated_}, jobs_);
-    if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, skipped));
-    if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, skipped));
     std::optional<reports::BaselineCheck> moved;
     if (baseline) moved = reports::compare_baseline(rows, *baseline, baseline_tol_);
+    const reports::BaselineCheck* check = moved ? &*moved : nullptr;
+    if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, skipped, check, baseline_tol_));
+    if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, skipped, check, baseline_tol_));
 
     const predict::ValidateSummary sum = predict::summarize(rows);
     if (json_)

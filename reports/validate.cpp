@@ -37,10 +37,25 @@ std::string figures(const predict::ValidateRow& r) {
 
 }  // namespace
 
-std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int skipped) {
+namespace {
+// Row i's move against the baseline, when it was compared and moved beyond the tolerance
+// (compare_baseline lists the rows' moves first, in row order).
+const BaselineMove* drift(const BaselineCheck* moved, std::size_t i) {
+  if (!moved || i >= moved->moves.size() || !moved->moves[i].flagged) return nullptr;
+  return &moved->moves[i];
+}
+std::string drift_text(const BaselineMove& m, double tolerance_pct) {
+  return fmt::format("predicted {:.4g}, {:.4g} in the baseline: moved {:+.2f}% (more than {:g}%)", *m.after,
+                     *m.before, m.moved_pct, tolerance_pct);
+}
+}  // namespace
+
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int skipped, const BaselineCheck* moved,
+                           double tolerance_pct) {
   int failures = 0;
   double time = 0;
-  for (const auto& r : rows) failures += r.ok ? 0 : 1, time += r.wall_s;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    failures += rows[i].ok && !drift(moved, i) ? 0 : 1, time += rows[i].wall_s;
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o += fmt::format("<testsuites name=\"moesim validate\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
                    rows.size(), failures, time);
@@ -49,12 +64,16 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int sk
                    rows.size(), failures, time);
   o += fmt::format("    <properties><property name=\"files_without_measured\" value=\"{}\"/></properties>\n",
                    skipped);
-  for (const auto& r : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
     o += fmt::format("    <testcase classname=\"moesim.validate.{}\" name=\"{}\" file=\"{}\" time=\"{:.3f}\">",
                      xml_text(r.system), xml_text(r.name), xml_text(r.file), r.wall_s);
     if (!r.ok)
       o += fmt::format("\n      <failure message=\"{}\" type=\"beyond tolerance\">{}</failure>\n    ",
                        xml_text(figures(r)), xml_text(r.file + ": " + figures(r)));
+    else if (const BaselineMove* m = drift(moved, i))
+      o += fmt::format("\n      <failure message=\"{}\" type=\"moved against the baseline\">{}</failure>\n    ",
+                       xml_text(drift_text(*m, tolerance_pct)), xml_text(r.file + ": " + drift_text(*m, tolerance_pct)));
     else
       o += fmt::format("<system-out>{}</system-out>", xml_text(figures(r)));
     o += "</testcase>\n";
@@ -63,7 +82,8 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int sk
   return o;
 }
 
-std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped) {
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped, const BaselineCheck* moved,
+                              double tolerance_pct) {
   const predict::ValidateSummary sum = predict::summarize(rows);
   const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
   std::string o = "## moesim validate\n\n";
@@ -74,12 +94,18 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int
   if (memory.runs)
     o += fmt::format(" Memory: {} points, mean absolute error **{:.2f}%**, {} beyond tolerance.", memory.runs,
                      memory.mae(), memory_failed);
+  if (moved)
+    o += fmt::format(" Against the baseline: {} prediction(s) moved more than {:g}%.", moved->flagged, tolerance_pct);
   o += "\n\n| scenario | system | dispatcher | metric | measured | predicted | error | tolerance | |\n"
        "|---|---|---|---|---:|---:|---:|---:|---|\n";
-  for (const auto& r : rows)
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    std::string status = r.ok ? "ok" : "**over**";
+    if (const BaselineMove* m = drift(moved, i)) status += fmt::format(", **moved {:+.2f}%**", m->moved_pct);
     o += fmt::format("| {} | {} | {} | {} | {:.4g} | {:.4g} | {:+.1f}% | {:g}% | {} |\n", md_escape(r.name),
                      md_escape(r.system), md_escape(r.dispatcher), r.metric, r.measured, r.predicted, r.error_pct,
-                     r.tolerance_pct, r.ok ? "ok" : "**over**");
+                     r.tolerance_pct, status);
+  }
   const auto group = [&](const char* what, const std::map<std::string, predict::ErrorSummary>& m) {
     o += fmt::format("\n| {} | runs | mean absolute error |\n|---|---:|---:|\n", what);
     for (const auto& [k, v] : m) o += fmt::format("| {} | {} | {:.2f}% |\n", md_escape(k), v.runs, v.mae());

@@ -17,8 +17,14 @@
 
 namespace moesim::reports {
 
-std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int skipped);
-std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped);
+struct BaselineCheck;
+// With a baseline comparison (`moved`, compare_baseline's over these rows): a run whose
+// prediction moved beyond `tolerance_pct` is a failed test case (type "moved against the
+// baseline") and a flagged Markdown row, as `validate --baseline`'s exit status says.
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int skipped,
+                           const BaselineCheck* moved = nullptr, double tolerance_pct = 0);
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped,
+                              const BaselineCheck* moved = nullptr, double tolerance_pct = 0);
 
 // One scenario against the baseline (matched by file, else by name).
 struct BaselineMove {

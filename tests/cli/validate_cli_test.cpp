@@ -53,6 +53,20 @@ TEST_CASE("validate --baseline flags predictions that moved", "[cli][validate]")
   CHECK(r.status == 1);
   CHECK_THAT(r.out, Catch::Contains("MOVED dsv3-gb200-journey-12-te-host-slim"));
   CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--baseline-tolerance", "5", step}).status == 0);
+  // The drift shows where CI reads: a failed JUnit case and a flagged Markdown row (and
+  // neither within the tolerance).
+  const std::string xml = std::filesystem::path(moved.path()).replace_filename("drift.xml").string();
+  const std::string md = std::filesystem::path(moved.path()).replace_filename("drift.md").string();
+  CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--junit", xml, "--markdown", md, step}).status == 1);
+  CHECK_THAT(test::read_text(xml), Catch::Contains("failures=\"1\"") && Catch::Contains("type=\"moved against the baseline\"") &&
+                                       Catch::Contains("moved +3.00% (more than 1%)"));
+  CHECK_THAT(test::read_text(md), Catch::Contains("**moved +3.00%**") &&
+                                      Catch::Contains("1 prediction(s) moved more than 1%"));
+  CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--baseline-tolerance", "5", "--junit", xml,
+                          "--markdown", md, step})
+            .status == 0);
+  CHECK_THAT(test::read_text(xml), Catch::Contains("failures=\"0\""));
+  CHECK_THAT(test::read_text(md), !Catch::Contains("**moved"));
   const auto js = test::run_moesim({"validate", "--json", "--baseline", moved.path(), step});
   CHECK(nlohmann::json::parse(js.out)["baseline"]["flagged"] == 1);
   // Not a validate output: exit 2 before anything is simulated.
