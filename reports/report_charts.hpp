@@ -1,10 +1,12 @@
 // reports/report_charts.hpp: what the pages of `moesim report` (reports/report.hpp) share:
 // the Vega spec's common frame, horizontal bars of seconds stacked by part, the breakdown
-// chart (run and diff pages) and its categories. Internal to reports/report_*.cpp; each
-// page's own charts live in its file (report_run.cpp, report_diff.cpp,
-// report_validate.cpp, report_sweep.cpp).
+// chart (run, diff and plan pages) and its categories, a CSV field read as a number (sweep
+// and plan pages). Internal to reports/report_*.cpp; each page's own charts live in its
+// file (report_run.cpp, report_diff.cpp, report_validate.cpp, report_sweep.cpp,
+// report_plan.cpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +29,9 @@ struct Category {
 };
 
 Json string_list(const std::vector<std::string>& v);
+
+// A CSV field as a finite number; none for an empty field, text or inf/nan.
+std::optional<double> csv_number(const std::string& s);
 
 // A Vega spec from its text, with the size and style every chart shares; the caller
 // fills in the data and what depends on it (scale domains, colours).

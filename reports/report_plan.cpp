@@ -6,7 +6,6 @@
 #include "reports/report.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -47,13 +46,6 @@ Json breakdown_of(const Json& row) {
   for (const auto& [key, value] : row.items())
     if (key.rfind("breakdown.", 0) == 0 && value.is_number()) b[key.substr(10)] = value;
   return b;
-}
-
-std::optional<double> number(const std::string& s) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
 }
 
 }  // namespace
@@ -150,7 +142,7 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
   std::map<std::int64_t, double> simulated;
   for (const auto& r : csv.rows)
     if (col < r.fields.size())
-      if (const auto v = number(r.fields[col])) simulated[r.id] = *v;
+      if (const auto v = csv_number(r.fields[col])) simulated[r.id] = *v;
   std::map<std::int64_t, bool> top;
   for (const auto& row : s["top"]) top[row["id"].get<std::int64_t>()] = true;
   Json points = Json::array();

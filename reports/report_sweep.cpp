@@ -4,7 +4,6 @@
 #include "reports/report.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -45,14 +44,6 @@ Json pareto_marks(const std::string& x, const std::string& y, const std::string&
                              {"fill", {{"value", "#b00020"}}},
                              {"text", {{"signal", label}}}};
   return Json::array({std::move(symbol), std::move(text)});
-}
-
-std::optional<double> parse_double(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
 }
 
 }  // namespace
@@ -101,8 +92,8 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
   double min_gpus = 0, max_gpus = 0;
   for (const auto& r : csv.rows) {
     if (status >= r.fields.size() || r.fields[status] != "ok") continue;
-    const auto g = gpus < r.fields.size() ? parse_double(r.fields[gpus]) : std::nullopt;
-    const auto y = obj < r.fields.size() ? parse_double(r.fields[obj]) : std::nullopt;
+    const auto g = gpus < r.fields.size() ? csv_number(r.fields[gpus]) : std::nullopt;
+    const auto y = obj < r.fields.size() ? csv_number(r.fields[obj]) : std::nullopt;
     if (!g || !y) continue;
     Json v{{"id", r.id},
            {"gpus", *g},
@@ -110,8 +101,8 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
            {"front", front.count(r.id) ? "Pareto front" : "other rows"},
            {"setting", varied(r)}};
     if (budget) {
-      v["days"] = parse_double(r.fields[days]).value_or(0);
-      v["gpu_hours"] = parse_double(r.fields[gpu_hours]).value_or(0);
+      v["days"] = csv_number(r.fields[days]).value_or(0);
+      v["gpu_hours"] = csv_number(r.fields[gpu_hours]).value_or(0);
     }
     values.push_back(v);
     min_gpus = min_gpus == 0 ? *g : std::min(min_gpus, *g);

@@ -51,8 +51,8 @@ class StepState {
     return in_.framework.moe_a2a_overlap && !fixed() &&
            (s == ScheduleKind::one_f_one_b || s == ScheduleKind::interleaved_1f1b);
   }
-  // Whether a run of captured kernels that nothing can tell apart in the time line may be
-  // simulated as one (rank_program.cpp, RankProgram::merges): not when the trace shows
+  // Whether kernels that nothing can tell apart in the time line may be simulated as one
+  // (PricedLayer::merged, and the GPU's coalescing classes): not when the trace shows
   // every kernel, nor beside a second compute stream, whose spans the breakdown's union
   // charges to the module of the later start (a longer span would move time between
   // modules). Fixed chunks (simulate_pipeline) have one kernel a pass already.
