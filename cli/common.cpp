@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -58,14 +59,21 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
 // The scenario files under the paths that carry a `measured` block; files without one
 // (presets, what-ifs) are counted in `skipped`. A file with one that does not load is an
 // error when it is loaded.
-std::vector<std::string> measured_files(const std::vector<std::string>& paths, int& skipped) {
-  std::vector<std::string> out;
+ScenarioFileSets sort_scenario_files(const std::vector<std::string>& paths) {
+  ScenarioFileSets out;
   for (const auto& f : scenario_files(paths)) {
     const config::Json j = config::read_json_file(f);
-    if (j.is_object() && j.contains("measured")) out.push_back(f);
-    else ++skipped;
+    if (j.is_object() && j.contains("measured")) out.measured.push_back(f);
+    else if (j.is_object() && j.contains("system") && j.contains("gpus")) out.unmeasured.push_back(f);
+    else ++out.other;
   }
   return out;
+}
+
+std::vector<std::string> measured_files(const std::vector<std::string>& paths, int& skipped) {
+  ScenarioFileSets sets = sort_scenario_files(paths);
+  skipped += static_cast<int>(sets.unmeasured.size()) + sets.other;
+  return std::move(sets.measured);
 }
 
 reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo, const std::string& base_file,

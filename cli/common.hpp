@@ -45,4 +45,13 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths);
 // error when it is loaded.
 std::vector<std::string> measured_files(const std::vector<std::string>& paths, int& skipped);
 
+// The scenario files under the paths in three sets: with a `measured` block; without one
+// but a scenario (an object with `system` and `gpus`: planning and what-if scenarios);
+// the rest (model, system and sweep files) counted.
+struct ScenarioFileSets {
+  std::vector<std::string> measured, unmeasured;
+  int other = 0;
+};
+ScenarioFileSets sort_scenario_files(const std::vector<std::string>& paths);
+
 }  // namespace moesim::cli

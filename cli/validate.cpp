@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/common.hpp"
 #include "config/load.hpp"
@@ -29,42 +30,49 @@ class Validate final : public Command {
     app.add_option("--baseline", baseline_,
                    "an earlier `validate --json` output: flag predictions that moved more than --baseline-tolerance "
                    "(exit 1)");
+    app.add_flag("--unmeasured", unmeasured_,
+                 "also predict the scenarios without a measured block (planning and what-if scenarios): their step "
+                 "times enter --json, --junit, --markdown and the --baseline comparison (implied by --baseline)");
     app.add_option("--baseline-tolerance", baseline_tol_, "percent a prediction may move against --baseline (default 1)")
         ->check(CLI::Range(0.0, 1000.0));
     add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
-    // Files without a `measured` block (presets, what-if scenarios) are skipped and
-    // counted; a file with one that does not load is an input error like any other.
-    int skipped = 0;
-    const std::vector<std::string> files = measured_files(paths_, skipped);
+    // Files without a `measured` block are skipped and counted, except that scenarios
+    // among them (planning and what-if ones) are predicted with --unmeasured or --baseline,
+    // to be watched for drift. A file with one that does not load is an input error.
+    const ScenarioFileSets sets = sort_scenario_files(paths_);
+    const bool unmeasured = unmeasured_ || !baseline_.empty();
+    reports::ValidateExtras x;
+    x.skipped = sets.other + (unmeasured ? 0 : static_cast<int>(sets.unmeasured.size()));
+    x.tolerance_pct = baseline_tol_;
     // The baseline is read before anything is simulated: a bad file fails fast.
     std::optional<std::vector<reports::BaselineRow>> baseline;
     if (!baseline_.empty()) baseline = reports::read_baseline(nlohmann::json(config::read_json_file(baseline_)), baseline_);
-    const std::vector<predict::ValidateRow> rows = predict::validate_files(files, {!uncalibrated_}, jobs_);
-    std::optional<reports::BaselineCheck> moved;
-    if (baseline) moved = reports::compare_baseline(rows, *baseline, baseline_tol_);
-    const reports::BaselineCheck* check = moved ? &*moved : nullptr;
-    if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, skipped, check, baseline_tol_));
-    if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, skipped, check, baseline_tol_));
+    const std::vector<predict::ValidateRow> rows = predict::validate_files(sets.measured, {!uncalibrated_}, jobs_);
+    if (unmeasured) x.predictions = predict::predict_files(sets.unmeasured, {!uncalibrated_}, jobs_);
+    if (baseline) x.moved = reports::compare_baseline(rows, x.predictions, *baseline, baseline_tol_);
+    if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, x));
+    if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, x));
 
     const predict::ValidateSummary sum = predict::summarize(rows);
     if (json_)
-      io.out << reports::validate_json(rows, sum, skipped, moved, baseline_tol_).dump(2) << "\n";
+      io.out << reports::validate_json(rows, sum, x).dump(2) << "\n";
     else
-      io.out << reports::validate_text(rows, sum, skipped, moved, baseline_tol_);
-    if (rows.empty()) {
-      io.err << "moesim validate: no scenario with a measured block under the given paths\n";
+      io.out << reports::validate_text(rows, sum, x);
+    if (rows.empty() && x.predictions.empty()) {
+      io.err << fmt::format("moesim validate: no scenario with a measured block under the given paths{}\n",
+                            sets.unmeasured.empty() ? "" : " (--unmeasured predicts those without one)");
       return 2;
     }
-    return sum.failed() || (moved && moved->flagged > 0) ? 1 : 0;
+    return sum.failed() || (x.moved && x.moved->flagged > 0) ? 1 : 0;
   }
 
  private:
   std::vector<std::string> paths_;
   std::string junit_, markdown_, baseline_;
   double baseline_tol_ = 1.0;
-  bool json_ = false, uncalibrated_ = false;
+  bool json_ = false, uncalibrated_ = false, unmeasured_ = false;
   int jobs_ = 0;
 };
 

@@ -52,6 +52,19 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
   return rows;
 }
 
+std::vector<PredictionRow> predict_files(const std::vector<std::string>& files, const config::LoadOptions& opts,
+                                         int jobs) {
+  std::vector<config::Scenario> scenarios;
+  for (const auto& f : files) scenarios.push_back(config::load_scenario_file(f, opts));
+  std::vector<PredictionRow> rows(scenarios.size());
+  run_parallel(scenarios.size(), jobs, [&](std::size_t i) {
+    const auto p = predict(scenarios[i]);
+    rows[i] = {files[i],         scenarios[i].name, scenarios[i].system.name, p.step.step_time_s,
+               p.tflops_per_gpu, p.peak_memory_gib, p.wall_s};
+  });
+  return rows;
+}
+
 std::vector<std::pair<std::string, double>> step_terms(const schedules::Breakdown& b) {
   return {{"compute", b.compute},
           {"exposed_communication", b.exposed_comm},

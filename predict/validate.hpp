@@ -96,4 +96,16 @@ ValidateSummary summarize(const std::vector<ValidateRow>& rows);
 std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
                                         const config::LoadOptions& opts, int jobs);
 
+// A scenario without a measured block (a planning or what-if scenario), predicted so that
+// CI can watch it for drift (`validate --unmeasured`, implied by `--baseline`; issue #27
+// item 4): nothing to compare it with but an earlier prediction of itself.
+struct PredictionRow {
+  std::string file, name, system;
+  double step_time_s = 0, tflops_per_gpu = 0, peak_memory_gib = 0, wall_s = 0;
+};
+// Loads every file (an InputError for the first that does not load), then predicts them on
+// `jobs` threads; rows keep the files' order.
+std::vector<PredictionRow> predict_files(const std::vector<std::string>& files, const config::LoadOptions& opts,
+                                         int jobs);
+
 }  // namespace moesim::predict

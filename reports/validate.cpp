@@ -1,7 +1,9 @@
 #include "reports/validate.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -50,52 +52,74 @@ std::string drift_text(const BaselineMove& m, double tolerance_pct) {
 }
 }  // namespace
 
-std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int skipped, const BaselineCheck* moved,
-                           double tolerance_pct) {
+namespace {
+std::string prediction_figures(const predict::PredictionRow& r) {
+  return fmt::format("step_time_s: predicted {:.4g} (no measurement; watched against the baseline)", r.step_time_s);
+}
+}  // namespace
+
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x) {
+  const BaselineCheck* moved = x.moved ? &*x.moved : nullptr;
+  const std::size_t n = rows.size(), cases = n + x.predictions.size();
   int failures = 0;
   double time = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    failures += rows[i].ok && !drift(moved, i) ? 0 : 1, time += rows[i].wall_s;
+  for (std::size_t i = 0; i < n; ++i) failures += rows[i].ok && !drift(moved, i) ? 0 : 1, time += rows[i].wall_s;
+  for (std::size_t k = 0; k < x.predictions.size(); ++k)
+    failures += drift(moved, n + k) ? 1 : 0, time += x.predictions[k].wall_s;
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o += fmt::format("<testsuites name=\"moesim validate\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-                   rows.size(), failures, time);
+  o += fmt::format("<testsuites name=\"moesim validate\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n", cases,
+                   failures, time);
   o += fmt::format("  <testsuite name=\"moesim validate\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" "
                    "time=\"{:.3f}\">\n",
-                   rows.size(), failures, time);
-  o += fmt::format("    <properties><property name=\"files_without_measured\" value=\"{}\"/></properties>\n",
-                   skipped);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    o += fmt::format("    <testcase classname=\"moesim.validate.{}\" name=\"{}\" file=\"{}\" time=\"{:.3f}\">",
-                     xml_text(r.system), xml_text(r.name), xml_text(r.file), r.wall_s);
-    if (!r.ok)
-      o += fmt::format("\n      <failure message=\"{}\" type=\"beyond tolerance\">{}</failure>\n    ",
-                       xml_text(figures(r)), xml_text(r.file + ": " + figures(r)));
-    else if (const BaselineMove* m = drift(moved, i))
-      o += fmt::format("\n      <failure message=\"{}\" type=\"moved against the baseline\">{}</failure>\n    ",
-                       xml_text(drift_text(*m, tolerance_pct)), xml_text(r.file + ": " + drift_text(*m, tolerance_pct)));
+                   cases, failures, time);
+  o += fmt::format("    <properties><property name=\"files_without_measured\" value=\"{}\"/>"
+                   "<property name=\"predictions_only\" value=\"{}\"/></properties>\n",
+                   x.skipped, x.predictions.size());
+  // One test case: its figures, or a failure of `type` with `why`.
+  const auto testcase = [&](const std::string& classname, const std::string& name, const std::string& file,
+                            double wall_s, const std::string& figures_text, const char* type, const std::string& why) {
+    o += fmt::format("    <testcase classname=\"{}\" name=\"{}\" file=\"{}\" time=\"{:.3f}\">", xml_text(classname),
+                     xml_text(name), xml_text(file), wall_s);
+    if (type)
+      o += fmt::format("\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    ", xml_text(why), type,
+                       xml_text(file + ": " + why));
     else
-      o += fmt::format("<system-out>{}</system-out>", xml_text(figures(r)));
+      o += fmt::format("<system-out>{}</system-out>", xml_text(figures_text));
     o += "</testcase>\n";
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& r = rows[i];
+    const BaselineMove* m = drift(moved, i);
+    const char* type = !r.ok ? "beyond tolerance" : m ? "moved against the baseline" : nullptr;
+    testcase("moesim.validate." + r.system, r.name, r.file, r.wall_s, figures(r), type,
+             !r.ok ? figures(r) : m ? drift_text(*m, x.tolerance_pct) : "");
+  }
+  for (std::size_t k = 0; k < x.predictions.size(); ++k) {
+    const auto& r = x.predictions[k];
+    const BaselineMove* m = drift(moved, n + k);
+    testcase("moesim.predict." + r.system, r.name, r.file, r.wall_s, prediction_figures(r),
+             m ? "moved against the baseline" : nullptr, m ? drift_text(*m, x.tolerance_pct) : "");
   }
   o += "  </testsuite>\n</testsuites>\n";
   return o;
 }
 
-std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped, const BaselineCheck* moved,
-                              double tolerance_pct) {
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x) {
+  const BaselineCheck* moved = x.moved ? &*x.moved : nullptr;
   const predict::ValidateSummary sum = predict::summarize(rows);
   const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
   std::string o = "## moesim validate\n\n";
   o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), timing_failed);
-  if (skipped) o += fmt::format("; {} file(s) without a measured block skipped", skipped);
+  if (!x.predictions.empty()) o += fmt::format("; {} scenario(s) without a measurement predicted", x.predictions.size());
+  if (x.skipped) o += fmt::format("; {} file(s) without a measured block skipped", x.skipped);
   o += ".";
   if (all.worst) o += fmt::format(" Worst: {} ({:+.1f}%).", md_escape(all.worst->name), all.worst->error_pct);
   if (memory.runs)
     o += fmt::format(" Memory: {} points, mean absolute error **{:.2f}%**, {} beyond tolerance.", memory.runs,
                      memory.mae(), memory_failed);
   if (moved)
-    o += fmt::format(" Against the baseline: {} prediction(s) moved more than {:g}%.", moved->flagged, tolerance_pct);
+    o += fmt::format(" Against the baseline: {} prediction(s) moved more than {:g}%.", moved->flagged,
+                     x.tolerance_pct);
   o += "\n\n| scenario | system | dispatcher | metric | measured | predicted | error | tolerance | |\n"
        "|---|---|---|---|---:|---:|---:|---:|---|\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -105,6 +129,17 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int
     o += fmt::format("| {} | {} | {} | {} | {:.4g} | {:.4g} | {:+.1f}% | {:g}% | {} |\n", md_escape(r.name),
                      md_escape(r.system), md_escape(r.dispatcher), r.metric, r.measured, r.predicted, r.error_pct,
                      r.tolerance_pct, status);
+  }
+  if (!x.predictions.empty()) {
+    o += "\n| scenario without a measurement | system | step time | TFLOPS/GPU | peak memory | |\n"
+         "|---|---|---:|---:|---:|---|\n";
+    for (std::size_t k = 0; k < x.predictions.size(); ++k) {
+      const auto& r = x.predictions[k];
+      const BaselineMove* m = drift(moved, rows.size() + k);
+      o += fmt::format("| {} | {} | {:.4g} s | {:.1f} | {:.1f} GiB | {} |\n", md_escape(r.name), md_escape(r.system),
+                       r.step_time_s, r.tflops_per_gpu, r.peak_memory_gib,
+                       m ? fmt::format("**moved {:+.2f}%**", m->moved_pct) : std::string("ok"));
+    }
   }
   const auto group = [&](const char* what, const std::map<std::string, predict::ErrorSummary>& m) {
     o += fmt::format("\n| {} | runs | mean absolute error |\n|---|---:|---:|\n", what);
@@ -121,44 +156,53 @@ std::vector<BaselineRow> read_baseline(const nlohmann::json& baseline, const std
   if (!baseline.is_object() || !baseline.contains("rows") || !baseline["rows"].is_array())
     throw config::InputError(file, "rows", "expected the output of `moesim validate --json` (an object with rows)");
   std::vector<BaselineRow> prev;
-  for (std::size_t i = 0; i < baseline["rows"].size(); ++i) {
-    const auto& r = baseline["rows"][i];
-    if (!r.is_object() || !r.contains("predicted") || !r["predicted"].is_number() || !r.contains("name") ||
-        !r["name"].is_string())
-      throw config::InputError(file, fmt::format("rows[{}]", i), "expected a row with name and predicted");
-    prev.push_back({r["name"].get<std::string>(), r.value("file", std::string()), r["predicted"].get<double>()});
+  // `rows` carry the measured metric's prediction, `predictions` the step time.
+  for (const auto& [key, field, measured] : {std::tuple{"rows", "predicted", true},
+                                             std::tuple{"predictions", "step_time_s", false}}) {
+    if (!baseline.contains(key)) continue;
+    if (!baseline[key].is_array()) throw config::InputError(file, key, "expected an array");
+    for (std::size_t i = 0; i < baseline[key].size(); ++i) {
+      const auto& r = baseline[key][i];
+      if (!r.is_object() || !r.contains(field) || !r[field].is_number() || !r.contains("name") || !r["name"].is_string())
+        throw config::InputError(file, fmt::format("{}[{}]", key, i), fmt::format("expected a row with name and {}", field));
+      prev.push_back({r["name"].get<std::string>(), r.value("file", std::string()), r[field].get<double>(), measured});
+    }
   }
   return prev;
 }
 
-BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, const std::vector<BaselineRow>& baseline,
-                               double tolerance_pct) {
+BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows,
+                               const std::vector<predict::PredictionRow>& predictions,
+                               const std::vector<BaselineRow>& baseline, double tolerance_pct) {
   std::vector<std::pair<const BaselineRow*, bool>> prev;  // the row, matched yet
   for (const auto& b : baseline) prev.emplace_back(&b, false);
   BaselineCheck c;
-  for (const auto& r : rows) {
-    BaselineMove m{r.name, r.file, std::nullopt, r.predicted, 0, false};
+  const auto compare = [&](const std::string& name, const std::string& file, double predicted, bool measured) {
+    BaselineMove m{name, file, std::nullopt, predicted, 0, false, measured};
     using Entry = std::pair<const BaselineRow*, bool>;
-    auto it = std::find_if(prev.begin(), prev.end(), [&](const Entry& p) { return !p.second && p.first->file == r.file; });
+    const auto free_of_kind = [&](const Entry& p) { return !p.second && p.first->measured == measured; };
+    auto it = std::find_if(prev.begin(), prev.end(), [&](const Entry& p) { return free_of_kind(p) && p.first->file == file; });
     if (it == prev.end())
-      it = std::find_if(prev.begin(), prev.end(), [&](const Entry& p) { return !p.second && p.first->name == r.name; });
+      it = std::find_if(prev.begin(), prev.end(), [&](const Entry& p) { return free_of_kind(p) && p.first->name == name; });
     if (it != prev.end()) {
       it->second = true;
       const double before = it->first->predicted;
       m.before = before;
       if (before != 0) {
-        m.moved_pct = 100 * (r.predicted - before) / before;
+        m.moved_pct = 100 * (predicted - before) / before;
         m.flagged = std::abs(m.moved_pct) > tolerance_pct;
       } else {  // from 0: any change is a move
-        m.moved_pct = r.predicted == 0 ? 0 : std::copysign(100.0, r.predicted);
-        m.flagged = r.predicted != 0;
+        m.moved_pct = predicted == 0 ? 0 : std::copysign(100.0, predicted);
+        m.flagged = predicted != 0;
       }
     }
     c.flagged += m.flagged ? 1 : 0;
     c.moves.push_back(m);
-  }
+  };
+  for (const auto& r : rows) compare(r.name, r.file, r.predicted, true);
+  for (const auto& r : predictions) compare(r.name, r.file, r.step_time_s, false);
   for (const auto& [b, used] : prev)
-    if (!used) c.moves.push_back({b->name, b->file, b->predicted, std::nullopt, 0, false});
+    if (!used) c.moves.push_back({b->name, b->file, b->predicted, std::nullopt, 0, false, b->measured});
   return c;
 }
 
@@ -183,7 +227,8 @@ nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pc
                      {"before", m.before ? nlohmann::ordered_json(*m.before) : nullptr},
                      {"after", m.after ? nlohmann::ordered_json(*m.after) : nullptr},
                      {"moved_pct", m.moved_pct},
-                     {"flagged", m.flagged}});
+                     {"flagged", m.flagged},
+                     {"measured", m.measured}});
   return {{"tolerance_pct", tolerance_pct}, {"flagged", c.flagged}, {"moves", moves}};
 }
 
@@ -241,7 +286,7 @@ nlohmann::ordered_json series_json(const std::vector<predict::SeriesFit>& series
 }  // namespace
 
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
-                                     int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
+                                     const ValidateExtras& x) {
   const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
   nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
   for (const auto& r : rows)
@@ -255,7 +300,7 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
     return g;
   };
   nlohmann::ordered_json out{{"rows", out_rows}, {"mean_abs_error_pct", all.mae()}, {"failed", sum.failed()},
-                             {"skipped_without_measured", skipped}};
+                             {"skipped_without_measured", x.skipped}};
   if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
   if (memory.runs) {
     out["memory"] = {{"points", memory.runs}, {"mean_abs_error_pct", memory.mae()}, {"failed", memory_failed}};
@@ -264,12 +309,20 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
   out["by_system"] = groups(by_system);
   out["by_dispatcher"] = groups(by_dispatcher);
   if (!series.empty()) out["series"] = series_json(series);
-  if (moved) out["baseline"] = baseline_json(*moved, tolerance_pct);
+  if (!x.predictions.empty()) {
+    nlohmann::ordered_json preds = nlohmann::ordered_json::array();
+    for (const auto& r : x.predictions)
+      preds.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"step_time_s", r.step_time_s},
+                       {"tflops_per_gpu", r.tflops_per_gpu}, {"peak_memory_gib", r.peak_memory_gib},
+                       {"wall_s", r.wall_s}});
+    out["predictions"] = preds;
+  }
+  if (x.moved) out["baseline"] = baseline_json(*x.moved, x.tolerance_pct);
   return out;
 }
 
 std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
-                          int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct) {
+                          const ValidateExtras& x) {
   const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
   std::string out;
   if (all.runs) {
@@ -302,8 +355,15 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows, const p
     out += fmt::format("{} memory points, mean absolute error {:.2f}%, {} over tolerance; worst: {} ({:+.1f}%)\n",
                        memory.runs, memory.mae(), memory_failed, memory.worst->name, memory.worst->error_pct);
   }
-  if (skipped) out += fmt::format("{} file(s) without a measured block skipped\n", skipped);
-  if (moved) out += baseline_text(*moved, tolerance_pct);
+  if (!x.predictions.empty()) {
+    out += fmt::format("{}{:<50} {:<12} {:>10} {:>10} {:>12}\n", out.empty() ? "" : "\n", "scenario without a measurement",
+                       "system", "step time", "TFLOPS/GPU", "peak memory");
+    for (const auto& r : x.predictions)
+      out += fmt::format("{:<50} {:<12} {:>9.3f}s {:>10.1f} {:>8.1f} GiB\n", r.name, r.system, r.step_time_s,
+                         r.tflops_per_gpu, r.peak_memory_gib);
+  }
+  if (x.skipped) out += fmt::format("{} file(s) without a measured block skipped\n", x.skipped);
+  if (x.moved) out += baseline_text(*x.moved, x.tolerance_pct);
   return out;
 }
 

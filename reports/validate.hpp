@@ -17,43 +17,51 @@
 
 namespace moesim::reports {
 
-struct BaselineCheck;
-// With a baseline comparison (`moved`, compare_baseline's over these rows): a run whose
-// prediction moved beyond `tolerance_pct` is a failed test case (type "moved against the
-// baseline") and a flagged Markdown row, as `validate --baseline`'s exit status says.
-std::string validate_junit(const std::vector<predict::ValidateRow>& rows, int skipped,
-                           const BaselineCheck* moved = nullptr, double tolerance_pct = 0);
-std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, int skipped,
-                              const BaselineCheck* moved = nullptr, double tolerance_pct = 0);
-
-// One scenario against the baseline (matched by file, else by name).
+// One scenario against the baseline (matched by file, else by name, among the baseline's
+// rows of the same kind: measured runs or predictions only).
 struct BaselineMove {
   std::string name, file;
   std::optional<double> before, after;  // predictions; absent: new or no longer validated
   double moved_pct = 0;                 // 100 (after - before) / before
   bool flagged = false;                 // |moved_pct| > tolerance
+  bool measured = true;                 // a measured run's metric, else a prediction's step time
 };
 struct BaselineCheck {
-  std::vector<BaselineMove> moves;  // the rows, then the baseline's rows not validated now
+  // The rows' moves, then the predictions', then the baseline's rows not validated now.
+  std::vector<BaselineMove> moves;
   int flagged = 0;
 };
-// The rows of an earlier `moesim validate --json` output; InputError naming `file` when
-// it is not one.
+// The rows of an earlier `moesim validate --json` output (`rows`, and `predictions` where it
+// has them); InputError naming `file` when it is not one.
 struct BaselineRow {
   std::string name, file;
   double predicted = 0;
+  bool measured = true;  // from `rows`; else from `predictions` (a step time)
 };
 std::vector<BaselineRow> read_baseline(const nlohmann::json& baseline, const std::string& file);
-BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows, const std::vector<BaselineRow>& baseline,
-                               double tolerance_pct);
+BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows,
+                               const std::vector<predict::PredictionRow>& predictions,
+                               const std::vector<BaselineRow>& baseline, double tolerance_pct);
 std::string baseline_text(const BaselineCheck& c, double tolerance_pct);
 nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pct);
 
-// The rows with their summary (predict::summarize(rows)), files without a measured block
-// skipped, and the baseline comparison where one was given.
+// What `validate` reports beside the measured rows: scenarios without a measured block
+// predicted for drift, the files skipped (neither), and the baseline comparison where one
+// was given. With it, a run or prediction that moved beyond `tolerance_pct` is a failed
+// JUnit test case (type "moved against the baseline") and a flagged Markdown row, as
+// `validate --baseline`'s exit status says.
+struct ValidateExtras {
+  std::vector<predict::PredictionRow> predictions;
+  int skipped = 0;
+  std::optional<BaselineCheck> moved;
+  double tolerance_pct = 0;
+};
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x);
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x);
+// The rows with their summary (predict::summarize(rows)) and the extras.
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
-                                     int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct);
+                                     const ValidateExtras& x);
 std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
-                          int skipped, const std::optional<BaselineCheck>& moved, double tolerance_pct);
+                          const ValidateExtras& x);
 
 }  // namespace moesim::reports

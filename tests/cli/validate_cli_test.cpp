@@ -75,3 +75,44 @@ TEST_CASE("validate --baseline flags predictions that moved", "[cli][validate]")
   CHECK(b.status == 2);
   CHECK_THAT(b.err, Catch::Contains("bad.json: rows:"));
 }
+
+TEST_CASE("validate --baseline watches scenarios without a measured block", "[cli][validate]") {
+  // A planning scenario beside a measured run: predicted with --unmeasured (implied by
+  // --baseline), its step time compared with the baseline's (issue #27 item 4).
+  const std::string step = test::source_path("scenarios/journey/12-te-host-slim.json");
+  const std::string plan = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
+  const auto only = test::run_moesim({"validate", plan});
+  CHECK(only.status == 2);
+  CHECK_THAT(only.err, Catch::Contains("--unmeasured predicts those without one"));
+  CHECK(test::run_moesim({"validate", "--unmeasured", plan}).status == 0);
+  const auto first = test::run_moesim({"validate", "--json", "--unmeasured", step, plan});
+  REQUIRE(first.status == 0);
+  auto j = nlohmann::json::parse(first.out);
+  REQUIRE(j["predictions"].size() == 1);
+  CHECK(j["predictions"][0]["name"] == "qwen3-30b-a3b-h100");
+  CHECK(j["predictions"][0]["step_time_s"].get<double>() > 0);
+  CHECK(j["skipped_without_measured"] == 0);
+  CHECK(j["rows"].size() == 1);
+  test::TempFile same(first.out, "same-pred.json");
+  CHECK(test::run_moesim({"validate", "--baseline", same.path(), step, plan}).status == 0);
+  // The planning scenario's step 3% faster in the baseline: flagged, and only it.
+  j["predictions"][0]["step_time_s"] = j["predictions"][0]["step_time_s"].get<double>() / 1.03;
+  test::TempFile moved(j.dump(), "moved-pred.json");
+  const std::string xml = std::filesystem::path(moved.path()).replace_filename("pred.xml").string();
+  const std::string md = std::filesystem::path(moved.path()).replace_filename("pred.md").string();
+  const auto r = test::run_moesim({"validate", "--baseline", moved.path(), "--junit", xml, "--markdown", md, step, plan});
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("MOVED qwen3-30b-a3b-h100") && Catch::Contains("1 prediction(s) moved"));
+  CHECK_THAT(test::read_text(xml), Catch::Contains("tests=\"2\" failures=\"1\"") &&
+                                       Catch::Contains("classname=\"moesim.predict.h100\"") &&
+                                       Catch::Contains("type=\"moved against the baseline\""));
+  CHECK_THAT(test::read_text(md), Catch::Contains("| scenario without a measurement |") &&
+                                      Catch::Contains("**moved +3.00%**"));
+  // A baseline of measured rows only: the prediction is new there, not a move; and a
+  // measured row never matches a prediction of the same file.
+  j.erase("predictions");
+  test::TempFile rows_only(j.dump(), "rows-only.json");
+  const auto n = test::run_moesim({"validate", "--baseline", rows_only.path(), step, plan});
+  CHECK(n.status == 0);
+  CHECK_THAT(n.out, Catch::Contains("new   qwen3-30b-a3b-h100"));
+}
