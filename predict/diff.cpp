@@ -26,12 +26,29 @@ Difference difference(const Prediction& a, const Prediction& b) {
   c.push_back({"pipeline_bubble", "stage_imbalance", x.stage_imbalance, y.stage_imbalance});
   c.push_back({"other", "", x.other, y.other});
   c.push_back({"straggler_wait", "", x.straggler_wait, y.straggler_wait});
-  double sum = 0;
-  for (const auto& t : c) sum += t.delta_s();
+  // GPU-microseconds per token of one second of a side's step: 1e6 G / N.
+  const auto per_token = [](const Prediction& p) {
+    return p.tokens_per_step > 0 ? 1e6 * static_cast<double>(p.gpus) / p.tokens_per_step : 0.0;
+  };
+  const double ua = per_token(a), ub = per_token(b);
+  d.tokens_per_gpu_a = ua > 0 ? 1e6 / ua : 0;
+  d.tokens_per_gpu_b = ub > 0 ? 1e6 / ub : 0;
+  d.per_token = std::abs(d.tokens_per_gpu_a - d.tokens_per_gpu_b) >
+                1e-9 * std::max(d.tokens_per_gpu_a, d.tokens_per_gpu_b);
+  d.gpu_us_per_token_a = d.step_time_a_s * ua;
+  d.gpu_us_per_token_b = d.step_time_b_s * ub;
+  double sum = 0, sum_us = 0;
+  for (auto& t : c) {
+    t.a_us = t.a_s * ua;
+    t.b_us = t.b_s * ub;
+    sum += t.delta_s();
+    sum_us += t.delta_us();
+  }
   d.residual_s = (d.step_time_b_s - d.step_time_a_s) - sum;
+  d.residual_us = (d.gpu_us_per_token_b - d.gpu_us_per_token_a) - sum_us;
   std::erase_if(c, [](const Contribution& t) { return t.a_s == 0 && t.b_s == 0; });
-  std::stable_sort(c.begin(), c.end(),
-                   [](const Contribution& p, const Contribution& q) { return std::abs(p.delta_s()) > std::abs(q.delta_s()); });
+  const auto size = [&](const Contribution& t) { return std::abs(d.per_token ? t.delta_us() : t.delta_s()); };
+  std::stable_sort(c.begin(), c.end(), [&](const Contribution& p, const Contribution& q) { return size(p) > size(q); });
   return d;
 }
 

@@ -144,6 +144,8 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
   const double gpus = static_cast<double>(sc.gpus);
   p.tflops_per_gpu = s.flops_per_step / (p.step.step_time_s * gpus * 1e12);
   p.tokens_per_s_per_gpu = s.tokens_per_step / (p.step.step_time_s * gpus);
+  p.tokens_per_step = s.tokens_per_step;
+  p.gpus = sc.gpus;
   p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
   p.goodput = goodput(sc, s.params.total, p.step.step_time_s, p.tokens_per_s_per_gpu * gpus);
   set_memory(p, sc, std::move(mem));

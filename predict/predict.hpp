@@ -41,6 +41,9 @@ struct Prediction {
   double tflops_per_gpu = 0;
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
+  // What a step processes: global batch x sequence tokens, over the scenario's GPUs.
+  double tokens_per_step = 0;
+  std::int64_t gpus = 0;
   std::vector<double> rank_memory_gib;             // graph static buffers included
   std::vector<std::int64_t> cuda_graphs_per_rank;  // captured graphs (L x M x 2, or 1 full)
   std::vector<double> graph_static_gib;            // their static buffers at the memory peak

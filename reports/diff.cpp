@@ -18,6 +18,8 @@ std::vector<std::pair<std::string, double>> figures(const predict::Prediction& p
   std::vector<std::pair<std::string, double>> f{{"step_time_s", p.step.step_time_s},
                                                  {"tflops_per_gpu", p.tflops_per_gpu},
                                                  {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+                                                 {"tokens_per_gpu_per_step", p.tokens_per_step / static_cast<double>(p.gpus)},
+                                                 {"gpu_us_per_token", 1e6 / p.tokens_per_s_per_gpu},
                                                  {"mfu", p.mfu},
                                                  {"peak_memory_gib", p.peak_memory_gib}};
   for (const auto& [name, gib] : p.peak_memory_parts.named()) f.emplace_back(fmt::format("memory.{}_gib", name), gib);
@@ -82,11 +84,17 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
     settings.push_back({{"path", key}, {"a", va}, {"b", vb}});
   out["settings_changed"] = settings;
   out["step_time_delta_s"] = d.step_time_b_s - d.step_time_a_s;
+  // The basis the contributions are ordered by (predict/diff.hpp): per token when the
+  // sides process different tokens per GPU per step.
+  out["basis"] = d.per_token ? "gpu_time_per_token" : "step_time";
+  out["gpu_us_per_token_delta"] = d.gpu_us_per_token_b - d.gpu_us_per_token_a;
   Json rows = Json::array();
   for (const auto& c : d.contributions)
-    rows.push_back({{"category", c.category}, {"item", c.item}, {"a_s", c.a_s}, {"b_s", c.b_s}, {"delta_s", c.delta_s()}});
+    rows.push_back({{"category", c.category}, {"item", c.item}, {"a_s", c.a_s}, {"b_s", c.b_s}, {"delta_s", c.delta_s()},
+                    {"a_us_per_token", c.a_us}, {"b_us_per_token", c.b_us}, {"delta_us_per_token", c.delta_us()}});
   out["contributions"] = rows;
   out["residual_s"] = d.residual_s;
+  out["residual_us_per_token"] = d.residual_us;
   return out;
 }
 
@@ -108,28 +116,46 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
   const auto settings = changed_settings(a.scenario, b.scenario);
   o += fmt::format("\nsettings that differ ({}):\n", settings.size());
   for (const auto& [key, va, vb] : settings) o += fmt::format("  {}: {} -> {}\n", key, va.dump(), vb.dump());
-  const double delta = d.step_time_b_s - d.step_time_a_s;
-  o += fmt::format("\nstep time {:.3f} -> {:.3f} s ({:+.3f} s), by contribution (critical ranks {} and {}):\n",
-                   d.step_time_a_s, d.step_time_b_s, delta, a.prediction.step.critical_rank,
-                   b.prediction.step.critical_rank);
-  o += fmt::format("  {:<40}{:>10}{:>10}{:>11}{:>8}\n", "", "A s", "B s", "B - A s", "share");
-  // Terms below 0.1% of the larger step are summed on one line.
-  const double small = 1e-3 * std::max(d.step_time_a_s, d.step_time_b_s);
+  // The contributions on the basis (predict/diff.hpp): seconds of the step, or
+  // GPU-microseconds per token where the sides' tokens per GPU per step differ.
+  const bool tok = d.per_token;
+  const auto a_of = [&](const predict::Contribution& c) { return tok ? c.a_us : c.a_s; };
+  const auto b_of = [&](const predict::Contribution& c) { return tok ? c.b_us : c.b_s; };
+  const double ta = tok ? d.gpu_us_per_token_a : d.step_time_a_s, tb = tok ? d.gpu_us_per_token_b : d.step_time_b_s;
+  const double delta = tb - ta;
+  const char* unit = tok ? "us" : "s";
+  if (tok) {
+    o += fmt::format("\nA and B process different tokens per GPU per step ({:.6g} and {:.6g}): their step times "
+                     "({:.3f} -> {:.3f} s) do not compare, so the difference is split per token.\n",
+                     d.tokens_per_gpu_a, d.tokens_per_gpu_b, d.step_time_a_s, d.step_time_b_s);
+    o += fmt::format("GPU-time per token {:.2f} -> {:.2f} us ({:+.2f} us, {:+.1f}%), by contribution (critical ranks "
+                     "{} and {}; each term x GPUs / tokens):\n",
+                     ta, tb, delta, ta > 0 ? 100 * delta / ta : 0.0, a.prediction.step.critical_rank,
+                     b.prediction.step.critical_rank);
+  } else {
+    o += fmt::format("\nstep time {:.3f} -> {:.3f} s ({:+.3f} s), by contribution (critical ranks {} and {}):\n", ta,
+                     tb, delta, a.prediction.step.critical_rank, b.prediction.step.critical_rank);
+  }
+  o += fmt::format("  {:<40}{:>10}{:>10}{:>11}{:>8}\n", "", fmt::format("A {}", unit), fmt::format("B {}", unit),
+                   fmt::format("B - A {}", unit), "share");
+  // Terms below 0.1% of the larger side are summed on one line.
+  const double small = 1e-3 * std::max(ta, tb);
   double rest = 0, sum = 0;
   int rest_n = 0;
   for (const auto& c : d.contributions) {
-    sum += c.delta_s();
-    if (std::abs(c.delta_s()) < small) {
-      rest += c.delta_s();
+    const double x = b_of(c) - a_of(c);
+    sum += x;
+    if (std::abs(x) < small) {
+      rest += x;
       ++rest_n;
       continue;
     }
-    o += fmt::format("  {:<40}{:>10.3f}{:>10.3f}{:>+11.3f}{:>8}\n", item_name(c), c.a_s, c.b_s, c.delta_s(),
-                     delta != 0 ? fmt::format("{:.0f}%", 100 * c.delta_s() / delta) : std::string());
+    o += fmt::format("  {:<40}{:>10.3f}{:>10.3f}{:>+11.3f}{:>8}\n", item_name(c), a_of(c), b_of(c), x,
+                     delta != 0 ? fmt::format("{:.0f}%", 100 * x / delta) : std::string());
   }
   if (rest_n) o += fmt::format("  {:<40}{:>20}{:>+11.3f}\n", fmt::format("{} smaller terms", rest_n), "", rest);
-  o += fmt::format("  {:<40}{:>20}{:>+11.3f}  (step-time difference {:+.3f} s, residual {:.2g} s)\n",
-                   "sum of contributions", "", sum, delta, d.residual_s);
+  o += fmt::format("  {:<40}{:>20}{:>+11.3f}  ({} difference {:+.3f} {}, residual {:.2g} {})\n", "sum of contributions",
+                   "", sum, tok ? "per-token" : "step-time", delta, unit, tok ? d.residual_us : d.residual_s, unit);
   return o;
 }
 

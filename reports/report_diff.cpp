@@ -32,6 +32,8 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
                                            b.prediction.tflops_per_gpu)},
                 {"tokens/s/GPU", fmt::format("{:.1f} -> {:.1f}", a.prediction.tokens_per_s_per_gpu,
                                              b.prediction.tokens_per_s_per_gpu)},
+                {"GPU-time per token", fmt::format("{:.2f} -> {:.2f} us", 1e6 / a.prediction.tokens_per_s_per_gpu,
+                                                   1e6 / b.prediction.tokens_per_s_per_gpu)},
                 {"peak memory", fmt::format("{:.1f} -> {:.1f} GiB", a.prediction.peak_memory_gib,
                                             b.prediction.peak_memory_gib)},
                 {"settings that differ", std::to_string(d["settings_changed"].size())}};
@@ -53,15 +55,25 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
                   "--json's breakdown.",
                   a.prediction.step.critical_rank, b.prediction.step.critical_rank)));
 
-  // Contributions largest first, as diff_json orders them; terms below 0.1% of the larger
-  // step summed into one bar, as `moesim diff` prints them.
-  const double small = 1e-3 * std::max(ta, tb);
+  // Contributions largest first, as diff_json orders them, on its basis (seconds of the
+  // step, or GPU-microseconds per token where the sides' tokens per GPU per step differ);
+  // terms below 0.1% of the larger side summed into one bar, as `moesim diff` prints them.
+  const bool tok = d["basis"] == "gpu_time_per_token";
+  const char* unit = tok ? "us" : "s";
+  const std::string k_a = tok ? "a_us_per_token" : "a_s", k_b = tok ? "b_us_per_token" : "b_s",
+                    k_delta = tok ? "delta_us_per_token" : "delta_s";
+  const double side_a = tok ? 1e6 / a.prediction.tokens_per_s_per_gpu : ta,
+               side_b = tok ? 1e6 / b.prediction.tokens_per_s_per_gpu : tb;
+  if (tok)
+    page.facts.emplace_back("basis", "A and B process different tokens per GPU per step, so the difference is "
+                                     "split per token (each term x GPUs / tokens), not by step time");
+  const double small = 1e-3 * std::max(side_a, side_b);
   Json values = Json::array();
   std::vector<std::string> terms;
   double rest = 0;
   int rest_n = 0;
   for (const auto& c : d["contributions"]) {
-    const double delta = c["delta_s"].get<double>();
+    const double delta = c[k_delta].get<double>();
     if (std::abs(delta) < small) {
       rest += delta;
       ++rest_n;
@@ -72,8 +84,8 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
     terms.push_back(term);
     values.push_back({{"term", term},
                       {"delta", delta},
-                      {"a", c["a_s"].get<double>()},
-                      {"b", c["b_s"].get<double>()},
+                      {"a", c[k_a].get<double>()},
+                      {"b", c[k_b].get<double>()},
                       {"effect", delta > 0 ? "adds time in B" : "saves time in B"}});
   }
   if (rest_n) {
@@ -115,16 +127,21 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
                         800, std::max(60, 24 * static_cast<int>(terms.size())));
   spec["data"][0]["values"] = values;
   spec["scales"][0]["domain"] = string_list(terms);
+  if (tok) {
+    spec["axes"][0]["title"] = "B - A, GPU-microseconds per token";
+    spec["marks"][0]["encode"]["enter"]["tooltip"]["signal"] =
+        "{'term': datum.term, 'B - A us/token': format(datum.delta, '+.4f'), 'A us/token': datum.a == null ? '' : "
+        "format(datum.a, '.4f'), 'B us/token': datum.b == null ? '' : format(datum.b, '.4f')}";
+    spec["marks"][2]["encode"]["enter"]["text"]["signal"] = "format(datum.delta, '+.3f') + ' us'";
+  }
   page.charts.push_back(
-      {"Step-time difference by contribution",
-       fmt::format(
-           "B - A = {:+.3f} s, split into the critical ranks' breakdown terms (compute per module, "
-           "exposed "
-           "communication per kind, host-bound idle per module, the schedule's bubble, stage "
-           "imbalance, "
-           "other), largest first; they add up to the difference (residual {:.2g} s). Diff --json: "
-           "contributions.",
-           tb - ta, d["residual_s"].get<double>()),
+      {tok ? "Per-token difference by contribution" : "Step-time difference by contribution",
+       fmt::format("B - A = {:+.3f} {}{}, split into the critical ranks' breakdown terms (compute per module, "
+                   "exposed communication per kind, host-bound idle per module, the schedule's bubble, stage "
+                   "imbalance, other), largest first; they add up to the difference (residual {:.2g} {}). Diff "
+                   "--json: contributions.",
+                   side_b - side_a, unit, tok ? " of GPU-time per token" : "",
+                   d[tok ? "residual_us_per_token" : "residual_s"].get<double>(), unit),
        spec});
   return page;
 }

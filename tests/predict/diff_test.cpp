@@ -60,3 +60,60 @@ TEST_CASE("diff on the command line: text, JSON and bad input", "[cli][diff]") {
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Catch::Contains("no-such-file.json"));
 }
+
+TEST_CASE("diff per token: sides with different tokens per GPU per step", "[predict][diff]") {
+  // The default scenario at 256 and at 512 GPUs, the same global batch: B's step is about
+  // half as long and does half the work per GPU. The difference is read per token
+  // (predict/diff.hpp): u = T G / N, each term x G / N, and the terms still add up.
+  auto j = nlohmann::json::parse(test::read_text(test::source_path("scenarios/dsv3-gb200.json")));
+  const auto a = config::load_scenario_text(j.dump(), "a256.json");
+  j["gpus"] = 512;
+  const auto b = config::load_scenario_text(j.dump(), "b512.json");
+  const auto pa = predict::predict(a), pb = predict::predict(b);
+  const predict::Difference d = predict::difference(pa, pb);
+  REQUIRE(d.per_token);
+  CHECK(d.tokens_per_gpu_a == Approx(2 * d.tokens_per_gpu_b));
+  CHECK(d.tokens_per_gpu_a == Approx(pa.tokens_per_step / 256));
+  // u = 1e6 / tokens_per_s_per_gpu, and each side's terms scale by G / N.
+  CHECK(d.gpu_us_per_token_a == Approx(1e6 / pa.tokens_per_s_per_gpu));
+  CHECK(d.gpu_us_per_token_b == Approx(1e6 / pb.tokens_per_s_per_gpu));
+  double sum = 0;
+  for (const auto& c : d.contributions) {
+    sum += c.delta_us();
+    CHECK(c.a_us == Approx(c.a_s * 1e6 / d.tokens_per_gpu_a));
+    CHECK(c.b_us == Approx(c.b_s * 1e6 / d.tokens_per_gpu_b));
+  }
+  const double du = d.gpu_us_per_token_b - d.gpu_us_per_token_a;
+  CHECK(sum == Approx(du).margin(1e-6));
+  // B's step time is shorter, but per token B costs more: the bubble, which does not shrink
+  // with fewer microbatches, leads; compute per token is the same work on either side.
+  CHECK(d.step_time_b_s < d.step_time_a_s);
+  REQUIRE(du > 0);
+  REQUIRE(!d.contributions.empty());
+  CHECK(d.contributions[0].category == "pipeline_bubble");
+  CHECK(d.contributions[0].delta_us() > 0);
+  double compute_us = 0;
+  for (const auto& c : d.contributions)
+    if (c.category == "compute") compute_us += c.delta_us();
+  CHECK(std::abs(compute_us) < 0.05 * du);
+  for (std::size_t i = 1; i < d.contributions.size(); ++i)
+    CHECK(std::abs(d.contributions[i - 1].delta_us()) >= std::abs(d.contributions[i].delta_us()));
+  // The same tokens per GPU: the step-time basis, as before.
+  CHECK_FALSE(predict::difference(pa, pa).per_token);
+
+  // The command line says so, and its JSON keeps the step-time keys beside the new ones.
+  test::TempFile fa(nlohmann::json::parse(test::read_text(test::source_path("scenarios/dsv3-gb200.json"))).dump(),
+                    "a256.json"),
+      fb(j.dump(), "b512.json");
+  const auto text = test::run_moesim({"diff", fa.path(), fb.path()});
+  REQUIRE(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("process different tokens per GPU per step (32768 and 16384)") &&
+                           Catch::Contains("GPU-time per token") && Catch::Contains("B - A us"));
+  const auto js = nlohmann::json::parse(test::run_moesim({"diff", "--json", fa.path(), fb.path()}).out);
+  CHECK(js["basis"] == "gpu_time_per_token");
+  CHECK(js["step_time_delta_s"].get<double>() < 0);
+  CHECK(js["gpu_us_per_token_delta"].get<double>() == Approx(du));
+  CHECK(js["contributions"][0].contains("delta_s"));
+  CHECK(js["contributions"][0]["delta_us_per_token"].get<double>() == Approx(d.contributions[0].delta_us()));
+  CHECK(js["a"]["gpu_us_per_token"].get<double>() == Approx(d.gpu_us_per_token_a));
+}
