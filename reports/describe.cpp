@@ -204,9 +204,9 @@ std::string describe_text(const config::Scenario& sc) {
   std::vector<std::string> peaks;
   for (const auto& [d, v] : g.dense_tflops)
     peaks.push_back(fmt::format("{} {:g}", hw_models::dtype_names().name(d), v.value));
-  line("system", fmt::format("{}: {} x {} ({}, {:g} SMs, {:g} GB HBM at {:g} TB/s)", sc.system.name,
-                             sc.gpus, g.name, hw_models::gpu_arch_names().name(g.arch),
-                             g.sm_count.value, g.hbm_GB.value, g.hbm_TBps.value));
+  line("system", fmt::format("{}: {} x {} ({}, {:g} SMs, {:g} GiB HBM as CUDA reports it, at {:g} TB/s)",
+                             sc.system.name, sc.gpus, g.name, hw_models::gpu_arch_names().name(g.arch),
+                             g.sm_count.value, g.usable_GiB.value, g.hbm_TBps.value));
   line("", fmt::format("dense TFLOPS: {}", fmt::join(peaks, ", ")));
   line("", fmt::format("calibration profiles: {}", list_or(sc.system.profiles, "none")));
   line("", fmt::format("NVLink domains of {} GPUs (system: {:g}), {:g} GB/s per GPU per direction; "

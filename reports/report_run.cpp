@@ -83,8 +83,7 @@ HtmlChart memory_chart(const config::Scenario& sc, const predict::Prediction& p,
   spec["data"][0]["values"] = values;
   spec["data"][1]["values"] =
       Json::array({{{"gib", capacity_gib},
-                    {"label", fmt::format("{} memory: {:g} GB = {:.1f} GiB", sc.system.gpu.name,
-                                          sc.system.gpu.hbm_GB.value, capacity_gib)}}});
+                    {"label", fmt::format("{} memory: {:.2f} GiB", sc.system.gpu.name, capacity_gib)}}});
   spec["scales"][0]["domain"] =
       Json::array({0, 1.08 * std::max(capacity_gib, p.reserved_memory_gib)});
   spec["scales"][1]["domain"] = string_list(labels);

@@ -187,10 +187,11 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   o += fmt::format("MFU              {:.1f}%  (of dense BF16 {:g} TFLOPS)\n", 100 * p.mfu,
                    sc.system.gpu.peak_tflops(hw_models::Dtype::bf16));
   const double frag = sc.framework.allocator_fragmentation;
-  o += fmt::format("peak memory      {:.1f} GiB{} of {:g} GiB usable ({:g} GB HBM)  ({})\n", p.peak_memory_gib,
+  // One unit (issue #27 item 6): GiB, the GPU's capacity as CUDA reports it.
+  o += fmt::format("peak memory      {:.1f} GiB{} of the GPU's {:g} GiB  ({})\n", p.peak_memory_gib,
                    frag > 0 ? fmt::format(", {:.1f} reserved with {:g}% fragmentation", p.reserved_memory_gib, 100 * frag)
                             : std::string(),
-                   sc.system.gpu.usable_GiB.value, sc.system.gpu.hbm_GB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
+                   sc.system.gpu.usable_GiB.value, p.fits_in_memory ? "fits" : "DOES NOT FIT");
   o += fmt::format(
       "                 weights+grads {:.1f}, optimizer {:.1f}, activations {:.1f}, graph buffers {:.1f}, EP "
       "buffers {:.1f}, CUDA context and NCCL/TE buffers {:.1f}\n",

@@ -486,11 +486,18 @@ TEST_CASE("run lists the given settings that are inert, and only those", "[confi
   const auto text = test::run_moesim({"run", f.path()});
   REQUIRE(text.status == 0);
   CHECK(text.out.find("framework.dispatcher_sms: ") != std::string::npos);
-  // The default scenario (cut down) writes three settings that are inert at TP1 under HybridEP.
-  const test::TempFile g(gb200().dump());
-  const auto def = nlohmann::json::parse(test::run_moesim({"run", "--json", g.path()}).out);
+  // NVIDIA's recipe (journey step 13, cut down) writes three settings that are inert at TP1
+  // under HybridEP; the default scenario leaves them out and runs without a warning.
+  const test::TempFile g(patched(gb200(), R"({"parallelism": {"etp": 1, "sequence_parallel": true},
+      "framework": {"cuda_graph_scope": ["attn", "moe_router", "moe_preprocess"]}})")
+                             .dump());
+  const auto rec = nlohmann::json::parse(test::run_moesim({"run", "--json", g.path()}).out);
   std::vector<std::string> gw;
-  for (const auto& w : def["warnings"]) gw.push_back(w["setting"].get<std::string>());
+  for (const auto& w : rec["warnings"]) gw.push_back(w["setting"].get<std::string>());
   CHECK(gw == std::vector<std::string>{"parallelism.etp", "parallelism.sequence_parallel",
                                        "framework.cuda_graph_scope[moe_preprocess]"});
+  const auto def = test::run_moesim({"run", "--json", test::source_path("scenarios/dsv3-gb200.json")});
+  REQUIRE(def.status == 0);
+  CHECK(nlohmann::json::parse(def.out).value("warnings", Json::array()).empty());
+  CHECK(def.err.empty());
 }
