@@ -23,6 +23,16 @@ class Run final : public Command {
     app.add_option("file", file_, "scenario JSON file")->required();
     app.add_flag("--json", json_, "print one JSON object instead of the text report");
     app.add_option("--trace", trace_, "write a Chrome/Perfetto trace (JSON) to this file");
+    std::string levels;
+    for (const auto& e : reports::trace_level_names().entries())
+      levels += fmt::format("\n  {}: {}", e.name, e.help);
+    app.add_option("--trace-level", trace_level_,
+                   "the trace's detail (default module; the default scenario: under 10 MB):" + levels)
+        ->check([](const std::string& v) {
+          return reports::trace_level_names().find(v)
+                     ? std::string()
+                     : fmt::format("unknown trace level '{}' (known: {})", v, reports::trace_level_names().known());
+        });
     app.add_option("--fidelity", fidelity_,
                    "representative: one rank per pipeline stage (default); full: every rank")
         ->check(CLI::IsMember({"representative", "full"}));
@@ -44,7 +54,7 @@ class Run final : public Command {
     if (!trace_.empty()) {
       std::ofstream out(trace_);
       if (!out) throw config::InputError(trace_, "", "cannot write the trace file");
-      reports::write_trace(p, out);
+      reports::write_trace(p, out, *reports::trace_level_names().find(trace_level_));
     }
     if (json_)
       io.out << reports::run_json(sc, p).dump(2) << "\n";
@@ -54,7 +64,7 @@ class Run final : public Command {
   }
 
  private:
-  std::string file_, trace_, fidelity_ = "representative";
+  std::string file_, trace_, fidelity_ = "representative", trace_level_ = "module";
   bool json_ = false, uncalibrated_ = false;
   double headroom_ = 0;
 };

@@ -255,35 +255,4 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   return o;
 }
 
-// Streamed rather than built as one JSON document: a full step has ~10^6 events.
-void write_trace(const predict::Prediction& p, std::ostream& out) {
-  const auto quoted = [](const std::string& s) { return nlohmann::json(s).dump(); };
-  std::string buf = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  bool first = true;
-  const auto add = [&](const std::string& e) {
-    if (!first) buf += ",\n";
-    first = false;
-    buf += e;
-    if (buf.size() > (1u << 20)) {
-      out << buf;
-      buf.clear();
-    }
-  };
-  const int ranks = static_cast<int>(p.step.rank_end_s.size());
-  for (int r = 0; r < ranks; ++r) {
-    add(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {}"}}}})", r, r));
-    add(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":0,"args":{{"name":"host"}}}})", r));
-    for (std::size_t s = 0; s < p.step.streams.size(); ++s)
-      add(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", r, s + 1,
-                      quoted("stream " + p.step.streams[s])));
-  }
-  std::vector<std::string> names;
-  for (const auto& l : p.step.labels) names.push_back(quoted(l));
-  for (const auto& s : p.step.trace)
-    add(fmt::format(R"({{"ph":"X","name":{},"cat":"{}","pid":{},"tid":{},"ts":{:.4f},"dur":{:.4f}}})",
-                    names[s.label], s.track < 0 ? "host" : "gpu", s.rank, s.track + 1, s.start_s * 1e6,
-                    (s.end_s - s.start_s) * 1e6));
-  out << buf << "\n]}\n";
-}
-
 }  // namespace moesim::reports

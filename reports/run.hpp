@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "config/scenario.hpp"
 #include "predict/predict.hpp"
+#include "sim_core/names.hpp"
 
 namespace moesim::reports {
 
@@ -23,8 +25,18 @@ std::vector<std::pair<std::string, double>> by_module(const ModuleSeconds& secon
 
 nlohmann::ordered_json run_json(const config::Scenario& sc, const predict::Prediction& p);
 std::string run_text(const config::Scenario& sc, const predict::Prediction& p);
-// Chrome trace event format (chrome://tracing, ui.perfetto.dev): one process per
-// simulated rank, one thread per GPU stream plus the host thread.
-void write_trace(const predict::Prediction& p, std::ostream& out);
+// Chrome trace event format (chrome://tracing, ui.perfetto.dev), reports/run_trace.cpp: one
+// process per simulated rank, one thread per GPU stream plus the host thread. Layer
+// kernels and their launches carry args (microbatch, chunk, pass, layer, module); flow
+// events join each pipeline transfer's send to its receive, and each layer pass's first EP
+// transfer (dispatch, or the backward's combine) to its last (tokens out and back).
+// The level merges what a lane runs back to back: `kernel` keeps every kernel and host
+// op; `module` merges a layer pass's consecutive kernels (and launches) of one module
+// into one slice, named after the module, with their count and busy time in its args
+// (the idle inside it is dur - busy_us); `layer` merges a layer pass's whole run. Pipeline
+// transfers and kernels outside the layers are never merged.
+enum class TraceLevel : std::uint8_t { kernel, module, layer };
+const sim_core::NameTable<TraceLevel>& trace_level_names();
+void write_trace(const predict::Prediction& p, std::ostream& out, TraceLevel level = TraceLevel::kernel);
 
 }  // namespace moesim::reports

@@ -5,7 +5,20 @@
 #include <stdexcept>
 #include <string>
 
+#include <array>
+
 namespace moesim::schedules {
+
+const sim_core::NameTable<Pass>& pass_names() {
+  static constexpr std::array<sim_core::NameEntry<Pass>, 4> kEntries{{
+      {Pass::forward, "forward", "a chunk's forward"},
+      {Pass::backward, "backward", "a chunk's whole backward"},
+      {Pass::backward_input, "backward_input", "a zero-bubble backward's input-gradient part (B)"},
+      {Pass::backward_weight, "backward_weight", "a zero-bubble backward's weight-gradient part (W)"},
+  }};
+  static constexpr sim_core::NameTable<Pass> kTable{kEntries};
+  return kTable;
+}
 
 PipelineShape::PipelineShape(ScheduleKind kind, int ranks, int vpp)
     : kind_(kind), ranks_(ranks),

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "schedules/schedule_kind.hpp"
+#include "sim_core/names.hpp"
 
 namespace moesim::schedules {
 
@@ -43,6 +44,7 @@ class NotSimulated : public std::runtime_error {
 // forward; backward: the full backward (input and weight gradients); the zero-bubble
 // split: backward_input (on the critical path) and backward_weight (deferrable).
 enum class Pass : std::uint8_t { forward, backward, backward_input, backward_weight };
+const sim_core::NameTable<Pass>& pass_names();
 
 struct WorkItem {
   int microbatch = 0;

@@ -125,15 +125,20 @@ std::string VirtualStage::to_string() const {
       continue;
     }
     flush();
-    switch (it.kind) {
-      case LayoutItemKind::embedding: add("E"); break;
-      case LayoutItemKind::mtp: add(fmt::format("m{}", it.index)); break;
-      case LayoutItemKind::loss: add("L"); break;
-      case LayoutItemKind::decoder: break;
-    }
+    add(layout_item_name(it));
   }
   flush();
   return out.empty() ? "-" : out;
+}
+
+std::string layout_item_name(const LayoutItem& it) {
+  switch (it.kind) {
+    case LayoutItemKind::embedding: return "E";
+    case LayoutItemKind::mtp: return fmt::format("m{}", it.index);
+    case LayoutItemKind::loss: return "L";
+    case LayoutItemKind::decoder: break;
+  }
+  return fmt::format("t{}", it.index);
 }
 
 PipelineLayout PipelineLayout::parse(std::string_view text, int pp) {

@@ -41,6 +41,9 @@ struct LayoutItem {
   std::int64_t index = -1;  // decoder layer or MTP layer number; -1 for E and L
 };
 
+// An item as the layout string writes it: "t12" (decoder layer 12), "E", "L", "m0".
+std::string layout_item_name(const LayoutItem& it);
+
 struct VirtualStage {
   int pp_rank = 0;
   int vp = 0;  // virtual (interleaved) chunk on that rank

@@ -6,6 +6,7 @@
 #include <utility>
 #include <string>
 #include <vector>
+#include <tuple>
 
 namespace moesim::schedules::detail {
 
@@ -62,6 +63,7 @@ class RankProgram final : public sim_core::HostProgram {
     pair_sync_label_ = sim.label("host.pair_sync");
     dualpipe_ = sim.in().schedule == ScheduleKind::dualpipe || sim.in().schedule == ScheduleKind::dualpipev;
     merge_ = sim.merges_kernels();
+    tracing_ = sim.tracing();
     amax_label_ = sim.label("fp8.amax_all_reduce");
     for (const bool fwd : {true, false}) {
       pp_recv_label_[fwd] = sim.label(fwd ? "pp.recv_activation" : "pp.recv_grad");
@@ -267,6 +269,7 @@ class RankProgram final : public sim_core::HostProgram {
     r.port_load = price_.pp_loads(false);
     r.rendezvous = sim_.pair(it.microbatch, pl.id, it.forward(), lane_);
     r.record = recv_event_[static_cast<std::size_t>(j)] = sim_.event(kPpComm);
+    r.tag = context(it, -1);
     launch(pp_track(it.forward(), false, pl.descending), r, op_cost());
   }
 
@@ -289,7 +292,19 @@ class RankProgram final : public sim_core::HostProgram {
     int pending_launches = 0;
   };
 
-  void emit(const Priced& p, Lane& l) {
+  // A work item's trace context, of stage item k (-1: none, a transfer): the last one
+  // again while nothing changed. 0 when not tracing.
+  std::uint32_t context(const WorkItem& it, int k) {
+    if (!tracing_) return 0;
+    const auto key = std::make_tuple(it.microbatch, it.chunk, it.pass, k);
+    if (context_id_ && key == context_key_) return context_id_;
+    TraceContext c{it.microbatch, it.chunk, it.pass, k >= 0, {}};
+    if (k >= 0) c.item = sim_.chunk_stage(rank_, it.chunk).items[static_cast<std::size_t>(k)];
+    context_key_ = key;
+    return context_id_ = sim_.trace_context(c);
+  }
+
+  void emit(const Priced& p, Lane& l, std::uint32_t tag) {
     Time cpu = Time::from_seconds(p.host_s);
     if (price_.captured(p.module)) {
       // A run of captured kernels is one graph (Megatron captures one per layer and
@@ -298,6 +313,7 @@ class RankProgram final : public sim_core::HostProgram {
         HostOp g;
         g.cpu = graph_cost();
         g.label = graph_label_;
+        g.kernel.tag = tag;
         buf_.push_back(g);
       }
       l.in_graph = true;
@@ -306,6 +322,7 @@ class RankProgram final : public sim_core::HostProgram {
       l.in_graph = false;
     }
     Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
+    k.tag = tag;
     k.parts = p.parts;
     if (merge_) k.merge_class = p.merge_class;
     k.port_load = p.ports;
@@ -338,6 +355,7 @@ class RankProgram final : public sim_core::HostProgram {
   struct Step {
     const Priced* p = nullptr;
     int begins = -1, ends = -1;
+    int item = -1;  // the stage item (layer) the kernel is of
   };
   // The item's kernels in launch order: its stage's layers forward, or backward in reverse
   // (the whole backward, or the zero-bubble split's part).
@@ -353,15 +371,15 @@ class RankProgram final : public sim_core::HostProgram {
     for (int i = 0; i < n; ++i) {
       const int k = it.forward() ? i : n - 1 - i;
       const auto& ks = price_.layer(items[static_cast<std::size_t>(k)]).of(it.pass, merge_);
-      if (ks.empty()) out.push_back({nullptr, k, k});
+      if (ks.empty()) out.push_back({nullptr, k, k, k});
       for (std::size_t j = 0; j < ks.size(); ++j)
-        out.push_back({&ks[j], j == 0 ? k : -1, j + 1 == ks.size() ? k : -1});
+        out.push_back({&ks[j], j == 0 ? k : -1, j + 1 == ks.size() ? k : -1, k});
     }
   }
 
   void emit_step(const Step& st, Lane& l) {
     if (st.begins >= 0) before_layer(l, st.begins);
-    if (st.p) emit(*st.p, l);
+    if (st.p) emit(*st.p, l, tracing_ && l.item >= 0 ? context(items_[static_cast<std::size_t>(l.item)], st.item) : 0);
     if (st.ends >= 0) after_layer(l, st.ends);
   }
 
@@ -523,7 +541,7 @@ class RankProgram final : public sim_core::HostProgram {
       Unit& u = out.back();
       const Module m = st.p->module;
       if (m != Module::embedding && m != Module::head && m != Module::loss) u.outer = false;
-      (st.p->delayed ? u.dw : u.node)[slot_of(m)].push_back({st.p, -1, -1});
+      (st.p->delayed ? u.dw : u.node)[slot_of(m)].push_back({st.p, -1, -1, st.item});
     }
     // The weight part's items come in the same order as the input part's.
     std::size_t at = 0;
@@ -533,7 +551,7 @@ class RankProgram final : public sim_core::HostProgram {
       while (at < out.size() && out[at].item != item) ++at;
       if (!st.p) continue;
       if (at == out.size()) throw std::logic_error("overlapped pair: a weight gradient of an item the backward lacks");
-      out[at].dw[slot_of(st.p->module)].push_back({st.p, -1, -1});
+      out[at].dw[slot_of(st.p->module)].push_back({st.p, -1, -1, st.item});
     }
     return out;
   }
@@ -700,6 +718,7 @@ class RankProgram final : public sim_core::HostProgram {
     s.port_load = price_.pp_loads(true);
     s.waits[0] = done;
     s.rendezvous = sim_.pair(it.microbatch, it.forward() ? pl.id + 1 : pl.id - 1, it.forward(), lane_);
+    s.tag = context(it, -1);
     launch(pp_track(it.forward(), true, pl.descending), s, op_cost());
   }
 
@@ -731,6 +750,9 @@ class RankProgram final : public sim_core::HostProgram {
   std::int64_t tp_members_ = 1, dp_members_ = 1, ep_members_ = 1;
   std::int64_t ep_seq_ = 0, tp_seq_ = 0, dp_seq_ = 0;
   std::vector<WorkItem> items_;
+  bool tracing_ = false;
+  std::uint32_t context_id_ = 0;  // the last trace context and its key
+  std::tuple<int, int, Pass, int> context_key_{};
   std::vector<EventId> recv_event_;  // per item: its receive's completion, if any
   int posted_ = 0;                   // items whose receive has been posted
   std::vector<int> last_bwd_, first_fwd_;

@@ -49,7 +49,11 @@ class StepObserver final : public sim_core::Observer {
 
   void kernel_done(int gpu, int stream, const sim_core::Kernel& k, Time start, Time end) override {
     kernels += k.parts;
-    if (trace_) spans.push_back({gpu, stream, k.label, start.seconds(), end.seconds(), k.category});
+    if (trace_) {
+      const bool pp = k.category == kPpComm && k.rendezvous != sim_core::kNoRendezvous;
+      spans.push_back({gpu, stream, k.label, k.tag, pp ? k.rendezvous + 1 : 0, start.seconds(), end.seconds(),
+                       k.category});
+    }
     if (stream != kComputeStream && stream != kPairStream) return;
     Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero(), k.label};
     for (sim_core::EventId w : k.waits)
@@ -63,8 +67,8 @@ class StepObserver final : public sim_core::Observer {
     line.pending[stream == kPairStream ? 1 : 0].push_back(s);
     line.merge(sim_, false);
   }
-  void host_op(int host, std::uint32_t label, Time start, Time end) override {
-    spans.push_back({host, -1, label, start.seconds(), end.seconds()});
+  void host_op(int host, std::uint32_t label, std::uint32_t tag, Time start, Time end) override {
+    spans.push_back({host, -1, label, tag, 0, start.seconds(), end.seconds()});
   }
   bool wants_host_ops() const override { return trace_; }
 

@@ -128,8 +128,20 @@ struct TraceSpan {
   int rank;
   int track;                   // stream index, or -1 for the host thread
   std::uint32_t label;
+  std::uint32_t context = 0;   // StepResult::contexts id; 0: none (optimizer, DP, host bookkeeping)
+  std::uint32_t link = 0;      // a pipeline transfer: 1 + its rendezvous, shared by the send and the receive
   double start_s, end_s;
   std::uint8_t comm = 0;       // 0: computes (or a host op); 1 + CommKind: communicates
+};
+
+// What a traced kernel or launch belongs to (TraceSpan::context): its work item's
+// microbatch, model chunk and pass, and the layout item (decoder layer, embedding, MTP
+// layer or loss) whose kernels it is; a pipeline transfer has no item.
+struct TraceContext {
+  int microbatch = -1, chunk = -1;
+  Pass pass = Pass::forward;
+  bool has_item = false;
+  LayoutItem item{LayoutItemKind::decoder, -1};
 };
 
 // The chunk pass of a layer kernel's label: forward, backward (with recompute) or a
@@ -161,6 +173,7 @@ struct StepResult {
   std::vector<LabelKind> label_kinds; // by label id
   std::vector<std::string> streams;   // stream names, by track
   std::vector<TraceSpan> trace;       // when requested
+  std::vector<TraceContext> contexts; // when tracing: by TraceSpan::context ([0]: none)
 };
 
 StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "schedules/kernel_pricing.hpp"
@@ -57,8 +58,17 @@ class StepState {
   // charges to the module of the later start (a longer span would move time between
   // modules). Fixed chunks (simulate_pipeline) have one kernel a pass already.
   bool merges_kernels() const { return !opt_.trace && !pair_stream() && !fixed(); }
+  bool tracing() const { return opt_.trace; }
 
   std::uint32_t label(const std::string& name) { return labels_.id(name); }
+  // A trace context's id (StepResult::contexts); 0 (none) when not tracing.
+  std::uint32_t trace_context(const TraceContext& c) {
+    if (!opt_.trace) return 0;
+    if (contexts_.empty()) contexts_.emplace_back();
+    contexts_.push_back(c);
+    return static_cast<std::uint32_t>(contexts_.size() - 1);
+  }
+  std::vector<TraceContext> take_contexts() { return std::move(contexts_); }
   const std::vector<std::string>& labels() const { return labels_.names(); }
   std::vector<LabelKind> label_kinds() const { return labels_.kinds(); }
   std::size_t module_of(std::uint32_t label) const { return labels_.module_of(label); }
@@ -121,6 +131,7 @@ class StepState {
   std::map<std::tuple<int, int, bool, std::int64_t>, sim_core::RendezvousId> pairs_;
   std::map<std::tuple<int, std::int64_t, std::int64_t>, sim_core::RendezvousId> collectives_;
   std::vector<std::uint8_t> event_category_;
+  std::vector<TraceContext> contexts_;
 };
 
 }  // namespace moesim::schedules::detail

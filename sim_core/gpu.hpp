@@ -56,6 +56,7 @@ struct Kernel {
   std::uint8_t category = 0;   // caller-defined class (compute, communication, ...)
   std::uint16_t parts = 1;     // the caller's kernels this one stands for (run back to back)
   std::uint16_t merge_class = 0;  // coalescing class (header); 0: never coalesced
+  std::uint32_t tag = 0;       // the caller's context for traces (0: none); the engine never reads it
   double work_s = 0;           // duration alone on `sms` SMs
   int sms = 0;                 // SMs for full speed; 0 = all of the GPU; < 0 = none (copy
                                // engines, network): always runs at full rate
@@ -78,7 +79,8 @@ class Observer {
   virtual ~Observer() = default;
   virtual void kernel_done(int /*gpu*/, int /*stream*/, const Kernel& /*k*/, Time /*start*/,
                            Time /*end*/) {}
-  virtual void host_op(int /*host*/, std::uint32_t /*label*/, Time /*start*/, Time /*end*/) {}
+  // `tag`: the op's kernel's (HostOp::kernel.tag), for traces.
+  virtual void host_op(int /*host*/, std::uint32_t /*label*/, std::uint32_t /*tag*/, Time /*start*/, Time /*end*/) {}
   virtual bool wants_host_ops() const { return false; }
 };
 

@@ -2,6 +2,12 @@
 // against every rank, the trace's structure, and the host mechanisms moving the right way.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
+#include <filesystem>
+
+#include <map>
+
 #include <cmath>
 #include <iostream>
 #include <set>
@@ -108,17 +114,42 @@ TEST_CASE("The representative rank agrees with simulating every rank", "[reports
   CHECK(full.step.breakdown.compute == Approx(rep.step.breakdown.compute).epsilon(1e-12));
 }
 
+namespace {
+// A trace's slices by lane: (pid, tid) -> [ts, ts + dur] in order of ts; checks that two
+// slices of a lane are nested or disjoint, as Perfetto draws them.
+struct Slices {
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> lanes;
+  bool nested_or_disjoint() const {
+    for (const auto& [lane, v] : lanes) {
+      std::vector<std::pair<double, double>> open;  // enclosing slices
+      auto sorted = v;
+      std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {
+        return x.first < y.first || (x.first == y.first && x.second > y.second);
+      });
+      for (const auto& [a, b] : sorted) {
+        while (!open.empty() && open.back().second <= a + 1e-9) open.pop_back();
+        if (!open.empty() && b > open.back().second + 1e-9) return false;
+        open.emplace_back(a, b);
+      }
+    }
+    return true;
+  }
+};
+}  // namespace
+
 TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and streams as threads",
           "[reports][trace]") {
   const auto sc = load(small_scenario());
   const auto p = predict::predict(sc, {true, false});
   std::stringstream ss;
-  reports::write_trace(p, ss);
+  reports::write_trace(p, ss, reports::TraceLevel::kernel);
   const auto j = nlohmann::json::parse(ss.str());
   REQUIRE(j["traceEvents"].is_array());
   std::set<std::string> kernels, host_names;
   std::set<int> pids;
-  int host_ops = 0, meta = 0;
+  int host_ops = 0, meta = 0, flows = 0;
+  Slices slices;
+  std::map<std::string, int> flow_names;
   for (const auto& e : j["traceEvents"]) {
     REQUIRE(e.contains("ph"));
     REQUIRE(e.contains("pid"));
@@ -126,28 +157,112 @@ TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and str
       ++meta;
       continue;
     }
+    if (e["ph"] == "s" || e["ph"] == "f") {
+      ++flows;
+      if (e["ph"] == "s") ++flow_names[e["name"].get<std::string>()];
+      continue;
+    }
     CHECK(e["ph"] == "X");
     CHECK(e["dur"].get<double>() >= 0);
     CHECK(e["ts"].get<double>() >= 0);
     pids.insert(e["pid"].get<int>());
+    const double ts = e["ts"].get<double>();
+    slices.lanes[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(ts, ts + e["dur"].get<double>());
+    const std::string name = e["name"].get<std::string>();
     if (e["tid"] == 0) {
       ++host_ops;
-      host_names.insert(e["name"].get<std::string>());
+      host_names.insert(name);
     } else {
-      kernels.insert(e["name"].get<std::string>());
+      kernels.insert(name);
+    }
+    // A layer kernel carries where it belongs: microbatch, chunk, pass, layer and module.
+    if (name == "moe.fc1.fprop") {
+      REQUIRE(e.contains("args"));
+      const auto& a = e["args"];
+      CHECK(a["module"] == "experts");
+      CHECK(a["pass"] == "forward");
+      CHECK(a["microbatch"].get<int>() >= 0);
+      CHECK(a["chunk"].get<int>() >= 0);
+      CHECK_THAT(a["layer"].get<std::string>(), Catch::StartsWith("t"));
     }
   }
   CHECK(pids == std::set<int>{0, 1});
   CHECK(meta == 2 * (2 + 7));  // process name, host thread, seven streams per rank
   CHECK(host_ops > 0);
   // A host slice is named after the kernel it launches (graph replays and waits by what
-  // the host does: host.graph_launch, host.sync_wait, host.pair_sync).
+  // the host does: host.graph_launch, host.sync_wait, host.pair_sync), inside its work
+  // item's slice ("forward 3.1": microbatch 3, chunk 1).
   CHECK(host_names.count("moe.dispatch.fwd") == 1);
   CHECK(host_names.count("moe.fc1.fprop") == 1);
   CHECK(host_names.count("host.launch") == 0);
+  CHECK(host_names.count("forward 0.0") == 1);
   for (const char* k : {"attn.core.fwd", "moe.fc1.fprop", "moe.dispatch.fwd", "moe.combine.bwd",
                         "pp.send_activation", "dp.grad_reduce_scatter", "dp.param_all_gather", "optimizer.adam"})
     CHECK(kernels.count(k) == 1);
+  CHECK(kernels.count("t1 forward") == 1);  // the layer pass around its kernels
+  CHECK(slices.nested_or_disjoint());
+  // Flows: every pipeline transfer from its send to its receive (2 ranks, 2 chunks: 3
+  // forward and 3 backward transfers per microbatch), and each MoE layer pass's EP
+  // transfers out and back.
+  REQUIRE(sc.parallelism.num_microbatches == 4);
+  CHECK(flow_names["pp"] == 4 * 3 * 2);
+  CHECK(flow_names["ep"] > 0);
+  CHECK(flows == 2 * (flow_names["pp"] + flow_names["ep"]));
+}
+
+TEST_CASE("Trace levels merge kernels into modules and layer passes", "[reports][trace]") {
+  const auto p = predict::predict(load(small_scenario()), {true, false});
+  std::map<reports::TraceLevel, nlohmann::json> t;
+  std::map<reports::TraceLevel, std::size_t> bytes;
+  for (const auto level : {reports::TraceLevel::kernel, reports::TraceLevel::module, reports::TraceLevel::layer}) {
+    std::stringstream ss;
+    reports::write_trace(p, ss, level);
+    bytes[level] = ss.str().size();
+    t[level] = nlohmann::json::parse(ss.str());
+  }
+  CHECK(bytes[reports::TraceLevel::module] < bytes[reports::TraceLevel::kernel] / 3);
+  CHECK(bytes[reports::TraceLevel::layer] < bytes[reports::TraceLevel::module]);
+  // The compute stream's busy time is the same at every level: kernels, or the modules'
+  // busy_us (their dur where nothing idles inside), or the layer passes'.
+  const auto compute_busy = [&](reports::TraceLevel level, bool parents) {
+    double busy = 0;
+    for (const auto& e : t[level]["traceEvents"]) {
+      if (e["ph"] != "X" || e["tid"] != 1) continue;
+      const std::string name = e["name"].get<std::string>();
+      const bool parent = name.find(" forward") != std::string::npos || name.find(" backward") != std::string::npos;
+      if (parent != parents) continue;
+      busy += e.contains("args") && e["args"].contains("busy_us") ? e["args"]["busy_us"].get<double>()
+                                                                  : e["dur"].get<double>();
+    }
+    return busy;
+  };
+  const double kernel_busy = compute_busy(reports::TraceLevel::kernel, false);
+  CHECK(compute_busy(reports::TraceLevel::module, false) == Approx(kernel_busy).epsilon(1e-3));
+  std::set<std::string> modules;
+  Slices slices;
+  int host_items_with_experts = 0;
+  for (const auto& e : t[reports::TraceLevel::module]["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const double ts = e["ts"].get<double>();
+    slices.lanes[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(ts, ts + e["dur"].get<double>());
+    if (e["tid"] == 1) modules.insert(e["name"].get<std::string>());
+    // The host's work items carry its time by module.
+    if (e["tid"] == 0 && e.contains("args") && e["args"].contains("host_us") && e["args"]["host_us"].contains("experts"))
+      ++host_items_with_experts;
+  }
+  for (const char* m : {"attn", "moe_router", "moe_dispatch", "experts", "moe_combine", "t1 forward"})
+    CHECK(modules.count(m) == 1);
+  CHECK(modules.count("moe.fc1.fprop") == 0);
+  CHECK(host_items_with_experts > 0);
+  CHECK(slices.nested_or_disjoint());
+  // The command line: the level by name, module by default; an unknown one refused.
+  test::TempFile f(small_scenario().dump(), "small.json");
+  const std::string out = std::filesystem::path(f.path()).replace_filename("t.json").string();
+  REQUIRE(test::run_moesim({"run", f.path(), "--trace", out}).status == 0);
+  CHECK(test::read_text(out).size() == bytes[reports::TraceLevel::module]);
+  const auto bad = test::run_moesim({"run", f.path(), "--trace", out, "--trace-level", "stream"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("unknown trace level 'stream' (known: kernel, module, layer)"));
 }
 
 TEST_CASE("A slow host leaves the GPU idle; CUDA graphs and token dropping win it back",
