@@ -141,7 +141,18 @@ const std::map<std::string, std::string> kPassColors = {{"forward", "#4c78a8"},
 
 HtmlChart timeline_chart(const predict::Prediction& traced, std::size_t kernels) {
   const auto& step = traced.step;
-  const std::vector<TimelineBar> bars = timeline_bars(step, step.critical_rank, 2500);
+  // Every simulated pipeline rank (issue #27 item 6), the critical one first; the bar
+  // budget shared among them.
+  const int ranks = static_cast<int>(step.rank_end_s.size());
+  std::vector<TimelineBar> bars;
+  std::vector<int> order{step.critical_rank};
+  for (int r = 0; r < ranks; ++r)
+    if (r != step.critical_rank) order.push_back(r);
+  for (const int r : order)
+    for (auto b : timeline_bars(step, r, std::max<std::size_t>(200, 4000 / static_cast<std::size_t>(ranks)))) {
+      b.lane = fmt::format("rank {}{}: {}", r, r == step.critical_rank ? " (critical)" : "", b.lane);
+      bars.push_back(std::move(b));
+    }
   Json values = Json::array();
   std::vector<std::string> lanes, passes;
   double end = step.step_time_s;
@@ -189,8 +200,9 @@ HtmlChart timeline_chart(const predict::Prediction& traced, std::size_t kernels)
       {"name": "x", "type": "linear", "domain": {"signal": "xdom"}, "range": "width", "nice": false, "zero": false},
       {"name": "y", "type": "band", "range": "height", "padding": 0.15},
       {"name": "color", "type": "ordinal"}],
-    "axes": [{"orient": "bottom", "scale": "x", "title": "seconds into the step", "grid": true},
-             {"orient": "left", "scale": "y", "title": "stream"}],
+    "axes": [{"orient": "bottom", "scale": "x", "title": "seconds into the step", "grid": true, "tickCount": 10,
+              "format": ".3~f", "labelOverlap": true, "labelFlush": true},
+             {"orient": "left", "scale": "y", "title": "pipeline rank: stream", "labelLimit": 240, "labelOverlap": true}],
     "legends": [{"fill": "color", "orient": "bottom", "direction": "horizontal"}],
     "marks": [
       {"type": "rect", "from": {"data": "bars"}, "clip": true,
@@ -202,22 +214,19 @@ HtmlChart timeline_chart(const predict::Prediction& traced, std::size_t kernels)
   })json";
   for (std::size_t at; (at = text.find("WHOLE")) != std::string::npos;)
     text.replace(at, 5, fmt::format("[0, {}]", end));
-  Json spec = vega_spec(text, 1100, std::max(80, 80 * static_cast<int>(lanes.size())));
+  Json spec = vega_spec(text, 1100, std::max(80, 36 * static_cast<int>(lanes.size())));
   spec["data"][0]["values"] = values;
   spec["scales"][1]["domain"] = string_list(lanes);
   spec["scales"][2]["domain"] = string_list(pass_order);
   spec["scales"][2]["range"] = string_list(pass_colors);
   return {
-      "Pipeline timeline of the critical rank",
-      fmt::format("Rank {}'s compute stream over the step, {} kernels drawn as {} bars: adjacent "
-                  "kernels of one "
-                  "pass and part merged, then the shortest gaps between bars of the same pass "
-                  "closed, so that "
-                  "bars are about chunks and the gaps left are idle time (pipeline bubble, exposed "
-                  "communication, host-bound idle). Scroll over it to zoom, drag to pan, "
-                  "double-click for the "
-                  "whole step. Simulated with every microbatch and kept spans (as run --trace): "
-                  "step {:.3f} s.",
+      "Pipeline timeline, one row per pipeline rank",
+      fmt::format("Each pipeline rank's compute stream over the step (the critical rank {} first), {} kernels "
+                  "drawn as {} bars: adjacent kernels of one pass and part merged, then the shortest gaps "
+                  "between bars of the same pass closed, so that bars are about chunks and the gaps left are "
+                  "idle time (pipeline bubble, exposed communication, host-bound idle). Scroll over it to "
+                  "zoom, drag to pan, double-click for the whole step. Simulated with every microbatch and "
+                  "kept spans (as run --trace): step {:.3f} s.",
                   step.critical_rank, kernels, bars.size(), step.step_time_s),
       spec};
 }
@@ -411,7 +420,7 @@ HtmlPage run_report(const config::Scenario& sc, const predict::Prediction& p,
   page.charts.push_back(module_chart(j["compute_by_module"], j["host_bound_idle_by_module"]));
   std::size_t kernels = 0;
   for (const auto& s : traced.step.trace)
-    if (s.rank == traced.step.critical_rank && s.track >= 0 &&
+    if (s.track >= 0 &&
         traced.step.streams[static_cast<std::size_t>(s.track)].rfind("compute", 0) == 0)
       ++kernels;
   page.charts.push_back(timeline_chart(traced, kernels));

@@ -21,11 +21,13 @@ using namespace charts;  // what the pages share (reports/report_charts.hpp)
 
 namespace {
 
-// The sweep charts' points over the data sets "rows" and "front" and the ordinal scale
-// "front": every ok row, the Pareto front's larger, opaque and drawn on top, and each
-// front row labelled (`label`, a Vega expression) beside it.
+// The sweep charts' points over the data sets "rows" and "front" and the ordinal scales
+// "front" and (with `coloured`) "colour": every ok row, filled by the value of the setting
+// that varies most (its field "colour") or else by the front; the Pareto front's larger,
+// outlined, opaque and drawn on top, and each front row labelled (`label`, a Vega
+// expression) beside it.
 Json pareto_marks(const std::string& x, const std::string& y, const std::string& label,
-                  const std::string& tooltip) {
+                  const std::string& tooltip, bool coloured) {
   const auto front = [](const char* yes, const char* no) {
     return Json{{"signal", fmt::format("datum.front == 'Pareto front' ? {} : {}", yes, no)}};
   };
@@ -33,7 +35,9 @@ Json pareto_marks(const std::string& x, const std::string& y, const std::string&
   symbol["encode"]["enter"] = {{"x", {{"scale", "x"}, {"field", x}}},
                                {"y", {{"scale", "y"}, {"field", y}}},
                                {"size", front("110", "50")},
-                               {"fill", {{"scale", "front"}, {"field", "front"}}},
+                               {"fill", {{"scale", coloured ? "colour" : "front"}, {"field", coloured ? "colour" : "front"}}},
+                               {"stroke", {{"scale", "front"}, {"field", "front"}}},
+                               {"strokeWidth", front("2", "0")},
                                {"fillOpacity", front("1", "0.55")},
                                {"zindex", front("1", "0")},
                                {"tooltip", {{"signal", tooltip}}}};
@@ -88,6 +92,18 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
     }
     return s;
   };
+  // The setting that varies most besides the cluster size (at most 12 values, so that
+  // its colours can be told apart): the points are coloured by it.
+  std::size_t colour = status;
+  std::size_t colour_values = 1;
+  for (std::size_t c = 1; c < status; ++c) {
+    if (c == gpus) continue;
+    std::set<std::string> seen;
+    for (const auto& r : csv.rows)
+      if (c < r.fields.size() && status < r.fields.size() && r.fields[status] == "ok") seen.insert(r.fields[c]);
+    if (seen.size() > colour_values && seen.size() <= 12) colour = c, colour_values = seen.size();
+  }
+  const bool coloured = colour < status;
   Json values = Json::array();
   double min_gpus = 0, max_gpus = 0;
   for (const auto& r : csv.rows) {
@@ -100,6 +116,7 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
            {"y", *y},
            {"front", front.count(r.id) ? "Pareto front" : "other rows"},
            {"setting", varied(r)}};
+    if (coloured) v["colour"] = colour < r.fields.size() ? r.fields[colour] : "";
     if (budget) {
       v["days"] = csv_number(r.fields[days]).value_or(0);
       v["gpu_hours"] = csv_number(r.fields[gpu_hours]).value_or(0);
@@ -170,12 +187,26 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
               {"padding", 24}});
   }
   spec["axes"][1]["title"] = objective_name;
-  spec["marks"] = pareto_marks("gpus", "y", "'#' + datum.id", tooltip);
+  spec["marks"] = pareto_marks("gpus", "y", "'#' + datum.id", tooltip, coloured);
+  // The colour legend names the setting that varies.
+  const auto add_colour = [&](Json& chart) {
+    if (!coloured) return;
+    chart["scales"].push_back({{"name", "colour"},
+                               {"type", "ordinal"},
+                               {"domain", {{"data", "rows"}, {"field", "colour"}, {"sort", true}}},
+                               {"range", "category"}});
+    chart["legends"].push_back({{"fill", "colour"}, {"orient", "right"}, {"title", h[colour]}});
+    chart["legends"][0]["title"] = "outline";
+    chart["legends"][0].erase("fill");
+    chart["legends"][0]["stroke"] = "front";
+  };
+  add_colour(spec);
   page.charts.push_back(
       {fmt::format("{} against cluster size", objective_name),
        fmt::format(
-           "Every simulated row (status ok) of the sweep; rows on the Pareto front ({}) in red "
+           "Every simulated row (status ok) of the sweep{}; rows on the Pareto front ({}) outlined in red "
            "with their ids.",
+           coloured ? fmt::format(", coloured by {}, the setting that varies most", h[colour]) : std::string(),
            budget ? "no other row needs both fewer GPU-hours and fewer days for the token budget"
                   : "no other row has both fewer GPUs and more tokens/s for the whole cluster"),
        spec});
@@ -207,8 +238,10 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
     frontier["data"][0]["values"] = values;
     for (auto& m : pareto_marks("gpu_hours", "days", "'#' + datum.id + ' (' + datum.gpus + ' GPUs)'",
                                 "{'id': datum.id, 'GPUs': datum.gpus, 'days': format(datum.days, '.1f'), "
-                                "'GPU-hours': format(datum.gpu_hours, ',.0f'), 'settings': datum.setting}"))
+                                "'GPU-hours': format(datum.gpu_hours, ',.0f'), 'settings': datum.setting}",
+                                coloured))
       frontier["marks"].push_back(std::move(m));
+    add_colour(frontier);
     page.charts.push_back(
         {"Days against GPU-hours for the token budget",
          "The sweep's Pareto front as moesim sweep reports it: lower left is better on both; the "

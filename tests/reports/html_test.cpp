@@ -205,6 +205,12 @@ TEST_CASE("moesim report writes the four pages", "[reports][html][cli]") {
     CHECK(sum == Approx(predict::predict(sc).step.step_time_s).epsilon(1e-9));
     CHECK(specs[0]["data"][0]["values"].size() == 7);
     CHECK(specs[3]["data"][0]["values"].size() > 10);
+    // The timeline has a row per pipeline rank, the critical one first.
+    std::set<std::string> lanes;
+    for (const auto& v : specs[3]["data"][0]["values"]) lanes.insert(v["lane"].get<std::string>());
+    CHECK(lanes.size() >= 2);
+    CHECK(lanes.count("rank 0 (critical): compute") + lanes.count("rank 1 (critical): compute") == 1);
+    CHECK(specs[3]["axes"][0]["labelOverlap"] == true);
   }
   SECTION("--diff: breakdowns side by side, contributions") {
     const auto specs = page({"--diff", a.path(), b.path()}, 2);
@@ -234,6 +240,23 @@ TEST_CASE("moesim report writes the four pages", "[reports][html][cli]") {
     CHECK(rows[0]["front"] == "Pareto front");
     CHECK(rows[1]["front"] == "Pareto front");
     CHECK(rows[2]["front"] == "other rows");
+    CHECK_FALSE(rows[0].contains("colour"));  // nothing varies but the cluster size
+  }
+  SECTION("--sweep: the points coloured by the setting that varies") {
+    const test::TempFile csv(
+        "id,framework.dispatcher,gpus,status,message,step_time_s,tflops_per_gpu,tokens_per_s_per_gpu\n"
+        "0,deepep,8,ok,,1,100,1000\n"
+        "1,hybridep,8,ok,,1,100,1100\n"
+        "2,deepep,16,ok,,1,100,900\n",
+        "sweep2.csv");
+    const auto specs = page({"--sweep", csv.path()}, 1);
+    const auto& rows = specs[0]["data"][0]["values"];
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0]["colour"] == "deepep");
+    CHECK(rows[1]["colour"] == "hybridep");
+    bool legend = false;
+    for (const auto& l : specs[0]["legends"]) legend = legend || l.value("title", "") == "framework.dispatcher";
+    CHECK(legend);
   }
 }
 
