@@ -32,10 +32,11 @@ std::unique_ptr<Command> make_plan_command();
 std::unique_ptr<Command> make_report_command();
 std::unique_ptr<Command> make_calibrate_command();
 std::unique_ptr<Command> make_eplb_command();
+std::unique_ptr<Command> make_schema_command();
 
 namespace {
 
-constexpr std::array<CommandInfo, 14> kCommands{{
+constexpr std::array<CommandInfo, 15> kCommands{{
     {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make_run_command},
     {"diff", "two scenarios' predictions side by side, the step-time difference by contribution", make_diff_command},
     {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make_describe_command},
@@ -52,6 +53,7 @@ constexpr std::array<CommandInfo, 14> kCommands{{
     {"plan", "the best parallel layouts of a scenario's model on a cluster size (every candidate to a CSV)",
      make_plan_command},
     {"report", "one self-contained HTML page of charts: a scenario, a diff, validation or a sweep", make_report_command},
+    {"schema", "print the JSON Schema of scenario or sweep files (for editors and checks)", make_schema_command},
     {"calibrate", "run the calibration kernels on a GPU, or fit a profile: measurement files, EP tables, step jitter, the corpus",
      make_calibrate_command},
 }};

@@ -80,6 +80,10 @@ class Import final : public Command {
                           fmt::join(imp.ignored, " "));
     io.err << "assumed (settings no flag states):\n";
     for (const auto& [key, why] : imp.assumed) io.err << fmt::format("  {}: {}\n", key, why);
+    if (!imp.notes.empty()) {
+      io.err << "not evaluated in the script (nothing is run):\n";
+      for (const auto& n : imp.notes) io.err << "  " << n << "\n";
+    }
     return 0;
   }
 

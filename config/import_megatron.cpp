@@ -1,4 +1,5 @@
 #include "config/import_megatron.hpp"
+#include "config/shell_eval.hpp"
 #include "config/releases.hpp"
 
 #include <algorithm>
@@ -23,111 +24,36 @@ struct Words {
   bool numa_bound = false;               // bindpcie or numactl in the launch command
 };
 
-// Shell words of `text`: backslash-newline joins lines, `#` starts a comment at a word's
-// start, single quotes are literal, double quotes allow backslash escapes. A "\n" word
-// ends a command: an unescaped line end, or an unquoted control or redirection operator
-// (| ; & < >, a redirection's file descriptor dropped). Carriage returns are ignored.
-std::vector<std::string> shell_words(const std::string& raw, const std::string& source) {
-  std::string text;
-  for (char c : raw)
-    if (c != '\r') text += c;
-  std::vector<std::string> out;
-  std::string cur;
-  bool in_word = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '|' || c == ';' || c == '&' || c == '<' || c == '>') {
-      const bool fd = (c == '<' || c == '>') && in_word && !cur.empty() &&
-                      std::all_of(cur.begin(), cur.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); });
-      if (in_word && !fd) out.push_back(cur);
-      cur.clear();
-      in_word = false;
-      out.emplace_back("\n");
-      continue;
-    }
-    if (c == '\\' && i + 1 < text.size()) {
-      if (text[i + 1] == '\n') {
-        ++i;
-        continue;
-      }
-      cur += text[++i];
-      in_word = true;
-    } else if (c == '\'') {
-      const auto end = text.find('\'', i + 1);
-      if (end == std::string::npos) throw InputError(source, "", "unterminated single quote");
-      cur += text.substr(i + 1, end - i - 1);
-      i = end;
-      in_word = true;
-    } else if (c == '"') {
-      std::size_t j = i + 1;
-      for (; j < text.size() && text[j] != '"'; ++j) {
-        if (text[j] == '\\' && j + 1 < text.size()) ++j;
-        cur += text[j];
-      }
-      if (j >= text.size()) throw InputError(source, "", "unterminated double quote");
-      i = j;
-      in_word = true;
-    } else if (c == '#' && !in_word) {
-      while (i < text.size() && text[i] != '\n') ++i;
-      out.emplace_back("\n");
-    } else if (std::isspace(static_cast<unsigned char>(c))) {
-      if (in_word) out.push_back(cur), cur.clear(), in_word = false;
-      if (c == '\n') out.emplace_back("\n");
-    } else {
-      cur += c;
-      in_word = true;
-    }
-  }
-  if (in_word) out.push_back(cur);
-  return out;
-}
-
-bool is_assignment(const std::string& w) {
-  const auto eq = w.find('=');
-  if (eq == std::string::npos || eq == 0) return false;
-  return std::all_of(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(eq),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
-Words split_command(const std::string& text, const std::string& source) {
-  const auto all = shell_words(text, source);
+// The Megatron flags of a launch script as bash would build them (config/shell_eval.hpp):
+// the first command with a `*.py` word (a launcher's own flags come before it), or the
+// first whose words start with `--`; its environment the exported variables and its prefix
+// assignments.
+Words split_command(const std::string& text, const std::string& source, std::vector<std::string>& notes) {
+  ShellOptions so;
+  so.script_path = source.starts_with("<") ? std::string() : source;
+  const ShellResult r = evaluate_shell(text, so);
+  notes = r.notes;
   Words w;
-  // The Megatron flags follow the first `*.py` word (a launcher's own flags come before
-  // it), or start at the first `--` word; they end with the command (a line end or an
-  // operator: `2>&1 | tee log`).
-  std::size_t start = all.size();
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (all[i].size() > 3 && all[i].ends_with(".py")) {
-      start = i + 1;
-      break;
-    }
-  if (start == all.size())
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (all[i].rfind("--", 0) == 0) {
-        start = i;
+  for (const auto& c : r.commands) {
+    std::size_t start = c.words.size();
+    for (std::size_t i = 0; i < c.words.size(); ++i)
+      if (c.words[i].size() > 3 && c.words[i].ends_with(".py")) {
+        start = i + 1;
         break;
       }
-  std::size_t end = start;
-  while (end < all.size() && all[end] != "\n") ++end;
-  bool line_start = true;
-  for (std::size_t i = 0; i < end; ++i) {
-    const std::string& s = all[i];
-    if (s == "\n") {
-      line_start = true;
-      continue;
-    }
-    if (i < start) {
-      if (s.find("bindpcie") != std::string::npos || s == "numactl") w.numa_bound = true;
-      if (s == "export") continue;
-      if ((line_start || (i > 0 && all[i - 1] == "export")) && is_assignment(s)) {
-        const auto eq = s.find('=');
-        w.env[s.substr(0, eq)] = s.substr(eq + 1);
-        continue;  // a prefix assignment keeps the line's start
-      }
-      line_start = false;
-      continue;
-    }
-    w.words.push_back(s);
+    if (start == c.words.size())
+      for (std::size_t i = 0; i < c.words.size(); ++i)
+        if (c.words[i].rfind("--", 0) == 0) {
+          start = i;
+          break;
+        }
+    if (start == c.words.size()) continue;
+    for (std::size_t i = 0; i < start; ++i)
+      if (c.words[i].find("bindpcie") != std::string::npos || c.words[i] == "numactl") w.numa_bound = true;
+    w.words.assign(c.words.begin() + static_cast<std::ptrdiff_t>(start), c.words.end());
+    w.env = r.exported;
+    for (const auto& [k, v] : c.prefix_env) w.env[k] = v;
+    return w;
   }
   return w;
 }
@@ -235,7 +161,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 101> kIgnored{
+constexpr std::array<std::string_view, 102> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
@@ -269,6 +195,9 @@ constexpr std::array<std::string_view, 101> kIgnored{
     "--no-bias-gelu-fusion",
     // Counts of BF16 layers: they act only under --first-last-layers-bf16, which is refused.
     "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16",
+    // The learned absolute position table (max_position_embeddings x hidden, a lookup and
+    // an add) is as unpriced as the position type itself (--position-embedding-type).
+    "--no-position-embedding",
 };
 
 // Flags refused with a reason: what they select is not modeled.
@@ -303,6 +232,7 @@ class Flags {
  public:
   Flags(const std::vector<std::string>& words, const std::string& source, std::vector<std::string>& ignored)
       : source_(source) {
+    std::vector<std::string> unknown;
     for (std::size_t i = 0; i < words.size();) {
       std::string name = words[i];
       if (name.rfind("--", 0) != 0 && name.find('=') != std::string::npos)
@@ -330,15 +260,22 @@ class Flags {
         continue;
       }
       const FlagSpec* spec = modeled_spec(name);
-      if (!spec)
-        throw InputError(source, name,
-                         "unknown Megatron flag: neither modeled nor known to be irrelevant to performance");
+      if (!spec) {  // every unknown flag of the command is reported at once, below
+        if (std::find(unknown.begin(), unknown.end(), name) == unknown.end()) unknown.push_back(name);
+        continue;
+      }
       if ((spec->arity == Arity::none && !values.empty()) || (spec->arity == Arity::one && values.size() != 1))
         throw InputError(source, name,
                          fmt::format("takes {} value(s); given: {}", spec->arity == Arity::none ? "no" : "one",
                                      fmt::join(values, " ")));
       values_[name] = values;  // argparse: the last occurrence wins
     }
+    if (!unknown.empty())
+      throw InputError(source, unknown.front(),
+                       fmt::format("unknown Megatron flag{}: neither modeled nor known to be irrelevant to performance{}",
+                                   unknown.size() > 1 ? "s" : "",
+                                   unknown.size() > 1 ? fmt::format(" (all {}: {})", unknown.size(), fmt::join(unknown, ", "))
+                                                      : std::string()));
   }
   bool has(std::string_view f) const { return values_.count(std::string(f)) != 0; }
   std::optional<std::string> str(std::string_view f) const {
@@ -1035,9 +972,9 @@ class Importer {
 }  // namespace
 
 MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts) {
-  const Words w = split_command(text, opts.source);
-  if (w.words.empty()) throw InputError(opts.source, "", "no Megatron flags (--name value ...) found");
   MegatronImport out;
+  const Words w = split_command(text, opts.source, out.notes);
+  if (w.words.empty()) throw InputError(opts.source, "", "no Megatron flags (--name value ...) found");
   Importer(w, opts, out).run();
   // The result must load: what the loader refuses is reported against the command.
   try {

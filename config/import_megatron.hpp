@@ -49,11 +49,14 @@ struct MegatronImport {
   Json scenario;
   std::vector<std::string> ignored;                            // flags without a performance effect
   std::vector<std::pair<std::string, std::string>> assumed;    // scenario key, why
+  std::vector<std::string> notes;  // what of the script was not evaluated (config/shell_eval.hpp)
 };
 
-// `text`: a shell command or script (backslash continuations, quotes, comments,
-// `export NAME=VALUE` and `NAME=VALUE` prefixes; the Megatron flags follow the first
-// `*.py` word, or start at the first `--` word). Throws InputError(source, "--flag", why).
+// `text`: a shell command or script, evaluated as bash would without running anything
+// (config/shell_eval.hpp: variables, arrays, defaults, exports, sourced files next to
+// the script, `if` on tests); the Megatron flags are those of the first command with a
+// `*.py` word, after it, or of the first command starting with `--`. Throws
+// InputError(source, "--flag", why); every unknown flag of the command in one error.
 MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts);
 
 }  // namespace moesim::config

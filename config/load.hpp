@@ -60,8 +60,12 @@ Scenario load_scenario_json(const Json& j, const std::string& file, const LoadOp
 
 // Presets compiled into the binary from scenarios/systems and scenarios/models, and the
 // calibration profiles.
-enum class PresetKind { system, model, profile };
+// `schema`: the JSON Schema files of the input formats (schema/NAME.schema.json, `moesim
+// schema`), compiled in beside the presets.
+enum class PresetKind { system, model, profile, schema };
 std::vector<std::string> preset_names(PresetKind kind);
+// A compiled-in file's text; InputError (naming `what`) listing the known names when absent.
+std::string_view preset_text(PresetKind kind, std::string_view name, const std::string& what);
 hw_models::SystemSpec load_system_preset(const std::string& name, const LoadOptions& opts = {});
 workload::ModelConfig load_model_preset(const std::string& name);
 

@@ -17,7 +17,8 @@ namespace {
 struct KindInfo {
   std::string_view dir, name;
 };
-constexpr KindInfo kKinds[] = {{"systems", "system"}, {"models", "model"}, {"profiles", "calibration profile"}};
+constexpr KindInfo kKinds[] = {
+    {"systems", "system"}, {"models", "model"}, {"profiles", "calibration profile"}, {"schema", "schema"}};
 std::string_view kind_dir(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].dir; }
 std::string_view kind_name(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].name; }
 
@@ -30,6 +31,7 @@ const detail::PresetFile* find_preset(PresetKind kind, std::string_view name) {
 }
 
 std::string preset_label(const detail::PresetFile& p) {
+  if (p.kind == "schema") return fmt::format("schema/{}.json (built-in)", p.name);
   const std::string_view folder = p.kind == "profiles" ? "calibration" : "scenarios";
   return fmt::format("{}/{}/{}.json (built-in preset)", folder, p.kind, p.name);
 }
@@ -151,6 +153,11 @@ std::vector<std::string> preset_names(PresetKind kind) {
     if (detail::kPresetFiles[i].kind == kind_dir(kind))
       out.emplace_back(detail::kPresetFiles[i].name);
   return out;
+}
+
+std::string_view preset_text(PresetKind kind, std::string_view name, const std::string& what) {
+  if (const detail::PresetFile* p = find_preset(kind, name)) return p->text;
+  throw InputError(what, "", unknown(kind, name));
 }
 
 hw_models::SystemSpec load_system_preset(const std::string& name, const LoadOptions& opts) {

@@ -1,0 +1,49 @@
+// config/shell_eval.hpp: what a launch script computes, evaluated as bash would, without
+// running anything (issue #27 item 1): `moesim import megatron` reads the command a
+// script builds, not the script's text.
+//
+// Evaluated: variables and their expansions ($X, ${X}, ${X:-y}, ${X-y}, ${X:=y}, ${X:+y},
+// ${#X}), positional parameters (given, else empty), arrays (A=(...), A+=(...),
+// "${A[@]}", ${A[*]}, ${A[i]}, ${#A[@]}), `export`, `unset`, assignments before a
+// command (its environment), $((arithmetic)) (+ - * / % and parentheses over integers),
+// quoting and word splitting (unquoted expansions split on blanks), `source FILE` / `.
+// FILE` (read, relative to the script's folder, and evaluated the same way), and
+// `if`/`elif`/`else` on `[ ]`, `[[ ]]` and `test` (-n -z = == != -eq -ne -lt -le -gt -ge,
+// !, && and ||; a test of files, -f -d -e, is false: nothing outside the scripts is read).
+// Not run, and said so in `notes`: command substitution ($(...) and backquotes; except
+// `$(dirname ...)`, `$(pwd)` and `$(cd ... && pwd)`, which give the script's folder),
+// loops (`for`, `while`, `until`: their bodies are skipped), `case`, function bodies, and
+// every command itself (each is recorded with its expanded words instead). Nothing reads
+// the real environment: a variable the script does not set is empty unless
+// ShellOptions::environment gives it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace moesim::config {
+
+struct ShellOptions {
+  std::string script_path;                         // $0; `source` paths are relative to its folder
+  std::vector<std::string> arguments;              // $1, $2, ...
+  std::map<std::string, std::string> environment;  // variables set before the script runs
+};
+
+struct ShellCommand {
+  std::vector<std::string> words;                  // expanded, after the prefix assignments
+  std::map<std::string, std::string> prefix_env;   // NAME=VALUE before the command
+};
+
+struct ShellResult {
+  std::vector<ShellCommand> commands;              // in the order they would run
+  std::map<std::string, std::string> variables;    // every scalar set at the end (arrays joined by spaces)
+  std::map<std::string, std::string> exported;     // those exported
+  std::vector<std::string> notes;                  // what was not evaluated, and why
+};
+
+// Throws InputError(script_path, "", why) for text bash would refuse (an unterminated
+// quote, `if` without `fi`) and for a missing sourced file.
+ShellResult evaluate_shell(const std::string& text, const ShellOptions& opts);
+
+}  // namespace moesim::config

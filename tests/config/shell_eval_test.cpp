@@ -1,0 +1,135 @@
+// config/shell_eval.hpp: a launch script evaluated as bash would, without running it
+// (issue #27 item 1). The expected values are what bash 5 prints for the same scripts.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/import_megatron.hpp"
+#include "config/shell_eval.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+using Words = std::vector<std::string>;
+
+namespace {
+config::ShellResult eval(const std::string& text, std::map<std::string, std::string> env = {}) {
+  config::ShellOptions o;
+  o.script_path = "/scripts/run.sh";
+  o.environment = std::move(env);
+  return config::evaluate_shell(text, o);
+}
+// The words of the last command (`printf`, say) run by a script.
+Words last_words(const std::string& text) {
+  const auto r = eval(text);
+  REQUIRE_FALSE(r.commands.empty());
+  return r.commands.back().words;
+}
+}  // namespace
+
+TEST_CASE("shell: quoting, word splitting and arrays as bash expands them", "[config][shell]") {
+  CHECK(last_words(R"(A="a  b"; f $A "$A" '$A' "x${A}y")") == Words{"f", "a", "b", "a  b", "$A", "xa  by"});
+  // An array built from a split and a quoted word: 3 elements.
+  const std::string arr = "A=\"a b\"\nB=($A \"$A\"   # a comment\n   c)\n";
+  CHECK(last_words(arr + R"(f "${B[@]}")") == Words{"f", "a", "b", "a b", "c"});
+  CHECK(last_words(arr + R"(f ${B[@]})") == Words{"f", "a", "b", "a", "b", "c"});
+  CHECK(last_words(arr + R"(f "${B[*]}")") == Words{"f", "a b a b c"});
+  CHECK(last_words(arr + R"(f ${#B[@]} "${B[2]}" ${B[2]} $B)") == Words{"f", "4", "a b", "a", "b", "a"});
+  CHECK(last_words(arr + "B+=(d)\nf ${#B[@]}") == Words{"f", "5"});
+  CHECK(last_words(R"(f "" x)") == Words{"f", "", "x"});  // a quoted empty word stays a word
+  CHECK(last_words("E=\nf $E x") == Words{"f", "x"});      // an unquoted empty one does not
+  CHECK(last_words("f a\\ b 'c d'\"e\"") == Words{"f", "a b", "c de"});
+}
+
+TEST_CASE("shell: defaults, arithmetic and positional parameters", "[config][shell]") {
+  CHECK(last_words(R"(E=; f ${U:-d} ${E:-d} ${E-d} ${U-d} ${U:+x} ${E:+x} ${#L})") ==
+        Words{"f", "d", "d", "d", "0"});
+  CHECK(last_words("L=hello; f ${L:+x} ${#L} ${L:-d}") == Words{"f", "x", "5", "hello"});
+  CHECK(last_words("f ${Z:=7}; g $Z") == Words{"g", "7"});
+  CHECK(last_words("N=3; M=4; f $((N*(M+1)%7)) $(( $N - 10 )) $((-2*-3))") == Words{"f", "1", "-7", "6"});
+  config::ShellOptions o;
+  o.script_path = "run.sh";
+  o.arguments = {"one", "two words"};
+  const auto r = config::evaluate_shell(R"(f $1 "$2" $3 $# "$@")", o);
+  CHECK(r.commands.back().words == Words{"f", "one", "two words", "2", "one", "two words"});
+}
+
+TEST_CASE("shell: if on tests, exports, prefix assignments, and what is not run", "[config][shell]") {
+  const std::string script = R"(
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+N=${NODES:-2}
+if [ "$N" -gt 4 ]; then
+  MODE=big
+elif [[ -n "$KEY" && $N -eq 2 ]]; then
+  MODE=keyed
+else
+  MODE=small
+fi
+for i in 1 2; do
+  f $i
+done
+HOST=$(hostname)
+NCCL_DEBUG=INFO python train.py --mode $MODE --host "$HOST"
+)";
+  auto r = eval(script);
+  REQUIRE(r.commands.size() == 1);  // the loop's body is skipped, not run
+  CHECK(r.commands[0].words == Words{"python", "train.py", "--mode", "small", "--host", ""});
+  CHECK(r.commands[0].prefix_env.at("NCCL_DEBUG") == "INFO");
+  CHECK(r.exported.at("CUDA_DEVICE_MAX_CONNECTIONS") == "1");
+  CHECK(r.exported.count("MODE") == 0);
+  CHECK(r.variables.at("MODE") == "small");
+  REQUIRE(r.notes.size() == 2);
+  CHECK_THAT(r.notes[0], Catch::Contains("a `for` block is not evaluated"));
+  CHECK_THAT(r.notes[1], Catch::Contains("$(hostname) is not run"));
+  CHECK(eval(script, {{"KEY", "x"}}).variables.at("MODE") == "keyed");
+  CHECK(eval(script, {{"NODES", "8"}}).variables.at("MODE") == "big");
+  // The script's folder for the usual idioms; nothing else is run.
+  CHECK(last_words("D=$(cd \"$(dirname \"$0\")\" && pwd); f $D") == Words{"f", "/scripts"});
+}
+
+TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][shell]") {
+  const test::TempFile main_script("", "run.sh");
+  const auto dir = std::filesystem::path(main_script.path()).parent_path();
+  std::ofstream(dir / "model.sh") << "MODEL_ARGS=(--num-layers 4 --hidden-size ${H:-64})\n";
+  config::ShellOptions o;
+  o.script_path = main_script.path();
+  const auto r = config::evaluate_shell("H=128\nsource model.sh\n. ./model.sh\npython x.py \"${MODEL_ARGS[@]}\"", o);
+  CHECK(r.commands.back().words == Words{"python", "x.py", "--num-layers", "4", "--hidden-size", "128"});
+  const auto err = [&](const std::string& text, const std::string& says) {
+    try {
+      config::evaluate_shell(text, o);
+      FAIL("no error for: " << text);
+    } catch (const config::InputError& e) {
+      CHECK(e.file() == main_script.path());
+      CHECK_THAT(e.message(), Catch::Contains(says));
+    }
+  };
+  err("source missing.sh", "cannot read");
+  err("f \"a\nb", "line 1: unterminated double quote");
+  err("x\nf 'a", "line 2: unterminated single quote");
+  err("if [ 1 ]; then f", "`if` without `fi`");
+  err("A=(a b", "without its closing ')'");
+  err("f $((1/0))", "division by zero");
+}
+
+TEST_CASE("import megatron evaluates the launch script and lists every unknown flag", "[config][import][shell]") {
+  // Megatron-LM's examples/mixtral/train_mixtral_8x7b_distributed.sh (@ 0a40979e): flags in
+  // bash arrays, defaults, $((...)), an `if` on WANDB_API_KEY. Every flag is known; it is
+  // refused for substance: a toy shape no preset has and no vocabulary size.
+  const std::string mixtral = test::source_path("tests/data/megatron/lm-examples/train_mixtral_8x7b_distributed.sh");
+  const auto r = test::run_moesim({"import", "megatron", mixtral, "--system", "h100", "--gpus", "2"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--num-layers: no model preset has this shape") &&
+                        !Catch::Contains("unknown Megatron flag"));
+  // Several unknown flags: all of them in one message.
+  config::MegatronImportOptions opts{"h100", 8, std::nullopt, std::string("mixtral-8x7b"), std::nullopt, "run.sh"};
+  try {
+    config::import_megatron("A=(--tensor-model-parallel-size 1 --made-up-one 3)\npython pretrain_gpt.py \"${A[@]}\" "
+                            "--made-up-two --made-up-one 4",
+                            opts);
+    FAIL("no error");
+  } catch (const config::InputError& e) {
+    CHECK(e.path() == "--made-up-one");
+    CHECK_THAT(e.message(), Catch::Contains("unknown Megatron flags") && Catch::Contains("(all 2: --made-up-one, --made-up-two)"));
+  }
+}

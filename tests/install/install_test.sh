@@ -1,0 +1,56 @@
+#!/bin/bash
+# Installs moesim the three ways a user would (issue #27 item 2) into temporary folders
+# and runs what was installed: `cmake --install --prefix`, the Debian package from
+# `cpack -G DEB` (unpacked with dpkg-deb, not installed system-wide), and `pip install .`
+# into a fresh virtual environment without an index. Each installed `moesim run` and
+# `import moesim` must predict the shipped default scenario.
+# Usage: install_test.sh SOURCE_DIR BUILD_DIR PYTHON (the interpreter the module is built for)
+set -euo pipefail
+src=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+python=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "install test: $*" >&2; exit 1; }
+
+# The installed program on the installed default scenario: its step time.
+check_run() {  # BIN SCENARIO
+  out=$("$1" run "$2") || fail "$1 run $2 failed"
+  grep -q "^step time *[0-9.]* s" <<<"$out" || fail "$1 run: no step time in: $out"
+}
+check_module() {  # PYTHON SCENARIO [PYTHONPATH]
+  (cd "$tmp" && PYTHONPATH="${3:-}" "$1" -c "
+import sys, moesim
+r = moesim.run(sys.argv[1])
+assert r['step_time_s'] > 0, r
+print('module', moesim.__file__, r['step_time_s'])" "$2") || fail "import moesim with $1 failed"
+}
+
+echo "== cmake --install --prefix"
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+p=$tmp/prefix
+check_run "$p/bin/moesim" "$p/share/moesim/scenarios/dsv3-gb200.json"
+grep -q '^\.SS schema' "$p/share/man/man1/moesim.1" || fail "the man page lacks the schema subcommand"
+[ -s "$p/share/moesim/schema/scenario.schema.json" ] || fail "no scenario schema installed"
+[ -s "$p/share/doc/moesim/docs/SCENARIO_FORMAT.md" ] || fail "no docs/SCENARIO_FORMAT.md installed"
+pydir=$(ls -d "$p"/lib/python3*/dist-packages)
+check_module "$python" "$p/share/moesim/scenarios/dsv3-gb200.json" "$pydir"
+
+echo "== cpack -G DEB"
+(cd "$build" && cpack -G DEB -B "$tmp/pkg" >/dev/null) || fail "cpack failed"
+deb=$(ls "$tmp"/pkg/moesim_*.deb)
+depends=$(dpkg-deb -f "$deb" Depends)
+for lib in libfmt9 libstdc++6 python3; do
+  grep -q "$lib" <<<"$depends" || fail "$deb: Depends lacks $lib: $depends"
+done
+dpkg-deb -x "$deb" "$tmp/root"
+r=$tmp/root/usr
+check_run "$r/bin/moesim" "$r/share/moesim/scenarios/dsv3-gb200.json"
+[ -s "$r/share/man/man1/moesim.1" ] || fail "$deb: no man page"
+check_module "$python" "$r/share/moesim/scenarios/dsv3-gb200.json" "$r/lib/python3/dist-packages"
+
+echo "== pip install . (a virtual environment, no index)"
+"$python" -m venv "$tmp/venv"
+MOESIM_BUILD_DIR="$build" "$tmp/venv/bin/pip" install --no-index --quiet "$src" || fail "pip install failed"
+check_module "$tmp/venv/bin/python" "$src/scenarios/dsv3-gb200.json"
+echo "install test: all three installs predict the default scenario"
