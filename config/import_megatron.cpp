@@ -112,6 +112,8 @@ constexpr std::array kModeled{
     FlagSpec{"--num-virtual-stages-per-pipeline-rank", Arity::one},
     FlagSpec{"--num-layers-per-virtual-pipeline-stage", Arity::one},
     FlagSpec{"--pipeline-model-parallel-layout", Arity::one},
+    FlagSpec{"--account-for-embedding-in-pipeline-split", Arity::none},
+    FlagSpec{"--account-for-loss-in-pipeline-split", Arity::none},
     FlagSpec{"--expert-model-parallel-size", Arity::one},
     FlagSpec{"--expert-tensor-parallel-size", Arity::one},
     FlagSpec{"--context-parallel-size", Arity::one},
@@ -208,8 +210,6 @@ const std::map<std::string_view, std::string_view>& refused() {
        "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the layout instead"},
       {"--decoder-last-pipeline-num-layers",
        "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the layout instead"},
-      {"--account-for-embedding-in-pipeline-split", "write the split as --pipeline-model-parallel-layout instead"},
-      {"--account-for-loss-in-pipeline-split", "write the split as --pipeline-model-parallel-layout instead"},
       {"--moe-pad-expert-input-to-capacity", "padding expert inputs to capacity is not modeled"},
       {"--external-cuda-graph", "the legacy CUDA graph switch: give --cuda-graph-impl and --cuda-graph-scope"},
       {"--enable-cuda-graph", "the legacy CUDA graph switch: give --cuda-graph-impl and --cuda-graph-scope"},
@@ -600,6 +600,7 @@ class Importer {
       const workload::ModelConfig preset = load_model_preset(*opts_.model);
       moe_ = preset.is_moe();
       vocab_ = preset.vocab_size;
+      layers_ = preset.num_layers;
       check_against_preset(preset);
       return;
     }
@@ -619,6 +620,7 @@ class Importer {
         assume("model", fmt::format("preset '{}': the shape flags match it; its vocabulary ({}) is the tokenizer's",
                                     name, p.vocab_size));
         vocab_ = p.vocab_size;
+        layers_ = p.num_layers;
         return;
       }
     }
@@ -628,7 +630,7 @@ class Importer {
     j["vocab_size"] = *vocab;
     vocab_ = *vocab;
     j["name"] = "imported";
-    resolve_model(j, opts_.source);  // refuses here, naming the flag's field, what the loader refuses
+    layers_ = resolve_model(j, opts_.source).num_layers;  // refuses here, naming the flag's field, what the loader refuses
     sc["model"] = j;
   }
 
@@ -782,6 +784,7 @@ class Importer {
       } catch (const std::exception&) {
       }
     }
+    if (!p.contains("pp_layout")) account_split(p, pp, vpp);
     p["vpp"] = vpp;
     p["ep"] = f_.integer_or("--expert-model-parallel-size", 1);
     // Megatron: --expert-tensor-parallel-size defaults to the TP size; a dense model has
@@ -792,6 +795,39 @@ class Importer {
     p["pipeline_schedule"] = vpp > 1 ? "interleaved-1f1b" : "1f1b";
     p["fsdp"] = f_.has("--use-megatron-fsdp");
     sc["parallelism"] = p;
+  }
+
+  // --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split
+  // (Megatron-Core transformer_block.py, get_num_layers_to_build): the embedding and the
+  // loss count as a layer each, so the L + e + l units split evenly over the pp x vpp
+  // virtual stages, the first one building a decoder layer fewer (e) and the last one
+  // (l). Megatron requires the units to divide evenly (its config check); written here as
+  // the equivalent pp_layout.
+  void account_split(Json& p, std::int64_t pp, std::int64_t vpp) {
+    const bool e = f_.has("--account-for-embedding-in-pipeline-split");
+    const bool l = f_.has("--account-for-loss-in-pipeline-split");
+    if (!e && !l) return;
+    const char* flag = e ? "--account-for-embedding-in-pipeline-split" : "--account-for-loss-in-pipeline-split";
+    if (f_.integer_or("--mtp-num-layers", 0) > 0)
+      f_.fail(flag, "with MTP layers: write their placement as --pipeline-model-parallel-layout");
+    const std::int64_t stages = pp * vpp, units = layers_ + (e ? 1 : 0) + (l ? 1 : 0);
+    if (units % stages != 0)
+      f_.fail(flag, fmt::format("{} layers{}{} do not divide into {} virtual stages (pp {} x vpp {}), as Megatron "
+                                "requires",
+                                layers_, e ? " + the embedding" : "", l ? " + the loss" : "", stages, pp, vpp));
+    const std::int64_t per = units / stages;
+    std::string layout;
+    for (std::int64_t s = 0; s < stages; ++s) {
+      std::int64_t decoder = per - (e && s == 0 ? 1 : 0) - (l && s == stages - 1 ? 1 : 0);
+      if (s > 0) layout += '|';
+      if (s == 0) layout += 'E';
+      layout += std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, decoder)), 't');
+      if (s == stages - 1) layout += 'L';
+    }
+    p["pp_layout"] = layout;
+    assume("parallelism.pp_layout", fmt::format("'{}': {}{}", layout, e ? "the embedding" : "",
+                                                e && l ? " and the loss counted as layers"
+                                                       : e ? " counted as a layer" : "the loss counted as a layer"));
   }
 
   void framework(Json& sc) {
@@ -962,6 +998,7 @@ class Importer {
   }
 
   bool moe_ = false;  // the model has routed experts (model() decides)
+  std::int64_t layers_ = 0;  // its decoder layers (model() decides)
   std::int64_t vocab_ = 0;  // the model's vocabulary before padding (model() decides)
   const Words& w_;
   const MegatronImportOptions& opts_;

@@ -133,3 +133,28 @@ TEST_CASE("import megatron evaluates the launch script and lists every unknown f
     CHECK_THAT(e.message(), Catch::Contains("unknown Megatron flags") && Catch::Contains("(all 2: --made-up-one, --made-up-two)"));
   }
 }
+
+TEST_CASE("import megatron: the embedding and the loss counted in the pipeline split", "[config][import]") {
+  // Qwen3-235B-A22B's 94 layers + E + L = 96 units over PP8 x VPP4: 3 a virtual stage, the
+  // first building 2 decoder layers after the embedding, the last 2 before the loss.
+  config::MegatronImportOptions opts{"h100", 256, std::nullopt, std::string("qwen3-235b-a22b"), std::nullopt, "<args>"};
+  const std::string base =
+      "pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 --expert-model-parallel-size 8 "
+      "--seq-length 4096 --micro-batch-size 1 --global-batch-size 1024 --bf16 --sequence-parallel --moe-grouped-gemm "
+      "--account-for-embedding-in-pipeline-split ";
+  const auto imp = config::import_megatron(
+      base + "--num-virtual-stages-per-pipeline-rank 4 --account-for-loss-in-pipeline-split", opts);
+  std::string expected = "Ett";
+  for (int s = 1; s < 31; ++s) expected += "|ttt";
+  expected += "|ttL";
+  CHECK(imp.scenario["parallelism"]["pp_layout"] == expected);
+  CHECK(imp.scenario["parallelism"]["vpp"] == 4);
+  // 94 + 1 units over 8 stages: Megatron refuses it, and so does the import.
+  try {
+    config::import_megatron(base, opts);
+    FAIL("no error");
+  } catch (const config::InputError& e) {
+    CHECK(e.path() == "--account-for-embedding-in-pipeline-split");
+    CHECK_THAT(e.message(), Catch::Contains("94 layers + the embedding do not divide into 8 virtual stages"));
+  }
+}
