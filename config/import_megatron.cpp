@@ -163,7 +163,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 102> kIgnored{
+constexpr std::array<std::string_view, 114> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
@@ -200,6 +200,19 @@ constexpr std::array<std::string_view, 102> kIgnored{
     // The learned absolute position table (max_position_embeddings x hidden, a lookup and
     // an add) is as unpriced as the position type itself (--position-embedding-type).
     "--no-position-embedding",
+    // The steady state's step runs at --global-batch-size; the ramp-up only shapes the
+    // first samples (megatron/training/microbatches.py).
+    "--rampup-batch-size",
+    // Numerics and schedules without a kernel or tensor of their own: the norm's +1 weight
+    // offset, the embeddings' own learning rate, per-token loss scaling, the delayed-scaling
+    // recipe's history length and reduction (one amax a tensor is all-reduced either way).
+    "--apply-layernorm-1p", "--decoupled-lr", "--decoupled-min-lr", "--calculate-per-token-loss",
+    "--fp8-amax-history-len", "--fp8-amax-compute-algo",
+    // Once per step torch.cuda.empty_cache() (level 1): the cached blocks are returned and
+    // re-allocated, a host cost of milliseconds in a step of seconds.
+    "--empty-unused-memory-level",
+    // The tokenizer's pattern, and profiling of a few steps (--profile-step-start/end).
+    "--tiktoken-pattern", "--profile", "--profile-step-start", "--profile-step-end",
 };
 
 // Flags refused with a reason: what they select is not modeled.

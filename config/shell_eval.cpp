@@ -393,8 +393,10 @@ class Shell {
     } else if (w.size() == 2 && (w[0] == "-n" || w[0] == "-z")) {
       v = (w[0] == "-n") == !w[1].empty();
     } else if (w.size() == 2 && w[0].size() == 2 && w[0][0] == '-') {
-      note(fmt::format("the file test '{} {}' is not evaluated: taken as false", w[0], w[1]));
-      v = false;
+      // A launch script checks for its own files (the training script, a config) before
+      // it runs: they are taken to be there, as where the script runs.
+      note(fmt::format("the file test '{} {}' is not evaluated: taken as true", w[0], w[1]));
+      v = true;
     } else if (w.size() == 3 && (w[1] == "=" || w[1] == "==")) {
       v = w[0] == w[2];
     } else if (w.size() == 3 && w[1] == "!=") {

@@ -9,7 +9,8 @@
 // quoting and word splitting (unquoted expansions split on blanks), `source FILE` / `.
 // FILE` (read, relative to the script's folder, and evaluated the same way), and
 // `if`/`elif`/`else` on `[ ]`, `[[ ]]` and `test` (-n -z = == != -eq -ne -lt -le -gt -ge,
-// !, && and ||; a test of files, -f -d -e, is false: nothing outside the scripts is read).
+// !, && and ||; a test of files, -f -d -e ..., is true: a script checks for the files it
+// needs where it runs, and nothing outside the scripts is read).
 // Not run, and said so in `notes`: command substitution ($(...) and backquotes; except
 // `$(dirname ...)`, `$(pwd)` and `$(cd ... && pwd)`, which give the script's folder),
 // loops (`for`, `while`, `until`: their bodies are skipped), `case`, function bodies, and

@@ -121,6 +121,24 @@ TEST_CASE("import megatron evaluates the launch script and lists every unknown f
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--num-layers: no model preset has this shape") &&
                         !Catch::Contains("unknown Megatron flag"));
+  // examples/gpt3/train_gpt3_175b_distributed.sh (@ 157006d6): refused for FP16, which is not modeled.
+  const auto gpt3 = test::run_moesim({"import", "megatron",
+                                      test::source_path("tests/data/megatron/lm-examples/train_gpt3_175b_distributed.sh"),
+                                      "--system", "h100", "--gpus", "128"});
+  CHECK(gpt3.status == 2);
+  CHECK_THAT(gpt3.err, Catch::Contains("--fp16: FP16 training (loss scaling) is not modeled"));
+  // examples/llama/train_llama3_8b_h100_fp8.sh (@ 157006d6): imports. The DTYPE `if` adds the
+  // FP8 flags, the MOCK branch the vocabulary, and the check for pretrain_gpt.py passes.
+  config::MegatronImportOptions lopts{"h100", 8, std::nullopt, std::nullopt, std::nullopt,
+                                      test::source_path("tests/data/megatron/lm-examples/train_llama3_8b_h100_fp8.sh")};
+  const auto llama = config::import_megatron(test::read_text(lopts.source), lopts);
+  CHECK(llama.scenario["model"]["num_hidden_layers"] == 32);
+  CHECK(llama.scenario["model"]["vocab_size"] == 128256);
+  CHECK(llama.scenario["training"]["seq_length"] == 8192);
+  CHECK(llama.scenario["training"]["precision"] == "fp8-delayed");
+  CHECK(llama.scenario["framework"]["fp8_param_gather"] == true);
+  REQUIRE(llama.notes.size() == 1);
+  CHECK_THAT(llama.notes[0], Catch::Contains("'-f examples/classes/pretrain_gpt.py' is not evaluated: taken as true"));
   // Several unknown flags: all of them in one message.
   config::MegatronImportOptions opts{"h100", 8, std::nullopt, std::string("mixtral-8x7b"), std::nullopt, "run.sh"};
   try {
