@@ -1,4 +1,4 @@
-// Reads and validates a scenario file (shared/design/SCENARIO_FORMAT.md). Sections are
+// Reads and validates a scenario file (docs/SCENARIO_FORMAT.md, schema/scenario.schema.json). Sections are
 // read strictly (unknown keys refused); then the cross-field rules of Megatron-Core are
 // checked, each reported at the JSON path of the setting to change.
 #include <algorithm>

@@ -1,5 +1,5 @@
 // config/scenario.hpp: one training run to predict, fully resolved and validated.
-// The file format is the contract in shared/design/SCENARIO_FORMAT.md.
+// The file format is the contract in docs/SCENARIO_FORMAT.md (schema/scenario.schema.json).
 #pragma once
 
 #include <cstdint>

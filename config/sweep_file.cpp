@@ -69,11 +69,11 @@ bool next_combination(std::vector<std::size_t>& idx, const Lists& lists) {
 
 constexpr std::int64_t kMaxRows = 1'000'000;
 
-// The scenario's top-level keys (shared/design/SCENARIO_FORMAT.md), where a grid path
+// The scenario's top-level keys (docs/SCENARIO_FORMAT.md), where a grid path
 // may start.
-constexpr std::array<std::string_view, 12> kScenarioKeys{
-    "name",        "description", "system", "gpus",    "model",    "training",
-    "parallelism", "framework",   "stack",  "routing", "measured", "placement"};
+constexpr std::array<std::string_view, 14> kScenarioKeys{
+    "name",        "description", "system", "gpus",    "model",    "training", "parallelism",
+    "framework",   "stack",       "routing", "measured", "placement", "goodput", "cost"};
 
 std::vector<std::string> split_dots(const std::string& path) {
   std::vector<std::string> out;

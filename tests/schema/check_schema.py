@@ -20,7 +20,9 @@ Checks, each failure reported with the file or object and what differs:
      inline systems with and without a base, ...). The instance without the key must
      validate against the schema, and with it must not;
   d. every enum of the schema that names the loader's values (precisions, dispatchers,
-     presets, releases, ...) equals the "known: ..." list the loader prints for a bad value.
+     presets, releases, ...) equals the "known: ..." list the loader prints for a bad value;
+  e. docs/SCENARIO_FORMAT.md, the contract, shows scenarios/dsv3-gb200.json as its example
+     and names every key of both schemas.
 
 Standard library and python3-jsonschema 4.x only (the `referencing` registry where the
 jsonschema version has it, RefResolver otherwise); no network.
@@ -274,9 +276,8 @@ def check_descriptions(name, node, where="#"):
     """Every property schema carries a description (editors show it), directly or in the
     definition it refers to; conditions (if, not) name keys without defining them."""
     if isinstance(node, dict):
-        for k, v in node.get("properties", {}).items():
-            if re.search(r"/(if|not)(/|$)", where):
-                break
+        props = {} if re.search(r"/(if|not)(/|$)", where) else node.get("properties", {})
+        for k, v in props.items():
             if isinstance(v, dict) and "description" not in v and "$ref" not in v:
                 error("%s.schema.json %s/properties/%s: no description" % (name, where, k))
         for k, v in node.items():
@@ -284,6 +285,20 @@ def check_descriptions(name, node, where="#"):
     elif isinstance(node, list):
         for i, v in enumerate(node):
             check_descriptions(name, v, "%s/%d" % (where, i))
+
+
+def property_names(node, where=""):
+    """Every key the schema defines (not the ones conditions test)."""
+    out = set()
+    if isinstance(node, dict):
+        if not re.search(r"/(if|not)(/|$)", where):
+            out.update(node.get("properties", {}))
+        for k, v in node.items():
+            out |= property_names(v, where + "/" + k)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out |= property_names(v, "%s/%d" % (where, i))
+    return out
 
 
 # --------------------------------------------------------------------------- moesim
@@ -304,7 +319,10 @@ class Moesim:
         else:  # reads the sweep file (and expands it) without running a row
             cmd = [self.binary, "sweep", path, "--slurm-script", "-o", os.path.join(self.tmp, "out")]
         self.runs += 1
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=self.tmp, timeout=60)
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, cwd=self.tmp, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            sys.exit("check_schema: could not run %s: %s" % (" ".join(cmd), e))
         return r.returncode, r.stderr.strip()
 
 
@@ -367,8 +385,8 @@ class Source:
         return j
 
     def first(self, pred, what):
-        """The first shipped scenario (by path) `pred` holds for, made absolute; None with
-        a note when there is none (the probe then builds its instance)."""
+        """The first shipped scenario (by path) that has `what` (`pred` holds for it),
+        made absolute; None when none has (the probe then builds its instance)."""
         for path, j in self.scenarios.items():
             try:
                 if pred(j):
@@ -464,12 +482,12 @@ def scenario_probes(S, tmp):
         for sub in sub_objects:
             j = copy.deepcopy(base)
             node = j["system"]
-            for i, k in enumerate(sub):
-                if k not in node:
-                    node[k] = {}
-                node = node[k]
-            if sub == ["gpu", "sm_count"] and variant == "inline" and not isinstance(node, dict):
-                set_path(j, ["system"] + sub, {"value": 148, "source": next(iter(gb200["sources"]))})
+            for k in sub[:-1]:
+                node = node.setdefault(k, {})
+            leaf = node.setdefault(sub[-1], {})
+            if not isinstance(leaf, dict):  # a bare number: probe its {"value", "source"} form
+                node[sub[-1]] = {"value": leaf, "source": "probe"}
+                j["system"].setdefault("sources", {})["probe"] = "check_schema.py"
             add("system.%s (%s)" % (".".join(sub), variant), j, ["system"] + sub)
 
     # Models: complete inline objects of each key-set variant, and a patch over a preset.
@@ -577,6 +595,16 @@ def main():
         if lines:
             error("%s does not validate against sweep.schema.json:\n    %s"
                   % (os.path.relpath(path, src), "\n    ".join(lines)))
+    # an inline base goes through the sweep schema's "$ref" to the scenario schema
+    inline = {"name": "inline-base", "base": S.scenarios[S.default_path], "grid": {"gpus": [256, 512]}}
+    lines = describe_errors(sweep_v, inline)
+    if lines:
+        error("a sweep with the default scenario as its inline base does not validate:\n    " + "\n    ".join(lines))
+    typo = copy.deepcopy(inline)
+    typo["base"]["parallelism"]["pipline_schedule"] = "1f1b"
+    if sweep_v.is_valid(typo):
+        error("sweep.schema.json accepts an inline base with the unknown key parallelism.pipline_schedule "
+              "(its $ref to scenario.schema.json does not apply)")
     presets = {}
     for kind, ref in (("systems", "systemInline"), ("models", "modelInline")):
         v = X.validator(X.ids["scenario"], "/$defs/" + ref)
@@ -715,6 +743,30 @@ def main():
                 error("scenario.schema.json#/$defs/%s names %s; scenarios/%s/ holds %s"
                       % (ref, sorted(enum), kind, sorted(presets[kind])))
         runs = m.runs
+
+    # e. the contract document: its example is the default scenario, and it names every key
+    doc_path = os.path.join(src, "docs", "SCENARIO_FORMAT.md")
+    try:
+        with open(doc_path, encoding="utf-8") as f:
+            doc = f.read()
+    except OSError as e:
+        error("%s: %s" % (doc_path, e))
+        doc = None
+    if doc is not None:
+        example = re.search(r"^## Example.*?^```json\n(.*?)^```", doc, re.M | re.S)
+        try:
+            if not example or json.loads(example.group(1)) != S.scenarios[S.default_path]:
+                error("docs/SCENARIO_FORMAT.md: the first JSON block under '## Example' is not scenarios/dsv3-gb200.json")
+        except ValueError as e:
+            error("docs/SCENARIO_FORMAT.md: the example is not JSON: %s" % e)
+        named = set()
+        for span in re.findall(r"`([^`]+)`", re.sub(r"^```.*$", "", doc, flags=re.M)):
+            named.update(re.findall(r"[A-Za-z0-9_]+", span))
+        for schema_name, uri in X.ids.items():
+            missing = sorted(k for k in property_names(X.docs[uri]) if k not in named)
+            if missing:
+                error("docs/SCENARIO_FORMAT.md does not name these keys of %s.schema.json: %s"
+                      % (schema_name, ", ".join(missing)))
 
     if errors:
         print("check_schema: %d problem(s):" % len(errors), file=sys.stderr)
