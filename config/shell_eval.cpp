@@ -68,6 +68,7 @@ class Lexer {
         end_word();
         op("\n");
         ++i_;
+        skip_heredocs();
         continue;
       }
       if (c == '(' && assignment_head(cur_)) {  // NAME=( : an array's elements follow
@@ -128,6 +129,23 @@ class Lexer {
   }
   // At < or >: the operator, and a target given with it (>&2, <&0).
   void redirection() {
+    // A here-document (<<WORD, <<-WORD, <<'WORD'): its body, the lines after this one up
+    // to WORD alone, is text for the command's input, not commands.
+    if (t_.substr(i_, 2) == "<<" && t_.substr(i_, 3) != "<<<") {
+      i_ += 2;
+      const bool tabs = i_ < t_.size() && t_[i_] == '-';
+      if (tabs) ++i_;
+      while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
+      std::string word;
+      while (i_ < t_.size() && !std::isspace(static_cast<unsigned char>(t_[i_])) && std::string_view(";|&<>()").find(t_[i_]) == std::string_view::npos) {
+        if (t_[i_] != '\'' && t_[i_] != '"' && t_[i_] != '\\') word += t_[i_];
+        ++i_;
+      }
+      if (word.empty()) fail("a here-document without its delimiter");
+      heredocs_.push_back({word, tabs});
+      op("redir+");
+      return;
+    }
     while (i_ < t_.size() && (t_[i_] == '<' || t_[i_] == '>')) ++i_;
     if (i_ < t_.size() && t_[i_] == '&' && i_ + 1 < t_.size() &&
         (std::isdigit(static_cast<unsigned char>(t_[i_ + 1])) || t_[i_ + 1] == '-')) {
@@ -136,6 +154,22 @@ class Lexer {
       return;
     }
     op("redir");
+  }
+  // At a line's start after a line with here-documents: their bodies skipped.
+  void skip_heredocs() {
+    for (const auto& [word, tabs] : heredocs_) {
+      while (true) {
+        if (i_ >= t_.size()) fail(fmt::format("a here-document without its closing '{}'", word));
+        const auto eol = t_.find('\n', i_);
+        std::string_view line = t_.substr(i_, eol == std::string_view::npos ? std::string_view::npos : eol - i_);
+        i_ = eol == std::string_view::npos ? t_.size() : eol + 1;
+        if (tabs)
+          while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line == word) break;
+      }
+    }
+    heredocs_.clear();
   }
   // Copies a quoted or $ span (balanced) into the word, or one character.
   void word_char() {
@@ -198,6 +232,7 @@ class Lexer {
   std::size_t i_ = 0;
   std::string cur_;
   std::vector<Token> out_;
+  std::vector<std::pair<std::string, bool>> heredocs_;  // delimiters of this line's here-documents, <<- strips tabs
 };
 
 // ---- the evaluator ---------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 // ${#X}), positional parameters (given, else empty), arrays (A=(...), A+=(...),
 // "${A[@]}", ${A[*]}, ${A[i]}, ${#A[@]}), `export`, `unset`, assignments before a
 // command (its environment), $((arithmetic)) (+ - * / % and parentheses over integers),
-// quoting and word splitting (unquoted expansions split on blanks), `source FILE` / `.
+// quoting and word splitting (unquoted expansions split on blanks), here-documents (their
+// bodies are a command's input, skipped), `source FILE` / `.
 // FILE` (read, relative to the script's folder, and evaluated the same way), and
 // `if`/`elif`/`else` on `[ ]`, `[[ ]]` and `test` (-n -z = == != -eq -ne -lt -le -gt -ge,
 // !, && and ||; a test of files, -f -d -e ..., is true: a script checks for the files it

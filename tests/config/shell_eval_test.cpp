@@ -83,6 +83,12 @@ NCCL_DEBUG=INFO python train.py --mode $MODE --host "$HOST"
   CHECK_THAT(r.notes[1], Catch::Contains("$(hostname) is not run"));
   CHECK(eval(script, {{"KEY", "x"}}).variables.at("MODE") == "keyed");
   CHECK(eval(script, {{"NODES", "8"}}).variables.at("MODE") == "big");
+  // A here-document's body is input, not commands (sbatch <<EOF ... EOF).
+  const auto h = eval("sbatch --nodes 2 <<EOF\n#!/bin/bash\nsrun python x.py --a 1\nEOF\ncat <<-'END' > f\n\tnot a command\n\tEND\nf done");
+  REQUIRE(h.commands.size() == 3);
+  CHECK(h.commands[0].words == Words{"sbatch", "--nodes", "2"});
+  CHECK(h.commands[1].words == Words{"cat"});
+  CHECK(h.commands[2].words == Words{"f", "done"});
   // The script's folder for the usual idioms; nothing else is run.
   CHECK(last_words("D=$(cd \"$(dirname \"$0\")\" && pwd); f $D") == Words{"f", "/scripts"});
 }
@@ -110,6 +116,7 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   err("if [ 1 ]; then f", "`if` without `fi`");
   err("A=(a b", "without its closing ')'");
   err("f $((1/0))", "division by zero");
+  err("cat <<EOF\nno end", "here-document without its closing 'EOF'");
 }
 
 TEST_CASE("import megatron evaluates the launch script and lists every unknown flag", "[config][import][shell]") {
