@@ -6,6 +6,7 @@
 #include <iostream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -28,7 +29,7 @@ class Import final : public Command {
     app.add_option("script", script_, "a launch script or command file; - reads standard input");
     app.add_option("--args", args_, "the command line itself, instead of a script");
     app.add_option("--system", system_, "system preset the command runs on")->required();
-    app.add_option("--gpus", gpus_, "GPUs in the job (world size)")->check(CLI::Range(1, 1 << 22));
+    app.add_option("--gpus", gpus_, "GPUs in the job (world size); default: the script's (torchrun --nnodes x --nproc_per_node, a wrapper's NNODES)")->check(CLI::Range(1, 1 << 22));
     app.add_option("--nodes", nodes_, "nodes in the job (with --gpus-per-node)")->check(CLI::Range(1, 1 << 20));
     app.add_option("--gpus-per-node", per_node_, "GPUs per node (with --nodes)")->check(CLI::Range(1, 1024));
     app.add_option("--model", model_, "model preset (shape flags given are checked against it)");
@@ -37,6 +38,13 @@ class Import final : public Command {
     app.add_option("--release", release_,
                    "the software release the command ran on (NeMo / Megatron-Bridge container, e.g. 26.02): the "
                    "library switches no flag shows are its, not the newest stack's");
+    app.add_option("--env", env_, "NAME=VALUE: a variable set before the script runs (repeatable); nothing else "
+                                  "of the real environment is read");
+    app.add_option("--run", run_, "which run of a script that starts several (1-based; the error lists them)")
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--wrapper-root", wrapper_root_,
+                   "the checkout of a wrapper the script calls (Megatron-MoE-ModelZoo's sbatch_benchmarking.sh), "
+                   "when it is not the script's folder or above it");
     app.add_option("-o,--output", out_, "write the scenario here (default: standard output)");
   }
   int run(Io& io) override {
@@ -45,8 +53,15 @@ class Import final : public Command {
     if (gpus_ > 0 && nodes_ > 0) throw config::InputError("<command line>", "--gpus", "give --gpus or --nodes, not both");
     if (nodes_ > 0 && per_node_ == 0)
       throw config::InputError("<command line>", "--gpus-per-node", "needed with --nodes");
-    opt.gpus = gpus_ > 0 ? gpus_ : nodes_ * per_node_;
-    if (opt.gpus == 0) throw config::InputError("<command line>", "--gpus", "give --gpus N or --nodes N --gpus-per-node G");
+    opt.gpus = gpus_ > 0 ? gpus_ : nodes_ * per_node_;  // 0: the script's own (torchrun, a wrapper)
+    if (run_ > 0) opt.run = run_;
+    for (const auto& e : env_) {
+      const auto eq = e.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw config::InputError("<command line>", "--env", fmt::format("'{}': expected NAME=VALUE", e));
+      opt.environment[e.substr(0, eq)] = e.substr(eq + 1);
+    }
+    if (!wrapper_root_.empty()) opt.wrapper_root = wrapper_root_;
     if (domain_ > 0) opt.gpus_per_nvlink_domain = domain_;
     if (!model_.empty()) opt.model = model_;
     if (!release_.empty()) opt.release = release_;
@@ -78,6 +93,10 @@ class Import final : public Command {
     }
     io.err << fmt::format("ignored ({} flags without an effect on performance): {}\n", imp.ignored.size(),
                           fmt::join(imp.ignored, " "));
+    if (!imp.derived.empty()) {
+      io.err << "from the launcher (what the script's wrapper or torchrun decides):\n";
+      for (const auto& [key, why] : imp.derived) io.err << fmt::format("  {}: {}\n", key, why);
+    }
     io.err << "assumed (settings no flag states):\n";
     for (const auto& [key, why] : imp.assumed) io.err << fmt::format("  {}: {}\n", key, why);
     if (!imp.notes.empty()) {
@@ -88,8 +107,9 @@ class Import final : public Command {
   }
 
  private:
-  std::string kind_, script_, args_, system_, model_, release_, out_;
-  std::int64_t gpus_ = 0, nodes_ = 0, per_node_ = 0, domain_ = 0;
+  std::string kind_, script_, args_, system_, model_, release_, out_, wrapper_root_;
+  std::int64_t gpus_ = 0, nodes_ = 0, per_node_ = 0, domain_ = 0, run_ = 0;
+  std::vector<std::string> env_;
 };
 
 }  // namespace

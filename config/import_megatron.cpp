@@ -1,4 +1,5 @@
 #include "config/import_megatron.hpp"
+#include "config/launch_wrapper.hpp"
 #include "config/shell_eval.hpp"
 #include "config/releases.hpp"
 
@@ -22,40 +23,199 @@ struct Words {
   std::vector<std::string> words;       // the Megatron flags and their values
   std::map<std::string, std::string> env;  // NAME=VALUE before the command or exported
   bool numa_bound = false;               // bindpcie or numactl in the launch command
+  std::optional<std::int64_t> gpus;      // the world size the command states (torchrun, a wrapper)
+  std::optional<std::int64_t> gpus_per_nvlink_domain;  // placement a wrapper asks for
+  std::vector<std::pair<std::string, std::string>> derived;  // what a wrapper decided
+  std::string label;                     // the command as the script writes it, shortened
+  std::string entry;                     // the Python program (pretrain_gpt.py); empty when none is named
 };
 
-// The Megatron flags of a launch script as bash would build them (config/shell_eval.hpp):
-// the first command with a `*.py` word (a launcher's own flags come before it), or the
-// first whose words start with `--`; its environment the exported variables and its prefix
-// assignments.
-Words split_command(const std::string& text, const std::string& source, std::vector<std::string>& notes) {
-  ShellOptions so;
-  so.script_path = source.starts_with("<") ? std::string() : source;
-  const ShellResult r = evaluate_shell(text, so);
-  notes = r.notes;
-  Words w;
-  for (const auto& c : r.commands) {
-    std::size_t start = c.words.size();
-    for (std::size_t i = 0; i < c.words.size(); ++i)
-      if (c.words[i].size() > 3 && c.words[i].ends_with(".py")) {
-        start = i + 1;
+// Megatron-LM's training programs other than GPT's (pretrain_gpt.py): what they train is
+// not a decoder-only GPT model, which is what moesim models.
+const std::map<std::string_view, std::string_view>& other_entries() {
+  static const std::map<std::string_view, std::string_view> m{
+      {"pretrain_bert.py", "BERT, an encoder with a masked-LM head"},
+      {"pretrain_t5.py", "T5, an encoder-decoder"},
+      {"pretrain_mamba.py", "a hybrid Mamba model (state-space layers)"},
+      {"pretrain_hybrid.py", "a hybrid Mamba model (state-space layers)"},
+      {"pretrain_vlm.py", "a vision-language model (an image encoder before the language model)"},
+      {"pretrain_retro.py", "RETRO (retrieval with a chunked cross-attention encoder)"},
+      {"pretrain_ict.py", "an inverse-cloze retriever (two BERT encoders)"},
+      {"pretrain_vision_classify.py", "a vision transformer"},
+      {"pretrain_vision_dino.py", "a vision transformer"},
+      {"pretrain_vision_inpaint.py", "a vision transformer"},
+      {"examples/multimodal/train.py", "a vision-language model (an image encoder before the language model)"},
+      {"examples/mimo/train.py", "a multimodal MIMO model (modality encoders around the language model)"},
+      {"examples/mimo/pretrain_mimo.py", "a multimodal MIMO model (modality encoders around the language model)"},
+  };
+  return m;
+}
+
+// The entry's registered kind, by its path's tail.
+std::optional<std::string_view> other_entry(const std::string& entry) {
+  for (const auto& [tail, what] : other_entries())
+    if (entry == tail ||
+        (entry.size() > tail.size() && entry.ends_with(tail) && entry[entry.size() - tail.size() - 1] == '/'))
+      return what;
+  return std::nullopt;
+}
+
+bool launcher_binds_numa(const std::vector<std::string>& words, std::size_t end) {
+  for (std::size_t i = 0; i < end && i < words.size(); ++i)
+    if (words[i].find("bindpcie") != std::string::npos || words[i] == "numactl") return true;
+  return false;
+}
+
+// torchrun's world size: --nproc_per_node (or --nproc-per-node) times --nnodes, where both
+// are integers (an elastic range "1:4" states none).
+std::optional<std::int64_t> torchrun_gpus(const std::vector<std::string>& words, std::size_t end) {
+  std::optional<std::int64_t> per_node, nodes;
+  for (std::size_t i = 0; i < end && i < words.size(); ++i) {
+    std::string name = words[i], value;
+    if (const auto eq = name.find('='); eq != std::string::npos) value = name.substr(eq + 1), name.resize(eq);
+    else if (i + 1 < end) value = words[i + 1];
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || p != value.data() + value.size() || v <= 0) continue;
+    if (name == "--nproc_per_node" || name == "--nproc-per-node") per_node = v;
+    if (name == "--nnodes") nodes = v;
+  }
+  if (per_node && nodes) return *per_node * *nodes;
+  return std::nullopt;
+}
+
+std::string command_label(const ShellCommand& c) {
+  std::string s;
+  for (const auto& [k, v] : c.prefix_env) s += k + "=" + v + " ";
+  for (const auto& w : c.words) s += w + " ";
+  if (!s.empty()) s.pop_back();
+  return s.size() > 110 ? s.substr(0, 107) + "..." : s;
+}
+
+bool megatron_flag(std::string_view word);  // modeled or ignored (the flag table below)
+
+// Whether a command is a Megatron run: a registered program (pretrain_gpt.py, the others
+// named above), or a Megatron flag or a Megatron-Bridge override among its words;
+// `python tools/plot.py --log x` is not.
+bool is_megatron_run(const std::vector<std::string>& words, std::size_t start, const std::string& entry) {
+  if (entry.ends_with("pretrain_gpt.py") || other_entry(entry)) return true;
+  for (std::size_t i = start; i < words.size(); ++i) {
+    if (megatron_flag(words[i].substr(0, words[i].find('=')))) return true;
+    // A Megatron-Bridge recipe override (train.micro_batch_size=2): refused by the flags' reader.
+    const auto eq = words[i].find('=');
+    if (!words[i].starts_with("-") && eq != std::string::npos && words[i].find('.') < eq) return true;
+  }
+  return false;
+}
+
+// The runs among evaluated commands (script_runs below), appended to `runs`.
+void collect_runs(const std::vector<ShellCommand>& commands, const ShellOptions& so,
+                  const MegatronImportOptions& opts, std::vector<std::string>& notes, std::vector<Words>& runs,
+                  int depth) {
+  for (const auto& c : commands) {
+    if (c.words.empty() || c.words[0] == "echo" || c.words[0] == "printf") continue;  // prints, runs nothing
+    std::size_t at = 0;
+    if (const LaunchWrapper* wrapper = find_launch_wrapper(c.words, at)) {
+      WrapperCall call;
+      call.args.assign(c.words.begin() + static_cast<std::ptrdiff_t>(at) + 1, c.words.end());
+      call.environment = c.environment;
+      call.script_path = so.script_path;
+      call.wrapper_word = c.words[at];
+      call.root = opts.wrapper_root;
+      Words w;
+      w.label = command_label(c);
+      WrappedCommand wc = expand_launch_wrapper(*wrapper, call);
+      w.words = std::move(wc.flags);
+      w.env = std::move(wc.environment);
+      w.numa_bound = launcher_binds_numa(wc.launcher, wc.launcher.size());
+      w.gpus = wc.gpus;
+      w.gpus_per_nvlink_domain = wc.gpus_per_nvlink_domain;
+      w.derived = std::move(wc.derived);
+      for (auto& n : wc.notes) notes.push_back(std::move(n));
+      runs.push_back(std::move(w));
+      continue;
+    }
+    // `sh -c "STRING"` / `bash -c "STRING"` (srun ... sh -c "${run_cmd}"): STRING is
+    // evaluated as a script of its own, in the command's environment.
+    bool nested = false;
+    for (std::size_t i = 0; depth < 4 && i + 2 < c.words.size(); ++i)
+      if ((c.words[i] == "sh" || c.words[i] == "bash") && c.words[i + 1] == "-c") {
+        ShellOptions inner = so;
+        inner.environment = c.environment;
+        const ShellResult r = evaluate_shell(c.words[i + 2], inner);
+        notes.insert(notes.end(), r.notes.begin(), r.notes.end());
+        collect_runs(r.commands, so, opts, notes, runs, depth + 1);
+        nested = true;
         break;
       }
-    if (start == c.words.size())
-      for (std::size_t i = 0; i < c.words.size(); ++i)
-        if (c.words[i].rfind("--", 0) == 0) {
-          start = i;
-          break;
-        }
-    if (start == c.words.size()) continue;
-    for (std::size_t i = 0; i < start; ++i)
-      if (c.words[i].find("bindpcie") != std::string::npos || c.words[i] == "numactl") w.numa_bound = true;
-    w.words.assign(c.words.begin() + static_cast<std::ptrdiff_t>(start), c.words.end());
-    w.env = r.exported;
-    for (const auto& [k, v] : c.prefix_env) w.env[k] = v;
-    return w;
+    if (nested) continue;
+    // The flags follow the program (a *.py path, or a module after -m that is not
+    // torch.distributed.run, torchrun's own); a command of flags alone (a flags file)
+    // starts with one.
+    std::optional<std::size_t> start;
+    std::string entry;
+    for (std::size_t i = 0; i < c.words.size(); ++i) {
+      if (c.words[i].size() > 3 && c.words[i].ends_with(".py")) {
+        start = i + 1, entry = c.words[i];
+        break;
+      }
+      if (c.words[i] == "-m" && i + 1 < c.words.size() && !c.words[i + 1].starts_with("torch.distributed")) {
+        start = i + 2, entry = c.words[i + 1];
+        std::replace(entry.begin(), entry.end(), '.', '/');
+        entry += ".py";
+        break;
+      }
+    }
+    if (!start && c.words[0].starts_with("--")) start = 0;
+    if (!start || !is_megatron_run(c.words, *start, entry)) continue;
+    Words w;
+    w.label = command_label(c);
+    w.entry = entry;
+    w.numa_bound = launcher_binds_numa(c.words, *start);
+    w.gpus = torchrun_gpus(c.words, *start);
+    w.words.assign(c.words.begin() + static_cast<std::ptrdiff_t>(*start), c.words.end());
+    w.env = c.environment;
+    runs.push_back(std::move(w));
   }
-  return w;
+}
+
+// The Megatron runs a launch script starts, as bash would build them
+// (config/shell_eval.hpp): each command with a `*.py` word (a launcher's own flags come
+// before it) or a Python module after -m, or whose words start with `--`, with the
+// exported variables and its prefix assignments as environment; each call of a
+// registered wrapper (config/launch_wrapper.hpp), expanded into the command it would
+// submit; and the runs of a `sh -c STRING` command's STRING.
+std::vector<Words> script_runs(const std::string& text, const MegatronImportOptions& opts,
+                               std::vector<std::string>& notes, bool& exited) {
+  ShellOptions so;
+  so.script_path = opts.source.starts_with("<") ? std::string() : opts.source;
+  so.environment = opts.environment;
+  const ShellResult r = evaluate_shell(text, so);
+  notes = r.notes;
+  exited = r.exited;
+  std::vector<Words> runs;
+  collect_runs(r.commands, so, opts, notes, runs, 0);
+  return runs;
+}
+
+// The run --run picks (1-based); the only one when the script starts one.
+Words pick_run(std::vector<Words> runs, const MegatronImportOptions& opts, bool exited) {
+  if (runs.empty())
+    throw InputError(opts.source, "",
+                     exited ? "the script exits before it launches anything (it checks for variables it expects "
+                              "from the environment: give them with --env NAME=VALUE)"
+                            : "no Megatron command found (a *.py program and its flags, or --name value ...)");
+  if (opts.run) {
+    if (*opts.run < 1 || *opts.run > static_cast<std::int64_t>(runs.size()))
+      throw InputError(opts.source, "--run",
+                       fmt::format("run {} of a script that starts {}", *opts.run, runs.size()));
+    return std::move(runs[static_cast<std::size_t>(*opts.run - 1)]);
+  }
+  if (runs.size() == 1) return std::move(runs.front());
+  std::string list;
+  for (std::size_t i = 0; i < runs.size(); ++i) list += fmt::format("\n  {}: {}", i + 1, runs[i].label);
+  throw InputError(opts.source, "--run",
+                   fmt::format("the script starts {} runs; choose one with --run N:{}", runs.size(), list));
 }
 
 // ---- the flag table -------------------------------------------------------------------
@@ -119,6 +279,12 @@ constexpr std::array kModeled{
     FlagSpec{"--context-parallel-size", Arity::one},
     FlagSpec{"--sequence-parallel", Arity::none},
     FlagSpec{"--use-megatron-fsdp", Arity::none},
+    FlagSpec{"--data-parallel-sharding-strategy", Arity::one},
+    FlagSpec{"--fsdp-double-buffer", Arity::none},
+    // Accepted, their effect not priced: listed among the assumed settings (kUnpriced).
+    FlagSpec{"--no-gradient-accumulation-fusion", Arity::none},
+    FlagSpec{"--use-nccl-ub", Arity::none},
+    FlagSpec{"--fsdp-manual-registration", Arity::none},
     // framework
     FlagSpec{"--moe-token-dispatcher-type", Arity::one},
     FlagSpec{"--moe-flex-dispatcher-backend", Arity::one},
@@ -147,6 +313,12 @@ constexpr std::array kModeled{
     FlagSpec{"--grad-reduce-in-bf16", Arity::none},
     FlagSpec{"--optimizer", Arity::one},
     FlagSpec{"--optimizer-cpu-offload", Arity::none},
+    FlagSpec{"--offload-optimizer-states", Arity::none},
+    FlagSpec{"--fine-grained-activation-offloading", Arity::none},
+    FlagSpec{"--offload-modules", Arity::many},
+    FlagSpec{"--moe-permute-fusion-into-hybridep", Arity::none},
+    FlagSpec{"--external-cuda-graph", Arity::none},
+    FlagSpec{"--enable-cuda-graph", Arity::none},
     FlagSpec{"--optimizer-offload-fraction", Arity::one},
     FlagSpec{"--ddp-bucket-size", Arity::one},
     FlagSpec{"--moe-router-fusion", Arity::none},
@@ -163,7 +335,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 114> kIgnored{
+constexpr std::array<std::string_view, 128> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
@@ -213,6 +385,26 @@ constexpr std::array<std::string_view, 114> kIgnored{
     "--empty-unused-memory-level",
     // The tokenizer's pattern, and profiling of a few steps (--profile-step-start/end).
     "--tiktoken-pattern", "--profile", "--profile-step-start", "--profile-step-end",
+    // Checkpoint loading and saving, the RoPE interpolation factor (a constant of the
+    // rotary kernel), the MTP loss weight, parameter groups of weight decay.
+    "--finetune", "--no-ckpt-fully-parallel-save", "--rotary-seq-len-interpolation-factor",
+    "--mtp-loss-scaling-factor", "--no-weight-decay-cond-type",
+    // The older name of --moe-router-padding-for-quantization (arguments.py keeps both).
+    "--moe-router-padding-for-fp8",
+    // CUDA graphs are captured in the first steps; the steady step replays them.
+    "--cuda-graph-warmup-steps",
+    // Separate communicators for pipeline sends and receives: moesim's pipeline transfers
+    // are already independent flows in both directions.
+    "--use-separate-send-recv-groups",
+    // Timing of the offloads' copies on their own stream, which moesim does not price
+    // (the offloaded optimizer's and activations' transfers are listed as assumed).
+    "--overlap-cpu-optimizer-d2h-h2d", "--delay-offload-until-cuda-graph",
+    // The batch-size ramp as a schedule of tokens (the steady step runs at the global batch),
+    // the RoPE variant (rope or yarn: the same rotary kernel), and cuBLAS's switch for
+    // reduced-precision reductions inside BF16 GEMMs (their numerics, not their rate).
+    "--step-batch-size-schedule", "--rope-type", "--disable-bf16-reduced-precision-matmul",
+    // Parameters created on the meta device and materialized sharded: initialization only.
+    "--init-model-with-meta-device",
 };
 
 // Flags refused with a reason: what they select is not modeled.
@@ -224,8 +416,14 @@ const std::map<std::string_view, std::string_view>& refused() {
       {"--decoder-last-pipeline-num-layers",
        "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the layout instead"},
       {"--moe-pad-expert-input-to-capacity", "padding expert inputs to capacity is not modeled"},
-      {"--external-cuda-graph", "the legacy CUDA graph switch: give --cuda-graph-impl and --cuda-graph-scope"},
-      {"--enable-cuda-graph", "the legacy CUDA graph switch: give --cuda-graph-impl and --cuda-graph-scope"},
+      // Qwen3-Next (ModelZoo best_practice/qwen3/run_next_80b.sh): Gated DeltaNet layers
+      // between the attention layers, and gates on the attention output and shared expert.
+      {"--linear-attention-type", "linear attention (Gated DeltaNet, Qwen3-Next) is not modeled: moesim's layers "
+                                  "are softmax attention (MHA, GQA, MLA, windowed) with dense or MoE MLPs"},
+      {"--linear-attention-freq", "linear attention (Gated DeltaNet, Qwen3-Next) is not modeled"},
+      {"--attention-output-gate", "the gated attention output (Qwen3-Next: a gate projection and product per "
+                                  "layer) is not modeled"},
+      {"--moe-shared-expert-gate", "the shared expert's sigmoid gate (Qwen2-MoE, Qwen3-Next) is not modeled"},
   };
   return m;
 }
@@ -238,6 +436,7 @@ const FlagSpec* modeled_spec(std::string_view name) {
 bool is_ignored(std::string_view name) {
   return std::find(kIgnored.begin(), kIgnored.end(), name) != kIgnored.end();
 }
+bool megatron_flag(std::string_view word) { return modeled_spec(word) != nullptr || is_ignored(word); }
 
 // ---- parsed flags -----------------------------------------------------------------------
 
@@ -262,6 +461,12 @@ class Flags {
       }
       ++i;
       while (i < words.size() && words[i].rfind("--", 0) != 0) values.push_back(words[i++]);
+      // A value in literal quotes ("'([0]*1+[1]*60)'" in ModelZoo's Kimi-K2 config and
+      // slime's scripts) is meant for a second shell evaluation by those launchers; read
+      // without them.
+      for (auto& v : values)
+        if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front())
+          v = v.substr(1, v.size() - 2);
       for (const auto& v : values)
         if (v.find('$') != std::string::npos)
           throw InputError(source, name, fmt::format("'{}' is a shell variable: pass the expanded command "
@@ -598,6 +803,7 @@ class Importer {
     parallelism(sc);
     framework(sc);
     stack(sc);
+    unpriced();
     sc["routing"] = {{"balance", "forced"}};
     if (!f_.has("--moe-router-force-load-balancing") && f_.integer_or("--num-experts", 0) > 0)
       assume("routing.balance", "forced balance: without --moe-router-force-load-balancing the real routing "
@@ -606,6 +812,19 @@ class Importer {
 
  private:
   void assume(std::string key, std::string why) { out_.assumed.emplace_back(std::move(key), std::move(why)); }
+
+  // Flags accepted whose effect moesim does not price: each is listed with why.
+  void unpriced() {
+    static const std::array<std::pair<std::string_view, std::string_view>, 3> kUnpriced{{
+        {"--no-gradient-accumulation-fusion",
+         "the weight-gradient GEMMs then write a separate gradient that an add folds into the FP32 main gradient "
+         "(one read and write of the gradients per microbatch); priced as the fused accumulation"},
+        {"--use-nccl-ub", "NCCL user-buffer registration (zero-copy collectives): collectives priced as without it"},
+        {"--fsdp-manual-registration", "NCCL user-buffer registration of Megatron-FSDP's buffers: priced as without it"},
+    }};
+    for (const auto& [flag, why] : kUnpriced)
+      if (f_.has(flag)) assume(std::string(flag), std::string(why));
+  }
 
   void model(Json& sc) {
     if (opts_.model) {
@@ -781,7 +1000,11 @@ class Importer {
     std::int64_t vpp = 1;
     if (const auto v = f_.integer("--num-virtual-stages-per-pipeline-rank")) vpp = *v;
     if (const auto per = f_.integer("--num-layers-per-virtual-pipeline-stage")) {
-      const std::int64_t layers = f_.integer_or("--num-layers", 0);
+      // arguments.py counts the embedding and the loss as layers here too, under their
+      // --account-for-*-in-pipeline-split flags.
+      const std::int64_t layers = f_.integer_or("--num-layers", 0) +
+                                  (f_.has("--account-for-embedding-in-pipeline-split") ? 1 : 0) +
+                                  (f_.has("--account-for-loss-in-pipeline-split") ? 1 : 0);
       if (*per < 1 || layers == 0 || layers % (pp * *per) != 0)
         f_.fail("--num-layers-per-virtual-pipeline-stage",
                 fmt::format("{} layers do not split into {} ranks of {}-layer virtual stages", layers, pp, *per));
@@ -807,6 +1030,22 @@ class Importer {
     p["sequence_parallel"] = f_.has("--sequence-parallel");
     p["pipeline_schedule"] = vpp > 1 ? "interleaved-1f1b" : "1f1b";
     p["fsdp"] = f_.has("--use-megatron-fsdp");
+    // Megatron-FSDP's sharding (arguments.py --data-parallel-sharding-strategy): moesim's
+    // FSDP shards parameters, gradients and optimizer states (ZeRO-3) and holds two units'
+    // gathered parameters, the one computing and the one prefetched (--fsdp-double-buffer's
+    // buffers).
+    if (const auto strat = f_.str("--data-parallel-sharding-strategy")) {
+      f_.choice("--data-parallel-sharding-strategy", "no_shard", {"no_shard", "optim", "optim_grads", "optim_grads_params"});
+      if (!f_.has("--use-megatron-fsdp"))
+        f_.fail("--data-parallel-sharding-strategy", "acts only with --use-megatron-fsdp");
+      if (*strat != "optim_grads_params")
+        f_.fail("--data-parallel-sharding-strategy",
+                fmt::format("'{}': Megatron-FSDP's partial sharding is not modeled (optim_grads_params is; the "
+                            "distributed optimizer without FSDP shards the optimizer states alone)",
+                            *strat));
+    }
+    if (f_.has("--fsdp-double-buffer") && !f_.has("--use-megatron-fsdp"))
+      f_.fail("--fsdp-double-buffer", "acts only with --use-megatron-fsdp");
     sc["parallelism"] = p;
   }
 
@@ -866,7 +1105,12 @@ class Importer {
     // Written only when given: at TP 1 the setting is inert, and run lists it as such.
     if (f_.has("--tp-comm-overlap")) fw["tp_comm_overlap"] = true;
     // CUDA graphs.
-    const std::string impl = f_.choice("--cuda-graph-impl", "none", {"none", "local", "transformer_engine"});
+    // The legacy switches name an implementation (arguments.py: --enable-cuda-graph is
+    // local, --external-cuda-graph transformer_engine; both deprecated).
+    const std::string impl = f_.has("--external-cuda-graph") ? "transformer_engine"
+                             : f_.has("--enable-cuda-graph") ? "local"
+                                                             : f_.choice("--cuda-graph-impl", "none",
+                                                                         {"none", "local", "transformer_engine"});
     Json scopes = Json::array();
     if (impl != "none") {
       // --cuda-graph-modules: newer Megatron's name for the scopes.
@@ -905,8 +1149,14 @@ class Importer {
     fw["optimizer_state_dtype"] = avg;
     const std::string main_grads = f_.choice("--main-grads-dtype", "fp32", {"fp32", "bf16"});
     f_.choice("--main-params-dtype", "fp32", {"fp32"});
-    fw["main_grads_dtype"] = main_grads;
-    fw["grad_reduce_dtype"] = f_.has("--grad-reduce-in-bf16") || main_grads == "bf16" ? "bf16" : "fp32";
+    // The DDP gradient buffer (main_grad) holds the reduction's dtype: FP32 when
+    // accumulate_allreduce_grads_in_fp32, else the parameters' (param_and_grad_buffer.py:
+    // grad_dtype = float if grad_reduce_in_fp32 else param.dtype); --grad-reduce-in-bf16
+    // turns the FP32 accumulation off (arguments.py @ d98e8a64, under --bf16), whatever
+    // --main-grads-dtype says of the precision-aware optimizer's copy.
+    const bool bf16_reduce = f_.has("--grad-reduce-in-bf16") || main_grads == "bf16";
+    fw["main_grads_dtype"] = bf16_reduce ? "bf16" : "fp32";
+    fw["grad_reduce_dtype"] = bf16_reduce ? "bf16" : "fp32";
     const std::string opt = f_.choice("--optimizer", "adam", {"adam", "sgd", "muon", "dist_muon"});
     if (opt == "sgd") f_.fail("--optimizer", "SGD is not modeled (Adam and Muon are)");
     fw["optimizer"] = opt == "adam" ? "adam" : "muon";
@@ -915,6 +1165,26 @@ class Importer {
       if (f_.number("--optimizer-offload-fraction").value_or(1.0) != 1.0)
         f_.fail("--optimizer-offload-fraction", "a partial optimizer offload is not modeled (1.0 is)");
       offload.push_back("optimizer");
+    }
+    // Megatron-Core dev's --offload-optimizer-states: the main weights and moments wait in
+    // host memory through forward and backward, reloaded for the step.
+    if (f_.has("--offload-optimizer-states") && offload.empty()) offload.push_back("optimizer");
+    if (!offload.empty())
+      assume("framework.offload", "the optimizer states in host memory; their transfers are not priced in the step");
+    // Fine-grained activation offloading (--offload-modules: what each module saves for
+    // the backward waits in host memory).
+    if (f_.has("--offload-modules") && !f_.has("--fine-grained-activation-offloading"))
+      f_.fail("--offload-modules", "acts only with --fine-grained-activation-offloading");
+    if (f_.has("--fine-grained-activation-offloading")) {
+      const auto* mods = f_.list("--offload-modules");
+      if (!mods || mods->empty())
+        f_.fail("--fine-grained-activation-offloading", "give the modules to offload (--offload-modules)");
+      for (const auto& m : *mods) {
+        if (m == "dense_mlp") f_.fail("--offload-modules", "'dense_mlp': offloading a dense MLP's activations is not modeled");
+        offload.push_back(m);
+      }
+      assume("framework.offload", "the offloaded activations' copies are not priced in the step (Megatron overlaps "
+                                  "them on a side stream)");
     }
     fw["offload"] = offload;
     if (const auto b = f_.number("--ddp-bucket-size")) fw["ddp_bucket_size"] = *b;
@@ -979,6 +1249,10 @@ class Importer {
   void stack(Json& sc) {
     Json st;
     st["router_fusion"] = f_.has("--moe-router-fusion");
+    if (f_.has("--moe-permute-fusion-into-hybridep")) {
+      st["hybridep_permute_fusion"] = true;
+      assume("stack.hybridep_permute_fusion", "on: --moe-permute-fusion-into-hybridep");
+    }
     st["cpu_numa_binding"] = w_.numa_bound;
     assume("stack.cpu_numa_binding", w_.numa_bound ? "on: bindpcie or numactl starts the command"
                                                     : "off: no bindpcie or numactl before the command");
@@ -998,6 +1272,7 @@ class Importer {
     }
     for (const char* k : {"mxfp8_alloc_fusion", "permute_fusion_v2", "swizzle_fusion", "pdl_quant", "te_host_slim",
                           "cuda_graph_shared_expert", "deepep_tuned", "hybridep_permute_fusion", "nvfp4_rht_fusion"}) {
+      if (st.contains(k)) continue;  // the command shows it
       if (rel) {
         assume(std::string("stack.") + k,
                fmt::format("release {}'s where it settles it, else on and noted by run (no Megatron flag says)",
@@ -1023,9 +1298,33 @@ class Importer {
 
 MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts) {
   MegatronImport out;
-  const Words w = split_command(text, opts.source, out.notes);
-  if (w.words.empty()) throw InputError(opts.source, "", "no Megatron flags (--name value ...) found");
-  Importer(w, opts, out).run();
+  bool exited = false;
+  auto runs = script_runs(text, opts, out.notes, exited);
+  const Words w = pick_run(std::move(runs), opts, exited);
+  if (w.words.empty() && !other_entry(w.entry))
+    throw InputError(opts.source, w.entry, "no Megatron flags (--name value ...) follow the program");
+  if (const auto what = other_entry(w.entry))
+    throw InputError(opts.source, w.entry,
+                     fmt::format("trains {}: not modeled (moesim models decoder-only GPT-style training, "
+                                 "Megatron-LM's pretrain_gpt.py)",
+                                 *what));
+  if (!w.entry.empty() && !w.entry.ends_with("pretrain_gpt.py"))
+    out.assumed.emplace_back("model", fmt::format("{} taken as GPT-style decoder-only training, as pretrain_gpt.py",
+                                                   w.entry));
+  // The world size: --gpus, else what the script states (torchrun's, a wrapper's).
+  MegatronImportOptions o = opts;
+  if (o.gpus <= 0) {
+    if (!w.gpus)
+      throw InputError(opts.source, "--gpus",
+                       "the script does not state the world size (no torchrun --nnodes and --nproc_per_node, no "
+                       "wrapper's NNODES): give --gpus N or --nodes N --gpus-per-node G");
+    o.gpus = *w.gpus;
+  }
+  if (!o.gpus_per_nvlink_domain) o.gpus_per_nvlink_domain = w.gpus_per_nvlink_domain;
+  for (const auto& [key, why] : w.derived) out.derived.emplace_back(key, why);
+  if (opts.gpus > 0 && w.gpus && *w.gpus != opts.gpus)
+    out.derived.emplace_back("gpus", fmt::format("{} as --gpus gives; the script launches {}", opts.gpus, *w.gpus));
+  Importer(w, o, out).run();
   // The result must load: what the loader refuses is reported against the command.
   try {
     load_scenario_json(out.scenario, opts.source);

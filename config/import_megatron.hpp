@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,13 +37,16 @@ namespace moesim::config {
 
 struct MegatronImportOptions {
   std::string system;                               // system preset
-  std::int64_t gpus = 0;                            // world size
+  std::int64_t gpus = 0;                            // world size; 0: the script's (torchrun, a wrapper)
   std::optional<std::int64_t> gpus_per_nvlink_domain;
   std::optional<std::string> model;                 // model preset
   // A release (config/releases.hpp, "26.02"): the stack switches no flag shows are its,
   // not the newest stack's. "custom" is refused: it needs every switch given.
   std::optional<std::string> release;
   std::string source = "<args>";                    // labels errors: the script's path, "<stdin>", "<args>"
+  std::map<std::string, std::string> environment;   // variables set before the script runs (--env)
+  std::optional<std::int64_t> run;                  // which of the script's runs (1-based); needed when it starts several
+  std::optional<std::string> wrapper_root;          // a wrapper's checkout (config/launch_wrapper.hpp), if not above the script
 };
 
 struct MegatronImport {
@@ -50,12 +54,15 @@ struct MegatronImport {
   std::vector<std::string> ignored;                            // flags without a performance effect
   std::vector<std::pair<std::string, std::string>> assumed;    // scenario key, why
   std::vector<std::string> notes;  // what of the script was not evaluated (config/shell_eval.hpp)
+  std::vector<std::pair<std::string, std::string>> derived;  // what the script's launcher or wrapper decided, and from what
 };
 
 // `text`: a shell command or script, evaluated as bash would without running anything
 // (config/shell_eval.hpp: variables, arrays, defaults, exports, sourced files next to
 // the script, `if` on tests); the Megatron flags are those of the first command with a
-// `*.py` word, after it, or of the first command starting with `--`. Throws
+// `*.py` word, after it, or of a command starting with `--`; a registered wrapper's call
+// (config/launch_wrapper.hpp: ModelZoo's sbatch_benchmarking.sh) is a run too, expanded
+// into the command it would submit. A script that starts several runs needs opts.run. Throws
 // InputError(source, "--flag", why); every unknown flag of the command in one error.
 MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts);
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -252,10 +253,8 @@ class Shell {
 
   void finish() {
     for (const auto& [k, v] : vars_) {
-      std::string joined;
-      for (const auto& e : v) joined += (joined.empty() ? "" : " ") + e;
-      out_.variables[k] = joined;
-      if (exported_.count(k)) out_.exported[k] = joined;
+      out_.variables[k] = joined(v);
+      if (exported_.count(k)) out_.exported[k] = joined(v);
     }
   }
 
@@ -411,7 +410,12 @@ class Shell {
     }
     bool negate = false;
     while (!w.empty() && w.front() == "!") negate = !negate, w.erase(w.begin());
+    // An unset variable's operand vanished in the splitting ([[ $N -eq 0 ]] with N unset):
+    // [[ ]] compares it as arithmetic, where empty is 0 (`[ ]` would fail the test instead).
+    static const std::set<std::string> kNumeric{"-eq", "-ne", "-lt", "-le", "-gt", "-ge"};
+    if (w.size() == 2 && kNumeric.count(w[0])) w.insert(w.begin(), "");
     const auto number = [&](const std::string& s) -> std::optional<std::int64_t> {
+      if (s.empty()) return 0;
       try {
         std::size_t used = 0;
         const auto v = std::stoll(s, &used);
@@ -539,10 +543,23 @@ class Shell {
     }
     if (c == "exit") {
       exited_ = true;
+      out_.exited = true;
       return;
     }
     if ((c == "source" || c == ".") && w.size() >= 2) return source(w[1]);
-    out_.commands.push_back({w, prefix});
+    std::map<std::string, std::string> env;
+    for (const auto& [k, on] : exported_) {
+      if (!on) continue;
+      const auto v = vars_.find(k);
+      if (v != vars_.end()) env[k] = joined(v->second);
+    }
+    for (const auto& [k, v] : prefix) env[k] = v;
+    out_.commands.push_back({w, prefix, std::move(env)});
+  }
+  static std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : " ") + e;
+    return s;
   }
 
   void source(const std::string& name) {
@@ -764,6 +781,11 @@ class Shell {
         end = j + 1;
         const std::string inner = w.substr(k + 2, j - k - 2);
         v = n == '(' ? std::vector<std::string>{substitution(inner)} : parameter(inner, whole);
+      } else if (n == '?' || n == '$' || n == '!') {
+        // Nothing runs: no exit status, no process id. Each is 0, said in the notes.
+        note(fmt::format("'${}' is taken as 0 (nothing runs)", n));
+        end = k + 2;
+        v = {"0"};
       } else if (name_start(n) || std::isdigit(static_cast<unsigned char>(n)) || n == '@' || n == '*' || n == '#') {
         std::size_t j = k + 1;
         if (name_start(n)) {
@@ -811,7 +833,7 @@ class Shell {
         std::size_t j = k + 1;
         while (j < w.size() && w[j] != '"') {
           if (w[j] == '\\' && j + 1 < w.size() && std::string_view("$`\"\\\n").find(w[j + 1]) != std::string_view::npos) {
-            cur += w[j + 1];
+            if (w[j + 1] != '\n') cur += w[j + 1];  // a backslash-newline continues the line: both go
             j += 2;
           } else if (w[j] == '$') {
             j = dollar(j, true);

@@ -120,24 +120,12 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
 }
 
 TEST_CASE("import megatron evaluates the launch script and lists every unknown flag", "[config][import][shell]") {
-  // Megatron-LM's examples/mixtral/train_mixtral_8x7b_distributed.sh (@ 0a40979e): flags in
-  // bash arrays, defaults, $((...)), an `if` on WANDB_API_KEY. Every flag is known; it is
-  // refused for substance: a toy shape no preset has and no vocabulary size.
-  const std::string mixtral = test::source_path("tests/data/megatron/lm-examples/train_mixtral_8x7b_distributed.sh");
-  const auto r = test::run_moesim({"import", "megatron", mixtral, "--system", "h100", "--gpus", "2"});
-  CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("--num-layers: no model preset has this shape") &&
-                        !Catch::Contains("unknown Megatron flag"));
-  // examples/gpt3/train_gpt3_175b_distributed.sh (@ 157006d6): refused for FP16, which is not modeled.
-  const auto gpt3 = test::run_moesim({"import", "megatron",
-                                      test::source_path("tests/data/megatron/lm-examples/train_gpt3_175b_distributed.sh"),
-                                      "--system", "h100", "--gpus", "128"});
-  CHECK(gpt3.status == 2);
-  CHECK_THAT(gpt3.err, Catch::Contains("--fp16: FP16 training (loss scaling) is not modeled"));
-  // examples/llama/train_llama3_8b_h100_fp8.sh (@ 157006d6): imports. The DTYPE `if` adds the
+  // The outcome for every example script is in import_scripts_test.cpp; here what the
+  // evaluation itself shows on one of them.
+  // examples/llama/train_llama3_8b_h100_fp8.sh (@ d98e8a64): imports. The DTYPE `if` adds the
   // FP8 flags, the MOCK branch the vocabulary, and the check for pretrain_gpt.py passes.
   config::MegatronImportOptions lopts{"h100", 8, std::nullopt, std::nullopt, std::nullopt,
-                                      test::source_path("tests/data/megatron/lm-examples/train_llama3_8b_h100_fp8.sh")};
+                                      test::source_path("tests/data/megatron/lm-examples/examples/llama/train_llama3_8b_h100_fp8.sh"), {}, std::nullopt, std::nullopt};
   const auto llama = config::import_megatron(test::read_text(lopts.source), lopts);
   CHECK(llama.scenario["model"]["num_hidden_layers"] == 32);
   CHECK(llama.scenario["model"]["vocab_size"] == 128256);
@@ -145,9 +133,9 @@ TEST_CASE("import megatron evaluates the launch script and lists every unknown f
   CHECK(llama.scenario["training"]["precision"] == "fp8-delayed");
   CHECK(llama.scenario["framework"]["fp8_param_gather"] == true);
   REQUIRE(llama.notes.size() == 1);
-  CHECK_THAT(llama.notes[0], Catch::Contains("'-f examples/classes/pretrain_gpt.py' is not evaluated: taken as true"));
+  CHECK_THAT(llama.notes[0], Catch::Contains("'-f pretrain_gpt.py' is not evaluated: taken as true"));
   // Several unknown flags: all of them in one message.
-  config::MegatronImportOptions opts{"h100", 8, std::nullopt, std::string("mixtral-8x7b"), std::nullopt, "run.sh"};
+  config::MegatronImportOptions opts{"h100", 8, std::nullopt, std::string("mixtral-8x7b"), std::nullopt, "run.sh", {}, std::nullopt, std::nullopt};
   try {
     config::import_megatron("A=(--tensor-model-parallel-size 1 --made-up-one 3)\npython pretrain_gpt.py \"${A[@]}\" "
                             "--made-up-two --made-up-one 4",
@@ -162,7 +150,7 @@ TEST_CASE("import megatron evaluates the launch script and lists every unknown f
 TEST_CASE("import megatron: the embedding and the loss counted in the pipeline split", "[config][import]") {
   // Qwen3-235B-A22B's 94 layers + E + L = 96 units over PP8 x VPP4: 3 a virtual stage, the
   // first building 2 decoder layers after the embedding, the last 2 before the loss.
-  config::MegatronImportOptions opts{"h100", 256, std::nullopt, std::string("qwen3-235b-a22b"), std::nullopt, "<args>"};
+  config::MegatronImportOptions opts{"h100", 256, std::nullopt, std::string("qwen3-235b-a22b"), std::nullopt, "<args>", {}, std::nullopt, std::nullopt};
   const std::string base =
       "pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 --expert-model-parallel-size 8 "
       "--seq-length 4096 --micro-batch-size 1 --global-batch-size 1024 --bf16 --sequence-parallel --moe-grouped-gemm "
@@ -182,4 +170,54 @@ TEST_CASE("import megatron: the embedding and the loss counted in the pipeline s
     CHECK(e.path() == "--account-for-embedding-in-pipeline-split");
     CHECK_THAT(e.message(), Catch::Contains("94 layers + the embedding do not divide into 8 virtual stages"));
   }
+}
+
+TEST_CASE("shell: what the example scripts need (issue #27): $?, continued lines in quotes, empty operands, exit",
+          "[config][shell]") {
+  // Nothing runs, so `$?` after `which srun` is 0 (said in the notes): BATCH=$((1-$?)) is 1.
+  const auto st = eval("which srun\nBATCH=$((1-$?))\nf $BATCH");
+  CHECK(st.commands.back().words == Words{"f", "1"});
+  CHECK_THAT(st.notes.back(), Catch::Contains("'$?' is taken as 0"));
+  // A backslash-newline inside double quotes joins the lines (bash removes both).
+  CHECK(last_words("O=\"--a 1 \\\n --b 2\"\nf $O") == Words{"f", "--a", "1", "--b", "2"});
+  // [[ $UNSET -eq 0 ]]: the empty operand is arithmetic 0, as bash's [[ ]] reads it.
+  CHECK(last_words("if [[ $BATCH -eq 0 ]]; then f yes; else f no; fi") == Words{"f", "yes"});
+  // Each command carries the environment it runs with: exports so far and its prefix.
+  const auto env = eval("export A=1\nB=2 f\nexport A=3\nC=4 g");
+  REQUIRE(env.commands.size() == 2);
+  CHECK(env.commands[0].environment == std::map<std::string, std::string>{{"A", "1"}, {"B", "2"}});
+  CHECK(env.commands[1].environment == std::map<std::string, std::string>{{"A", "3"}, {"C", "4"}});
+  // `exit` (a check on a variable the script expects) is reported.
+  CHECK(eval("if [[ -z $WS ]]; then exit 1; fi\nf").exited);
+  CHECK_FALSE(eval("if [[ -z $WS ]]; then exit 1; fi\nf", {{"WS", "/w"}}).exited);
+}
+
+TEST_CASE("import megatron: runs inside sh -c, modules after -m, non-Megatron commands skipped", "[config][import][shell]") {
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 8;
+  o.model = "mixtral-8x7b";
+  const std::string flags =
+      "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 8 "
+      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention "
+      "--num-query-groups 8 --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm --swiglu --seq-length 4096 "
+      "--micro-batch-size 1 --global-batch-size 256 --bf16 --untie-embeddings-and-output-weights "
+      "--moe-token-dispatcher-type alltoall";
+  // srun ... sh -c "CMD": CMD is evaluated in the command's environment.
+  const auto nested = config::import_megatron("R=\"python -u pretrain_gpt.py " + flags +
+                                                  "\"\nsrun -l --verbose sh -c \"echo ${R}; ${R}\"\n",
+                                              o);
+  CHECK(nested.scenario["parallelism"]["ep"] == 8);
+  // python -m torch.distributed.run ... -m pkg.prog: the program is pkg/prog.py.
+  try {
+    config::import_megatron("python -m torch.distributed.run --nproc-per-node 8 -m examples.mimo.pretrain_mimo " + flags, o);
+    FAIL("imported");
+  } catch (const config::InputError& e) {
+    CHECK(e.path() == "examples/mimo/pretrain_mimo.py");
+  }
+  // torchrun's --nnodes x --nproc_per_node is the world size when --gpus is not given.
+  o.gpus = 0;
+  const auto tr = config::import_megatron("torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py " + flags, o);
+  CHECK(tr.scenario["gpus"] == 16);
+  CHECK_THROWS_WITH(config::import_megatron("python pretrain_gpt.py " + flags, o), Catch::Contains("world size"));
 }

@@ -22,12 +22,12 @@ mkdir -p "$(dirname "$TENSORBOARD_LOGS_PATH")"
 GPUS_PER_NODE=8
 NUM_NODES=1
 MASTER_ADDR=${MASTER_ADDR:-localhost}
-MASTER_PORT=${MASTER_PORT:-6000}
+MASTER_PORT=${MASTER_PORT:-29500}
 NODE_RANK=${NODE_RANK:-0}
 WORLD_SIZE=$(($GPUS_PER_NODE*$NUM_NODES))
 
 # Path to the pretrain_gpt.py script, assuming this script is run from the root of the Megatron-LM repository
-PRETRAIN_SCRIPT_PATH="examples/classes/pretrain_gpt.py"
+PRETRAIN_SCRIPT_PATH="pretrain_gpt.py"
 
 # Fixed model and training parameters
 TP_SIZE=1     
@@ -69,6 +69,7 @@ MODEL_ARGS=(
     --attention-dropout 0.0
     --hidden-dropout 0.0
     --swiglu
+    --normalization RMSNorm
     --init-method-std 0.0134
     --attention-backend fused
     --apply-layernorm-1p 
@@ -178,7 +179,7 @@ EVAL_AND_LOGGING_ARGS=(
 # Ensure pretrain_gpt.py is found
 if [ ! -f "$PRETRAIN_SCRIPT_PATH" ]; then
     echo "Error: pretrain_gpt.py not found at $PRETRAIN_SCRIPT_PATH"
-    echo "Please ensure you are running this script from the root of the Megatron-LM repository, and examples/classes/pretrain_gpt.py is present."
+    echo "Please ensure you are running this script from the root of the Megatron-LM repository, and pretrain_gpt.py is present."
     exit 1
 fi
 
