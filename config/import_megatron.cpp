@@ -256,7 +256,7 @@ constexpr std::array kModeled{
     FlagSpec{"--hidden-dropout", Arity::one}, FlagSpec{"--attention-dropout", Arity::one},
     FlagSpec{"--seq-length", Arity::one}, FlagSpec{"--micro-batch-size", Arity::one},
     FlagSpec{"--global-batch-size", Arity::one}, FlagSpec{"--bf16", Arity::none},
-    FlagSpec{"--fp16", Arity::none}, FlagSpec{"--fp8-format", Arity::one},
+    FlagSpec{"--fp16", Arity::none}, FlagSpec{"--accumulate-allreduce-grads-in-fp32", Arity::none}, FlagSpec{"--fp8-format", Arity::one},
     FlagSpec{"--fp8-recipe", Arity::one}, FlagSpec{"--fp8-param-gather", Arity::none},
     FlagSpec{"--window-size", Arity::one}, FlagSpec{"--window-attn-skip-freq", Arity::one},
     FlagSpec{"--softmax-type", Arity::one},
@@ -335,7 +335,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 128> kIgnored{
+constexpr std::array<std::string_view, 132> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes", "--use-mcore-models", "--use-flash-attn", "--train-samples",
     "--train-iters", "--exit-duration-in-mins", "--exit-interval", "--no-save-optim", "--no-save-rng",
@@ -357,7 +357,7 @@ constexpr std::array<std::string_view, 128> kIgnored{
     "--reuse-grad-buf-for-mxfp8-param-ag", "--seed", "--timing-log-level", "--log-params-norm",
     "--log-num-zeros-in-grad", "--tensorboard-log-interval", "--tensorboard-queue-size", "--vocab-file",
     "--merge-file", "--ckpt-fully-parallel-load", "--async-save", "--use-dist-ckpt", "--attention-softmax-in-fp32",
-    "--accumulate-allreduce-grads-in-fp32", "--no-masked-softmax-fusion", "--no-bias-dropout-fusion",
+    "--no-masked-softmax-fusion", "--no-bias-dropout-fusion",
     "--moe-per-layer-logging", "--no-rope-fusion",
     // GPT-OSS's activation details: the linear half's +1 offset and the clamp at 7 are
     // elementwise work inside the activation kernel (no kernel or tensor of their own).
@@ -403,6 +403,9 @@ constexpr std::array<std::string_view, 128> kIgnored{
     // the RoPE variant (rope or yarn: the same rotary kernel), and cuBLAS's switch for
     // reduced-precision reductions inside BF16 GEMMs (their numerics, not their rate).
     "--step-batch-size-schedule", "--rope-type", "--disable-bf16-reduced-precision-matmul",
+    // FP16's loss scale: its start, floor, growth window and hysteresis shape its value,
+    // not the per-step unscale pass moesim prices (training.precision fp16).
+    "--loss-scale", "--initial-loss-scale", "--min-loss-scale", "--loss-scale-window", "--hysteresis",
     // Parameters created on the meta device and materialized sharded: initialization only.
     "--init-model-with-meta-device",
 };
@@ -943,7 +946,7 @@ class Importer {
     t["micro_batch_size"] = *mbs;
     const std::int64_t dp = dp_size();
     t["global_batch_size"] = f_.integer_or("--global-batch-size", *mbs * dp);
-    if (f_.has("--fp16")) f_.fail("--fp16", "FP16 training (loss scaling) is not modeled; BF16 and FP8 are");
+    if (f_.has("--fp16") && f_.has("--bf16")) f_.fail("--fp16", "with --bf16: Megatron asserts one of them");
     // Megatron's FP4 (megatron/core/fp4_utils.py, arguments.py @ d98e8a64): --fp4-format e2m1
     // with --fp4-recipe nvfp4 (its default) runs TransformerEngine's NVFP4BlockScaling in
     // every transformer layer; its Hadamard transform and stochastic rounding follow TE's
@@ -955,18 +958,20 @@ class Importer {
       f_.choice("--fp4-format", "e2m1", {"e2m1"});
       f_.choice("--fp4-recipe", "nvfp4", {"nvfp4"});
       if (f_.has("--fp8-format")) f_.fail("--fp4-format", "FP4 and FP8 recipes together are not modeled");
-      if (!f_.has("--bf16")) f_.fail("--fp4-format", "FP4 needs --bf16 (the non-FP4 parts); FP16 is not modeled");
+      if (!f_.has("--bf16"))
+        f_.fail("--fp4-format", "FP4 is modeled with --bf16 for the non-FP4 parts (with FP16 parameters it is not)");
       t["precision"] = "nvfp4";
     } else if (f_.has("--fp8-format")) {
       f_.choice("--fp8-format", "e4m3", {"e4m3", "hybrid"});
       const std::string recipe = f_.choice("--fp8-recipe", "delayed", {"tensorwise", "delayed", "mxfp8", "blockwise"});
-      if (!f_.has("--bf16")) f_.fail("--fp8-format", "FP8 needs --bf16 (the non-FP8 parts); FP16 is not modeled");
+      if (!f_.has("--bf16"))
+        f_.fail("--fp8-format", "FP8 is modeled with --bf16 for the non-FP8 parts (with FP16 parameters it is not)");
       t["precision"] = recipe == "mxfp8"       ? "mxfp8"
                        : recipe == "blockwise" ? "fp8-blockwise"
                        : recipe == "delayed"   ? "fp8-delayed"
                                                : "fp8-tensorwise";
-    } else if (f_.has("--bf16")) {
-      t["precision"] = "bf16";
+    } else if (f_.has("--bf16") || f_.has("--fp16")) {
+      t["precision"] = f_.has("--fp16") ? "fp16" : "bf16";
     } else {
       f_.fail("--bf16", "absent: FP32 training is not modeled (give --bf16, or --fp8-format with --bf16)");
     }
@@ -1154,7 +1159,13 @@ class Importer {
     // grad_dtype = float if grad_reduce_in_fp32 else param.dtype); --grad-reduce-in-bf16
     // turns the FP32 accumulation off (arguments.py @ d98e8a64, under --bf16), whatever
     // --main-grads-dtype says of the precision-aware optimizer's copy.
-    const bool bf16_reduce = f_.has("--grad-reduce-in-bf16") || main_grads == "bf16";
+    // Under --fp16 the buffer is FP16 (2 bytes, moesim's "bf16" width) unless
+    // --accumulate-allreduce-grads-in-fp32; under --bf16 that accumulation is the default.
+    const bool bf16_reduce = f_.has("--grad-reduce-in-bf16") || main_grads == "bf16" ||
+                             (f_.has("--fp16") && !f_.has("--accumulate-allreduce-grads-in-fp32"));
+    if (f_.has("--fp16"))
+      assume("framework.main_grads_dtype", bf16_reduce ? "FP16 gradient buffer and reduction: 2 bytes, written as bf16"
+                                                       : "FP32 gradient buffer (--accumulate-allreduce-grads-in-fp32)");
     fw["main_grads_dtype"] = bf16_reduce ? "bf16" : "fp32";
     fw["grad_reduce_dtype"] = bf16_reduce ? "bf16" : "fp32";
     const std::string opt = f_.choice("--optimizer", "adam", {"adam", "sgd", "muon", "dist_muon"});

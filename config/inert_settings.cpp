@@ -70,8 +70,9 @@ Why not_mxfp8(const Scenario& sc) {
                      workload::precision_names().name(sc.training.precision));
 }
 Why not_fp8(const Scenario& sc) {
-  if (sc.training.precision != workload::Precision::bf16) return std::nullopt;
-  return std::string("changes FP8 quantize kernels; training.precision is bf16 (nothing is quantized)");
+  if (workload::quantized(sc.training.precision)) return std::nullopt;
+  return fmt::format("changes FP8 quantize kernels; training.precision is {} (nothing is quantized)",
+                     workload::precision_names().name(sc.training.precision));
 }
 // Megatron's --overlap-moe-expert-parallel-comm pairs 1F1B's and interleaved 1F1B's
 // steady-state items (schedules/pipeline_order.cpp); ZB-H1 does not, DualPipe pairs its own.

@@ -350,7 +350,7 @@ class ScenarioReader {
 
   void framework(const std::optional<Node>& n) {
     auto& f = sc_.framework;
-    const bool fp8 = sc_.training.precision != workload::Precision::bf16;
+    const bool fp8 = workload::quantized(sc_.training.precision);
     f.fp8_param_gather = fp8;
     // DeepEP and HybridEP dispatch across the expert-parallel group: Megatron-Core's flex
     // dispatcher asserts an EP x expert-TP group larger than one (token_dispatcher.py,

@@ -90,7 +90,7 @@ RuntimeMemory runtime_outside_allocator(const config::Scenario& sc) {
   if (sc.framework.tp_comm_overlap && p.tp > 1 && p.sequence_parallel) {
     const double tensor = static_cast<double>(sc.training.seq_length * sc.training.micro_batch_size) /
                           static_cast<double>(p.cp) * static_cast<double>(sc.model.hidden_size);
-    const bool fp8 = sc.training.precision != workload::Precision::bf16;
+    const bool fp8 = workload::quantized(sc.training.precision);
     m.userbuffers = tensor * (fp8 ? 8 * 1 + 4 * 2 : 12 * 2);
   }
   return m;

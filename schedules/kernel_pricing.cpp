@@ -384,6 +384,11 @@ double KernelPricing::clip_seconds(const StageParams& sp) const {
   w.bytes = 2 * shard_params(sp, in_.parallelism, in_.framework) * workload::main_grad_bytes(in_.framework);
   return compute_.seconds(w);
 }
+double KernelPricing::unscale_seconds(const StageParams& sp) const {
+  hw_models::ComputeWork w;
+  w.bytes = 2 * shard_params(sp, in_.parallelism, in_.framework) * 4.0;  // FP32 main gradients, read and written
+  return compute_.seconds(w);
+}
 double KernelPricing::world_reduce_seconds() const {
   return hw_models::small_all_reduce_seconds(static_cast<double>(in_.gpus),
                                              static_cast<double>(in_.gpus_per_nvlink_domain));

@@ -42,6 +42,11 @@
 //                  its Newton-Schulz GEMMs (workload::muon_ns_flops) at the BF16 GEMM rate
 //   pipeline       one activation (mbs x seq / cp x hidden x 2 bytes, / tp with SP) by
 //                  send-recv between neighbouring stages
+//   unscale (fp16) FP16's dynamic loss scaling (Megatron optimizer.py, MixedPrecision-
+//                  Optimizer._unscale_main_grads_and_check_for_nan): one pass that reads
+//                  and writes the shard's FP32 main gradients (divided by the loss scale,
+//                  checked for inf/NaN), the found-inf flag all-reduced (MAX) over every
+//                  GPU, and the host waits for it (found_inf.item()) before the step
 //   grad norm      Megatron-Core's clip_grad_by_total_norm_fp32 (--clip-grad 1.0, the
 //                  default): multi_tensor_l2norm reads the shard's main gradients, the
 //                  squared norms are all-reduced over every GPU (the distributed
@@ -253,6 +258,7 @@ class KernelPricing {
   // clipping's scale of it, and their latency-bound all-reduces.
   double grad_norm_seconds(const StageParams& sp) const;
   double clip_seconds(const StageParams& sp) const;
+  double unscale_seconds(const StageParams& sp) const;  // FP16's loss-scale pass (header)
   // A latency-bound all-reduce over every GPU (the norm), over DP x CP (the logged loss),
   // over TP x DP x CP (FP8 delayed scaling's amaxes).
   double world_reduce_seconds() const;

@@ -198,8 +198,21 @@ class RankProgram final : public sim_core::HostProgram {
     // The gradient norm over the reduced shard, its all-reduce over every GPU, clipping;
     // the last stage's loss all-reduce for logging (header of kernel_pricing.hpp). All on
     // the compute stream: the optimizer needs the norm.
+    EventId grads_ready = last_dp_;
+    if (workload::loss_scaled(sim_.in().training.precision)) {
+      // FP16: unscale and check the main gradients, all-reduce the found-inf flag, and the
+      // host reads it before going on (header of kernel_pricing.hpp).
+      Kernel u = kernel(sim_.label("optimizer.unscale"), kCompute, price_.unscale_seconds(all));
+      u.waits[0] = last_dp_;
+      launch(kComputeStream, u, launch_cost());
+      Kernel inf = kernel(sim_.label("optimizer.found_inf_all_reduce"), kDpComm, price_.world_reduce_seconds(), -1);
+      inf.record = sim_.event(kDpComm);
+      launch(kComputeStream, inf, op_cost());
+      wait(inf.record);
+      grads_ready = kNoEvent;
+    }
     Kernel norm = kernel(sim_.label("optimizer.grad_norm"), kCompute, price_.grad_norm_seconds(all));
-    norm.waits[0] = last_dp_;
+    norm.waits[0] = grads_ready;
     launch(kComputeStream, norm, launch_cost());
     launch(kComputeStream, kernel(sim_.label("optimizer.grad_norm_all_reduce"), kDpComm, price_.world_reduce_seconds(), -1),
            op_cost());

@@ -55,7 +55,10 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
         for (const auto& it : stage_of(rank, c).items) ns += item_muon_flops(in.model, p, it);
       loss = loss || shape.place(rank, c).layout_stage == shape.layout_stages() - 1;
     }
-    return price.grad_norm_seconds(all) + price.world_reduce_seconds() + price.clip_seconds(all) +
+    const double unscale = workload::loss_scaled(in.training.precision)
+                               ? price.unscale_seconds(all) + price.world_reduce_seconds()
+                               : 0.0;
+    return unscale + price.grad_norm_seconds(all) + price.world_reduce_seconds() + price.clip_seconds(all) +
            (loss ? price.loss_reduce_seconds() : 0.0) + price.optimizer_seconds(all, ns);
   };
   const bool edges = in.schedule == ScheduleKind::one_f_one_b || in.schedule == ScheduleKind::interleaved_1f1b;

@@ -21,7 +21,7 @@ constexpr std::string_view kGradQuant = ".grad_quant";
 class LayerBuilder {
  public:
   LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
-      : out_(out), stack_(in.stack), fp8_(in.training.precision != Precision::bf16),
+      : out_(out), stack_(in.stack), fp8_(workload::quantized(in.training.precision)),
         mx_(in.training.precision == Precision::mxfp8), fp4_(in.training.precision == Precision::nvfp4),
         nvfp4_(in.training.nvfp4), dtype_(gemm_dtype(in.training.precision)),
         current_scaling_(in.training.precision == Precision::fp8_tensorwise), cp_(in.parallelism.cp),

@@ -5,8 +5,11 @@
 namespace moesim::workload {
 
 const sim_core::NameTable<Precision>& precision_names() {
-  static constexpr std::array<sim_core::NameEntry<Precision>, 6> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<Precision>, 7> kEntries{{
       {Precision::bf16, "bf16", "BF16 everywhere"},
+      {Precision::fp16, "fp16",
+       "FP16 everywhere with dynamic loss scaling: the gradients unscaled and checked for inf/NaN each step "
+       "(Megatron --fp16)"},
       {Precision::fp8_tensorwise, "fp8-tensorwise", "FP8 with per-tensor current scaling (Megatron --fp8-recipe tensorwise)"},
       {Precision::fp8_delayed, "fp8-delayed",
        "FP8 with per-tensor delayed scaling: scales from the amax history, amaxes all-reduced over TP x DP x CP "
@@ -23,7 +26,8 @@ const sim_core::NameTable<Precision>& precision_names() {
 
 hw_models::Dtype gemm_dtype(Precision p) {
   switch (p) {
-    case Precision::bf16: return hw_models::Dtype::bf16;
+    case Precision::bf16:
+    case Precision::fp16: return hw_models::Dtype::bf16;
     case Precision::fp8_tensorwise:
     case Precision::fp8_delayed:
     case Precision::fp8_blockwise: return hw_models::Dtype::fp8;
@@ -32,6 +36,8 @@ hw_models::Dtype gemm_dtype(Precision p) {
   }
   return hw_models::Dtype::bf16;
 }
+
+bool quantized(Precision p) { return p != Precision::bf16 && p != Precision::fp16; }
 
 const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names() {
   static constexpr std::array<sim_core::NameEntry<CudaGraphScope>, 6> kEntries{{

@@ -16,10 +16,19 @@
 
 namespace moesim::workload {
 
-enum class Precision { bf16, fp8_tensorwise, fp8_delayed, fp8_blockwise, mxfp8, nvfp4 };
+enum class Precision { bf16, fp8_tensorwise, fp8_delayed, fp8_blockwise, mxfp8, nvfp4, fp16 };
 const sim_core::NameTable<Precision>& precision_names();
-// The Tensor Core input type the linear layers' GEMMs use under a recipe.
+// The Tensor Core input type the linear layers' GEMMs use under a recipe. FP16 runs at the
+// BF16 rate: every GPU moesim models lists equal dense FP16 and BF16 Tensor Core peaks
+// (NVIDIA's H100 and H800 datasheets: 989 TFLOPS each, SXM; B200 / GB200 / GB300: equal
+// FP16 and BF16 figures in the Blackwell datasheets).
 hw_models::Dtype gemm_dtype(Precision p);
+// Whether GEMM inputs are quantized below 16 bits (the FP8 and FP4 recipes): BF16 and FP16
+// are not, and have no quantize kernels, scales or amaxes.
+bool quantized(Precision p);
+// FP16's dynamic loss scaling (Megatron --fp16, optimizer.py MixedPrecisionOptimizer): each
+// step unscales the main gradients and checks them for inf/NaN before the norm.
+inline bool loss_scaled(Precision p) { return p == Precision::fp16; }
 
 // NVFP4's recipe (TransformerEngine NVFP4BlockScaling, transformer_engine/common/recipe/
 // __init__.py @ d0067d0d; docs/features/low_precision_training/nvfp4/nvfp4.rst): E2M1 values

@@ -181,7 +181,7 @@ TEST_CASE("Unknown presets and enum values", "[config][errors]") {
   expect_error(j, "framework.dispatcher", "unknown dispatcher 'deep-ep'; known: alltoall, allgather, deepep, hybridep");
   j = test::default_scenario_json();
   j["training"]["precision"] = "fp4";
-  expect_error(j, "training.precision", "unknown precision 'fp4'; known: bf16, fp8-tensorwise, fp8-delayed, fp8-blockwise, mxfp8");
+  expect_error(j, "training.precision", "unknown precision 'fp4'; known: bf16, fp16, fp8-tensorwise, fp8-delayed, fp8-blockwise, mxfp8");
   // TE's userbuffers gather FP8 and MXFP8 tensors, not NVFP4 (module/base.py).
   j = test::default_scenario_json();
   j["training"]["precision"] = "nvfp4";

@@ -104,6 +104,31 @@ TEST_CASE("FP8 delayed scaling reduces the amaxes after every chunk's forward an
   CHECK(amax_delayed == 0);
 }
 
+TEST_CASE("FP16 unscales and checks the gradients each step, at the BF16 GEMM rate", "[schedules][edges][closed-form]") {
+  const auto fp16 = traced("fp16"), bf16 = traced("bf16");
+  const auto h = kernels(fp16), b = kernels(bf16);
+  for (const auto& [rank, s] : h) {
+    CHECK(s.count.at("optimizer.unscale") == 1);
+    CHECK(b.at(rank).count.count("optimizer.unscale") == 0);
+    // The pass reads and writes the FP32 main-gradient shard, as clipping does (FP32
+    // buffer here: both 8 bytes a parameter).
+    CHECK(s.first.at("optimizer.unscale") == Approx(s.first.at("optimizer.clip_grad")).epsilon(1e-9));
+    // The found-inf flag's all-reduce spans all 64 GPUs, as the norm's.
+    CHECK(s.first.at("optimizer.found_inf_all_reduce") ==
+          Approx(hw_models::small_all_reduce_seconds(64, 8)).epsilon(1e-6));
+    // The layers are BF16's: same kernels, same durations.
+    CHECK(s.first.at("optimizer.grad_norm") == Approx(b.at(rank).first.at("optimizer.grad_norm")));
+  }
+  // The step is BF16's plus the unscale pass and the all-reduce, and the launches after
+  // the host's wait on the flag: the norm, its all-reduce, clipping and the optimizer step
+  // no longer queue ahead of the GPU (a few launch costs of ~10-20 us each).
+  const double extra = h.at(0).first.at("optimizer.unscale") + h.at(0).first.at("optimizer.found_inf_all_reduce");
+  const double added = fp16.step.step_time_s - bf16.step.step_time_s;
+  CHECK(added > extra);
+  CHECK(added < extra + 100e-6);
+  CHECK(fp16.peak_memory_gib == Approx(bf16.peak_memory_gib));
+}
+
 TEST_CASE("GPT models: learned positions, no rotary kernels, two FFN matrices", "[config][models]") {
   const auto m = config::load_model_preset("gpt3-175b");
   CHECK(m.model_type == "gpt");
