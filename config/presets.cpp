@@ -18,7 +18,8 @@ struct KindInfo {
   std::string_view dir, name;
 };
 constexpr KindInfo kKinds[] = {
-    {"systems", "system"}, {"models", "model"}, {"profiles", "calibration profile"}, {"schema", "schema"}};
+    {"systems", "system"}, {"models", "model"}, {"profiles", "calibration profile"}, {"schema", "schema"},
+    {"recipes", "recipe table"}};
 std::string_view kind_dir(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].dir; }
 std::string_view kind_name(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].name; }
 
@@ -32,6 +33,7 @@ const detail::PresetFile* find_preset(PresetKind kind, std::string_view name) {
 
 std::string preset_label(const detail::PresetFile& p) {
   if (p.kind == "schema") return fmt::format("schema/{}.json (built-in)", p.name);
+  if (p.kind == "recipes") return fmt::format("config/recipes/{}.json (built-in)", p.name);
   const std::string_view folder = p.kind == "profiles" ? "calibration" : "scenarios";
   return fmt::format("{}/{}/{}.json (built-in preset)", folder, p.kind, p.name);
 }

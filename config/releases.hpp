@@ -51,6 +51,7 @@ struct SoftwareRelease {
   ReleaseVersion version;
   std::string_view components;  // what the container shipped, as far as the evidence goes
   std::string_view source;
+  std::string_view bridge = {};  // the Megatron-Bridge tag the container ships ("v0.4.0"), if any
 };
 
 // Every release moesim resolves, oldest first.
