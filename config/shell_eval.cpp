@@ -119,8 +119,10 @@ class Lexer {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& why) const {
-    const auto line = 1 + std::count(t_.begin(), t_.begin() + static_cast<std::ptrdiff_t>(std::min(i_, t_.size())), '\n');
+  // The error at the text's offset `at` (default: where the lexer is), by line.
+  [[noreturn]] void fail(const std::string& why, std::optional<std::size_t> at = std::nullopt) const {
+    const std::size_t end = std::min(at.value_or(i_), t_.size());
+    const auto line = 1 + std::count(t_.begin(), t_.begin() + static_cast<std::ptrdiff_t>(end), '\n');
     throw InputError(file_, "", fmt::format("line {}: {}", line, why));
   }
   void op(std::string s) { out_.push_back({true, std::move(s)}); }
@@ -224,8 +226,7 @@ class Lexer {
         return j + 1;
       }
     }
-    const auto line = 1 + std::count(t_.begin(), t_.begin() + static_cast<std::ptrdiff_t>(at), '\n');
-    throw InputError(file_, "", fmt::format("line {}: unterminated '{}'", line, open == '(' ? "$(" : "${"));
+    fail(fmt::format("unterminated '{}'", open == '(' ? "$(" : "${"), at);
   }
 
   std::string_view t_;

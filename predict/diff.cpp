@@ -26,17 +26,15 @@ Difference difference(const Prediction& a, const Prediction& b) {
   c.push_back({"pipeline_bubble", "stage_imbalance", x.stage_imbalance, y.stage_imbalance});
   c.push_back({"other", "", x.other, y.other});
   c.push_back({"straggler_wait", "", x.straggler_wait, y.straggler_wait});
-  // GPU-microseconds per token of one second of a side's step: 1e6 G / N.
-  const auto per_token = [](const Prediction& p) {
-    return p.tokens_per_step > 0 ? 1e6 * static_cast<double>(p.gpus) / p.tokens_per_step : 0.0;
-  };
-  const double ua = per_token(a), ub = per_token(b);
-  d.tokens_per_gpu_a = ua > 0 ? 1e6 / ua : 0;
-  d.tokens_per_gpu_b = ub > 0 ? 1e6 / ub : 0;
+  d.tokens_per_gpu_a = tokens_per_gpu_per_step(a);
+  d.tokens_per_gpu_b = tokens_per_gpu_per_step(b);
   d.per_token = std::abs(d.tokens_per_gpu_a - d.tokens_per_gpu_b) >
                 1e-9 * std::max(d.tokens_per_gpu_a, d.tokens_per_gpu_b);
-  d.gpu_us_per_token_a = d.step_time_a_s * ua;
-  d.gpu_us_per_token_b = d.step_time_b_s * ub;
+  d.gpu_us_per_token_a = gpu_us_per_token(a);
+  d.gpu_us_per_token_b = gpu_us_per_token(b);
+  // GPU-microseconds per token of one second of a side's step: 1e6 G / N.
+  const double ua = d.tokens_per_gpu_a > 0 ? 1e6 / d.tokens_per_gpu_a : 0.0;
+  const double ub = d.tokens_per_gpu_b > 0 ? 1e6 / d.tokens_per_gpu_b : 0.0;
   double sum = 0, sum_us = 0;
   for (auto& t : c) {
     t.a_us = t.a_s * ua;

@@ -153,6 +153,13 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
   return p;
 }
 
+double gpu_us_per_token(const Prediction& p) {
+  return p.tokens_per_step > 0 ? 1e6 * p.step.step_time_s * static_cast<double>(p.gpus) / p.tokens_per_step : 0.0;
+}
+double tokens_per_gpu_per_step(const Prediction& p) {
+  return p.gpus > 0 ? p.tokens_per_step / static_cast<double>(p.gpus) : 0.0;
+}
+
 double predicted_metric(const config::Measured& m, const Prediction& p) {
   switch (m.metric) {
     case config::MeasuredMetric::tflops_per_gpu:

@@ -112,4 +112,10 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate memory, double ep_
 // The measured metric's predicted value.
 double predicted_metric(const config::Measured& m, const Prediction& p);
 
+// What one token costs and what a GPU processes a step: u = 1e6 T G / N GPU-microseconds
+// per token (T the step, G the GPUs, N the step's tokens) and N / G tokens; 0 without tokens.
+// `diff` splits u by contribution (predict/diff.hpp); the reports print both.
+double gpu_us_per_token(const Prediction& p);
+double tokens_per_gpu_per_step(const Prediction& p);
+
 }  // namespace moesim::predict

@@ -18,8 +18,8 @@ std::vector<std::pair<std::string, double>> figures(const predict::Prediction& p
   std::vector<std::pair<std::string, double>> f{{"step_time_s", p.step.step_time_s},
                                                  {"tflops_per_gpu", p.tflops_per_gpu},
                                                  {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
-                                                 {"tokens_per_gpu_per_step", p.tokens_per_step / static_cast<double>(p.gpus)},
-                                                 {"gpu_us_per_token", 1e6 / p.tokens_per_s_per_gpu},
+                                                 {"tokens_per_gpu_per_step", predict::tokens_per_gpu_per_step(p)},
+                                                 {"gpu_us_per_token", predict::gpu_us_per_token(p)},
                                                  {"mfu", p.mfu},
                                                  {"peak_memory_gib", p.peak_memory_gib}};
   for (const auto& [name, gib] : p.peak_memory_parts.named()) f.emplace_back(fmt::format("memory.{}_gib", name), gib);

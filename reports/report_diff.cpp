@@ -32,8 +32,8 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
                                            b.prediction.tflops_per_gpu)},
                 {"tokens/s/GPU", fmt::format("{:.1f} -> {:.1f}", a.prediction.tokens_per_s_per_gpu,
                                              b.prediction.tokens_per_s_per_gpu)},
-                {"GPU-time per token", fmt::format("{:.2f} -> {:.2f} us", 1e6 / a.prediction.tokens_per_s_per_gpu,
-                                                   1e6 / b.prediction.tokens_per_s_per_gpu)},
+                {"GPU-time per token", fmt::format("{:.2f} -> {:.2f} us", predict::gpu_us_per_token(a.prediction),
+                                                   predict::gpu_us_per_token(b.prediction))},
                 {"peak memory", fmt::format("{:.1f} -> {:.1f} GiB", a.prediction.peak_memory_gib,
                                             b.prediction.peak_memory_gib)},
                 {"settings that differ", std::to_string(d["settings_changed"].size())}};
@@ -62,8 +62,8 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
   const char* unit = tok ? "us" : "s";
   const std::string k_a = tok ? "a_us_per_token" : "a_s", k_b = tok ? "b_us_per_token" : "b_s",
                     k_delta = tok ? "delta_us_per_token" : "delta_s";
-  const double side_a = tok ? 1e6 / a.prediction.tokens_per_s_per_gpu : ta,
-               side_b = tok ? 1e6 / b.prediction.tokens_per_s_per_gpu : tb;
+  const double side_a = tok ? predict::gpu_us_per_token(a.prediction) : ta,
+               side_b = tok ? predict::gpu_us_per_token(b.prediction) : tb;
   if (tok)
     page.facts.emplace_back("basis", "A and B process different tokens per GPU per step, so the difference is "
                                      "split per token (each term x GPUs / tokens), not by step time");

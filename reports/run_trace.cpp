@@ -106,6 +106,11 @@ class TraceWriter {
     return (static_cast<std::uint64_t>(s.context) * (kModuleSlots + 1) + kind(s).module) << 1;
   }
 
+  // A slice opened by its first span, under `key`.
+  Slice open_slice(std::uint64_t key, const TraceSpan& s) const {
+    return Slice{key, &s, kind(s).layer ? &s : nullptr, s.end_s, s.end_s - s.start_s, 1, is_ep(s)};
+  }
+
   static void extend(Slice& l, const TraceSpan& s, bool layer, bool ep) {
     l.end_s = std::max(l.end_s, s.end_s);
     l.busy_s += s.end_s - s.start_s;
@@ -123,7 +128,7 @@ class TraceWriter {
     }
     if (pass) {
       if (l.parent.first) extend(l.parent, s, kind(s).layer, is_ep(s));
-      else l.parent = Slice{s.context, &s, kind(s).layer ? &s : nullptr, s.end_s, s.end_s - s.start_s, 1, is_ep(s)};
+      else l.parent = open_slice(s.context, s);
       // The host's time in the pass by module (its parent's args at the module level).
       if (s.track < 0) l.host_by_module[kind(s).layer ? kind(s).module : kModuleSlots - 1] += s.end_s - s.start_s;
       if (level_ == TraceLevel::layer || (level_ == TraceLevel::module && s.track < 0)) return;
@@ -131,7 +136,7 @@ class TraceWriter {
     const std::uint64_t k = child_key(s, l.child);
     if (l.child.first && k == l.child.key) return extend(l.child, s, kind(s).layer, is_ep(s));
     flush_child(l);
-    l.child = Slice{k, &s, kind(s).layer ? &s : nullptr, s.end_s, s.end_s - s.start_s, 1, is_ep(s)};
+    l.child = open_slice(k, s);
   }
 
   // A GPU stream's parent is a layer pass; the host's a work item (a chunk's pass of one
