@@ -94,8 +94,17 @@ Json read_json_file(const std::string& path) {
 void Node::fail(const std::string& message) const { throw InputError(*file_, path_, message); }
 
 std::int64_t Node::as_int(std::int64_t min, std::int64_t max) const {
-  if (!j_->is_number_integer()) fail("expected an integer, got " + type_name(*j_));
   std::int64_t v = 0;
+  if (j_->is_number_float()) {
+    // 256.0, as some tools write integers: accepted when integral and in range.
+    const double d = j_->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d))
+      fail(fmt::format("expected an integer, got {}", j_->dump()));
+    if (d < static_cast<double>(min) || d > static_cast<double>(max))
+      fail(fmt::format("{} is outside the valid range [{}, {}]", j_->dump(), min, max));
+    return static_cast<std::int64_t>(d);
+  }
+  if (!j_->is_number_integer()) fail("expected an integer, got " + type_name(*j_));
   if (j_->is_number_unsigned()) {
     const auto u = j_->get<std::uint64_t>();
     if (u > static_cast<std::uint64_t>(max))

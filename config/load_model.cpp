@@ -142,6 +142,12 @@ workload::ModelConfig read_model(const Node& node) {
       if (auto e = o.get("experts_per_token"); e && e->as_int(1, m.num_experts) != m.topk)
         e->fail(fmt::format("differs from num_experts_per_tok ({})", m.topk));
       if (type.mixtral_ffn) {
+        // Not a key of this model type (the strict reader would call it unknown): said why.
+        if (const auto x = o.node().json().find("moe_intermediate_size"); x != o.node().json().end())
+          o.node().child_at(*x, "moe_intermediate_size")
+              .fail(fmt::format("a {} config sizes its experts with intermediate_size (moe_intermediate_size is "
+                                "DeepSeek's and Qwen's key)",
+                                type.name));
         if (!inter) o.req("intermediate_size");
         m.moe_ffn_hidden_size = inter->as_int(1, kBig);
       } else {
@@ -166,8 +172,18 @@ workload::ModelConfig read_model(const Node& node) {
                                            m.num_experts, m.router_groups));
     } else {
       m.ffn_hidden_size = o.req("intermediate_size").as_int(1, kBig);
-      o.ignore({"num_experts_per_tok", "moe_intermediate_size", "n_shared_experts",
-                "shared_expert_intermediate_size", "scoring_func", "n_group", "topk_group"});
+      // Expert keys of a model without experts: a config may carry them empty (null, 0);
+      // a value would change nothing, so it is refused rather than ignored.
+      o.ignore({"num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "shared_expert_intermediate_size",
+                "scoring_func", "n_group", "topk_group"});
+      for (const char* k : {"num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "n_shared_experts",
+                            "shared_expert_intermediate_size", "scoring_func", "n_group", "topk_group"}) {
+        const auto x = o.node().json().find(k);
+        if (x == o.node().json().end()) continue;
+        if (!x->is_null() && !(x->is_number() && *x == 0))
+          o.node().child_at(*x, k).fail("the model has no routed experts (num_experts 0 or absent): this key changes "
+                                        "nothing; set the experts' count or leave it out");
+      }
       if (type.gpt_oss) node.fail("a gpt_oss model has experts (num_local_experts)");
     }
     m.attention_bias = o.bool_or("attention_bias", false);

@@ -82,6 +82,9 @@ std::string one_of(const Node& n, std::initializer_list<std::string_view> valid,
 hw_models::SystemSpec read_system(const Node& node) {
   hw_models::SystemSpec s;
   read_object(node, [&](Object& o) {
+    // Consumed by the preset resolution before this reads (config/presets.hpp); named so
+    // that the list of valid keys shows it (`base` is a patch's alone).
+    o.ignore({"profiles"});
     std::map<std::string, std::string> sources;
     if (auto src = o.get("sources")) {
       read_object(*src, [&](Object& so) {

@@ -200,7 +200,9 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
     // the inline values, so that what the scenario writes wins over what a profile fitted.
     if (kind == PresetKind::system) {
       if (auto pr = patch->find("profiles"); pr != patch->end()) {
-        merged["profiles"] = *pr;
+        // RFC 7386: null removes the base's profiles (the system uncalibrated).
+        if (pr->is_null()) merged.erase("profiles");
+        else merged["profiles"] = *pr;
         patch->erase(pr);
       }
       r.profiles = apply_profiles(merged, opts, at.file(), at.path());

@@ -60,7 +60,28 @@ TEST_CASE("Wrong types and missing required fields", "[config][errors]") {
   expect_error(j, "parallelism.sequence_parallel", "expected true or false");
   j = test::default_scenario_json();
   j["training"]["micro_batch_size"] = 1.5;
-  expect_error(j, "training.micro_batch_size", "expected an integer, got a number");
+  expect_error(j, "training.micro_batch_size", "expected an integer, got 1.5");
+  // An integral number written with a fraction (256.0, as some tools write) is the integer.
+  j = test::default_scenario_json();
+  j["gpus"] = 256.0;
+  CHECK(config::load_scenario_text(j.dump(), "test.json").gpus == 256);
+  j["gpus"] = 0.0;
+  expect_error(j, "gpus", "outside the valid range");
+  // Keys that belong to other models, or to experts a model does not have, say so.
+  j = test::default_scenario_json();
+  j["model"] = {{"base", "mixtral-8x7b"}, {"moe_intermediate_size", 1024}};
+  expect_error(j, "model.moe_intermediate_size", "a mixtral config sizes its experts with intermediate_size");
+  j["model"] = {{"base", "llama3-70b"}, {"num_experts_per_tok", 2}};
+  expect_error(j, "model.num_experts_per_tok", "the model has no routed experts");
+  j["model"] = {{"base", "llama3-70b"}, {"num_experts_per_tok", nullptr}};  // empty, as HF configs carry it
+  expect_error(j, "parallelism.ep", "has no experts");  // the model loaded; the default scenario's EP did not
+  // A system patch: null removes the base's calibration profiles (RFC 7386), and the key
+  // list of an unknown key names profiles.
+  j = test::default_scenario_json();
+  j["system"] = {{"base", "gb200-nvl72"}, {"profiles", nullptr}};
+  CHECK_NOTHROW(config::load_scenario_text(j.dump(), "test.json"));
+  j["system"] = {{"base", "gb200-nvl72"}, {"bogus", 1}};
+  expect_error(j, "system.bogus", "network, node, nvlink, profiles, sources");
   j = test::default_scenario_json();
   j["framework"]["cuda_graph_scope"] = "attn";
   expect_error(j, "framework.cuda_graph_scope", "expected a list");
