@@ -28,6 +28,7 @@ struct Words {
   std::vector<std::pair<std::string, std::string>> derived;  // what a wrapper decided
   std::string label;                     // the command as the script writes it, shortened
   std::string entry;                     // the Python program (pretrain_gpt.py); empty when none is named
+  std::optional<InputError> failure;     // why a wrapper could not build this run (raised if it is picked)
 };
 
 // Megatron-LM's training programs other than GPT's (pretrain_gpt.py): what they train is
@@ -124,7 +125,14 @@ void collect_runs(const std::vector<ShellCommand>& commands, const ShellOptions&
       call.root = opts.wrapper_root;
       Words w;
       w.label = command_label(c);
-      WrappedCommand wc = expand_launch_wrapper(*wrapper, call);
+      WrappedCommand wc;
+      try {
+        wc = expand_launch_wrapper(*wrapper, call);
+      } catch (const InputError& e) {  // another run of the script may still be the one asked for
+        w.failure = e;
+        runs.push_back(std::move(w));
+        continue;
+      }
       w.words = std::move(wc.flags);
       w.env = std::move(wc.environment);
       w.numa_bound = launcher_binds_numa(wc.launcher, wc.launcher.size());
@@ -209,9 +217,14 @@ Words pick_run(std::vector<Words> runs, const MegatronImportOptions& opts, bool 
     if (*opts.run < 1 || *opts.run > static_cast<std::int64_t>(runs.size()))
       throw InputError(opts.source, "--run",
                        fmt::format("run {} of a script that starts {}", *opts.run, runs.size()));
-    return std::move(runs[static_cast<std::size_t>(*opts.run - 1)]);
+    auto& picked = runs[static_cast<std::size_t>(*opts.run - 1)];
+    if (picked.failure) throw *picked.failure;
+    return std::move(picked);
   }
-  if (runs.size() == 1) return std::move(runs.front());
+  if (runs.size() == 1) {
+    if (runs.front().failure) throw *runs.front().failure;
+    return std::move(runs.front());
+  }
   std::string list;
   for (std::size_t i = 0; i < runs.size(); ++i) list += fmt::format("\n  {}: {}", i + 1, runs[i].label);
   throw InputError(opts.source, "--run",

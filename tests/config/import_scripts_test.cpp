@@ -251,3 +251,19 @@ TEST_CASE("import megatron: a script with several runs names them", "[config][im
 }
 
 }  // namespace moesim
+
+namespace moesim {
+TEST_CASE("import megatron: a run the wrapper cannot build fails only when it is picked", "[config][import][scripts]") {
+  config::MegatronImportOptions o;
+  o.system = "h100";
+  o.source = "/nonexistent/two_runs.sh";
+  o.wrapper_root = test::source_path("tests/data/megatron/modelzoo");
+  const std::string script =
+      "MODEL=Nope bash ./sbatch_benchmarking.sh\n"
+      "MODEL=Qwen3-30B-A3B NNODES=1 bash ./sbatch_benchmarking.sh --moe-router-force-load-balancing\n";
+  o.run = 2;
+  CHECK(config::import_megatron(script, o).scenario["gpus"] == 8);
+  o.run = 1;
+  CHECK_THROWS_WITH(config::import_megatron(script, o), Catch::Contains("MODEL=Nope is not in runtime.conf"));
+}
+}  // namespace moesim
