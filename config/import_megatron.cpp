@@ -29,6 +29,7 @@ struct Words {
   std::string label;                     // the command as the script writes it, shortened
   std::string entry;                     // the Python program (pretrain_gpt.py); empty when none is named
   std::optional<InputError> failure;     // why a wrapper could not build this run (raised if it is picked)
+  std::vector<std::string> notes;        // what of its wrapper was not followed
 };
 
 // Megatron-LM's training programs other than GPT's (pretrain_gpt.py): what they train is
@@ -139,7 +140,7 @@ void collect_runs(const std::vector<ShellCommand>& commands, const ShellOptions&
       w.gpus = wc.gpus;
       w.gpus_per_nvlink_domain = wc.gpus_per_nvlink_domain;
       w.derived = std::move(wc.derived);
-      for (auto& n : wc.notes) notes.push_back(std::move(n));
+      w.notes = std::move(wc.notes);
       runs.push_back(std::move(w));
       continue;
     }
@@ -1325,6 +1326,7 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
   bool exited = false;
   auto runs = script_runs(text, opts, out.notes, exited);
   const Words w = pick_run(std::move(runs), opts, exited);
+  out.notes.insert(out.notes.end(), w.notes.begin(), w.notes.end());
   if (w.words.empty() && !other_entry(w.entry))
     throw InputError(opts.source, w.entry, "no Megatron flags (--name value ...) follow the program");
   if (const auto what = other_entry(w.entry))

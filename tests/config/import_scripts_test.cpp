@@ -243,6 +243,13 @@ TEST_CASE("import megatron: a script with several runs names them", "[config][im
                                     "--system", "b200", "--run", "3"});
   CHECK(ok.status == 0);
   CHECK_THAT(ok.err, Catch::Contains("from the launcher") && Catch::Contains("gpus: 8: NNODES=1 x 8 tasks per node"));
+  // The notes are the picked run's: its wrapper's, once (not one per run of the script).
+  const auto count = [](const std::string& s, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count(ok.err, ".conf not read") == 1);
   const auto bad = test::run_moesim({"import", "megatron",
                                      test::source_path("tests/data/megatron/modelzoo/best_practice/qwen3/run_30b.sh"),
                                      "--system", "b200", "--run", "4"});
