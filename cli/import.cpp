@@ -74,9 +74,7 @@ class Import final : public Command {
       text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
       opt.source = "<stdin>";
     } else if (!script_.empty()) {
-      std::ifstream in(script_, std::ios::binary);
-      if (!in) throw config::InputError(script_, "", "cannot read the script");
-      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      text = config::read_text_file(script_);
       opt.source = script_;
     } else {
       throw config::InputError("<command line>", "script", "give a script, - for standard input, or --args STR");

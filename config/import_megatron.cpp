@@ -102,9 +102,9 @@ bool megatron_flag(std::string_view word);  // modeled or ignored (the flag tabl
 bool is_megatron_run(const std::vector<std::string>& words, std::size_t start, const std::string& entry) {
   if (entry.ends_with("pretrain_gpt.py") || other_entry(entry)) return true;
   for (std::size_t i = start; i < words.size(); ++i) {
-    if (megatron_flag(words[i].substr(0, words[i].find('=')))) return true;
-    // A Megatron-Bridge recipe override (train.micro_batch_size=2): refused by the flags' reader.
     const auto eq = words[i].find('=');
+    if (megatron_flag(words[i].substr(0, eq))) return true;
+    // A Megatron-Bridge recipe override (train.micro_batch_size=2): refused by the flags' reader.
     if (!words[i].starts_with("-") && eq != std::string::npos && words[i].find('.') < eq) return true;
   }
   return false;

@@ -82,14 +82,16 @@ Json parse_json(std::string_view text, const std::string& file) {
   }
 }
 
-Json read_json_file(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open the file");
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw InputError(path, "", "cannot read the file");
-  return parse_json(ss.str(), path);
+  return ss.str();
 }
+
+Json read_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
 
 void Node::fail(const std::string& message) const { throw InputError(*file_, path_, message); }
 

@@ -42,6 +42,8 @@ class InputError : public std::runtime_error {
 Json parse_json(std::string_view text, const std::string& file);
 // Reads and parses a file; a missing or unreadable file is an InputError too.
 Json read_json_file(const std::string& path);
+// A file's bytes; InputError(path, "", ...) when it cannot be opened or read.
+std::string read_text_file(const std::string& path);
 
 // A JSON value at a path within a file.
 class Node {

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -19,10 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+std::string read_text(const fs::path& p) { return read_text_file(p.string()); }
 
 // FNV-1a over the file's bytes: tells the followed version of a wrapper from another.
 std::uint64_t fnv1a(std::string_view s) {

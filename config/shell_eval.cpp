@@ -254,8 +254,8 @@ class Shell {
 
   void finish() {
     for (const auto& [k, v] : vars_) {
-      out_.variables[k] = joined(v);
-      if (exported_.count(k)) out_.exported[k] = joined(v);
+      out_.variables[k] = join(v);
+      if (exported_.count(k)) out_.exported[k] = join(v);
     }
   }
 
@@ -552,15 +552,10 @@ class Shell {
     for (const auto& [k, on] : exported_) {
       if (!on) continue;
       const auto v = vars_.find(k);
-      if (v != vars_.end()) env[k] = joined(v->second);
+      if (v != vars_.end()) env[k] = join(v->second);
     }
     for (const auto& [k, v] : prefix) env[k] = v;
     out_.commands.push_back({w, prefix, std::move(env)});
-  }
-  static std::string joined(const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& e : v) s += (s.empty() ? "" : " ") + e;
-    return s;
   }
 
   void source(const std::string& name) {
