@@ -23,12 +23,14 @@ namespace {
 class Import final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("kind", kind_, "what to import: megatron (a Megatron-LM / Megatron-Bridge pretraining command)")
+    app.add_option("kind", kind_, "what to import: megatron (a Megatron-LM pretraining command or launch script, or Megatron-Bridge's "
+                              "performance launcher scripts/performance/setup_experiment.py)")
         ->required()
         ->check(CLI::IsMember({"megatron"}));
     app.add_option("script", script_, "a launch script or command file; - reads standard input");
     app.add_option("--args", args_, "the command line itself, instead of a script");
-    app.add_option("--system", system_, "system preset the command runs on")->required();
+    app.add_option("--system", system_, "system preset the command runs on (a Megatron-Bridge command's -g names "
+                                        "it: h100, b200, gb200-nvl72, gb300-nvl72)");
     app.add_option("--gpus", gpus_, "GPUs in the job (world size); default: the script's (torchrun --nnodes x --nproc_per_node, a wrapper's NNODES)")->check(CLI::Range(1, 1 << 22));
     app.add_option("--nodes", nodes_, "nodes in the job (with --gpus-per-node)")->check(CLI::Range(1, 1 << 20));
     app.add_option("--gpus-per-node", per_node_, "GPUs per node (with --nodes)")->check(CLI::Range(1, 1024));
@@ -89,10 +91,11 @@ class Import final : public Command {
       if (!f || !(f << doc)) throw config::InputError(out_, "", "cannot write the scenario");
       io.err << "moesim: wrote " << out_ << "\n";
     }
-    io.err << fmt::format("ignored ({} flags without an effect on performance): {}\n", imp.ignored.size(),
-                          fmt::join(imp.ignored, " "));
+    if (!imp.ignored.empty())
+      io.err << fmt::format("ignored ({} flags without an effect on performance): {}\n", imp.ignored.size(),
+                            fmt::join(imp.ignored, " "));
     if (!imp.derived.empty()) {
-      io.err << "from the launcher (what the script's wrapper or torchrun decides):\n";
+      io.err << "from the launcher (what the script's wrapper, torchrun or Megatron-Bridge's recipe decides, and where):\n";
       for (const auto& [key, why] : imp.derived) io.err << fmt::format("  {}: {}\n", key, why);
     }
     io.err << "assumed (settings no flag states):\n";

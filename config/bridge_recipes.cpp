@@ -51,6 +51,8 @@ std::vector<std::string> candidate_names(const BridgeRecipeQuery& q, const Json&
 
 }  // namespace
 
+const Json& bridge_tag_table(const std::string& tag) { return tag_entry(tag); }
+
 std::vector<std::string> bridge_recipe_tags() {
   std::vector<std::string> out;
   for (const auto& e : table().at("tags")) out.push_back(e.at("tag").get<std::string>());

@@ -48,6 +48,11 @@ struct BridgeWorkload {
 // that tag).
 BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q);
 
+// A tag's entry of the table: commit, date, its launcher's flags ("arguments": options,
+// dest, type, default, choices, nargs, action, as argument_parser.py declares them), its
+// workload configs. InputError for a tag the table lacks.
+const Json& bridge_tag_table(const std::string& tag);
+
 // The release tags in the table, oldest first.
 std::vector<std::string> bridge_recipe_tags();
 

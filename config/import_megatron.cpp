@@ -1,4 +1,6 @@
 #include "config/import_megatron.hpp"
+#include "config/import_bridge.hpp"
+#include "config/pipeline_split.hpp"
 #include "config/launch_wrapper.hpp"
 #include "config/shell_eval.hpp"
 #include "config/releases.hpp"
@@ -100,7 +102,7 @@ bool megatron_flag(std::string_view word);  // modeled or ignored (the flag tabl
 // named above), or a Megatron flag or a Megatron-Bridge override among its words;
 // `python tools/plot.py --log x` is not.
 bool is_megatron_run(const std::vector<std::string>& words, std::size_t start, const std::string& entry) {
-  if (entry.ends_with("pretrain_gpt.py") || other_entry(entry)) return true;
+  if (entry.ends_with("pretrain_gpt.py") || other_entry(entry) || is_bridge_launcher(entry)) return true;
   for (std::size_t i = start; i < words.size(); ++i) {
     const auto eq = words[i].find('=');
     if (megatron_flag(words[i].substr(0, eq))) return true;
@@ -1081,20 +1083,9 @@ class Importer {
     const char* flag = e ? "--account-for-embedding-in-pipeline-split" : "--account-for-loss-in-pipeline-split";
     if (f_.integer_or("--mtp-num-layers", 0) > 0)
       f_.fail(flag, "with MTP layers: write their placement as --pipeline-model-parallel-layout");
-    const std::int64_t stages = pp * vpp, units = layers_ + (e ? 1 : 0) + (l ? 1 : 0);
-    if (units % stages != 0)
-      f_.fail(flag, fmt::format("{} layers{}{} do not divide into {} virtual stages (pp {} x vpp {}), as Megatron "
-                                "requires",
-                                layers_, e ? " + the embedding" : "", l ? " + the loss" : "", stages, pp, vpp));
-    const std::int64_t per = units / stages;
-    std::string layout;
-    for (std::int64_t s = 0; s < stages; ++s) {
-      std::int64_t decoder = per - (e && s == 0 ? 1 : 0) - (l && s == stages - 1 ? 1 : 0);
-      if (s > 0) layout += '|';
-      if (s == 0) layout += 'E';
-      layout += std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, decoder)), 't');
-      if (s == stages - 1) layout += 'L';
-    }
+    const auto split = accounted_layout(layers_, pp, vpp, e, l);
+    if (!split.layout) f_.fail(flag, split.error);
+    const std::string layout = *split.layout;
     p["pp_layout"] = layout;
     assume("parallelism.pp_layout", fmt::format("'{}': {}{}", layout, e ? "the embedding" : "",
                                                 e && l ? " and the loss counted as layers"
@@ -1319,6 +1310,15 @@ class Importer {
   Flags f_;
 };
 
+// The result must load: what the loader refuses is reported against the command.
+void check_loads(const MegatronImport& out, const MegatronImportOptions& opts) {
+  try {
+    load_scenario_json(out.scenario, opts.source);
+  } catch (const InputError& e) {
+    throw InputError(opts.source, e.path(), e.message() + " (in the imported scenario)");
+  }
+}
+
 }  // namespace
 
 MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts) {
@@ -1327,6 +1327,15 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
   auto runs = script_runs(text, opts, out.notes, exited);
   const Words w = pick_run(std::move(runs), opts, exited);
   out.notes.insert(out.notes.end(), w.notes.begin(), w.notes.end());
+  if (is_bridge_launcher(w.entry)) {  // Megatron-Bridge's performance launcher (config/import_bridge.hpp)
+    MegatronImport bridge = import_bridge(w.words, opts);
+    bridge.notes.insert(bridge.notes.begin(), out.notes.begin(), out.notes.end());
+    out = std::move(bridge);
+    check_loads(out, opts);
+    return out;
+  }
+  if (opts.system.empty())
+    throw InputError("<command line>", "--system", "the system preset the command runs on is needed (--system S)");
   if (w.words.empty() && !other_entry(w.entry))
     throw InputError(opts.source, w.entry, "no Megatron flags (--name value ...) follow the program");
   if (const auto what = other_entry(w.entry))
@@ -1351,12 +1360,7 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
   if (opts.gpus > 0 && w.gpus && *w.gpus != opts.gpus)
     out.derived.emplace_back("gpus", fmt::format("{} as --gpus gives; the script launches {}", opts.gpus, *w.gpus));
   Importer(w, o, out).run();
-  // The result must load: what the loader refuses is reported against the command.
-  try {
-    load_scenario_json(out.scenario, opts.source);
-  } catch (const InputError& e) {
-    throw InputError(opts.source, e.path(), e.message() + " (in the imported scenario)");
-  }
+  check_loads(out, opts);
   return out;
 }
 

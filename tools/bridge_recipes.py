@@ -9,8 +9,9 @@ get_workload_base_config: the versioned name, then V1 when V2 is missing, then t
 without a variant). This tool reads those files at every release tag of a Megatron-Bridge
 checkout without importing anything: each top-level assignment is evaluated from its
 syntax tree (`WorkloadBaseConfig(...)`, `replace(BASE, ...)`, an alias of another config),
-field values as Python literals, the dataclass defaults from utils/utils.py and the default
-variant from argument_parser.py. Tags whose recipes moved elsewhere (the flat recipes of
+field values as Python literals, the dataclass defaults from utils/utils.py, and from
+argument_parser.py the default variant and every flag the launcher accepts (options, dest,
+type, default, choices). Tags whose recipes moved elsewhere (the flat recipes of
 src/megatron/bridge/perf_recipes, from v0.6.0) are listed as not read.
 
 Usage: tools/bridge_recipes.py --repo PATH/TO/Megatron-Bridge [--out config/recipes/megatron-bridge.json]
@@ -65,6 +66,37 @@ def default_variant(source: str) -> str | None:
     return None
 
 
+def read_arguments(source: str) -> list[dict]:
+    """argument_parser.py's flags: every add_argument call with its options, in order.
+
+    `type` is the callable's source text (int, float, str, bool_arg, list_of_strings, a
+    lambda); `default` and `choices` are literals where they are, else their source text
+    under `default_source`."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+            continue
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if not flags or not flags[0].startswith("-"):
+            continue
+        arg = {"flags": flags, "line": node.lineno}
+        for kw in node.keywords:
+            if kw.arg in ("help", "metavar") or kw.arg is None:
+                continue
+            if kw.arg == "type" or (kw.arg == "action" and not isinstance(kw.value, ast.Constant)):
+                arg[kw.arg] = ast.unparse(kw.value)
+                continue
+            try:
+                arg[kw.arg] = literal(kw.value)
+            except (ValueError, SyntaxError):
+                arg[kw.arg + "_source"] = ast.unparse(kw.value)
+        if "dest" not in arg:
+            longs = [f for f in flags if f.startswith("--")]
+            arg["dest"] = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
+        out.append(arg)
+    return sorted(out, key=lambda a: a["line"])
+
+
 def read_configs(source: str, defaults: dict, skipped: list[str], where: str) -> dict:
     """Every top-level WorkloadBaseConfig of a module, resolved to its full set of fields."""
     env: dict[str, dict] = {}
@@ -99,7 +131,9 @@ def read_tag(repo: str, tag: str) -> dict:
         entry["not_read"] = "no scripts/performance/configs/*/*workload_base_configs.py at this tag (flat recipes)"
         return entry
     defaults = dataclass_defaults(git(repo, "show", f"{tag}:scripts/performance/utils/utils.py"))
-    entry["default_variant"] = default_variant(git(repo, "show", f"{tag}:scripts/performance/argument_parser.py"))
+    parser_source = git(repo, "show", f"{tag}:scripts/performance/argument_parser.py")
+    entry["default_variant"] = default_variant(parser_source)
+    entry["arguments"] = read_arguments(parser_source)
     entry["defaults"] = defaults
     skipped: list[str] = []
     configs: dict[str, dict] = {}
@@ -131,7 +165,12 @@ def render(table: dict) -> str:
         items = list(tag.items())
         for j, (k, v) in enumerate(items):
             comma = "," if j + 1 < len(items) else ""
-            if k == "configs":
+            if k == "arguments":
+                lines.append(f"   {json.dumps(k)}: [")
+                for a_i, arg in enumerate(v):
+                    lines.append(f"    {compact(arg)}" + ("," if a_i + 1 < len(v) else ""))
+                lines.append("   ]" + comma)
+            elif k == "configs":
                 lines.append(f"   {json.dumps(k)}: {{")
                 names = list(v)
                 for n_i, name in enumerate(names):

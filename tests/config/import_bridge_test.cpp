@@ -1,0 +1,257 @@
+// moesim import megatron on Megatron-Bridge's performance launcher (config/import_bridge.hpp,
+// issue #27 item 1): the command NVIDIA ran resolves, at the release's Megatron-Bridge tag,
+// to the scenario the corpus wrote by hand from the recipe's code (each corpus file cites the
+// lines). Equal means equal as moesim reads them: `describe --json` of both, the layout
+// compared as built (stages), not as written.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "config/bridge_recipes.hpp"
+#include "config/import_bridge.hpp"
+#include "config/import_megatron.hpp"
+#include "config/load.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+
+namespace {
+
+config::MegatronImport bridge(const std::string& args, const std::string& release, const std::string& system = "") {
+  config::MegatronImportOptions o;
+  o.system = system;
+  if (!release.empty()) o.release = release;
+  return config::import_megatron("python scripts/performance/setup_experiment.py " + args, o);
+}
+
+// "PATH: why" of the import's refusal, or "imported".
+std::string err(const std::string& args, const std::string& release = "26.04") {
+  try {
+    bridge(args, release);
+  } catch (const config::InputError& e) {
+    return e.path() + ": " + e.message();
+  }
+  return "imported";
+}
+
+nlohmann::json described_json(const nlohmann::json& scenario) {
+  test::TempFile f(scenario.dump());
+  const auto r = test::run_moesim({"describe", "--json", f.path()});
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"name", "file", "description", "measured"}) j.erase(k);
+  j["parallelism"].erase("pp_layout");  // as written; `stages` holds the layout as built
+  return j;
+}
+
+std::string derived(const config::MegatronImport& m, const std::string& key) {
+  for (const auto& [k, why] : m.derived)
+    if (k == key) return why;
+  return "";
+}
+
+struct Oracle {
+  const char* scenario;  // under scenarios/
+  const char* release;
+  const char* args;      // the launcher's arguments, as NVIDIA's run would give them
+};
+
+// Every corpus scenario written from Megatron-Bridge's performance recipes at a tag moesim's
+// table reads (v0.2.0-v0.5.1). The four 25.11 DeepSeek-V3 GB200/GB300 rows are not here:
+// their published layouts come from an unreleased branch (see the next test case).
+const std::vector<Oracle> kOracles{
+    {"releases/r2511-dsv3-b200-mxfp8.json", "25.11", "-m deepseek -s v3 -g b200 -c fp8_mx -ng 256"},
+    {"releases/r2511-qwen3-30b-b200-mxfp8.json", "25.11", "-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8"},
+    {"releases/r2511-qwen3-30b-gb200-mxfp8.json", "25.11", "-m qwen3 -s 30b_a3b -g gb200 -c fp8_mx -ng 8"},
+    {"releases/r2511-qwen3-30b-gb300-mxfp8.json", "25.11", "-m qwen3 -s 30b_a3b -g gb300 -c fp8_mx -ng 8 -mb 4"},
+    {"releases/r2511-qwen3-30b-h100-fp8cs.json", "25.11", "-m qwen3 -s 30b_a3b -g h100 -c fp8_cs -ng 16"},
+    {"releases/r2602-qwen3-30b-b200-mxfp8.json", "26.02", "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8"},
+    {"releases/r260201-qwen3-30b-b200-mxfp8.json", "26.02.01",
+     "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -cv v1"},
+    {"measured/a1-dsv3-gb300-hybridep.json", "26.02", "-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 256"},
+    {"measured/a2-dsv3-gb300-full-graph.json", "26.06", "-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 256"},
+    {"measured/a3-dsv3-gb200-full-graph.json", "26.06", "-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256"},
+    {"measured/a4-dsv3-gb200-hybridep.json", "26.02", "-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256"},
+    {"measured/a5-dsv3-b200-pp16.json", "26.02", "-m deepseek -mr deepseek_v3 -g b200 -c fp8_mx -ng 256"},
+    {"measured/a6-dsv3-b200-deepep.json", "26.04.01", "-m deepseek -mr deepseek_v3 -g b200 -c fp8_mx -ng 256"},
+    {"measured/a7-qwen3-235b-gb300.json", "26.04", "-m qwen -mr qwen3_235b_a22b -g gb300 -c fp8_mx -ng 256"},
+    {"measured/a8-qwen3-235b-gb200.json", "26.02", "-m qwen -mr qwen3_235b_a22b -g gb200 -c fp8_mx -ng 256"},
+    {"measured/a9-qwen3-235b-b200-alltoall.json", "26.02", "-m qwen -mr qwen3_235b_a22b -g b200 -c fp8_mx -ng 256"},
+    {"measured/a10-qwen3-235b-h100.json", "26.04", "-m qwen -mr qwen3_235b_a22b -g h100 -c fp8_cs -ng 256"},
+    {"measured/a11-qwen3-30b-h100-deepep.json", "26.02", "-m qwen -mr qwen3_30b_a3b -g h100 -c fp8_cs -ng 16"},
+    {"measured/a12-qwen3-30b-h100-hybridep.json", "26.04", "-m qwen -mr qwen3_30b_a3b -g h100 -c fp8_cs -ng 16"},
+    {"measured/a13-qwen3-30b-gb300.json", "26.04", "-m qwen -mr qwen3_30b_a3b -g gb300 -c fp8_mx -ng 8"},
+    {"measured/a14-qwen3-30b-h100-overlap-off.json", "26.06", "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16"},
+    {"measured/a14-qwen3-30b-h100-overlap-on.json", "26.06",
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 comm_overlap.overlap_moe_expert_parallel_comm=true"},
+    {"overlap/bridge-qwen3-30b-h100-alltoall-nograph-overlap-off.json", "26.04",
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None --cuda_graph_impl none"},
+    {"overlap/bridge-qwen3-30b-h100-alltoall-nograph-overlap-on.json", "26.04",
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None --cuda_graph_impl none "
+     "comm_overlap.overlap_moe_expert_parallel_comm=true"},
+    {"bridge-dense/bridge-llama405b-gb200-fp8cs-2606.json", "26.06", "-m llama -mr llama31_405b -g gb200 -c fp8_cs -ng 256"},
+    {"bridge-dense/bridge-llama405b-gb200-mxfp8-2606.json", "26.06", "-m llama -mr llama31_405b -g gb200 -c fp8_mx -ng 256"},
+    {"bridge-dense/bridge-llama405b-gb300-fp8cs-2606.json", "26.06", "-m llama -mr llama31_405b -g gb300 -c fp8_cs -ng 256"},
+    {"bridge-dense/bridge-llama405b-gb300-mxfp8-2606.json", "26.06", "-m llama -mr llama31_405b -g gb300 -c fp8_mx -ng 256"},
+    {"nvfp4/bridge-llama405b-gb200-nvfp4-2602.json", "26.02", "-m llama -mr llama31_405b -g gb200 -c nvfp4 -ng 256"},
+    {"nvfp4/bridge-llama405b-gb200-nvfp4-2606.json", "26.06", "-m llama -mr llama31_405b -g gb200 -c nvfp4 -ng 256"},
+    {"nvfp4/bridge-llama405b-gb300-nvfp4-2602.json", "26.02", "-m llama -mr llama31_405b -g gb300 -c nvfp4 -ng 256"},
+    {"nvfp4/bridge-llama405b-gb300-nvfp4-2606.json", "26.06", "-m llama -mr llama31_405b -g gb300 -c nvfp4 -ng 256"},
+    {"gpt-oss/bridge-gpt-oss-120b-gb300-bf16-2604.json", "26.04", "-m gpt_oss -mr gpt_oss_120b -g gb300 -c bf16 -ng 64"},
+    {"gpt-oss/bridge-gpt-oss-120b-h100-bf16-2604.json", "26.04", "-m gpt_oss -mr gpt_oss_120b -g h100 -c bf16 -ng 64"},
+};
+
+}  // namespace
+
+TEST_CASE("A Megatron-Bridge performance command imports as the corpus wrote its recipe", "[config][import][bridge]") {
+  for (const auto& o : kOracles) {
+    INFO(o.scenario << ": " << o.args << " at " << o.release);
+    const auto m = bridge(o.args, o.release);
+    const auto oracle = config::Json::parse(test::read_text(test::source_path(std::string("scenarios/") + o.scenario)));
+    CHECK(m.scenario.at("system") == oracle.at("system"));
+    CHECK(m.scenario.at("gpus") == oracle.at("gpus"));
+    const auto got = described_json(m.scenario), want = described_json(oracle);
+    if (got != want) {
+      // The first setting that differs names the failure.
+      for (const auto& [section, v] : want.items()) {
+        INFO("section " << section);
+        CHECK(got.at(section) == v);
+      }
+    }
+    CHECK(got == want);
+  }
+}
+
+TEST_CASE("A Bridge import says where each setting came from", "[config][import][bridge]") {
+  const auto m = bridge("-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256", "26.02");
+  CHECK(derived(m, "recipe").find("DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 at Megatron-Bridge v0.3.0") == 0);
+  CHECK(derived(m, "system").find("gb200-nvl72") == 0);
+  CHECK(derived(m, "training.seq_length").find("deepseek_llm_pretrain.py") != std::string::npos);
+  CHECK(derived(m, "framework.dispatcher_sms").find("_set_common_perf_overrides") != std::string::npos);
+  CHECK(m.scenario.at("stack").at("release") == "26.02");
+}
+
+TEST_CASE("The launcher's order: Hydra overrides last at v0.2.x, first from v0.3.0", "[config][import][bridge]") {
+  // v0.2.x run_script.py applies Hydra key=value after the flags; v0.3.0 on, the flags win.
+  const char* args = "-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8 -gb 1024 train.global_batch_size=256";
+  CHECK(bridge(args, "25.11").scenario.at("training").at("global_batch_size") == 256);
+  CHECK(bridge("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -gb 1024 train.global_batch_size=256", "26.02")
+            .scenario.at("training")
+            .at("global_batch_size") == 1024);
+}
+
+TEST_CASE("The launcher scales the batch with -ng, and the flags move the layout as it does",
+          "[config][import][bridge]") {
+  // QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1 at v0.3.0: 8 GPUs, GBS 512; 32 GPUs without -gb: 2048.
+  auto m = bridge("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 32", "26.02");
+  CHECK(m.scenario.at("training").at("global_batch_size") == 2048);
+  CHECK(derived(m, "training.global_batch_size").find("512 x 32 / 8") != std::string::npos);
+  // -tp turns sequence parallelism on with it; the workload config's expert TP 1 stands.
+  m = bridge("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 16 -tp 2", "26.04");
+  CHECK(m.scenario.at("parallelism").at("sequence_parallel") == true);
+  CHECK(m.scenario.at("parallelism").at("etp") == 1);
+  // Llama 3.1 405B's configs leave expert TP None: Megatron-Core makes it TP (dense: no experts).
+  m = bridge("-m llama -mr llama31_405b -g gb200 -c fp8_cs -ng 256", "26.06");
+  CHECK(m.scenario.at("parallelism").at("tp") == 4);
+  // DeepSeek-V3 at v0.4.0: -pp/-vp run the recipe's layout function again (PP8 VP2 from its map).
+  m = bridge("-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256 -pp 8 -vp 2 -ep 32", "26.04");
+  CHECK(m.scenario.at("parallelism").at("pp_layout") == "Et*4|(t*4|)*14tmL");
+  // Qwen3-235B counts the embedding and the loss in the split at whatever PP and VP: 96 units / 8.
+  m = bridge("-m qwen -mr qwen3_235b_a22b -g gb200 -c fp8_mx -ng 256 -pp 8 -vp 1", "26.04");
+  CHECK(m.scenario.at("parallelism").at("pp_layout") ==
+        "Ettttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttL");
+}
+
+TEST_CASE("The dispatcher flag: None is NCCL's all-to-all, HybridEP chosen late keeps Megatron-Core's SMs",
+          "[config][import][bridge]") {
+  auto m = bridge("-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None", "26.04");
+  CHECK(m.scenario.at("framework").at("dispatcher") == "alltoall");
+  // QWEN3_30B_A3B H100 BF16 at v0.4.0 has DeepEP; --moe_flex_dispatcher_backend hybridep comes after the
+  // common overrides' 32 SMs, so Megatron-Core's 16 stand (transformer_config.py at d7288711).
+  m = bridge("-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend hybridep", "26.04");
+  CHECK(m.scenario.at("framework").at("dispatcher") == "hybridep");
+  CHECK(m.scenario.at("framework").at("dispatcher_sms") == 16);
+  // DeepEP does not run on GB200: apply_flex_dispatcher_backend skips it, and the import says so.
+  m = bridge("-m qwen -mr qwen3_30b_a3b -g gb200 -c fp8_mx -ng 8 --moe_flex_dispatcher_backend deepep", "26.04");
+  CHECK(m.scenario.at("framework").at("dispatcher") == "hybridep");
+  CHECK(derived(m, "framework.dispatcher").find("deepep not applied on gb200") != std::string::npos);
+}
+
+TEST_CASE("A Bridge command's release comes from --release or its container", "[config][import][bridge]") {
+  auto m = bridge("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -i nvcr.io/nvidia/nemo:26.02", "");
+  CHECK(m.scenario.at("stack").at("release") == "26.02");
+  CHECK(derived(m, "recipe").find("v0.3.0") != std::string::npos);
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "").find("--release") == 0);
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8 -i nvcr.io/nvidia/nemo:26.04", "26.02")
+            .find("the command's container is 26.04") != std::string::npos);
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "25.09").find("no Megatron-Bridge performance launcher") !=
+        std::string::npos);
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "26.08").find("not read") != std::string::npos);
+}
+
+TEST_CASE("import refuses a Bridge command it cannot model, naming what", "[config][import][bridge]") {
+  const std::string q = "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 ";
+  // Every unknown flag at once, named with the tag's parser.
+  const auto unknown = err(q + "--frobnicate 3 --tensor_parallel 2");
+  CHECK(unknown.find("--frobnicate 3, --tensor_parallel 2") != std::string::npos);
+  CHECK(unknown.find("argument_parser.py @ 0fbfe7d3e9") != std::string::npos);
+  CHECK(err(q + "-tp two").find("'two' is not an integer") != std::string::npos);
+  CHECK(err(q + "--moe_flex_dispatcher_backend nccl").find("not one of") != std::string::npos);
+  // Hydra paths moesim does not map.
+  CHECK(err(q + "model.frobnicate=1 model.foo=2").find("model.frobnicate, model.foo") != std::string::npos);
+  CHECK(err(q + "train.micro_batch_size=two").find("expected a whole number") != std::string::npos);
+  // -sl changes the mock dataset only: Bridge's own check would stop the run.
+  CHECK(err(q + "-sl 8192").find("model.seq_length=8192") != std::string::npos);
+  CHECK(bridge(q + "model.seq_length=8192", "26.04").scenario.at("training").at("seq_length") == 8192);
+  // A recipe whose family's settings are not tabulated resolves, and is refused by name.
+  const auto kimi = err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256");
+  CHECK(kimi.find("KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX") != std::string::npos);
+  CHECK(kimi.find("not tabulated") != std::string::npos);
+  CHECK(err(q + "--task sft").find("fine-tuning") != std::string::npos);
+  CHECK(err(q + "--activation_offload_layers 4").find("offloading") != std::string::npos);
+  CHECK(err(q + "-rl 2").find("partial full recompute") != std::string::npos);
+  CHECK(err(q + "--num_layers 8").find("model's shape") != std::string::npos);
+  // v0.2.0 keeps the recipe's layout when -pp/-vp change it (no re-layout before v0.3.0): the
+  // 25.11 row's PP8 VP4 cannot load with the PP4 VP4 layout, as Megatron would stop.
+  const auto stale =
+      err("-m deepseek -s v3 -g gb200 -c fp8_mx -ng 256 -pp 8 -vp 4 -ep 32 -gb 4096 model.mtp_num_layers=0", "25.11");
+  CHECK(stale.find("pp_layout") != std::string::npos);
+  CHECK(stale.find("deepseek_v3.py:233-250") != std::string::npos);
+  CHECK(stale.find("kept when the sizes changed") != std::string::npos);
+}
+
+TEST_CASE("A Bridge command's job flags are listed, not refused", "[config][import][bridge]") {
+  const auto m = bridge(
+      "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -a acct -p batch -t 01:00:00 --wandb_key k -en "
+      "--max_steps 20 logger.log_interval=5 --enable_vboost true",
+      "26.04");
+  std::string ignored;
+  for (const auto& i : m.ignored) ignored += i + "\n";
+  CHECK(ignored.find("-a (Slurm account)") != std::string::npos);
+  CHECK(ignored.find("-en (profiling") != std::string::npos);
+  CHECK(ignored.find("logger.log_interval=5 (logging)") != std::string::npos);
+  bool vboost = false;
+  for (const auto& [k, why] : m.assumed) vboost = vboost || (k == "--enable_vboost" && why.find("clock") != std::string::npos);
+  CHECK(vboost);
+}
+
+TEST_CASE("A launch script around the Bridge launcher is evaluated as bash would", "[config][import][bridge]") {
+  const std::string script =
+      "#!/bin/bash\nMODEL=${MODEL:-qwen3_30b_a3b}\nGPUS=16\n"
+      "python3 scripts/performance/setup_experiment.py -m qwen -mr $MODEL -g h100 -c bf16 -ng $GPUS \\\n"
+      "  -i nvcr.io/nvidia/nemo:26.04 --moe_a2a_overlap true\n";
+  config::MegatronImportOptions o;
+  o.source = "run.sh";
+  const auto m = config::import_megatron(script, o);
+  CHECK(m.scenario.at("gpus") == 16);
+  CHECK(m.scenario.at("framework").at("moe_a2a_overlap") == true);
+  CHECK(m.scenario.at("framework").at("delay_wgrad_compute") == true);
+}
+
+TEST_CASE("Every flag of every tag's launcher is modeled, listed or refused", "[config][import][bridge]") {
+  for (const auto& tag : config::bridge_recipe_tags()) {
+    INFO(tag);
+    CHECK(config::unclassified_bridge_flags(tag).empty());
+  }
+}
