@@ -55,7 +55,8 @@ const std::map<std::string_view, DestRule>& dest_rules() {
       {"model_family_name", {Effect::modeled, ""}}, {"model_recipe_name", {Effect::modeled, ""}},
       {"model_name", {Effect::modeled, ""}}, {"model_size", {Effect::modeled, ""}},
       {"gpu", {Effect::modeled, ""}}, {"compute_dtype", {Effect::modeled, ""}}, {"task", {Effect::modeled, ""}},
-      {"num_gpus", {Effect::modeled, ""}}, {"gpus_per_node", {Effect::modeled, ""}},
+      {"num_gpus", {Effect::modeled, ""}},
+      {"gpus_per_node", {Effect::ignored, "the job's GPUs per node for Slurm: the system preset's node stands"}},
       {"config_variant", {Effect::modeled, ""}}, {"container_image", {Effect::modeled, ""}},
       {"domain", {Effect::modeled, ""}},
       {"tensor_model_parallel_size", {Effect::modeled, ""}}, {"pipeline_model_parallel_size", {Effect::modeled, ""}},
@@ -70,9 +71,11 @@ const std::map<std::string_view, DestRule>& dest_rules() {
       {"recompute_modules", {Effect::modeled, ""}}, {"moe_flex_dispatcher_backend", {Effect::modeled, ""}},
       {"use_tokendrop", {Effect::modeled, ""}}, {"hidden_size", {Effect::modeled, ""}},
       {"num_layers", {Effect::modeled, ""}}, {"first_k_dense_replace", {Effect::modeled, ""}},
-      {"pipeline_model_parallel_layout", {Effect::modeled, ""}}, {"optimizer_type", {Effect::modeled, ""}},
-      {"tokenizer_type", {Effect::modeled, ""}}, {"vocab_size", {Effect::modeled, ""}},
-      {"data", {Effect::modeled, ""}},
+      {"pipeline_model_parallel_layout", {Effect::modeled, ""}}, {"optimizer_type", {Effect::ignored, "read by the Kimi family only; the families tabulated train with Adam"}},
+      {"tokenizer_type", {Effect::modeled, ""}},
+      {"vocab_size", {Effect::ignored, "NullTokenizer's vocabulary (refused with it); the model preset's vocabulary "
+                                       "stands"}},
+      {"data", {Effect::ignored, "the dataset: priced alike (mock or real tokens of the same length)"}},
       // the job, not the training
       {"account", {Effect::ignored, "Slurm account"}}, {"partition", {Effect::ignored, "Slurm partition"}},
       {"time_limit", {Effect::ignored, "job time limit"}}, {"gres", {Effect::ignored, "Slurm resources"}},
@@ -140,7 +143,7 @@ const std::map<std::string_view, DestRule>& dest_rules() {
                                             "sustained clock"}},
       {"lock_gpu_freq", {Effect::unpriced, "a locked GPU clock: moesim's clocks are the system profile's sustained "
                                             "clock"}},
-      {"deterministic", {Effect::unpriced, "deterministic kernels and collectives (slower algorithms): not priced"}},
+      {"deterministic", {Effect::modeled, ""}},
       {"enable_pct_binding", {Effect::unpriced, "the launcher's CPU binding: the release's NUMA binding stands"}},
       // understood, not modeled
       {"use_recipes", {Effect::refused, "the library recipe instead of the performance recipe: its settings are "
@@ -312,7 +315,7 @@ ParsedArgs parse_args(const std::vector<std::string>& words, const Json& tag, co
     if (inline_value) {
       texts.push_back(*inline_value);
     } else if (nargs == "*" || nargs == "+" || nargs == "?") {
-      while (i + 1 < words.size() && !words[i + 1].starts_with("-") && words[i + 1].find('=') == std::string::npos) {
+      while (i + 1 < words.size() && !words[i + 1].starts_with("-")) {  // argparse takes key=value too
         texts.push_back(words[++i]);
         if (nargs == "?") break;
       }
@@ -360,7 +363,11 @@ ParsedArgs parse_args(const std::vector<std::string>& words, const Json& tag, co
                                  "@ {}): {}",
                                  tag.at("tag").get<std::string>(), tag.at("commit").get<std::string>().substr(0, 10),
                                  fmt::join(unknown, ", ")));
-  if (!bad.empty()) throw InputError(source, split(bad.front(), ' ').front(), fmt::format("{}", fmt::join(bad, "; ")));
+  if (!bad.empty()) {
+    std::string at = split(bad.front(), ' ').front();
+    if (at.ends_with(":")) at.pop_back();
+    throw InputError(source, at, fmt::format("{}", fmt::join(bad, "; ")));
+  }
   return out;
 }
 
@@ -436,25 +443,25 @@ struct HydraPath {
 
 const std::vector<HydraPath>& hydra_paths() {
   static const std::vector<HydraPath> v{
-      {"model.tensor_model_parallel_size", "parallelism.tp", "int"},
-      {"model.pipeline_model_parallel_size", "parallelism.pp", "int"},
-      {"model.context_parallel_size", "parallelism.cp", "int"},
+      {"model.tensor_model_parallel_size", "parallelism.tp", "size"},
+      {"model.pipeline_model_parallel_size", "parallelism.pp", "size"},
+      {"model.context_parallel_size", "parallelism.cp", "size"},
       {"model.virtual_pipeline_model_parallel_size", "parallelism.vpp", "vpp"},
-      {"model.expert_model_parallel_size", "parallelism.ep", "int"},
-      {"model.expert_tensor_parallel_size", "parallelism.etp", "int"},
+      {"model.expert_model_parallel_size", "parallelism.ep", "size"},
+      {"model.expert_tensor_parallel_size", "bridge.etp", "size_or_null"},
       {"model.sequence_parallel", "parallelism.sequence_parallel", "bool"},
       {"model.pipeline_model_parallel_layout", "parallelism.pp_layout", "string"},
-      {"model.seq_length", "training.seq_length", "int"},
-      {"dataset.sequence_length", "training.seq_length", "int"},
-      {"dataset.seq_length", "training.seq_length", "int"},
-      {"train.global_batch_size", "training.global_batch_size", "int"},
-      {"train.micro_batch_size", "training.micro_batch_size", "int"},
+      {"model.seq_length", "training.seq_length", "size"},
+      {"dataset.sequence_length", "bridge.dataset_seq_length", "size"},
+      {"dataset.seq_length", "bridge.dataset_seq_length", "size"},
+      {"train.global_batch_size", "training.global_batch_size", "size"},
+      {"train.micro_batch_size", "training.micro_batch_size", "size"},
       {"model.mtp_num_layers", "training.mtp_layers", "int_or_zero"},
       {"model.moe_router_force_load_balancing", "routing.balance", "balance"},
       {"model.moe_token_dispatcher_type", "framework.dispatcher", "dispatcher"},
       {"model.moe_flex_dispatcher_backend", "framework.dispatcher", "backend"},
-      {"model.moe_hybridep_num_sms", "framework.dispatcher_sms", "int"},
-      {"model.moe_deepep_num_sms", "framework.dispatcher_sms", "int"},
+      {"model.moe_hybridep_num_sms", "bridge.hybridep_sms", "size"},
+      {"model.moe_deepep_num_sms", "bridge.deepep_sms", "size"},
       {"model.cuda_graph_impl", "bridge.cuda_graph_impl", "string"},
       {"model.cuda_graph_scope", "bridge.cuda_graph_scope", "scope"},
       {"model.recompute_modules", "framework.recompute_modules", "list"},
@@ -467,15 +474,17 @@ const std::vector<HydraPath>& hydra_paths() {
       {"comm_overlap.overlap_grad_reduce", "framework.overlap_grad_reduce", "bool"},
       {"comm_overlap.overlap_param_gather", "framework.overlap_param_gather", "bool"},
       {"comm_overlap.overlap_param_gather_with_optimizer_step", "framework.overlap_param_gather_with_optimizer_step", "bool"},
-      {"ddp.overlap_grad_reduce", "framework.overlap_grad_reduce", "bool"},
-      {"ddp.overlap_param_gather", "framework.overlap_param_gather", "bool"},
+      // Paths Bridge sets again at setup from another one: refused, naming the one to give.
+      {"ddp.overlap_grad_reduce", "", "redirect", "comm_overlap.overlap_grad_reduce (CommOverlapConfig sets the DDP's at setup)"},
+      {"ddp.overlap_param_gather", "", "redirect", "comm_overlap.overlap_param_gather (CommOverlapConfig sets the DDP's at setup)"},
+      {"ddp.grad_reduce_in_fp32", "", "redirect", "mixed_precision.grad_reduce_in_fp32 (the mixed-precision config sets the DDP's at setup)"},
+      {"optimizer.overlap_param_gather_with_optimizer_step", "", "redirect",
+       "comm_overlap.overlap_param_gather_with_optimizer_step (CommOverlapConfig resets the optimizer's at setup)"},
       {"ddp.use_distributed_optimizer", "framework.distributed_optimizer", "bool"},
       {"optimizer.use_distributed_optimizer", "framework.distributed_optimizer", "bool"},
-      {"optimizer.overlap_param_gather_with_optimizer_step", "framework.overlap_param_gather_with_optimizer_step", "bool"},
-      {"ddp.grad_reduce_in_fp32", "bridge.grad_reduce_in_fp32", "bool"},
       {"mixed_precision.grad_reduce_in_fp32", "bridge.grad_reduce_in_fp32", "bool"},
       {"ddp.use_megatron_fsdp", "parallelism.fsdp", "bool"},
-      {"ddp.bucket_size", "framework.ddp_bucket_size", "int"},
+      {"ddp.bucket_size", "framework.ddp_bucket_size", "size_or_null"},
       {"optimizer.use_precision_aware_optimizer", "bridge.precision_aware_optimizer", "bool"},
       {"optimizer.main_grads_dtype", "bridge.main_grads_dtype", "torch_dtype"},
       {"optimizer.exp_avg_dtype", "bridge.exp_avg_dtype", "torch_dtype"},
@@ -496,7 +505,7 @@ const std::vector<HydraPath>& hydra_paths() {
       {"optimizer.adam_beta1", "", "", "Adam's constants"}, {"optimizer.adam_beta2", "", "", "Adam's constants"},
       {"optimizer.adam_eps", "", "", "Adam's constants"},
       {"ddp.check_for_nan_in_grad", "", "", "checks"}, {"ddp.check_for_large_grads", "", "", "checks"},
-      {"model.apply_rope_fusion", "", "", "RoPE fusion: on in every recipe moesim prices"},
+      {"model.apply_rope_fusion", "", "true_only", "RoPE fusion off: not modeled (every recipe moesim prices fuses it)"},
       {"dist.", "", "", "process group setup"},
   };
   return v;
@@ -509,7 +518,7 @@ const HydraPath* hydra_path(const std::string& key) {
 }
 
 // A Hydra value: null/None, true/false, a number, [a,b] or a string (quotes removed).
-Json hydra_value(std::string t) {
+Json hydra_value(std::string t, const std::string& key, const std::string& source) {
   if (t.size() >= 2 && (t.front() == '\'' || t.front() == '"') && t.back() == t.front()) return Json(t.substr(1, t.size() - 2));
   const std::string l = lower(t);
   if (l == "null" || l == "none") return Json(nullptr);
@@ -523,7 +532,8 @@ Json hydra_value(std::string t) {
     if (inner.find_first_not_of(' ') == std::string::npos) return out;
     for (auto p : split(inner, ',')) {
       const auto a = p.find_first_not_of(' '), z = p.find_last_not_of(' ');
-      out.push_back(hydra_value(p.substr(a, z - a + 1)));
+      if (a == std::string::npos) throw InputError(source, key, fmt::format("'{}': an empty element in the list", t));
+      out.push_back(hydra_value(p.substr(a, z - a + 1), key, source));
     }
     return out;
   }
@@ -700,7 +710,7 @@ class BridgeImporter {
     // The world size: -ng, else the workload config's.
     const std::int64_t table_gpus = wl_.settings.at("num_gpus").get<std::int64_t>();
     if (const Json* v = given("num_gpus"); v && v->is_number_integer()) {
-      q_.gpus = v->get<std::int64_t>();
+      q_.gpus = size_at_least(v->get<std::int64_t>(), 1, flag("num_gpus"));
     } else {
       q_.gpus = table_gpus;
       out_.derived.emplace_back("gpus", fmt::format("{}: the workload config's num_gpus (no -ng)", q_.gpus));
@@ -832,17 +842,19 @@ class BridgeImporter {
   }
 
   void set_tp(std::int64_t tp, const std::string& src) {
-    b_.set("parallelism.tp", tp, src);
+    b_.set("parallelism.tp", size_at_least(tp, 1, src), src);
     b_.set("parallelism.sequence_parallel", tp > 1, src + ": sequence parallel when TP > 1");
-    if (!etp_given_) b_.set("parallelism.etp", tp, src + ": expert TP None is TP (Megatron-Core)");
+  }
+  std::int64_t size_at_least(std::int64_t v, std::int64_t least, const std::string& at) const {
+    if (v < least) refuse(at, fmt::format("{}: a parallel size is at least {}", v, least));
+    return v;
   }
   void set_vpp(std::optional<std::int64_t> vpp, const std::string& src) {
-    b_.set("parallelism.vpp", vpp.value_or(1), src);
+    b_.set("parallelism.vpp", size_at_least(vpp.value_or(1), 1, src), src);
   }
+  // Expert TP None is the final TP (Megatron-Core's model_parallel_config): resolved in finish().
   void set_etp(std::optional<std::int64_t> etp, const std::string& src) {
-    etp_given_ = etp.has_value();
-    b_.set("parallelism.etp", etp.value_or(b_.integer("parallelism.tp", 1)),
-           etp ? src : src + ": expert TP None is TP (Megatron-Core)");
+    b_.set("bridge.etp", etp ? Json(size_at_least(*etp, 1, src)) : Json(nullptr), src);
   }
   void fsdp(const std::string& src) {
     b_.set("parallelism.fsdp", true, src + " (_set_megatron_fsdp_overrides)");
@@ -860,23 +872,30 @@ class BridgeImporter {
     b_.set("framework.moe_a2a_overlap", true, why);
     b_.set("framework.delay_wgrad_compute", true, why);
   }
+  // _set_recompute_overrides: full recompute of N layers (block method), or the selective
+  // modules; from v0.2.1 the modules also make the granularity selective, at v0.2.0 they act
+  // only where the recipe already is (utils/helpers.py:178-180).
   void recompute(const Json& modules, const Json& layers, const Json& offload, const std::string& src) {
     if (!offload.is_null())
       refuse(src, fmt::format("CPU activation offloading of {} layers (cpu_offloading_num_layers): Megatron-Core's "
                               "layer offloading is not modeled",
                               offload.dump()));
-    if (!layers.is_null())
+    if (!layers.is_null()) {
       b_.set("bridge.recompute_num_layers", layers, src + ": full recompute, block method");
+      b_.set("bridge.recompute_granularity", "full", src);
+    }
     if (modules.is_array()) {
       b_.set("framework.recompute_modules", modules, src);
-      b_.erase("bridge.recompute_num_layers");  // recompute_granularity is selective again
+      if (launcher().at("recompute_sets_selective").get<bool>()) {
+        b_.set("bridge.recompute_granularity", "selective", src);
+        b_.erase("bridge.recompute_num_layers");
+      }
     }
   }
   // apply_flex_dispatcher_backend: deepep / hybridep where the GPU supports them (DeepEP:
   // Ampere, Hopper, B200, B300; HybridEP: compute capability 8-10), else left as it was;
   // None: the NCCL all-to-all (the workload config's path); the launcher's -1: unchanged.
   void dispatcher(const Json& backend, const std::string& src, bool from_table) {
-    if (backend.is_number()) return;  // argparse's -1 sentinel: not given
     if (backend.is_null()) {
       b_.set("framework.dispatcher", "alltoall", src + ": no flex backend, the all-to-all dispatcher");
       return;
@@ -891,18 +910,16 @@ class BridgeImporter {
       return;
     }
     b_.set("framework.dispatcher", be, src);
+    b_.set("bridge.flex_backend", be, src);
     if (be != "hybridep") return;
     // _set_common_perf_overrides gives HybridEP 32 SMs when the model has it as it runs: the
     // table's backend (the families set it first); chosen later, Megatron-Core's default stands.
     if (from_table) {
       apply(families().at("defaults"), "hybridep");
-    } else if (const Json& sms = launcher().at("hybridep_default_sms"); sms.is_number_integer()) {
-      b_.set("framework.dispatcher_sms", sms, src + ": HybridEP chosen after the common overrides keeps Megatron-Core's "
-                                               "default SMs");
     } else {
-      out_.assumed.emplace_back("framework.dispatcher_sms",
-                                "HybridEP chosen after the common overrides takes the library's default SMs, which "
-                                "moesim does not know: its default (32) stands");
+      b_.set("bridge.hybridep_sms", launcher().at("hybridep_default_sms"),
+             src + ": HybridEP chosen after the common overrides keeps the SMs the model had (Megatron-Core's 16; "
+                   "the recipes set 16 themselves from v0.3.1)");
     }
   }
 
@@ -975,19 +992,29 @@ class BridgeImporter {
     }
     if (has("moe_a2a_overlap") && given("moe_a2a_overlap")->get<bool>()) a2a_overlap(flag("moe_a2a_overlap"));
     if (has("use_tokendrop")) {
+      // apply_moe_token_drop asserts the all-to-all dispatcher (generic launcher, both values).
+      const Json* d = b_.get("framework.dispatcher");
+      if (d && *d != "alltoall")
+        refuse(flag("use_tokendrop"), fmt::format("Megatron-Bridge's token-drop setting needs the all-to-all dispatcher "
+                                                  "and the recipe has {} as the flag is read, before "
+                                                  "--moe_flex_dispatcher_backend (the launcher would stop): "
+                                                  "give model.moe_token_dispatcher_type=alltoall",
+                                                  d->get<std::string>()));
       if (given("use_tokendrop")->get<bool>()) {
         b_.set("training.token_drop", Json{{"capacity_factor", 1.0}}, flag("use_tokendrop") + ": apply_moe_token_drop");
-        b_.set("routing.balance", "aux_loss", flag("use_tokendrop") + ": forced balance off");
+        b_.set("bridge.force_balance", false, flag("use_tokendrop") + ": forced balance off");
       } else {
         b_.erase("training.token_drop");
-        b_.set("routing.balance", "forced", flag("use_tokendrop") + ": dropless, forced balance");
+        b_.set("bridge.force_balance", true, flag("use_tokendrop") + ": dropless, forced balance");
       }
     }
     if (has("tensor_model_parallel_size")) set_tp(integer("tensor_model_parallel_size"), flag("tensor_model_parallel_size"));
     if (has("pipeline_model_parallel_size"))
-      b_.set("parallelism.pp", integer("pipeline_model_parallel_size"), flag("pipeline_model_parallel_size"));
+      b_.set("parallelism.pp", size_at_least(integer("pipeline_model_parallel_size"), 1, flag("pipeline_model_parallel_size")),
+             flag("pipeline_model_parallel_size"));
     if (has("context_parallel_size"))
-      b_.set("parallelism.cp", integer("context_parallel_size"), flag("context_parallel_size"));
+      b_.set("parallelism.cp", size_at_least(integer("context_parallel_size"), 1, flag("context_parallel_size")),
+             flag("context_parallel_size"));
     bool vp_given = false;
     if (const Json* v = given("virtual_pipeline_model_parallel_size"); v && !(v->is_number() && v->get<std::int64_t>() == -1)) {
       set_vpp(v->is_null() ? std::nullopt : std::optional<std::int64_t>(v->get<std::int64_t>()),
@@ -995,12 +1022,15 @@ class BridgeImporter {
       vp_given = true;
     }
     if (has("expert_model_parallel_size"))
-      b_.set("parallelism.ep", integer("expert_model_parallel_size"), flag("expert_model_parallel_size"));
+      b_.set("parallelism.ep", size_at_least(integer("expert_model_parallel_size"), 1, flag("expert_model_parallel_size")),
+             flag("expert_model_parallel_size"));
     if (has("expert_tensor_parallel_size")) set_etp(integer("expert_tensor_parallel_size"), flag("expert_tensor_parallel_size"));
     if (has("global_batch_size"))
-      b_.set("training.global_batch_size", integer("global_batch_size"), flag("global_batch_size"));
+      b_.set("training.global_batch_size", size_at_least(integer("global_batch_size"), 1, flag("global_batch_size")),
+             flag("global_batch_size"));
     if (has("micro_batch_size"))
-      b_.set("training.micro_batch_size", integer("micro_batch_size"), flag("micro_batch_size"));
+      b_.set("training.micro_batch_size", size_at_least(integer("micro_batch_size"), 1, flag("micro_batch_size")),
+             flag("micro_batch_size"));
     if (has("seq_length") && integer("seq_length") != b_.integer("training.seq_length", 0))
       refuse(flag("seq_length"), fmt::format("{} sets the mock dataset's sequence length only; the model's stays {} and "
                                              "Megatron-Bridge's config check stops the run: set model.seq_length={} "
@@ -1013,6 +1043,17 @@ class BridgeImporter {
              "shapes)");
     if (has("tokenizer_type") && text("tokenizer_type") == "NullTokenizer")
       refuse(flag("tokenizer_type"), "NullTokenizer sets the vocabulary to --vocab_size: give the model as a scenario");
+    if (has("tokenizer_type"))
+      out_.ignored.push_back(fmt::format("{} {} (the tokenizer's files: the model preset's vocabulary)", flag("tokenizer_type"),
+                                         text("tokenizer_type")));
+    // --deterministic (v0.5.0 on): apply_determinism_overrides turns the fused cross-entropy and
+    // TP communication overlap off (src/megatron/bridge/recipes/utils/determinism_utils.py:43-47).
+    if (has("deterministic") && given("deterministic")->get<bool>()) {
+      b_.set("framework.cross_entropy", "unfused", flag("deterministic") + ": cross_entropy_loss_fusion False");
+      b_.set("framework.tp_comm_overlap", false, flag("deterministic") + ": comm_overlap.tp_comm_overlap False");
+      out_.assumed.emplace_back(flag("deterministic"), "deterministic kernels and NCCL's ring algorithm "
+                                                       "(NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0): not priced");
+    }
     if (has("pipeline_model_parallel_layout"))
       b_.set("parallelism.pp_layout", *given("pipeline_model_parallel_layout"), flag("pipeline_model_parallel_layout"));
     else if (has("pipeline_model_parallel_size") || vp_given)
@@ -1023,14 +1064,13 @@ class BridgeImporter {
   // ---- step 4: set_post_overrides ------------------------------------------------------------
   void post() {
     const Json& l = launcher();
-    const std::string optimizer = b_.get("framework.optimizer") ? b_.get("framework.optimizer")->get<std::string>() : "adam";
-    if (q_.dtype == "bf16" && optimizer == "adam")
+    // The families tabulated train with Adam (the Muon exceptions are the Kimi family's).
+    if (q_.dtype == "bf16")
       b_.set("bridge.precision_aware_optimizer", true, cite("set_post_overrides: the precision-aware optimizer under BF16 with Adam"));
     const std::int64_t tp = b_.integer("parallelism.tp", 1), pp = b_.integer("parallelism.pp", 1),
                        cp = b_.integer("parallelism.cp", 1), vp = b_.integer("parallelism.vpp", 1);
     const std::int64_t dp = q_.gpus / (tp * pp * cp);
-    if (dp > 1 && pp > 1 && vp > 1 && !contains(l.at("opgwos_excluded_dtypes"), q_.dtype) &&
-        !contains(l.at("opgwos_excluded_optimizers"), optimizer)) {
+    if (dp > 1 && pp > 1 && vp > 1 && !contains(l.at("opgwos_excluded_dtypes"), q_.dtype)) {
       if (b_.flag("framework.overlap_param_gather", true))
         b_.set("framework.overlap_param_gather_with_optimizer_step", true,
                cite("set_post_overrides: the parameter all-gather overlapped with the optimizer step (DP, PP and VP > 1)"));
@@ -1062,7 +1102,7 @@ class BridgeImporter {
     const Json& a = r.at("account_split");
     const auto split = accounted_layout(a.at("layers").get<std::int64_t>(), b_.integer("parallelism.pp", 1),
                                         b_.integer("parallelism.vpp", 1), a.value("embedding", false), a.value("loss", false));
-    if (!split.layout) refuse("-pp", split.error + " (" + a.at("source").get<std::string>() + ")");
+    if (!split.layout) refuse(b_.origin["parallelism.pp"], split.error + " (" + a.at("source").get<std::string>() + ")");
     b_.set("parallelism.pp_layout", *split.layout, a.at("source").get<std::string>());
   }
 
@@ -1079,12 +1119,13 @@ class BridgeImporter {
   Query q_;
   BridgeWorkload wl_;
   Builder b_;
-  bool etp_given_ = false;
-  std::string nccl_ub_src_;  // where NCCL user buffers were asked for, if they were
+  std::string nccl_ub_src_;
+  std::int64_t recipe_seq_ = 0;  // where NCCL user buffers were asked for, if they were
 };
 
 
 void BridgeImporter::hydra() {
+  recipe_seq_ = b_.integer("training.seq_length", 0);  // the dataset's, as the recipe built it
   std::vector<std::string> unknown;
   for (const auto& [key, raw] : args_.hydra) {
     const HydraPath* h = hydra_path(key);
@@ -1093,18 +1134,29 @@ void BridgeImporter::hydra() {
       continue;
     }
     const std::string src = fmt::format("{}={}", key, raw);
+    const Json v = hydra_value(raw, key, opts_.source);
+    if (h->kind == "redirect") refuse(key, fmt::format("Megatron-Bridge sets it again at setup: give {}", h->why));
+    if (h->kind == "true_only") {
+      if (v != Json(true)) refuse(key, std::string(h->why));
+      out_.ignored.push_back(fmt::format("{} (on already)", src));
+      continue;
+    }
     if (h->key.empty()) {
       out_.ignored.push_back(fmt::format("{} ({})", src, h->why));
       continue;
     }
-    const Json v = hydra_value(raw);
     const std::string kind(h->kind), k(h->key);
     const auto bad = [&](const char* what) { refuse(key, fmt::format("'{}': expected {}", raw, what)); };
-    if (kind == "int") {
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 0) bad("a whole number");
+    if (kind == "size") {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1) bad("a whole number, at least 1");
       b_.set(k, v, src);
+    } else if (kind == "size_or_null") {
+      if (!v.is_null() && (!v.is_number_integer() || v.get<std::int64_t>() < 1)) bad("a whole number (at least 1) or null");
+      if (v.is_null() && k != "bridge.etp") b_.erase(k);
+      else b_.set(k, v, src);
     } else if (kind == "vpp" || kind == "int_or_zero") {
-      if (!v.is_null() && !v.is_number_integer()) bad("a whole number or null");
+      if (!v.is_null() && (!v.is_number_integer() || v.get<std::int64_t>() < (kind == "vpp" ? 1 : 0)))
+        bad(kind == "vpp" ? "a whole number (at least 1) or null" : "a whole number or null");
       b_.set(k, v.is_null() ? Json(kind == "vpp" ? 1 : 0) : v, src);
     } else if (kind == "bool") {
       if (!v.is_boolean()) bad("true or false");
@@ -1123,13 +1175,15 @@ void BridgeImporter::hydra() {
       b_.set("bridge.force_balance", v, src);
     } else if (kind == "dispatcher") {
       if (!v.is_string() || (v != "alltoall" && v != "allgather" && v != "flex")) bad("alltoall, allgather or flex");
-      if (v == "flex") b_.set(k, b_.get("bridge.flex_backend") ? *b_.get("bridge.flex_backend") : Json("deepep"), src);
-      else b_.set(k, v, src);
+      if (v == "flex")  // the backend the model has; Megatron-Core's default is DeepEP
+        dispatcher(b_.get("bridge.flex_backend") ? *b_.get("bridge.flex_backend") : Json("deepep"), src, false);
+      else
+        b_.set(k, v, src);
     } else if (kind == "backend") {
       if (!v.is_string() || (v != "deepep" && v != "hybridep")) bad("deepep or hybridep");
       b_.set("bridge.flex_backend", v, src);
       const Json* d = b_.get(k);
-      if (d && (*d == "deepep" || *d == "hybridep")) b_.set(k, v, src);
+      if (d && (*d == "deepep" || *d == "hybridep")) dispatcher(v, src, false);
     } else if (kind == "torch_dtype") {
       const std::string s = v.is_string() ? lower(v.get<std::string>()) : "";
       if (s == "torch.bfloat16" || s == "bf16" || s == "bfloat16") b_.set(k, "bf16", src);
@@ -1152,6 +1206,7 @@ void BridgeImporter::finish() {
   const std::string impl = b_.get("bridge.cuda_graph_impl") ? b_.get("bridge.cuda_graph_impl")->get<std::string>() : "none";
   Json scope = b_.get("bridge.cuda_graph_scope") ? *b_.get("bridge.cuda_graph_scope") : Json::array();
   const std::string graph_src = b_.origin.count("bridge.cuda_graph_impl") ? b_.origin["bridge.cuda_graph_impl"] : "the recipe";
+  const std::string scope_src = b_.origin.count("bridge.cuda_graph_scope") ? b_.origin["bridge.cuda_graph_scope"] : graph_src;
   if (impl == "none") {
     b_.set("framework.cuda_graph_scope", Json::array(), graph_src + ": cuda_graph_impl none");
   } else if (impl == "transformer_engine") {
@@ -1159,7 +1214,7 @@ void BridgeImporter::finish() {
     for (const auto& s : scope)
       if (s != "mamba") kept.push_back(s);  // the Mamba mixer's graph: no Mamba layer in the models tabulated
     if (kept.empty() || contains(kept, "full_iteration"))
-      refuse("cuda_graph_scope", fmt::format("TransformerEngine CUDA graphs with scopes {}: moesim prices TE graphs "
+      refuse(scope_src, fmt::format("TransformerEngine CUDA graphs with scopes {}: moesim prices TE graphs "
                                              "over attn, mlp, moe, moe_router and moe_preprocess",
                                              scope.dump()));
     b_.set("framework.cuda_graph_scope", kept, graph_src);
@@ -1167,17 +1222,55 @@ void BridgeImporter::finish() {
     b_.set("framework.cuda_graph_scope", Json::array({"full_iteration"}), graph_src);
   } else if (impl == "local") {
     if (scope != Json::array({"full_iteration"}))
-      refuse("cuda_graph_scope", fmt::format("Megatron-Core's local CUDA graphs with scopes {}: moesim prices the "
+      refuse(scope_src, fmt::format("Megatron-Core's local CUDA graphs with scopes {}: moesim prices the "
                                              "local implementation over the full iteration only",
                                              scope.dump()));
     b_.set("framework.cuda_graph_scope", scope, graph_src);
   } else {
-    refuse("cuda_graph_impl", fmt::format("'{}': not a CUDA graph implementation moesim prices (none, "
+    refuse(graph_src, fmt::format("cuda_graph_impl '{}': not a CUDA graph implementation moesim prices (none, "
                                           "transformer_engine, local, full_iteration)",
                                           impl));
   }
   apply(family_->at("rules"), "final");
   account_split();
+  // The dataset's sequence length: rebuilt from the model's for mock data from v0.3.0
+  // (set_user_overrides); at v0.2.x it stays the recipe's, and Bridge's config check stops a
+  // run whose model and dataset lengths differ.
+  if (const Json* ds = b_.get("bridge.dataset_seq_length"); launcher().at("dataset_follows_model").get<bool>()) {
+    if (ds) out_.ignored.push_back(fmt::format("{} (the mock dataset is rebuilt from model.seq_length)",
+                                               b_.origin["bridge.dataset_seq_length"]));
+  } else if (const std::int64_t dataset = ds ? ds->get<std::int64_t>() : recipe_seq_;
+             dataset != b_.integer("training.seq_length", 0)) {
+    refuse("model.seq_length", fmt::format("the model's sequence length {} and the dataset's {} differ: Megatron-Bridge "
+                                           "{}'s config check stops the run; give model.seq_length and "
+                                           "dataset.sequence_length alike",
+                                           b_.integer("training.seq_length", 0), dataset, q_.tag));
+  }
+  {
+    const Json* etp = b_.get("bridge.etp");
+    if (etp && etp->is_number_integer())
+      b_.set("parallelism.etp", *etp, b_.origin["bridge.etp"]);
+    else
+      b_.set("parallelism.etp", b_.integer("parallelism.tp", 1), "expert TP None is the final TP (Megatron-Core)");
+  }
+  // The SMs of the dispatcher that runs (HybridEP's set by the launcher or the recipe;
+  // DeepEP's Megatron-Core default unless a Hydra override sets it).
+  {
+    const std::string d = b_.get("framework.dispatcher") ? b_.get("framework.dispatcher")->get<std::string>() : "";
+    const std::string key = d == "hybridep" ? "bridge.hybridep_sms" : d == "deepep" ? "bridge.deepep_sms" : "";
+    if (!key.empty() && b_.get(key)) b_.set("framework.dispatcher_sms", *b_.get(key), b_.origin[key]);
+  }
+  // Selective modules act only under the selective granularity (v0.2.0: the recipe's).
+  if (b_.get("bridge.recompute_granularity") == nullptr ||
+      *b_.get("bridge.recompute_granularity") != "selective") {
+    if (const Json* m = b_.get("framework.recompute_modules"); m && !m->empty() && !b_.get("bridge.recompute_num_layers")) {
+      const std::string why = fmt::format("none: {} asks for {}, but the recipe's recompute granularity is not "
+                                          "selective, so Megatron-Core recomputes nothing (v0.2.0 "
+                                          "scripts/performance/utils/helpers.py:178-179)",
+                                          b_.origin["framework.recompute_modules"], m->dump());
+      b_.set("framework.recompute_modules", Json::array(), why);
+    }
+  }
   // Bridge's CommOverlapConfig turns TP communication overlap off at setup below TP 2 or
   // without sequence parallelism (src/megatron/bridge/training/comm_overlap.py).
   if (b_.flag("framework.tp_comm_overlap", false) &&
@@ -1185,7 +1278,7 @@ void BridgeImporter::finish() {
     b_.set("framework.tp_comm_overlap", false, "CommOverlapConfig: no TP communication overlap below TP 2 or without "
                                                "sequence parallelism (src/megatron/bridge/training/comm_overlap.py)");
   if (const Json* n = b_.get("bridge.recompute_num_layers"))
-    refuse("recompute_num_layers", fmt::format("full recompute of {} layers per pipeline stage (block method): "
+    refuse(b_.origin["bridge.recompute_num_layers"], fmt::format("full recompute of {} layers per pipeline stage (block method): "
                                                "partial full recompute is not modeled",
                                                n->dump()));
   // Gradients and the optimizer's dtypes (Megatron: the DDP buffer takes the parameters'
@@ -1209,14 +1302,22 @@ void BridgeImporter::finish() {
                                           "which is off",
                                           a->get<std::string>()));
   }
-  if (!b_.flag("bridge.force_balance", true) || b_.get("training.token_drop"))
+  if (!b_.flag("bridge.force_balance", true))
     out_.assumed.emplace_back("routing.balance",
                               "forced balance: the recipe does not force it, and the real routing depends on the data; "
                               "give a `routing` block (aux_loss, sampled or a histogram) to model it");
-  b_.set("routing.balance", "forced", b_.origin.count("bridge.force_balance") ? b_.origin["bridge.force_balance"] : "moesim");
+  if (const Json* rb = b_.get("routing.balance"); !rb || *rb != "forced" || !b_.flag("bridge.force_balance", true))
+    b_.set("routing.balance", "forced",
+           b_.flag("bridge.force_balance", true) ? std::string("the recipe's forced balance")
+                                                 : "moesim's forced balance, for want of the data's routing");
   if (!nccl_ub_src_.empty())
     out_.assumed.emplace_back("nccl_ub", nccl_ub_src_ + ": NCCL user-buffer registration (symmetric kernels) for the "
                                                         "DP collectives, accepted, its speed-up not priced");
+  // What the family's code sets that moesim does not model (the research behind the table).
+  for (const auto& n : family_->value("not_modeled", Json::array()))
+    if (rule_applies(n, q_) && !n.value("setting", std::string()).starts_with("-"))  // not the launcher's names
+      out_.assumed.emplace_back("not modeled", fmt::format("{}: {}", n.value("setting", std::string()),
+                                                           n.value("why", std::string())));
   const bool moe = family_->at("recipes").at(q_.recipe).value("moe", true);
   if (!moe)
     for (const char* k : {"framework.dispatcher", "framework.dispatcher_sms", "framework.moe_a2a_overlap",
@@ -1284,7 +1385,7 @@ MegatronImport import_bridge(const std::vector<std::string>& words, const Megatr
                                      "the sizes changed; Megatron would stop on it too. Give "
                                      "--pipeline_model_parallel_layout (v0.3.0 on) or model.pipeline_model_parallel_layout=...",
                                      e.message(), why));
-    throw;
+    throw InputError(opts.source, e.path(), e.message() + " (in the imported scenario)");
   }
   return out;
 }

@@ -17,8 +17,10 @@
 //      -sl, --cuda_graph_impl/--cuda_graph_scope, --recompute_modules, --moe_a2a_overlap,
 //      --moe_flex_dispatcher_backend, --use_megatron_fsdp, --nccl_ub, --use_tokendrop;
 //   4. set_post_overrides: the precision-aware optimizer under BF16, the parameter
-//      all-gather overlapped with the optimizer step (DP, PP and VP > 1, not MXFP8 or
-//      NVFP4), the global batch scaled with -ng when -gb is not given.
+//      all-gather overlapped with the optimizer step (DP, PP and VP > 1; from v0.3.0 not
+//      under MXFP8 or NVFP4), the global batch scaled with -ng when -gb is not given.
+// At v0.2.x the Hydra overrides come last (run_script.py:40-50); the per-tag behaviour is the
+// "launcher" table of config/recipes/megatron-bridge-families.json.
 // The families' own settings (what step 1's family function and model recipe set beyond
 // the workload config: sequence length, router fusion, forced balance, gradient reduction
 // dtype, the precision-aware optimizer's dtypes, overlap exceptions, pipeline layouts) are

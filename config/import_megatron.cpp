@@ -1330,8 +1330,7 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
   if (is_bridge_launcher(w.entry)) {  // Megatron-Bridge's performance launcher (config/import_bridge.hpp)
     MegatronImport bridge = import_bridge(w.words, opts);
     bridge.notes.insert(bridge.notes.begin(), out.notes.begin(), out.notes.end());
-    out = std::move(bridge);
-    check_loads(out, opts);
+    out = std::move(bridge);  // loaded there, with the launcher's layout named when it fails
     return out;
   }
   if (opts.system.empty())

@@ -255,3 +255,46 @@ TEST_CASE("Every flag of every tag's launcher is modeled, listed or refused", "[
     CHECK(config::unclassified_bridge_flags(tag).empty());
   }
 }
+
+TEST_CASE("Bridge commands: sizes, lists and paths Bridge itself would stop on", "[config][import][bridge]") {
+  const std::string q = "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 16 ";
+  CHECK(err(q + "-tp 0").find("-tp: 0: a parallel size is at least 1") == 0);
+  CHECK(err(q + "model.pipeline_model_parallel_size=0").find("at least 1") != std::string::npos);
+  CHECK(err(q + "model.recompute_modules=[moe_act,]").find("an empty element") != std::string::npos);
+  // Paths Bridge sets again at setup name the one that sticks.
+  CHECK(err(q + "ddp.grad_reduce_in_fp32=true").find("give mixed_precision.grad_reduce_in_fp32") != std::string::npos);
+  CHECK(err(q + "ddp.overlap_param_gather=false").find("give comm_overlap.overlap_param_gather") != std::string::npos);
+  CHECK(err(q + "model.apply_rope_fusion=false").find("RoPE fusion off") != std::string::npos);
+  // Hydra TP without sequence parallelism: Megatron-Core refuses MoE that way, and so does the import.
+  CHECK(err(q + "model.tensor_model_parallel_size=2").find("sequence parallelism") != std::string::npos);
+  auto m = bridge(q + "model.tensor_model_parallel_size=2 model.sequence_parallel=true "
+                      "model.expert_tensor_parallel_size=null",
+                  "26.04");
+  CHECK(m.scenario.at("parallelism").at("etp") == 2);  // None is the final TP
+  // v0.2.x keeps the dataset's length: the model's alone would fail Bridge's config check.
+  CHECK(err("-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8 model.seq_length=8192", "25.11")
+            .find("dataset.sequence_length alike") != std::string::npos);
+  CHECK(bridge("-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8 model.seq_length=8192 dataset.sequence_length=8192", "25.11")
+            .scenario.at("training")
+            .at("seq_length") == 8192);
+  // --use_tokendrop asserts the all-to-all dispatcher.
+  CHECK(err(q + "--use_tokendrop true").find("model.moe_token_dispatcher_type=alltoall") != std::string::npos);
+  CHECK(err(q + "--moe_flex_dispatcher_backend None --use_tokendrop true").find("before") != std::string::npos);
+  m = bridge(q + "model.moe_token_dispatcher_type=alltoall --use_tokendrop true", "26.04");
+  CHECK(m.scenario.at("training").at("token_drop").at("capacity_factor") == 1.0);
+}
+
+TEST_CASE("v0.2.0's recompute modules act only where the recipe recomputes selectively", "[config][import][bridge]") {
+  // GPT_OSS_120B_H100_BF16_BASE_CONFIG asks for layernorm and moe_act; the v0.2.0 launcher sets the
+  // modules without the granularity and the GPT-OSS recipe has none: nothing is recomputed.
+  auto m = bridge("-m gpt_oss -s 120b -g h100 -c bf16 -ng 64", "25.11");
+  CHECK(m.scenario.at("framework").at("recompute_modules").empty());
+  CHECK(derived(m, "framework.recompute_modules").find("not selective") != std::string::npos);
+  // DeepSeek-V3's family sets selective granularity: its table's modules act.
+  m = bridge("-m deepseek -s v3 -g b200 -c fp8_mx -ng 256", "25.11");
+  CHECK(!m.scenario.at("framework").at("recompute_modules").empty());
+  // --deterministic (v0.5.0) turns the fused loss and TP overlap off.
+  m = bridge("-m llama -mr llama31_405b -g gb200 -c fp8_cs -ng 256 --deterministic", "26.06");
+  CHECK(m.scenario.at("framework").at("cross_entropy") == "unfused");
+  CHECK(m.scenario.at("framework").at("tp_comm_overlap") == false);
+}
