@@ -1343,6 +1343,15 @@ void BridgeImporter::finish() {
   sc["system"] = system;
   sc["gpus"] = q_.gpus;
   sc["model"] = family_->at("recipes").at(q_.recipe).at("model");
+  if (opts_.model && (!sc["model"].is_string() || sc["model"].get<std::string>() != *opts_.model))
+    refuse("--model", fmt::format("the recipe {} names its model ({}); --model {} would contradict it", q_.recipe,
+                                  sc["model"].is_string() ? sc["model"].get<std::string>() : "an inline model",
+                                  *opts_.model));
+  if (opts_.gpus_per_nvlink_domain) {  // the launcher's Slurm segments otherwise: moesim's default placement
+    sc["placement"] = {{"gpus_per_nvlink_domain", *opts_.gpus_per_nvlink_domain}};
+    out_.derived.emplace_back("placement.gpus_per_nvlink_domain",
+                              fmt::format("{}: --gpus-per-nvlink-domain", *opts_.gpus_per_nvlink_domain));
+  }
   for (const char* sec : {"training", "parallelism", "framework", "routing", "stack"})
     if (b_.sc.contains(sec) && !b_.sc.at(sec).empty()) sc[sec] = b_.sc.at(sec);
   sc["stack"]["release"] = release_;

@@ -1330,6 +1330,8 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
   if (is_bridge_launcher(w.entry)) {  // Megatron-Bridge's performance launcher (config/import_bridge.hpp)
     MegatronImport bridge = import_bridge(w.words, opts);
     bridge.notes.insert(bridge.notes.begin(), out.notes.begin(), out.notes.end());
+    if (opts.wrapper_root)
+      bridge.notes.push_back("--wrapper-root: unused, the command calls Megatron-Bridge's launcher, not a wrapper");
     out = std::move(bridge);  // loaded there, with the launcher's layout named when it fails
     return out;
   }

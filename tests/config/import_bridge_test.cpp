@@ -298,3 +298,17 @@ TEST_CASE("v0.2.0's recompute modules act only where the recipe recomputes selec
   CHECK(m.scenario.at("framework").at("cross_entropy") == "unfused");
   CHECK(m.scenario.at("framework").at("tp_comm_overlap") == false);
 }
+
+TEST_CASE("A Bridge import takes --gpus-per-nvlink-domain and checks --model against the recipe",
+          "[config][import][bridge]") {
+  config::MegatronImportOptions o;
+  o.release = "26.04";
+  o.gpus_per_nvlink_domain = 32;
+  const std::string cmd = "python setup_experiment.py -m qwen -mr qwen3_30b_a3b -g gb200 -c fp8_mx -ng 64";
+  const auto m = config::import_megatron(cmd, o);
+  CHECK(m.scenario.at("placement").at("gpus_per_nvlink_domain") == 32);
+  o.model = "qwen3-235b-a22b";
+  CHECK_THROWS_WITH(config::import_megatron(cmd, o), Catch::Contains("would contradict it"));
+  o.model = "qwen3-30b-a3b";
+  CHECK_NOTHROW(config::import_megatron(cmd, o));
+}
