@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -90,7 +89,7 @@ const std::map<std::string_view, DestRule>& dest_rules() {
       {"packager", {Effect::ignored, "how the code reaches the job"}},
       {"log_dir", {Effect::ignored, "logs"}}, {"nemo_home", {Effect::ignored, "a cache folder"}},
       {"hf_token", {Effect::ignored, "Hugging Face access"}}, {"offline", {Effect::ignored, "Hugging Face access"}},
-      {"detach", {Effect::ignored, "how the launcher waits"}}, {"no-detach", {Effect::ignored, "how the launcher waits"}},
+      {"detach", {Effect::ignored, "how the launcher waits"}},
       {"max_retries", {Effect::ignored, "retries of a failed job"}}, {"dryrun", {Effect::ignored, "prints the job"}},
       {"wandb_key", {Effect::ignored, "logging"}}, {"wandb_prj_name", {Effect::ignored, "logging"}},
       {"wandb_exp_name", {Effect::ignored, "logging"}}, {"wandb_project_name", {Effect::ignored, "logging"}},
@@ -150,7 +149,6 @@ const std::map<std::string_view, DestRule>& dest_rules() {
                                         "not tabulated (config/recipes/megatron-bridge-families.json holds the "
                                         "performance recipes')"}},
       {"packed_sequence", {Effect::refused, "packed sequences (fine-tuning data): not modeled"}},
-      {"dataset_kwargs", {Effect::refused, "not modeled"}},
   };
   // kubeflow_* (the cluster's API) are matched by prefix below.
   return m;
@@ -186,6 +184,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// Python's int() and float(), as argparse's `type` applies them: a sign and surrounding blanks
+// are allowed (hence stoll/stod, not the from_chars the Megatron-LM flags use).
 std::optional<std::int64_t> to_int(const std::string& s) {
   if (s.empty()) return std::nullopt;
   std::size_t used = 0;
@@ -437,7 +437,7 @@ const Json* family_entry(const std::string& family) {
 struct HydraPath {
   std::string_view path;
   std::string_view key;    // scenario key ("" = ignored, see why)
-  std::string_view kind;   // int, bool, string, list, dtype32 (True: fp32), vpp, dispatcher, backend, graphs, scope, balance
+  std::string_view kind;   // the conversion BridgeImporter::hydra() applies; redirect / true_only / unmodeled: refused (why)
   std::string_view why = {};
 };
 
@@ -457,7 +457,7 @@ const std::vector<HydraPath>& hydra_paths() {
       {"train.global_batch_size", "training.global_batch_size", "size"},
       {"train.micro_batch_size", "training.micro_batch_size", "size"},
       {"model.mtp_num_layers", "training.mtp_layers", "int_or_zero"},
-      {"model.moe_router_force_load_balancing", "routing.balance", "balance"},
+      {"model.moe_router_force_load_balancing", "bridge.force_balance", "bool"},
       {"model.moe_token_dispatcher_type", "framework.dispatcher", "dispatcher"},
       {"model.moe_flex_dispatcher_backend", "framework.dispatcher", "backend"},
       {"model.moe_hybridep_num_sms", "bridge.hybridep_sms", "size"},
@@ -486,7 +486,9 @@ const std::vector<HydraPath>& hydra_paths() {
       {"ddp.use_megatron_fsdp", "parallelism.fsdp", "bool"},
       {"ddp.bucket_size", "framework.ddp_bucket_size", "size_or_null"},
       {"optimizer.use_precision_aware_optimizer", "bridge.precision_aware_optimizer", "bool"},
-      {"optimizer.main_grads_dtype", "bridge.main_grads_dtype", "torch_dtype"},
+      {"optimizer.main_grads_dtype", "", "unmodeled",
+       "the optimizer's own main-gradient dtype is not modeled: moesim's follows the DDP gradient buffer, "
+       "mixed_precision.grad_reduce_in_fp32"},
       {"optimizer.exp_avg_dtype", "bridge.exp_avg_dtype", "torch_dtype"},
       {"optimizer.exp_avg_sq_dtype", "bridge.exp_avg_sq_dtype", "torch_dtype"},
       {"mixed_precision.fp8_param_gather", "framework.fp8_param_gather", "bool"},
@@ -759,6 +761,11 @@ class BridgeImporter {
     }
   }
 
+  // Data-parallel size as the launcher computes it: -ng / (TP x PP x CP).
+  std::int64_t dp() const {
+    return q_.gpus / (b_.integer("parallelism.tp", 1) * b_.integer("parallelism.pp", 1) * b_.integer("parallelism.cp", 1));
+  }
+
   // A rule's "when": conditions on the run beyond tag, recipe, GPU and dtype.
   //   tp_gt_1 / dp_gt_1: the final TP / DP above 1 (Bridge's CommOverlapConfig decides at setup);
   //   table_full_iteration: the workload config captures the full iteration in a CUDA graph.
@@ -769,9 +776,7 @@ class BridgeImporter {
       if (k == "tp_gt_1") {
         have = b_.integer("parallelism.tp", 1) > 1;
       } else if (k == "dp_gt_1") {
-        const std::int64_t d = b_.integer("parallelism.tp", 1) * b_.integer("parallelism.pp", 1) *
-                               b_.integer("parallelism.cp", 1);
-        have = q_.gpus / d > 1;
+        have = dp() > 1;
       } else if (k == "table_full_iteration") {
         const Json& impl = wl_.settings.at("cuda_graph_impl");
         Json scope = wl_.settings.at("cuda_graph_scope");
@@ -822,7 +827,9 @@ class BridgeImporter {
     if (s.contains("nccl_ub") && s.at("nccl_ub").is_boolean() && s.at("nccl_ub").get<bool>()) nccl_ub(src + " (_set_nccl_ub_overrides)");
     cuda_graphs(s.at("cuda_graph_impl"), s.at("cuda_graph_scope"), src);
     if (s.value("moe_a2a_overlap", false)) a2a_overlap(src);
-    recompute(s.at("recompute_modules"), s.at("recompute_num_layers"), s.at("cpu_offloading_num_layers"), src);
+    refuse_offload(s.at("cpu_offloading_num_layers"), src + " (cpu_offloading_num_layers)");
+    recompute_layers(s.at("recompute_num_layers"), src);
+    recompute_modules(s.at("recompute_modules"), src);
     // v0.5.0 on: FP8 core attention (mixed_precision.fp8_dot_product_attention) and the
     // CuTe DSL fused grouped MLP (scripts/performance/utils/overrides.py:238-245 at v0.5.0).
     if (s.value("fp8_dot_product_attention", Json()) == Json(true))
@@ -875,21 +882,23 @@ class BridgeImporter {
   // _set_recompute_overrides: full recompute of N layers (block method), or the selective
   // modules; from v0.2.1 the modules also make the granularity selective, at v0.2.0 they act
   // only where the recipe already is (utils/helpers.py:178-180).
-  void recompute(const Json& modules, const Json& layers, const Json& offload, const std::string& src) {
-    if (!offload.is_null())
-      refuse(src, fmt::format("CPU activation offloading of {} layers (cpu_offloading_num_layers): Megatron-Core's "
-                              "layer offloading is not modeled",
-                              offload.dump()));
-    if (!layers.is_null()) {
-      b_.set("bridge.recompute_num_layers", layers, src + ": full recompute, block method");
-      b_.set("bridge.recompute_granularity", "full", src);
-    }
-    if (modules.is_array()) {
-      b_.set("framework.recompute_modules", modules, src);
-      if (launcher().at("recompute_sets_selective").get<bool>()) {
-        b_.set("bridge.recompute_granularity", "selective", src);
-        b_.erase("bridge.recompute_num_layers");
-      }
+  // The workload config and the flags go through the same function in Bridge; so here.
+  void refuse_offload(const Json& layers, const std::string& at) const {
+    if (!layers.is_null())
+      refuse(at, fmt::format("CPU activation offloading of {} layers: Megatron-Core's layer offloading is not modeled",
+                             layers.dump()));
+  }
+  void recompute_layers(const Json& layers, const std::string& src) {
+    if (layers.is_null()) return;
+    b_.set("bridge.recompute_num_layers", layers, src + ": full recompute, block method");
+    b_.set("bridge.recompute_granularity", "full", src);
+  }
+  void recompute_modules(const Json& modules, const std::string& src) {
+    if (!modules.is_array()) return;
+    b_.set("framework.recompute_modules", modules, src);
+    if (launcher().at("recompute_sets_selective").get<bool>()) {
+      b_.set("bridge.recompute_granularity", "selective", src);
+      b_.erase("bridge.recompute_num_layers");
     }
   }
   // apply_flex_dispatcher_backend: deepep / hybridep where the GPU supports them (DeepEP:
@@ -981,15 +990,10 @@ class BridgeImporter {
     if (given("cuda_graph_impl") || given("cuda_graph_scope"))
       cuda_graphs(given("cuda_graph_impl") ? *given("cuda_graph_impl") : Json(),
                   given("cuda_graph_scope") ? *given("cuda_graph_scope") : Json(), "the command's CUDA graph flags");
-    if (has("activation_offload_layers"))
-      refuse(flag("activation_offload_layers"), "CPU activation offloading of layers: Megatron-Core's layer "
-                                                "offloading is not modeled");
-    if (has("recompute_num_layers"))
-      b_.set("bridge.recompute_num_layers", *given("recompute_num_layers"), flag("recompute_num_layers"));
-    if (has("recompute_modules")) {
-      b_.set("framework.recompute_modules", *given("recompute_modules"), flag("recompute_modules"));
-      b_.erase("bridge.recompute_num_layers");
-    }
+    const auto value = [&](const char* d) { return given(d) ? *given(d) : Json(); };
+    refuse_offload(value("activation_offload_layers"), flag("activation_offload_layers"));
+    recompute_layers(value("recompute_num_layers"), flag("recompute_num_layers"));
+    recompute_modules(value("recompute_modules"), flag("recompute_modules"));
     if (has("moe_a2a_overlap") && given("moe_a2a_overlap")->get<bool>()) a2a_overlap(flag("moe_a2a_overlap"));
     if (has("use_tokendrop")) {
       // apply_moe_token_drop asserts the all-to-all dispatcher (generic launcher, both values).
@@ -1008,29 +1012,23 @@ class BridgeImporter {
         b_.set("bridge.force_balance", true, flag("use_tokendrop") + ": dropless, forced balance");
       }
     }
+    // A size flag given: at least 1, onto its scenario key.
+    const auto set_size = [&](const char* d, const char* key) {
+      if (has(d)) b_.set(key, size_at_least(integer(d), 1, flag(d)), flag(d));
+    };
     if (has("tensor_model_parallel_size")) set_tp(integer("tensor_model_parallel_size"), flag("tensor_model_parallel_size"));
-    if (has("pipeline_model_parallel_size"))
-      b_.set("parallelism.pp", size_at_least(integer("pipeline_model_parallel_size"), 1, flag("pipeline_model_parallel_size")),
-             flag("pipeline_model_parallel_size"));
-    if (has("context_parallel_size"))
-      b_.set("parallelism.cp", size_at_least(integer("context_parallel_size"), 1, flag("context_parallel_size")),
-             flag("context_parallel_size"));
+    set_size("pipeline_model_parallel_size", "parallelism.pp");
+    set_size("context_parallel_size", "parallelism.cp");
     bool vp_given = false;
     if (const Json* v = given("virtual_pipeline_model_parallel_size"); v && !(v->is_number() && v->get<std::int64_t>() == -1)) {
       set_vpp(v->is_null() ? std::nullopt : std::optional<std::int64_t>(v->get<std::int64_t>()),
               flag("virtual_pipeline_model_parallel_size"));
       vp_given = true;
     }
-    if (has("expert_model_parallel_size"))
-      b_.set("parallelism.ep", size_at_least(integer("expert_model_parallel_size"), 1, flag("expert_model_parallel_size")),
-             flag("expert_model_parallel_size"));
+    set_size("expert_model_parallel_size", "parallelism.ep");
     if (has("expert_tensor_parallel_size")) set_etp(integer("expert_tensor_parallel_size"), flag("expert_tensor_parallel_size"));
-    if (has("global_batch_size"))
-      b_.set("training.global_batch_size", size_at_least(integer("global_batch_size"), 1, flag("global_batch_size")),
-             flag("global_batch_size"));
-    if (has("micro_batch_size"))
-      b_.set("training.micro_batch_size", size_at_least(integer("micro_batch_size"), 1, flag("micro_batch_size")),
-             flag("micro_batch_size"));
+    set_size("global_batch_size", "training.global_batch_size");
+    set_size("micro_batch_size", "training.micro_batch_size");
     if (has("seq_length") && integer("seq_length") != b_.integer("training.seq_length", 0))
       refuse(flag("seq_length"), fmt::format("{} sets the mock dataset's sequence length only; the model's stays {} and "
                                              "Megatron-Bridge's config check stops the run: set model.seq_length={} "
@@ -1067,10 +1065,8 @@ class BridgeImporter {
     // The families tabulated train with Adam (the Muon exceptions are the Kimi family's).
     if (q_.dtype == "bf16")
       b_.set("bridge.precision_aware_optimizer", true, cite("set_post_overrides: the precision-aware optimizer under BF16 with Adam"));
-    const std::int64_t tp = b_.integer("parallelism.tp", 1), pp = b_.integer("parallelism.pp", 1),
-                       cp = b_.integer("parallelism.cp", 1), vp = b_.integer("parallelism.vpp", 1);
-    const std::int64_t dp = q_.gpus / (tp * pp * cp);
-    if (dp > 1 && pp > 1 && vp > 1 && !contains(l.at("opgwos_excluded_dtypes"), q_.dtype)) {
+    const std::int64_t pp = b_.integer("parallelism.pp", 1), vp = b_.integer("parallelism.vpp", 1);
+    if (dp() > 1 && pp > 1 && vp > 1 && !contains(l.at("opgwos_excluded_dtypes"), q_.dtype)) {
       if (b_.flag("framework.overlap_param_gather", true))
         b_.set("framework.overlap_param_gather_with_optimizer_step", true,
                cite("set_post_overrides: the parameter all-gather overlapped with the optimizer step (DP, PP and VP > 1)"));
@@ -1119,13 +1115,13 @@ class BridgeImporter {
   Query q_;
   BridgeWorkload wl_;
   Builder b_;
-  std::string nccl_ub_src_;
-  std::int64_t recipe_seq_ = 0;  // where NCCL user buffers were asked for, if they were
+  std::string nccl_ub_src_;       // where NCCL user buffers were asked for, if they were
+  std::int64_t recipe_seq_ = 0;   // the dataset's sequence length as the recipe built it (before Hydra)
 };
 
 
 void BridgeImporter::hydra() {
-  recipe_seq_ = b_.integer("training.seq_length", 0);  // the dataset's, as the recipe built it
+  recipe_seq_ = b_.integer("training.seq_length", 0);
   std::vector<std::string> unknown;
   for (const auto& [key, raw] : args_.hydra) {
     const HydraPath* h = hydra_path(key);
@@ -1136,6 +1132,7 @@ void BridgeImporter::hydra() {
     const std::string src = fmt::format("{}={}", key, raw);
     const Json v = hydra_value(raw, key, opts_.source);
     if (h->kind == "redirect") refuse(key, fmt::format("Megatron-Bridge sets it again at setup: give {}", h->why));
+    if (h->kind == "unmodeled") refuse(key, std::string(h->why));
     if (h->kind == "true_only") {
       if (v != Json(true)) refuse(key, std::string(h->why));
       out_.ignored.push_back(fmt::format("{} (on already)", src));
@@ -1170,9 +1167,6 @@ void BridgeImporter::hydra() {
       else if (v.is_string()) b_.set(k, Json::array({v}), src);
       else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const Json& x) { return x.is_string(); })) b_.set(k, v, src);
       else bad("a list of names");
-    } else if (kind == "balance") {
-      if (!v.is_boolean()) bad("true or false");
-      b_.set("bridge.force_balance", v, src);
     } else if (kind == "dispatcher") {
       if (!v.is_string() || (v != "alltoall" && v != "allgather" && v != "flex")) bad("alltoall, allgather or flex");
       if (v == "flex")  // the backend the model has; Megatron-Core's default is DeepEP

@@ -293,6 +293,12 @@ TEST_CASE("v0.2.0's recompute modules act only where the recipe recomputes selec
   // DeepSeek-V3's family sets selective granularity: its table's modules act.
   m = bridge("-m deepseek -s v3 -g b200 -c fp8_mx -ng 256", "25.11");
   CHECK(!m.scenario.at("framework").at("recompute_modules").empty());
+  // The flag goes through the same function as the table: at v0.2.0 it is as inert there.
+  m = bridge("-m gpt_oss -s 120b -g h100 -c bf16 -ng 64 --recompute_modules mlp", "25.11");
+  CHECK(m.scenario.at("framework").at("recompute_modules").empty());
+  // The optimizer's own main-gradient dtype is not modeled: refused, not taken silently.
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 optimizer.main_grads_dtype=torch.float32")
+            .find("grad_reduce_in_fp32") != std::string::npos);
   // --deterministic (v0.5.0) turns the fused loss and TP overlap off.
   m = bridge("-m llama -mr llama31_405b -g gb200 -c fp8_cs -ng 256 --deterministic", "26.06");
   CHECK(m.scenario.at("framework").at("cross_entropy") == "unfused");
