@@ -42,6 +42,30 @@ const sim_core::NameTable<MemoryCounter>& memory_counter_names() {
   return kTable;
 }
 
+const sim_core::NameTable<Decision>& decision_names() {
+  static constexpr std::array<sim_core::NameEntry<Decision>, 17> kEntries{{
+      {Decision::ep_overlap, "ep_overlap", "1F1B EP all-to-all overlap (moe_a2a_overlap), delayed weight gradients"},
+      {Decision::tp, "tp", "tensor-parallel degree, with sequence parallelism"},
+      {Decision::ep_span, "ep_span", "EP degree or its span over NVLink domains or nodes"},
+      {Decision::dispatcher, "dispatcher", "the EP dispatcher (NCCL all-to-all, DeepEP, HybridEP) and its SMs"},
+      {Decision::cuda_graph, "cuda_graph", "the CUDA-graph scope"},
+      {Decision::recompute, "recompute", "activation recompute modules or granularity"},
+      {Decision::mbs, "mbs", "micro-batch size"},
+      {Decision::pipeline, "pipeline", "pipeline depth, virtual stages and the layer split"},
+      {Decision::zero_overlap, "zero_overlap", "the distributed optimizer's grad-reduce and param-gather overlap"},
+      {Decision::release, "release", "software release (container and library versions)"},
+      {Decision::system, "system", "GPU system or network"},
+      {Decision::scale, "scale", "cluster size at a fixed recipe"},
+      {Decision::fusion, "fusion", "kernel fusions (router, permute, quantization, normalization)"},
+      {Decision::host, "host", "host-side settings (NUMA binding, a slimmer host path)"},
+      {Decision::precision, "precision", "the training precision recipe"},
+      {Decision::batch, "batch", "global batch size at a fixed layout"},
+      {Decision::layout, "layout", "several layout decisions at once"},
+  }};
+  static constexpr sim_core::NameTable<Decision> kTable{kEntries};
+  return kTable;
+}
+
 std::string measured_name(const Measured& m) {
   const std::string metric(measured_metric_names().name(m.metric));
   if (is_timing(m.metric)) return metric;
@@ -638,7 +662,26 @@ class ScenarioReader {
       m.in_sample = o.string_or("in_sample", "");
       m.series = o.string_or("series", "");
       m.held_out = o.string_or("held_out", "");
+      m.family = o.string_or("family", "");
       const bool memory = m.metric == MeasuredMetric::peak_memory_gib;
+      for (const char* k : {"family", "compare_with"})
+        if (const auto v = o.get(k); v && memory)
+          v->fail("pairs and families compare step times or throughputs, not memory");
+      if (const auto v = o.get("compare_with")) {
+        v->for_each_element([&](const Node& e) {
+          MeasuredPair p;
+          read_object(e, [&](Object& po) {
+            const Node run = po.req("run");
+            p.run = run.as_string();
+            if (p.run.empty()) run.fail("name the run this one is compared with");
+            if (p.run == sc_.name) run.fail("a run cannot be compared with itself");
+            p.decision = po.req("decision").as_enum(decision_names(), "decision");
+            p.tolerance_pct = po.number_or("tolerance_pct", 5.0, 0.001, 1000.0);
+            p.source = po.string_or("source", "");
+          });
+          m.compare_with.push_back(std::move(p));
+        });
+      }
       for (const char* k : {"memory_counter", "pp_rank"})
         if (const auto v = o.get(k); v && !memory) v->fail("only with measured.peak_memory_gib");
       // Which counter: required, as the two differ by the allocator's reserve (13-26% on

@@ -28,6 +28,40 @@ const sim_core::NameTable<MemoryCounter>& memory_counter_names();
 // A timing metric (a step time or throughput), as opposed to a memory measurement.
 constexpr bool is_timing(MeasuredMetric m) { return m != MeasuredMetric::peak_memory_gib; }
 
+// The kind of decision a measured pair differs in (measured.compare_with; issue #44): what
+// `moesim validate` groups the pairs' ratio errors by, and what `plan` names as the evidence
+// for a claimed gain of that kind.
+enum class Decision {
+  ep_overlap,    // 1F1B EP all-to-all overlap (moe_a2a_overlap), delayed wgrad
+  tp,            // tensor-parallel degree (with sequence parallelism)
+  ep_span,       // EP degree or its span over NVLink domains / nodes
+  dispatcher,    // NCCL all-to-all, DeepEP, HybridEP, and their SMs
+  cuda_graph,    // CUDA-graph scope
+  recompute,     // activation recompute modules or granularity
+  mbs,           // micro-batch size
+  pipeline,      // PP / VPP depth and the layer split
+  zero_overlap,  // distributed optimizer's grad-reduce / param-gather overlap
+  release,       // software release (container, library versions)
+  system,        // GPU system or network
+  scale,         // cluster size at a fixed recipe
+  fusion,        // kernel fusions (router, permute, quantize, norm)
+  host,          // host-side settings (NUMA binding, host-path trimming)
+  precision,     // training precision recipe
+  batch,         // global batch size at a fixed layout
+  layout,        // several layout decisions at once (a family's members)
+};
+const sim_core::NameTable<Decision>& decision_names();
+
+// One measured pair: this run (B) against another validated run (A) that differs from it in
+// one decision, measured by the same team on the same machines. `moesim validate` compares
+// the ratio of their per-GPU throughputs, B over A, predicted against measured.
+struct MeasuredPair {
+  std::string run;  // the other scenario's name
+  Decision decision = Decision::layout;
+  double tolerance_pct = 5;  // the CI gate on the ratio's error
+  std::string source;        // where the pairing is published (empty: the measured block's source)
+};
+
 struct Measured {
   MeasuredMetric metric = MeasuredMetric::tflops_per_gpu;
   double value = 0;
@@ -49,6 +83,12 @@ struct Measured {
   // Why the run is kept for checking and not fitted: `moesim calibrate corpus` leaves it
   // out of the fit and reports its error at the fitted values. Empty: fitted.
   std::string held_out;
+  // A family of runs measured by one team on one cluster that differ in several decisions
+  // (a layout family): `moesim validate` reports how well the predictions order them
+  // (Kendall's tau over the members' pairs) and the regret of the predicted best. Empty: none.
+  std::string family;
+  // Runs this one is compared with (issue #44 item 1).
+  std::vector<MeasuredPair> compare_with;
 };
 
 // What a measurement is, as the reports name it: the metric, and for a memory figure its

@@ -48,6 +48,9 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
                             : r.predicted_step_s * r.predicted / r.measured;
     r.tokens_per_step = static_cast<double>(sc.training.global_batch_size * sc.training.seq_length);
     if (!memory) r.step_terms = step_terms(p.step.breakdown);
+    r.source = sc.measured->source;
+    r.family = sc.measured->family;
+    r.compare_with = sc.measured->compare_with;
   });
   return rows;
 }
@@ -106,17 +109,91 @@ std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
         f.terms.push_back({f.sizes.front()->step_terms[t].first, lt.coefficients(1), lt.coefficients(0)});
       }
     }
-    const auto per_gpu = [](const ValidateRow* r, double step) {
-      return r->tokens_per_step / step / static_cast<double>(r->gpus);
-    };
     for (std::size_t i = 1; i < f.sizes.size(); ++i) {
       const auto *lo = f.sizes[i - 1], *hi = f.sizes[i];
-      f.ratio_measured.push_back(per_gpu(hi, hi->measured_step_s) / per_gpu(lo, lo->measured_step_s));
-      f.ratio_predicted.push_back(per_gpu(hi, hi->predicted_step_s) / per_gpu(lo, lo->predicted_step_s));
+      f.ratio_measured.push_back(hi->measured_per_gpu() / lo->measured_per_gpu());
+      f.ratio_predicted.push_back(hi->predicted_per_gpu() / lo->predicted_per_gpu());
       f.ratio_error_pct.push_back(100 * (f.ratio_predicted.back() / f.ratio_measured.back() - 1));
     }
     out.push_back(std::move(f));
   }
+  return out;
+}
+
+namespace {
+
+PairRow make_pair_row(const ValidateRow& a, const ValidateRow& b, config::Decision decision, std::string source,
+                      double tolerance_pct) {
+  PairRow p;
+  p.name = b.name + " vs " + a.name;
+  p.a = &a, p.b = &b;
+  p.decision = decision;
+  p.source = std::move(source);
+  p.measured_ratio = b.measured_per_gpu() / a.measured_per_gpu();
+  p.predicted_ratio = b.predicted_per_gpu() / a.predicted_per_gpu();
+  p.ratio_error_pct = 100 * (p.predicted_ratio / p.measured_ratio - 1);
+  p.tolerance_pct = tolerance_pct;
+  p.significant = std::abs(p.measured_ratio - 1) > kPairSignificantRatio;
+  p.direction_right = !p.significant || (p.predicted_ratio > 1) == (p.measured_ratio > 1);
+  p.ok = std::abs(p.ratio_error_pct) <= p.tolerance_pct;
+  return p;
+}
+
+int sign(double x) { return (x > 0) - (x < 0); }
+
+FamilyRow make_family(std::string name, std::vector<const ValidateRow*> members) {
+  FamilyRow f;
+  f.name = std::move(name);
+  f.members = std::move(members);
+  int discordant = 0;
+  for (std::size_t i = 0; i < f.members.size(); ++i)
+    for (std::size_t j = i + 1; j < f.members.size(); ++j) {
+      const auto *x = f.members[i], *y = f.members[j];
+      const int m = sign(x->measured_per_gpu() - y->measured_per_gpu());
+      const int p = sign(x->predicted_per_gpu() - y->predicted_per_gpu());
+      ++f.pairs;
+      if (m != 0 && p != 0) (m == p ? f.pairs_ordered_right : discordant) += 1;
+    }
+  f.kendall_tau = f.pairs ? static_cast<double>(f.pairs_ordered_right - discordant) / f.pairs : 0;
+  for (const auto* r : f.members) {
+    if (!f.measured_best || r->measured_per_gpu() > f.measured_best->measured_per_gpu()) f.measured_best = r;
+    if (!f.predicted_best || r->predicted_per_gpu() > f.predicted_best->predicted_per_gpu()) f.predicted_best = r;
+  }
+  if (f.measured_best)
+    f.regret_pct = 100 * (f.measured_best->measured_per_gpu() / f.predicted_best->measured_per_gpu() - 1);
+  return f;
+}
+
+}  // namespace
+
+PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows, const std::vector<SeriesFit>& series) {
+  PairsAndFamilies out;
+  std::map<std::string, const ValidateRow*> by_name;
+  std::map<std::string, std::vector<const ValidateRow*>> families;
+  for (const auto& r : rows)
+    if (!r.memory) {
+      by_name.emplace(r.name, &r);
+      if (!r.family.empty()) families[r.family].push_back(&r);
+    }
+  for (const auto& r : rows)
+    for (const auto& c : r.compare_with) {
+      const auto it = by_name.find(c.run);
+      if (it == by_name.end()) {
+        out.unresolved.push_back({r.file, c.run});
+        continue;
+      }
+      // B's file may name where the pairing is published; else its measurement's source.
+      out.pairs.push_back(
+          make_pair_row(*it->second, r, c.decision, c.source.empty() ? r.source : c.source, c.tolerance_pct));
+    }
+  for (const auto& f : series)
+    for (std::size_t i = 1; i < f.sizes.size(); ++i) {
+      const auto *lo = f.sizes[i - 1], *hi = f.sizes[i];
+      out.pairs.push_back(make_pair_row(*lo, *hi, config::Decision::scale, "series " + f.name,
+                                        std::max(lo->tolerance_pct, hi->tolerance_pct)));
+    }
+  for (auto& [name, members] : families)
+    if (members.size() >= 2) out.families.push_back(make_family(name, std::move(members)));
   return out;
 }
 
@@ -133,6 +210,12 @@ ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
     s.by_dispatcher[r.dispatcher].add(r);
   }
   s.series = fit_series(rows);
+  s.compared = compare_pairs(rows, s.series);
+  for (const auto& p : s.compared.pairs) {
+    s.pairs_all.add(p);
+    s.pairs_by_decision[std::string(config::decision_names().name(p.decision))].add(p);
+    s.pairs_failed += p.ok ? 0 : 1;
+  }
   return s;
 }
 

@@ -19,7 +19,7 @@ namespace moesim::predict {
 
 // One validated scenario: its prediction of the measured metric.
 struct ValidateRow {
-  std::string file, name, system, dispatcher, metric;
+  std::string file, name, system, dispatcher, metric, source;
   double measured = 0, predicted = 0, error_pct = 0, tolerance_pct = 0, wall_s = 0;
   bool ok = false;
   bool memory = false;  // a measured peak_memory_gib (metric: with its counter and rank)
@@ -31,6 +31,12 @@ struct ValidateRow {
   double predicted_step_s = 0, measured_step_s = 0, tokens_per_step = 0;
   // The predicted step's top-level terms (step_terms), which sum to predicted_step_s.
   std::vector<std::pair<std::string, double>> step_terms;
+  // measured.family and measured.compare_with (pairs and families, below).
+  std::string family;
+  std::vector<config::MeasuredPair> compare_with;
+  // Per-GPU throughput, tokens / s / GPU, at the measured and at the predicted step.
+  double measured_per_gpu() const { return tokens_per_step / measured_step_s / static_cast<double>(gpus); }
+  double predicted_per_gpu() const { return tokens_per_step / predicted_step_s / static_cast<double>(gpus); }
 };
 
 // A step's breakdown as its top-level terms, in the order `run` prints them: compute,
@@ -64,6 +70,66 @@ struct SeriesFit {
 // Points into `rows`, which must outlive it.
 std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows);
 
+// A measured pair (issue #44): run B against run A, which differ in one decision. The ratio
+// is B's per-GPU throughput over A's (tokens / s / GPU, so that pairs at different sizes or
+// batches compare work done per GPU-second), measured and predicted:
+//   ratio_error_pct = 100 (predicted_ratio / measured_ratio - 1),
+// within the gate when |ratio_error_pct| <= tolerance_pct. The direction is right when both
+// ratios are on the same side of 1; a measured difference within 2% (|measured_ratio - 1|
+// <= 0.02) has no direction to get wrong (`significant` false).
+// Pairs come from measured.compare_with (B's file names A), and from each scaling series'
+// consecutive sizes (decision `scale`, gated at the larger of the two runs' tolerances).
+struct PairRow {
+  std::string name;  // "B vs A"
+  const ValidateRow *a = nullptr, *b = nullptr;
+  config::Decision decision = config::Decision::layout;
+  std::string source;
+  double measured_ratio = 0, predicted_ratio = 0, ratio_error_pct = 0, tolerance_pct = 0;
+  bool significant = false, direction_right = true, ok = true;
+};
+inline constexpr double kPairSignificantRatio = 0.02;
+// A compare_with that names a run not among the validated ones: reported, never dropped.
+struct UnresolvedPair {
+  std::string file, run;
+};
+
+// A family of runs (measured.family): every member pair ordered by per-GPU throughput,
+// predicted against measured. Kendall's tau-a = (concordant - discordant) / pairs, where a
+// pair with a tie on either side is neither; pairs_ordered_right = concordant. The regret is
+// how much slower, measured, the predicted best member is than the measured best:
+//   regret_pct = 100 (measured_per_gpu(measured best) / measured_per_gpu(predicted best) - 1).
+struct FamilyRow {
+  std::string name;
+  std::vector<const ValidateRow*> members;  // in the rows' order
+  int pairs = 0, pairs_ordered_right = 0;
+  double kendall_tau = 0, regret_pct = 0;
+  const ValidateRow *measured_best = nullptr, *predicted_best = nullptr;
+};
+
+// Pairs, unresolved pairs and families over the timing rows (points into `rows`).
+struct PairsAndFamilies {
+  std::vector<PairRow> pairs;
+  std::vector<UnresolvedPair> unresolved;
+  std::vector<FamilyRow> families;
+};
+PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows, const std::vector<SeriesFit>& series);
+
+// Mean absolute ratio error, count, wrong directions (among significant pairs) and worst of
+// a group of pairs.
+struct PairSummary {
+  int pairs = 0, significant = 0, wrong_direction = 0;
+  double abs_sum = 0;
+  const PairRow* worst = nullptr;
+  void add(const PairRow& p) {
+    ++pairs;
+    abs_sum += std::abs(p.ratio_error_pct);
+    if (p.significant) ++significant;
+    if (!p.direction_right) ++wrong_direction;
+    if (!worst || std::abs(p.ratio_error_pct) > std::abs(worst->ratio_error_pct)) worst = &p;
+  }
+  double mae() const { return pairs ? abs_sum / pairs : 0; }
+};
+
 // Mean absolute error, count and worst run of a group of rows.
 struct ErrorSummary {
   int runs = 0;
@@ -85,8 +151,11 @@ struct ValidateSummary {
   std::map<std::string, ErrorSummary> by_system, by_dispatcher;
   std::vector<SeriesFit> series;  // fit_series(rows)
   ErrorSummary memory;
-  int timing_failed = 0, memory_failed = 0;  // beyond their tolerance
-  int failed() const { return timing_failed + memory_failed; }
+  PairsAndFamilies compared;  // compare_pairs(rows, series)
+  PairSummary pairs_all;
+  std::map<std::string, PairSummary> pairs_by_decision;
+  int timing_failed = 0, memory_failed = 0, pairs_failed = 0;  // beyond their tolerance
+  int failed() const { return timing_failed + memory_failed + pairs_failed; }
 };
 ValidateSummary summarize(const std::vector<ValidateRow>& rows);
 

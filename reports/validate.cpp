@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "config/scenario.hpp"
+
 #include <fmt/format.h>
 
 #include "config/json_reader.hpp"
@@ -60,8 +62,10 @@ std::string prediction_figures(const predict::PredictionRow& r) {
 
 std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x) {
   const BaselineCheck* moved = x.moved ? &*x.moved : nullptr;
-  const std::size_t n = rows.size(), cases = n + x.predictions.size();
-  int failures = 0;
+  const predict::ValidateSummary sum = predict::summarize(rows);
+  const auto& pairs = sum.compared.pairs;
+  const std::size_t n = rows.size(), cases = n + x.predictions.size() + pairs.size();
+  int failures = sum.pairs_failed;
   double time = 0;
   for (std::size_t i = 0; i < n; ++i) failures += rows[i].ok && !drift(moved, i) ? 0 : 1, time += rows[i].wall_s;
   for (std::size_t k = 0; k < x.predictions.size(); ++k)
@@ -100,6 +104,14 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const 
     testcase("moesim.predict." + r.system, r.name, r.file, r.wall_s, prediction_figures(r),
              m ? "moved against the baseline" : nullptr, m ? drift_text(*m, x.tolerance_pct) : "");
   }
+  for (const auto& p : pairs) {
+    const std::string fig = fmt::format("per-GPU throughput B/A: predicted {:.4f}, measured {:.4f} ({:+.1f}%, "
+                                        "tolerance {:g}%{})",
+                                        p.predicted_ratio, p.measured_ratio, p.ratio_error_pct, p.tolerance_pct,
+                                        p.direction_right ? "" : "; wrong direction");
+    testcase(fmt::format("moesim.pair.{}", config::decision_names().name(p.decision)), p.name, p.b->file, 0, fig,
+             p.ok ? nullptr : "beyond tolerance", fig);
+  }
   o += "  </testsuite>\n</testsuites>\n";
   return o;
 }
@@ -107,7 +119,8 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const 
 std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x) {
   const BaselineCheck* moved = x.moved ? &*x.moved : nullptr;
   const predict::ValidateSummary sum = predict::summarize(rows);
-  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
+  const auto& [all, by_system, by_dispatcher, memory, timing_failed, memory_failed] =
+      std::tie(sum.all, sum.by_system, sum.by_dispatcher, sum.memory, sum.timing_failed, sum.memory_failed);
   std::string o = "## moesim validate\n\n";
   o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs, all.mae(), timing_failed);
   if (!x.predictions.empty()) o += fmt::format("; {} scenario(s) without a measurement predicted", x.predictions.size());
@@ -149,6 +162,25 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, con
     group("system", by_system);
     group("dispatcher", by_dispatcher);
   }
+  const auto& pairs = sum.compared.pairs;
+  if (!pairs.empty()) {
+    o += fmt::format("\n{} pairs, mean absolute ratio error **{:.2f}%**, {} wrong direction(s) among {} with a "
+                     "measured difference over {:g}%, {} beyond tolerance.\n",
+                     sum.pairs_all.pairs, sum.pairs_all.mae(), sum.pairs_all.wrong_direction,
+                     sum.pairs_all.significant, 100 * predict::kPairSignificantRatio, sum.pairs_failed);
+    o += "\n| pair (B vs A) | decision | measured B/A | predicted B/A | ratio error | tolerance | |\n"
+         "|---|---|---:|---:|---:|---:|---|\n";
+    for (const auto& p : pairs)
+      o += fmt::format("| {} | {} | {:.4f} | {:.4f} | {:+.1f}% | {:g}% | {}{} |\n", md_escape(p.name),
+                       config::decision_names().name(p.decision), p.measured_ratio, p.predicted_ratio,
+                       p.ratio_error_pct, p.tolerance_pct, p.ok ? "ok" : "**over**",
+                       p.direction_right ? "" : ", **wrong direction**");
+  }
+  for (const auto& f : sum.compared.families)
+    o += fmt::format("\nFamily {}: {} members, Kendall's tau {:+.2f}, {} of {} pairs ordered right, regret of the "
+                     "predicted best ({}) {:.1f}%.\n",
+                     md_escape(f.name), f.members.size(), f.kendall_tau, f.pairs_ordered_right, f.pairs,
+                     md_escape(f.predicted_best->name), f.regret_pct);
   return o;
 }
 
@@ -285,9 +317,108 @@ nlohmann::ordered_json series_json(const std::vector<predict::SeriesFit>& series
 }
 }  // namespace
 
+namespace {
+nlohmann::ordered_json pairs_json(const std::vector<predict::PairRow>& pairs) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& p : pairs)
+    out.push_back({{"name", p.name},
+                   {"decision", config::decision_names().name(p.decision)},
+                   {"a", p.a->name},
+                   {"b", p.b->name},
+                   {"predicted_ratio", p.predicted_ratio},
+                   {"measured_ratio", p.measured_ratio},
+                   {"ratio_error_pct", p.ratio_error_pct},
+                   {"tolerance_pct", p.tolerance_pct},
+                   {"ok", p.ok},
+                   {"significant", p.significant},
+                   {"direction_right", p.direction_right},
+                   {"source", p.source}});
+  return out;
+}
+
+nlohmann::ordered_json pair_summary_json(const predict::PairSummary& s) {
+  nlohmann::ordered_json j{{"pairs", s.pairs},
+                           {"mean_abs_ratio_error_pct", s.mae()},
+                           {"significant", s.significant},
+                           {"wrong_direction", s.wrong_direction}};
+  if (s.worst) j["worst"] = {{"name", s.worst->name}, {"ratio_error_pct", s.worst->ratio_error_pct}};
+  return j;
+}
+
+nlohmann::ordered_json families_json(const std::vector<predict::FamilyRow>& families) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& f : families) {
+    nlohmann::ordered_json members = nlohmann::ordered_json::array();
+    for (const auto* r : f.members)
+      members.push_back({{"name", r->name},
+                         {"measured_tokens_per_s_per_gpu", r->measured_per_gpu()},
+                         {"predicted_tokens_per_s_per_gpu", r->predicted_per_gpu()}});
+    out.push_back({{"name", f.name},
+                   {"members", members},
+                   {"kendall_tau", f.kendall_tau},
+                   {"pairs", f.pairs},
+                   {"pairs_ordered_right", f.pairs_ordered_right},
+                   {"regret_pct", f.regret_pct},
+                   {"measured_best", f.measured_best->name},
+                   {"predicted_best", f.predicted_best->name}});
+  }
+  return out;
+}
+
+// The pairs' table, their summary overall and by decision, the unresolved ones.
+std::string pairs_text(const predict::ValidateSummary& sum) {
+  const auto& pairs = sum.compared.pairs;
+  std::string out;
+  if (!pairs.empty()) {
+    out += fmt::format("\n{:<64} {:<12} {:>9} {:>9} {:>8} {:>6}  {}\n", "pair (B vs A, per-GPU throughput B/A)",
+                       "decision", "measured", "predicted", "error", "tol", "");
+    for (const auto& p : pairs)
+      out += fmt::format("{:<64} {:<12} {:>9.4f} {:>9.4f} {:>+7.1f}% {:>5.1f}%  {}{}\n", p.name,
+                         config::decision_names().name(p.decision), p.measured_ratio, p.predicted_ratio,
+                         p.ratio_error_pct, p.tolerance_pct, p.ok ? "ok" : "OVER",
+                         p.direction_right ? "" : " WRONG DIRECTION");
+    const auto& a = sum.pairs_all;
+    out += fmt::format("{} pairs over {} decisions, mean absolute ratio error {:.2f}%, {} wrong direction(s) among {} "
+                       "with a measured difference over {:g}%, {} over tolerance\n",
+                       a.pairs, sum.pairs_by_decision.size(), a.mae(), a.wrong_direction, a.significant,
+                       100 * predict::kPairSignificantRatio, sum.pairs_failed);
+    for (const auto& [k, v] : sum.pairs_by_decision)
+      out += fmt::format("  decision {:<13} {:>3} pairs, mean absolute ratio error {:6.2f}%, {} wrong direction(s); "
+                         "worst {} ({:+.1f}%)\n",
+                         k, v.pairs, v.mae(), v.wrong_direction, v.worst->name, v.worst->ratio_error_pct);
+  }
+  for (const auto& u : sum.compared.unresolved)
+    out += fmt::format("unresolved pair: {} compares with '{}', which is not among the validated runs\n", u.file,
+                       u.run);
+  return out;
+}
+
+std::string families_text(const std::vector<predict::FamilyRow>& families) {
+  std::string out;
+  for (const auto& f : families) {
+    out += fmt::format("\nfamily {} ({} members; tokens/s/GPU, rank 1 the fastest)\n{:<48} {:>9} {:>5} {:>9} {:>5}\n",
+                       f.name, f.members.size(), "member", "measured", "rank", "predicted", "rank");
+    const auto rank = [&](const predict::ValidateRow* r, double (predict::ValidateRow::*per_gpu)() const) {
+      return 1 + std::count_if(f.members.begin(), f.members.end(),
+                               [&](const predict::ValidateRow* o) { return (o->*per_gpu)() > (r->*per_gpu)(); });
+    };
+    for (const auto* r : f.members)
+      out += fmt::format("{:<48} {:>9.0f} {:>5} {:>9.0f} {:>5}\n", r->name, r->measured_per_gpu(),
+                         rank(r, &predict::ValidateRow::measured_per_gpu), r->predicted_per_gpu(),
+                         rank(r, &predict::ValidateRow::predicted_per_gpu));
+    out += fmt::format("  Kendall's tau {:+.2f}: {} of {} pairs ordered right; predicted best {} (measured best {}), "
+                       "regret {:.1f}%\n",
+                       f.kendall_tau, f.pairs_ordered_right, f.pairs, f.predicted_best->name, f.measured_best->name,
+                       f.regret_pct);
+  }
+  return out;
+}
+}  // namespace
+
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                                      const ValidateExtras& x) {
-  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
+  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = std::tie(
+      sum.all, sum.by_system, sum.by_dispatcher, sum.series, sum.memory, sum.timing_failed, sum.memory_failed);
   nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
   for (const auto& r : rows)
     out_rows.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"dispatcher", r.dispatcher},
@@ -309,6 +440,18 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
   out["by_system"] = groups(by_system);
   out["by_dispatcher"] = groups(by_dispatcher);
   if (!series.empty()) out["series"] = series_json(series);
+  if (!sum.compared.pairs.empty() || !sum.compared.unresolved.empty()) {
+    out["pairs"] = pairs_json(sum.compared.pairs);
+    out["pairs_summary"] = pair_summary_json(sum.pairs_all);
+    out["pairs_summary"]["failed"] = sum.pairs_failed;
+    nlohmann::ordered_json by_decision = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : sum.pairs_by_decision) by_decision[k] = pair_summary_json(v);
+    out["pairs_by_decision"] = by_decision;
+    nlohmann::ordered_json unresolved = nlohmann::ordered_json::array();
+    for (const auto& u : sum.compared.unresolved) unresolved.push_back({{"file", u.file}, {"run", u.run}});
+    out["unresolved_pairs"] = unresolved;
+  }
+  if (!sum.compared.families.empty()) out["families"] = families_json(sum.compared.families);
   if (!x.predictions.empty()) {
     nlohmann::ordered_json preds = nlohmann::ordered_json::array();
     for (const auto& r : x.predictions)
@@ -323,7 +466,8 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
 
 std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                           const ValidateExtras& x) {
-  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = sum;
+  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] = std::tie(
+      sum.all, sum.by_system, sum.by_dispatcher, sum.series, sum.memory, sum.timing_failed, sum.memory_failed);
   std::string out;
   if (all.runs) {
     out += fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured", "predicted", "error", "tol", "");
@@ -344,6 +488,8 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows, const p
     print("dispatcher", by_dispatcher);
   }
   for (const auto& f : series) out += series_text(f);
+  out += pairs_text(sum);
+  out += families_text(sum.compared.families);
   if (memory.runs) {
     out += fmt::format("{}{:<50} {:<22} {:>8} {:>9} {:>8} {:>6}  {}\n", all.runs ? "\n" : "", "memory point", "counter",
                        "measured", "predicted", "error", "tol", "");

@@ -29,7 +29,13 @@ TEST_CASE("validate --junit and --markdown: one case per run, failures with the 
   CHECK(r.status == 1);  // step 13 is beyond its 1%
   const std::string xml = test::read_text(junit.path());
   CHECK_THAT(xml, Catch::StartsWith("<?xml"));
-  CHECK_THAT(xml, Catch::Contains("tests=\"2\" failures=\"1\""));
+  // Two runs and step 13's pair with step 12 (measured 900 / 956.2 = 0.941, predicted about
+  // 1.003: beyond the pair's tolerance and the wrong way).
+  CHECK_THAT(xml, Catch::Contains("tests=\"3\" failures=\"2\""));
+  CHECK_THAT(xml, Catch::Contains("classname=\"moesim.pair.fusion\" name=\"dsv3-gb200-journey-13-norm-quant-fusion vs "
+                                  "dsv3-gb200-journey-12-te-host-slim\""));
+  CHECK_THAT(xml, Catch::Contains("measured 0.9412 ("));
+  CHECK_THAT(xml, Catch::Contains("; wrong direction)"));
   CHECK_THAT(xml, Catch::Contains("name=\"dsv3-gb200-journey-12-te-host-slim\""));
   CHECK_THAT(xml, Catch::Contains("<failure message=\"tflops_per_gpu: predicted "));
   CHECK_THAT(xml, Catch::Contains("measured 900 ("));
@@ -37,6 +43,8 @@ TEST_CASE("validate --junit and --markdown: one case per run, failures with the 
   CHECK_THAT(text, Catch::Contains("| scenario | system | dispatcher |"));
   CHECK_THAT(text, Catch::Contains("**over**"));
   CHECK_THAT(text, Catch::Contains("1 beyond tolerance"));
+  CHECK_THAT(text, Catch::Contains("| pair (B vs A) | decision |"));
+  CHECK_THAT(text, Catch::Contains("**wrong direction**"));
 }
 
 TEST_CASE("validate --baseline flags predictions that moved", "[cli][validate]") {
@@ -115,4 +123,24 @@ TEST_CASE("validate --baseline watches scenarios without a measured block", "[cl
   const auto n = test::run_moesim({"validate", "--baseline", rows_only.path(), step, plan});
   CHECK(n.status == 0);
   CHECK_THAT(n.out, Catch::Contains("new   qwen3-30b-a3b-h100"));
+}
+
+TEST_CASE("validate --json carries pairs and families; a pair whose other run is absent is unresolved",
+          "[cli][validate][pairs]") {
+  const auto r = test::run_moesim({"validate", "--json", "--jobs", "2", test::source_path("scenarios/journey")});
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.contains("pairs"));
+  CHECK(j["pairs"].size() == 12);  // each step against the one before
+  for (const auto& p : j["pairs"])
+    for (const char* k : {"name", "decision", "predicted_ratio", "measured_ratio", "ratio_error_pct", "direction_right",
+                          "source"})
+      CHECK(p.contains(k));
+  CHECK(j["pairs_summary"]["pairs"] == 12);
+  CHECK(j["unresolved_pairs"].empty());
+  // Step 13 alone: its pair names step 12, which is not validated in this call: said, not dropped.
+  const auto one = test::run_moesim({"validate", test::source_path("scenarios/journey/13-norm-quant-fusion.json")});
+  CHECK(one.status == 0);
+  CHECK_THAT(one.out, Catch::Contains("unresolved pair: ") &&
+                          Catch::Contains("compares with 'dsv3-gb200-journey-12-te-host-slim', which is not among"));
 }
