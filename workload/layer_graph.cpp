@@ -763,14 +763,23 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
   };
   if (shared_captured) shared_expert();
-  // Permute/unpermute over the routing map: the kernel before TE PR 1927 is slow when
-  // top-k << experts (journey step 2; the PR claims "up to 10x"); DeepSeek-V3's 8 of 256
-  // is that regime. NVIDIA's baseline profile draws the global permute at about 0.7 ms
-  // (docs/research/gb200-journey-mechanisms.md, image1) where the bandwidth model prices
-  // the optimized kernel at 0.162 ms (GB200, 4096 tokens x top-8 x 7168 BF16):
-  // 0.7 / 0.162 = 4.3, the measured slowdown, not the PR's upper bound.
-  constexpr double kUnfusedPermuteSlowdown = 4.3;
-  const double permute_slowdown = in.stack.permute_fusion_v2 || k * 4 > E ? 1.0 : kUnfusedPermuteSlowdown;
+  // Permute/unpermute over the routing map before TE PR 1927 (dc97cc9efc, first in TE 2.6):
+  // each token's program walks all E experts' row-map entries for every hidden block
+  // (transformer_engine/pytorch/triton/permutation.py _permute_kernel at v2.3: `for
+  // expert_idx in range(num_experts)`, a dependent load each), where the optimized kernel
+  // walks only the token's k routed rows (at v2.6: `for idx in tl.range(n_routed)`). The
+  // data moved is the same, (1 + k) rows a token; the old kernel adds (E - k) skipped
+  // row-map loads per token and block. So
+  //   slowdown = 1 + c (E - k) / (1 + k),
+  // with c from the one measured point: NVIDIA's baseline profile draws DeepSeek-V3's
+  // global permute (k = 8 of E = 256) at about 0.7 ms (docs/research/gb200-journey-mechanisms.md,
+  // image1) where the bandwidth model prices the optimized kernel at 0.162 ms (GB200, 4096
+  // tokens x top-8 x 7168 BF16): 4.3x, so c = 3.3 x 9 / 248 = 0.120. Qwen3's 8 of 128:
+  // 2.6x; Mixtral's 2 of 8: 1.24x.
+  constexpr double kOldPermuteRefSlowdown = 4.3, kOldPermuteRefE = 256, kOldPermuteRefK = 8;
+  constexpr double kOldPermuteSkipCost =
+      (kOldPermuteRefSlowdown - 1) * (1 + kOldPermuteRefK) / (kOldPermuteRefE - kOldPermuteRefK);
+  const double permute_slowdown = in.stack.permute_fusion_v2 ? 1.0 : 1 + kOldPermuteSkipCost * (E - k) / (1 + k);
 
   // Router: the GEMM (FP32 logits) and its small kernels (top-k, scores, aux loss, ...).
   // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17

@@ -126,6 +126,20 @@ TEST_CASE("The old permute kernel is 4.3x slower for top-8 of 256 experts", "[wo
   CHECK(find(b2.t.moe.fwd, "moe.global_permute.fwd").time_factor == 1);
 }
 
+// The old kernel walks all E row-map entries per token where the new one walks its k routed
+// rows: 1 + c (E - k) / (1 + k) with c = 3.3 x 9 / 248 from DeepSeek-V3's 4.3x. Qwen3's 8 of
+// 128: 1 + 3.3 x 9 / 248 x 120 / 9 = 2.597; Mixtral's 2 of 8: 1 + 3.3 x 9 / 248 x 6 / 3 = 1.240.
+TEST_CASE("The old permute kernel's slowdown follows the experts it walks", "[workload][templates]") {
+  const auto qwen = build("scenarios/pai/p2-tp2pp8.json");  // 25.04: before TE 2.6
+  CHECK(find(qwen.t.moe.fwd, "moe.global_permute.fwd").time_factor == Approx(1 + 3.3 * 120 / 248));
+  CHECK(find(qwen.t.moe.fwd, "moe.unpermute.fwd").time_factor == Approx(2.597).epsilon(1e-3));
+  const auto mixtral = build("scenarios/measured/c3-mixtral-8x22b-h100.json",
+                             [](config::Scenario& sc) { sc.stack.permute_fusion_v2 = false; });
+  CHECK(find(mixtral.t.moe.fwd, "moe.global_permute.fwd").time_factor == Approx(1 + 3.3 * 9 / 248 * 6 / 3));
+  const auto fused = build("scenarios/measured/c3-mixtral-8x22b-h100.json");
+  CHECK(find(fused.t.moe.fwd, "moe.global_permute.fwd").time_factor == 1);
+}
+
 TEST_CASE("Recompute re-runs the named modules at the start of backward", "[workload][templates]") {
   const auto b1 = build("scenarios/journey/01-baseline.json");  // mlp + mla_up_proj
   const auto b5 = build("scenarios/journey/05-no-mla-recompute.json");  // mlp + moe_act
