@@ -35,6 +35,9 @@ class Validate final : public Command {
                  "times enter --json, --junit, --markdown and the --baseline comparison (implied by --baseline)");
     app.add_option("--baseline-tolerance", baseline_tol_, "percent a prediction may move against --baseline (default 1)")
         ->check(CLI::Range(0.0, 1000.0));
+    app.add_option("--evidence", evidence_,
+                   "also write the pairs' record per decision here (calibration/evidence/decisions.json's format: "
+                   "what plan cites as evidence)");
     add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
@@ -56,6 +59,7 @@ class Validate final : public Command {
     if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, x));
 
     const predict::ValidateSummary sum = predict::summarize(rows);
+    if (!evidence_.empty()) write_file(evidence_, reports::evidence_json(sum).dump(2) + "\n");
     if (json_)
       io.out << reports::validate_json(rows, sum, x).dump(2) << "\n";
     else
@@ -70,7 +74,7 @@ class Validate final : public Command {
 
  private:
   std::vector<std::string> paths_;
-  std::string junit_, markdown_, baseline_;
+  std::string junit_, markdown_, baseline_, evidence_;
   double baseline_tol_ = 1.0;
   bool json_ = false, uncalibrated_ = false, unmeasured_ = false;
   int jobs_ = 0;

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "config/inert_settings.hpp"
+#include "hw_models/dispatcher.hpp"
 #include "hw_models/flow_cache.hpp"
 #include "predict/parallel.hpp"
 #include "predict/predict.hpp"
@@ -25,6 +26,65 @@ schedules::StepBound step_time_lower_bound(const config::Scenario& sc, double ep
 }
 
 namespace {
+
+// The scenario as given leaves some of the plan's columns to the loader's defaults (an empty
+// CSV value); for the evidence's comparison with the candidates each takes the value the
+// loaded scenario has, written as the candidates' columns write it. One getter per column
+// the plan varies (the layouts' and the setting groups'); a column without one stays empty,
+// and then counts as differing.
+std::vector<std::string> effective_values(const std::vector<std::string>& columns, const config::SweepPoint& given,
+                                          const std::string& file, const config::LoadOptions& load) {
+  std::vector<std::string> values = given.values;
+  using Get = config::Json (*)(const config::Scenario&);
+  static const std::vector<std::pair<std::string_view, Get>> kGetters{
+      {"training.micro_batch_size", [](const config::Scenario& s) { return config::Json(s.training.micro_batch_size); }},
+      {"parallelism.tp", [](const config::Scenario& s) { return config::Json(s.parallelism.tp); }},
+      {"parallelism.pp", [](const config::Scenario& s) { return config::Json(s.parallelism.pp); }},
+      {"parallelism.vpp", [](const config::Scenario& s) { return config::Json(s.parallelism.vpp); }},
+      {"parallelism.ep", [](const config::Scenario& s) { return config::Json(s.parallelism.ep); }},
+      {"parallelism.etp", [](const config::Scenario& s) { return config::Json(s.parallelism.etp); }},
+      {"parallelism.cp", [](const config::Scenario& s) { return config::Json(s.parallelism.cp); }},
+      {"parallelism.pp_layout",
+       [](const config::Scenario& s) {  // unset: Megatron's even split, as the plan writes it
+         return config::Json(config::default_layout_text(s.model.num_layers, s.training.mtp_layers,
+                                                         static_cast<int>(s.parallelism.pp),
+                                                         static_cast<int>(s.parallelism.vpp)));
+       }},
+      {"framework.dispatcher",
+       [](const config::Scenario& s) {
+         return config::Json(std::string(hw_models::dispatcher_names().name(s.framework.dispatcher)));
+       }},
+      {"framework.dispatcher_sms", [](const config::Scenario& s) { return config::Json(s.framework.dispatcher_sms); }},
+      {"framework.moe_a2a_overlap", [](const config::Scenario& s) { return config::Json(s.framework.moe_a2a_overlap); }},
+      {"framework.tp_comm_overlap", [](const config::Scenario& s) { return config::Json(s.framework.tp_comm_overlap); }},
+      {"framework.cuda_graph_scope",
+       [](const config::Scenario& s) {
+         config::Json j = config::Json::array();
+         for (auto c : s.framework.cuda_graph_scope) j.push_back(workload::cuda_graph_scope_names().name(c));
+         return j;
+       }},
+      {"framework.recompute_modules",
+       [](const config::Scenario& s) {
+         config::Json j = config::Json::array();
+         for (auto m : s.framework.recompute_modules) j.push_back(workload::recompute_module_names().name(m));
+         return j;
+       }},
+  };
+  if (std::none_of(values.begin(), values.end(), [](const std::string& v) { return v.empty(); })) return values;
+  std::optional<config::Scenario> sc;
+  try {
+    sc = config::load_scenario_json(given.scenario, file, load);
+  } catch (const config::InputError&) {
+    return values;  // evaluate_point reports why; nothing to compare with
+  }
+  for (std::size_t i = 0; i < columns.size() && i < values.size(); ++i) {
+    if (!values[i].empty()) continue;
+    for (const auto& [path, get] : kGetters)
+      if (path == columns[i]) values[i] = config::sweep_value_text(get(*sc));
+  }
+  return values;
+}
+
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -430,7 +490,7 @@ Plan plan(const PlanRequest& req) {
       as_given.values.push_back(as_given.scenario.contains(at) ? config::sweep_value_text(as_given.scenario.at(at)) : "");
     }
     SweepResult row = evaluate_point(as_given, f.base_file, f.token_budget, req.load);
-    p.given = PlanGiven{std::move(as_given), std::move(row), std::nullopt};
+    p.given = PlanGiven{std::move(as_given), std::move(row), std::nullopt, true, {}};
     search.reference = objective_value(p.given->row, f.objective);
   }
   p.outcome = search_plan(p.layouts.points, p.dims, f.base_file, search);
@@ -442,10 +502,42 @@ Plan plan(const PlanRequest& req) {
         ++better;
     p.given->rank = better + 1;
     p.given->rank_exact = !p.outcome.reference_capped;
+    // The evidence for the top K that beat it, best first.
+    std::vector<const PlanCandidate*> above;
+    for (const auto& c : p.outcome.candidates)
+      if (const auto v = objective_value(c.row, f.objective);
+          c.row.status == SweepStatus::ok && v && objective_better(f.objective, *v, *search.reference))
+        above.push_back(&c);
+    std::stable_sort(above.begin(), above.end(), [&](const PlanCandidate* a, const PlanCandidate* b) {
+      return objective_better(f.objective, *objective_value(a->row, f.objective), *objective_value(b->row, f.objective));
+    });
+    if (req.top > 0 && above.size() > static_cast<std::size_t>(req.top)) above.resize(static_cast<std::size_t>(req.top));
+    std::vector<std::string> columns = p.layouts.columns;
+    for (const auto& d : p.dims) columns.push_back(d.path);
+    config::SweepPoint effective = p.given->point;
+    effective.values = effective_values(columns, p.given->point, f.base_file, req.load);
+    for (const auto* c : above)
+      p.given->evidence.push_back(plan_evidence(columns, effective, *search.reference, c->point,
+                                                *objective_value(c->row, f.objective), f.objective));
   }
   p.per_layout = combinations(p.dims);
   p.wall_s = since(t0);
   return p;
+}
+
+PlanEvidence plan_evidence(const std::vector<std::string>& columns, const config::SweepPoint& given, double given_value,
+                           const config::SweepPoint& candidate, double value, config::SweepObjective objective) {
+  PlanEvidence e;
+  e.id = candidate.id;
+  e.gain_pct = 100 * (config::higher_is_better(objective) ? value / given_value - 1 : given_value / value - 1);
+  std::vector<config::Decision> decisions;
+  for (std::size_t i = 0; i < columns.size() && i < given.values.size() && i < candidate.values.size(); ++i) {
+    if (columns[i] == "gpus" || given.values[i] == candidate.values[i]) continue;
+    e.columns.push_back(columns[i]);
+    if (const auto d = config::decision_of_setting(columns[i])) decisions.push_back(*d);
+  }
+  e.claim = config::assess_claim(e.gain_pct, decisions);
+  return e;
 }
 
 }  // namespace moesim::predict

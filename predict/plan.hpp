@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "config/decisions.hpp"
 #include "config/load.hpp"
 #include "config/sweep_file.hpp"
 #include "predict/sweep.hpp"
@@ -157,12 +158,27 @@ struct PlanRequest {
 // The scenario as given, on the plan's GPUs: its row (evaluate_point), and, where it
 // simulated, 1 + the candidates strictly better by the objective: exact (each was
 // simulated) unless the given limit stopped the ranking, then a lower bound.
+// A candidate ranked above the scenario as given, and the evidence for that claim (issue #44
+// item 4): its gain g = 100 (objective / given - 1) (lower-is-better objectives: given /
+// objective - 1), the plan's columns whose values differ from the given ones (a column the
+// scenario leaves to the loader's default counts as differing: the plan cannot tell), and
+// what the what-if corpus says about the decisions behind them (config::assess_claim).
+struct PlanEvidence {
+  std::int64_t id = 0;
+  double gain_pct = 0;
+  std::vector<std::string> columns;
+  config::ClaimAssessment claim;
+};
 struct PlanGiven {
   config::SweepPoint point;  // the scenario file on `gpus`; its CSV columns' values
   SweepResult row;
   std::optional<std::int64_t> rank;
   bool rank_exact = true;
+  std::vector<PlanEvidence> evidence;  // the top K candidates better than it, best first
 };
+// The evidence for `candidate` over `given` (both rows of the plan's `columns`).
+PlanEvidence plan_evidence(const std::vector<std::string>& columns, const config::SweepPoint& given, double given_value,
+                           const config::SweepPoint& candidate, double value, config::SweepObjective objective);
 struct Plan {
   std::string name;  // plan-<scenario name>
   std::int64_t gpus = 0;

@@ -5,6 +5,7 @@
 // within the file's tolerance when |error_pct| <= tolerance_pct.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -119,9 +120,11 @@ PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows, const std::
 struct PairSummary {
   int pairs = 0, significant = 0, wrong_direction = 0;
   double abs_sum = 0;
+  double max_effect_pct = 0;  // the largest measured difference, 100 |measured_ratio - 1|
   const PairRow* worst = nullptr;
   void add(const PairRow& p) {
     ++pairs;
+    max_effect_pct = std::max(max_effect_pct, 100 * std::abs(p.measured_ratio - 1));
     abs_sum += std::abs(p.ratio_error_pct);
     if (p.significant) ++significant;
     if (!p.direction_right) ++wrong_direction;

@@ -1,11 +1,13 @@
 #include "reports/diff.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "reports/describe.hpp"
+#include "reports/evidence.hpp"
 
 namespace moesim::reports {
 
@@ -59,6 +61,20 @@ std::vector<std::tuple<std::string, Json, Json>> changed_settings(const config::
   return out;
 }
 
+// What the what-if corpus says about B's gain over A (config/decisions.hpp): the decisions
+// behind the settings that differ, and B's per-GPU throughput over A's, in percent (the
+// claim is assessed on its size: a loss is as much a claim as a gain).
+std::pair<double, config::ClaimAssessment> what_backs(const DiffSide& a, const DiffSide& b) {
+  std::vector<config::Decision> decisions;
+  for (const auto& [key, va, vb] : changed_settings(a.scenario, b.scenario)) {
+    std::string dotted = key.substr(1);
+    std::replace(dotted.begin(), dotted.end(), '/', '.');
+    if (const auto d = config::decision_of_setting(dotted)) decisions.push_back(*d);
+  }
+  const double gain = 100 * (b.prediction.tokens_per_s_per_gpu / a.prediction.tokens_per_s_per_gpu - 1);
+  return {gain, config::assess_claim(std::abs(gain), decisions)};
+}
+
 std::string item_name(const predict::Contribution& c) {
   return c.item.empty() ? c.category : c.category + " / " + c.item;
 }
@@ -83,6 +99,8 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
   for (const auto& [key, va, vb] : changed_settings(a.scenario, b.scenario))
     settings.push_back({{"path", key}, {"a", va}, {"b", vb}});
   out["settings_changed"] = settings;
+  const auto [gain, claim] = what_backs(a, b);
+  out["evidence"] = claim_json(gain, claim);
   out["step_time_delta_s"] = d.step_time_b_s - d.step_time_a_s;
   // The basis the contributions are ordered by (predict/diff.hpp): per token when the
   // sides process different tokens per GPU per step.
@@ -116,6 +134,8 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
   const auto settings = changed_settings(a.scenario, b.scenario);
   o += fmt::format("\nsettings that differ ({}):\n", settings.size());
   for (const auto& [key, va, vb] : settings) o += fmt::format("  {}: {} -> {}\n", key, va.dump(), vb.dump());
+  const auto [gain, claim] = what_backs(a, b);
+  o += fmt::format("what the what-if corpus says about B's {:+.1f}% (tokens/s/GPU): {}\n", gain, claim_text(claim));
   // The contributions on the basis (predict/diff.hpp): seconds of the step, or
   // GPU-microseconds per token where the sides' tokens per GPU per step differ.
   const bool tok = d.per_token;

@@ -1,5 +1,7 @@
 #include "reports/sweep.hpp"
 
+#include "reports/evidence.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -545,6 +547,7 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
     info.given = sweep_csv_fields(plan.given->point, plan.given->row, plan.token_budget.has_value());
     info.given_rank = plan.given->rank;
     info.given_rank_exact = plan.given->rank_exact;
+    info.given_evidence = plan.given->evidence;
   }
   return info;
 }
@@ -585,6 +588,14 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
     g["rank"] = info.given_rank ? Json(*info.given_rank) : Json(nullptr);
     g["rank_exact"] = info.given_rank_exact;
     g["simulated_for_rank"] = info.given_simulated;
+    Json ev = Json::array();
+    for (const auto& e : info.given_evidence) {
+      Json x = claim_json(e.gain_pct, e.claim);
+      x["id"] = e.id;
+      x["columns"] = e.columns;
+      ev.push_back(std::move(x));
+    }
+    g["evidence"] = std::move(ev);
     j["given"] = std::move(g);
   }
   return j;
@@ -616,7 +627,14 @@ std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const A
                      *info.given_rank, info.given_simulated);
   if (value && !a.top.empty() && *value != 0)
     o += fmt::format("; the best: {} {:+.1f}%", obj, 100 * (a.top.front().objective / *value - 1));
-  return o + "\n";
+  o += "\n";
+  // What backs each claimed gain (config/decisions.hpp): the decisions behind it and the
+  // what-if corpus's record on each.
+  if (!info.given_evidence.empty())
+    o += "evidence for the candidates above it (the what-if corpus's measured pairs per decision):\n";
+  for (const auto& e : info.given_evidence)
+    o += fmt::format("  id {:<8} {:+6.1f}%  {}\n", e.id, e.gain_pct, claim_text(e.claim));
+  return o;
 }
 
 }  // namespace

@@ -104,6 +104,7 @@ struct PlanSummaryInfo {
   std::int64_t given_simulated = 0;     // simulated for the rank alone
   // Every simulated candidate's bound: (id, the objective's best possible value).
   std::vector<std::pair<std::int64_t, double>> bounds;
+  std::vector<predict::PlanEvidence> given_evidence = {};  // `--given`: the top K above it, what backs each gain
 };
 // {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
 // settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,

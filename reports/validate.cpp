@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "config/decisions.hpp"
 #include "config/scenario.hpp"
 
 #include <fmt/format.h>
@@ -414,6 +415,36 @@ std::string families_text(const std::vector<predict::FamilyRow>& families) {
   return out;
 }
 }  // namespace
+
+nlohmann::ordered_json evidence_json(const predict::ValidateSummary& sum) {
+  const auto r2 = [](double x) { return std::round(x * 100) / 100; };
+  nlohmann::ordered_json decisions = nlohmann::ordered_json::object();
+  for (const auto& e : config::decision_names().entries()) {
+    const auto it = sum.pairs_by_decision.find(std::string(e.name));
+    const predict::PairSummary none;
+    const predict::PairSummary& p = it == sum.pairs_by_decision.end() ? none : it->second;
+    nlohmann::ordered_json d{{"pairs", p.pairs},
+                             {"significant", p.significant},
+                             {"wrong_direction", p.wrong_direction},
+                             {"mean_abs_ratio_error_pct", r2(p.mae())},
+                             {"max_abs_ratio_error_pct", p.worst ? r2(std::abs(p.worst->ratio_error_pct)) : 0.0},
+                             {"max_measured_effect_pct", r2(p.max_effect_pct)}};
+    if (p.worst) d["worst"] = p.worst->name;
+    decisions[std::string(e.name)] = d;
+  }
+  nlohmann::ordered_json settings = nlohmann::ordered_json::array();
+  for (const auto& s : config::decision_settings())
+    settings.push_back({{"path", s.path},
+                        {"decision", s.decision ? nlohmann::ordered_json(config::decision_names().name(*s.decision))
+                                                : nlohmann::ordered_json(nullptr)}});
+  return {{"about", "the what-if corpus's record per decision: written by `moesim validate scenarios --evidence FILE` "
+                    "(config/decisions.hpp); the CTest decision-evidence holds it equal to what validate computes"},
+          {"pairs", sum.pairs_all.pairs},
+          {"mean_abs_ratio_error_pct", r2(sum.pairs_all.mae())},
+          {"wrong_direction", sum.pairs_all.wrong_direction},
+          {"decisions", decisions},
+          {"settings", settings}};
+}
 
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                                      const ValidateExtras& x) {

@@ -138,6 +138,23 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   CHECK(better > 3);  // below the top 3: the search went on past them to rank it
   CHECK(g["rank_exact"] == true);
   CHECK(g["simulated_for_rank"].get<std::int64_t>() > 0);
+  // The evidence for the top 3, all above it (issue #44 item 4): each gain over the given
+  // row, the columns that differ (the given's unset vpp, etp and cp at their defaults do not),
+  // the decisions behind them and the corpus's verdict.
+  REQUIRE(g["evidence"].size() == 3);
+  for (const auto& e : g["evidence"]) {
+    CHECK(e["gain_pct"].get<double>() > 0);
+    for (const auto& c : e["columns"]) {
+      CHECK(c != "parallelism.etp");
+      CHECK(c != "parallelism.cp");
+    }
+    CHECK_FALSE(e["decisions"].empty());
+    const std::string support = e["support"];
+    CHECK((support == "within_error" || support == "backed" || support == "extrapolated" || support == "unvalidated"));
+  }
+  const auto text_given = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
+                                            in_dir("plan-given-text.csv"), "--jobs", "2", "--given"});
+  CHECK_THAT(text_given.out, Catch::Contains("evidence for the candidates above it"));
   CHECK_THAT(test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
                                in_dir("plan-given.csv"), "--jobs", "2", "--given", "--html", in_dir("plan.html")})
                  .out,

@@ -48,6 +48,13 @@ TEST_CASE("diff on the command line: text, JSON and bad input", "[cli][diff]") {
   CHECK(sum == Approx(j["step_time_delta_s"].get<double>()).epsilon(0.01));
   CHECK(j["change"]["tflops_per_gpu"].get<double>() > 0);
   CHECK(j["settings_changed"].size() == 3);
+  // What the what-if corpus says about the gain: the dispatcher and fusion decisions behind it.
+  std::vector<std::string> decided;
+  for (const auto& d : j["evidence"]["decisions"]) decided.push_back(d["decision"]);
+  CHECK(decided == std::vector<std::string>{"dispatcher", "fusion"});
+  CHECK(j["evidence"]["gain_pct"].get<double>() > 0);
+  CHECK(j["evidence"].contains("support"));
+  CHECK_THAT(text.out, Catch::Contains("what the what-if corpus says about B's +"));
   // A list is one setting (an empty one included).
   const auto graphs = test::run_moesim({"diff", "--json", test::source_path("scenarios/journey/05-no-mla-recompute.json"),
                                         test::source_path("scenarios/journey/06-partial-cuda-graphs.json")});
