@@ -51,6 +51,64 @@ def plan_path(rel):
     return os.path.join(PLANS, os.path.splitext(os.path.basename(rel))[0] + ".json")
 
 
+def evidence_path(rel):
+    """Where `moesim diff --json` of the published recipe against the plan's best is kept."""
+    return os.path.join(PLANS, os.path.splitext(os.path.basename(rel))[0] + ".evidence.json")
+
+
+CLAIM_PCT = 10  # claimed gains above this need a published measurement of their decisions
+
+
+def evidence(moesim, rel, p):
+    """`moesim diff --json` of the published scenario against its plan's best: the gain and
+    what the what-if corpus says about the decisions behind it (issue #44 item 4). The best
+    is the scenario with the plan's columns set to the best row's values."""
+    top = p.get("top", [])
+    if not top:
+        return None
+    best = json.load(open(os.path.join(ROOT, rel)))
+    for k, v in top[0].items():
+        if "." not in k or k.startswith("breakdown.") or k.startswith("memory."):
+            continue
+        section, key = k.split(".", 1)
+        if section in ("parallelism", "framework", "training", "stack", "placement"):
+            best.setdefault(section, {})[key] = v
+    best["gpus"] = top[0].get("gpus", best.get("gpus"))
+    best.pop("measured", None)
+    best["name"] = best["name"] + "-plan-best"
+    with tempfile.TemporaryDirectory() as d:
+        # Beside the published file so that its relative paths (a histogram, a model config) resolve.
+        path = os.path.join(os.path.dirname(os.path.join(ROOT, rel)), f".plan-best-{os.getpid()}.json")
+        try:
+            json.dump(best, open(path, "w"))
+            out = subprocess.run([moesim, "diff", "--json", rel, os.path.relpath(path, ROOT)], cwd=ROOT,
+                                 capture_output=True, text=True)
+        finally:
+            os.remove(path)
+    if out.returncode != 0:
+        return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:]}
+    d = json.loads(out.stdout)
+    return {"gain_pct": d["evidence"]["gain_pct"], "evidence": d["evidence"],
+            "settings_changed": [c["path"] for c in d["settings_changed"]]}
+
+
+def evidence_cell(ev):
+    if ev is None:
+        return ""
+    if "error" in ev:
+        return "diff failed: " + " ".join(ev["error"])
+    e = ev["evidence"]
+    parts = []
+    for d in e["decisions"]:
+        if d["pairs"] == 0:
+            parts.append(f"{d['decision']} (no pair)")
+        else:
+            wrong = f", {d['wrong_direction']} wrong way" if d["wrong_direction"] else ""
+            parts.append(f"{d['decision']} ({d['pairs']}, err {d['mean_abs_ratio_error_pct']:.1f}%, "
+                         f"seen {d['max_measured_effect_pct']:.0f}%{wrong})")
+    return f"**{e['support']}**: " + "; ".join(parts)
+
+
 def plan(moesim, rel, jobs):
     with tempfile.TemporaryDirectory() as d:
         t0 = time.time()
@@ -107,8 +165,10 @@ def fmt(v, figure):
 
 def table(runs):
     head = ("| Run | System, GPUs | Published recipe | Measured | moesim on it | Rank | moesim's best | "
-            "Best vs published (tok/s/GPU; step time's terms that fell) | Simulated of candidates | Plan |\n"
-            "|---|---|---|---|---|---|---|---|---|---|\n")
+            "Best vs published (tok/s/GPU; step time's terms that fell) | What backs a gain over "
+            f"{CLAIM_PCT}% (decision: measured pairs, their mean ratio error, the largest effect seen) | "
+            "Simulated of candidates | Plan |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n")
     rows = []
     for rel, j, figure, measured in runs:
         name = os.path.splitext(os.path.basename(rel))[0]
@@ -117,7 +177,7 @@ def table(runs):
         system = f"{j.get('system')}, {j.get('gpus')}"
         if "error" in p:
             rows.append(f"| `{name}` | {system} | {given_layout(j)} | {fmt(measured, figure)} {unit} | "
-                        f"plan failed: {' '.join(p['error'])} | | | | | |")
+                        f"plan failed: {' '.join(p['error'])} | | | | | | |")
             continue
         g = p.get("given", {})
         pred = g.get(figure)
@@ -130,8 +190,12 @@ def table(runs):
         gap = f"{100 * (tok_b / tok_g - 1):+.1f}%" if tok_g and tok_b else ""
         if best and tok_g and g.get("step_time_s") and best.get("step_time_s"):
             gap += f" ({where(g, best)})"
+        claim = ""
+        if tok_g and tok_b and 100 * (tok_b / tok_g - 1) > CLAIM_PCT:
+            ev_file = evidence_path(rel)
+            claim = evidence_cell(json.load(open(ev_file))) if os.path.exists(ev_file) else "not assessed yet"
         rows.append(f"| `{name}` | {system} | {given_layout(j)} | {fmt(measured, figure)} {unit} | {on_it} | "
-                    f"{rank if rank else '-'} | {layout(best) if best else '-'} | {gap} | "
+                    f"{rank if rank else '-'} | {layout(best) if best else '-'} | {gap} | {claim} | "
                     f"{p['simulated']:,} of {p['combinations']:,} | {p['wall_s']['total']:.0f} s |")
     return head + "\n".join(rows) + "\n"
 
@@ -142,6 +206,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=0)
     ap.add_argument("--only", default="")
     ap.add_argument("--rerun", action="store_true")
+    ap.add_argument("--rerun-evidence", action="store_true",
+                    help="assess every claimed gain again (after calibration/evidence/decisions.json changed)")
     ap.add_argument("--check", action="store_true",
                     help="plan nothing: exit 1 unless every corpus run has a plan and docs/PRACTICE.md's table is "
                          "the one its plans give (a CTest)")
@@ -168,6 +234,20 @@ def main():
         p = plan(a.moesim, rel, a.jobs)
         json.dump(p, open(path, "w"), indent=1)
         print(f"{name}: {p.get('simulated', '-')} simulated, {p['wall_s']['total']:.1f} s", flush=True)
+    # The evidence for each claimed gain over CLAIM_PCT (one diff each; kept beside the plans,
+    # made again with --rerun or --rerun-evidence, as after a new calibration/evidence/decisions.json).
+    for rel, j, figure, measured in runs:
+        path, ev_path = plan_path(rel), evidence_path(rel)
+        if a.only not in rel or not os.path.exists(path) or (os.path.exists(ev_path) and not (a.rerun or a.rerun_evidence)):
+            continue
+        p = json.load(open(path))
+        g, top = p.get("given", {}), p.get("top", [])
+        if not top or not g.get("tokens_per_s_per_gpu") or \
+                100 * (top[0]["tokens_per_s_per_gpu"] / g["tokens_per_s_per_gpu"] - 1) <= CLAIM_PCT:
+            continue
+        ev = evidence(a.moesim, rel, p)
+        json.dump(ev, open(ev_path, "w"), indent=1)
+        print(f"{os.path.basename(rel)}: {evidence_cell(ev)}", flush=True)
     missing = [r for r in runs if not os.path.exists(plan_path(r[0]))]
     if missing:
         print(f"{len(missing)} runs not planned yet; the table is not written", file=sys.stderr)
