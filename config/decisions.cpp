@@ -106,8 +106,8 @@ ClaimAssessment assess_claim(double gain_pct, const std::vector<Decision>& decis
   for (Decision d : a.decisions) {
     const auto& ev = record(d);
     if (ev.pairs == 0) all_have_pairs = false;
-    worst = std::max(worst, ev.mean_abs_ratio_error_pct);
-    seen += ev.max_measured_effect_pct;
+    worst = std::max(worst, ev.max_abs_ratio_error_pct);
+    seen = std::max(seen, ev.max_measured_effect_pct);
     if (ev.pairs == 0 || ev.wrong_direction > 0) a.weak.push_back(d);
   }
   if (all_have_pairs) a.demonstrated_error = worst;
@@ -115,16 +115,20 @@ ClaimAssessment assess_claim(double gain_pct, const std::vector<Decision>& decis
     a.support = ClaimSupport::within_error;
   else if (!a.weak.empty() || !all_have_pairs)
     a.support = ClaimSupport::unvalidated;
+  else if (gain_pct > worst + seen)
+    a.support = ClaimSupport::extrapolated;
   else
-    a.support = gain_pct <= worst + seen ? ClaimSupport::backed : ClaimSupport::extrapolated;
+    a.support = gain_pct >= 2 * worst ? ClaimSupport::backed : ClaimSupport::uncertain;
   return a;
 }
 
 const sim_core::NameTable<ClaimSupport>& claim_support_names() {
-  static constexpr std::array<sim_core::NameEntry<ClaimSupport>, 4> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<ClaimSupport>, 5> kEntries{{
       {ClaimSupport::within_error, "within_error", "the gain is within the model's demonstrated error for these decisions"},
       {ClaimSupport::backed, "backed",
-       "every decision has measured pairs, none the wrong way, and the pairs measured effects this large"},
+       "every decision has measured pairs, none the wrong way, and a pair measured an effect this large"},
+      {ClaimSupport::uncertain, "uncertain",
+       "every decision has measured pairs, none the wrong way, but the model's worst error on them would take most of the gain"},
       {ClaimSupport::extrapolated, "extrapolated",
        "every decision has measured pairs, none the wrong way, but none measured an effect this large"},
       {ClaimSupport::unvalidated, "unvalidated", "a decision has no measured pair, or one the model got the wrong way"},

@@ -8,12 +8,15 @@
 //
 // A claimed gain g = 100 (candidate / given - 1) of the objective, over the decisions D that
 // differ between them (decision_of_setting on each differing column):
-//   demonstrated error  e = max over d in D of d's mean absolute ratio error (none when a
-//                       decision has no pair);
+//   demonstrated error  e = max over d in D of d's largest absolute ratio error, its worst
+//                       pair (none when a decision has no pair): with one to a few pairs per
+//                       decision, the worst is the honest bound;
 //   within error        g <= e: the model cannot tell the two apart on its record;
-//   backed              g > e, every d in D has a pair, none of d's pairs went the wrong way,
-//                       and g <= e + the sum over D of d's largest measured effect (the
-//                       pairs have seen differences this large);
+//   backed              g >= 2e (the claim keeps at least half its size under the worst
+//                       error), every d in D has a pair, none of d's pairs went the wrong way,
+//                       and g <= e + the largest effect any pair of a decision in D measured
+//                       (a difference this large has been measured for one of them);
+//   uncertain           as backed, but e < g < 2e: the worst error would take most of it;
 //   extrapolated        as backed, but g is beyond what the pairs ever measured;
 //   unvalidated         otherwise: a decision without a pair, or with a pair whose
 //                       measured difference over 2% the model got the wrong way.
@@ -51,7 +54,7 @@ struct DecisionEvidence {
 const std::vector<DecisionEvidence>& decision_evidence();
 const DecisionEvidence& evidence_for(Decision d);
 
-enum class ClaimSupport { within_error, backed, extrapolated, unvalidated };
+enum class ClaimSupport { within_error, backed, uncertain, extrapolated, unvalidated };
 struct ClaimAssessment {
   std::vector<Decision> decisions;          // that differ, in the table's order, once each
   std::optional<double> demonstrated_error;  // e above; none when a decision has no pair

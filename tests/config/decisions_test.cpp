@@ -34,21 +34,25 @@ TEST_CASE("Decisions: each plan and describe setting names its decision", "[conf
   CHECK(config::decision_evidence().size() == config::decision_names().entries().size());
 }
 
-TEST_CASE("Decisions: within error, backed, extrapolated, unvalidated, by hand", "[config][decisions]") {
+TEST_CASE("Decisions: within error, backed, uncertain, extrapolated, unvalidated, by hand", "[config][decisions]") {
   std::vector<config::DecisionEvidence> t(3);
   t[0] = {Decision::tp, 2, 2, 0, 5.0, 8.0, 12.0, ""};           // 2 pairs, 5% error, effects up to 12%
   t[1] = {Decision::mbs, 1, 1, 0, 2.0, 2.0, 3.0, ""};           // 1 pair, 2% error, effect 3%
   t[2] = {Decision::ep_overlap, 2, 2, 1, 6.0, 7.0, 30.0, ""};   // a wrong direction
   using S = config::ClaimSupport;
-  // The demonstrated error is the largest mean among the decisions: 5%.
-  auto a = config::assess_claim(4.0, {Decision::mbs, Decision::tp}, t);
+  // The demonstrated error is the worst pair's among the decisions: tp's 8%.
+  auto a = config::assess_claim(7.5, {Decision::mbs, Decision::tp}, t);
   CHECK(a.support == S::within_error);
   REQUIRE(a.demonstrated_error);
-  CHECK(*a.demonstrated_error == 5.0);
+  CHECK(*a.demonstrated_error == 8.0);
   CHECK(a.decisions == std::vector<Decision>{Decision::tp, Decision::mbs});  // the table's order
-  // Beyond 5%, within 5 + 12 + 3 = 20% the pairs have measured: backed; beyond it: extrapolated.
+  // Beyond 8%, within 8 + 12 = 20% (tp's largest measured effect, the larger): backed; beyond
+  // it: extrapolated.
   CHECK(config::assess_claim(19.0, {Decision::tp, Decision::mbs}, t).support == S::backed);
+  CHECK(config::assess_claim(16.0, {Decision::tp, Decision::mbs}, t).support == S::backed);  // 2 x 8
+  CHECK(config::assess_claim(15.0, {Decision::tp, Decision::mbs}, t).support == S::uncertain);  // 8 < 15 < 16
   CHECK(config::assess_claim(21.0, {Decision::tp, Decision::mbs}, t).support == S::extrapolated);
+  CHECK(config::assess_claim(6.0, {Decision::mbs}, t).support == S::extrapolated);  // 2 + 3 < 6
   // A decision the model got the wrong way, or one without a pair: unvalidated, named.
   a = config::assess_claim(50.0, {Decision::ep_overlap}, t);
   CHECK(a.support == S::unvalidated);
