@@ -55,10 +55,9 @@ class Validate final : public Command {
     const std::vector<predict::ValidateRow> rows = predict::validate_files(sets.measured, {!uncalibrated_}, jobs_);
     if (unmeasured) x.predictions = predict::predict_files(sets.unmeasured, {!uncalibrated_}, jobs_);
     if (baseline) x.moved = reports::compare_baseline(rows, x.predictions, *baseline, baseline_tol_);
-    if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, x));
-    if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, x));
-
     const predict::ValidateSummary sum = predict::summarize(rows);
+    if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, sum, x));
+    if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, sum, x));
     if (!evidence_.empty()) write_file(evidence_, reports::evidence_json(sum).dump(2) + "\n");
     if (json_)
       io.out << reports::validate_json(rows, sum, x).dump(2) << "\n";

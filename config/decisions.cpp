@@ -86,25 +86,21 @@ const std::vector<DecisionEvidence>& decision_evidence() {
   return table;
 }
 
-const DecisionEvidence& evidence_for(Decision d) {
-  const auto& t = decision_evidence();
-  return *std::find_if(t.begin(), t.end(), [&](const DecisionEvidence& e) { return e.decision == d; });
+const DecisionEvidence& evidence_for(Decision d, const std::vector<DecisionEvidence>& table) {
+  static const DecisionEvidence kNone;
+  const auto it = std::find_if(table.begin(), table.end(), [&](const DecisionEvidence& e) { return e.decision == d; });
+  return it == table.end() ? kNone : *it;
 }
 
 ClaimAssessment assess_claim(double gain_pct, const std::vector<Decision>& decisions,
                              const std::vector<DecisionEvidence>& table) {
-  static const DecisionEvidence kNone;
-  const auto record = [&](Decision d) -> const DecisionEvidence& {
-    const auto it = std::find_if(table.begin(), table.end(), [&](const DecisionEvidence& e) { return e.decision == d; });
-    return it == table.end() ? kNone : *it;
-  };
   ClaimAssessment a;
   for (const auto& e : decision_names().entries())
     if (std::find(decisions.begin(), decisions.end(), e.value) != decisions.end()) a.decisions.push_back(e.value);
   double worst = 0, seen = 0;
   bool all_have_pairs = true;
   for (Decision d : a.decisions) {
-    const auto& ev = record(d);
+    const auto& ev = evidence_for(d, table);
     if (ev.pairs == 0) all_have_pairs = false;
     worst = std::max(worst, ev.max_abs_ratio_error_pct);
     seen = std::max(seen, ev.max_measured_effect_pct);

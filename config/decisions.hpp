@@ -52,7 +52,8 @@ struct DecisionEvidence {
 // The compiled-in table (calibration/evidence/decisions.json), one entry per decision
 // (pairs 0 where the corpus has none).
 const std::vector<DecisionEvidence>& decision_evidence();
-const DecisionEvidence& evidence_for(Decision d);
+// One decision's entry in `table` (no pairs where the table has none).
+const DecisionEvidence& evidence_for(Decision d, const std::vector<DecisionEvidence>& table = decision_evidence());
 
 enum class ClaimSupport { within_error, backed, uncertain, extrapolated, unvalidated };
 struct ClaimAssessment {

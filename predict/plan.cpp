@@ -85,7 +85,6 @@ std::vector<std::string> effective_values(const std::vector<std::string>& column
   return values;
 }
 
-
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -478,12 +477,13 @@ Plan plan(const PlanRequest& req) {
   p.objective = f.objective;
   p.token_budget = f.token_budget;
   PlanSearch search{f.objective, req.top, req.jobs, f.token_budget, req.load, std::nullopt, req.given_limit};
+  // The plan's CSV columns: the layouts', then the varied settings'.
+  std::vector<std::string> columns = p.layouts.columns;
+  for (const auto& d : p.dims) columns.push_back(d.path);
   if (req.given) {
     config::SweepPoint as_given{0, {}, f.base};
     as_given.scenario["gpus"] = gpus;
     // The CSV columns' values where the file sets them (empty: the loader's default).
-    std::vector<std::string> columns = p.layouts.columns;
-    for (const auto& d : p.dims) columns.push_back(d.path);
     for (std::string c : columns) {
       std::replace(c.begin(), c.end(), '.', '/');
       const config::Json::json_pointer at("/" + c);
@@ -512,8 +512,6 @@ Plan plan(const PlanRequest& req) {
       return objective_better(f.objective, *objective_value(a->row, f.objective), *objective_value(b->row, f.objective));
     });
     if (req.top > 0 && above.size() > static_cast<std::size_t>(req.top)) above.resize(static_cast<std::size_t>(req.top));
-    std::vector<std::string> columns = p.layouts.columns;
-    for (const auto& d : p.dims) columns.push_back(d.path);
     config::SweepPoint effective = p.given->point;
     effective.values = effective_values(columns, p.given->point, f.base_file, req.load);
     for (const auto* c : above)

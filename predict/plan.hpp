@@ -155,9 +155,6 @@ struct PlanRequest {
   bool given = false;
   std::int64_t given_limit = 0;
 };
-// The scenario as given, on the plan's GPUs: its row (evaluate_point), and, where it
-// simulated, 1 + the candidates strictly better by the objective: exact (each was
-// simulated) unless the given limit stopped the ranking, then a lower bound.
 // A candidate ranked above the scenario as given, and the evidence for that claim (issue #44
 // item 4): its gain g = 100 (objective / given - 1) (lower-is-better objectives: given /
 // objective - 1), the plan's columns whose values differ from the given ones (a column the
@@ -169,6 +166,9 @@ struct PlanEvidence {
   std::vector<std::string> columns;
   config::ClaimAssessment claim;
 };
+// The scenario as given, on the plan's GPUs: its row (evaluate_point), and, where it
+// simulated, 1 + the candidates strictly better by the objective: exact (each was
+// simulated) unless the given limit stopped the ranking, then a lower bound.
 struct PlanGiven {
   config::SweepPoint point;  // the scenario file on `gpus`; its CSV columns' values
   SweepResult row;

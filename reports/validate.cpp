@@ -61,9 +61,9 @@ std::string prediction_figures(const predict::PredictionRow& r) {
 }
 }  // namespace
 
-std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x) {
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
+                           const ValidateExtras& x) {
   const BaselineCheck* moved = x.moved ? &*x.moved : nullptr;
-  const predict::ValidateSummary sum = predict::summarize(rows);
   const auto& pairs = sum.compared.pairs;
   const std::size_t n = rows.size(), cases = n + x.predictions.size() + pairs.size();
   int failures = sum.pairs_failed;
@@ -117,9 +117,9 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const 
   return o;
 }
 
-std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x) {
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
+                              const ValidateExtras& x) {
   const BaselineCheck* moved = x.moved ? &*x.moved : nullptr;
-  const predict::ValidateSummary sum = predict::summarize(rows);
   const auto& [all, by_system, by_dispatcher, memory, timing_failed, memory_failed] =
       std::tie(sum.all, sum.by_system, sum.by_dispatcher, sum.memory, sum.timing_failed, sum.memory_failed);
   std::string o = "## moesim validate\n\n";

@@ -56,8 +56,11 @@ struct ValidateExtras {
   std::optional<BaselineCheck> moved;
   double tolerance_pct = 0;
 };
-std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x);
-std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, const ValidateExtras& x);
+// `sum`: predict::summarize(rows).
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
+                           const ValidateExtras& x);
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
+                              const ValidateExtras& x);
 // The rows with their summary (predict::summarize(rows)) and the extras.
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
                                      const ValidateExtras& x);
