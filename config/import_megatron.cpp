@@ -1143,6 +1143,7 @@ class Importer {
     fw["overlap_grad_reduce"] = f_.has("--overlap-grad-reduce");
     fw["overlap_param_gather"] = f_.has("--overlap-param-gather");
     if (f_.has("--overlap-param-gather-with-optimizer-step")) fw["overlap_param_gather_with_optimizer_step"] = true;
+    if (f_.has("--no-align-param-gather")) fw["align_param_gather"] = false;
     if (f_.has("--fp4-param-gather") && !f_.has("--fp4-format"))
       f_.fail("--fp4-param-gather", "needs --fp4-format (Megatron asserts the same)");
     fw["fp8_param_gather"] = f_.has("--fp8-param-gather") || f_.has("--fp4-param-gather");

@@ -368,7 +368,9 @@ std::vector<PerformanceSetting> build() {
             [v](const Scenario& sc) { return low_precision_inert(v, sc); });
   }
   key("framework.distributed_optimizer", [](const Scenario& sc) -> Why {
-    if (auto w = no_dp(sc)) return w;
+    // One data-parallel rank: nothing to shard, but overlap_param_gather's forward pre-hooks
+    // (which need the distributed optimizer) still run.
+    if (auto w = no_dp(sc); w && !sc.framework.overlap_param_gather) return w;
     return under_fsdp(sc, "shards and gathers the parameters itself");
   });
   key("framework.overlap_grad_reduce", [](const Scenario& sc) -> Why {
@@ -376,7 +378,8 @@ std::vector<PerformanceSetting> build() {
     return under_fsdp(sc, "reduce-scatters each layer's gradients after its backward");
   });
   key("framework.overlap_param_gather", [](const Scenario& sc) -> Why {
-    if (auto w = no_dp(sc)) return w;
+    // Not inert on one data-parallel rank: Megatron-Core's DDP registers its forward pre-hook
+    // on every module whatever the DP size (workload/layer_graph.cpp, module_calls_at).
     return under_fsdp(sc, "gathers each layer before its forward and backward");
   });
   key("framework.fp8_param_gather", [](const Scenario& sc) -> Why {
@@ -385,9 +388,19 @@ std::vector<PerformanceSetting> build() {
     if (!fw.distributed_optimizer && !sc.parallelism.fsdp && fw.optimizer != workload::OptimizerKind::muon)
       return std::string("without the distributed optimizer (or FSDP) gradients are all-reduced and no parameter is "
                          "gathered");
+    if (sc.training.precision == workload::Precision::mxfp8 && fw.distributed_optimizer && !sc.parallelism.fsdp)
+      return std::string("MXFP8 parameters under the distributed optimizer are gathered in BF16 either way (Megatron-"
+                         "Core's shared parameter and gradient buffer; schedules/kernel_pricing.cpp)");
     return std::nullopt;
   });
   key("framework.overlap_param_gather_with_optimizer_step", no_dp);
+  key("framework.align_param_gather", [](const Scenario& sc) -> Why {
+    if (auto w = no_dp(sc)) return w;
+    if (sc.parallelism.fsdp) return std::string("parallelism.fsdp gathers each layer before its forward and backward");
+    if (!sc.framework.overlap_param_gather)
+      return std::string("overlap_param_gather is off: every gather runs before the first forward");
+    return std::nullopt;
+  });
   key("framework.ddp_bucket_size", [](const Scenario& sc) -> Why {
     if (auto w = no_dp(sc)) return w;
     if (sc.framework.overlap_param_gather_with_optimizer_step)

@@ -495,6 +495,16 @@ class ScenarioReader {
             if (sc_.parallelism.fsdp) g->fail("is the distributed optimizer's; parallelism.fsdp gathers per layer");
           }
         }
+        // Megatron's arguments.py turns align_param_gather off for every schedule but the
+        // interleaved one ("non-interleaved schedule does not support ... aligned param AG").
+        {
+          const bool interleaved = sc_.pipeline_schedule == ScheduleKind::interleaved_1f1b;
+          f.align_param_gather = o.bool_or("align_param_gather", interleaved);
+          if (f.align_param_gather && !interleaved)
+            o.req("align_param_gather")
+                .fail("needs the interleaved pipeline schedule: Megatron-LM's arguments.py sets align_param_gather "
+                      "False for every other schedule");
+        }
         if (auto g = o.get("fp8_param_gather")) {
           f.fp8_param_gather = g->as_bool();
           if (f.fp8_param_gather && !fp8) g->fail("needs an FP8 training.precision");

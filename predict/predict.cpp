@@ -40,8 +40,17 @@ std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind 
 std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(schedules::ScheduleKind kind,
                                                                                const workload::Parallelism& par) {
   const auto [m1, m2] = steady_state_pair(kind, par);
-  if (4 * (m1 + m2) > 3 * par.num_microbatches) return std::nullopt;  // saves less than a quarter
+  // The three runs (the third checks the line: predict below) save at least a quarter.
+  if (4 * (m1 + m2 + (2 * m2 - m1)) > 3 * par.num_microbatches) return std::nullopt;
   return std::make_pair(m1, m2);
+}
+
+bool steady_line_holds(const schedules::StepResult& a, const schedules::StepResult& b, const schedules::StepResult& c,
+                       std::int64_t m1, std::int64_t m2, std::int64_t m3, std::int64_t m) {
+  const double s_ab = (b.step_time_s - a.step_time_s) / static_cast<double>(m2 - m1);
+  const double s_bc = (c.step_time_s - b.step_time_s) / static_cast<double>(m3 - m2);
+  const double at_m = c.step_time_s + s_bc * static_cast<double>(m - m3);
+  return static_cast<double>(m - m3) * std::abs(s_bc - s_ab) <= kSteadyLineTolerance * at_m;
 }
 
 std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a, const schedules::StepResult& b,
@@ -125,9 +134,11 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
       par.num_microbatches = m;
       return schedules::simulate_step(input(par), opt, comm);
     };
-    const schedules::StepResult a = short_run(reduced->first), b = short_run(reduced->second);
-    if (auto x = extrapolate(a, b, reduced->first, reduced->second, sc.parallelism.num_microbatches)) p.step = *x;
-    else p.step = schedules::simulate_step(input(sc.parallelism), opt, comm);
+    const std::int64_t m1 = reduced->first, m2 = reduced->second, m3 = 2 * m2 - m1, m = sc.parallelism.num_microbatches;
+    const schedules::StepResult a = short_run(m1), b = short_run(m2), c = short_run(m3);
+    std::optional<schedules::StepResult> x;
+    if (steady_line_holds(a, b, c, m1, m2, m3, m)) x = extrapolate(b, c, m2, m3, m);
+    p.step = x ? *x : schedules::simulate_step(input(sc.parallelism), opt, comm);
   } else {
     p.step = schedules::simulate_step(input(sc.parallelism), opt, comm);
   }

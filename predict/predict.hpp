@@ -77,12 +77,18 @@ struct Prediction {
 
 // Steady state (issue #16): past the pipeline's warm-up every further microbatch adds the
 // same time to a rank's step (one more forward and backward of its chunks), so a step of
-// M microbatches is, from two shorter runs of M1 < M2 microbatches,
-//   T(M) = T(M2) + (M - M2) / (M2 - M1) x (T(M2) - T(M1)),
+// M microbatches is, from shorter runs of M1 < M2 < M3 = 2 M2 - M1 microbatches,
+//   T(M) = T(M3) + (M - M3) / (M3 - M2) x (T(M3) - T(M2)),
 // and likewise every rank's end, host time, breakdown category, event and kernel count.
 // With V the virtual stages (pp x vpp, at least 8), each rounded up to what the schedule
-// accepts: M1 = 2 V, M2 = M1 + V; used only where M1 + M2 <= 3/4 M and where the critical
-// rank is the same in both runs and at M (else the full step is simulated). Why 2 V, not
+// accepts: M1 = 2 V, M2 = M1 + V; used only where M1 + M2 + M3 <= 3/4 M, where the critical
+// rank is the same in the runs and at M, and where the line holds: the slopes over
+// (M1, M2) and (M2, M3) differ by at most kSteadyLineTolerance of T(M) over the M - M3
+// microbatches left (steady_line_holds); else the full step is simulated. A host-bound
+// step whose GPU stalls early (parameter gathers at first use, rank_program.cpp) lets its
+// host build a lead that takes far longer than two pipelines to spend (Megatron-Bridge
+// 25.09's DeepSeek-V3 FP8 on 256 B200, PP16: slope 0.105 s a microbatch over 32-48, 0.119
+// from 48 on). Why 2 V, not
 // V: a host that runs ahead of its GPU (no per-layer device-host sync: token dropping,
 // pre-sized buffers) builds its lead over the first microbatches, and the idle time's
 // split between host-bound and pipeline bubble settles only after about two pipelines'
@@ -96,6 +102,10 @@ std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(s
 std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind kind, const workload::Parallelism& par);
 std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a, const schedules::StepResult& b,
                                                  std::int64_t m1, std::int64_t m2, std::int64_t m);
+// The step's share the extrapolation may drift by, where the line is checked.
+inline constexpr double kSteadyLineTolerance = 0.0025;
+bool steady_line_holds(const schedules::StepResult& a, const schedules::StepResult& b, const schedules::StepResult& c,
+                       std::int64_t m1, std::int64_t m2, std::int64_t m3, std::int64_t m);
 
 // Simulates one step of the scenario and derives the metrics and the memory estimate.
 // Throws what the step simulation throws (sim_core::SimulationStuck,

@@ -329,9 +329,15 @@ double KernelPricing::dp_seconds(const StageParams& sp) const {
   return rs + comm_.all_gather(sp.dense * g, dp_group_) + comm_.all_gather(sp.expert * g, edp_group_);
 }
 // Bytes a gathered parameter: BF16, or quantized with fp8_param_gather (FP8; NVFP4's half
-// byte and E4M3 scale per 16 under precision nvfp4, Megatron's --fp4-param-gather).
+// byte and E4M3 scale per 16 under precision nvfp4, Megatron's --fp4-param-gather). MXFP8
+// parameters under the distributed optimizer gather BF16: their bucket's parameter buffer
+// is a BF16 view of the gradient buffer, and each rank quantizes the gathered copy into its
+// MXFP8 weights after the gather (Megatron-Core param_and_grad_buffer.py, the shared buffer
+// "for param AG and grad RS" of MXFP8 models, since d559555a54 of 2025-06-14; _post_param_sync
+// at 99a10812; docs/research/mlperf-dsv3-fixed-part.md 2 #1). That quantize pass is not priced.
 double KernelPricing::param_gather_bytes() const {
   if (!in_.framework.fp8_param_gather) return 2;
+  if (in_.training.precision == workload::Precision::mxfp8 && in_.framework.distributed_optimizer) return 2;
   return in_.training.precision == workload::Precision::nvfp4 ? workload::kNvfp4Bytes : 1;
 }
 double KernelPricing::gather_seconds(const StageParams& sp) const {

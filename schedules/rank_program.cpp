@@ -140,16 +140,19 @@ class RankProgram final : public sim_core::HostProgram {
   // of the first forward (schedules/dp_plan.hpp). Without --overlap-param-gather the
   // first forward waits for all of them. With --overlap-param-gather-with-optimizer-step
   // chunk 0's ran beside the last step's optimizer (step_end): the steady state of the
-  // step that ends this one.
+  // step that ends this one. Unaligned (framework.align_param_gather off), none runs
+  // ahead: the first forward dispatches each bucket's when it reaches it (before_layer).
   void step_start() {
     const auto& fw = sim_.in().framework;
     if (!price_.dp_traffic() || !fw.distributed_optimizer || sim_.in().parallelism.fsdp) return;
+    lazy_gather_ = fw.overlap_param_gather && !fw.align_param_gather;
     EventId last = kNoEvent;
     for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
       const DpPlan& plan = sim_.dp_plan(rank_, c);
       auto& g = gather_[static_cast<std::size_t>(c)];
       g.assign(plan.bucket.size(), kNoEvent);
       if (c == 0 && fw.overlap_param_gather_with_optimizer_step) continue;
+      if (lazy_gather_) continue;
       for (std::size_t k = 0; k < plan.bucket.size(); ++k)
         if (plan.bucket[k].dense > 0 || plan.bucket[k].expert > 0)
           last = g[k] = dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[k], true, kNoEvent);
@@ -404,8 +407,9 @@ class RankProgram final : public sim_core::HostProgram {
     const WorkItem& it = items_[static_cast<std::size_t>(l.item)];
     const auto c = static_cast<std::size_t>(it.chunk);
     if (!sim_.in().parallelism.fsdp) {
-      if (it.forward() && first_fwd_[c] == l.item && !gather_[c].empty())
-        l.layer_gate = gather_[c][static_cast<std::size_t>(k)];
+      if (!it.forward() || first_fwd_[c] != l.item || gather_[c].empty()) return;
+      if (lazy_gather_) gather_at_first_use(it.chunk, k, l.first ? l.gate : lane_done(l));
+      l.layer_gate = gather_[c][static_cast<std::size_t>(k)];
       return;
     }
     if (it.pass == Pass::backward_weight) return;
@@ -420,6 +424,31 @@ class RankProgram final : public sim_core::HostProgram {
                           kNoEvent);
     }
     l.layer_gate = l.unit_gather[static_cast<std::size_t>(k)];
+  }
+
+  // Unaligned parameter gathers (Megatron-Core DDP's forward pre-hook, finish_param_sync in
+  // param_and_grad_buffer.py): the first module of a bucket not yet gathered dispatches
+  // its all-gather and waits on it, then dispatches the next bucket's (in forward order)
+  // behind it. A chunk that is one bucket (every chunk but the first pipeline rank's
+  // first, dp_plan.hpp) therefore waits for its whole gather at its first forward. Like
+  // every NCCL collective PyTorch launches, the gather's stream first waits for the compute
+  // stream as it stands (`compute`), in eager mode and in a captured graph alike.
+  void gather_at_first_use(int chunk, int k, EventId compute) {
+    const DpPlan& plan = sim_.dp_plan(rank_, chunk);
+    auto& g = gather_[static_cast<std::size_t>(chunk)];
+    const auto has = [&](std::size_t b) { return plan.bucket[b].dense > 0 || plan.bucket[b].expert > 0; };
+    const auto dispatch = [&](std::size_t b) {
+      if (g[b] == kNoEvent && has(b))
+        g[b] = dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[b], true, compute);
+    };
+    const auto b = static_cast<std::size_t>(k);
+    if (!has(b) || g[b] != kNoEvent) return;
+    dispatch(b);
+    for (std::size_t n = b + 1; n < plan.bucket.size(); ++n)
+      if (has(n)) {
+        dispatch(n);
+        break;
+      }
   }
 
   // After stage item k's weight gradients: FSDP reduce-scatters the unit's every time;
@@ -769,6 +798,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::vector<EventId> recv_event_;  // per item: its receive's completion, if any
   int posted_ = 0;                   // items whose receive has been posted
   std::vector<int> last_bwd_, first_fwd_;
+  bool lazy_gather_ = false;  // parameter gathers at first use (gather_at_first_use)
   std::vector<std::vector<EventId>> gather_;  // per chunk, per stage item: its bucket's gather
   std::vector<EventId> wgrad_done_;            // per chunk: its last weight gradients
   EventId last_dp_ = kNoEvent;

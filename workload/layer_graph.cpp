@@ -29,7 +29,30 @@ class LayerBuilder {
         seq_(in.training.seq_length),
         sp_transpose_(in.fp8_tn_only && (in.training.precision == Precision::fp8_tensorwise ||
                                           in.training.precision == Precision::fp8_delayed)),
-        blockwise_(in.training.precision == Precision::fp8_blockwise) {}
+        blockwise_(in.training.precision == Precision::fp8_blockwise),
+        param_gather_hooks_(in.framework.distributed_optimizer && in.framework.overlap_param_gather &&
+                            !in.parallelism.fsdp) {}
+
+  // Megatron-Core's DDP with the distributed optimizer and --overlap-param-gather registers a
+  // forward pre-hook on every submodule (distributed_data_parallel.py enable_forward_pre_hook,
+  // 421-431 at 6a6cd47, 489-494 at d98e8a64, enabled from the second iteration on). Each
+  // module call then leaves PyTorch's hook-free fast path in Module._call_impl (the full path
+  // costs about 2 us more for an empty module: pytorch/pytorch#50431, measured before the
+  // fast path of PR #52576) and runs the hook, which walks the module's own parameters: a
+  // dict lookup and a finish_param_sync call each (_make_forward_pre_hook, 450-484 at
+  // 6a6cd47), returning at once once the gather is done. Priced as host ops (host.op_us, a
+  // Python-level call, x the host load): kHookOpsPerCall a module call, one a parameter.
+  // Under graph capture the hook returns (is_graph_capturing) and a replay calls no module,
+  // so captured ops carry no hook work (their host cost is the graph's). Backward calls no
+  // forward hook; a recomputed forward calls its modules again.
+  static constexpr int kHookOpsPerCall = 2;
+  // `calls` module calls owning `params` parameters, made just before the last forward op
+  // (or the one at `index`).
+  void module_calls_on_last(int calls, double params) { module_calls_at(out_.fwd.size() - 1, calls, params); }
+  void module_calls_at(std::size_t index, int calls, double params) {
+    if (!param_gather_hooks_) return;
+    out_.fwd.at(index).host_ops += kHookOpsPerCall * calls + static_cast<int>(params);
+  }
 
   // A linear layer y = x W: fprop, then dgrad and wgrad in backward, FP8 when the recipe
   // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
@@ -58,6 +81,7 @@ class LayerBuilder {
     fprop->saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
     fprop->te_module_call = te;
     for (auto& t : f) push_fwd(std::move(t));
+    module_calls_on_last(1, groups);  // the linear's module: a weight a GEMM (TE GroupedLinear: weight0..)
     std::vector<KernelTemplate> b;
     if (fp8) {
       std::vector<KernelTemplate> q = quantized(name + std::string(kGradQuant), mod, m * n * groups, groups, false, true);
@@ -463,6 +487,7 @@ class LayerBuilder {
   std::int64_t seq_;
   bool sp_transpose_;  // per-tensor FP8 on TN-only GEMMs: a gathered tensor is transposed
   bool blockwise_;
+  bool param_gather_hooks_;  // Megatron DDP's forward pre-hooks (module_calls_on_last)
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };
@@ -549,6 +574,9 @@ void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, 
 void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,
           const workload::Framework& fw, std::optional<workload::OffloadTarget> target, bool sp_gather = false) {
   b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
+  // Its module: a TENorm, or the IdentityOp Megatron calls where TE's LayerNormLinear fuses
+  // the norm, whose weight is then the linear's (either way one call and one weight).
+  b.module_calls_on_last(1, 1);
   if (target) offload(b, fw, *target);
   // Fused with the norm, MXFP8 quantizes in the norm kernel; current scaling can only take
   // the amax there and still scales and casts in kernels of their own (see `quantized`).
@@ -604,6 +632,11 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   const bool mla = m.attention == AttentionKind::mla;
   norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm, !mla);
   if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
+  // The calls around it without weights of their own (Megatron-Core transformer_layer.py
+  // _forward_attention): the TransformerLayer, its (MLA)SelfAttention, and the
+  // pre_cross_attn_layernorm and cross_attention IdentityOps a decoder-only layer still calls;
+  // on the norm kernel, after its layernorm recompute copy (which calls the norm alone).
+  b.module_calls_at(start, 4, 0);
   tp_gather(b, s, Module::attn, "attn", true, mla ? SpInput::bf16 : SpInput::quantized);
   if (m.attention == AttentionKind::mla) {
     const auto& d = m.mla;
@@ -625,9 +658,11 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     const std::size_t up = b.mark();
     if (d.q_lora_rank > 0) {
       b.memory("attn.q_a_norm", Module::attn, s.T * rq * 2 * 2, 1.0, s.T * rq * 2);
+      b.module_calls_on_last(1, 1);
       b.linear("attn.q_b", Module::attn, s.T, n * qk, rq, true, true);
     }
     b.memory("attn.kv_a_norm", Module::attn, s.T * rkv * 2 * 2, 1.0, s.T * rkv * 2);
+    b.module_calls_on_last(1, 1);
     b.linear("attn.kv_b", Module::attn, s.T, n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv, true, true);
     // Megatron-Core's fused MLA RoPE (fused_mla_yarn_rope_apply.py): one kernel rotates
     // q's rope part in place over all of q; one splits kv_b's output into k (k_nope plus
@@ -650,6 +685,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     const std::size_t core = b.mark();
     core_attention(b, in, Module::attn, n, qk, v, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
                    (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4, s.T * n * (qk + v) * 2);
+    b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
     if (core_recompute) b.recompute_since(core);
@@ -663,6 +699,15 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     b.linear("attn.qkv", Module::attn, s.T, (n + 2 * g) * d, s.h, true, false);
     sp_saved_shard(b, s);
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
+    // Qwen3's per-head RMSNorms of q and k (--qk-layernorm: SelfAttention's q_layernorm and
+    // k_layernorm, TENorm modules, get_query_key_value_tensors in attention.py): one kernel
+    // each; each keeps its input for backward.
+    if (m.qk_layernorm) {
+      b.memory("attn.q_norm", Module::attn, s.T * n * d * 2 * 2, 1.0, s.T * n * d * 2);
+      b.module_calls_on_last(1, 1);
+      b.memory("attn.k_norm", Module::attn, s.T * g * d * 2 * 2, 1.0, s.T * g * d * 2);
+      b.module_calls_on_last(1, 1);
+    }
     if (m.learned_positions == 0) b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
     const std::size_t core = b.mark();
     // TE's DotProductAttention keeps q, k, v, its output and the softmax statistics
@@ -673,6 +718,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     const double keys = w < seq ? w - w * (w - 1) / (2 * seq) : seq / 2;
     core_attention(b, in, Module::attn, n, d, d, 4 * s.T * keys * n * d, s.T * (n + 2 * g) * d * 2 * 2,
                    s.T * 2 * g * d * 2, kept, windowed ? m.sliding_window : 0, s.T * 2 * (n - g) * d * 2);
+    b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
     if (core_recompute) b.recompute_since(core);
@@ -697,6 +743,7 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
   tp_gather(b, s, Module::mlp, "mlp", true, SpInput::quantized);
   b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);
+  b.module_calls_on_last(1, 0);  // the MLP module around its linears
   sp_saved_shard(b, s);
   b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
@@ -755,6 +802,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     const std::size_t start = b.mark();
     const bool quantize_input = tp_gather(b, s, Module::shared_expert, "shared", true, SpInput::quantize);
     b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, quantize_input);
+    b.module_calls_on_last(1, 0);  // the SharedExpertMLP module around its linears
     sp_saved_shard(b, s);
     if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
     b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0, s.T * e2 * fs * act_bytes);
@@ -785,6 +833,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17
   // (shared/reference/gb200-journey.md, steps 3-4).
   b.linear("moe.router", Module::moe_router, Tm, E, s.h, false, false, 1, false);
+  b.module_calls_on_last(1, 0);  // the MoELayer module around the router and the experts
   b.last_fwd().checkpoint_input = moe_recompute;  // its input is the checkpoint's
   // Host-only torch calls of router + EP preprocess in one forward, counted from
   // Megatron-Core effebd81f4 (docs/research/router-host-inventory.md): 52 unfused, 48
@@ -795,14 +844,32 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // dispatcher's router runs the unfused kernels: 72 - 31 = 41 more forward kernels,
   // 32 - 14 = 18 more backward, 52 - 48 = 4 more host calls.
   const bool unfused_flex = !nccl && !in.stack.router_fusion;
-  b.last_fwd().host_ops = nccl ? (in.stack.router_fusion ? 48 : 52) : 26 + (unfused_flex ? 52 - 48 : 0);
+  b.last_fwd().host_ops += nccl ? (in.stack.router_fusion ? 48 : 52) : 26 + (unfused_flex ? 52 - 48 : 0);
   if (nccl && in.stack.router_fusion) b.last_fwd().host_allocs = 8;
   const double probs = Tm * E * 4;
-  const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72) - 1 : 17 - 1 - 1 + (unfused_flex ? 72 - 31 : 0);
+  // Those counts are DeepSeek-V3's router: sigmoid scores, expert bias, group-limited top-k,
+  // a scaling factor, the sequence aux loss. Unfused, the router runs one eager op per step
+  // of its routing, so a softmax router without groups runs fewer (Megatron-Core
+  // moe_utils.py topk_softmax_with_capacity 527-650 at 6a6cd47, topk_routing_with_score_
+  // function at effebd81f4; router.py compute_routing_scores_for_aux_loss; rows of
+  // docs/research/router-host-inventory.md 2.1 and 4):
+  //   group-limited top-k (rows 14-25: 13 ops) where one torch.topk does (2): 11 forward;
+  //   sigmoid: the normalisation (sum, + eps, divide) in the routing and again in the
+  //   aux-loss scores (rows 28-30, 41-43: 6), the expert bias (the biased copy, the gather of
+  //   the unbiased scores, the bias update: rows 12, 26, 65 eager: 4), the scaling factor
+  //   (row 31: 1) where softmax normalises in its one kernel: 11 forward; in backward the
+  //   two DivBackward0 (6 each) and their gradient meetings (1 each), the scale and the
+  //   sequence loss's / bsz: 16.
+  // Fused (TE's fused top-k, score and aux-loss kernels), one kernel each whatever the method.
+  const bool plain_topk = in.model.router_groups == 0 || in.model.router_topk_groups == 0;
+  const bool softmax = in.model.router_scoring == "softmax";
+  const int unfused_fwd_fewer = (plain_topk ? 11 : 0) + (softmax ? 11 : 0), unfused_bwd_fewer = softmax ? 16 : 0;
+  const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72 - unfused_fwd_fewer) - 1
+                                  : 17 - 1 - 1 + (unfused_flex ? 72 - unfused_fwd_fewer - 31 : 0);
   // Backward: about 32 GPU ops unfused, 14 fused, the router GEMM's two included
   // (docs/research/router-host-inventory.md).
   b.small_kernels("moe.router_k", Module::moe_router, router_kernels, probs,
-                  (!in.stack.router_fusion ? 32 : 14) - 2);
+                  (!in.stack.router_fusion ? 32 - unfused_bwd_fewer : 14) - 2);
   b.keep_last(probs);  // routing probabilities and the top-k map
 
   const double tokens_out = Tm * k;              // routed token copies each rank sends
@@ -905,6 +972,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double e = static_cast<double>(m.ffn_matrices() - 1);
   const std::size_t experts_start = b.mark();
   b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
+  b.module_calls_on_last(1, 0);  // the TEGroupedMLP module around fc1 and fc2
   offload(b, fw, workload::OffloadTarget::expert_fc1);
   const std::size_t act = b.mark();
   b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, 1.0, tokens_in * etp * e * f * act_bytes);

@@ -167,6 +167,13 @@ struct Framework {
   // and chunk 0's parameter all-gather runs beside the other chunks' optimizer steps
   // instead of ahead of the next forward (schedules/dp_plan.hpp).
   bool overlap_param_gather_with_optimizer_step = false;
+  // Megatron --no-align-param-gather (on by default, and forced off by arguments.py for
+  // every schedule but the interleaved one): aligned, the interleaved schedule dispatches
+  // the chunks' parameter all-gathers ahead of their first forward (schedules.py
+  // param_sync_func); unaligned, each bucket's all-gather is dispatched by DDP's forward
+  // pre-hook when its first module runs and waited on there, the next bucket's dispatched
+  // behind it (param_and_grad_buffer.py finish_param_sync). See schedules/dp_plan.hpp.
+  bool align_param_gather = true;
   bool fp8_param_gather = false;
   // Megatron --ddp-bucket-size: parameters per gradient / parameter bucket (absent:
   // Megatron's default, schedules/dp_plan.hpp).

@@ -257,8 +257,18 @@ TEST_CASE("Framework cross-checks", "[config][errors]") {
   j = test::default_scenario_json();
   j["framework"]["distributed_optimizer"] = false;
   expect_error(j, "framework.overlap_param_gather", "needs distributed_optimizer");
+  // Megatron's arguments.py turns align_param_gather off outside the interleaved schedule.
+  j = test::default_scenario_json();
+  j["framework"]["align_param_gather"] = false;
+  CHECK_FALSE(config::load_scenario_text(j.dump(), "t.json").framework.align_param_gather);
+  j["parallelism"] = {{"tp", 1}, {"pp", 8}, {"ep", 32}, {"pp_layout", "Etttttttt|(tttttttt|)*6tttttL"}};
+  j["framework"]["align_param_gather"] = true;
+  expect_error(j, "framework.align_param_gather", "needs the interleaved pipeline schedule");
+  j["framework"].erase("align_param_gather");
+  CHECK_FALSE(config::load_scenario_text(j.dump(), "t.json").framework.align_param_gather);
   j = test::default_scenario_json();
   j["training"]["precision"] = "bf16";
+  j["framework"]["fp8_param_gather"] = true;
   expect_error(j, "framework.fp8_param_gather", "needs an FP8 training.precision");
   j = test::default_scenario_json();
   j["model"] = "qwen3-30b-a3b";

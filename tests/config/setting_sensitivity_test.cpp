@@ -188,8 +188,12 @@ std::map<std::string, Case> cases() {
   add("framework.overlap_param_gather_with_optimizer_step", gi,
       R"({"framework": {"overlap_param_gather_with_optimizer_step": false}})",
       R"({"framework": {"overlap_param_gather_with_optimizer_step": true}})");
-  add("framework.fp8_param_gather", g, R"({"framework": {"fp8_param_gather": true}})",
-      R"({"framework": {"fp8_param_gather": false}})");
+  // Per-tensor FP8 gathers one byte a parameter; MXFP8 under the distributed optimizer
+  // gathers BF16 either way (the inert table below).
+  add("framework.fp8_param_gather", patched(g, R"({"training": {"precision": "fp8-tensorwise"}})"),
+      R"({"framework": {"fp8_param_gather": true}})", R"({"framework": {"fp8_param_gather": false}})");
+  add("framework.align_param_gather", gi, R"({"framework": {"align_param_gather": true}})",
+      R"({"framework": {"align_param_gather": false}})");
   // moesim's buckets close at layer boundaries and a DeepSeek-V3 layer outgrows Megatron's
   // 40 M default, so each layer is a bucket; one bucket for the whole stage delays the
   // reduction to the end of the backward.
@@ -373,13 +377,18 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
        R"({"framework": {"moe_a2a_overlap": false}})", R"({"framework": {"moe_a2a_overlap": true}})"},
       {"framework.moe_a2a_overlap", patched(g, R"({"parallelism": {"pipeline_schedule": "zb-h1"}})"),
        R"({"framework": {"moe_a2a_overlap": false}})", R"({"framework": {"moe_a2a_overlap": true}})"},
-      {"framework.overlap_param_gather", no_dp, R"({"framework": {"overlap_param_gather": true}})",
-       R"({"framework": {"overlap_param_gather": false}})"},
+      {"framework.overlap_param_gather", patched(g, R"({"parallelism": {"fsdp": true}})"),
+       R"({"framework": {"overlap_param_gather": true}})", R"({"framework": {"overlap_param_gather": false}})"},
+      {"framework.fp8_param_gather", patched(g, R"({"training": {"precision": "mxfp8"}})"),
+       R"({"framework": {"fp8_param_gather": false}})", R"({"framework": {"fp8_param_gather": true}})"},
+      {"framework.align_param_gather",
+       patched(g, R"({"parallelism": {"vpp": 2}, "framework": {"overlap_param_gather": false}})"),
+       R"({"framework": {"align_param_gather": false}})", R"({"framework": {"align_param_gather": true}})"},
       {"framework.overlap_param_gather_with_optimizer_step", patched(no_dp, R"({"parallelism": {"vpp": 2}})"),
        R"({"framework": {"overlap_param_gather_with_optimizer_step": false}})",
        R"({"framework": {"overlap_param_gather_with_optimizer_step": true}})"},
       {"framework.distributed_optimizer", no_dp,
-       R"({"framework": {"distributed_optimizer": true, "overlap_param_gather": true}})",
+       R"({"framework": {"distributed_optimizer": true, "overlap_param_gather": false}})",
        R"({"framework": {"distributed_optimizer": false, "overlap_param_gather": false}})"},
       {"framework.grad_reduce_dtype", no_dp, R"({"framework": {"grad_reduce_dtype": "bf16"}})",
        R"({"framework": {"grad_reduce_dtype": "fp32"}})"},

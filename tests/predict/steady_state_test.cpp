@@ -21,18 +21,21 @@ TEST_CASE("Steady-state microbatch counts: past warm-up, as the schedule accepts
   p.pp = 8;
   p.vpp = 4;
   p.num_microbatches = 1024;
-  // 32 virtual stages, a multiple of pp 8: M1 64, M2 96; 4 x 160 <= 3 x 1024.
+  // 32 virtual stages, a multiple of pp 8: M1 64, M2 96, and the check M3 128;
+  // 4 x 288 <= 3 x 1024.
   auto r = predict::steady_state_microbatches(ScheduleKind::interleaved_1f1b, p);
   REQUIRE(r);
   CHECK(r->first == 64);
   CHECK(r->second == 96);
-  p.num_microbatches = 208;  // 4 x 160 > 3 x 208
+  p.num_microbatches = 376;  // 4 x 288 > 3 x 376
   CHECK_FALSE(predict::steady_state_microbatches(ScheduleKind::interleaved_1f1b, p));
-  p.num_microbatches = 216;  // 640 <= 648
+  p.num_microbatches = 384;  // 1152 <= 1152
   CHECK(predict::steady_state_microbatches(ScheduleKind::interleaved_1f1b, p));
   p.pp = 1;
   p.vpp = 1;
-  p.num_microbatches = 64;  // A14's 64 microbatches on one stage: 16 and 24
+  p.num_microbatches = 64;  // A14's 64 microbatches on one stage: 16, 24 and 32 save too little
+  CHECK_FALSE(predict::steady_state_microbatches(ScheduleKind::one_f_one_b, p));
+  p.num_microbatches = 96;
   r = predict::steady_state_microbatches(ScheduleKind::one_f_one_b, p);
   REQUIRE(r);
   CHECK(r->first == 16);

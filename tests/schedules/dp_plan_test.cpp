@@ -122,13 +122,15 @@ TEST_CASE("Distributed optimizer: a reduce-scatter per bucket in the last backwa
   CHECK(first_start(kq.at("dp.grad_reduce_scatter")) >= q_end);
   CHECK(q.step.step_time_s > p.step.step_time_s);
 
-  // Without --overlap-param-gather the first forward kernel waits for every gather.
+  // Without --overlap-param-gather the first forward kernel waits for every gather, and the
+  // host no longer runs DDP's forward pre-hook at every module call (the overlap's own host
+  // cost, which can outweigh the gather it hides: PAI's Qwen3-235B rows P2 and P3).
   j["framework"]["overlap_grad_reduce"] = true;
   j["framework"]["overlap_param_gather"] = false;
   const auto g = predict::predict(load(j), {true, false});
   const auto kg = kernels(g, 0);
   CHECK(first_start(kg.at("embedding.fwd")) >= last_end(kg.at("dp.param_all_gather")));
-  CHECK(g.step.step_time_s >= p.step.step_time_s);
+  CHECK(g.step.host_busy_s.at(0) < p.step.host_busy_s.at(0));
 }
 
 TEST_CASE("Plain DDP all-reduces the gradients and gathers nothing", "[schedules][dp]") {

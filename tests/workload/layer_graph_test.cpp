@@ -39,9 +39,11 @@ const workload::KernelTemplate& find(const std::vector<workload::KernelTemplate>
 }  // namespace
 
 TEST_CASE("Router kernel counts follow the journey: 72, 31, then 17 with DeepEP", "[workload][templates]") {
-  const auto b1 = build("scenarios/journey/01-baseline.json");
-  const auto b3 = build("scenarios/journey/03-router-fusion.json");
-  const auto b4 = build("scenarios/journey/04-deepep.json");
+  // Without DDP's forward pre-hooks (next tests), the router's host calls are the inventory's.
+  const auto no_hooks = [](config::Scenario& sc) { sc.framework.overlap_param_gather = false; };
+  const auto b1 = build("scenarios/journey/01-baseline.json", no_hooks);
+  const auto b3 = build("scenarios/journey/03-router-fusion.json", no_hooks);
+  const auto b4 = build("scenarios/journey/04-deepep.json", no_hooks);
   CHECK(count(b1.t.moe.fwd, "moe.router") == 72);
   CHECK(count(b3.t.moe.fwd, "moe.router") == 31);
   // DeepEP: router + EP preprocess = 17.
@@ -57,6 +59,65 @@ TEST_CASE("Router kernel counts follow the journey: 72, 31, then 17 with DeepEP"
   // The NCCL path has the explicit global permute, DeepEP does not.
   CHECK(count(b3.t.moe.fwd, "moe.global_permute") == 1);
   CHECK(count(b4.t.moe.fwd, "moe.global_permute") == 0);
+}
+
+// Unfused, the router runs one eager op per routing step: DeepSeek-V3's sigmoid, expert
+// bias, group-limited top-k and scaling cost 22 forward ops and 16 backward ops more than
+// Qwen3's softmax over a plain top-k (docs/research/router-host-inventory.md 2.1 and 4,
+// Megatron-Core moe_utils.py topk_softmax_with_capacity at 6a6cd47). Fused, the same.
+TEST_CASE("The unfused router's op count follows the routing method", "[workload][templates]") {
+  const auto qwen = build("scenarios/pai/p2-tp2pp8.json");  // softmax, no groups, alltoall, unfused
+  CHECK(qwen.sc.model.router_scoring == "softmax");
+  CHECK(count(qwen.t.moe.fwd, "moe.router") == 72 - 11 - 11);
+  CHECK(count(qwen.t.moe.bwd, "moe.router") == 32 - 16);
+  const auto fused = build("scenarios/pai/p2-tp2pp8.json", [](config::Scenario& sc) { sc.stack.router_fusion = true; });
+  CHECK(count(fused.t.moe.fwd, "moe.router") == 31);
+  CHECK(count(fused.t.moe.bwd, "moe.router") == 14);
+  // Groups without sigmoid (DeepSeek-V2's softmax with group-limited top-k): 11 fewer.
+  const auto grouped = build("scenarios/pai/p2-tp2pp8.json", [](config::Scenario& sc) {
+    sc.model.router_groups = 8;
+    sc.model.router_topk_groups = 4;
+  });
+  CHECK(count(grouped.t.moe.fwd, "moe.router") == 72 - 11);
+  CHECK(count(grouped.t.moe.bwd, "moe.router") == 32 - 16);
+}
+
+namespace {
+int host_ops(const std::vector<workload::KernelTemplate>& v) {
+  int n = 0;
+  for (const auto& k : v) n += k.host_ops;
+  return n;
+}
+}  // namespace
+
+// Megatron-Core's DDP with --overlap-param-gather puts a forward pre-hook on every module:
+// two host ops a module call, one a parameter the hook walks. A Qwen3-235B MoE layer at
+// TP1 EP8 (16 local experts), by hand:
+//   attention: TransformerLayer, SelfAttention, two IdentityOps (4 calls, 8); the input
+//     norm (its IdentityOp and the fused weight: 3); linear_qkv (3); q_layernorm and
+//     k_layernorm (3 each); core attention and TE's backend module (4); linear_proj (3): 27
+//   MoE: pre_mlp_layernorm (3); MoELayer (2); the router (3); TEGroupedMLP (2); linear_fc1
+//     and linear_fc2, 16 weights each (18 each): 46
+// 73 a forward; backward calls no forward hook, but full recompute calls every module again.
+TEST_CASE("DDP's parameter-gather hooks: host ops per module call and parameter", "[workload][templates]") {
+  const auto off = [](config::Scenario& sc) { sc.framework.overlap_param_gather = false; };
+  const auto on = build("scenarios/pai/p5-tp1pp32vpp3-mbs4-full.json");
+  const auto without = build("scenarios/pai/p5-tp1pp32vpp3-mbs4-full.json", off);
+  REQUIRE(on.sc.framework.overlap_param_gather);
+  CHECK(on.sc.parallelism.ep == 8);
+  CHECK(host_ops(on.t.moe.fwd) - host_ops(without.t.moe.fwd) == 73);
+  CHECK(host_ops(on.t.moe.bwd) - host_ops(without.t.moe.bwd) == 73);  // the recomputed forward
+  // Qwen3's q and k norms are kernels of their own.
+  CHECK(count(on.t.moe.fwd, "attn.q_norm") == 1);
+  CHECK(count(on.t.moe.fwd, "attn.k_norm") == 1);
+  // Under FSDP, no DDP hooks.
+  const auto fsdp_on = build("scenarios/pai/p5-tp1pp32vpp3-mbs4-full.json",
+                             [](config::Scenario& sc) { sc.parallelism.fsdp = true; });
+  const auto fsdp_off = build("scenarios/pai/p5-tp1pp32vpp3-mbs4-full.json", [](config::Scenario& sc) {
+    sc.parallelism.fsdp = true;
+    sc.framework.overlap_param_gather = false;
+  });
+  CHECK(host_ops(fsdp_on.t.moe.fwd) == host_ops(fsdp_off.t.moe.fwd));
 }
 
 TEST_CASE("Dropless MoE syncs the host once per layer in forward", "[workload][templates]") {
