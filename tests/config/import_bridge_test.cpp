@@ -141,6 +141,16 @@ TEST_CASE("The launcher's order: Hydra overrides last at v0.2.x, first from v0.3
             .at("global_batch_size") == 1024);
 }
 
+// Megatron-Bridge's perf recipes set comm_overlap.align_param_gather (Llama 3.1 on GB200: off);
+// unset, the scenario's default (on for the interleaved schedule) is Bridge's own.
+TEST_CASE("A Bridge command's align_param_gather reaches the framework", "[config][import][bridge]") {
+  const char* base = "-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256";
+  const auto given = bridge(std::string(base) + " comm_overlap.align_param_gather=false", "26.02").scenario;
+  CHECK(given.at("framework").at("align_param_gather") == false);
+  const auto unset = bridge(base, "26.02").scenario;
+  CHECK_FALSE(unset.at("framework").contains("align_param_gather"));
+}
+
 TEST_CASE("The launcher scales the batch with -ng, and the flags move the layout as it does",
           "[config][import][bridge]") {
   // QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1 at v0.3.0: 8 GPUs, GBS 512; 32 GPUs without -gb: 2048.
