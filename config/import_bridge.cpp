@@ -475,7 +475,7 @@ const std::vector<HydraPath>& hydra_paths() {
       {"comm_overlap.overlap_param_gather", "framework.overlap_param_gather", "bool"},
       {"comm_overlap.overlap_param_gather_with_optimizer_step", "framework.overlap_param_gather_with_optimizer_step", "bool"},
       // Unset, CommOverlapConfig aligns at PP > 1 and VP > 1 (comm_overlap.py _get_optimizer_overlap_cfgs),
-      // the loader's default for the interleaved schedule.
+      // as the loader does under the interleaved schedule.
       {"comm_overlap.align_param_gather", "framework.align_param_gather", "bool"},
       // Paths Bridge sets again at setup from another one: refused, naming the one to give.
       {"ddp.overlap_grad_reduce", "", "redirect", "comm_overlap.overlap_grad_reduce (CommOverlapConfig sets the DDP's at setup)"},

@@ -495,15 +495,16 @@ class ScenarioReader {
             if (sc_.parallelism.fsdp) g->fail("is the distributed optimizer's; parallelism.fsdp gathers per layer");
           }
         }
-        // Megatron's arguments.py turns align_param_gather off for every schedule but the
-        // interleaved one ("non-interleaved schedule does not support ... aligned param AG").
+        // Megatron's arguments.py turns align_param_gather off for its non-interleaved schedule
+        // (1F1B, and no pipelining: "non-interleaved schedule does not support ... aligned param
+        // AG"); DualPipe and ZB-H1 are not Megatron's schedules, and keep the gathers ahead.
         {
-          const bool interleaved = sc_.pipeline_schedule == ScheduleKind::interleaved_1f1b;
-          f.align_param_gather = o.bool_or("align_param_gather", interleaved);
-          if (f.align_param_gather && !interleaved)
+          const bool plain = sc_.pipeline_schedule == ScheduleKind::one_f_one_b;
+          f.align_param_gather = o.bool_or("align_param_gather", !plain);
+          if (f.align_param_gather && plain)
             o.req("align_param_gather")
-                .fail("needs the interleaved pipeline schedule: Megatron-LM's arguments.py sets align_param_gather "
-                      "False for every other schedule");
+                .fail("needs a schedule other than 1f1b: Megatron-LM's arguments.py sets align_param_gather False "
+                      "for its non-interleaved schedule");
         }
         if (auto g = o.get("fp8_param_gather")) {
           f.fp8_param_gather = g->as_bool();

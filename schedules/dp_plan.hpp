@@ -16,9 +16,12 @@
 //   --overlap-grad-reduce: a bucket's reduce-scatter (all-reduce without the
 //     distributed optimizer) starts as soon as the last microbatch's backward has
 //     produced all of its gradients, beside the rest of that backward.
-//   --overlap-param-gather (distributed optimizer): the buckets' all-gathers run ahead
-//     of the forward, and a bucket's first layer waits for its gather in the first
-//     forward of the chunk.
+//   --overlap-param-gather (distributed optimizer): a bucket's first layer waits for its
+//     gather in the first forward of the chunk. Aligned (framework.align_param_gather, the
+//     interleaved schedule's default), the gathers run ahead of the forward; unaligned
+//     (Megatron's 1F1B), the forward pre-hook of the bucket's first module dispatches its
+//     gather there, after the compute stream, and the next bucket's behind it
+//     (rank_program.cpp gather_at_first_use).
 // moesim's buckets end at layer boundaries (layout items: a decoder or MTP layer, the
 // embedding, the output layer): a bucket closes with the item that brings it to the
 // bucket size, or at the stage's first item. Filled in backward order, a bucket's last

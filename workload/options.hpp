@@ -167,8 +167,8 @@ struct Framework {
   // and chunk 0's parameter all-gather runs beside the other chunks' optimizer steps
   // instead of ahead of the next forward (schedules/dp_plan.hpp).
   bool overlap_param_gather_with_optimizer_step = false;
-  // Megatron --no-align-param-gather (on by default, and forced off by arguments.py for
-  // every schedule but the interleaved one): aligned, the interleaved schedule dispatches
+  // Megatron --no-align-param-gather (on by default, and forced off by arguments.py for its
+  // non-interleaved schedule, 1f1b here): aligned, the interleaved schedule dispatches
   // the chunks' parameter all-gathers ahead of their first forward (schedules.py
   // param_sync_func); unaligned, each bucket's all-gather is dispatched by DDP's forward
   // pre-hook when its first module runs and waited on there, the next bucket's dispatched

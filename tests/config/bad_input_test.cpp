@@ -263,7 +263,7 @@ TEST_CASE("Framework cross-checks", "[config][errors]") {
   CHECK_FALSE(config::load_scenario_text(j.dump(), "t.json").framework.align_param_gather);
   j["parallelism"] = {{"tp", 1}, {"pp", 8}, {"ep", 32}, {"pp_layout", "Etttttttt|(tttttttt|)*6tttttL"}};
   j["framework"]["align_param_gather"] = true;
-  expect_error(j, "framework.align_param_gather", "needs the interleaved pipeline schedule");
+  expect_error(j, "framework.align_param_gather", "needs a schedule other than 1f1b");
   j["framework"].erase("align_param_gather");
   CHECK_FALSE(config::load_scenario_text(j.dump(), "t.json").framework.align_param_gather);
   j = test::default_scenario_json();
