@@ -41,7 +41,7 @@ std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(s
                                                                                const workload::Parallelism& par) {
   const auto [m1, m2] = steady_state_pair(kind, par);
   // The three runs (the third checks the line: predict below) save at least a quarter.
-  if (4 * (m1 + m2 + (2 * m2 - m1)) > 3 * par.num_microbatches) return std::nullopt;
+  if (4 * (m1 + m2 + steady_state_check_run(m1, m2)) > 3 * par.num_microbatches) return std::nullopt;
   return std::make_pair(m1, m2);
 }
 
@@ -134,7 +134,8 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
       par.num_microbatches = m;
       return schedules::simulate_step(input(par), opt, comm);
     };
-    const std::int64_t m1 = reduced->first, m2 = reduced->second, m3 = 2 * m2 - m1, m = sc.parallelism.num_microbatches;
+    const std::int64_t m1 = reduced->first, m2 = reduced->second, m3 = steady_state_check_run(m1, m2),
+                       m = sc.parallelism.num_microbatches;
     const schedules::StepResult a = short_run(m1), b = short_run(m2), c = short_run(m3);
     std::optional<schedules::StepResult> x;
     if (steady_line_holds(a, b, c, m1, m2, m3, m)) x = extrapolate(b, c, m2, m3, m);

@@ -102,6 +102,8 @@ std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(s
 std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind kind, const workload::Parallelism& par);
 std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a, const schedules::StepResult& b,
                                                  std::int64_t m1, std::int64_t m2, std::int64_t m);
+// The third, checking run's microbatches: as far past M2 as M2 is past M1.
+inline std::int64_t steady_state_check_run(std::int64_t m1, std::int64_t m2) { return 2 * m2 - m1; }
 // The step's share the extrapolation may drift by, where the line is checked.
 inline constexpr double kSteadyLineTolerance = 0.0025;
 bool steady_line_holds(const schedules::StepResult& a, const schedules::StepResult& b, const schedules::StepResult& c,

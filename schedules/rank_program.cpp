@@ -154,7 +154,7 @@ class RankProgram final : public sim_core::HostProgram {
       if (c == 0 && fw.overlap_param_gather_with_optimizer_step) continue;
       if (lazy_gather_) continue;
       for (std::size_t k = 0; k < plan.bucket.size(); ++k)
-        if (plan.bucket[k].dense > 0 || plan.bucket[k].expert > 0)
+        if (plan.bucket[k].any())
           last = g[k] = dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[k], true, kNoEvent);
     }
     if (fw.overlap_param_gather) return;
@@ -172,7 +172,7 @@ class RankProgram final : public sim_core::HostProgram {
       for (int c = 0; c < static_cast<int>(gather_.size()); ++c) {
         const DpPlan& plan = sim_.dp_plan(rank_, c);
         for (std::size_t k = plan.bucket.size(); k-- > 0;)
-          if (plan.bucket[k].dense > 0 || plan.bucket[k].expert > 0)
+          if (plan.bucket[k].any())
             last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[k], false,
                                      wgrad_done_[static_cast<std::size_t>(c)]);
       }
@@ -238,7 +238,7 @@ class RankProgram final : public sim_core::HostProgram {
       const auto [first, first_ns] = params(0, 1);
       const EventId first_done = step(first, first_ns);
       for (const StageParams& b : sim_.dp_plan(rank_, 0).bucket)
-        if (b.dense > 0 || b.expert > 0) dp_collective(kDpGatherStream, "dp.param_all_gather", b, true, first_done);
+        if (b.any()) dp_collective(kDpGatherStream, "dp.param_all_gather", b, true, first_done);
       const auto [rest, rest_ns] = params(1, chunks);
       step(rest, rest_ns);
       return;
@@ -436,7 +436,7 @@ class RankProgram final : public sim_core::HostProgram {
   void gather_at_first_use(int chunk, int k, EventId compute) {
     const DpPlan& plan = sim_.dp_plan(rank_, chunk);
     auto& g = gather_[static_cast<std::size_t>(chunk)];
-    const auto has = [&](std::size_t b) { return plan.bucket[b].dense > 0 || plan.bucket[b].expert > 0; };
+    const auto has = [&](std::size_t b) { return plan.bucket[b].any(); };
     const auto dispatch = [&](std::size_t b) {
       if (g[b] == kNoEvent && has(b))
         g[b] = dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[b], true, compute);
@@ -463,7 +463,7 @@ class RankProgram final : public sim_core::HostProgram {
     if (sim_.in().parallelism.fsdp) {
       last_dp_ = dp_collective(kDpStream, reduce_name(), plan.item[u], false, done);
     } else if (sim_.in().framework.overlap_grad_reduce && last_bwd_[static_cast<std::size_t>(it.chunk)] == l.item &&
-               (plan.bucket[u].dense > 0 || plan.bucket[u].expert > 0)) {
+               plan.bucket[u].any()) {
       last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[u], false, done);
     }
   }

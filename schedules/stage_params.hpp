@@ -32,6 +32,7 @@ struct StageParams {
     expert += o.expert;
     return *this;
   }
+  bool any() const { return dense > 0 || expert > 0; }  // a collective has something to carry
 };
 
 // The parameters of one item of a stage (a layer, the embedding or the output layer).
