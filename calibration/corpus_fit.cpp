@@ -27,6 +27,38 @@ double l1(const std::vector<double>& r) {
 
 }  // namespace
 
+std::vector<double> theta_without(const CorpusFit& fit, const std::vector<std::size_t>& left_out) {
+  const std::size_t runs = fit.in_sample.size(), p = fit.x.size();
+  for (std::size_t k : left_out)
+    if (k >= runs) throw std::out_of_range("theta_without: run index beyond the fit's runs");
+  // At the optimum the Huber scores psi(r_i) J_i (psi(r) = w r) sum to zero over the free
+  // parameters; removing the runs of S leaves their scores as the gradient.
+  std::vector<std::size_t> free;
+  for (std::size_t j = 0; j < p; ++j)
+    if (fit.x[j] > fit.lo_x[j] + 1e-9 && fit.x[j] < fit.hi_x[j] - 1e-9) free.push_back(j);
+  const auto nf = static_cast<Eigen::Index>(free.size());
+  const auto col = [&](std::size_t i, Eigen::Index a) { return fit.jacobian[i][free[static_cast<std::size_t>(a)]]; };
+  Eigen::MatrixXd H = Eigen::MatrixXd::Zero(nf, nf);
+  for (std::size_t i = 0; i < runs; ++i)
+    for (Eigen::Index a = 0; a < nf; ++a)
+      for (Eigen::Index c = 0; c < nf; ++c) H(a, c) += fit.weights[i] * col(i, a) * col(i, c);
+  for (Eigen::Index a = 0; a < nf; ++a) H(a, a) += kLambda * std::max(H(a, a), 1e-6);
+  if (left_out.empty() || nf == 0) return fit.theta;
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(nf);
+  for (std::size_t k : left_out)
+    for (Eigen::Index a = 0; a < nf; ++a) {
+      g[a] += fit.weights[k] * fit.in_sample[k] * col(k, a);
+      for (Eigen::Index c = 0; c < nf; ++c) H(a, c) -= fit.weights[k] * col(k, a) * col(k, c);
+    }
+  const Eigen::VectorXd dx = H.colPivHouseholderQr().solve(g);
+  std::vector<double> theta = fit.theta;
+  for (Eigen::Index a = 0; a < nf; ++a) {
+    const std::size_t j = free[static_cast<std::size_t>(a)];
+    theta[j] = std::exp(std::clamp(fit.x[j] + dx[a], fit.lo_x[j], fit.hi_x[j]));
+  }
+  return theta;
+}
+
 std::vector<double> lad_step(const std::vector<std::vector<double>>& J, const std::vector<double>& r,
                              const std::vector<bool>& include, const std::vector<double>& x,
                              const std::vector<double>& lo_x, const std::vector<double>& hi_x) {
@@ -131,40 +163,14 @@ CorpusFit fit_corpus(const std::vector<CorpusParam>& params, std::size_t runs, c
     for (std::size_t j = 0; j < p; ++j) out.points[j] += std::abs(J[i][j]) > 1e-6 ? 1 : 0;
   out.theta = theta_of(x);
   out.in_sample = r;
-  out.leave_one_out.assign(runs, 0.0);
+  out.x = x;
+  out.lo_x = lo;
+  out.hi_x = hi;
+  out.jacobian = J;
+  out.weights.resize(runs);
+  for (std::size_t i = 0; i < runs; ++i) out.weights[i] = std::abs(r[i]) <= kHuber ? 1.0 : kHuber / std::abs(r[i]);
   out.theta_loo.assign(runs, out.theta);
-  // Leave-one-out by the M-estimator's influence: at the optimum the Huber scores
-  // psi(r_i) J_i sum to zero over the free parameters (those not held at a bound), so
-  // without run k the Newton step is dx = (H - w_k J_k^T J_k)^-1 psi(r_k) J_k^T, with
-  // H = sum_i w_i J_i^T J_i the IRLS curvature and psi(r) = w r.
-  std::vector<std::size_t> free;
-  for (std::size_t j = 0; j < p; ++j)
-    if (x[j] > lo[j] + 1e-9 && x[j] < hi[j] - 1e-9) free.push_back(j);
-  const auto nf = static_cast<Eigen::Index>(free.size());
-  const auto col = [&](std::size_t i, Eigen::Index a) { return J[i][free[static_cast<std::size_t>(a)]]; };
-  Eigen::MatrixXd H = Eigen::MatrixXd::Zero(nf, nf);
-  std::vector<double> w(runs);
-  for (std::size_t i = 0; i < runs; ++i) {
-    w[i] = std::abs(r[i]) <= kHuber ? 1.0 : kHuber / std::abs(r[i]);
-    for (Eigen::Index a = 0; a < nf; ++a)
-      for (Eigen::Index c = 0; c < nf; ++c) H(a, c) += w[i] * col(i, a) * col(i, c);
-  }
-  for (Eigen::Index a = 0; a < nf; ++a) H(a, a) += kLambda * std::max(H(a, a), 1e-6);
-  for (std::size_t k = 0; k < runs && nf > 0; ++k) {
-    Eigen::MatrixXd Hk = H;
-    Eigen::VectorXd g(nf);
-    for (Eigen::Index a = 0; a < nf; ++a) {
-      g[a] = w[k] * r[k] * col(k, a);
-      for (Eigen::Index c = 0; c < nf; ++c) Hk(a, c) -= w[k] * col(k, a) * col(k, c);
-    }
-    const Eigen::VectorXd dx = Hk.colPivHouseholderQr().solve(g);
-    std::vector<double> xk = x;
-    for (Eigen::Index a = 0; a < nf; ++a) {
-      const std::size_t j = free[static_cast<std::size_t>(a)];
-      xk[j] = std::clamp(x[j] + dx[a], lo[j], hi[j]);
-    }
-    out.theta_loo[k] = theta_of(xk);
-  }
+  for (std::size_t k = 0; k < runs && p > 0; ++k) out.theta_loo[k] = theta_without(out, {k});
   out.leave_one_out = p > 0 ? eval(out.theta_loo, all) : r;
   ++out.evaluations;
   return out;

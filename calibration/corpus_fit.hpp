@@ -16,7 +16,9 @@
 // point, halving the step until the loss decreases.
 // Leave-one-out: for run k, one Newton step of the loss without run k from the full fit
 // (the M-estimator's influence of run k: its score removed, its curvature subtracted)
-// gives x_-k, and run k is then simulated at theta_-k: its out-of-sample error.
+// gives x_-k, and run k is then simulated at theta_-k: its out-of-sample error. The same
+// step without a set S of runs gives theta_-S (theta_without): a measured pair's
+// out-of-sample ratio leaves out both its runs (issue #44).
 #pragma once
 
 #include <cstddef>
@@ -47,12 +49,25 @@ struct CorpusFit {
   std::vector<int> points;            // per parameter: the runs whose prediction it moves
   int evaluations = 0;                // corpus passes (one per run for leave-one-out counts 1/n)
   int outer_steps = 0;
+  // The optimum as theta_without needs it: ln theta, its bounds, every run's Jacobian row
+  // J_i and Huber weight w_i there.
+  std::vector<double> x, lo_x, hi_x;
+  std::vector<std::vector<double>> jacobian;
+  std::vector<double> weights;
 };
 
 // `runs` residuals; `max_outer` Gauss-Newton steps. Throws std::invalid_argument on an
 // empty corpus or parameters with lo > hi or a non-positive bound.
 CorpusFit fit_corpus(const std::vector<CorpusParam>& params, std::size_t runs, const CorpusEval& eval,
                      int max_outer = 6);
+
+// theta_-S: the fitted values without the runs `left_out` (indices into the fit's runs),
+// one Newton step of the Huber loss from the optimum (above): with H = sum_i w_i J_i^T J_i
+// over the free parameters (those not at a bound) and g_S = sum_{k in S} w_k r_k J_k^T,
+//   dx = (H - sum_{k in S} w_k J_k^T J_k)^-1 g_S,
+// clamped to the bounds. An empty set gives theta. Throws std::out_of_range on an index
+// beyond the runs.
+std::vector<double> theta_without(const CorpusFit& fit, const std::vector<std::size_t>& left_out);
 
 // The robust step of the linearized problem: dx minimizing sum_i H(r_i + J_i dx) (IRLS)
 // over the runs with include[i], clamped to [lo_x, hi_x] - x.

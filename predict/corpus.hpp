@@ -6,6 +6,11 @@
 // A measured block with "in_sample" (the run is calibration data elsewhere, as A14 is for
 // shared/reference/component-timings.md) is fitted and reported, but kept out of the
 // leave-one-out mean.
+// Pairs (issue #44): every measured pair among the runs (predict/validate.hpp's
+// compare_pairs: measured.compare_with and the series' consecutive sizes), its predicted
+// ratio at the fitted values and out of sample: both its runs simulated at theta_-S, the
+// fit without S, the pair's runs that were fitted (calibration::theta_without). A pair of
+// held-out runs has nothing fitted to it: its out-of-sample ratio is its in-sample one.
 #pragma once
 
 #include <string>
@@ -22,6 +27,14 @@ struct CorpusRow {
   double measured = 0, in_sample_pct = 0, loo_pct = 0;
 };
 
+struct CorpusPairRow {
+  std::string name, decision;
+  int fitted_runs = 0;  // of its two runs, those the fit saw (left out for loo_error_pct)
+  double measured_ratio = 0, in_sample_ratio = 0, loo_ratio = 0;
+  double in_sample_error_pct = 0, loo_error_pct = 0;  // 100 (predicted / measured - 1)
+  bool significant = false, loo_direction_right = true;
+};
+
 struct CorpusResult {
   std::vector<double> values;  // per calibration::corpus_params(), in order
   std::vector<int> points;     // per parameter: the runs whose prediction it moves
@@ -29,6 +42,9 @@ struct CorpusResult {
   double mape_in = 0, loo_mape = 0;
   int loo_runs = 0;
   int fitted_runs = 0;  // the runs but the held-out ones
+  std::vector<CorpusPairRow> pairs;
+  double pairs_mae_in = 0, pairs_mae_loo = 0;
+  int pairs_with_fitted_runs = 0, pairs_wrong_direction_loo = 0;
   int evaluations = 0;
   double wall_s = 0;
 };

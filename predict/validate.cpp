@@ -10,6 +10,38 @@
 
 namespace moesim::predict {
 
+ValidateRow validate_row(const std::string& file, const config::Scenario& sc, const Prediction& p) {
+  const bool memory = !config::is_timing(sc.measured->metric);
+  ValidateRow r;
+  r.file = file;
+  r.name = sc.name;
+  r.system = sc.system.name;
+  r.dispatcher = sc.model.is_moe()
+                     ? std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher))
+                     : "-";
+  r.metric = config::measured_name(*sc.measured);
+  r.memory = memory;
+  r.measured = sc.measured->value;
+  r.predicted = predicted_metric(*sc.measured, p);
+  r.error_pct = 100 * (r.predicted - r.measured) / r.measured;
+  r.tolerance_pct = sc.measured->tolerance_pct;
+  r.ok = std::abs(r.error_pct) <= r.tolerance_pct;
+  r.wall_s = p.wall_s;
+  r.series = sc.measured->series;
+  r.gpus = sc.gpus;
+  r.microbatches = sc.parallelism.num_microbatches;
+  r.predicted_step_s = p.step.step_time_s;
+  r.measured_step_s = sc.measured->metric == config::MeasuredMetric::step_time_s
+                          ? r.measured
+                          : r.predicted_step_s * r.predicted / r.measured;
+  r.tokens_per_step = static_cast<double>(sc.training.global_batch_size * sc.training.seq_length);
+  if (!memory) r.step_terms = step_terms(p.step.breakdown);
+  r.source = sc.measured->source;
+  r.family = sc.measured->family;
+  r.compare_with = sc.measured->compare_with;
+  return r;
+}
+
 std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
                                         const config::LoadOptions& opts, int jobs) {
   std::vector<config::Scenario> scenarios;
@@ -22,35 +54,7 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
   std::vector<ValidateRow> rows(scenarios.size());
   run_parallel(scenarios.size(), jobs, [&](std::size_t i) {
     const auto& sc = scenarios[i];
-    const bool memory = !config::is_timing(sc.measured->metric);
-    const auto p = memory ? predict_memory(sc) : predict(sc);
-    ValidateRow& r = rows[i];
-    r.file = files[i];
-    r.name = sc.name;
-    r.system = sc.system.name;
-    r.dispatcher = sc.model.is_moe()
-                       ? std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher))
-                       : "-";
-    r.metric = config::measured_name(*sc.measured);
-    r.memory = memory;
-    r.measured = sc.measured->value;
-    r.predicted = predicted_metric(*sc.measured, p);
-    r.error_pct = 100 * (r.predicted - r.measured) / r.measured;
-    r.tolerance_pct = sc.measured->tolerance_pct;
-    r.ok = std::abs(r.error_pct) <= r.tolerance_pct;
-    r.wall_s = p.wall_s;
-    r.series = sc.measured->series;
-    r.gpus = sc.gpus;
-    r.microbatches = sc.parallelism.num_microbatches;
-    r.predicted_step_s = p.step.step_time_s;
-    r.measured_step_s = sc.measured->metric == config::MeasuredMetric::step_time_s
-                            ? r.measured
-                            : r.predicted_step_s * r.predicted / r.measured;
-    r.tokens_per_step = static_cast<double>(sc.training.global_batch_size * sc.training.seq_length);
-    if (!memory) r.step_terms = step_terms(p.step.breakdown);
-    r.source = sc.measured->source;
-    r.family = sc.measured->family;
-    r.compare_with = sc.measured->compare_with;
+    rows[i] = validate_row(files[i], sc, config::is_timing(sc.measured->metric) ? predict(sc) : predict_memory(sc));
   });
   return rows;
 }

@@ -162,6 +162,11 @@ struct ValidateSummary {
 };
 ValidateSummary summarize(const std::vector<ValidateRow>& rows);
 
+// One scenario's row (its measured block required) from its prediction: predict_memory's
+// for a memory metric, predict's for a timing one.
+struct Prediction;
+ValidateRow validate_row(const std::string& file, const config::Scenario& sc, const Prediction& p);
+
 // Loads every file (an InputError for the first that does not load or has no `measured`
 // block, before anything is simulated), then predicts them on `jobs` threads (0: all
 // cores). Rows keep the files' order.

@@ -8,6 +8,26 @@
 #include "calibration/corpus_params.hpp"
 
 namespace moesim::reports {
+namespace {
+
+// The pairs' ratios in sample and left out (rounded to 0.1 point for the profile).
+nlohmann::ordered_json pairs_json(const predict::CorpusResult& r, bool rounded) {
+  const auto round = [&](double v, double to) { return rounded ? std::round(v * to) / to : v; };
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& p : r.pairs)
+    out.push_back({{"name", p.name},
+                   {"decision", p.decision},
+                   {"fitted_runs", p.fitted_runs},
+                   {"measured_ratio", round(p.measured_ratio, 1e4)},
+                   {"in_sample_ratio", round(p.in_sample_ratio, 1e4)},
+                   {"loo_ratio", round(p.loo_ratio, 1e4)},
+                   {"in_sample_error_pct", round(p.in_sample_error_pct, 10)},
+                   {"loo_error_pct", round(p.loo_error_pct, 10)},
+                   {"loo_direction_right", p.loo_direction_right}});
+  return out;
+}
+
+}  // namespace
 
 std::string corpus_text(const predict::CorpusResult& r) {
   const auto table = calibration::corpus_params();
@@ -25,6 +45,21 @@ std::string corpus_text(const predict::CorpusResult& r) {
   if (r.rows.size() > static_cast<std::size_t>(r.fitted_runs))
     s += fmt::format("; {} held out", r.rows.size() - static_cast<std::size_t>(r.fitted_runs));
   s += "\n";
+  if (!r.pairs.empty()) {
+    // The pairs the fit saw a run of: their ratios out of sample (the others have nothing
+    // fitted to them: their ratio is the same either way).
+    s += fmt::format("\n{:<76} {:>9} {:>10} {:>10}\n", "pair with a fitted run (decision)", "measured",
+                     "in-sample", "left out");
+    for (const auto& p : r.pairs)
+      if (p.fitted_runs > 0)
+        s += fmt::format("{:<76} {:>9.3f} {:>+9.1f}% {:>+9.1f}%{}\n",
+                         fmt::format("{} ({})", p.name.substr(0, 62), p.decision), p.measured_ratio,
+                         p.in_sample_error_pct, p.loo_error_pct, p.loo_direction_right ? "" : "  wrong direction");
+    s += fmt::format("{} pairs ({} with a fitted run): mean absolute ratio error in-sample {:.2f}%, leave-out {:.2f}%; "
+                     "{} wrong directions left out\n",
+                     r.pairs.size(), r.pairs_with_fitted_runs, r.pairs_mae_in, r.pairs_mae_loo,
+                     r.pairs_wrong_direction_loo);
+  }
   s += fmt::format("{} corpus evaluations in {:.1f} s\n", r.evaluations, r.wall_s);
   return s;
 }
@@ -40,8 +75,16 @@ nlohmann::ordered_json corpus_json(const predict::CorpusResult& r) {
                     {"measured", row.measured}, {"in_sample_pct", row.in_sample_pct}, {"loo_pct", row.loo_pct},
                     {"outside_loo_mean", row.in_sample_only || !row.held_out.empty()},
                     {"held_out", row.held_out.empty() ? nlohmann::ordered_json(nullptr) : J(row.held_out)}});
-  return {{"parameters", params}, {"rows", rows},       {"mape", r.mape_in},
-          {"loo_mape", r.loo_mape}, {"loo_runs", r.loo_runs}, {"evaluations", r.evaluations},
+  return {{"parameters", params},
+          {"rows", rows},
+          {"mape", r.mape_in},
+          {"loo_mape", r.loo_mape},
+          {"loo_runs", r.loo_runs},
+          {"pairs", pairs_json(r, false)},
+          {"pairs_mae_pct", r.pairs_mae_in},
+          {"pairs_loo_mae_pct", r.pairs_mae_loo},
+          {"pairs_wrong_direction_loo", r.pairs_wrong_direction_loo},
+          {"evaluations", r.evaluations},
           {"wall_s", r.wall_s}};
 }
 
@@ -92,7 +135,11 @@ nlohmann::ordered_json corpus_profile(const predict::CorpusResult& r, const std:
           {"fits", fits},
           {"runs", rows},
           {"mape_pct", std::round(r.mape_in * 100) / 100},
-          {"loo_mape_pct", std::round(r.loo_mape * 100) / 100}};
+          {"loo_mape_pct", std::round(r.loo_mape * 100) / 100},
+          {"pairs", pairs_json(r, true)},
+          {"pairs_mae_pct", std::round(r.pairs_mae_in * 100) / 100},
+          {"pairs_loo_mae_pct", std::round(r.pairs_mae_loo * 100) / 100},
+          {"pairs_wrong_direction_loo", r.pairs_wrong_direction_loo}};
 }
 
 }  // namespace moesim::reports

@@ -3,7 +3,9 @@
 // at the others' fit), an outlier that the Huber loss down-weights, and bounds.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "calibration/corpus_fit.hpp"
 
@@ -74,4 +76,32 @@ TEST_CASE("Corpus fit: bounds hold and bad parameters are refused", "[calibratio
   CHECK(fit.theta[0] == Approx(4.0).epsilon(1e-6));
   CHECK_THROWS_AS(fit_corpus({{"x", 1.0, 2.0, 1.0}}, 2, f.eval()), std::invalid_argument);
   CHECK_THROWS_AS(fit_corpus({{"x", 1.0, 0.5, 2.0}}, 0, f.eval()), std::invalid_argument);
+}
+
+TEST_CASE("Corpus fit: leaving a set of runs out is the fit without them", "[calibration][corpus]") {
+  // r_i = ln t - m_i, every residual within the Huber loss's quadratic zone: the fit is the
+  // mean of the m_i, and without a set S the mean of the others (one Newton step is exact
+  // on a quadratic loss; the Levenberg damping, 1e-3 of the curvature, moves it slightly).
+  const std::vector<double> dm = {0.01, -0.01, 0.02, -0.02, 0.03, 0.0};
+  Linear f;
+  for (double d : dm) {
+    f.a.push_back(1);
+    f.b.push_back(0);
+    f.c.push_back(-(std::log(1.5) + d));
+  }
+  const auto fit = fit_corpus({{"t0", 1.0, 0.5, 5.0}, {"t1", 1.0, 1.0, 1.0}}, dm.size(), f.eval());
+  const auto mean_without = [&](std::vector<std::size_t> s) {
+    double sum = 0;
+    int n = 0;
+    for (std::size_t i = 0; i < dm.size(); ++i)
+      if (std::find(s.begin(), s.end(), i) == s.end()) sum += dm[i], ++n;
+    return 1.5 * std::exp(sum / n);
+  };
+  CHECK(fit.theta[0] == Approx(mean_without({})).epsilon(1e-4));
+  CHECK(theta_without(fit, {})[0] == Approx(fit.theta[0]).epsilon(1e-12));
+  CHECK(theta_without(fit, {4})[0] == Approx(fit.theta_loo[4][0]).epsilon(1e-12));
+  CHECK(theta_without(fit, {4})[0] == Approx(mean_without({4})).epsilon(1e-4));
+  CHECK(theta_without(fit, {2, 4})[0] == Approx(mean_without({2, 4})).epsilon(1e-4));
+  CHECK(theta_without(fit, {2, 4})[1] == 1.0);  // held at its bounds
+  CHECK_THROWS_AS(theta_without(fit, {6}), std::out_of_range);
 }
