@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "calibration/corpus_fit.hpp"
 #include "calibration/corpus_params.hpp"
@@ -102,6 +103,15 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
   CorpusResult out;
   out.values = fit.theta;
   out.points = fit.points;
+  // Which hosts each parameter was measured on: a quantity fitted on one CPU's runs is
+  // an extrapolation on another's (config/caveats.hpp says so in `run`).
+  out.cpus.assign(fit.theta.size(), {});
+  for (std::size_t j = 0; j < fit.theta.size(); ++j) {
+    std::set<std::string> cpus;
+    for (std::size_t i = 0; i < fitted.size(); ++i)
+      if (std::abs(fit.jacobian[i][j]) > 1e-6) cpus.insert(runs[fitted[i]].system.node.cpu);
+    out.cpus[j].assign(cpus.begin(), cpus.end());
+  }
   out.evaluations = fit.evaluations;
   // Every run at the fitted values (the held-out runs' errors; the pairs' in-sample ratios).
   std::vector<ValidateRow> rows(runs.size());

@@ -115,7 +115,8 @@ nlohmann::ordered_json corpus_profile(const predict::CorpusResult& r, const std:
   for (std::size_t j = 0; j < table.size(); ++j)
     fits.push_back({{"parameter", table[j].label()},
                     {"value", std::round(r.values[j] * 1e4) / 1e4},
-                    {"points", r.points.empty() ? 0 : r.points[j]}});
+                    {"points", r.points.empty() ? 0 : r.points[j]},
+                    {"cpus", r.cpus.size() > j ? J(r.cpus[j]) : J::array()}});
   J rows = J::array();
   for (const auto& row : r.rows)
     rows.push_back({{"run", row.name},

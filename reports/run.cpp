@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "config/caveats.hpp"
 #include "config/inert_settings.hpp"
 #include "config/releases.hpp"
 #include "workload/layer_graph.hpp"
@@ -165,6 +166,8 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   Json warnings = Json::array();
   for (const auto& w : config::inert_setting_warnings(sc)) warnings.push_back({{"setting", w.setting}, {"reason", w.reason}});
   j["warnings"] = warnings;
+  // What is priced beyond its evidence (config/caveats.hpp).
+  j["caveats"] = config::prediction_caveats(sc);
   if (!sc.release.empty()) j["release"] = {{"name", sc.release}, {"notes", config::release_warnings(sc)}};
   if (sc.measured) {
     const double pred = predict::predicted_metric(*sc.measured, p);
@@ -245,6 +248,10 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   if (const auto warnings = config::inert_setting_warnings(sc); !warnings.empty()) {
     o += "\nwarnings (settings given that change nothing here):\n";
     for (const auto& w : warnings) o += fmt::format("  {}: {}\n", w.setting, w.reason);
+  }
+  if (const auto caveats = config::prediction_caveats(sc); !caveats.empty()) {
+    o += "\ncaveats (priced beyond what was measured):\n";
+    for (const auto& c : caveats) o += fmt::format("  {}\n", c);
   }
   if (const auto notes = config::release_warnings(sc); !notes.empty()) {
     o += fmt::format("\nrelease {}:\n", sc.release);

@@ -1,0 +1,46 @@
+#include "config/caveats.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "config/load.hpp"
+
+namespace moesim::config {
+namespace {
+
+// The built-in corpus profile's `fits`, parsed once (a constant compiled into the binary).
+const nlohmann::json& corpus_fits() {
+  static const nlohmann::json fits = [] {
+    const auto j = nlohmann::json::parse(preset_text(PresetKind::profile, "corpus", "calibration profile"));
+    return j.contains("fits") ? j["fits"] : nlohmann::json::array();
+  }();
+  return fits;
+}
+
+}  // namespace
+
+std::vector<std::string> corpus_fit_cpus(const std::string& parameter) {
+  for (const auto& f : corpus_fits())
+    if (f.value("parameter", "") == parameter && f.contains("cpus"))
+      return f["cpus"].get<std::vector<std::string>>();
+  return {};
+}
+
+std::vector<std::string> prediction_caveats(const Scenario& sc) {
+  std::vector<std::string> out;
+  const auto& numa = sc.system.host.numa_unbound_factor;
+  if (!sc.stack.cpu_numa_binding && numa && numa->value != 1.0) {
+    const auto cpus = corpus_fit_cpus("host.numa_unbound_factor");
+    if (!cpus.empty() && std::find(cpus.begin(), cpus.end(), sc.system.node.cpu) == cpus.end())
+      out.push_back(fmt::format(
+          "stack.cpu_numa_binding off: host costs x {:.2f} (host.numa_unbound_factor), fitted on unbound runs on {} "
+          "only; unmeasured on this host ({}): bound, every host cost is that much lower",
+          numa->value, fmt::join(cpus, ", "), sc.system.node.cpu));
+  }
+  return out;
+}
+
+}  // namespace moesim::config
