@@ -357,9 +357,11 @@ class ScenarioReader {
         break;
       case ScheduleKind::dualpipe:
       case ScheduleKind::dualpipev:
-        // DualPipe (deepseek-ai/DualPipe): an even number of ranks and at least 2 x ranks
-        // microbatches. DualPipe mirrors one chunk per rank (vpp 1); DualPipeV splits the
-        // model into 2 x pp stages in a V (vpp 2).
+        // DualPipe (deepseek-ai/DualPipe @ 030ce43): an even number of ranks and at least
+        // 2 x ranks microbatches, an even number of them for DualPipe, which feeds half from
+        // each end (dualpipe.py:332-333); DualPipeV asserts only the 2 x ranks
+        // (dualpipev.py:318). DualPipe mirrors one chunk per rank (vpp 1); DualPipeV splits
+        // the model into 2 x pp stages in a V (vpp 2).
         if (s == ScheduleKind::dualpipe && p.pp % 2 != 0)
           fail(path, fmt::format("dualpipe needs an even pp; pp is {}", p.pp));
         if (p.vpp != (s == ScheduleKind::dualpipe ? 1 : 2))
@@ -368,6 +370,11 @@ class ScenarioReader {
           fail(path, fmt::format("{} needs at least 2 x pp = {} microbatches per step; this "
                                  "scenario has {}",
                                  name, 2 * p.pp, p.num_microbatches));
+        if (s == ScheduleKind::dualpipe && p.num_microbatches % 2 != 0)
+          fail(path, fmt::format("dualpipe feeds half of the microbatches from each end of the pipeline, so it "
+                                 "needs an even number of them per step (global_batch_size / (micro_batch_size "
+                                 "x dp)); this scenario has {}",
+                                 p.num_microbatches));
         break;
     }
   }

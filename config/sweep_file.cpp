@@ -314,7 +314,8 @@ constexpr std::array<LayoutRule, 14> kRules{{
      [](const LayoutCase& c) {
        const std::string s = schedule(c);
        if (s == "zb-h1" || s == "1f1b") return c.vpp != 1;
-       if (s == "dualpipe") return c.vpp != 1 || c.pp % 2 != 0 || microbatches(c) < 2 * c.pp;
+       if (s == "dualpipe")
+         return c.vpp != 1 || c.pp % 2 != 0 || microbatches(c) < 2 * c.pp || microbatches(c) % 2 != 0;
        if (s == "dualpipev") return c.vpp != 2 || microbatches(c) < 2 * c.pp;
        return false;
      }},

@@ -61,9 +61,12 @@ class DualSteps {
  public:
   DualSteps(bool v, int ranks, int rank, int m) : v_(v), ranks_(ranks), rank_(rank), m_(m) {
     if (!v && (ranks < 2 || ranks % 2 != 0)) throw std::invalid_argument("dualpipe needs an even number of pipeline ranks");
-    if (m % 2 != 0 || m < 2 * ranks)
-      throw std::invalid_argument("dualpipe / dualpipev need an even number of microbatches, at least 2 x the ranks (" +
-                                  std::to_string(2 * ranks) + "), not " + std::to_string(m));
+    // dualpipe.py:332-333 asserts an even count (half from each end); dualpipev.py:318
+    // only the 2 x ranks (deepseek-ai/DualPipe @ 030ce43). The loader refuses both first.
+    if ((!v && m % 2 != 0) || m < 2 * ranks)
+      throw std::invalid_argument(std::string(v ? "dualpipev needs" : "dualpipe needs an even number of") +
+                                  " microbatches, at least 2 x the ranks (" + std::to_string(2 * ranks) + "), not " +
+                                  std::to_string(m));
   }
 
   std::vector<WorkItem> run() {

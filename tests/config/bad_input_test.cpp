@@ -414,6 +414,19 @@ TEST_CASE("Fuzz regressions: interleaved 1F1B needs microbatches divisible by pp
                "to be a multiple of pp = 8");
 }
 
+TEST_CASE("DualPipe feeds half the microbatches from each end: an odd count is refused", "[config][errors]") {
+  // deepseek-ai/DualPipe dualpipe.py:332-333 asserts an even num_chunks; the simulator
+  // cannot run an odd one, so the loader says so (issue #45: a plan saw 720 of these end
+  // as internal errors). DualPipeV has no such need (dualpipev.py:318).
+  auto j = Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
+  REQUIRE(j["parallelism"]["pipeline_schedule"] == "dualpipe");
+  j["training"]["global_batch_size"] = 33 * 128;  // dp 128: 33 microbatches, >= 2 x pp 16
+  expect_error(j, "parallelism.pipeline_schedule", "needs an even number of them per step");
+  expect_error(j, "parallelism.pipeline_schedule", "this scenario has 33");
+  j["training"]["global_batch_size"] = 34 * 128;
+  CHECK(config::load_scenario_text(j.dump(), "test.json").parallelism.num_microbatches == 34);
+}
+
 TEST_CASE("Fuzz regressions: steps too long to simulate are refused up front", "[config][errors][fuzz]") {
   // 65536 microbatches x 61 layers x 2 passes: minutes of simulation and gigabytes.
   auto j = test::default_scenario_json();

@@ -175,6 +175,13 @@ TEST_CASE("DualPipe and DualPipeV bubble is (PP/2-1)(F&B+B-3W) in the engine", "
       CHECK(v.stages == stages);
     }
   }
+  // DualPipeV needs no even count (dualpipev.py:318): an odd one keeps the bubble.
+  for (int m : {17, 19}) {
+    INFO("dualpipev, 8 stages, microbatches " << m);
+    const auto v = simulate_pipeline(ScheduleKind::dualpipev, 4, 2, m, c);
+    CHECK(v.bubble_s == Approx((8 / 2 - 1) * (3e-3 + 2e-3 - 3e-3)).epsilon(1e-6));
+  }
+  CHECK_THROWS_AS(simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 17, c), std::invalid_argument);
   // Overlap shortens the pairs; the bubble then stays within the formula's bound.
   c.fwd_bwd_s = 2.5e-3;
   const auto d = simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 32, c);
