@@ -580,6 +580,7 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
            {"error", status_count(a, "error")}}},
          {"pruned_layouts", pruned},
          {"bound_violations", info.violations},
+         {"top_exact", info.violations.empty() && status_count(a, "error") == 0},
          {"wall_s", {{"bound", info.bound_wall_s}, {"simulate", info.simulate_wall_s}, {"total", info.wall_s}}},
          {"top", top}};
   if (info.given) {
@@ -663,9 +664,13 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
                      "report it\n",
                      info.violations.size(), fmt::join(info.violations, ", "));
   if (a.top.empty()) return o + "no candidate simulated (status ok): nothing to rank\n";
-  o += fmt::format("\ntop {} by {} ({} is better; exact for the space):\n", a.top.size(),
+  // Exact only while every bound held (predict/plan.hpp) and nothing failed unranked.
+  const bool exact = info.violations.empty() && status_count(a, "error") == 0;
+  o += fmt::format("\ntop {} by {} ({} is better; {}):\n", a.top.size(),
                    config::sweep_objective_names().name(info.sweep.objective),
-                   config::higher_is_better(info.sweep.objective) ? "higher" : "lower");
+                   config::higher_is_better(info.sweep.objective) ? "higher" : "lower",
+                   exact ? "exact for the space"
+                         : "not shown exact: a bound failed or candidates failed unranked, see above");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
   if (info.given) o += given_text(csv, info, a);
   return o;

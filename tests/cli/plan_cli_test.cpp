@@ -65,6 +65,7 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   CHECK(j["fates"]["bound"].get<std::int64_t>() > 4 * j["simulated"].get<std::int64_t>());
   CHECK(j["fates"]["dominated"].get<std::int64_t>() > 0);
   CHECK(j["bound_violations"].empty());
+  CHECK(j["top_exact"] == (j["fates"]["error"] == 0));
   REQUIRE(j["top"].size() == 3);
 
   // The brute-force sweep: its top 3 values are the plan's. (Its top may hold costlier
