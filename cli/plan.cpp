@@ -2,8 +2,19 @@
 // settings of a scenario's model on a cluster size. The space and the search are
 // predict/plan.hpp's (predict::plan); this file reads the options, writes the CSV and
 // prints the summary (reports/sweep.hpp).
+//
+// Kept work (issue #45 item 1): every simulated candidate is appended, as its CSV row, to
+// OUT.partial as its wave ends. SIGTERM or SIGINT (cli/terminate.hpp) ends the search
+// before the next wave, keeps that file and exits 128 + the signal; `--resume` reads it
+// back and simulates only what it lacks (the search is deterministic, so it meets the same
+// candidates: the same result as a run never stopped). A finished plan removes it.
 #include "cli/commands.hpp"
 
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.hpp"
+#include "cli/terminate.hpp"
 #include "config/load.hpp"
 #include "predict/plan.hpp"
 #include "reports/html.hpp"
@@ -51,6 +63,9 @@ class Plan final : public Command {
                    "(default 0: no limit); past it the rank is a lower bound")
         ->check(CLI::Range(0, 1 << 30))
         ->needs(given);
+    app.add_flag("--resume", resume_,
+                 "keep the candidates an earlier run of this plan simulated (OUT.partial, kept when SIGTERM or "
+                 "SIGINT stopped it); simulate only the rest");
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
   }
@@ -58,9 +73,58 @@ class Plan final : public Command {
   int run(Io& io) override {
     predict::PlanRequest req{file_, gpus_, settings_, objective_,
                              token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
-                             top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}, given_, given_limit_};
+                             top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}, given_, given_limit_,
+                             {}, {}, {}};
+    const std::string out =
+        !out_.empty() ? out_ : "plan-" + config::load_scenario_file(file_, req.load).name + ".csv";
+    const std::string partial = out + ".partial";
+    const auto header = [](const predict::PlanColumns& c) {
+      config::SweepPlan columns;
+      columns.columns = c.names;
+      return reports::sweep_csv_header(columns, c.token_budget);
+    };
+    // Rows kept by an earlier run (--resume), as read and as the search takes them.
+    reports::SweepCsv old;
+    if (resume_ && std::filesystem::exists(partial))
+      req.resume = [&](const predict::PlanColumns& c) {
+        old = reports::read_sweep_csv(partial);
+        if (old.header != header(c))
+          throw config::InputError(partial, "line 1", "kept by another plan (other columns); remove it or give another -o");
+        if (old.dropped_partial_line) io.err << fmt::format("moesim plan: {}: dropped a truncated last line\n", partial);
+        std::map<std::int64_t, predict::SweepResult> rows;
+        for (const auto& r : old.rows)
+          rows[r.id] = reports::sweep_result_from_fields(r.fields, c.names.size(), c.token_budget,
+                                                         fmt::format("{}: row {}", partial, r.id));
+        return rows;
+      };
+    // The journal, rewritten at the first wave's end: the kept rows, then each new one as
+    // its wave ends (whole lines, flushed).
+    std::ofstream journal;
+    std::set<std::int64_t> written;
+    req.simulated = [&](const predict::PlanColumns& c, const predict::PlanCandidate& cand) {
+      if (!journal.is_open()) {
+        journal.open(partial, std::ios::binary | std::ios::trunc);
+        if (!journal) throw config::InputError(partial, "", "cannot write the file");
+        journal << reports::csv_line(header(c));
+        for (const auto& r : old.rows)
+          if (written.insert(r.id).second) journal << reports::csv_line(r.fields);
+      }
+      if (written.insert(cand.point.id).second)
+        journal << reports::csv_line(reports::sweep_csv_fields(cand.point, cand.row, c.token_budget)) << std::flush;
+    };
+    const TerminationWatch terminate;
+    req.stop = terminate.token();
     const predict::Plan p = predict::plan(req);
-    const std::string out = !out_.empty() ? out_ : p.name + ".csv";
+    if (p.outcome.stopped) {
+      journal.close();
+      io.err << fmt::format("moesim plan: stopped by {} after {} simulations; {} keeps them. Run the same command "
+                            "with --resume to go on.\n",
+                            terminate.signal() == SIGTERM ? "SIGTERM" : "SIGINT", p.outcome.simulated, partial);
+      return 128 + terminate.signal();
+    }
+    journal.close();
+    std::error_code ec;
+    std::filesystem::remove(partial, ec);
     const reports::SweepCsv all = reports::plan_csv(p);
     write_file(out, reports::sweep_csv_text(all));
     const reports::PlanSummaryInfo info = reports::plan_summary_info(p, file_, out, top_);
@@ -76,7 +140,7 @@ class Plan final : public Command {
   std::int64_t gpus_ = 0, given_limit_ = 0;
   double token_budget_ = 0, headroom_ = 0;
   int top_ = 10, jobs_ = 0;
-  bool json_ = false, uncalibrated_ = false, given_ = false;
+  bool json_ = false, uncalibrated_ = false, given_ = false, resume_ = false;
 };
 
 }  // namespace

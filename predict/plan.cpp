@@ -388,15 +388,28 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
       pending.erase(pending.begin());
     }
     if (wave.empty()) break;
+    if (search.stop.stop_requested()) {
+      // Stopped between waves: the wave's candidates go back, unsimulated.
+      out.stopped = true;
+      pending.insert(pending.begin(), wave.begin(), wave.end());
+      break;
+    }
     const auto t1 = Clock::now();
     run_parallel(wave.size(), search.jobs, [&](std::size_t w) {
       PlanCandidate& c = expanded.at(wave[w]);
+      if (search.resumed)
+        if (const auto kept = search.resumed->find(wave[w]); kept != search.resumed->end()) {
+          c.row = kept->second;
+          return;
+        }
       c.row = evaluate_point(c.point, file, search.token_budget, load, {}, step);
     });
     simulate_s += since(t1);
     for (const std::int64_t id : wave) {
       ++out.simulated;
       const PlanCandidate& c = expanded.at(id);
+      if (search.resumed && search.resumed->count(id)) ++out.resumed;
+      if (search.simulated) search.simulated(c);
       const auto v = objective_value(c.row, search.objective);
       if (c.row.status != SweepStatus::ok || !v) continue;
       best.insert(std::upper_bound(best.begin(), best.end(), *v, [&](double a, double b) { return better(a, b); }), *v);
@@ -482,10 +495,19 @@ Plan plan(const PlanRequest& req) {
   p.dims = std::move(dims);
   p.objective = f.objective;
   p.token_budget = f.token_budget;
-  PlanSearch search{f.objective, req.top, req.jobs, f.token_budget, req.load, std::nullopt, req.given_limit};
+  PlanSearch search{f.objective, req.top, req.jobs, f.token_budget, req.load, std::nullopt, req.given_limit,
+                    nullptr,     {},      {}};
   // The plan's CSV columns: the layouts', then the varied settings'.
   std::vector<std::string> columns = p.layouts.columns;
   for (const auto& d : p.dims) columns.push_back(d.path);
+  const PlanColumns csv{columns, f.token_budget.has_value()};
+  std::map<std::int64_t, SweepResult> kept;
+  if (req.resume) {
+    kept = req.resume(csv);
+    search.resumed = &kept;
+  }
+  if (req.simulated) search.simulated = [&](const PlanCandidate& c) { req.simulated(csv, c); };
+  search.stop = req.stop;
   if (req.given) {
     config::SweepPoint as_given{0, {}, f.base};
     as_given.scenario["gpus"] = gpus;

@@ -41,8 +41,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,15 @@ struct PlanSearch {
   // a lower bound.
   std::optional<double> reference;
   std::int64_t reference_limit = 0;
+  // Kept work (`moesim plan --resume`, issue #45 item 1): rows of candidates simulated by
+  // an earlier run of the same plan, by id, used instead of simulating them again (the
+  // search is deterministic, so it reaches the same candidates in the same order);
+  // `simulated` is told of each candidate simulated (or taken from `resumed`) after its
+  // wave, on the calling thread; a `stop` requested ends the search before the next wave
+  // (PlanOutcome::stopped).
+  const std::map<std::int64_t, SweepResult>* resumed = nullptr;
+  std::function<void(const struct PlanCandidate&)> simulated;
+  std::stop_token stop;
 };
 
 // A candidate: a layout (its index among the layout points) with one value per dimension.
@@ -109,6 +120,8 @@ struct PlanOutcome {
   double bound_wall_s = 0, simulate_wall_s = 0;
   std::int64_t reference_simulated = 0;  // simulated only because their bound beat the reference
   bool reference_capped = false;         // reference_limit reached: not every better one simulated
+  std::int64_t resumed = 0;              // of the simulated, taken from PlanSearch::resumed
+  bool stopped = false;                  // PlanSearch::stop ended it: the outcome is partial
 };
 
 // `file` labels the candidates' errors and anchors their relative paths (the base
@@ -154,6 +167,19 @@ struct PlanRequest {
   // than the top K need; 0: no limit).
   bool given = false;
   std::int64_t given_limit = 0;
+  // Kept work (`moesim plan --resume`): given the plan's CSV columns (the layouts', then
+  // the settings'), the rows an earlier run of it simulated, by id (PlanSearch::resumed;
+  // it may throw InputError where they belong to another plan); each candidate simulated,
+  // with the columns (to keep it); a stop ends the search between waves.
+  std::function<std::map<std::int64_t, SweepResult>(const struct PlanColumns& columns)> resume;
+  std::function<void(const struct PlanColumns& columns, const struct PlanCandidate&)> simulated;
+  std::stop_token stop;
+};
+// The plan's CSV columns: the varied paths (the layouts', then the settings'), and
+// whether the rows carry the token budget's figures.
+struct PlanColumns {
+  std::vector<std::string> names;
+  bool token_budget = false;
 };
 // A candidate ranked above the scenario as given, and the evidence for that claim (issue #44
 // item 4): its gain g = 100 (objective / given - 1) (lower-is-better objectives: given /

@@ -155,6 +155,54 @@ std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
   return f;
 }
 
+predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f, std::size_t value_columns,
+                                              bool token_budget, const std::string& where) {
+  const std::size_t figures = 2 + 4 + 3 + 8 + 1 + (token_budget ? 6 : 0) + 1;  // status .. wall
+  if (f.size() != 1 + value_columns + figures)
+    throw config::InputError(where, "", fmt::format("a row of {} fields; this plan's rows have {}", f.size(),
+                                                    1 + value_columns + figures));
+  predict::SweepResult r;
+  const auto number = [&](const std::string& s) {
+    const auto v = parse_double(s);
+    if (!v) throw config::InputError(where, "", fmt::format("'{}' is not a number", s));
+    return *v;
+  };
+  r.id = static_cast<std::int64_t>(number(f[0]));
+  if (value_columns > 0 && !f[1].empty()) r.gpus = static_cast<std::int64_t>(number(f[1]));
+  std::size_t i = 1 + value_columns;
+  const auto status = predict::sweep_status_names().find(f[i]);
+  if (!status) throw config::InputError(where, "", fmt::format("unknown status '{}'", f[i]));
+  r.status = *status;
+  r.message = f[i + 1];
+  i += 2;
+  r.has_timing = !f[i].empty();
+  const auto timing = [&](double& v) {
+    if (r.has_timing) v = number(f[i]);
+    ++i;
+  };
+  timing(r.step_time_s);
+  timing(r.tflops_per_gpu);
+  timing(r.tokens_per_s_per_gpu);
+  timing(r.mfu);
+  r.has_memory = !f[i].empty();
+  if (r.has_memory) {
+    r.peak_memory_gib = number(f[i]);
+    r.reserved_memory_gib = number(f[i + 1]);
+    r.fits_in_memory = f[i + 2] == "true";
+  }
+  i += 3;
+  for (double* v : {&r.compute_s, &r.exposed_communication_s, &r.pipeline_bubble_s, &r.host_bound_idle_s, &r.other_s,
+                    &r.schedule_bubble_s, &r.stage_imbalance_s, &r.straggler_wait_s, &r.ettr})
+    timing(*v);
+  if (token_budget)
+    for (auto* v : {&r.days, &r.gpu_hours, &r.days_with_goodput, &r.gpu_hours_with_goodput, &r.energy_mwh, &r.cost_usd}) {
+      if (!f[i].empty()) *v = number(f[i]);
+      ++i;
+    }
+  r.wall_s = number(f[i]);
+  return r;
+}
+
 std::string csv_line(const std::vector<std::string>& fields) {
   std::string out;
   for (std::size_t i = 0; i < fields.size(); ++i) {

@@ -36,6 +36,11 @@ std::vector<std::string> sweep_csv_header(const config::SweepPlan& plan, bool to
 nlohmann::ordered_json sweep_row_json(const std::vector<std::string>& header, const std::vector<std::string>& fields);
 std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
                                           const predict::SweepResult& r, bool token_budget);
+// sweep_csv_fields read back (`plan --resume` keeps simulated rows so): `value_columns`
+// is how many of the point's values follow the id; figures read back exactly (num()
+// writes the shortest text that does). Throws InputError naming `where` for a malformed row.
+predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& fields, std::size_t value_columns,
+                                              bool token_budget, const std::string& where);
 // One CSV record with its line end; fields with a comma, quote or line break are quoted.
 std::string csv_line(const std::vector<std::string>& fields);
 

@@ -149,3 +149,45 @@ TEST_CASE("The Slurm script runs one shard per array task and resumes", "[report
   CHECK_THAT(r, Catch::Contains("#SBATCH --cpus-per-task=16\n#SBATCH --partition=gpu,cpu\n#SBATCH "
                                 "--time=1-00:00:00\n#SBATCH --account=proj\n#SBATCH --output=s_%a.log\n"));
 }
+
+TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)", "[reports][sweep]") {
+  config::SweepPoint point{7, {"64", "2"}, {}};
+  predict::SweepResult r;
+  r.id = 7;
+  r.gpus = 64;
+  r.status = predict::SweepStatus::ok;
+  r.has_memory = r.has_timing = r.fits_in_memory = true;
+  r.step_time_s = 12.554632577853836;
+  r.tflops_per_gpu = 652.0 / 3;
+  r.tokens_per_s_per_gpu = 2610.032575370004;
+  r.mfu = 0.1;
+  r.peak_memory_gib = 130.27504095077515;
+  r.reserved_memory_gib = 131;
+  r.compute_s = 1.0 / 3, r.exposed_communication_s = 2e-9, r.pipeline_bubble_s = 0.5, r.host_bound_idle_s = 0;
+  r.other_s = 1e-300, r.schedule_bubble_s = 0.25, r.stage_imbalance_s = 0.25, r.straggler_wait_s = 0.1;
+  r.ettr = 0.9867687970280858;
+  r.days = 3.5, r.gpu_hours = 5376.0 / 7, r.days_with_goodput = 3.6, r.gpu_hours_with_goodput = 800;
+  r.wall_s = 0.0569;
+  for (const bool budget : {false, true}) {
+    const auto f = reports::sweep_csv_fields(point, r, budget);
+    const auto back = reports::sweep_result_from_fields(f, point.values.size(), budget, "test");
+    CHECK(reports::sweep_csv_fields(point, back, budget) == f);
+    CHECK(back.step_time_s == r.step_time_s);
+    CHECK(back.other_s == r.other_s);
+    CHECK(back.days.has_value() == budget);
+    CHECK_FALSE(back.energy_mwh.has_value());
+    CHECK_THROWS_AS(reports::sweep_result_from_fields(f, point.values.size() + 1, budget, "test"),
+                    config::InputError);
+  }
+  // A row that never simulated (bound, invalid) has no figures.
+  predict::SweepResult b;
+  b.id = 8;
+  b.status = predict::SweepStatus::invalid;
+  b.message = "parallelism.tp: 3 does not divide 64, heads";
+  const auto f = reports::sweep_csv_fields(point, b, false);
+  const auto back = reports::sweep_result_from_fields(f, point.values.size(), false, "test");
+  CHECK(back.status == predict::SweepStatus::invalid);
+  CHECK(back.message == b.message);
+  CHECK_FALSE(back.has_timing);
+  CHECK_FALSE(back.has_memory);
+}
