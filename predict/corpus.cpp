@@ -126,9 +126,12 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
     const bool is_held = !sc.measured->held_out.empty();
     const double in_pct = is_held ? pct(held_error[h]) : pct(fit.in_sample[f]);
     const double loo_pct = is_held ? in_pct : pct(fit.leave_one_out[f]);
-    CorpusRow row{sc.name, sc.file, sc.system.name,
+    CorpusRow row{sc.name,   sc.file, sc.system.name, sc.system.gpu.name,
                   std::string(config::measured_metric_names().name(sc.measured->metric)),
                   !sc.measured->in_sample.empty(), sc.measured->held_out, sc.measured->value, in_pct, loo_pct};
+    // A throughput's error is the step's inverted: step_p / step_m = value_m / value_p.
+    const double out_of_sample = 1 + (row.in_sample_only ? in_pct : loo_pct) / 100;
+    row.step_ratio = sc.measured->metric == config::MeasuredMetric::step_time_s ? out_of_sample : 1 / out_of_sample;
     (is_held ? h : f) += 1;
     if (!is_held) in.push_back(row.in_sample_pct);
     if (!is_held && !row.in_sample_only) loo.push_back(row.loo_pct);

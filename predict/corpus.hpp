@@ -21,10 +21,13 @@
 namespace moesim::predict {
 
 struct CorpusRow {
-  std::string name, file, system, metric;
+  std::string name, file, system, gpu, metric;
   bool in_sample_only = false;  // kept out of the leave-one-out mean
   std::string held_out;         // not fitted (measured.held_out): its error at the fitted values
   double measured = 0, in_sample_pct = 0, loo_pct = 0;
+  // Predicted over measured step time, out of sample (leave-one-out where fitted; a
+  // held-out run's is its error at the fitted values): predict/bands.hpp's residual.
+  double step_ratio = 1;
 };
 
 struct CorpusPairRow {

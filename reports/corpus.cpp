@@ -6,11 +6,26 @@
 #include <fmt/format.h>
 
 #include "calibration/corpus_params.hpp"
+#include "predict/bands.hpp"
 
 namespace moesim::reports {
 namespace {
 
 // The pairs' ratios in sample and left out (rounded to 0.1 point for the profile).
+// predict/bands.hpp's coverage of the runs' out-of-sample errors (as the profile rounds them).
+predict::BandCoverage coverage(const predict::CorpusResult& r) {
+  std::vector<predict::BandResidual> pool;
+  for (const auto& row : r.rows) pool.push_back({row.name, row.gpu, std::round(row.step_ratio * 1e4) / 1e4});
+  return predict::band_coverage(pool);
+}
+
+predict::BandCoverage pair_coverage(const predict::CorpusResult& r) {
+  std::vector<double> e;
+  for (const auto& p : r.pairs)
+    e.push_back((std::round(p.loo_ratio * 1e4) / 1e4) / (std::round(p.measured_ratio * 1e4) / 1e4));
+  return predict::ratio_band_coverage(e);
+}
+
 nlohmann::ordered_json pairs_json(const predict::CorpusResult& r, bool rounded) {
   const auto round = [&](double v, double to) { return rounded ? std::round(v * to) / to : v; };
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -60,6 +75,10 @@ std::string corpus_text(const predict::CorpusResult& r) {
                      r.pairs.size(), r.pairs_with_fitted_runs, r.pairs_mae_in, r.pairs_mae_loo,
                      r.pairs_wrong_direction_loo);
   }
+  const auto c = coverage(r), cp = pair_coverage(r);
+  s += fmt::format("{:.0f}% bands (predict/bands.hpp): {} of {} runs inside the band of the others' out-of-sample "
+                   "errors ({:.1f}%); {} of {} pairs inside theirs ({:.1f}%)\n",
+                   100 * predict::kBandLevel, c.inside, c.runs, c.pct(), cp.inside, cp.runs, cp.pct());
   s += fmt::format("{} corpus evaluations in {:.1f} s\n", r.evaluations, r.wall_s);
   return s;
 }
@@ -84,6 +103,8 @@ nlohmann::ordered_json corpus_json(const predict::CorpusResult& r) {
           {"pairs_mae_pct", r.pairs_mae_in},
           {"pairs_loo_mae_pct", r.pairs_mae_loo},
           {"pairs_wrong_direction_loo", r.pairs_wrong_direction_loo},
+          {"band_coverage_pct", coverage(r).pct()},
+          {"pair_band_coverage_pct", pair_coverage(r).pct()},
           {"evaluations", r.evaluations},
           {"wall_s", r.wall_s}};
 }
@@ -121,6 +142,8 @@ nlohmann::ordered_json corpus_profile(const predict::CorpusResult& r, const std:
   for (const auto& row : r.rows)
     rows.push_back({{"run", row.name},
                     {"file", row.file},
+                    {"gpu", row.gpu},
+                    {"step_ratio", std::round(row.step_ratio * 1e4) / 1e4},
                     {"in_sample_pct", std::round(row.in_sample_pct * 10) / 10},
                     {"loo_pct", std::round(row.loo_pct * 10) / 10},
                     {"outside_loo_mean", row.in_sample_only || !row.held_out.empty()},
@@ -140,7 +163,9 @@ nlohmann::ordered_json corpus_profile(const predict::CorpusResult& r, const std:
           {"pairs", pairs_json(r, true)},
           {"pairs_mae_pct", std::round(r.pairs_mae_in * 100) / 100},
           {"pairs_loo_mae_pct", std::round(r.pairs_mae_loo * 100) / 100},
-          {"pairs_wrong_direction_loo", r.pairs_wrong_direction_loo}};
+          {"pairs_wrong_direction_loo", r.pairs_wrong_direction_loo},
+          {"band_coverage_pct", std::round(coverage(r).pct() * 10) / 10},
+          {"pair_band_coverage_pct", std::round(pair_coverage(r).pct() * 10) / 10}};
 }
 
 }  // namespace moesim::reports

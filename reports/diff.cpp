@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "reports/describe.hpp"
+#include "predict/bands.hpp"
 #include "reports/evidence.hpp"
 
 namespace moesim::reports {
@@ -79,6 +80,13 @@ std::string item_name(const predict::Contribution& c) {
   return c.item.empty() ? c.category : c.category + " / " + c.item;
 }
 
+// The band of B's per-GPU throughput over A's (predict/bands.hpp: the measured pairs'
+// out-of-sample ratio errors).
+predict::Band ratio_band_of(const DiffSide& a, const DiffSide& b) {
+  const double ta = a.prediction.tokens_per_s_per_gpu, tb = b.prediction.tokens_per_s_per_gpu;
+  return ta > 0 ? predict::ratio_band(tb / ta, predict::corpus_pair_residuals()) : predict::Band{};
+}
+
 }  // namespace
 
 Json diff_json(const DiffSide& a, const DiffSide& b) {
@@ -101,6 +109,12 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
   out["settings_changed"] = settings;
   const auto [gain, claim] = what_backs(a, b);
   out["evidence"] = claim_json(gain, claim);
+  if (const auto band = ratio_band_of(a, b); band.pool > 0)
+    out["ratio_band"] = {{"tokens_per_s_per_gpu_ratio", {band.lo, band.hi}},
+                         {"level", band.level},
+                         {"pairs", band.pool},
+                         {"within", band.lo <= 1 && 1 <= band.hi},
+                         {"basis", band.basis}};
   out["step_time_delta_s"] = d.step_time_b_s - d.step_time_a_s;
   // The basis the contributions are ordered by (predict/diff.hpp): per token when the
   // sides process different tokens per GPU per step.
@@ -136,6 +150,10 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
   for (const auto& [key, va, vb] : settings) o += fmt::format("  {}: {} -> {}\n", key, va.dump(), vb.dump());
   const auto [gain, claim] = what_backs(a, b);
   o += fmt::format("what the what-if corpus says about B's {:+.1f}% (tokens/s/GPU): {}\n", gain, claim_text(claim));
+  if (const auto band = ratio_band_of(a, b); band.pool > 0)
+    o += fmt::format("  the model's {:.0f}% band on B / A: {:.3f} - {:.3f} ({:+.1f}% to {:+.1f}%), from {}{}\n",
+                     100 * band.level, band.lo, band.hi, 100 * (band.lo - 1), 100 * (band.hi - 1), band.basis,
+                     band.lo <= 1 && 1 <= band.hi ? ": A and B are within each other's band" : "");
   // The contributions on the basis (predict/diff.hpp): seconds of the step, or
   // GPU-microseconds per token where the sides' tokens per GPU per step differ.
   const bool tok = d.per_token;

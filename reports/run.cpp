@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "config/caveats.hpp"
+#include "predict/bands.hpp"
 #include "config/inert_settings.hpp"
 #include "config/releases.hpp"
 #include "workload/layer_graph.hpp"
@@ -112,6 +113,18 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["step_time_s"] = p.step.step_time_s;
   j["step_time_p50_s"] = p.step_time_p50_s;
   j["step_time_p95_s"] = p.step_time_p95_s;
+  // How far the model is from measurements like it (predict/bands.hpp): its error, not
+  // the run-to-run spread p50/p95 give.
+  if (const auto band = predict::step_band(p.step.step_time_s, sc.system.gpu.name, predict::corpus_residuals());
+      band.pool > 0) {
+    const double t = p.step.step_time_s;
+    j["bands"] = {{"step_time_s", {band.lo, band.hi}},
+                  {"tokens_per_s_per_gpu", {p.tokens_per_s_per_gpu * t / band.hi, p.tokens_per_s_per_gpu * t / band.lo}},
+                  {"tflops_per_gpu", {p.tflops_per_gpu * t / band.hi, p.tflops_per_gpu * t / band.lo}},
+                  {"level", band.level},
+                  {"runs", band.pool},
+                  {"basis", band.basis}};
+  }
   j["tflops_per_gpu"] = p.tflops_per_gpu;
   j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
   j["mfu"] = p.mfu;
@@ -185,6 +198,9 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   const double t = p.step.step_time_s;
   std::string o = fmt::format("{}  ({})\n\n", sc.name, sc.file);
   o += fmt::format("step time        {:.3f} s\n", t);
+  if (const auto band = predict::step_band(t, sc.system.gpu.name, predict::corpus_residuals()); band.pool > 0)
+    o += fmt::format("                 {:.3f} - {:.3f} s: the model's {:.0f}% band, from {}\n", band.lo, band.hi,
+                     100 * band.level, band.basis);
   o += fmt::format("TFLOPS/GPU       {:.1f}   (Megatron accounting)\n", p.tflops_per_gpu);
   o += fmt::format("tokens/s/GPU     {:.1f}\n", p.tokens_per_s_per_gpu);
   o += fmt::format("MFU              {:.1f}%  (of dense BF16 {:g} TFLOPS)\n", 100 * p.mfu,
