@@ -1,5 +1,6 @@
 #include "reports/sweep.hpp"
 
+#include "predict/bands.hpp"
 #include "reports/evidence.hpp"
 
 #include <algorithm>
@@ -544,6 +545,13 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
 }
 
 namespace {
+
+// The band of a claimed gain over the scenario as given (predict/bands.hpp: the measured
+// pairs' out-of-sample ratio errors on the ratio 1 + gain).
+predict::Band gain_band(double gain_pct) {
+  return predict::ratio_band(1 + gain_pct / 100, predict::corpus_pair_residuals());
+}
+
 // The breakdown a plan's top table adds to the figures.
 const std::vector<std::string> kPlanBreakdown = {"breakdown.compute", "breakdown.exposed_communication",
                                                  "breakdown.pipeline_bubble", "breakdown.host_bound_idle"};
@@ -642,6 +650,10 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
       Json x = claim_json(e.gain_pct, e.claim);
       x["id"] = e.id;
       x["columns"] = e.columns;
+      if (const auto b = gain_band(e.gain_pct); b.pool > 0) {
+        x["band_pct"] = {100 * (b.lo - 1), 100 * (b.hi - 1)};
+        x["within_band"] = b.lo <= 1;
+      }
       ev.push_back(std::move(x));
     }
     g["evidence"] = std::move(ev);
@@ -681,8 +693,13 @@ std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const A
   // what-if corpus's record on each.
   if (!info.given_evidence.empty())
     o += "evidence for the candidates above it (the what-if corpus's measured pairs per decision):\n";
-  for (const auto& e : info.given_evidence)
-    o += fmt::format("  id {:<8} {:+6.1f}%  {}\n", e.id, e.gain_pct, claim_text(e.claim));
+  for (const auto& e : info.given_evidence) {
+    o += fmt::format("  id {:<8} {:+6.1f}%  {}", e.id, e.gain_pct, claim_text(e.claim));
+    if (const auto b = gain_band(e.gain_pct); b.pool > 0)
+      o += fmt::format("; the model's {:.0f}% band {:+.1f}% to {:+.1f}%{}", 100 * b.level, 100 * (b.lo - 1),
+                       100 * (b.hi - 1), b.lo <= 1 ? ": within it of the scenario as given" : "");
+    o += "\n";
+  }
   return o;
 }
 
