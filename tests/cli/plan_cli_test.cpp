@@ -154,10 +154,16 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
     CHECK_FALSE(e["decisions"].empty());
     const std::string support = e["support"];
     CHECK(config::claim_support_names().find(support).has_value());
+    // The model's band on the gain (predict/bands.hpp), around it.
+    REQUIRE(e["band_pct"].size() == 2);
+    CHECK(e["band_pct"][0].get<double>() < e["gain_pct"].get<double>());
+    CHECK(e["band_pct"][1].get<double>() > e["gain_pct"].get<double>());
+    CHECK(e["within_band"] == (e["band_pct"][0].get<double>() <= 0));
   }
   const auto text_given = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
                                             in_dir("plan-given-text.csv"), "--jobs", "2", "--given"});
   CHECK_THAT(text_given.out, Catch::Contains("evidence for the candidates above it"));
+  CHECK_THAT(text_given.out, Catch::Contains("the model's 80% band"));
   CHECK_THAT(test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
                                in_dir("plan-given.csv"), "--jobs", "2", "--given", "--html", in_dir("plan.html")})
                  .out,

@@ -55,6 +55,15 @@ TEST_CASE("diff on the command line: text, JSON and bad input", "[cli][diff]") {
   CHECK(j["evidence"]["gain_pct"].get<double>() > 0);
   CHECK(j["evidence"].contains("support"));
   CHECK_THAT(text.out, Catch::Contains("what the what-if corpus says about B's +"));
+  // The model's band on B / A (predict/bands.hpp): HybridEP's +17% lies clear of 1.
+  const auto& band = j["ratio_band"];
+  REQUIRE(band["tokens_per_s_per_gpu_ratio"].size() == 2);
+  const double ratio = 1 + j["evidence"]["gain_pct"].get<double>() / 100;
+  CHECK(band["tokens_per_s_per_gpu_ratio"][0].get<double>() < ratio);
+  CHECK(band["tokens_per_s_per_gpu_ratio"][1].get<double>() > ratio);
+  CHECK(band["within"] == false);
+  CHECK(band["level"] == 0.8);
+  CHECK_THAT(text.out, Catch::Contains("the model's 80% band on B / A"));
   // A list is one setting (an empty one included).
   const auto graphs = test::run_moesim({"diff", "--json", test::source_path("scenarios/journey/05-no-mla-recompute.json"),
                                         test::source_path("scenarios/journey/06-partial-cuda-graphs.json")});
