@@ -4,28 +4,17 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "config/load.hpp"
 
 namespace moesim::config {
-namespace {
-
-// The built-in corpus profile's `fits`, parsed once (a constant compiled into the binary).
-const nlohmann::json& corpus_fits() {
-  static const nlohmann::json fits = [] {
-    const auto j = nlohmann::json::parse(preset_text(PresetKind::profile, "corpus", "calibration profile"));
-    return j.contains("fits") ? j["fits"] : nlohmann::json::array();
-  }();
-  return fits;
-}
-
-}  // namespace
 
 std::vector<std::string> corpus_fit_cpus(const std::string& parameter) {
-  for (const auto& f : corpus_fits())
-    if (f.value("parameter", "") == parameter && f.contains("cpus"))
-      return f["cpus"].get<std::vector<std::string>>();
+  const Json& profile = preset_parsed(PresetKind::profile, "corpus", "calibration profile");
+  if (profile.contains("fits"))
+    for (const auto& f : profile["fits"])
+      if (f.value("parameter", "") == parameter && f.contains("cpus"))
+        return f["cpus"].get<std::vector<std::string>>();
   return {};
 }
 

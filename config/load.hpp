@@ -66,6 +66,8 @@ enum class PresetKind { system, model, profile, schema, recipes, evidence };
 std::vector<std::string> preset_names(PresetKind kind);
 // A compiled-in file's text; InputError (naming `what`) listing the known names when absent.
 std::string_view preset_text(PresetKind kind, std::string_view name, const std::string& what);
+// The same file parsed, once per process (thread-safe; the presets are constants).
+const Json& preset_parsed(PresetKind kind, std::string_view name, const std::string& what);
 hw_models::SystemSpec load_system_preset(const std::string& name, const LoadOptions& opts = {});
 workload::ModelConfig load_model_preset(const std::string& name);
 

@@ -163,6 +163,11 @@ std::string_view preset_text(PresetKind kind, std::string_view name, const std::
   throw InputError(what, "", unknown(kind, name));
 }
 
+const Json& preset_parsed(PresetKind kind, std::string_view name, const std::string& what) {
+  if (const detail::PresetFile* p = find_preset(kind, name)) return parsed_preset(*p);
+  throw InputError(what, "", unknown(kind, name));
+}
+
 hw_models::SystemSpec load_system_preset(const std::string& name, const LoadOptions& opts) {
   return load_preset<hw_models::SystemSpec>(PresetKind::system, name, opts, read_system);
 }

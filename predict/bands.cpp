@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "config/load.hpp"
 
@@ -28,10 +27,8 @@ Band conformal(double value, std::vector<double> q, double level) {
   return b;
 }
 
-const nlohmann::json& corpus_profile() {
-  static const nlohmann::json j =
-      nlohmann::json::parse(config::preset_text(config::PresetKind::profile, "corpus", "calibration profile"));
-  return j;
+const config::Json& corpus_profile() {
+  return config::preset_parsed(config::PresetKind::profile, "corpus", "calibration profile");
 }
 
 }  // namespace
