@@ -98,6 +98,9 @@ class Import final : public Command {
       io.err << "from the launcher (what the script's wrapper, torchrun or Megatron-Bridge's recipe decides, and where):\n";
       for (const auto& [key, why] : imp.derived) io.err << fmt::format("  {}: {}\n", key, why);
     }
+    if (!imp.recorded.empty())
+      io.err << fmt::format("recorded as the command gives them, changing nothing in this scenario (recorded.inert): {}\n",
+                            fmt::join(imp.recorded, ", "));
     io.err << "assumed (settings no flag states):\n";
     for (const auto& [key, why] : imp.assumed) io.err << fmt::format("  {}: {}\n", key, why);
     if (!imp.notes.empty()) {

@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "config/bridge_recipes.hpp"
+#include "config/inert_settings.hpp"
 #include "config/load.hpp"
 #include "config/pipeline_split.hpp"
 #include "config/releases.hpp"
@@ -1393,6 +1394,7 @@ MegatronImport import_bridge(const std::vector<std::string>& words, const Megatr
                                      e.message(), why));
     throw InputError(opts.source, e.path(), e.message() + " (in the imported scenario)");
   }
+  out.recorded = record_inert_settings(out.scenario, opts.source, "moesim import megatron (Megatron-Bridge launcher)");
   return out;
 }
 

@@ -1,4 +1,5 @@
 #include "config/import_megatron.hpp"
+#include "config/inert_settings.hpp"
 #include "config/import_bridge.hpp"
 #include "config/pipeline_split.hpp"
 #include "config/launch_wrapper.hpp"
@@ -1363,6 +1364,7 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
     out.derived.emplace_back("gpus", fmt::format("{} as --gpus gives; the script launches {}", opts.gpus, *w.gpus));
   Importer(w, o, out).run();
   check_loads(out, opts);
+  out.recorded = record_inert_settings(out.scenario, opts.source, "moesim import megatron");
   return out;
 }
 

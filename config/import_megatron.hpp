@@ -55,6 +55,9 @@ struct MegatronImport {
   std::vector<std::pair<std::string, std::string>> assumed;    // scenario key, why
   std::vector<std::string> notes;  // what of the script was not evaluated (config/shell_eval.hpp)
   std::vector<std::pair<std::string, std::string>> derived;  // what the script's launcher or wrapper decided, and from what
+  // Settings the command gives that change nothing in the scenario, recorded as such in it
+  // (config::record_inert_settings).
+  std::vector<std::string> recorded;
 };
 
 // `text`: a shell command or script, evaluated as bash would without running anything

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "config/load.hpp"
 #include "config/releases.hpp"
 #include "hw_models/ep_flows.hpp"
 #include "workload/routing.hpp"
@@ -420,16 +421,10 @@ std::vector<PerformanceSetting> build() {
     key(std::string("framework.") + k, never);
 
   // stack
-  key("stack.release", [](const Scenario& sc) -> Why {
-    // "custom" resolves nothing but demands the acting switches: not inert.
-    if (sc.release == kCustomRelease) return std::nullopt;
-    for (const auto& s : workload::stack_switches())
-      if (!given_key(sc, "stack." + std::string(s.name)) && !(sc.stack.*s.member) && !stack_inert(s.name, sc))
-        return std::nullopt;
-    return fmt::format("every switch release {} turns off is given or acts not here (the release still refuses the "
-                       "features it did not ship)",
-                       sc.release);
-  });
+  // A release is never inert: it names the software that ran and refuses the features it
+  // did not ship (config/releases.hpp), even where every switch it turns off is given or
+  // acts not here (a BF16 run under a release whose off switches are FP8 kernels).
+  key("stack.release", never);
   for (const auto& s : workload::stack_switches()) {
     const std::string n(s.name);
     key("stack." + n, [n](const Scenario& sc) { return stack_inert(n, sc); });
@@ -475,8 +470,21 @@ std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc) {
   std::vector<SettingWarning> out;
   for (const auto& s : performance_settings())
     if (s.given(sc))
-      if (auto why = s.inert(sc)) out.push_back({s.name, *why});
+      if (auto why = s.inert(sc))
+        out.push_back({s.name, *why,
+                       std::find(sc.recorded_inert.begin(), sc.recorded_inert.end(), s.name) != sc.recorded_inert.end()});
   return out;
+}
+
+std::vector<std::string> record_inert_settings(Json& scenario, const std::string& file, const std::string& by) {
+  std::vector<std::string> names;
+  try {
+    for (const auto& w : inert_setting_warnings(load_scenario_json(scenario, file))) names.push_back(w.setting);
+  } catch (const InputError&) {
+    return names;  // the caller's own load names what is wrong
+  }
+  if (!names.empty()) scenario["recorded"] = {{"by", by}, {"inert", names}};
+  return names;
 }
 
 }  // namespace moesim::config

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/json_reader.hpp"
 #include "config/scenario.hpp"
 
 namespace moesim::config {
@@ -41,6 +42,9 @@ const std::vector<PerformanceSetting>& performance_settings();
 struct SettingWarning {
   std::string setting;
   std::string reason;
+  // The scenario's `recorded.inert` names it: written as its source gave it, by a tool
+  // (moesim's importer) that knew it changes nothing here.
+  bool recorded = false;
 };
 
 // Why stack switch `name` (workload::stack_switches) changes nothing in the scenario;
@@ -49,5 +53,12 @@ std::optional<std::string> stack_switch_inert(std::string_view name, const Scena
 
 // The settings the scenario's file gave that are inert in it, in registry order.
 std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc);
+
+// An importer's last step (issue #45 item 2): the settings the command gives that change
+// nothing in the scenario stay in it (a what-if that changes the layout may make them act,
+// as they would in Megatron), and are listed under the scenario's `recorded.inert` with
+// `recorded.by`, so that `run` says them in one line instead of warning about each. Returns
+// the names. A scenario that does not load is left as it is (`file` labels the load).
+std::vector<std::string> record_inert_settings(Json& scenario, const std::string& file, const std::string& by);
 
 }  // namespace moesim::config

@@ -129,6 +129,7 @@ class ScenarioReader {
       stack(o.get("stack"));
       routing(o.get("routing"));
       measured(o.get("measured"));
+      recorded(o.get("recorded"));
       goodput(o.get("goodput"));
       cost(o.get("cost"));
       placement(o.get("placement"));
@@ -625,7 +626,12 @@ class ScenarioReader {
   void read_histogram(workload::Routing& r) { r.histogram = read_expert_loads(r.histogram_path, sc_.model.num_experts); }
 
   void routing(const std::optional<Node>& n) {
-    if (!n) return;
+    // No routing block: the routing the model family is trained with (workload::trained_routing;
+    // `run` names it among its assumptions).
+    if (!n) {
+      sc_.routing = workload::trained_routing(sc_.model).routing;
+      return;
+    }
     auto& r = sc_.routing;
     read_object(*n, [&](Object& o) {
       r.balance = o.req("balance").as_enum(workload::routing_balance_names(), "routing balance");
@@ -655,6 +661,25 @@ class ScenarioReader {
           break;
         }
       }
+    });
+  }
+
+  // `recorded` (config/inert_settings.hpp record_inert_settings): who wrote the file and
+  // which of its settings, written as the source gave them, change nothing here.
+  void recorded(const std::optional<Node>& n) {
+    if (!n) return;
+    read_object(*n, [&](Object& o) {
+      const Node by = o.req("by");
+      sc_.recorded_by = by.as_string();
+      if (sc_.recorded_by.empty()) by.fail("name the tool that wrote the settings");
+      const auto& reg = performance_settings();
+      o.req("inert").for_each_element([&](const Node& e) {
+        const std::string name = e.as_string();
+        if (std::none_of(reg.begin(), reg.end(), [&](const PerformanceSetting& s) { return s.name == name; }))
+          e.fail(fmt::format("'{}' is not a performance setting (list elements as \"framework.offload[moe_act]\")",
+                             name));
+        sc_.recorded_inert.push_back(name);
+      });
     });
   }
 

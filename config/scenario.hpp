@@ -160,6 +160,11 @@ struct Scenario {
   // parallelism, framework, stack, routing and placement objects ("framework.dispatcher_sms"):
   // config/inert_settings.hpp warns about those that change nothing here.
   std::vector<std::string> given_keys;
+  // `recorded`: settings written as the scenario's source gave them that the writer (`by`,
+  // moesim's importer) knew change nothing here (config/inert_settings.hpp): `run` says them
+  // in one line.
+  std::string recorded_by;
+  std::vector<std::string> recorded_inert;
 
   std::int64_t padded_vocab() const {
     return workload::padded_vocab_size(model.vocab_size, parallelism.tp, training.vocab_divisor);

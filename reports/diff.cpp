@@ -134,7 +134,15 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
   const predict::Difference d = predict::difference(a.prediction, b.prediction);
   std::string o = fmt::format("A  {}  ({})\nB  {}  ({})\n\n", a.scenario.name, a.scenario.file, b.scenario.name,
                               b.scenario.file);
-  o += fmt::format("{:<26}{:>12}{:>12}{:>12}{:>9}\n", "", "A", "B", "B - A", "");
+  // What differs first, in a line each (a long value cut: --json has it whole).
+  const auto settings = changed_settings(a.scenario, b.scenario);
+  const auto shown = [](const Json& v) {
+    std::string t = v.dump();
+    return t.size() <= 60 ? t : t.substr(0, 57) + "...";
+  };
+  o += fmt::format("settings that differ ({}):\n", settings.size());
+  for (const auto& [key, va, vb] : settings) o += fmt::format("  {}: {} -> {}\n", key, shown(va), shown(vb));
+  o += fmt::format("\n{:<26}{:>12}{:>12}{:>12}{:>9}\n", "", "A", "B", "B - A", "");
   const auto fa = figures(a.prediction), fb = figures(b.prediction);
   for (std::size_t i = 0; i < fa.size(); ++i) {
     const double x = fa[i].second, y = fb[i].second;
@@ -145,9 +153,6 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
   if (a.prediction.fits_in_memory != b.prediction.fits_in_memory)
     o += fmt::format("fits in memory: A {}, B {}\n", a.prediction.fits_in_memory ? "yes" : "no",
                      b.prediction.fits_in_memory ? "yes" : "no");
-  const auto settings = changed_settings(a.scenario, b.scenario);
-  o += fmt::format("\nsettings that differ ({}):\n", settings.size());
-  for (const auto& [key, va, vb] : settings) o += fmt::format("  {}: {} -> {}\n", key, va.dump(), vb.dump());
   const auto [gain, claim] = what_backs(a, b);
   o += fmt::format("what the what-if corpus says about B's {:+.1f}% (tokens/s/GPU): {}\n", gain, claim_text(claim));
   if (const auto band = ratio_band_of(a, b); band.pool > 0)

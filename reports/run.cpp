@@ -5,9 +5,12 @@
 #include <ostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "config/assumptions.hpp"
 #include "config/caveats.hpp"
 #include "predict/bands.hpp"
+#include "predict/memory.hpp"
 #include "config/inert_settings.hpp"
 #include "config/releases.hpp"
 #include "workload/layer_graph.hpp"
@@ -177,10 +180,20 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
                      {"simulated_ranks", p.step.simulated_ranks}};
   // Settings the file gave that change nothing here (config/inert_settings.hpp).
   Json warnings = Json::array();
-  for (const auto& w : config::inert_setting_warnings(sc)) warnings.push_back({{"setting", w.setting}, {"reason", w.reason}});
+  for (const auto& w : config::inert_setting_warnings(sc))
+    warnings.push_back({{"setting", w.setting}, {"reason", w.reason}, {"recorded", w.recorded}});
   j["warnings"] = warnings;
   // What is priced beyond its evidence (config/caveats.hpp).
   j["caveats"] = config::prediction_caveats(sc);
+  // What the scenario left unsaid and the prediction assumed, and what is accepted but not
+  // priced (config/assumptions.hpp).
+  Json assumed = Json::array();
+  for (const auto& a : config::scenario_assumptions(sc))
+    assumed.push_back({{"setting", a.setting}, {"assumed", a.assumed}, {"why", a.why}, {"instead", a.instead}});
+  j["assumptions"] = assumed;
+  Json unpriced = Json::array();
+  for (const auto& u : config::unpriced_settings(sc)) unpriced.push_back({{"setting", u.setting}, {"what", u.what}});
+  j["not_priced"] = unpriced;
   if (!sc.release.empty()) j["release"] = {{"name", sc.release}, {"notes", config::release_warnings(sc)}};
   if (sc.measured) {
     const double pred = predict::predicted_metric(*sc.measured, p);
@@ -216,6 +229,13 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
       "buffers {:.1f}, CUDA context and NCCL/TE buffers {:.1f}\n",
       p.peak_memory_parts.weights_grads, p.peak_memory_parts.optimizer, p.peak_memory_parts.activations,
       p.peak_memory_parts.graph_buffers, p.peak_memory_parts.ep_buffers, p.peak_memory_parts.runtime);
+  const auto [reserve_lo, reserve_hi] =
+      std::minmax_element(predict::kMeasuredAllocatorReserve.begin(), predict::kMeasuredAllocatorReserve.end());
+  if (const double room = predict::allocator_room(p.peak_memory_parts, sc.system.gpu.usable_GiB.value);
+      frag == 0 && p.fits_in_memory && room < *reserve_lo)
+    o += fmt::format("                 fits only if the caching allocator reserves under {:.1f}% beyond the peak; "
+                     "measured {:.1f}-{:.1f}% (Megatron-LM PR 1913): framework.allocator_fragmentation prices it\n",
+                     100 * room, 100 * *reserve_lo, 100 * *reserve_hi);
   if (p.ep_load != 1)
     o += fmt::format("EP load          {:.3f} x balanced on the hottest EP rank (routing: {})\n", p.ep_load,
                      workload::routing_balance_names().name(sc.routing.balance));
@@ -261,9 +281,29 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
                      sc.measured->value, pred,
                      100 * (pred - sc.measured->value) / sc.measured->value);
   }
-  if (const auto warnings = config::inert_setting_warnings(sc); !warnings.empty()) {
-    o += "\nwarnings (settings given that change nothing here):\n";
-    for (const auto& w : warnings) o += fmt::format("  {}: {}\n", w.setting, w.reason);
+  {
+    std::vector<std::string> recorded;
+    std::string given;
+    for (const auto& w : config::inert_setting_warnings(sc)) {
+      if (w.recorded)
+        recorded.push_back(w.setting);
+      else
+        given += fmt::format("  {}: {}\n", w.setting, w.reason);
+    }
+    if (!given.empty()) o += "\nwarnings (settings given that change nothing here):\n" + given;
+    if (!recorded.empty())
+      o += fmt::format("\n{} setting{} recorded as the source gave {} change nothing here ({}; --json says why): {}\n",
+                       recorded.size(), recorded.size() == 1 ? "" : "s", recorded.size() == 1 ? "it" : "them",
+                       sc.recorded_by, fmt::join(recorded, ", "));
+  }
+  if (const auto assumed = config::scenario_assumptions(sc); !assumed.empty()) {
+    o += "\nassumptions (the scenario does not say; give the setting to change one, --json lists the "
+         "alternatives):\n";
+    for (const auto& a : assumed) o += fmt::format("  {:<27}{} ({})\n", a.setting, a.assumed, a.why);
+  }
+  if (const auto unpriced = config::unpriced_settings(sc); !unpriced.empty()) {
+    o += "\nnot priced (accepted, priced in part):\n";
+    for (const auto& u : unpriced) o += fmt::format("  {}: {}\n", u.setting, u.what);
   }
   if (const auto caveats = config::prediction_caveats(sc); !caveats.empty()) {
     o += "\ncaveats (priced beyond what was measured):\n";

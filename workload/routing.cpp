@@ -1,11 +1,14 @@
 #include "workload/routing.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 #include <numeric>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 
 namespace moesim::workload {
 
@@ -19,6 +22,56 @@ double hottest_rank_load(const std::vector<double>& counts, std::int64_t ep) {
   for (std::int64_t r = 0; r < ep; ++r)
     hottest = std::max(hottest, std::accumulate(counts.begin() + r * per, counts.begin() + (r + 1) * per, 0.0));
   return hottest / (total / static_cast<double>(ep));
+}
+
+namespace {
+
+struct FamilyBalance {
+  std::string_view model_type;
+  RoutingBalance balance;
+  double coefficient;  // aux_loss only
+  std::string_view source;
+};
+
+// routing.hpp's table.
+constexpr std::array<FamilyBalance, 6> kFamilyBalance{{
+    {"deepseek_v3", RoutingBalance::loss_free, 0,
+     "DeepSeek-V3's expert bias, as Megatron-MoE-ModelZoo's DeepSeek-V3.yaml trains it"},
+    {"kimi_k2", RoutingBalance::loss_free, 0, "Kimi-K2's expert bias, as Megatron-MoE-ModelZoo's Kimi-K2.yaml trains it"},
+    {"deepseek_v2", RoutingBalance::aux_loss, 1e-3, "Megatron-MoE-ModelZoo's DeepSeek-V2.yaml"},
+    {"qwen3_moe", RoutingBalance::aux_loss, 1e-3, "Pai-Megatron-Patch's run_mcore_qwen3.sh and Megatron-LM's Qwen3 conf"},
+    {"mixtral", RoutingBalance::aux_loss, 1e-2, "Megatron-LM's examples/mixtral and Megatron-MoE-ModelZoo's Mixtral-8x22B.yaml"},
+    {"gpt_oss", RoutingBalance::aux_loss, 0.9, "the released config.json's router_aux_loss_coef"},
+}};
+
+std::string fmt_coefficient(double c) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", c);
+  return buf;
+}
+
+}  // namespace
+
+TrainedRouting trained_routing(const ModelConfig& m) {
+  TrainedRouting t;
+  if (!m.is_moe()) {
+    t.what = "forced (no routed experts)";
+    t.source = "the model has no router";
+    return t;
+  }
+  const auto it = std::find_if(kFamilyBalance.begin(), kFamilyBalance.end(),
+                               [&](const FamilyBalance& f) { return f.model_type == m.model_type; });
+  const FamilyBalance f = it != kFamilyBalance.end()
+                              ? *it
+                              : FamilyBalance{m.model_type, RoutingBalance::aux_loss, 1e-2,
+                                              "Megatron-Core's MoE README (its recommended starting coefficient)"};
+  t.family = it != kFamilyBalance.end();
+  t.routing.balance = f.balance;
+  if (f.balance == RoutingBalance::aux_loss) t.routing.aux_loss_coefficient = f.coefficient;
+  t.what = f.balance == RoutingBalance::loss_free ? std::string("loss_free (expert bias)")
+                                                  : "aux_loss, coefficient " + fmt_coefficient(f.coefficient);
+  t.source = std::string(f.source);
+  return t;
 }
 
 double aux_loss_exponent() {

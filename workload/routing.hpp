@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <numbers>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sim_core/extreme_values.hpp"
@@ -74,6 +75,36 @@ double trained_max_vio(const Routing& r);
 double expected_max_vio(double sigma, int experts);
 // The sigma whose expected MaxVio over kMaxVioExperts experts is `max_vio`.
 double popularity_sigma(double max_vio);
+
+// Routing as the model family is trained: the default of a scenario without a `routing`
+// block (issue #45 item 2: a hand-written scenario predicts a real training run, not a
+// benchmark's forced balance). By Hugging Face model_type, each with the training recipe
+// that sets it:
+//   deepseek_v3   loss_free   DeepSeek's expert bias (--moe-router-enable-expert-bias; the
+//                             sequence-wise aux loss beside it is 1e-4): Megatron-MoE-ModelZoo
+//                             model_configs/benchmarking/DeepSeek-V3.yaml:102-110 (e865051),
+//                             Megatron-LM examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh:91-102
+//   kimi_k2       loss_free   ModelZoo model_configs/benchmarking/Kimi-K2.yaml:93-101 (expert
+//                             bias, aux coefficient 0)
+//   deepseek_v2   aux_loss 1e-3   ModelZoo model_configs/benchmarking/DeepSeek-V2.yaml:93-98
+//                             (seq_aux_loss)
+//   qwen3_moe     aux_loss 1e-3   Pai-Megatron-Patch examples/qwen3/run_mcore_qwen3.sh:203-204
+//                             (a098ca5); Megatron-LM examples/post_training/modelopt/conf/Qwen/
+//                             Qwen3-235B-A22B.sh:33-35 (d98e8a64)
+//   mixtral       aux_loss 1e-2   Megatron-LM examples/mixtral/train_mixtral_8x7b_distributed.sh:53-54;
+//                             ModelZoo model_configs/benchmarking/Mixtral-8x22B.yaml:80-83
+//   gpt_oss       aux_loss 0.9    the released config.json's router_aux_loss_coef (openai/gpt-oss-120b
+//                             and -20b, scenarios/models/gpt-oss-*.json)
+//   any other MoE aux_loss 1e-2   Megatron-Core's MoE README, "Basic MoE Training" (the starting
+//                             value it recommends; megatron/core/transformer/moe/README.md:101)
+// A model without routed experts trains no router: forced (G = 1, as before).
+struct TrainedRouting {
+  Routing routing;
+  std::string what;    // "aux_loss, coefficient 0.001"
+  std::string source;  // the recipe, as above
+  bool family = true;  // false: the model type is not in the table (Megatron's recommendation)
+};
+TrainedRouting trained_routing(const ModelConfig& m);
 
 // G of one layer's per-expert counts (size E, E divisible by ep).
 double hottest_rank_load(const std::vector<double>& expert_counts, std::int64_t ep);

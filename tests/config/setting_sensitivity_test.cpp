@@ -318,8 +318,6 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
       {"stack.cuda_graph_shared_expert", gb200_alltoall(), R"({"stack": {"cuda_graph_shared_expert": true}})",
        R"({"stack": {"cuda_graph_shared_expert": false}})"},
       {"stack.te_host_slim", g, R"({"stack": {"te_host_slim": true}})", R"({"stack": {"te_host_slim": false}})"},
-      // BF16 on H100: what 26.02 turns off (PDL quantization, the slim TE host) acts not here.
-      {"stack.release", h100_dense(), "{}", R"({"stack": {"release": "26.02"}})"},
       {"stack.cpu_numa_binding",
        patched(h100_dense(), R"({"system": {"base": "h100", "host": {"numa_unbound_factor": 1.0}}})"),
        R"({"stack": {"cpu_numa_binding": true}})", R"({"stack": {"cpu_numa_binding": false}})"},
