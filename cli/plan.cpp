@@ -10,6 +10,7 @@
 // candidates: the same result as a run never stopped). A finished plan removes it.
 #include "cli/commands.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -66,11 +67,19 @@ class Plan final : public Command {
     app.add_flag("--resume", resume_,
                  "keep the candidates an earlier run of this plan simulated (OUT.partial, kept when SIGTERM or "
                  "SIGINT stopped it); simulate only the rest");
+    app.add_option("--emit", emit_,
+                   "write the K-th candidate of the ranking as a scenario (--emit-file; with --resume after a "
+                   "finished plan nothing is simulated again)")
+        ->check(CLI::Range(1, 1000000));
+    app.add_option("--emit-file", emit_file_, "where --emit writes (default: plan-<scenario>-K.json in this folder)");
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
   }
 
   int run(Io& io) override {
+    if (emit_ > 0 && top_ > 0 && emit_ > top_)
+      throw config::InputError("<command line>", "--emit",
+                               fmt::format("candidate {} is past the ranking's {} (--top {})", emit_, top_, top_));
     predict::PlanRequest req{file_, gpus_, settings_, objective_,
                              token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
                              top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}, given_, given_limit_,
@@ -84,17 +93,22 @@ class Plan final : public Command {
       return reports::sweep_csv_header(columns, c.token_budget);
     };
     // Rows kept by an earlier run (--resume), as read and as the search takes them.
+    // A stopped plan's journal, else a finished plan's CSV (its simulated rows are what the
+    // same search simulates again: the rest of its rows are never looked up).
     reports::SweepCsv old;
-    if (resume_ && std::filesystem::exists(partial))
+    const std::string kept_file = std::filesystem::exists(partial) ? partial : out;
+    if (resume_ && std::filesystem::exists(kept_file))
       req.resume = [&](const predict::PlanColumns& c) {
-        old = reports::read_sweep_csv(partial);
+        old = reports::read_sweep_csv(kept_file);
         if (old.header != header(c))
-          throw config::InputError(partial, "line 1", "kept by another plan (other columns); remove it or give another -o");
-        if (old.dropped_partial_line) io.err << fmt::format("moesim plan: {}: dropped a truncated last line\n", partial);
+          throw config::InputError(kept_file, "line 1",
+                                   "kept by another plan (other columns); remove it or give another -o");
+        if (old.dropped_partial_line)
+          io.err << fmt::format("moesim plan: {}: dropped a truncated last line\n", kept_file);
         std::map<std::int64_t, predict::SweepResult> rows;
         for (const auto& r : old.rows)
           rows[r.id] = reports::sweep_result_from_fields(r.fields, c.names.size(), c.token_budget,
-                                                         fmt::format("{}: row {}", partial, r.id));
+                                                         fmt::format("{}: row {}", kept_file, r.id));
         return rows;
       };
     // The journal, rewritten at the first wave's end: the kept rows, then each new one as
@@ -129,17 +143,58 @@ class Plan final : public Command {
     write_file(out, reports::sweep_csv_text(all));
     const reports::PlanSummaryInfo info = reports::plan_summary_info(p, file_, out, top_);
     if (!html_.empty()) write_file(html_, reports::html_page(reports::plan_report(all, info)));
-    if (json_) io.out << reports::plan_summary_json(all, info).dump(2) << "\n";
+    const config::Json summary = reports::plan_summary_json(all, info);
+    if (json_) io.out << summary.dump(2) << "\n";
     else io.out << reports::plan_summary_text(all, info);
+    if (emit_ > 0) emit(io, p, summary, all.header);
     return 0;
   }
 
+  // --emit K (issue #45 item 4): the K-th of the ranking as a scenario a user can run, diff
+  // or edit: the candidate's own scenario (the base with the layout and settings the plan
+  // chose), named and described as such, without the base's measurement (not this run's).
+  void emit(Io& io, const predict::Plan& p, const config::Json& summary, const std::vector<std::string>& header) const {
+    const auto& top = summary.at("top");
+    if (static_cast<std::size_t>(emit_) > top.size())
+      throw config::InputError("<command line>", "--emit",
+                               fmt::format("the ranking has {} candidate(s) (--top {}); there is no {}", top.size(),
+                                           top_, emit_));
+    const std::int64_t id = top.at(static_cast<std::size_t>(emit_ - 1)).at("id").get<std::int64_t>();
+    const auto& cands = p.outcome.candidates;
+    const auto c = std::find_if(cands.begin(), cands.end(), [&](const auto& x) { return x.point.id == id; });
+    if (c == cands.end()) throw std::logic_error(fmt::format("plan --emit: candidate {} is not in the outcome", id));
+    config::Json sc = c->point.scenario;
+    const std::string base = sc.value("name", std::string("scenario"));
+    sc["name"] = fmt::format("{}-plan-{}", base, emit_);
+    std::string chose;
+    // The plan's varied columns: the CSV's, from after `id` to `status`.
+    const auto& row = top.at(static_cast<std::size_t>(emit_ - 1));
+    for (std::size_t i = 1; i < header.size() && header[i] != "status"; ++i)
+      if (const auto v = row.find(header[i]); v != row.end())
+        chose += fmt::format("{}{}={}", chose.empty() ? "" : ", ", header[i],
+                             v->is_string() ? v->get<std::string>() : v->dump());
+    sc["description"] = fmt::format("moesim plan's candidate {} by {} (id {}) from {}: {}", emit_,
+                                    summary.at("objective").get<std::string>(), id, file_, chose);
+    sc.erase("measured");
+    const std::string path = !emit_file_.empty() ? emit_file_ : fmt::format("plan-{}-{}.json", base, emit_);
+    write_file(path, sc.dump(2) + "\n");
+    // It must load where it was written (a relative model or histogram path is the base's).
+    try {
+      config::load_scenario_file(path);
+    } catch (const config::InputError& e) {
+      throw config::InputError(path, e.path(),
+                               e.message() + " (the emitted scenario; a path relative to the base scenario's folder "
+                                             "does not resolve from where it was written: write it beside the base)");
+    }
+    io.err << fmt::format("moesim plan: wrote candidate {} (id {}) to {}\n", emit_, id, path);
+  }
+
  private:
-  std::string file_, objective_, out_, html_;
+  std::string file_, objective_, out_, html_, emit_file_;
   std::vector<std::string> settings_;
   std::int64_t gpus_ = 0, given_limit_ = 0;
   double token_budget_ = 0, headroom_ = 0;
-  int top_ = 10, jobs_ = 0;
+  int top_ = 10, jobs_ = 0, emit_ = 0;
   bool json_ = false, uncalibrated_ = false, given_ = false, resume_ = false;
 };
 

@@ -114,3 +114,36 @@ TEST_CASE("plan: a stop ends the search between waves; resuming its rows gives t
     CHECK(x.row.step_time_s == y.row.step_time_s);
   }
 }
+
+TEST_CASE("plan --emit: the K-th candidate as a scenario whose run is the plan's row", "[cli][plan]") {
+  const test::TempFile out("", "plan-emit.csv"), emitted("", "plan-emit-2.json");
+  const std::vector<std::string> opts{"plan", kScenario, "-o", out.path(), "--gpus", "8", "--json",
+                                      "--top", "3", "--jobs", "2"};
+  auto args = opts;
+  const auto a = test::run_moesim(args);
+  REQUIRE(a.status == 0);
+  const auto ja = Json::parse(a.out);
+  REQUIRE(ja["top"].size() >= 2);
+  // After the plan finished, --resume takes its CSV: nothing is simulated again.
+  args.insert(args.end(), {"--resume", "--emit", "2", "--emit-file", emitted.path()});
+  const auto b = test::run_moesim(args);
+  REQUIRE(b.status == 0);
+  CHECK_THAT(b.err, Catch::Contains("wrote candidate 2"));
+  CHECK(Json::parse(b.out)["top"] == ja["top"]);
+  const auto sc = Json::parse(test::read_text(emitted.path()));
+  CHECK(sc["name"].get<std::string>().ends_with("-plan-2"));
+  CHECK_FALSE(sc.contains("measured"));
+  CHECK_THAT(sc["description"].get<std::string>(), Catch::Contains("parallelism.ep="));
+  // The round trip: run on the emitted scenario predicts the plan's row.
+  const auto r = test::run_moesim({"run", "--json", emitted.path()});
+  REQUIRE(r.status == 0);
+  const auto jr = Json::parse(r.out);
+  const auto& row = ja["top"][1];
+  CHECK(jr["step_time_s"].get<double>() == Approx(row["step_time_s"].get<double>()).epsilon(1e-12));
+  CHECK(jr["tokens_per_s_per_gpu"].get<double>() == Approx(row["tokens_per_s_per_gpu"].get<double>()).epsilon(1e-12));
+  CHECK(jr["peak_memory_gib"].get<double>() == Approx(row["peak_memory_gib"].get<double>()).epsilon(1e-12));
+  // Past the ranking: refused before planning.
+  const auto c = test::run_moesim({"plan", kScenario, "--top", "3", "--emit", "4"});
+  CHECK(c.status == 2);
+  CHECK_THAT(c.err, Catch::Contains("--emit") && Catch::Contains("past the ranking"));
+}
