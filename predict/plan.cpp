@@ -460,7 +460,8 @@ Plan plan(const PlanRequest& req) {
   // Both splits of the layers: even, and with the embedding and loss as a layer each (the
   // layouts NVIDIA's recipes pass by hand; config/sweep_file.hpp, PipelineSplit).
   f.pp_splits = {config::PipelineSplit::even, config::PipelineSplit::embedding_loss};
-  f.token_budget = req.token_budget;
+  // The token budget: the command line's, else the scenario's own (goodput.token_budget).
+  f.token_budget = req.token_budget ? req.token_budget : sc.goodput.token_budget;
   if (!req.objective.empty()) {
     const auto o = config::sweep_objective_names().find(req.objective);
     if (!o)
@@ -468,7 +469,10 @@ Plan plan(const PlanRequest& req) {
                                                               config::sweep_objective_names().known()));
     f.objective = *o;
     if (config::needs_token_budget(f.objective) && !f.token_budget)
-      throw config::InputError("--objective", "", fmt::format("'{}' needs --token-budget", req.objective));
+      throw config::InputError("--objective", "",
+                               fmt::format("'{}' needs a token budget: --token-budget, or the scenario's "
+                                           "goodput.token_budget",
+                                           req.objective));
   }
   // The settings each layout varies.
   std::vector<PlanDimension> dims;
@@ -547,6 +551,31 @@ Plan plan(const PlanRequest& req) {
                                                 *objective_value(c->row, f.objective), f.objective));
   }
   p.per_layout = combinations(p.dims);
+  // Nothing fits: the smallest cluster, doubling the GPUs, on which a candidate does.
+  const auto fits = [](const PlanOutcome& o) {
+    return std::any_of(o.candidates.begin(), o.candidates.end(),
+                       [](const PlanCandidate& c) { return c.row.status == SweepStatus::ok; });
+  };
+  const auto too_big = std::any_of(p.outcome.candidates.begin(), p.outcome.candidates.end(),
+                                   [](const PlanCandidate& c) { return c.row.status == SweepStatus::does_not_fit; });
+  if (req.fit_search && !p.outcome.stopped && too_big && !fits(p.outcome)) {
+    PlanRequest larger = req;
+    larger.top = 1;
+    larger.given = false;
+    larger.fit_search = false;
+    larger.resume = nullptr;
+    larger.simulated = nullptr;
+    for (std::int64_t g = 2 * gpus; g <= 64 * gpus && g <= (std::int64_t{1} << 20); g *= 2) {
+      larger.gpus = g;
+      const Plan q = plan(larger);
+      if (q.outcome.stopped) break;
+      if (fits(q.outcome)) {
+        p.smallest_fitting_gpus = g;
+        break;
+      }
+    }
+    p.fit_searched_to = p.smallest_fitting_gpus.value_or(64 * gpus);
+  }
   p.wall_s = since(t0);
   return p;
 }

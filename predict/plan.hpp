@@ -174,6 +174,9 @@ struct PlanRequest {
   std::function<std::map<std::int64_t, SweepResult>(const struct PlanColumns& columns)> resume;
   std::function<void(const struct PlanColumns& columns, const struct PlanCandidate&)> simulated;
   std::stop_token stop;
+  // Where candidates do not fit in memory and none does: plan again at 2, 4, ... 64 times
+  // the GPUs (the top 1 alone) for the smallest cluster where one fits (Plan::smallest_fitting_gpus).
+  bool fit_search = true;
 };
 // The plan's CSV columns: the varied paths (the layouts', then the settings'), and
 // whether the rows carry the token budget's figures.
@@ -215,6 +218,10 @@ struct Plan {
   std::optional<double> token_budget;
   PlanOutcome outcome;
   std::optional<PlanGiven> given;
+  // Nothing fit: the smallest cluster of gpus x 2^k (k <= 6) where a candidate does, and how
+  // far the search went (PlanRequest::fit_search; 0: not searched).
+  std::optional<std::int64_t> smallest_fitting_gpus;
+  std::int64_t fit_searched_to = 0;
   double wall_s = 0;
 };
 Plan plan(const PlanRequest& req);

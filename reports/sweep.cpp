@@ -595,6 +595,9 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
                        true,
                        o.reference_simulated,
                        {}};
+  info.smallest_fitting_gpus = plan.smallest_fitting_gpus;
+  info.token_budget = plan.token_budget;
+  info.fit_searched_to = plan.fit_searched_to;
   for (const auto& d : plan.dims) info.settings.push_back(d.path);
   for (const auto& c : o.candidates)
     if (c.bound && (c.row.status == predict::SweepStatus::ok || c.row.status == predict::SweepStatus::error))
@@ -614,7 +617,12 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
   std::int64_t rule = 0;
   for (const auto& [r, n] : info.sweep.pruned) pruned[r] = n, rule += n;
   Json top = Json::array();
-  for (const auto& k : a.top) top.push_back(row_json(csv, *k.row));
+  for (const auto& k : a.top) {
+    Json r = row_json(csv, *k.row);
+    if (info.token_budget && r.contains("cost_usd") && r["cost_usd"].is_number())
+      r["usd_per_million_tokens"] = r["cost_usd"].get<double>() / (*info.token_budget / 1e6);
+    top.push_back(std::move(r));
+  }
   Json j{{"name", info.sweep.name},
          {"scenario", info.sweep.sweep_file},
          {"gpus", info.gpus},
@@ -639,6 +647,8 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
          {"top_exact", info.violations.empty() && status_count(a, "error") == 0},
          {"wall_s", {{"bound", info.bound_wall_s}, {"simulate", info.simulate_wall_s}, {"total", info.wall_s}}},
          {"top", top}};
+  if (info.fit_searched_to > 0)
+    j["smallest_fitting_gpus"] = info.smallest_fitting_gpus ? Json(*info.smallest_fitting_gpus) : Json(nullptr);
   if (info.given) {
     Json g = sweep_row_json(csv.header, *info.given);
     g.erase("id");
@@ -705,6 +715,57 @@ std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const A
 
 }  // namespace
 
+// Nothing fit (issue #45 item 4): the least memory a candidate needs, and the smallest
+// cluster where one fits.
+// 2213404.4 -> "2,213,404".
+static std::string with_thousands(double v) {
+  std::string d = fmt::format("{:.0f}", std::abs(v)), o;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) o += ',';
+    o += d[i];
+  }
+  return (v < 0 ? "-" : "") + o;
+}
+
+// With a token budget: the best's days and, priced, its cost and cost per million tokens.
+static std::string budget_text(const SweepCsv& csv, const PlanSummaryInfo& info, const SweepCsv::Row& best) {
+  if (!info.token_budget) return "";
+  const auto field = [&](const char* name) -> std::optional<double> {
+    const auto i = static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
+    if (i >= best.fields.size() || best.fields[i].empty()) return std::nullopt;
+    return std::stod(best.fields[i]);
+  };
+  std::string o = fmt::format("the best (id {}) trains {:.3g} tokens", best.id, *info.token_budget);
+  if (const auto d = field("days_with_goodput")) o += fmt::format(" in {:.1f} days", *d);
+  if (const auto c = field("cost_usd"))
+    o += fmt::format(" for ${} (${:.2f} per million tokens)", with_thousands(*c), *c / (*info.token_budget / 1e6));
+  return o + "\n";
+}
+
+static std::string fit_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
+  if (info.fit_searched_to == 0) return "";
+  std::string o;
+  const auto col = [&](const char* name) {
+    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
+  };
+  const std::size_t status = col("status"), mem = col("peak_memory_gib");
+  std::optional<std::pair<double, std::int64_t>> least;
+  for (const auto& r : csv.rows)
+    if (status < r.fields.size() && mem < r.fields.size() && r.fields[status] == "does_not_fit" &&
+        !r.fields[mem].empty())
+      if (const double m = std::stod(r.fields[mem]); !least || m < least->first) least = std::pair{m, r.id};
+  if (least)
+    o += fmt::format("nothing fits on {} GPUs: the least memory a candidate needs is {:.1f} GiB a GPU (id {})\n",
+                     info.gpus, least->first, least->second);
+  o += info.smallest_fitting_gpus
+           ? fmt::format("the smallest cluster where a candidate fits: {} GPUs (planned at 2, 4, ... times {}; plan "
+                         "again with --gpus {})\n",
+                         *info.smallest_fitting_gpus, info.gpus, *info.smallest_fitting_gpus)
+           : fmt::format("no candidate fits up to {} GPUs either: a larger system, offload or a shorter sequence\n",
+                         info.fit_searched_to);
+  return o;
+}
+
 std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
   const Analysis a = analyse(csv, info.sweep);
   std::int64_t rule = 0;
@@ -728,7 +789,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
     o += fmt::format("warning: {} candidates beat a bound of theirs (ids {}): the top may not be exact; please "
                      "report it\n",
                      info.violations.size(), fmt::join(info.violations, ", "));
-  if (a.top.empty()) return o + "no candidate simulated (status ok): nothing to rank\n";
+  if (a.top.empty()) return o + "no candidate simulated (status ok): nothing to rank\n" + fit_text(csv, info);
   // Exact only while every bound held (predict/plan.hpp) and nothing failed unranked.
   const bool exact = info.violations.empty() && status_count(a, "error") == 0;
   o += fmt::format("\ntop {} by {} ({} is better; {}):\n", a.top.size(),
@@ -737,6 +798,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
                    exact ? "exact for the space"
                          : "not shown exact: a bound failed or candidates failed unranked, see above");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
+  o += budget_text(csv, info, *a.top.front().row);
   if (info.given) o += given_text(csv, info, a);
   return o;
 }

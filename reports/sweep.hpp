@@ -110,6 +110,11 @@ struct PlanSummaryInfo {
   // Every simulated candidate's bound: (id, the objective's best possible value).
   std::vector<std::pair<std::int64_t, double>> bounds;
   std::vector<predict::PlanEvidence> given_evidence = {};  // `--given`: the top K above it, what backs each gain
+  // Nothing fit: the smallest cluster where a candidate does (predict::Plan), and how far
+  // the doubling search went.
+  std::optional<std::int64_t> smallest_fitting_gpus = std::nullopt;
+  std::int64_t fit_searched_to = 0;
+  std::optional<double> token_budget = std::nullopt;  // tokens (the cost per million tokens)
 };
 // {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
 // settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,

@@ -7,6 +7,7 @@
 #include "config/decisions.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -266,8 +267,39 @@ TEST_CASE("plan: bad options are refused", "[cli][plan][errors]") {
   CHECK_THAT(r.err, Catch::Contains("unknown objective 'speed'"));
   r = test::run_moesim({"plan", scenario, "--objective", "days"});
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("'days' needs --token-budget"));
+  CHECK_THAT(r.err, Catch::Contains("'days' needs a token budget: --token-budget, or the scenario's"));
   r = test::run_moesim({"plan", scenario, "--settings", "offload"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("unknown setting group 'offload'"));
+}
+
+TEST_CASE("plan: nothing fits, so it says the smallest cluster that would", "[cli][plan]") {
+  // Qwen3-30B-A3B's weights, gradients and Adam states alone are some 550 GB: 2 H100 hold no layout.
+  const test::TempFile out("", "plan-nofit.csv");
+  const auto r = test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"), "--gpus",
+                                   "2", "--top", "3", "-o", out.path()});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("nothing fits on 2 GPUs: the least memory a candidate needs is"));
+  CHECK_THAT(r.out, Catch::Contains("the smallest cluster where a candidate fits: 8 GPUs"));
+  // The same at 8 GPUs has a ranking (the doubling stops at the first size that fits).
+  const auto j = Json::parse(test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
+                                               "--gpus", "4", "--top", "1", "--settings", "none", "--json", "-o",
+                                               out.path()})
+                                 .out);
+  CHECK(j["smallest_fitting_gpus"] == 8);
+  CHECK(j["fates"]["simulated"] == 0);
+}
+
+TEST_CASE("plan: a cost objective takes the scenario's own token budget", "[cli][plan]") {
+  const test::TempFile sc("", "plan-budget.json"), out("", "plan-budget.csv");
+  auto j = Json::parse(test::read_text(test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json")));
+  j["goodput"] = {{"token_budget", 1e12}};
+  j["cost"] = {{"gpu_hour_usd", 2.5}};
+  std::ofstream(sc.path()) << j.dump();
+  const auto r = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--top", "2", "--settings", "none",
+                                   "--objective", "cost_usd", "--json", "-o", out.path()});
+  REQUIRE(r.status == 0);
+  const auto s = Json::parse(r.out);
+  REQUIRE(s["top"].size() == 2);
+  CHECK(s["top"][0]["cost_usd"].get<double>() <= s["top"][1]["cost_usd"].get<double>());
 }
