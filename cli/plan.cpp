@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -37,8 +38,19 @@ class Plan final : public Command {
  public:
   void configure(CLI::App& app) override {
     app.add_option("scenario", file_, "the scenario whose model, system and training settings are planned")->required();
-    app.add_option("--gpus", gpus_, "the cluster size to plan for (default: the scenario's)")
+    app.add_option("--gpus", gpus_list_,
+                   "the cluster size(s) to plan for (default: the scenario's); several (512,1024) are each planned "
+                   "and their bests ranked")
+        ->delimiter(',')
         ->check(CLI::Range(1, 1 << 30));
+    app.add_option("--system", systems_,
+                   "plan on these system presets instead of the scenario's (h100,gb200-nvl72): each planned, their "
+                   "bests ranked")
+        ->delimiter(',');
+    app.add_option("--price", prices_,
+                   "SYSTEM=USD: a GPU-hour's price on a system other than the scenario's (its cost.gpu_hour_usd is "
+                   "for its own)")
+        ->delimiter(',');
     app.add_option("--objective", objective_,
                    "what to rank by: a sweep objective (docs/SWEEP_FORMAT.md; default tokens_per_s_per_gpu)");
     app.add_option("--token-budget", token_budget_, "tokens to train: rows gain days, GPU-hours, energy and cost")
@@ -80,12 +92,34 @@ class Plan final : public Command {
     if (emit_ > 0 && top_ > 0 && emit_ > top_)
       throw config::InputError("<command line>", "--emit",
                                fmt::format("candidate {} is past the ranking's {} (--top {})", emit_, top_, top_));
-    predict::PlanRequest req{file_, gpus_, settings_, objective_,
+    predict::PlanRequest req{file_, 0, settings_, objective_,
                              token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
                              top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}, given_, given_limit_,
-                             {}, {}, {}};
-    const std::string out =
-        !out_.empty() ? out_ : "plan-" + config::load_scenario_file(file_, req.load).name + ".csv";
+                             {}, {}, {}, true, std::nullopt, std::nullopt};
+    const config::Scenario sc = config::load_scenario_file(file_, req.load);
+    const std::string out = !out_.empty() ? out_ : "plan-" + sc.name + ".csv";
+    if (gpus_list_.size() <= 1 && systems_.size() <= 1 && prices_.empty()) {
+      if (!gpus_list_.empty()) req.gpus = gpus_list_.front();
+      if (!systems_.empty() && systems_.front() != sc.system.name) req.system = systems_.front();
+      Result r;
+      const int status = plan_one(io, req, out, r);
+      if (status != 0) return status;
+      if (json_) io.out << r.summary.dump(2) << "\n";
+      else io.out << r.text;
+      if (emit_ > 0) emit(io, r.plan, r.summary, r.header);
+      return 0;
+    }
+    return plan_many(io, req, sc, out);
+  }
+
+  // One plan, its CSV written to `out` (with its journal, `--resume` and `--html`).
+  struct Result {
+    predict::Plan plan;
+    config::Json summary;
+    std::string text;
+    std::vector<std::string> header;
+  };
+  int plan_one(Io& io, predict::PlanRequest req, const std::string& out, Result& result) const {
     const std::string partial = out + ".partial";
     const auto header = [](const predict::PlanColumns& c) {
       config::SweepPlan columns;
@@ -143,10 +177,105 @@ class Plan final : public Command {
     write_file(out, reports::sweep_csv_text(all));
     const reports::PlanSummaryInfo info = reports::plan_summary_info(p, file_, out, top_);
     if (!html_.empty()) write_file(html_, reports::html_page(reports::plan_report(all, info)));
-    const config::Json summary = reports::plan_summary_json(all, info);
-    if (json_) io.out << summary.dump(2) << "\n";
-    else io.out << reports::plan_summary_text(all, info);
-    if (emit_ > 0) emit(io, p, summary, all.header);
+    result.summary = reports::plan_summary_json(all, info);
+    result.text = reports::plan_summary_text(all, info);
+    for (const auto& n : p.notes) result.text += fmt::format("on {}: {}\n", p.system, n);
+    result.summary["system"] = p.system;
+    result.summary["notes"] = p.notes;
+    result.header = all.header;
+    result.plan = p;
+    return 0;
+  }
+
+  // Several systems or sizes (issue #45 item 4): each planned to a CSV of its own, their bests
+  // ranked by the objective, with days and cost per million tokens where the budget and
+  // prices allow.
+  int plan_many(Io& io, const predict::PlanRequest& base, const config::Scenario& sc, const std::string& out) const {
+    if (emit_ > 0)
+      throw config::InputError("<command line>", "--emit", "emits from one plan: give one --system and one --gpus");
+    if (!html_.empty())
+      throw config::InputError("<command line>", "--html", "a page is one plan's: give one --system and one --gpus");
+    const auto parse_number = [](const std::string& t, double& v) {
+      char* end = nullptr;
+      v = std::strtod(t.c_str(), &end);
+      return !t.empty() && end == t.c_str() + t.size();
+    };
+    std::map<std::string, double> price;
+    for (const auto& p : prices_) {
+      const auto eq = p.find('=');
+      double v = 0;
+      if (eq == std::string::npos || eq == 0 || !parse_number(p.substr(eq + 1), v) || !(v > 0))
+        throw config::InputError("<command line>", "--price", fmt::format("'{}': expected SYSTEM=USD", p));
+      price[p.substr(0, eq)] = v;
+    }
+    const std::vector<std::string> systems = systems_.empty() ? std::vector<std::string>{sc.system.name} : systems_;
+    const std::vector<std::int64_t> sizes = gpus_list_.empty() ? std::vector<std::int64_t>{sc.gpus} : gpus_list_;
+    for (const auto& [name, v] : price)
+      if (std::find(systems.begin(), systems.end(), name) == systems.end())
+        throw config::InputError("<command line>", "--price", fmt::format("'{}' is not planned (--system)", name));
+    struct Best {
+      std::string system;
+      std::int64_t gpus = 0;
+      config::Json row, summary;
+      std::string csv;
+    };
+    std::vector<Best> bests;
+    const auto stem = out.ends_with(".csv") ? out.substr(0, out.size() - 4) : out;
+    for (const auto& system : systems) {
+      predict::PlanRequest req = base;
+      if (system != sc.system.name) req.system = system;
+      if (const auto it = price.find(system); it != price.end()) {
+        req.gpu_hour_usd = it->second;
+      } else if (system != sc.system.name && sc.cost.gpu_hour_usd) {
+        throw config::InputError("<command line>", "--price",
+                                 fmt::format("the scenario's cost.gpu_hour_usd is for {}: give --price {}=USD", sc.system.name,
+                                             system));
+      }
+      for (const auto g : sizes) {
+        req.gpus = g;
+        Result r;
+        const std::string csv = fmt::format("{}-{}-{}.csv", stem, system, g);
+        if (const int status = plan_one(io, req, csv, r); status != 0) return status;
+        if (!json_) io.out << r.text << "\n";
+        const auto& top = r.summary.at("top");
+        bests.push_back({system, g, top.empty() ? config::Json(nullptr) : top.front(), r.summary, csv});
+      }
+    }
+    // The bests, best first (a plan with nothing to rank last).
+    const auto objective = bests.front().summary.at("objective").get<std::string>();
+    const bool higher = config::higher_is_better(*config::sweep_objective_names().find(objective));
+    std::stable_sort(bests.begin(), bests.end(), [&](const Best& a, const Best& b) {
+      if (a.row.is_null() || b.row.is_null()) return !a.row.is_null() && b.row.is_null();
+      const double x = a.row.value(objective, 0.0), y = b.row.value(objective, 0.0);
+      return higher ? x > y : x < y;
+    });
+    if (json_) {
+      config::Json j{{"objective", objective}, {"plans", config::Json::array()}};
+      for (const auto& b : bests)
+        j["plans"].push_back({{"system", b.system}, {"gpus", b.gpus}, {"csv", b.csv}, {"best", b.row}, {"summary", b.summary}});
+      io.out << j.dump(2) << "\n";
+      return 0;
+    }
+    io.out << fmt::format("the bests by {} ({} is better):\n", objective, higher ? "higher" : "lower");
+    io.out << fmt::format("  {:<14}{:>7}{:>9}{:>14}{:>10}{:>9}{:>14}{:>12}  {}\n", "system", "gpus", "best id",
+                          "tokens/s/GPU", "step s", "days", "cost USD", "USD/Mtoken", "plan");
+    const auto num = [](const config::Json& row, const char* k, const char* f) -> std::string {
+      return row.contains(k) && row[k].is_number() ? fmt::format(fmt::runtime(f), row[k].get<double>()) : "-";
+    };
+    for (const auto& b : bests) {
+      if (b.row.is_null()) {
+        io.out << fmt::format("  {:<14}{:>7}  nothing fits{}  {}\n", b.system, b.gpus,
+                              b.summary.contains("smallest_fitting_gpus") && !b.summary["smallest_fitting_gpus"].is_null()
+                                  ? fmt::format(" (the smallest that fits: {} GPUs)", b.summary["smallest_fitting_gpus"].get<std::int64_t>())
+                                  : std::string(),
+                              b.csv);
+        continue;
+      }
+      io.out << fmt::format("  {:<14}{:>7}{:>9}{:>14}{:>10}{:>9}{:>14}{:>12}  {}\n", b.system, b.gpus,
+                            b.row.at("id").get<std::int64_t>(), num(b.row, "tokens_per_s_per_gpu", "{:.0f}"),
+                            num(b.row, "step_time_s", "{:.3f}"), num(b.row, "days_with_goodput", "{:.1f}"),
+                            num(b.row, "cost_usd", "{:.0f}"), num(b.row, "usd_per_million_tokens", "{:.3f}"), b.csv);
+    }
     return 0;
   }
 
@@ -191,8 +320,9 @@ class Plan final : public Command {
 
  private:
   std::string file_, objective_, out_, html_, emit_file_;
-  std::vector<std::string> settings_;
-  std::int64_t gpus_ = 0, given_limit_ = 0;
+  std::vector<std::string> settings_, systems_, prices_;
+  std::vector<std::int64_t> gpus_list_;
+  std::int64_t given_limit_ = 0;
   double token_budget_ = 0, headroom_ = 0;
   int top_ = 10, jobs_ = 0, emit_ = 0;
   bool json_ = false, uncalibrated_ = false, given_ = false, resume_ = false;

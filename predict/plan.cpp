@@ -434,15 +434,51 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
   return out;
 }
 
+namespace {
+
+// PlanRequest::system: the base scenario on another system, and what that changed.
+config::Json on_system(config::Json base, const std::string& system, const std::string& file,
+                       const config::LoadOptions& load, std::vector<std::string>& notes) {
+  const auto spec = config::load_system_preset(system, load);
+  base["system"] = system;
+  for (const char* k : {"placement", "measured"})
+    if (base.contains(k)) {
+      base.erase(k);
+      notes.push_back(fmt::format("{}: the scenario's, for its own system, left out", k));
+    }
+  if (base.contains("training") && base["training"].contains("precision")) {
+    const std::string was = base["training"]["precision"].get<std::string>();
+    if (const auto p = workload::precision_names().find(was); p && !spec.gpu.supports(workload::gemm_dtype(*p))) {
+      const auto to = workload::Precision::fp8_blockwise;
+      if (!spec.gpu.supports(workload::gemm_dtype(to)))
+        throw config::InputError(file, "training.precision",
+                                 fmt::format("{} has no Tensor Cores for {} nor FP8: plan it from a scenario at a "
+                                             "precision it runs",
+                                             system, was));
+      base["training"]["precision"] = std::string(workload::precision_names().name(to));
+      base["training"].erase("nvfp4");
+      notes.push_back(fmt::format("training.precision: {} -> {} ({} has no {} Tensor Cores)", was,
+                                  workload::precision_names().name(to), spec.gpu.name, was));
+    }
+  }
+  return base;
+}
+
+}  // namespace
+
 Plan plan(const PlanRequest& req) {
   const auto t0 = Clock::now();
-  const config::Scenario sc = config::load_scenario_file(req.scenario_file, req.load);
+  std::vector<std::string> notes;
+  config::Json base = config::read_json_file(req.scenario_file);
+  if (req.system) base = on_system(std::move(base), *req.system, req.scenario_file, req.load, notes);
+  if (req.gpu_hour_usd) base["cost"]["gpu_hour_usd"] = *req.gpu_hour_usd;
+  const config::Scenario sc = config::load_scenario_json(base, req.scenario_file, req.load);
   const std::int64_t gpus = req.gpus > 0 ? req.gpus : sc.gpus;
 
   config::SweepFile f;
   f.file = req.scenario_file;
   f.name = "plan-" + sc.name;
-  f.base = config::read_json_file(req.scenario_file);
+  f.base = std::move(base);
   f.base_file = req.scenario_file;
   f.grid.push_back({"gpus", {config::Json(gpus)}});
   // Micro-batch sizes 1 and 2, and the scenario's own (a recipe at MBS 8 is in its space).
@@ -495,6 +531,8 @@ Plan plan(const PlanRequest& req) {
   Plan p;
   p.name = f.name;
   p.gpus = gpus;
+  p.system = sc.system.name;
+  p.notes = std::move(notes);
   p.layouts = config::expand_sweep(f);
   p.dims = std::move(dims);
   p.objective = f.objective;

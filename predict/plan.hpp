@@ -177,6 +177,13 @@ struct PlanRequest {
   // Where candidates do not fit in memory and none does: plan again at 2, 4, ... 64 times
   // the GPUs (the top 1 alone) for the smallest cluster where one fits (Plan::smallest_fitting_gpus).
   bool fit_search = true;
+  // Plan on another system (`plan --system`): the scenario's own system replaced by this
+  // preset, its placement (the other system's domains) and measurement (not this run) left
+  // out, and a precision the system has no Tensor Cores for taken to its nearest (MXFP8 and
+  // NVFP4 on Hopper: FP8 with DeepSeek's block scales), said in Plan::notes.
+  std::optional<std::string> system;
+  // The price of a GPU-hour on it (the scenario's cost.gpu_hour_usd replaced).
+  std::optional<double> gpu_hour_usd;
 };
 // The plan's CSV columns: the varied paths (the layouts', then the settings'), and
 // whether the rows carry the token budget's figures.
@@ -222,6 +229,8 @@ struct Plan {
   // far the search went (PlanRequest::fit_search; 0: not searched).
   std::optional<std::int64_t> smallest_fitting_gpus;
   std::int64_t fit_searched_to = 0;
+  std::string system;               // the system planned on (the preset's name, or the scenario's)
+  std::vector<std::string> notes;   // what PlanRequest::system changed beyond the system
   double wall_s = 0;
 };
 Plan plan(const PlanRequest& req);

@@ -127,7 +127,7 @@ PYBIND11_MODULE(moesim, m) {
          std::optional<double> token_budget, int top, int jobs, const std::string& csv, bool uncalibrated,
          bool given, std::int64_t given_limit, const std::string& html) {
         const predict::PlanRequest req{scenario, gpus, std::move(settings), objective, token_budget, top, jobs,
-                                       config::LoadOptions{!uncalibrated}, given, given_limit, {}, {}, {}};
+                                       config::LoadOptions{!uncalibrated}, given, given_limit, {}, {}, {}, true, std::nullopt, std::nullopt};
         predict::Plan p;
         {
           py::gil_scoped_release release;

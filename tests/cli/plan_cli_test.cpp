@@ -303,3 +303,47 @@ TEST_CASE("plan: a cost objective takes the scenario's own token budget", "[cli]
   REQUIRE(s["top"].size() == 2);
   CHECK(s["top"][0]["cost_usd"].get<double>() <= s["top"][1]["cost_usd"].get<double>());
 }
+
+TEST_CASE("plan: several systems and sizes, each planned, their bests ranked with cost per million tokens",
+          "[cli][plan]") {
+  const test::TempFile sc("", "plan-many.json"), out("", "plan-many.csv");
+  auto j = Json::parse(test::read_text(test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json")));
+  j["goodput"] = {{"token_budget", 1e12}};
+  j["cost"] = {{"gpu_hour_usd", 2.5}};
+  std::ofstream(sc.path()) << j.dump();
+  const std::string stem = out.path().substr(0, out.path().size() - 4);
+  const auto r = test::run_moesim({"plan", sc.path(), "--gpus", "16,32", "--system", "h100,b200", "--price",
+                                   "b200=4.5", "--settings", "none", "--top", "1", "--json", "-o", out.path()});
+  REQUIRE(r.status == 0);
+  const auto s = Json::parse(r.out);
+  REQUIRE(s["plans"].size() == 4);
+  double last = 1e300;
+  for (const auto& p : s["plans"]) {
+    INFO(p["system"] << " " << p["gpus"]);
+    REQUIRE(p["best"].is_object());
+    const double v = p["best"]["tokens_per_s_per_gpu"].get<double>();
+    CHECK(v <= last);  // best first
+    last = v;
+    // Each plan's CSV, and its cost at its own system's price.
+    CHECK(std::filesystem::exists(p["csv"].get<std::string>()));
+    const double hours = p["best"]["gpu_hours_with_goodput"].get<double>();
+    const double usd = p["system"] == "b200" ? 4.5 : 2.5;
+    CHECK(p["best"]["cost_usd"].get<double>() == Approx(hours * usd).epsilon(1e-9));
+    CHECK(p["best"]["usd_per_million_tokens"].get<double>() == Approx(hours * usd / 1e6).epsilon(1e-9));
+    std::filesystem::remove(p["csv"].get<std::string>());
+  }
+  // A price for a system other than the scenario's is needed, and BF16 needs no precision note.
+  const auto no_price = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--system", "h100,b200", "--settings",
+                                          "none", "-o", out.path()});
+  CHECK(no_price.status == 2);
+  CHECK_THAT(no_price.err, Catch::Contains("give --price b200=USD"));
+  // A precision the system has no Tensor Cores for is taken to the nearest, and said.
+  j["system"] = "b200";
+  j["training"]["precision"] = "mxfp8";
+  j.erase("cost");
+  std::ofstream(sc.path()) << j.dump();
+  const auto h = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--system", "h100", "--settings", "none",
+                                   "--top", "1", "-o", out.path()});
+  REQUIRE(h.status == 0);
+  CHECK_THAT(h.out, Catch::Contains("on h100: training.precision: mxfp8 -> fp8-blockwise"));
+}
