@@ -552,6 +552,23 @@ predict::Band gain_band(double gain_pct) {
   return predict::ratio_band(1 + gain_pct / 100, predict::corpus_pair_residuals());
 }
 
+// The top candidates the model cannot order against the best: B / A's 80% ratio band (the
+// pairs' out-of-sample ratio errors, predict/bands.hpp) around best / candidate reaches 1.
+std::vector<bool> within_band_of_best(const Analysis& a, config::SweepObjective objective) {
+  std::vector<bool> out;
+  for (const auto& k : a.top) {
+    const double best = a.top.front().objective, v = k.objective;
+    if (!(best > 0) || !(v > 0)) {
+      out.push_back(false);
+      continue;
+    }
+    const double gain = 100 * (config::higher_is_better(objective) ? best / v - 1 : v / best - 1);
+    const auto b = gain_band(gain);
+    out.push_back(b.pool > 0 && b.lo <= 1);
+  }
+  return out;
+}
+
 // The breakdown a plan's top table adds to the figures.
 const std::vector<std::string> kPlanBreakdown = {"breakdown.compute", "breakdown.exposed_communication",
                                                  "breakdown.pipeline_bubble", "breakdown.host_bound_idle"};
@@ -617,8 +634,11 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
   std::int64_t rule = 0;
   for (const auto& [r, n] : info.sweep.pruned) pruned[r] = n, rule += n;
   Json top = Json::array();
-  for (const auto& k : a.top) {
+  const auto within = within_band_of_best(a, info.sweep.objective);
+  for (std::size_t i = 0; i < a.top.size(); ++i) {
+    const auto& k = a.top[i];
     Json r = row_json(csv, *k.row);
+    r["within_band_of_best"] = within[i];
     if (info.token_budget && r.contains("cost_usd") && r["cost_usd"].is_number())
       r["usd_per_million_tokens"] = r["cost_usd"].get<double>() / (*info.token_budget / 1e6);
     top.push_back(std::move(r));
@@ -798,6 +818,16 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
                    exact ? "exact for the space"
                          : "not shown exact: a bound failed or candidates failed unranked, see above");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
+  {
+    const auto within = within_band_of_best(a, info.sweep.objective);
+    std::vector<std::int64_t> ids;
+    for (std::size_t i = 1; i < a.top.size(); ++i)
+      if (within[i]) ids.push_back(a.top[i].row->id);
+    if (!ids.empty())
+      o += fmt::format("within the model's 80% band of the best (the measured pairs' out-of-sample ratio errors): "
+                       "ids {}; the model does not order them against it\n",
+                       fmt::join(ids, ", "));
+  }
   o += budget_text(csv, info, *a.top.front().row);
   if (info.given) o += given_text(csv, info, a);
   return o;

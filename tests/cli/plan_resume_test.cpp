@@ -124,6 +124,9 @@ TEST_CASE("plan --emit: the K-th candidate as a scenario whose run is the plan's
   REQUIRE(a.status == 0);
   const auto ja = Json::parse(a.out);
   REQUIRE(ja["top"].size() >= 2);
+  // Each of the top says whether the model's 80% ratio band reaches the best (the best does).
+  CHECK(ja["top"][0]["within_band_of_best"] == true);
+  CHECK(ja["top"][1]["within_band_of_best"].is_boolean());
   // After the plan finished, --resume takes its CSV: nothing is simulated again.
   args.insert(args.end(), {"--resume", "--emit", "2", "--emit-file", emitted.path()});
   const auto b = test::run_moesim(args);
