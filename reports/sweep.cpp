@@ -481,6 +481,43 @@ Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) { return sweep_row_js
 
 }  // namespace
 
+namespace {
+
+predict::Band gain_band(double gain_pct) {
+  return predict::ratio_band(1 + gain_pct / 100, predict::corpus_pair_residuals());
+}
+
+// The top candidates the model cannot order against the best: B / A's 80% ratio band (the
+// pairs' out-of-sample ratio errors, predict/bands.hpp) around best / candidate reaches 1.
+std::vector<bool> within_band_of_best(const Analysis& a, config::SweepObjective objective) {
+  std::vector<bool> out;
+  for (const auto& k : a.top) {
+    const double best = a.top.front().objective, v = k.objective;
+    if (!(best > 0) || !(v > 0)) {
+      out.push_back(false);
+      continue;
+    }
+    const double gain = 100 * (config::higher_is_better(objective) ? best / v - 1 : v / best - 1);
+    const auto b = gain_band(gain);
+    out.push_back(b.pool > 0 && b.lo <= 1);
+  }
+  return out;
+}
+
+// The line under a top table naming the rows within_band_of_best (the best aside).
+std::string within_band_text(const Analysis& a, config::SweepObjective objective) {
+  const auto within = within_band_of_best(a, objective);
+  std::vector<std::int64_t> ids;
+  for (std::size_t i = 1; i < a.top.size(); ++i)
+    if (within[i]) ids.push_back(a.top[i].row->id);
+  if (ids.empty()) return "";
+  return fmt::format("within the model's 80% band of the best (the measured pairs' out-of-sample ratio errors): ids {}; "
+                     "the model does not order them against it\n",
+                     fmt::join(ids, ", "));
+}
+
+}  // namespace
+
 Json sweep_summary_json(const SweepCsv& csv, const SweepSummaryInfo& info) {
   const Analysis a = analyse(csv, info);
   Json pruned = Json::object();
@@ -488,7 +525,12 @@ Json sweep_summary_json(const SweepCsv& csv, const SweepSummaryInfo& info) {
   Json status = Json::object();
   for (const auto& [s, n] : a.listed()) status[s] = n;
   Json top = Json::array(), front = Json::array();
-  for (const auto& k : a.top) top.push_back(row_json(csv, *k.row));
+  const auto within = within_band_of_best(a, info.objective);
+  for (std::size_t i = 0; i < a.top.size(); ++i) {
+    Json r = row_json(csv, *a.top[i].row);
+    r["within_band_of_best"] = within[i];
+    top.push_back(std::move(r));
+  }
   for (const auto& k : a.pareto) front.push_back(row_json(csv, *k.row));
   return Json{{"name", info.name},
               {"sweep_file", info.sweep_file},
@@ -535,6 +577,7 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
     o += fmt::format("\ntop {} by {} ({} is better):\n", a.top.size(), obj,
                      config::higher_is_better(info.objective) ? "higher" : "lower");
     o += rows_table(csv, a.top, cols);
+    o += within_band_text(a, info.objective);
   }
   o += info.token_budget ? "\nPareto front, GPU-hours against days to train the budget (neither "
                            "beaten by another row):\n"
@@ -548,27 +591,6 @@ namespace {
 
 // The band of a claimed gain over the scenario as given (predict/bands.hpp: the measured
 // pairs' out-of-sample ratio errors on the ratio 1 + gain).
-predict::Band gain_band(double gain_pct) {
-  return predict::ratio_band(1 + gain_pct / 100, predict::corpus_pair_residuals());
-}
-
-// The top candidates the model cannot order against the best: B / A's 80% ratio band (the
-// pairs' out-of-sample ratio errors, predict/bands.hpp) around best / candidate reaches 1.
-std::vector<bool> within_band_of_best(const Analysis& a, config::SweepObjective objective) {
-  std::vector<bool> out;
-  for (const auto& k : a.top) {
-    const double best = a.top.front().objective, v = k.objective;
-    if (!(best > 0) || !(v > 0)) {
-      out.push_back(false);
-      continue;
-    }
-    const double gain = 100 * (config::higher_is_better(objective) ? best / v - 1 : v / best - 1);
-    const auto b = gain_band(gain);
-    out.push_back(b.pool > 0 && b.lo <= 1);
-  }
-  return out;
-}
-
 // The breakdown a plan's top table adds to the figures.
 const std::vector<std::string> kPlanBreakdown = {"breakdown.compute", "breakdown.exposed_communication",
                                                  "breakdown.pipeline_bubble", "breakdown.host_bound_idle"};
@@ -818,16 +840,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
                    exact ? "exact for the space"
                          : "not shown exact: a bound failed or candidates failed unranked, see above");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
-  {
-    const auto within = within_band_of_best(a, info.sweep.objective);
-    std::vector<std::int64_t> ids;
-    for (std::size_t i = 1; i < a.top.size(); ++i)
-      if (within[i]) ids.push_back(a.top[i].row->id);
-    if (!ids.empty())
-      o += fmt::format("within the model's 80% band of the best (the measured pairs' out-of-sample ratio errors): "
-                       "ids {}; the model does not order them against it\n",
-                       fmt::join(ids, ", "));
-  }
+  o += within_band_text(a, info.sweep.objective);
   o += budget_text(csv, info, *a.top.front().row);
   if (info.given) o += given_text(csv, info, a);
   return o;

@@ -81,6 +81,9 @@ TEST_CASE("sweep runs every row, invalid and non-fitting ones included", "[cli][
   CHECK(j["status"]["ok"].get<int>() > 0);
   CHECK(j["status"]["error"] == 0);
   CHECK(j["top"].size() == 3);
+  // Whether the model's 80% ratio band reaches the best: the best itself does.
+  CHECK(j["top"][0]["within_band_of_best"] == true);
+  CHECK(j["top"][2]["within_band_of_best"].is_boolean());
   const auto r = rows(d / "out.csv");
   REQUIRE(r.size() == 24);
   for (std::size_t i = 0; i < r.size(); ++i) CHECK(r[i][0] == std::to_string(i));  // sorted by id
