@@ -14,7 +14,7 @@
 // List settings (cuda_graph_scope, recompute_modules, offload, low_precision_activations)
 // have one entry per element: "framework.recompute_modules[moe]". Exempt, being metadata
 // or the scenario itself: name, description, system, gpus, model (and the Hugging Face
-// fields documented as ignored), measured.
+// fields documented as ignored), measured, recorded (what the writer knew to be inert).
 #pragma once
 
 #include <functional>
