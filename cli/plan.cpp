@@ -12,7 +12,7 @@
 
 #include <algorithm>
 #include <csignal>
-#include <cstdlib>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -162,7 +162,7 @@ class Plan final : public Command {
     };
     const TerminationWatch terminate;
     req.stop = terminate.token();
-    const predict::Plan p = predict::plan(req);
+    predict::Plan p = predict::plan(req);
     if (p.outcome.stopped) {
       journal.close();
       io.err << fmt::format("moesim plan: stopped by {} after {} simulations; {} keeps them. Run the same command "
@@ -177,13 +177,17 @@ class Plan final : public Command {
     write_file(out, reports::sweep_csv_text(all));
     const reports::PlanSummaryInfo info = reports::plan_summary_info(p, file_, out, top_);
     if (!html_.empty()) write_file(html_, reports::html_page(reports::plan_report(all, info)));
+    // The JSON summary serves --json, --emit and the ranking of several plans; the text only
+    // where it is printed.
     result.summary = reports::plan_summary_json(all, info);
-    result.text = reports::plan_summary_text(all, info);
-    for (const auto& n : p.notes) result.text += fmt::format("on {}: {}\n", p.system, n);
     result.summary["system"] = p.system;
     result.summary["notes"] = p.notes;
+    if (!json_) {
+      result.text = reports::plan_summary_text(all, info);
+      for (const auto& n : p.notes) result.text += fmt::format("on {}: {}\n", p.system, n);
+    }
     result.header = all.header;
-    result.plan = p;
+    result.plan = std::move(p);
     return 0;
   }
 
@@ -196,9 +200,8 @@ class Plan final : public Command {
     if (!html_.empty())
       throw config::InputError("<command line>", "--html", "a page is one plan's: give one --system and one --gpus");
     const auto parse_number = [](const std::string& t, double& v) {
-      char* end = nullptr;
-      v = std::strtod(t.c_str(), &end);
-      return !t.empty() && end == t.c_str() + t.size();
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      return !t.empty() && ec == std::errc() && end == t.data() + t.size();
     };
     std::map<std::string, double> price;
     for (const auto& p : prices_) {

@@ -483,9 +483,14 @@ Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) { return sweep_row_js
 
 namespace {
 
+// The band of a claimed gain over the scenario as given (predict/bands.hpp: the measured
+// pairs' out-of-sample ratio errors on the ratio 1 + gain).
 predict::Band gain_band(double gain_pct) {
   return predict::ratio_band(1 + gain_pct / 100, predict::corpus_pair_residuals());
 }
+
+// A priced budget's cost per million tokens.
+double usd_per_million_tokens(double cost_usd, double token_budget) { return cost_usd / (token_budget / 1e6); }
 
 // The top candidates the model cannot order against the best: B / A's 80% ratio band (the
 // pairs' out-of-sample ratio errors, predict/bands.hpp) around best / candidate reaches 1.
@@ -589,8 +594,6 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
 
 namespace {
 
-// The band of a claimed gain over the scenario as given (predict/bands.hpp: the measured
-// pairs' out-of-sample ratio errors on the ratio 1 + gain).
 // The breakdown a plan's top table adds to the figures.
 const std::vector<std::string> kPlanBreakdown = {"breakdown.compute", "breakdown.exposed_communication",
                                                  "breakdown.pipeline_bubble", "breakdown.host_bound_idle"};
@@ -662,7 +665,7 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
     Json r = row_json(csv, *k.row);
     r["within_band_of_best"] = within[i];
     if (info.token_budget && r.contains("cost_usd") && r["cost_usd"].is_number())
-      r["usd_per_million_tokens"] = r["cost_usd"].get<double>() / (*info.token_budget / 1e6);
+      r["usd_per_million_tokens"] = usd_per_million_tokens(r["cost_usd"].get<double>(), *info.token_budget);
     top.push_back(std::move(r));
   }
   Json j{{"name", info.sweep.name},
@@ -757,8 +760,6 @@ std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const A
 
 }  // namespace
 
-// Nothing fit (issue #45 item 4): the least memory a candidate needs, and the smallest
-// cluster where one fits.
 // 2213404.4 -> "2,213,404".
 static std::string with_thousands(double v) {
   std::string d = fmt::format("{:.0f}", std::abs(v)), o;
@@ -769,33 +770,34 @@ static std::string with_thousands(double v) {
   return (v < 0 ? "-" : "") + o;
 }
 
+// A row's number in the named column; nullopt where the column or the value is absent.
+static std::optional<double> number_at(const SweepCsv& csv, const SweepCsv::Row& r, const std::string& name) {
+  const std::size_t i = column(csv.header, name);
+  return i < r.fields.size() ? parse_double(r.fields[i]) : std::nullopt;
+}
+
 // With a token budget: the best's days and, priced, its cost and cost per million tokens.
 static std::string budget_text(const SweepCsv& csv, const PlanSummaryInfo& info, const SweepCsv::Row& best) {
   if (!info.token_budget) return "";
-  const auto field = [&](const char* name) -> std::optional<double> {
-    const auto i = static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
-    if (i >= best.fields.size() || best.fields[i].empty()) return std::nullopt;
-    return std::stod(best.fields[i]);
-  };
   std::string o = fmt::format("the best (id {}) trains {:.3g} tokens", best.id, *info.token_budget);
-  if (const auto d = field("days_with_goodput")) o += fmt::format(" in {:.1f} days", *d);
-  if (const auto c = field("cost_usd"))
-    o += fmt::format(" for ${} (${:.2f} per million tokens)", with_thousands(*c), *c / (*info.token_budget / 1e6));
+  if (const auto d = number_at(csv, best, "days_with_goodput")) o += fmt::format(" in {:.1f} days", *d);
+  if (const auto c = number_at(csv, best, "cost_usd"))
+    o += fmt::format(" for ${} (${:.2f} per million tokens)", with_thousands(*c),
+                     usd_per_million_tokens(*c, *info.token_budget));
   return o + "\n";
 }
 
+// Nothing fit (issue #45 item 4): the least memory a candidate needs, and the smallest
+// cluster where one fits.
 static std::string fit_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
   if (info.fit_searched_to == 0) return "";
   std::string o;
-  const auto col = [&](const char* name) {
-    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
-  };
-  const std::size_t status = col("status"), mem = col("peak_memory_gib");
+  const std::size_t status = column(csv.header, "status");
   std::optional<std::pair<double, std::int64_t>> least;
   for (const auto& r : csv.rows)
-    if (status < r.fields.size() && mem < r.fields.size() && r.fields[status] == "does_not_fit" &&
-        !r.fields[mem].empty())
-      if (const double m = std::stod(r.fields[mem]); !least || m < least->first) least = std::pair{m, r.id};
+    if (status < r.fields.size() && r.fields[status] == "does_not_fit")
+      if (const auto m = number_at(csv, r, "peak_memory_gib"); m && (!least || *m < least->first))
+        least = std::pair{*m, r.id};
   if (least)
     o += fmt::format("nothing fits on {} GPUs: the least memory a candidate needs is {:.1f} GiB a GPU (id {})\n",
                      info.gpus, least->first, least->second);
