@@ -8,7 +8,7 @@ DEB_PACKAGES := cmake g++ make libboost-graph-dev libeigen3-dev nlohmann-json3-d
                 dpkg-dev python3-venv python3-jsonschema libyaml-cpp-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps configure build run test bench clean asan
+.PHONY: all deps configure build run test bench clean asan practice
 
 all: build
 
@@ -38,6 +38,11 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# docs/PRACTICE.md made again with this build: every corpus run planned (about 80 minutes
+# on 2 cores); `make test`'s practice-table test says when the binary has left it behind.
+practice: build
+	python3 docs/practice/practice_table.py --rerun --moesim $(BUILD)/moesim --jobs $(JOBS)
 
 # Speed targets (ARCHITECTURE.md): reported, not asserted in timed tests.
 bench: build

@@ -9,6 +9,7 @@
 #include "reports/describe.hpp"
 #include "predict/bands.hpp"
 #include "reports/evidence.hpp"
+#include "reports/run.hpp"
 
 namespace moesim::reports {
 
@@ -96,6 +97,7 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
     for (const auto& [k, v] : figures(s.prediction)) j[k] = v;
     j["fits_in_memory"] = s.prediction.fits_in_memory;
     j["critical_rank"] = s.prediction.step.critical_rank;
+    if (Json bands = bands_json(s.scenario, s.prediction); !bands.is_null()) j["bands"] = std::move(bands);
     return j;
   };
   Json out{{"a", side(a)}, {"b", side(b)}};

@@ -108,6 +108,18 @@ Json goodput_json(const predict::Goodput& g) {
 }
 }  // namespace
 
+Json bands_json(const config::Scenario& sc, const predict::Prediction& p) {
+  const auto band = predict::step_band(p.step.step_time_s, sc.system.gpu.name, predict::corpus_residuals());
+  if (band.pool == 0) return nullptr;
+  const double t = p.step.step_time_s;
+  return {{"step_time_s", {band.lo, band.hi}},
+          {"tokens_per_s_per_gpu", {p.tokens_per_s_per_gpu * t / band.hi, p.tokens_per_s_per_gpu * t / band.lo}},
+          {"tflops_per_gpu", {p.tflops_per_gpu * t / band.hi, p.tflops_per_gpu * t / band.lo}},
+          {"level", band.level},
+          {"runs", band.pool},
+          {"basis", band.basis}};
+}
+
 Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   const auto& b = p.step.breakdown;
   Json j;
@@ -116,18 +128,8 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   j["step_time_s"] = p.step.step_time_s;
   j["step_time_p50_s"] = p.step_time_p50_s;
   j["step_time_p95_s"] = p.step_time_p95_s;
-  // How far the model is from measurements like it (predict/bands.hpp): its error, not
-  // the run-to-run spread p50/p95 give.
-  if (const auto band = predict::step_band(p.step.step_time_s, sc.system.gpu.name, predict::corpus_residuals());
-      band.pool > 0) {
-    const double t = p.step.step_time_s;
-    j["bands"] = {{"step_time_s", {band.lo, band.hi}},
-                  {"tokens_per_s_per_gpu", {p.tokens_per_s_per_gpu * t / band.hi, p.tokens_per_s_per_gpu * t / band.lo}},
-                  {"tflops_per_gpu", {p.tflops_per_gpu * t / band.hi, p.tflops_per_gpu * t / band.lo}},
-                  {"level", band.level},
-                  {"runs", band.pool},
-                  {"basis", band.basis}};
-  }
+  // How far the model is from measurements like it: its error, not the run-to-run spread p50/p95 give.
+  if (Json bands = bands_json(sc, p); !bands.is_null()) j["bands"] = std::move(bands);
   j["tflops_per_gpu"] = p.tflops_per_gpu;
   j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
   j["mfu"] = p.mfu;

@@ -24,6 +24,10 @@ using ModuleSeconds = std::array<double, workload::kModuleCount + 1>;
 std::vector<std::pair<std::string, double>> by_module(const ModuleSeconds& seconds);
 
 nlohmann::ordered_json run_json(const config::Scenario& sc, const predict::Prediction& p);
+// The prediction's bands (predict/bands.hpp, the model's error on measurements like it, not
+// the run-to-run spread): {step_time_s: [lo, hi], tokens_per_s_per_gpu, tflops_per_gpu,
+// level, runs, basis}, the throughputs scaled as 1 / step; null when no residual pool.
+nlohmann::ordered_json bands_json(const config::Scenario& sc, const predict::Prediction& p);
 std::string run_text(const config::Scenario& sc, const predict::Prediction& p);
 // Chrome trace event format (chrome://tracing, ui.perfetto.dev), reports/run_trace.cpp: one
 // process per simulated rank, one thread per GPU stream plus the host thread. Layer

@@ -19,7 +19,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLANS = os.path.join(ROOT, "docs", "practice", "plans")
@@ -59,37 +61,78 @@ def evidence_path(rel):
 CLAIM_PCT = 10  # claimed gains above this need a published measurement of their decisions
 
 
-def evidence(moesim, rel, p):
-    """`moesim diff --json` of the published scenario against its plan's best: the gain and
-    what the what-if corpus says about the decisions behind it (issue #44 item 4). The best
-    is the scenario with the plan's columns set to the best row's values."""
-    top = p.get("top", [])
-    if not top:
-        return None
+def best_scenario(rel, p):
+    """The published scenario with the plan's columns set to its best row's values."""
+    top = p["top"][0]
     best = json.load(open(os.path.join(ROOT, rel)))
-    for k, v in top[0].items():
-        if "." not in k or k.startswith("breakdown.") or k.startswith("memory."):
+    for k, v in top.items():
+        if "." not in k or k.startswith("breakdown.") or k.startswith("memory.") or k.startswith("goodput."):
             continue
         section, key = k.split(".", 1)
         if section in ("parallelism", "framework", "training", "stack", "placement"):
             best.setdefault(section, {})[key] = v
-    best["gpus"] = top[0].get("gpus", best.get("gpus"))
+    best["gpus"] = top.get("gpus", best.get("gpus"))
     best.pop("measured", None)
     best["name"] = best["name"] + "-plan-best"
-    with tempfile.TemporaryDirectory() as d:
-        # Beside the published file so that its relative paths (a histogram, a model config) resolve.
-        path = os.path.join(os.path.dirname(os.path.join(ROOT, rel)), f".plan-best-{os.getpid()}.json")
-        try:
-            json.dump(best, open(path, "w"))
-            out = subprocess.run([moesim, "diff", "--json", rel, os.path.relpath(path, ROOT)], cwd=ROOT,
-                                 capture_output=True, text=True)
-        finally:
-            os.remove(path)
+    return best
+
+
+def diff_best(moesim, rel, p):
+    """`moesim diff --json` of the published scenario (A) against its plan's best (B)."""
+    # Beside the published file so that its relative paths (a histogram, a model config) resolve.
+    path = os.path.join(os.path.dirname(os.path.join(ROOT, rel)),
+                        f".plan-best-{os.getpid()}-{threading.get_ident()}.json")
+    try:
+        json.dump(best_scenario(rel, p), open(path, "w"))
+        return subprocess.run([moesim, "diff", "--json", rel, os.path.relpath(path, ROOT)], cwd=ROOT,
+                              capture_output=True, text=True)
+    finally:
+        os.remove(path)
+
+
+def evidence(moesim, rel, p):
+    """`moesim diff --json` of the published scenario against its plan's best: the gain and
+    what the what-if corpus says about the decisions behind it (issue #44 item 4)."""
+    if not p.get("top"):
+        return None
+    out = diff_best(moesim, rel, p)
     if out.returncode != 0:
         return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:]}
     d = json.loads(out.stdout)
     return {"gain_pct": d["evidence"]["gain_pct"], "evidence": d["evidence"],
             "settings_changed": [c["path"] for c in d["settings_changed"]]}
+
+
+def inside(v, band):
+    return band[0] <= v <= band[1]
+
+
+def binary_disagreement(moesim, rel, p):
+    """Where the table's figures for one run fall outside today's binary's 80% bands (issue
+    #45 item 6): the published recipe's and the best's tokens/s/GPU against the bands of the
+    binary's predictions of them (`run --json`'s `bands`), and the table's gain against the
+    binary's ratio band (`diff --json`'s `ratio_band`: the measured pairs' out-of-sample
+    ratio errors). Returns (problems, figures): problems empty when the table holds."""
+    g = p.get("given", {})
+    if "error" in p or g.get("status") != "ok" or not p.get("top"):
+        return [], None
+    out = diff_best(moesim, rel, p)
+    if out.returncode != 0:
+        return [f"moesim diff failed: {(out.stderr or out.stdout).strip().splitlines()[-1:]}"], None
+    d = json.loads(out.stdout)
+    tg, tb = g["tokens_per_s_per_gpu"], p["top"][0]["tokens_per_s_per_gpu"]
+    bg, bb = d["a"]["tokens_per_s_per_gpu"], d["b"]["tokens_per_s_per_gpu"]
+    problems = []
+    for what, table_v, side in (("the published recipe", tg, "a"), ("moesim's best", tb, "b")):
+        band = d[side].get("bands", {}).get("tokens_per_s_per_gpu")
+        if band and not inside(table_v, band):
+            problems.append(f"{what}: the table has {table_v:,.0f} tok/s/GPU, the binary {d[side]['tokens_per_s_per_gpu']:,.0f} "
+                            f"(its 80% band {band[0]:,.0f} to {band[1]:,.0f})")
+    rband = d.get("ratio_band", {}).get("tokens_per_s_per_gpu_ratio")
+    if rband and not inside(tb / tg, rband):
+        problems.append(f"best vs published: the table has {100 * (tb / tg - 1):+.1f}%, the binary {100 * (bb / bg - 1):+.1f}% "
+                        f"(its 80% ratio band {100 * (rband[0] - 1):+.1f}% to {100 * (rband[1] - 1):+.1f}%)")
+    return problems, {"given": bg / tg - 1, "best": bb / tb - 1, "gain_pts": 100 * (bb / bg - tb / tg)}
 
 
 def evidence_cell(ev):
@@ -200,6 +243,38 @@ def table(runs):
     return head + "\n".join(rows) + "\n"
 
 
+def check_binary(moesim, runs, jobs, only="", perturb_given_pct=0.0):
+    """The table against today's binary (issue #45 item 6): exit 1, naming each run and
+    figure, when one lies outside the binary's bands; the table is then stale and
+    `practice_table.py --rerun` makes it again. `perturb_given_pct` (the check's own test)
+    moves the plans' published-recipe figures as a stale table would have them."""
+    plans = [(rel, json.load(open(plan_path(rel)))) for rel, *_ in runs if only in rel]
+    for _, p in plans:
+        if p.get("given", {}).get("tokens_per_s_per_gpu"):
+            p["given"]["tokens_per_s_per_gpu"] *= 1 + perturb_given_pct / 100
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(lambda rp: binary_disagreement(moesim, *rp), plans))
+    stale, worst = [], {"given": (0, ""), "best": (0, ""), "gain_pts": (0, "")}
+    for (rel, _), (problems, figures) in zip(plans, results):
+        name = os.path.splitext(os.path.basename(rel))[0]
+        stale += [f"{name}: {x}" for x in problems]
+        for k, v in (figures or {}).items():
+            if abs(v) > abs(worst[k][0]):
+                worst[k] = (v, name)
+    checked = sum(1 for _, f in results if f is not None)
+    print(f"today's binary on the table's {checked} plans (the published recipe and moesim's best predicted again): "
+          f"largest change of the published recipe's tok/s/GPU {100 * worst['given'][0]:+.2f}% ({worst['given'][1] or '-'}), "
+          f"of the best's {100 * worst['best'][0]:+.2f}% ({worst['best'][1] or '-'}), of the gain "
+          f"{worst['gain_pts'][0]:+.2f} points ({worst['gain_pts'][1] or '-'})")
+    if stale:
+        print(f"{DOC} is stale: {len(stale)} figures lie outside today's binary's 80% bands; "
+              "remake it with docs/practice/practice_table.py --rerun (about 80 minutes on 2 cores):",
+              *stale, sep="\n  ")
+        return 1
+    print("every figure of the table lies inside the binary's 80% bands")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--moesim", default=os.path.join(ROOT, "build", "moesim"))
@@ -209,8 +284,10 @@ def main():
     ap.add_argument("--rerun-evidence", action="store_true",
                     help="assess every claimed gain again (after calibration/evidence/decisions.json changed)")
     ap.add_argument("--check", action="store_true",
-                    help="plan nothing: exit 1 unless every corpus run has a plan and docs/PRACTICE.md's table is "
-                         "the one its plans give (a CTest)")
+                    help="plan nothing: exit 1 unless every corpus run has a plan, docs/PRACTICE.md's table is "
+                         "the one its plans give, and today's binary predicts each published recipe, each best and "
+                         "each gain within its 80%% band of the table's figure (a CTest)")
+    ap.add_argument("--perturb-given", type=float, default=0.0, help=argparse.SUPPRESS)  # the check's own test
     a = ap.parse_args()
     if a.check:
         runs = corpus()
@@ -223,7 +300,7 @@ def main():
             print(f"{DOC}: the table is not the one docs/practice/plans/ gives; rerun docs/practice/practice_table.py")
             return 1
         print(f"{DOC}: {len(runs)} corpus runs, each planned and in the table")
-        return 0
+        return check_binary(a.moesim, runs, a.jobs or os.cpu_count() or 1, a.only, a.perturb_given)
     os.makedirs(PLANS, exist_ok=True)
     runs = corpus()
     for rel, j, figure, measured in runs:

@@ -64,6 +64,16 @@ TEST_CASE("diff on the command line: text, JSON and bad input", "[cli][diff]") {
   CHECK(band["within"] == false);
   CHECK(band["level"] == 0.8);
   CHECK_THAT(text.out, Catch::Contains("the model's 80% band on B / A"));
+  // Each side carries its own prediction's band, as run --json does: around its figure.
+  for (const char* side : {"a", "b"}) {
+    const auto& sb = j[side]["bands"];
+    REQUIRE(sb["tokens_per_s_per_gpu"].size() == 2);
+    const double tok = j[side]["tokens_per_s_per_gpu"].get<double>();
+    CHECK(sb["tokens_per_s_per_gpu"][0].get<double>() < tok);
+    CHECK(sb["tokens_per_s_per_gpu"][1].get<double>() > tok);
+    CHECK(sb["step_time_s"][0].get<double>() < j[side]["step_time_s"].get<double>());
+    CHECK(sb["level"] == 0.8);
+  }
   // A list is one setting (an empty one included).
   const auto graphs = test::run_moesim({"diff", "--json", test::source_path("scenarios/journey/05-no-mla-recompute.json"),
                                         test::source_path("scenarios/journey/06-partial-cuda-graphs.json")});
