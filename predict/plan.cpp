@@ -532,6 +532,7 @@ Plan plan(const PlanRequest& req) {
   p.name = f.name;
   p.gpus = gpus;
   p.system = sc.system.name;
+  p.gpu = sc.system.gpu.name;
   p.notes = std::move(notes);
   p.layouts = config::expand_sweep(f);
   p.dims = std::move(dims);
@@ -564,6 +565,21 @@ Plan plan(const PlanRequest& req) {
     search.reference = objective_value(p.given->row, f.objective);
   }
   p.outcome = search_plan(p.layouts.points, p.dims, f.base_file, search);
+  // The simulated candidates best first (ties: the lower id, as the summary's top K).
+  std::vector<const PlanCandidate*> ranked;
+  for (const auto& c : p.outcome.candidates)
+    if (c.row.status == SweepStatus::ok && objective_value(c.row, f.objective)) ranked.push_back(&c);
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const PlanCandidate* a, const PlanCandidate* b) {
+    return objective_better(f.objective, *objective_value(a->row, f.objective), *objective_value(b->row, f.objective));
+  });
+  // Why the best wins over the rest of the top K: its evidence over each.
+  for (std::size_t k = 1; k < ranked.size() && k < static_cast<std::size_t>(std::max(req.top, 1)); ++k) {
+    const auto* best = ranked.front();
+    PlanEvidence e = plan_evidence(columns, ranked[k]->point, *objective_value(ranked[k]->row, f.objective),
+                                   best->point, *objective_value(best->row, f.objective), f.objective);
+    e.id = ranked[k]->point.id;
+    p.runner_ups.push_back(std::move(e));
+  }
   if (p.given && search.reference) {
     std::int64_t better = 0;
     for (const auto& c : p.outcome.candidates)
@@ -574,13 +590,8 @@ Plan plan(const PlanRequest& req) {
     p.given->rank_exact = !p.outcome.reference_capped;
     // The evidence for the top K that beat it, best first.
     std::vector<const PlanCandidate*> above;
-    for (const auto& c : p.outcome.candidates)
-      if (const auto v = objective_value(c.row, f.objective);
-          c.row.status == SweepStatus::ok && v && objective_better(f.objective, *v, *search.reference))
-        above.push_back(&c);
-    std::stable_sort(above.begin(), above.end(), [&](const PlanCandidate* a, const PlanCandidate* b) {
-      return objective_better(f.objective, *objective_value(a->row, f.objective), *objective_value(b->row, f.objective));
-    });
+    for (const auto* c : ranked)
+      if (objective_better(f.objective, *objective_value(c->row, f.objective), *search.reference)) above.push_back(c);
     if (req.top > 0 && above.size() > static_cast<std::size_t>(req.top)) above.resize(static_cast<std::size_t>(req.top));
     config::SweepPoint effective = p.given->point;
     effective.values = effective_values(columns, p.given->point, f.base_file, req.load);

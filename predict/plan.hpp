@@ -229,7 +229,11 @@ struct Plan {
   // far the search went (PlanRequest::fit_search; 0: not searched).
   std::optional<std::int64_t> smallest_fitting_gpus;
   std::int64_t fit_searched_to = 0;
+  // Why the best of the top K wins: its evidence over each of the others (best first;
+  // `id` the other's, `gain_pct` the best's over it, `columns` where the two differ).
+  std::vector<PlanEvidence> runner_ups;
   std::string system;               // the system planned on (the preset's name, or the scenario's)
+  std::string gpu;                  // its GPU's name (the bands' stratum, predict/bands.hpp)
   std::vector<std::string> notes;   // what PlanRequest::system changed beyond the system
   double wall_s = 0;
 };

@@ -16,6 +16,9 @@ table.facts { border-collapse: collapse; margin: 8px 0 12px; }
 table.facts th { text-align: left; font-weight: 600; padding: 2px 18px 2px 0; color: #444; vertical-align: top; }
 table.facts td { padding: 2px 0; font-variant-numeric: tabular-nums; }
 .caption { color: #444; margin: 0 0 8px; max-width: 1100px; }
+table.data { border-collapse: collapse; margin: 4px 0 12px; font-variant-numeric: tabular-nums; }
+table.data th, table.data td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+table.data th { background: #f4f4f4; font-weight: 600; }
 .chart { margin-bottom: 12px; }
 .vega svg { max-width: 100%; height: auto; }
 #moesim-errors { color: #b00020; white-space: pre-wrap; border: 1px solid #b00020; padding: 8px; }
@@ -124,6 +127,20 @@ std::string html_page(const HtmlPage& page) {
     for (const auto& [k, v] : page.facts)
       o += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", html_escape(k), html_escape(v));
     o += "</table>\n";
+  }
+  for (std::size_t i = 0; i < page.tables.size(); ++i) {
+    const HtmlTable& t = page.tables[i];
+    o += fmt::format("<section class=\"table\" id=\"table-{}\">\n<h2>{}</h2>\n", i + 1, html_escape(t.title));
+    if (!t.caption.empty()) o += fmt::format("<p class=\"caption\">{}</p>\n", html_escape(t.caption));
+    o += "<table class=\"data\">\n<tr>";
+    for (const auto& h : t.header) o += fmt::format("<th>{}</th>", html_escape(h));
+    o += "</tr>\n";
+    for (const auto& row : t.rows) {
+      o += "<tr>";
+      for (const auto& cell : row) o += fmt::format("<td>{}</td>", html_escape(cell));
+      o += "</tr>\n";
+    }
+    o += "</table>\n</section>\n";
   }
   o += "<pre id=\"moesim-errors\" hidden></pre>\n";
   for (std::size_t i = 0; i < page.charts.size(); ++i) {

@@ -3,7 +3,8 @@
 // joined and embedded into the binary at build time (cmake/embed_vega.cmake) and inlined
 // into every page, so a report opens offline and the binary needs no package at run time.
 //
-// Page structure: a title, a table of headline facts, then per chart a <section> with
+// Page structure: a title, a table of headline facts, per table a <section> with its title,
+// caption and <table class="data">, then per chart a <section> with
 // its title, caption, an empty <div> and its Vega spec (not Vega-Lite) in a
 // <script type="application/json" class="moesim-spec"> element. A script at the end runs
 // `new vega.View(vega.parse(spec), {renderer: 'svg', container: div}).runAsync()` for each
@@ -27,9 +28,18 @@ struct HtmlChart {
   nlohmann::ordered_json spec;  // a Vega 5 spec
 };
 
+// A table of text under its own heading (before the charts): a header row, then rows of
+// as many cells.
+struct HtmlTable {
+  std::string title, caption;  // plain text
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;  // plain text
+};
+
 struct HtmlPage {
   std::string title, subtitle;                             // plain text
   std::vector<std::pair<std::string, std::string>> facts;  // plain text, a two-column table
+  std::vector<HtmlTable> tables;
   std::vector<HtmlChart> charts;
 };
 

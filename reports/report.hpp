@@ -1,4 +1,4 @@
-// reports/report.hpp: `moesim report`'s four pages (reports/html.hpp writes them):
+// reports/report.hpp: `moesim report`'s five pages (reports/html.hpp writes them):
 //   run_report       one prediction: the critical rank's breakdown, memory by part against
 //                    the GPU's capacity, time per module, the critical rank's timeline
 //   diff_report      two predictions: their breakdowns side by side and the step-time
@@ -6,9 +6,11 @@
 //   validate_report  predicted against measured per run (predict/validate.hpp)
 //   sweep_report     a sweep CSV: the objective against cluster size, the Pareto front
 //                    (reports::sweep_summary_json) highlighted
-//   plan_report      a plan (`moesim plan --html`): where the candidates went (rules,
-//                    memory, bounds, simulated), the top K's breakdowns beside the
-//                    scenario as given, and each simulated candidate against its bound
+//   plan_report      a plan (`moesim plan --html`): why the winner wins (the top K's
+//                    breakdowns beside the scenario as given; the winner against it and
+//                    the others: differing settings, gain, band, the decisions' measured
+//                    record; its step minus the reference's by term), where the
+//                    candidates went, and each simulated candidate against its bound
 // Formatting only: every number is a prediction's, a sweep row's or a validation row's.
 // One file per page (report_run.cpp, report_diff.cpp, report_validate.cpp,
 // report_sweep.cpp, report_plan.cpp); what they share: report_charts.hpp.

@@ -1,6 +1,7 @@
 #include "reports/report_charts.hpp"
 
 #include <charconv>
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -79,6 +80,49 @@ Json stacked_seconds_spec(const std::string& group, const std::string& colour, c
   enter["y"]["field"] = group;
   enter["fill"]["field"] = colour;
   enter["tooltip"] = {{"signal", tooltip}};
+  return spec;
+}
+
+std::span<const Category> breakdown_categories() { return kCategories; }
+
+Json delta_bars_spec(Json values, const std::vector<std::string>& terms, const std::string& axis_title,
+                     const std::string& adds, const std::string& saves, const std::string& unit_tip,
+                     const std::string& unit_text) {
+  Json spec = vega_spec(R"json({
+    "data": [{"name": "terms"}],
+    "scales": [
+      {"name": "y", "type": "band", "range": "height", "padding": 0.2},
+      {"name": "x", "type": "linear", "domain": {"data": "terms", "field": "delta"}, "range": "width", "nice": true,
+       "zero": true, "padding": 64},
+      {"name": "color", "type": "ordinal", "range": ["#e45756", "#54a24b"]}],
+    "axes": [{"orient": "bottom", "scale": "x", "grid": true}, {"orient": "left", "scale": "y"}],
+    "legends": [{"fill": "color", "orient": "bottom", "direction": "horizontal"}],
+    "marks": [
+      {"type": "rect", "from": {"data": "terms"},
+       "encode": {"enter": {
+         "y": {"scale": "y", "field": "term"}, "height": {"scale": "y", "band": 1},
+         "x": {"scale": "x", "value": 0}, "x2": {"scale": "x", "field": "delta"},
+         "fill": {"scale": "color", "field": "effect"}}}},
+      {"type": "rule",
+       "encode": {"enter": {"x": {"scale": "x", "value": 0}, "y": {"value": 0}, "y2": {"signal": "height"},
+                            "stroke": {"value": "#333"}}}},
+      {"type": "text", "from": {"data": "terms"},
+       "encode": {"enter": {
+         "x": {"scale": "x", "field": "delta", "offset": {"signal": "datum.delta > 0 ? 4 : -4"}},
+         "y": {"scale": "y", "field": "term", "band": 0.5},
+         "align": {"signal": "datum.delta > 0 ? 'left' : 'right'"}, "baseline": {"value": "middle"},
+         "fill": {"value": "#222"}}}}]
+  })json",
+                        800, std::max(60, 24 * static_cast<int>(terms.size())));
+  spec["data"][0]["values"] = std::move(values);
+  spec["scales"][0]["domain"] = string_list(terms);
+  spec["scales"][2]["domain"] = string_list({adds, saves});
+  spec["axes"][0]["title"] = axis_title;
+  spec["marks"][0]["encode"]["enter"]["tooltip"]["signal"] = fmt::format(
+      "{{'term': datum.term, 'B - A {0}': format(datum.delta, '+.4f'), 'A {0}': datum.a == null ? '' : "
+      "format(datum.a, '.4f'), 'B {0}': datum.b == null ? '' : format(datum.b, '.4f')}}",
+      unit_tip);
+  spec["marks"][2]["encode"]["enter"]["text"]["signal"] = fmt::format("format(datum.delta, '+.3f') + ' {}'", unit_text);
   return spec;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,17 @@ Json vega_spec(std::string_view text, int width, int height);
 Json stacked_seconds_spec(const std::string& group, const std::string& colour, const std::string& tooltip,
                           double band_padding, int height, Json values, const std::vector<std::string>& groups,
                           const std::vector<std::string>& domain, const std::vector<std::string>& range);
+
+// Horizontal bars of differences B - A, one per term in `terms` order: `values` rows
+// {term, delta, a, b (null for a sum of terms), effect: `adds` or `saves`}, red where B
+// adds time, green where it saves; each bar's value written beside it in `unit_text`, the
+// tooltip's in `unit_tip`.
+Json delta_bars_spec(Json values, const std::vector<std::string>& terms, const std::string& axis_title,
+                     const std::string& adds, const std::string& saves, const std::string& unit_tip,
+                     const std::string& unit_text);
+
+// The breakdown's categories (run --json's keys), in the charts' order.
+std::span<const Category> breakdown_categories();
 
 // Horizontal stacked bars of the breakdown, one per run (label -> run --json "breakdown"):
 // the critical rank's step by category, the pipeline bubble split into the schedule's own

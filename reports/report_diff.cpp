@@ -96,44 +96,8 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
                       {"b", nullptr},
                       {"effect", rest > 0 ? "adds time in B" : "saves time in B"}});
   }
-  Json spec = vega_spec(R"json({
-    "data": [{"name": "terms"}],
-    "scales": [
-      {"name": "y", "type": "band", "range": "height", "padding": 0.2},
-      {"name": "x", "type": "linear", "domain": {"data": "terms", "field": "delta"}, "range": "width", "nice": true,
-       "zero": true, "padding": 64},
-      {"name": "color", "type": "ordinal", "domain": ["adds time in B", "saves time in B"],
-       "range": ["#e45756", "#54a24b"]}],
-    "axes": [{"orient": "bottom", "scale": "x", "title": "B - A, seconds of the step", "grid": true},
-             {"orient": "left", "scale": "y"}],
-    "legends": [{"fill": "color", "orient": "bottom", "direction": "horizontal"}],
-    "marks": [
-      {"type": "rect", "from": {"data": "terms"},
-       "encode": {"enter": {
-         "y": {"scale": "y", "field": "term"}, "height": {"scale": "y", "band": 1},
-         "x": {"scale": "x", "value": 0}, "x2": {"scale": "x", "field": "delta"},
-         "fill": {"scale": "color", "field": "effect"},
-         "tooltip": {"signal": "{'term': datum.term, 'B - A s': format(datum.delta, '+.4f'), 'A s': datum.a == null ? '' : format(datum.a, '.4f'), 'B s': datum.b == null ? '' : format(datum.b, '.4f')}"}}}},
-      {"type": "rule",
-       "encode": {"enter": {"x": {"scale": "x", "value": 0}, "y": {"value": 0}, "y2": {"signal": "height"},
-                            "stroke": {"value": "#333"}}}},
-      {"type": "text", "from": {"data": "terms"},
-       "encode": {"enter": {
-         "x": {"scale": "x", "field": "delta", "offset": {"signal": "datum.delta > 0 ? 4 : -4"}},
-         "y": {"scale": "y", "field": "term", "band": 0.5},
-         "align": {"signal": "datum.delta > 0 ? 'left' : 'right'"}, "baseline": {"value": "middle"},
-         "fill": {"value": "#222"}, "text": {"signal": "format(datum.delta, '+.3f') + ' s'"}}}}]
-  })json",
-                        800, std::max(60, 24 * static_cast<int>(terms.size())));
-  spec["data"][0]["values"] = values;
-  spec["scales"][0]["domain"] = string_list(terms);
-  if (tok) {
-    spec["axes"][0]["title"] = "B - A, GPU-microseconds per token";
-    spec["marks"][0]["encode"]["enter"]["tooltip"]["signal"] =
-        "{'term': datum.term, 'B - A us/token': format(datum.delta, '+.4f'), 'A us/token': datum.a == null ? '' : "
-        "format(datum.a, '.4f'), 'B us/token': datum.b == null ? '' : format(datum.b, '.4f')}";
-    spec["marks"][2]["encode"]["enter"]["text"]["signal"] = "format(datum.delta, '+.3f') + ' us'";
-  }
+  Json spec = delta_bars_spec(std::move(values), terms, tok ? "B - A, GPU-microseconds per token" : "B - A, seconds of the step",
+                              "adds time in B", "saves time in B", tok ? "us/token" : "s", unit);
   page.charts.push_back(
       {tok ? "Per-token difference by contribution" : "Step-time difference by contribution",
        fmt::format("B - A = {:+.3f} {}{}, split into the critical ranks' breakdown terms (compute per module, "

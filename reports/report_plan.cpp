@@ -1,8 +1,10 @@
 // reports/report_plan.cpp: the page of a plan (reports/report.hpp, plan_report): the facts
 // of `moesim plan`'s summary (reports::plan_summary_json: the space, the candidates' fates,
-// the top K, the scenario as given), where the candidates went, the top K's breakdowns
-// beside the scenario as given, and each simulated candidate's objective against its
-// bound (the bound is a best case: a point on its better side is a violation).
+// the top K, the scenario as given), the top K's breakdowns beside the scenario as given,
+// why the winner wins (explain_winner: the comparisons, their bands, the decisions' record
+// on the what-if corpus, the step's difference by term), where the candidates went, and
+// each simulated candidate's objective against its bound (the bound is a best case: a
+// point on its better side is a violation).
 #include "reports/report.hpp"
 
 #include <algorithm>
@@ -11,7 +13,9 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "predict/bands.hpp"
 #include "reports/report_charts.hpp"
 
 namespace moesim::reports {
@@ -46,6 +50,155 @@ Json breakdown_of(const Json& row) {
   for (const auto& [key, value] : row.items())
     if (key.rfind("breakdown.", 0) == 0 && value.is_number()) b[key.substr(10)] = value;
   return b;
+}
+
+// A column's value in a row as the plan's table prints it ("default" where the scenario
+// leaves it to the loader).
+std::string cell_value(const Json& row, const std::string& column) {
+  if (!row.contains(column) || row[column].is_null() || row[column] == "") return "default";
+  const Json& v = row[column];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::vector<std::string> parts;
+    for (const auto& x : v) parts.push_back(x.is_string() ? x.get<std::string>() : x.dump());
+    return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "+"));
+  }
+  return v.dump();
+}
+
+// "tp 2 -> 1; dispatcher alltoall -> hybridep": the columns that differ, reference -> winner.
+std::string changes_text(const std::vector<std::string>& columns, const Json& reference, const Json& winner) {
+  std::vector<std::string> parts;
+  for (const auto& c : columns) {
+    std::string name = c.substr(c.rfind('.') + 1);
+    if (name == "micro_batch_size") name = "mbs";
+    parts.push_back(fmt::format("{} {} -> {}", name, cell_value(reference, c), cell_value(winner, c)));
+  }
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// The decisions behind a claim, in short: "ep_span (2 pairs, 1 wrong way); dispatcher (3)".
+std::string decisions_text(const config::ClaimAssessment& claim) {
+  std::vector<std::string> parts;
+  for (const auto d : claim.decisions) {
+    const auto& ev = config::evidence_for(d);
+    parts.push_back(fmt::format("{} ({} pair{}{})", config::decision_names().name(d), ev.pairs,
+                                ev.pairs == 1 ? "" : "s",
+                                ev.wrong_direction ? fmt::format(", {} the wrong way", ev.wrong_direction) : ""));
+  }
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// Why the winner wins (issue #45 item 5): its step against the scenario as given (else the
+// runner-up) term by term, each comparison's differing settings, gain, the model's 80%
+// band on it and what the what-if corpus's pairs say about the decisions behind it, and how
+// well each of those decisions and the bands themselves are validated.
+void explain_winner(HtmlPage& page, const Json& s, const PlanSummaryInfo& info) {
+  if (s["top"].empty()) return;
+  const Json& winner = s["top"][0];
+  const std::int64_t winner_id = winner["id"].get<std::int64_t>();
+  const double step = winner["step_time_s"].is_number() ? winner["step_time_s"].get<double>() : 0;
+  if (const auto b = predict::step_band(step, info.gpu, predict::corpus_residuals()); b.pool > 0 && step > 0)
+    page.facts.emplace_back("the winner's step",
+                            fmt::format("{:.3f} s; the model's {:.0f}% band {:.3f} - {:.3f} s ({})", step,
+                                        100 * b.level, b.lo, b.hi, b.basis));
+  const auto runs = predict::band_coverage(predict::corpus_residuals());
+  const auto pairs = predict::ratio_band_coverage(predict::corpus_pair_residuals());
+  page.facts.emplace_back(
+      "how the bands hold",
+      fmt::format("out of sample on the corpus, {} of {} measured runs ({:.0f}%) lie inside their own 80% band and "
+                  "{} of {} measured pairs ({:.0f}%) inside their ratio band (calibrate corpus: band_coverage_pct)",
+                  runs.inside, runs.runs, runs.pct(), pairs.inside, pairs.runs, pairs.pct()));
+
+  std::map<std::int64_t, const Json*> rows;
+  for (const auto& row : s["top"]) rows[row["id"].get<std::int64_t>()] = &row;
+  HtmlTable why{"Why the winner wins",
+                fmt::format("The winner (#{}) against the scenario as given and against each of the other top "
+                            "candidates: the settings that differ (the other's value -> the winner's), the "
+                            "winner's gain in {}, the model's 80% band on that gain (the measured pairs' "
+                            "out-of-sample ratio errors: where it reaches 0 the model does not order the two), "
+                            "the decisions behind the settings with their measured pairs, and the verdict of "
+                            "the what-if corpus (within_error, backed, uncertain, extrapolated, unvalidated: "
+                            "docs/COMMANDS.md, plan --given).",
+                            winner_id, s["objective"].get<std::string>()),
+                {"against", "settings that differ", "winner's gain", "80% band", "ordered by the model",
+                 "decisions (measured pairs)", "verdict"},
+                {}};
+  std::vector<config::Decision> deciding;
+  const auto add = [&](const std::string& against, const Json& reference, const predict::PlanEvidence& e) {
+    std::string band = "-", ordered = "-";
+    if (const auto b = predict::ratio_band(1 + e.gain_pct / 100, predict::corpus_pair_residuals()); b.pool > 0) {
+      band = fmt::format("{:+.1f}% to {:+.1f}%", 100 * (b.lo - 1), 100 * (b.hi - 1));
+      ordered = b.lo > 1 ? "yes" : "no: within the band";
+    }
+    why.rows.push_back({against, changes_text(e.columns, reference, winner), fmt::format("{:+.1f}%", e.gain_pct),
+                        band, ordered, decisions_text(e.claim),
+                        std::string(config::claim_support_names().name(e.claim.support))});
+    for (const auto d : e.claim.decisions)
+      if (std::find(deciding.begin(), deciding.end(), d) == deciding.end()) deciding.push_back(d);
+  };
+  if (s.contains("given")) {
+    const Json& g = s["given"];
+    const auto it = std::find_if(info.given_evidence.begin(), info.given_evidence.end(),
+                                 [&](const predict::PlanEvidence& e) { return e.id == winner_id; });
+    if (it != info.given_evidence.end())
+      add("the scenario as given", g, *it);
+    else
+      why.rows.push_back({"the scenario as given",
+                          g["status"] == "ok" ? "its rank: no candidate beats it" : "it does not run: " +
+                                                    g["status"].get<std::string>(),
+                          "-", "-", "-", "-", "-"});
+  }
+  for (const auto& e : info.runner_ups)
+    if (const auto r = rows.find(e.id); r != rows.end()) add(fmt::format("#{}", e.id), *r->second, e);
+  if (why.rows.empty()) return;
+  page.tables.push_back(std::move(why));
+
+  HtmlTable record{"How well the deciding decisions are validated",
+                   "Each decision behind the settings above, on the what-if corpus (measured pairs of published "
+                   "runs that differ in it: calibration/evidence/decisions.json, moesim validate): how many pairs, "
+                   "the model's mean and worst error on their ratio, the largest effect a pair measured, and "
+                   "pairs whose measured difference over 2% the model got the wrong way. A decision without a pair "
+                   "is the model's alone.",
+                   {"decision", "measured pairs", "mean ratio error", "worst ratio error (pair)",
+                    "largest measured effect", "wrong way"},
+                   {}};
+  for (const auto d : deciding) {
+    const auto& ev = config::evidence_for(d);
+    if (ev.pairs == 0) {
+      record.rows.push_back({std::string(config::decision_names().name(d)), "0", "-", "-", "-", "-"});
+      continue;
+    }
+    record.rows.push_back({std::string(config::decision_names().name(d)), std::to_string(ev.pairs),
+                           fmt::format("{:.1f}%", ev.mean_abs_ratio_error_pct),
+                           fmt::format("{:.1f}% ({})", ev.max_abs_ratio_error_pct, ev.worst),
+                           fmt::format("{:.1f}%", ev.max_measured_effect_pct), std::to_string(ev.wrong_direction)});
+  }
+  if (!record.rows.empty()) page.tables.push_back(std::move(record));
+
+  // The winner's step against the reference's, term by term.
+  const bool given_ok = s.contains("given") && s["given"]["status"] == "ok";
+  const Json* reference = given_ok ? &s["given"] : s["top"].size() > 1 ? &s["top"][1] : nullptr;
+  if (!reference) return;
+  const std::string ref_name =
+      given_ok ? std::string("the scenario as given") : fmt::format("#{}", (*reference)["id"].get<std::int64_t>());
+  Json values = Json::array();
+  std::vector<std::string> terms;
+  for (const auto& c : breakdown_categories()) {
+    const std::string key = std::string("breakdown.") + c.key;
+    const double a = reference->value(key, 0.0), b = winner.value(key, 0.0);
+    terms.emplace_back(c.label);
+    values.push_back({{"term", c.label}, {"delta", b - a}, {"a", a}, {"b", b},
+                      {"effect", b - a > 0 ? "adds time in the winner" : "saves time in the winner"}});
+  }
+  page.charts.push_back(
+      {"What the winner changes",
+       fmt::format("The winner's (#{}, B) critical-rank step minus {}'s (A), by breakdown category: they add up to "
+                   "the step-time difference at the same global batch on the same GPUs. The table above says "
+                   "how far the model's record lets one trust each decision behind it.",
+                   winner_id, ref_name),
+       delta_bars_spec(std::move(values), terms, fmt::format("winner - {}, seconds of the step", ref_name),
+                       "adds time in the winner", "saves time in the winner", "s", "s")});
 }
 
 }  // namespace
@@ -98,6 +251,15 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
     page.facts.emplace_back("bound violations", fmt::format("{} (simulated better than their bound)",
                                                             fmt::join(info.violations, ", ")));
 
+  if (!runs.empty())
+    page.charts.push_back(breakdown_chart(
+        runs, "The top candidates' steps",
+        fmt::format("The critical rank's step of each of the top {} by {} (and of the scenario as given, when it "
+                    "was simulated), by category; the facts above list each one's settings.",
+                    s["top"].size(), obj)));
+
+  explain_winner(page, s, info);
+
   // Where the candidates went: counts by fate on a log scale (they span 1 to 10^5).
   Json fate_values = Json::array();
   for (const auto& [fate, n] : s["fates"].items())
@@ -128,13 +290,6 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
        "it), memory (it does not fit), duplicate (a varied setting is inert there), dominated (a recompute rung "
        "that recomputes less fits), bound (its lower bound cannot beat the top K's last), simulated. Log scale.",
        fate_spec});
-
-  if (!runs.empty())
-    page.charts.push_back(breakdown_chart(
-        runs, "The top candidates' steps",
-        fmt::format("The critical rank's step of each of the top {} by {} (and of the scenario as given, when it "
-                    "was simulated), by category; the facts above list each one's settings.",
-                    s["top"].size(), obj)));
 
   // Each simulated candidate against its bound.
   const auto& h = csv.header;

@@ -489,6 +489,23 @@ predict::Band gain_band(double gain_pct) {
   return predict::ratio_band(1 + gain_pct / 100, predict::corpus_pair_residuals());
 }
 
+// Claimed gains (predict::PlanEvidence) as the summary's JSON: claim_json's fields, the
+// candidate's id, the columns that differ, the gain's 80% band and whether it reaches 0.
+Json evidence_json(const std::vector<predict::PlanEvidence>& evidence) {
+  Json out = Json::array();
+  for (const auto& e : evidence) {
+    Json x = claim_json(e.gain_pct, e.claim);
+    x["id"] = e.id;
+    x["columns"] = e.columns;
+    if (const auto b = gain_band(e.gain_pct); b.pool > 0) {
+      x["band_pct"] = {100 * (b.lo - 1), 100 * (b.hi - 1)};
+      x["within_band"] = b.lo <= 1;
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 // A priced budget's cost per million tokens.
 double usd_per_million_tokens(double cost_usd, double token_budget) { return cost_usd / (token_budget / 1e6); }
 
@@ -650,6 +667,8 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
     info.given_rank_exact = plan.given->rank_exact;
     info.given_evidence = plan.given->evidence;
   }
+  info.runner_ups = plan.runner_ups;
+  info.gpu = plan.gpu;
   return info;
 }
 
@@ -700,20 +719,11 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
     g["rank"] = info.given_rank ? Json(*info.given_rank) : Json(nullptr);
     g["rank_exact"] = info.given_rank_exact;
     g["simulated_for_rank"] = info.given_simulated;
-    Json ev = Json::array();
-    for (const auto& e : info.given_evidence) {
-      Json x = claim_json(e.gain_pct, e.claim);
-      x["id"] = e.id;
-      x["columns"] = e.columns;
-      if (const auto b = gain_band(e.gain_pct); b.pool > 0) {
-        x["band_pct"] = {100 * (b.lo - 1), 100 * (b.hi - 1)};
-        x["within_band"] = b.lo <= 1;
-      }
-      ev.push_back(std::move(x));
-    }
-    g["evidence"] = std::move(ev);
+    g["evidence"] = evidence_json(info.given_evidence);
     j["given"] = std::move(g);
   }
+  if (!info.runner_ups.empty() && !a.top.empty())
+    j["winner"] = {{"id", a.top.front().row->id}, {"over", evidence_json(info.runner_ups)}};
   return j;
 }
 

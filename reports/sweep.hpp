@@ -115,12 +115,16 @@ struct PlanSummaryInfo {
   std::optional<std::int64_t> smallest_fitting_gpus = std::nullopt;
   std::int64_t fit_searched_to = 0;
   std::optional<double> token_budget = std::nullopt;  // tokens (the cost per million tokens)
+  std::vector<predict::PlanEvidence> runner_ups = {};  // the best over each other top K (predict::Plan)
+  std::string gpu = {};                                // the GPU planned on (the bands' stratum)
 };
 // {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
 // settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,
 // dominated, simulated, error} (adding up to combinations), pruned_layouts, bound_violations,
 // wall_s {bound, simulate, total}, top}, and with --given, given: its row, rank,
-// rank_exact and simulated_for_rank.
+// rank_exact and simulated_for_rank; with two or more in the top, winner: {id, over [the
+// best's evidence over each other top row: id (the other's), gain_pct, decisions, support,
+// columns, band_pct, within_band]}.
 // A plan's evaluated candidates as CSV rows (the layout columns, then the settings'), and
 // its summary's figures; `scenario_file` and `output` label it.
 SweepCsv plan_csv(const predict::Plan& plan);

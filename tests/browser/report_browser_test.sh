@@ -55,7 +55,7 @@ declare -A args=(
   [validate]="--validate scenarios/journey"
   [sweep]="--sweep $work/qwen3-30b-h100-quick.csv"
 )
-declare -A charts=([run]=4 [diff]=2 [validate]=2 [sweep]=2 [plan]=3)
+declare -A charts=([run]=4 [diff]=2 [validate]=2 [sweep]=2 [plan]=4)
 
 browser() {
   timeout 60 chromium --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \

@@ -161,6 +161,22 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
     CHECK(e["band_pct"][1].get<double>() > e["gain_pct"].get<double>());
     CHECK(e["within_band"] == (e["band_pct"][0].get<double>() <= 0));
   }
+  // Why the winner wins: its evidence over each other top row, the gain of the best's
+  // objective over the other's, the columns where they differ, the band on it.
+  const auto top3 = Json::parse(ranked.out)["top"];
+  const auto winner = Json::parse(ranked.out)["winner"];
+  CHECK(winner["id"] == top3[0]["id"]);
+  REQUIRE(winner["over"].size() == 2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const auto& e = winner["over"][k];
+    CHECK(e["id"] == top3[k + 1]["id"]);
+    CHECK(e["gain_pct"].get<double>() ==
+          Approx(100 * (top3[0]["tokens_per_s_per_gpu"].get<double>() / top3[k + 1]["tokens_per_s_per_gpu"].get<double>() -
+                        1)));
+    CHECK(e["gain_pct"].get<double>() >= 0);
+    for (const auto& c : e["columns"]) CHECK(top3[0][c.get<std::string>()] != top3[k + 1][c.get<std::string>()]);
+    CHECK(e["within_band"] == (e["band_pct"][0].get<double>() <= 0));
+  }
   const auto text_given = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
                                             in_dir("plan-given-text.csv"), "--jobs", "2", "--given"});
   CHECK_THAT(text_given.out, Catch::Contains("evidence for the candidates above it"));
@@ -169,16 +185,24 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
                                in_dir("plan-given.csv"), "--jobs", "2", "--given", "--html", in_dir("plan.html")})
                  .out,
              Catch::Contains(fmt::format("rank {} (exact", better + 1)));
-  // The plan's page: the fates, the top 3 and the scenario as given with its rank, and
-  // three charts (fates, the breakdowns, simulated against the bound).
+  // The plan's page: the fates, the top 3 and the scenario as given with its rank, why the
+  // winner wins (against the scenario as given and the other two, each decision's record,
+  // the winner's band and how the bands hold), and four charts (the breakdowns, the
+  // winner's step minus the given's by term, fates, simulated against the bound).
   const std::string page = test::read_text(in_dir("plan.html"));
   CHECK_THAT(page, Catch::Contains("Where the candidates went") && Catch::Contains("Simulated against the bound") &&
                        Catch::Contains(fmt::format("rank {}", better + 1)) && Catch::Contains("top 3"));
+  CHECK_THAT(page, Catch::Contains("Why the winner wins") && Catch::Contains("How well the deciding decisions") &&
+                       Catch::Contains("What the winner changes") && Catch::Contains("the winner&#39;s step") &&
+                       Catch::Contains("how the bands hold"));
+  CHECK_THAT(page, Catch::Contains("<td>the scenario as given</td>") &&
+                       Catch::Contains(fmt::format("<td>#{}</td>", top3[1]["id"].get<std::int64_t>())) &&
+                       Catch::Contains(fmt::format("<td>#{}</td>", top3[2]["id"].get<std::int64_t>())));
   std::size_t specs = 0;
   for (auto at = page.find("class=\"moesim-spec\""); at != std::string::npos;
        at = page.find("class=\"moesim-spec\"", at + 1))
     ++specs;
-  CHECK(specs == 3);
+  CHECK(specs == 4);
   // --given-limit: the ranking stops after that many simulations of its own; the rank is
   // then a lower bound, and the top K are the same.
   const auto capped = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--json", "--top", "3",
