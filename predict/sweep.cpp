@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 
+#include "predict/bands.hpp"
 #include "predict/parallel.hpp"
 #include "predict/predict.hpp"
 #include "schedules/pipeline_order.hpp"
@@ -123,6 +124,10 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.stage_imbalance_s = b.stage_imbalance;
     r.straggler_wait_s = b.straggler_wait;
     r.ettr = p.goodput.ettr;
+    if (const auto band = step_band(r.step_time_s, sc.system.gpu.name, corpus_residuals()); band.pool > 0) {
+      r.band_lo_s = band.lo;
+      r.band_hi_s = band.hi;
+    }
     if (token_budget) set_budget_figures(r, sc, *token_budget);
   } catch (const schedules::NotSimulated& e) {
     failed(std::string("not simulated yet: ") + e.what());

@@ -46,6 +46,9 @@ struct SweepResult {
          other_s = 0, schedule_bubble_s = 0, stage_imbalance_s = 0;  // pipeline_bubble_s split
   double straggler_wait_s = 0;  // the slowest process or replica (predict/variability.hpp)
   double ettr = 0;  // the effective training time ratio (predict/goodput.hpp)
+  // The model's 80% band around step_time_s (predict/bands.hpp, as run --json's bands);
+  // absent without a residual pool.
+  std::optional<double> band_lo_s, band_hi_s;
   std::optional<double> days, gpu_hours;  // under the token budget
   // The same with interruptions, checkpoints and restarts: days / ettr, gpu_hours / ettr.
   std::optional<double> days_with_goodput, gpu_hours_with_goodput;

@@ -39,7 +39,9 @@ std::vector<std::string> result_columns(bool token_budget) {
                                 "breakdown.schedule_bubble",
                                 "breakdown.stage_imbalance",
                                 "breakdown.straggler_wait",
-                                "goodput.ettr"};
+                                "goodput.ettr",
+                                "band.step_time_lo_s",
+                                "band.step_time_hi_s"};
   if (token_budget)
     c.insert(c.end(), {"days", "gpu_hours", "days_with_goodput", "gpu_hours_with_goodput", "energy_mwh", "cost_usd"});
   c.push_back(kSweepWallColumn);
@@ -148,6 +150,7 @@ std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
   f.push_back(timing(r.stage_imbalance_s));
   f.push_back(timing(r.straggler_wait_s));
   f.push_back(timing(r.ettr));
+  for (const auto& v : {r.band_lo_s, r.band_hi_s}) f.push_back(r.has_timing && v ? num(*v) : "");
   if (token_budget) {
     for (const auto& v : {r.days, r.gpu_hours, r.days_with_goodput, r.gpu_hours_with_goodput, r.energy_mwh, r.cost_usd})
       f.push_back(v ? num(*v) : "");
@@ -158,7 +161,7 @@ std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
 
 predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f, std::size_t value_columns,
                                               bool token_budget, const std::string& where) {
-  const std::size_t figures = 2 + 4 + 3 + 8 + 1 + (token_budget ? 6 : 0) + 1;  // status .. wall
+  const std::size_t figures = 2 + 4 + 3 + 8 + 1 + 2 + (token_budget ? 6 : 0) + 1;  // status .. wall
   if (f.size() != 1 + value_columns + figures)
     throw config::InputError(where, "", fmt::format("a row of {} fields; this plan's rows have {}", f.size(),
                                                     1 + value_columns + figures));
@@ -195,6 +198,10 @@ predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f,
   for (double* v : {&r.compute_s, &r.exposed_communication_s, &r.pipeline_bubble_s, &r.host_bound_idle_s, &r.other_s,
                     &r.schedule_bubble_s, &r.stage_imbalance_s, &r.straggler_wait_s, &r.ettr})
     timing(*v);
+  for (auto* v : {&r.band_lo_s, &r.band_hi_s}) {
+    if (!f[i].empty()) *v = number(f[i]);
+    ++i;
+  }
   if (token_budget)
     for (auto* v : {&r.days, &r.gpu_hours, &r.days_with_goodput, &r.gpu_hours_with_goodput, &r.energy_mwh, &r.cost_usd}) {
       if (!f[i].empty()) *v = number(f[i]);

@@ -101,6 +101,13 @@ TEST_CASE("An ok row is what `moesim run --json` predicts for its scenario", "[p
     CHECK(r.pipeline_bubble_s == j["breakdown"]["pipeline_bubble"].get<double>());
     CHECK(r.host_bound_idle_s == j["breakdown"]["host_bound_idle"].get<double>());
     CHECK(r.other_s == j["breakdown"]["other"].get<double>());
+    // The model's band (issue #45 item 3): the row carries run --json's.
+    REQUIRE(r.band_lo_s);
+    REQUIRE(r.band_hi_s);
+    CHECK(*r.band_lo_s == j["bands"]["step_time_s"][0].get<double>());
+    CHECK(*r.band_hi_s == j["bands"]["step_time_s"][1].get<double>());
+    CHECK(*r.band_lo_s < r.step_time_s);
+    CHECK(*r.band_hi_s > r.step_time_s);
   }
 }
 

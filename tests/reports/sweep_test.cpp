@@ -166,6 +166,7 @@ TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)", 
   r.compute_s = 1.0 / 3, r.exposed_communication_s = 2e-9, r.pipeline_bubble_s = 0.5, r.host_bound_idle_s = 0;
   r.other_s = 1e-300, r.schedule_bubble_s = 0.25, r.stage_imbalance_s = 0.25, r.straggler_wait_s = 0.1;
   r.ettr = 0.9867687970280858;
+  r.band_lo_s = 11.9, r.band_hi_s = 13.0 / 0.93;
   r.days = 3.5, r.gpu_hours = 5376.0 / 7, r.days_with_goodput = 3.6, r.gpu_hours_with_goodput = 800;
   r.wall_s = 0.0569;
   for (const bool budget : {false, true}) {
@@ -174,6 +175,7 @@ TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)", 
     CHECK(reports::sweep_csv_fields(point, back, budget) == f);
     CHECK(back.step_time_s == r.step_time_s);
     CHECK(back.other_s == r.other_s);
+    CHECK(back.band_hi_s == r.band_hi_s);
     CHECK(back.days.has_value() == budget);
     CHECK_FALSE(back.energy_mwh.has_value());
     CHECK_THROWS_AS(reports::sweep_result_from_fields(f, point.values.size() + 1, budget, "test"),
