@@ -47,6 +47,9 @@ class Import final : public Command {
     app.add_option("--wrapper-root", wrapper_root_,
                    "the checkout of a wrapper the script calls (Megatron-MoE-ModelZoo's sbatch_benchmarking.sh), "
                    "when it is not the script's folder or above it");
+    app.add_option("--source-root", source_roots_,
+                   "a folder whose files the script's `source` / `.` may read beside the script's own folder tree "
+                   "(repeatable); any other sourced path is refused unread");
     app.add_option("-o,--output", out_, "write the scenario here (default: standard output)");
   }
   int run(Io& io) override {
@@ -64,6 +67,7 @@ class Import final : public Command {
       opt.environment[e.substr(0, eq)] = e.substr(eq + 1);
     }
     if (!wrapper_root_.empty()) opt.wrapper_root = wrapper_root_;
+    opt.source_roots = source_roots_;
     if (domain_ > 0) opt.gpus_per_nvlink_domain = domain_;
     if (!model_.empty()) opt.model = model_;
     if (!release_.empty()) opt.release = release_;
@@ -113,7 +117,7 @@ class Import final : public Command {
  private:
   std::string kind_, script_, args_, system_, model_, release_, out_, wrapper_root_;
   std::int64_t gpus_ = 0, nodes_ = 0, per_node_ = 0, domain_ = 0, run_ = 0;
-  std::vector<std::string> env_;
+  std::vector<std::string> env_, source_roots_;
 };
 
 }  // namespace

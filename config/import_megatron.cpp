@@ -202,6 +202,7 @@ std::vector<Words> script_runs(const std::string& text, const MegatronImportOpti
   ShellOptions so;
   so.script_path = opts.source.starts_with("<") ? std::string() : opts.source;
   so.environment = opts.environment;
+  so.source_roots = opts.source_roots;
   const ShellResult r = evaluate_shell(text, so);
   notes = r.notes;
   exited = r.exited;

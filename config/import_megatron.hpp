@@ -47,6 +47,7 @@ struct MegatronImportOptions {
   std::map<std::string, std::string> environment;   // variables set before the script runs (--env)
   std::optional<std::int64_t> run;                  // which of the script's runs (1-based); needed when it starts several
   std::optional<std::string> wrapper_root;          // a wrapper's checkout (config/launch_wrapper.hpp), if not above the script
+  std::vector<std::string> source_roots = {};       // folders `source` may read beside the script's (ShellOptions)
 };
 
 struct MegatronImport {

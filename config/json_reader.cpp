@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -46,7 +47,11 @@ Json parse_json(std::string_view text, const std::string& file) {
   // Duplicate keys: track the keys of each open object during parsing.
   std::vector<std::set<std::string>> open;
   std::string duplicate;
-  auto cb = [&](int /*depth*/, Json::parse_event_t ev, Json& parsed) {
+  auto cb = [&](int depth, Json::parse_event_t ev, Json& parsed) {
+    if ((ev == Json::parse_event_t::object_start || ev == Json::parse_event_t::array_start) && depth >= kMaxJsonDepth)
+      throw InputError(file, "", fmt::format("JSON nested deeper than {} arrays and objects; no moesim format "
+                                             "nests so deep",
+                                             kMaxJsonDepth));
     switch (ev) {
       case Json::parse_event_t::object_start: open.emplace_back(); break;
       case Json::parse_event_t::object_end:
@@ -82,7 +87,21 @@ Json parse_json(std::string_view text, const std::string& file) {
   }
 }
 
+std::optional<std::string> input_file_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) return "does not exist";
+  if (fs::is_directory(st)) return "is a folder, not a file";
+  if (!fs::is_regular_file(st)) return "is not a regular file (a device, a FIFO or a socket): moesim reads files only";
+  if (const auto size = fs::file_size(path, ec); !ec && size > kMaxInputFileBytes)
+    return fmt::format("is larger than the {} GiB moesim reads", kMaxInputFileBytes >> 30);
+  return std::nullopt;
+}
+
 std::string read_text_file(const std::string& path) {
+  if (const auto problem = input_file_problem(path); problem && *problem != "does not exist")
+    throw InputError(path, "", *problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open the file");
   std::ostringstream ss;

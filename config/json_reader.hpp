@@ -37,12 +37,24 @@ class InputError : public std::runtime_error {
   std::string file_, path_, message_;
 };
 
-// Parses text as JSON, refusing malformed documents (with line and column) and
-// duplicate keys. `file` labels errors.
+// Bounds on what input may make moesim do (issue #46 item 1): nesting deeper than
+// kMaxJsonDepth arrays and objects (no file of the formats nests past 8; the JSON writer
+// recurses per level), and files over kMaxInputFileBytes (the largest the formats take
+// are Chrome traces for `calibrate trace`, tens of MB).
+inline constexpr int kMaxJsonDepth = 64;
+inline constexpr std::uintmax_t kMaxInputFileBytes = std::uintmax_t{1} << 30;
+
+// Parses text as JSON, refusing malformed documents (with line and column), duplicate
+// keys and nesting deeper than kMaxJsonDepth. `file` labels errors.
 Json parse_json(std::string_view text, const std::string& file);
 // Reads and parses a file; a missing or unreadable file is an InputError too.
 Json read_json_file(const std::string& path);
-// A file's bytes; InputError(path, "", ...) when it cannot be opened or read.
+// Why `path` is not a file moesim reads, in words ("does not exist", "is a folder, not a
+// file", "is not a regular file (a device, a FIFO or a socket)", "is larger than ...");
+// none when it is one.
+std::optional<std::string> input_file_problem(const std::string& path);
+// A file's bytes; InputError(path, "", ...) when input_file_problem names one, or it
+// cannot be opened or read.
 std::string read_text_file(const std::string& path);
 
 // A JSON value at a path within a file.

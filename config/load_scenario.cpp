@@ -655,8 +655,8 @@ class ScenarioReader {
           const std::filesystem::path rel = p.as_string();
           const auto base = std::filesystem::path(*file_).parent_path();
           r.histogram_path = (rel.is_absolute() ? rel : base / rel).string();
-          if (!std::filesystem::is_regular_file(r.histogram_path))
-            p.fail(fmt::format("histogram file '{}' does not exist", r.histogram_path));
+          if (const auto problem = input_file_problem(r.histogram_path))
+            p.fail(fmt::format("histogram file '{}' {}", r.histogram_path, *problem));
           read_histogram(r);
           break;
         }

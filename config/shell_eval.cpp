@@ -561,8 +561,28 @@ class Shell {
   void source(const std::string& name) {
     namespace fs = std::filesystem;
     fs::path p(name);
-    if (p.is_relative()) p = fs::path(opts_.script_path).parent_path() / p;
-    std::ifstream f(p);
+    std::error_code ec;
+    const fs::path dir = opts_.script_path.empty() || fs::path(opts_.script_path).parent_path().empty()
+                             ? fs::current_path(ec)
+                             : fs::path(opts_.script_path).parent_path();
+    if (p.is_relative()) p = dir / p;
+    const fs::path real = fs::weakly_canonical(p, ec);
+    const auto inside = [&](const fs::path& root) {
+      std::error_code e;
+      const fs::path rel = real.lexically_relative(fs::weakly_canonical(root, e));
+      return !e && !rel.empty() && *rel.begin() != "..";
+    };
+    if (ec || (!inside(dir) && std::none_of(opts_.source_roots.begin(), opts_.source_roots.end(),
+                                            [&](const std::string& r) { return inside(r); })))
+      fail(fmt::format("`source {}`: {} is outside the script's folder {}; moesim reads sourced files only inside "
+                       "it (import --source-root DIR adds a folder)",
+                       name, real.string(), fs::weakly_canonical(dir, ec).string()));
+    if (const auto problem = input_file_problem(real.string()))
+      fail(fmt::format("`source {}`: {} {}", name, real.string(), *problem));
+    if (fs::file_size(real, ec) > kMaxSourcedBytes)
+      fail(fmt::format("`source {}`: {} is larger than the {} KiB moesim reads of a sourced file", name, real.string(),
+                       kMaxSourcedBytes >> 10));
+    std::ifstream f(real);
     if (!f) fail(fmt::format("`source {}`: cannot read {}", name, p.string()));
     std::stringstream ss;
     ss << f.rdbuf();

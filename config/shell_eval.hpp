@@ -20,6 +20,7 @@
 // ShellOptions::environment gives it.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,7 +31,13 @@ struct ShellOptions {
   std::string script_path;                         // $0; `source` paths are relative to its folder
   std::vector<std::string> arguments;              // $1, $2, ...
   std::map<std::string, std::string> environment;  // variables set before the script runs
+  // `source FILE` / `. FILE` reads FILE only when it is a regular file of at most
+  // kMaxSourcedBytes inside the script's folder tree (the working folder for a script
+  // without a path) or one of these folders (`import --source-root`); any other is refused
+  // by name, unread, so nothing of it reaches a message (issue #46 item 2).
+  std::vector<std::string> source_roots = {};
 };
+inline constexpr std::uintmax_t kMaxSourcedBytes = std::uintmax_t{1} << 20;
 
 struct ShellCommand {
   std::vector<std::string> words;                  // expanded, after the prefix assignments

@@ -152,8 +152,7 @@ class SweepReader {
       const std::filesystem::path rel = n.as_string();
       const auto dir = std::filesystem::path(*file_).parent_path();
       const std::string path = (rel.is_absolute() ? rel : dir / rel).lexically_normal().string();
-      if (!std::filesystem::is_regular_file(path))
-        n.fail(fmt::format("scenario file '{}' does not exist", path));
+      if (const auto problem = input_file_problem(path)) n.fail(fmt::format("scenario file '{}' {}", path, *problem));
       f.base = read_json_file(path);
       f.base_file = path;
       if (!f.base.is_object()) throw InputError(path, "", "expected a scenario: one JSON object");

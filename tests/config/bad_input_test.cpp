@@ -1,5 +1,11 @@
 // Each class of bad input is refused with an InputError naming the JSON path.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "support/helpers.hpp"
 #include "workload/eplb.hpp"
@@ -34,6 +40,38 @@ TEST_CASE("Malformed JSON and duplicate keys", "[config][errors]") {
                     Catch::Contains("key 'c' appears twice"));
   CHECK_THROWS_WITH(config::parse_json("", "f.json"), Catch::Contains("malformed JSON"));
   CHECK_THROWS_WITH(config::read_json_file("/nonexistent/x.json"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("Input bounds: nesting depth, folders, devices and FIFOs (issue #46 item 1)", "[config][errors]") {
+  // 70,000 levels once crashed the JSON writer; the reader stops at kMaxJsonDepth.
+  const std::string deep = std::string(70000, '[') + std::string(70000, ']');
+  CHECK_THROWS_WITH(config::parse_json(deep, "f.json"), Catch::Contains("f.json: (top level): JSON nested deeper than 64"));
+  const std::string deep_objects = [] {
+    std::string t;
+    for (int i = 0; i < 200; ++i) t += "{\"a\": ";
+    return t + "1" + std::string(200, '}');
+  }();
+  CHECK_THROWS_WITH(config::parse_json(deep_objects, "f.json"), Catch::Contains("nested deeper than 64"));
+  // At the limit it still reads.
+  const std::string ok = std::string(config::kMaxJsonDepth, '[') + std::string(config::kMaxJsonDepth, ']');
+  CHECK(config::parse_json(ok, "f.json").is_array());
+  CHECK_THROWS_WITH(config::read_json_file("/tmp"), Catch::Contains("/tmp: (top level): is a folder, not a file"));
+  CHECK_THROWS_WITH(config::read_text_file("/dev/zero"), Catch::Contains("is not a regular file"));
+  {
+    // A FIFO is refused without opening it (opening one blocks until a writer comes).
+    const std::string fifo = std::filesystem::temp_directory_path() / fmt::format("moesim-fifo-{}", ::getpid());
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(config::read_text_file(fifo), Catch::Contains("is not a regular file (a device, a FIFO"));
+    std::filesystem::remove(fifo);
+  }
+  CHECK(config::input_file_problem("/nonexistent/x.json") == "does not exist");
+  CHECK_FALSE(config::input_file_problem(test::source_path("scenarios/dsv3-gb200.json")).has_value());
+  // A histogram path that is a folder or a device says so (it used to say "does not exist").
+  auto j = test::default_scenario_json();
+  j["routing"] = {{"balance", "histogram"}, {"path", "/dev/zero"}};
+  expect_error(j, "routing.path", "'/dev/zero' is not a regular file");
+  j["routing"] = {{"balance", "histogram"}, {"path", "/tmp"}};
+  expect_error(j, "routing.path", "'/tmp' is a folder, not a file");
 }
 
 TEST_CASE("Unknown keys are refused with a suggestion", "[config][errors]") {

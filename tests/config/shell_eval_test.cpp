@@ -1,6 +1,10 @@
 // config/shell_eval.hpp: a launch script evaluated as bash would, without running it
 // (issue #27 item 1). The expected values are what bash 5 prints for the same scripts.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -110,7 +114,35 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
       CHECK_THAT(e.message(), Catch::Contains(says));
     }
   };
-  err("source missing.sh", "cannot read");
+  err("source missing.sh", "does not exist");
+  // The importer's reach (issue #46 item 2): only regular files inside the script's folder
+  // tree or a --source-root, refused unread otherwise.
+  err("source /etc/passwd", "/etc/passwd is outside the script's folder");
+  err(". ../../../../../secret.env", "is outside the script's folder");
+  const auto fifo = dir / fmt::format("fifo-{}.sh", ::getpid());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  err("source " + fifo.filename().string(), "is not a regular file");
+  std::filesystem::remove(fifo);
+  err("source " + dir.string(), "is a folder, not a file");
+  {
+    const auto outer = dir / fmt::format("moesim-source-{}", ::getpid());
+    std::filesystem::create_directories(outer / "inner");
+    std::ofstream(outer / "secret.env") << "TOKEN=hunter2\n";
+    std::ofstream(outer / "inner" / "run.sh") << "";
+    config::ShellOptions inner;
+    inner.script_path = (outer / "inner" / "run.sh").string();
+    try {
+      config::evaluate_shell("source ../secret.env\npython x.py --foo-$TOKEN", inner);
+      FAIL("a file outside the script's folder was read");
+    } catch (const config::InputError& e) {
+      CHECK_THAT(e.message(), Catch::Contains("secret.env is outside the script's folder"));
+      CHECK_THAT(std::string(e.what()), !Catch::Contains("hunter2"));
+    }
+    inner.source_roots = {outer.string()};  // import --source-root
+    const auto allowed = config::evaluate_shell("source ../secret.env\npython x.py --foo-$TOKEN", inner);
+    CHECK(allowed.commands.back().words == Words{"python", "x.py", "--foo-hunter2"});
+    std::filesystem::remove_all(outer);
+  }
   err("f \"a\nb", "line 1: unterminated double quote");
   err("x\nf 'a", "line 2: unterminated single quote");
   err("if [ 1 ]; then f", "`if` without `fi`");
