@@ -272,7 +272,26 @@ class Shell {
                     t.text == "&" || t.text == ")" || t.text == ";;");
   }
   void note(std::string s) { out_.notes.push_back(fmt::format("{}: {}", file_, std::move(s))); }
-  [[noreturn]] void fail(const std::string& why) const { throw InputError(file_, "", why); }
+  // A message quotes the script's words; past kMaxMessageChars they are cut (a word may be
+  // a megabyte of nested expansions).
+  [[noreturn]] void fail(const std::string& why) const {
+    constexpr std::size_t kMaxMessageChars = 400;
+    throw InputError(file_, "", why.size() <= kMaxMessageChars ? why : why.substr(0, kMaxMessageChars) + " ...");
+  }
+  // One level deeper in expansions (expand, arithmetic's parentheses): refused past
+  // kMaxShellNesting, so no input drives the recursion past the stack (issue #46 item 1).
+  struct Nest {
+    Shell& sh;
+    explicit Nest(Shell& s) : sh(s) {
+      if (++sh.nesting_ > kMaxShellNesting)
+        sh.fail(fmt::format("expansions nested more than {} deep (${{...}}, $((...)) or parentheses); moesim "
+                            "evaluates no deeper",
+                            kMaxShellNesting));
+    }
+    ~Nest() { --sh.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+  };
 
   // One statement from toks[i]; returns where the next starts. `run`: false inside a
   // branch not taken (parsed, not evaluated).
@@ -678,6 +697,7 @@ class Shell {
     atom = [&]() -> std::int64_t {
       skip();
       if (p < e.size() && e[p] == '(') {
+        const Nest nest(*this);
         ++p;
         const auto v = sum();
         skip();
@@ -686,6 +706,7 @@ class Shell {
         return v;
       }
       if (p < e.size() && (e[p] == '-' || e[p] == '+')) {
+        const Nest nest(*this);  // - - - ... 1 recurses too
         const bool neg = e[p++] == '-';
         const auto v = atom();
         return neg ? -v : v;
@@ -746,6 +767,7 @@ class Shell {
   // A raw word's fields: quotes removed, expansions made, unquoted expansions split on
   // blanks. `single`: one field whatever the splitting (assignments, [[ ]]).
   std::vector<std::string> expand(const std::string& w, bool single) {
+    const Nest nest(*this);
     std::vector<std::string> fields;
     std::string cur;
     bool have = false;  // cur is a field even if empty (quotes)
@@ -875,6 +897,12 @@ class Shell {
       }
     }
     if (have || !cur.empty()) fields.push_back(cur);
+    std::size_t bytes = 0;
+    for (const auto& f : fields) bytes += f.size();
+    if (bytes > kMaxShellValueBytes)
+      fail(fmt::format("an expansion grows past {} KiB (a variable that doubles itself?); moesim evaluates no "
+                       "larger values",
+                       kMaxShellValueBytes >> 10));
     if (single && fields.size() > 1) return {join(fields)};
     return fields;
   }
@@ -885,6 +913,7 @@ class Shell {
   std::map<std::string, bool> exported_;
   std::string file_;
   int depth_ = 0;
+  int nesting_ = 0;  // expansions open now (Nest)
   bool exited_ = false;
 };
 

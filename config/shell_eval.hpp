@@ -38,6 +38,12 @@ struct ShellOptions {
   std::vector<std::string> source_roots = {};
 };
 inline constexpr std::uintmax_t kMaxSourcedBytes = std::uintmax_t{1} << 20;
+// Bounds on evaluation (issue #46 item 1): expansions nested deeper than kMaxShellNesting
+// (`${X:-${X:-...}}`, `$(( $(( ... )) ))`, parentheses in arithmetic) and any expansion
+// whose value passes kMaxShellValueBytes are refused with an InputError. Launch scripts
+// nest 2-3 deep and their longest values are a few KiB of flags.
+inline constexpr int kMaxShellNesting = 64;
+inline constexpr std::size_t kMaxShellValueBytes = std::size_t{1} << 20;
 
 struct ShellCommand {
   std::vector<std::string> words;                  // expanded, after the prefix assignments

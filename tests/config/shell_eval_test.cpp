@@ -149,6 +149,25 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   err("A=(a b", "without its closing ')'");
   err("f $((1/0))", "division by zero");
   err("cat <<EOF\nno end", "here-document without its closing 'EOF'");
+  // Bounds (issue #46 item 1): nesting and value size, each refused with its limit named.
+  std::string nested = "x";
+  for (int i = 0; i < 10000; ++i) nested = "${X:-" + nested + "}";
+  err("python x.py " + nested, "expansions nested more than 64 deep");
+  std::string arith = "1";
+  for (int i = 0; i < 10000; ++i) arith = "$(( " + arith + " ))";
+  err("python x.py " + arith, "expansions nested more than 64 deep");
+  err("python x.py $((" + std::string(5000, '(') + "1" + std::string(5000, ')') + "))", "nested more than 64 deep");
+  err("python x.py $((" + std::string(5000, '-') + "1))", "nested more than 64 deep");
+  std::string doubling = "A=xxxxxxxxxxxxxxxx\n";
+  for (int i = 0; i < 40; ++i) doubling += "A=$A$A\n";
+  err(doubling, "an expansion grows past 1024 KiB");
+  // Just inside the bounds it still evaluates: 60 levels, values of 512 KiB.
+  std::string sixty = "ok";
+  for (int i = 0; i < 60; ++i) sixty = "${X:-" + sixty + "}";
+  CHECK(config::evaluate_shell("python x.py " + sixty, o).commands.back().words == Words{"python", "x.py", "ok"});
+  std::string grow = "A=xxxxxxxxxxxxxxxx\n";
+  for (int i = 0; i < 15; ++i) grow += "A=$A$A\n";  // 16 x 2^15 = 512 KiB
+  CHECK(config::evaluate_shell(grow, o).variables.at("A").size() == 16u << 15);
 }
 
 TEST_CASE("import megatron evaluates the launch script and lists every unknown flag", "[config][import][shell]") {
