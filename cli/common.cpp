@@ -1,5 +1,10 @@
 #include "cli/common.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +12,7 @@
 #include <utility>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "config/json_reader.hpp"
 #include "predict/sweep.hpp"
@@ -17,13 +23,59 @@ namespace moesim::cli {
 // Replaces a file's contents at once (a temporary beside it, renamed over it).
 void write_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
+  std::error_code ec;
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!(f << text) || !f.flush()) throw config::InputError(path, "", "cannot write the file");
+    if (!(f << text) || !f.flush()) {
+      f.close();
+      std::filesystem::remove(tmp, ec);  // no temporary left behind a failed write
+      throw config::InputError(path, "", "cannot write the file");
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw config::InputError(path, "", "cannot write the file: " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw config::InputError(path, "", "cannot write the file: " + why);
+  }
+}
+
+OutputLock::OutputLock(const std::string& output) : path_(output + ".lock") {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw config::InputError(output, "", fmt::format("cannot create its lock file {}", path_));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      char buf[32] = {};
+      const auto n = ::pread(fd_, buf, sizeof buf - 1, 0);
+      ::close(fd_);
+      fd_ = -1;
+      const std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
+      throw config::InputError(output, "",
+                               fmt::format("another moesim (process {}) is writing it now ({} is locked); wait for "
+                                           "it to finish or give another -o",
+                                           pid.substr(0, pid.find('\n')), path_));
+    }
+    // Locked; but if the holder before us removed the file in between, the lock is on a
+    // file no one else will see: take the one at the path again.
+    struct stat held {}, at {};
+    if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &at) == 0 && held.st_ino == at.st_ino &&
+        held.st_dev == at.st_dev) {
+      const std::string pid = fmt::format("{}\n", ::getpid());
+      if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+        // The lock holds without the pid in it; the message then says "process ?".
+      }
+      return;
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+  throw config::InputError(output, "", fmt::format("cannot lock {}: it keeps being replaced", path_));
+}
+
+OutputLock::~OutputLock() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // while held: a later run creates a fresh one
+  ::close(fd_);
 }
 
 // --uncalibrated: system presets as written, without their calibration profiles.

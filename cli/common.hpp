@@ -23,6 +23,23 @@ namespace moesim::cli {
 // naming the file when it cannot be written.
 void write_file(const std::string& path, const std::string& text);
 
+// The right to write an output (`sweep -o`, `plan -o`) for as long as it lives (issue #46
+// item 3): an exclusive flock(2) on OUTPUT.lock, which holds the writer's process id.
+// A second run on the same output is refused at once (InputError naming the first's
+// process); the lock goes with the process however it ends, so a killed run leaves none
+// held, and a finished one removes the file.
+class OutputLock {
+ public:
+  explicit OutputLock(const std::string& output);
+  ~OutputLock();
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 // --uncalibrated: system presets as written, without their calibration profiles.
 void add_uncalibrated(CLI::App& app, bool& flag);
 // --headroom GIB: memory held back on every GPU (config::LoadOptions::headroom_gib).

@@ -120,6 +120,7 @@ class Plan final : public Command {
     std::vector<std::string> header;
   };
   int plan_one(Io& io, predict::PlanRequest req, const std::string& out, Result& result) const {
+    const OutputLock lock(out);  // one writer per output (and its journal)
     const std::string partial = out + ".partial";
     const auto header = [](const predict::PlanColumns& c) {
       config::SweepPlan columns;

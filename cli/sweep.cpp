@@ -115,6 +115,7 @@ class Sweep final : public Command {
       return 0;
     }
     const std::string out = !out_.empty() ? out_ : count > 1 ? fmt::format("{}_{}.csv", stem, index) : stem + ".csv";
+    const OutputLock lock(out);  // one writer per output
     const auto header = reports::sweep_csv_header(plan, budget);
 
     // Rows already there (--resume): a last line cut off while written is dropped.

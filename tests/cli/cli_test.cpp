@@ -252,3 +252,24 @@ TEST_CASE("Uncalibrated runs read the system presets as written", "[cli][calibra
   const auto b = nlohmann::json::parse(run_moesim({"run", "--json", without.path()}).out);
   CHECK(a["step_time_s"].get<double>() < b["step_time_s"].get<double>());
 }
+
+TEST_CASE("run --deterministic is byte-identical between runs (issue #46 item 3)", "[cli]") {
+  const auto scenario = test::source_path("scenarios/dsv3-gb200.json");
+  for (const bool json : {true, false}) {
+    std::vector<std::string> args{"run", scenario, "--deterministic"};
+    if (json) args.emplace_back("--json");
+    const auto a = test::run_moesim(args), b = test::run_moesim(args);
+    REQUIRE(a.status == 0);
+    CHECK(a.out == b.out);
+    if (json) {
+      const auto j = nlohmann::json::parse(a.out);
+      CHECK_FALSE(j["simulation"].contains("wall_s"));
+      CHECK(j["simulation"].contains("events"));
+    } else {
+      CHECK_THAT(a.out, Catch::Contains(" events\n") && !Catch::Contains(" events in "));
+    }
+  }
+  // Without the flag the wall time is there.
+  const auto timed = test::run_moesim({"run", scenario, "--json"});
+  CHECK(nlohmann::json::parse(timed.out)["simulation"].contains("wall_s"));
+}

@@ -1,6 +1,10 @@
 // `moesim sweep` end to end on a small sweep (Qwen3-30B-A3B on 16 H100, 24 rows, half of
 // them invalid, some not fitting): shards merged, a killed and resumed run, and the Slurm
 // array's shard all give the unsharded run's rows (wall time aside).
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -159,6 +163,31 @@ TEST_CASE("A sweep killed midway and resumed equals an uninterrupted one", "[cli
   const auto wrong = test::run_moesim({"sweep", d / "other.json", "-o", out, "--resume"});
   CHECK(wrong.status == 2);
   CHECK_THAT(wrong.err, Catch::Contains("written by another sweep file"));
+}
+
+TEST_CASE("Two runs on one output: the second refuses (issue #46 item 3)", "[cli][sweep]") {
+  const Dir d;
+  const std::string out = d / "locked.csv";
+  // Another writer holds the output's lock, as a running sweep or plan does.
+  const std::string lock = out + ".lock";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  REQUIRE(::write(fd, "4242\n", 5) == 5);
+  const auto sweep = test::run_moesim({"sweep", d / "small.json", "-o", out});
+  CHECK(sweep.status == 2);
+  CHECK_THAT(sweep.err, Catch::Contains(out + ": (top level): another moesim (process 4242) is writing it now"));
+  CHECK_FALSE(std::filesystem::exists(out));  // nothing written
+  const auto plan = test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
+                                      "--gpus", "8", "--settings", "none", "-o", out});
+  CHECK(plan.status == 2);
+  CHECK_THAT(plan.err, Catch::Contains("another moesim (process 4242) is writing it now"));
+  // Released (as when the other run ends, however it ends), the output is written and the
+  // lock file goes with the run that took it.
+  ::close(fd);
+  REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", out}).status == 0);
+  CHECK(rows(out) == reference());
+  CHECK_FALSE(std::filesystem::exists(lock));
 }
 
 TEST_CASE("Under a Slurm job array the task's shard runs", "[cli][sweep]") {
