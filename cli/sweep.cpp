@@ -127,6 +127,21 @@ class Sweep final : public Command {
         throw config::InputError(out, "line 1", fmt::format("the header is not {}'s: written by another sweep file "
                                                             "(or version); remove it or give another -o",
                                                             file_));
+      // Every value of a kept row is checked (issue #46 item 3): its figures read as the
+      // writer wrote them, and its varied values are the sweep's for its id.
+      for (const auto& r : old.rows) {
+        const std::string where = fmt::format("{}: row {}", out, r.id);
+        reports::sweep_result_from_fields(r.fields, plan.columns.size(), budget, where);
+        if (r.id < 0 || r.id >= static_cast<std::int64_t>(plan.points.size()))
+          throw config::InputError(where, "id", fmt::format("not an id of this sweep (0 to {})", plan.points.size() - 1));
+        const auto& values = plan.points[static_cast<std::size_t>(r.id)].values;
+        for (std::size_t k = 0; k < values.size(); ++k)
+          if (!values[k].empty() && r.fields[k + 1] != values[k])
+            throw config::InputError(where, plan.columns[k],
+                                     fmt::format("'{}', where the sweep has '{}' for this id; remove the row or the "
+                                                 "file",
+                                                 r.fields[k + 1], values[k]));
+      }
       for (auto& r : old.rows)
         if (r.id < static_cast<std::int64_t>(have.size()) && !have[static_cast<std::size_t>(r.id)]) {
           have[static_cast<std::size_t>(r.id)] = true;

@@ -166,9 +166,20 @@ predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f,
     throw config::InputError(where, "", fmt::format("a row of {} fields; this plan's rows have {}", f.size(),
                                                     1 + value_columns + figures));
   predict::SweepResult r;
+  static const std::vector<std::string> names = result_columns(true);
   const auto number = [&](const std::string& s) {
     const auto v = parse_double(s);
-    if (!v) throw config::InputError(where, "", fmt::format("'{}' is not a number", s));
+    if (!v || !std::isfinite(*v)) {
+      // The column: the id, else a result column by its place after the varied values.
+      const auto at = static_cast<std::size_t>(&s - f.data());
+      std::string column = at == 0 ? "id" : at <= value_columns ? "a varied value" : "";
+      if (column.empty()) {
+        std::size_t k = at - 1 - value_columns;
+        if (!token_budget && k >= names.size() - 7) k += 6;  // no budget columns before the wall time
+        column = k < names.size() ? names[k] : "?";
+      }
+      throw config::InputError(where, column, fmt::format("'{}' is not a number", s));
+    }
     return *v;
   };
   r.id = static_cast<std::int64_t>(number(f[0]));
@@ -192,6 +203,8 @@ predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f,
   if (r.has_memory) {
     r.peak_memory_gib = number(f[i]);
     r.reserved_memory_gib = number(f[i + 1]);
+    if (f[i + 2] != "true" && f[i + 2] != "false")
+      throw config::InputError(where, "fits_in_memory", fmt::format("'{}' is not true or false", f[i + 2]));
     r.fits_in_memory = f[i + 2] == "true";
   }
   i += 3;

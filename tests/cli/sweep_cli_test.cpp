@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <filesystem>
 
 #include "reports/sweep.hpp"
@@ -163,6 +166,40 @@ TEST_CASE("A sweep killed midway and resumed equals an uninterrupted one", "[cli
   const auto wrong = test::run_moesim({"sweep", d / "other.json", "-o", out, "--resume"});
   CHECK(wrong.status == 2);
   CHECK_THAT(wrong.err, Catch::Contains("written by another sweep file"));
+}
+
+TEST_CASE("--resume checks every value of the rows it keeps (issue #46 item 3)", "[cli][sweep]") {
+  const Dir d;
+  const std::string out = d / "out.csv";
+  REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", out}).status == 0);
+  const auto good = reports::read_sweep_csv(out);
+  const auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(good.header.begin(), good.header.end(), name) - good.header.begin());
+  };
+  const auto ok = std::find_if(good.rows.begin(), good.rows.end(),
+                               [&](const auto& r) { return r.fields[col("status")] == "ok"; });
+  REQUIRE(ok != good.rows.end());
+  const auto write_with = [&](const std::string& column, const std::string& value) {
+    auto bad = good;
+    for (auto& r : bad.rows)
+      if (r.id == ok->id) r.fields[col(column)] = value;
+    std::ofstream(out, std::ios::binary | std::ios::trunc) << reports::sweep_csv_text(bad);
+  };
+  write_with("step_time_s", "banana");
+  auto r = test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains(fmt::format("{}: row {}: step_time_s: 'banana' is not a number", out, ok->id)));
+  write_with("fits_in_memory", "maybe");
+  r = test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("fits_in_memory: 'maybe' is not true or false"));
+  write_with("parallelism.tp", "4");
+  r = test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("parallelism.tp: '4', where the sweep has"));
+  // The true file resumes.
+  std::ofstream(out, std::ios::binary | std::ios::trunc) << reports::sweep_csv_text(good);
+  CHECK(test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"}).status == 0);
 }
 
 TEST_CASE("Two runs on one output: the second refuses (issue #46 item 3)", "[cli][sweep]") {
