@@ -33,8 +33,17 @@ check_run "$p/bin/moesim" "$p/share/moesim/scenarios/dsv3-gb200.json"
 grep -q '^\.SS schema' "$p/share/man/man1/moesim.1" || fail "the man page lacks the schema subcommand"
 [ -s "$p/share/moesim/schema/scenario.schema.json" ] || fail "no scenario schema installed"
 [ -s "$p/share/doc/moesim/docs/SCENARIO_FORMAT.md" ] || fail "no docs/SCENARIO_FORMAT.md installed"
-pydir=$(ls -d "$p"/lib/python3*/dist-packages)
+pydir=$(ls -d "$p"/lib/python3*/site-packages)
 check_module "$python" "$p/share/moesim/scenarios/dsv3-gb200.json" "$pydir"
+[ -s "$p/share/doc/moesim/LICENSE" ] || fail "no LICENSE installed"
+
+echo "== cmake --install --prefix ~/.local, then import moesim as is (issue #46 item 4)"
+home=$tmp/home
+cmake --install "$build" --prefix "$home/.local" >/dev/null
+(cd "$tmp" && env -u PYTHONPATH -u PYTHONNOUSERSITE HOME="$home" "$python" -c "
+import sys, moesim
+assert moesim.__file__.startswith(sys.argv[1]), moesim.__file__
+print('user site', moesim.__file__)" "$home/.local") || fail "import moesim after --prefix ~/.local failed"
 
 echo "== cpack -G DEB"
 (cd "$build" && cpack -G DEB -B "$tmp/pkg" >/dev/null) || fail "cpack failed"
@@ -43,10 +52,16 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libfmt9 libstdc++6 python3; do
   grep -q "$lib" <<<"$depends" || fail "$deb: Depends lacks $lib: $depends"
 done
+# The module loads in one Python only: the dependency says which, exactly.
+pyver=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+pynext=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1] + 1}")')
+grep -q "python3 (>= $pyver), python3 (<< $pynext)" <<<"$depends" || fail "$deb: Depends not exact on Python $pyver: $depends"
 dpkg-deb -x "$deb" "$tmp/root"
 r=$tmp/root/usr
 check_run "$r/bin/moesim" "$r/share/moesim/scenarios/dsv3-gb200.json"
 [ -s "$r/share/man/man1/moesim.1" ] || fail "$deb: no man page"
+grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$r/share/doc/moesim/copyright" &&
+  grep -q '^License: Apache-2.0' "$r/share/doc/moesim/copyright" || fail "$deb: no machine-readable copyright file"
 check_module "$python" "$r/share/moesim/scenarios/dsv3-gb200.json" "$r/lib/python3/dist-packages"
 
 echo "== pip install . (a virtual environment, no index)"
