@@ -78,6 +78,20 @@ OutputLock::~OutputLock() {
   ::close(fd_);
 }
 
+std::string shipped_scenario_path(const std::string& arg) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (arg.empty() || fs::exists(arg, ec) || fs::path(arg).is_absolute() || arg.starts_with("."))
+    return arg;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return arg;
+  const fs::path bin = exe.parent_path();
+  for (const fs::path& dir : {bin / ".." / "share" / "moesim" / "scenarios", bin / ".." / "scenarios"})
+    for (const std::string& name : {arg, arg + ".json"})
+      if (const fs::path p = (dir / name).lexically_normal(); fs::is_regular_file(p, ec)) return p.string();
+  return arg;
+}
+
 // --uncalibrated: system presets as written, without their calibration profiles.
 void add_uncalibrated(CLI::App& app, bool& flag) {
   app.add_flag("--uncalibrated", flag,

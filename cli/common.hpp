@@ -40,6 +40,13 @@ class OutputLock {
   int fd_ = -1;
 };
 
+// A scenario named as shipped (issue #46 item 4): where `arg` is no file here and is a
+// relative name, the shipped scenario of that name ("dsv3-gb200", "journey/04-deepep",
+// with or without ".json") beside the running binary, installed (BIN/../share/moesim/
+// scenarios) or in the build tree (build/../scenarios); else `arg` as given (the loader
+// then says it cannot open it). For a scenario argument: add_option(...)->transform(...).
+std::string shipped_scenario_path(const std::string& arg);
+
 // --uncalibrated: system presets as written, without their calibration profiles.
 void add_uncalibrated(CLI::App& app, bool& flag);
 // --headroom GIB: memory held back on every GPU (config::LoadOptions::headroom_gib).

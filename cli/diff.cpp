@@ -19,8 +19,8 @@ namespace {
 class Diff final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("a", a_, "scenario A (the reference)")->required();
-    app.add_option("b", b_, "scenario B (the what-if)")->required();
+    app.add_option("a", a_, "scenario A (the reference)")->required()->transform(shipped_scenario_path, "", "shipped scenario");
+    app.add_option("b", b_, "scenario B (the what-if)")->required()->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_flag("--json", json_, "print one JSON object instead of the text report");
     add_uncalibrated(app, uncalibrated_);
   }

@@ -37,7 +37,9 @@ namespace {
 class Plan final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("scenario", file_, "the scenario whose model, system and training settings are planned")->required();
+    app.add_option("scenario", file_, "the scenario whose model, system and training settings are planned")
+        ->required()
+        ->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_option("--gpus", gpus_list_,
                    "the cluster size(s) to plan for (default: the scenario's); several (512,1024) are each planned "
                    "and their bests ranked")

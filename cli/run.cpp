@@ -20,7 +20,7 @@ namespace {
 class Run final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("file", file_, "scenario JSON file")->required();
+    app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name: dsv3-gb200)")->required()->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_flag("--json", json_, "print one JSON object instead of the text report");
     app.add_option("--trace", trace_, "write a Chrome/Perfetto trace (JSON) to this file");
     std::string levels;

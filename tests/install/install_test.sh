@@ -36,6 +36,10 @@ grep -q '^\.SS schema' "$p/share/man/man1/moesim.1" || fail "the man page lacks 
 pydir=$(ls -d "$p"/lib/python3*/site-packages)
 check_module "$python" "$p/share/moesim/scenarios/dsv3-gb200.json" "$pydir"
 [ -s "$p/share/doc/moesim/LICENSE" ] || fail "no LICENSE installed"
+# A shipped scenario by its name, from any folder (issue #46 item 4).
+(cd "$tmp" && check_run "$p/bin/moesim" dsv3-gb200)
+(cd "$tmp" && "$p/bin/moesim" describe journey/04-deepep | grep -q "$p/share/moesim/scenarios/journey/04-deepep.json") ||
+  fail "the installed moesim did not find journey/04-deepep by name"
 
 echo "== cmake --install --prefix ~/.local, then import moesim as is (issue #46 item 4)"
 home=$tmp/home
