@@ -168,7 +168,7 @@ TEST_CASE("A sweep killed midway and resumed equals an uninterrupted one", "[cli
   CHECK_THAT(wrong.err, Catch::Contains("written by another sweep file"));
 }
 
-TEST_CASE("--resume checks every value of the rows it keeps (issue #46 item 3)", "[cli][sweep]") {
+TEST_CASE("sweep --resume checks every value of the rows it keeps (issue #46 item 3)", "[cli][sweep]") {
   const Dir d;
   const std::string out = d / "out.csv";
   REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", out}).status == 0);
