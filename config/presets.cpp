@@ -200,7 +200,8 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
   if (auto it = patch->find("base"); it != patch->end()) {
     const Node base_node = at.child_at(*it, "base");
     if (!it->is_string()) base_node.fail("expected a preset name");
-    Json merged = preset_json(kind, it->get<std::string>(), base_node);
+    const std::string base_name = it->get<std::string>();
+    Json merged = preset_json(kind, base_name, base_node);
     patch->erase("base");
     // The base's calibration profiles (or the inline list that replaces them) apply before
     // the inline values, so that what the scenario writes wins over what a profile fitted.
@@ -215,6 +216,14 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
     }
     merged.merge_patch(*patch);
     r.json = std::make_shared<Json>(std::move(merged));
+    // A config.json base: errors in the merged model name both files (what is wrong may be
+    // the base's, as a key it lacks, or the patch's).
+    if (const auto base_file = model_file(kind, base_name, base_node)) {
+      r.node = std::make_unique<Node>(
+          *r.json, at.path(), std::make_shared<const std::string>(fmt::format("{} ({} patching {})", at.file(),
+                                                                              at.path(), *base_file)));
+      return r;
+    }
   } else {
     r.json = patch;
     if (kind == PresetKind::system) r.profiles = apply_profiles(*r.json, opts, at.file(), at.path());

@@ -283,10 +283,12 @@ class Shell {
   struct Nest {
     Shell& sh;
     explicit Nest(Shell& s) : sh(s) {
-      if (++sh.nesting_ > kMaxShellNesting)
+      if (++sh.nesting_ > kMaxShellNesting) {
+        --sh.nesting_;  // the destructor does not run when the constructor throws
         sh.fail(fmt::format("expansions nested more than {} deep (${{...}}, $((...)) or parentheses); moesim "
                             "evaluates no deeper",
                             kMaxShellNesting));
+      }
     }
     ~Nest() { --sh.nesting_; }
     Nest(const Nest&) = delete;

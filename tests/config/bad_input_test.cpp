@@ -533,3 +533,18 @@ TEST_CASE("Trained routing and EPLB blocks", "[config][errors][eplb]") {
   j["parallelism"]["eplb"]["policy"] = "global";
   CHECK(config::load_scenario_text(j.dump(), "t.json").parallelism.eplb->policy == workload::EplbPolicy::global);
 }
+
+TEST_CASE("An inline model's config.json base: its errors name both files (issue #46)", "[config][errors]") {
+  // The base lacks hidden_size: the message names the scenario, the model and the base file.
+  const test::TempFile base(R"({"model_type": "qwen3_moe", "num_hidden_layers": 4})", "config.json");
+  const test::TempFile scenario("", "s.json");
+  auto j = test::default_scenario_json();
+  j["model"] = {{"base", base.path()}};
+  try {
+    config::load_scenario_text(j.dump(), scenario.path());
+    FAIL("a base without hidden_size loaded");
+  } catch (const config::InputError& e) {
+    CHECK_THAT(e.file(), Catch::Contains(scenario.path()) && Catch::Contains(base.path()));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("hidden_size"));
+  }
+}
