@@ -166,18 +166,18 @@ predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f,
     throw config::InputError(where, "", fmt::format("a row of {} fields; this plan's rows have {}", f.size(),
                                                     1 + value_columns + figures));
   predict::SweepResult r;
-  static const std::vector<std::string> names = result_columns(true);
+  static const std::vector<std::string> with_budget = result_columns(true), without = result_columns(false);
+  const auto& names = token_budget ? with_budget : without;  // the result columns, as this row has them
   const auto number = [&](const std::string& s) {
     const auto v = parse_double(s);
     if (!v || !std::isfinite(*v)) {
-      // The column: the id, else a result column by its place after the varied values.
+      // The column: the id, a varied value, else a result column by its place after them
+      // (every call passes an element of f).
       const auto at = static_cast<std::size_t>(&s - f.data());
-      std::string column = at == 0 ? "id" : at <= value_columns ? "a varied value" : "";
-      if (column.empty()) {
-        std::size_t k = at - 1 - value_columns;
-        if (!token_budget && k >= names.size() - 7) k += 6;  // no budget columns before the wall time
-        column = k < names.size() ? names[k] : "?";
-      }
+      const std::string column = at == 0                    ? "id"
+                                 : at <= value_columns       ? "a varied value"
+                                 : at - 1 - value_columns < names.size() ? names[at - 1 - value_columns]
+                                                                          : "?";
       throw config::InputError(where, column, fmt::format("'{}' is not a number", s));
     }
     return *v;

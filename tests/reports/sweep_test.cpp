@@ -180,6 +180,15 @@ TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)", 
     CHECK_FALSE(back.energy_mwh.has_value());
     CHECK_THROWS_AS(reports::sweep_result_from_fields(f, point.values.size() + 1, budget, "test"),
                     config::InputError);
+    // A value that is no number is named by its column, with and without the budget's.
+    auto bad = f;
+    bad[bad.size() - 1] = "banana";  // the wall time, last
+    try {
+      reports::sweep_result_from_fields(bad, point.values.size(), budget, "test");
+      FAIL("banana read as a number");
+    } catch (const config::InputError& e) {
+      CHECK(e.path() == "sim_wall_s");
+    }
   }
   // A row that never simulated (bound, invalid) has no figures.
   predict::SweepResult b;
