@@ -207,7 +207,7 @@ class Calibrate final : public Command {
   int fit_corpus(Io& io) const {
     std::vector<config::Scenario> runs;
     int skipped = 0;
-    for (const auto& f : measured_files(corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
+    for (const auto& f : config::measured_files(corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
                                         skipped)) {
       // Memory points (measured.peak_memory_gib) check the memory model, not the step's
       // fitted quantities.

@@ -105,43 +105,6 @@ void add_headroom(CLI::App& app, double& gib) {
       ->check(CLI::Range(0.0, 10000.0));
 }
 
-// Scenario files under the given paths (folders recursively), in sorted order.
-std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const auto& p : paths) {
-    if (std::filesystem::is_directory(p)) {
-      std::vector<std::string> found;
-      for (const auto& e : std::filesystem::recursive_directory_iterator(p))
-        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
-      std::sort(found.begin(), found.end());
-      out.insert(out.end(), found.begin(), found.end());
-    } else {
-      out.push_back(p);
-    }
-  }
-  return out;
-}
-
-// The scenario files under the paths that carry a `measured` block; files without one
-// (presets, what-ifs) are counted in `skipped`. A file with one that does not load is an
-// error when it is loaded.
-ScenarioFileSets sort_scenario_files(const std::vector<std::string>& paths) {
-  ScenarioFileSets out;
-  for (const auto& f : scenario_files(paths)) {
-    const config::Json j = config::read_json_file(f);
-    if (j.is_object() && j.contains("measured")) out.measured.push_back(f);
-    else if (j.is_object() && j.contains("system") && j.contains("gpus")) out.unmeasured.push_back(f);
-    else ++out.other;
-  }
-  return out;
-}
-
-std::vector<std::string> measured_files(const std::vector<std::string>& paths, int& skipped) {
-  ScenarioFileSets sets = sort_scenario_files(paths);
-  skipped += static_cast<int>(sets.unmeasured.size()) + sets.other;
-  return std::move(sets.measured);
-}
-
 reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo, const std::string& base_file,
                                      std::optional<double> token_budget, int jobs, const config::LoadOptions& opts,
                                      const std::string& out, const std::function<void()>& each,

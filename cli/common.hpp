@@ -1,5 +1,5 @@
-// cli/common.hpp: what several subcommands share: writing a file whole, the
-// --uncalibrated flag, and the scenario files under paths.
+// cli/common.hpp: what several subcommands share: writing a file whole, output locks, the
+// --uncalibrated flag, shipped scenarios by name (the scenario files under paths: config/scenario_files.hpp).
 #pragma once
 
 #include <functional>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/load.hpp"
+#include "config/scenario_files.hpp"
 #include "config/sweep_file.hpp"
 #include "reports/sweep.hpp"
 
@@ -60,22 +61,5 @@ reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> 
                                      std::optional<double> token_budget, int jobs, const config::LoadOptions& opts,
                                      const std::string& out, const std::function<void()>& each,
                                      std::stop_token stop = {});
-
-// Scenario files under the given paths (folders recursively), in sorted order.
-std::vector<std::string> scenario_files(const std::vector<std::string>& paths);
-
-// The scenario files under the paths that carry a `measured` block; files without one
-// (presets, what-ifs) are counted in `skipped`. A file with one that does not load is an
-// error when it is loaded.
-std::vector<std::string> measured_files(const std::vector<std::string>& paths, int& skipped);
-
-// The scenario files under the paths in three sets: with a `measured` block; without one
-// but a scenario (an object with `system` and `gpus`: planning and what-if scenarios);
-// the rest (model, system and sweep files) counted.
-struct ScenarioFileSets {
-  std::vector<std::string> measured, unmeasured;
-  int other = 0;
-};
-ScenarioFileSets sort_scenario_files(const std::vector<std::string>& paths);
 
 }  // namespace moesim::cli

@@ -64,7 +64,7 @@ class Report final : public Command {
       page = reports::diff_report({sc[0], p[0]}, {sc[1], p[1]});
     } else if (validate_) {
       int skipped = 0;
-      const std::vector<std::string> files = measured_files(inputs_, skipped);
+      const std::vector<std::string> files = config::measured_files(inputs_, skipped);
       if (files.empty()) throw usage("inputs", "no scenario with a measured block under the given paths");
       page = reports::validate_report(predict::validate_files(files, opts, jobs_), skipped);
     } else if (sweep_) {

@@ -38,17 +38,21 @@ class Validate final : public Command {
     app.add_option("--evidence", evidence_,
                    "also write the pairs' record per decision here (calibration/evidence/decisions.json's format: "
                    "what plan cites as evidence)");
+    app.add_flag("--deterministic", deterministic_,
+                 "leave out each row's simulation wall time (`wall_s` in --json, JUnit's `time`), the one figure "
+                 "that differs between runs: the outputs are then byte-identical for the same input");
     add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
     // Files without a `measured` block are skipped and counted, except that scenarios
     // among them (planning and what-if ones) are predicted with --unmeasured or --baseline,
     // to be watched for drift. A file with one that does not load is an input error.
-    const ScenarioFileSets sets = sort_scenario_files(paths_);
+    const config::ScenarioFileSets sets = config::sort_scenario_files(paths_);
     const bool unmeasured = unmeasured_ || !baseline_.empty();
     reports::ValidateExtras x;
     x.skipped = sets.other + (unmeasured ? 0 : static_cast<int>(sets.unmeasured.size()));
     x.tolerance_pct = baseline_tol_;
+    x.timings = !deterministic_;
     // The baseline is read before anything is simulated: a bad file fails fast.
     std::optional<std::vector<reports::BaselineRow>> baseline;
     if (!baseline_.empty()) baseline = reports::read_baseline(nlohmann::json(config::read_json_file(baseline_)), baseline_);
@@ -75,7 +79,7 @@ class Validate final : public Command {
   std::vector<std::string> paths_;
   std::string junit_, markdown_, baseline_, evidence_;
   double baseline_tol_ = 1.0;
-  bool json_ = false, uncalibrated_ = false, unmeasured_ = false;
+  bool json_ = false, uncalibrated_ = false, unmeasured_ = false, deterministic_ = false;
   int jobs_ = 0;
 };
 

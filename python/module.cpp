@@ -5,6 +5,12 @@
 //   moesim.diff(a, b) -> dict                 (moesim diff --json)
 //   moesim.sweep(path, jobs=0) -> list[dict]  (one per row, as sweep --json gives rows)
 //   moesim.plan(path, gpus=0, ...) -> dict    (moesim plan --json)
+//   moesim.validate(paths, ...) -> dict       (moesim validate --json)
+//   moesim.import_megatron(script, ...) -> dict  (moesim import megatron: the scenario, and
+//                                             what was ignored, derived, assumed, recorded)
+//   moesim.report(scenario, out=None) -> str  (moesim report: the HTML page, written to
+//   moesim.report_diff / report_validate /     `out` too when given)
+//     report_sweep
 // A scenario is a path to a scenario file or a dict in the scenario format (relative paths
 // in a dict resolve against the working directory). Bad input raises moesim.InputError
 // (a ValueError) with the command line's message; a simulation that cannot finish raises
@@ -13,23 +19,30 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <fmt/format.h>
+
 #include <array>
+#include <map>
 #include <fstream>
 #include <optional>
 #include <string>
 
+#include "config/import_megatron.hpp"
 #include "config/load.hpp"
+#include "config/scenario_files.hpp"
 #include "config/sweep_file.hpp"
 #include "predict/parallel.hpp"
 #include "predict/plan.hpp"
 #include "predict/predict.hpp"
 #include "predict/sweep.hpp"
+#include "predict/validate.hpp"
 #include "reports/describe.hpp"
 #include "reports/diff.hpp"
 #include "reports/html.hpp"
 #include "reports/report.hpp"
 #include "reports/run.hpp"
 #include "reports/sweep.hpp"
+#include "reports/validate.hpp"
 
 namespace py = pybind11;
 using namespace moesim;
@@ -55,6 +68,33 @@ config::Scenario load(const py::object& scenario, bool uncalibrated) {
 predict::Prediction simulate(const config::Scenario& sc) {
   py::gil_scoped_release release;
   return predict::predict(sc);
+}
+
+std::string path_of(const py::object& p) { return py::str(py::module_::import("os").attr("fspath")(p)); }
+
+// One path (str or os.PathLike) or an iterable of them.
+std::vector<std::string> paths_of(const py::object& paths) {
+  if (py::isinstance<py::str>(paths) || py::hasattr(paths, "__fspath__")) return {path_of(paths)};
+  std::vector<std::string> out;
+  for (const auto& p : paths) out.push_back(path_of(py::reinterpret_borrow<py::object>(p)));
+  return out;
+}
+
+// A page's HTML, also written to `out` unless it is None.
+std::string page_text(const reports::HtmlPage& page, const py::object& out) {
+  std::string html = reports::html_page(page);
+  if (!out.is_none()) {
+    const std::string file = path_of(out);
+    std::ofstream f(file, std::ios::binary | std::ios::trunc);
+    if (!f || !(f << html) || !f.flush()) throw config::InputError(file, "", "cannot write the file");
+  }
+  return html;
+}
+
+py::dict pairs_dict(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  py::dict d;
+  for (const auto& [k, v] : pairs) d[py::str(k)] = v;
+  return d;
 }
 
 }  // namespace
@@ -155,5 +195,141 @@ PYBIND11_MODULE(moesim, m) {
       "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write every evaluated "
       "candidate, '' not at all; `given`: also rank the scenario as given, under 'given', simulating at most "
       "`given_limit` candidates for it (0: no limit); `html`: where to write the plan's page, '' not at all).");
+  m.def(
+      "validate",
+      [](const py::object& paths, int jobs, bool unmeasured, bool uncalibrated, const py::object& baseline,
+         double tolerance, bool deterministic) {
+        const config::ScenarioFileSets sets = config::sort_scenario_files(paths_of(paths));
+        const bool all = unmeasured || !baseline.is_none();
+        reports::ValidateExtras x;
+        x.skipped = sets.other + (all ? 0 : static_cast<int>(sets.unmeasured.size()));
+        x.tolerance_pct = tolerance;
+        x.timings = !deterministic;
+        std::optional<std::vector<reports::BaselineRow>> base;
+        if (!baseline.is_none()) {
+          const std::string file = path_of(baseline);
+          base = reports::read_baseline(nlohmann::json(config::read_json_file(file)), file);
+        }
+        const config::LoadOptions opts{!uncalibrated};
+        std::vector<predict::ValidateRow> rows;
+        {
+          py::gil_scoped_release release;
+          rows = predict::validate_files(sets.measured, opts, jobs);
+          if (all) x.predictions = predict::predict_files(sets.unmeasured, opts, jobs);
+        }
+        if (base) x.moved = reports::compare_baseline(rows, x.predictions, *base, tolerance);
+        return to_python(reports::validate_json(rows, predict::summarize(rows), x));
+      },
+      py::arg("paths"), py::kw_only(), py::arg("jobs") = 0, py::arg("unmeasured") = false,
+      py::arg("uncalibrated") = false, py::arg("baseline") = py::none(), py::arg("baseline_tolerance") = 1.0,
+      py::arg("deterministic") = false,
+      "Predicted against measured for the scenario files with a `measured` block under `paths` (a path or a list; "
+      "folders recursively): the dict `moesim validate --json` prints (`unmeasured`: also predict the scenarios "
+      "without one; `baseline`: an earlier validate --json file, predictions that moved more than "
+      "`baseline_tolerance` percent flagged under 'baseline'; `deterministic`: without each row's wall_s).");
+  m.def(
+      "import_megatron",
+      [](const py::object& script, const py::object& args, const std::string& system, std::int64_t gpus,
+         std::optional<std::string> model, std::int64_t domain, std::optional<std::string> release,
+         std::map<std::string, std::string> env, std::int64_t run, const py::object& wrapper_root,
+         const py::object& source_roots) {
+        config::MegatronImportOptions opt;
+        opt.system = system;
+        opt.gpus = gpus;
+        opt.model = std::move(model);
+        if (domain > 0) opt.gpus_per_nvlink_domain = domain;
+        opt.release = std::move(release);
+        opt.environment = std::move(env);
+        if (run > 0) opt.run = run;
+        if (!wrapper_root.is_none()) opt.wrapper_root = path_of(wrapper_root);
+        if (!source_roots.is_none()) opt.source_roots = paths_of(source_roots);
+        std::string text;
+        if (script.is_none() == args.is_none())
+          throw config::InputError("<arguments>", "script", "give a script or args=, not both and not neither");
+        if (!args.is_none()) {
+          text = py::str(args);
+          opt.source = "<args>";
+        } else {
+          opt.source = path_of(script);
+          text = config::read_text_file(opt.source);
+        }
+        const config::MegatronImport imp = config::import_megatron(text, opt);
+        py::dict out;
+        out["scenario"] = to_python(nlohmann::ordered_json(imp.scenario));
+        out["ignored"] = imp.ignored;
+        out["derived"] = pairs_dict(imp.derived);
+        out["assumed"] = pairs_dict(imp.assumed);
+        out["recorded"] = imp.recorded;
+        out["notes"] = imp.notes;
+        return out;
+      },
+      py::arg("script") = py::none(), py::kw_only(), py::arg("args") = py::none(), py::arg("system") = "",
+      py::arg("gpus") = 0, py::arg("model") = std::nullopt, py::arg("gpus_per_nvlink_domain") = 0,
+      py::arg("release") = std::nullopt, py::arg("env") = std::map<std::string, std::string>{}, py::arg("run") = 0,
+      py::arg("wrapper_root") = py::none(), py::arg("source_roots") = py::none(),
+      "A Megatron launch script (a path) or command line (args=) as a scenario, as `moesim import megatron` reads "
+      "it (nothing is run): a dict with 'scenario' (pass it to run()), 'ignored' (flags without a performance "
+      "effect), 'derived' and 'assumed' (scenario key -> why), 'recorded' and 'notes' (what was not evaluated).");
+  m.def(
+      "report",
+      [](const py::object& scenario, const py::object& out, bool uncalibrated) {
+        const config::Scenario sc = load(scenario, uncalibrated);
+        std::array<predict::Prediction, 2> p;
+        {
+          py::gil_scoped_release release;
+          predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc, {i == 1, false}); });
+        }
+        return page_text(reports::run_report(sc, p[0], p[1]), out);
+      },
+      py::arg("scenario"), py::arg("out") = py::none(), py::kw_only(), py::arg("uncalibrated") = false,
+      "One scenario's HTML page (`moesim report`): returned, and written to `out` when given.");
+  m.def(
+      "report_diff",
+      [](const py::object& a, const py::object& b, const py::object& out, bool uncalibrated) {
+        const std::array<config::Scenario, 2> sc{load(a, uncalibrated), load(b, uncalibrated)};
+        std::array<predict::Prediction, 2> p;
+        {
+          py::gil_scoped_release release;
+          predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc[i]); });
+        }
+        return page_text(reports::diff_report({sc[0], p[0]}, {sc[1], p[1]}), out);
+      },
+      py::arg("a"), py::arg("b"), py::arg("out") = py::none(), py::kw_only(), py::arg("uncalibrated") = false,
+      "Two scenarios' HTML page (`moesim report --diff`): returned, and written to `out` when given.");
+  m.def(
+      "report_validate",
+      [](const py::object& paths, const py::object& out, int jobs, bool uncalibrated) {
+        int skipped = 0;
+        const std::vector<std::string> files = config::measured_files(paths_of(paths), skipped);
+        if (files.empty())
+          throw config::InputError("<arguments>", "paths", "no scenario with a measured block under the given paths");
+        std::vector<predict::ValidateRow> rows;
+        {
+          py::gil_scoped_release release;
+          rows = predict::validate_files(files, config::LoadOptions{!uncalibrated}, jobs);
+        }
+        return page_text(reports::validate_report(rows, skipped), out);
+      },
+      py::arg("paths"), py::arg("out") = py::none(), py::kw_only(), py::arg("jobs") = 0,
+      py::arg("uncalibrated") = false,
+      "Predicted against measured as an HTML page (`moesim report --validate`): returned, and written to `out` "
+      "when given.");
+  m.def(
+      "report_sweep",
+      [](const py::object& csv, const py::object& out, const std::string& objective) {
+        config::SweepObjective o = config::SweepObjective::tokens_per_s_per_gpu;
+        if (!objective.empty()) {
+          const auto found = config::sweep_objective_names().find(objective);
+          if (!found)
+            throw config::InputError("<arguments>", "objective",
+                                     fmt::format("unknown objective '{}'; known: {}", objective,
+                                                 config::sweep_objective_names().known()));
+          o = *found;
+        }
+        const std::string file = path_of(csv);
+        return page_text(reports::sweep_report(reports::read_sweep_csv(file), file, o), out);
+      },
+      py::arg("csv"), py::arg("out") = py::none(), py::kw_only(), py::arg("objective") = "",
+      "A sweep CSV's HTML page (`moesim report --sweep`): returned, and written to `out` when given.");
   m.attr("__version__") = "0.1.0";
 }

@@ -67,10 +67,11 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const 
   const auto& pairs = sum.compared.pairs;
   const std::size_t n = rows.size(), cases = n + x.predictions.size() + pairs.size();
   int failures = sum.pairs_failed;
+  const auto wall = [&](double s) { return x.timings ? s : 0.0; };  // time="0.000" under --deterministic
   double time = 0;
-  for (std::size_t i = 0; i < n; ++i) failures += rows[i].ok && !drift(moved, i) ? 0 : 1, time += rows[i].wall_s;
+  for (std::size_t i = 0; i < n; ++i) failures += rows[i].ok && !drift(moved, i) ? 0 : 1, time += wall(rows[i].wall_s);
   for (std::size_t k = 0; k < x.predictions.size(); ++k)
-    failures += drift(moved, n + k) ? 1 : 0, time += x.predictions[k].wall_s;
+    failures += drift(moved, n + k) ? 1 : 0, time += wall(x.predictions[k].wall_s);
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o += fmt::format("<testsuites name=\"moesim validate\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n", cases,
                    failures, time);
@@ -96,13 +97,13 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const 
     const auto& r = rows[i];
     const BaselineMove* m = drift(moved, i);
     const char* type = !r.ok ? "beyond tolerance" : m ? "moved against the baseline" : nullptr;
-    testcase("moesim.validate." + r.system, r.name, r.file, r.wall_s, figures(r), type,
+    testcase("moesim.validate." + r.system, r.name, r.file, wall(r.wall_s), figures(r), type,
              !r.ok ? figures(r) : m ? drift_text(*m, x.tolerance_pct) : "");
   }
   for (std::size_t k = 0; k < x.predictions.size(); ++k) {
     const auto& r = x.predictions[k];
     const BaselineMove* m = drift(moved, n + k);
-    testcase("moesim.predict." + r.system, r.name, r.file, r.wall_s, prediction_figures(r),
+    testcase("moesim.predict." + r.system, r.name, r.file, wall(r.wall_s), prediction_figures(r),
              m ? "moved against the baseline" : nullptr, m ? drift_text(*m, x.tolerance_pct) : "");
   }
   for (const auto& p : pairs) {
@@ -454,8 +455,9 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
   for (const auto& r : rows)
     out_rows.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"dispatcher", r.dispatcher},
                         {"metric", r.metric}, {"measured", r.measured}, {"predicted", r.predicted},
-                        {"error_pct", r.error_pct}, {"tolerance_pct", r.tolerance_pct}, {"ok", r.ok},
-                        {"wall_s", r.wall_s}});
+                        {"error_pct", r.error_pct}, {"tolerance_pct", r.tolerance_pct}, {"ok", r.ok}});
+  if (x.timings)
+    for (std::size_t i = 0; i < rows.size(); ++i) out_rows[i]["wall_s"] = rows[i].wall_s;
   const auto groups = [](const std::map<std::string, predict::ErrorSummary>& m) {
     nlohmann::ordered_json g = nlohmann::ordered_json::object();
     for (const auto& [k, v] : m) g[k] = {{"runs", v.runs}, {"mean_abs_error_pct", v.mae()}};
@@ -487,8 +489,9 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
     nlohmann::ordered_json preds = nlohmann::ordered_json::array();
     for (const auto& r : x.predictions)
       preds.push_back({{"name", r.name}, {"file", r.file}, {"system", r.system}, {"step_time_s", r.step_time_s},
-                       {"tflops_per_gpu", r.tflops_per_gpu}, {"peak_memory_gib", r.peak_memory_gib},
-                       {"wall_s", r.wall_s}});
+                       {"tflops_per_gpu", r.tflops_per_gpu}, {"peak_memory_gib", r.peak_memory_gib}});
+    if (x.timings)
+      for (std::size_t i = 0; i < x.predictions.size(); ++i) preds[i]["wall_s"] = x.predictions[i].wall_s;
     out["predictions"] = preds;
   }
   if (x.moved) out["baseline"] = baseline_json(*x.moved, x.tolerance_pct);

@@ -55,6 +55,9 @@ struct ValidateExtras {
   int skipped = 0;
   std::optional<BaselineCheck> moved;
   double tolerance_pct = 0;
+  // Each row's simulation wall time (`wall_s` in JSON, `time` in JUnit): the one figure that
+  // differs between runs; false leaves it out (validate --deterministic).
+  bool timings = true;
 };
 // `sum`: predict::summarize(rows).
 std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,

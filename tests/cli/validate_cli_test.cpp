@@ -144,3 +144,22 @@ TEST_CASE("validate --json carries pairs and families; a pair whose other run is
   CHECK_THAT(one.out, Catch::Contains("unresolved pair: ") &&
                           Catch::Contains("compares with 'dsv3-gb200-journey-12-te-host-slim', which is not among"));
 }
+
+TEST_CASE("validate --deterministic: --json and --junit byte-identical between runs", "[cli][validate]") {
+  test::TempFile a_xml("", "a.xml"), b_xml("", "b.xml");
+  const std::string dir = test::source_path("scenarios/journey");
+  const auto a = test::run_moesim({"validate", "--json", "--deterministic", "--unmeasured", "--jobs", "2", "--junit",
+                                   a_xml.path(), dir});
+  const auto b = test::run_moesim({"validate", "--json", "--deterministic", "--unmeasured", "--jobs", "2", "--junit",
+                                   b_xml.path(), dir});
+  REQUIRE(a.status == b.status);
+  CHECK(a.out == b.out);
+  CHECK(test::read_text(a_xml.path()) == test::read_text(b_xml.path()));
+  const auto j = nlohmann::json::parse(a.out);
+  REQUIRE_FALSE(j["rows"].empty());
+  CHECK_FALSE(j["rows"][0].contains("wall_s"));
+  CHECK_THAT(test::read_text(a_xml.path()), Catch::Contains("time=\"0.000\""));
+  // Without the flag each row carries its wall time.
+  const auto timed = test::run_moesim({"validate", "--json", "--jobs", "2", test::source_path("scenarios/journey/12-te-host-slim.json")});
+  CHECK(nlohmann::json::parse(timed.out)["rows"][0].contains("wall_s"));
+}

@@ -98,6 +98,69 @@ class MoesimModule(unittest.TestCase):
         with self.assertRaises(moesim.InputError):
             moesim.plan(qwen, settings=["offload"])
 
+    def test_validate_matches_the_command_line(self):
+        pairs = os.path.join(ROOT, "scenarios", "pairs")
+        v = moesim.validate(pairs, jobs=2, deterministic=True)
+        self.assertGreater(len(v["rows"]), 0)
+        exe = os.path.join(os.environ.get("MOESIM_BUILD", os.path.join(ROOT, "build")), "moesim")
+        if not os.path.exists(exe):
+            self.skipTest("no build/moesim next to the module")
+        out = subprocess.run([exe, "validate", "--json", "--deterministic", "--jobs", "2", pairs],
+                             capture_output=True, text=True)
+        self.assertIn(out.returncode, (0, 1))
+        self.assertEqual(v, json.loads(out.stdout))
+        self.assertNotIn("wall_s", v["rows"][0])
+        # A list of paths; a single file.
+        one = moesim.validate([v["rows"][0]["file"]])
+        self.assertEqual(len(one["rows"]), 1)
+        self.assertEqual(one["rows"][0]["predicted"], v["rows"][0]["predicted"])
+        with self.assertRaises(moesim.InputError):
+            moesim.validate(os.path.join(ROOT, "no-such-folder"))
+
+    def test_import_megatron_gives_a_scenario_run_can_take(self):
+        script = os.path.join(ROOT, "tests", "data", "megatron", "deepseek-v3-gb200.sh")
+        imp = moesim.import_megatron(script, system="gb200-nvl72", gpus=256, gpus_per_nvlink_domain=32)
+        for key in ("scenario", "ignored", "derived", "assumed", "recorded", "notes"):
+            self.assertIn(key, imp)
+        self.assertIn("--lr-decay-style", imp["ignored"])
+        self.assertIn("stack.norm_quant_fusion", imp["assumed"])
+        # The journey's final scenario, as the command-line import test finds it.
+        journey = os.path.join(ROOT, "scenarios", "journey", "13-norm-quant-fusion.json")
+        self.assertEqual(moesim.run(imp["scenario"])["step_time_s"], moesim.run(journey)["step_time_s"])
+        args = ("--num-layers 4 --hidden-size 1024 --ffn-hidden-size 4096 --num-attention-heads 8 "
+                "--num-experts 8 --moe-router-topk 2 --seq-length 1024 --micro-batch-size 1 "
+                "--global-batch-size 16 --bf16 --vocab-size 32000 --no-such-flag")
+        with self.assertRaises(moesim.InputError) as e:
+            moesim.import_megatron(args=args, system="h100", gpus=8)
+        self.assertIn("--no-such-flag", str(e.exception))
+        with self.assertRaises(moesim.InputError):
+            moesim.import_megatron(script, args=args, system="h100")
+        with self.assertRaises(moesim.InputError):
+            moesim.import_megatron(system="h100")
+
+    def test_reports_are_the_command_lines_pages(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            page = os.path.join(tmp, "run.html")
+            html = moesim.report(DEFAULT, page)
+            with open(page) as f:
+                self.assertEqual(f.read(), html)
+            self.assertTrue(html.startswith("<!DOCTYPE html>"))
+            self.assertIn("<title>", moesim.report_diff(J10, J11))
+            self.assertIn("<title>", moesim.report_validate(os.path.join(ROOT, "scenarios", "pairs"), jobs=2))
+            csv = os.path.join(tmp, "quick.csv")
+            exe = os.path.join(os.environ.get("MOESIM_BUILD", os.path.join(ROOT, "build")), "moesim")
+            if not os.path.exists(exe):
+                self.skipTest("no build/moesim next to the module")
+            subprocess.run([exe, "sweep", QUICK, "-o", csv, "--jobs", "2"], check=True, capture_output=True)
+            html = moesim.report_sweep(csv)
+            subprocess.run([exe, "report", "--sweep", csv, "-o", page], check=True, capture_output=True)
+            with open(page) as f:
+                self.assertEqual(f.read(), html)
+            with self.assertRaises(moesim.InputError):
+                moesim.report_sweep(csv, objective="banana")
+            with self.assertRaises(moesim.InputError):
+                moesim.report_validate(os.path.join(ROOT, "scenarios", "systems"))
+
     def test_bad_input_raises_input_error(self):
         with open(DEFAULT) as f:
             sc = json.load(f)
