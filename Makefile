@@ -8,7 +8,7 @@ DEB_PACKAGES := cmake g++ make libboost-graph-dev libeigen3-dev nlohmann-json3-d
                 dpkg-dev python3-venv python3-jsonschema libyaml-cpp-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps configure build run test bench clean asan practice
+.PHONY: all deps configure build run test bench clean asan practice fuzz
 
 all: build
 
@@ -52,6 +52,16 @@ bench: build
 	$(BUILD)/moesim bench --repeat 3 scenarios/scale/dsv3-h800-131072.json
 	$(BUILD)/moesim bench --sweep scenarios/sweeps/bench-1000.json
 	$(BUILD)/moesim plan $(SCENARIO) --gpus 1024 --top 5 -o $(BUILD)/plan-bench.csv
+
+# The end-to-end fuzz targets at issue #46's size: 1,000 scenarios, sweep files and launch
+# scripts each through the binary (`make test` runs fewer; FUZZ_SEED changes the draws).
+FUZZ_CASES ?= 1000
+FUZZ_SEED ?= 15
+fuzz: build
+	for kind in scenario sweep shell; do \
+	  MOESIM_FUZZ_CASES=$(FUZZ_CASES) MOESIM_FUZZ_SEED=$(FUZZ_SEED) MOESIM_FUZZ_JOBS=$(JOBS) \
+	    $(BUILD)/tests/moesim_fuzz $$kind $(BUILD)/moesim . || exit 1; \
+	done
 
 # Sanitizer build of everything (slower; used by hand and for the loader fuzz test).
 asan: deps

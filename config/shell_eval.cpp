@@ -320,7 +320,11 @@ class Shell {
     if (is_op(t, i, "(")) {  // a subshell: evaluated as if inline
       return i + 1;
     }
-    return simple(t, i, run);
+    const std::size_t next = simple(t, i, run);
+    // No progress: a token no statement starts with (`;;` outside a `case`, whose blocks are
+    // skipped whole); bash refuses it as a syntax error. (A fuzzed script looped here.)
+    if (next == i) fail(fmt::format("unexpected `{}` (a syntax error in bash)", t[i].text == "\n" ? "newline" : t[i].text));
+    return next;
   }
 
   // Skips from the keyword at i to its matching close keyword (nested alike; a loop's
@@ -623,6 +627,7 @@ class Shell {
   }
   std::vector<std::string> value_of(const std::string& name) const {
     if (!name.empty() && std::all_of(name.begin(), name.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); })) {
+      if (name.size() > 9) return {};  // ${99999999999}: no such argument
       const auto n = std::stoul(name);
       if (n == 0) return {opts_.script_path};
       return n <= opts_.arguments.size() ? std::vector<std::string>{opts_.arguments[n - 1]} : std::vector<std::string>{};
@@ -688,10 +693,14 @@ class Shell {
     }
   }
 
-  // $((...)): integers, + - * / % and parentheses; names are variables.
+  // $((...)): integers, + - * / % and parentheses; names are variables. 64-bit and
+  // wrapping on overflow as bash's does (two's complement; INT64_MIN / -1 is INT64_MIN and
+  // INT64_MIN % -1 is 0, where C++ would trap); a literal too long for 64 bits wraps too.
   std::int64_t arithmetic(const std::string& raw) {
     const std::string e = join(expand(raw, true));
     std::size_t p = 0;
+    const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    const auto wrap = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
     const auto skip = [&] {
       while (p < e.size() && std::isspace(static_cast<unsigned char>(e[p]))) ++p;
     };
@@ -711,11 +720,12 @@ class Shell {
         const Nest nest(*this);  // - - - ... 1 recurses too
         const bool neg = e[p++] == '-';
         const auto v = atom();
-        return neg ? -v : v;
+        return neg ? wrap(0 - u(v)) : v;
       }
       if (p < e.size() && std::isdigit(static_cast<unsigned char>(e[p]))) {
         std::int64_t v = 0;
-        while (p < e.size() && std::isdigit(static_cast<unsigned char>(e[p]))) v = v * 10 + (e[p++] - '0');
+        while (p < e.size() && std::isdigit(static_cast<unsigned char>(e[p])))
+          v = wrap(u(v) * 10 + static_cast<std::uint64_t>(e[p++] - '0'));
         return v;
       }
       if (p < e.size() && name_start(e[p])) {
@@ -737,7 +747,7 @@ class Shell {
         const char o = e[p++];
         const std::int64_t r = atom();
         if (o != '*' && r == 0) fail(fmt::format("$(({})): division by zero", raw));
-        v = o == '*' ? v * r : o == '/' ? v / r : v % r;
+        v = o == '*' ? wrap(u(v) * u(r)) : r == -1 ? (o == '/' ? wrap(0 - u(v)) : 0) : o == '/' ? v / r : v % r;
       }
       return v;
     };
@@ -745,7 +755,8 @@ class Shell {
       std::int64_t v = product();
       for (skip(); p < e.size() && (e[p] == '+' || e[p] == '-'); skip()) {
         const char o = e[p++];
-        v = o == '+' ? v + product() : v - product();
+        const std::int64_t r = product();
+        v = o == '+' ? wrap(u(v) + u(r)) : wrap(u(v) - u(r));
       }
       return v;
     };
@@ -759,8 +770,13 @@ class Shell {
   std::string substitution(const std::string& inner) {
     if (inner.find("dirname") != std::string::npos || inner == "pwd" ||
         (inner.find("cd ") != std::string::npos && inner.find("pwd") != std::string::npos)) {
-      const auto dir = std::filesystem::path(opts_.script_path).parent_path().string();
-      return dir.empty() ? "." : dir;
+      // Absolute, as a script run from anywhere computes it: `source "$(dirname "$0")/x.sh"`
+      // then names the file beside the script however the script's path was given.
+      std::error_code ec;
+      const auto dir = std::filesystem::path(opts_.script_path).parent_path();
+      auto abs = std::filesystem::absolute(dir.empty() ? std::filesystem::path(".") : dir, ec).lexically_normal();
+      if (!abs.has_filename() && abs.has_parent_path() && abs != abs.root_path()) abs = abs.parent_path();  // "/a/b/" -> "/a/b"
+      return ec ? (dir.empty() ? "." : dir.string()) : abs.string();
     }
     note(fmt::format("the command substitution $({}) is not run: empty", inner));
     return "";
@@ -804,8 +820,16 @@ class Shell {
       bool whole = false;
       std::size_t end = k + 2;
       if (n == '(' && k + 2 < w.size() && w[k + 2] == '(') {
-        const auto close = w.rfind("))");
-        if (close == std::string::npos || close < k) fail(fmt::format("'{}': unterminated $((", w));
+        // The "))" that balances this "$((" (not the word's last: `$((1))x$((2))`).
+        std::size_t close = std::string::npos;
+        for (std::size_t j = k + 1, depth = 0; j < w.size(); ++j) {
+          if (w[j] == '(') ++depth;
+          else if (w[j] == ')' && --depth == 0) {
+            if (w[j - 1] == ')' && j - 1 > k + 2) close = j - 1;
+            break;
+          }
+        }
+        if (close == std::string::npos) fail(fmt::format("'{}': unterminated $((", w));
         end = close + 2;
         v = {std::to_string(arithmetic(w.substr(k + 3, close - k - 3)))};
       } else if (n == '(' || n == '{') {
@@ -864,7 +888,9 @@ class Shell {
         have = true;
         k += 2;
       } else if (c == '\'') {
+        // Unterminated only inside a ${...} the lexer took whole (`${X:-'}`): bash refuses it.
         const auto e = w.find('\'', k + 1);
+        if (e == std::string::npos) fail(fmt::format("unterminated single quote in {}", w));
         cur += w.substr(k + 1, e - k - 1);
         have = true;
         k = e + 1;
@@ -879,6 +905,7 @@ class Shell {
             j = dollar(j, true);
           } else if (w[j] == '`') {
             const auto e = w.find('`', j + 1);
+            if (e == std::string::npos) fail(fmt::format("unterminated backquote in {}", w));
             cur += substitution(w.substr(j + 1, e - j - 1));
             j = e + 1;
           } else {
@@ -888,6 +915,7 @@ class Shell {
         k = j + 1;
       } else if (c == '`') {
         const auto e = w.find('`', k + 1);
+        if (e == std::string::npos) fail(fmt::format("unterminated backquote in {}", w));
         split_into(substitution(w.substr(k + 1, e - k - 1)));
         k = e + 1;
       } else if (c == '$') {

@@ -51,6 +51,15 @@ TEST_CASE("shell: defaults, arithmetic and positional parameters", "[config][she
   CHECK(last_words("L=hello; f ${L:+x} ${#L} ${L:-d}") == Words{"f", "x", "5", "hello"});
   CHECK(last_words("f ${Z:=7}; g $Z") == Words{"g", "7"});
   CHECK(last_words("N=3; M=4; f $((N*(M+1)%7)) $(( $N - 10 )) $((-2*-3))") == Words{"f", "1", "-7", "6"});
+  // 64-bit arithmetic wraps as bash's does (the values bash 5 prints); INT64_MIN / -1 does
+  // not trap (a fuzzed script found that it did, issue #46 item 5).
+  CHECK(last_words("f $(( (-9223372036854775807-1) / -1 )) $(( (-9223372036854775807-1) % -1 )) "
+                   "$((9223372036854775807+1)) $((9999999999999999999)) $((3037000500*3037000500)) "
+                   "$(( - (-9223372036854775807-1) ))") ==
+        Words{"f", "-9223372036854775808", "0", "-9223372036854775808", "-8446744073709551617",
+              "-9223372036709301616", "-9223372036854775808"});
+  CHECK(last_words("f ${99999999999999999999} ${0}") == Words{"f", "/scripts/run.sh"});
+  CHECK(last_words("f $((1))x$((2)) $(( (1+2)*3 ))") == Words{"f", "1x2", "9"});
   config::ShellOptions o;
   o.script_path = "run.sh";
   o.arguments = {"one", "two words"};
@@ -115,6 +124,19 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
     }
   };
   err("source missing.sh", "does not exist");
+  // The folder "$(dirname "$0")" gives is the script's, however its path was given: a script
+  // named by a relative path sources the file beside it, not one under a doubled path (a
+  // fuzzed script found `s/run.sh` sourcing s/s/lib.sh).
+  {
+    const auto cwd = std::filesystem::current_path();
+    std::filesystem::current_path(dir.parent_path());
+    config::ShellOptions rel;
+    rel.script_path = (dir.filename() / "run.sh").string();
+    const auto d = config::evaluate_shell(". \"$(dirname \"$0\")/model.sh\"\npython x.py \"${MODEL_ARGS[@]}\"\nf $(dirname $0)", rel);
+    std::filesystem::current_path(cwd);
+    CHECK(d.commands.front().words == Words{"python", "x.py", "--num-layers", "4", "--hidden-size", "64"});
+    CHECK(d.commands.back().words == Words{"f", dir.string()});
+  }
   // The importer's reach (issue #46 item 2): only regular files inside the script's folder
   // tree or a --source-root, refused unread otherwise.
   err("source /etc/passwd", "/etc/passwd is outside the script's folder");
@@ -148,6 +170,10 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   err("if [ 1 ]; then f", "`if` without `fi`");
   err("A=(a b", "without its closing ')'");
   err("f $((1/0))", "division by zero");
+  // A quote left open inside ${...} (the fuzz target's: it looped for ever).
+  err("V=${V:-'}\nf $V", "unterminated single quote");
+  err("f \"${V:-`}\"", "unterminated backquote");
+  err("\"800M\")\n  X=1\n  ;;\nf", "unexpected `;;`");  // a case's arm without its `case`
   err("cat <<EOF\nno end", "here-document without its closing 'EOF'");
   // Bounds (issue #46 item 1): nesting and value size, each refused with its limit named.
   std::string nested = "x";

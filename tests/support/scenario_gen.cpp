@@ -5,6 +5,7 @@
 #include <random>
 
 #include "config/load.hpp"
+#include "support/fuzz_case.hpp"
 #include "hw_models/dispatcher.hpp"
 #include "schedules/schedule_kind.hpp"
 #include "workload/options.hpp"
@@ -13,32 +14,6 @@ namespace moesim::test {
 namespace {
 
 using config::Json;
-
-// SplitMix64 (Steele et al. 2014): decorrelates the per-draw seeds of (seed, index).
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Draws by plain modulo so the sequence is the same under every standard library.
-class Rng {
- public:
-  explicit Rng(std::uint64_t s) : g_(s) {}
-  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : g_() % n; }
-  bool chance(double p) { return static_cast<double>(g_() % 1'000'000) < p * 1e6; }
-  template <class T>
-  const T& pick(const std::vector<T>& v) {
-    return v[below(v.size())];
-  }
-  std::int64_t pick(std::initializer_list<std::int64_t> v) {
-    return *(v.begin() + below(v.size()));
-  }
-
- private:
-  std::mt19937_64 g_;
-};
 
 template <class E>
 std::vector<std::string> names(const sim_core::NameTable<E>& t) {
@@ -209,7 +184,7 @@ int ScenarioGenerator::combinations() const {
 }
 
 GeneratedScenario ScenarioGenerator::generate(int index) const {
-  Rng rng(mix(seed_ ^ mix(static_cast<std::uint64_t>(index))));
+  Rng rng = Rng::of(seed_, index);
   GeneratedScenario g;
   g.seed = seed_;
   g.index = index;
