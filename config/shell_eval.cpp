@@ -784,9 +784,16 @@ class Shell {
 
   // A raw word's fields: quotes removed, expansions made, unquoted expansions split on
   // blanks. `single`: one field whatever the splitting (assignments, [[ ]]).
+  [[noreturn]] void too_large() const {
+    fail(fmt::format("an expansion grows past {} KiB (a variable that doubles itself?); moesim evaluates no "
+                     "larger values",
+                     kMaxShellValueBytes >> 10));
+  }
+
   std::vector<std::string> expand(const std::string& w, bool single) {
     const Nest nest(*this);
     std::vector<std::string> fields;
+    std::size_t field_bytes = 0;  // the sizes of `fields`
     std::string cur;
     bool have = false;  // cur is a field even if empty (quotes)
     const auto split_into = [&](const std::string& s) {
@@ -799,7 +806,7 @@ class Shell {
       while (a < s.size()) {
         const bool blank = s[a] == ' ' || s[a] == '\t' || s[a] == '\n';
         if (blank) {
-          if (have || !cur.empty()) fields.push_back(cur);
+          if (have || !cur.empty()) field_bytes += cur.size(), fields.push_back(cur);
           cur.clear();
           have = false;
           while (a < s.size() && (s[a] == ' ' || s[a] == '\t' || s[a] == '\n')) ++a;
@@ -866,11 +873,20 @@ class Shell {
         cur += '$';
         return k + 1;
       }
+      // Bounds (issue #46 item 1): this word's value, checked before it is built, and all
+      // the script's expansions together (each refers to values of at most
+      // kMaxShellValueBytes, so a script of many lines could otherwise copy without end).
+      std::size_t add = v.empty() ? 0 : v.size() - 1;  // the separators a join adds
+      for (const auto& e : v) add += e.size();
+      if (cur.size() + field_bytes + add > kMaxShellValueBytes) too_large();
+      if ((expanded_ += add) > kMaxShellExpandedBytes)
+        fail(fmt::format("the script's expansions add up to more than {} MiB; moesim evaluates no more",
+                         kMaxShellExpandedBytes >> 20));
       if (quoted && whole) {  // "${A[@]}": each element a field of its own
         for (std::size_t e = 0; e < v.size(); ++e) {
           cur += v[e];
           have = true;
-          if (e + 1 < v.size() && !single) fields.push_back(cur), cur.clear();
+          if (e + 1 < v.size() && !single) field_bytes += cur.size(), fields.push_back(cur), cur.clear();
           else if (e + 1 < v.size()) cur += ' ';
         }
       } else if (quoted) {
@@ -926,13 +942,8 @@ class Shell {
         ++k;
       }
     }
-    if (have || !cur.empty()) fields.push_back(cur);
-    std::size_t bytes = 0;
-    for (const auto& f : fields) bytes += f.size();
-    if (bytes > kMaxShellValueBytes)
-      fail(fmt::format("an expansion grows past {} KiB (a variable that doubles itself?); moesim evaluates no "
-                       "larger values",
-                       kMaxShellValueBytes >> 10));
+    if (have || !cur.empty()) field_bytes += cur.size(), fields.push_back(cur);
+    if (field_bytes > kMaxShellValueBytes) too_large();
     if (single && fields.size() > 1) return {join(fields)};
     return fields;
   }
@@ -944,12 +955,17 @@ class Shell {
   std::string file_;
   int depth_ = 0;
   int nesting_ = 0;  // expansions open now (Nest)
+  std::size_t expanded_ = 0;  // bytes all expansions have produced (kMaxShellExpandedBytes)
   bool exited_ = false;
 };
 
 }  // namespace
 
 ShellResult evaluate_shell(const std::string& text, const ShellOptions& opts) {
+  if (text.size() > kMaxSourcedBytes)  // the bound of a sourced file: launch scripts are a few KiB
+    throw InputError(opts.script_path, "",
+                     fmt::format("the script is larger than the {} KiB moesim reads of a launch script",
+                                 kMaxSourcedBytes >> 10));
   ShellResult out;
   Shell sh(opts, out);
   sh.run_text(text, opts.script_path);

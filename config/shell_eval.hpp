@@ -41,9 +41,13 @@ inline constexpr std::uintmax_t kMaxSourcedBytes = std::uintmax_t{1} << 20;
 // Bounds on evaluation (issue #46 item 1): expansions nested deeper than kMaxShellNesting
 // (`${X:-${X:-...}}`, `$(( $(( ... )) ))`, parentheses in arithmetic) and any expansion
 // whose value passes kMaxShellValueBytes are refused with an InputError. Launch scripts
-// nest 2-3 deep and their longest values are a few KiB of flags.
+// nest 2-3 deep and their longest values are a few KiB of flags; all of a script's
+// expansions together come to well under a MiB.
+// All expansions of a script together may produce at most kMaxShellExpandedBytes, which
+// bounds the time too (a script of many lines each copying a large value).
 inline constexpr int kMaxShellNesting = 64;
 inline constexpr std::size_t kMaxShellValueBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxShellExpandedBytes = std::size_t{256} << 20;
 
 struct ShellCommand {
   std::vector<std::string> words;                  // expanded, after the prefix assignments
@@ -62,7 +66,8 @@ struct ShellResult {
 };
 
 // Throws InputError(script_path, "", why) for text bash would refuse (an unterminated
-// quote, `if` without `fi`) and for a missing sourced file.
+// quote, `if` without `fi`), for a missing sourced file and for a script larger than
+// kMaxSourcedBytes.
 ShellResult evaluate_shell(const std::string& text, const ShellOptions& opts);
 
 }  // namespace moesim::config

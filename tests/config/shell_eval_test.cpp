@@ -187,6 +187,13 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   std::string doubling = "A=xxxxxxxxxxxxxxxx\n";
   for (int i = 0; i < 40; ++i) doubling += "A=$A$A\n";
   err(doubling, "an expansion grows past 1024 KiB");
+  // Many lines each copying a large value: refused once all expansions pass 256 MiB (it
+  // took seconds a line before), and a script over 1 MiB is not read.
+  std::string copies = "A=xxxxxxxxxxxxxxxx\n";
+  for (int i = 0; i < 14; ++i) copies += "A=$A$A\n";  // 256 KiB
+  for (int i = 0; i < 1000; ++i) copies += "B=$A$A$A\n";
+  err(copies, "the script's expansions add up to more than 256 MiB");
+  err("A=" + std::string((1 << 20) + 1, 'x'), "larger than the 1024 KiB moesim reads of a launch script");
   // Just inside the bounds it still evaluates: 60 levels, values of 512 KiB.
   std::string sixty = "ok";
   for (int i = 0; i < 60; ++i) sixty = "${X:-" + sixty + "}";
