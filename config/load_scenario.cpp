@@ -578,6 +578,22 @@ class ScenarioReader {
     }
     const int def = hw_models::default_dispatcher_sms(f.dispatcher);
     f.dispatcher_sms = def == 0 ? 0 : static_cast<int>(sms.value_or(def));
+    // A what-if GPU with no more SMs than the library's default leaves compute none (the
+    // fuzz target's 8-SM H800 under HybridEP reached the engine with a negative share).
+    if (!sms && def > 0 && def >= static_cast<int>(sc_.system.gpu.sm_count.value))
+      fail("framework.dispatcher_sms",
+           fmt::format("{} takes {} SMs by default, all of this GPU's {} (system.gpu.sm_count): give "
+                       "dispatcher_sms below {}",
+                       hw_models::dispatcher_names().name(f.dispatcher), def, sc_.system.gpu.sm_count.value,
+                       sc_.system.gpu.sm_count.value));
+    // Sequence parallelism's backward all-gather overlaps the dgrad beside it on
+    // TransformerEngine's userbuffers, which hold 16 SMs (schedules/kernel_pricing.cpp
+    // overlap_tp): a GPU of 16 or fewer has none left for the GEMM.
+    if (sc_.parallelism.tp > 1 && sc_.parallelism.sequence_parallel && sc_.system.gpu.sm_count.value <= 16)
+      fail("parallelism.sequence_parallel",
+           fmt::format("overlaps its gathers on TransformerEngine's userbuffers, which take 16 SMs, all of this "
+                       "GPU's {} (system.gpu.sm_count)",
+                       sc_.system.gpu.sm_count.value));
   }
 
   // stack.release resolves the switches (config/releases.hpp); the keys given win.

@@ -140,8 +140,8 @@ PYBIND11_MODULE(moesim, m) {
       "Two predictions and the step-time difference by contribution: the dict `moesim diff --json` prints.");
   m.def(
       "sweep",
-      [](const std::string& path, int jobs) {
-        const config::SweepFile sweep = config::read_sweep_file(path);
+      [](const py::object& path, int jobs) {
+        const config::SweepFile sweep = config::read_sweep_file(path_of(path));
         const config::SweepPlan plan = config::expand_sweep(sweep);
         const bool budget = sweep.token_budget.has_value();
         const auto header = reports::sweep_csv_header(plan, budget);
@@ -163,9 +163,12 @@ PYBIND11_MODULE(moesim, m) {
       "Every row of a sweep file (docs/SWEEP_FORMAT.md), in id order: dicts as `moesim sweep --json` gives rows.");
   m.def(
       "plan",
-      [](const std::string& scenario, std::int64_t gpus, std::vector<std::string> settings, const std::string& objective,
-         std::optional<double> token_budget, int top, int jobs, const std::string& csv, bool uncalibrated,
-         bool given, std::int64_t given_limit, const std::string& html) {
+      [](const py::object& scenario_path, std::int64_t gpus, std::vector<std::string> settings,
+         const std::string& objective, std::optional<double> token_budget, int top, int jobs, const py::object& csv_path,
+         bool uncalibrated, bool given, std::int64_t given_limit, const py::object& html_path) {
+        const std::string scenario = path_of(scenario_path);
+        const std::string csv = csv_path.is_none() ? "" : path_of(csv_path);
+        const std::string html = html_path.is_none() ? "" : path_of(html_path);
         const predict::PlanRequest req{scenario, gpus, std::move(settings), objective, token_budget, top, jobs,
                                        config::LoadOptions{!uncalibrated}, given, given_limit, {}, {}, {}, true, std::nullopt, std::nullopt};
         predict::Plan p;
@@ -189,12 +192,12 @@ PYBIND11_MODULE(moesim, m) {
       },
       py::arg("scenario"), py::kw_only(), py::arg("gpus") = 0, py::arg("settings") = std::vector<std::string>{},
       py::arg("objective") = "", py::arg("token_budget") = std::nullopt, py::arg("top") = 10, py::arg("jobs") = 0,
-      py::arg("csv") = "", py::arg("uncalibrated") = false, py::arg("given") = false,
-      py::arg("given_limit") = 0, py::arg("html") = "",
+      py::arg("csv") = py::none(), py::arg("uncalibrated") = false, py::arg("given") = false,
+      py::arg("given_limit") = 0, py::arg("html") = py::none(),
       "The best layouts and settings of a scenario file's model on `gpus` GPUs: the dict `moesim plan --json` "
       "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write every evaluated "
-      "candidate, '' not at all; `given`: also rank the scenario as given, under 'given', simulating at most "
-      "`given_limit` candidates for it (0: no limit); `html`: where to write the plan's page, '' not at all).");
+      "candidate, None or '' not at all; `given`: also rank the scenario as given, under 'given', simulating at most "
+      "`given_limit` candidates for it (0: no limit); `html`: where to write the plan's page, None or '' not at all; paths are str or os.PathLike).");
   m.def(
       "validate",
       [](const py::object& paths, int jobs, bool unmeasured, bool uncalibrated, const py::object& baseline,

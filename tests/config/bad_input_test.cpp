@@ -444,6 +444,24 @@ TEST_CASE("Fuzz regressions: DeepEP and HybridEP need EP > 1", "[config][errors]
   CHECK(r.err.empty());
 }
 
+TEST_CASE("Fuzz regressions: a what-if GPU with too few SMs for the libraries' share (issue #46)",
+          "[config][errors][fuzz]") {
+  // An 8-SM H800 reached the engine with a negative compute share ("event scheduled in the
+  // past", exit 3): HybridEP's default 32 SMs, and TE's 16 userbuffers SMs under SP.
+  auto j = test::default_scenario_json();
+  j["system"] = {{"base", "gb200-nvl72"}, {"gpu", {{"sm_count", 24}}}};
+  j["framework"].erase("dispatcher_sms");
+  expect_error(j, "framework.dispatcher_sms", "hybridep takes 32 SMs by default, all of this GPU's 24");
+  j["framework"]["dispatcher_sms"] = 16;  // given: the GPU keeps 8
+  CHECK(config::load_scenario_text(j.dump(), "test.json").framework.dispatcher_sms == 16);
+  j["system"]["gpu"]["sm_count"] = 16;
+  j["parallelism"]["tp"] = 2;
+  j["parallelism"]["sequence_parallel"] = true;
+  j["parallelism"].erase("pp_layout");
+  j["framework"]["dispatcher_sms"] = 8;
+  expect_error(j, "parallelism.sequence_parallel", "TransformerEngine's userbuffers, which take 16 SMs");
+}
+
 TEST_CASE("Fuzz regressions: interleaved 1F1B needs microbatches divisible by pp", "[config][errors][fuzz]") {
   auto j = test::default_scenario_json();
   j["training"]["global_batch_size"] = 32 * 4;  // 4 microbatches over pp 8

@@ -1,6 +1,7 @@
 """`import moesim` (python/module.cpp): the same figures as the command line's --json."""
 import json
 import os
+import pathlib
 import subprocess
 import tempfile
 import unittest
@@ -58,7 +59,7 @@ class MoesimModule(unittest.TestCase):
         self.assertEqual(d["contributions"][0]["item"], "ep")
 
     def test_sweep_rows(self):
-        rows = moesim.sweep(QUICK, jobs=2)
+        rows = moesim.sweep(pathlib.Path(QUICK), jobs=2)  # str or os.PathLike
         self.assertGreater(len(rows), 0)
         self.assertEqual([r["id"] for r in rows], list(range(len(rows))))
         self.assertIsInstance(rows[0]["gpus"], int)
