@@ -30,7 +30,7 @@ echo "== cmake --install --prefix"
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 p=$tmp/prefix
 check_run "$p/bin/moesim" "$p/share/moesim/scenarios/dsv3-gb200.json"
-grep -q '^\.SS schema' "$p/share/man/man1/moesim.1" || fail "the man page lacks the schema subcommand"
+zcat "$p/share/man/man1/moesim.1.gz" | grep -q '^\.SS schema' || fail "the man page lacks the schema subcommand"
 [ -s "$p/share/moesim/schema/scenario.schema.json" ] || fail "no scenario schema installed"
 [ -s "$p/share/doc/moesim/docs/SCENARIO_FORMAT.md" ] || fail "no docs/SCENARIO_FORMAT.md installed"
 pydir=$(ls -d "$p"/lib/python3*/site-packages)
@@ -63,10 +63,20 @@ grep -q "python3 (>= $pyver), python3 (<< $pynext)" <<<"$depends" || fail "$deb:
 dpkg-deb -x "$deb" "$tmp/root"
 r=$tmp/root/usr
 check_run "$r/bin/moesim" "$r/share/moesim/scenarios/dsv3-gb200.json"
-[ -s "$r/share/man/man1/moesim.1" ] || fail "$deb: no man page"
+[ -s "$r/share/man/man1/moesim.1.gz" ] || fail "$deb: no man page"
 grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$r/share/doc/moesim/copyright" &&
   grep -q '^License: Apache-2.0' "$r/share/doc/moesim/copyright" || fail "$deb: no machine-readable copyright file"
 check_module "$python" "$r/share/moesim/scenarios/dsv3-gb200.json" "$r/lib/python3/dist-packages"
+# Debian's checks (issue #46 item 4): no error or warning from lintian (installed by
+# `make deps`); where it is missing the test says so and checks the rest.
+if command -v lintian >/dev/null; then
+  tags=$(lintian --tag-display-limit 0 --fail-on none "$deb" 2>/dev/null | grep -E '^[EW]: ' || true)
+  [ -z "$tags" ] || fail "$deb: lintian reports
+$tags"
+  echo "lintian: no errors or warnings"
+else
+  echo "lintian: not installed (make deps installs it); skipped"
+fi
 
 echo "== pip install . (a virtual environment, no index)"
 "$python" -m venv "$tmp/venv"
