@@ -1,4 +1,4 @@
-// cli/import.cpp: `moesim import megatron`: a Megatron launch command as a scenario (config/import_megatron.hpp).
+// cli/import.cpp: `moesim import megatron`: a Megatron launch command as a scenario (importer/import.hpp).
 #include "cli/commands.hpp"
 
 #include <cstdint>
@@ -13,13 +13,13 @@
 #include <fmt/ranges.h>
 
 #include "cli/common.hpp"
-#include "config/import_megatron.hpp"
+#include "importer/import.hpp"
 #include "config/load.hpp"
 
 namespace moesim::cli {
 namespace {
 
-// A Megatron command line as a scenario (config/import_megatron.hpp).
+// A Megatron command line as a scenario (importer/import.hpp).
 class Import final : public Command {
  public:
   void configure(CLI::App& app) override {
@@ -53,7 +53,7 @@ class Import final : public Command {
     app.add_option("-o,--output", out_, "write the scenario here (default: standard output)");
   }
   int run(Io& io) override {
-    config::MegatronImportOptions opt;
+    importer::MegatronImportOptions opt;
     opt.system = system_;
     if (gpus_ > 0 && nodes_ > 0) throw config::InputError("<command line>", "--gpus", "give --gpus or --nodes, not both");
     if (nodes_ > 0 && per_node_ == 0)
@@ -85,7 +85,7 @@ class Import final : public Command {
     } else {
       throw config::InputError("<command line>", "script", "give a script, - for standard input, or --args STR");
     }
-    const config::MegatronImport imp = config::import_megatron(text, opt);
+    const importer::MegatronImport imp = importer::import_megatron(text, opt);
     config::Json sc = imp.scenario;
     const std::string doc = sc.dump(2) + "\n";
     if (out_.empty()) {

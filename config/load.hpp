@@ -62,7 +62,7 @@ Scenario load_scenario_json(const Json& j, const std::string& file, const LoadOp
 // calibration profiles.
 // `schema`: the JSON Schema files of the input formats (schema/NAME.schema.json, `moesim
 // schema`), compiled in beside the presets.
-enum class PresetKind { system, model, profile, schema, recipes, evidence };
+enum class PresetKind { system, model, profile, schema, evidence };
 std::vector<std::string> preset_names(PresetKind kind);
 // A compiled-in file's text; InputError (naming `what`) listing the known names when absent.
 std::string_view preset_text(PresetKind kind, std::string_view name, const std::string& what);

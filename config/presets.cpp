@@ -19,7 +19,7 @@ struct KindInfo {
 };
 constexpr KindInfo kKinds[] = {
     {"systems", "system"}, {"models", "model"}, {"profiles", "calibration profile"}, {"schema", "schema"},
-    {"recipes", "recipe table"}, {"evidence", "evidence table"}};
+    {"evidence", "evidence table"}};
 std::string_view kind_dir(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].dir; }
 std::string_view kind_name(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].name; }
 
@@ -33,7 +33,6 @@ const detail::PresetFile* find_preset(PresetKind kind, std::string_view name) {
 
 std::string preset_label(const detail::PresetFile& p) {
   if (p.kind == "schema") return fmt::format("schema/{}.json (built-in)", p.name);
-  if (p.kind == "recipes") return fmt::format("config/recipes/{}.json (built-in)", p.name);
   if (p.kind == "evidence") return fmt::format("calibration/evidence/{}.json (built-in)", p.name);
   const std::string_view folder = p.kind == "profiles" ? "calibration" : "scenarios";
   return fmt::format("{}/{}/{}.json (built-in preset)", folder, p.kind, p.name);

@@ -27,7 +27,7 @@
 #include <optional>
 #include <string>
 
-#include "config/import_megatron.hpp"
+#include "importer/import.hpp"
 #include "config/load.hpp"
 #include "config/scenario_files.hpp"
 #include "config/sweep_file.hpp"
@@ -236,7 +236,7 @@ PYBIND11_MODULE(moesim, m) {
          std::optional<std::string> model, std::int64_t domain, std::optional<std::string> release,
          std::map<std::string, std::string> env, std::int64_t run, const py::object& wrapper_root,
          const py::object& source_roots) {
-        config::MegatronImportOptions opt;
+        importer::MegatronImportOptions opt;
         opt.system = system;
         opt.gpus = gpus;
         opt.model = std::move(model);
@@ -256,7 +256,7 @@ PYBIND11_MODULE(moesim, m) {
           opt.source = path_of(script);
           text = config::read_text_file(opt.source);
         }
-        const config::MegatronImport imp = config::import_megatron(text, opt);
+        const importer::MegatronImport imp = importer::import_megatron(text, opt);
         py::dict out;
         out["scenario"] = to_python(nlohmann::ordered_json(imp.scenario));
         out["ignored"] = imp.ignored;

@@ -14,7 +14,7 @@ argument_parser.py the default variant and every flag the launcher accepts (opti
 type, default, choices). Tags whose recipes moved elsewhere (the flat recipes of
 src/megatron/bridge/perf_recipes, from v0.6.0) are listed as not read.
 
-Usage: tools/bridge_recipes.py --repo PATH/TO/Megatron-Bridge [--out config/recipes/megatron-bridge.json]
+Usage: tools/bridge_recipes.py --repo PATH/TO/Megatron-Bridge [--out importer/recipes/megatron-bridge.json]
 Standard library only; `git` reads the tags (nothing is checked out).
 """
 

@@ -1,6 +1,6 @@
 // A seeded, structure-aware generator of Megatron launch scripts for the end-to-end fuzz
-// target (issue #46 item 5), as `moesim import megatron` reads them (config/shell_eval.hpp,
-// config/import_megatron.hpp, config/launch_wrapper.hpp).
+// target (issue #46 item 5), as `moesim import megatron` reads them (importer/shell_eval.hpp,
+// importer/import.hpp, importer/launch_wrapper.hpp).
 //
 // Two kinds of draw:
 // - built: a small MoE pretraining command whose flags (valid, edited to hostile values,

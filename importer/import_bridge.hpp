@@ -1,4 +1,4 @@
-// config/import_bridge.hpp: a Megatron-Bridge performance command
+// importer/import_bridge.hpp: a Megatron-Bridge performance command
 // (`python scripts/performance/setup_experiment.py -m deepseek -mr deepseek_v3 -g gb200
 // -c fp8_mx -ng 256 [-tp .. -pp .. ...] [key=value ...]`) as a scenario (issue #27 item 1).
 //
@@ -8,7 +8,7 @@
 //   1. the performance recipe: the family's function for the GPU (configs/<family>/
 //      <family>_llm_pretrain.py) over the model recipe (src/megatron/bridge/recipes/...),
 //      with the workload config the launcher's names resolve to at the tag
-//      (config/bridge_recipes.hpp) applied by utils/overrides.py's
+//      (importer/bridge_recipes.hpp) applied by utils/overrides.py's
 //      set_workload_base_configs: layout, batch, CUDA graphs, recompute, dispatcher,
 //      the 1F1B all-to-all overlap, Megatron-FSDP, NCCL user buffers;
 //   2. the Hydra-style `key=value` overrides (set_cli_overrides), on the recipe's
@@ -20,17 +20,17 @@
 //      all-gather overlapped with the optimizer step (DP, PP and VP > 1; from v0.3.0 not
 //      under MXFP8 or NVFP4), the global batch scaled with -ng when -gb is not given.
 // At v0.2.x the Hydra overrides come last (run_script.py:40-50); the per-tag behaviour is the
-// "launcher" table of config/recipes/megatron-bridge-families.json.
+// "launcher" table of importer/recipes/megatron-bridge-families.json.
 // The families' own settings (what step 1's family function and model recipe set beyond
 // the workload config: sequence length, router fusion, forced balance, gradient reduction
 // dtype, the precision-aware optimizer's dtypes, overlap exceptions, pipeline layouts) are
-// data: config/recipes/megatron-bridge-families.json, each rule with the tags, GPUs and
+// data: importer/recipes/megatron-bridge-families.json, each rule with the tags, GPUs and
 // dtypes it holds for and the file:line it comes from. A recipe whose family is not in
 // that file is refused by name (what resolved, and that its family's settings are not
 // tabulated), never imported with guessed settings.
 // The launcher's flags are read as its argparse parser at the tag reads them (the flags,
 // types, choices and defaults tools/bridge_recipes.py extracted into
-// config/recipes/megatron-bridge.json): long options may be abbreviated, `--flag=value`
+// importer/recipes/megatron-bridge.json): long options may be abbreviated, `--flag=value`
 // works, every unknown flag is reported at once. Flags that only concern the job (Slurm,
 // container mounts, logging, profiling, checkpoints, data paths) are listed as ignored.
 // The release: --release, or the container (-i nvcr.io/nvidia/nemo:26.02); its Megatron-
@@ -40,15 +40,15 @@
 #include <string>
 #include <vector>
 
-#include "config/import_megatron.hpp"
+#include "importer/import.hpp"
 
-namespace moesim::config {
+namespace moesim::importer {
 
 // True for Megatron-Bridge's performance launchers (scripts/performance/setup_experiment.py,
 // run_script.py).
 bool is_bridge_launcher(const std::string& entry);
 
-// The flags of the tag's launcher (config/recipes/megatron-bridge.json) whose effect the
+// The flags of the tag's launcher (importer/recipes/megatron-bridge.json) whose effect the
 // importer does not know (a regenerated table's new flags), by their first option string.
 std::vector<std::string> unclassified_bridge_flags(const std::string& tag);
 
@@ -57,4 +57,4 @@ std::vector<std::string> unclassified_bridge_flags(const std::string& tag);
 // agree with -ng. Throws InputError(opts.source, "-flag" or "key", why).
 MegatronImport import_bridge(const std::vector<std::string>& words, const MegatronImportOptions& opts);
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

@@ -1,4 +1,4 @@
-#include "config/launch_wrapper.hpp"
+#include "importer/launch_wrapper.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,9 +10,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/load.hpp"
-#include "config/shell_eval.hpp"
+#include "importer/shell_eval.hpp"
 
-namespace moesim::config {
+namespace moesim::importer {
+
+// The scenario format's types and readers (Json, InputError, presets, releases) throughout.
+using namespace config;
 namespace {
 
 namespace fs = std::filesystem;
@@ -83,7 +86,7 @@ std::string envsubst(std::string_view text, const std::map<std::string, std::str
 //   1. defaults MODEL, CLUSTER (template), MCORE_RELEASE_VERSION, MEGATRON_PATH;
 //   2. source runtime_configs/benchmarking/common.conf (TRAINING_SCRIPT_PATH,
 //      TRAINING_PARAMS_PATH = model_configs/benchmarking/$MODEL.yaml, PR = bf16 and its
-//      check, PROFILE): evaluated here by config/shell_eval.hpp;
+//      check, PROFILE): evaluated here by importer/shell_eval.hpp;
 //   3. source runtime.conf: set_model_configs exports TP PP EP CP VPP MBS GBS NUM_LAYERS
 //      MOE_TOKEN_DISPATCHER MOE_GROUPED_GEMM NNODES RUN_TIME PRETRAIN SEQ_LEN DATASET from
 //      MODEL's row of BENCHMARKING_MODEL_CONFIGS where the caller left them unset,
@@ -402,4 +405,4 @@ WrappedCommand expand_launch_wrapper(const LaunchWrapper& w, const WrapperCall& 
                                call.root ? "at --wrapper-root" : "in the script's folder or above it"));
 }
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

@@ -1,4 +1,4 @@
-// config/shell_eval.hpp: what a launch script computes, evaluated as bash would, without
+// importer/shell_eval.hpp: what a launch script computes, evaluated as bash would, without
 // running anything (issue #27 item 1): `moesim import megatron` reads the command a
 // script builds, not the script's text.
 //
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace moesim::config {
+namespace moesim::importer {
 
 struct ShellOptions {
   std::string script_path;                         // $0; `source` paths are relative to its folder
@@ -70,4 +70,4 @@ struct ShellResult {
 // kMaxSourcedBytes.
 ShellResult evaluate_shell(const std::string& text, const ShellOptions& opts);
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

@@ -1,10 +1,10 @@
-#include "config/pipeline_split.hpp"
+#include "importer/pipeline_split.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-namespace moesim::config {
+namespace moesim::importer {
 
 AccountedSplit accounted_layout(std::int64_t layers, std::int64_t pp, std::int64_t vpp, bool embedding, bool loss) {
   AccountedSplit out;
@@ -27,4 +27,4 @@ AccountedSplit accounted_layout(std::int64_t layers, std::int64_t pp, std::int64
   return out;
 }
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

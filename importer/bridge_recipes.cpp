@@ -1,4 +1,6 @@
-#include "config/bridge_recipes.hpp"
+#include "importer/bridge_recipes.hpp"
+
+#include "importer/recipes.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,15 +11,15 @@
 
 #include "config/load.hpp"
 
-namespace moesim::config {
+namespace moesim::importer {
+
+// The scenario format's types and readers (Json, InputError, presets, releases) throughout.
+using namespace config;
 namespace {
 
-constexpr const char* kTable = "config/recipes/megatron-bridge.json";
+constexpr const char* kTable = "importer/recipes/megatron-bridge.json";
 
-const Json& table() {
-  static const Json t = parse_json(std::string(preset_text(PresetKind::recipes, "megatron-bridge", "recipe table")), kTable);
-  return t;
-}
+const Json& table() { return recipe_table("megatron-bridge"); }
 
 std::string upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
@@ -95,4 +97,4 @@ BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q) {
                                              : fmt::format("the recipe's configs there: {}", fmt::join(known, ", "))));
 }
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

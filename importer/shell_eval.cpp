@@ -1,4 +1,4 @@
-#include "config/shell_eval.hpp"
+#include "importer/shell_eval.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -15,7 +15,10 @@
 
 #include "config/json_reader.hpp"  // InputError
 
-namespace moesim::config {
+namespace moesim::importer {
+
+// The scenario format's types and readers (Json, InputError, presets, releases) throughout.
+using namespace config;
 namespace {
 
 // ---- tokens -------------------------------------------------------------------------------
@@ -973,4 +976,4 @@ ShellResult evaluate_shell(const std::string& text, const ShellOptions& opts) {
   return out;
 }
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

@@ -1,4 +1,4 @@
-// config/launch_wrapper.hpp: wrappers that a launch script calls with environment
+// importer/launch_wrapper.hpp: wrappers that a launch script calls with environment
 // variables and that build the Megatron command themselves (issue #27 item 1).
 //
 // Megatron-MoE-ModelZoo's best-practice scripts do not call Megatron: they set TP, PP, EP,
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace moesim::config {
+namespace moesim::importer {
 
 // One call of a wrapper from a launch script.
 struct WrapperCall {
@@ -63,4 +63,4 @@ WrappedCommand expand_launch_wrapper(const LaunchWrapper& w, const WrapperCall& 
 
 const std::vector<LaunchWrapper>& launch_wrappers();
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "config/import_megatron.hpp"
-#include "config/launch_wrapper.hpp"
+#include "importer/import.hpp"
+#include "importer/launch_wrapper.hpp"
 #include "config/load.hpp"
 #include "support/helpers.hpp"
 
@@ -35,14 +35,14 @@ struct ScriptCase {
   std::optional<Expected> expected = std::nullopt;
 };
 
-config::MegatronImport import_case(const ScriptCase& c) {
-  config::MegatronImportOptions o;
+importer::MegatronImport import_case(const ScriptCase& c) {
+  importer::MegatronImportOptions o;
   o.system = c.system;
   o.gpus = c.gpus;
   o.source = test::source_path("tests/data/megatron/" + c.script);
   o.environment = c.env;
   if (c.run > 0) o.run = c.run;
-  return config::import_megatron(test::read_text(o.source), o);
+  return importer::import_megatron(test::read_text(o.source), o);
 }
 
 void check_case(const ScriptCase& c) {
@@ -77,7 +77,7 @@ constexpr const char* kZoo = "modelzoo/best_practice/";
 }  // namespace
 
 TEST_CASE("import megatron: every ModelZoo best-practice run", "[config][import][scripts]") {
-  // The wrapper's table, YAMLs and flags (config/launch_wrapper.cpp); the expected layouts
+  // The wrapper's table, YAMLs and flags (importer/launch_wrapper.cpp); the expected layouts
   // are the variables each call sets over the table's row (runtime.conf), read by hand.
   // GB200 NVL72 runs: 4 GPUs a node (GB200_CLUSTER=1), SEGMENT nodes in one NVLink domain.
   const std::string dsv3 = std::string(kZoo) + "deepseek-v3/";
@@ -188,17 +188,17 @@ TEST_CASE("import megatron: ModelZoo's wrapper turns variables into flags", "[co
   // after envsubst, the wrapper's additions per variable.
   const std::string root = test::source_path("tests/data/megatron/modelzoo");
   std::size_t at = 0;
-  const auto* w = config::find_launch_wrapper({"bash", "./sbatch_benchmarking.sh", "--x"}, at);
+  const auto* w = importer::find_launch_wrapper({"bash", "./sbatch_benchmarking.sh", "--x"}, at);
   REQUIRE(w != nullptr);
   CHECK(at == 1);
-  CHECK(config::find_launch_wrapper({"bash", "run.sh"}, at) == nullptr);
-  config::WrapperCall call;
+  CHECK(importer::find_launch_wrapper({"bash", "run.sh"}, at) == nullptr);
+  importer::WrapperCall call;
   call.script_path = root + "/best_practice/qwen3/run_h100_235b.sh";
   call.wrapper_word = "./sbatch_benchmarking.sh";
   call.environment = {{"MODEL", "Qwen3-235B-A22B"}, {"PR", "fp8"}, {"A2A_OVERLAP", "1"}, {"NNODES", "4"},
                       {"DISPATCHER", "alltoall"}, {"BINDPCIE_PATH", "/opt/bindpcie"}};
   call.args = {"--recompute-granularity", "selective"};
-  const auto cmd = config::expand_launch_wrapper(*w, call);
+  const auto cmd = importer::expand_launch_wrapper(*w, call);
   const auto has = [&](const std::vector<std::string>& seq) {
     return std::search(cmd.flags.begin(), cmd.flags.end(), seq.begin(), seq.end()) != cmd.flags.end();
   };
@@ -219,16 +219,16 @@ TEST_CASE("import megatron: ModelZoo's wrapper turns variables into flags", "[co
   CHECK(cmd.launcher[0] == "/opt/bindpcie");
   // The wrapper stops on a model its table lacks and on an unknown precision.
   call.environment["MODEL"] = "Nope";
-  CHECK_THROWS_WITH(config::expand_launch_wrapper(*w, call), Catch::Contains("MODEL=Nope is not in runtime.conf"));
+  CHECK_THROWS_WITH(importer::expand_launch_wrapper(*w, call), Catch::Contains("MODEL=Nope is not in runtime.conf"));
   call.environment["MODEL"] = "Qwen3-235B-A22B";
   call.environment["PR"] = "fp4";
-  CHECK_THROWS_WITH(config::expand_launch_wrapper(*w, call), Catch::Contains("PR=fp4"));
+  CHECK_THROWS_WITH(importer::expand_launch_wrapper(*w, call), Catch::Contains("PR=fp4"));
   // No checkout above the script: said, with the way out.
   call.environment["PR"] = "bf16";
   call.script_path = "/nonexistent/run.sh";
-  CHECK_THROWS_WITH(config::expand_launch_wrapper(*w, call), Catch::Contains("--wrapper-root"));
+  CHECK_THROWS_WITH(importer::expand_launch_wrapper(*w, call), Catch::Contains("--wrapper-root"));
   call.root = root;
-  CHECK(config::expand_launch_wrapper(*w, call).gpus == 32);
+  CHECK(importer::expand_launch_wrapper(*w, call).gpus == 32);
 }
 
 TEST_CASE("import megatron: a script with several runs names them", "[config][import][scripts]") {
@@ -261,7 +261,7 @@ TEST_CASE("import megatron: a script with several runs names them", "[config][im
 
 namespace moesim {
 TEST_CASE("import megatron: a run the wrapper cannot build fails only when it is picked", "[config][import][scripts]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.source = "/nonexistent/two_runs.sh";
   o.wrapper_root = test::source_path("tests/data/megatron/modelzoo");
@@ -269,8 +269,8 @@ TEST_CASE("import megatron: a run the wrapper cannot build fails only when it is
       "MODEL=Nope bash ./sbatch_benchmarking.sh\n"
       "MODEL=Qwen3-30B-A3B NNODES=1 bash ./sbatch_benchmarking.sh --moe-router-force-load-balancing\n";
   o.run = 2;
-  CHECK(config::import_megatron(script, o).scenario["gpus"] == 8);
+  CHECK(importer::import_megatron(script, o).scenario["gpus"] == 8);
   o.run = 1;
-  CHECK_THROWS_WITH(config::import_megatron(script, o), Catch::Contains("MODEL=Nope is not in runtime.conf"));
+  CHECK_THROWS_WITH(importer::import_megatron(script, o), Catch::Contains("MODEL=Nope is not in runtime.conf"));
 }
 }  // namespace moesim

@@ -1,4 +1,4 @@
-// config/pipeline_split.hpp: Megatron-Core's --account-for-embedding-in-pipeline-split and
+// importer/pipeline_split.hpp: Megatron-Core's --account-for-embedding-in-pipeline-split and
 // --account-for-loss-in-pipeline-split as the equivalent pp_layout (Megatron-Core
 // transformer_block.py, get_num_layers_to_build): the embedding and the loss count as a
 // layer each, so the L + e + l units split evenly over the pp x vpp virtual stages, the
@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-namespace moesim::config {
+namespace moesim::importer {
 
 struct AccountedSplit {
   std::optional<std::string> layout;  // "Et*23|...|t*23L"; absent: `error` says why
@@ -19,4 +19,4 @@ struct AccountedSplit {
 
 AccountedSplit accounted_layout(std::int64_t layers, std::int64_t pp, std::int64_t vpp, bool embedding, bool loss);
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

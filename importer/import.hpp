@@ -1,4 +1,5 @@
-// config/import_megatron.hpp: a Megatron-LM / Megatron-Bridge pretraining command line
+// importer/import.hpp: the importer's entry point, its options and its result: a Megatron-LM /
+// Megatron-Bridge pretraining command line
 // (`pretrain_gpt.py --tensor-model-parallel-size ...`) as a scenario (issue #17 item 1).
 //
 // A flag that is absent means Megatron's default (argparse defaults of
@@ -33,7 +34,7 @@
 
 #include "config/json_reader.hpp"
 
-namespace moesim::config {
+namespace moesim::importer {
 
 struct MegatronImportOptions {
   std::string system;                               // system preset
@@ -46,15 +47,15 @@ struct MegatronImportOptions {
   std::string source = "<args>";                    // labels errors: the script's path, "<stdin>", "<args>"
   std::map<std::string, std::string> environment;   // variables set before the script runs (--env)
   std::optional<std::int64_t> run;                  // which of the script's runs (1-based); needed when it starts several
-  std::optional<std::string> wrapper_root;          // a wrapper's checkout (config/launch_wrapper.hpp), if not above the script
+  std::optional<std::string> wrapper_root;          // a wrapper's checkout (importer/launch_wrapper.hpp), if not above the script
   std::vector<std::string> source_roots = {};       // folders `source` may read beside the script's (ShellOptions)
 };
 
 struct MegatronImport {
-  Json scenario;
+  config::Json scenario;
   std::vector<std::string> ignored;                            // flags without a performance effect
   std::vector<std::pair<std::string, std::string>> assumed;    // scenario key, why
-  std::vector<std::string> notes;  // what of the script was not evaluated (config/shell_eval.hpp)
+  std::vector<std::string> notes;  // what of the script was not evaluated (importer/shell_eval.hpp)
   std::vector<std::pair<std::string, std::string>> derived;  // what the script's launcher or wrapper decided, and from what
   // Settings the command gives that change nothing in the scenario, recorded as such in it
   // (config::record_inert_settings).
@@ -62,12 +63,12 @@ struct MegatronImport {
 };
 
 // `text`: a shell command or script, evaluated as bash would without running anything
-// (config/shell_eval.hpp: variables, arrays, defaults, exports, sourced files next to
+// (importer/shell_eval.hpp: variables, arrays, defaults, exports, sourced files next to
 // the script, `if` on tests); the Megatron flags are those of the first command with a
 // `*.py` word, after it, or of a command starting with `--`; a registered wrapper's call
-// (config/launch_wrapper.hpp: ModelZoo's sbatch_benchmarking.sh) is a run too, expanded
+// (importer/launch_wrapper.hpp: ModelZoo's sbatch_benchmarking.sh) is a run too, expanded
 // into the command it would submit. A script that starts several runs needs opts.run. Throws
 // InputError(source, "--flag", why); every unknown flag of the command in one error.
 MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts);
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

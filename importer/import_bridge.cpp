@@ -1,4 +1,6 @@
-#include "config/import_bridge.hpp"
+#include "importer/import_bridge.hpp"
+
+#include "importer/recipes.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -15,22 +17,21 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "config/bridge_recipes.hpp"
+#include "importer/bridge_recipes.hpp"
 #include "config/inert_settings.hpp"
 #include "config/load.hpp"
-#include "config/pipeline_split.hpp"
+#include "importer/pipeline_split.hpp"
 #include "config/releases.hpp"
 
-namespace moesim::config {
+namespace moesim::importer {
+
+// The scenario format's types and readers (Json, InputError, presets, releases) throughout.
+using namespace config;
 namespace {
 
-constexpr const char* kFamilies = "config/recipes/megatron-bridge-families.json";
+constexpr const char* kFamilies = "importer/recipes/megatron-bridge-families.json";
 
-const Json& families() {
-  static const Json t = parse_json(
-      std::string(preset_text(PresetKind::recipes, "megatron-bridge-families", "recipe family table")), kFamilies);
-  return t;
-}
+const Json& families() { return recipe_table("megatron-bridge-families"); }
 
 bool contains(const Json& list, const std::string& v) {
   if (!list.is_array()) return false;
@@ -147,7 +148,7 @@ const std::map<std::string_view, DestRule>& dest_rules() {
       {"enable_pct_binding", {Effect::unpriced, "the launcher's CPU binding: the release's NUMA binding stands"}},
       // understood, not modeled
       {"use_recipes", {Effect::refused, "the library recipe instead of the performance recipe: its settings are "
-                                        "not tabulated (config/recipes/megatron-bridge-families.json holds the "
+                                        "not tabulated (importer/recipes/megatron-bridge-families.json holds the "
                                         "performance recipes')"}},
       {"packed_sequence", {Effect::refused, "packed sequences (fine-tuning data): not modeled"}},
   };
@@ -734,7 +735,7 @@ class BridgeImporter {
 
   // ---- step 1: the performance recipe (family function + workload config) ------------------
 
-  // The tag's launcher behaviour (config/recipes/megatron-bridge-families.json "launcher").
+  // The tag's launcher behaviour (importer/recipes/megatron-bridge-families.json "launcher").
   const Json& launcher() const {
     for (const auto& l : families().at("launcher"))
       if (contains(l.at("tags"), q_.tag)) return l;
@@ -1398,4 +1399,4 @@ MegatronImport import_bridge(const std::vector<std::string>& words, const Megatr
   return out;
 }
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

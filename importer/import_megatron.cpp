@@ -1,9 +1,9 @@
-#include "config/import_megatron.hpp"
+#include "importer/import.hpp"
 #include "config/inert_settings.hpp"
-#include "config/import_bridge.hpp"
-#include "config/pipeline_split.hpp"
-#include "config/launch_wrapper.hpp"
-#include "config/shell_eval.hpp"
+#include "importer/import_bridge.hpp"
+#include "importer/pipeline_split.hpp"
+#include "importer/launch_wrapper.hpp"
+#include "importer/shell_eval.hpp"
 #include "config/releases.hpp"
 
 #include <algorithm>
@@ -17,7 +17,10 @@
 
 #include "config/load.hpp"
 
-namespace moesim::config {
+namespace moesim::importer {
+
+// The scenario format's types and readers (Json, InputError, presets, releases) throughout.
+using namespace config;
 namespace {
 
 // ---- the command line as words ------------------------------------------------------
@@ -192,10 +195,10 @@ void collect_runs(const std::vector<ShellCommand>& commands, const ShellOptions&
 }
 
 // The Megatron runs a launch script starts, as bash would build them
-// (config/shell_eval.hpp): each command with a `*.py` word (a launcher's own flags come
+// (importer/shell_eval.hpp): each command with a `*.py` word (a launcher's own flags come
 // before it) or a Python module after -m, or whose words start with `--`, with the
 // exported variables and its prefix assignments as environment; each call of a
-// registered wrapper (config/launch_wrapper.hpp), expanded into the command it would
+// registered wrapper (importer/launch_wrapper.hpp), expanded into the command it would
 // submit; and the runs of a `sh -c STRING` command's STRING.
 std::vector<Words> script_runs(const std::string& text, const MegatronImportOptions& opts,
                                std::vector<std::string>& notes, bool& exited) {
@@ -1330,7 +1333,7 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
   auto runs = script_runs(text, opts, out.notes, exited);
   const Words w = pick_run(std::move(runs), opts, exited);
   out.notes.insert(out.notes.end(), w.notes.begin(), w.notes.end());
-  if (is_bridge_launcher(w.entry)) {  // Megatron-Bridge's performance launcher (config/import_bridge.hpp)
+  if (is_bridge_launcher(w.entry)) {  // Megatron-Bridge's performance launcher (importer/import_bridge.hpp)
     MegatronImport bridge = import_bridge(w.words, opts);
     bridge.notes.insert(bridge.notes.begin(), out.notes.begin(), out.notes.end());
     if (opts.wrapper_root)
@@ -1369,4 +1372,4 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
   return out;
 }
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

@@ -1,7 +1,7 @@
 // moesim import megatron (issue #17 item 1): a Megatron command line as a scenario.
 #include <catch2/catch.hpp>
 
-#include "config/import_megatron.hpp"
+#include "importer/import.hpp"
 #include "config/load.hpp"
 #include "support/helpers.hpp"
 
@@ -43,10 +43,10 @@ TEST_CASE("NVIDIA's GB200 DeepSeek-V3 flags import as the journey's final scenar
 }
 
 TEST_CASE("An absent flag is Megatron's default, not moesim's newest stack", "[config][import]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
-  const auto imp = config::import_megatron(kSmallMoe, o);
+  const auto imp = importer::import_megatron(kSmallMoe, o);
   const auto& sc = imp.scenario;
   CHECK(sc["framework"]["dispatcher"] == "alltoall");
   CHECK(sc["framework"]["cuda_graph_scope"].empty());
@@ -64,7 +64,7 @@ TEST_CASE("An absent flag is Megatron's default, not moesim's newest stack", "[c
   // The allgather dispatcher is Megatron's default.
   std::string no_type = kSmallMoe;
   no_type.erase(no_type.find(" --moe-token-dispatcher-type alltoall"), 37);
-  CHECK(config::import_megatron(no_type, o).scenario["framework"]["dispatcher"] == "allgather");
+  CHECK(importer::import_megatron(no_type, o).scenario["framework"]["dispatcher"] == "allgather");
   // The result runs.
   test::TempFile f(sc.dump());
   CHECK(test::run_moesim({"run", f.path()}).status == 0);
@@ -109,11 +109,11 @@ TEST_CASE("import megatron refuses what it cannot model, naming the flag", "[con
 }
 
 TEST_CASE("Megatron's --moe-layer-freq list expressions", "[config][import]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
   std::string s = kSmallMoe;
-  const auto with = [&](const std::string& freq) { return config::import_megatron(s + " --moe-layer-freq " + freq, o); };
+  const auto with = [&](const std::string& freq) { return importer::import_megatron(s + " --moe-layer-freq " + freq, o); };
   CHECK(with("'([0]*1+[1]*3)'").scenario["model"]["moe_layer_freq"] == nlohmann::json({0, 1, 1, 1}));
   CHECK(with("2").scenario["model"]["moe_layer_freq"] == nlohmann::json({1, 0, 1, 0}));
   CHECK(with("'[1,0]*2'").scenario["model"]["moe_layer_freq"] == nlohmann::json({1, 0, 1, 0}));
@@ -121,33 +121,33 @@ TEST_CASE("Megatron's --moe-layer-freq list expressions", "[config][import]") {
 }
 
 TEST_CASE("import megatron reads commands as a shell would and refuses what it must", "[config][import]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
   const std::string base = kSmallMoe;
   // The command ends at a pipe, a redirection or a line end; carriage returns are ignored;
   // the first *.py command is Megatron's.
-  const auto piped = config::import_megatron(base + " 2>&1 | tee train.log\r\npython tools/plot.py --log x\r\n", o);
+  const auto piped = importer::import_megatron(base + " 2>&1 | tee train.log\r\npython tools/plot.py --log x\r\n", o);
   CHECK(piped.scenario["framework"]["dispatcher"] == "alltoall");
   // The last occurrence of a flag wins, as with argparse.
-  CHECK(config::import_megatron(base + " --global-batch-size 128", o).scenario["training"]["global_batch_size"] == 128);
+  CHECK(importer::import_megatron(base + " --global-batch-size 128", o).scenario["training"]["global_batch_size"] == 128);
   // --recompute-activations is selective recompute of core attention.
-  CHECK(config::import_megatron(base + " --recompute-activations", o).scenario["framework"]["recompute_modules"] ==
+  CHECK(importer::import_megatron(base + " --recompute-activations", o).scenario["framework"]["recompute_modules"] ==
         nlohmann::json({"core_attn"}));
   // Megatron's FFN default with SwiGLU: int(4 h x 2/3 / 64) x 64 = 5440 for h = 2048.
   std::string no_ffn = base;
   no_ffn.erase(no_ffn.find(" --ffn-hidden-size 6144"), 23);
-  CHECK(config::import_megatron(no_ffn, o).scenario["model"]["intermediate_size"] == 5440);
+  CHECK(importer::import_megatron(no_ffn, o).scenario["model"]["intermediate_size"] == 5440);
   // Nested --moe-layer-freq expressions (arguments.py's own example form).
-  CHECK(config::import_megatron(base + " --moe-layer-freq '([1]*1+[0]*1)*2'", o).scenario["model"]["moe_layer_freq"] ==
+  CHECK(importer::import_megatron(base + " --moe-layer-freq '([1]*1+[0]*1)*2'", o).scenario["model"]["moe_layer_freq"] ==
         nlohmann::json({1, 0, 1, 0}));
   for (const char* bad : {" --moe-layer-freq '[1]*99999999999999999999'", " --moe-layer-freq '[1]*4000000000'",
                           " --pipeline-model-parallel-size 0", " --make-vocab-size-divisible-by 0"})
-    CHECK_THROWS_AS(config::import_megatron(base + bad, o), config::InputError);
+    CHECK_THROWS_AS(importer::import_megatron(base + bad, o), config::InputError);
   // With --model, every shape flag given is checked against the preset.
   o.model = "qwen3-30b-a3b";
   try {
-    config::import_megatron("pretrain_gpt.py --num-experts 8 --seq-length 4096 --micro-batch-size 1 --bf16 "
+    importer::import_megatron("pretrain_gpt.py --num-experts 8 --seq-length 4096 --micro-batch-size 1 --bf16 "
                             "--moe-grouped-gemm",
                             o);
     FAIL("the preset has 128 experts");
@@ -157,11 +157,11 @@ TEST_CASE("import megatron reads commands as a shell would and refuses what it m
 }
 
 TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed inert at TP 1", "[config][import]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
   const std::string tp1 = std::string(kSmallMoe) + " --tp-comm-overlap";
-  const auto a = config::import_megatron(tp1, o).scenario;
+  const auto a = importer::import_megatron(tp1, o).scenario;
   CHECK(a["framework"]["tp_comm_overlap"] == true);
   test::TempFile fa(a.dump());
   const auto ra = test::run_moesim({"run", "--json", fa.path()});
@@ -172,13 +172,13 @@ TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed 
     listed = listed || w["setting"] == "framework.tp_comm_overlap";
   CHECK(listed);
   // Without the flag the key is not written at all.
-  CHECK_FALSE(config::import_megatron(kSmallMoe, o).scenario["framework"].contains("tp_comm_overlap"));
+  CHECK_FALSE(importer::import_megatron(kSmallMoe, o).scenario["framework"].contains("tp_comm_overlap"));
   // Under TP 2 with sequence parallelism it is taken (this small model is host-bound, so the
   // hidden collectives do not shorten its step: tests/schedules/tp_overlap_test.cpp checks
   // the kernels).
   const std::string tp2 = std::string(kSmallMoe) + " --tensor-model-parallel-size 2 --sequence-parallel";
-  test::TempFile off(config::import_megatron(tp2, o).scenario.dump());
-  test::TempFile on(config::import_megatron(tp2 + " --tp-comm-overlap", o).scenario.dump());
+  test::TempFile off(importer::import_megatron(tp2, o).scenario.dump());
+  test::TempFile on(importer::import_megatron(tp2 + " --tp-comm-overlap", o).scenario.dump());
   const auto t = [](const test::TempFile& f) {
     const auto r = test::run_moesim({"run", "--json", f.path()});
     REQUIRE(r.status == 0);
@@ -189,11 +189,11 @@ TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed 
 
 TEST_CASE("Megatron's defaults that move memory come across: dropout, the loss, attention, vocabulary padding",
           "[config][import][memory]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
   const auto get = [&](const std::string& extra) {
-    return config::import_megatron(std::string(kSmallMoe) + extra, o).scenario;
+    return importer::import_megatron(std::string(kSmallMoe) + extra, o).scenario;
   };
   const auto plain = get("");
   // Megatron's --hidden-dropout defaults to 0.1; without --cross-entropy-loss-fusion the
@@ -218,11 +218,11 @@ TEST_CASE("Megatron's defaults that move memory come across: dropout, the loss, 
 }
 
 TEST_CASE("import megatron --release takes the library switches from the release", "[config][import][releases]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
   o.release = "25.09";
-  const auto imp = config::import_megatron(kSmallMoe, o);
+  const auto imp = importer::import_megatron(kSmallMoe, o);
   const auto& st = imp.scenario["stack"];
   CHECK(st["release"] == "25.09");
   // Flags and the launcher still decide their switches; the release the rest.
@@ -244,7 +244,7 @@ TEST_CASE("import megatron --release takes the library switches from the release
   for (const char* bad : {"custom", "25.05"}) {
     o.release = bad;
     try {
-      config::import_megatron(kSmallMoe, o);
+      importer::import_megatron(kSmallMoe, o);
       FAIL("accepted --release " << bad);
     } catch (const config::InputError& e) {
       CHECK(e.path() == "--release");
@@ -256,7 +256,7 @@ TEST_CASE("import megatron --release takes the library switches from the release
   hybridep.replace(hybridep.find("--moe-token-dispatcher-type alltoall"), 36,
                    "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep");
   try {
-    config::import_megatron(hybridep, o);
+    importer::import_megatron(hybridep, o);
     FAIL("accepted HybridEP on 25.09");
   } catch (const config::InputError& e) {
     CHECK(e.path() == "framework.dispatcher");
@@ -267,18 +267,18 @@ TEST_CASE("import megatron --release takes the library switches from the release
 // default --fp4-recipe nvfp4 is TE's NVFP4 in every layer; --fp4-param-gather gathers the
 // FP4 copies; BF16 first and last layers are refused (one precision per scenario).
 TEST_CASE("import megatron takes NVFP4 and refuses layers in another precision", "[config][import]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "gb200-nvl72";
   o.gpus = 16;
   const std::string fp4 = std::string(kSmallMoe) + " --fp4-format e2m1";
-  const auto sc = config::import_megatron(fp4 + " --fp4-param-gather", o).scenario;
+  const auto sc = importer::import_megatron(fp4 + " --fp4-param-gather", o).scenario;
   CHECK(sc["training"]["precision"] == "nvfp4");
   CHECK(sc["framework"]["fp8_param_gather"] == true);
-  CHECK(config::import_megatron(fp4, o).scenario["framework"]["fp8_param_gather"] == false);
+  CHECK(importer::import_megatron(fp4, o).scenario["framework"]["fp8_param_gather"] == false);
   CHECK(sc["stack"]["nvfp4_rht_fusion"] == true);
   for (const std::string bad : {" --first-last-layers-bf16", " --fp4-recipe custom", " --fp8-format e4m3"}) {
     INFO(bad);
-    CHECK_THROWS_AS(config::import_megatron(fp4 + bad, o), config::InputError);
+    CHECK_THROWS_AS(importer::import_megatron(fp4 + bad, o), config::InputError);
   }
   // And the scenario it writes loads: NVFP4 on Blackwell.
   test::TempFile f(sc.dump());
@@ -291,10 +291,10 @@ TEST_CASE("import megatron takes NVFP4 and refuses layers in another precision",
 // shape matches OpenAI's preset.
 TEST_CASE("import megatron reads GPT-OSS: sinks, windows, quick GeGLU", "[config][import]") {
   const auto text = test::read_text(test::source_path("tests/data/megatron/gpt-oss-120b.sh"));
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
-  const auto imp = config::import_megatron(text, o);
+  const auto imp = importer::import_megatron(text, o);
   CHECK(imp.scenario["model"] == "gpt-oss-120b");
   // The flags' own model, before the preset match: the windows and the type.
   const std::string small =
@@ -303,7 +303,7 @@ TEST_CASE("import megatron reads GPT-OSS: sinks, windows, quick GeGLU", "[config
       "--micro-batch-size 1 --bf16 --vocab-size 32000 --expert-model-parallel-size 4 --moe-grouped-gemm "
       "--moe-permute-fusion --window-size 127,0 --window-attn-skip-freq 2 --softmax-type learnable --add-qkv-bias";
   o.gpus = 4;
-  const auto m = config::import_megatron(small, o).scenario["model"];
+  const auto m = importer::import_megatron(small, o).scenario["model"];
   CHECK(m["model_type"] == "gpt_oss");
   CHECK(m["sliding_window"] == 128);
   CHECK(m["layer_types"] == nlohmann::json::array({"sliding_attention", "full_attention", "sliding_attention",
@@ -311,33 +311,33 @@ TEST_CASE("import megatron reads GPT-OSS: sinks, windows, quick GeGLU", "[config
   CHECK(m["attention_bias"] == true);
   CHECK(m["gated_linear_unit"] == true);
   CHECK(m["intermediate_size"] == 1024);
-  const auto listed = config::import_megatron(small + " --window-attn-skip-freq ([1]*3+[0]*1)", o).scenario["model"];
+  const auto listed = importer::import_megatron(small + " --window-attn-skip-freq ([1]*3+[0]*1)", o).scenario["model"];
   CHECK(listed["layer_types"][3] == "full_attention");
   CHECK(listed["layer_types"][2] == "sliding_attention");
   for (const std::string bad : {" --window-size 127,8", " --window-size 12", " --window-attn-skip-freq [1,0]"}) {
     INFO(bad);
-    CHECK_THROWS_AS(config::import_megatron(small + bad, o), config::InputError);
+    CHECK_THROWS_AS(importer::import_megatron(small + bad, o), config::InputError);
   }
   // Sinks without experts, and a skip frequency without a window, are refused.
-  CHECK_THROWS_AS(config::import_megatron("pretrain_gpt.py --num-layers 2 --hidden-size 512 --num-attention-heads 8 "
+  CHECK_THROWS_AS(importer::import_megatron("pretrain_gpt.py --num-layers 2 --hidden-size 512 --num-attention-heads 8 "
                                           "--seq-length 4096 --micro-batch-size 1 --bf16 --vocab-size 32000 "
                                           "--softmax-type learnable",
                                           o),
                   config::InputError);
-  CHECK_THROWS_AS(config::import_megatron(small.substr(0, small.find(" --window-size")) + " --window-attn-skip-freq 2", o),
+  CHECK_THROWS_AS(importer::import_megatron(small.substr(0, small.find(" --window-size")) + " --window-attn-skip-freq 2", o),
                   config::InputError);
   // With --model, the windows and sinks must be the preset's.
   o.gpus = 16;
   o.model = "gpt-oss-120b";
   const std::string run = "pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 --expert-model-parallel-size 16 "
                           "--moe-grouped-gemm --moe-permute-fusion --softmax-type learnable";
-  CHECK(config::import_megatron(run + " --window-size 127,0 --window-attn-skip-freq 2", o).scenario["model"] ==
+  CHECK(importer::import_megatron(run + " --window-size 127,0 --window-attn-skip-freq 2", o).scenario["model"] ==
         "gpt-oss-120b");
   for (const std::string bad : {" --window-size 255,0 --window-attn-skip-freq 2", " --window-size 127,0"}) {
     INFO(bad);
-    CHECK_THROWS_AS(config::import_megatron(run + bad, o), config::InputError);
+    CHECK_THROWS_AS(importer::import_megatron(run + bad, o), config::InputError);
   }
-  CHECK_THROWS_AS(config::import_megatron("pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 "
+  CHECK_THROWS_AS(importer::import_megatron("pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 "
                                           "--expert-model-parallel-size 16 --softmax-type vanilla",
                                           o),
                   config::InputError);

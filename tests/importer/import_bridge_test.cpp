@@ -1,4 +1,4 @@
-// moesim import megatron on Megatron-Bridge's performance launcher (config/import_bridge.hpp,
+// moesim import megatron on Megatron-Bridge's performance launcher (importer/import_bridge.hpp,
 // issue #27 item 1): the command NVIDIA ran resolves, at the release's Megatron-Bridge tag,
 // to the scenario the corpus wrote by hand from the recipe's code (each corpus file cites the
 // lines). Equal means equal as moesim reads them: `describe --json` of both, the layout
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "config/bridge_recipes.hpp"
-#include "config/import_bridge.hpp"
-#include "config/import_megatron.hpp"
+#include "importer/bridge_recipes.hpp"
+#include "importer/import_bridge.hpp"
+#include "importer/import.hpp"
 #include "config/load.hpp"
 #include "support/helpers.hpp"
 
@@ -18,11 +18,11 @@ using namespace moesim;
 
 namespace {
 
-config::MegatronImport bridge(const std::string& args, const std::string& release, const std::string& system = "") {
-  config::MegatronImportOptions o;
+importer::MegatronImport bridge(const std::string& args, const std::string& release, const std::string& system = "") {
+  importer::MegatronImportOptions o;
   o.system = system;
   if (!release.empty()) o.release = release;
-  return config::import_megatron("python scripts/performance/setup_experiment.py " + args, o);
+  return importer::import_megatron("python scripts/performance/setup_experiment.py " + args, o);
 }
 
 // "PATH: why" of the import's refusal, or "imported".
@@ -45,7 +45,7 @@ nlohmann::json described_json(const nlohmann::json& scenario) {
   return j;
 }
 
-std::string derived(const config::MegatronImport& m, const std::string& key) {
+std::string derived(const importer::MegatronImport& m, const std::string& key) {
   for (const auto& [k, why] : m.derived)
     if (k == key) return why;
   return "";
@@ -251,18 +251,18 @@ TEST_CASE("A launch script around the Bridge launcher is evaluated as bash would
       "#!/bin/bash\nMODEL=${MODEL:-qwen3_30b_a3b}\nGPUS=16\n"
       "python3 scripts/performance/setup_experiment.py -m qwen -mr $MODEL -g h100 -c bf16 -ng $GPUS \\\n"
       "  -i nvcr.io/nvidia/nemo:26.04 --moe_a2a_overlap true\n";
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.source = "run.sh";
-  const auto m = config::import_megatron(script, o);
+  const auto m = importer::import_megatron(script, o);
   CHECK(m.scenario.at("gpus") == 16);
   CHECK(m.scenario.at("framework").at("moe_a2a_overlap") == true);
   CHECK(m.scenario.at("framework").at("delay_wgrad_compute") == true);
 }
 
 TEST_CASE("Every flag of every tag's launcher is modeled, listed or refused", "[config][import][bridge]") {
-  for (const auto& tag : config::bridge_recipe_tags()) {
+  for (const auto& tag : importer::bridge_recipe_tags()) {
     INFO(tag);
-    CHECK(config::unclassified_bridge_flags(tag).empty());
+    CHECK(importer::unclassified_bridge_flags(tag).empty());
   }
 }
 
@@ -317,14 +317,14 @@ TEST_CASE("v0.2.0's recompute modules act only where the recipe recomputes selec
 
 TEST_CASE("A Bridge import takes --gpus-per-nvlink-domain and checks --model against the recipe",
           "[config][import][bridge]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.release = "26.04";
   o.gpus_per_nvlink_domain = 32;
   const std::string cmd = "python setup_experiment.py -m qwen -mr qwen3_30b_a3b -g gb200 -c fp8_mx -ng 64";
-  const auto m = config::import_megatron(cmd, o);
+  const auto m = importer::import_megatron(cmd, o);
   CHECK(m.scenario.at("placement").at("gpus_per_nvlink_domain") == 32);
   o.model = "qwen3-235b-a22b";
-  CHECK_THROWS_WITH(config::import_megatron(cmd, o), Catch::Contains("would contradict it"));
+  CHECK_THROWS_WITH(importer::import_megatron(cmd, o), Catch::Contains("would contradict it"));
   o.model = "qwen3-30b-a3b";
-  CHECK_NOTHROW(config::import_megatron(cmd, o));
+  CHECK_NOTHROW(importer::import_megatron(cmd, o));
 }

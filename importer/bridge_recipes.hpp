@@ -1,4 +1,4 @@
-// config/bridge_recipes.hpp: Megatron-Bridge's performance recipes, by name, at a release
+// importer/bridge_recipes.hpp: Megatron-Bridge's performance recipes, by name, at a release
 // tag (issue #27 item 1).
 //
 // Megatron-Bridge's performance launcher (scripts/performance/setup_experiment.py) takes a
@@ -6,7 +6,7 @@
 // gb200 -c fp8_mx --task pretrain -cv v2`) and resolves them to a workload base config:
 // the parallel layout, batch sizes, CUDA graphs, recomputation, the MoE dispatcher and the
 // 1F1B all-to-all overlap. Which settings a name meant changed from tag to tag.
-// config/recipes/megatron-bridge.json holds every such config at every release tag with
+// importer/recipes/megatron-bridge.json holds every such config at every release tag with
 // its commit; tools/bridge_recipes.py regenerates it from a Megatron-Bridge checkout (it
 // reads the configs' syntax, imports nothing). The lookup follows the launcher's at the tag:
 //   v0.3.0 on   {RECIPE}_{TASK}_CONFIG_{GPU}_{DTYPE}_{VARIANT}, upper case; then the V1
@@ -25,7 +25,7 @@
 
 #include "config/json_reader.hpp"
 
-namespace moesim::config {
+namespace moesim::importer {
 
 struct BridgeRecipeQuery {
   std::string tag;                     // "v0.4.0"
@@ -40,10 +40,10 @@ struct BridgeWorkload {
   std::string tag, commit, date;
   std::string config;                 // the name that resolved
   std::vector<std::string> tried;     // the names tried before it, in order
-  Json settings;                      // every WorkloadBaseConfig field (the tag's defaults under the config's)
+  config::Json settings;                      // every WorkloadBaseConfig field (the tag's defaults under the config's)
 };
 
-// Throws InputError("config/recipes/megatron-bridge.json", ...) for a tag the table lacks
+// Throws InputError("importer/recipes/megatron-bridge.json", ...) for a tag the table lacks
 // or did not read, and when no name resolves (the names tried, and the recipe's configs at
 // that tag).
 BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q);
@@ -51,9 +51,9 @@ BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q);
 // A tag's entry of the table: commit, date, its launcher's flags ("arguments": options,
 // dest, type, default, choices, nargs, action, as argument_parser.py declares them), its
 // workload configs. InputError for a tag the table lacks.
-const Json& bridge_tag_table(const std::string& tag);
+const config::Json& bridge_tag_table(const std::string& tag);
 
 // The release tags in the table, oldest first.
 std::vector<std::string> bridge_recipe_tags();
 
-}  // namespace moesim::config
+}  // namespace moesim::importer

@@ -1,4 +1,4 @@
-// config/shell_eval.hpp: a launch script evaluated as bash would, without running it
+// importer/shell_eval.hpp: a launch script evaluated as bash would, without running it
 // (issue #27 item 1). The expected values are what bash 5 prints for the same scripts.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,19 +9,19 @@
 #include <filesystem>
 #include <fstream>
 
-#include "config/import_megatron.hpp"
-#include "config/shell_eval.hpp"
+#include "importer/import.hpp"
+#include "importer/shell_eval.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
 using Words = std::vector<std::string>;
 
 namespace {
-config::ShellResult eval(const std::string& text, std::map<std::string, std::string> env = {}) {
-  config::ShellOptions o;
+importer::ShellResult eval(const std::string& text, std::map<std::string, std::string> env = {}) {
+  importer::ShellOptions o;
   o.script_path = "/scripts/run.sh";
   o.environment = std::move(env);
-  return config::evaluate_shell(text, o);
+  return importer::evaluate_shell(text, o);
 }
 // The words of the last command (`printf`, say) run by a script.
 Words last_words(const std::string& text) {
@@ -60,10 +60,10 @@ TEST_CASE("shell: defaults, arithmetic and positional parameters", "[config][she
               "-9223372036709301616", "-9223372036854775808"});
   CHECK(last_words("f ${99999999999999999999} ${0}") == Words{"f", "/scripts/run.sh"});
   CHECK(last_words("f $((1))x$((2)) $(( (1+2)*3 ))") == Words{"f", "1x2", "9"});
-  config::ShellOptions o;
+  importer::ShellOptions o;
   o.script_path = "run.sh";
   o.arguments = {"one", "two words"};
-  const auto r = config::evaluate_shell(R"(f $1 "$2" $3 $# "$@")", o);
+  const auto r = importer::evaluate_shell(R"(f $1 "$2" $3 $# "$@")", o);
   CHECK(r.commands.back().words == Words{"f", "one", "two words", "2", "one", "two words"});
 }
 
@@ -110,13 +110,13 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   const test::TempFile main_script("", "run.sh");
   const auto dir = std::filesystem::path(main_script.path()).parent_path();
   std::ofstream(dir / "model.sh") << "MODEL_ARGS=(--num-layers 4 --hidden-size ${H:-64})\n";
-  config::ShellOptions o;
+  importer::ShellOptions o;
   o.script_path = main_script.path();
-  const auto r = config::evaluate_shell("H=128\nsource model.sh\n. ./model.sh\npython x.py \"${MODEL_ARGS[@]}\"", o);
+  const auto r = importer::evaluate_shell("H=128\nsource model.sh\n. ./model.sh\npython x.py \"${MODEL_ARGS[@]}\"", o);
   CHECK(r.commands.back().words == Words{"python", "x.py", "--num-layers", "4", "--hidden-size", "128"});
   const auto err = [&](const std::string& text, const std::string& says) {
     try {
-      config::evaluate_shell(text, o);
+      importer::evaluate_shell(text, o);
       FAIL("no error for: " << text);
     } catch (const config::InputError& e) {
       CHECK(e.file() == main_script.path());
@@ -130,9 +130,9 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   {
     const auto cwd = std::filesystem::current_path();
     std::filesystem::current_path(dir.parent_path());
-    config::ShellOptions rel;
+    importer::ShellOptions rel;
     rel.script_path = (dir.filename() / "run.sh").string();
-    const auto d = config::evaluate_shell(". \"$(dirname \"$0\")/model.sh\"\npython x.py \"${MODEL_ARGS[@]}\"\nf $(dirname $0)", rel);
+    const auto d = importer::evaluate_shell(". \"$(dirname \"$0\")/model.sh\"\npython x.py \"${MODEL_ARGS[@]}\"\nf $(dirname $0)", rel);
     std::filesystem::current_path(cwd);
     CHECK(d.commands.front().words == Words{"python", "x.py", "--num-layers", "4", "--hidden-size", "64"});
     CHECK(d.commands.back().words == Words{"f", dir.string()});
@@ -151,17 +151,17 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
     std::filesystem::create_directories(outer / "inner");
     std::ofstream(outer / "secret.env") << "TOKEN=hunter2\n";
     std::ofstream(outer / "inner" / "run.sh") << "";
-    config::ShellOptions inner;
+    importer::ShellOptions inner;
     inner.script_path = (outer / "inner" / "run.sh").string();
     try {
-      config::evaluate_shell("source ../secret.env\npython x.py --foo-$TOKEN", inner);
+      importer::evaluate_shell("source ../secret.env\npython x.py --foo-$TOKEN", inner);
       FAIL("a file outside the script's folder was read");
     } catch (const config::InputError& e) {
       CHECK_THAT(e.message(), Catch::Contains("secret.env is outside the script's folder"));
       CHECK_THAT(std::string(e.what()), !Catch::Contains("hunter2"));
     }
     inner.source_roots = {outer.string()};  // import --source-root
-    const auto allowed = config::evaluate_shell("source ../secret.env\npython x.py --foo-$TOKEN", inner);
+    const auto allowed = importer::evaluate_shell("source ../secret.env\npython x.py --foo-$TOKEN", inner);
     CHECK(allowed.commands.back().words == Words{"python", "x.py", "--foo-hunter2"});
     std::filesystem::remove_all(outer);
   }
@@ -197,10 +197,10 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   // Just inside the bounds it still evaluates: 60 levels, values of 512 KiB.
   std::string sixty = "ok";
   for (int i = 0; i < 60; ++i) sixty = "${X:-" + sixty + "}";
-  CHECK(config::evaluate_shell("python x.py " + sixty, o).commands.back().words == Words{"python", "x.py", "ok"});
+  CHECK(importer::evaluate_shell("python x.py " + sixty, o).commands.back().words == Words{"python", "x.py", "ok"});
   std::string grow = "A=xxxxxxxxxxxxxxxx\n";
   for (int i = 0; i < 15; ++i) grow += "A=$A$A\n";  // 16 x 2^15 = 512 KiB
-  CHECK(config::evaluate_shell(grow, o).variables.at("A").size() == 16u << 15);
+  CHECK(importer::evaluate_shell(grow, o).variables.at("A").size() == 16u << 15);
 }
 
 TEST_CASE("import megatron evaluates the launch script and lists every unknown flag", "[config][import][shell]") {
@@ -208,9 +208,9 @@ TEST_CASE("import megatron evaluates the launch script and lists every unknown f
   // evaluation itself shows on one of them.
   // examples/llama/train_llama3_8b_h100_fp8.sh (@ d98e8a64): imports. The DTYPE `if` adds the
   // FP8 flags, the MOCK branch the vocabulary, and the check for pretrain_gpt.py passes.
-  config::MegatronImportOptions lopts{"h100", 8, std::nullopt, std::nullopt, std::nullopt,
+  importer::MegatronImportOptions lopts{"h100", 8, std::nullopt, std::nullopt, std::nullopt,
                                       test::source_path("tests/data/megatron/lm-examples/examples/llama/train_llama3_8b_h100_fp8.sh"), {}, std::nullopt, std::nullopt};
-  const auto llama = config::import_megatron(test::read_text(lopts.source), lopts);
+  const auto llama = importer::import_megatron(test::read_text(lopts.source), lopts);
   CHECK(llama.scenario["model"]["num_hidden_layers"] == 32);
   CHECK(llama.scenario["model"]["vocab_size"] == 128256);
   CHECK(llama.scenario["training"]["seq_length"] == 8192);
@@ -219,9 +219,9 @@ TEST_CASE("import megatron evaluates the launch script and lists every unknown f
   REQUIRE(llama.notes.size() == 1);
   CHECK_THAT(llama.notes[0], Catch::Contains("'-f pretrain_gpt.py' is not evaluated: taken as true"));
   // Several unknown flags: all of them in one message.
-  config::MegatronImportOptions opts{"h100", 8, std::nullopt, std::string("mixtral-8x7b"), std::nullopt, "run.sh", {}, std::nullopt, std::nullopt};
+  importer::MegatronImportOptions opts{"h100", 8, std::nullopt, std::string("mixtral-8x7b"), std::nullopt, "run.sh", {}, std::nullopt, std::nullopt};
   try {
-    config::import_megatron("A=(--tensor-model-parallel-size 1 --made-up-one 3)\npython pretrain_gpt.py \"${A[@]}\" "
+    importer::import_megatron("A=(--tensor-model-parallel-size 1 --made-up-one 3)\npython pretrain_gpt.py \"${A[@]}\" "
                             "--made-up-two --made-up-one 4",
                             opts);
     FAIL("no error");
@@ -234,12 +234,12 @@ TEST_CASE("import megatron evaluates the launch script and lists every unknown f
 TEST_CASE("import megatron: the embedding and the loss counted in the pipeline split", "[config][import]") {
   // Qwen3-235B-A22B's 94 layers + E + L = 96 units over PP8 x VPP4: 3 a virtual stage, the
   // first building 2 decoder layers after the embedding, the last 2 before the loss.
-  config::MegatronImportOptions opts{"h100", 256, std::nullopt, std::string("qwen3-235b-a22b"), std::nullopt, "<args>", {}, std::nullopt, std::nullopt};
+  importer::MegatronImportOptions opts{"h100", 256, std::nullopt, std::string("qwen3-235b-a22b"), std::nullopt, "<args>", {}, std::nullopt, std::nullopt};
   const std::string base =
       "pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 --expert-model-parallel-size 8 "
       "--seq-length 4096 --micro-batch-size 1 --global-batch-size 1024 --bf16 --sequence-parallel --moe-grouped-gemm "
       "--account-for-embedding-in-pipeline-split ";
-  const auto imp = config::import_megatron(
+  const auto imp = importer::import_megatron(
       base + "--num-virtual-stages-per-pipeline-rank 4 --account-for-loss-in-pipeline-split", opts);
   std::string expected = "Ett";
   for (int s = 1; s < 31; ++s) expected += "|ttt";
@@ -248,7 +248,7 @@ TEST_CASE("import megatron: the embedding and the loss counted in the pipeline s
   CHECK(imp.scenario["parallelism"]["vpp"] == 4);
   // 94 + 1 units over 8 stages: Megatron refuses it, and so does the import.
   try {
-    config::import_megatron(base, opts);
+    importer::import_megatron(base, opts);
     FAIL("no error");
   } catch (const config::InputError& e) {
     CHECK(e.path() == "--account-for-embedding-in-pipeline-split");
@@ -277,7 +277,7 @@ TEST_CASE("shell: what the example scripts need (issue #27): $?, continued lines
 }
 
 TEST_CASE("import megatron: runs inside sh -c, modules after -m, non-Megatron commands skipped", "[config][import][shell]") {
-  config::MegatronImportOptions o;
+  importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 8;
   o.model = "mixtral-8x7b";
@@ -288,20 +288,20 @@ TEST_CASE("import megatron: runs inside sh -c, modules after -m, non-Megatron co
       "--micro-batch-size 1 --global-batch-size 256 --bf16 --untie-embeddings-and-output-weights "
       "--moe-token-dispatcher-type alltoall";
   // srun ... sh -c "CMD": CMD is evaluated in the command's environment.
-  const auto nested = config::import_megatron("R=\"python -u pretrain_gpt.py " + flags +
+  const auto nested = importer::import_megatron("R=\"python -u pretrain_gpt.py " + flags +
                                                   "\"\nsrun -l --verbose sh -c \"echo ${R}; ${R}\"\n",
                                               o);
   CHECK(nested.scenario["parallelism"]["ep"] == 8);
   // python -m torch.distributed.run ... -m pkg.prog: the program is pkg/prog.py.
   try {
-    config::import_megatron("python -m torch.distributed.run --nproc-per-node 8 -m examples.mimo.pretrain_mimo " + flags, o);
+    importer::import_megatron("python -m torch.distributed.run --nproc-per-node 8 -m examples.mimo.pretrain_mimo " + flags, o);
     FAIL("imported");
   } catch (const config::InputError& e) {
     CHECK(e.path() == "examples/mimo/pretrain_mimo.py");
   }
   // torchrun's --nnodes x --nproc_per_node is the world size when --gpus is not given.
   o.gpus = 0;
-  const auto tr = config::import_megatron("torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py " + flags, o);
+  const auto tr = importer::import_megatron("torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py " + flags, o);
   CHECK(tr.scenario["gpus"] == 16);
-  CHECK_THROWS_WITH(config::import_megatron("python pretrain_gpt.py " + flags, o), Catch::Contains("world size"));
+  CHECK_THROWS_WITH(importer::import_megatron("python pretrain_gpt.py " + flags, o), Catch::Contains("world size"));
 }
