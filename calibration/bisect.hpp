@@ -14,7 +14,8 @@ namespace moesim::calibration {
 template <class Model>
 double bisect_rising(Model&& model, double target, double lo, double hi, const std::string& what) {
   if (model(lo) > target || model(hi) < target)
-    throw std::invalid_argument(fmt::format("{}: the measured {:.4g} is outside what values {:g}-{:g} give", what, target, lo, hi));
+    throw std::invalid_argument(fmt::format(
+        "{}: the measured {:.4g} is outside what values {:g}-{:g} give", what, target, lo, hi));
   for (int i = 0; i < 60; ++i) {
     const double mid = 0.5 * (lo + hi);
     (model(mid) < target ? lo : hi) = mid;

@@ -13,8 +13,8 @@ namespace {
 double l1(const std::vector<double>& r);
 
 constexpr double kHuber = kCorpusHuber;
-constexpr double kLambda = 1e-3;   // Levenberg damping (relative to the normal matrix's diagonal)
-constexpr double kDiffStep = 0.03; // forward-difference step in ln(theta)
+constexpr double kLambda = 1e-3;    // Levenberg damping (relative to the normal matrix's diagonal)
+constexpr double kDiffStep = 0.03;  // forward-difference step in ln(theta)
 
 double l1(const std::vector<double>& r) {
   double s = 0;
@@ -37,7 +37,9 @@ std::vector<double> theta_without(const CorpusFit& fit, const std::vector<std::s
   for (std::size_t j = 0; j < p; ++j)
     if (fit.x[j] > fit.lo_x[j] + 1e-9 && fit.x[j] < fit.hi_x[j] - 1e-9) free.push_back(j);
   const auto nf = static_cast<Eigen::Index>(free.size());
-  const auto col = [&](std::size_t i, Eigen::Index a) { return fit.jacobian[i][free[static_cast<std::size_t>(a)]]; };
+  const auto col = [&](std::size_t i, Eigen::Index a) {
+    return fit.jacobian[i][free[static_cast<std::size_t>(a)]];
+  };
   Eigen::MatrixXd H = Eigen::MatrixXd::Zero(nf, nf);
   for (std::size_t i = 0; i < runs; ++i)
     for (Eigen::Index a = 0; a < nf; ++a)
@@ -59,13 +61,15 @@ std::vector<double> theta_without(const CorpusFit& fit, const std::vector<std::s
   return theta;
 }
 
-std::vector<double> lad_step(const std::vector<std::vector<double>>& J, const std::vector<double>& r,
-                             const std::vector<bool>& include, const std::vector<double>& x,
-                             const std::vector<double>& lo_x, const std::vector<double>& hi_x) {
+std::vector<double> lad_step(const std::vector<std::vector<double>>& J,
+                             const std::vector<double>& r, const std::vector<bool>& include,
+                             const std::vector<double>& x, const std::vector<double>& lo_x,
+                             const std::vector<double>& hi_x) {
   const std::size_t n = r.size(), p = x.size();
   Eigen::VectorXd dx = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(p));
   for (int it = 0; it < 50; ++it) {
-    Eigen::MatrixXd A = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(p), static_cast<Eigen::Index>(p));
+    Eigen::MatrixXd A =
+        Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(p), static_cast<Eigen::Index>(p));
     Eigen::VectorXd b = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(p));
     for (std::size_t i = 0; i < n; ++i) {
       if (!include[i]) continue;
@@ -94,15 +98,16 @@ std::vector<double> lad_step(const std::vector<std::vector<double>>& J, const st
   return {dx.data(), dx.data() + dx.size()};
 }
 
-CorpusFit fit_corpus(const std::vector<CorpusParam>& params, std::size_t runs, const CorpusEval& eval,
-                     int max_outer) {
+CorpusFit fit_corpus(const std::vector<CorpusParam>& params, std::size_t runs,
+                     const CorpusEval& eval, int max_outer) {
   if (runs == 0) throw std::invalid_argument("fit_corpus: no runs");
   const std::size_t p = params.size();
   std::vector<double> x(p), lo(p), hi(p);
   for (std::size_t j = 0; j < p; ++j) {
     const auto& q = params[j];
     if (!(q.lo > 0) || !(q.hi >= q.lo) || q.initial < q.lo || q.initial > q.hi)
-      throw std::invalid_argument("fit_corpus: parameter " + q.name + " needs 0 < lo <= initial <= hi");
+      throw std::invalid_argument("fit_corpus: parameter " + q.name +
+                                  " needs 0 < lo <= initial <= hi");
     x[j] = std::log(q.initial);
     lo[j] = std::log(q.lo);
     hi[j] = std::log(q.hi);
@@ -168,7 +173,8 @@ CorpusFit fit_corpus(const std::vector<CorpusParam>& params, std::size_t runs, c
   out.hi_x = hi;
   out.jacobian = J;
   out.weights.resize(runs);
-  for (std::size_t i = 0; i < runs; ++i) out.weights[i] = std::abs(r[i]) <= kHuber ? 1.0 : kHuber / std::abs(r[i]);
+  for (std::size_t i = 0; i < runs; ++i)
+    out.weights[i] = std::abs(r[i]) <= kHuber ? 1.0 : kHuber / std::abs(r[i]);
   out.theta_loo.assign(runs, out.theta);
   for (std::size_t k = 0; k < runs && p > 0; ++k) out.theta_loo[k] = theta_without(out, {k});
   out.leave_one_out = p > 0 ? eval(out.theta_loo, all) : r;

@@ -32,7 +32,7 @@ namespace moesim::calibration {
 inline constexpr double kCorpusHuber = 0.05;
 
 struct CorpusParam {
-  std::string name;   // where the value lives in a system preset ("host.rank_contention")
+  std::string name;  // where the value lives in a system preset ("host.rank_contention")
   double initial = 1, lo = 0.1, hi = 10;
 };
 
@@ -42,12 +42,12 @@ using CorpusEval = std::function<std::vector<double>(const std::vector<std::vect
                                                      const std::vector<std::size_t>& runs)>;
 
 struct CorpusFit {
-  std::vector<double> theta;          // fitted values, in the order of the parameters
-  std::vector<double> in_sample;      // r_i at theta, every run
-  std::vector<double> leave_one_out;  // r_k at theta_-k, every run
+  std::vector<double> theta;                   // fitted values, in the order of the parameters
+  std::vector<double> in_sample;               // r_i at theta, every run
+  std::vector<double> leave_one_out;           // r_k at theta_-k, every run
   std::vector<std::vector<double>> theta_loo;  // theta_-k per run
-  std::vector<int> points;            // per parameter: the runs whose prediction it moves
-  int evaluations = 0;                // corpus passes (one per run for leave-one-out counts 1/n)
+  std::vector<int> points;                     // per parameter: the runs whose prediction it moves
+  int evaluations = 0;  // corpus passes (one per run for leave-one-out counts 1/n)
   int outer_steps = 0;
   // The optimum as theta_without needs it: ln theta, its bounds, every run's Jacobian row
   // J_i and Huber weight w_i there.
@@ -58,8 +58,8 @@ struct CorpusFit {
 
 // `runs` residuals; `max_outer` Gauss-Newton steps. Throws std::invalid_argument on an
 // empty corpus or parameters with lo > hi or a non-positive bound.
-CorpusFit fit_corpus(const std::vector<CorpusParam>& params, std::size_t runs, const CorpusEval& eval,
-                     int max_outer = 6);
+CorpusFit fit_corpus(const std::vector<CorpusParam>& params, std::size_t runs,
+                     const CorpusEval& eval, int max_outer = 6);
 
 // theta_-S: the fitted values without the runs `left_out` (indices into the fit's runs),
 // one Newton step of the Huber loss from the optimum (above): with H = sum_i w_i J_i^T J_i
@@ -71,8 +71,9 @@ std::vector<double> theta_without(const CorpusFit& fit, const std::vector<std::s
 
 // The robust step of the linearized problem: dx minimizing sum_i H(r_i + J_i dx) (IRLS)
 // over the runs with include[i], clamped to [lo_x, hi_x] - x.
-std::vector<double> lad_step(const std::vector<std::vector<double>>& J, const std::vector<double>& r,
-                             const std::vector<bool>& include, const std::vector<double>& x,
-                             const std::vector<double>& lo_x, const std::vector<double>& hi_x);
+std::vector<double> lad_step(const std::vector<std::vector<double>>& J,
+                             const std::vector<double>& r, const std::vector<bool>& include,
+                             const std::vector<double>& x, const std::vector<double>& lo_x,
+                             const std::vector<double>& hi_x);
 
 }  // namespace moesim::calibration

@@ -8,14 +8,19 @@
 namespace moesim::calibration {
 namespace {
 
-hw_models::Param fitted(double x) { return {x, "moesim calibrate corpus (being fitted)"}; }
+hw_models::Param fitted(double x) {
+  return {x, "moesim calibrate corpus (being fitted)"};
+}
 
 // Ranges: physical bounds, not fitting aids. A loaded process is no faster than the op
 // loop (rank_contention above 0; 0.01, as the fit's log scale needs a positive bound) and,
-// with four processes on a socket, not 10x slower (at most 2.25); unbinding NUMA costs at most 5x (DeepSeek-scale Grace hosts); tuning makes DeepEP
-// no slower and at most 3x faster; sustained clocks sit between half and all of the
-// benchmarks' (B200: 0.868 under back-to-back attention, docs/research/blackwell-kernels.md 4).
-void set_clock(hw_models::SystemSpec& s, double x) { s.efficiency.sustained_clock_factor = fitted(x); }
+// with four processes on a socket, not 10x slower (at most 2.25); unbinding NUMA costs at most 5x
+// (DeepSeek-scale Grace hosts); tuning makes DeepEP no slower and at most 3x faster; sustained
+// clocks sit between half and all of the benchmarks' (B200: 0.868 under back-to-back attention,
+// docs/research/blackwell-kernels.md 4).
+void set_clock(hw_models::SystemSpec& s, double x) {
+  s.efficiency.sustained_clock_factor = fitted(x);
+}
 // One contention quantity for every host CPU: a loaded process's host costs over its own
 // CPU's op-loop microbenchmarks are 1 + rank_contention x the training processes on its
 // socket (hw_models::host_load_factor: 4 on the x86 HGX/DGX nodes, 2 on an NVL72 tray's
@@ -26,7 +31,8 @@ void set_contention(hw_models::SystemSpec& s, double x) {
   s.host.load_factor.reset();
 }
 constexpr const char* kLoadHelp =
-    "host costs of a loaded training process over the op-loop microbenchmarks: 1 + this x the training processes "
+    "host costs of a loaded training process over the op-loop microbenchmarks: 1 + this x the "
+    "training processes "
     "on its CPU socket";
 constexpr const char* kClockHelp =
     "Tensor Core throughput under a training step's sustained load over the short benchmarks'";
@@ -35,28 +41,37 @@ constexpr const char* kClockHelp =
 // B200's cuBLASLt 0.611 of peak over the unconfirmed 15 PF dense), so its efficiency is a
 // cross-run quantity of the NVFP4 runs on GB300; bounds: a GEMM reaches between a fifth and
 // nine tenths of its peak.
-void set_gemm_fp4(hw_models::SystemSpec& s, double x) { s.efficiency.gemm[hw_models::Dtype::fp4] = fitted(x); }
+void set_gemm_fp4(hw_models::SystemSpec& s, double x) {
+  s.efficiency.gemm[hw_models::Dtype::fp4] = fitted(x);
+}
 
 constexpr std::array<CorpusParamInfo, 8> kParams{{
     {"host.rank_contention", kLoadHelp, 1.0, 0.01, 2.25, set_contention},
-    {"host.numa_unbound_factor", "host costs without NUMA binding over bound (stack.cpu_numa_binding off)", 2.0,
-     1.0, 5.0, [](hw_models::SystemSpec& s, double x) { s.host.numa_unbound_factor = fitted(x); }},
+    {"host.numa_unbound_factor",
+     "host costs without NUMA binding over bound (stack.cpu_numa_binding off)", 2.0, 1.0, 5.0,
+     [](hw_models::SystemSpec& s, double x) { s.host.numa_unbound_factor = fitted(x); }},
     {"ep_dispatch.deepep_tuned_factor",
-     "DeepEP's bandwidth once NVIDIA tuned its NVL72 kernels, over the library's fitted pre-tuning GB200 rates "
+     "DeepEP's bandwidth once NVIDIA tuned its NVL72 kernels, over the library's fitted pre-tuning "
+     "GB200 rates "
      "(stack.deepep_tuned)",
-     1.2, 1.0, 3.0, [](hw_models::SystemSpec& s, double x) { s.ep_dispatch.deepep_tuned_factor = fitted(x); },
+     1.2, 1.0, 3.0,
+     [](hw_models::SystemSpec& s, double x) { s.ep_dispatch.deepep_tuned_factor = fitted(x); },
      "GB200|GB300"},
-    {"efficiency.sustained_clock_factor", kClockHelp, 0.9, 0.5, 1.0, set_clock, "H100 SXM|H800 SXM|H200 SXM"},
+    {"efficiency.sustained_clock_factor", kClockHelp, 0.9, 0.5, 1.0, set_clock,
+     "H100 SXM|H800 SXM|H200 SXM"},
     {"efficiency.sustained_clock_factor", kClockHelp, 0.9, 0.5, 1.0, set_clock, "B200 (HGX)"},
     {"efficiency.sustained_clock_factor", kClockHelp, 0.9, 0.5, 1.0, set_clock, "GB200"},
     {"efficiency.sustained_clock_factor", kClockHelp, 0.9, 0.5, 1.0, set_clock, "GB300"},
-    {"efficiency.gemm.fp4", "NVFP4 GEMM throughput over the dense FP4 peak (no published figure for this GPU)", 0.6,
-     0.2, 0.9, set_gemm_fp4, "GB300"},
+    {"efficiency.gemm.fp4",
+     "NVFP4 GEMM throughput over the dense FP4 peak (no published figure for this GPU)", 0.6, 0.2,
+     0.9, set_gemm_fp4, "GB300"},
 }};
 
 }  // namespace
 
-std::span<const CorpusParamInfo> corpus_params() { return kParams; }
+std::span<const CorpusParamInfo> corpus_params() {
+  return kParams;
+}
 
 std::vector<std::string_view> gpu_names(std::string_view list) {
   std::vector<std::string_view> out;

@@ -24,11 +24,13 @@ struct EpPoint {
 };
 
 // The model's bandwidth for the point, as the benchmark counts it.
-double model_ep_GBps(const hw_models::SystemSpec& s, const hw_models::EpFractions& f, const EpPoint& p);
+double model_ep_GBps(const hw_models::SystemSpec& s, const hw_models::EpFractions& f,
+                     const EpPoint& p);
 
 // Fits f.network when `network` is true, else f.nvlink; throws std::invalid_argument
 // when no fraction in [0.01, 1] reproduces the point.
-double fit_ep_fraction(const hw_models::SystemSpec& s, hw_models::EpFractions f, bool network, const EpPoint& p);
+double fit_ep_fraction(const hw_models::SystemSpec& s, hw_models::EpFractions f, bool network,
+                       const EpPoint& p);
 
 // The SM throughput of a dispatch kernel from two points in its SM-bound regime, one per
 // element size (BF16 and FP8 at the same SM count): per SM a token copy of B bytes takes
@@ -45,12 +47,14 @@ SmFit fit_ep_sm(const EpPoint& combine);
 // of `f` held (f's own SM limit is ignored): for tables whose per-SM throughput depends
 // on the EP size (EpBandwidth::sm_by_ranks), one point per size and payload. Empty when
 // the links alone keep the model at or below the point (not SM-bound there).
-std::optional<double> fit_ep_sm_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p);
+std::optional<double> fit_ep_sm_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f,
+                                     const EpPoint& p);
 
 // The rate one peer connection carries (EpFractions::peer_GBps) at which the model
 // reproduces the point, the rest of `f` held; empty when the model without the cap is at
 // or below the point (the connection does not bind there).
-std::optional<double> fit_ep_peer_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f, const EpPoint& p);
+std::optional<double> fit_ep_peer_rate(const hw_models::SystemSpec& s, hw_models::EpFractions f,
+                                       const EpPoint& p);
 
 // The fixed cost of DeepEP's low-latency kernels from one measured latency: what the
 // flows do not account for, latency - makespan (microseconds, >= 0).

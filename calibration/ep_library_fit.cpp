@@ -55,7 +55,8 @@ std::string json_name(const std::string& library) {
   return library == "deepep-ll" ? "deepep_low_latency" : library;
 }
 
-std::vector<Row> read_rows(const std::string& library, const Files& files, const EpSystemLookup& systems) {
+std::vector<Row> read_rows(const std::string& library, const Files& files,
+                           const EpSystemLookup& systems) {
   std::vector<Row> rows;
   for (const auto& [name, f] : files) {
     if (!belongs(library, f)) continue;
@@ -79,13 +80,15 @@ std::vector<Row> read_rows(const std::string& library, const Files& files, const
       e.bench.tokens = f.at("tokens").get<double>();
       e.bench.hidden = f.at("hidden").get<double>();
       e.bench.topk = f.at("topk").get<int>();
-      e.bench.experts = p.contains("experts")                ? p["experts"].get<int>()
-                        : f.contains("experts_per_rank") ? f["experts_per_rank"].get<int>() * e.bench.ranks
-                                                         : f.at("experts").get<int>();
+      e.bench.experts = p.contains("experts") ? p["experts"].get<int>()
+                        : f.contains("experts_per_rank")
+                            ? f["experts_per_rank"].get<int>() * e.bench.ranks
+                            : f.at("experts").get<int>();
       e.bench.groups = f.at("groups").get<int>();
       e.bench.combine = p.at("combine").get<bool>();
       e.bench.sms = p.value("sms", 0);
-      e.gpus_per_domain = f.at("gpus_per_domain") == "ranks" ? e.bench.ranks : f["gpus_per_domain"].get<int>();
+      e.gpus_per_domain =
+          f.at("gpus_per_domain") == "ranks" ? e.bench.ranks : f["gpus_per_domain"].get<int>();
       if (p.contains("latency_us")) {
         r.low_latency = true;
         e.bench.low_latency = true;
@@ -106,7 +109,8 @@ std::vector<Row> read_rows(const std::string& library, const Files& files, const
       rows.push_back(r);
     }
   }
-  if (rows.empty()) throw std::invalid_argument(fmt::format("no measurement file of EP library '{}'", library));
+  if (rows.empty())
+    throw std::invalid_argument(fmt::format("no measurement file of EP library '{}'", library));
   return rows;
 }
 
@@ -117,17 +121,22 @@ double model_value(const hw_models::SystemSpec& s, const std::string& library, c
   return r.p.rdma ? t.rdma_GBps : t.nvl_GBps;
 }
 
-double measured(const Row& r) { return r.low_latency ? r.latency_us : r.p.GBps; }
+double measured(const Row& r) {
+  return r.low_latency ? r.latency_us : r.p.GBps;
+}
 
-hw_models::SystemSpec with(hw_models::SystemSpec s, const std::string& library, const hw_models::EpLibrary& lib) {
+hw_models::SystemSpec with(hw_models::SystemSpec s, const std::string& library,
+                           const hw_models::EpLibrary& lib) {
   slot_of(s, library) = lib;
   return s;
 }
 
 // The row's fractions with the library's current parameters (for the single-row fits).
-hw_models::EpFractions fractions(const hw_models::SystemSpec& s, const std::string& library, const Row& r) {
-  return hw_models::ep_library_fractions(s, dispatcher(library), r.low_latency, r.p.bench.combine, r.p.bench.ranks,
-                                         std::min(r.p.gpus_per_domain, r.p.bench.ranks), r.p.bench.element_bytes);
+hw_models::EpFractions fractions(const hw_models::SystemSpec& s, const std::string& library,
+                                 const Row& r) {
+  return hw_models::ep_library_fractions(
+      s, dispatcher(library), r.low_latency, r.p.bench.combine, r.p.bench.ranks,
+      std::min(r.p.gpus_per_domain, r.p.bench.ranks), r.p.bench.element_bytes);
 }
 
 double round4(double x) {
@@ -136,7 +145,9 @@ double round4(double x) {
   return std::round(x * m) / m;
 }
 
-hw_models::Param param(double v, const std::string& src) { return {round4(v), src}; }
+hw_models::Param param(double v, const std::string& src) {
+  return {round4(v), src};
+}
 
 hw_models::EpSmRate& rate_at(EpLinkParams& p, int ranks) {
   for (auto& r : p.sm_by_ranks)
@@ -144,19 +155,24 @@ hw_models::EpSmRate& rate_at(EpLinkParams& p, int ranks) {
   hw_models::EpSmRate r;
   r.ranks = ranks;
   p.sm_by_ranks.push_back(r);
-  std::sort(p.sm_by_ranks.begin(), p.sm_by_ranks.end(), [](const auto& a, const auto& b) { return a.ranks < b.ranks; });
+  std::sort(p.sm_by_ranks.begin(), p.sm_by_ranks.end(),
+            [](const auto& a, const auto& b) { return a.ranks < b.ranks; });
   return rate_at(p, ranks);
 }
 
 std::optional<hw_models::Param>& rate_slot(hw_models::EpSmRate& r, const Row& row) {
-  return row.p.bench.combine ? r.combine_GBps : row.p.bench.element_bytes >= 2 ? r.bf16_GBps : r.fp8_GBps;
+  return row.p.bench.combine              ? r.combine_GBps
+         : row.p.bench.element_bytes >= 2 ? r.bf16_GBps
+                                          : r.fp8_GBps;
 }
 
 std::string payload(const Row& r) {
   return r.p.bench.combine ? "combine" : r.p.bench.element_bytes >= 2 ? "bf16" : "fp8";
 }
 
-std::string kind_name(EpLink k) { return std::string(hw_models::ep_link_names().name(k)); }
+std::string kind_name(EpLink k) {
+  return std::string(hw_models::ep_link_names().name(k));
+}
 
 // Golden-section minimum of a unimodal f on [lo, hi]; on a plateau, its lower end.
 template <class F>
@@ -176,9 +192,12 @@ double golden(F&& f, double lo, double hi) {
 
 }  // namespace
 
-std::vector<std::string> ep_library_names() { return {"deepep", "deepep-ll", "hybridep"}; }
+std::vector<std::string> ep_library_names() {
+  return {"deepep", "deepep-ll", "hybridep"};
+}
 
-std::vector<EpRowResult> ep_library_rows(const std::string& library, const Files& files, const EpSystemLookup& systems,
+std::vector<EpRowResult> ep_library_rows(const std::string& library, const Files& files,
+                                         const EpSystemLookup& systems,
                                          const hw_models::EpLibrary& params) {
   std::vector<EpRowResult> out;
   for (const auto& r : read_rows(library, files, systems)) {
@@ -198,10 +217,12 @@ std::vector<EpRowResult> ep_library_rows(const std::string& library, const Files
   return out;
 }
 
-EpLibraryFit fit_ep_library(const std::string& library, const Files& files, const EpSystemLookup& systems) {
+EpLibraryFit fit_ep_library(const std::string& library, const Files& files,
+                            const EpSystemLookup& systems) {
   const auto names = ep_library_names();
   if (std::find(names.begin(), names.end(), library) == names.end())
-    throw std::invalid_argument(fmt::format("unknown EP library '{}' (known: deepep, deepep-ll, hybridep)", library));
+    throw std::invalid_argument(
+        fmt::format("unknown EP library '{}' (known: deepep, deepep-ll, hybridep)", library));
   const std::vector<Row> rows = read_rows(library, files, systems);
   EpLibraryFit out;
   out.library = library;
@@ -210,14 +231,17 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files, cons
   hw_models::EpLibrary lib;
   const std::string prefix = "ep_libraries." + json_name(library) + ".";
   std::map<std::string, EpParameterFit> fits;
-  const auto record = [&](const std::string& path, double v, const std::string& row, const std::string& model) {
+  const auto record = [&](const std::string& path, double v, const std::string& row,
+                          const std::string& model) {
     auto& f = fits[path];
     f.parameter = prefix + path;
     f.value = round4(v);
     if (std::find(f.rows.begin(), f.rows.end(), row) == f.rows.end()) f.rows.push_back(row);
     f.model = model;
   };
-  const auto src = [&](const std::string& path) { return "calibration/profiles/ep-" + library + ".json: " + path; };
+  const auto src = [&](const std::string& path) {
+    return "calibration/profiles/ep-" + library + ".json: " + path;
+  };
 
   if (library == "deepep-ll") {
     // The fixed cost of the low-latency kernels: what the flows (at DeepEP's fitted link
@@ -232,7 +256,8 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files, cons
       sum += fit_ep_fixed_us(s, f, r.p, r.latency_us);
       ++n;
       record("rdma.fixed_us", 0, r.file + ": " + r.what,
-             "the low-latency kernels' fixed cost: measured latency - the flows' makespan at DeepEP's link fractions");
+             "the low-latency kernels' fixed cost: measured latency - the flows' makespan at "
+             "DeepEP's link fractions");
     }
     if (n == 0) throw std::invalid_argument("deepep-ll: no fit row");
     lib.rdma.emplace().fixed_us = param(sum / n, src("rdma.fixed_us"));
@@ -246,9 +271,11 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files, cons
     std::map<std::string, std::vector<const Row*>> fraction_rows;  // "kind.param" -> rows
     for (const auto& r : rows)
       if (r.role == "fit")
-        fraction_rows[kind_name(r.kind) + (r.p.bench.combine ? ".combine_hbm_fraction" : ".link_fraction")]
+        fraction_rows[kind_name(r.kind) +
+                      (r.p.bench.combine ? ".combine_hbm_fraction" : ".link_fraction")]
             .push_back(&r);
-    const auto fraction_slot = [&](hw_models::EpLibrary& l, const std::string& key) -> std::optional<hw_models::Param>& {
+    const auto fraction_slot = [&](hw_models::EpLibrary& l,
+                                   const std::string& key) -> std::optional<hw_models::Param>& {
       const auto dot = key.find('.');
       auto& k = *l.at(*hw_models::ep_link_names().find(key.substr(0, dot)));
       return key.substr(dot + 1) == "link_fraction" ? k.link_fraction : k.combine_hbm_fraction;
@@ -259,7 +286,8 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files, cons
       if (!fraction_rows.count("mnnvl.link_fraction") && l.nvlink->link_fraction)
         l.mnnvl->link_fraction = param(l.nvlink->link_fraction->value, src("mnnvl.link_fraction"));
       if (!fraction_rows.count("mnnvl.combine_hbm_fraction") && l.nvlink->combine_hbm_fraction)
-        l.mnnvl->combine_hbm_fraction = param(l.nvlink->combine_hbm_fraction->value, src("mnnvl.combine_hbm_fraction"));
+        l.mnnvl->combine_hbm_fraction =
+            param(l.nvlink->combine_hbm_fraction->value, src("mnnvl.combine_hbm_fraction"));
     };
     for (int round = 0; round < 8; ++round) {
       // 1. Link fractions, jointly over their rows.
@@ -277,15 +305,17 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files, cons
         };
         const bool hbm = key.find("hbm") != std::string::npos;
         // Golden section in ln x: the fractions span [0.05, 1], combine's HBM share [0.005, 0.5].
-        const double lx = golden([&](double l) { return cost(std::exp(l)); }, std::log(hbm ? 0.005 : 0.05),
-                                 std::log(hbm ? 0.5 : 1.0));
+        const double lx = golden([&](double l) { return cost(std::exp(l)); },
+                                 std::log(hbm ? 0.005 : 0.05), std::log(hbm ? 0.5 : 1.0));
         const double x = std::exp(lx);
         fraction_slot(lib, key) = param(x, src(key));
         for (const Row* r : rs)
           record(key, x, r->file + ": " + r->what,
-                 hbm ? "combine's reduction throughput per GPU as a fraction of the GPU's HBM bandwidth, jointly "
+                 hbm ? "combine's reduction throughput per GPU as a fraction of the GPU's HBM "
+                       "bandwidth, jointly "
                        "over its rows: argmin sum ln^2(model / measured)"
-                     : "fraction of the link kind's capacity (the system's own NVLink port or NIC) the kernels "
+                     : "fraction of the link kind's capacity (the system's own NVLink port or NIC) "
+                       "the kernels "
                        "reach, jointly over its rows: argmin sum ln^2(model / measured)");
       }
       share_nvlink(lib);
@@ -301,32 +331,38 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files, cons
         const auto s = with(systems(r.system), library, lib);
         auto f = fractions(s, library, r);
         const auto rate = fit_ep_sm_rate(s, f, r.p);
-        const std::string key = fmt::format("{}.sm_by_ranks.{}.{}_GBps", kind_name(r.kind), r.p.bench.ranks, payload(r));
+        const std::string key = fmt::format("{}.sm_by_ranks.{}.{}_GBps", kind_name(r.kind),
+                                            r.p.bench.ranks, payload(r));
         auto& slot = rate_slot(rate_at(*lib.at(r.kind), r.p.bench.ranks), r);
         if (rate) {
           slot = param(*rate, src(key));
           record(key, *rate, r.file + ": " + r.what,
-                 "per-SM throughput at this EP size and payload (GB/s of what a rank receives per SM), where the "
+                 "per-SM throughput at this EP size and payload (GB/s of what a rank receives per "
+                 "SM), where the "
                  "row is SM-bound; interpolated in SM seconds per byte between sizes");
         }
       }
       for (const auto& [file, rs] : pairs) {
         const Row *bf16 = nullptr, *fp8 = nullptr, *comb = nullptr;
-        for (const Row* r : rs) (r->p.bench.combine ? comb : r->p.bench.element_bytes >= 2 ? bf16 : fp8) = r;
-        if (!bf16 || !fp8 || !comb) throw std::invalid_argument(file + ": sm_fit needs BF16, FP8 dispatch and combine");
+        for (const Row* r : rs)
+          (r->p.bench.combine ? comb : r->p.bench.element_bytes >= 2 ? bf16 : fp8) = r;
+        if (!bf16 || !fp8 || !comb)
+          throw std::invalid_argument(file + ": sm_fit needs BF16, FP8 dispatch and combine");
         const auto d = fit_ep_sm(bf16->p, fp8->p);
         const auto c = fit_ep_sm(comb->p);
         auto& k = *lib.at(bf16->kind);
         k.sm_copy_us = param(d.copy_us, src(kind_name(bf16->kind) + ".sm_copy_us"));
         k.sm_GBps = param(d.sm_GBps, src(kind_name(bf16->kind) + ".sm_GBps"));
         k.sm_combine_GBps = param(c.sm_GBps, src(kind_name(comb->kind) + ".sm_combine_GBps"));
-        const std::string m = "dispatch: per token copy and SM, copy_us + bytes / sm_GBps, from BF16 and FP8 at one "
-                              "SM count (two equations); combine: bytes / sm_combine_GBps";
+        const std::string m =
+            "dispatch: per token copy and SM, copy_us + bytes / sm_GBps, from BF16 and FP8 at one "
+            "SM count (two equations); combine: bytes / sm_combine_GBps";
         for (const Row* r : {bf16, fp8}) {
           record(kind_name(r->kind) + ".sm_copy_us", d.copy_us, r->file + ": " + r->what, m);
           record(kind_name(r->kind) + ".sm_GBps", d.sm_GBps, r->file + ": " + r->what, m);
         }
-        record(kind_name(comb->kind) + ".sm_combine_GBps", c.sm_GBps, comb->file + ": " + comb->what, m);
+        record(kind_name(comb->kind) + ".sm_combine_GBps", c.sm_GBps,
+               comb->file + ": " + comb->what, m);
       }
       // 3. One peer connection's share of the NIC.
       for (const auto& r : rows) {
@@ -334,11 +370,14 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files, cons
         const auto s = with(systems(r.system), library, lib);
         auto f = fractions(s, library, r);
         const auto rate = fit_ep_peer_rate(s, f, r.p);
-        if (!rate) throw std::invalid_argument(r.file + ": " + r.what + " is not bound by one peer connection");
+        if (!rate)
+          throw std::invalid_argument(r.file + ": " + r.what +
+                                      " is not bound by one peer connection");
         const double nic_GBps = s.network.nic_Gbps.value * s.network.nics_per_gpu.value / 8;
         lib.rdma->peer_fraction = param(*rate / nic_GBps, src("rdma.peer_fraction"));
         record("rdma.peer_fraction", *rate / nic_GBps, r.file + ": " + r.what,
-               "what one RDMA peer connection carries, over the NIC's line rate (binds where a GPU has few peers)");
+               "what one RDMA peer connection carries, over the NIC's line rate (binds where a GPU "
+               "has few peers)");
       }
     }
     // The records hold the last round's values.
@@ -354,8 +393,8 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files, cons
 }
 
 namespace {
-void put(nlohmann::ordered_json& at, const std::string& key, const std::optional<hw_models::Param>& p,
-         const std::string& why) {
+void put(nlohmann::ordered_json& at, const std::string& key,
+         const std::optional<hw_models::Param>& p, const std::string& why) {
   if (p) at[key] = {{"value", p->value}, {"source", why}};
 }
 
@@ -366,7 +405,8 @@ std::string rows_text(const EpLibraryFit& f, const std::string& path) {
       for (const auto& r : fit.rows) s += (s.empty() ? "" : "; ") + r;
       return fmt::format("{}; fitted by moesim calibrate ep from {}", fit.model, s);
     }
-  return "the library's NVLink fraction (no link-bound row of this kind: the same kernels on the same NVLink ports)";
+  return "the library's NVLink fraction (no link-bound row of this kind: the same kernels on the "
+         "same NVLink ports)";
 }
 }  // namespace
 
@@ -374,12 +414,14 @@ nlohmann::ordered_json ep_profile_json(const EpLibraryFit& f) {
   nlohmann::ordered_json j;
   j["name"] = "ep-" + f.library;
   j["system"] = "all";
-  j["device"] = "every system preset (the parameters are fractions of its own links and per-SM rates)";
+  j["device"] =
+      "every system preset (the parameters are fractions of its own links and per-SM rates)";
   j["date"] = "2025";
   j["tool"] = "moesim calibrate ep (moesim 0.1.0)";
   std::string files;
   for (const auto& n : f.files) files += (files.empty() ? "" : ", ") + n;
-  j["source"] = fmt::format("fitted by `moesim calibrate ep {}` from {} (calibration/measurements/)", f.library, files);
+  j["source"] = fmt::format(
+      "fitted by `moesim calibrate ep {}` from {} (calibration/measurements/)", f.library, files);
   j["measurements"] = f.files;
   const std::string prefix = "ep_libraries." + json_name(f.library) + ".";
   nlohmann::ordered_json lib = nlohmann::ordered_json::object();
@@ -389,7 +431,8 @@ nlohmann::ordered_json ep_profile_json(const EpLibraryFit& f) {
     const std::string kn = kind_name(k);
     nlohmann::ordered_json o = nlohmann::ordered_json::object();
     const auto at = [&](const std::string& name) {
-      return "calibration/profiles/ep-" + f.library + ".json: " + rows_text(f, prefix + kn + "." + name);
+      return "calibration/profiles/ep-" + f.library +
+             ".json: " + rows_text(f, prefix + kn + "." + name);
     };
     put(o, "link_fraction", p->link_fraction, at("link_fraction"));
     put(o, "combine_hbm_fraction", p->combine_hbm_fraction, at("combine_hbm_fraction"));

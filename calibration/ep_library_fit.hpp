@@ -69,9 +69,9 @@ EpLibraryFit fit_ep_library(const std::string& library,
 
 // Every row of the library's files against the model with parameters `params` (the
 // compiled-in profile's, or a fit's).
-std::vector<EpRowResult> ep_library_rows(const std::string& library,
-                                         const std::vector<std::pair<std::string, nlohmann::json>>& files,
-                                         const EpSystemLookup& systems, const hw_models::EpLibrary& params);
+std::vector<EpRowResult> ep_library_rows(
+    const std::string& library, const std::vector<std::pair<std::string, nlohmann::json>>& files,
+    const EpSystemLookup& systems, const hw_models::EpLibrary& params);
 
 nlohmann::ordered_json ep_profile_json(const EpLibraryFit& f);
 

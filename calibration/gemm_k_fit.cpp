@@ -7,13 +7,15 @@ namespace moesim::calibration {
 
 KOverheadFit fit_k_overhead(const std::vector<double>& k, const std::vector<double>& efficiency) {
   if (k.size() != efficiency.size() || k.size() < 2)
-    throw std::invalid_argument("fit_k_overhead: need at least two (K, efficiency) points of equal count");
+    throw std::invalid_argument(
+        "fit_k_overhead: need at least two (K, efficiency) points of equal count");
   const auto n = static_cast<Eigen::Index>(k.size());
   Eigen::MatrixXd X(n, 2);
   Eigen::VectorXd y(n);
   for (Eigen::Index i = 0; i < n; ++i) {
     const double e = efficiency[static_cast<std::size_t>(i)], kk = k[static_cast<std::size_t>(i)];
-    if (!(e > 0 && e <= 1) || !(kk > 0)) throw std::invalid_argument("fit_k_overhead: efficiency must be in (0, 1], K > 0");
+    if (!(e > 0 && e <= 1) || !(kk > 0))
+      throw std::invalid_argument("fit_k_overhead: efficiency must be in (0, 1], K > 0");
     X(i, 0) = 1;
     X(i, 1) = 1 / kk;
     y(i) = 1 / e;
@@ -25,7 +27,8 @@ KOverheadFit fit_k_overhead(const std::vector<double>& k, const std::vector<doub
   r.k0 = r.fit.coefficients(1) * r.eta_inf;
   for (Eigen::Index i = 0; i < n; ++i) {
     const double kk = k[static_cast<std::size_t>(i)];
-    r.relative_error.push_back(r.eta_inf * kk / (kk + r.k0) / efficiency[static_cast<std::size_t>(i)] - 1);
+    r.relative_error.push_back(
+        r.eta_inf * kk / (kk + r.k0) / efficiency[static_cast<std::size_t>(i)] - 1);
   }
   return r;
 }
@@ -40,14 +43,19 @@ double eta_for_k0(const std::vector<double>& k, const std::vector<double>& effic
   return zz / yz;
 }
 
-SharedKFit fit_k_overhead_shared(const std::vector<double>& k, const std::vector<double>& efficiency,
+SharedKFit fit_k_overhead_shared(const std::vector<double>& k,
+                                 const std::vector<double>& efficiency,
                                  const std::vector<int>& group, int groups) {
   if (k.size() != efficiency.size() || k.size() != group.size() || k.size() < 2)
-    throw std::invalid_argument("fit_k_overhead_shared: need at least two points, each with K, efficiency and group");
-  std::vector<std::vector<double>> gk(static_cast<std::size_t>(groups)), ge(static_cast<std::size_t>(groups));
+    throw std::invalid_argument(
+        "fit_k_overhead_shared: need at least two points, each with K, efficiency and group");
+  std::vector<std::vector<double>> gk(static_cast<std::size_t>(groups)),
+      ge(static_cast<std::size_t>(groups));
   for (std::size_t i = 0; i < k.size(); ++i) {
-    if (!(efficiency[i] > 0 && efficiency[i] <= 1) || !(k[i] > 0) || group[i] < 0 || group[i] >= groups)
-      throw std::invalid_argument("fit_k_overhead_shared: efficiency must be in (0, 1], K > 0, group in range");
+    if (!(efficiency[i] > 0 && efficiency[i] <= 1) || !(k[i] > 0) || group[i] < 0 ||
+        group[i] >= groups)
+      throw std::invalid_argument(
+          "fit_k_overhead_shared: efficiency must be in (0, 1], K > 0, group in range");
     gk[static_cast<std::size_t>(group[i])].push_back(k[i]);
     ge[static_cast<std::size_t>(group[i])].push_back(efficiency[i]);
   }
@@ -78,7 +86,8 @@ SharedKFit fit_k_overhead_shared(const std::vector<double>& k, const std::vector
   }
   SharedKFit r;
   r.k0 = 0.5 * (lo + hi);
-  for (std::size_t g = 0; g < gk.size(); ++g) r.eta_inf.push_back(gk[g].empty() ? 0 : eta_for_k0(gk[g], ge[g], r.k0));
+  for (std::size_t g = 0; g < gk.size(); ++g)
+    r.eta_inf.push_back(gk[g].empty() ? 0 : eta_for_k0(gk[g], ge[g], r.k0));
   for (std::size_t i = 0; i < k.size(); ++i) {
     const double eta = r.eta_inf[static_cast<std::size_t>(group[i])];
     r.relative_error.push_back(eta * k[i] / (k[i] + r.k0) / efficiency[i] - 1);

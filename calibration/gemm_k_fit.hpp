@@ -19,9 +19,9 @@
 namespace moesim::calibration {
 
 struct KOverheadFit {
-  double eta_inf = 0;  // efficiency as K grows without bound
-  double k0 = 0;       // per-tile fixed cost in units of K
-  LinearFit fit;       // of 1/eta on [1, 1/K]
+  double eta_inf = 0;                  // efficiency as K grows without bound
+  double k0 = 0;                       // per-tile fixed cost in units of K
+  LinearFit fit;                       // of 1/eta on [1, 1/K]
   std::vector<double> relative_error;  // predicted / measured efficiency - 1, per point
 };
 
@@ -39,7 +39,8 @@ struct SharedKFit {
   std::vector<double> eta_inf;         // per group (0 where a group has no point)
   std::vector<double> relative_error;  // per point, as above
 };
-SharedKFit fit_k_overhead_shared(const std::vector<double>& k, const std::vector<double>& efficiency,
+SharedKFit fit_k_overhead_shared(const std::vector<double>& k,
+                                 const std::vector<double>& efficiency,
                                  const std::vector<int>& group, int groups);
 // One group's eta for a given K0 (the closed form above).
 double eta_for_k0(const std::vector<double>& k, const std::vector<double>& efficiency, double k0);

@@ -21,8 +21,9 @@ namespace moesim::calibration {
 struct InferableParam {
   std::string_view name;
   std::string_view help;
-  double lo, hi;                  // physical range searched
-  std::string_view stack_switch;  // the switch the parameter belongs to (workload::stack_switches())
+  double lo, hi;  // physical range searched
+  std::string_view
+      stack_switch;  // the switch the parameter belongs to (workload::stack_switches())
   void (*set)(hw_models::SystemSpec&, double);
 };
 std::span<const InferableParam> inferable_params();

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <Eigen/Dense>
 #include "sim_core/extreme_values.hpp"
-#include <fmt/format.h>
 
 namespace moesim::calibration {
 namespace {
@@ -72,7 +72,8 @@ JitterFit read_step_jitter(const nlohmann::json& m) {
     r.median_s = p.at("median_s").get<double>();
     r.measured_spread_s = p.at("p95_s").get<double>() - r.median_s;
     if (!(r.gpus >= 1) || !(r.median_s > 0) || !(r.measured_spread_s >= 0))
-      throw std::invalid_argument("step-jitter measurements: a point needs gpus >= 1, a positive median and p95 >= median");
+      throw std::invalid_argument(
+          "step-jitter measurements: a point needs gpus >= 1, a positive median and p95 >= median");
     out.rows.push_back(r);
   }
   for (const auto& p : m["pairs"]) {
@@ -84,16 +85,18 @@ JitterFit read_step_jitter(const nlohmann::json& m) {
     q.step_to_s = p.at("step_to_s").get<double>();
     if (p.contains("scenarios")) q.scenarios = p.at("scenarios").get<std::vector<std::string>>();
     if (!q.scenarios.empty() && q.scenarios.size() != 2)
-      throw std::invalid_argument("step-jitter measurements: a pair's scenarios are its two sizes' files");
-    if (!(q.gpus_from >= 1) || !(q.gpus_to > q.gpus_from) || !(q.step_from_s > 0) || !(q.step_to_s > 0))
-      throw std::invalid_argument("step-jitter measurements: a pair needs 1 <= gpus_from < gpus_to and positive steps");
+      throw std::invalid_argument(
+          "step-jitter measurements: a pair's scenarios are its two sizes' files");
+    if (!(q.gpus_from >= 1) || !(q.gpus_to > q.gpus_from) || !(q.step_from_s > 0) ||
+        !(q.step_to_s > 0))
+      throw std::invalid_argument(
+          "step-jitter measurements: a pair needs 1 <= gpus_from < gpus_to and positive steps");
     out.pairs.push_back(q);
   }
   return out;
 }
 
 JitterFit fit_step_jitter(JitterFit out) {
-
   // 1. The per-process delay from the pairs, each row over its mean step T (seeds differ
   // by a share of the step, not by a fixed time):
   //   (increase - simulated) / T = a (H_N2 - H_N1) / T.
@@ -107,7 +110,8 @@ JitterFit fit_step_jitter(JitterFit out) {
     uu += u * u;
     ++out.fit_pairs;
   }
-  if (out.fit_pairs < 2) throw std::invalid_argument("step-jitter measurements: need at least two fit pairs");
+  if (out.fit_pairs < 2)
+    throw std::invalid_argument("step-jitter measurements: need at least two fit pairs");
   out.jitter_s = std::max(0.0, uy / uu);
 
   // 2. The common delay from what the spread leaves.
@@ -116,10 +120,13 @@ JitterFit fit_step_jitter(JitterFit out) {
   for (const auto& r : out.rows) {
     if (r.role != "fit") continue;
     const double own = out.jitter_s * exponential_max_spread(r.gpus);
-    append(B, z, 1, r.median_s, std::sqrt(std::max(0.0, r.measured_spread_s * r.measured_spread_s - own * own)) / kNormalQ95);
+    append(B, z, 1, r.median_s,
+           std::sqrt(std::max(0.0, r.measured_spread_s * r.measured_spread_s - own * own)) /
+               kNormalQ95);
   }
   out.fit_points = static_cast<int>(B.rows());
-  if (out.fit_points < 2) throw std::invalid_argument("step-jitter measurements: need at least two fit points");
+  if (out.fit_points < 2)
+    throw std::invalid_argument("step-jitter measurements: need at least two fit points");
   const Eigen::Vector2d c = nonneg_lsq(B, z);
   out.common_s = c(0);
   out.common_fraction = c(1);
@@ -129,7 +136,8 @@ JitterFit fit_step_jitter(JitterFit out) {
     const double own = out.jitter_s * exponential_max_spread(r.gpus);
     const double common = kNormalQ95 * (out.common_s + out.common_fraction * r.median_s);
     r.model_spread_s = std::hypot(own, common);
-    if (r.role == "fit") sq += (r.model_spread_s - r.measured_spread_s) * (r.model_spread_s - r.measured_spread_s);
+    if (r.role == "fit")
+      sq += (r.model_spread_s - r.measured_spread_s) * (r.model_spread_s - r.measured_spread_s);
   }
   for (auto& q : out.pairs) {
     q.model_increase_s = out.jitter_s * harmonic_step(q);
@@ -141,21 +149,29 @@ JitterFit fit_step_jitter(JitterFit out) {
   return out;
 }
 
-nlohmann::ordered_json jitter_profile_json(const JitterFit& f, const std::string& file, const std::string& date) {
-  const std::string measurements = "calibration/measurements/" + std::filesystem::path(file).filename().string();
+nlohmann::ordered_json jitter_profile_json(const JitterFit& f, const std::string& file,
+                                           const std::string& date) {
+  const std::string measurements =
+      "calibration/measurements/" + std::filesystem::path(file).filename().string();
   const std::string own = fmt::format(
-      "fitted by calibration::fit_step_jitter (`moesim calibrate jitter`) to {}: the step's increase over {} "
-      "weak-scaling pairs of MLPerf Training runs (same recipe and microbatches, more GPUs; shared/reference/"
-      "scale-and-goodput.md sections 1 and 3) beyond the simulation's own increase (their scenarios/series/ files), "
+      "fitted by calibration::fit_step_jitter (`moesim calibrate jitter`) to {}: the step's "
+      "increase over {} "
+      "weak-scaling pairs of MLPerf Training runs (same recipe and microbatches, more GPUs; "
+      "shared/reference/"
+      "scale-and-goodput.md sections 1 and 3) beyond the simulation's own increase (their "
+      "scenarios/series/ files), "
       "as the latest of N exponential per-process delays (rms {:.1f} ms)",
       measurements, f.fit_pairs, f.pair_rms_error_s * 1e3);
   const std::string common = fmt::format(
-      "fitted by calibration::fit_step_jitter (`moesim calibrate jitter`) to {}: p95 - median of {} MLPerf Training "
-      "runs at 256-8,192 GPUs (shared/reference/scale-and-goodput.md section 1) beyond what the per-process delay "
+      "fitted by calibration::fit_step_jitter (`moesim calibrate jitter`) to {}: p95 - median of "
+      "{} MLPerf Training "
+      "runs at 256-8,192 GPUs (shared/reference/scale-and-goodput.md section 1) beyond what the "
+      "per-process delay "
       "explains, as a normal delay common to all processes (spread rms error {:.0f} ms)",
       measurements, f.fit_points, f.rms_error_s * 1e3);
   const auto leaf = [](double v, const std::string& what, const std::string& basis) {
-    return nlohmann::ordered_json{{"value", std::round(v * 1e6) / 1e6}, {"source", fmt::format("{}: {}", what, basis)}};
+    return nlohmann::ordered_json{{"value", std::round(v * 1e6) / 1e6},
+                                  {"source", fmt::format("{}: {}", what, basis)}};
   };
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& r : f.rows)
@@ -167,36 +183,44 @@ nlohmann::ordered_json jitter_profile_json(const JitterFit& f, const std::string
                     {"what", r.what}});
   nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
   for (const auto& q : f.pairs)
-    pairs.push_back({{"system", q.system},
-                     {"gpus", {static_cast<std::int64_t>(q.gpus_from), static_cast<std::int64_t>(q.gpus_to)}},
-                     {"role", q.role},
-                     {"measured_increase_ms", std::round((q.step_to_s - q.step_from_s) * 1e4) / 10},
-                     {"simulated_increase_ms", std::round(q.simulated_increase_s * 1e4) / 10},
-                     {"model_increase_ms", std::round(q.model_increase_s * 1e4) / 10},
-                     {"what", q.what}});
+    pairs.push_back(
+        {{"system", q.system},
+         {"gpus", {static_cast<std::int64_t>(q.gpus_from), static_cast<std::int64_t>(q.gpus_to)}},
+         {"role", q.role},
+         {"measured_increase_ms", std::round((q.step_to_s - q.step_from_s) * 1e4) / 10},
+         {"simulated_increase_ms", std::round(q.simulated_increase_s * 1e4) / 10},
+         {"model_increase_ms", std::round(q.model_increase_s * 1e4) / 10},
+         {"what", q.what}});
   const auto fit = [](const char* name, double v, int n) {
-    return nlohmann::ordered_json{{"parameter", name}, {"value", std::round(v * 1e6) / 1e6}, {"points", n}};
+    return nlohmann::ordered_json{
+        {"parameter", name}, {"value", std::round(v * 1e6) / 1e6}, {"points", n}};
   };
-  return {{"name", "step-jitter"},
-          {"system", "all"},
-          {"device", "every system preset: a training process's per-step delay, from per-step statistics at scale"},
-          {"date", date},
-          {"tool", "moesim calibrate jitter"},
-          {"source", own + "; " + common},
-          {"parameters",
-           {{"variability",
-             {{"jitter_s", leaf(f.jitter_s, "mean per-process step delay, absolute part", own)},
-              {"common_s", leaf(f.common_s, "sd of the step delay common to all processes, absolute part", common)},
-              {"common_fraction",
-               leaf(f.common_fraction, "sd of the step delay common to all processes, part proportional to the step",
-                    common)}}}}},
-          {"measurements", nlohmann::ordered_json::array({std::filesystem::path(file).filename().string()})},
-          {"fits",
-           {fit("variability.jitter_s", f.jitter_s, f.fit_pairs),
-            fit("variability.common_s", f.common_s, f.fit_points),
-            fit("variability.common_fraction", f.common_fraction, f.fit_points)}},
-          {"pairs", pairs},
-          {"points", rows}};
+  return {
+      {"name", "step-jitter"},
+      {"system", "all"},
+      {"device",
+       "every system preset: a training process's per-step delay, from per-step statistics at "
+       "scale"},
+      {"date", date},
+      {"tool", "moesim calibrate jitter"},
+      {"source", own + "; " + common},
+      {"parameters",
+       {{"variability",
+         {{"jitter_s", leaf(f.jitter_s, "mean per-process step delay, absolute part", own)},
+          {"common_s",
+           leaf(f.common_s, "sd of the step delay common to all processes, absolute part", common)},
+          {"common_fraction",
+           leaf(f.common_fraction,
+                "sd of the step delay common to all processes, part proportional to the step",
+                common)}}}}},
+      {"measurements",
+       nlohmann::ordered_json::array({std::filesystem::path(file).filename().string()})},
+      {"fits",
+       {fit("variability.jitter_s", f.jitter_s, f.fit_pairs),
+        fit("variability.common_s", f.common_s, f.fit_points),
+        fit("variability.common_fraction", f.common_fraction, f.fit_points)}},
+      {"pairs", pairs},
+      {"points", rows}};
 }
 
 }  // namespace moesim::calibration

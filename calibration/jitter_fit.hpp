@@ -75,6 +75,7 @@ inline JitterFit fit_step_jitter(const nlohmann::json& measurements) {
 // The calibration profile (calibration/profiles/step-jitter.json) carrying the values into
 // every system preset (system.variability). `file`: the measurement file fitted (named by
 // its file name under calibration/measurements/).
-nlohmann::ordered_json jitter_profile_json(const JitterFit& fit, const std::string& file, const std::string& date);
+nlohmann::ordered_json jitter_profile_json(const JitterFit& fit, const std::string& file,
+                                           const std::string& date);
 
 }  // namespace moesim::calibration

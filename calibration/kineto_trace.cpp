@@ -40,22 +40,30 @@ const std::array<KernelRule, 10>& kernel_rules() {
       {TraceClass::grouped_gemm, {"grouped"}, {"gemm"}, {"transpose", "cast_", "_cast"}},
       // cuBLAS (nvjet_*, sm90_xmma_gemm_*, cublasLt), CUTLASS (its Broadcast epilogues too),
       // DeepGEMM's dense GEMM.
-      {TraceClass::gemm, {"gemm", "xmma", "nvjet", "cutlass", "cublas", "matmul"}, {},
+      {TraceClass::gemm,
+       {"gemm", "xmma", "nvjet", "cutlass", "cublas", "matmul"},
+       {},
        {"transpose", "cast_", "_cast", "quant"}},
       // Apex / TE / DeepSeek normalization kernels (layer_norm::ln_fwd_kernel, rmsnorm_*), an FP8
       // output fused in or not.
-      {TraceClass::norm, {"layer_norm", "layernorm", "rmsnorm", "rms_norm", "ln_fwd", "ln_bwd"}, {}, {}},
+      {TraceClass::norm,
+       {"layer_norm", "layernorm", "rmsnorm", "rms_norm", "ln_fwd", "ln_bwd"},
+       {},
+       {}},
       // Casts to and from FP8 / MXFP8 with their transposes, amax and scale kernels, scale
       // swizzles (TE's quantize_*, cast_transpose_*, DeepSeek's per_token_cast_to_fp8); not
       // PyTorch's dtype copies (LoadWithCast) nor CUTLASS's Broadcast epilogues.
-      {TraceClass::quantize, {"cast_", "_cast", "cast<", "quant", "fp8", "amax", "transpose", "swizzle"}, {},
+      {TraceClass::quantize,
+       {"cast_", "_cast", "cast<", "quant", "fp8", "amax", "transpose", "swizzle"},
+       {},
        {"broadcast", "withcast"}},
   }};
   return kRules;
 }
 
 bool contains_any(std::string_view s, Words words) {
-  return std::any_of(words.begin(), words.end(), [s](std::string_view w) { return s.find(w) != std::string_view::npos; });
+  return std::any_of(words.begin(), words.end(),
+                     [s](std::string_view w) { return s.find(w) != std::string_view::npos; });
 }
 
 }  // namespace
@@ -66,11 +74,14 @@ const sim_core::NameTable<TraceClass>& trace_class_names() {
       {TraceClass::grouped_gemm, "grouped_gemm", "the experts' grouped GEMMs"},
       {TraceClass::attention_fwd, "attention_fwd", "fused attention, forward"},
       {TraceClass::attention_bwd, "attention_bwd", "fused attention, backward"},
-      {TraceClass::ep_dispatch, "ep_dispatch", "EP dispatch kernels (DeepEP, HybridEP) and their notify/layout kernels"},
+      {TraceClass::ep_dispatch, "ep_dispatch",
+       "EP dispatch kernels (DeepEP, HybridEP) and their notify/layout kernels"},
       {TraceClass::ep_combine, "ep_combine", "EP combine kernels"},
-      {TraceClass::quantize, "quantize", "casts to and from FP8 with their transposes, amax and scale kernels"},
+      {TraceClass::quantize, "quantize",
+       "casts to and from FP8 with their transposes, amax and scale kernels"},
       {TraceClass::norm, "norm", "RMSNorm / LayerNorm"},
-      {TraceClass::elementwise, "elementwise", "the memory-bound rest: activations, copies, permutes, reductions"},
+      {TraceClass::elementwise, "elementwise",
+       "the memory-bound rest: activations, copies, permutes, reductions"},
       {TraceClass::communication, "communication", "NCCL collectives and pipeline transfers"},
   }};
   static constexpr sim_core::NameTable<TraceClass> kTable{kEntries};
@@ -79,7 +90,8 @@ const sim_core::NameTable<TraceClass>& trace_class_names() {
 
 TraceClass classify_kernel(std::string_view name) {
   std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   for (const auto& r : kernel_rules())
     if (contains_any(lower, r.any) && (r.also.size() == 0 || contains_any(lower, r.also)) &&
         !contains_any(lower, r.none))
@@ -92,17 +104,20 @@ bool is_host_node_name(std::string_view name) {
   const char pass = name[name.size() - 2];
   if (pass != 'F' && pass != 'B' && pass != 'W') return false;
   const std::string_view part = name.substr(0, name.size() - 3);
-  return std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isalpha(c) || c == '_'; });
+  return std::all_of(part.begin(), part.end(),
+                     [](unsigned char c) { return std::isalpha(c) || c == '_'; });
 }
 
 HostNode& host_node(std::vector<HostNode>& nodes, std::string_view node) {
-  auto it = std::find_if(nodes.begin(), nodes.end(), [&](const HostNode& h) { return h.node == node; });
+  auto it =
+      std::find_if(nodes.begin(), nodes.end(), [&](const HostNode& h) { return h.node == node; });
   if (it == nodes.end()) it = nodes.insert(nodes.end(), {std::string(node), 0, 0});
   return *it;
 }
 
 const HostNode* find_host_node(const std::vector<HostNode>& nodes, std::string_view node) {
-  const auto it = std::find_if(nodes.begin(), nodes.end(), [&](const HostNode& h) { return h.node == node; });
+  const auto it =
+      std::find_if(nodes.begin(), nodes.end(), [&](const HostNode& h) { return h.node == node; });
   return it == nodes.end() ? nullptr : &*it;
 }
 

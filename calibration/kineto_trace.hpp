@@ -34,7 +34,15 @@
 namespace moesim::calibration {
 
 enum class TraceClass : std::uint8_t {
-  gemm, grouped_gemm, attention_fwd, attention_bwd, ep_dispatch, ep_combine, quantize, norm, elementwise,
+  gemm,
+  grouped_gemm,
+  attention_fwd,
+  attention_bwd,
+  ep_dispatch,
+  ep_combine,
+  quantize,
+  norm,
+  elementwise,
   communication
 };
 inline constexpr std::size_t kTraceClassCount = 10;
@@ -71,9 +79,9 @@ TraceTotals trace_totals(std::span<const TraceKernel> kernels);
 // for, and any device-to-host wait inside it (DeepSeek's dispatch(F) waits for the token
 // counts there).
 struct HostNode {
-  std::string node;   // "attn(F)"
-  double count = 0;   // ranges
-  double seconds = 0; // their wall time, summed
+  std::string node;    // "attn(F)"
+  double count = 0;    // ranges
+  double seconds = 0;  // their wall time, summed
 };
 // Whether a range name is a node's: a part of letters and underscores, then (F), (B) or (W).
 bool is_host_node_name(std::string_view name);

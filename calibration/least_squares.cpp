@@ -19,7 +19,8 @@ LinearFit fit_linear(const Eigen::MatrixXd& X, const Eigen::VectorXd& y) {
 }
 
 LinearFit fit_line(const std::vector<double>& x, const std::vector<double>& y) {
-  if (x.size() != y.size()) throw std::invalid_argument("fit_line: x and y need the same number of points");
+  if (x.size() != y.size())
+    throw std::invalid_argument("fit_line: x and y need the same number of points");
   const auto n = static_cast<Eigen::Index>(x.size());
   Eigen::MatrixXd X(n, 2);
   Eigen::VectorXd v(n);

@@ -17,7 +17,7 @@ struct LinearFit {
   Eigen::VectorXd residuals;  // X c - y per observation
   double rms_residual = 0;
   double max_abs_residual = 0;
-  long rank = 0;              // numerical rank of X; < columns means underdetermined
+  long rank = 0;  // numerical rank of X; < columns means underdetermined
 };
 
 // Throws std::invalid_argument when X and y disagree in rows or there are no rows.

@@ -8,14 +8,17 @@
 namespace moesim::calibration {
 
 double model_busbw(const hw_models::SystemSpec& s, const BusbwPoint& p) {
-  const int domain = p.gpus_per_domain > 0 ? p.gpus_per_domain : static_cast<int>(s.nvlink.domain_gpus.value);
+  const int domain =
+      p.gpus_per_domain > 0 ? p.gpus_per_domain : static_cast<int>(s.nvlink.domain_gpus.value);
   const int dom = std::min(domain, p.ranks);
   const hw_models::Topology topo(s, (p.ranks + dom - 1) / dom * dom, dom);
   std::vector<int> ranks;
-  if (p.op == hw_models::Collective::send_recv) ranks = {0, 1};
+  if (p.op == hw_models::Collective::send_recv)
+    ranks = {0, 1};
   else
     for (int i = 0; i < p.ranks; ++i) ranks.push_back(i);
-  if (!p.algorithm) return hw_models::fastest_collective_time(s, topo, p.op, ranks, p.bytes).busbw_GBps;
+  if (!p.algorithm)
+    return hw_models::fastest_collective_time(s, topo, p.op, ranks, p.bytes).busbw_GBps;
   return hw_models::collective_time(s, topo, p.op, ranks, p.bytes, *p.algorithm).busbw_GBps;
 }
 
@@ -26,7 +29,8 @@ double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwP
       s.comm.nvls_latency_us = hw_models::Param{-minus_us, "fit"};
       return model_busbw(s, p);
     };
-    return -bisect_rising(busbw_at, p.busbw_GBps, -1000.0, 0.0, "fit_link_efficiency (NVLS latency)");
+    return -bisect_rising(busbw_at, p.busbw_GBps, -1000.0, 0.0,
+                          "fit_link_efficiency (NVLS latency)");
   }
   auto& eta = link == LinkClass::nvlink    ? s.comm.nvlink_efficiency
               : link == LinkClass::network ? s.comm.network_efficiency

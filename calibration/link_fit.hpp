@@ -3,10 +3,10 @@
 //
 // The collective model (hw_models/collectives.hpp) moves flows at eta x capacity on
 // each link kind. For one measured point (op, ranks, bytes, busbw) the fitter finds the
-// eta of the given link kind (or the all-to-all's factor) at which the model's bus bandwidth equals the measurement,
-// by bisection on [0.01, 1] (busbw rises monotonically with eta). NVLS's latency is
-// found the same way on [0, 1000] us (busbw falls as it grows). The points and which
-// systems each fit applies to are in calibration/measurements/nccl-busbw.json.
+// eta of the given link kind (or the all-to-all's factor) at which the model's bus bandwidth equals
+// the measurement, by bisection on [0.01, 1] (busbw rises monotonically with eta). NVLS's latency
+// is found the same way on [0, 1000] us (busbw falls as it grows). The points and which systems
+// each fit applies to are in calibration/measurements/nccl-busbw.json.
 #pragma once
 
 #include <optional>

@@ -64,7 +64,8 @@ Json measurement_json(const Measurement& m) {
   }
   if (!m.p2p.empty()) {
     Json a = Json::array();
-    for (const auto& p : m.p2p) a.push_back({{"src", p.src}, {"dst", p.dst}, {"bytes", p.bytes}, {"GBps", p.GBps}});
+    for (const auto& p : m.p2p)
+      a.push_back({{"src", p.src}, {"dst", p.dst}, {"bytes", p.bytes}, {"GBps", p.GBps}});
     j["p2p"] = a;
   }
   return j;
@@ -75,26 +76,32 @@ Plan default_plan(bool quick) {
   // The DeepGEMM table's DeepSeek-V3 (N, K) pairs plus squares; M from a short
   // microbatch to a long one.
   const std::vector<std::pair<std::int64_t, std::int64_t>> nk =
-      quick ? std::vector<std::pair<std::int64_t, std::int64_t>>{{7168, 2048}, {4096, 7168}, {8192, 8192}}
-            : std::vector<std::pair<std::int64_t, std::int64_t>>{{2112, 7168}, {24576, 1536}, {32768, 512},
-                                                                 {7168, 16384}, {4096, 7168},  {7168, 2048},
-                                                                 {2048, 2048},  {8192, 8192}};
-  const std::vector<std::int64_t> ms = quick ? std::vector<std::int64_t>{1024, 4096}
-                                             : std::vector<std::int64_t>{256, 1024, 4096, 8192, 16384};
+      quick ? std::vector<std::pair<std::int64_t, std::int64_t>>{{7168, 2048},
+                                                                 {4096, 7168},
+                                                                 {8192, 8192}}
+            : std::vector<std::pair<std::int64_t, std::int64_t>>{
+                  {2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384},
+                  {4096, 7168}, {7168, 2048},  {2048, 2048}, {8192, 8192}};
+  const std::vector<std::int64_t> ms =
+      quick ? std::vector<std::int64_t>{1024, 4096}
+            : std::vector<std::int64_t>{256, 1024, 4096, 8192, 16384};
   for (const char* d : {"bf16", "fp8"})
     for (auto m : ms)
       for (auto [n, k] : nk) p.gemm.push_back({d, 1, m, n, k});
   // Routed experts: DeepSeek-V3's fc1 (N 4096 = 2 x 2048, K 7168) and fc2 (N 7168, K 2048)
   // with 4 to 32 local experts and 128 to 2048 tokens each.
-  const std::vector<std::int64_t> groups = quick ? std::vector<std::int64_t>{8} : std::vector<std::int64_t>{4, 8, 32};
-  const std::vector<std::int64_t> per = quick ? std::vector<std::int64_t>{512} : std::vector<std::int64_t>{128, 512, 2048};
+  const std::vector<std::int64_t> groups =
+      quick ? std::vector<std::int64_t>{8} : std::vector<std::int64_t>{4, 8, 32};
+  const std::vector<std::int64_t> per =
+      quick ? std::vector<std::int64_t>{512} : std::vector<std::int64_t>{128, 512, 2048};
   for (const char* d : {"bf16", "fp8"})
     for (auto g : groups)
       for (auto m : per)
         for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 7168}, {7168, 2048}})
           p.grouped_gemm.push_back({d, g, m, n, k});
   p.memory_kernels = {"copy", "elementwise", "quantize"};
-  for (double mib = 1; mib <= 1024; mib *= quick ? 16 : 4) p.memory_bytes.push_back(mib * 1024 * 1024);
+  for (double mib = 1; mib <= 1024; mib *= quick ? 16 : 4)
+    p.memory_bytes.push_back(mib * 1024 * 1024);
   p.graph_nodes = quick ? std::vector<int>{1, 100} : std::vector<int>{1, 10, 100, 1000};
   return p;
 }
@@ -103,7 +110,8 @@ Json plan_json(const Plan& p) {
   Json j;
   const auto shapes = [](const std::vector<GemmShape>& v) {
     Json a = Json::array();
-    for (const auto& s : v) a.push_back({{"dtype", s.dtype}, {"groups", s.groups}, {"m", s.m}, {"n", s.n}, {"k", s.k}});
+    for (const auto& s : v)
+      a.push_back({{"dtype", s.dtype}, {"groups", s.groups}, {"m", s.m}, {"n", s.n}, {"k", s.k}});
     return a;
   };
   j["gemm"] = shapes(p.gemm);

@@ -50,7 +50,8 @@ struct MemoryPoint {
   double bytes = 0, GBps = 0, time_us = 0;
 };
 struct LaunchPoint {
-  double host_launch_us = 0, device_kernel_us = 0, launch_to_complete_us = 0, sync_round_trip_us = 0;
+  double host_launch_us = 0, device_kernel_us = 0, launch_to_complete_us = 0,
+         sync_round_trip_us = 0;
 };
 struct GraphPoint {
   int nodes = 0;

@@ -18,11 +18,16 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-double round4(double v) { return v == 0 ? 0.0 : std::stod(fmt::format("{:.4g}", v)); }
-double round1(double v) { return std::round(v * 10) / 10; }
+double round4(double v) {
+  return v == 0 ? 0.0 : std::stod(fmt::format("{:.4g}", v));
+}
+double round1(double v) {
+  return std::round(v * 10) / 10;
+}
 
 std::string file_name(const Measurement& m) {
-  return m.file.empty() ? std::string("(in memory)") : std::filesystem::path(m.file).filename().string();
+  return m.file.empty() ? std::string("(in memory)")
+                        : std::filesystem::path(m.file).filename().string();
 }
 
 // rel: model / measured - 1 per point.
@@ -33,7 +38,8 @@ void set_residuals(ParameterFit& f, const std::vector<double>& rel) {
     mx = std::max(mx, std::abs(r));
   }
   f.points = static_cast<int>(rel.size());
-  f.rms_residual_pct = rel.empty() ? 0 : round1(100 * std::sqrt(ss / static_cast<double>(rel.size())));
+  f.rms_residual_pct =
+      rel.empty() ? 0 : round1(100 * std::sqrt(ss / static_cast<double>(rel.size())));
   f.max_abs_residual_pct = round1(100 * mx);
 }
 
@@ -58,7 +64,8 @@ struct GemmObs {
 
 class Fitter {
  public:
-  Fitter(const std::vector<Measurement>& ms, const hw_models::SystemSpec& s) : ms_(ms), s_(s), cm_(s) {}
+  Fitter(const std::vector<Measurement>& ms, const hw_models::SystemSpec& s)
+      : ms_(ms), s_(s), cm_(s) {}
 
   std::vector<ParameterFit> gemm() {
     std::map<std::string, std::vector<GemmObs>> by;
@@ -86,10 +93,17 @@ class Fitter {
     if (std::set<double>(ks.begin(), ks.end()).size() >= 2) {
       const SharedKFit kf = fit_k_overhead_shared(ks, es, group, 2);
       k0 = round4(kf.k0);
-      ParameterFit f{"efficiency.gemm_k_overhead", k0, sorted_unique(from), 0, 0, 0,
-                     fmt::format("per-tile fixed cost K0 in units of K: e / q = eta K / (K + K0) over the {} GEMMs, "
-                                 "dense and grouped sharing K0 (calibration::fit_k_overhead_shared)",
-                                 primary->first)};
+      ParameterFit f{
+          "efficiency.gemm_k_overhead",
+          k0,
+          sorted_unique(from),
+          0,
+          0,
+          0,
+          fmt::format(
+              "per-tile fixed cost K0 in units of K: e / q = eta K / (K + K0) over the {} GEMMs, "
+              "dense and grouped sharing K0 (calibration::fit_k_overhead_shared)",
+              primary->first)};
       set_residuals(f, kf.relative_error);
       out.push_back(f);
     }
@@ -101,21 +115,29 @@ class Fitter {
         std::vector<double> k, e;
         std::vector<std::string> files;
         for (const auto& o : obs)
-          if (o.grouped == grouped) k.push_back(o.k), e.push_back(o.e_over_q), files.push_back(o.from);
+          if (o.grouped == grouped)
+            k.push_back(o.k), e.push_back(o.e_over_q), files.push_back(o.from);
         if (k.empty()) continue;
         const double eta_inf = eta_for_k0(k, e, k0);
         std::vector<double> rel;
         for (std::size_t i = 0; i < k.size(); ++i) rel.push_back(eta_inf * f(k[i]) / e[i] - 1);
         const double value = round4(grouped ? eta_inf * ref : eta_inf);
-        std::string model =
-            grouped && at_ref
-                ? fmt::format("grouped GEMM efficiency at K = {:g}: eta x K_ref / (K_ref + K0), e / q = eta K / (K + "
-                              "K0) fitted with K0 = {:g}",
-                              s_.efficiency.grouped_gemm_k->value, k0)
-                : fmt::format("{} GEMM efficiency, the large-K limit: e / q = eta K / (K + K0) fitted with K0 = {:g}",
-                              grouped ? "grouped" : "dense", k0);
-        ParameterFit p{fmt::format("efficiency.{}.{}", grouped ? "grouped_gemm" : "gemm", dtype), value,
-                       sorted_unique(files), 0, 0, 0, model};
+        std::string model = grouped && at_ref ? fmt::format(
+                                                    "grouped GEMM efficiency at K = {:g}: eta x "
+                                                    "K_ref / (K_ref + K0), e / q = eta K / (K + "
+                                                    "K0) fitted with K0 = {:g}",
+                                                    s_.efficiency.grouped_gemm_k->value, k0)
+                                              : fmt::format(
+                                                    "{} GEMM efficiency, the large-K limit: e / q "
+                                                    "= eta K / (K + K0) fitted with K0 = {:g}",
+                                                    grouped ? "grouped" : "dense", k0);
+        ParameterFit p{fmt::format("efficiency.{}.{}", grouped ? "grouped_gemm" : "gemm", dtype),
+                       value,
+                       sorted_unique(files),
+                       0,
+                       0,
+                       0,
+                       model};
         set_residuals(p, rel);
         out.push_back(p);
       }
@@ -135,7 +157,12 @@ class Fitter {
       const double eta = round4(mean(t) / peak);
       std::vector<double> rel;
       for (double x : t) rel.push_back(eta * peak / x - 1);
-      ParameterFit p{fmt::format("efficiency.attention_{}", pass), eta, sorted_unique(files), 0, 0, 0,
+      ParameterFit p{fmt::format("efficiency.attention_{}", pass),
+                     eta,
+                     sorted_unique(files),
+                     0,
+                     0,
+                     0,
                      "attention TFLOPS (causal counted half) over the dense BF16 peak, mean"};
       set_residuals(p, rel);
       out.push_back(p);
@@ -153,7 +180,8 @@ class Fitter {
         for (const auto& p : m.memory)
           if ((p.kernel == "quantize") == quantize) pts.push_back(p), files.push_back(file_name(m));
       if (pts.empty()) continue;
-      const bool timed = std::all_of(pts.begin(), pts.end(), [](const MemoryPoint& p) { return p.time_us > 0; });
+      const bool timed =
+          std::all_of(pts.begin(), pts.end(), [](const MemoryPoint& p) { return p.time_us > 0; });
       std::set<double> sizes;
       for (const auto& p : pts) sizes.insert(p.bytes);
       double eta = 0;
@@ -167,9 +195,11 @@ class Fitter {
         for (std::size_t i = 0; i < pts.size(); ++i)
           rel.push_back((lf.coefficients(0) + pts[i].bytes / (eta * bw)) / pts[i].time_us - 1);
         model = "t = t0 + bytes / (eta x HBM peak), linear least squares over buffer sizes";
-        obs.push_back({quantize ? "quantize kernel fixed cost t0" : "streaming kernel fixed cost t0",
-                       round4(lf.coefficients(0)), "us", fmt::format("{}", fmt::join(sorted_unique(files), ", ")),
-                       "the intercept of the time-vs-bytes fit"});
+        obs.push_back(
+            {quantize ? "quantize kernel fixed cost t0" : "streaming kernel fixed cost t0",
+             round4(lf.coefficients(0)), "us",
+             fmt::format("{}", fmt::join(sorted_unique(files), ", ")),
+             "the intercept of the time-vs-bytes fit"});
       } else {
         std::vector<double> g;
         for (const auto& p : pts)
@@ -179,7 +209,12 @@ class Fitter {
         for (double x : g) rel.push_back(eta * bw / 1e3 / x - 1);
         model = "mean achieved GB/s over buffers of 64 MiB and more, over the HBM peak";
       }
-      ParameterFit p{quantize ? "efficiency.hbm_quantize" : "efficiency.hbm", eta, sorted_unique(files), 0, 0, 0,
+      ParameterFit p{quantize ? "efficiency.hbm_quantize" : "efficiency.hbm",
+                     eta,
+                     sorted_unique(files),
+                     0,
+                     0,
+                     0,
                      model};
       set_residuals(p, rel);
       out.push_back(p);
@@ -203,8 +238,14 @@ class Fitter {
     std::vector<double> rel;
     for (std::size_t i = 0; i < pts.size(); ++i)
       rel.push_back((lf.coefficients(0) + per * pts[i].nodes) / pts[i].replay_us - 1);
-    ParameterFit p{"efficiency.kernel_device_us", per, sorted_unique(files), 0, 0, 0,
-                   "device time per kernel: the slope of CUDA graph replay time over its number of kernels"};
+    ParameterFit p{
+        "efficiency.kernel_device_us",
+        per,
+        sorted_unique(files),
+        0,
+        0,
+        0,
+        "device time per kernel: the slope of CUDA graph replay time over its number of kernels"};
     set_residuals(p, rel);
     out.push_back(p);
     const std::string from = fmt::format("{}", fmt::join(sorted_unique(files), ", "));
@@ -214,8 +255,9 @@ class Fitter {
     for (const auto& g : pts)
       if (g.host_launch_us > 0) host.push_back(g.host_launch_us);
     if (!host.empty())
-      obs.push_back({"host CPU time of cudaGraphLaunch", round4(mean(host)), "us", from,
-                     "raw CUDA; the preset's host.graph_launch_us is the framework-level replay call"});
+      obs.push_back(
+          {"host CPU time of cudaGraphLaunch", round4(mean(host)), "us", from,
+           "raw CUDA; the preset's host.graph_launch_us is the framework-level replay call"});
     return out;
   }
 
@@ -224,18 +266,22 @@ class Fitter {
       if (!m.launch) continue;
       const auto& l = *m.launch;
       const std::string f = file_name(m);
-      obs.push_back({"host CPU time of cudaLaunchKernel", round4(l.host_launch_us), "us", f,
-                     "raw CUDA, an empty kernel; the preset's host.launch_us is a framework-level op"});
-      obs.push_back({"empty kernel, device side", round4(l.device_kernel_us), "us", f, "back to back in a graph"});
-      obs.push_back({"launch to completion on an idle GPU", round4(l.launch_to_complete_us), "us", f,
-                     "launch plus stream synchronize of an empty kernel"});
+      obs.push_back(
+          {"host CPU time of cudaLaunchKernel", round4(l.host_launch_us), "us", f,
+           "raw CUDA, an empty kernel; the preset's host.launch_us is a framework-level op"});
+      obs.push_back({"empty kernel, device side", round4(l.device_kernel_us), "us", f,
+                     "back to back in a graph"});
+      obs.push_back({"launch to completion on an idle GPU", round4(l.launch_to_complete_us), "us",
+                     f, "launch plus stream synchronize of an empty kernel"});
       obs.push_back({"device-to-host sync round trip", round4(l.sync_round_trip_us), "us", f,
                      "4-byte copy plus stream synchronize"});
     }
     for (const auto& m : ms_)
       for (const auto& p : m.p2p)
-        obs.push_back({fmt::format("peer copy GPU {} -> {}", p.src, p.dst), round4(p.GBps), "GB/s", file_name(m),
-                       fmt::format("one direction; the preset's NVLink is {:g} GB/s", s_.nvlink.bw_GBps.value)});
+        obs.push_back({fmt::format("peer copy GPU {} -> {}", p.src, p.dst), round4(p.GBps), "GB/s",
+                       file_name(m),
+                       fmt::format("one direction; the preset's NVLink is {:g} GB/s",
+                                   s_.nvlink.bw_GBps.value)});
   }
 
  private:
@@ -243,24 +289,29 @@ class Fitter {
            const std::string& from) const {
     const auto d = hw_models::dtype_names().find(g.dtype);
     if (!d || !s_.gpu.supports(*d))
-      throw std::invalid_argument(fmt::format("{}: {} GEMMs on a {}, which has no {} peak", from, g.dtype,
-                                              s_.gpu.name, g.dtype));
+      throw std::invalid_argument(fmt::format("{}: {} GEMMs on a {}, which has no {} peak", from,
+                                              g.dtype, s_.gpu.name, g.dtype));
     const double peak = s_.gpu.peak_tflops(*d);
     if (g.m == 0 || g.groups == 0) {  // shape not published: a large GEMM, q = 1
       by[g.dtype].push_back({g.tflops / peak, static_cast<double>(g.k), grouped, from});
       return;
     }
     const double eb = *d == hw_models::Dtype::bf16 ? 2 : 1;
-    const double m = static_cast<double>(g.m), n = static_cast<double>(g.n), k = static_cast<double>(g.k);
+    const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
+                 k = static_cast<double>(g.k);
     const double groups = static_cast<double>(g.groups);
-    const double flops = 2 * m * n * k * groups, bytes = groups * (m * k * eb + k * n * eb + m * n * 2);
+    const double flops = 2 * m * n * k * groups,
+                 bytes = groups * (m * k * eb + k * n * eb + m * n * 2);
     // Shapes whose HBM traffic alone (at the preset's streaming efficiency) takes 80% of
     // the measured time or more are memory-bound: they say little of the Tensor Cores.
     const double measured_s = flops / (g.tflops * 1e12);
-    if (bytes / (s_.gpu.hbm_TBps.value * 1e12 * s_.efficiency.hbm.value) >= 0.8 * measured_s) return;
+    if (bytes / (s_.gpu.hbm_TBps.value * 1e12 * s_.efficiency.hbm.value) >= 0.8 * measured_s)
+      return;
     // Fewer output tiles than SMs: one partial wave, where split-K and latency, which the
     // model does not have, decide the time.
-    const auto tiles = [](std::int64_t x) { return (x + hw_models::ComputeModel::kTile - 1) / hw_models::ComputeModel::kTile; };
+    const auto tiles = [](std::int64_t x) {
+      return (x + hw_models::ComputeModel::kTile - 1) / hw_models::ComputeModel::kTile;
+    };
     if (g.groups * tiles(g.m) * tiles(g.n) < cm_.sm_count()) return;
     const double q = cm_.wave_efficiency(g.m, g.n, g.groups);
     by[g.dtype].push_back({g.tflops / peak / q, k, grouped, from});
@@ -276,7 +327,8 @@ void set_path(Json& root, const std::string& dotted, Json leaf) {
   std::size_t start = 0;
   while (true) {
     const std::size_t dot = dotted.find('.', start);
-    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string key =
+        dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (dot == std::string::npos) {
       (*at)[key] = std::move(leaf);
       return;
@@ -288,8 +340,8 @@ void set_path(Json& root, const std::string& dotted, Json leaf) {
 
 }  // namespace
 
-Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms, const hw_models::SystemSpec& system,
-                    const std::string& system_name) {
+Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
+                    const hw_models::SystemSpec& system, const std::string& system_name) {
   if (ms.empty()) throw std::invalid_argument("no measurement files to fit");
   Profile p;
   p.name = name;
@@ -307,8 +359,9 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
     p.parameters.insert(p.parameters.end(), v.begin(), v.end());
   f.launches(p.observations);
   if (p.parameters.empty())
-    throw std::invalid_argument("the measurements determine no parameter of the preset (GEMM, attention, "
-                                "memory-kernel or CUDA-graph points are needed)");
+    throw std::invalid_argument(
+        "the measurements determine no parameter of the preset (GEMM, attention, "
+        "memory-kernel or CUDA-graph points are needed)");
   return p;
 }
 
@@ -325,10 +378,12 @@ Json profile_json(const Profile& p) {
   Json params = Json::object();
   Json fits = Json::array();
   for (const auto& f : p.parameters) {
-    const std::string src =
-        fmt::format("calibration/profiles/{}.json: {}; fitted by moesim calibrate fit from {} ({} points, residuals "
-                    "rms {:g}%, max {:g}%)",
-                    p.name, f.model, fmt::join(f.from, ", "), f.points, f.rms_residual_pct, f.max_abs_residual_pct);
+    const std::string src = fmt::format(
+        "calibration/profiles/{}.json: {}; fitted by moesim calibrate fit from {} ({} points, "
+        "residuals "
+        "rms {:g}%, max {:g}%)",
+        p.name, f.model, fmt::join(f.from, ", "), f.points, f.rms_residual_pct,
+        f.max_abs_residual_pct);
     set_path(params, f.parameter, Json{{"value", f.value}, {"source", src}});
     fits.push_back({{"parameter", f.parameter},
                     {"value", f.value},
@@ -342,7 +397,11 @@ Json profile_json(const Profile& p) {
   j["fits"] = fits;
   Json obs = Json::array();
   for (const auto& o : p.observations)
-    obs.push_back({{"what", o.what}, {"value", o.value}, {"unit", o.unit}, {"from", o.from}, {"note", o.note}});
+    obs.push_back({{"what", o.what},
+                   {"value", o.value},
+                   {"unit", o.unit},
+                   {"from", o.from},
+                   {"note", o.note}});
   j["observations"] = obs;
   return j;
 }

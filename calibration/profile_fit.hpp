@@ -58,8 +58,8 @@ struct Profile {
 
 // `system` is the preset the measurements calibrate, read without profiles. Throws
 // std::invalid_argument when the measurements determine no parameter.
-Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms, const hw_models::SystemSpec& system,
-                    const std::string& system_name);
+Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
+                    const hw_models::SystemSpec& system, const std::string& system_name);
 
 // The profile file: header, "parameters" as a patch of the preset ({"value", "source"}
 // leaves at the preset's paths), "fits" and "observations".

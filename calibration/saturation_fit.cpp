@@ -7,9 +7,11 @@
 namespace moesim::calibration {
 
 SaturationFit fit_saturation(const std::vector<double>& x, const std::vector<double>& y) {
-  if (x.size() != y.size() || x.size() < 2) throw std::invalid_argument("fit_saturation: need two or more points");
+  if (x.size() != y.size() || x.size() < 2)
+    throw std::invalid_argument("fit_saturation: need two or more points");
   for (std::size_t i = 0; i < x.size(); ++i)
-    if (!(x[i] > 0) || !(y[i] > 0)) throw std::invalid_argument("fit_saturation: sizes and values must be positive");
+    if (!(x[i] > 0) || !(y[i] > 0))
+      throw std::invalid_argument("fit_saturation: sizes and values must be positive");
   // For a given ln x0: the log residuals about their mean (the best ln A) and their sum of squares.
   const auto cost = [&](double lx0, double* ln_a) {
     const double x0 = std::exp(lx0);
@@ -28,8 +30,10 @@ SaturationFit fit_saturation(const std::vector<double>& x, const std::vector<dou
   double a = 0, b = std::log(1e7);
   double c = b - g * (b - a), d = a + g * (b - a);
   for (int it = 0; it < 200; ++it) {
-    if (cost(c, nullptr) < cost(d, nullptr)) b = d;
-    else a = c;
+    if (cost(c, nullptr) < cost(d, nullptr))
+      b = d;
+    else
+      a = c;
     c = b - g * (b - a);
     d = a + g * (b - a);
   }

@@ -1,5 +1,5 @@
-// cli/bench.cpp: `moesim bench`: the speed targets (ARCHITECTURE.md), measured: a scenario's simulation
-// wall time and event rate, the engine alone, or a sweep's rows per second.
+// cli/bench.cpp: `moesim bench`: the speed targets (ARCHITECTURE.md), measured: a scenario's
+// simulation wall time and event rate, the engine alone, or a sweep's rows per second.
 #include "cli/commands.hpp"
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/common.hpp"
@@ -32,7 +32,8 @@ struct Chain final : sim_core::EventHandler {
   void on_event(std::uint64_t arg) override {
     if (left == 0) return;
     --left;
-    engine->after(sim_core::Time::ps(static_cast<std::int64_t>(1000 + (arg * 2654435761u) % 4000)), this, arg + 1);
+    engine->after(sim_core::Time::ps(static_cast<std::int64_t>(1000 + (arg * 2654435761u) % 4000)),
+                  this, arg + 1);
   }
 };
 
@@ -46,21 +47,27 @@ double engine_events_per_s(std::uint64_t events, int width) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   const auto st = e.run();
-  return static_cast<double>(st.events) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(st.events) /
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 class Bench final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name)")->transform(shipped_scenario_path, "", "shipped scenario");
-    app.add_option("--repeat", repeat_, "simulations to time (best is reported)")->check(CLI::Range(1, 1000));
-    app.add_option("--sweep", sweep_, "time a sweep file's rows instead (no CSV): simulated rows per second");
-    app.add_option("--jobs", jobs_, "--sweep: scenarios at once (default 0: all cores)")->check(CLI::Range(0, 1024));
+    app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name)")
+        ->transform(shipped_scenario_path, "", "shipped scenario");
+    app.add_option("--repeat", repeat_, "simulations to time (best is reported)")
+        ->check(CLI::Range(1, 1000));
+    app.add_option("--sweep", sweep_,
+                   "time a sweep file's rows instead (no CSV): simulated rows per second");
+    app.add_option("--jobs", jobs_, "--sweep: scenarios at once (default 0: all cores)")
+        ->check(CLI::Range(0, 1024));
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
     if (!sweep_.empty()) return bench_sweep(io);
-    if (file_.empty()) throw config::InputError("", "", "moesim bench: give a scenario file or --sweep SWEEP.json");
+    if (file_.empty())
+      throw config::InputError("", "", "moesim bench: give a scenario file or --sweep SWEEP.json");
     const config::Scenario sc = config::load_scenario_file(file_);
     double best = 1e300;
     predict::Prediction p;
@@ -71,13 +78,16 @@ class Bench final : public Command {
     const double eps = static_cast<double>(p.step.events) / best;
     const double engine = engine_events_per_s(5'000'000, 1000);
     if (json_)
-      io.out << nlohmann::ordered_json{{"name", sc.name}, {"wall_s", best}, {"events", p.step.events},
-                                       {"kernels", p.step.kernels}, {"events_per_s", eps},
-                                       {"engine_events_per_s", engine}}.dump(2) << "\n";
+      io.out << nlohmann::ordered_json{{"name", sc.name},         {"wall_s", best},
+                                       {"events", p.step.events}, {"kernels", p.step.kernels},
+                                       {"events_per_s", eps},     {"engine_events_per_s", engine}}
+                    .dump(2)
+             << "\n";
     else
-      io.out << fmt::format("{}: best of {}: {:.3f} s wall, {} events ({:.2f} M events/s end to end), "
-                            "{} kernels\nengine alone: {:.2f} M events/s (5 M events, 1000 pending)\n",
-                            sc.name, repeat_, best, p.step.events, eps / 1e6, p.step.kernels, engine / 1e6);
+      io.out << fmt::format(
+          "{}: best of {}: {:.3f} s wall, {} events ({:.2f} M events/s end to end), "
+          "{} kernels\nengine alone: {:.2f} M events/s (5 M events, 1000 pending)\n",
+          sc.name, repeat_, best, p.step.events, eps / 1e6, p.step.kernels, engine / 1e6);
     return 0;
   }
 
@@ -97,19 +107,26 @@ class Bench final : public Command {
                          ++simulated;
                          sim_wall += r.wall_s;
                        });
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double rate = wall > 0 ? static_cast<double>(simulated) / wall : 0;
     if (json_)
-      io.out << nlohmann::ordered_json{{"name", sweep.name},         {"rows", points.size()},
-                                       {"simulated_rows", simulated}, {"wall_s", wall},
-                                       {"simulated_rows_per_s", rate}, {"mean_row_wall_s", simulated ? sim_wall / static_cast<double>(simulated) : 0.0}}
+      io.out << nlohmann::ordered_json{{"name", sweep.name},
+                                       {"rows", points.size()},
+                                       {"simulated_rows", simulated},
+                                       {"wall_s", wall},
+                                       {"simulated_rows_per_s", rate},
+                                       {"mean_row_wall_s",
+                                        simulated ? sim_wall / static_cast<double>(simulated)
+                                                  : 0.0}}
                     .dump(2)
              << "\n";
     else
-      io.out << fmt::format("{}: {} rows, {} simulated, in {:.1f} s wall: {:.2f} simulated rows/s ({:.0f} s per "
-                            "1,000); {:.3f} s per simulated row on one thread\n",
-                            sweep.name, points.size(), simulated, wall, rate, rate > 0 ? 1000 / rate : 0.0,
-                            simulated ? sim_wall / static_cast<double>(simulated) : 0.0);
+      io.out << fmt::format(
+          "{}: {} rows, {} simulated, in {:.1f} s wall: {:.2f} simulated rows/s ({:.0f} s per "
+          "1,000); {:.3f} s per simulated row on one thread\n",
+          sweep.name, points.size(), simulated, wall, rate, rate > 0 ? 1000 / rate : 0.0,
+          simulated ? sim_wall / static_cast<double>(simulated) : 0.0);
     return 0;
   }
 
@@ -121,6 +138,8 @@ class Bench final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_bench_command() { return std::make_unique<Bench>(); }
+std::unique_ptr<Command> make_bench_command() {
+  return std::make_unique<Bench>();
+}
 
 }  // namespace moesim::cli

@@ -1,9 +1,11 @@
-// cli/calibrate.cpp: `moesim calibrate run | fit | ep | jitter | corpus | trace`: the calibration kernels on
-// this machine's GPU, profiles fitted from measurement files (calibration/), the corpus fit of the
-// cross-run quantities (predict/corpus.hpp, printed and written by reports/corpus.hpp), and a
-// profiled trace's kernels against the simulation's (predict/trace_compare.hpp, reports/trace.hpp).
+// cli/calibrate.cpp: `moesim calibrate run | fit | ep | jitter | corpus | trace`: the calibration
+// kernels on this machine's GPU, profiles fitted from measurement files (calibration/), the corpus
+// fit of the cross-run quantities (predict/corpus.hpp, printed and written by reports/corpus.hpp),
+// and a profiled trace's kernels against the simulation's (predict/trace_compare.hpp,
+// reports/trace.hpp).
 #include "cli/commands.hpp"
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -12,12 +14,11 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
-#include <sys/wait.h>
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "calibration/ep_library_fit.hpp"
@@ -52,34 +53,53 @@ class Calibrate final : public Command {
  public:
   void configure(CLI::App& app) override {
     app.require_subcommand(1);
-    run_ = app.add_subcommand("run", "run build/moesim-calib on this machine's GPU and write a measurement file");
+    run_ = app.add_subcommand(
+        "run", "run build/moesim-calib on this machine's GPU and write a measurement file");
     run_->add_option("-o,--out", run_out_, "measurement file to write")->required();
-    run_->add_option("--system", run_system_, "the system preset the GPU calibrates (h100, h200, ...)");
+    run_->add_option("--system", run_system_,
+                     "the system preset the GPU calibrates (h100, h200, ...)");
     run_->add_flag("--quick", quick_, "the smaller grid");
     fit_ = app.add_subcommand("fit", "fit a calibration profile from measurement files");
-    fit_->add_option("measurements", files_, "measurement files (calibration/measurements/*.json)")->required();
+    fit_->add_option("measurements", files_, "measurement files (calibration/measurements/*.json)")
+        ->required();
     fit_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
     fit_->add_option("--name", name_, "the profile's name (default: the output file's stem)");
-    fit_->add_option("--system", fit_system_, "the system preset to fit (default: the measurements' \"system\")");
-    ep_ = app.add_subcommand("ep", "fit one EP library's profile jointly from all its tables across systems");
+    fit_->add_option("--system", fit_system_,
+                     "the system preset to fit (default: the measurements' \"system\")");
+    ep_ = app.add_subcommand(
+        "ep", "fit one EP library's profile jointly from all its tables across systems");
     ep_->add_option("library", ep_library_, "deepep, deepep-ll or hybridep")->required();
     ep_->add_option("--measurements", ep_dir_, "folder of the ep-*.json measurement files");
     ep_->add_option("-o,--out", fit_out_, "profile file to write (default: standard output)");
-    jitter_ = app.add_subcommand(
-        "jitter", "fit the per-process and common step delays (predict/variability.hpp) from weak-scaling pairs and per-step spreads at scale");
-    jitter_->add_option("--measurements", jitter_file_, "the per-step statistics (default: calibration/measurements/step-jitter-mlperf.json)");
-    jitter_->add_option("-o,--out", fit_out_, "write the profile (calibration/profiles/step-jitter.json)");
-    corpus_ = app.add_subcommand(
-        "corpus", "fit the cross-run quantities no microbenchmark pins over the measured runs, with leave-one-out error");
+    jitter_ =
+        app.add_subcommand("jitter",
+                           "fit the per-process and common step delays (predict/variability.hpp) "
+                           "from weak-scaling pairs and per-step spreads at scale");
+    jitter_->add_option(
+        "--measurements", jitter_file_,
+        "the per-step statistics (default: calibration/measurements/step-jitter-mlperf.json)");
+    jitter_->add_option("-o,--out", fit_out_,
+                        "write the profile (calibration/profiles/step-jitter.json)");
+    corpus_ = app.add_subcommand("corpus",
+                                 "fit the cross-run quantities no microbenchmark pins over the "
+                                 "measured runs, with leave-one-out error");
     corpus_->add_option("paths", corpus_paths_, "scenario files or folders (default: scenarios)");
-    corpus_->add_option("-o,--out", fit_out_, "write the profile (calibration/profiles/corpus.json)");
-    corpus_->add_option("--jobs", jobs_, "simulations at once (default: all cores)")->check(CLI::Range(1, 1024));
+    corpus_->add_option("-o,--out", fit_out_,
+                        "write the profile (calibration/profiles/corpus.json)");
+    corpus_->add_option("--jobs", jobs_, "simulations at once (default: all cores)")
+        ->check(CLI::Range(1, 1024));
     corpus_->add_flag("--json", json_, "print one JSON object");
-    trace_ = app.add_subcommand("trace", "a PyTorch-profiler (Kineto) trace's GPU kernels by class and its host time by schedule node, against a scenario's");
-    trace_->add_option("file", trace_file_, "the trace (torch.profiler export_chrome_trace JSON)")->required();
-    trace_->add_option("--scenario", trace_scenario_, "the scenario the trace profiled: its simulated kernels beside");
-    trace_->add_option("--microbatches", trace_microbatches_,
-                       "the trace holds this many microbatches' forward and backward (default: one whole step)")
+    trace_ = app.add_subcommand("trace",
+                                "a PyTorch-profiler (Kineto) trace's GPU kernels by class and its "
+                                "host time by schedule node, against a scenario's");
+    trace_->add_option("file", trace_file_, "the trace (torch.profiler export_chrome_trace JSON)")
+        ->required();
+    trace_->add_option("--scenario", trace_scenario_,
+                       "the scenario the trace profiled: its simulated kernels beside");
+    trace_
+        ->add_option("--microbatches", trace_microbatches_,
+                     "the trace holds this many microbatches' forward and backward (default: one "
+                     "whole step)")
         ->check(CLI::Range(1, 1 << 20));
     trace_->add_flag("--json", json_, "print one JSON object");
   }
@@ -97,10 +117,11 @@ class Calibrate final : public Command {
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
     const fs::path calib = ec ? fs::path("moesim-calib") : self.parent_path() / "moesim-calib";
     if (!fs::exists(calib)) {
-      io.err << fmt::format("moesim calibrate run: {} is not built (CMake found no CUDA compiler, or "
-                            "MOESIM_CALIB_KERNELS=OFF); measurement files can still be fitted with `moesim calibrate "
-                            "fit`\n",
-                            calib.string());
+      io.err << fmt::format(
+          "moesim calibrate run: {} is not built (CMake found no CUDA compiler, or "
+          "MOESIM_CALIB_KERNELS=OFF); measurement files can still be fitted with `moesim calibrate "
+          "fit`\n",
+          calib.string());
       return 1;
     }
     const auto quote = [](const std::string& s) {
@@ -114,13 +135,15 @@ class Calibrate final : public Command {
     const int status = std::system(cmd.c_str());
     const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     if (rc == 3) {
-      io.err << "moesim calibrate run: no CUDA device on this machine; run it where a GPU is lent, or fit "
+      io.err << "moesim calibrate run: no CUDA device on this machine; run it where a GPU is lent, "
+                "or fit "
                 "published measurement files with `moesim calibrate fit`\n";
       return 1;
     }
     if (rc != 0) return 1;
-    io.out << fmt::format("wrote {}; fit it with: moesim calibrate fit {} -o calibration/profiles/NAME.json\n",
-                          run_out_, run_out_);
+    io.out << fmt::format(
+        "wrote {}; fit it with: moesim calibrate fit {} -o calibration/profiles/NAME.json\n",
+        run_out_, run_out_);
     return 0;
   }
 
@@ -131,17 +154,19 @@ class Calibrate final : public Command {
       ms.push_back(config::load_measurement_file(f));
       if (fit_system_.empty() && !ms.back().system.empty()) {
         if (!system.empty() && system != ms.back().system)
-          throw config::InputError(f, "system",
-                                   fmt::format("calibrates '{}', another file '{}'; fit one system at a time",
-                                               ms.back().system, system));
+          throw config::InputError(
+              f, "system",
+              fmt::format("calibrates '{}', another file '{}'; fit one system at a time",
+                          ms.back().system, system));
         system = ms.back().system;
       }
     }
     if (system.empty())
       throw config::InputError(files_.front(), "system", "no system preset named; give --system");
     const auto spec = config::load_system_preset(system, {false});
-    const std::string name =
-        !name_.empty() ? name_ : !fit_out_.empty() ? std::filesystem::path(fit_out_).stem().string() : "profile";
+    const std::string name = !name_.empty()      ? name_
+                             : !fit_out_.empty() ? std::filesystem::path(fit_out_).stem().string()
+                                                 : "profile";
     calibration::Profile prof;
     try {
       prof = calibration::fit_profile(name, ms, spec, system);
@@ -149,7 +174,8 @@ class Calibrate final : public Command {
       throw config::InputError(files_.front(), "", e.what());
     }
     write_profile(io, calibration::profile_json(prof).dump(2) + "\n",
-                  fmt::format("{} parameters of {} from {} file(s)", prof.parameters.size(), system, ms.size()));
+                  fmt::format("{} parameters of {} from {} file(s)", prof.parameters.size(), system,
+                              ms.size()));
     return 0;
   }
 
@@ -166,11 +192,12 @@ class Calibrate final : public Command {
     }
     if (ec) throw config::InputError(ep_dir_, "", "cannot read the folder of measurement files");
     std::sort(paths.begin(), paths.end());
-    for (const auto& p : paths) files.emplace_back(p.filename().string(), config::read_json_file(p.string()));
+    for (const auto& p : paths)
+      files.emplace_back(p.filename().string(), config::read_json_file(p.string()));
     const std::string lib = ep_library_;
     const calibration::EpSystemLookup systems = [lib](const std::string& name) {
       auto s = config::load_system_preset(name);
-      (lib == "hybridep" ? s.ep_dispatch.hybridep
+      (lib == "hybridep"    ? s.ep_dispatch.hybridep
        : lib == "deepep-ll" ? s.ep_dispatch.deepep_low_latency
                             : s.ep_dispatch.deepep)
           .reset();
@@ -183,10 +210,11 @@ class Calibrate final : public Command {
       throw config::InputError(ep_dir_, "", e.what());
     }
     for (const auto& r : fit.rows)
-      io.err << fmt::format("  {:<22} {:<52} {:<7} {:>8.1f} {:>8.1f} {:>+6.1f}%  {}\n", r.file, r.what, r.link_kind,
-                            r.measured, r.model, r.error_pct, r.role);
-    write_profile(io, calibration::ep_profile_json(fit).dump(2) + "\n",
-                  fmt::format("{} parameters of {} from {} file(s)", fit.fits.size(), lib, fit.files.size()));
+      io.err << fmt::format("  {:<22} {:<52} {:<7} {:>8.1f} {:>8.1f} {:>+6.1f}%  {}\n", r.file,
+                            r.what, r.link_kind, r.measured, r.model, r.error_pct, r.role);
+    write_profile(
+        io, calibration::ep_profile_json(fit).dump(2) + "\n",
+        fmt::format("{} parameters of {} from {} file(s)", fit.fits.size(), lib, fit.files.size()));
     return 0;
   }
 
@@ -207,17 +235,21 @@ class Calibrate final : public Command {
   int fit_corpus(Io& io) const {
     std::vector<config::Scenario> runs;
     int skipped = 0;
-    for (const auto& f : config::measured_files(corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
-                                        skipped)) {
+    for (const auto& f : config::measured_files(
+             corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
+             skipped)) {
       // Memory points (measured.peak_memory_gib) check the memory model, not the step's
       // fitted quantities.
       config::Scenario sc = config::load_scenario_file(f);
       if (config::is_timing(sc.measured->metric)) runs.push_back(std::move(sc));
     }
-    if (runs.empty()) throw config::InputError("", "", "no scenario with a measured block under the given paths");
+    if (runs.empty())
+      throw config::InputError("", "", "no scenario with a measured block under the given paths");
     const predict::CorpusResult r = predict::calibrate_corpus(runs, jobs_);
-    if (json_) io.out << reports::corpus_json(r).dump(2) << "\n";
-    else io.out << reports::corpus_text(r);
+    if (json_)
+      io.out << reports::corpus_json(r).dump(2) << "\n";
+    else
+      io.out << reports::corpus_text(r);
     if (!fit_out_.empty()) {
       std::ofstream out(fit_out_);
       if (!out) throw config::InputError(fit_out_, "", "cannot write the profile");
@@ -237,22 +269,29 @@ class Calibrate final : public Command {
     // The simulation's own increase over each pair that names its scenarios (paths relative
     // to the measurement file).
     const auto dir = std::filesystem::path(jitter_file_).parent_path();
-    const auto step = [&](const std::string& f) { return predict::step_without_delays((dir / f).lexically_normal().string()); };
+    const auto step = [&](const std::string& f) {
+      return predict::step_without_delays((dir / f).lexically_normal().string());
+    };
     for (auto& q : fit.pairs)
-      if (!q.scenarios.empty()) q.simulated_increase_s = step(q.scenarios[1]) - step(q.scenarios[0]);
+      if (!q.scenarios.empty())
+        q.simulated_increase_s = step(q.scenarios[1]) - step(q.scenarios[0]);
     try {
       fit = calibration::fit_step_jitter(std::move(fit));
     } catch (const std::exception& e) {
       throw config::InputError(jitter_file_, "pairs", e.what());
     }
     for (const auto& q : fit.pairs)
-      io.err << fmt::format("  {:<12} {:>6} -> {:>6} GPUs  +{:>4.0f} ms measured, simulation +{:>4.0f} ms, delays +{:>4.0f} ms  {}\n",
-                            q.system, q.gpus_from, q.gpus_to, (q.step_to_s - q.step_from_s) * 1e3,
-                            q.simulated_increase_s * 1e3, q.model_increase_s * 1e3, q.role == "fit" ? "" : q.role);
+      io.err << fmt::format(
+          "  {:<12} {:>6} -> {:>6} GPUs  +{:>4.0f} ms measured, simulation +{:>4.0f} ms, delays "
+          "+{:>4.0f} ms  {}\n",
+          q.system, q.gpus_from, q.gpus_to, (q.step_to_s - q.step_from_s) * 1e3,
+          q.simulated_increase_s * 1e3, q.model_increase_s * 1e3, q.role == "fit" ? "" : q.role);
     for (const auto& r : fit.rows)
-      io.err << fmt::format("  {:<12} {:>6} GPUs  median {:>7.3f} s  p95 - median {:>5.0f} ms, model {:>5.0f} ms  {}\n",
-                            r.system, r.gpus, r.median_s, r.measured_spread_s * 1e3, r.model_spread_s * 1e3,
-                            r.role == "fit" ? "" : r.role);
+      io.err << fmt::format(
+          "  {:<12} {:>6} GPUs  median {:>7.3f} s  p95 - median {:>5.0f} ms, model {:>5.0f} ms  "
+          "{}\n",
+          r.system, r.gpus, r.median_s, r.measured_spread_s * 1e3, r.model_spread_s * 1e3,
+          r.role == "fit" ? "" : r.role);
     write_profile(io, calibration::jitter_profile_json(fit, jitter_file_, today()).dump(2) + "\n",
                   fmt::format("jitter_s {:.4f} s from {} pairs (rms {:.1f} ms); common_s {:.4f} s, "
                               "common_fraction {:.5f} from {} points (rms {:.0f} ms)",
@@ -264,7 +303,8 @@ class Calibrate final : public Command {
   // `moesim calibrate trace`: config/load_trace.hpp, predict/trace_compare.hpp.
   int compare_trace(Io& io) const {
     if (trace_microbatches_ > 0 && trace_scenario_.empty())
-      throw config::InputError("<command line>", "--microbatches", "compares with a scenario: give --scenario");
+      throw config::InputError("<command line>", "--microbatches",
+                               "compares with a scenario: give --scenario");
     reports::TraceReport r;
     r.file = trace_file_;
     const auto trace = config::load_kineto_trace(trace_file_);
@@ -274,7 +314,8 @@ class Calibrate final : public Command {
       const auto sc = config::load_scenario_file(trace_scenario_);
       r.scenario = sc.name;
       r.predicted = predict::predicted_kernels(
-          sc, trace_microbatches_ > 0 ? std::optional<std::int64_t>(trace_microbatches_) : std::nullopt);
+          sc, trace_microbatches_ > 0 ? std::optional<std::int64_t>(trace_microbatches_)
+                                      : std::nullopt);
     }
     io.out << (json_ ? reports::trace_json(r).dump(2) + "\n" : reports::trace_text(r));
     return 0;
@@ -289,13 +330,16 @@ class Calibrate final : public Command {
   std::vector<std::string> corpus_paths_;
   int jobs_ = 0;
   bool json_ = false;
-  std::string run_out_, run_system_, fit_out_, name_, fit_system_, ep_library_, ep_dir_ = "calibration/measurements";
+  std::string run_out_, run_system_, fit_out_, name_, fit_system_, ep_library_,
+      ep_dir_ = "calibration/measurements";
   std::vector<std::string> files_;
   bool quick_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Command> make_calibrate_command() { return std::make_unique<Calibrate>(); }
+std::unique_ptr<Command> make_calibrate_command() {
+  return std::make_unique<Calibrate>();
+}
 
 }  // namespace moesim::cli

@@ -1,4 +1,5 @@
-// cli/comm.cpp: `moesim comm`: the communication model alone (predict/comm.hpp; printed by reports/comm.hpp).
+// cli/comm.cpp: `moesim comm`: the communication model alone (predict/comm.hpp; printed by
+// reports/comm.hpp).
 #include "cli/commands.hpp"
 
 #include <string>
@@ -17,34 +18,45 @@ class Comm final : public Command {
  public:
   void configure(CLI::App& app) override {
     app.add_option("--system", q_.system, "system preset (h800, gb200-nvl72, ...)")->required();
-    app.add_option("--op", q_.op,
-                   "all-reduce, all-gather, reduce-scatter, all-to-all, send-recv, ep-dispatch, ep-combine")
+    app.add_option(
+           "--op", q_.op,
+           "all-reduce, all-gather, reduce-scatter, all-to-all, send-recv, ep-dispatch, ep-combine")
         ->required();
-    app.add_option("--ranks", q_.ranks, "GPUs in the collective (consecutive ranks)")->capture_default_str();
-    app.add_option("--bytes", q_.bytes, "collective size in bytes, as nccl-tests counts it")->capture_default_str();
-    app.add_option("--gpus-per-domain", q_.gpus_per_domain, "GPUs per NVLink domain (default: the system's)");
-    app.add_option("--dispatcher", q_.dispatcher, "EP dispatcher: alltoall, allgather, deepep, hybridep")
+    app.add_option("--ranks", q_.ranks, "GPUs in the collective (consecutive ranks)")
+        ->capture_default_str();
+    app.add_option("--bytes", q_.bytes, "collective size in bytes, as nccl-tests counts it")
+        ->capture_default_str();
+    app.add_option("--gpus-per-domain", q_.gpus_per_domain,
+                   "GPUs per NVLink domain (default: the system's)");
+    app.add_option("--dispatcher", q_.dispatcher,
+                   "EP dispatcher: alltoall, allgather, deepep, hybridep")
         ->capture_default_str();
     app.add_option("--ep", q_.ep, "expert-parallel ranks")->capture_default_str();
     app.add_option("--tokens", q_.tokens, "tokens per rank")->capture_default_str();
     app.add_option("--hidden", q_.hidden, "hidden size")->capture_default_str();
     app.add_option("--topk", q_.topk, "experts per token")->capture_default_str();
     app.add_option("--experts", q_.experts, "routed experts")->capture_default_str();
-    app.add_option("--groups", q_.groups, "group-limited routing: expert groups (0: none; table model only)");
-    app.add_option("--topk-groups", q_.topk_groups,
-                   "groups a token may use; with the flow model of DeepEP / HybridEP: NVLink domains "
-                   "(default: DeepEP 4, as its tests, HybridEP all)");
+    app.add_option("--groups", q_.groups,
+                   "group-limited routing: expert groups (0: none; table model only)");
+    app.add_option(
+        "--topk-groups", q_.topk_groups,
+        "groups a token may use; with the flow model of DeepEP / HybridEP: NVLink domains "
+        "(default: DeepEP 4, as its tests, HybridEP all)");
     app.add_option("--dtype", q_.dtype, "dispatch payload: bf16 or fp8")->capture_default_str();
-    app.add_option("--sms", q_.sms,
-                   "SMs given to the dispatcher (default: its usual); the flow model caps each GPU's "
-                   "throughput by them where the preset has the kernels' SM throughput");
+    app.add_option(
+        "--sms", q_.sms,
+        "SMs given to the dispatcher (default: its usual); the flow model caps each GPU's "
+        "throughput by them where the preset has the kernels' SM throughput");
     app.add_option("--algorithm", q_.algorithm,
-                   "collectives: auto (NCCL's choice, the faster), ring, or nvls (all-reduce in one NVLink domain)")
+                   "collectives: auto (NCCL's choice, the faster), ring, or nvls (all-reduce in "
+                   "one NVLink domain)")
         ->capture_default_str();
-    app.add_option("--protocol", q_.protocol,
-                   "rings: auto (the faster of LL128 and Simple), ll, ll128 or simple (NCCL's protocols)")
+    app.add_option(
+           "--protocol", q_.protocol,
+           "rings: auto (the faster of LL128 and Simple), ll, ll128 or simple (NCCL's protocols)")
         ->capture_default_str();
-    app.add_flag("--low-latency", q_.low_latency, "DeepEP's low-latency kernels (ep-dispatch, ep-combine)");
+    app.add_flag("--low-latency", q_.low_latency,
+                 "DeepEP's low-latency kernels (ep-dispatch, ep-combine)");
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
@@ -60,6 +72,8 @@ class Comm final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_comm_command() { return std::make_unique<Comm>(); }
+std::unique_ptr<Command> make_comm_command() {
+  return std::make_unique<Comm>();
+}
 
 }  // namespace moesim::cli

@@ -37,30 +37,48 @@ std::unique_ptr<Command> make_schema_command();
 namespace {
 
 constexpr std::array<CommandInfo, 15> kCommands{{
-    {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown", make_run_command},
-    {"diff", "two scenarios' predictions side by side, the step-time difference by contribution", make_diff_command},
-    {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings", make_describe_command},
-    {"import", "a Megatron-LM pretraining command line as a scenario (flags ignored and settings assumed listed)",
+    {"run", "predict one scenario: step time, TFLOPS/GPU, MFU, memory, breakdown",
+     make_run_command},
+    {"diff", "two scenarios' predictions side by side, the step-time difference by contribution",
+     make_diff_command},
+    {"describe", "what a scenario resolves to: parameters, FLOPs, layout, settings",
+     make_describe_command},
+    {"import",
+     "a Megatron-LM pretraining command line as a scenario (flags ignored and settings assumed "
+     "listed)",
      make_import_command},
     {"validate", "predicted vs measured over scenario files or folders", make_validate_command},
-    {"bench", "time the simulation of one scenario (wall time, events/s), or a sweep's rows (--sweep)", make_bench_command},
-    {"comm", "the communication model alone: collectives as flows over the topology, EP dispatch", make_comm_command},
+    {"bench",
+     "time the simulation of one scenario (wall time, events/s), or a sweep's rows (--sweep)",
+     make_bench_command},
+    {"comm", "the communication model alone: collectives as flows over the topology, EP dispatch",
+     make_comm_command},
     {"pipeline", "a pipeline schedule alone with fixed chunk times", make_pipeline_command},
-    {"infer", "infer a journey step's one unpublished parameter from that step", make_infer_command},
-    {"eplb", "DeepSeek's expert-parallel load balancer on a load matrix: replicas and their placement",
+    {"infer", "infer a journey step's one unpublished parameter from that step",
+     make_infer_command},
+    {"eplb",
+     "DeepSeek's expert-parallel load balancer on a load matrix: replicas and their placement",
      make_eplb_command},
-    {"sweep", "run the scenarios of a sweep file to a CSV, ranked; merge shards", make_sweep_command},
-    {"plan", "the best parallel layouts of a scenario's model on a cluster size (every candidate to a CSV)",
+    {"sweep", "run the scenarios of a sweep file to a CSV, ranked; merge shards",
+     make_sweep_command},
+    {"plan",
+     "the best parallel layouts of a scenario's model on a cluster size (every candidate to a CSV)",
      make_plan_command},
-    {"report", "one self-contained HTML page of charts: a scenario, a diff, validation or a sweep", make_report_command},
-    {"schema", "print the JSON Schema of scenario or sweep files (for editors and checks)", make_schema_command},
-    {"calibrate", "run the calibration kernels on a GPU, or fit a profile: measurement files, EP tables, step jitter, the corpus",
+    {"report", "one self-contained HTML page of charts: a scenario, a diff, validation or a sweep",
+     make_report_command},
+    {"schema", "print the JSON Schema of scenario or sweep files (for editors and checks)",
+     make_schema_command},
+    {"calibrate",
+     "run the calibration kernels on a GPU, or fit a profile: measurement files, EP tables, step "
+     "jitter, the corpus",
      make_calibrate_command},
 }};
 
 }  // namespace
 
-std::span<const CommandInfo> commands() { return kCommands; }
+std::span<const CommandInfo> commands() {
+  return kCommands;
+}
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"moesim: discrete-event performance model of Mixture-of-Experts training"};

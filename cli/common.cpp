@@ -11,12 +11,12 @@
 #include <system_error>
 #include <utility>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "config/json_reader.hpp"
-#include "predict/sweep.hpp"
 #include "config/load.hpp"
+#include "predict/sweep.hpp"
 
 namespace moesim::cli {
 
@@ -43,21 +43,25 @@ void write_file(const std::string& path, const std::string& text) {
 OutputLock::OutputLock(const std::string& output) : path_(output + ".lock") {
   for (int attempt = 0; attempt < 8; ++attempt) {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw config::InputError(output, "", fmt::format("cannot create its lock file {}", path_));
+    if (fd_ < 0)
+      throw config::InputError(output, "", fmt::format("cannot create its lock file {}", path_));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       char buf[32] = {};
       const auto n = ::pread(fd_, buf, sizeof buf - 1, 0);
       ::close(fd_);
       fd_ = -1;
-      const std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
-      throw config::InputError(output, "",
-                               fmt::format("another moesim (process {}) is writing it now ({} is locked); wait for "
-                                           "it to finish or give another -o",
-                                           pid.substr(0, pid.find('\n')), path_));
+      const std::string pid =
+          n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
+      throw config::InputError(
+          output, "",
+          fmt::format("another moesim (process {}) is writing it now ({} is locked); wait for "
+                      "it to finish or give another -o",
+                      pid.substr(0, pid.find('\n')), path_));
     }
     // Locked; but if the holder before us removed the file in between, the lock is on a
     // file no one else will see: take the one at the path again.
-    struct stat held {}, at {};
+    struct stat held {
+    }, at{};
     if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &at) == 0 && held.st_ino == at.st_ino &&
         held.st_dev == at.st_dev) {
       const std::string pid = fmt::format("{}\n", ::getpid());
@@ -69,7 +73,8 @@ OutputLock::OutputLock(const std::string& output) : path_(output + ".lock") {
     ::close(fd_);
     fd_ = -1;
   }
-  throw config::InputError(output, "", fmt::format("cannot lock {}: it keeps being replaced", path_));
+  throw config::InputError(output, "",
+                           fmt::format("cannot lock {}: it keeps being replaced", path_));
 }
 
 OutputLock::~OutputLock() {
@@ -86,38 +91,44 @@ std::string shipped_scenario_path(const std::string& arg) {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return arg;
   const fs::path bin = exe.parent_path();
-  for (const fs::path& dir : {bin / ".." / "share" / "moesim" / "scenarios", bin / ".." / "scenarios"})
+  for (const fs::path& dir :
+       {bin / ".." / "share" / "moesim" / "scenarios", bin / ".." / "scenarios"})
     for (const std::string& name : {arg, arg + ".json"})
-      if (const fs::path p = (dir / name).lexically_normal(); fs::is_regular_file(p, ec)) return p.string();
+      if (const fs::path p = (dir / name).lexically_normal(); fs::is_regular_file(p, ec))
+        return p.string();
   return arg;
 }
 
 // --uncalibrated: system presets as written, without their calibration profiles.
 void add_uncalibrated(CLI::App& app, bool& flag) {
-  app.add_flag("--uncalibrated", flag,
-               "read the system presets without their calibration profiles (calibration/profiles/)");
+  app.add_flag(
+      "--uncalibrated", flag,
+      "read the system presets without their calibration profiles (calibration/profiles/)");
 }
 
 void add_headroom(CLI::App& app, double& gib) {
   app.add_option("--headroom", gib,
-                 "GiB of every GPU to leave free (CUDA context, NCCL buffers, safety): a layout fits when its "
+                 "GiB of every GPU to leave free (CUDA context, NCCL buffers, safety): a layout "
+                 "fits when its "
                  "peak is within the CUDA-reported capacity less this")
       ->check(CLI::Range(0.0, 10000.0));
 }
 
-reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo, const std::string& base_file,
-                                     std::optional<double> token_budget, int jobs, const config::LoadOptions& opts,
-                                     const std::string& out, const std::function<void()>& each,
-                                     std::stop_token stop) {
+reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo,
+                                     const std::string& base_file,
+                                     std::optional<double> token_budget, int jobs,
+                                     const config::LoadOptions& opts, const std::string& out,
+                                     const std::function<void()>& each, std::stop_token stop) {
   const bool budget = token_budget.has_value();
   std::ofstream stream(out, std::ios::binary | std::ios::app);
   if (!stream) throw config::InputError(out, "", "cannot write the file");
-  predict::run_sweep(todo, base_file, token_budget, jobs,
-                     [&](const config::SweepPoint& p, const predict::SweepResult& r) {
-                       stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
-                       each();
-                     },
-                     opts, stop);
+  predict::run_sweep(
+      todo, base_file, token_budget, jobs,
+      [&](const config::SweepPoint& p, const predict::SweepResult& r) {
+        stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
+        each();
+      },
+      opts, stop);
   stream.close();
   if (!stream) throw config::InputError(out, "", "cannot write the file");
   reports::SweepCsv all = reports::read_sweep_csv(out);

@@ -1,5 +1,6 @@
 // cli/common.hpp: what several subcommands share: writing a file whole, output locks, the
-// --uncalibrated flag, shipped scenarios by name (the scenario files under paths: config/scenario_files.hpp).
+// --uncalibrated flag, shipped scenarios by name (the scenario files under paths:
+// config/scenario_files.hpp).
 #pragma once
 
 #include <functional>
@@ -57,9 +58,10 @@ void add_headroom(CLI::App& app, double& gib);
 // as each finishes (`each` called after it), then `out` rewritten sorted by id, so the
 // same rows give the same file; returns it. Once `stop` is requested no further row starts
 // (cli/terminate.hpp); the file holds the rows that ran.
-reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo, const std::string& base_file,
-                                     std::optional<double> token_budget, int jobs, const config::LoadOptions& opts,
-                                     const std::string& out, const std::function<void()>& each,
-                                     std::stop_token stop = {});
+reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo,
+                                     const std::string& base_file,
+                                     std::optional<double> token_budget, int jobs,
+                                     const config::LoadOptions& opts, const std::string& out,
+                                     const std::function<void()>& each, std::stop_token stop = {});
 
 }  // namespace moesim::cli

@@ -15,7 +15,9 @@ namespace {
 class Describe final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name: dsv3-gb200)")->required()->transform(shipped_scenario_path, "", "shipped scenario");
+    app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name: dsv3-gb200)")
+        ->required()
+        ->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_flag("--json", json_, "print one JSON object instead of the text summary");
     add_uncalibrated(app, uncalibrated_);
   }
@@ -35,6 +37,8 @@ class Describe final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_describe_command() { return std::make_unique<Describe>(); }
+std::unique_ptr<Command> make_describe_command() {
+  return std::make_unique<Describe>();
+}
 
 }  // namespace moesim::cli

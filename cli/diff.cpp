@@ -1,4 +1,5 @@
-// cli/diff.cpp: `moesim diff`: two predictions and their difference by contribution (reports/diff.hpp).
+// cli/diff.cpp: `moesim diff`: two predictions and their difference by contribution
+// (reports/diff.hpp).
 #include "cli/commands.hpp"
 
 #include <array>
@@ -19,8 +20,12 @@ namespace {
 class Diff final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("a", a_, "scenario A (the reference)")->required()->transform(shipped_scenario_path, "", "shipped scenario");
-    app.add_option("b", b_, "scenario B (the what-if)")->required()->transform(shipped_scenario_path, "", "shipped scenario");
+    app.add_option("a", a_, "scenario A (the reference)")
+        ->required()
+        ->transform(shipped_scenario_path, "", "shipped scenario");
+    app.add_option("b", b_, "scenario B (the what-if)")
+        ->required()
+        ->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_flag("--json", json_, "print one JSON object instead of the text report");
     add_uncalibrated(app, uncalibrated_);
   }
@@ -44,6 +49,8 @@ class Diff final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_diff_command() { return std::make_unique<Diff>(); }
+std::unique_ptr<Command> make_diff_command() {
+  return std::make_unique<Diff>();
+}
 
 }  // namespace moesim::cli

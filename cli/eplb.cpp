@@ -19,17 +19,26 @@ namespace {
 class Eplb final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("--weights", weights_,
-                   "JSON file of per-expert loads: a list of E numbers (one layer) or a list of such lists")
+    app.add_option(
+           "--weights", weights_,
+           "JSON file of per-expert loads: a list of E numbers (one layer) or a list of such lists")
         ->required();
-    app.add_option("--replicas", replicas_, "physical experts (logical experts plus redundant copies)")
+    app.add_option("--replicas", replicas_,
+                   "physical experts (logical experts plus redundant copies)")
         ->required()
         ->check(CLI::Range(1, 1 << 20));
-    app.add_option("--groups", groups_, "expert groups (DeepSeek-V3's n_group: 8)")->required()->check(CLI::Range(1, 1 << 20));
-    app.add_option("--nodes", nodes_, "nodes (NVLink domains) the EP group spans")->required()->check(CLI::Range(1, 1 << 20));
-    app.add_option("--gpus", gpus_, "GPUs of the EP group")->required()->check(CLI::Range(1, 1 << 20));
+    app.add_option("--groups", groups_, "expert groups (DeepSeek-V3's n_group: 8)")
+        ->required()
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--nodes", nodes_, "nodes (NVLink domains) the EP group spans")
+        ->required()
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--gpus", gpus_, "GPUs of the EP group")
+        ->required()
+        ->check(CLI::Range(1, 1 << 20));
     app.add_option("--policy", policy_,
-                   "hierarchical or global (default: the library's choice, hierarchical where groups % nodes == 0)");
+                   "hierarchical or global (default: the library's choice, hierarchical where "
+                   "groups % nodes == 0)");
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
@@ -37,8 +46,9 @@ class Eplb final : public Command {
     if (!policy_.empty()) {
       policy = workload::eplb_policy_names().find(policy_);
       if (!policy)
-        throw config::InputError("<command line>", "--policy",
-                                 "unknown policy '" + policy_ + "'; known: " + workload::eplb_policy_names().known());
+        throw config::InputError(
+            "<command line>", "--policy",
+            "unknown policy '" + policy_ + "'; known: " + workload::eplb_policy_names().known());
     }
     const auto weights = config::read_expert_loads(weights_);
     workload::EplbPlan plan;
@@ -48,7 +58,8 @@ class Eplb final : public Command {
       throw config::InputError("<command line>", "--replicas", e.what());
     }
     const auto balance = workload::eplb_balance(plan, weights, gpus_);
-    io.out << (json_ ? reports::eplb_json(plan, balance).dump(2) + "\n" : reports::eplb_text(plan, balance));
+    io.out << (json_ ? reports::eplb_json(plan, balance).dump(2) + "\n"
+                     : reports::eplb_text(plan, balance));
     return 0;
   }
 
@@ -60,6 +71,8 @@ class Eplb final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_eplb_command() { return std::make_unique<Eplb>(); }
+std::unique_ptr<Command> make_eplb_command() {
+  return std::make_unique<Eplb>();
+}
 
 }  // namespace moesim::cli

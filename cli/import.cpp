@@ -1,4 +1,5 @@
-// cli/import.cpp: `moesim import megatron`: a Megatron launch command as a scenario (importer/import.hpp).
+// cli/import.cpp: `moesim import megatron`: a Megatron launch command as a scenario
+// (importer/import.hpp).
 #include "cli/commands.hpp"
 
 #include <cstdint>
@@ -8,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
-#include "importer/import.hpp"
 #include "config/load.hpp"
+#include "importer/import.hpp"
 
 namespace moesim::cli {
 namespace {
@@ -23,39 +24,53 @@ namespace {
 class Import final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("kind", kind_, "what to import: megatron (a Megatron-LM pretraining command or launch script, or Megatron-Bridge's "
-                              "performance launcher scripts/performance/setup_experiment.py)")
+    app.add_option("kind", kind_,
+                   "what to import: megatron (a Megatron-LM pretraining command or launch script, "
+                   "or Megatron-Bridge's "
+                   "performance launcher scripts/performance/setup_experiment.py)")
         ->required()
         ->check(CLI::IsMember({"megatron"}));
     app.add_option("script", script_, "a launch script or command file; - reads standard input");
     app.add_option("--args", args_, "the command line itself, instead of a script");
-    app.add_option("--system", system_, "system preset the command runs on (a Megatron-Bridge command's -g names "
-                                        "it: h100, b200, gb200-nvl72, gb300-nvl72)");
-    app.add_option("--gpus", gpus_, "GPUs in the job (world size); default: the script's (torchrun --nnodes x --nproc_per_node, a wrapper's NNODES)")->check(CLI::Range(1, 1 << 22));
-    app.add_option("--nodes", nodes_, "nodes in the job (with --gpus-per-node)")->check(CLI::Range(1, 1 << 20));
-    app.add_option("--gpus-per-node", per_node_, "GPUs per node (with --nodes)")->check(CLI::Range(1, 1024));
+    app.add_option("--system", system_,
+                   "system preset the command runs on (a Megatron-Bridge command's -g names "
+                   "it: h100, b200, gb200-nvl72, gb300-nvl72)");
+    app.add_option("--gpus", gpus_,
+                   "GPUs in the job (world size); default: the script's (torchrun --nnodes x "
+                   "--nproc_per_node, a wrapper's NNODES)")
+        ->check(CLI::Range(1, 1 << 22));
+    app.add_option("--nodes", nodes_, "nodes in the job (with --gpus-per-node)")
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--gpus-per-node", per_node_, "GPUs per node (with --nodes)")
+        ->check(CLI::Range(1, 1024));
     app.add_option("--model", model_, "model preset (shape flags given are checked against it)");
     app.add_option("--gpus-per-nvlink-domain", domain_, "GPUs per NVLink domain used (placement)")
         ->check(CLI::Range(1, 1 << 20));
     app.add_option("--release", release_,
-                   "the software release the command ran on (NeMo / Megatron-Bridge container, e.g. 26.02): the "
+                   "the software release the command ran on (NeMo / Megatron-Bridge container, "
+                   "e.g. 26.02): the "
                    "library switches no flag shows are its, not the newest stack's");
-    app.add_option("--env", env_, "NAME=VALUE: a variable set before the script runs (repeatable); nothing else "
-                                  "of the real environment is read");
-    app.add_option("--run", run_, "which run of a script that starts several (1-based; the error lists them)")
+    app.add_option("--env", env_,
+                   "NAME=VALUE: a variable set before the script runs (repeatable); nothing else "
+                   "of the real environment is read");
+    app.add_option("--run", run_,
+                   "which run of a script that starts several (1-based; the error lists them)")
         ->check(CLI::Range(1, 1 << 20));
     app.add_option("--wrapper-root", wrapper_root_,
-                   "the checkout of a wrapper the script calls (Megatron-MoE-ModelZoo's sbatch_benchmarking.sh), "
+                   "the checkout of a wrapper the script calls (Megatron-MoE-ModelZoo's "
+                   "sbatch_benchmarking.sh), "
                    "when it is not the script's folder or above it");
     app.add_option("--source-root", source_roots_,
-                   "a folder whose files the script's `source` / `.` may read beside the script's own folder tree "
+                   "a folder whose files the script's `source` / `.` may read beside the script's "
+                   "own folder tree "
                    "(repeatable); any other sourced path is refused unread");
     app.add_option("-o,--output", out_, "write the scenario here (default: standard output)");
   }
   int run(Io& io) override {
     importer::MegatronImportOptions opt;
     opt.system = system_;
-    if (gpus_ > 0 && nodes_ > 0) throw config::InputError("<command line>", "--gpus", "give --gpus or --nodes, not both");
+    if (gpus_ > 0 && nodes_ > 0)
+      throw config::InputError("<command line>", "--gpus", "give --gpus or --nodes, not both");
     if (nodes_ > 0 && per_node_ == 0)
       throw config::InputError("<command line>", "--gpus-per-node", "needed with --nodes");
     opt.gpus = gpus_ > 0 ? gpus_ : nodes_ * per_node_;  // 0: the script's own (torchrun, a wrapper)
@@ -63,7 +78,8 @@ class Import final : public Command {
     for (const auto& e : env_) {
       const auto eq = e.find('=');
       if (eq == std::string::npos || eq == 0)
-        throw config::InputError("<command line>", "--env", fmt::format("'{}': expected NAME=VALUE", e));
+        throw config::InputError("<command line>", "--env",
+                                 fmt::format("'{}': expected NAME=VALUE", e));
       opt.environment[e.substr(0, eq)] = e.substr(eq + 1);
     }
     if (!wrapper_root_.empty()) opt.wrapper_root = wrapper_root_;
@@ -73,7 +89,8 @@ class Import final : public Command {
     if (!release_.empty()) opt.release = release_;
     std::string text;
     if (!args_.empty()) {
-      if (!script_.empty()) throw config::InputError("<command line>", "--args", "give a script or --args, not both");
+      if (!script_.empty())
+        throw config::InputError("<command line>", "--args", "give a script or --args, not both");
       text = args_;
       opt.source = "<args>";
     } else if (script_ == "-") {
@@ -83,7 +100,8 @@ class Import final : public Command {
       text = config::read_text_file(script_);
       opt.source = script_;
     } else {
-      throw config::InputError("<command line>", "script", "give a script, - for standard input, or --args STR");
+      throw config::InputError("<command line>", "script",
+                               "give a script, - for standard input, or --args STR");
     }
     const importer::MegatronImport imp = importer::import_megatron(text, opt);
     config::Json sc = imp.scenario;
@@ -96,15 +114,18 @@ class Import final : public Command {
       io.err << "moesim: wrote " << out_ << "\n";
     }
     if (!imp.ignored.empty())
-      io.err << fmt::format("ignored ({} flags without an effect on performance): {}\n", imp.ignored.size(),
-                            fmt::join(imp.ignored, " "));
+      io.err << fmt::format("ignored ({} flags without an effect on performance): {}\n",
+                            imp.ignored.size(), fmt::join(imp.ignored, " "));
     if (!imp.derived.empty()) {
-      io.err << "from the launcher (what the script's wrapper, torchrun or Megatron-Bridge's recipe decides, and where):\n";
+      io.err << "from the launcher (what the script's wrapper, torchrun or Megatron-Bridge's "
+                "recipe decides, and where):\n";
       for (const auto& [key, why] : imp.derived) io.err << fmt::format("  {}: {}\n", key, why);
     }
     if (!imp.recorded.empty())
-      io.err << fmt::format("recorded as the command gives them, changing nothing in this scenario (recorded.inert): {}\n",
-                            fmt::join(imp.recorded, ", "));
+      io.err << fmt::format(
+          "recorded as the command gives them, changing nothing in this scenario (recorded.inert): "
+          "{}\n",
+          fmt::join(imp.recorded, ", "));
     io.err << "assumed (settings no flag states):\n";
     for (const auto& [key, why] : imp.assumed) io.err << fmt::format("  {}: {}\n", key, why);
     if (!imp.notes.empty()) {
@@ -122,6 +143,8 @@ class Import final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_import_command() { return std::make_unique<Import>(); }
+std::unique_ptr<Command> make_import_command() {
+  return std::make_unique<Import>();
+}
 
 }  // namespace moesim::cli

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "calibration/infer_params.hpp"
 #include "cli/common.hpp"
@@ -29,8 +29,12 @@ class Infer final : public Command {
       help += fmt::format(" {} ({});", p.name, p.help);
     }
     app.add_option("param", param_, help)->required()->check(CLI::IsMember(names));
-    app.add_option("before", before_, "scenario before the step (its switch off), with a measured value")->required();
-    app.add_option("after", after_, "scenario after the step (its switch on), with a measured value")->required();
+    app.add_option("before", before_,
+                   "scenario before the step (its switch off), with a measured value")
+        ->required();
+    app.add_option("after", after_,
+                   "scenario after the step (its switch on), with a measured value")
+        ->required();
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
@@ -38,7 +42,8 @@ class Infer final : public Command {
     const config::Scenario before = config::load_scenario_file(before_);
     const config::Scenario after = config::load_scenario_file(after_);
     const predict::Inference r = predict::infer(*param, before, after);
-    io.out << (json_ ? reports::infer_json(*param, r).dump(2) + "\n" : reports::infer_text(*param, r));
+    io.out << (json_ ? reports::infer_json(*param, r).dump(2) + "\n"
+                     : reports::infer_text(*param, r));
     return r.solved ? 0 : 1;
   }
 
@@ -49,6 +54,8 @@ class Infer final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_infer_command() { return std::make_unique<Infer>(); }
+std::unique_ptr<Command> make_infer_command() {
+  return std::make_unique<Infer>();
+}
 
 }  // namespace moesim::cli

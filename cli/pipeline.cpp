@@ -1,12 +1,12 @@
-// cli/pipeline.cpp: `moesim pipeline`: a pipeline schedule alone with fixed chunk times (schedules/step_sim.hpp,
-// simulate_pipeline).
+// cli/pipeline.cpp: `moesim pipeline`: a pipeline schedule alone with fixed chunk times
+// (schedules/step_sim.hpp, simulate_pipeline).
 #include "cli/commands.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/common.hpp"
@@ -22,25 +22,38 @@ namespace {
 class Pipeline final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("--schedule", schedule_, "1f1b | interleaved-1f1b | zb-h1 | dualpipe | dualpipev")->required();
+    app.add_option("--schedule", schedule_,
+                   "1f1b | interleaved-1f1b | zb-h1 | dualpipe | dualpipev")
+        ->required();
     app.add_option("--pp", pp_,
-                   "pipeline ranks (devices); DualPipe runs two pipelines of pp stages over them, DualPipeV "
+                   "pipeline ranks (devices); DualPipe runs two pipelines of pp stages over them, "
+                   "DualPipeV "
                    "one of 2 pp stages")
         ->required()
         ->check(CLI::Range(1, 4096));
-    app.add_option("--vpp", vpp_, "virtual stages per rank (interleaved)")->check(CLI::Range(1, 256));
-    app.add_option("--microbatches", m_, "microbatches per step")->required()->check(CLI::Range(1, 100000));
-    app.add_option("--fwd", fwd_ms_,
-                   "forward time of one microbatch through one rank's layers (split over vpp chunks), ms; "
-                   "dualpipe, dualpipev: through one stage's chunk (the DualPipe repository's F)")
-        ->required()->check(CLI::PositiveNumber);
-    app.add_option("--bwd", bwd_ms_, "full backward time, ms (as --fwd)")->required()->check(CLI::PositiveNumber);
-    app.add_option("--wgrad", wgrad_ms_, "weight-gradient part of --bwd, ms (zb-h1, dualpipe, dualpipev)")
+    app.add_option("--vpp", vpp_, "virtual stages per rank (interleaved)")
+        ->check(CLI::Range(1, 256));
+    app.add_option("--microbatches", m_, "microbatches per step")
+        ->required()
+        ->check(CLI::Range(1, 100000));
+    app.add_option(
+           "--fwd", fwd_ms_,
+           "forward time of one microbatch through one rank's layers (split over vpp chunks), ms; "
+           "dualpipe, dualpipev: through one stage's chunk (the DualPipe repository's F)")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    app.add_option("--bwd", bwd_ms_, "full backward time, ms (as --fwd)")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    app.add_option("--wgrad", wgrad_ms_,
+                   "weight-gradient part of --bwd, ms (zb-h1, dualpipe, dualpipev)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--fwd-bwd", fwd_bwd_ms_,
-                   "dualpipe, dualpipev: a forward and a backward chunk overlapped (F&B), ms; default --fwd + --bwd")
+                   "dualpipe, dualpipev: a forward and a backward chunk overlapped (F&B), ms; "
+                   "default --fwd + --bwd")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--p2p", p2p_ms_, "transfer time between stages, ms")->check(CLI::NonNegativeNumber);
+    app.add_option("--p2p", p2p_ms_, "transfer time between stages, ms")
+        ->check(CLI::NonNegativeNumber);
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
@@ -49,11 +62,14 @@ class Pipeline final : public Command {
       throw config::InputError("<command line>", "--schedule",
                                fmt::format("unknown schedule '{}'; known: {}", schedule_,
                                            schedules::schedule_names().known()));
-    const bool dual = *kind == schedules::ScheduleKind::dualpipe || *kind == schedules::ScheduleKind::dualpipev;
+    const bool dual =
+        *kind == schedules::ScheduleKind::dualpipe || *kind == schedules::ScheduleKind::dualpipev;
     if (wgrad_ms_ > bwd_ms_)
-      throw config::InputError("<command line>", "--wgrad", "the weight-gradient part exceeds --bwd");
+      throw config::InputError("<command line>", "--wgrad",
+                               "the weight-gradient part exceeds --bwd");
     if (fwd_bwd_ms_ > 0 && !dual)
-      throw config::InputError("<command line>", "--fwd-bwd", "only dualpipe and dualpipev overlap chunk pairs");
+      throw config::InputError("<command line>", "--fwd-bwd",
+                               "only dualpipe and dualpipev overlap chunk pairs");
     // Chunk times: a rank's layers split evenly over its vpp chunks (DualPipe: per chunk).
     const double split = dual ? 1.0 : vpp_;
     schedules::FixedChunks c;
@@ -78,10 +94,11 @@ class Pipeline final : public Command {
                     .dump(2)
              << "\n";
     else
-      io.out << fmt::format("{} pp={} vpp={} microbatches={} ({} stages): step {:.3f} ms, bubble {:.3f} ms ({:.1f}% "
-                            "of the step, {:.1f}% over the {:.3f} ms of work of the busiest rank)\n",
-                            schedule_, pp_, vpp_, m_, r.stages, r.step_time_s * 1e3, r.bubble_s * 1e3,
-                            100 * r.bubble_s / r.step_time_s, 100 * r.bubble_s / ideal, ideal * 1e3);
+      io.out << fmt::format(
+          "{} pp={} vpp={} microbatches={} ({} stages): step {:.3f} ms, bubble {:.3f} ms ({:.1f}% "
+          "of the step, {:.1f}% over the {:.3f} ms of work of the busiest rank)\n",
+          schedule_, pp_, vpp_, m_, r.stages, r.step_time_s * 1e3, r.bubble_s * 1e3,
+          100 * r.bubble_s / r.step_time_s, 100 * r.bubble_s / ideal, ideal * 1e3);
     return 0;
   }
 
@@ -94,6 +111,8 @@ class Pipeline final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_pipeline_command() { return std::make_unique<Pipeline>(); }
+std::unique_ptr<Command> make_pipeline_command() {
+  return std::make_unique<Pipeline>();
+}
 
 }  // namespace moesim::cli

@@ -11,8 +11,8 @@
 #include "cli/commands.hpp"
 
 #include <algorithm>
-#include <csignal>
 #include <charconv>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
 #include "cli/terminate.hpp"
@@ -37,67 +37,99 @@ namespace {
 class Plan final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("scenario", file_, "the scenario whose model, system and training settings are planned")
+    app.add_option("scenario", file_,
+                   "the scenario whose model, system and training settings are planned")
         ->required()
         ->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_option("--gpus", gpus_list_,
-                   "the cluster size(s) to plan for (default: the scenario's); several (512,1024) are each planned "
+                   "the cluster size(s) to plan for (default: the scenario's); several (512,1024) "
+                   "are each planned "
                    "and their bests ranked")
         ->delimiter(',')
         ->check(CLI::Range(1, 1 << 30));
     app.add_option("--system", systems_,
-                   "plan on these system presets instead of the scenario's (h100,gb200-nvl72): each planned, their "
+                   "plan on these system presets instead of the scenario's (h100,gb200-nvl72): "
+                   "each planned, their "
                    "bests ranked")
         ->delimiter(',');
     app.add_option("--price", prices_,
-                   "SYSTEM=USD: a GPU-hour's price on a system other than the scenario's (its cost.gpu_hour_usd is "
+                   "SYSTEM=USD: a GPU-hour's price on a system other than the scenario's (its "
+                   "cost.gpu_hour_usd is "
                    "for its own)")
         ->delimiter(',');
-    app.add_option("--objective", objective_,
-                   "what to rank by: a sweep objective (docs/SWEEP_FORMAT.md; default tokens_per_s_per_gpu)");
-    app.add_option("--token-budget", token_budget_, "tokens to train: rows gain days, GPU-hours, energy and cost")
+    app.add_option(
+        "--objective", objective_,
+        "what to rank by: a sweep objective (docs/SWEEP_FORMAT.md; default tokens_per_s_per_gpu)");
+    app.add_option("--token-budget", token_budget_,
+                   "tokens to train: rows gain days, GPU-hours, energy and cost")
         ->check(CLI::Range(1.0, 1e30));
-    app.add_option("--top", top_, "candidates listed by the objective")->check(CLI::Range(0, 1000000));
-    app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")->check(CLI::Range(0, 1024));
-    app.add_option("-o,--out", out_, "CSV of every candidate (default: plan-<scenario>.csv in this folder)");
+    app.add_option("--top", top_, "candidates listed by the objective")
+        ->check(CLI::Range(0, 1000000));
+    app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")
+        ->check(CLI::Range(0, 1024));
+    app.add_option("-o,--out", out_,
+                   "CSV of every candidate (default: plan-<scenario>.csv in this folder)");
     app.add_flag("--json", json_, "print the summary as one JSON object");
-    app.add_option("--html", html_,
-                   "also write the plan's page: the candidates' fates, the top K's breakdowns beside the scenario "
-                   "as given, each simulated candidate against its bound (one self-contained HTML file)");
+    app.add_option(
+        "--html", html_,
+        "also write the plan's page: the candidates' fates, the top K's breakdowns beside the "
+        "scenario "
+        "as given, each simulated candidate against its bound (one self-contained HTML file)");
     std::string groups;
     for (const auto& g : predict::plan_setting_groups())
       groups += fmt::format("\n  {}{}: {}", g.name, g.by_default ? " (default)" : "", g.what);
-    app.add_option("--settings", settings_,
-                   "settings varied for every layout, comma-separated, or none (default: those marked):" + groups)
+    app.add_option(
+           "--settings", settings_,
+           "settings varied for every layout, comma-separated, or none (default: those marked):" +
+               groups)
         ->delimiter(',');
     CLI::Option* given = app.add_flag("--given", given_,
-                 "also predict the scenario as given (its own layout and settings) and rank it: every candidate "
-                 "whose bound beats it is simulated, so the rank is exact");
+                                      "also predict the scenario as given (its own layout and "
+                                      "settings) and rank it: every candidate "
+                                      "whose bound beats it is simulated, so the rank is exact");
     app.add_option("--given-limit", given_limit_,
-                   "--given: simulate at most this many candidates for the rank beyond those the top K need "
+                   "--given: simulate at most this many candidates for the rank beyond those the "
+                   "top K need "
                    "(default 0: no limit); past it the rank is a lower bound")
         ->check(CLI::Range(0, 1 << 30))
         ->needs(given);
     app.add_flag("--resume", resume_,
-                 "keep the candidates an earlier run of this plan simulated (OUT.partial, kept when SIGTERM or "
+                 "keep the candidates an earlier run of this plan simulated (OUT.partial, kept "
+                 "when SIGTERM or "
                  "SIGINT stopped it); simulate only the rest");
     app.add_option("--emit", emit_,
-                   "write the K-th candidate of the ranking as a scenario (--emit-file; with --resume after a "
+                   "write the K-th candidate of the ranking as a scenario (--emit-file; with "
+                   "--resume after a "
                    "finished plan nothing is simulated again)")
         ->check(CLI::Range(1, 1000000));
-    app.add_option("--emit-file", emit_file_, "where --emit writes (default: plan-<scenario>-K.json in this folder)");
+    app.add_option("--emit-file", emit_file_,
+                   "where --emit writes (default: plan-<scenario>-K.json in this folder)");
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
   }
 
   int run(Io& io) override {
     if (emit_ > 0 && top_ > 0 && emit_ > top_)
-      throw config::InputError("<command line>", "--emit",
-                               fmt::format("candidate {} is past the ranking's {} (--top {})", emit_, top_, top_));
-    predict::PlanRequest req{file_, 0, settings_, objective_,
-                             token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
-                             top_, jobs_, config::LoadOptions{!uncalibrated_, headroom_}, given_, given_limit_,
-                             {}, {}, {}, true, std::nullopt, std::nullopt};
+      throw config::InputError(
+          "<command line>", "--emit",
+          fmt::format("candidate {} is past the ranking's {} (--top {})", emit_, top_, top_));
+    predict::PlanRequest req{
+        file_,
+        0,
+        settings_,
+        objective_,
+        token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
+        top_,
+        jobs_,
+        config::LoadOptions{!uncalibrated_, headroom_},
+        given_,
+        given_limit_,
+        {},
+        {},
+        {},
+        true,
+        std::nullopt,
+        std::nullopt};
     const config::Scenario sc = config::load_scenario_file(file_, req.load);
     const std::string out = !out_.empty() ? out_ : "plan-" + sc.name + ".csv";
     if (gpus_list_.size() <= 1 && systems_.size() <= 1 && prices_.empty()) {
@@ -106,8 +138,10 @@ class Plan final : public Command {
       Result r;
       const int status = plan_one(io, req, out, r);
       if (status != 0) return status;
-      if (json_) io.out << r.summary.dump(2) << "\n";
-      else io.out << r.text;
+      if (json_)
+        io.out << r.summary.dump(2) << "\n";
+      else
+        io.out << r.text;
       if (emit_ > 0) emit(io, r.plan, r.summary, r.header);
       return 0;
     }
@@ -138,14 +172,15 @@ class Plan final : public Command {
       req.resume = [&](const predict::PlanColumns& c) {
         old = reports::read_sweep_csv(kept_file);
         if (old.header != header(c))
-          throw config::InputError(kept_file, "line 1",
-                                   "kept by another plan (other columns); remove it or give another -o");
+          throw config::InputError(
+              kept_file, "line 1",
+              "kept by another plan (other columns); remove it or give another -o");
         if (old.dropped_partial_line)
           io.err << fmt::format("moesim plan: {}: dropped a truncated last line\n", kept_file);
         std::map<std::int64_t, predict::SweepResult> rows;
         for (const auto& r : old.rows)
-          rows[r.id] = reports::sweep_result_from_fields(r.fields, c.names.size(), c.token_budget,
-                                                         fmt::format("{}: row {}", kept_file, r.id));
+          rows[r.id] = reports::sweep_result_from_fields(
+              r.fields, c.names.size(), c.token_budget, fmt::format("{}: row {}", kept_file, r.id));
         return rows;
       };
     // The journal, rewritten at the first wave's end: the kept rows, then each new one as
@@ -161,16 +196,19 @@ class Plan final : public Command {
           if (written.insert(r.id).second) journal << reports::csv_line(r.fields);
       }
       if (written.insert(cand.point.id).second)
-        journal << reports::csv_line(reports::sweep_csv_fields(cand.point, cand.row, c.token_budget)) << std::flush;
+        journal << reports::csv_line(
+                       reports::sweep_csv_fields(cand.point, cand.row, c.token_budget))
+                << std::flush;
     };
     const TerminationWatch terminate;
     req.stop = terminate.token();
     predict::Plan p = predict::plan(req);
     if (p.outcome.stopped) {
       journal.close();
-      io.err << fmt::format("moesim plan: stopped by {} after {} simulations; {} keeps them. Run the same command "
-                            "with --resume to go on.\n",
-                            terminate.signal() == SIGTERM ? "SIGTERM" : "SIGINT", p.outcome.simulated, partial);
+      io.err << fmt::format(
+          "moesim plan: stopped by {} after {} simulations; {} keeps them. Run the same command "
+          "with --resume to go on.\n",
+          terminate.signal() == SIGTERM ? "SIGTERM" : "SIGINT", p.outcome.simulated, partial);
       return 128 + terminate.signal();
     }
     journal.close();
@@ -197,11 +235,14 @@ class Plan final : public Command {
   // Several systems or sizes (issue #45 item 4): each planned to a CSV of its own, their bests
   // ranked by the objective, with days and cost per million tokens where the budget and
   // prices allow.
-  int plan_many(Io& io, const predict::PlanRequest& base, const config::Scenario& sc, const std::string& out) const {
+  int plan_many(Io& io, const predict::PlanRequest& base, const config::Scenario& sc,
+                const std::string& out) const {
     if (emit_ > 0)
-      throw config::InputError("<command line>", "--emit", "emits from one plan: give one --system and one --gpus");
+      throw config::InputError("<command line>", "--emit",
+                               "emits from one plan: give one --system and one --gpus");
     if (!html_.empty())
-      throw config::InputError("<command line>", "--html", "a page is one plan's: give one --system and one --gpus");
+      throw config::InputError("<command line>", "--html",
+                               "a page is one plan's: give one --system and one --gpus");
     const auto parse_number = [](const std::string& t, double& v) {
       const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
       return !t.empty() && ec == std::errc() && end == t.data() + t.size();
@@ -211,14 +252,18 @@ class Plan final : public Command {
       const auto eq = p.find('=');
       double v = 0;
       if (eq == std::string::npos || eq == 0 || !parse_number(p.substr(eq + 1), v) || !(v > 0))
-        throw config::InputError("<command line>", "--price", fmt::format("'{}': expected SYSTEM=USD", p));
+        throw config::InputError("<command line>", "--price",
+                                 fmt::format("'{}': expected SYSTEM=USD", p));
       price[p.substr(0, eq)] = v;
     }
-    const std::vector<std::string> systems = systems_.empty() ? std::vector<std::string>{sc.system.name} : systems_;
-    const std::vector<std::int64_t> sizes = gpus_list_.empty() ? std::vector<std::int64_t>{sc.gpus} : gpus_list_;
+    const std::vector<std::string> systems =
+        systems_.empty() ? std::vector<std::string>{sc.system.name} : systems_;
+    const std::vector<std::int64_t> sizes =
+        gpus_list_.empty() ? std::vector<std::int64_t>{sc.gpus} : gpus_list_;
     for (const auto& [name, v] : price)
       if (std::find(systems.begin(), systems.end(), name) == systems.end())
-        throw config::InputError("<command line>", "--price", fmt::format("'{}' is not planned (--system)", name));
+        throw config::InputError("<command line>", "--price",
+                                 fmt::format("'{}' is not planned (--system)", name));
     struct Best {
       std::string system;
       std::int64_t gpus = 0;
@@ -233,9 +278,10 @@ class Plan final : public Command {
       if (const auto it = price.find(system); it != price.end()) {
         req.gpu_hour_usd = it->second;
       } else if (system != sc.system.name && sc.cost.gpu_hour_usd) {
-        throw config::InputError("<command line>", "--price",
-                                 fmt::format("the scenario's cost.gpu_hour_usd is for {}: give --price {}=USD", sc.system.name,
-                                             system));
+        throw config::InputError(
+            "<command line>", "--price",
+            fmt::format("the scenario's cost.gpu_hour_usd is for {}: give --price {}=USD",
+                        sc.system.name, system));
       }
       for (const auto g : sizes) {
         req.gpus = g;
@@ -244,7 +290,8 @@ class Plan final : public Command {
         if (const int status = plan_one(io, req, csv, r); status != 0) return status;
         if (!json_) io.out << r.text << "\n";
         const auto& top = r.summary.at("top");
-        bests.push_back({system, g, top.empty() ? config::Json(nullptr) : top.front(), r.summary, csv});
+        bests.push_back(
+            {system, g, top.empty() ? config::Json(nullptr) : top.front(), r.summary, csv});
       }
     }
     // The bests, best first (a plan with nothing to rank last).
@@ -258,29 +305,41 @@ class Plan final : public Command {
     if (json_) {
       config::Json j{{"objective", objective}, {"plans", config::Json::array()}};
       for (const auto& b : bests)
-        j["plans"].push_back({{"system", b.system}, {"gpus", b.gpus}, {"csv", b.csv}, {"best", b.row}, {"summary", b.summary}});
+        j["plans"].push_back({{"system", b.system},
+                              {"gpus", b.gpus},
+                              {"csv", b.csv},
+                              {"best", b.row},
+                              {"summary", b.summary}});
       io.out << j.dump(2) << "\n";
       return 0;
     }
-    io.out << fmt::format("the bests by {} ({} is better):\n", objective, higher ? "higher" : "lower");
-    io.out << fmt::format("  {:<14}{:>7}{:>9}{:>14}{:>10}{:>9}{:>14}{:>12}  {}\n", "system", "gpus", "best id",
-                          "tokens/s/GPU", "step s", "days", "cost USD", "USD/Mtoken", "plan");
+    io.out << fmt::format("the bests by {} ({} is better):\n", objective,
+                          higher ? "higher" : "lower");
+    io.out << fmt::format("  {:<14}{:>7}{:>9}{:>14}{:>10}{:>9}{:>14}{:>12}  {}\n", "system", "gpus",
+                          "best id", "tokens/s/GPU", "step s", "days", "cost USD", "USD/Mtoken",
+                          "plan");
     const auto num = [](const config::Json& row, const char* k, const char* f) -> std::string {
-      return row.contains(k) && row[k].is_number() ? fmt::format(fmt::runtime(f), row[k].get<double>()) : "-";
+      return row.contains(k) && row[k].is_number()
+                 ? fmt::format(fmt::runtime(f), row[k].get<double>())
+                 : "-";
     };
     for (const auto& b : bests) {
       if (b.row.is_null()) {
-        io.out << fmt::format("  {:<14}{:>7}  nothing fits{}  {}\n", b.system, b.gpus,
-                              b.summary.contains("smallest_fitting_gpus") && !b.summary["smallest_fitting_gpus"].is_null()
-                                  ? fmt::format(" (the smallest that fits: {} GPUs)", b.summary["smallest_fitting_gpus"].get<std::int64_t>())
-                                  : std::string(),
-                              b.csv);
+        io.out << fmt::format(
+            "  {:<14}{:>7}  nothing fits{}  {}\n", b.system, b.gpus,
+            b.summary.contains("smallest_fitting_gpus") &&
+                    !b.summary["smallest_fitting_gpus"].is_null()
+                ? fmt::format(" (the smallest that fits: {} GPUs)",
+                              b.summary["smallest_fitting_gpus"].get<std::int64_t>())
+                : std::string(),
+            b.csv);
         continue;
       }
-      io.out << fmt::format("  {:<14}{:>7}{:>9}{:>14}{:>10}{:>9}{:>14}{:>12}  {}\n", b.system, b.gpus,
-                            b.row.at("id").get<std::int64_t>(), num(b.row, "tokens_per_s_per_gpu", "{:.0f}"),
-                            num(b.row, "step_time_s", "{:.3f}"), num(b.row, "days_with_goodput", "{:.1f}"),
-                            num(b.row, "cost_usd", "{:.0f}"), num(b.row, "usd_per_million_tokens", "{:.3f}"), b.csv);
+      io.out << fmt::format(
+          "  {:<14}{:>7}{:>9}{:>14}{:>10}{:>9}{:>14}{:>12}  {}\n", b.system, b.gpus,
+          b.row.at("id").get<std::int64_t>(), num(b.row, "tokens_per_s_per_gpu", "{:.0f}"),
+          num(b.row, "step_time_s", "{:.3f}"), num(b.row, "days_with_goodput", "{:.1f}"),
+          num(b.row, "cost_usd", "{:.0f}"), num(b.row, "usd_per_million_tokens", "{:.3f}"), b.csv);
     }
     return 0;
   }
@@ -288,16 +347,21 @@ class Plan final : public Command {
   // --emit K (issue #45 item 4): the K-th of the ranking as a scenario a user can run, diff
   // or edit: the candidate's own scenario (the base with the layout and settings the plan
   // chose), named and described as such, without the base's measurement (not this run's).
-  void emit(Io& io, const predict::Plan& p, const config::Json& summary, const std::vector<std::string>& header) const {
+  void emit(Io& io, const predict::Plan& p, const config::Json& summary,
+            const std::vector<std::string>& header) const {
     const auto& top = summary.at("top");
     if (static_cast<std::size_t>(emit_) > top.size())
-      throw config::InputError("<command line>", "--emit",
-                               fmt::format("the ranking has {} candidate(s) (--top {}); there is no {}", top.size(),
-                                           top_, emit_));
-    const std::int64_t id = top.at(static_cast<std::size_t>(emit_ - 1)).at("id").get<std::int64_t>();
+      throw config::InputError(
+          "<command line>", "--emit",
+          fmt::format("the ranking has {} candidate(s) (--top {}); there is no {}", top.size(),
+                      top_, emit_));
+    const std::int64_t id =
+        top.at(static_cast<std::size_t>(emit_ - 1)).at("id").get<std::int64_t>();
     const auto& cands = p.outcome.candidates;
-    const auto c = std::find_if(cands.begin(), cands.end(), [&](const auto& x) { return x.point.id == id; });
-    if (c == cands.end()) throw std::logic_error(fmt::format("plan --emit: candidate {} is not in the outcome", id));
+    const auto c =
+        std::find_if(cands.begin(), cands.end(), [&](const auto& x) { return x.point.id == id; });
+    if (c == cands.end())
+      throw std::logic_error(fmt::format("plan --emit: candidate {} is not in the outcome", id));
     config::Json sc = c->point.scenario;
     const std::string base = sc.value("name", std::string("scenario"));
     sc["name"] = fmt::format("{}-plan-{}", base, emit_);
@@ -311,15 +375,18 @@ class Plan final : public Command {
     sc["description"] = fmt::format("moesim plan's candidate {} by {} (id {}) from {}: {}", emit_,
                                     summary.at("objective").get<std::string>(), id, file_, chose);
     sc.erase("measured");
-    const std::string path = !emit_file_.empty() ? emit_file_ : fmt::format("plan-{}-{}.json", base, emit_);
+    const std::string path =
+        !emit_file_.empty() ? emit_file_ : fmt::format("plan-{}-{}.json", base, emit_);
     write_file(path, sc.dump(2) + "\n");
     // It must load where it was written (a relative model or histogram path is the base's).
     try {
       config::load_scenario_file(path);
     } catch (const config::InputError& e) {
-      throw config::InputError(path, e.path(),
-                               e.message() + " (the emitted scenario; a path relative to the base scenario's folder "
-                                             "does not resolve from where it was written: write it beside the base)");
+      throw config::InputError(
+          path, e.path(),
+          e.message() +
+              " (the emitted scenario; a path relative to the base scenario's folder "
+              "does not resolve from where it was written: write it beside the base)");
     }
     io.err << fmt::format("moesim plan: wrote candidate {} (id {}) to {}\n", emit_, id, path);
   }
@@ -336,6 +403,8 @@ class Plan final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_plan_command() { return std::make_unique<Plan>(); }
+std::unique_ptr<Command> make_plan_command() {
+  return std::make_unique<Plan>();
+}
 
 }  // namespace moesim::cli

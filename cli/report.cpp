@@ -1,5 +1,5 @@
-// cli/report.cpp: `moesim report`: one self-contained HTML page (reports/report.hpp, reports/html.hpp) for a
-// scenario, a diff, the measured runs or a sweep CSV.
+// cli/report.cpp: `moesim report`: one self-contained HTML page (reports/report.hpp,
+// reports/html.hpp) for a scenario, a diff, the measured runs or a sweep CSV.
 #include "cli/commands.hpp"
 
 #include <array>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
 #include "config/load.hpp"
@@ -30,13 +30,18 @@ class Report final : public Command {
  public:
   void configure(CLI::App& app) override {
     app.add_option("inputs", inputs_,
-                   "a scenario; with --diff scenarios A and B; with --validate scenario files or folders; with "
+                   "a scenario; with --diff scenarios A and B; with --validate scenario files or "
+                   "folders; with "
                    "--sweep a CSV written by moesim sweep");
     app.add_option("-o,--out", out_, "the HTML file to write");
-    app.add_flag("--diff", diff_, "compare two scenarios: their breakdowns and the difference by contribution");
-    app.add_flag("--validate", validate_, "predicted against measured for the runs with a measured block");
-    app.add_flag("--sweep", sweep_, "a sweep CSV: the objective against cluster size, the Pareto front");
-    app.add_option("--objective", objective_, "--sweep: the column plotted (default tokens_per_s_per_gpu)");
+    app.add_flag("--diff", diff_,
+                 "compare two scenarios: their breakdowns and the difference by contribution");
+    app.add_flag("--validate", validate_,
+                 "predicted against measured for the runs with a measured block");
+    app.add_flag("--sweep", sweep_,
+                 "a sweep CSV: the objective against cluster size, the Pareto front");
+    app.add_option("--objective", objective_,
+                   "--sweep: the column plotted (default tokens_per_s_per_gpu)");
     app.add_option("--jobs", jobs_, "--validate: scenarios simulated at once (default: all cores)")
         ->check(CLI::Range(0, 1024));
     add_uncalibrated(app, uncalibrated_);
@@ -45,15 +50,18 @@ class Report final : public Command {
     const auto usage = [](const std::string& what, const std::string& message) {
       return config::InputError("<command line>", what, message);
     };
-    if (out_.empty()) throw usage("-o", "give the HTML file to write: moesim report ... -o OUT.html");
-    if (int(diff_) + int(validate_) + int(sweep_) > 1) throw usage("--diff", "give one of --diff, --validate, --sweep");
+    if (out_.empty())
+      throw usage("-o", "give the HTML file to write: moesim report ... -o OUT.html");
+    if (int(diff_) + int(validate_) + int(sweep_) > 1)
+      throw usage("--diff", "give one of --diff, --validate, --sweep");
     if (!objective_.empty() && !sweep_) throw usage("--objective", "only with --sweep");
     const std::size_t want = diff_ ? 2 : 1;
     if (validate_ ? inputs_.empty() : inputs_.size() != want)
-      throw usage("inputs", validate_ ? "give scenario files or folders to validate"
-                            : diff_   ? "give two scenarios: moesim report --diff A.json B.json -o OUT.html"
-                            : sweep_  ? "give one sweep CSV: moesim report --sweep OUT.csv -o OUT.html"
-                                      : "give one scenario: moesim report FILE.json -o OUT.html");
+      throw usage("inputs",
+                  validate_ ? "give scenario files or folders to validate"
+                  : diff_   ? "give two scenarios: moesim report --diff A.json B.json -o OUT.html"
+                  : sweep_  ? "give one sweep CSV: moesim report --sweep OUT.csv -o OUT.html"
+                            : "give one scenario: moesim report FILE.json -o OUT.html");
     const config::LoadOptions opts{!uncalibrated_};
     reports::HtmlPage page;
     if (diff_) {
@@ -65,7 +73,8 @@ class Report final : public Command {
     } else if (validate_) {
       int skipped = 0;
       const std::vector<std::string> files = config::measured_files(inputs_, skipped);
-      if (files.empty()) throw usage("inputs", "no scenario with a measured block under the given paths");
+      if (files.empty())
+        throw usage("inputs", "no scenario with a measured block under the given paths");
       page = reports::validate_report(predict::validate_files(files, opts, jobs_), skipped);
     } else if (sweep_) {
       config::SweepObjective objective = config::SweepObjective::tokens_per_s_per_gpu;
@@ -82,13 +91,17 @@ class Report final : public Command {
       // microbatch (run --trace's), on a second thread.
       const config::Scenario sc = config::load_scenario_file(inputs_[0], opts);
       std::array<predict::Prediction, 2> p;
-      predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc, {i == 1, false}); });
+      predict::run_parallel(2, 2, [&](std::size_t i) {
+        p[i] = predict::predict(sc, {i == 1, false});
+      });
       page = reports::run_report(sc, p[0], p[1]);
     }
     const std::string html = reports::html_page(page);
     std::ofstream f(out_, std::ios::binary | std::ios::trunc);
-    if (!f || !(f << html) || !f.flush()) throw config::InputError(out_, "", "cannot write the file");
-    io.out << fmt::format("wrote {} ({} charts, {:.0f} KB)\n", out_, page.charts.size(), html.size() / 1024.0);
+    if (!f || !(f << html) || !f.flush())
+      throw config::InputError(out_, "", "cannot write the file");
+    io.out << fmt::format("wrote {} ({} charts, {:.0f} KB)\n", out_, page.charts.size(),
+                          html.size() / 1024.0);
     return 0;
   }
 
@@ -101,6 +114,8 @@ class Report final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_report_command() { return std::make_unique<Report>(); }
+std::unique_ptr<Command> make_report_command() {
+  return std::make_unique<Report>();
+}
 
 }  // namespace moesim::cli

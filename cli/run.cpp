@@ -1,13 +1,13 @@
-// cli/run.cpp: `moesim run`: one scenario predicted (predict/predict.hpp), printed as text or JSON, with a
-// trace on request (reports/run.hpp).
+// cli/run.cpp: `moesim run`: one scenario predicted (predict/predict.hpp), printed as text or JSON,
+// with a trace on request (reports/run.hpp).
 #include "cli/commands.hpp"
 
 #include <algorithm>
 #include <fstream>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
 #include "config/load.hpp"
@@ -20,25 +20,31 @@ namespace {
 class Run final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name: dsv3-gb200)")->required()->transform(shipped_scenario_path, "", "shipped scenario");
+    app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name: dsv3-gb200)")
+        ->required()
+        ->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_flag("--json", json_, "print one JSON object instead of the text report");
     app.add_option("--trace", trace_, "write a Chrome/Perfetto trace (JSON) to this file");
     std::string levels;
     for (const auto& e : reports::trace_level_names().entries())
       levels += fmt::format("\n  {}: {}", e.name, e.help);
-    app.add_option("--trace-level", trace_level_,
-                   "the trace's detail (default module; the default scenario: under 10 MB):" + levels)
+    app.add_option(
+           "--trace-level", trace_level_,
+           "the trace's detail (default module; the default scenario: under 10 MB):" + levels)
         ->check([](const std::string& v) {
           return reports::trace_level_names().find(v)
                      ? std::string()
-                     : fmt::format("unknown trace level '{}' (known: {})", v, reports::trace_level_names().known());
+                     : fmt::format("unknown trace level '{}' (known: {})", v,
+                                   reports::trace_level_names().known());
         });
     app.add_option("--fidelity", fidelity_,
                    "representative: one rank per pipeline stage (default); full: every rank")
         ->check(CLI::IsMember({"representative", "full"}));
     app.add_flag("--deterministic", deterministic_,
-                 "leave out the simulation's wall time (`simulation.wall_s`, the text's last line's seconds), the "
-                 "one figure that differs between runs: the output is then byte-identical for the same input");
+                 "leave out the simulation's wall time (`simulation.wall_s`, the text's last "
+                 "line's seconds), the "
+                 "one figure that differs between runs: the output is then byte-identical for the "
+                 "same input");
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
   }
@@ -47,12 +53,14 @@ class Run final : public Command {
     const predict::Prediction p = predict::predict(sc, {!trace_.empty(), fidelity_ == "full"});
     if (!p.fits_in_memory) {
       const auto worst = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
-      io.err << fmt::format("moesim: warning: {}: pipeline rank {} needs {:.1f} GiB{}, more than the {:g} GiB CUDA reports on a {}\n",
-                            file_, worst - p.rank_memory_gib.begin(), *worst,
-                            sc.framework.allocator_fragmentation > 0
-                                ? fmt::format(" ({:.1f} with the fragmentation allowance)", p.reserved_memory_gib)
-                                : std::string(),
-                            sc.system.gpu.usable_GiB.value, sc.system.gpu.name);
+      io.err << fmt::format(
+          "moesim: warning: {}: pipeline rank {} needs {:.1f} GiB{}, more than the {:g} GiB CUDA "
+          "reports on a {}\n",
+          file_, worst - p.rank_memory_gib.begin(), *worst,
+          sc.framework.allocator_fragmentation > 0
+              ? fmt::format(" ({:.1f} with the fragmentation allowance)", p.reserved_memory_gib)
+              : std::string(),
+          sc.system.gpu.usable_GiB.value, sc.system.gpu.name);
     }
     if (!trace_.empty()) {
       std::ofstream out(trace_);
@@ -81,6 +89,8 @@ class Run final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_run_command() { return std::make_unique<Run>(); }
+std::unique_ptr<Command> make_run_command() {
+  return std::make_unique<Run>();
+}
 
 }  // namespace moesim::cli

@@ -18,7 +18,9 @@ namespace {
 class Schema final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("format", format_, "scenario or sweep")->required()->check(CLI::IsMember({"scenario", "sweep"}));
+    app.add_option("format", format_, "scenario or sweep")
+        ->required()
+        ->check(CLI::IsMember({"scenario", "sweep"}));
     app.add_option("-o,--output", output_, "write it to this file instead of standard output");
   }
   int run(Io& io) override {
@@ -37,6 +39,8 @@ class Schema final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_schema_command() { return std::make_unique<Schema>(); }
+std::unique_ptr<Command> make_schema_command() {
+  return std::make_unique<Schema>();
+}
 
 }  // namespace moesim::cli

@@ -1,7 +1,8 @@
-// cli/sweep.cpp: `moesim sweep` and `moesim sweep merge`: a sweep file's rows to a CSV (predict/sweep.hpp,
-// reports/sweep.hpp), sharded by hand or by a Slurm job array, resumable.
+// cli/sweep.cpp: `moesim sweep` and `moesim sweep merge`: a sweep file's rows to a CSV
+// (predict/sweep.hpp, reports/sweep.hpp), sharded by hand or by a Slurm job array, resumable.
 #include "cli/commands.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -13,12 +14,11 @@
 #include <optional>
 #include <regex>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
 #include "cli/terminate.hpp"
@@ -35,8 +35,10 @@ namespace {
 CLI::Validator slurm_name(const std::string& what, bool list) {
   return CLI::Validator(
       [what, list](std::string& v) {
-        static const std::regex name(R"([A-Za-z0-9_.-]+)"), names(R"([A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*)");
-        return std::regex_match(v, list ? names : name) ? std::string() : fmt::format("'{}' is not {}", v, what);
+        static const std::regex name(R"([A-Za-z0-9_.-]+)"),
+            names(R"([A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*)");
+        return std::regex_match(v, list ? names : name) ? std::string()
+                                                        : fmt::format("'{}' is not {}", v, what);
       },
       "NAME");
 }
@@ -49,40 +51,54 @@ class Sweep final : public Command {
  public:
   void configure(CLI::App& app) override {
     app.add_option("file", file_, "sweep file (docs/SWEEP_FORMAT.md)");
-    app.add_option("-o,--out", out_, "CSV of the rows (default: the sweep file's name, .csv, in this folder)");
-    app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")->check(CLI::Range(0, 1024));
-    app.add_option("--shard", shard_,
-                   "I/N: run rows with id % N == I only (I from 0); default under a Slurm job array: "
-                   "its task's shard");
-    app.add_flag("--resume", resume_, "keep the rows already in the output; run only the missing ones");
+    app.add_option("-o,--out", out_,
+                   "CSV of the rows (default: the sweep file's name, .csv, in this folder)");
+    app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")
+        ->check(CLI::Range(0, 1024));
+    app.add_option(
+        "--shard", shard_,
+        "I/N: run rows with id % N == I only (I from 0); default under a Slurm job array: "
+        "its task's shard");
+    app.add_flag("--resume", resume_,
+                 "keep the rows already in the output; run only the missing ones");
     app.add_option("--top", top_, "rows listed by the objective")->check(CLI::Range(0, 1000000));
     app.add_flag("--json", json_, "print the summary as one JSON object");
     CLI::Option* slurm =
-        app.add_flag("--slurm-script", slurm_, "print an sbatch --array script for the sweep instead of running it");
+        app.add_flag("--slurm-script", slurm_,
+                     "print an sbatch --array script for the sweep instead of running it");
     app.add_option("--tasks", tasks_, "--slurm-script: array tasks (default: one per 200 rows)")
         ->check(CLI::Range(1, 100000))
         ->needs(slurm);
     app.add_option("--cpus-per-task", resources_.cpus_per_task,
-                   "--slurm-script: CPUs of each task, all of which it simulates on (default 2: a small node)")
+                   "--slurm-script: CPUs of each task, all of which it simulates on (default 2: a "
+                   "small node)")
         ->check(CLI::Range(1, 4096))
         ->needs(slurm);
     app.add_option("--partition", resources_.partition,
                    "--slurm-script: the partition(s), comma-separated (default: the cluster's)")
-        ->check(slurm_name("a partition list (names of letters, digits, '_', '.', '-', separated by commas)", true))
+        ->check(slurm_name(
+            "a partition list (names of letters, digits, '_', '.', '-', separated by commas)",
+            true))
         ->needs(slurm);
     app.add_option("--time", resources_.time,
-                   "--slurm-script: each task's time limit in Slurm's format: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S "
+                   "--slurm-script: each task's time limit in Slurm's format: M, M:S, H:M:S, D-H, "
+                   "D-H:M, D-H:M:S "
                    "(default: the partition's)")
         ->check(CLI::Validator(
             [](std::string& v) {
-              static const std::regex time(R"(\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2}|UNLIMITED|INFINITE)");
-              return std::regex_match(v, time) ? std::string()
-                                               : fmt::format("'{}' is not a Slurm time (M, M:S, H:M:S, D-H, D-H:M, "
-                                                             "D-H:M:S, UNLIMITED)", v);
+              static const std::regex time(
+                  R"(\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2}|UNLIMITED|INFINITE)");
+              return std::regex_match(v, time)
+                         ? std::string()
+                         : fmt::format(
+                               "'{}' is not a Slurm time (M, M:S, H:M:S, D-H, D-H:M, "
+                               "D-H:M:S, UNLIMITED)",
+                               v);
             },
             "TIME"))
         ->needs(slurm);
-    app.add_option("--account", resources_.account, "--slurm-script: the account charged (default: the user's)")
+    app.add_option("--account", resources_.account,
+                   "--slurm-script: the account charged (default: the user's)")
         ->check(slurm_name("an account name (letters, digits, '_', '.', '-')", false))
         ->needs(slurm);
     add_uncalibrated(app, uncalibrated_);
@@ -90,31 +106,38 @@ class Sweep final : public Command {
     merge_ = app.add_subcommand("merge", "join shard CSVs, reporting missing and duplicated rows");
     merge_->add_option("csvs", merge_files_, "the shards' CSV files")->required();
     merge_->add_option("-o,--out", merge_out_, "the joined CSV")->required();
-    merge_->add_option("--sweep", merge_sweep_, "the sweep file: rows missing at its end are reported too");
+    merge_->add_option("--sweep", merge_sweep_,
+                       "the sweep file: rows missing at its end are reported too");
   }
 
   int run(Io& io) override {
     if (merge_->parsed()) return merge(io);
-    if (file_.empty()) throw config::InputError("", "", "moesim sweep: give a sweep file (or `moesim sweep merge`)");
+    if (file_.empty())
+      throw config::InputError("", "", "moesim sweep: give a sweep file (or `moesim sweep merge`)");
     const config::SweepFile sweep = config::read_sweep_file(file_);
     const config::SweepPlan plan = config::expand_sweep(sweep);
     const bool budget = sweep.token_budget.has_value();
     const auto [index, count] = shard();
     const std::string stem = std::filesystem::path(file_).stem().string();
     if (slurm_) {
-      const int tasks = tasks_ > 0 ? tasks_ : static_cast<int>(std::max<std::size_t>(1, (plan.points.size() + 199) / 200));
+      const int tasks =
+          tasks_ > 0 ? tasks_
+                     : static_cast<int>(std::max<std::size_t>(1, (plan.points.size() + 199) / 200));
       std::error_code ec;
       const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-      io.out << reports::slurm_script(ec ? std::string("moesim") : self.string(),
-                                      std::filesystem::absolute(file_).lexically_normal().string(), sweep.name,
-                                      static_cast<std::int64_t>(plan.points.size()), tasks,
-                                      out_.empty() ? stem : std::filesystem::path(out_).replace_extension().string(),
-                                      fmt::format("{}{}", uncalibrated_ ? " --uncalibrated" : "",
-                                                  headroom_ > 0 ? fmt::format(" --headroom {:g}", headroom_) : ""),
-                                      resources_);
+      io.out << reports::slurm_script(
+          ec ? std::string("moesim") : self.string(),
+          std::filesystem::absolute(file_).lexically_normal().string(), sweep.name,
+          static_cast<std::int64_t>(plan.points.size()), tasks,
+          out_.empty() ? stem : std::filesystem::path(out_).replace_extension().string(),
+          fmt::format("{}{}", uncalibrated_ ? " --uncalibrated" : "",
+                      headroom_ > 0 ? fmt::format(" --headroom {:g}", headroom_) : ""),
+          resources_);
       return 0;
     }
-    const std::string out = !out_.empty() ? out_ : count > 1 ? fmt::format("{}_{}.csv", stem, index) : stem + ".csv";
+    const std::string out = !out_.empty() ? out_
+                            : count > 1   ? fmt::format("{}_{}.csv", stem, index)
+                                          : stem + ".csv";
     const OutputLock lock(out);  // one writer per output
     const auto header = reports::sweep_csv_header(plan, budget);
 
@@ -124,30 +147,37 @@ class Sweep final : public Command {
     if (resume_ && std::filesystem::exists(out)) {
       reports::SweepCsv old = reports::read_sweep_csv(out);
       if (old.header != header)
-        throw config::InputError(out, "line 1", fmt::format("the header is not {}'s: written by another sweep file "
-                                                            "(or version); remove it or give another -o",
-                                                            file_));
+        throw config::InputError(
+            out, "line 1",
+            fmt::format("the header is not {}'s: written by another sweep file "
+                        "(or version); remove it or give another -o",
+                        file_));
       // Every value of a kept row is checked (issue #46 item 3): its figures read as the
       // writer wrote them, and its varied values are the sweep's for its id.
       for (const auto& r : old.rows) {
         const std::string where = fmt::format("{}: row {}", out, r.id);
         reports::sweep_result_from_fields(r.fields, plan.columns.size(), budget, where);
         if (r.id < 0 || r.id >= static_cast<std::int64_t>(plan.points.size()))
-          throw config::InputError(where, "id", fmt::format("not an id of this sweep (0 to {})", plan.points.size() - 1));
+          throw config::InputError(
+              where, "id",
+              fmt::format("not an id of this sweep (0 to {})", plan.points.size() - 1));
         const auto& values = plan.points[static_cast<std::size_t>(r.id)].values;
         for (std::size_t k = 0; k < values.size(); ++k)
           if (!values[k].empty() && r.fields[k + 1] != values[k])
-            throw config::InputError(where, plan.columns[k],
-                                     fmt::format("'{}', where the sweep has '{}' for this id; remove the row or the "
-                                                 "file",
-                                                 r.fields[k + 1], values[k]));
+            throw config::InputError(
+                where, plan.columns[k],
+                fmt::format("'{}', where the sweep has '{}' for this id; remove the row or the "
+                            "file",
+                            r.fields[k + 1], values[k]));
       }
       for (auto& r : old.rows)
-        if (r.id < static_cast<std::int64_t>(have.size()) && !have[static_cast<std::size_t>(r.id)]) {
+        if (r.id < static_cast<std::int64_t>(have.size()) &&
+            !have[static_cast<std::size_t>(r.id)]) {
           have[static_cast<std::size_t>(r.id)] = true;
           kept.rows.push_back(std::move(r));
         }
-      if (old.dropped_partial_line) io.err << fmt::format("moesim sweep: {}: dropped a truncated last line\n", out);
+      if (old.dropped_partial_line)
+        io.err << fmt::format("moesim sweep: {}: dropped a truncated last line\n", out);
     }
     write_file(out, reports::sweep_csv_text(kept));
 
@@ -165,8 +195,9 @@ class Sweep final : public Command {
       const double s = std::chrono::duration<double>(now - t0).count();
       const double rate = s > 0 ? static_cast<double>(done) / s : 0;
       const double eta = rate > 0 ? static_cast<double>(todo.size() - done) / rate : 0;
-      io.err << fmt::format("\rmoesim sweep {}: {}/{} rows, {:.2f} rows/s, ETA {}m{:02}s   ", sweep.name, done,
-                            todo.size(), rate, static_cast<long>(eta) / 60, static_cast<long>(eta) % 60)
+      io.err << fmt::format("\rmoesim sweep {}: {}/{} rows, {:.2f} rows/s, ETA {}m{:02}s   ",
+                            sweep.name, done, todo.size(), rate, static_cast<long>(eta) / 60,
+                            static_cast<long>(eta) % 60)
              << (final ? "\n" : "") << std::flush;
     };
     const config::LoadOptions opts{!uncalibrated_, headroom_};
@@ -180,16 +211,21 @@ class Sweep final : public Command {
         terminate.token());
     if (progress) show(true);
     if (terminate.signal() != 0 && done < todo.size()) {
-      io.err << fmt::format("moesim sweep: stopped by {} after {} of {} rows; {} keeps them. Run the same command "
-                            "with --resume for the other {}.\n",
-                            terminate.signal() == SIGTERM ? "SIGTERM" : "SIGINT", done, todo.size(), out,
-                            todo.size() - done);
+      io.err << fmt::format(
+          "moesim sweep: stopped by {} after {} of {} rows; {} keeps them. Run the same command "
+          "with --resume for the other {}.\n",
+          terminate.signal() == SIGTERM ? "SIGTERM" : "SIGINT", done, todo.size(), out,
+          todo.size() - done);
       return 128 + terminate.signal();
     }
-    reports::SweepSummaryInfo info{sweep.name, file_, out, static_cast<std::int64_t>(plan.points.size()),
-                                   plan.combinations, plan.pruned, index, count, sweep.objective, budget, top_};
-    if (json_) io.out << reports::sweep_summary_json(all, info).dump(2) << "\n";
-    else io.out << reports::sweep_summary_text(all, info);
+    reports::SweepSummaryInfo info{
+        sweep.name,        file_,       out,   static_cast<std::int64_t>(plan.points.size()),
+        plan.combinations, plan.pruned, index, count,
+        sweep.objective,   budget,      top_};
+    if (json_)
+      io.out << reports::sweep_summary_json(all, info).dump(2) << "\n";
+    else
+      io.out << reports::sweep_summary_text(all, info);
     return 0;
   }
 
@@ -207,7 +243,8 @@ class Sweep final : public Command {
     std::int64_t i = 0, n = 1;
     if (!shard_.empty()) {
       const auto slash = shard_.find('/');
-      if (slash == std::string::npos) throw config::InputError("--shard", "", "expected I/N, e.g. 0/4");
+      if (slash == std::string::npos)
+        throw config::InputError("--shard", "", "expected I/N, e.g. 0/4");
       i = number(shard_.substr(0, slash), "--shard");
       n = number(shard_.substr(slash + 1), "--shard");
       if (n < 1 || i < 0 || i >= n)
@@ -217,39 +254,45 @@ class Sweep final : public Command {
         const char* v = std::getenv(name);
         return number(v ? v : def, name);
       };
-      const std::int64_t task = number(id, "SLURM_ARRAY_TASK_ID"), min = env("SLURM_ARRAY_TASK_MIN", "0"),
-                         step = env("SLURM_ARRAY_TASK_STEP", "1"), tasks = env("SLURM_ARRAY_TASK_COUNT", "1");
-      if (step < 1 || tasks < 1 || task < min || (task - min) % step != 0 || (task - min) / step >= tasks)
-        throw config::InputError("SLURM_ARRAY_TASK_ID", "",
-                                 fmt::format("task {} is not in the array (min {}, step {}, count {})", task, min,
-                                             step, tasks));
+      const std::int64_t task = number(id, "SLURM_ARRAY_TASK_ID"),
+                         min = env("SLURM_ARRAY_TASK_MIN", "0"),
+                         step = env("SLURM_ARRAY_TASK_STEP", "1"),
+                         tasks = env("SLURM_ARRAY_TASK_COUNT", "1");
+      if (step < 1 || tasks < 1 || task < min || (task - min) % step != 0 ||
+          (task - min) / step >= tasks)
+        throw config::InputError(
+            "SLURM_ARRAY_TASK_ID", "",
+            fmt::format("task {} is not in the array (min {}, step {}, count {})", task, min, step,
+                        tasks));
       i = (task - min) / step;
       n = tasks;
     }
     return {i, n};
   }
 
-
-
   int merge(Io& io) const {
     std::optional<std::int64_t> expected;
     if (!merge_sweep_.empty())
-      expected = static_cast<std::int64_t>(config::expand_sweep(config::read_sweep_file(merge_sweep_)).points.size());
+      expected = static_cast<std::int64_t>(
+          config::expand_sweep(config::read_sweep_file(merge_sweep_)).points.size());
     const reports::SweepMerge m = reports::merge_sweep_csvs(merge_files_, expected);
     write_file(merge_out_, reports::sweep_csv_text(m.csv));
     const auto ids = [](const std::vector<std::int64_t>& v) {
       std::string s;
-      for (std::size_t k = 0; k < v.size() && k < 20; ++k) s += (k ? " " : "") + std::to_string(v[k]);
+      for (std::size_t k = 0; k < v.size() && k < 20; ++k)
+        s += (k ? " " : "") + std::to_string(v[k]);
       return v.size() > 20 ? s + fmt::format(" ... ({} in all)", v.size()) : s;
     };
-    io.out << fmt::format("merged {} rows from {} file(s) into {}\n", m.csv.rows.size(), merge_files_.size(),
-                          merge_out_);
+    io.out << fmt::format("merged {} rows from {} file(s) into {}\n", m.csv.rows.size(),
+                          merge_files_.size(), merge_out_);
     if (m.dropped_partial_lines)
       io.out << fmt::format("dropped {} truncated last line(s)\n", m.dropped_partial_lines);
     if (!m.missing.empty()) io.out << fmt::format("missing rows: {}\n", ids(m.missing));
-    if (!m.duplicated.empty()) io.out << fmt::format("duplicated rows (kept once): {}\n", ids(m.duplicated));
+    if (!m.duplicated.empty())
+      io.out << fmt::format("duplicated rows (kept once): {}\n", ids(m.duplicated));
     if (!m.conflicting.empty())
-      io.out << fmt::format("duplicated rows whose copies differ (the first file's kept): {}\n", ids(m.conflicting));
+      io.out << fmt::format("duplicated rows whose copies differ (the first file's kept): {}\n",
+                            ids(m.conflicting));
     return m.missing.empty() && m.conflicting.empty() ? 0 : 1;
   }
 
@@ -265,6 +308,8 @@ class Sweep final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_sweep_command() { return std::make_unique<Sweep>(); }
+std::unique_ptr<Command> make_sweep_command() {
+  return std::make_unique<Sweep>();
+}
 
 }  // namespace moesim::cli

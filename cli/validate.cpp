@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
 #include "config/load.hpp"
@@ -24,23 +24,33 @@ class Validate final : public Command {
   void configure(CLI::App& app) override {
     app.add_option("paths", paths_, "scenario files or folders")->required();
     app.add_flag("--json", json_, "print the rows as one JSON object");
-    app.add_option("--jobs", jobs_, "scenarios simulated at once (default: all cores)")->check(CLI::Range(1, 1024));
-    app.add_option("--junit", junit_, "also write a JUnit XML report here (one test case per measured run)");
-    app.add_option("--markdown", markdown_, "also write a Markdown summary here (a CI job summary)");
+    app.add_option("--jobs", jobs_, "scenarios simulated at once (default: all cores)")
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--junit", junit_,
+                   "also write a JUnit XML report here (one test case per measured run)");
+    app.add_option("--markdown", markdown_,
+                   "also write a Markdown summary here (a CI job summary)");
     app.add_option("--baseline", baseline_,
-                   "an earlier `validate --json` output: flag predictions that moved more than --baseline-tolerance "
+                   "an earlier `validate --json` output: flag predictions that moved more than "
+                   "--baseline-tolerance "
                    "(exit 1)");
     app.add_flag("--unmeasured", unmeasured_,
-                 "also predict the scenarios without a measured block (planning and what-if scenarios): their step "
-                 "times enter --json, --junit, --markdown and the --baseline comparison (implied by --baseline)");
-    app.add_option("--baseline-tolerance", baseline_tol_, "percent a prediction may move against --baseline (default 1)")
+                 "also predict the scenarios without a measured block (planning and what-if "
+                 "scenarios): their step "
+                 "times enter --json, --junit, --markdown and the --baseline comparison (implied "
+                 "by --baseline)");
+    app.add_option("--baseline-tolerance", baseline_tol_,
+                   "percent a prediction may move against --baseline (default 1)")
         ->check(CLI::Range(0.0, 1000.0));
     app.add_option("--evidence", evidence_,
-                   "also write the pairs' record per decision here (calibration/evidence/decisions.json's format: "
+                   "also write the pairs' record per decision here "
+                   "(calibration/evidence/decisions.json's format: "
                    "what plan cites as evidence)");
-    app.add_flag("--deterministic", deterministic_,
-                 "leave out each row's simulation wall time (`wall_s` in --json, JUnit's `time`), the one figure "
-                 "that differs between runs: the outputs are then byte-identical for the same input");
+    app.add_flag(
+        "--deterministic", deterministic_,
+        "leave out each row's simulation wall time (`wall_s` in --json, JUnit's `time`), the one "
+        "figure "
+        "that differs between runs: the outputs are then byte-identical for the same input");
     add_uncalibrated(app, uncalibrated_);
   }
   int run(Io& io) override {
@@ -55,10 +65,15 @@ class Validate final : public Command {
     x.timings = !deterministic_;
     // The baseline is read before anything is simulated: a bad file fails fast.
     std::optional<std::vector<reports::BaselineRow>> baseline;
-    if (!baseline_.empty()) baseline = reports::read_baseline(nlohmann::json(config::read_json_file(baseline_)), baseline_);
-    const std::vector<predict::ValidateRow> rows = predict::validate_files(sets.measured, {!uncalibrated_}, jobs_);
-    if (unmeasured) x.predictions = predict::predict_files(sets.unmeasured, {!uncalibrated_}, jobs_);
-    if (baseline) x.moved = reports::compare_baseline(rows, x.predictions, *baseline, baseline_tol_);
+    if (!baseline_.empty())
+      baseline =
+          reports::read_baseline(nlohmann::json(config::read_json_file(baseline_)), baseline_);
+    const std::vector<predict::ValidateRow> rows =
+        predict::validate_files(sets.measured, {!uncalibrated_}, jobs_);
+    if (unmeasured)
+      x.predictions = predict::predict_files(sets.unmeasured, {!uncalibrated_}, jobs_);
+    if (baseline)
+      x.moved = reports::compare_baseline(rows, x.predictions, *baseline, baseline_tol_);
     const predict::ValidateSummary sum = predict::summarize(rows);
     if (!junit_.empty()) write_file(junit_, reports::validate_junit(rows, sum, x));
     if (!markdown_.empty()) write_file(markdown_, reports::validate_markdown(rows, sum, x));
@@ -68,8 +83,9 @@ class Validate final : public Command {
     else
       io.out << reports::validate_text(rows, sum, x);
     if (rows.empty() && x.predictions.empty()) {
-      io.err << fmt::format("moesim validate: no scenario with a measured block under the given paths{}\n",
-                            sets.unmeasured.empty() ? "" : " (--unmeasured predicts those without one)");
+      io.err << fmt::format(
+          "moesim validate: no scenario with a measured block under the given paths{}\n",
+          sets.unmeasured.empty() ? "" : " (--unmeasured predicts those without one)");
       return 2;
     }
     return sum.failed() || (x.moved && x.moved->flagged > 0) ? 1 : 0;
@@ -85,6 +101,8 @@ class Validate final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_validate_command() { return std::make_unique<Validate>(); }
+std::unique_ptr<Command> make_validate_command() {
+  return std::make_unique<Validate>();
+}
 
 }  // namespace moesim::cli

@@ -25,7 +25,8 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
     const auto cpus = corpus_fit_cpus("host.numa_unbound_factor");
     if (!cpus.empty() && std::find(cpus.begin(), cpus.end(), sc.system.node.cpu) == cpus.end())
       out.push_back(fmt::format(
-          "stack.cpu_numa_binding off: host costs x {:.2f} (host.numa_unbound_factor), fitted on unbound runs on {} "
+          "stack.cpu_numa_binding off: host costs x {:.2f} (host.numa_unbound_factor), fitted on "
+          "unbound runs on {} "
           "only; unmeasured on this host ({}): bound, every host cost is that much lower",
           numa->value, fmt::join(cpus, ", "), sc.system.node.cpu));
   }

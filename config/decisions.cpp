@@ -49,10 +49,11 @@ const std::vector<DecisionSetting>& decision_settings() {
 
 std::optional<Decision> decision_of_setting(std::string_view path) {
   for (const auto& s : decision_settings()) {
-    const bool match = s.path.ends_with('.') ? path.starts_with(s.path)
-                                             : path.starts_with(s.path) && (path.size() == s.path.size() ||
-                                                                            path[s.path.size()] == '_' ||
-                                                                            path[s.path.size()] == '.');
+    const bool match = s.path.ends_with('.')
+                           ? path.starts_with(s.path)
+                           : path.starts_with(s.path) &&
+                                 (path.size() == s.path.size() || path[s.path.size()] == '_' ||
+                                  path[s.path.size()] == '.');
     if (match) return s.decision;
   }
   return std::nullopt;
@@ -69,7 +70,8 @@ const std::vector<DecisionEvidence>& decision_evidence() {
       DecisionEvidence d;
       d.decision = e.value;
       if (j.contains("decisions") && j["decisions"].contains(std::string(e.name))) {
-        const Node n = root.child_at(j["decisions"][std::string(e.name)], "decisions." + std::string(e.name));
+        const Node n =
+            root.child_at(j["decisions"][std::string(e.name)], "decisions." + std::string(e.name));
         read_object(n, [&](Object& o) {
           d.pairs = static_cast<int>(o.req("pairs").as_int(0, 1 << 20));
           d.significant = static_cast<int>(o.req("significant").as_int(0, 1 << 20));
@@ -88,7 +90,8 @@ const std::vector<DecisionEvidence>& decision_evidence() {
 
 const DecisionEvidence& evidence_for(Decision d, const std::vector<DecisionEvidence>& table) {
   static const DecisionEvidence kNone;
-  const auto it = std::find_if(table.begin(), table.end(), [&](const DecisionEvidence& e) { return e.decision == d; });
+  const auto it = std::find_if(table.begin(), table.end(),
+                               [&](const DecisionEvidence& e) { return e.decision == d; });
   return it == table.end() ? kNone : *it;
 }
 
@@ -96,7 +99,8 @@ ClaimAssessment assess_claim(double gain_pct, const std::vector<Decision>& decis
                              const std::vector<DecisionEvidence>& table) {
   ClaimAssessment a;
   for (const auto& e : decision_names().entries())
-    if (std::find(decisions.begin(), decisions.end(), e.value) != decisions.end()) a.decisions.push_back(e.value);
+    if (std::find(decisions.begin(), decisions.end(), e.value) != decisions.end())
+      a.decisions.push_back(e.value);
   double worst = 0, seen = 0;
   bool all_have_pairs = true;
   for (Decision d : a.decisions) {
@@ -120,14 +124,19 @@ ClaimAssessment assess_claim(double gain_pct, const std::vector<Decision>& decis
 
 const sim_core::NameTable<ClaimSupport>& claim_support_names() {
   static constexpr std::array<sim_core::NameEntry<ClaimSupport>, 5> kEntries{{
-      {ClaimSupport::within_error, "within_error", "the gain is within the model's demonstrated error for these decisions"},
+      {ClaimSupport::within_error, "within_error",
+       "the gain is within the model's demonstrated error for these decisions"},
       {ClaimSupport::backed, "backed",
-       "every decision has measured pairs, none the wrong way, and a pair measured an effect this large"},
+       "every decision has measured pairs, none the wrong way, and a pair measured an effect this "
+       "large"},
       {ClaimSupport::uncertain, "uncertain",
-       "every decision has measured pairs, none the wrong way, but the model's worst error on them would take most of the gain"},
+       "every decision has measured pairs, none the wrong way, but the model's worst error on them "
+       "would take most of the gain"},
       {ClaimSupport::extrapolated, "extrapolated",
-       "every decision has measured pairs, none the wrong way, but none measured an effect this large"},
-      {ClaimSupport::unvalidated, "unvalidated", "a decision has no measured pair, or one the model got the wrong way"},
+       "every decision has measured pairs, none the wrong way, but none measured an effect this "
+       "large"},
+      {ClaimSupport::unvalidated, "unvalidated",
+       "a decision has no measured pair, or one the model got the wrong way"},
   }};
   static constexpr sim_core::NameTable<ClaimSupport> kTable{kEntries};
   return kTable;

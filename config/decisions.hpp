@@ -36,7 +36,8 @@ namespace moesim::config {
 // prefixes, most specific first.
 std::optional<Decision> decision_of_setting(std::string_view dotted_path);
 struct DecisionSetting {
-  std::string_view path;  // a dotted path (also matching path.* and path_*) or a prefix ending in '.'
+  std::string_view
+      path;  // a dotted path (also matching path.* and path_*) or a prefix ending in '.'
   std::optional<Decision> decision;  // none: derived from other settings (dp, microbatches)
 };
 const std::vector<DecisionSetting>& decision_settings();
@@ -47,20 +48,22 @@ struct DecisionEvidence {
   int pairs = 0, significant = 0, wrong_direction = 0;
   double mean_abs_ratio_error_pct = 0, max_abs_ratio_error_pct = 0;
   double max_measured_effect_pct = 0;  // the largest 100 |measured ratio - 1| among its pairs
-  std::string worst;  // the pair with the largest error
+  std::string worst;                   // the pair with the largest error
 };
 // The compiled-in table (calibration/evidence/decisions.json), one entry per decision
 // (pairs 0 where the corpus has none).
 const std::vector<DecisionEvidence>& decision_evidence();
 // One decision's entry in `table` (no pairs where the table has none).
-const DecisionEvidence& evidence_for(Decision d, const std::vector<DecisionEvidence>& table = decision_evidence());
+const DecisionEvidence& evidence_for(
+    Decision d, const std::vector<DecisionEvidence>& table = decision_evidence());
 
 enum class ClaimSupport { within_error, backed, uncertain, extrapolated, unvalidated };
 struct ClaimAssessment {
-  std::vector<Decision> decisions;          // that differ, in the table's order, once each
+  std::vector<Decision> decisions;           // that differ, in the table's order, once each
   std::optional<double> demonstrated_error;  // e above; none when a decision has no pair
   ClaimSupport support = ClaimSupport::within_error;
-  std::vector<Decision> weak;  // unvalidated: the decisions without a pair or with a wrong direction
+  std::vector<Decision>
+      weak;  // unvalidated: the decisions without a pair or with a wrong direction
 };
 // `table`: the evidence to judge by (default: the compiled-in one).
 ClaimAssessment assess_claim(double gain_pct, const std::vector<Decision>& decisions,

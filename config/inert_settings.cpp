@@ -36,7 +36,8 @@ Why no_experts(const Scenario& sc) {
 }
 // Routing shapes only the hottest EP rank's load: with one EP rank none is hotter.
 Why single_ep(const Scenario& sc) {
-  if (sc.parallelism.ep == 1) return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
+  if (sc.parallelism.ep == 1)
+    return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
   return std::nullopt;
 }
 bool nccl_dispatcher(const Scenario& sc) {
@@ -47,23 +48,32 @@ std::string dispatcher_name(const Scenario& sc) {
   return std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher));
 }
 // Some DP group of more than one rank (dense DP x CP, or expert-DP): the step simulation's
-// condition for any gradient reduction or parameter gather (schedules/kernel_pricing.hpp, dp_traffic).
+// condition for any gradient reduction or parameter gather (schedules/kernel_pricing.hpp,
+// dp_traffic).
 Why no_dp(const Scenario& sc) {
   const auto& p = sc.parallelism;
   if (p.dp * p.cp > 1 || p.expert_dp > 1) return std::nullopt;
-  return std::string("no data parallelism here (dp x cp = 1 and expert-DP = 1): no gradient reduction or "
-                     "parameter gather");
+  return std::string(
+      "no data parallelism here (dp x cp = 1 and expert-DP = 1): no gradient reduction or "
+      "parameter gather");
 }
 Why under_fsdp(const Scenario& sc, const char* what) {
   if (!sc.parallelism.fsdp) return std::nullopt;
   return fmt::format("Megatron-FSDP (parallelism.fsdp) {}", what);
 }
-bool full_recompute(const Scenario& sc) { return has(sc.framework.recompute_modules, RecomputeModule::full); }
-bool moe_recompute(const Scenario& sc) { return has(sc.framework.recompute_modules, RecomputeModule::moe); }
-bool full_graph(const Scenario& sc) { return has(sc.framework.cuda_graph_scope, CudaGraphScope::full_iteration); }
+bool full_recompute(const Scenario& sc) {
+  return has(sc.framework.recompute_modules, RecomputeModule::full);
+}
+bool moe_recompute(const Scenario& sc) {
+  return has(sc.framework.recompute_modules, RecomputeModule::moe);
+}
+bool full_graph(const Scenario& sc) {
+  return has(sc.framework.cuda_graph_scope, CudaGraphScope::full_iteration);
+}
 Why no_dense_layers(const Scenario& sc) {
   if (sc.model.num_dense_layers() > 0) return std::nullopt;
-  return fmt::format("model '{}' has no dense MLP layers (its MoE layers are the 'moe' module's)", sc.model.name);
+  return fmt::format("model '{}' has no dense MLP layers (its MoE layers are the 'moe' module's)",
+                     sc.model.name);
 }
 Why not_mxfp8(const Scenario& sc) {
   if (sc.training.precision == workload::Precision::mxfp8) return std::nullopt;
@@ -72,8 +82,9 @@ Why not_mxfp8(const Scenario& sc) {
 }
 Why not_fp8(const Scenario& sc) {
   if (workload::quantized(sc.training.precision)) return std::nullopt;
-  return fmt::format("changes FP8 quantize kernels; training.precision is {} (nothing is quantized)",
-                     workload::precision_names().name(sc.training.precision));
+  return fmt::format(
+      "changes FP8 quantize kernels; training.precision is {} (nothing is quantized)",
+      workload::precision_names().name(sc.training.precision));
 }
 // Megatron's --overlap-moe-expert-parallel-comm pairs 1F1B's and interleaved 1F1B's
 // steady-state items (schedules/pipeline_order.cpp); ZB-H1 does not, DualPipe pairs its own.
@@ -82,12 +93,16 @@ Why no_a2a_overlap_pairs(const Scenario& sc) {
   const auto s = sc.pipeline_schedule;
   if (s == schedules::ScheduleKind::zb_h1 || s == schedules::ScheduleKind::dualpipe ||
       s == schedules::ScheduleKind::dualpipev)
-    return fmt::format("the 1F1B all-to-all overlap pairs 1F1B's and interleaved 1F1B's items; {} schedules its own",
-                       schedules::schedule_names().name(s));
+    return fmt::format(
+        "the 1F1B all-to-all overlap pairs 1F1B's and interleaved 1F1B's items; {} schedules its "
+        "own",
+        schedules::schedule_names().name(s));
   return std::nullopt;
 }
 
-Why never(const Scenario&) { return std::nullopt; }
+Why never(const Scenario&) {
+  return std::nullopt;
+}
 
 // ---- list elements ----
 
@@ -95,22 +110,27 @@ Why graph_scope_inert(CudaGraphScope s, const Scenario& sc) {
   const auto& scopes = sc.framework.cuda_graph_scope;
   switch (s) {
     case CudaGraphScope::attn:
-    case CudaGraphScope::full_iteration: return std::nullopt;
-    case CudaGraphScope::mlp: return no_dense_layers(sc);
-    case CudaGraphScope::moe: return no_experts(sc);
+    case CudaGraphScope::full_iteration:
+      return std::nullopt;
+    case CudaGraphScope::mlp:
+      return no_dense_layers(sc);
+    case CudaGraphScope::moe:
+      return no_experts(sc);
     case CudaGraphScope::moe_router:
       if (auto w = no_experts(sc)) return w;
       if (has(scopes, CudaGraphScope::moe)) return std::string("'moe' captures the router already");
       return std::nullopt;
     case CudaGraphScope::moe_preprocess:
       if (auto w = no_experts(sc)) return w;
-      if (has(scopes, CudaGraphScope::moe)) return std::string("'moe' captures the preprocess already");
+      if (has(scopes, CudaGraphScope::moe))
+        return std::string("'moe' captures the preprocess already");
       // HybridEP's preprocessing (routing-map all-gather, metadata kernels, the blocking
       // count copies) runs inside its dispatch_with_permute (docs/research/
       // moe-dispatch-experts-host-inventory.md 4.3): nothing is left in this scope.
       if (sc.framework.dispatcher == hw_models::Dispatcher::hybridep)
-        return std::string("HybridEP's preprocessing runs inside its dispatch (dispatch_with_permute), outside "
-                           "the moe_preprocess scope");
+        return std::string(
+            "HybridEP's preprocessing runs inside its dispatch (dispatch_with_permute), outside "
+            "the moe_preprocess scope");
       return std::nullopt;
   }
   return std::nullopt;
@@ -122,23 +142,29 @@ Why recompute_inert(RecomputeModule m, const Scenario& sc) {
     case RecomputeModule::core_attn:
     case RecomputeModule::mla_up_proj:
     case RecomputeModule::layernorm:
-    case RecomputeModule::full: return std::nullopt;
+    case RecomputeModule::full:
+      return std::nullopt;
     case RecomputeModule::up_proj:
-      if (has(rc, RecomputeModule::mla_up_proj)) return std::string("the same checkpoint as 'mla_up_proj', listed too");
+      if (has(rc, RecomputeModule::mla_up_proj))
+        return std::string("the same checkpoint as 'mla_up_proj', listed too");
       return std::nullopt;
     // Megatron-Core TransformerLayer: 'mlp' checkpoints a dense MLP only; an MoE layer's
     // MLP is the 'moe' module's.
-    case RecomputeModule::mlp: return no_dense_layers(sc);
-    case RecomputeModule::moe: return no_experts(sc);
+    case RecomputeModule::mlp:
+      return no_dense_layers(sc);
+    case RecomputeModule::moe:
+      return no_experts(sc);
     case RecomputeModule::moe_act:
       if (auto w = no_experts(sc)) return w;
-      if (has(rc, RecomputeModule::moe)) return std::string("inside the 'moe' checkpoint, listed too");
+      if (has(rc, RecomputeModule::moe))
+        return std::string("inside the 'moe' checkpoint, listed too");
       return std::nullopt;
     case RecomputeModule::shared_experts:
       if (auto w = no_experts(sc)) return w;
       if (sc.model.shared_expert_ffn_hidden_size <= 0)
         return fmt::format("model '{}' has no shared expert", sc.model.name);
-      if (has(rc, RecomputeModule::moe)) return std::string("inside the 'moe' checkpoint, listed too");
+      if (has(rc, RecomputeModule::moe))
+        return std::string("inside the 'moe' checkpoint, listed too");
       return std::nullopt;
   }
   return std::nullopt;
@@ -147,25 +173,31 @@ Why recompute_inert(RecomputeModule m, const Scenario& sc) {
 Why offload_inert(OffloadTarget t, const Scenario& sc) {
   if (t == OffloadTarget::optimizer) return std::nullopt;
   if (full_recompute(sc))
-    return std::string("full recompute keeps only each layer's input; the module's activations are not kept");
+    return std::string(
+        "full recompute keeps only each layer's input; the module's activations are not kept");
   const auto& off = sc.framework.offload;
   const auto& rc = sc.framework.recompute_modules;
   switch (t) {
-    case OffloadTarget::optimizer: return std::nullopt;
+    case OffloadTarget::optimizer:
+      return std::nullopt;
     case OffloadTarget::attn_norm:
     case OffloadTarget::mlp_norm:
-      if (has(rc, RecomputeModule::layernorm)) return std::string("the norms are recomputed ('layernorm'): not kept");
+      if (has(rc, RecomputeModule::layernorm))
+        return std::string("the norms are recomputed ('layernorm'): not kept");
       return std::nullopt;
     case OffloadTarget::qkv_linear:
-    case OffloadTarget::attn_proj: return std::nullopt;
+    case OffloadTarget::attn_proj:
+      return std::nullopt;
     case OffloadTarget::core_attn:
-      if (has(rc, RecomputeModule::core_attn)) return std::string("core attention is recomputed ('core_attn'): not kept");
+      if (has(rc, RecomputeModule::core_attn))
+        return std::string("core attention is recomputed ('core_attn'): not kept");
       return std::nullopt;
     case OffloadTarget::expert_fc1:
     case OffloadTarget::moe_act:
     case OffloadTarget::expert_fc1_act:
       if (auto w = no_experts(sc)) return w;
-      if (moe_recompute(sc)) return std::string("the MoE block is recomputed ('moe'): its activations are not kept");
+      if (moe_recompute(sc))
+        return std::string("the MoE block is recomputed ('moe'): its activations are not kept");
       if (t == OffloadTarget::expert_fc1_act && has(off, OffloadTarget::moe_act))
         return std::string("the same tensor (the SwiGLU input) as 'moe_act', listed too");
       return std::nullopt;
@@ -178,13 +210,16 @@ Why low_precision_inert(LowPrecisionActivation a, const Scenario& sc) {
   switch (a) {
     case LowPrecisionActivation::swiglu_input:
       if (auto w = no_experts(sc)) return w;
-      if (moe_recompute(sc)) return std::string("the MoE block is recomputed ('moe'): its SwiGLU inputs are not kept");
+      if (moe_recompute(sc))
+        return std::string("the MoE block is recomputed ('moe'): its SwiGLU inputs are not kept");
       return std::nullopt;
     case LowPrecisionActivation::attn_output:
       // DeepSeek-V3 report 3.3.3: the E5M6 cache of the attention output is its MLA's.
       if (sc.model.attention != workload::AttentionKind::mla)
-        return fmt::format("models DeepSeek-V3's E5M6 cache of MLA's attention output; model '{}' has {} attention",
-                           sc.model.name, workload::attention_kind_names().name(sc.model.attention));
+        return fmt::format(
+            "models DeepSeek-V3's E5M6 cache of MLA's attention output; model '{}' has {} "
+            "attention",
+            sc.model.name, workload::attention_kind_names().name(sc.model.attention));
       if (has(sc.framework.recompute_modules, RecomputeModule::core_attn))
         return std::string("core attention is recomputed ('core_attn'): its output is not kept");
       return std::nullopt;
@@ -196,40 +231,47 @@ Why stack_inert(std::string_view name, const Scenario& sc) {
   const auto& fw = sc.framework;
   if (name == "mxfp8_alloc_fusion") return not_mxfp8(sc);
   if (name == "swizzle_fusion") {
-    if (sc.training.precision == workload::Precision::nvfp4) return std::nullopt;  // NVFP4's E4M3 scales swizzle too
+    if (sc.training.precision == workload::Precision::nvfp4)
+      return std::nullopt;  // NVFP4's E4M3 scales swizzle too
     return not_mxfp8(sc);
   }
   if (name == "pdl_quant") return not_fp8(sc);
   if (name == "norm_quant_fusion") {
     if (sc.training.precision == workload::Precision::nvfp4)
-      return std::string("the cuDNN norm fusion writes MXFP8 or FP8; NVFP4's quantize runs after the norm");
+      return std::string(
+          "the cuDNN norm fusion writes MXFP8 or FP8; NVFP4's quantize runs after the norm");
     return not_fp8(sc);
   }
   if (name == "nvfp4_rht_fusion") {
     if (sc.training.precision != workload::Precision::nvfp4)
       return fmt::format("an NVFP4 kernel change; training.precision is {}",
                          workload::precision_names().name(sc.training.precision));
-    if (!sc.training.nvfp4.rht) return std::string("training.nvfp4.rht is off: no Hadamard transform to fuse");
+    if (!sc.training.nvfp4.rht)
+      return std::string("training.nvfp4.rht is off: no Hadamard transform to fuse");
     return std::nullopt;
   }
   if (name == "permute_fusion_v2") {
     if (auto w = no_experts(sc)) return w;
     if (sc.model.topk * 4 > sc.model.num_experts)
-      return fmt::format("the old permute is slow only where top-k x 4 <= experts (journey step 2); here {} of {}",
-                         sc.model.topk, sc.model.num_experts);
+      return fmt::format(
+          "the old permute is slow only where top-k x 4 <= experts (journey step 2); here {} of {}",
+          sc.model.topk, sc.model.num_experts);
     return std::nullopt;
   }
   if (name == "router_fusion") return no_experts(sc);
   if (name == "cpu_numa_binding" &&
       (!sc.system.host.numa_unbound_factor || sc.system.host.numa_unbound_factor->value == 1.0))
-    return fmt::format("system '{}' prices unbound host processes as bound (host.numa_unbound_factor {})",
-                       sc.system.name, sc.system.host.numa_unbound_factor ? "1" : "absent");
+    return fmt::format(
+        "system '{}' prices unbound host processes as bound (host.numa_unbound_factor {})",
+        sc.system.name, sc.system.host.numa_unbound_factor ? "1" : "absent");
   if (name == "te_host_slim" && !sc.system.host.te_slim_factor)
     return fmt::format("system '{}' has no host.te_slim_factor", sc.system.name);
   if (name == "cuda_graph_shared_expert") {
     if (auto w = no_experts(sc)) return w;
-    if (sc.model.shared_expert_ffn_hidden_size <= 0) return fmt::format("model '{}' has no shared expert", sc.model.name);
-    if (fw.cuda_graph_scope.empty()) return std::string("no CUDA graphs (cuda_graph_scope is empty)");
+    if (sc.model.shared_expert_ffn_hidden_size <= 0)
+      return fmt::format("model '{}' has no shared expert", sc.model.name);
+    if (fw.cuda_graph_scope.empty())
+      return std::string("no CUDA graphs (cuda_graph_scope is empty)");
     if (full_graph(sc) || has(fw.cuda_graph_scope, CudaGraphScope::moe))
       return std::string("the graph scope captures the shared expert anyway");
     return std::nullopt;
@@ -239,9 +281,10 @@ Why stack_inert(std::string_view name, const Scenario& sc) {
       return fmt::format("tunes DeepEP; the dispatcher is {}", dispatcher_name(sc));
     if (hw_models::ep_bandwidth_factor(sc.system, fw.dispatcher, true) == 1.0) {
       const auto& f = sc.system.ep_dispatch.deepep_tuned_factor;
-      return fmt::format("system '{}' has no tuned DeepEP kernels (ep_dispatch.deepep_tuned_factor {}): NVIDIA's "
-                         "tuning was of the NVL72 kernels",
-                         sc.system.name, f ? "1" : "absent");
+      return fmt::format(
+          "system '{}' has no tuned DeepEP kernels (ep_dispatch.deepep_tuned_factor {}): NVIDIA's "
+          "tuning was of the NVL72 kernels",
+          sc.system.name, f ? "1" : "absent");
     }
     return std::nullopt;
   }
@@ -254,32 +297,37 @@ std::vector<PerformanceSetting> build() {
   std::vector<PerformanceSetting> out;
   const auto key = [&](std::string name, Rule inert) {
     const std::string k = name;
-    out.push_back({std::move(name), [k](const Scenario& sc) { return given_key(sc, k); }, std::move(inert)});
+    out.push_back(
+        {std::move(name), [k](const Scenario& sc) { return given_key(sc, k); }, std::move(inert)});
   };
   // A list's element: given when the file wrote the list and the element is in it.
-  const auto element = [&](const std::string& list, std::string_view elem, auto in_list, Rule inert) {
-    out.push_back({fmt::format("{}[{}]", list, elem),
-                   [list, in_list](const Scenario& sc) { return given_key(sc, list) && in_list(sc); },
-                   std::move(inert)});
+  const auto element = [&](const std::string& list, std::string_view elem, auto in_list,
+                           Rule inert) {
+    out.push_back(
+        {fmt::format("{}[{}]", list, elem),
+         [list, in_list](const Scenario& sc) { return given_key(sc, list) && in_list(sc); },
+         std::move(inert)});
   };
 
   // training
-  for (const char* k : {"seq_length", "micro_batch_size", "global_batch_size", "precision", "mtp_layers", "hidden_dropout"})
+  for (const char* k : {"seq_length", "micro_batch_size", "global_batch_size", "precision",
+                        "mtp_layers", "hidden_dropout"})
     key(std::string("training.") + k, never);
   // The loader refuses training.nvfp4 unless the precision is nvfp4; every linear layer
   // quantizes its inputs (the Hadamard transform) and its output gradients (both).
   key("training.nvfp4.rht", [](const Scenario& sc) -> Why {
     // With experts the grouped splits share one cast with the transform, one each without.
     if (sc.stack.nvfp4_rht_fusion && !sc.model.is_moe())
-      return std::string("with stack.nvfp4_rht_fusion the transform rides in the amax pass and the cast: the "
-                         "kernels and bytes of the cast without it (and the model has no grouped expert GEMMs)");
+      return std::string(
+          "with stack.nvfp4_rht_fusion the transform rides in the amax pass and the cast: the "
+          "kernels and bytes of the cast without it (and the model has no grouped expert GEMMs)");
     return std::nullopt;
   });
   key("training.nvfp4.stochastic_rounding", never);
   key("training.make_vocab_size_divisible_by", [](const Scenario& sc) -> Why {
     if (sc.padded_vocab() == workload::padded_vocab_size(sc.model.vocab_size, sc.parallelism.tp))
-      return fmt::format("pads the vocabulary of {} to {}, as Megatron's default 128 does", sc.model.vocab_size,
-                         sc.padded_vocab());
+      return fmt::format("pads the vocabulary of {} to {}, as Megatron's default 128 does",
+                         sc.model.vocab_size, sc.padded_vocab());
     return std::nullopt;
   });
   key("training.token_drop", [](const Scenario& sc) -> Why {
@@ -297,7 +345,8 @@ std::vector<PerformanceSetting> build() {
     return std::nullopt;
   });
   key("parallelism.sequence_parallel", [](const Scenario& sc) -> Why {
-    if (sc.parallelism.tp == 1) return std::string("sequence parallelism splits over TP, and tp is 1");
+    if (sc.parallelism.tp == 1)
+      return std::string("sequence parallelism splits over TP, and tp is 1");
     return std::nullopt;
   });
   key("parallelism.pp_layout", [](const Scenario& sc) -> Why {
@@ -307,8 +356,9 @@ std::vector<PerformanceSetting> build() {
   key("parallelism.eplb", [](const Scenario& sc) -> Why {
     if (sc.parallelism.eplb && sc.parallelism.eplb->redundant_experts == 0 &&
         sc.routing.balance == workload::RoutingBalance::forced)
-      return std::string("forced routing gives every expert the same tokens: without redundant experts the "
-                         "balancer's placement changes no rank's load");
+      return std::string(
+          "forced routing gives every expert the same tokens: without redundant experts the "
+          "balancer's placement changes no rank's load");
     return std::nullopt;
   });
 
@@ -317,13 +367,15 @@ std::vector<PerformanceSetting> build() {
   key("framework.dispatcher_sms", [](const Scenario& sc) -> Why {
     if (auto w = no_experts(sc)) return w;
     if (nccl_dispatcher(sc))
-      return fmt::format("SMs given to DeepEP's and HybridEP's kernels; the {} dispatcher runs on NCCL's channels",
-                         dispatcher_name(sc));
+      return fmt::format(
+          "SMs given to DeepEP's and HybridEP's kernels; the {} dispatcher runs on NCCL's channels",
+          dispatcher_name(sc));
     return std::nullopt;
   });
   key("framework.moe_a2a_overlap", no_a2a_overlap_pairs);
   key("framework.tp_comm_overlap", [](const Scenario& sc) -> Why {
-    if (sc.parallelism.tp == 1) return std::string("TP is 1: no tensor-parallel collectives to overlap");
+    if (sc.parallelism.tp == 1)
+      return std::string("TP is 1: no tensor-parallel collectives to overlap");
     return std::nullopt;
   });
   key("framework.delay_wgrad_compute", no_a2a_overlap_pairs);
@@ -332,41 +384,49 @@ std::vector<PerformanceSetting> build() {
     if (auto w = no_experts(sc)) return w;
     if (sc.training.capacity_factor && !(full_graph(sc) && !sc.framework.moe_paged_stash) &&
         !(sc.ep_load_unbudgeted() > sc.ep_load()))
-      return std::string("removes the dropless device-host sync, which training.token_drop removes already, "
-                         "sizes static expert buffers only under full_iteration graphs without paged stash, and "
-                         "no rank receives more than its budget after the experts' own capacity");
+      return std::string(
+          "removes the dropless device-host sync, which training.token_drop removes already, "
+          "sizes static expert buffers only under full_iteration graphs without paged stash, and "
+          "no rank receives more than its budget after the experts' own capacity");
     return std::nullopt;
   });
   key("framework.moe_paged_stash", [](const Scenario& sc) -> Why {
     const auto cf = sc.framework.moe_expert_rank_capacity_factor;
     if (cf && *cf <= sc.ep_load())
-      return fmt::format("the hottest rank receives {:.3g} x the balanced tokens, at least the capacity factor {:g}: "
-                         "the static buffers hold no more than arrives",
-                         sc.ep_load(), *cf);
+      return fmt::format(
+          "the hottest rank receives {:.3g} x the balanced tokens, at least the capacity factor "
+          "{:g}: "
+          "the static buffers hold no more than arrives",
+          sc.ep_load(), *cf);
     return std::nullopt;
   });
   for (const auto& e : workload::cuda_graph_scope_names().entries()) {
     const auto v = e.value;
-    element("framework.cuda_graph_scope", e.name,
-            [v](const Scenario& sc) { return has(sc.framework.cuda_graph_scope, v); },
-            [v](const Scenario& sc) { return graph_scope_inert(v, sc); });
+    element(
+        "framework.cuda_graph_scope", e.name,
+        [v](const Scenario& sc) { return has(sc.framework.cuda_graph_scope, v); },
+        [v](const Scenario& sc) { return graph_scope_inert(v, sc); });
   }
   for (const auto& e : workload::recompute_module_names().entries()) {
     const auto v = e.value;
-    element("framework.recompute_modules", e.name,
-            [v](const Scenario& sc) { return has(sc.framework.recompute_modules, v); },
-            [v](const Scenario& sc) { return recompute_inert(v, sc); });
+    element(
+        "framework.recompute_modules", e.name,
+        [v](const Scenario& sc) { return has(sc.framework.recompute_modules, v); },
+        [v](const Scenario& sc) { return recompute_inert(v, sc); });
   }
   for (const auto& e : workload::offload_target_names().entries()) {
     const auto v = e.value;
-    element("framework.offload", e.name, [v](const Scenario& sc) { return has(sc.framework.offload, v); },
-            [v](const Scenario& sc) { return offload_inert(v, sc); });
+    element(
+        "framework.offload", e.name,
+        [v](const Scenario& sc) { return has(sc.framework.offload, v); },
+        [v](const Scenario& sc) { return offload_inert(v, sc); });
   }
   for (const auto& e : workload::low_precision_activation_names().entries()) {
     const auto v = e.value;
-    element("framework.low_precision_activations", e.name,
-            [v](const Scenario& sc) { return has(sc.framework.low_precision_activations, v); },
-            [v](const Scenario& sc) { return low_precision_inert(v, sc); });
+    element(
+        "framework.low_precision_activations", e.name,
+        [v](const Scenario& sc) { return has(sc.framework.low_precision_activations, v); },
+        [v](const Scenario& sc) { return low_precision_inert(v, sc); });
   }
   key("framework.distributed_optimizer", [](const Scenario& sc) -> Why {
     // One data-parallel rank: nothing to shard, but overlap_param_gather's forward pre-hooks
@@ -386,18 +446,25 @@ std::vector<PerformanceSetting> build() {
   key("framework.fp8_param_gather", [](const Scenario& sc) -> Why {
     if (auto w = no_dp(sc)) return w;
     const auto& fw = sc.framework;
-    if (!fw.distributed_optimizer && !sc.parallelism.fsdp && fw.optimizer != workload::OptimizerKind::muon)
-      return std::string("without the distributed optimizer (or FSDP) gradients are all-reduced and no parameter is "
-                         "gathered");
-    if (sc.training.precision == workload::Precision::mxfp8 && fw.distributed_optimizer && !sc.parallelism.fsdp)
-      return std::string("MXFP8 parameters under the distributed optimizer are gathered in BF16 either way (Megatron-"
-                         "Core's shared parameter and gradient buffer; schedules/kernel_pricing.cpp)");
+    if (!fw.distributed_optimizer && !sc.parallelism.fsdp &&
+        fw.optimizer != workload::OptimizerKind::muon)
+      return std::string(
+          "without the distributed optimizer (or FSDP) gradients are all-reduced and no parameter "
+          "is "
+          "gathered");
+    if (sc.training.precision == workload::Precision::mxfp8 && fw.distributed_optimizer &&
+        !sc.parallelism.fsdp)
+      return std::string(
+          "MXFP8 parameters under the distributed optimizer are gathered in BF16 either way "
+          "(Megatron-"
+          "Core's shared parameter and gradient buffer; schedules/kernel_pricing.cpp)");
     return std::nullopt;
   });
   key("framework.overlap_param_gather_with_optimizer_step", no_dp);
   key("framework.align_param_gather", [](const Scenario& sc) -> Why {
     if (auto w = no_dp(sc)) return w;
-    if (sc.parallelism.fsdp) return std::string("parallelism.fsdp gathers each layer before its forward and backward");
+    if (sc.parallelism.fsdp)
+      return std::string("parallelism.fsdp gathers each layer before its forward and backward");
     if (!sc.framework.overlap_param_gather)
       return std::string("overlap_param_gather is off: every gather runs before the first forward");
     return std::nullopt;
@@ -405,19 +472,22 @@ std::vector<PerformanceSetting> build() {
   key("framework.ddp_bucket_size", [](const Scenario& sc) -> Why {
     if (auto w = no_dp(sc)) return w;
     if (sc.framework.overlap_param_gather_with_optimizer_step)
-      return std::string("overlap_param_gather_with_optimizer_step leaves every chunk one bucket (Megatron's "
-                         "disable_bucketing)");
+      return std::string(
+          "overlap_param_gather_with_optimizer_step leaves every chunk one bucket (Megatron's "
+          "disable_bucketing)");
     return under_fsdp(sc, "reduces and gathers per layer, not per bucket");
   });
   key("framework.grad_reduce_dtype", no_dp);
   key("framework.optimizer_state_dtype", [](const Scenario& sc) -> Why {
     if (sc.framework.optimizer == workload::OptimizerKind::muon)
-      return std::string("moesim prices Muon with one FP32 momentum for every parameter (the Adam-updated "
-                         "embedding, output layer and norms, whose moments this would set, are not split out)");
+      return std::string(
+          "moesim prices Muon with one FP32 momentum for every parameter (the Adam-updated "
+          "embedding, output layer and norms, whose moments this would set, are not split out)");
     return std::nullopt;
   });
-  for (const char* k : {"allocator_fragmentation", "optimizer", "main_grads_dtype", "fp8_dot_product_attention",
-                        "fp8_output_proj", "cross_entropy", "attention_backend"})
+  for (const char* k :
+       {"allocator_fragmentation", "optimizer", "main_grads_dtype", "fp8_dot_product_attention",
+        "fp8_output_proj", "cross_entropy", "attention_backend"})
     key(std::string("framework.") + k, never);
 
   // stack
@@ -449,7 +519,8 @@ std::vector<PerformanceSetting> build() {
   // placement
   key("placement.gpus_per_nvlink_domain", [](const Scenario& sc) -> Why {
     if (sc.system.nvlink.domain_gpus.value <= sc.system.node.gpus_per_node.value)
-      return fmt::format("system '{}' has one node per NVLink domain: the domain is the node", sc.system.name);
+      return fmt::format("system '{}' has one node per NVLink domain: the domain is the node",
+                         sc.system.name);
     return std::nullopt;
   });
   return out;
@@ -472,14 +543,17 @@ std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc) {
     if (s.given(sc))
       if (auto why = s.inert(sc))
         out.push_back({s.name, *why,
-                       std::find(sc.recorded_inert.begin(), sc.recorded_inert.end(), s.name) != sc.recorded_inert.end()});
+                       std::find(sc.recorded_inert.begin(), sc.recorded_inert.end(), s.name) !=
+                           sc.recorded_inert.end()});
   return out;
 }
 
-std::vector<std::string> record_inert_settings(Json& scenario, const std::string& file, const std::string& by) {
+std::vector<std::string> record_inert_settings(Json& scenario, const std::string& file,
+                                               const std::string& by) {
   std::vector<std::string> names;
   try {
-    for (const auto& w : inert_setting_warnings(load_scenario_json(scenario, file))) names.push_back(w.setting);
+    for (const auto& w : inert_setting_warnings(load_scenario_json(scenario, file)))
+      names.push_back(w.setting);
   } catch (const InputError&) {
     return names;  // the caller's own load names what is wrong
   }

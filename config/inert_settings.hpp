@@ -59,6 +59,7 @@ std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc);
 // as they would in Megatron), and are listed under the scenario's `recorded.inert` with
 // `recorded.by`, so that `run` says them in one line instead of warning about each. Returns
 // the names. A scenario that does not load is left as it is (`file` labels the load).
-std::vector<std::string> record_inert_settings(Json& scenario, const std::string& file, const std::string& by);
+std::vector<std::string> record_inert_settings(Json& scenario, const std::string& file,
+                                               const std::string& by);
 
 }  // namespace moesim::config

@@ -12,8 +12,8 @@
 namespace moesim::config {
 
 InputError::InputError(std::string file, std::string path, std::string message)
-    : std::runtime_error(fmt::format("{}: {}: {}", file, path.empty() ? "(top level)" : path,
-                                     message)),
+    : std::runtime_error(
+          fmt::format("{}: {}: {}", file, path.empty() ? "(top level)" : path, message)),
       file_(std::move(file)),
       path_(std::move(path)),
       message_(std::move(message)) {}
@@ -48,12 +48,17 @@ Json parse_json(std::string_view text, const std::string& file) {
   std::vector<std::set<std::string>> open;
   std::string duplicate;
   auto cb = [&](int depth, Json::parse_event_t ev, Json& parsed) {
-    if ((ev == Json::parse_event_t::object_start || ev == Json::parse_event_t::array_start) && depth >= kMaxJsonDepth)
-      throw InputError(file, "", fmt::format("JSON nested deeper than {} arrays and objects; no moesim format "
-                                             "nests so deep",
-                                             kMaxJsonDepth));
+    if ((ev == Json::parse_event_t::object_start || ev == Json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw InputError(
+          file, "",
+          fmt::format("JSON nested deeper than {} arrays and objects; no moesim format "
+                      "nests so deep",
+                      kMaxJsonDepth));
     switch (ev) {
-      case Json::parse_event_t::object_start: open.emplace_back(); break;
+      case Json::parse_event_t::object_start:
+        open.emplace_back();
+        break;
       case Json::parse_event_t::object_end:
         if (!open.empty()) open.pop_back();
         break;
@@ -62,7 +67,8 @@ Json parse_json(std::string_view text, const std::string& file) {
             duplicate.empty())
           duplicate = parsed.get<std::string>();
         break;
-      default: break;
+      default:
+        break;
     }
     return true;
   };
@@ -78,11 +84,12 @@ Json parse_json(std::string_view text, const std::string& file) {
     // nlohmann prefixes "[json.exception.parse_error.101] parse error at line L, column C: ".
     if (auto p = what.find(": "); p != std::string::npos && what.rfind("[json.", 0) == 0)
       what = what.substr(p + 2);
-    throw InputError(file, "", fmt::format("malformed JSON at line {}, column {}: {}", line, col,
-                                           what));
+    throw InputError(file, "",
+                     fmt::format("malformed JSON at line {}, column {}: {}", line, col, what));
   } catch (const Json::out_of_range& e) {  // a number beyond a double's range (1e400)
     std::string what = e.what();
-    if (auto p = what.find("] "); p != std::string::npos && what.rfind("[json.", 0) == 0) what = what.substr(p + 2);
+    if (auto p = what.find("] "); p != std::string::npos && what.rfind("[json.", 0) == 0)
+      what = what.substr(p + 2);
     throw InputError(file, "", "malformed JSON: " + what);
   }
 }
@@ -93,7 +100,8 @@ std::optional<std::string> input_file_problem(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) return "does not exist";
   if (fs::is_directory(st)) return "is a folder, not a file";
-  if (!fs::is_regular_file(st)) return "is not a regular file (a device, a FIFO or a socket): moesim reads files only";
+  if (!fs::is_regular_file(st))
+    return "is not a regular file (a device, a FIFO or a socket): moesim reads files only";
   if (const auto size = fs::file_size(path, ec); !ec && size > kMaxInputFileBytes)
     return fmt::format("is larger than the {} GiB moesim reads", kMaxInputFileBytes >> 30);
   return std::nullopt;
@@ -110,9 +118,13 @@ std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
-Json read_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
+Json read_json_file(const std::string& path) {
+  return parse_json(read_text_file(path), path);
+}
 
-void Node::fail(const std::string& message) const { throw InputError(*file_, path_, message); }
+void Node::fail(const std::string& message) const {
+  throw InputError(*file_, path_, message);
+}
 
 std::int64_t Node::as_int(std::int64_t min, std::int64_t max) const {
   std::int64_t v = 0;
@@ -170,7 +182,9 @@ Object::Object(const Node& node) : node_(node) {
   if (!node.json().is_object()) node.fail("expected an object, got " + type_name(node.json()));
 }
 
-bool Object::has(std::string_view key) const { return node_.json().contains(key); }
+bool Object::has(std::string_view key) const {
+  return node_.json().contains(key);
+}
 
 std::optional<Node> Object::get(std::string_view key) {
   known_.emplace_back(key);
@@ -200,10 +214,10 @@ void Object::finish() const {
     std::vector<std::string> sorted = known_;
     std::sort(sorted.begin(), sorted.end());
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    node_.child_at(value, key).fail(
-        fmt::format("unknown key '{}'{}; valid keys here: {}", key,
-                    best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best),
-                    fmt::join(sorted, ", ")));
+    node_.child_at(value, key)
+        .fail(fmt::format("unknown key '{}'{}; valid keys here: {}", key,
+                          best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best),
+                          fmt::join(sorted, ", ")));
   }
 }
 

@@ -54,7 +54,8 @@ struct LoadOptions {
 // A scenario file, with presets resolved and the layout validated.
 Scenario load_scenario_file(const std::string& path, const LoadOptions& opts = {});
 // The same from text; `file` labels errors and anchors relative paths.
-Scenario load_scenario_text(std::string_view text, const std::string& file, const LoadOptions& opts = {});
+Scenario load_scenario_text(std::string_view text, const std::string& file,
+                            const LoadOptions& opts = {});
 // The same from a parsed document (the scenarios a sweep generates).
 Scenario load_scenario_json(const Json& j, const std::string& file, const LoadOptions& opts = {});
 
@@ -75,8 +76,8 @@ workload::ModelConfig load_model_preset(const std::string& name);
 // such lists (one per MoE layer). `experts`: the count each row must have (absent: all
 // rows as long as the first). Every row needs some tokens. Errors name the file and the
 // JSON path in it. Routing histograms and `moesim eplb --weights` read this format.
-std::vector<std::vector<double>> read_expert_loads(const std::string& path,
-                                                   std::optional<std::int64_t> experts = std::nullopt);
+std::vector<std::vector<double>> read_expert_loads(
+    const std::string& path, std::optional<std::int64_t> experts = std::nullopt);
 
 // Readers for one object each; exposed for tests and for inline objects.
 hw_models::SystemSpec read_system(const Node& node);

@@ -16,7 +16,8 @@ calibration::GemmPoint gemm_point(const Node& n, bool grouped) {
     // A grouped point may leave out its groups and rows per group where the source does
     // not give them (0: unknown; the fitter then takes wave quantization as 1).
     g.groups = grouped ? o.int_or("groups", 0, 1, 1 << 20) : 1;
-    g.m = grouped ? o.int_or("m", 0, 1, std::int64_t{1} << 32) : o.req("m").as_int(1, std::int64_t{1} << 32);
+    g.m = grouped ? o.int_or("m", 0, 1, std::int64_t{1} << 32)
+                  : o.req("m").as_int(1, std::int64_t{1} << 32);
     g.n = o.req("n").as_int(1, std::int64_t{1} << 32);
     g.k = o.req("k").as_int(1, std::int64_t{1} << 32);
     g.tflops = o.req("tflops").as_number(1e-6, 1e6);
@@ -62,7 +63,8 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
       read_object(n, [&](Object& p) {
         mp.kernel = p.req("kernel").as_string();
         if (mp.kernel != "copy" && mp.kernel != "elementwise" && mp.kernel != "quantize")
-          p.req("kernel").fail("unknown memory kernel '" + mp.kernel + "'; known: copy, elementwise, quantize");
+          p.req("kernel").fail("unknown memory kernel '" + mp.kernel +
+                               "'; known: copy, elementwise, quantize");
         mp.bytes = p.req("bytes").as_number(1, kBig);
         mp.GBps = p.req("GBps").as_number(1e-6, 1e6);
         mp.time_us = p.number_or("time_us", 0, 0, kBig);
@@ -103,8 +105,8 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
     // Communication tables (NCCL, EP libraries) and their own settings, per-step statistics
     // and weak-scaling pairs: read by their fitters (calibration/link_fit.hpp,
     // calibration/ep_fit.hpp, calibration/jitter_fit.hpp), not here.
-    o.ignore({"points", "pairs", "dispatcher", "gpus_per_domain", "experts", "experts_per_rank", "topk", "groups", "tokens",
-              "hidden", "sm_fit", "sm_by_ranks"});
+    o.ignore({"points", "pairs", "dispatcher", "gpus_per_domain", "experts", "experts_per_rank",
+              "topk", "groups", "tokens", "hidden", "sm_fit", "sm_by_ranks"});
   });
   return m;
 }

@@ -54,8 +54,9 @@ std::optional<Node> one_alias(Object& o, std::initializer_list<std::string_view>
   std::optional<Node> found;
   for (auto k : keys) {
     if (auto n = o.get(k)) {
-      if (found) n->fail(fmt::format("'{}' and '{}' both give the expert count; keep one",
-                                     found->path(), n->path()));
+      if (found)
+        n->fail(fmt::format("'{}' and '{}' both give the expert count; keep one", found->path(),
+                            n->path()));
       found = n;
     }
   }
@@ -76,7 +77,8 @@ void sliding_window(Object& o, workload::ModelConfig& m) {
   m.sliding_layer.assign(static_cast<std::size_t>(m.num_layers), false);
   if (types) {
     if (types->json().size() != static_cast<std::size_t>(m.num_layers))
-      types->fail(fmt::format("lists {} layers; the model has {}", types->json().size(), m.num_layers));
+      types->fail(
+          fmt::format("lists {} layers; the model has {}", types->json().size(), m.num_layers));
     std::size_t i = 0;
     types->for_each_element([&](const Node& e) {
       const std::string t = e.as_string();
@@ -89,7 +91,8 @@ void sliding_window(Object& o, workload::ModelConfig& m) {
   m.sliding_window = w->as_int(1, kBig);
   if (!types) {
     const std::int64_t from = max_window ? max_window->as_int(0, m.num_layers) : 0;
-    for (std::int64_t i = from; i < m.num_layers; ++i) m.sliding_layer[static_cast<std::size_t>(i)] = true;
+    for (std::int64_t i = from; i < m.num_layers; ++i)
+      m.sliding_layer[static_cast<std::size_t>(i)] = true;
   }
   if (m.attention == workload::AttentionKind::mla && m.any_windowed())
     w->fail("sliding-window attention with MLA is not modeled");
@@ -143,11 +146,14 @@ workload::ModelConfig read_model(const Node& node) {
         e->fail(fmt::format("differs from num_experts_per_tok ({})", m.topk));
       if (type.mixtral_ffn) {
         // Not a key of this model type (the strict reader would call it unknown): said why.
-        if (const auto x = o.node().json().find("moe_intermediate_size"); x != o.node().json().end())
-          o.node().child_at(*x, "moe_intermediate_size")
-              .fail(fmt::format("a {} config sizes its experts with intermediate_size (moe_intermediate_size is "
-                                "DeepSeek's and Qwen's key)",
-                                type.name));
+        if (const auto x = o.node().json().find("moe_intermediate_size");
+            x != o.node().json().end())
+          o.node()
+              .child_at(*x, "moe_intermediate_size")
+              .fail(fmt::format(
+                  "a {} config sizes its experts with intermediate_size (moe_intermediate_size is "
+                  "DeepSeek's and Qwen's key)",
+                  type.name));
         if (!inter) o.req("intermediate_size");
         m.moe_ffn_hidden_size = inter->as_int(1, kBig);
       } else {
@@ -166,7 +172,8 @@ workload::ModelConfig read_model(const Node& node) {
       if (m.router_scoring != "softmax" && m.router_scoring != "sigmoid")
         o.get("scoring_func")->fail("unknown scoring_func; known: softmax, sigmoid");
       m.router_groups = o.int_or("n_group", 0, 0, m.num_experts);
-      m.router_topk_groups = o.int_or("topk_group", 0, 0, std::max<std::int64_t>(m.router_groups, 0));
+      m.router_topk_groups =
+          o.int_or("topk_group", 0, 0, std::max<std::int64_t>(m.router_groups, 0));
       if (m.router_groups > 0 && m.num_experts % m.router_groups != 0)
         o.get("n_group")->fail(fmt::format("{} experts are not divisible into {} groups",
                                            m.num_experts, m.router_groups));
@@ -174,15 +181,17 @@ workload::ModelConfig read_model(const Node& node) {
       m.ffn_hidden_size = o.req("intermediate_size").as_int(1, kBig);
       // Expert keys of a model without experts: a config may carry them empty (null, 0);
       // a value would change nothing, so it is refused rather than ignored.
-      o.ignore({"num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "shared_expert_intermediate_size",
-                "scoring_func", "n_group", "topk_group"});
-      for (const char* k : {"num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "n_shared_experts",
-                            "shared_expert_intermediate_size", "scoring_func", "n_group", "topk_group"}) {
+      o.ignore({"num_experts_per_tok", "moe_intermediate_size", "n_shared_experts",
+                "shared_expert_intermediate_size", "scoring_func", "n_group", "topk_group"});
+      for (const char* k :
+           {"num_experts_per_tok", "experts_per_token", "moe_intermediate_size", "n_shared_experts",
+            "shared_expert_intermediate_size", "scoring_func", "n_group", "topk_group"}) {
         const auto x = o.node().json().find(k);
         if (x == o.node().json().end()) continue;
         if (!x->is_null() && !(x->is_number() && *x == 0))
-          o.node().child_at(*x, k).fail("the model has no routed experts (num_experts 0 or absent): this key changes "
-                                        "nothing; set the experts' count or leave it out");
+          o.node().child_at(*x, k).fail(
+              "the model has no routed experts (num_experts 0 or absent): this key changes "
+              "nothing; set the experts' count or leave it out");
       }
       if (type.gpt_oss) node.fail("a gpt_oss model has experts (num_local_experts)");
     }
@@ -214,7 +223,8 @@ workload::ModelConfig read_model(const Node& node) {
     const std::int64_t sparse_step = o.int_or("decoder_sparse_step", 1, 1, m.num_layers);
     std::vector<std::int64_t> mlp_only;
     if (auto mo = o.get("mlp_only_layers"))
-      mo->for_each_element([&](const Node& e) { mlp_only.push_back(e.as_int(0, m.num_layers - 1)); });
+      mo->for_each_element(
+          [&](const Node& e) { mlp_only.push_back(e.as_int(0, m.num_layers - 1)); });
     if (m.num_experts > 0 && !explicit_list) {
       for (std::int64_t i = 0; i < m.num_layers; ++i) {
         bool moe = i >= first_dense && (i - first_dense) % freq == 0 && (i + 1) % sparse_step == 0;
@@ -231,15 +241,37 @@ workload::ModelConfig read_model(const Node& node) {
     // storage (torch_dtype, quantization_config: the training precision is
     // training.precision), inference options, and loss coefficients (routing is the
     // scenario's routing block).
-    o.ignore({"architectures", "attention_dropout", "auto_map", "bos_token_id",
-              "eos_token_id", "pad_token_id", "hidden_act", "initializer_range",
-              "max_position_embeddings", "pretraining_tp", "rms_norm_eps",
-              "rope_scaling", "rope_theta", "routed_scaling_factor", "norm_topk_prob",
-              "topk_method", "torch_dtype", "transformers_version", "use_cache",
-              "aux_loss_alpha", "seq_aux", "ep_size",
-              "output_router_logits", "router_aux_loss_coef", "router_jitter_noise",
-              "quantization_config", "head_dim_original", "rope_interleave",
-              "tie_word_embeddings", "swiglu_limit", "initial_context_length"});
+    o.ignore({"architectures",
+              "attention_dropout",
+              "auto_map",
+              "bos_token_id",
+              "eos_token_id",
+              "pad_token_id",
+              "hidden_act",
+              "initializer_range",
+              "max_position_embeddings",
+              "pretraining_tp",
+              "rms_norm_eps",
+              "rope_scaling",
+              "rope_theta",
+              "routed_scaling_factor",
+              "norm_topk_prob",
+              "topk_method",
+              "torch_dtype",
+              "transformers_version",
+              "use_cache",
+              "aux_loss_alpha",
+              "seq_aux",
+              "ep_size",
+              "output_router_logits",
+              "router_aux_loss_coef",
+              "router_jitter_noise",
+              "quantization_config",
+              "head_dim_original",
+              "rope_interleave",
+              "tie_word_embeddings",
+              "swiglu_limit",
+              "initial_context_length"});
   });
   return m;
 }

@@ -1,6 +1,6 @@
-// Reads and validates a scenario file (docs/SCENARIO_FORMAT.md, schema/scenario.schema.json). Sections are
-// read strictly (unknown keys refused); then the cross-field rules of Megatron-Core are
-// checked, each reported at the JSON path of the setting to change.
+// Reads and validates a scenario file (docs/SCENARIO_FORMAT.md, schema/scenario.schema.json).
+// Sections are read strictly (unknown keys refused); then the cross-field rules of Megatron-Core
+// are checked, each reported at the JSON path of the setting to change.
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "config/load.hpp"
 #include "config/inert_settings.hpp"
+#include "config/load.hpp"
 #include "config/presets.hpp"
 #include "config/releases.hpp"
 #include "config/storage.hpp"
@@ -34,7 +34,8 @@ const sim_core::NameTable<MeasuredMetric>& measured_metric_names() {
 
 const sim_core::NameTable<MemoryCounter>& memory_counter_names() {
   static constexpr std::array<sim_core::NameEntry<MemoryCounter>, 2> kEntries{{
-      {MemoryCounter::max_allocated, "max_allocated", "torch.cuda.max_memory_allocated: tensors alive at the peak"},
+      {MemoryCounter::max_allocated, "max_allocated",
+       "torch.cuda.max_memory_allocated: tensors alive at the peak"},
       {MemoryCounter::max_reserved, "max_reserved",
        "torch.cuda.max_memory_reserved: the caching allocator's segments at the peak"},
   }};
@@ -44,15 +45,18 @@ const sim_core::NameTable<MemoryCounter>& memory_counter_names() {
 
 const sim_core::NameTable<Decision>& decision_names() {
   static constexpr std::array<sim_core::NameEntry<Decision>, 17> kEntries{{
-      {Decision::ep_overlap, "ep_overlap", "1F1B EP all-to-all overlap (moe_a2a_overlap), delayed weight gradients"},
+      {Decision::ep_overlap, "ep_overlap",
+       "1F1B EP all-to-all overlap (moe_a2a_overlap), delayed weight gradients"},
       {Decision::tp, "tp", "tensor-parallel degree, with sequence parallelism"},
       {Decision::ep_span, "ep_span", "EP degree or its span over NVLink domains or nodes"},
-      {Decision::dispatcher, "dispatcher", "the EP dispatcher (NCCL all-to-all, DeepEP, HybridEP) and its SMs"},
+      {Decision::dispatcher, "dispatcher",
+       "the EP dispatcher (NCCL all-to-all, DeepEP, HybridEP) and its SMs"},
       {Decision::cuda_graph, "cuda_graph", "the CUDA-graph scope"},
       {Decision::recompute, "recompute", "activation recompute modules or granularity"},
       {Decision::mbs, "mbs", "micro-batch size"},
       {Decision::pipeline, "pipeline", "pipeline depth, virtual stages and the layer split"},
-      {Decision::zero_overlap, "zero_overlap", "the distributed optimizer's grad-reduce and param-gather overlap"},
+      {Decision::zero_overlap, "zero_overlap",
+       "the distributed optimizer's grad-reduce and param-gather overlap"},
       {Decision::release, "release", "software release (container and library versions)"},
       {Decision::system, "system", "GPU system or network"},
       {Decision::scale, "scale", "cluster size at a fixed recipe"},
@@ -111,8 +115,10 @@ class ScenarioReader {
         if (opts_.headroom_gib > 0) {
           auto& cap = sc_.system.gpu.usable_GiB;
           if (opts_.headroom_gib >= cap.value)
-            fail("system", fmt::format("--headroom {:g} GiB leaves nothing of the {:g} GiB CUDA reports on a {}",
-                                       opts_.headroom_gib, cap.value, sc_.system.gpu.name));
+            fail("system",
+                 fmt::format(
+                     "--headroom {:g} GiB leaves nothing of the {:g} GiB CUDA reports on a {}",
+                     opts_.headroom_gib, cap.value, sc_.system.gpu.name));
           cap.value -= opts_.headroom_gib;
           cap.source += fmt::format(", less {:g} GiB of headroom", opts_.headroom_gib);
         }
@@ -137,14 +143,16 @@ class ScenarioReader {
       eplb_placement();
       release_rules();
     });
-    for (const char* section : {"training", "parallelism", "framework", "stack", "routing", "placement"})
+    for (const char* section :
+         {"training", "parallelism", "framework", "stack", "routing", "placement"})
       if (const auto it = root_.json().find(section); it != root_.json().end() && it->is_object())
         for (const auto& kv : it->items()) {
           const std::string key = std::string(section) + "." + kv.key();
           sc_.given_keys.push_back(key);
           // An object's own keys too (training.nvfp4.rht): the registry may name them.
           if (kv.value().is_object())
-            for (const auto& inner : kv.value().items()) sc_.given_keys.push_back(key + "." + inner.key());
+            for (const auto& inner : kv.value().items())
+              sc_.given_keys.push_back(key + "." + inner.key());
         }
     return std::move(sc_);
   }
@@ -171,8 +179,11 @@ class ScenarioReader {
           t.nvfp4.rht = r.bool_or("rht", true);
           t.nvfp4.stochastic_rounding = r.bool_or("stochastic_rounding", true);
           if (auto w = r.get("weight_2d"))
-            w->fail("2D (16x16) weight scales change numerics, not time: TransformerEngine quantizes a weight once "
-                    "per step and its 2D cast moves the bytes of the 1D one, so moesim takes no setting for it");
+            w->fail(
+                "2D (16x16) weight scales change numerics, not time: TransformerEngine quantizes a "
+                "weight once "
+                "per step and its 2D cast moves the bytes of the 1D one, so moesim takes no "
+                "setting for it");
         });
       }
       if (auto td = o.get("token_drop"))
@@ -190,7 +201,8 @@ class ScenarioReader {
                        "dense peaks are for: {}",
                        workload::precision_names().name(t.precision),
                        hw_models::dtype_names().name(dtype), sc_.system.gpu.name,
-                       hw_models::gpu_arch_names().name(sc_.system.gpu.arch), fmt::join(have, ", ")));
+                       hw_models::gpu_arch_names().name(sc_.system.gpu.arch),
+                       fmt::join(have, ", ")));
     }
   }
 
@@ -212,9 +224,10 @@ class ScenarioReader {
         // TE runs windowed attention under context parallelism only with its all-to-all
         // exchange, not the ring moesim prices.
         if (p.cp > 1 && sc_.model.any_windowed())
-          o.req("cp").fail(fmt::format("model '{}' has sliding-window layers; context parallelism with them "
-                                       "(TE's all-to-all CP) is not modeled",
-                                       sc_.model.name));
+          o.req("cp").fail(
+              fmt::format("model '{}' has sliding-window layers; context parallelism with them "
+                          "(TE's all-to-all CP) is not modeled",
+                          sc_.model.name));
         if (auto sp = o.get("sequence_parallel")) sp_requested = sp->as_bool();
         sc_.pp_layout_text = o.string_or("pp_layout", "");
         if (auto s = o.get("pipeline_schedule"))
@@ -224,7 +237,8 @@ class ScenarioReader {
           read_object(*e, [&](Object& eo) {
             workload::Eplb eplb;
             eplb.redundant_experts = eo.req("redundant_experts").as_int(0, 1 << 20);
-            if (auto pol = eo.get("policy")) eplb.policy = pol->as_enum(workload::eplb_policy_names(), "EPLB policy");
+            if (auto pol = eo.get("policy"))
+              eplb.policy = pol->as_enum(workload::eplb_policy_names(), "EPLB policy");
             p.eplb = eplb;
           });
       });
@@ -254,9 +268,10 @@ class ScenarioReader {
     // Megatron's dispatcher all-gathers the received tokens over the expert-TP group and
     // moesim prices that group as the TP group's links (workload/layer_graph.cpp).
     if (p.etp > 1 && p.etp != p.tp)
-      fail("parallelism.etp", fmt::format("etp={} with tp={}: expert tensor parallelism is modeled as 1 or "
-                                          "equal to tp (its collectives on the TP group's links)",
-                                          p.etp, p.tp));
+      fail("parallelism.etp",
+           fmt::format("etp={} with tp={}: expert tensor parallelism is modeled as 1 or "
+                       "equal to tp (its collectives on the TP group's links)",
+                       p.etp, p.tp));
     if (m.is_moe() && m.moe_ffn_hidden_size % p.etp != 0)
       fail("parallelism.etp", fmt::format("expert FFN size {} is not divisible by etp={}",
                                           m.moe_ffn_hidden_size, p.etp));
@@ -264,11 +279,11 @@ class ScenarioReader {
       fail("parallelism.tp",
            fmt::format("{} attention heads are not divisible by tp={}", m.num_heads, p.tp));
     if (m.attention == workload::AttentionKind::gqa && m.num_kv_heads % p.tp != 0)
-      fail("parallelism.tp", fmt::format("{} key-value groups are not divisible by tp={}",
-                                         m.num_kv_heads, p.tp));
+      fail("parallelism.tp",
+           fmt::format("{} key-value groups are not divisible by tp={}", m.num_kv_heads, p.tp));
     if (m.num_dense_layers() > 0 && m.ffn_hidden_size % p.tp != 0)
-      fail("parallelism.tp", fmt::format("dense FFN size {} is not divisible by tp={}",
-                                         m.ffn_hidden_size, p.tp));
+      fail("parallelism.tp",
+           fmt::format("dense FFN size {} is not divisible by tp={}", m.ffn_hidden_size, p.tp));
     if (p.cp > 1 && sc_.training.seq_length % (2 * p.cp) != 0)
       fail("parallelism.cp",
            fmt::format("seq_length {} is not divisible by 2 x cp = {} (causal load balancing)",
@@ -316,8 +331,9 @@ class ScenarioReader {
                          sc_.training.mtp_layers));
     } else {
       try {
-        sc_.layout = schedules::PipelineLayout::even(sc_.model.num_layers, sc_.training.mtp_layers,
-                                                     static_cast<int>(p.pp), static_cast<int>(p.vpp));
+        sc_.layout =
+            schedules::PipelineLayout::even(sc_.model.num_layers, sc_.training.mtp_layers,
+                                            static_cast<int>(p.pp), static_cast<int>(p.vpp));
       } catch (const schedules::LayoutError& e) {
         fail(p.vpp > 1 ? "parallelism.vpp" : "parallelism.pp", e.what());
       }
@@ -335,11 +351,14 @@ class ScenarioReader {
     const std::int64_t layers = sc_.model.num_layers + sc_.training.mtp_layers;
     if (const double passes = schedules::layer_passes(s, p.num_microbatches, layers, p.pp * p.vpp);
         passes > schedules::kMaxLayerPasses)
-      fail("training.global_batch_size",
-           fmt::format("{} microbatches per step (global_batch_size / (micro_batch_size x dp)) over {} layers "
-                       "under {} make {:.3g} layer passes; moesim simulates up to {:.3g} per step (the "
-                       "steady state repeats per microbatch: predict a smaller global_batch_size and scale)",
-                       p.num_microbatches, layers, name, passes, schedules::kMaxLayerPasses));
+      fail(
+          "training.global_batch_size",
+          fmt::format(
+              "{} microbatches per step (global_batch_size / (micro_batch_size x dp)) over {} "
+              "layers "
+              "under {} make {:.3g} layer passes; moesim simulates up to {:.3g} per step (the "
+              "steady state repeats per microbatch: predict a smaller global_batch_size and scale)",
+              p.num_microbatches, layers, name, passes, schedules::kMaxLayerPasses));
     const char* path = "parallelism.pipeline_schedule";
     switch (s) {
       case ScheduleKind::interleaved_1f1b:
@@ -372,10 +391,12 @@ class ScenarioReader {
                                  "scenario has {}",
                                  name, 2 * p.pp, p.num_microbatches));
         if (s == ScheduleKind::dualpipe && p.num_microbatches % 2 != 0)
-          fail(path, fmt::format("dualpipe feeds half of the microbatches from each end of the pipeline, so it "
-                                 "needs an even number of them per step (global_batch_size / (micro_batch_size "
-                                 "x dp)); this scenario has {}",
-                                 p.num_microbatches));
+          fail(path,
+               fmt::format(
+                   "dualpipe feeds half of the microbatches from each end of the pipeline, so it "
+                   "needs an even number of them per step (global_batch_size / (micro_batch_size "
+                   "x dp)); this scenario has {}",
+                   p.num_microbatches));
         break;
     }
   }
@@ -396,39 +417,48 @@ class ScenarioReader {
       read_object(*n, [&](Object& o) {
         if (auto d = o.get("dispatcher")) {
           f.dispatcher = d->as_enum(hw_models::dispatcher_names(), "dispatcher");
-          const bool library =
-              f.dispatcher == hw_models::Dispatcher::deepep || f.dispatcher == hw_models::Dispatcher::hybridep;
+          const bool library = f.dispatcher == hw_models::Dispatcher::deepep ||
+                               f.dispatcher == hw_models::Dispatcher::hybridep;
           if (!sc_.model.is_moe() && library)
             d->fail(fmt::format("model '{}' has no experts to dispatch", sc_.model.name));
           if (library && single_ep)
-            d->fail(fmt::format("{} dispatches across expert-parallel ranks and ep is 1 (Megatron-Core's flex "
-                                "dispatcher needs EP > 1); use parallelism.ep > 1 or dispatcher \"alltoall\"",
-                                hw_models::dispatcher_names().name(f.dispatcher)));
+            d->fail(fmt::format(
+                "{} dispatches across expert-parallel ranks and ep is 1 (Megatron-Core's flex "
+                "dispatcher needs EP > 1); use parallelism.ep > 1 or dispatcher \"alltoall\"",
+                hw_models::dispatcher_names().name(f.dispatcher)));
         }
         if (auto s = o.get("dispatcher_sms"))
           sms = s->as_int(1, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1);
         f.moe_a2a_overlap = o.bool_or("moe_a2a_overlap", false);
         // Megatron-Core's TransformerConfig asserts virtual pipeline stages for the overlap
         // under pipelining: plain 1F1B with pp > 1 has no combined schedule.
-        if (f.moe_a2a_overlap && sc_.pipeline_schedule == ScheduleKind::one_f_one_b && sc_.parallelism.pp > 1)
-          o.req("moe_a2a_overlap").fail(
-              "Megatron-Core's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm) needs virtual pipeline "
-              "stages when pp > 1 (interleaved 1F1B: vpp > 1), or pp 1");
+        if (f.moe_a2a_overlap && sc_.pipeline_schedule == ScheduleKind::one_f_one_b &&
+            sc_.parallelism.pp > 1)
+          o.req("moe_a2a_overlap")
+              .fail(
+                  "Megatron-Core's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm) "
+                  "needs virtual pipeline "
+                  "stages when pp > 1 (interleaved 1F1B: vpp > 1), or pp 1");
         if (auto v = o.get("tp_comm_overlap")) {
           f.tp_comm_overlap = v->as_bool();
           // Megatron asserts it (arguments.py): userbuffers overlap sequence parallelism's
           // all-gathers and reduce-scatters.
           if (f.tp_comm_overlap && sc_.parallelism.tp > 1 && !sc_.parallelism.sequence_parallel)
-            v->fail("needs parallelism.sequence_parallel (Megatron: --tp-comm-overlap requires "
-                    "--sequence-parallel)");
+            v->fail(
+                "needs parallelism.sequence_parallel (Megatron: --tp-comm-overlap requires "
+                "--sequence-parallel)");
           // TE's userbuffers gather FP8 and MXFP8 tensors only (module/base.py
           // fill_userbuffers_buffer_for_all_gather @ d0067d0d raises on any other quantizer).
-          if (f.tp_comm_overlap && sc_.parallelism.tp > 1 && sc_.training.precision == workload::Precision::nvfp4)
-            v->fail("TransformerEngine's userbuffers cannot gather NVFP4 tensors (module/base.py "
-                    "fill_userbuffers_buffer_for_all_gather: unsupported quantizer); NVFP4 runs gather with NCCL");
+          if (f.tp_comm_overlap && sc_.parallelism.tp > 1 &&
+              sc_.training.precision == workload::Precision::nvfp4)
+            v->fail(
+                "TransformerEngine's userbuffers cannot gather NVFP4 tensors (module/base.py "
+                "fill_userbuffers_buffer_for_all_gather: unsupported quantizer); NVFP4 runs gather "
+                "with NCCL");
         }
         if (auto g = o.get("cuda_graph_scope")) {
-          f.cuda_graph_scope = g->as_enum_list(workload::cuda_graph_scope_names(), "CUDA graph scope");
+          f.cuda_graph_scope =
+              g->as_enum_list(workload::cuda_graph_scope_names(), "CUDA graph scope");
           if (f.cuda_graph_scope.size() > 1 &&
               std::find(f.cuda_graph_scope.begin(), f.cuda_graph_scope.end(),
                         CudaGraphScope::full_iteration) != f.cuda_graph_scope.end())
@@ -441,7 +471,9 @@ class ScenarioReader {
           f.ep_fp8_dispatch = e->as_bool();
           if (f.ep_fp8_dispatch && f.dispatcher != hw_models::Dispatcher::deepep &&
               f.dispatcher != hw_models::Dispatcher::hybridep)
-            e->fail("FP8 dispatch is DeepEP's and HybridEP's; needs dispatcher \"deepep\" or \"hybridep\"");
+            e->fail(
+                "FP8 dispatch is DeepEP's and HybridEP's; needs dispatcher \"deepep\" or "
+                "\"hybridep\"");
         }
         if (auto c = o.get("moe_expert_rank_capacity_factor")) {
           f.moe_expert_rank_capacity_factor = c->as_number(1.0, 1000);
@@ -452,7 +484,8 @@ class ScenarioReader {
         // refuses `moe` for dropless MoE (token drop only) and full_iteration graphs while
         // the dropless path syncs the device to the host (docs/research/
         // gb200-journey-mechanisms.md 2.5).
-        if (auto g = o.get("cuda_graph_scope"); g && sc_.model.is_moe() && !sc_.training.capacity_factor &&
+        if (auto g = o.get("cuda_graph_scope"); g && sc_.model.is_moe() &&
+                                                !sc_.training.capacity_factor &&
                                                 !f.moe_expert_rank_capacity_factor) {
           for (const auto s : f.cuda_graph_scope)
             if (s == CudaGraphScope::moe || s == CudaGraphScope::full_iteration)
@@ -463,7 +496,8 @@ class ScenarioReader {
                   workload::cuda_graph_scope_names().name(s)));
         }
         if (auto r = o.get("recompute_modules")) {
-          f.recompute_modules = r->as_enum_list(workload::recompute_module_names(), "recompute module");
+          f.recompute_modules =
+              r->as_enum_list(workload::recompute_module_names(), "recompute module");
           std::size_t i = 0;
           r->for_each_element([&](const Node& e) {
             const auto mod = f.recompute_modules[i++];
@@ -480,14 +514,17 @@ class ScenarioReader {
           // sub-modules, which a whole-layer checkpoint hides.
           if (f.moe_a2a_overlap && std::find(f.recompute_modules.begin(), f.recompute_modules.end(),
                                              RecomputeModule::full) != f.recompute_modules.end())
-            r->fail("'full' recompute cannot run with moe_a2a_overlap (Megatron-Core asserts "
-                    "recompute_granularity != 'full' with --overlap-moe-expert-parallel-comm)");
+            r->fail(
+                "'full' recompute cannot run with moe_a2a_overlap (Megatron-Core asserts "
+                "recompute_granularity != 'full' with --overlap-moe-expert-parallel-comm)");
         }
         // Megatron-Core asserts it too: the combined schedule places one MTP layer.
         if (f.moe_a2a_overlap && sc_.training.mtp_layers > 1)
-          o.req("moe_a2a_overlap").fail(fmt::format(
-              "Megatron-Core's --overlap-moe-expert-parallel-comm supports at most one MTP layer; "
-              "training.mtp_layers is {}", sc_.training.mtp_layers));
+          o.req("moe_a2a_overlap")
+              .fail(fmt::format("Megatron-Core's --overlap-moe-expert-parallel-comm supports at "
+                                "most one MTP layer; "
+                                "training.mtp_layers is {}",
+                                sc_.training.mtp_layers));
         f.distributed_optimizer = o.bool_or("distributed_optimizer", true);
         f.overlap_grad_reduce = o.bool_or("overlap_grad_reduce", true);
         f.overlap_param_gather = o.bool_or("overlap_param_gather", f.distributed_optimizer);
@@ -500,7 +537,8 @@ class ScenarioReader {
             if (!f.distributed_optimizer || !f.overlap_param_gather)
               g->fail("needs distributed_optimizer and overlap_param_gather");
             if (sc_.parallelism.vpp < 2) g->fail("needs an interleaved pipeline (vpp > 1)");
-            if (sc_.parallelism.fsdp) g->fail("is the distributed optimizer's; parallelism.fsdp gathers per layer");
+            if (sc_.parallelism.fsdp)
+              g->fail("is the distributed optimizer's; parallelism.fsdp gathers per layer");
           }
         }
         // Megatron's arguments.py turns align_param_gather off for its non-interleaved schedule
@@ -511,24 +549,28 @@ class ScenarioReader {
           f.align_param_gather = o.bool_or("align_param_gather", !plain);
           if (f.align_param_gather && plain)
             o.req("align_param_gather")
-                .fail("needs a schedule other than 1f1b: Megatron-LM's arguments.py sets align_param_gather False "
-                      "for its non-interleaved schedule");
+                .fail(
+                    "needs a schedule other than 1f1b: Megatron-LM's arguments.py sets "
+                    "align_param_gather False "
+                    "for its non-interleaved schedule");
         }
         if (auto g = o.get("fp8_param_gather")) {
           f.fp8_param_gather = g->as_bool();
           if (f.fp8_param_gather && !fp8) g->fail("needs an FP8 training.precision");
         }
         if (auto l = o.get("low_precision_activations"))
-          f.low_precision_activations =
-              l->as_enum_list(workload::low_precision_activation_names(), "low-precision activation");
+          f.low_precision_activations = l->as_enum_list(workload::low_precision_activation_names(),
+                                                        "low-precision activation");
         f.allocator_fragmentation = o.number_or("allocator_fragmentation", 0, 0, 1);
-        if (auto b = o.get("ddp_bucket_size")) f.ddp_bucket_size = static_cast<double>(b->as_int(1, 1LL << 40));
+        if (auto b = o.get("ddp_bucket_size"))
+          f.ddp_bucket_size = static_cast<double>(b->as_int(1, 1LL << 40));
         if (auto d = o.get("optimizer_state_dtype"))
           f.optimizer_state_dtype =
               d->as_enum(workload::optimizer_state_dtype_names(), "optimizer state dtype");
         if (auto off = o.get("offload"))
           f.offload = off->as_enum_list(workload::offload_target_names(), "offload target");
-        if (auto v = o.get("optimizer")) f.optimizer = v->as_enum(workload::optimizer_kind_names(), "optimizer");
+        if (auto v = o.get("optimizer"))
+          f.optimizer = v->as_enum(workload::optimizer_kind_names(), "optimizer");
         if (auto v = o.get("main_grads_dtype"))
           f.main_grads_dtype = v->as_enum(workload::grad_dtype_names(), "gradient dtype");
         if (auto v = o.get("grad_reduce_dtype"))
@@ -537,39 +579,51 @@ class ScenarioReader {
           f.delay_wgrad_compute = v->as_bool();
           // Megatron-Core asserts it: the delayed GEMMs fill the overlap schedule's gaps.
           if (f.delay_wgrad_compute && !f.moe_a2a_overlap)
-            v->fail("needs moe_a2a_overlap (Megatron-Core: --delay-wgrad-compute requires "
-                    "--overlap-moe-expert-parallel-comm)");
+            v->fail(
+                "needs moe_a2a_overlap (Megatron-Core: --delay-wgrad-compute requires "
+                "--overlap-moe-expert-parallel-comm)");
         }
         if (auto v = o.get("fp8_dot_product_attention")) {
           f.fp8_dot_product_attention = v->as_bool();
           if (f.fp8_dot_product_attention && !fp8) v->fail("needs an FP8 training.precision");
           if (f.fp8_dot_product_attention && !sc_.system.efficiency.attention_fp8_fwd)
-            v->fail(fmt::format("system '{}' has no FP8 attention efficiency (efficiency.attention_fp8_fwd/"
-                                "_bwd: no published FP8 attention figure for its GPU)",
-                                sc_.system.name));
+            v->fail(fmt::format(
+                "system '{}' has no FP8 attention efficiency (efficiency.attention_fp8_fwd/"
+                "_bwd: no published FP8 attention figure for its GPU)",
+                sc_.system.name));
         }
         if (auto v = o.get("attention_backend")) {
-          f.attention_backend = v->as_enum(workload::attention_backend_names(), "attention backend");
+          f.attention_backend =
+              v->as_enum(workload::attention_backend_names(), "attention backend");
           // TE runs context parallelism and FP8 attention only in its fused backends.
           if (f.attention_backend == workload::AttentionBackend::unfused && sc_.parallelism.cp > 1)
-            v->fail("TransformerEngine's unfused attention has no context parallelism (parallelism.cp > 1)");
-          if (f.attention_backend == workload::AttentionBackend::unfused && f.fp8_dot_product_attention)
-            v->fail("FP8 attention (framework.fp8_dot_product_attention) runs in TransformerEngine's fused backends");
+            v->fail(
+                "TransformerEngine's unfused attention has no context parallelism (parallelism.cp "
+                "> 1)");
+          if (f.attention_backend == workload::AttentionBackend::unfused &&
+              f.fp8_dot_product_attention)
+            v->fail(
+                "FP8 attention (framework.fp8_dot_product_attention) runs in TransformerEngine's "
+                "fused backends");
         }
         if (auto v = o.get("cross_entropy"))
-          f.cross_entropy = v->as_enum(workload::cross_entropy_names(), "cross-entropy implementation");
+          f.cross_entropy =
+              v->as_enum(workload::cross_entropy_names(), "cross-entropy implementation");
         if (auto v = o.get("fp8_output_proj")) {
           f.fp8_output_proj = v->as_bool();
           if (f.fp8_output_proj && sc_.training.precision != workload::Precision::mxfp8)
-            v->fail("needs training.precision mxfp8 (Megatron-Core runs the LM head under MXFP8 only)");
+            v->fail(
+                "needs training.precision mxfp8 (Megatron-Core runs the LM head under MXFP8 only)");
         }
         if (auto v = o.get("moe_paged_stash")) {
           f.moe_paged_stash = v->as_bool();
           const bool full = std::find(f.cuda_graph_scope.begin(), f.cuda_graph_scope.end(),
                                       CudaGraphScope::full_iteration) != f.cuda_graph_scope.end();
           if (f.moe_paged_stash && (!full || !f.moe_expert_rank_capacity_factor))
-            v->fail("pages the experts' saved activations of full-iteration CUDA graphs: needs cuda_graph_scope "
-                    "[\"full_iteration\"] and moe_expert_rank_capacity_factor");
+            v->fail(
+                "pages the experts' saved activations of full-iteration CUDA graphs: needs "
+                "cuda_graph_scope "
+                "[\"full_iteration\"] and moe_expert_rank_capacity_factor");
         }
       });
     } else {
@@ -582,16 +636,19 @@ class ScenarioReader {
     // fuzz target's 8-SM H800 under HybridEP reached the engine with a negative share).
     if (!sms && def > 0 && def >= static_cast<int>(sc_.system.gpu.sm_count.value))
       fail("framework.dispatcher_sms",
-           fmt::format("{} takes {} SMs by default, all of this GPU's {} (system.gpu.sm_count): give "
-                       "dispatcher_sms below {}",
-                       hw_models::dispatcher_names().name(f.dispatcher), def, sc_.system.gpu.sm_count.value,
-                       sc_.system.gpu.sm_count.value));
+           fmt::format(
+               "{} takes {} SMs by default, all of this GPU's {} (system.gpu.sm_count): give "
+               "dispatcher_sms below {}",
+               hw_models::dispatcher_names().name(f.dispatcher), def, sc_.system.gpu.sm_count.value,
+               sc_.system.gpu.sm_count.value));
     // Sequence parallelism's backward all-gather overlaps the dgrad beside it on
     // TransformerEngine's userbuffers, which hold 16 SMs (schedules/kernel_pricing.cpp
     // overlap_tp): a GPU of 16 or fewer has none left for the GEMM.
-    if (sc_.parallelism.tp > 1 && sc_.parallelism.sequence_parallel && sc_.system.gpu.sm_count.value <= 16)
+    if (sc_.parallelism.tp > 1 && sc_.parallelism.sequence_parallel &&
+        sc_.system.gpu.sm_count.value <= 16)
       fail("parallelism.sequence_parallel",
-           fmt::format("overlaps its gathers on TransformerEngine's userbuffers, which take 16 SMs, all of this "
+           fmt::format("overlaps its gathers on TransformerEngine's userbuffers, which take 16 "
+                       "SMs, all of this "
                        "GPU's {} (system.gpu.sm_count)",
                        sc_.system.gpu.sm_count.value));
   }
@@ -629,9 +686,10 @@ class ScenarioReader {
             !stack_switch_inert(s.name, sc_))
           missing.push_back("stack." + std::string(s.name));
       if (!missing.empty())
-        fail("stack.release", fmt::format("'custom' (a build of its own) resolves no switch; give {} (they act in "
-                                          "this scenario), or name a release: {}",
-                                          fmt::join(missing, ", "), known_release_names()));
+        fail("stack.release",
+             fmt::format("'custom' (a build of its own) resolves no switch; give {} (they act in "
+                         "this scenario), or name a release: {}",
+                         fmt::join(missing, ", "), known_release_names()));
       return;
     }
     if (auto r = release_refusal(*find_release(sc_.release), sc_)) fail(r->path, r->message);
@@ -639,7 +697,9 @@ class ScenarioReader {
 
   // A routing histogram file (config::read_expert_loads): every row one MoE layer's counts,
   // cycled over the model's MoE layers.
-  void read_histogram(workload::Routing& r) { r.histogram = read_expert_loads(r.histogram_path, sc_.model.num_experts); }
+  void read_histogram(workload::Routing& r) {
+    r.histogram = read_expert_loads(r.histogram_path, sc_.model.num_experts);
+  }
 
   void routing(const std::optional<Node>& n) {
     // No routing block: the routing the model family is trained with (workload::trained_routing;
@@ -652,7 +712,8 @@ class ScenarioReader {
     read_object(*n, [&](Object& o) {
       r.balance = o.req("balance").as_enum(workload::routing_balance_names(), "routing balance");
       switch (r.balance) {
-        case workload::RoutingBalance::forced: break;
+        case workload::RoutingBalance::forced:
+          break;
         case workload::RoutingBalance::sampled:
           if (auto d = o.get("distribution"))
             r.distribution = d->as_enum(workload::routing_distribution_names(), "distribution");
@@ -691,9 +752,11 @@ class ScenarioReader {
       const auto& reg = performance_settings();
       o.req("inert").for_each_element([&](const Node& e) {
         const std::string name = e.as_string();
-        if (std::none_of(reg.begin(), reg.end(), [&](const PerformanceSetting& s) { return s.name == name; }))
-          e.fail(fmt::format("'{}' is not a performance setting (list elements as \"framework.offload[moe_act]\")",
-                             name));
+        if (std::none_of(reg.begin(), reg.end(),
+                         [&](const PerformanceSetting& s) { return s.name == name; }))
+          e.fail(fmt::format(
+              "'{}' is not a performance setting (list elements as \"framework.offload[moe_act]\")",
+              name));
         sc_.recorded_inert.push_back(name);
       });
     });
@@ -717,7 +780,8 @@ class ScenarioReader {
       const Node src = o.req("source");
       m.source = src.as_string();
       if (m.source.empty()) src.fail("the source of a measurement must be named");
-      m.tolerance_pct = o.number_or("tolerance_pct", 5.0, 0.001, 1000.0);  // over-predictions can exceed 100%
+      m.tolerance_pct =
+          o.number_or("tolerance_pct", 5.0, 0.001, 1000.0);  // over-predictions can exceed 100%
       m.in_sample = o.string_or("in_sample", "");
       m.series = o.string_or("series", "");
       m.held_out = o.string_or("held_out", "");
@@ -745,7 +809,9 @@ class ScenarioReader {
         if (const auto v = o.get(k); v && !memory) v->fail("only with measured.peak_memory_gib");
       // Which counter: required, as the two differ by the allocator's reserve (13-26% on
       // the published pairs) and moesim's default allowance is 0.
-      if (memory) m.memory_counter = o.req("memory_counter").as_enum(memory_counter_names(), "memory counter");
+      if (memory)
+        m.memory_counter =
+            o.req("memory_counter").as_enum(memory_counter_names(), "memory counter");
       if (const auto v = o.get("pp_rank")) m.pp_rank = v->as_int(0, sc_.parallelism.pp - 1);
     });
     sc_.measured = m;
@@ -757,17 +823,21 @@ class ScenarioReader {
     g = default_goodput();
     if (!n) return;
     read_object(*n, [&](Object& o) {
-      g.interruptions_per_gpu_day = o.number_or("interruptions_per_gpu_day", g.interruptions_per_gpu_day, 0, 1);
-      g.planned_interruptions_per_gpu_day =
-          o.number_or("planned_interruptions_per_gpu_day", g.planned_interruptions_per_gpu_day, 0, 1);
+      g.interruptions_per_gpu_day =
+          o.number_or("interruptions_per_gpu_day", g.interruptions_per_gpu_day, 0, 1);
+      g.planned_interruptions_per_gpu_day = o.number_or("planned_interruptions_per_gpu_day",
+                                                        g.planned_interruptions_per_gpu_day, 0, 1);
       g.restart_s = o.number_or("restart_s", g.restart_s, 0, 30 * 86400.0);
       g.async_save = o.bool_or("async_save", g.async_save);
-      if (auto v = o.get("checkpoint_interval_s")) g.checkpoint_interval_s = v->as_number(1e-3, 365 * 86400.0);
+      if (auto v = o.get("checkpoint_interval_s"))
+        g.checkpoint_interval_s = v->as_number(1e-3, 365 * 86400.0);
       if (auto v = o.get("token_budget")) g.token_budget = v->as_number(1, 1e30);
       if (auto st = o.get("storage")) {
         if (st->json().is_string()) {
           const auto p = storage_preset(st->as_string());
-          if (!p) st->fail(fmt::format("unknown storage '{}'; known: {}", st->as_string(), known_storage_names()));
+          if (!p)
+            st->fail(fmt::format("unknown storage '{}'; known: {}", st->as_string(),
+                                 known_storage_names()));
           g.storage = *p;
         } else {
           StorageSpec s{"inline", 0, 0, 0, "given in the scenario"};
@@ -800,7 +870,8 @@ class ScenarioReader {
     const auto& p = sc_.parallelism;
     const auto d = sc_.framework.dispatcher;
     if (!sc_.model.is_moe() || p.ep <= 1) return;
-    const std::int64_t domain = std::max<std::int64_t>(1, sc_.placement.gpus_per_nvlink_domain / p.etp);
+    const std::int64_t domain =
+        std::max<std::int64_t>(1, sc_.placement.gpus_per_nvlink_domain / p.etp);
     const auto why = hw_models::ep_unsupported(sc_.system, d, false, static_cast<int>(p.ep),
                                                static_cast<int>(std::min(domain, p.ep)));
     if (!why.empty())
@@ -815,17 +886,20 @@ class ScenarioReader {
     const auto& p = sc_.parallelism;
     if (!p.eplb) return;
     const auto& m = sc_.model;
-    if (!m.is_moe()) fail("parallelism.eplb", fmt::format("model '{}' has no experts to balance", m.name));
-    if (p.ep < 2) fail("parallelism.eplb", "EPLB balances experts over expert-parallel ranks; ep is 1");
+    if (!m.is_moe())
+      fail("parallelism.eplb", fmt::format("model '{}' has no experts to balance", m.name));
+    if (p.ep < 2)
+      fail("parallelism.eplb", "EPLB balances experts over expert-parallel ranks; ep is 1");
     const std::int64_t physical = workload::physical_experts(m, p);
     if (physical % p.ep != 0)
       fail("parallelism.eplb.redundant_experts",
-           fmt::format("{} experts + {} redundant = {} physical experts do not split over ep={}", m.num_experts,
-                       p.eplb->redundant_experts, physical, p.ep));
+           fmt::format("{} experts + {} redundant = {} physical experts do not split over ep={}",
+                       m.num_experts, p.eplb->redundant_experts, physical, p.ep));
     const auto setup = sc_.eplb_setup();
     if (setup->policy == workload::EplbPolicy::hierarchical && setup->groups % setup->nodes != 0)
       fail("parallelism.eplb.policy",
-           fmt::format("the hierarchical policy packs the model's {} expert group(s) onto the {} NVLink domains "
+           fmt::format("the hierarchical policy packs the model's {} expert group(s) onto the {} "
+                       "NVLink domains "
                        "the EP group spans and needs them to divide evenly; use \"global\"",
                        setup->groups, setup->nodes));
   }
@@ -843,10 +917,11 @@ class ScenarioReader {
       pl.gpus_per_nvlink_domain = sc_.gpus;
     } else {
       if (sc_.gpus % per_node != 0)
-        fail("gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs ({})", sc_.gpus, per_node,
-                                 sc_.system.name));
+        fail("gpus", fmt::format("{} GPUs do not fill whole nodes of {} GPUs ({})", sc_.gpus,
+                                 per_node, sc_.system.name));
       pl.gpus_per_nvlink_domain = per_node;
-      for (std::int64_t d = std::min(domain, sc_.gpus) / per_node * per_node; d >= per_node; d -= per_node)
+      for (std::int64_t d = std::min(domain, sc_.gpus) / per_node * per_node; d >= per_node;
+           d -= per_node)
         if (sc_.gpus % d == 0) {
           pl.gpus_per_nvlink_domain = d;
           break;
@@ -874,7 +949,8 @@ class ScenarioReader {
 
 }  // namespace
 
-Scenario load_scenario_text(std::string_view text, const std::string& file, const LoadOptions& opts) {
+Scenario load_scenario_text(std::string_view text, const std::string& file,
+                            const LoadOptions& opts) {
   const Json j = parse_json(text, file);
   return ScenarioReader(j, file, opts).read();
 }
@@ -888,26 +964,33 @@ Scenario load_scenario_file(const std::string& path, const LoadOptions& opts) {
   return ScenarioReader(j, path, opts).read();
 }
 
-std::vector<std::vector<double>> read_expert_loads(const std::string& path, std::optional<std::int64_t> experts) {
+std::vector<std::vector<double>> read_expert_loads(const std::string& path,
+                                                   std::optional<std::int64_t> experts) {
   const Json j = read_json_file(path);
   const Node root(j, "", std::make_shared<const std::string>(path));
   std::vector<std::vector<double>> rows;
   const auto row = [&](const Node& n) {
     std::vector<double> counts;
     n.for_each_element([&](const Node& c) { counts.push_back(c.as_number(0, 1e15)); });
-    const auto want = experts ? *experts : rows.empty() ? static_cast<std::int64_t>(counts.size())
-                                                          : static_cast<std::int64_t>(rows.front().size());
+    const auto want = experts        ? *experts
+                      : rows.empty() ? static_cast<std::int64_t>(counts.size())
+                                     : static_cast<std::int64_t>(rows.front().size());
     if (static_cast<std::int64_t>(counts.size()) != want)
-      n.fail(experts ? fmt::format("{} expert counts for a model with {} routed experts", counts.size(), want)
-                     : fmt::format("{} expert counts where the first row has {}", counts.size(), want));
+      n.fail(experts
+                 ? fmt::format("{} expert counts for a model with {} routed experts", counts.size(),
+                               want)
+                 : fmt::format("{} expert counts where the first row has {}", counts.size(), want));
     double total = 0;
     for (double c : counts) total += c;
     if (!(total > 0)) n.fail("no tokens in this row");
     rows.push_back(std::move(counts));
   };
-  if (!j.is_array() || j.empty()) root.fail("expected a list of per-expert token counts (or a list of such lists)");
-  if (j.front().is_array()) root.for_each_element(row);
-  else row(root);
+  if (!j.is_array() || j.empty())
+    root.fail("expected a list of per-expert token counts (or a list of such lists)");
+  if (j.front().is_array())
+    root.for_each_element(row);
+  else
+    row(root);
   return rows;
 }
 

@@ -46,17 +46,20 @@ class ParamReader {
     return std::nullopt;
   }
   // Two optional numbers that mean something only together: both or neither.
-  void opt_pair(Object& o, std::string_view a, std::string_view b, double min_a, double max_a, double min_b,
-                double max_b, std::optional<Param>& out_a, std::optional<Param>& out_b) const {
+  void opt_pair(Object& o, std::string_view a, std::string_view b, double min_a, double max_a,
+                double min_b, double max_b, std::optional<Param>& out_a,
+                std::optional<Param>& out_b) const {
     out_a = opt(o, a, min_a, max_a);
     out_b = opt(o, b, min_b, max_b);
-    if (out_a.has_value() != out_b.has_value()) o.node().fail(fmt::format("{} and {} go together", a, b));
+    if (out_a.has_value() != out_b.has_value())
+      o.node().fail(fmt::format("{} and {} go together", a, b));
   }
 
  private:
   static double check(const Node& n, double min, double max, bool integral) {
-    if (integral) return static_cast<double>(n.as_int(static_cast<std::int64_t>(min),
-                                                      static_cast<std::int64_t>(max)));
+    if (integral)
+      return static_cast<double>(
+          n.as_int(static_cast<std::int64_t>(min), static_cast<std::int64_t>(max)));
     return n.as_number(min, max);
   }
   std::string known_ids() const {
@@ -159,8 +162,8 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.efficiency.attention_bwd = P.req(e, "attention_bwd", 0.01, 1);
       s.efficiency.attention_seq_half_fwd = P.opt(e, "attention_seq_half_fwd", 1, 1e7);
       s.efficiency.attention_seq_half_bwd = P.opt(e, "attention_seq_half_bwd", 1, 1e7);
-      P.opt_pair(e, "attention_fp8_fwd", "attention_fp8_bwd", 0.01, 1, 0.01, 1, s.efficiency.attention_fp8_fwd,
-                 s.efficiency.attention_fp8_bwd);
+      P.opt_pair(e, "attention_fp8_fwd", "attention_fp8_bwd", 0.01, 1, 0.01, 1,
+                 s.efficiency.attention_fp8_fwd, s.efficiency.attention_fp8_bwd);
       s.efficiency.hbm = P.req(e, "hbm", 0.01, 1);
       s.efficiency.hbm_quantize = P.opt(e, "hbm_quantize", 0.01, 1);
       s.efficiency.hbm_gather = P.opt(e, "hbm_gather", 0.01, 1);
@@ -202,7 +205,9 @@ hw_models::SystemSpec read_system(const Node& node) {
         s.variability.node_speed_sd = P.opt(vo, "node_speed_sd", 0, 0.5);
       });
     if (auto ep = o.get("ep_dispatch"))
-      read_object(*ep, [&](Object& e) { s.ep_dispatch.deepep_tuned_factor = P.opt(e, "deepep_tuned_factor", 1, 10); });
+      read_object(*ep, [&](Object& e) {
+        s.ep_dispatch.deepep_tuned_factor = P.opt(e, "deepep_tuned_factor", 1, 10);
+      });
     if (auto ep = o.get("ep_libraries")) {
       // One library's parameters on one link kind; sm_by_ranks is an object keyed by the
       // EP size (so that a profile's overlay reaches its leaves).
@@ -224,10 +229,12 @@ hw_models::SystemSpec read_system(const Node& node) {
               try {
                 r = std::stoi(it.key());
               } catch (const std::exception&) {
-                t->child_at(*it, it.key()).fail("expected an EP size (a whole number of ranks) as the key");
+                t->child_at(*it, it.key())
+                    .fail("expected an EP size (a whole number of ranks) as the key");
               }
               if (r < 1 || std::to_string(r) != it.key())
-                t->child_at(*it, it.key()).fail("expected an EP size (a whole number of ranks) as the key");
+                t->child_at(*it, it.key())
+                    .fail("expected an EP size (a whole number of ranks) as the key");
               keys.emplace_back(r, it.key());
             }
             std::sort(keys.begin(), keys.end());
@@ -254,7 +261,8 @@ hw_models::SystemSpec read_system(const Node& node) {
           if (auto l = e.get(name))
             read_object(*l, [&](Object& lo) {
               hw_models::EpLibrary out;
-              for (const auto k : {hw_models::EpLink::nvlink, hw_models::EpLink::mnnvl, hw_models::EpLink::rdma})
+              for (const auto k :
+                   {hw_models::EpLink::nvlink, hw_models::EpLink::mnnvl, hw_models::EpLink::rdma})
                 if (auto v = lo.get(hw_models::ep_link_names().name(k))) out.at(k) = link(*v);
               *lib = out;
             });

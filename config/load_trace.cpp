@@ -16,12 +16,14 @@ calibration::KinetoTrace load_kineto_trace(const std::string& path) {
   if (j.is_object()) {
     const auto it = j.find("traceEvents");
     if (it == j.end() || !it->is_array())
-      throw InputError(path, "traceEvents", "expected the Chrome trace format's traceEvents array (torch.profiler "
-                                            "export_chrome_trace)");
+      throw InputError(path, "traceEvents",
+                       "expected the Chrome trace format's traceEvents array (torch.profiler "
+                       "export_chrome_trace)");
     events = &*it;
     where = "traceEvents";
   } else if (!j.is_array()) {
-    throw InputError(path, "", "expected a Chrome trace: an object with traceEvents, or an array of events");
+    throw InputError(path, "",
+                     "expected a Chrome trace: an object with traceEvents, or an array of events");
   }
   // A string member or "" (Kineto writes numbers for some keys in some versions).
   const auto text = [](const Json& e, const char* key) {
@@ -59,11 +61,13 @@ calibration::KinetoTrace load_kineto_trace(const std::string& path) {
     const std::string name = text(e, "name");
     if (name.empty()) throw InputError(path, at("name"), "a kernel event needs its name");
     const Json pid = e.value("pid", Json());
-    if (!device) device = pid;
+    if (!device)
+      device = pid;
     else if (pid != *device)
-      throw InputError(path, at("pid"), fmt::format("kernels of more than one device (pid {} and {}): export one "
-                                                    "rank's trace",
-                                                    device->dump(), pid.dump()));
+      throw InputError(path, at("pid"),
+                       fmt::format("kernels of more than one device (pid {} and {}): export one "
+                                   "rank's trace",
+                                   device->dump(), pid.dump()));
     const double dur = num("dur");
     if (dur < 0) throw InputError(path, at("dur"), "a kernel cannot last less than nothing");
     raw.push_back({calibration::classify_kernel(name), num("ts"), dur});
@@ -72,10 +76,12 @@ calibration::KinetoTrace load_kineto_trace(const std::string& path) {
   // sub-microsecond digits only as differences.
   double t0 = raw.empty() ? 0 : raw.front().ts;
   for (const auto& r : raw) t0 = std::min(t0, r.ts);
-  for (const auto& r : raw) trace.kernels.push_back({r.cls, (r.ts - t0) * 1e-6, (r.ts - t0 + r.dur) * 1e-6});
+  for (const auto& r : raw)
+    trace.kernels.push_back({r.cls, (r.ts - t0) * 1e-6, (r.ts - t0 + r.dur) * 1e-6});
   if (trace.kernels.empty())
-    throw InputError(path, where, "no GPU kernels (events with \"cat\": \"kernel\"): record with "
-                                  "torch.profiler.ProfilerActivity.CUDA");
+    throw InputError(path, where,
+                     "no GPU kernels (events with \"cat\": \"kernel\"): record with "
+                     "torch.profiler.ProfilerActivity.CUDA");
   return trace;
 }
 

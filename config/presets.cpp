@@ -17,11 +17,17 @@ namespace {
 struct KindInfo {
   std::string_view dir, name;
 };
-constexpr KindInfo kKinds[] = {
-    {"systems", "system"}, {"models", "model"}, {"profiles", "calibration profile"}, {"schema", "schema"},
-    {"evidence", "evidence table"}};
-std::string_view kind_dir(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].dir; }
-std::string_view kind_name(PresetKind k) { return kKinds[static_cast<std::size_t>(k)].name; }
+constexpr KindInfo kKinds[] = {{"systems", "system"},
+                               {"models", "model"},
+                               {"profiles", "calibration profile"},
+                               {"schema", "schema"},
+                               {"evidence", "evidence table"}};
+std::string_view kind_dir(PresetKind k) {
+  return kKinds[static_cast<std::size_t>(k)].dir;
+}
+std::string_view kind_name(PresetKind k) {
+  return kKinds[static_cast<std::size_t>(k)].name;
+}
 
 const detail::PresetFile* find_preset(PresetKind kind, std::string_view name) {
   for (std::size_t i = 0; i < detail::kPresetFileCount; ++i) {
@@ -64,9 +70,10 @@ std::optional<std::string> model_file(PresetKind kind, const std::string& name, 
   p = p.lexically_normal();
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec))
-    at.fail(fmt::format("no Hugging Face config file '{}' (a model ending in .json is a path relative to "
-                        "this file; other names are presets: {})",
-                        p.string(), fmt::join(preset_names(kind), ", ")));
+    at.fail(fmt::format(
+        "no Hugging Face config file '{}' (a model ending in .json is a path relative to "
+        "this file; other names are presets: {})",
+        p.string(), fmt::join(preset_names(kind), ", ")));
   return p.string();
 }
 
@@ -82,7 +89,8 @@ Json preset_json(PresetKind kind, const std::string& name, const Node& at) {
 // Copies a profile's "parameters" (a patch of {"value", "source"} leaves at the preset's
 // JSON paths) into `target`, the system JSON's object at `path`; each leaf's source text
 // goes into `sources` under a source id of its own.
-void overlay(Json& sources, Json& target, const Json& params, const std::string& profile, const std::string& path) {
+void overlay(Json& sources, Json& target, const Json& params, const std::string& profile,
+             const std::string& path) {
   for (auto it = params.begin(); it != params.end(); ++it) {
     const std::string at = path.empty() ? it.key() : path + "." + it.key();
     if (it->is_object() && it->contains("value")) {
@@ -124,7 +132,8 @@ std::vector<std::string> apply_profiles(Json& sys, const LoadOptions& opts, cons
     // Values that hold for one GPU (its sustained clocks under its power limit), keyed by
     // the preset's GPU name.
     if (const auto by = prof.find("parameters_by_gpu"); by != prof.end() && sys.contains("gpu") &&
-                                                        sys["gpu"].contains("name") && sys["gpu"]["name"].is_string()) {
+                                                        sys["gpu"].contains("name") &&
+                                                        sys["gpu"]["name"].is_string()) {
       const auto g = by->find(sys["gpu"]["name"].get<std::string>());
       if (g != by->end()) overlay(sources, sys, *g, name, "");
     }
@@ -207,8 +216,10 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
     if (kind == PresetKind::system) {
       if (auto pr = patch->find("profiles"); pr != patch->end()) {
         // RFC 7386: null removes the base's profiles (the system uncalibrated).
-        if (pr->is_null()) merged.erase("profiles");
-        else merged["profiles"] = *pr;
+        if (pr->is_null())
+          merged.erase("profiles");
+        else
+          merged["profiles"] = *pr;
         patch->erase(pr);
       }
       r.profiles = apply_profiles(merged, opts, at.file(), at.path());
@@ -218,16 +229,19 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
     // A config.json base: errors in the merged model name both files (what is wrong may be
     // the base's, as a key it lacks, or the patch's).
     if (const auto base_file = model_file(kind, base_name, base_node)) {
-      r.node = std::make_unique<Node>(
-          *r.json, at.path(), std::make_shared<const std::string>(fmt::format("{} ({} patching {})", at.file(),
-                                                                              at.path(), *base_file)));
+      r.node =
+          std::make_unique<Node>(*r.json, at.path(),
+                                 std::make_shared<const std::string>(fmt::format(
+                                     "{} ({} patching {})", at.file(), at.path(), *base_file)));
       return r;
     }
   } else {
     r.json = patch;
-    if (kind == PresetKind::system) r.profiles = apply_profiles(*r.json, opts, at.file(), at.path());
+    if (kind == PresetKind::system)
+      r.profiles = apply_profiles(*r.json, opts, at.file(), at.path());
   }
-  r.node = std::make_unique<Node>(*r.json, at.path(), std::make_shared<const std::string>(at.file()));
+  r.node =
+      std::make_unique<Node>(*r.json, at.path(), std::make_shared<const std::string>(at.file()));
   return r;
 }
 

@@ -19,37 +19,84 @@ constexpr std::string_view kDoc = "docs/research/releases.md";
 // components were not researched, and no switch below shipped before 25.09 except the
 // launcher's NUMA binding, so the resolution needs no more of them.
 constexpr std::array<SoftwareRelease, 15> kReleases{{
-    {"23.09", {23, 9, 0}, "NeMo 23.09 (components not researched)",
-     "MLPerf Training v3.1 GPT-3 submission (shared/reference/scale-and-goodput.md section 3)", {}},
-    {"24.04", {24, 4, 0}, "NeMo 24.04 (components not researched)",
-     "MLPerf Training v4.0 GPT-3 submission (scale-and-goodput.md section 3)", {}},
-    {"25.01", {25, 1, 0}, "NeMo 25.01 (components not researched)",
-     "MLPerf Training v5.0 Llama 3.1 405B H100 submission (scale-and-goodput.md section 1a)", {}},
-    {"25.04", {25, 4, 0}, "NeMo 2.3.0; Megatron-Core 0.12.0rc4 (3cdfd613e6); TE 2.2.0.dev0 (bee4649c15)",
-     "NeMo v2.3.0 requirements/manifest.json (releases.md section 1)", {}},
-    {"25.04.01", {25, 4, 1}, "NeMo 2.3.1; Megatron-Core 0.12.1 (f98b1a008b); TE 2.2.0.dev0",
-     "NeMo CHANGELOG 'bump mcore to f98b1a0' (releases.md section 1)", {}},
-    {"25.07", {25, 7, 0}, "NeMo 2.4.0; Megatron-Core 0.13.0rc1 (03f7793114); TE 2.5",
-     "NeMo v2.4.0 requirements/manifest.json (releases.md section 1)", {}},
-    {"25.09", {25, 9, 0}, "Megatron-Bridge 0.1.0, NeMo 2.5.0; Megatron-Core 0.14.0; TE 2.7.0; cuDNN 9.11.0.98",
-     "Megatron-Bridge docs/releases/software-versions.md (releases.md section 1)", {}},
-    {"25.11", {25, 11, 0},
-     "Megatron-Bridge 0.2.0, NeMo 2.6.0; Megatron-Core dev 0.15 (0d8e0714cd); TE 2.9; cuDNN 9.13.1.26",
-     "software-versions.md; Megatron-Bridge v0.2.0 3rdparty/Megatron-LM (releases.md section 1)", "v0.2.0"},
-    {"26.02", {26, 2, 0}, "Megatron-Bridge 0.3.0, NeMo 2.7.0; Megatron-Core 0.16.0 (b0cc2706dd); TE 2.12; cuDNN 9.18.0.50",
-     "software-versions.md; Megatron-Bridge v0.3.0 (releases.md section 1)", "v0.3.0"},
-    {"26.02.01", {26, 2, 1}, "Megatron-Bridge 0.3.1; Megatron-Core 0.16.1 (55ac708251); TE 2.12",
-     "Megatron-Bridge v0.3.1 3rdparty/Megatron-LM (releases.md section 1)", "v0.3.1"},
-    {"26.04", {26, 4, 0}, "Megatron-Bridge 0.4.0; Megatron-Core 0.17.0 (d7288711ba); TE 2.14; cuDNN 9.20.0.48",
-     "software-versions.md; Megatron-Bridge v0.4.0 (releases.md section 1)", "v0.4.0"},
-    {"26.04.01", {26, 4, 1}, "Megatron-Bridge 0.4.2; Megatron-Core 0.17.1 (2edffadb52); TE 2.14.1; cuDNN 9.20.0.48",
-     "Megatron-Bridge v0.4.2 pyproject.toml and 3rdparty/Megatron-LM (releases.md section 1)", "v0.4.2"},
-    {"26.06", {26, 6, 0}, "Megatron-Bridge 0.5.0; Megatron-Core 0.18.0 (d0b3b77549); TE 2.16; cuDNN 9.21.1.3",
-     "software-versions.md; Megatron-Bridge v0.5.0 (releases.md section 1)", "v0.5.0"},
-    {"26.06.01", {26, 6, 1}, "Megatron-Bridge 0.5.1; Megatron-Core 0.18.2 (458c8d0eca); TE 2.16.0 (b9d690e042)",
-     "Megatron-Bridge v0.5.1 pyproject.toml and 3rdparty/Megatron-LM (releases.md section 1)", "v0.5.1"},
-    {"26.08", {26, 8, 0}, "Megatron-Bridge 0.6.0; Megatron-Core 0.19.0 (cd4afffa64); TE 2.17.1; cuDNN unknown",
-     "Megatron-Bridge v0.6.0 docs/versions1.json, pyproject.toml, 3rdparty/Megatron-LM (releases.md section 1)", "v0.6.0"},
+    {"23.09",
+     {23, 9, 0},
+     "NeMo 23.09 (components not researched)",
+     "MLPerf Training v3.1 GPT-3 submission (shared/reference/scale-and-goodput.md section 3)",
+     {}},
+    {"24.04",
+     {24, 4, 0},
+     "NeMo 24.04 (components not researched)",
+     "MLPerf Training v4.0 GPT-3 submission (scale-and-goodput.md section 3)",
+     {}},
+    {"25.01",
+     {25, 1, 0},
+     "NeMo 25.01 (components not researched)",
+     "MLPerf Training v5.0 Llama 3.1 405B H100 submission (scale-and-goodput.md section 1a)",
+     {}},
+    {"25.04",
+     {25, 4, 0},
+     "NeMo 2.3.0; Megatron-Core 0.12.0rc4 (3cdfd613e6); TE 2.2.0.dev0 (bee4649c15)",
+     "NeMo v2.3.0 requirements/manifest.json (releases.md section 1)",
+     {}},
+    {"25.04.01",
+     {25, 4, 1},
+     "NeMo 2.3.1; Megatron-Core 0.12.1 (f98b1a008b); TE 2.2.0.dev0",
+     "NeMo CHANGELOG 'bump mcore to f98b1a0' (releases.md section 1)",
+     {}},
+    {"25.07",
+     {25, 7, 0},
+     "NeMo 2.4.0; Megatron-Core 0.13.0rc1 (03f7793114); TE 2.5",
+     "NeMo v2.4.0 requirements/manifest.json (releases.md section 1)",
+     {}},
+    {"25.09",
+     {25, 9, 0},
+     "Megatron-Bridge 0.1.0, NeMo 2.5.0; Megatron-Core 0.14.0; TE 2.7.0; cuDNN 9.11.0.98",
+     "Megatron-Bridge docs/releases/software-versions.md (releases.md section 1)",
+     {}},
+    {"25.11",
+     {25, 11, 0},
+     "Megatron-Bridge 0.2.0, NeMo 2.6.0; Megatron-Core dev 0.15 (0d8e0714cd); TE 2.9; cuDNN "
+     "9.13.1.26",
+     "software-versions.md; Megatron-Bridge v0.2.0 3rdparty/Megatron-LM (releases.md section 1)",
+     "v0.2.0"},
+    {"26.02",
+     {26, 2, 0},
+     "Megatron-Bridge 0.3.0, NeMo 2.7.0; Megatron-Core 0.16.0 (b0cc2706dd); TE 2.12; cuDNN "
+     "9.18.0.50",
+     "software-versions.md; Megatron-Bridge v0.3.0 (releases.md section 1)",
+     "v0.3.0"},
+    {"26.02.01",
+     {26, 2, 1},
+     "Megatron-Bridge 0.3.1; Megatron-Core 0.16.1 (55ac708251); TE 2.12",
+     "Megatron-Bridge v0.3.1 3rdparty/Megatron-LM (releases.md section 1)",
+     "v0.3.1"},
+    {"26.04",
+     {26, 4, 0},
+     "Megatron-Bridge 0.4.0; Megatron-Core 0.17.0 (d7288711ba); TE 2.14; cuDNN 9.20.0.48",
+     "software-versions.md; Megatron-Bridge v0.4.0 (releases.md section 1)",
+     "v0.4.0"},
+    {"26.04.01",
+     {26, 4, 1},
+     "Megatron-Bridge 0.4.2; Megatron-Core 0.17.1 (2edffadb52); TE 2.14.1; cuDNN 9.20.0.48",
+     "Megatron-Bridge v0.4.2 pyproject.toml and 3rdparty/Megatron-LM (releases.md section 1)",
+     "v0.4.2"},
+    {"26.06",
+     {26, 6, 0},
+     "Megatron-Bridge 0.5.0; Megatron-Core 0.18.0 (d0b3b77549); TE 2.16; cuDNN 9.21.1.3",
+     "software-versions.md; Megatron-Bridge v0.5.0 (releases.md section 1)",
+     "v0.5.0"},
+    {"26.06.01",
+     {26, 6, 1},
+     "Megatron-Bridge 0.5.1; Megatron-Core 0.18.2 (458c8d0eca); TE 2.16.0 (b9d690e042)",
+     "Megatron-Bridge v0.5.1 pyproject.toml and 3rdparty/Megatron-LM (releases.md section 1)",
+     "v0.5.1"},
+    {"26.08",
+     {26, 8, 0},
+     "Megatron-Bridge 0.6.0; Megatron-Core 0.19.0 (cd4afffa64); TE 2.17.1; cuDNN unknown",
+     "Megatron-Bridge v0.6.0 docs/versions1.json, pyproject.toml, 3rdparty/Megatron-LM "
+     "(releases.md section 1)",
+     "v0.6.0"},
 }};
 
 // since: on from `first`; never: off in every release; unsettled: off before `first`, and
@@ -67,41 +114,88 @@ struct SwitchHistory {
 };
 
 constexpr std::array<SwitchHistory, 14> kSwitchHistory{{
-    {"mxfp8_alloc_fusion", "", Shipped::since, {25, 9, 0},
+    {"mxfp8_alloc_fusion",
+     "",
+     Shipped::since,
+     {25, 9, 0},
      "TE #1793 c30e961fe9 and #1934 96ee7173f3, first in TE 2.6; 25.07 ships TE 2.5, 25.09 TE 2.7"},
     {"permute_fusion_v2", "", Shipped::since, {25, 9, 0}, "TE #1927 dc97cc9efc, first in TE 2.6"},
-    {"router_fusion", "", Shipped::since, {25, 9, 0},
-     "Megatron-Core !3809 c08d89bea0 (core_v0.14.0) with TE #1883 (TE 2.6); Bridge 0.1.0's DeepSeek-V3 recipe sets it"},
+    {"router_fusion",
+     "",
+     Shipped::since,
+     {25, 9, 0},
+     "Megatron-Core !3809 c08d89bea0 (core_v0.14.0) with TE #1883 (TE 2.6); Bridge 0.1.0's "
+     "DeepSeek-V3 recipe sets it"},
     {"swizzle_fusion", "", Shipped::since, {25, 9, 0}, "TE #2019 c0d2f1a54b, first in TE 2.7"},
-    {"pdl_quant", "", Shipped::never, {},
-     "TE #2001 and #2066 were reverted before the v2.7 tag and on main (#2114, #2115); no PDL in TE main of "
+    {"pdl_quant",
+     "",
+     Shipped::never,
+     {},
+     "TE #2001 and #2066 were reverted before the v2.7 tag and on main (#2114, #2115); no PDL in "
+     "TE main of "
      "2026-08-22; the GB200 journey ran a fork (hxbai TE @ 7dd39147)"},
-    {"norm_quant_fusion", "", Shipped::since, {26, 2, 0},
-     "needs cuDNN 9.14 and NVTE_NORM_FWD_USE_CUDNN=1: 25.11 ships cuDNN 9.13.1; 26.02 ships 9.18 and Bridge v0.3.0's "
+    {"norm_quant_fusion",
+     "",
+     Shipped::since,
+     {26, 2, 0},
+     "needs cuDNN 9.14 and NVTE_NORM_FWD_USE_CUDNN=1: 25.11 ships cuDNN 9.13.1; 26.02 ships 9.18 "
+     "and Bridge v0.3.0's "
      "perf_plugins.py keeps the variable for DeepSeek's MXFP8 on GB200 and GB300"},
-    {"cpu_numa_binding", "GB200", Shipped::since, {25, 7, 0},
-     "NeMo #13914 41a3862785: numa_divisor 2 for GB200 (NeMo 2.4.0 scripts/performance/executors.py); NeMo 2.3.0 "
+    {"cpu_numa_binding",
+     "GB200",
+     Shipped::since,
+     {25, 7, 0},
+     "NeMo #13914 41a3862785: numa_divisor 2 for GB200 (NeMo 2.4.0 "
+     "scripts/performance/executors.py); NeMo 2.3.0 "
      "binds SLURM_LOCALID/4, every GB200 rank to node 0"},
-    {"cpu_numa_binding", "GB300", Shipped::since, {26, 2, 0},
-     "GB300 joins the GB200 divisor in Megatron-Bridge v0.3.0 scripts/performance/utils/executors.py"},
-    {"cpu_numa_binding", "", Shipped::since, {},
+    {"cpu_numa_binding",
+     "GB300",
+     Shipped::since,
+     {26, 2, 0},
+     "GB300 joins the GB200 divisor in Megatron-Bridge v0.3.0 "
+     "scripts/performance/utils/executors.py"},
+    {"cpu_numa_binding",
+     "",
+     Shipped::since,
+     {},
      "8-GPU nodes: NeMo's SLURM_LOCALID/4 puts GPUs 0-3 and 4-7 on their sockets in every release"},
-    {"te_host_slim", "", Shipped::unsettled, {26, 2, 0},
-     "TE PR 2146 (the journey's CPU-overhead changes) is open, so off before TE 2.12; the upstream CPU work since "
+    {"te_host_slim",
+     "",
+     Shipped::unsettled,
+     {26, 2, 0},
+     "TE PR 2146 (the journey's CPU-overhead changes) is open, so off before TE 2.12; the upstream "
+     "CPU work since "
      "(#2439 in TE 2.12, #2559, #2957) is not known to equal it"},
-    {"cuda_graph_shared_expert", "", Shipped::since, {25, 11, 0},
-     "moe_router graph scope with the shared expert: Megatron-Core dev cherry-pick ac658b9a61 (#1917), 0d8e0714cd"},
-    {"deepep_tuned", "", Shipped::unsettled, {},
-     "'Tune DeepEP' is a row of NVIDIA's GB200 blog; what changed and when it shipped is not published"},
-    {"hybridep_permute_fusion", "", Shipped::since, {25, 11, 0},
+    {"cuda_graph_shared_expert",
+     "",
+     Shipped::since,
+     {25, 11, 0},
+     "moe_router graph scope with the shared expert: Megatron-Core dev cherry-pick ac658b9a61 "
+     "(#1917), 0d8e0714cd"},
+    {"deepep_tuned",
+     "",
+     Shipped::unsettled,
+     {},
+     "'Tune DeepEP' is a row of NVIDIA's GB200 blog; what changed and when it shipped is not "
+     "published"},
+    {"hybridep_permute_fusion",
+     "",
+     Shipped::since,
+     {25, 11, 0},
      "DeepEP hybrid-ep #439 f4f2c10 with Megatron-Core's HybridEP backend (dev !4237, 0d8e0714cd)"},
-    {"nvfp4_rht_fusion", "", Shipped::since, {26, 6, 0},
-     "TE #2555 523801df (nvte_quantize_with_hadamard_transform), first in TE 2.15; 26.04 ships TE 2.14, 26.06 TE 2.16"},
+    {"nvfp4_rht_fusion",
+     "",
+     Shipped::since,
+     {26, 6, 0},
+     "TE #2555 523801df (nvte_quantize_with_hadamard_transform), first in TE 2.15; 26.04 ships TE "
+     "2.14, 26.06 TE 2.16"},
 }};
 
 const SwitchHistory& history(std::string_view name, std::string_view gpu) {
   for (const auto& h : kSwitchHistory)
-    if (h.name == name && (h.gpus.empty() || std::ranges::count(calibration::gpu_names(h.gpus), gpu) > 0)) return h;
+    if (h.name == name &&
+        (h.gpus.empty() || std::ranges::count(calibration::gpu_names(h.gpus), gpu) > 0))
+      return h;
   throw std::logic_error(fmt::format("config/releases.cpp has no history for stack.{}", name));
 }
 
@@ -132,44 +226,65 @@ const std::vector<FeatureGate>& feature_gates() {
   using hw_models::Dispatcher;
   using workload::CudaGraphScope;
   static const std::vector<FeatureGate> kGates{
-      {"training.precision", {25, 4, 0}, "MXFP8 (--fp8-recipe mxfp8: Megatron-Core !2766 3db741160b, core_v0.12.0)",
+      {"training.precision",
+       {25, 4, 0},
+       "MXFP8 (--fp8-recipe mxfp8: Megatron-Core !2766 3db741160b, core_v0.12.0)",
        [](const Scenario& sc) { return sc.training.precision == workload::Precision::mxfp8; }},
-      {"training.precision", {25, 11, 0},
-       "NVFP4 (TE #2177 3f5b4754, first in TE 2.8; 25.09 ships TE 2.7, 25.11 TE 2.9 with Megatron-Bridge #910 "
+      {"training.precision",
+       {25, 11, 0},
+       "NVFP4 (TE #2177 3f5b4754, first in TE 2.8; 25.09 ships TE 2.7, 25.11 TE 2.9 with "
+       "Megatron-Bridge #910 "
        "82cb5043, v0.2.0)",
        [](const Scenario& sc) { return sc.training.precision == workload::Precision::nvfp4; }},
-      {"training.precision", {26, 2, 0},
-       "NVFP4 grouped GEMMs for MoE experts (TE #2215 b4a1d4d6, first in TE 2.10; 25.11 ships TE 2.9)",
+      {"training.precision",
+       {26, 2, 0},
+       "NVFP4 grouped GEMMs for MoE experts (TE #2215 b4a1d4d6, first in TE 2.10; 25.11 ships TE "
+       "2.9)",
        [](const Scenario& sc) {
          return sc.training.precision == workload::Precision::nvfp4 && sc.model.num_experts > 0;
        }},
-      {"framework.dispatcher", {25, 4, 0},
+      {"framework.dispatcher",
+       {25, 4, 0},
        "DeepEP (the flex dispatcher: Megatron-Core !2737 0d389f5e99, core_v0.12.0)",
        [](const Scenario& sc) { return sc.framework.dispatcher == Dispatcher::deepep; }},
-      {"framework.dispatcher", {25, 11, 0},
-       "HybridEP (--moe-flex-dispatcher-backend hybridep: Megatron-Core dev !4237 d9153a50ce, main #2176)",
-       [](const Scenario& sc) { return sc.framework.dispatcher == Dispatcher::hybridep && sc.model.num_experts > 0; }},
-      {"framework.delay_wgrad_compute", {25, 7, 0},
+      {"framework.dispatcher",
+       {25, 11, 0},
+       "HybridEP (--moe-flex-dispatcher-backend hybridep: Megatron-Core dev !4237 d9153a50ce, main "
+       "#2176)",
+       [](const Scenario& sc) {
+         return sc.framework.dispatcher == Dispatcher::hybridep && sc.model.num_experts > 0;
+       }},
+      {"framework.delay_wgrad_compute",
+       {25, 7, 0},
        "--delay-wgrad-compute (Megatron-Core !3217 8333bd5bb6, core_v0.13.0)",
        [](const Scenario& sc) { return sc.framework.delay_wgrad_compute; }},
-      {"framework.moe_a2a_overlap", {25, 9, 0},
+      {"framework.moe_a2a_overlap",
+       {25, 9, 0},
        "--overlap-moe-expert-parallel-comm (Megatron-Core !3470 ae1c88296f, core_v0.14.0)",
        [](const Scenario& sc) { return sc.framework.moe_a2a_overlap; }},
-      {"framework.cuda_graph_scope", {25, 11, 0},
-       "the moe_router and moe_preprocess graph scopes (Megatron-Core #1917, dev cherry-pick ac658b9a61)",
+      {"framework.cuda_graph_scope",
+       {25, 11, 0},
+       "the moe_router and moe_preprocess graph scopes (Megatron-Core #1917, dev cherry-pick "
+       "ac658b9a61)",
        [](const Scenario& sc) {
-         return has_scope(sc, CudaGraphScope::moe_router) || has_scope(sc, CudaGraphScope::moe_preprocess);
+         return has_scope(sc, CudaGraphScope::moe_router) ||
+                has_scope(sc, CudaGraphScope::moe_preprocess);
        }},
-      {"framework.offload", {26, 2, 0},
+      {"framework.offload",
+       {26, 2, 0},
        "fine-grained activation offloading (Megatron-Core #1913 b97184db56, core_v0.16.0)",
        [](const Scenario& sc) {
-         return std::any_of(sc.framework.offload.begin(), sc.framework.offload.end(),
-                            [](workload::OffloadTarget t) { return t != workload::OffloadTarget::optimizer; });
+         return std::any_of(
+             sc.framework.offload.begin(), sc.framework.offload.end(),
+             [](workload::OffloadTarget t) { return t != workload::OffloadTarget::optimizer; });
        }},
-      {"framework.moe_expert_rank_capacity_factor", {26, 6, 0},
+      {"framework.moe_expert_rank_capacity_factor",
+       {26, 6, 0},
        "--moe-expert-rank-capacity-factor (Megatron-Core #4247 f007db77b9, core_v0.18.0)",
        [](const Scenario& sc) { return sc.framework.moe_expert_rank_capacity_factor.has_value(); }},
-      {"framework.moe_paged_stash", {26, 6, 0}, "--moe-paged-stash (Megatron-Core #4247 f007db77b9, core_v0.18.0)",
+      {"framework.moe_paged_stash",
+       {26, 6, 0},
+       "--moe-paged-stash (Megatron-Core #4247 f007db77b9, core_v0.18.0)",
        [](const Scenario& sc) { return sc.framework.moe_paged_stash; }},
   };
   return kGates;
@@ -177,7 +292,9 @@ const std::vector<FeatureGate>& feature_gates() {
 
 }  // namespace
 
-std::span<const SoftwareRelease> software_releases() { return kReleases; }
+std::span<const SoftwareRelease> software_releases() {
+  return kReleases;
+}
 
 const SoftwareRelease* find_release(std::string_view name) {
   for (const auto& r : kReleases)
@@ -202,8 +319,12 @@ ReleaseResolution resolve_release(const SoftwareRelease& release, std::string_vi
     const auto& h = history(s.name, gpu);
     bool on = true;
     switch (h.shipped) {
-      case Shipped::since: on = release.version >= h.first; break;
-      case Shipped::never: on = false; break;
+      case Shipped::since:
+        on = release.version >= h.first;
+        break;
+      case Shipped::never:
+        on = false;
+        break;
       case Shipped::unsettled:
         on = release.version >= h.first;
         if (on) out.unsettled.emplace_back(s.name);
@@ -217,9 +338,10 @@ ReleaseResolution resolve_release(const SoftwareRelease& release, std::string_vi
 std::optional<ReleaseRefusal> release_refusal(const SoftwareRelease& release, const Scenario& sc) {
   for (const auto& g : feature_gates())
     if (release.version < g.first && g.uses(sc))
-      return ReleaseRefusal{std::string(g.path),
-                            fmt::format("{} first shipped in release {}; stack.release {} ({}) does not have it ({})",
-                                        g.what, release_name(g.first), release.name, release.components, kDoc)};
+      return ReleaseRefusal{
+          std::string(g.path),
+          fmt::format("{} first shipped in release {}; stack.release {} ({}) does not have it ({})",
+                      g.what, release_name(g.first), release.name, release.components, kDoc)};
   return std::nullopt;
 }
 
@@ -227,9 +349,10 @@ std::vector<std::string> release_warnings(const Scenario& sc) {
   std::vector<std::string> out;
   for (const auto& name : sc.release_unsettled)
     if (!stack_switch_inert(name, sc))
-      out.push_back(fmt::format("stack.{}: release {} does not settle it ({}); taken as on, the newest stack's value; "
-                                "give stack.{} to decide",
-                                name, sc.release, history(name, sc.system.gpu.name).evidence, name));
+      out.push_back(fmt::format(
+          "stack.{}: release {} does not settle it ({}); taken as on, the newest stack's value; "
+          "give stack.{} to decide",
+          name, sc.release, history(name, sc.system.gpu.name).evidence, name));
   return out;
 }
 

@@ -47,7 +47,7 @@ struct ReleaseVersion {
 };
 
 struct SoftwareRelease {
-  std::string_view name;        // "26.04.01"
+  std::string_view name;  // "26.04.01"
   ReleaseVersion version;
   std::string_view components;  // what the container shipped, as far as the evidence goes
   std::string_view source;

@@ -26,7 +26,9 @@ const sim_core::NameTable<MeasuredMetric>& measured_metric_names();
 enum class MemoryCounter { max_allocated, max_reserved };
 const sim_core::NameTable<MemoryCounter>& memory_counter_names();
 // A timing metric (a step time or throughput), as opposed to a memory measurement.
-constexpr bool is_timing(MeasuredMetric m) { return m != MeasuredMetric::peak_memory_gib; }
+constexpr bool is_timing(MeasuredMetric m) {
+  return m != MeasuredMetric::peak_memory_gib;
+}
 
 // The kind of decision a measured pair differs in (measured.compare_with; issue #44): what
 // `moesim validate` groups the pairs' ratio errors by, and what `plan` names as the evidence
@@ -107,13 +109,14 @@ struct StorageSpec {
 // and storage presets in config/storage.hpp, each with its source; the model in
 // predict/goodput.hpp).
 struct GoodputSettings {
-  double interruptions_per_gpu_day = 0;          // unexpected: lose the work since the last checkpoint
+  double interruptions_per_gpu_day = 0;  // unexpected: lose the work since the last checkpoint
   double planned_interruptions_per_gpu_day = 0;  // planned: checkpointed first, cost a restart
-  double restart_s = 0;  // detection, diagnosis, rescheduling and start, before the checkpoint loads
+  double restart_s =
+      0;  // detection, diagnosis, rescheduling and start, before the checkpoint loads
   StorageSpec storage;
-  bool async_save = false;                       // Megatron --async-save
-  std::optional<double> checkpoint_interval_s;   // absent: Daly's optimum
-  std::optional<double> token_budget;            // tokens to train: days with and without goodput
+  bool async_save = false;                      // Megatron --async-save
+  std::optional<double> checkpoint_interval_s;  // absent: Daly's optimum
+  std::optional<double> token_budget;           // tokens to train: days with and without goodput
 };
 
 // Cost and energy of a job (scenario key `cost`; predict/goodput.hpp): every figure
@@ -182,13 +185,14 @@ struct Scenario {
   // dropping, EPLB and HybridEP's rank budget (workload::ep_gating_load): what predict()
   // prices the MoE layers at.
   double ep_load() const {
-    return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(), training.capacity_factor,
-                                    eplb_setup(), framework.moe_expert_rank_capacity_factor);
+    return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(),
+                                    training.capacity_factor, eplb_setup(),
+                                    framework.moe_expert_rank_capacity_factor);
   }
   // The same without the rank budget: above ep_load(), the budget drops routed copies.
   double ep_load_unbudgeted() const {
-    return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(), training.capacity_factor,
-                                    eplb_setup());
+    return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(),
+                                    training.capacity_factor, eplb_setup());
   }
 };
 

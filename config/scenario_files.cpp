@@ -22,7 +22,8 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
     fs::recursive_directory_iterator it(p, ec), end;
     for (; !ec && it != end; it.increment(ec)) {
       std::error_code kind;
-      if (it->is_regular_file(kind) && it->path().extension() == ".json") found.push_back(it->path().string());
+      if (it->is_regular_file(kind) && it->path().extension() == ".json")
+        found.push_back(it->path().string());
     }
     if (ec) throw InputError(p, "", "cannot read the folder: " + ec.message());
     std::sort(found.begin(), found.end());
@@ -35,9 +36,12 @@ ScenarioFileSets sort_scenario_files(const std::vector<std::string>& paths) {
   ScenarioFileSets out;
   for (const auto& f : scenario_files(paths)) {
     const Json j = read_json_file(f);
-    if (j.is_object() && j.contains("measured")) out.measured.push_back(f);
-    else if (j.is_object() && j.contains("system") && j.contains("gpus")) out.unmeasured.push_back(f);
-    else ++out.other;
+    if (j.is_object() && j.contains("measured"))
+      out.measured.push_back(f);
+    else if (j.is_object() && j.contains("system") && j.contains("gpus"))
+      out.unmeasured.push_back(f);
+    else
+      ++out.other;
   }
   return out;
 }

@@ -26,12 +26,15 @@ const sim_core::NameTable<SweepObjective>& sweep_objective_names() {
       {SweepObjective::gpu_hours, "gpu_hours",
        "GPU-hours to train the token budget (lower is better)"},
       {SweepObjective::days_with_goodput, "days_with_goodput",
-       "days to train the token budget with interruptions, checkpoints and restarts (the scenario's goodput; "
+       "days to train the token budget with interruptions, checkpoints and restarts (the "
+       "scenario's goodput; "
        "lower is better)"},
       {SweepObjective::gpu_hours_with_goodput, "gpu_hours_with_goodput",
-       "GPU-hours to train the token budget with interruptions, checkpoints and restarts (lower is better)"},
+       "GPU-hours to train the token budget with interruptions, checkpoints and restarts (lower is "
+       "better)"},
       {SweepObjective::energy_mwh, "energy_mwh",
-       "MWh to train the token budget with goodput at the nodes' power (the scenario's cost block or the "
+       "MWh to train the token budget with goodput at the nodes' power (the scenario's cost block "
+       "or the "
        "system's node.max_power_kW; lower is better)"},
       {SweepObjective::cost_usd, "cost_usd",
        "USD to train the token budget with goodput at cost.gpu_hour_usd (lower is better)"},
@@ -72,8 +75,8 @@ constexpr std::int64_t kMaxRows = 1'000'000;
 // The scenario's top-level keys (docs/SCENARIO_FORMAT.md), where a grid path
 // may start.
 constexpr std::array<std::string_view, 14> kScenarioKeys{
-    "name",        "description", "system", "gpus",    "model",    "training", "parallelism",
-    "framework",   "stack",       "routing", "measured", "placement", "goodput", "cost"};
+    "name",      "description", "system",  "gpus",     "model",     "training", "parallelism",
+    "framework", "stack",       "routing", "measured", "placement", "goodput",  "cost"};
 
 std::vector<std::string> split_dots(const std::string& path) {
   std::vector<std::string> out;
@@ -152,7 +155,8 @@ class SweepReader {
       const std::filesystem::path rel = n.as_string();
       const auto dir = std::filesystem::path(*file_).parent_path();
       const std::string path = (rel.is_absolute() ? rel : dir / rel).lexically_normal().string();
-      if (const auto problem = input_file_problem(path)) n.fail(fmt::format("scenario file '{}' {}", path, *problem));
+      if (const auto problem = input_file_problem(path))
+        n.fail(fmt::format("scenario file '{}' {}", path, *problem));
       f.base = read_json_file(path);
       f.base_file = path;
       if (!f.base.is_object()) throw InputError(path, "", "expected a scenario: one JSON object");
@@ -194,7 +198,8 @@ class SweepReader {
         s->for_each_element([&](const Node& e) {
           f.pp_splits.push_back(e.as_enum(pipeline_split_names(), "pp_split"));
           if (std::count(f.pp_splits.begin(), f.pp_splits.end(), f.pp_splits.back()) > 1)
-            e.fail(fmt::format("'{}' is listed twice", pipeline_split_names().name(f.pp_splits.back())));
+            e.fail(fmt::format("'{}' is listed twice",
+                               pipeline_split_names().name(f.pp_splits.back())));
         });
         if (f.pp_splits.empty()) s->fail("expected a non-empty list of splits");
       }
@@ -314,7 +319,8 @@ constexpr std::array<LayoutRule, 14> kRules{{
        const std::string s = schedule(c);
        if (s == "zb-h1" || s == "1f1b") return c.vpp != 1;
        if (s == "dualpipe")
-         return c.vpp != 1 || c.pp % 2 != 0 || microbatches(c) < 2 * c.pp || microbatches(c) % 2 != 0;
+         return c.vpp != 1 || c.pp % 2 != 0 || microbatches(c) < 2 * c.pp ||
+                microbatches(c) % 2 != 0;
        if (s == "dualpipev") return c.vpp != 2 || microbatches(c) < 2 * c.pp;
        return false;
      }},
@@ -335,9 +341,11 @@ std::span<const LayoutRule> layout_rules() {
 
 const sim_core::NameTable<PipelineSplit>& pipeline_split_names() {
   static constexpr std::array<sim_core::NameEntry<PipelineSplit>, 2> kEntries{{
-      {PipelineSplit::even, "even", "the decoder layers as even as possible (the contract's default)"},
+      {PipelineSplit::even, "even",
+       "the decoder layers as even as possible (the contract's default)"},
       {PipelineSplit::embedding_loss, "embedding_loss",
-       "the embedding, the loss and each MTP layer counted as one layer (Megatron's account-for-embedding and "
+       "the embedding, the loss and each MTP layer counted as one layer (Megatron's "
+       "account-for-embedding and "
        "-loss split)"},
   }};
   static constexpr sim_core::NameTable<PipelineSplit> kTable{kEntries};
@@ -348,7 +356,8 @@ std::string default_layout_text(std::int64_t layers, std::int64_t mtp, int pp, i
   return layout_text(PipelineSplit::even, layers, mtp, pp, vpp);
 }
 
-std::string layout_text(PipelineSplit split, std::int64_t layers, std::int64_t mtp, int pp, int vpp) {
+std::string layout_text(PipelineSplit split, std::int64_t layers, std::int64_t mtp, int pp,
+                        int vpp) {
   const std::int64_t n = static_cast<std::int64_t>(pp) * vpp;
   std::vector<std::string> stages;
   // A stage's text: `e` embedding, `t` decoder layers, `m` MTP layers, `l` the loss.
@@ -362,7 +371,8 @@ std::string layout_text(PipelineSplit split, std::int64_t layers, std::int64_t m
   };
   if (split == PipelineSplit::even) {
     for (std::int64_t s = 0; s < n; ++s)
-      stages.push_back(stage(s == 0, layers / n + (s < layers % n ? 1 : 0), s == n - 1 ? mtp : 0, s == n - 1));
+      stages.push_back(
+          stage(s == 0, layers / n + (s < layers % n ? 1 : 0), s == n - 1 ? mtp : 0, s == n - 1));
   } else {
     // Units 0 .. U-1: E, the layers, the MTP layers, L; stage s takes the next share.
     const std::int64_t units = layers + mtp + 2;
@@ -371,9 +381,11 @@ std::string layout_text(PipelineSplit split, std::int64_t layers, std::int64_t m
       const std::int64_t take = units / n + (s < units % n ? 1 : 0);
       const std::int64_t lo = next, hi = next + take;  // [lo, hi)
       next = hi;
-      const auto count = [&](std::int64_t a, std::int64_t b) { return std::max<std::int64_t>(0, std::min(hi, b) - std::max(lo, a)); };
-      stages.push_back(stage(lo == 0 && hi > 0, count(1, 1 + layers), count(1 + layers, 1 + layers + mtp),
-                             hi == units && take > 0));
+      const auto count = [&](std::int64_t a, std::int64_t b) {
+        return std::max<std::int64_t>(0, std::min(hi, b) - std::max(lo, a));
+      };
+      stages.push_back(stage(lo == 0 && hi > 0, count(1, 1 + layers),
+                             count(1 + layers, 1 + layers + mtp), hi == units && take > 0));
     }
   }
   // Runs of equal stages before the last as "(X|)*N".
@@ -455,7 +467,8 @@ SweepPlan expand_sweep(const SweepFile& f) {
         }
         bool keep = true;
         std::string layout_text;
-        if (!base_case && split != PipelineSplit::even) {  // no layers to split: the even row's twin
+        if (!base_case &&
+            split != PipelineSplit::even) {  // no layers to split: the even row's twin
           ++pruned[kRules.size() - 1];
           keep = false;
         } else if (base_case) {
@@ -482,7 +495,8 @@ SweepPlan expand_sweep(const SweepFile& f) {
               break;
             }
           if (keep && degrees_ok)
-            layout_text = config::layout_text(split, c.layers, mtp, static_cast<int>(c.pp), static_cast<int>(c.vpp));
+            layout_text = config::layout_text(split, c.layers, mtp, static_cast<int>(c.pp),
+                                              static_cast<int>(c.vpp));
         }
         if (keep) {
           if (!layout_text.empty()) pp["pp_layout"] = layout_text;
@@ -503,6 +517,8 @@ SweepPlan expand_sweep(const SweepFile& f) {
   return plan;
 }
 
-std::string sweep_value_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string sweep_value_text(const Json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 }  // namespace moesim::config

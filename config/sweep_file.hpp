@@ -139,6 +139,7 @@ std::span<const LayoutRule> layout_rules();
 // e.g. "Et*8|(t*8|)*6t*7L"; PipelineLayout::parse of it gives PipelineLayout::even.
 std::string default_layout_text(std::int64_t layers, std::int64_t mtp, int pp, int vpp);
 // The same for a split (PipelineSplit); `even` gives default_layout_text's.
-std::string layout_text(PipelineSplit split, std::int64_t layers, std::int64_t mtp, int pp, int vpp);
+std::string layout_text(PipelineSplit split, std::int64_t layers, std::int64_t mtp, int pp,
+                        int vpp);
 
 }  // namespace moesim::config

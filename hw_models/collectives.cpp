@@ -1,8 +1,8 @@
 #include "hw_models/collectives.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -22,7 +22,8 @@ const sim_core::NameTable<Collective>& collective_names() {
 
 const sim_core::NameTable<CollectiveAlgorithm>& algorithm_names() {
   static constexpr std::array<sim_core::NameEntry<CollectiveAlgorithm>, 2> kEntries{{
-      {CollectiveAlgorithm::ring, "ring", "rings (all-reduce, all-gather, reduce-scatter), all-to-all, send/recv"},
+      {CollectiveAlgorithm::ring, "ring",
+       "rings (all-reduce, all-gather, reduce-scatter), all-to-all, send/recv"},
       {CollectiveAlgorithm::nvls, "nvls", "NVLink SHARP all-reduce inside one NVSwitch domain"},
   }};
   static constexpr sim_core::NameTable<CollectiveAlgorithm> kTable{kEntries};
@@ -41,11 +42,14 @@ const sim_core::NameTable<Protocol>& protocol_names() {
 
 double bus_factor(Collective op, double n) {
   switch (op) {
-    case Collective::all_reduce: return 2 * (n - 1) / n;
+    case Collective::all_reduce:
+      return 2 * (n - 1) / n;
     case Collective::all_gather:
     case Collective::reduce_scatter:
-    case Collective::all_to_all: return (n - 1) / n;
-    case Collective::send_recv: return 1;
+    case Collective::all_to_all:
+      return (n - 1) / n;
+    case Collective::send_recv:
+      return 1;
   }
   return 1;
 }
@@ -75,7 +79,8 @@ std::vector<std::vector<int>> by_domain(const Topology& topo, const std::vector<
 }
 constexpr double kNvlsNetworkLatencyUs = 18;  // NCCL tuning.cc: hwLatencies[NET][NVLS][Simple]
 
-std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>& ranks, int channels) {
+std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>& ranks,
+                                    int channels) {
   const auto domains = by_domain(topo, ranks);
   std::vector<std::vector<int>> out;
   for (int c = 0; c < channels; ++c) {
@@ -93,7 +98,8 @@ std::vector<std::vector<int>> rings(const Topology& topo, const std::vector<int>
 }  // namespace
 
 bool has_protocols(Collective op) {
-  return op == Collective::all_reduce || op == Collective::all_gather || op == Collective::reduce_scatter;
+  return op == Collective::all_reduce || op == Collective::all_gather ||
+         op == Collective::reduce_scatter;
 }
 
 namespace {
@@ -110,16 +116,18 @@ double ll_max_busbw(const SystemSpec& s, int nodes) {
 }
 }  // namespace
 
-double ring_protocol_time(const SystemSpec& s, Collective op, Protocol p, double simple_makespan_s, double bytes,
-                          double ranks, bool spans, int nodes) {
+double ring_protocol_time(const SystemSpec& s, Collective op, Protocol p, double simple_makespan_s,
+                          double bytes, double ranks, bool spans, int nodes) {
   const double steps = (op == Collective::all_reduce ? 2 : 1) * (ranks - 1);
   if (p == Protocol::simple)
-    return (s.comm.base_latency_us.value + steps * (spans ? s.comm.network_hop_us.value : s.comm.nvlink_hop_us.value)) *
+    return (s.comm.base_latency_us.value +
+            steps * (spans ? s.comm.network_hop_us.value : s.comm.nvlink_hop_us.value)) *
                1e-6 +
            simple_makespan_s;
   const ProtocolCost& c = p == Protocol::ll ? kLl : kLl128;
   double transfer = simple_makespan_s / c.payload;
-  if (p == Protocol::ll) transfer = std::max(transfer, bytes * bus_factor(op, ranks) / (ll_max_busbw(s, nodes) * 1e9));
+  if (p == Protocol::ll)
+    transfer = std::max(transfer, bytes * bus_factor(op, ranks) / (ll_max_busbw(s, nodes) * 1e9));
   return (c.base_us + steps * (spans ? c.network_hop_us : c.nvlink_hop_us)) * 1e-6 + transfer;
 }
 
@@ -127,10 +135,13 @@ double small_all_reduce_seconds(double ranks, double per_domain) {
   if (ranks <= 1) return 0;
   const double k = std::min(ranks, std::max(1.0, per_domain));
   const double domains = std::ceil(ranks / k);
-  return (kLl.base_us + 2 * ((k - 1) * kLl.nvlink_hop_us + std::log2(domains) * kLl.network_hop_us)) * 1e-6;
+  return (kLl.base_us +
+          2 * ((k - 1) * kLl.nvlink_hop_us + std::log2(domains) * kLl.network_hop_us)) *
+         1e-6;
 }
 
-bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks) {
+bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op,
+                    const std::vector<int>& ranks) {
   if (op != Collective::all_reduce || !s.comm.nvls_efficiency || ranks.size() < 2) return false;
   const auto doms = by_domain(topo, ranks);
   if (doms.size() == 1) return true;
@@ -141,13 +152,17 @@ bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, co
   return true;
 }
 
-CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                                 double bytes, CollectiveAlgorithm algo) {
+CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op,
+                                 const std::vector<int>& ranks, double bytes,
+                                 CollectiveAlgorithm algo) {
   CollectiveFlows out;
   const std::size_t n = ranks.size();
-  if (op == Collective::send_recv ? n < 2 : n < 1) throw std::invalid_argument("collective_flows: too few ranks");
+  if (op == Collective::send_recv ? n < 2 : n < 1)
+    throw std::invalid_argument("collective_flows: too few ranks");
   if (algo == CollectiveAlgorithm::nvls && !nvls_supported(s, topo, op, ranks))
-    throw std::invalid_argument("collective_flows: NVLS runs only all-reduces, inside one NVLink domain or across domains with in-network reduction, on a system with NVLS");
+    throw std::invalid_argument(
+        "collective_flows: NVLS runs only all-reduces, inside one NVLink domain or across domains "
+        "with in-network reduction, on a system with NVLS");
   if (n == 1 || bytes <= 0) return out;
   if (algo == CollectiveAlgorithm::nvls) {
     const auto doms = by_domain(topo, ranks);
@@ -156,7 +171,8 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
     const double per_port = bytes * (kd + 1) / kd / s.comm.nvls_efficiency->value;
     for (const auto& d : doms)
       if (k > 1)
-        for (std::size_t i = 0; i < k; ++i) out.flows.push_back({d[i], d[(i + 1) % k], per_port, 0});
+        for (std::size_t i = 0; i < k; ++i)
+          out.flows.push_back({d[i], d[(i + 1) % k], per_port, 0});
     out.latency_s = s.comm.nvls_latency_us->value * 1e-6;
     if (doms.size() > 1) {
       for (std::size_t i = 0; i < k; ++i)
@@ -195,11 +211,13 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
         for (int g : ranks) ++per_domain[topo.domain_of(g)];
         int least = static_cast<int>(n);
         for (const auto& [d, k] : per_domain) least = std::min(least, k);
-        channels = std::clamp(least * static_cast<int>(std::max(1.0, s.network.nics_per_gpu.value)), 1, 32);
+        channels = std::clamp(least * static_cast<int>(std::max(1.0, s.network.nics_per_gpu.value)),
+                              1, 32);
       }
       const double per_rank = (ar ? 2 : 1) * (nd - 1) / nd * bytes / channels;
       for (const auto& ring : rings(topo, ranks, channels))
-        for (std::size_t i = 0; i < ring.size(); ++i) flows.push_back({ring[i], ring[(i + 1) % ring.size()], per_rank, 0});
+        for (std::size_t i = 0; i < ring.size(); ++i)
+          flows.push_back({ring[i], ring[(i + 1) % ring.size()], per_rank, 0});
       break;
     }
   }
@@ -207,8 +225,9 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
   return out;
 }
 
-CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                               double bytes, CollectiveAlgorithm algo, std::optional<Protocol> proto) {
+CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op,
+                               const std::vector<int>& ranks, double bytes,
+                               CollectiveAlgorithm algo, std::optional<Protocol> proto) {
   CollectiveTime r;
   r.algorithm = algo;
   const CollectiveFlows cf = collective_flows(s, topo, op, ranks, bytes, algo);
@@ -241,7 +260,8 @@ CollectiveTime fastest_collective_time(const SystemSpec& s, const Topology& topo
                                        const std::vector<int>& ranks, double bytes) {
   CollectiveTime best = collective_time(s, topo, op, ranks, bytes);
   if (nvls_supported(s, topo, op, ranks)) {
-    const CollectiveTime nvls = collective_time(s, topo, op, ranks, bytes, CollectiveAlgorithm::nvls);
+    const CollectiveTime nvls =
+        collective_time(s, topo, op, ranks, bytes, CollectiveAlgorithm::nvls);
     if (nvls.time_s < best.time_s) best = nvls;
   }
   return best;

@@ -19,10 +19,10 @@
 //   send/recv: one flow of S.
 //   NVLS all-reduce (NVLink SHARP; all ranks in one NVSwitch domain, on systems whose
 //     preset has nvls_efficiency; across domains where the network has in-network
-//     reduction, network.sharp, as NCCL's NVLS needs CollNet there): each GPU fetches the sum of its 1/n of the buffer with a
-//     multimem load-reduce (the switch pulls every GPU's copy: S out of each GPU over all
-//     chunks, S/n in) and multicasts it with a multimem store (S/n out, S in). So each
-//     GPU's NVLink port carries S (n+1)/n each way, against 2 (n-1)/n S for a ring, and
+//     reduction, network.sharp, as NCCL's NVLS needs CollNet there): each GPU fetches the sum of
+//     its 1/n of the buffer with a multimem load-reduce (the switch pulls every GPU's copy: S out
+//     of each GPU over all chunks, S/n in) and multicasts it with a multimem store (S/n out, S in).
+//     So each GPU's NVLink port carries S (n+1)/n each way, against 2 (n-1)/n S for a ring, and
 //     busbw = 2 (n-1)/(n+1) x the port's rate x nvls_efficiency, NCCL's own factor for
 //     the switch's reduction (nvlsEfficiency: Hopper 0.85, Blackwell 0.74). The flows
 //     run GPU to ring successor so that every port carries one; latency nvls_latency_us
@@ -93,26 +93,29 @@ struct CollectiveFlows {
 };
 // `algo` ring stands for each collective's own pattern (ring, all-to-all, send/recv).
 // Simple protocol; ring_protocol_time prices the others from the same flows.
-CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                                 double bytes, CollectiveAlgorithm algo = CollectiveAlgorithm::ring);
+CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Collective op,
+                                 const std::vector<int>& ranks, double bytes,
+                                 CollectiveAlgorithm algo = CollectiveAlgorithm::ring);
 // Whether `op` is one of NCCL's rings, which have the three protocols.
 bool has_protocols(Collective op);
 // A ring's time under protocol `p`, from its Simple flows' makespan and latency: the
 // makespan over the protocol's payload fraction (max-min shares scale with the bytes),
 // under LL at least the bytes over llMaxBw, plus the protocol's latency for the same
 // steps. `steps` and `spans` as the ring has them; `nodes` the NVLink domains it spans.
-double ring_protocol_time(const SystemSpec& s, Collective op, Protocol p, double simple_makespan_s, double bytes,
-                          double ranks, bool spans, int nodes);
+double ring_protocol_time(const SystemSpec& s, Collective op, Protocol p, double simple_makespan_s,
+                          double bytes, double ranks, bool spans, int nodes);
 
 // Whether NVLS can run the collective: an all-reduce of ranks in one NVLink domain on a
 // system with NVLS.
-bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks);
+bool nvls_supported(const SystemSpec& s, const Topology& topo, Collective op,
+                    const std::vector<int>& ranks);
 
 // `ranks` are GPU ids of `topo`, in group order; send/recv uses the first two. Throws
 // std::invalid_argument for NVLS where nvls_supported is false.
 // `proto`: a ring's protocol; absent, the fastest.
-CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op, const std::vector<int>& ranks,
-                               double bytes, CollectiveAlgorithm algo = CollectiveAlgorithm::ring,
+CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op,
+                               const std::vector<int>& ranks, double bytes,
+                               CollectiveAlgorithm algo = CollectiveAlgorithm::ring,
                                std::optional<Protocol> proto = std::nullopt);
 // NCCL's choice: the faster of the algorithms that can run the collective.
 CollectiveTime fastest_collective_time(const SystemSpec& s, const Topology& topo, Collective op,

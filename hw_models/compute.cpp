@@ -19,7 +19,8 @@ ComputeModel::ComputeModel(const SystemSpec& s)
       quantize_Bps_(hbm_rate(s, s.efficiency.hbm_quantize)),
       gather_Bps_(hbm_rate(s, s.efficiency.hbm_gather)),
       t_dev_(s.efficiency.kernel_device_us.value * 1e-6),
-      clock_(s.efficiency.sustained_clock_factor ? s.efficiency.sustained_clock_factor->value : 1.0) {}
+      clock_(s.efficiency.sustained_clock_factor ? s.efficiency.sustained_clock_factor->value
+                                                 : 1.0) {}
 
 double ComputeModel::wave_efficiency(std::int64_t m, std::int64_t n, std::int64_t groups) const {
   if (m <= 0 || n <= 0) return 1.0;
@@ -33,26 +34,32 @@ double ComputeModel::k_factor(std::int64_t k, KernelClass cls) const {
   if (!e.gemm_k_overhead || k <= 0) return 1.0;
   const double k0 = e.gemm_k_overhead->value;
   const auto f = [k0](double kk) { return kk / (kk + k0); };
-  const double at_ref = cls == KernelClass::grouped_gemm && e.grouped_gemm_k ? f(e.grouped_gemm_k->value) : 1.0;
+  const double at_ref =
+      cls == KernelClass::grouped_gemm && e.grouped_gemm_k ? f(e.grouped_gemm_k->value) : 1.0;
   return f(static_cast<double>(k)) / at_ref;
 }
 
 double ComputeModel::seconds(const ComputeWork& w) const {
   const double mem = w.bytes / hbm_Bps_;
   switch (w.cls) {
-    case KernelClass::memory: return mem + t_dev_;
-    case KernelClass::quantize: return w.bytes / quantize_Bps_ + t_dev_;
-    case KernelClass::gather: return w.bytes / gather_Bps_ + t_dev_;
+    case KernelClass::memory:
+      return mem + t_dev_;
+    case KernelClass::quantize:
+      return w.bytes / quantize_Bps_ + t_dev_;
+    case KernelClass::gather:
+      return w.bytes / gather_Bps_ + t_dev_;
     case KernelClass::attention_fwd:
     case KernelClass::attention_bwd: {
       const auto& e = sys_.efficiency;
       const bool fwd = w.cls == KernelClass::attention_fwd;
       if (w.dtype != Dtype::bf16 && !e.attention_fp8_fwd)
-        throw std::invalid_argument("ComputeModel: no FP8 attention efficiency on " + sys_.gpu.name);
+        throw std::invalid_argument("ComputeModel: no FP8 attention efficiency on " +
+                                    sys_.gpu.name);
       double eta = w.dtype != Dtype::bf16 ? (fwd ? e.attention_fp8_fwd : e.attention_fp8_bwd)->value
                                           : (fwd ? e.attention_fwd : e.attention_bwd).value;
       // The key sequence of the call (ComputeWork::k) against the figures' 4096.
-      if (const auto& s0 = fwd ? e.attention_seq_half_fwd : e.attention_seq_half_bwd; s0 && w.k > 0) {
+      if (const auto& s0 = fwd ? e.attention_seq_half_fwd : e.attention_seq_half_bwd;
+          s0 && w.k > 0) {
         const auto g = [&](double s) { return s / (s + s0->value); };
         eta *= g(static_cast<double>(w.k)) / g(kAttentionRefSeq);
       }
@@ -60,12 +67,14 @@ double ComputeModel::seconds(const ComputeWork& w) const {
     }
     case KernelClass::gemm:
     case KernelClass::grouped_gemm: {
-      const auto& table = w.cls == KernelClass::grouped_gemm && sys_.efficiency.grouped_gemm.count(w.dtype)
-                              ? sys_.efficiency.grouped_gemm
-                              : sys_.efficiency.gemm;
+      const auto& table =
+          w.cls == KernelClass::grouped_gemm && sys_.efficiency.grouped_gemm.count(w.dtype)
+              ? sys_.efficiency.grouped_gemm
+              : sys_.efficiency.gemm;
       const auto it = table.find(w.dtype);
       if (it == table.end() || !sys_.gpu.supports(w.dtype))
-        throw std::invalid_argument("ComputeModel: no GEMM efficiency for this dtype on " + sys_.gpu.name);
+        throw std::invalid_argument("ComputeModel: no GEMM efficiency for this dtype on " +
+                                    sys_.gpu.name);
       const double rate = sys_.gpu.peak_tflops(w.dtype) * 1e12 * it->second.value *
                           wave_efficiency(w.m, w.n, w.groups) * k_factor(w.k, w.cls) * clock_;
       return std::max(w.flops / rate, mem) + t_dev_;

@@ -25,17 +25,25 @@ namespace moesim::hw_models {
 
 // memory: streaming elementwise kernels; quantize: BF16 -> FP8 casts (scales included);
 // gather: permute / unpermute, row gathers and scatters through an index map.
-enum class KernelClass : std::uint8_t { gemm, grouped_gemm, attention_fwd, attention_bwd, memory, quantize, gather };
+enum class KernelClass : std::uint8_t {
+  gemm,
+  grouped_gemm,
+  attention_fwd,
+  attention_bwd,
+  memory,
+  quantize,
+  gather
+};
 
 struct ComputeWork {
   KernelClass cls = KernelClass::memory;
   Dtype dtype = Dtype::bf16;
   double flops = 0;
-  double bytes = 0;            // HBM traffic
-  std::int64_t m = 0, n = 0;   // GEMM output shape per group
-  std::int64_t k = 0;          // GEMM reduction dimension; attention: the key sequence per call
-  std::int64_t groups = 1;     // grouped GEMM: experts
-  double input_bytes = 0;      // bytes per element of the GEMM inputs (1 FP8, 2 BF16)
+  double bytes = 0;           // HBM traffic
+  std::int64_t m = 0, n = 0;  // GEMM output shape per group
+  std::int64_t k = 0;         // GEMM reduction dimension; attention: the key sequence per call
+  std::int64_t groups = 1;    // grouped GEMM: experts
+  double input_bytes = 0;     // bytes per element of the GEMM inputs (1 FP8, 2 BF16)
 };
 
 class ComputeModel {

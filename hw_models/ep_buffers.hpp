@@ -11,7 +11,8 @@
 // configs (NVL recv tokens 256 at R <= 8, 288 at 16-64, 480 / 560 / 720 above; RDMA recv
 // 128 tokens, rounded up to a multiple of the RDMA send chunk: 20 at R = 16, 8 above):
 //   NVL  = ch nvl (2 rdma + 3) 4 + ch nvl recv (hidden_bytes + 8 + 128 x 8 + 128 x 4 + 128 x 4)
-//   RDMA = ch rdma 18 x 2 x 4 + ch rdma rrecv (hidden_bytes + 8 + 128 x 8 + 128 x 4 + 128 x 4 + 16) x 2
+//   RDMA = ch rdma 18 x 2 x 4 + ch rdma rrecv (hidden_bytes + 8 + 128 x 8 + 128 x 4 + 128 x 4 + 16)
+//   x 2
 //          (R > 8 only), each rounded up to 128 bytes, plus a 32 MiB workspace.
 //   (a token slot reserves room for 128 top-k indices and weights and 128 scales). EP64 at
 //   20 SMs: 360 + 320 + 32 MiB. NVSHMEM's own heap overhead is not counted.

@@ -21,14 +21,15 @@
 namespace moesim::hw_models {
 
 struct EpQuery {
-  double bytes = 0;   // sent per rank
+  double bytes = 0;  // sent per rank
   CommGroup group;
   bool combine = false;
 };
 
 // NCCL's dispatchers only; throws std::invalid_argument for DeepEP and HybridEP, whose
 // kernels are priced as flows (hw_models::ep_library_time).
-double ep_comm_seconds(Dispatcher d, const SystemSpec& sys, const CommModel& comm, const EpQuery& q);
+double ep_comm_seconds(Dispatcher d, const SystemSpec& sys, const CommModel& comm,
+                       const EpQuery& q);
 
 // Expected number of distinct EP ranks a token is sent to, its own included, when its
 // top-k experts are uniform over `experts` spread evenly on `ranks`:

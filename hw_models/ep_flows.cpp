@@ -10,10 +10,12 @@
 #include "hw_models/flows.hpp"
 
 namespace moesim::hw_models {
-EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f, const EpBenchmark& b) {
+EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f,
+                        const EpBenchmark& b) {
   const int R = b.ranks, D = std::min(topo.domain_size(), R);
   if (R < 1 || R > topo.gpus() || R % D != 0 || b.experts % R != 0)
-    throw std::invalid_argument("ep_flow_time: ranks must fill whole NVLink domains and split the experts");
+    throw std::invalid_argument(
+        "ep_flow_time: ranks must fill whole NVLink domains and split the experts");
   const int N = R / D;
   const int M = std::min(std::max(1, b.groups), N);
   // Node-limited routing is group-limited routing with the domains as the groups.
@@ -71,7 +73,8 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
   }
   EpFlowTime out;
   out.flows = flows.size();
-  out.time_s = s.comm.base_latency_us.value * 1e-6 + simulate_flows(topo, flows, eta, caps).makespan_s;
+  out.time_s =
+      s.comm.base_latency_us.value * 1e-6 + simulate_flows(topo, flows, eta, caps).makespan_s;
   out.nvl_bytes = per * R * p_rank;
   out.rdma_bytes = per * N * p_domain;
   out.nvl_GBps = out.nvl_bytes / out.time_s / 1e9;
@@ -88,7 +91,8 @@ double sm_seconds_per_byte(const EpSmRate& r, bool combine, double element_bytes
 
 const std::optional<EpLibrary>& library(const SystemSpec& s, Dispatcher d, bool low_latency) {
   static const std::optional<EpLibrary> kNone;
-  if (d == Dispatcher::deepep) return low_latency ? s.ep_dispatch.deepep_low_latency : s.ep_dispatch.deepep;
+  if (d == Dispatcher::deepep)
+    return low_latency ? s.ep_dispatch.deepep_low_latency : s.ep_dispatch.deepep;
   if (d == Dispatcher::hybridep) return s.ep_dispatch.hybridep;
   return kNone;
 }
@@ -101,21 +105,26 @@ std::string lib_name(Dispatcher d, bool low_latency) {
 const EpLinkParams& kind(const EpLibrary& lib, EpLink k, Dispatcher d, bool low_latency) {
   const auto& p = lib.at(k);
   if (!p)
-    throw std::invalid_argument(fmt::format("{} has no fitted parameters for {} links: no published table of the "
-                                            "library covers that link kind",
-                                            lib_name(d, low_latency), ep_link_names().name(k)));
+    throw std::invalid_argument(
+        fmt::format("{} has no fitted parameters for {} links: no published table of the "
+                    "library covers that link kind",
+                    lib_name(d, low_latency), ep_link_names().name(k)));
   return *p;
 }
 
-double sm_rate_GBps(const EpLinkParams& p, bool combine, int ranks, double element_bytes, double& copy_us) {
+double sm_rate_GBps(const EpLinkParams& p, bool combine, int ranks, double element_bytes,
+                    double& copy_us) {
   copy_us = 0;
   if (!p.sm_by_ranks.empty()) {
     const auto& t = p.sm_by_ranks;
-    const auto at = [&](std::size_t i) { return sm_seconds_per_byte(t[i], combine, element_bytes); };
+    const auto at = [&](std::size_t i) {
+      return sm_seconds_per_byte(t[i], combine, element_bytes);
+    };
     double spb = ranks <= t.front().ranks ? at(0) : at(t.size() - 1);
     for (std::size_t i = 1; i < t.size(); ++i)
       if (ranks > t[i - 1].ranks && ranks <= t[i].ranks) {
-        const double w = static_cast<double>(ranks - t[i - 1].ranks) / (t[i].ranks - t[i - 1].ranks);
+        const double w =
+            static_cast<double>(ranks - t[i - 1].ranks) / (t[i].ranks - t[i - 1].ranks);
         spb = (1 - w) * at(i - 1) + w * at(i);
       }
     return spb > 0 ? 1.0 / spb / 1e9 : 0.0;
@@ -128,29 +137,33 @@ double sm_rate_GBps(const EpLinkParams& p, bool combine, int ranks, double eleme
 }  // namespace
 
 EpLink ep_nvlink_kind(const SystemSpec& s, int gpus_in_domain) {
-  return gpus_in_domain > static_cast<int>(s.node.gpus_per_node.value) ? EpLink::mnnvl : EpLink::nvlink;
+  return gpus_in_domain > static_cast<int>(s.node.gpus_per_node.value) ? EpLink::mnnvl
+                                                                       : EpLink::nvlink;
 }
 
-std::string ep_unsupported(const SystemSpec& s, Dispatcher d, bool low_latency, int ranks, int domain) {
+std::string ep_unsupported(const SystemSpec& s, Dispatcher d, bool low_latency, int ranks,
+                           int domain) {
   if (d != Dispatcher::deepep && d != Dispatcher::hybridep) return {};
   if (ranks <= domain || low_latency) return {};
   if (ranks % domain != 0)
-    return fmt::format("{}'s kernels forward across NVLink domains through the GPU of the same rail in each, so "
-                       "an EP group must fill whole domains: {} ranks do not split into domains of {}",
-                       lib_name(d, low_latency), ranks, domain);
+    return fmt::format(
+        "{}'s kernels forward across NVLink domains through the GPU of the same rail in each, so "
+        "an EP group must fill whole domains: {} ranks do not split into domains of {}",
+        lib_name(d, low_latency), ranks, domain);
   // DeepEP's internode kernels pair each RDMA rank with at most 8 NVLink peers
   // (NUM_MAX_NVL_PEERS in csrc/kernels/configs.cuh): a larger NVLink domain is cut into
   // groups of 8 that talk over RDMA inside the domain, which this model does not route.
   if (d == Dispatcher::deepep && domain > 8)
-    return fmt::format("DeepEP's internode kernels pair RDMA with at most 8 NVLink peers (NUM_MAX_NVL_PEERS), "
-                       "not an NVLink domain of {} GPUs on '{}'; use HybridEP, or keep the EP group inside one "
-                       "domain",
-                       domain, s.name);
+    return fmt::format(
+        "DeepEP's internode kernels pair RDMA with at most 8 NVLink peers (NUM_MAX_NVL_PEERS), "
+        "not an NVLink domain of {} GPUs on '{}'; use HybridEP, or keep the EP group inside one "
+        "domain",
+        domain, s.name);
   return {};
 }
 
-EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_latency, bool combine, int ranks,
-                                 int domain, double element_bytes) {
+EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_latency, bool combine,
+                                 int ranks, int domain, double element_bytes) {
   if (const auto why = ep_unsupported(s, d, low_latency, ranks, domain); !why.empty())
     throw std::invalid_argument(why);
   EpFractions f;
@@ -162,13 +175,15 @@ EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_lat
   const bool crosses = ranks > domain;
   const EpLinkParams& nv = kind(*lib, ep_nvlink_kind(s, in_domain), d, false);
   if (nv.link_fraction) f.nvlink = nv.link_fraction->value;
-  if (combine && !low_latency && nv.combine_hbm_fraction) f.gpu_GBps = nv.combine_hbm_fraction->value * s.gpu.hbm_TBps.value * 1e3;
+  if (combine && !low_latency && nv.combine_hbm_fraction)
+    f.gpu_GBps = nv.combine_hbm_fraction->value * s.gpu.hbm_TBps.value * 1e3;
   const EpLinkParams* sm = &nv;
   if (crosses) {
     const EpLinkParams& rd = kind(*lib, EpLink::rdma, d, false);
     if (rd.link_fraction) f.network = rd.link_fraction->value;
     if (rd.peer_fraction)
-      f.peer_GBps = rd.peer_fraction->value * s.network.nic_Gbps.value * s.network.nics_per_gpu.value / 8;
+      f.peer_GBps =
+          rd.peer_fraction->value * s.network.nic_Gbps.value * s.network.nics_per_gpu.value / 8;
     sm = &rd;
   }
   if (!low_latency) f.sm_GBps = sm_rate_GBps(*sm, combine, ranks, element_bytes, f.copy_us);

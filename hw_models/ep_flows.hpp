@@ -14,7 +14,9 @@
 //   from that gateway to every other rank d of n:       T P_rank h e   (NVLink forwarding)
 // Link capacities are scaled by the library's achieved fractions, and each GPU's flows
 // share the throughput of the kernel's SMs, and each RDMA flow is capped by what one
-// connection to a peer carries (EpFractions; all fitted by calibration/ep_fit.hpp). The time is the makespan plus the preset's base latency. The benchmarks' bandwidths are reported on their own bytes:
+// connection to a peer carries (EpFractions; all fitted by calibration/ep_fit.hpp). The time is the
+// makespan plus the preset's base latency. The benchmarks' bandwidths are reported on their own
+// bytes:
 //   NVLink ("NVL", HybridEP "algorithm"): what a rank receives, its own copy included,
 //     T R P_rank h e;
 //   RDMA: per token, the distinct destination domains, its own included, T N P_domain h e
@@ -30,12 +32,12 @@
 namespace moesim::hw_models {
 
 struct EpBenchmark {
-  int ranks = 8;            // consecutive GPUs 0..ranks-1 of the topology
-  int sms = 0;              // SMs the kernel runs on (0: not a limit)
+  int ranks = 8;  // consecutive GPUs 0..ranks-1 of the topology
+  int sms = 0;    // SMs the kernel runs on (0: not a limit)
   double tokens = 4096, hidden = 7168;
   double element_bytes = 2;  // BF16 2; FP8 with a 4-byte scale per 128 values 1.03125
   int experts = 256, topk = 8;
-  int groups = 4;            // domains a token may use (node-limited routing)
+  int groups = 4;  // domains a token may use (node-limited routing)
   bool combine = false;
   // DeepEP's low-latency kernels: every (token, expert) selection is its own message,
   // straight to the expert's GPU, no per-node deduplication and no forwarding; the
@@ -68,7 +70,8 @@ struct EpFlowTime {
   std::size_t flows = 0;
 };
 
-EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f, const EpBenchmark& b);
+EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFractions& f,
+                        const EpBenchmark& b);
 
 // The link kind of the NVLink part of an EP group with `gpus_in_domain` of its GPUs in
 // each NVLink domain: NVLink across trays (mnnvl) where they span more than one node.
@@ -77,22 +80,23 @@ EpLink ep_nvlink_kind(const SystemSpec& s, int gpus_in_domain);
 // Why library `d` (DeepEP: its normal kernels, or with `low_latency` its low-latency
 // ones; HybridEP) cannot run as a group of `ranks` GPUs with `domain` of them per NVLink
 // domain; empty when it can. NCCL's dispatchers run anywhere.
-std::string ep_unsupported(const SystemSpec& s, Dispatcher d, bool low_latency, int ranks, int domain);
+std::string ep_unsupported(const SystemSpec& s, Dispatcher d, bool low_latency, int ranks,
+                           int domain);
 
 // The library's parameters for one direction of its kernels on a group of `ranks` GPUs
 // with `domain` per NVLink domain, applied through the system's own links: the NVLink
-// kind's fraction (and for combine its reduction's share of the GPU's HBM), the RDMA kind's fraction and peer share
-// of the NIC's line rate where the group crosses domains, and the SM throughput of the
-// kind that binds the kernel (RDMA across domains, else the NVLink kind). With a per-EP-
-// size table (sm_by_ranks) the rate for `ranks` and the payload (element_bytes 2: BF16,
+// kind's fraction (and for combine its reduction's share of the GPU's HBM), the RDMA kind's
+// fraction and peer share of the NIC's line rate where the group crosses domains, and the SM
+// throughput of the kind that binds the kernel (RDMA across domains, else the NVLink kind). With a
+// per-EP- size table (sm_by_ranks) the rate for `ranks` and the payload (element_bytes 2: BF16,
 // else FP8; combine its own) is interpolated linearly in SM seconds per byte between
 // the measured sizes (a size without a rate counts 0: no limit), held beyond the first
 // and last. Uncalibrated (the system has no parameters for the library): the links at
 // their full rates and no SM limit. Throws std::invalid_argument where the placement is
 // unsupported (ep_unsupported) or the library's profile has no parameters for a link
 // kind the group uses.
-EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_latency, bool combine, int ranks,
-                                 int domain, double element_bytes = 2);
+EpFractions ep_library_fractions(const SystemSpec& s, Dispatcher d, bool low_latency, bool combine,
+                                 int ranks, int domain, double element_bytes = 2);
 
 // A library's dispatch or combine on the GPUs of `topo` as its kernels' flows, with its
 // parameters (ep_library_fractions; for the low-latency kernels also their fixed cost):

@@ -33,7 +33,8 @@ class FlowCache {
                      double bandwidth_factor);
   // FlowComm's shape of (op, group size, stride) on a cluster of `gpus` in domains of
   // `domain` with `stage_gpus` to a pipeline stage, or `solve()` of it, kept.
-  using ShapeKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, std::int64_t, std::int64_t>;
+  using ShapeKey =
+      std::tuple<std::int64_t, std::int64_t, std::int64_t, int, std::int64_t, std::int64_t>;
   template <class Solve>
   FlowShape shape(const SystemSpec& s, const ShapeKey& key, Solve solve) {
     {
@@ -50,8 +51,8 @@ class FlowCache {
 
  private:
   void check(const SystemSpec& s);  // under m_
-  using EpKey = std::tuple<int, int, int, int, int, double, double, double, int, int, int, bool, bool, double, double,
-                           double>;
+  using EpKey = std::tuple<int, int, int, int, int, double, double, double, int, int, int, bool,
+                           bool, double, double, double>;
   mutable std::mutex m_;
   std::string system_;
   std::map<EpKey, EpFlowTime> ep_;

@@ -7,8 +7,12 @@
 
 namespace moesim::hw_models {
 
-FlowComm::FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain, std::int64_t pp, FlowCache* cache)
-    : sys_(s), topo_(s, gpus, per_domain), stage_gpus_(gpus / std::max<std::int64_t>(1, pp)), cache_(cache) {}
+FlowComm::FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain, std::int64_t pp,
+                   FlowCache* cache)
+    : sys_(s),
+      topo_(s, gpus, per_domain),
+      stage_gpus_(gpus / std::max<std::int64_t>(1, pp)),
+      cache_(cache) {}
 
 double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
   if (g.size <= 1 || bytes <= 0) return 0;
@@ -17,8 +21,9 @@ double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
   double time = shape.latency_s + makespan;
   // Rings take the faster of LL128 and Simple (hw_models/collectives.hpp).
   if (has_protocols(op))
-    time = std::min(time, ring_protocol_time(sys_, op, Protocol::ll128, makespan, bytes, static_cast<double>(g.size),
-                                             shape.domains > 1, shape.domains));
+    time = std::min(
+        time, ring_protocol_time(sys_, op, Protocol::ll128, makespan, bytes,
+                                 static_cast<double>(g.size), shape.domains > 1, shape.domains));
   return time;
 }
 
@@ -29,9 +34,10 @@ const FlowComm::Shape& FlowComm::shape_of(Collective op, const CommGroup& g) con
   const auto key = std::make_tuple(static_cast<int>(op), g.size, g.stride);
   if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
   if (cache_) {
-    const FlowCache::ShapeKey shared{topo_.gpus(), topo_.domain_size(), stage_gpus_, static_cast<int>(op), g.size,
-                                     g.stride};
-    return shapes_.emplace(key, cache_->shape(sys_, shared, [&] { return solve_shape(op, g); })).first->second;
+    const FlowCache::ShapeKey shared{
+        topo_.gpus(), topo_.domain_size(), stage_gpus_, static_cast<int>(op), g.size, g.stride};
+    return shapes_.emplace(key, cache_->shape(sys_, shared, [&] { return solve_shape(op, g); }))
+        .first->second;
   }
   return shapes_.emplace(key, solve_shape(op, g)).first->second;
 }
@@ -47,21 +53,29 @@ FlowShape FlowComm::solve_shape(Collective op, const CommGroup& g) const {
   for (std::int64_t lead = 0; lead < std::max(stage_gpus_, span); ++lead) {
     if ((lead / g.stride) % g.size != 0) continue;
     std::vector<int> ranks;
-    for (std::int64_t k = 0; k < g.size; ++k) ranks.push_back(static_cast<int>(lead + k * g.stride));
+    for (std::int64_t k = 0; k < g.size; ++k)
+      ranks.push_back(static_cast<int>(lead + k * g.stride));
     if (lead == 0)
       for (int r : ranks) domains.insert(topo_.domain_of(r));
     const auto f = collective_flows(sys_, topo_, op, ranks, kReferenceBytes);
     flows.insert(flows.end(), f.flows.begin(), f.flows.end());
     shape.latency_s = std::max(shape.latency_s, f.latency_s);
   }
-  shape.makespan_per_byte = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
+  shape.makespan_per_byte =
+      simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
   shape.domains = static_cast<int>(domains.size());
   return shape;
 }
 
-double FlowComm::all_to_all(double b, const CommGroup& g) const { return solve(Collective::all_to_all, b, g); }
-double FlowComm::all_gather(double b, const CommGroup& g) const { return solve(Collective::all_gather, b, g); }
-double FlowComm::reduce_scatter(double b, const CommGroup& g) const { return solve(Collective::reduce_scatter, b, g); }
+double FlowComm::all_to_all(double b, const CommGroup& g) const {
+  return solve(Collective::all_to_all, b, g);
+}
+double FlowComm::all_gather(double b, const CommGroup& g) const {
+  return solve(Collective::all_gather, b, g);
+}
+double FlowComm::reduce_scatter(double b, const CommGroup& g) const {
+  return solve(Collective::reduce_scatter, b, g);
+}
 
 double FlowComm::send_recv(double bytes, const CommGroup& pair) const {
   if (bytes <= 0 || pair.stride <= 0) return 0;
@@ -73,17 +87,21 @@ double FlowComm::send_recv(double bytes, const CommGroup& pair) const {
       std::vector<Flow> flows;
       const std::int64_t senders = std::min(stage_gpus_, topo_.gpus() - pair.stride);
       for (std::int64_t r = 0; r < senders; ++r)
-        flows.push_back({static_cast<int>(r), static_cast<int>(r + pair.stride), kReferenceBytes, 0});
+        flows.push_back(
+            {static_cast<int>(r), static_cast<int>(r + pair.stride), kReferenceBytes, 0});
       Shape shape;
-      shape.latency_s =
-          collective_flows(sys_, topo_, Collective::send_recv, {0, static_cast<int>(pair.stride)}, kReferenceBytes)
-              .latency_s;
-      shape.makespan_per_byte = simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
+      shape.latency_s = collective_flows(sys_, topo_, Collective::send_recv,
+                                         {0, static_cast<int>(pair.stride)}, kReferenceBytes)
+                            .latency_s;
+      shape.makespan_per_byte =
+          simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
       return shape;
     };
-    const FlowCache::ShapeKey shared{topo_.gpus(), topo_.domain_size(), stage_gpus_,
-                                     static_cast<int>(Collective::send_recv), pair.size, pair.stride};
-    it = shapes_.emplace(key, cache_ ? cache_->shape(sys_, shared, solve_pair) : solve_pair()).first;
+    const FlowCache::ShapeKey shared{topo_.gpus(), topo_.domain_size(),
+                                     stage_gpus_,  static_cast<int>(Collective::send_recv),
+                                     pair.size,    pair.stride};
+    it =
+        shapes_.emplace(key, cache_ ? cache_->shape(sys_, shared, solve_pair) : solve_pair()).first;
   }
   return it->second.latency_s + it->second.makespan_per_byte * bytes;
 }

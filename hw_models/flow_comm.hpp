@@ -8,8 +8,9 @@
 // (operation, group shape) is solved once per instance, at a reference size, and kept:
 // every flow carries a fixed share of the buffer from time 0 and max-min rates do not
 // depend on the bytes left, so the makespan is linear in the bytes (the latency and the
-// LL128 choice are closed forms of the bytes). An instance is not shared between threads. Groups of members `stride` apart in Megatron's rank order
-// (tp-cp-ep-dp-pp); the cluster is `gpus` GPUs in NVLink domains of `gpus_per_domain`.
+// LL128 choice are closed forms of the bytes). An instance is not shared between threads. Groups of
+// members `stride` apart in Megatron's rank order (tp-cp-ep-dp-pp); the cluster is `gpus` GPUs in
+// NVLink domains of `gpus_per_domain`.
 #pragma once
 
 #include <map>
@@ -25,8 +26,8 @@ namespace moesim::hw_models {
 class FlowComm final : public CommModel {
  public:
   // `cache`: shapes shared with the other simulations of a search (hw_models/flow_cache.hpp).
-  FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t gpus_per_domain, std::int64_t pp = 1,
-           FlowCache* cache = nullptr);
+  FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t gpus_per_domain,
+           std::int64_t pp = 1, FlowCache* cache = nullptr);
   double all_to_all(double bytes_per_rank, const CommGroup& g) const override;
   double all_gather(double buffer_bytes, const CommGroup& g) const override;
   double reduce_scatter(double buffer_bytes, const CommGroup& g) const override;

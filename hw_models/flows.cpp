@@ -8,8 +8,8 @@
 
 namespace moesim::hw_models {
 
-FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, const LinkEfficiency& eta,
-                         const std::vector<double>& caps) {
+FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows,
+                         const LinkEfficiency& eta, const std::vector<double>& caps) {
   const std::size_t n = flows.size();
   FlowTimes out;
   out.finish_s.assign(n, 0.0);
@@ -18,8 +18,10 @@ FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, c
   std::vector<bool> done(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const Flow& f = flows[i];
-    if (!(f.bytes >= 0) || !(f.start_s >= 0)) throw std::invalid_argument("simulate_flows: negative bytes or start");
-    if (f.cap >= static_cast<int>(caps.size())) throw std::invalid_argument("simulate_flows: cap index out of range");
+    if (!(f.bytes >= 0) || !(f.start_s >= 0))
+      throw std::invalid_argument("simulate_flows: negative bytes or start");
+    if (f.cap >= static_cast<int>(caps.size()))
+      throw std::invalid_argument("simulate_flows: cap index out of range");
     if (!(f.max_Bps >= 0)) throw std::invalid_argument("simulate_flows: negative flow cap");
     routes[i] = topo.route(f.src, f.dst);
     left[i] = f.bytes;
@@ -38,8 +40,10 @@ FlowTimes simulate_flows(const Topology& topo, const std::vector<Flow>& flows, c
     double next_start = kInf;
     for (std::size_t i = 0; i < n; ++i) {
       if (done[i]) continue;
-      if (flows[i].start_s <= now) active.push_back(i);
-      else next_start = std::min(next_start, flows[i].start_s);
+      if (flows[i].start_s <= now)
+        active.push_back(i);
+      else
+        next_start = std::min(next_start, flows[i].start_s);
     }
     if (active.empty()) {
       if (next_start == kInf) break;

@@ -10,7 +10,8 @@ namespace moesim::hw_models {
 double host_load_factor(const SystemSpec& s, std::int64_t gpus) {
   if (s.host.load_factor) return s.host.load_factor->value;
   if (!s.host.rank_contention) return 1.0;
-  const double on_node = static_cast<double>(std::min<std::int64_t>(gpus, static_cast<std::int64_t>(s.node.gpus_per_node.value)));
+  const double on_node = static_cast<double>(
+      std::min<std::int64_t>(gpus, static_cast<std::int64_t>(s.node.gpus_per_node.value)));
   const double per_socket = std::max(1.0, on_node / std::max(1.0, s.node.cpus_per_node.value));
   return 1.0 + s.host.rank_contention->value * per_socket;
 }
@@ -59,20 +60,26 @@ const sim_core::NameTable<EpLink>& ep_link_names() {
 
 int default_dispatcher_sms(Dispatcher d) {
   switch (d) {
-    case Dispatcher::deepep: return 20;
-    case Dispatcher::hybridep: return 32;
+    case Dispatcher::deepep:
+      return 20;
+    case Dispatcher::hybridep:
+      return 32;
     case Dispatcher::alltoall:
-    case Dispatcher::allgather: return 0;
+    case Dispatcher::allgather:
+      return 0;
   }
   return 0;
 }
 
 int nccl_dispatcher_sms(Dispatcher d) {
   switch (d) {
-    case Dispatcher::alltoall: return 32;
-    case Dispatcher::allgather: return 24;
+    case Dispatcher::alltoall:
+      return 32;
+    case Dispatcher::allgather:
+      return 24;
     case Dispatcher::deepep:
-    case Dispatcher::hybridep: return 0;
+    case Dispatcher::hybridep:
+      return 0;
   }
   return 0;
 }

@@ -35,11 +35,11 @@ struct GpuSpec {
   GpuArch arch = GpuArch::hopper;
   Param sm_count;
   std::optional<Param> clock_mhz;  // boost clock; absent where not published (H20)
-  Param hbm_GB;     // capacity, 1e9 bytes (the datasheet's)
+  Param hbm_GB;                    // capacity, 1e9 bytes (the datasheet's)
   // What CUDA reports as the device's total (cudaMemGetInfo, PyTorch's "total capacity"):
   // the HBM less the driver's reservation, GiB. What the process's memory must fit in.
   Param usable_GiB;
-  Param hbm_TBps;   // peak bandwidth
+  Param hbm_TBps;  // peak bandwidth
   std::optional<Param> l2_MB;
   std::map<Dtype, Param> dense_tflops;  // dense Tensor Core peak; absent = unsupported
 
@@ -49,30 +49,30 @@ struct GpuSpec {
 };
 
 struct NodeSpec {
-  Param gpus_per_node;       // GPUs per server (HGX board) or per compute tray (NVL72)
-  std::string cpu;           // host CPU model
-  Param cpus_per_node;       // sockets per node/tray
-  Param cpu_cores;           // cores per socket
-  std::string host_link;     // "pcie5" or "nvlink-c2c"
-  Param host_link_GBps;      // achieved host<->device bandwidth per direction
+  Param gpus_per_node;    // GPUs per server (HGX board) or per compute tray (NVL72)
+  std::string cpu;        // host CPU model
+  Param cpus_per_node;    // sockets per node/tray
+  Param cpu_cores;        // cores per socket
+  std::string host_link;  // "pcie5" or "nvlink-c2c"
+  Param host_link_GBps;   // achieved host<->device bandwidth per direction
   // The node's (an NVL72 compute tray's share of its rack's) maximum input power, kW, from
   // the datasheet: an upper bound on what training draws (predict/goodput.hpp's energy).
   std::optional<Param> max_power_kW;
 };
 
 struct NvlinkSpec {
-  Param domain_gpus;         // GPUs reachable over NVLink (one NVSwitch fabric)
-  Param bw_GBps;             // per GPU, per direction (datasheet)
+  Param domain_gpus;                 // GPUs reachable over NVLink (one NVSwitch fabric)
+  Param bw_GBps;                     // per GPU, per direction (datasheet)
   std::optional<Param> usable_GBps;  // measured achievable, when known
-  Param switch_chips;        // NVSwitch chips in one domain
+  Param switch_chips;                // NVSwitch chips in one domain
 };
 
 struct NetworkSpec {
-  std::string nic;           // e.g. "ConnectX-7"
+  std::string nic;  // e.g. "ConnectX-7"
   Param nics_per_gpu;
-  Param nic_Gbps;            // line rate per NIC
-  std::string topology;      // "rail-optimized-fat-tree", "multi-plane-fat-tree"
-  Param planes;              // independent network planes (1 when not multi-plane)
+  Param nic_Gbps;        // line rate per NIC
+  std::string topology;  // "rail-optimized-fat-tree", "multi-plane-fat-tree"
+  Param planes;          // independent network planes (1 when not multi-plane)
   Param latency_same_leaf_us;
   Param latency_cross_leaf_us;
   // In-network reduction (InfiniBand SHARP) the switches offer NCCL: 1 where the preset
@@ -97,13 +97,13 @@ struct Efficiency {
   // FP8 core attention (Megatron --fp8-dot-product-attention), its FLOPs over the same
   // BF16 peak; absent: no published figure for the GPU, and the setting is refused.
   std::optional<Param> attention_fp8_fwd, attention_fp8_bwd;
-  Param hbm;                            // memory-bound kernels / HBM peak
-  std::optional<Param> hbm_quantize;    // FP8 quantize kernels (absent: hbm)
-  std::optional<Param> hbm_gather;      // permute / unpermute gathers (absent: hbm)
+  Param hbm;                          // memory-bound kernels / HBM peak
+  std::optional<Param> hbm_quantize;  // FP8 quantize kernels (absent: hbm)
+  std::optional<Param> hbm_gather;    // permute / unpermute gathers (absent: hbm)
   // Tensor Core throughput under sustained load (power-capped clocks) over the short
   // benchmarks the GEMM and attention efficiencies come from; absent: 1.
   std::optional<Param> sustained_clock_factor;
-  Param kernel_device_us;               // fixed device-side cost per kernel
+  Param kernel_device_us;  // fixed device-side cost per kernel
   // GEMM efficiency falls with K as eta x K / (K + K0) (calibration/gemm_k_fit.hpp);
   // `gemm` is taken as the large-K limit, `grouped_gemm` as measured at grouped_gemm_k.
   // Absent: no K dependence (resp. grouped GEMMs taken as the large-K limit).
@@ -113,21 +113,21 @@ struct Efficiency {
 
 // Host CPU costs of the framework (PyTorch + Megatron + TE) per op and per launch.
 struct HostCosts {
-  Param op_us;           // a framework op without a kernel (allocation, view, check)
-  Param launch_us;       // a kernel-launching op from Python (autograd included), its launch included
+  Param op_us;      // a framework op without a kernel (allocation, view, check)
+  Param launch_us;  // a kernel-launching op from Python (autograd included), its launch included
   // A memory-bound (elementwise, norm, permute) kernel launched by one eager PyTorch op:
   // cheaper than a Linear's forward (launch_us) on the same host. Absent: launch_us.
   std::optional<Param> elementwise_launch_us;
-  Param library_launch_us; // a library API call from C++ that launches a kernel (TE's quantize
-                           // call, the further GEMMs of a grouped GEMM)
+  Param library_launch_us;  // a library API call from C++ that launches a kernel (TE's quantize
+                            // call, the further GEMMs of a grouped GEMM)
   // A kernel a library launches from C++ inside a call it is already in, with no API call
   // of its own (MXFP8 scale zero-fills from at::zeros, scale swizzles and their padding,
   // current scaling's amax zero, amax and scale kernels): the driver's launch cost
   // (cuLaunchKernel). Absent: library_launch_us.
   std::optional<Param> cpp_launch_us;
-  Param graph_launch_us; // replaying one captured CUDA graph
-  Param alloc_us;        // a tensor allocation (torch.empty) without a kernel
-  Param te_linear_us;    // one Transformer Engine Linear call, its kernel launches included
+  Param graph_launch_us;  // replaying one captured CUDA graph
+  Param alloc_us;         // a tensor allocation (torch.empty) without a kernel
+  Param te_linear_us;     // one Transformer Engine Linear call, its kernel launches included
   // Journey parameters without published mechanism detail, each inferred from its one
   // step by `moesim infer` (gb200-journey.md steps 8 and 12; the issue allows exactly this):
   //   numa_unbound_factor: every host cost is this many times larger when the processes
@@ -142,7 +142,8 @@ struct HostCosts {
   // collector, the dataloader and NCCL proxy threads), growing with the training
   // processes that share the process's CPU socket (its last-level cache, memory and
   // cores; one process per GPU):
-  //   load = 1 + rank_contention x n,   n = max(1, min(GPUs, node.gpus_per_node) / node.cpus_per_node)
+  //   load = 1 + rank_contention x n,   n = max(1, min(GPUs, node.gpus_per_node) /
+  //   node.cpus_per_node)
   // (4 on the x86 HGX and DGX nodes, 2 on an NVL72 tray's Grace). rank_contention is a
   // cross-run quantity fitted over the validation corpus (`moesim calibrate corpus`); no
   // public measurement prices it. `load_factor`, where a system gives it, replaces the
@@ -190,7 +191,7 @@ const sim_core::NameTable<EpLink>& ep_link_names();
 // one peer connection's share of the NIC. Fitted jointly over all of the library's
 // published tables by calibration::fit_ep_library (calibration/profiles/ep-<lib>.json).
 struct EpLinkParams {
-  std::optional<Param> link_fraction;          // of the link kind's capacity (NVLink port / NIC)
+  std::optional<Param> link_fraction;  // of the link kind's capacity (NVLink port / NIC)
   // Combine reduces the copies it receives: its throughput per GPU at most this fraction
   // of the GPU's HBM bandwidth (B200: 586 GB/s at 48 SMs where dispatch reaches 646;
   // absent: no limit).
@@ -202,8 +203,9 @@ struct EpLinkParams {
   // at 16 SMs falls from 39 to 16 GB/s per SM between 8 and 36 ranks), one rate per
   // measured size, ascending; used instead of the three above.
   std::vector<EpSmRate> sm_by_ranks;
-  std::optional<Param> peer_fraction;  // rdma: what one peer connection carries / the NIC's line rate
-  std::optional<Param> fixed_us;       // DeepEP low-latency kernels' fixed cost (hw_models::EpBenchmark)
+  std::optional<Param>
+      peer_fraction;              // rdma: what one peer connection carries / the NIC's line rate
+  std::optional<Param> fixed_us;  // DeepEP low-latency kernels' fixed cost (hw_models::EpBenchmark)
 };
 
 struct EpLibrary {
@@ -211,7 +213,9 @@ struct EpLibrary {
   const std::optional<EpLinkParams>& at(EpLink k) const {
     return k == EpLink::nvlink ? nvlink : k == EpLink::mnnvl ? mnnvl : rdma;
   }
-  std::optional<EpLinkParams>& at(EpLink k) { return k == EpLink::nvlink ? nvlink : k == EpLink::mnnvl ? mnnvl : rdma; }
+  std::optional<EpLinkParams>& at(EpLink k) {
+    return k == EpLink::nvlink ? nvlink : k == EpLink::mnnvl ? mnnvl : rdma;
+  }
 };
 
 // The EP libraries' parameters, from their calibration profiles (absent when the system is

@@ -3,16 +3,17 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
-#include <fmt/format.h>
 
 namespace moesim::hw_models {
 namespace {
 
 // Directed multigraph; each edge carries the id of its Link.
-using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-                                         boost::property<boost::edge_index_t, int>>;
+using BoostGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                          boost::property<boost::edge_index_t, int>>;
 
 // Records, for each vertex reached, the edge it was first reached by: record(vertex, link).
 template <class Record>
@@ -21,7 +22,8 @@ class EdgeRecorder : public boost::default_bfs_visitor {
   explicit EdgeRecorder(Record record) : record_(record) {}
   template <class Graph>
   void tree_edge(typename boost::graph_traits<Graph>::edge_descriptor e, const Graph& g) const {
-    record_(static_cast<int>(boost::target(e, g)), static_cast<int>(boost::get(boost::edge_index, g, e)));
+    record_(static_cast<int>(boost::target(e, g)),
+            static_cast<int>(boost::get(boost::edge_index, g, e)));
   }
 
  private:
@@ -54,7 +56,8 @@ Topology::Topology(Topology&&) noexcept = default;
 
 Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain)
     : gpus_(static_cast<int>(gpus)),
-      domain_(static_cast<int>(per_domain > 0 ? per_domain : static_cast<std::int64_t>(s.nvlink.domain_gpus.value))),
+      domain_(static_cast<int>(
+          per_domain > 0 ? per_domain : static_cast<std::int64_t>(s.nvlink.domain_gpus.value))),
       gpus_per_node_(static_cast<int>(s.node.gpus_per_node.value)) {
   if (gpus_ <= 0 || domain_ <= 0 || gpus_per_node_ <= 0)
     throw std::invalid_argument("Topology: GPU, domain and node sizes must be positive");
@@ -66,8 +69,9 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
   // rails of one node and, with no spine between rails, could not reach each other.
   if (gpus_ > domain_ && domain_ < gpus_per_node_) gpus_per_node_ = domain_;
   if (gpus_ % domain_ != 0 || domain_ % std::min(gpus_per_node_, domain_) != 0)
-    throw std::invalid_argument(fmt::format("Topology: {} GPUs do not split into NVLink domains of {} ({} per node)",
-                                            gpus_, domain_, gpus_per_node_));
+    throw std::invalid_argument(
+        fmt::format("Topology: {} GPUs do not split into NVLink domains of {} ({} per node)", gpus_,
+                    domain_, gpus_per_node_));
   const double nvlink = s.nvlink.bw_GBps.value * 1e9;
   const double nic = s.network.nic_Gbps.value / 8 * 1e9;
   const int nics_per_gpu = std::max(1, static_cast<int>(s.network.nics_per_gpu.value));
@@ -80,7 +84,8 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
   for (int g = 0; g < gpus_; ++g) add_vertex(VertexKind::gpu, g);
   for (int d = 0; d < gpus_ / domain_; ++d) {
     const int sw = add_vertex(VertexKind::nvswitch, d);
-    for (int g = d * domain_; g < (d + 1) * domain_; ++g) add_duplex(g, sw, LinkKind::nvlink, nvlink, nvlink_hop / 2);
+    for (int g = d * domain_; g < (d + 1) * domain_; ++g)
+      add_duplex(g, sw, LinkKind::nvlink, nvlink, nvlink_hop / 2);
   }
   // Only clusters of more than one NVLink domain need the network.
   if (gpus_ > domain_) {
@@ -108,7 +113,8 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
         const int n = add_vertex(VertexKind::nic, g);
         add_duplex(g, n, LinkKind::nic, nic, 0);
         const int port = node * nics_per_gpu + k;
-        const int l = leaf[static_cast<std::size_t>(rail_of(g))][static_cast<std::size_t>(port / kLeafDownPorts)];
+        const int l = leaf[static_cast<std::size_t>(rail_of(g))]
+                          [static_cast<std::size_t>(port / kLeafDownPorts)];
         add_duplex(n, l, LinkKind::network, nic, same_leaf / 2);
         nic_leaves_[static_cast<std::size_t>(g)].push_back(l);
       }
@@ -122,7 +128,8 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
     out_[static_cast<std::size_t>(links_[static_cast<std::size_t>(id)].from)].push_back(id);
   const auto first_leaf = std::find(kinds_.begin(), kinds_.end(), VertexKind::leaf);
   first_leaf_ = static_cast<int>(first_leaf - kinds_.begin());
-  spine_down_.assign(static_cast<std::size_t>(std::count(kinds_.begin(), kinds_.end(), VertexKind::leaf)), -1);
+  spine_down_.assign(
+      static_cast<std::size_t>(std::count(kinds_.begin(), kinds_.end(), VertexKind::leaf)), -1);
   for (int id = 0; id < static_cast<int>(links_.size()); ++id) {
     const auto& l = links_[static_cast<std::size_t>(id)];
     if (kinds_[static_cast<std::size_t>(l.from)] == VertexKind::spine)
@@ -151,16 +158,21 @@ bool Topology::kept(int v, int da, int db, const std::vector<int>& leaves) const
   const int o = owner_[static_cast<std::size_t>(v)];
   switch (kinds_[static_cast<std::size_t>(v)]) {
     case VertexKind::gpu:
-    case VertexKind::nic: return domain_of(o) == da || domain_of(o) == db;
-    case VertexKind::nvswitch: return o == da || o == db;
-    case VertexKind::leaf: return std::binary_search(leaves.begin(), leaves.end(), v);
-    case VertexKind::spine: return true;
+    case VertexKind::nic:
+      return domain_of(o) == da || domain_of(o) == db;
+    case VertexKind::nvswitch:
+      return o == da || o == db;
+    case VertexKind::leaf:
+      return std::binary_search(leaves.begin(), leaves.end(), v);
+    case VertexKind::spine:
+      return true;
   }
   return false;
 }
 
 void Topology::check_gpus(int a, int b) const {
-  if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_) throw std::out_of_range("Topology::route: GPU out of range");
+  if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_)
+    throw std::out_of_range("Topology::route: GPU out of range");
 }
 
 std::vector<int> Topology::route(int a, int b) const {
@@ -196,7 +208,8 @@ std::vector<int> Topology::route(int a, int b) const {
       if (kinds_[static_cast<std::size_t>(u)] == VertexKind::spine) {
         for (const int l : leaves) {
           const int down = spine_down_[static_cast<std::size_t>(l - first_leaf_)];
-          if (links_[static_cast<std::size_t>(down)].from == u && visit(l, down)) queue.push_back(l);
+          if (links_[static_cast<std::size_t>(down)].from == u && visit(l, down))
+            queue.push_back(l);
         }
         continue;
       }
@@ -210,8 +223,9 @@ std::vector<int> Topology::route(int a, int b) const {
   }
   return routes_[key] = walk_back(
              [this](int v) {
-               return stamp_[static_cast<std::size_t>(v)] == search_stamp_ ? link_in_[static_cast<std::size_t>(v)]
-                                                                           : -1;
+               return stamp_[static_cast<std::size_t>(v)] == search_stamp_
+                          ? link_in_[static_cast<std::size_t>(v)]
+                          : -1;
              },
              links_, a, b);
 }
@@ -224,7 +238,8 @@ std::vector<int> Topology::route_full_search(int a, int b) const {
     for (std::size_t v = 0; v < kinds_.size(); ++v) boost::add_vertex(graph_->g);
     for (int id = 0; id < static_cast<int>(links_.size()); ++id) {
       const auto& l = links_[static_cast<std::size_t>(id)];
-      boost::add_edge(static_cast<std::size_t>(l.from), static_cast<std::size_t>(l.to), id, graph_->g);
+      boost::add_edge(static_cast<std::size_t>(l.from), static_cast<std::size_t>(l.to), id,
+                      graph_->g);
     }
   }
   std::vector<int> pred(kinds_.size(), -1);

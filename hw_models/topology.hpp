@@ -28,12 +28,11 @@
 // entered only from its NVSwitch or its NIC, and left to either, adding at least 4 hops),
 // and a leaf is left only to the spine or a NIC. So `route` searches that subgraph (out-
 // edges kept in their order, so ties fall as in the whole graph; a spine's out-edges are
-// its leaves in vertex order) and its cost does not grow with the cluster; `route_full_search` searches everything, the reference the tests
-// hold it to. A search from a into b's domain is kept for the other GPUs of that domain.
-// A Topology is not shared between threads (each simulation builds its own). GPUs are
-// numbered in
-// Megatron's global rank order; `gpus_per_nvlink_domain` consecutive ranks share an
-// NVLink domain (the scenario contract's placement rule).
+// its leaves in vertex order) and its cost does not grow with the cluster; `route_full_search`
+// searches everything, the reference the tests hold it to. A search from a into b's domain is kept
+// for the other GPUs of that domain. A Topology is not shared between threads (each simulation
+// builds its own). GPUs are numbered in Megatron's global rank order; `gpus_per_nvlink_domain`
+// consecutive ranks share an NVLink domain (the scenario contract's placement rule).
 #pragma once
 
 #include <cstdint>
@@ -50,7 +49,7 @@ enum class VertexKind : std::uint8_t { gpu, nvswitch, nic, leaf, spine };
 enum class LinkKind : std::uint8_t { nvlink, nic, network };
 
 struct Link {
-  int from = 0, to = 0;       // vertex ids
+  int from = 0, to = 0;  // vertex ids
   LinkKind kind = LinkKind::nvlink;
   double capacity_Bps = 0;
   double latency_s = 0;
@@ -94,9 +93,9 @@ class Topology {
   std::vector<Link> links_;
   struct Graph;
   mutable std::unique_ptr<Graph> graph_;  // route_full_search's, built on its first call
-  std::vector<std::vector<int>> out_;  // per vertex: its out-links in insertion order
-  int first_leaf_ = 0;                 // leaves are consecutive vertices from here
-  std::vector<int> spine_down_;        // per leaf (from first_leaf_): the spine's link down to it
+  std::vector<std::vector<int>> out_;     // per vertex: its out-links in insertion order
+  int first_leaf_ = 0;                    // leaves are consecutive vertices from here
+  std::vector<int> spine_down_;  // per leaf (from first_leaf_): the spine's link down to it
   // The last bounded search: its source and the target's domain; per vertex, the search
   // that reached it (stamp) and the link it was reached by.
   mutable int searched_src_ = -1, searched_domain_ = -1;

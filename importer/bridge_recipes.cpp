@@ -19,10 +19,13 @@ namespace {
 
 constexpr const char* kTable = "importer/recipes/megatron-bridge.json";
 
-const Json& table() { return recipe_table("megatron-bridge"); }
+const Json& table() {
+  return recipe_table("megatron-bridge");
+}
 
 std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   return s;
 }
 
@@ -30,8 +33,8 @@ const Json& tag_entry(const std::string& tag) {
   for (const auto& e : table().at("tags"))
     if (e.at("tag") == tag) return e;
   throw InputError(kTable, tag,
-                   fmt::format("no Megatron-Bridge release tag '{}' in the table; its tags: {}", tag,
-                               fmt::join(bridge_recipe_tags(), ", ")));
+                   fmt::format("no Megatron-Bridge release tag '{}' in the table; its tags: {}",
+                               tag, fmt::join(bridge_recipe_tags(), ", ")));
 }
 
 // The names Megatron-Bridge's launcher tries at this tag, in order.
@@ -53,7 +56,9 @@ std::vector<std::string> candidate_names(const BridgeRecipeQuery& q, const Json&
 
 }  // namespace
 
-const Json& bridge_tag_table(const std::string& tag) { return tag_entry(tag); }
+const Json& bridge_tag_table(const std::string& tag) {
+  return tag_entry(tag);
+}
 
 std::vector<std::string> bridge_recipe_tags() {
   std::vector<std::string> out;
@@ -64,9 +69,10 @@ std::vector<std::string> bridge_recipe_tags() {
 BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q) {
   const Json& e = tag_entry(q.tag);
   if (e.contains("not_read"))
-    throw InputError(kTable, q.tag,
-                     fmt::format("Megatron-Bridge {} is in the table but its recipes were not read: {}", q.tag,
-                                 e.at("not_read").get<std::string>()));
+    throw InputError(
+        kTable, q.tag,
+        fmt::format("Megatron-Bridge {} is in the table but its recipes were not read: {}", q.tag,
+                    e.at("not_read").get<std::string>()));
   const Json& configs = e.at("configs");
   BridgeWorkload out;
   out.tag = q.tag;
@@ -90,11 +96,13 @@ BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q) {
   std::vector<std::string> known;
   for (const auto& [name, v] : configs.items())
     if (name.rfind(prefix, 0) == 0) known.push_back(name);
-  throw InputError(kTable, q.tag,
-                   fmt::format("Megatron-Bridge {} ({}) has no workload config {}; {}", q.tag, out.commit.substr(0, 10),
-                               fmt::join(out.tried, " or "),
-                               known.empty() ? std::string("and none for the recipe '") + q.recipe + "'"
-                                             : fmt::format("the recipe's configs there: {}", fmt::join(known, ", "))));
+  throw InputError(
+      kTable, q.tag,
+      fmt::format("Megatron-Bridge {} ({}) has no workload config {}; {}", q.tag,
+                  out.commit.substr(0, 10), fmt::join(out.tried, " or "),
+                  known.empty()
+                      ? std::string("and none for the recipe '") + q.recipe + "'"
+                      : fmt::format("the recipe's configs there: {}", fmt::join(known, ", "))));
 }
 
 }  // namespace moesim::importer

@@ -38,9 +38,9 @@ struct BridgeRecipeQuery {
 
 struct BridgeWorkload {
   std::string tag, commit, date;
-  std::string config;                 // the name that resolved
-  std::vector<std::string> tried;     // the names tried before it, in order
-  config::Json settings;                      // every WorkloadBaseConfig field (the tag's defaults under the config's)
+  std::string config;              // the name that resolved
+  std::vector<std::string> tried;  // the names tried before it, in order
+  config::Json settings;  // every WorkloadBaseConfig field (the tag's defaults under the config's)
 };
 
 // Throws InputError("importer/recipes/megatron-bridge.json", ...) for a tag the table lacks

@@ -37,26 +37,30 @@
 namespace moesim::importer {
 
 struct MegatronImportOptions {
-  std::string system;                               // system preset
-  std::int64_t gpus = 0;                            // world size; 0: the script's (torchrun, a wrapper)
+  std::string system;     // system preset
+  std::int64_t gpus = 0;  // world size; 0: the script's (torchrun, a wrapper)
   std::optional<std::int64_t> gpus_per_nvlink_domain;
-  std::optional<std::string> model;                 // model preset
+  std::optional<std::string> model;  // model preset
   // A release (config/releases.hpp, "26.02"): the stack switches no flag shows are its,
   // not the newest stack's. "custom" is refused: it needs every switch given.
   std::optional<std::string> release;
-  std::string source = "<args>";                    // labels errors: the script's path, "<stdin>", "<args>"
-  std::map<std::string, std::string> environment;   // variables set before the script runs (--env)
-  std::optional<std::int64_t> run;                  // which of the script's runs (1-based); needed when it starts several
-  std::optional<std::string> wrapper_root;          // a wrapper's checkout (importer/launch_wrapper.hpp), if not above the script
-  std::vector<std::string> source_roots = {};       // folders `source` may read beside the script's (ShellOptions)
+  std::string source = "<args>";  // labels errors: the script's path, "<stdin>", "<args>"
+  std::map<std::string, std::string> environment;  // variables set before the script runs (--env)
+  std::optional<std::int64_t>
+      run;  // which of the script's runs (1-based); needed when it starts several
+  std::optional<std::string>
+      wrapper_root;  // a wrapper's checkout (importer/launch_wrapper.hpp), if not above the script
+  std::vector<std::string> source_roots =
+      {};  // folders `source` may read beside the script's (ShellOptions)
 };
 
 struct MegatronImport {
   config::Json scenario;
-  std::vector<std::string> ignored;                            // flags without a performance effect
-  std::vector<std::pair<std::string, std::string>> assumed;    // scenario key, why
+  std::vector<std::string> ignored;                          // flags without a performance effect
+  std::vector<std::pair<std::string, std::string>> assumed;  // scenario key, why
   std::vector<std::string> notes;  // what of the script was not evaluated (importer/shell_eval.hpp)
-  std::vector<std::pair<std::string, std::string>> derived;  // what the script's launcher or wrapper decided, and from what
+  std::vector<std::pair<std::string, std::string>>
+      derived;  // what the script's launcher or wrapper decided, and from what
   // Settings the command gives that change nothing in the scenario, recorded as such in it
   // (config::record_inert_settings).
   std::vector<std::string> recorded;

@@ -17,11 +17,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "importer/bridge_recipes.hpp"
 #include "config/inert_settings.hpp"
 #include "config/load.hpp"
-#include "importer/pipeline_split.hpp"
 #include "config/releases.hpp"
+#include "importer/bridge_recipes.hpp"
+#include "importer/pipeline_split.hpp"
 
 namespace moesim::importer {
 
@@ -31,11 +31,14 @@ namespace {
 
 constexpr const char* kFamilies = "importer/recipes/megatron-bridge-families.json";
 
-const Json& families() { return recipe_table("megatron-bridge-families"); }
+const Json& families() {
+  return recipe_table("megatron-bridge-families");
+}
 
 bool contains(const Json& list, const std::string& v) {
   if (!list.is_array()) return false;
-  return std::any_of(list.begin(), list.end(), [&](const Json& x) { return x.is_string() && x.get<std::string>() == v; });
+  return std::any_of(list.begin(), list.end(),
+                     [&](const Json& x) { return x.is_string() && x.get<std::string>() == v; });
 }
 
 // ---- the launcher's argparse parser at a tag --------------------------------------------
@@ -53,68 +56,118 @@ struct DestRule {
 const std::map<std::string_view, DestRule>& dest_rules() {
   static const std::map<std::string_view, DestRule> m{
       // the run itself: read below
-      {"model_family_name", {Effect::modeled, ""}}, {"model_recipe_name", {Effect::modeled, ""}},
-      {"model_name", {Effect::modeled, ""}}, {"model_size", {Effect::modeled, ""}},
-      {"gpu", {Effect::modeled, ""}}, {"compute_dtype", {Effect::modeled, ""}}, {"task", {Effect::modeled, ""}},
+      {"model_family_name", {Effect::modeled, ""}},
+      {"model_recipe_name", {Effect::modeled, ""}},
+      {"model_name", {Effect::modeled, ""}},
+      {"model_size", {Effect::modeled, ""}},
+      {"gpu", {Effect::modeled, ""}},
+      {"compute_dtype", {Effect::modeled, ""}},
+      {"task", {Effect::modeled, ""}},
       {"num_gpus", {Effect::modeled, ""}},
-      {"gpus_per_node", {Effect::ignored, "the job's GPUs per node for Slurm: the system preset's node stands"}},
-      {"config_variant", {Effect::modeled, ""}}, {"container_image", {Effect::modeled, ""}},
+      {"gpus_per_node",
+       {Effect::ignored, "the job's GPUs per node for Slurm: the system preset's node stands"}},
+      {"config_variant", {Effect::modeled, ""}},
+      {"container_image", {Effect::modeled, ""}},
       {"domain", {Effect::modeled, ""}},
-      {"tensor_model_parallel_size", {Effect::modeled, ""}}, {"pipeline_model_parallel_size", {Effect::modeled, ""}},
+      {"tensor_model_parallel_size", {Effect::modeled, ""}},
+      {"pipeline_model_parallel_size", {Effect::modeled, ""}},
       {"context_parallel_size", {Effect::modeled, ""}},
       {"virtual_pipeline_model_parallel_size", {Effect::modeled, ""}},
-      {"expert_model_parallel_size", {Effect::modeled, ""}}, {"expert_tensor_parallel_size", {Effect::modeled, ""}},
-      {"global_batch_size", {Effect::modeled, ""}}, {"micro_batch_size", {Effect::modeled, ""}},
-      {"seq_length", {Effect::modeled, ""}}, {"use_megatron_fsdp", {Effect::modeled, ""}},
-      {"nccl_ub", {Effect::modeled, ""}}, {"cuda_graph_impl", {Effect::modeled, ""}},
-      {"cuda_graph_scope", {Effect::modeled, ""}}, {"moe_a2a_overlap", {Effect::modeled, ""}},
-      {"recompute_num_layers", {Effect::modeled, ""}}, {"activation_offload_layers", {Effect::modeled, ""}},
-      {"recompute_modules", {Effect::modeled, ""}}, {"moe_flex_dispatcher_backend", {Effect::modeled, ""}},
-      {"use_tokendrop", {Effect::modeled, ""}}, {"hidden_size", {Effect::modeled, ""}},
-      {"num_layers", {Effect::modeled, ""}}, {"first_k_dense_replace", {Effect::modeled, ""}},
-      {"pipeline_model_parallel_layout", {Effect::modeled, ""}}, {"optimizer_type", {Effect::ignored, "read by the Kimi family only; the families tabulated train with Adam"}},
+      {"expert_model_parallel_size", {Effect::modeled, ""}},
+      {"expert_tensor_parallel_size", {Effect::modeled, ""}},
+      {"global_batch_size", {Effect::modeled, ""}},
+      {"micro_batch_size", {Effect::modeled, ""}},
+      {"seq_length", {Effect::modeled, ""}},
+      {"use_megatron_fsdp", {Effect::modeled, ""}},
+      {"nccl_ub", {Effect::modeled, ""}},
+      {"cuda_graph_impl", {Effect::modeled, ""}},
+      {"cuda_graph_scope", {Effect::modeled, ""}},
+      {"moe_a2a_overlap", {Effect::modeled, ""}},
+      {"recompute_num_layers", {Effect::modeled, ""}},
+      {"activation_offload_layers", {Effect::modeled, ""}},
+      {"recompute_modules", {Effect::modeled, ""}},
+      {"moe_flex_dispatcher_backend", {Effect::modeled, ""}},
+      {"use_tokendrop", {Effect::modeled, ""}},
+      {"hidden_size", {Effect::modeled, ""}},
+      {"num_layers", {Effect::modeled, ""}},
+      {"first_k_dense_replace", {Effect::modeled, ""}},
+      {"pipeline_model_parallel_layout", {Effect::modeled, ""}},
+      {"optimizer_type",
+       {Effect::ignored, "read by the Kimi family only; the families tabulated train with Adam"}},
       {"tokenizer_type", {Effect::modeled, ""}},
-      {"vocab_size", {Effect::ignored, "NullTokenizer's vocabulary (refused with it); the model preset's vocabulary "
-                                       "stands"}},
-      {"data", {Effect::ignored, "the dataset: priced alike (mock or real tokens of the same length)"}},
+      {"vocab_size",
+       {Effect::ignored,
+        "NullTokenizer's vocabulary (refused with it); the model preset's vocabulary "
+        "stands"}},
+      {"data",
+       {Effect::ignored, "the dataset: priced alike (mock or real tokens of the same length)"}},
       // the job, not the training
-      {"account", {Effect::ignored, "Slurm account"}}, {"partition", {Effect::ignored, "Slurm partition"}},
-      {"time_limit", {Effect::ignored, "job time limit"}}, {"gres", {Effect::ignored, "Slurm resources"}},
+      {"account", {Effect::ignored, "Slurm account"}},
+      {"partition", {Effect::ignored, "Slurm partition"}},
+      {"time_limit", {Effect::ignored, "job time limit"}},
+      {"gres", {Effect::ignored, "Slurm resources"}},
       {"additional_slurm_params", {Effect::ignored, "Slurm parameters"}},
       {"custom_srun_args", {Effect::ignored, "srun arguments"}},
       {"custom_bash_cmds", {Effect::ignored, "commands run before the job"}},
       {"custom_mounts", {Effect::ignored, "container mounts"}},
-      {"custom_env_vars", {Effect::ignored, "environment variables of the job: not read (NCCL and library "
-                                            "switches are the release's)"}},
-      {"env", {Effect::ignored, "environment variables of the job: not read (NCCL and library switches are the "
-                                "release's)"}},
+      {"custom_env_vars",
+       {Effect::ignored,
+        "environment variables of the job: not read (NCCL and library "
+        "switches are the release's)"}},
+      {"env",
+       {Effect::ignored,
+        "environment variables of the job: not read (NCCL and library switches are the "
+        "release's)"}},
       {"packager", {Effect::ignored, "how the code reaches the job"}},
-      {"log_dir", {Effect::ignored, "logs"}}, {"nemo_home", {Effect::ignored, "a cache folder"}},
-      {"hf_token", {Effect::ignored, "Hugging Face access"}}, {"offline", {Effect::ignored, "Hugging Face access"}},
+      {"log_dir", {Effect::ignored, "logs"}},
+      {"nemo_home", {Effect::ignored, "a cache folder"}},
+      {"hf_token", {Effect::ignored, "Hugging Face access"}},
+      {"offline", {Effect::ignored, "Hugging Face access"}},
       {"detach", {Effect::ignored, "how the launcher waits"}},
-      {"max_retries", {Effect::ignored, "retries of a failed job"}}, {"dryrun", {Effect::ignored, "prints the job"}},
-      {"wandb_key", {Effect::ignored, "logging"}}, {"wandb_prj_name", {Effect::ignored, "logging"}},
-      {"wandb_exp_name", {Effect::ignored, "logging"}}, {"wandb_project_name", {Effect::ignored, "logging"}},
-      {"wandb_entity_name", {Effect::ignored, "logging"}}, {"wandb_experiment_name", {Effect::ignored, "logging"}},
-      {"wandb_save_dir", {Effect::ignored, "logging"}}, {"save_config_filepath", {Effect::ignored, "logging"}},
-      {"dump_env", {Effect::ignored, "logging"}}, {"list_config_variants", {Effect::ignored, "prints the variants"}},
-      {"enable_nsys", {Effect::ignored, "profiling (a profiled run is slower; moesim predicts the unprofiled one)"}},
-      {"export_nsys_sqlite", {Effect::ignored, "profiling"}}, {"nsys_trace", {Effect::ignored, "profiling"}},
-      {"nsys_extra_args", {Effect::ignored, "profiling"}}, {"pytorch_profiler", {Effect::ignored, "profiling"}},
-      {"profiling_start_step", {Effect::ignored, "profiling"}}, {"profiling_stop_step", {Effect::ignored, "profiling"}},
-      {"record_memory_history", {Effect::ignored, "profiling"}}, {"profiling_gpu_metrics", {Effect::ignored, "profiling"}},
+      {"max_retries", {Effect::ignored, "retries of a failed job"}},
+      {"dryrun", {Effect::ignored, "prints the job"}},
+      {"wandb_key", {Effect::ignored, "logging"}},
+      {"wandb_prj_name", {Effect::ignored, "logging"}},
+      {"wandb_exp_name", {Effect::ignored, "logging"}},
+      {"wandb_project_name", {Effect::ignored, "logging"}},
+      {"wandb_entity_name", {Effect::ignored, "logging"}},
+      {"wandb_experiment_name", {Effect::ignored, "logging"}},
+      {"wandb_save_dir", {Effect::ignored, "logging"}},
+      {"save_config_filepath", {Effect::ignored, "logging"}},
+      {"dump_env", {Effect::ignored, "logging"}},
+      {"list_config_variants", {Effect::ignored, "prints the variants"}},
+      {"enable_nsys",
+       {Effect::ignored,
+        "profiling (a profiled run is slower; moesim predicts the unprofiled one)"}},
+      {"export_nsys_sqlite", {Effect::ignored, "profiling"}},
+      {"nsys_trace", {Effect::ignored, "profiling"}},
+      {"nsys_extra_args", {Effect::ignored, "profiling"}},
+      {"pytorch_profiler", {Effect::ignored, "profiling"}},
+      {"profiling_start_step", {Effect::ignored, "profiling"}},
+      {"profiling_stop_step", {Effect::ignored, "profiling"}},
+      {"record_memory_history", {Effect::ignored, "profiling"}},
+      {"profiling_gpu_metrics", {Effect::ignored, "profiling"}},
       {"profiling_ranks", {Effect::ignored, "profiling"}},
       {"max_steps", {Effect::ignored, "steps to run (moesim predicts one step)"}},
-      {"lr", {Effect::ignored, "learning rate"}}, {"min_lr", {Effect::ignored, "learning rate"}},
+      {"lr", {Effect::ignored, "learning rate"}},
+      {"min_lr", {Effect::ignored, "learning rate"}},
       {"warmup_iters", {Effect::ignored, "learning rate"}},
-      {"pretrained_checkpoint", {Effect::ignored, "checkpoints"}}, {"megatron_ckpt", {Effect::ignored, "checkpoints"}},
-      {"save_dir", {Effect::ignored, "checkpoints"}}, {"load_dir", {Effect::ignored, "checkpoints"}},
-      {"save_interval", {Effect::ignored, "checkpoints (their cost is the goodput model's: goodput.checkpoint_interval_s)"}},
+      {"pretrained_checkpoint", {Effect::ignored, "checkpoints"}},
+      {"megatron_ckpt", {Effect::ignored, "checkpoints"}},
+      {"save_dir", {Effect::ignored, "checkpoints"}},
+      {"load_dir", {Effect::ignored, "checkpoints"}},
+      {"save_interval",
+       {Effect::ignored,
+        "checkpoints (their cost is the goodput model's: goodput.checkpoint_interval_s)"}},
       {"most_recent_k", {Effect::ignored, "checkpoints"}},
-      {"dataset_paths", {Effect::ignored, "data paths"}}, {"dataset_root", {Effect::ignored, "data paths"}},
-      {"index_mapping_dir", {Effect::ignored, "data paths"}}, {"dataset_name", {Effect::ignored, "data paths"}},
-      {"head_only", {Effect::ignored, "data"}}, {"c4_root", {Effect::ignored, "data paths"}},
-      {"c4_train_shards", {Effect::ignored, "data"}}, {"diffusion_dataset_path", {Effect::ignored, "data paths"}},
+      {"dataset_paths", {Effect::ignored, "data paths"}},
+      {"dataset_root", {Effect::ignored, "data paths"}},
+      {"index_mapping_dir", {Effect::ignored, "data paths"}},
+      {"dataset_name", {Effect::ignored, "data paths"}},
+      {"head_only", {Effect::ignored, "data"}},
+      {"c4_root", {Effect::ignored, "data paths"}},
+      {"c4_train_shards", {Effect::ignored, "data"}},
+      {"diffusion_dataset_path", {Effect::ignored, "data paths"}},
       {"tokenizer_model", {Effect::ignored, "the tokenizer's files"}},
       {"distributed_timeout_minutes", {Effect::ignored, "a timeout"}},
       {"is_long_convergence_run", {Effect::ignored, "the launcher's checks"}},
@@ -133,23 +186,33 @@ const std::map<std::string_view, DestRule>& dest_rules() {
       {"memory_threshold", {Effect::ignored, "the launcher's checks"}},
       {"eval_time_start_step", {Effect::ignored, "the launcher's checks"}},
       {"eval_time_end_step", {Effect::ignored, "the launcher's checks"}},
-      {"dgxc_cluster", {Effect::ignored, "the cluster's API"}}, {"dgxc_base_url", {Effect::ignored, "the cluster's API"}},
+      {"dgxc_cluster", {Effect::ignored, "the cluster's API"}},
+      {"dgxc_base_url", {Effect::ignored, "the cluster's API"}},
       {"dgxc_kube_apiserver_url", {Effect::ignored, "the cluster's API"}},
-      {"dgxc_app_id", {Effect::ignored, "the cluster's API"}}, {"dgxc_app_secret", {Effect::ignored, "the cluster's API"}},
+      {"dgxc_app_id", {Effect::ignored, "the cluster's API"}},
+      {"dgxc_app_secret", {Effect::ignored, "the cluster's API"}},
       {"dgxc_project_name", {Effect::ignored, "the cluster's API"}},
       {"dgxc_pvc_claim_name", {Effect::ignored, "the cluster's API"}},
-      {"dgxc_pvc_mount_path", {Effect::ignored, "the cluster's API"}}, {"csp", {Effect::ignored, "the cloud"}},
+      {"dgxc_pvc_mount_path", {Effect::ignored, "the cluster's API"}},
+      {"csp", {Effect::ignored, "the cloud"}},
       // accepted, effect not priced
-      {"enable_vboost", {Effect::unpriced, "the GPU's voltage boost: moesim's clocks are the system profile's "
-                                            "sustained clock"}},
-      {"lock_gpu_freq", {Effect::unpriced, "a locked GPU clock: moesim's clocks are the system profile's sustained "
-                                            "clock"}},
+      {"enable_vboost",
+       {Effect::unpriced,
+        "the GPU's voltage boost: moesim's clocks are the system profile's "
+        "sustained clock"}},
+      {"lock_gpu_freq",
+       {Effect::unpriced,
+        "a locked GPU clock: moesim's clocks are the system profile's sustained "
+        "clock"}},
       {"deterministic", {Effect::modeled, ""}},
-      {"enable_pct_binding", {Effect::unpriced, "the launcher's CPU binding: the release's NUMA binding stands"}},
+      {"enable_pct_binding",
+       {Effect::unpriced, "the launcher's CPU binding: the release's NUMA binding stands"}},
       // understood, not modeled
-      {"use_recipes", {Effect::refused, "the library recipe instead of the performance recipe: its settings are "
-                                        "not tabulated (importer/recipes/megatron-bridge-families.json holds the "
-                                        "performance recipes')"}},
+      {"use_recipes",
+       {Effect::refused,
+        "the library recipe instead of the performance recipe: its settings are "
+        "not tabulated (importer/recipes/megatron-bridge-families.json holds the "
+        "performance recipes')"}},
       {"packed_sequence", {Effect::refused, "packed sequences (fine-tuning data): not modeled"}},
   };
   // kubeflow_* (the cluster's API) are matched by prefix below.
@@ -170,7 +233,8 @@ struct ParsedArgs {
 };
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -216,7 +280,8 @@ std::optional<double> to_double(const std::string& s) {
 // Returns the value or why it is refused.
 std::variant<Json, std::string> convert(const Json& arg, const std::string& text) {
   const std::string type = arg.value("type", std::string("str"));
-  if (type == "str" || type == "parse_additional_slurm_params" || type == "parse_kv" || type == "to_dict")
+  if (type == "str" || type == "parse_additional_slurm_params" || type == "parse_kv" ||
+      type == "to_dict")
     return Json(text);
   if (type == "lower_str") return Json(lower(text));
   if (type == "int" || type == "lambda x: int(x) if x is not None else None") {
@@ -228,7 +293,8 @@ std::variant<Json, std::string> convert(const Json& arg, const std::string& text
     if (auto v = to_int(text)) return Json(*v);
     return fmt::format("'{}' is not an integer or None", text);
   }
-  if (type == "lambda x: None if x == 'None' else x") return text == "None" ? Json(nullptr) : Json(text);
+  if (type == "lambda x: None if x == 'None' else x")
+    return text == "None" ? Json(nullptr) : Json(text);
   if (type == "float") {
     if (auto v = to_double(text)) return Json(*v);
     return fmt::format("'{}' is not a number", text);
@@ -239,12 +305,15 @@ std::variant<Json, std::string> convert(const Json& arg, const std::string& text
     if (l == "false" || l == "0" || l == "f" || l == "no" || l == "n") return Json(false);
     return fmt::format("'{}' is not a boolean (true/false, 1/0, yes/no)", text);
   }
-  if (type == "list_of_strings" || type == "is_cuda_graph_scope_valid") return Json(split(text, ','));
+  if (type == "list_of_strings" || type == "is_cuda_graph_scope_valid")
+    return Json(split(text, ','));
   if (type == "list_of_ints") {
     Json out = Json::array();
     for (const auto& p : split(text, ',')) {
-      if (auto v = to_int(p)) out.push_back(*v);
-      else return fmt::format("'{}' is not a comma-separated list of integers", text);
+      if (auto v = to_int(p))
+        out.push_back(*v);
+      else
+        return fmt::format("'{}' is not a comma-separated list of integers", text);
     }
     return out;
   }
@@ -271,7 +340,8 @@ const Json* find_argument(const Json& arguments, const std::string& word, std::s
   return nullptr;
 }
 
-ParsedArgs parse_args(const std::vector<std::string>& words, const Json& tag, const std::string& source) {
+ParsedArgs parse_args(const std::vector<std::string>& words, const Json& tag,
+                      const std::string& source) {
   ParsedArgs out;
   const Json& arguments = tag.at("arguments");
   std::vector<std::string> unknown, bad;
@@ -312,16 +382,19 @@ ParsedArgs parse_args(const std::vector<std::string>& words, const Json& tag, co
       out.given[dest] = (action == "store_true");
       continue;
     }
-    const std::string nargs = a->contains("nargs") && a->at("nargs").is_string() ? a->at("nargs").get<std::string>() : "";
+    const std::string nargs =
+        a->contains("nargs") && a->at("nargs").is_string() ? a->at("nargs").get<std::string>() : "";
     std::vector<std::string> texts;
     if (inline_value) {
       texts.push_back(*inline_value);
     } else if (nargs == "*" || nargs == "+" || nargs == "?") {
-      while (i + 1 < words.size() && !words[i + 1].starts_with("-")) {  // argparse takes key=value too
+      while (i + 1 < words.size() &&
+             !words[i + 1].starts_with("-")) {  // argparse takes key=value too
         texts.push_back(words[++i]);
         if (nargs == "?") break;
       }
-      if (nargs == "+" && texts.empty()) bad.push_back(fmt::format("{} expects at least one value", word));
+      if (nargs == "+" && texts.empty())
+        bad.push_back(fmt::format("{} expects at least one value", word));
     } else {
       if (i + 1 >= words.size()) {
         bad.push_back(fmt::format("{} expects a value", word));
@@ -334,8 +407,10 @@ ParsedArgs parse_args(const std::vector<std::string>& words, const Json& tag, co
       value = Json::array();
       for (const auto& t : texts) {
         auto v = convert(*a, t);
-        if (auto* e = std::get_if<std::string>(&v)) bad.push_back(fmt::format("{}: {}", word, *e));
-        else value.push_back(std::get<Json>(v));
+        if (auto* e = std::get_if<std::string>(&v))
+          bad.push_back(fmt::format("{}: {}", word, *e));
+        else
+          value.push_back(std::get<Json>(v));
       }
       if (action == "append" && out.given.contains(dest) && out.given[dest].is_array()) {
         for (auto& v : value) out.given[dest].push_back(v);
@@ -353,18 +428,23 @@ ParsedArgs parse_args(const std::vector<std::string>& words, const Json& tag, co
     }
     if (a->contains("choices") && a->at("choices").is_array() && !value.is_null()) {
       const Json& choices = a->at("choices");
-      const auto ok = [&](const Json& v) { return std::find(choices.begin(), choices.end(), v) != choices.end(); };
+      const auto ok = [&](const Json& v) {
+        return std::find(choices.begin(), choices.end(), v) != choices.end();
+      };
       const bool fine = value.is_array() ? std::all_of(value.begin(), value.end(), ok) : ok(value);
-      if (!fine) bad.push_back(fmt::format("{} {}: not one of {}", word, value.dump(), choices.dump()));
+      if (!fine)
+        bad.push_back(fmt::format("{} {}: not one of {}", word, value.dump(), choices.dump()));
     }
     out.given[dest] = value;
   }
   if (!unknown.empty())
-    throw InputError(source, unknown.front(),
-                     fmt::format("not a flag of Megatron-Bridge {}'s launcher (scripts/performance/argument_parser.py "
-                                 "@ {}): {}",
-                                 tag.at("tag").get<std::string>(), tag.at("commit").get<std::string>().substr(0, 10),
-                                 fmt::join(unknown, ", ")));
+    throw InputError(
+        source, unknown.front(),
+        fmt::format(
+            "not a flag of Megatron-Bridge {}'s launcher (scripts/performance/argument_parser.py "
+            "@ {}): {}",
+            tag.at("tag").get<std::string>(), tag.at("commit").get<std::string>().substr(0, 10),
+            fmt::join(unknown, ", ")));
   if (!bad.empty()) {
     std::string at = split(bad.front(), ' ').front();
     if (at.ends_with(":")) at.pop_back();
@@ -385,8 +465,10 @@ struct Builder {
   }
   void set(const std::string& key, Json v, std::string why) {
     const auto [sec, k] = split_key(key);
-    if (k.empty()) sc[sec] = std::move(v);
-    else sc[sec][k] = std::move(v);
+    if (k.empty())
+      sc[sec] = std::move(v);
+    else
+      sc[sec][k] = std::move(v);
     origin[key] = std::move(why);
   }
   void erase(const std::string& key) {
@@ -431,15 +513,15 @@ const Json* family_entry(const std::string& family) {
   return nullptr;
 }
 
-
 // ---- Hydra overrides: the recipe's ConfigContainer paths --------------------------------
 
 // How a ConfigContainer path reaches the scenario: the scenario key and a conversion,
 // or why it is ignored (no effect on step time or memory). Paths not here are refused.
 struct HydraPath {
   std::string_view path;
-  std::string_view key;    // scenario key ("" = ignored, see why)
-  std::string_view kind;   // the conversion BridgeImporter::hydra() applies; redirect / true_only / unmodeled: refused (why)
+  std::string_view key;   // scenario key ("" = ignored, see why)
+  std::string_view kind;  // the conversion BridgeImporter::hydra() applies; redirect / true_only /
+                          // unmodeled: refused (why)
   std::string_view why = {};
 };
 
@@ -475,16 +557,21 @@ const std::vector<HydraPath>& hydra_paths() {
       {"comm_overlap.delay_wgrad_compute", "framework.delay_wgrad_compute", "bool"},
       {"comm_overlap.overlap_grad_reduce", "framework.overlap_grad_reduce", "bool"},
       {"comm_overlap.overlap_param_gather", "framework.overlap_param_gather", "bool"},
-      {"comm_overlap.overlap_param_gather_with_optimizer_step", "framework.overlap_param_gather_with_optimizer_step", "bool"},
-      // Unset, CommOverlapConfig aligns at PP > 1 and VP > 1 (comm_overlap.py _get_optimizer_overlap_cfgs),
-      // as the loader does under the interleaved schedule.
+      {"comm_overlap.overlap_param_gather_with_optimizer_step",
+       "framework.overlap_param_gather_with_optimizer_step", "bool"},
+      // Unset, CommOverlapConfig aligns at PP > 1 and VP > 1 (comm_overlap.py
+      // _get_optimizer_overlap_cfgs), as the loader does under the interleaved schedule.
       {"comm_overlap.align_param_gather", "framework.align_param_gather", "bool"},
       // Paths Bridge sets again at setup from another one: refused, naming the one to give.
-      {"ddp.overlap_grad_reduce", "", "redirect", "comm_overlap.overlap_grad_reduce (CommOverlapConfig sets the DDP's at setup)"},
-      {"ddp.overlap_param_gather", "", "redirect", "comm_overlap.overlap_param_gather (CommOverlapConfig sets the DDP's at setup)"},
-      {"ddp.grad_reduce_in_fp32", "", "redirect", "mixed_precision.grad_reduce_in_fp32 (the mixed-precision config sets the DDP's at setup)"},
+      {"ddp.overlap_grad_reduce", "", "redirect",
+       "comm_overlap.overlap_grad_reduce (CommOverlapConfig sets the DDP's at setup)"},
+      {"ddp.overlap_param_gather", "", "redirect",
+       "comm_overlap.overlap_param_gather (CommOverlapConfig sets the DDP's at setup)"},
+      {"ddp.grad_reduce_in_fp32", "", "redirect",
+       "mixed_precision.grad_reduce_in_fp32 (the mixed-precision config sets the DDP's at setup)"},
       {"optimizer.overlap_param_gather_with_optimizer_step", "", "redirect",
-       "comm_overlap.overlap_param_gather_with_optimizer_step (CommOverlapConfig resets the optimizer's at setup)"},
+       "comm_overlap.overlap_param_gather_with_optimizer_step (CommOverlapConfig resets the "
+       "optimizer's at setup)"},
       {"ddp.use_distributed_optimizer", "framework.distributed_optimizer", "bool"},
       {"optimizer.use_distributed_optimizer", "framework.distributed_optimizer", "bool"},
       {"mixed_precision.grad_reduce_in_fp32", "bridge.grad_reduce_in_fp32", "bool"},
@@ -492,27 +579,41 @@ const std::vector<HydraPath>& hydra_paths() {
       {"ddp.bucket_size", "framework.ddp_bucket_size", "size_or_null"},
       {"optimizer.use_precision_aware_optimizer", "bridge.precision_aware_optimizer", "bool"},
       {"optimizer.main_grads_dtype", "", "unmodeled",
-       "the optimizer's own main-gradient dtype is not modeled: moesim's follows the DDP gradient buffer, "
+       "the optimizer's own main-gradient dtype is not modeled: moesim's follows the DDP gradient "
+       "buffer, "
        "mixed_precision.grad_reduce_in_fp32"},
       {"optimizer.exp_avg_dtype", "bridge.exp_avg_dtype", "torch_dtype"},
       {"optimizer.exp_avg_sq_dtype", "bridge.exp_avg_sq_dtype", "torch_dtype"},
       {"mixed_precision.fp8_param_gather", "framework.fp8_param_gather", "bool"},
       {"mixed_precision.fp8_param", "framework.fp8_param_gather", "bool"},
       // no effect on step time or memory
-      {"train.train_iters", "", "", "steps to run"}, {"train.eval_iters", "", "", "evaluation"},
-      {"train.eval_interval", "", "", "evaluation"}, {"train.manual_gc", "", "", "garbage collection timing"},
+      {"train.train_iters", "", "", "steps to run"},
+      {"train.eval_iters", "", "", "evaluation"},
+      {"train.eval_interval", "", "", "evaluation"},
+      {"train.manual_gc", "", "", "garbage collection timing"},
       {"train.manual_gc_interval", "", "", "garbage collection timing"},
-      {"logger.", "", "", "logging"}, {"checkpoint.", "", "", "checkpoints"}, {"scheduler.", "", "", "learning rate"},
-      {"profiling.", "", "", "profiling"}, {"rerun_state_machine.", "", "", "checks"}, {"rng.", "", "", "seeds"},
+      {"logger.", "", "", "logging"},
+      {"checkpoint.", "", "", "checkpoints"},
+      {"scheduler.", "", "", "learning rate"},
+      {"profiling.", "", "", "profiling"},
+      {"rerun_state_machine.", "", "", "checks"},
+      {"rng.", "", "", "seeds"},
       {"tokenizer.tokenizer_model", "", "", "the tokenizer's files"},
-      {"dataset.num_workers", "", "", "data loading"}, {"dataset.data_path", "", "", "data paths"},
-      {"dataset.blend", "", "", "data"}, {"dataset.split", "", "", "data"},
-      {"optimizer.lr", "", "", "learning rate"}, {"optimizer.min_lr", "", "", "learning rate"},
-      {"optimizer.weight_decay", "", "", "regularization"}, {"optimizer.clip_grad", "", "", "clipping threshold"},
-      {"optimizer.adam_beta1", "", "", "Adam's constants"}, {"optimizer.adam_beta2", "", "", "Adam's constants"},
+      {"dataset.num_workers", "", "", "data loading"},
+      {"dataset.data_path", "", "", "data paths"},
+      {"dataset.blend", "", "", "data"},
+      {"dataset.split", "", "", "data"},
+      {"optimizer.lr", "", "", "learning rate"},
+      {"optimizer.min_lr", "", "", "learning rate"},
+      {"optimizer.weight_decay", "", "", "regularization"},
+      {"optimizer.clip_grad", "", "", "clipping threshold"},
+      {"optimizer.adam_beta1", "", "", "Adam's constants"},
+      {"optimizer.adam_beta2", "", "", "Adam's constants"},
       {"optimizer.adam_eps", "", "", "Adam's constants"},
-      {"ddp.check_for_nan_in_grad", "", "", "checks"}, {"ddp.check_for_large_grads", "", "", "checks"},
-      {"model.apply_rope_fusion", "", "true_only", "RoPE fusion off: not modeled (every recipe moesim prices fuses it)"},
+      {"ddp.check_for_nan_in_grad", "", "", "checks"},
+      {"ddp.check_for_large_grads", "", "", "checks"},
+      {"model.apply_rope_fusion", "", "true_only",
+       "RoPE fusion off: not modeled (every recipe moesim prices fuses it)"},
       {"dist.", "", "", "process group setup"},
   };
   return v;
@@ -526,7 +627,8 @@ const HydraPath* hydra_path(const std::string& key) {
 
 // A Hydra value: null/None, true/false, a number, [a,b] or a string (quotes removed).
 Json hydra_value(std::string t, const std::string& key, const std::string& source) {
-  if (t.size() >= 2 && (t.front() == '\'' || t.front() == '"') && t.back() == t.front()) return Json(t.substr(1, t.size() - 2));
+  if (t.size() >= 2 && (t.front() == '\'' || t.front() == '"') && t.back() == t.front())
+    return Json(t.substr(1, t.size() - 2));
   const std::string l = lower(t);
   if (l == "null" || l == "none") return Json(nullptr);
   if (l == "true") return Json(true);
@@ -539,7 +641,8 @@ Json hydra_value(std::string t, const std::string& key, const std::string& sourc
     if (inner.find_first_not_of(' ') == std::string::npos) return out;
     for (auto p : split(inner, ',')) {
       const auto a = p.find_first_not_of(' '), z = p.find_last_not_of(' ');
-      if (a == std::string::npos) throw InputError(source, key, fmt::format("'{}': an empty element in the list", t));
+      if (a == std::string::npos)
+        throw InputError(source, key, fmt::format("'{}': an empty element in the list", t));
       out.push_back(hydra_value(p.substr(a, z - a + 1), key, source));
     }
     return out;
@@ -569,14 +672,16 @@ std::optional<std::string> image_word(const std::vector<std::string>& words) {
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if ((w == "-i" || w == "--container_image") && i + 1 < words.size()) return words[i + 1];
-    if (w.starts_with("--container_image=")) return w.substr(std::string("--container_image=").size());
+    if (w.starts_with("--container_image="))
+      return w.substr(std::string("--container_image=").size());
   }
   return std::nullopt;
 }
 
 class BridgeImporter {
  public:
-  BridgeImporter(const std::vector<std::string>& words, const MegatronImportOptions& opts, MegatronImport& out)
+  BridgeImporter(const std::vector<std::string>& words, const MegatronImportOptions& opts,
+                 MegatronImport& out)
       : words_(words), opts_(opts), out_(out) {}
 
   void run() {
@@ -609,29 +714,37 @@ class BridgeImporter {
     if (opts_.release) {
       if (auto why = unknown_release(*opts_.release)) refuse("--release", *why);
       if (from_image && *from_image != *opts_.release)
-        refuse("--release", fmt::format("the command's container is {} ({}), not {}", *from_image, *image,
-                                        *opts_.release));
+        refuse("--release", fmt::format("the command's container is {} ({}), not {}", *from_image,
+                                        *image, *opts_.release));
       release_ = *opts_.release;
     } else if (from_image) {
       release_ = *from_image;
-      out_.derived.emplace_back("stack.release", fmt::format("{}: the container the command names ({})", release_, *image));
+      out_.derived.emplace_back(
+          "stack.release",
+          fmt::format("{}: the container the command names ({})", release_, *image));
     } else {
       refuse(image ? "-i" : "--release",
-             fmt::format("which Megatron-Bridge release ran it? {}give --release R (a NeMo container: {}); the "
-                         "release picks the recipes' tag and the libraries' switches",
-                         image ? fmt::format("the container '{}' names none moesim knows; ", *image) : "",
-                         known_release_names()));
+             fmt::format(
+                 "which Megatron-Bridge release ran it? {}give --release R (a NeMo container: {}); "
+                 "the "
+                 "release picks the recipes' tag and the libraries' switches",
+                 image ? fmt::format("the container '{}' names none moesim knows; ", *image) : "",
+                 known_release_names()));
     }
     const SoftwareRelease* rel = find_release(release_);
     if (!rel || rel->bridge.empty())
-      refuse("--release", fmt::format("release {} shipped no Megatron-Bridge performance launcher moesim has read "
-                                      "(its recipes are tabulated from v0.2.0, NeMo 25.11)",
-                                      release_));
+      refuse(
+          "--release",
+          fmt::format("release {} shipped no Megatron-Bridge performance launcher moesim has read "
+                      "(its recipes are tabulated from v0.2.0, NeMo 25.11)",
+                      release_));
     q_.tag = std::string(rel->bridge);
     tag_ = &bridge_tag_table(q_.tag);
     if (tag_->contains("not_read"))
-      refuse("--release", fmt::format("Megatron-Bridge {} (release {}): its recipes were not read into the table: {}",
-                                      q_.tag, release_, tag_->at("not_read").get<std::string>()));
+      refuse("--release",
+             fmt::format(
+                 "Megatron-Bridge {} (release {}): its recipes were not read into the table: {}",
+                 q_.tag, release_, tag_->at("not_read").get<std::string>()));
   }
 
   // Every flag given: read below, listed as ignored or unpriced, or refused.
@@ -644,16 +757,23 @@ class BridgeImporter {
         continue;
       }
       switch (rule->effect) {
-        case Effect::modeled: break;
-        case Effect::ignored: out_.ignored.push_back(fmt::format("{} ({})", flag(dest), rule->why)); break;
-        case Effect::unpriced: out_.assumed.emplace_back(flag(dest), std::string(rule->why)); break;
-        case Effect::refused: refuse(flag(dest), std::string(rule->why));
+        case Effect::modeled:
+          break;
+        case Effect::ignored:
+          out_.ignored.push_back(fmt::format("{} ({})", flag(dest), rule->why));
+          break;
+        case Effect::unpriced:
+          out_.assumed.emplace_back(flag(dest), std::string(rule->why));
+          break;
+        case Effect::refused:
+          refuse(flag(dest), std::string(rule->why));
       }
     }
     if (!unknown.empty())
-      refuse(unknown.front(), fmt::format("Megatron-Bridge {}'s launcher accepts {}, but moesim does not know "
-                                          "its effect",
-                                          q_.tag, fmt::join(unknown, ", ")));
+      refuse(unknown.front(),
+             fmt::format("Megatron-Bridge {}'s launcher accepts {}, but moesim does not know "
+                         "its effect",
+                         q_.tag, fmt::join(unknown, ", ")));
   }
 
   std::string text(const std::string& dest, const std::string& fallback = "") const {
@@ -665,41 +785,51 @@ class BridgeImporter {
     const bool old = tag_->value("naming", std::string()) == "base_config";
     if (old) {  // v0.2.x: -m MODEL -s SIZE
       const std::string model = text("model_name"), size = text("model_size");
-      if (model.empty() || size.empty()) refuse("-m", fmt::format("Megatron-Bridge {}'s launcher needs -m MODEL and -s SIZE", q_.tag));
+      if (model.empty() || size.empty())
+        refuse("-m",
+               fmt::format("Megatron-Bridge {}'s launcher needs -m MODEL and -s SIZE", q_.tag));
       q_.recipe = model + "_" + size;
     } else {
       q_.recipe = text("model_recipe_name");
       q_.family = text("model_family_name");
       if (q_.recipe.empty() || q_.family.empty())
-        refuse("-mr", fmt::format("Megatron-Bridge {}'s launcher needs -m FAMILY and -mr RECIPE", q_.tag));
+        refuse("-mr",
+               fmt::format("Megatron-Bridge {}'s launcher needs -m FAMILY and -mr RECIPE", q_.tag));
     }
     q_.gpu = lower(text("gpu"));
     if (q_.gpu.empty()) refuse("-g", "the launcher needs -g GPU");
     q_.dtype = lower(text("compute_dtype", "bf16"));
     q_.task = text("task", "pretrain");
     if (q_.task != "pretrain")
-      refuse(flag("task"), fmt::format("{}: fine-tuning recipes are not tabulated (pretraining only)", q_.task));
-    if (text("domain", "llm") != "llm") refuse(flag("domain"), "only the llm domain's recipes are tabulated");
+      refuse(flag("task"),
+             fmt::format("{}: fine-tuning recipes are not tabulated (pretraining only)", q_.task));
+    if (text("domain", "llm") != "llm")
+      refuse(flag("domain"), "only the llm domain's recipes are tabulated");
     BridgeRecipeQuery rq;
     rq.tag = q_.tag;
     rq.recipe = q_.recipe;
     rq.task = q_.task;
     rq.gpu = q_.gpu;
     rq.dtype = q_.dtype;
-    if (const Json* v = given("config_variant"); v && v->is_string()) rq.variant = v->get<std::string>();
+    if (const Json* v = given("config_variant"); v && v->is_string())
+      rq.variant = v->get<std::string>();
     try {
       wl_ = resolve_bridge_recipe(rq);
     } catch (const InputError& e) {
       refuse(old ? "-m" : "-mr", e.message());
     }
     const std::string folder = wl_.settings.at("family").get<std::string>();
-    if (!old && folder != q_.family && !(family_entry(q_.family) && contains(family_entry(q_.family)->value("folders", Json::array()), folder)))
-      refuse("-m", fmt::format("{}'s workload config {} is in the {} family's folder, not {}'s", q_.recipe, wl_.config,
-                               folder, q_.family));
+    if (!old && folder != q_.family &&
+        !(family_entry(q_.family) &&
+          contains(family_entry(q_.family)->value("folders", Json::array()), folder)))
+      refuse("-m", fmt::format("{}'s workload config {} is in the {} family's folder, not {}'s",
+                               q_.recipe, wl_.config, folder, q_.family));
     if (old) q_.family = folder;
     // The variant that resolved (a V2 name may fall back to V1; v0.2.x names have none).
     const auto us = wl_.config.rfind("_V");
-    q_.variant = us != std::string::npos && wl_.config.find('_', us + 1) == std::string::npos ? lower(wl_.config.substr(us + 1)) : "";
+    q_.variant = us != std::string::npos && wl_.config.find('_', us + 1) == std::string::npos
+                     ? lower(wl_.config.substr(us + 1))
+                     : "";
     family_ = family_entry(q_.family);
     if (!family_) {
       for (const auto& f : families().at("families"))
@@ -707,23 +837,30 @@ class BridgeImporter {
     }
     if (!family_ || !family_->at("recipes").contains(q_.recipe))
       refuse(old ? "-m" : "-mr",
-             fmt::format("{} resolves at Megatron-Bridge {} ({}), but the settings its family's code adds to it "
-                         "(sequence length, fusions, routing balance, optimizer dtypes) are not tabulated in {}; "
+             fmt::format("{} resolves at Megatron-Bridge {} ({}), but the settings its family's "
+                         "code adds to it "
+                         "(sequence length, fusions, routing balance, optimizer dtypes) are not "
+                         "tabulated in {}; "
                          "tabulated recipes: {}",
                          q_.recipe, q_.tag, wl_.config, kFamilies, tabulated()));
-    out_.derived.emplace_back("recipe", fmt::format("{} at Megatron-Bridge {} ({}, {}){}", wl_.config, q_.tag,
-                                                    wl_.commit.substr(0, 10), wl_.date,
-                                                    wl_.tried.empty() ? "" : fmt::format("; tried first: {}", fmt::join(wl_.tried, ", "))));
+    out_.derived.emplace_back(
+        "recipe",
+        fmt::format(
+            "{} at Megatron-Bridge {} ({}, {}){}", wl_.config, q_.tag, wl_.commit.substr(0, 10),
+            wl_.date,
+            wl_.tried.empty() ? "" : fmt::format("; tried first: {}", fmt::join(wl_.tried, ", "))));
     // The world size: -ng, else the workload config's.
     const std::int64_t table_gpus = wl_.settings.at("num_gpus").get<std::int64_t>();
     if (const Json* v = given("num_gpus"); v && v->is_number_integer()) {
       q_.gpus = size_at_least(v->get<std::int64_t>(), 1, flag("num_gpus"));
     } else {
       q_.gpus = table_gpus;
-      out_.derived.emplace_back("gpus", fmt::format("{}: the workload config's num_gpus (no -ng)", q_.gpus));
+      out_.derived.emplace_back(
+          "gpus", fmt::format("{}: the workload config's num_gpus (no -ng)", q_.gpus));
     }
     if (opts_.gpus > 0 && opts_.gpus != q_.gpus)
-      refuse("--gpus", fmt::format("the command runs {} GPUs (-ng); --gpus says {}", q_.gpus, opts_.gpus));
+      refuse("--gpus",
+             fmt::format("the command runs {} GPUs (-ng); --gpus says {}", q_.gpus, opts_.gpus));
   }
 
   std::string tabulated() const {
@@ -739,7 +876,9 @@ class BridgeImporter {
   const Json& launcher() const {
     for (const auto& l : families().at("launcher"))
       if (contains(l.at("tags"), q_.tag)) return l;
-    refuse("--release", fmt::format("Megatron-Bridge {}: the launcher's behaviour at this tag is not tabulated", q_.tag));
+    refuse("--release",
+           fmt::format("Megatron-Bridge {}: the launcher's behaviour at this tag is not tabulated",
+                       q_.tag));
   }
 
   void build() {
@@ -750,7 +889,8 @@ class BridgeImporter {
         apply(families().at("defaults"), "recipe");
         apply(families().at("precision"), "recipe");
         if (!b_.get("training.precision"))
-          refuse(flag("compute_dtype"), fmt::format("compute dtype '{}' at {}: no precision tabulated", q_.dtype, q_.tag));
+          refuse(flag("compute_dtype"),
+                 fmt::format("compute dtype '{}' at {}: no precision tabulated", q_.dtype, q_.tag));
         apply(family_->at("rules"), "recipe");
       } else if (stage == "table") {
         table();
@@ -768,7 +908,8 @@ class BridgeImporter {
 
   // Data-parallel size as the launcher computes it: -ng / (TP x PP x CP).
   std::int64_t dp() const {
-    return q_.gpus / (b_.integer("parallelism.tp", 1) * b_.integer("parallelism.pp", 1) * b_.integer("parallelism.cp", 1));
+    return q_.gpus / (b_.integer("parallelism.tp", 1) * b_.integer("parallelism.pp", 1) *
+                      b_.integer("parallelism.cp", 1));
   }
 
   // A rule's "when": conditions on the run beyond tag, recipe, GPU and dtype.
@@ -796,11 +937,15 @@ class BridgeImporter {
   }
   void apply(const Json& rules, const std::string& stage) {
     for (const auto& r : rules) {
-      if (r.value("stage", std::string("recipe")) != stage || !rule_applies(r, q_) || !when_holds(r)) continue;
+      if (r.value("stage", std::string("recipe")) != stage || !rule_applies(r, q_) ||
+          !when_holds(r))
+        continue;
       const std::string src = r.at("source").get<std::string>();
       for (const auto& [k, v] : r.at("set").items()) {
-        if (v.is_null()) b_.erase(k);
-        else b_.set(k, v, src);
+        if (v.is_null())
+          b_.erase(k);
+        else
+          b_.set(k, v, src);
       }
     }
   }
@@ -808,18 +953,39 @@ class BridgeImporter {
   // utils/overrides.py set_workload_base_configs: the workload config onto the recipe.
   void table() {
     const Json& s = wl_.settings;
-    static const std::set<std::string> known{
-        "family", "num_gpus", "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-        "virtual_pipeline_model_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size",
-        "global_batch_size", "micro_batch_size", "use_megatron_fsdp", "nccl_ub", "cuda_graph_impl", "cuda_graph_scope",
-        "cpu_offloading_num_layers", "recompute_num_layers", "recompute_modules", "moe_flex_dispatcher_backend",
-        "moe_a2a_overlap", "peft", "pp_layout", "fp8_dot_product_attention", "cutedsl_fused_grouped_mlp",
-        "te_precision_config_file"};
+    static const std::set<std::string> known{"family",
+                                             "num_gpus",
+                                             "tensor_model_parallel_size",
+                                             "pipeline_model_parallel_size",
+                                             "context_parallel_size",
+                                             "virtual_pipeline_model_parallel_size",
+                                             "expert_model_parallel_size",
+                                             "expert_tensor_parallel_size",
+                                             "global_batch_size",
+                                             "micro_batch_size",
+                                             "use_megatron_fsdp",
+                                             "nccl_ub",
+                                             "cuda_graph_impl",
+                                             "cuda_graph_scope",
+                                             "cpu_offloading_num_layers",
+                                             "recompute_num_layers",
+                                             "recompute_modules",
+                                             "moe_flex_dispatcher_backend",
+                                             "moe_a2a_overlap",
+                                             "peft",
+                                             "pp_layout",
+                                             "fp8_dot_product_attention",
+                                             "cutedsl_fused_grouped_mlp",
+                                             "te_precision_config_file"};
     for (const auto& [k, v] : s.items())
       if (!known.count(k))
-        refuse(wl_.config, fmt::format("the workload config's field '{}' ({}): moesim does not know its effect", k, v.dump()));
+        refuse(wl_.config,
+               fmt::format("the workload config's field '{}' ({}): moesim does not know its effect",
+                           k, v.dump()));
     const std::string src = cite(fmt::format("{} (set_workload_base_configs)", wl_.config));
-    const auto num = [&](const char* k) { return s.at(k).is_null() ? std::optional<std::int64_t>() : s.at(k).get<std::int64_t>(); };
+    const auto num = [&](const char* k) {
+      return s.at(k).is_null() ? std::optional<std::int64_t>() : s.at(k).get<std::int64_t>();
+    };
     set_tp(num("tensor_model_parallel_size").value_or(1), src);
     b_.set("parallelism.pp", num("pipeline_model_parallel_size").value_or(1), src);
     b_.set("parallelism.cp", num("context_parallel_size").value_or(1), src);
@@ -828,8 +994,10 @@ class BridgeImporter {
     set_etp(num("expert_tensor_parallel_size"), src);
     b_.set("training.global_batch_size", num("global_batch_size").value_or(1), src);
     b_.set("training.micro_batch_size", num("micro_batch_size").value_or(1), src);
-    if (s.value("use_megatron_fsdp", Json()).is_boolean() && s.at("use_megatron_fsdp").get<bool>()) fsdp(src);
-    if (s.contains("nccl_ub") && s.at("nccl_ub").is_boolean() && s.at("nccl_ub").get<bool>()) nccl_ub(src + " (_set_nccl_ub_overrides)");
+    if (s.value("use_megatron_fsdp", Json()).is_boolean() && s.at("use_megatron_fsdp").get<bool>())
+      fsdp(src);
+    if (s.contains("nccl_ub") && s.at("nccl_ub").is_boolean() && s.at("nccl_ub").get<bool>())
+      nccl_ub(src + " (_set_nccl_ub_overrides)");
     cuda_graphs(s.at("cuda_graph_impl"), s.at("cuda_graph_scope"), src);
     if (s.value("moe_a2a_overlap", false)) a2a_overlap(src);
     refuse_offload(s.at("cpu_offloading_num_layers"), src + " (cpu_offloading_num_layers)");
@@ -840,16 +1008,20 @@ class BridgeImporter {
     if (s.value("fp8_dot_product_attention", Json()) == Json(true))
       b_.set("framework.fp8_dot_product_attention", true, src);
     if (s.value("cutedsl_fused_grouped_mlp", Json()) == Json(true))
-      out_.assumed.emplace_back("cutedsl_fused_grouped_mlp",
-                                "the workload config's CuTe DSL fused grouped MLP (TransformerEngine's op fuser): "
-                                "accepted, priced as TE's grouped GEMMs");
+      out_.assumed.emplace_back(
+          "cutedsl_fused_grouped_mlp",
+          "the workload config's CuTe DSL fused grouped MLP (TransformerEngine's op fuser): "
+          "accepted, priced as TE's grouped GEMMs");
     if (!s.value("te_precision_config_file", Json()).is_null())
-      refuse(src, "a TransformerEngine precision recipe file (te_precision_config_file): per-layer precisions are "
-                  "not modeled");
+      refuse(src,
+             "a TransformerEngine precision recipe file (te_precision_config_file): per-layer "
+             "precisions are "
+             "not modeled");
     // The dispatcher: v0.4.0 on, set_workload_base_configs applies the table's backend (None: the
     // all-to-all); before, the family hands it to the model recipe, and None leaves the recipe's.
     const Json& backend = s.at("moe_flex_dispatcher_backend");
-    if (!backend.is_null() || launcher().at("generic_dispatcher").get<bool>()) dispatcher(backend, src, true);
+    if (!backend.is_null() || launcher().at("generic_dispatcher").get<bool>())
+      dispatcher(backend, src, true);
     table_layout(src);
   }
 
@@ -870,7 +1042,8 @@ class BridgeImporter {
   }
   void fsdp(const std::string& src) {
     b_.set("parallelism.fsdp", true, src + " (_set_megatron_fsdp_overrides)");
-    b_.set("bridge.precision_aware_optimizer", false, src + ": Megatron-FSDP turns the precision-aware optimizer off");
+    b_.set("bridge.precision_aware_optimizer", false,
+           src + ": Megatron-FSDP turns the precision-aware optimizer off");
   }
   void nccl_ub(const std::string& src) { nccl_ub_src_ = src; }
   // _set_cuda_graph_overrides: the implementation, then the scopes (a string is one scope).
@@ -890,7 +1063,8 @@ class BridgeImporter {
   // The workload config and the flags go through the same function in Bridge; so here.
   void refuse_offload(const Json& layers, const std::string& at) const {
     if (!layers.is_null())
-      refuse(at, fmt::format("CPU activation offloading of {} layers: Megatron-Core's layer offloading is not modeled",
+      refuse(at, fmt::format("CPU activation offloading of {} layers: Megatron-Core's layer "
+                             "offloading is not modeled",
                              layers.dump()));
   }
   void recompute_layers(const Json& layers, const std::string& src) {
@@ -911,16 +1085,18 @@ class BridgeImporter {
   // None: the NCCL all-to-all (the workload config's path); the launcher's -1: unchanged.
   void dispatcher(const Json& backend, const std::string& src, bool from_table) {
     if (backend.is_null()) {
-      b_.set("framework.dispatcher", "alltoall", src + ": no flex backend, the all-to-all dispatcher");
+      b_.set("framework.dispatcher", "alltoall",
+             src + ": no flex backend, the all-to-all dispatcher");
       return;
     }
     const std::string be = backend.get<std::string>();
     const Json& gpus = launcher().at(be == "deepep" ? "deepep_gpus" : "hybridep_gpus");
     if ((be != "deepep" && be != "hybridep") || !contains(gpus, q_.gpu)) {
-      out_.derived.emplace_back("framework.dispatcher",
-                                fmt::format("{} not applied on {}: apply_flex_dispatcher_backend skips it (src/megatron/"
-                                            "bridge/training/flex_dispatcher_backend.py)",
-                                            be, q_.gpu));
+      out_.derived.emplace_back(
+          "framework.dispatcher",
+          fmt::format("{} not applied on {}: apply_flex_dispatcher_backend skips it (src/megatron/"
+                      "bridge/training/flex_dispatcher_backend.py)",
+                      be, q_.gpu));
       return;
     }
     b_.set("framework.dispatcher", be, src);
@@ -932,8 +1108,10 @@ class BridgeImporter {
       apply(families().at("defaults"), "hybridep");
     } else {
       b_.set("bridge.hybridep_sms", launcher().at("hybridep_default_sms"),
-             src + ": HybridEP chosen after the common overrides keeps the SMs the model had (Megatron-Core's 16; "
-                   "the recipes set 16 themselves from v0.3.1)");
+             src +
+                 ": HybridEP chosen after the common overrides keeps the SMs the model had "
+                 "(Megatron-Core's 16; "
+                 "the recipes set 16 themselves from v0.3.1)");
     }
   }
 
@@ -944,10 +1122,15 @@ class BridgeImporter {
     if (!family_->contains("layouts")) return false;
     const std::int64_t mtp = b_.integer("training.mtp_layers", 0);
     for (const auto& l : family_->at("layouts")) {
-      if (!rule_applies(l, q_) || l.at("pp").get<std::int64_t>() != pp || l.value("vp", std::int64_t{1}) != vp) continue;
-      const Json& text = mtp == 0 && l.contains("layout_mtp0") ? l.at("layout_mtp0") : l.at("layout");
-      if (text.is_null()) b_.erase("parallelism.pp_layout");
-      else b_.set("parallelism.pp_layout", text, l.at("source").get<std::string>());
+      if (!rule_applies(l, q_) || l.at("pp").get<std::int64_t>() != pp ||
+          l.value("vp", std::int64_t{1}) != vp)
+        continue;
+      const Json& text =
+          mtp == 0 && l.contains("layout_mtp0") ? l.at("layout_mtp0") : l.at("layout");
+      if (text.is_null())
+        b_.erase("parallelism.pp_layout");
+      else
+        b_.set("parallelism.pp_layout", text, l.at("source").get<std::string>());
       return true;
     }
     return false;
@@ -961,14 +1144,18 @@ class BridgeImporter {
   // The layout after the performance recipe: the table's pp_layout where the family takes it,
   // else the family's map on the table's PP and VP (a stale layout where the map misses).
   void table_layout(const std::string& src) {
-    const Json& given_layout = wl_.settings.contains("pp_layout") ? wl_.settings.at("pp_layout") : Json();
+    const Json& given_layout =
+        wl_.settings.contains("pp_layout") ? wl_.settings.at("pp_layout") : Json();
     const Json* p = layout_policy();
     if (!p) {
       if (given_layout.is_string()) b_.set("parallelism.pp_layout", given_layout, src);
       return;
     }
-    if (p->contains("initial")) map_layout(p->at("initial").at(0).get<std::int64_t>(), p->at("initial").at(1).get<std::int64_t>());
-    if (given_layout.is_string() && contains(p->value("table_layout_gpus", Json::array()), q_.gpu)) {
+    if (p->contains("initial"))
+      map_layout(p->at("initial").at(0).get<std::int64_t>(),
+                 p->at("initial").at(1).get<std::int64_t>());
+    if (given_layout.is_string() &&
+        contains(p->value("table_layout_gpus", Json::array()), q_.gpu)) {
       b_.set("parallelism.pp_layout", given_layout, src);
       return;
     }
@@ -988,29 +1175,37 @@ class BridgeImporter {
 
   // ---- step 3: the launcher's flags (set_user_overrides) ------------------------------------
   void user() {
-    const auto has = [&](const char* d) { const Json* v = given(d); return v && !v->is_null(); };
+    const auto has = [&](const char* d) {
+      const Json* v = given(d);
+      return v && !v->is_null();
+    };
     const auto integer = [&](const char* d) { return given(d)->get<std::int64_t>(); };
-    if (has("use_megatron_fsdp") && given("use_megatron_fsdp")->get<bool>()) fsdp(flag("use_megatron_fsdp"));
+    if (has("use_megatron_fsdp") && given("use_megatron_fsdp")->get<bool>())
+      fsdp(flag("use_megatron_fsdp"));
     if (has("nccl_ub") && given("nccl_ub")->get<bool>()) nccl_ub(flag("nccl_ub"));
     if (given("cuda_graph_impl") || given("cuda_graph_scope"))
       cuda_graphs(given("cuda_graph_impl") ? *given("cuda_graph_impl") : Json(),
-                  given("cuda_graph_scope") ? *given("cuda_graph_scope") : Json(), "the command's CUDA graph flags");
+                  given("cuda_graph_scope") ? *given("cuda_graph_scope") : Json(),
+                  "the command's CUDA graph flags");
     const auto value = [&](const char* d) { return given(d) ? *given(d) : Json(); };
     refuse_offload(value("activation_offload_layers"), flag("activation_offload_layers"));
     recompute_layers(value("recompute_num_layers"), flag("recompute_num_layers"));
     recompute_modules(value("recompute_modules"), flag("recompute_modules"));
-    if (has("moe_a2a_overlap") && given("moe_a2a_overlap")->get<bool>()) a2a_overlap(flag("moe_a2a_overlap"));
+    if (has("moe_a2a_overlap") && given("moe_a2a_overlap")->get<bool>())
+      a2a_overlap(flag("moe_a2a_overlap"));
     if (has("use_tokendrop")) {
       // apply_moe_token_drop asserts the all-to-all dispatcher (generic launcher, both values).
       const Json* d = b_.get("framework.dispatcher");
       if (d && *d != "alltoall")
-        refuse(flag("use_tokendrop"), fmt::format("Megatron-Bridge's token-drop setting needs the all-to-all dispatcher "
-                                                  "and the recipe has {} as the flag is read, before "
-                                                  "--moe_flex_dispatcher_backend (the launcher would stop): "
-                                                  "give model.moe_token_dispatcher_type=alltoall",
-                                                  d->get<std::string>()));
+        refuse(flag("use_tokendrop"),
+               fmt::format("Megatron-Bridge's token-drop setting needs the all-to-all dispatcher "
+                           "and the recipe has {} as the flag is read, before "
+                           "--moe_flex_dispatcher_backend (the launcher would stop): "
+                           "give model.moe_token_dispatcher_type=alltoall",
+                           d->get<std::string>()));
       if (given("use_tokendrop")->get<bool>()) {
-        b_.set("training.token_drop", Json{{"capacity_factor", 1.0}}, flag("use_tokendrop") + ": apply_moe_token_drop");
+        b_.set("training.token_drop", Json{{"capacity_factor", 1.0}},
+               flag("use_tokendrop") + ": apply_moe_token_drop");
         b_.set("bridge.force_balance", false, flag("use_tokendrop") + ": forced balance off");
       } else {
         b_.erase("training.token_drop");
@@ -1021,47 +1216,61 @@ class BridgeImporter {
     const auto set_size = [&](const char* d, const char* key) {
       if (has(d)) b_.set(key, size_at_least(integer(d), 1, flag(d)), flag(d));
     };
-    if (has("tensor_model_parallel_size")) set_tp(integer("tensor_model_parallel_size"), flag("tensor_model_parallel_size"));
+    if (has("tensor_model_parallel_size"))
+      set_tp(integer("tensor_model_parallel_size"), flag("tensor_model_parallel_size"));
     set_size("pipeline_model_parallel_size", "parallelism.pp");
     set_size("context_parallel_size", "parallelism.cp");
     bool vp_given = false;
-    if (const Json* v = given("virtual_pipeline_model_parallel_size"); v && !(v->is_number() && v->get<std::int64_t>() == -1)) {
+    if (const Json* v = given("virtual_pipeline_model_parallel_size");
+        v && !(v->is_number() && v->get<std::int64_t>() == -1)) {
       set_vpp(v->is_null() ? std::nullopt : std::optional<std::int64_t>(v->get<std::int64_t>()),
               flag("virtual_pipeline_model_parallel_size"));
       vp_given = true;
     }
     set_size("expert_model_parallel_size", "parallelism.ep");
-    if (has("expert_tensor_parallel_size")) set_etp(integer("expert_tensor_parallel_size"), flag("expert_tensor_parallel_size"));
+    if (has("expert_tensor_parallel_size"))
+      set_etp(integer("expert_tensor_parallel_size"), flag("expert_tensor_parallel_size"));
     set_size("global_batch_size", "training.global_batch_size");
     set_size("micro_batch_size", "training.micro_batch_size");
     if (has("seq_length") && integer("seq_length") != b_.integer("training.seq_length", 0))
-      refuse(flag("seq_length"), fmt::format("{} sets the mock dataset's sequence length only; the model's stays {} and "
-                                             "Megatron-Bridge's config check stops the run: set model.seq_length={} "
-                                             "instead",
-                                             flag("seq_length"), b_.integer("training.seq_length", 0),
-                                             integer("seq_length")));
+      refuse(flag("seq_length"),
+             fmt::format(
+                 "{} sets the mock dataset's sequence length only; the model's stays {} and "
+                 "Megatron-Bridge's config check stops the run: set model.seq_length={} "
+                 "instead",
+                 flag("seq_length"), b_.integer("training.seq_length", 0), integer("seq_length")));
     if (has("hidden_size") || has("num_layers") || has("first_k_dense_replace"))
-      refuse(has("hidden_size") ? flag("hidden_size") : has("num_layers") ? flag("num_layers") : flag("first_k_dense_replace"),
-             "changes the model's shape: give the model as a scenario (moesim's model presets are the published "
+      refuse(has("hidden_size")  ? flag("hidden_size")
+             : has("num_layers") ? flag("num_layers")
+                                 : flag("first_k_dense_replace"),
+             "changes the model's shape: give the model as a scenario (moesim's model presets are "
+             "the published "
              "shapes)");
     if (has("tokenizer_type") && text("tokenizer_type") == "NullTokenizer")
-      refuse(flag("tokenizer_type"), "NullTokenizer sets the vocabulary to --vocab_size: give the model as a scenario");
+      refuse(flag("tokenizer_type"),
+             "NullTokenizer sets the vocabulary to --vocab_size: give the model as a scenario");
     if (has("tokenizer_type"))
-      out_.ignored.push_back(fmt::format("{} {} (the tokenizer's files: the model preset's vocabulary)", flag("tokenizer_type"),
-                                         text("tokenizer_type")));
+      out_.ignored.push_back(
+          fmt::format("{} {} (the tokenizer's files: the model preset's vocabulary)",
+                      flag("tokenizer_type"), text("tokenizer_type")));
     // --deterministic (v0.5.0 on): apply_determinism_overrides turns the fused cross-entropy and
     // TP communication overlap off (src/megatron/bridge/recipes/utils/determinism_utils.py:43-47).
     if (has("deterministic") && given("deterministic")->get<bool>()) {
-      b_.set("framework.cross_entropy", "unfused", flag("deterministic") + ": cross_entropy_loss_fusion False");
-      b_.set("framework.tp_comm_overlap", false, flag("deterministic") + ": comm_overlap.tp_comm_overlap False");
-      out_.assumed.emplace_back(flag("deterministic"), "deterministic kernels and NCCL's ring algorithm "
-                                                       "(NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0): not priced");
+      b_.set("framework.cross_entropy", "unfused",
+             flag("deterministic") + ": cross_entropy_loss_fusion False");
+      b_.set("framework.tp_comm_overlap", false,
+             flag("deterministic") + ": comm_overlap.tp_comm_overlap False");
+      out_.assumed.emplace_back(flag("deterministic"),
+                                "deterministic kernels and NCCL's ring algorithm "
+                                "(NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0): not priced");
     }
     if (has("pipeline_model_parallel_layout"))
-      b_.set("parallelism.pp_layout", *given("pipeline_model_parallel_layout"), flag("pipeline_model_parallel_layout"));
+      b_.set("parallelism.pp_layout", *given("pipeline_model_parallel_layout"),
+             flag("pipeline_model_parallel_layout"));
     else if (has("pipeline_model_parallel_size") || vp_given)
       relayout();
-    if (const Json* v = given("moe_flex_dispatcher_backend")) dispatcher(*v, flag("moe_flex_dispatcher_backend"), false);
+    if (const Json* v = given("moe_flex_dispatcher_backend"))
+      dispatcher(*v, flag("moe_flex_dispatcher_backend"), false);
   }
 
   // ---- step 4: set_post_overrides ------------------------------------------------------------
@@ -1069,28 +1278,34 @@ class BridgeImporter {
     const Json& l = launcher();
     // The families tabulated train with Adam (the Muon exceptions are the Kimi family's).
     if (q_.dtype == "bf16")
-      b_.set("bridge.precision_aware_optimizer", true, cite("set_post_overrides: the precision-aware optimizer under BF16 with Adam"));
+      b_.set("bridge.precision_aware_optimizer", true,
+             cite("set_post_overrides: the precision-aware optimizer under BF16 with Adam"));
     const std::int64_t pp = b_.integer("parallelism.pp", 1), vp = b_.integer("parallelism.vpp", 1);
     if (dp() > 1 && pp > 1 && vp > 1 && !contains(l.at("opgwos_excluded_dtypes"), q_.dtype)) {
       if (b_.flag("framework.overlap_param_gather", true))
         b_.set("framework.overlap_param_gather_with_optimizer_step", true,
-               cite("set_post_overrides: the parameter all-gather overlapped with the optimizer step (DP, PP and VP > 1)"));
+               cite("set_post_overrides: the parameter all-gather overlapped with the optimizer "
+                    "step (DP, PP and VP > 1)"));
       else
-        out_.derived.emplace_back("framework.overlap_param_gather_with_optimizer_step",
-                                  "false: the launcher asks for it (DP, PP and VP > 1), but the recipe does not overlap "
-                                  "the parameter all-gather, so there is nothing to overlap");
+        out_.derived.emplace_back(
+            "framework.overlap_param_gather_with_optimizer_step",
+            "false: the launcher asks for it (DP, PP and VP > 1), but the recipe does not overlap "
+            "the parameter all-gather, so there is nothing to overlap");
     }
     const Json* user_gbs = given("global_batch_size");
     if (!user_gbs || user_gbs->is_null()) {
       const std::int64_t table_gpus = wl_.settings.at("num_gpus").get<std::int64_t>();
       const std::int64_t table_gbs = wl_.settings.at("global_batch_size").get<std::int64_t>();
       const bool only_table_gbs = l.at("gbs_scaling") == "when_ng_differs_and_gbs_is_the_table_s";
-      if (q_.gpus != table_gpus && (!only_table_gbs || b_.integer("training.global_batch_size", 0) == table_gbs)) {
-        const auto gbs = static_cast<std::int64_t>(static_cast<double>(table_gbs) / static_cast<double>(table_gpus) *
+      if (q_.gpus != table_gpus &&
+          (!only_table_gbs || b_.integer("training.global_batch_size", 0) == table_gbs)) {
+        const auto gbs = static_cast<std::int64_t>(static_cast<double>(table_gbs) /
+                                                   static_cast<double>(table_gpus) *
                                                    static_cast<double>(q_.gpus));
         b_.set("training.global_batch_size", gbs,
-               cite(fmt::format("set_post_overrides: the workload config's GBS {} x {} / {} GPUs (no -gb)", table_gbs,
-                                q_.gpus, table_gpus)));
+               cite(fmt::format(
+                   "set_post_overrides: the workload config's GBS {} x {} / {} GPUs (no -gb)",
+                   table_gbs, q_.gpus, table_gpus)));
       }
     }
   }
@@ -1101,9 +1316,12 @@ class BridgeImporter {
     const Json& r = family_->at("recipes").at(q_.recipe);
     if (!r.contains("account_split") || b_.origin.count("parallelism.pp_layout")) return;
     const Json& a = r.at("account_split");
-    const auto split = accounted_layout(a.at("layers").get<std::int64_t>(), b_.integer("parallelism.pp", 1),
-                                        b_.integer("parallelism.vpp", 1), a.value("embedding", false), a.value("loss", false));
-    if (!split.layout) refuse(b_.origin["parallelism.pp"], split.error + " (" + a.at("source").get<std::string>() + ")");
+    const auto split = accounted_layout(
+        a.at("layers").get<std::int64_t>(), b_.integer("parallelism.pp", 1),
+        b_.integer("parallelism.vpp", 1), a.value("embedding", false), a.value("loss", false));
+    if (!split.layout)
+      refuse(b_.origin["parallelism.pp"],
+             split.error + " (" + a.at("source").get<std::string>() + ")");
     b_.set("parallelism.pp_layout", *split.layout, a.at("source").get<std::string>());
   }
 
@@ -1120,10 +1338,10 @@ class BridgeImporter {
   Query q_;
   BridgeWorkload wl_;
   Builder b_;
-  std::string nccl_ub_src_;       // where NCCL user buffers were asked for, if they were
-  std::int64_t recipe_seq_ = 0;   // the dataset's sequence length as the recipe built it (before Hydra)
+  std::string nccl_ub_src_;  // where NCCL user buffers were asked for, if they were
+  std::int64_t recipe_seq_ =
+      0;  // the dataset's sequence length as the recipe built it (before Hydra)
 };
-
 
 void BridgeImporter::hydra() {
   recipe_seq_ = b_.integer("training.seq_length", 0);
@@ -1136,7 +1354,8 @@ void BridgeImporter::hydra() {
     }
     const std::string src = fmt::format("{}={}", key, raw);
     const Json v = hydra_value(raw, key, opts_.source);
-    if (h->kind == "redirect") refuse(key, fmt::format("Megatron-Bridge sets it again at setup: give {}", h->why));
+    if (h->kind == "redirect")
+      refuse(key, fmt::format("Megatron-Bridge sets it again at setup: give {}", h->why));
     if (h->kind == "unmodeled") refuse(key, std::string(h->why));
     if (h->kind == "true_only") {
       if (v != Json(true)) refuse(key, std::string(h->why));
@@ -1148,34 +1367,50 @@ void BridgeImporter::hydra() {
       continue;
     }
     const std::string kind(h->kind), k(h->key);
-    const auto bad = [&](const char* what) { refuse(key, fmt::format("'{}': expected {}", raw, what)); };
+    const auto bad = [&](const char* what) {
+      refuse(key, fmt::format("'{}': expected {}", raw, what));
+    };
     if (kind == "size") {
       if (!v.is_number_integer() || v.get<std::int64_t>() < 1) bad("a whole number, at least 1");
       b_.set(k, v, src);
     } else if (kind == "size_or_null") {
-      if (!v.is_null() && (!v.is_number_integer() || v.get<std::int64_t>() < 1)) bad("a whole number (at least 1) or null");
-      if (v.is_null() && k != "bridge.etp") b_.erase(k);
-      else b_.set(k, v, src);
+      if (!v.is_null() && (!v.is_number_integer() || v.get<std::int64_t>() < 1))
+        bad("a whole number (at least 1) or null");
+      if (v.is_null() && k != "bridge.etp")
+        b_.erase(k);
+      else
+        b_.set(k, v, src);
     } else if (kind == "vpp" || kind == "int_or_zero") {
-      if (!v.is_null() && (!v.is_number_integer() || v.get<std::int64_t>() < (kind == "vpp" ? 1 : 0)))
+      if (!v.is_null() &&
+          (!v.is_number_integer() || v.get<std::int64_t>() < (kind == "vpp" ? 1 : 0)))
         bad(kind == "vpp" ? "a whole number (at least 1) or null" : "a whole number or null");
       b_.set(k, v.is_null() ? Json(kind == "vpp" ? 1 : 0) : v, src);
     } else if (kind == "bool") {
       if (!v.is_boolean()) bad("true or false");
       b_.set(k, v, src);
     } else if (kind == "string") {
-      if (v.is_null()) b_.erase(k);
-      else if (!v.is_string()) bad("a string");
-      else b_.set(k, v, src);
+      if (v.is_null())
+        b_.erase(k);
+      else if (!v.is_string())
+        bad("a string");
+      else
+        b_.set(k, v, src);
     } else if (kind == "list" || kind == "scope") {
-      if (v.is_null()) b_.set(k, Json::array(), src);
-      else if (v.is_string()) b_.set(k, Json::array({v}), src);
-      else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const Json& x) { return x.is_string(); })) b_.set(k, v, src);
-      else bad("a list of names");
+      if (v.is_null())
+        b_.set(k, Json::array(), src);
+      else if (v.is_string())
+        b_.set(k, Json::array({v}), src);
+      else if (v.is_array() &&
+               std::all_of(v.begin(), v.end(), [](const Json& x) { return x.is_string(); }))
+        b_.set(k, v, src);
+      else
+        bad("a list of names");
     } else if (kind == "dispatcher") {
-      if (!v.is_string() || (v != "alltoall" && v != "allgather" && v != "flex")) bad("alltoall, allgather or flex");
+      if (!v.is_string() || (v != "alltoall" && v != "allgather" && v != "flex"))
+        bad("alltoall, allgather or flex");
       if (v == "flex")  // the backend the model has; Megatron-Core's default is DeepEP
-        dispatcher(b_.get("bridge.flex_backend") ? *b_.get("bridge.flex_backend") : Json("deepep"), src, false);
+        dispatcher(b_.get("bridge.flex_backend") ? *b_.get("bridge.flex_backend") : Json("deepep"),
+                   src, false);
       else
         b_.set(k, v, src);
     } else if (kind == "backend") {
@@ -1185,88 +1420,116 @@ void BridgeImporter::hydra() {
       if (d && (*d == "deepep" || *d == "hybridep")) dispatcher(v, src, false);
     } else if (kind == "torch_dtype") {
       const std::string s = v.is_string() ? lower(v.get<std::string>()) : "";
-      if (s == "torch.bfloat16" || s == "bf16" || s == "bfloat16") b_.set(k, "bf16", src);
-      else if (s == "torch.float32" || s == "fp32" || s == "float32") b_.set(k, "fp32", src);
-      else bad("torch.bfloat16 or torch.float32");
+      if (s == "torch.bfloat16" || s == "bf16" || s == "bfloat16")
+        b_.set(k, "bf16", src);
+      else if (s == "torch.float32" || s == "fp32" || s == "float32")
+        b_.set(k, "fp32", src);
+      else
+        bad("torch.bfloat16 or torch.float32");
     } else if (kind == "capacity") {
-      if (v.is_null() || (v.is_number() && v.get<double>() < 0)) b_.erase(k);
-      else if (v.is_number()) b_.set(k, Json{{"capacity_factor", v}}, src);
-      else bad("a number or null");
+      if (v.is_null() || (v.is_number() && v.get<double>() < 0))
+        b_.erase(k);
+      else if (v.is_number())
+        b_.set(k, Json{{"capacity_factor", v}}, src);
+      else
+        bad("a number or null");
     }
   }
   if (!unknown.empty())
-    refuse(unknown.front(), fmt::format("override{} of the recipe's configuration that moesim does not map: {} (the "
-                                        "paths it reads are listed in docs/COMMANDS.md)",
-                                        unknown.size() > 1 ? "s" : "", fmt::join(unknown, ", ")));
+    refuse(unknown.front(),
+           fmt::format("override{} of the recipe's configuration that moesim does not map: {} (the "
+                       "paths it reads are listed in docs/COMMANDS.md)",
+                       unknown.size() > 1 ? "s" : "", fmt::join(unknown, ", ")));
 }
 
 void BridgeImporter::finish() {
   // CUDA graphs: the implementation decides what the scopes mean.
-  const std::string impl = b_.get("bridge.cuda_graph_impl") ? b_.get("bridge.cuda_graph_impl")->get<std::string>() : "none";
-  Json scope = b_.get("bridge.cuda_graph_scope") ? *b_.get("bridge.cuda_graph_scope") : Json::array();
-  const std::string graph_src = b_.origin.count("bridge.cuda_graph_impl") ? b_.origin["bridge.cuda_graph_impl"] : "the recipe";
-  const std::string scope_src = b_.origin.count("bridge.cuda_graph_scope") ? b_.origin["bridge.cuda_graph_scope"] : graph_src;
+  const std::string impl = b_.get("bridge.cuda_graph_impl")
+                               ? b_.get("bridge.cuda_graph_impl")->get<std::string>()
+                               : "none";
+  Json scope =
+      b_.get("bridge.cuda_graph_scope") ? *b_.get("bridge.cuda_graph_scope") : Json::array();
+  const std::string graph_src = b_.origin.count("bridge.cuda_graph_impl")
+                                    ? b_.origin["bridge.cuda_graph_impl"]
+                                    : "the recipe";
+  const std::string scope_src =
+      b_.origin.count("bridge.cuda_graph_scope") ? b_.origin["bridge.cuda_graph_scope"] : graph_src;
   if (impl == "none") {
     b_.set("framework.cuda_graph_scope", Json::array(), graph_src + ": cuda_graph_impl none");
   } else if (impl == "transformer_engine") {
     Json kept = Json::array();
     for (const auto& s : scope)
-      if (s != "mamba") kept.push_back(s);  // the Mamba mixer's graph: no Mamba layer in the models tabulated
+      if (s != "mamba")
+        kept.push_back(s);  // the Mamba mixer's graph: no Mamba layer in the models tabulated
     if (kept.empty() || contains(kept, "full_iteration"))
-      refuse(scope_src, fmt::format("TransformerEngine CUDA graphs with scopes {}: moesim prices TE graphs "
-                                             "over attn, mlp, moe, moe_router and moe_preprocess",
-                                             scope.dump()));
+      refuse(scope_src,
+             fmt::format("TransformerEngine CUDA graphs with scopes {}: moesim prices TE graphs "
+                         "over attn, mlp, moe, moe_router and moe_preprocess",
+                         scope.dump()));
     b_.set("framework.cuda_graph_scope", kept, graph_src);
   } else if (impl == "full_iteration") {  // Megatron-Core's newer name for the full-iteration graph
     b_.set("framework.cuda_graph_scope", Json::array({"full_iteration"}), graph_src);
   } else if (impl == "local") {
     if (scope != Json::array({"full_iteration"}))
-      refuse(scope_src, fmt::format("Megatron-Core's local CUDA graphs with scopes {}: moesim prices the "
-                                             "local implementation over the full iteration only",
-                                             scope.dump()));
+      refuse(scope_src,
+             fmt::format("Megatron-Core's local CUDA graphs with scopes {}: moesim prices the "
+                         "local implementation over the full iteration only",
+                         scope.dump()));
     b_.set("framework.cuda_graph_scope", scope, graph_src);
   } else {
-    refuse(graph_src, fmt::format("cuda_graph_impl '{}': not a CUDA graph implementation moesim prices (none, "
-                                          "transformer_engine, local, full_iteration)",
-                                          impl));
+    refuse(graph_src,
+           fmt::format("cuda_graph_impl '{}': not a CUDA graph implementation moesim prices (none, "
+                       "transformer_engine, local, full_iteration)",
+                       impl));
   }
   apply(family_->at("rules"), "final");
   account_split();
   // The dataset's sequence length: rebuilt from the model's for mock data from v0.3.0
   // (set_user_overrides); at v0.2.x it stays the recipe's, and Bridge's config check stops a
   // run whose model and dataset lengths differ.
-  if (const Json* ds = b_.get("bridge.dataset_seq_length"); launcher().at("dataset_follows_model").get<bool>()) {
-    if (ds) out_.ignored.push_back(fmt::format("{} (the mock dataset is rebuilt from model.seq_length)",
-                                               b_.origin["bridge.dataset_seq_length"]));
+  if (const Json* ds = b_.get("bridge.dataset_seq_length");
+      launcher().at("dataset_follows_model").get<bool>()) {
+    if (ds)
+      out_.ignored.push_back(fmt::format("{} (the mock dataset is rebuilt from model.seq_length)",
+                                         b_.origin["bridge.dataset_seq_length"]));
   } else if (const std::int64_t dataset = ds ? ds->get<std::int64_t>() : recipe_seq_;
              dataset != b_.integer("training.seq_length", 0)) {
-    refuse("model.seq_length", fmt::format("the model's sequence length {} and the dataset's {} differ: Megatron-Bridge "
-                                           "{}'s config check stops the run; give model.seq_length and "
-                                           "dataset.sequence_length alike",
-                                           b_.integer("training.seq_length", 0), dataset, q_.tag));
+    refuse(
+        "model.seq_length",
+        fmt::format("the model's sequence length {} and the dataset's {} differ: Megatron-Bridge "
+                    "{}'s config check stops the run; give model.seq_length and "
+                    "dataset.sequence_length alike",
+                    b_.integer("training.seq_length", 0), dataset, q_.tag));
   }
   {
     const Json* etp = b_.get("bridge.etp");
     if (etp && etp->is_number_integer())
       b_.set("parallelism.etp", *etp, b_.origin["bridge.etp"]);
     else
-      b_.set("parallelism.etp", b_.integer("parallelism.tp", 1), "expert TP None is the final TP (Megatron-Core)");
+      b_.set("parallelism.etp", b_.integer("parallelism.tp", 1),
+             "expert TP None is the final TP (Megatron-Core)");
   }
   // The SMs of the dispatcher that runs (HybridEP's set by the launcher or the recipe;
   // DeepEP's Megatron-Core default unless a Hydra override sets it).
   {
-    const std::string d = b_.get("framework.dispatcher") ? b_.get("framework.dispatcher")->get<std::string>() : "";
-    const std::string key = d == "hybridep" ? "bridge.hybridep_sms" : d == "deepep" ? "bridge.deepep_sms" : "";
-    if (!key.empty() && b_.get(key)) b_.set("framework.dispatcher_sms", *b_.get(key), b_.origin[key]);
+    const std::string d =
+        b_.get("framework.dispatcher") ? b_.get("framework.dispatcher")->get<std::string>() : "";
+    const std::string key = d == "hybridep" ? "bridge.hybridep_sms"
+                            : d == "deepep" ? "bridge.deepep_sms"
+                                            : "";
+    if (!key.empty() && b_.get(key))
+      b_.set("framework.dispatcher_sms", *b_.get(key), b_.origin[key]);
   }
   // Selective modules act only under the selective granularity (v0.2.0: the recipe's).
   if (b_.get("bridge.recompute_granularity") == nullptr ||
       *b_.get("bridge.recompute_granularity") != "selective") {
-    if (const Json* m = b_.get("framework.recompute_modules"); m && !m->empty() && !b_.get("bridge.recompute_num_layers")) {
-      const std::string why = fmt::format("none: {} asks for {}, but the recipe's recompute granularity is not "
-                                          "selective, so Megatron-Core recomputes nothing (v0.2.0 "
-                                          "scripts/performance/utils/helpers.py:178-179)",
-                                          b_.origin["framework.recompute_modules"], m->dump());
+    if (const Json* m = b_.get("framework.recompute_modules");
+        m && !m->empty() && !b_.get("bridge.recompute_num_layers")) {
+      const std::string why = fmt::format(
+          "none: {} asks for {}, but the recipe's recompute granularity is not "
+          "selective, so Megatron-Core recomputes nothing (v0.2.0 "
+          "scripts/performance/utils/helpers.py:178-179)",
+          b_.origin["framework.recompute_modules"], m->dump());
       b_.set("framework.recompute_modules", Json::array(), why);
     }
   }
@@ -1274,12 +1537,14 @@ void BridgeImporter::finish() {
   // without sequence parallelism (src/megatron/bridge/training/comm_overlap.py).
   if (b_.flag("framework.tp_comm_overlap", false) &&
       (b_.integer("parallelism.tp", 1) < 2 || !b_.flag("parallelism.sequence_parallel", false)))
-    b_.set("framework.tp_comm_overlap", false, "CommOverlapConfig: no TP communication overlap below TP 2 or without "
-                                               "sequence parallelism (src/megatron/bridge/training/comm_overlap.py)");
+    b_.set("framework.tp_comm_overlap", false,
+           "CommOverlapConfig: no TP communication overlap below TP 2 or without "
+           "sequence parallelism (src/megatron/bridge/training/comm_overlap.py)");
   if (const Json* n = b_.get("bridge.recompute_num_layers"))
-    refuse(b_.origin["bridge.recompute_num_layers"], fmt::format("full recompute of {} layers per pipeline stage (block method): "
-                                               "partial full recompute is not modeled",
-                                               n->dump()));
+    refuse(b_.origin["bridge.recompute_num_layers"],
+           fmt::format("full recompute of {} layers per pipeline stage (block method): "
+                       "partial full recompute is not modeled",
+                       n->dump()));
   // Gradients and the optimizer's dtypes (Megatron: the DDP buffer takes the parameters'
   // BF16 unless grad_reduce_in_fp32; the optimizer's main-gradient and moment dtypes act
   // only with the precision-aware optimizer).
@@ -1293,70 +1558,88 @@ void BridgeImporter::finish() {
     const Json* a = b_.get("bridge.exp_avg_dtype");
     const Json* a2 = b_.get("bridge.exp_avg_sq_dtype");
     if (a && a2 && *a != *a2)
-      refuse("optimizer.exp_avg_dtype", "Adam's two moments in different dtypes: moesim has one optimizer_state_dtype");
+      refuse("optimizer.exp_avg_dtype",
+             "Adam's two moments in different dtypes: moesim has one optimizer_state_dtype");
     if (a) b_.set("framework.optimizer_state_dtype", *a, b_.origin["bridge.exp_avg_dtype"]);
   } else if (const Json* a = b_.get("bridge.exp_avg_dtype"); a && *a != "fp32") {
-    out_.derived.emplace_back("framework.optimizer_state_dtype",
-                              fmt::format("fp32: the recipe's {} moments act only with the precision-aware optimizer, "
-                                          "which is off",
-                                          a->get<std::string>()));
+    out_.derived.emplace_back(
+        "framework.optimizer_state_dtype",
+        fmt::format("fp32: the recipe's {} moments act only with the precision-aware optimizer, "
+                    "which is off",
+                    a->get<std::string>()));
   }
   if (!b_.flag("bridge.force_balance", true))
-    out_.assumed.emplace_back("routing.balance",
-                              "forced balance: the recipe does not force it, and the real routing depends on the data; "
-                              "give a `routing` block (aux_loss, sampled or a histogram) to model it");
-  if (const Json* rb = b_.get("routing.balance"); !rb || *rb != "forced" || !b_.flag("bridge.force_balance", true))
+    out_.assumed.emplace_back(
+        "routing.balance",
+        "forced balance: the recipe does not force it, and the real routing depends on the data; "
+        "give a `routing` block (aux_loss, sampled or a histogram) to model it");
+  if (const Json* rb = b_.get("routing.balance");
+      !rb || *rb != "forced" || !b_.flag("bridge.force_balance", true))
     b_.set("routing.balance", "forced",
-           b_.flag("bridge.force_balance", true) ? std::string("the recipe's forced balance")
-                                                 : "moesim's forced balance, for want of the data's routing");
+           b_.flag("bridge.force_balance", true)
+               ? std::string("the recipe's forced balance")
+               : "moesim's forced balance, for want of the data's routing");
   if (!nccl_ub_src_.empty())
-    out_.assumed.emplace_back("nccl_ub", nccl_ub_src_ + ": NCCL user-buffer registration (symmetric kernels) for the "
-                                                        "DP collectives, accepted, its speed-up not priced");
+    out_.assumed.emplace_back("nccl_ub",
+                              nccl_ub_src_ +
+                                  ": NCCL user-buffer registration (symmetric kernels) for the "
+                                  "DP collectives, accepted, its speed-up not priced");
   // What the family's code sets that moesim does not model (the research behind the table).
   for (const auto& n : family_->value("not_modeled", Json::array()))
-    if (rule_applies(n, q_) && !n.value("setting", std::string()).starts_with("-"))  // not the launcher's names
-      out_.assumed.emplace_back("not modeled", fmt::format("{}: {}", n.value("setting", std::string()),
-                                                           n.value("why", std::string())));
+    if (rule_applies(n, q_) &&
+        !n.value("setting", std::string()).starts_with("-"))  // not the launcher's names
+      out_.assumed.emplace_back(
+          "not modeled",
+          fmt::format("{}: {}", n.value("setting", std::string()), n.value("why", std::string())));
   const bool moe = family_->at("recipes").at(q_.recipe).value("moe", true);
   if (!moe)
-    for (const char* k : {"framework.dispatcher", "framework.dispatcher_sms", "framework.moe_a2a_overlap",
-                          "framework.delay_wgrad_compute", "parallelism.ep", "parallelism.etp", "routing.balance"})
+    for (const char* k :
+         {"framework.dispatcher", "framework.dispatcher_sms", "framework.moe_a2a_overlap",
+          "framework.delay_wgrad_compute", "parallelism.ep", "parallelism.etp", "routing.balance"})
       b_.erase(k);
 
   // The scenario.
   Json& sc = out_.scenario;
-  const std::string system = opts_.system.empty()
-                                 ? (gpu_systems().count(q_.gpu) ? std::string(gpu_systems().at(q_.gpu)) : std::string())
-                                 : opts_.system;
-  if (system.empty())
-    refuse("-g", fmt::format("no system preset for {}: give --system", q_.gpu));
+  const std::string system =
+      opts_.system.empty()
+          ? (gpu_systems().count(q_.gpu) ? std::string(gpu_systems().at(q_.gpu)) : std::string())
+          : opts_.system;
+  if (system.empty()) refuse("-g", fmt::format("no system preset for {}: give --system", q_.gpu));
   if (opts_.system.empty())
     out_.derived.emplace_back("system", fmt::format("{}: the preset for -g {}", system, q_.gpu));
   else if (gpu_systems().count(q_.gpu) && gpu_systems().at(q_.gpu) != opts_.system)
-    out_.derived.emplace_back("system", fmt::format("{} as --system gives; the command's -g is {}", opts_.system, q_.gpu));
+    out_.derived.emplace_back("system", fmt::format("{} as --system gives; the command's -g is {}",
+                                                    opts_.system, q_.gpu));
   sc["name"] = fmt::format("bridge-{}-{}-{}-{}", q_.recipe, q_.gpu, q_.dtype, release_);
   sc["description"] = fmt::format(
-      "Imported from a Megatron-Bridge performance command: {} on {} {} GPUs, compute dtype {}, Megatron-Bridge {} "
+      "Imported from a Megatron-Bridge performance command: {} on {} {} GPUs, compute dtype {}, "
+      "Megatron-Bridge {} "
       "(NeMo {}, commit {}), workload config {}, the family settings of {}.",
-      q_.recipe, q_.gpus, q_.gpu, q_.dtype, q_.tag, release_, wl_.commit.substr(0, 10), wl_.config, kFamilies);
+      q_.recipe, q_.gpus, q_.gpu, q_.dtype, q_.tag, release_, wl_.commit.substr(0, 10), wl_.config,
+      kFamilies);
   sc["system"] = system;
   sc["gpus"] = q_.gpus;
   sc["model"] = family_->at("recipes").at(q_.recipe).at("model");
   if (opts_.model && (!sc["model"].is_string() || sc["model"].get<std::string>() != *opts_.model))
-    refuse("--model", fmt::format("the recipe {} names its model ({}); --model {} would contradict it", q_.recipe,
-                                  sc["model"].is_string() ? sc["model"].get<std::string>() : "an inline model",
-                                  *opts_.model));
-  if (opts_.gpus_per_nvlink_domain) {  // the launcher's Slurm segments otherwise: moesim's default placement
+    refuse(
+        "--model",
+        fmt::format("the recipe {} names its model ({}); --model {} would contradict it", q_.recipe,
+                    sc["model"].is_string() ? sc["model"].get<std::string>() : "an inline model",
+                    *opts_.model));
+  if (opts_.gpus_per_nvlink_domain) {  // the launcher's Slurm segments otherwise: moesim's default
+                                       // placement
     sc["placement"] = {{"gpus_per_nvlink_domain", *opts_.gpus_per_nvlink_domain}};
-    out_.derived.emplace_back("placement.gpus_per_nvlink_domain",
-                              fmt::format("{}: --gpus-per-nvlink-domain", *opts_.gpus_per_nvlink_domain));
+    out_.derived.emplace_back(
+        "placement.gpus_per_nvlink_domain",
+        fmt::format("{}: --gpus-per-nvlink-domain", *opts_.gpus_per_nvlink_domain));
   }
   for (const char* sec : {"training", "parallelism", "framework", "routing", "stack"})
     if (b_.sc.contains(sec) && !b_.sc.at(sec).empty()) sc[sec] = b_.sc.at(sec);
   sc["stack"]["release"] = release_;
-  out_.assumed.emplace_back("stack", fmt::format("release {}'s library switches (stack.release): no launcher flag states "
-                                                 "them",
-                                                 release_));
+  out_.assumed.emplace_back(
+      "stack", fmt::format("release {}'s library switches (stack.release): no launcher flag states "
+                           "them",
+                           release_));
   for (const auto& [key, why] : b_.origin)
     if (!key.starts_with("bridge.")) out_.derived.emplace_back(key, why);
 }
@@ -1368,16 +1651,18 @@ std::vector<std::string> unclassified_bridge_flags(const std::string& tag) {
   const Json& t = bridge_tag_table(tag);
   if (!t.contains("arguments")) return out;
   for (const auto& a : t.at("arguments"))
-    if (!dest_rule(a.at("dest").get<std::string>())) out.push_back(a.at("flags").at(0).get<std::string>());
+    if (!dest_rule(a.at("dest").get<std::string>()))
+      out.push_back(a.at("flags").at(0).get<std::string>());
   return out;
 }
 
 bool is_bridge_launcher(const std::string& entry) {
-  return entry.ends_with("setup_experiment.py") || entry.ends_with("scripts/performance/run_script.py") ||
-         entry == "run_script.py";
+  return entry.ends_with("setup_experiment.py") ||
+         entry.ends_with("scripts/performance/run_script.py") || entry == "run_script.py";
 }
 
-MegatronImport import_bridge(const std::vector<std::string>& words, const MegatronImportOptions& opts) {
+MegatronImport import_bridge(const std::vector<std::string>& words,
+                             const MegatronImportOptions& opts) {
   MegatronImport out;
   BridgeImporter(words, opts, out).run();
   // A layout the launcher left stale (a map that lacks the final PP x VP keeps the old one)
@@ -1386,16 +1671,20 @@ MegatronImport import_bridge(const std::vector<std::string>& words, const Megatr
     load_scenario_json(out.scenario, opts.source);
   } catch (const InputError& e) {
     for (const auto& [key, why] : out.derived)
-      if (key == "parallelism.pp_layout" &&
-          (e.path().find("pp_layout") != std::string::npos || e.message().find("pp_layout") != std::string::npos))
-        throw InputError(opts.source, e.path(),
-                         fmt::format("{} (in the imported scenario): the layout is the launcher's, from {}, kept when "
-                                     "the sizes changed; Megatron would stop on it too. Give "
-                                     "--pipeline_model_parallel_layout (v0.3.0 on) or model.pipeline_model_parallel_layout=...",
-                                     e.message(), why));
+      if (key == "parallelism.pp_layout" && (e.path().find("pp_layout") != std::string::npos ||
+                                             e.message().find("pp_layout") != std::string::npos))
+        throw InputError(
+            opts.source, e.path(),
+            fmt::format(
+                "{} (in the imported scenario): the layout is the launcher's, from {}, kept when "
+                "the sizes changed; Megatron would stop on it too. Give "
+                "--pipeline_model_parallel_layout (v0.3.0 on) or "
+                "model.pipeline_model_parallel_layout=...",
+                e.message(), why));
     throw InputError(opts.source, e.path(), e.message() + " (in the imported scenario)");
   }
-  out.recorded = record_inert_settings(out.scenario, opts.source, "moesim import megatron (Megatron-Bridge launcher)");
+  out.recorded = record_inert_settings(out.scenario, opts.source,
+                                       "moesim import megatron (Megatron-Bridge launcher)");
   return out;
 }
 

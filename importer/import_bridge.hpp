@@ -55,6 +55,7 @@ std::vector<std::string> unclassified_bridge_flags(const std::string& tag);
 // `words`: the launcher's arguments (after the program). opts.system may be empty: the
 // system preset of -g (h100, b200, gb200-nvl72, gb300-nvl72). opts.gpus, when set, must
 // agree with -ng. Throws InputError(opts.source, "-flag" or "key", why).
-MegatronImport import_bridge(const std::vector<std::string>& words, const MegatronImportOptions& opts);
+MegatronImport import_bridge(const std::vector<std::string>& words,
+                             const MegatronImportOptions& opts);
 
 }  // namespace moesim::importer

@@ -20,7 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& p) { return read_text_file(p.string()); }
+std::string read_text(const fs::path& p) {
+  return read_text_file(p.string());
+}
 
 // FNV-1a over the file's bytes: tells the followed version of a wrapper from another.
 std::uint64_t fnv1a(std::string_view s) {
@@ -63,7 +65,8 @@ std::string envsubst(std::string_view text, const std::map<std::string, std::str
     std::size_t b = i + 1, e = b;
     const bool braced = text[b] == '{';
     if (braced) ++b, e = b;
-    if (e >= text.size() || !(std::isalpha(static_cast<unsigned char>(text[e])) || text[e] == '_')) {
+    if (e >= text.size() ||
+        !(std::isalpha(static_cast<unsigned char>(text[e])) || text[e] == '_')) {
       out += text[i];
       continue;
     }
@@ -112,13 +115,16 @@ std::string envsubst(std::string_view text, const std::map<std::string, std::str
 //   7. Slurm: GB200_CLUSTER=1 gives 4 tasks per node (NVLINK_DOMAIN_SIZE=72, --segment
 //      SEGMENT), else 8; NNODES nodes.
 // The command is `bash -c ${TRAINING_CMD}`: its words are TRAINING_CMD split on blanks.
-constexpr std::uint64_t kModelZooWrapperHash = 0xf6d8bc8405ef9327ULL;  // sbatch_benchmarking.sh @ e8650517
-constexpr std::string_view kModelZooOrigin = "yanring/Megatron-MoE-ModelZoo @ e8650517 (2026-05-16)";
+constexpr std::uint64_t kModelZooWrapperHash =
+    0xf6d8bc8405ef9327ULL;  // sbatch_benchmarking.sh @ e8650517
+constexpr std::string_view kModelZooOrigin =
+    "yanring/Megatron-MoE-ModelZoo @ e8650517 (2026-05-16)";
 
 // BENCHMARKING_MODEL_CONFIGS of runtime.conf: MODEL -> its fields, named by the table's
 // header comment ("# MODEL: TP PP EP ... [PP_FIRST PP_LAST]").
 std::map<std::string, std::string> modelzoo_row(const fs::path& conf, const std::string& model,
-                                                const std::string& script, const std::string& word) {
+                                                const std::string& script,
+                                                const std::string& word) {
   std::istringstream in(read_text(conf));
   std::string line;
   std::vector<std::string> columns;
@@ -144,8 +150,10 @@ std::map<std::string, std::string> modelzoo_row(const fs::path& conf, const std:
     }
     const auto open = line.find('['), close = line.find("]=\"");
     const auto end = close == std::string::npos ? close : line.find('"', close + 3);
-    if (open == std::string::npos || close == std::string::npos || end == std::string::npos) continue;
-    rows[line.substr(open + 1, close - open - 1)] = split_blanks(line.substr(close + 3, end - close - 3));
+    if (open == std::string::npos || close == std::string::npos || end == std::string::npos)
+      continue;
+    rows[line.substr(open + 1, close - open - 1)] =
+        split_blanks(line.substr(close + 3, end - close - 3));
   }
   if (columns.empty())
     throw InputError(conf.string(), "BENCHMARKING_MODEL_CONFIGS",
@@ -154,13 +162,16 @@ std::map<std::string, std::string> modelzoo_row(const fs::path& conf, const std:
   if (it == rows.end()) {
     std::vector<std::string> known;
     for (const auto& [k, v] : rows) known.push_back(k);
-    throw InputError(script, word,
-                     fmt::format("MODEL={} is not in {}'s table, where the wrapper stops ('Invalid model'); its models: "
-                                 "{}",
-                                 model, conf.filename().string(), fmt::join(known, ", ")));
+    throw InputError(
+        script, word,
+        fmt::format(
+            "MODEL={} is not in {}'s table, where the wrapper stops ('Invalid model'); its models: "
+            "{}",
+            model, conf.filename().string(), fmt::join(known, ", ")));
   }
   std::map<std::string, std::string> out;
-  for (std::size_t i = 0; i < columns.size() && i < it->second.size(); ++i) out[columns[i]] = it->second[i];
+  for (std::size_t i = 0; i < columns.size() && i < it->second.size(); ++i)
+    out[columns[i]] = it->second[i];
   return out;
 }
 
@@ -171,7 +182,9 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
     const auto it = env.find(k);
     return it == env.end() ? std::string() : it->second;
   };
-  const auto fail = [&](const std::string& why) -> void { throw InputError(call.script_path, call.wrapper_word, why); };
+  const auto fail = [&](const std::string& why) -> void {
+    throw InputError(call.script_path, call.wrapper_word, why);
+  };
   // ${X:-default}: set or empty takes the default.
   const auto set_default = [&](const std::string& k, const std::string& def) {
     if (get(k).empty()) env[k] = def;
@@ -179,9 +192,10 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
 
   const fs::path wrapper = root / "sbatch_benchmarking.sh";
   if (fnv1a(read_text(wrapper)) != kModelZooWrapperHash)
-    out.notes.push_back(fmt::format("{} differs from the version whose logic moesim follows ({}): flags it adds "
-                                    "otherwise are not seen",
-                                    wrapper.string(), kModelZooOrigin));
+    out.notes.push_back(
+        fmt::format("{} differs from the version whose logic moesim follows ({}): flags it adds "
+                    "otherwise are not seen",
+                    wrapper.string(), kModelZooOrigin));
   // 1.
   env["WORKSPACE"] = root.string();
   set_default("MODEL", "your_own_model");
@@ -203,12 +217,23 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
     fail(fmt::format("PR={}: the wrapper accepts bf16, fp8 or mxfp8 and stops otherwise", pr));
   // 3. The model's row, under the caller's values.
   const std::string model = get("MODEL");
-  const auto row = modelzoo_row(root / "runtime_configs/benchmarking/runtime.conf", model, call.script_path,
-                                call.wrapper_word);
+  const auto row = modelzoo_row(root / "runtime_configs/benchmarking/runtime.conf", model,
+                                call.script_path, call.wrapper_word);
   static const std::vector<std::pair<std::string, std::string>> kColumns{
-      {"TP", "TP"}, {"PP", "PP"}, {"EP", "EP"}, {"CP", "CP"}, {"VPP", "VPP"}, {"MBS", "MBS"}, {"GBS", "GBS"},
-      {"LAYERS", "NUM_LAYERS"}, {"DISPATCHER", "MOE_TOKEN_DISPATCHER"}, {"GROUPED_GEMM", "MOE_GROUPED_GEMM"},
-      {"NNODES", "NNODES"}, {"RUN_TIME", "RUN_TIME"}, {"PRETRAIN", "PRETRAIN"}, {"SLEN", "SEQ_LEN"},
+      {"TP", "TP"},
+      {"PP", "PP"},
+      {"EP", "EP"},
+      {"CP", "CP"},
+      {"VPP", "VPP"},
+      {"MBS", "MBS"},
+      {"GBS", "GBS"},
+      {"LAYERS", "NUM_LAYERS"},
+      {"DISPATCHER", "MOE_TOKEN_DISPATCHER"},
+      {"GROUPED_GEMM", "MOE_GROUPED_GEMM"},
+      {"NNODES", "NNODES"},
+      {"RUN_TIME", "RUN_TIME"},
+      {"PRETRAIN", "PRETRAIN"},
+      {"SLEN", "SEQ_LEN"},
       {"DATASET", "DATASET"}};
   for (const auto& [column, var] : kColumns) {
     const auto it = row.find(column);
@@ -221,8 +246,10 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
   };
   const std::int64_t layers = num("NUM_LAYERS"), pp = num("PP"), vpp = num("VPP");
   if (pp <= 0 || vpp <= 0) fail("PP and VPP must be positive");
-  if (vpp > 1) set_default("LAYERS_PER_VP", std::to_string(layers / pp / vpp));
-  else env["LAYERS_PER_VP"] = "false";
+  if (vpp > 1)
+    set_default("LAYERS_PER_VP", std::to_string(layers / pp / vpp));
+  else
+    env["LAYERS_PER_VP"] = "false";
   if (layers % pp != 0) {
     for (const char* k : {"PP_FIRST", "PP_LAST"})
       if (const auto it = row.find(k); it != row.end()) set_default(k, it->second);
@@ -230,14 +257,16 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
     env["PP_FIRST"] = env["PP_LAST"] = "false";
   }
   // 4.
-  out.notes.push_back(fmt::format("{}: cluster_configs/benchmarking/{}.conf not read (Slurm account, output and data "
-                                  "paths only)",
-                                  call.wrapper_word, get("CLUSTER")));
+  out.notes.push_back(fmt::format(
+      "{}: cluster_configs/benchmarking/{}.conf not read (Slurm account, output and data "
+      "paths only)",
+      call.wrapper_word, get("CLUSTER")));
   // 5. The YAML, substituted, its MODEL_ARGS as flags.
   fs::path yaml_path = get("TRAINING_PARAMS_PATH");
   if (yaml_path.is_relative()) yaml_path = root / yaml_path;
   if (!fs::is_regular_file(yaml_path))
-    fail(fmt::format("TRAINING_PARAMS_PATH does not exist: {} (the wrapper stops here)", yaml_path.string()));
+    fail(fmt::format("TRAINING_PARAMS_PATH does not exist: {} (the wrapper stops here)",
+                     yaml_path.string()));
   YAML::Node doc;
   try {
     doc = YAML::Load(envsubst(read_text(yaml_path), env));
@@ -251,40 +280,50 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
     for (const auto& kv : args) {
       const std::string key = kv.first.as<std::string>();
       if (!kv.second.IsNull() && !kv.second.IsScalar())
-        throw InputError(yaml_path.string(), "MODEL_ARGS." + key, "a flag's value must be a scalar");
+        throw InputError(yaml_path.string(), "MODEL_ARGS." + key,
+                         "a flag's value must be a scalar");
       const std::string value = kv.second.IsNull() ? std::string() : kv.second.Scalar();
       if (key == "--max-position-embeddings") max_pos = value, max_pos_given = true;
       if (value == "false") continue;
       params += " " + key + (value == "true" ? std::string() : " " + value);
     }
   } else {
-    throw InputError(yaml_path.string(), "MODEL_ARGS", "missing: the wrapper builds the command from it");
+    throw InputError(yaml_path.string(), "MODEL_ARGS",
+                     "missing: the wrapper builds the command from it");
   }
   for (const auto& a : call.args) params += " " + a;
   if (const auto vars = doc["ENV_VARS"]; vars && vars.IsMap())
-    for (const auto& kv : vars) env[kv.first.as<std::string>()] = kv.second.IsNull() ? "" : kv.second.Scalar();
+    for (const auto& kv : vars)
+      env[kv.first.as<std::string>()] = kv.second.IsNull() ? "" : kv.second.Scalar();
   // 6.
   const bool layout = params.find("--pipeline-model-parallel-layout") != std::string::npos;
-  if (vpp > 1 && !layout && params.find("--num-virtual-stages-per-pipeline-rank") == std::string::npos &&
+  if (vpp > 1 && !layout &&
+      params.find("--num-virtual-stages-per-pipeline-rank") == std::string::npos &&
       params.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos)
     params += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", vpp);
   if (layers % pp != 0 && !layout)
-    params += fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
-                          get("PP_FIRST"), get("PP_LAST"));
+    params +=
+        fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+                    get("PP_FIRST"), get("PP_LAST"));
   set_default("OPTIMIZER_OFFLOAD", "0");
   const bool offload = get("OPTIMIZER_OFFLOAD") == "1";
   if (offload) params += " --optimizer-cpu-offload --overlap-cpu-optimizer-d2h-h2d";
   set_default("DISPATCHER", "deepep");
   const std::string dispatcher = get("DISPATCHER");
-  if (dispatcher == "alltoall") params += " --moe-token-dispatcher-type alltoall";
-  else if (dispatcher == "deepep") params += " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep";
+  if (dispatcher == "alltoall")
+    params += " --moe-token-dispatcher-type alltoall";
+  else if (dispatcher == "deepep")
+    params += " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep";
   else if (dispatcher == "hybridep")
-    params += " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-hybridep-num-sms 32";
+    params +=
+        " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
+        "--moe-hybridep-num-sms 32";
   else
-    out.notes.push_back(fmt::format("DISPATCHER={} adds no flag (the wrapper knows alltoall, deepep, hybridep)",
-                                    dispatcher));
+    out.notes.push_back(fmt::format(
+        "DISPATCHER={} adds no flag (the wrapper knows alltoall, deepep, hybridep)", dispatcher));
   const std::string precision_aware =
-      " --use-precision-aware-optimizer --main-grads-dtype fp32 --main-params-dtype fp32 --exp-avg-dtype bf16 "
+      " --use-precision-aware-optimizer --main-grads-dtype fp32 --main-params-dtype fp32 "
+      "--exp-avg-dtype bf16 "
       "--exp-avg-sq-dtype bf16";
   if (pr == "fp8") {
     params += " --fp8-recipe blockwise --fp8-format e4m3";
@@ -294,8 +333,10 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
     params += " --tp-comm-overlap";
   } else {
     params += " --fp8-recipe mxfp8 --fp8-format e4m3";
-    if (!offload) params += " --fp8-param-gather --reuse-grad-buf-for-mxfp8-param-ag --overlap-grad-reduce "
-                            "--overlap-param-gather";
+    if (!offload)
+      params +=
+          " --fp8-param-gather --reuse-grad-buf-for-mxfp8-param-ag --overlap-grad-reduce "
+          "--overlap-param-gather";
     params += precision_aware + " --moe-router-padding-for-quantization";
   }
   set_default("A2A_OVERLAP", "0");
@@ -314,7 +355,9 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
     out.launcher.push_back("nsys");
     params += " --profile --profile-step-start 23 --profile-step-end 25 --profile-ranks 0 ";
   } else if (profile == "torch") {
-    params += " --profile --profile-step-start 23 --profile-step-end 25 --profile-ranks 0 --use-pytorch-profiler";
+    params +=
+        " --profile --profile-step-start 23 --profile-step-end 25 --profile-ranks 0 "
+        "--use-pytorch-profiler";
   }
   for (auto& w : split_blanks(get("BINDPCIE_PATH"))) out.launcher.push_back(std::move(w));
   out.flags = split_blanks(params);
@@ -324,21 +367,23 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
   const std::int64_t nodes = num("NNODES");
   if (nodes <= 0) fail("NNODES must be positive");
   out.gpus = nodes * per_node;
-  out.derived.emplace_back("gpus", fmt::format("{}: NNODES={} x {} tasks per node{}", *out.gpus, nodes, per_node,
-                                               gb200 ? " (GB200_CLUSTER=1)" : ""));
+  out.derived.emplace_back("gpus", fmt::format("{}: NNODES={} x {} tasks per node{}", *out.gpus,
+                                               nodes, per_node, gb200 ? " (GB200_CLUSTER=1)" : ""));
   if (gb200) {
     env["NVLINK_DOMAIN_SIZE"] = "72";
     if (const auto seg = to_int(get("SEGMENT")); seg && *seg > 0) {
       out.gpus_per_nvlink_domain = *seg * per_node;
-      out.derived.emplace_back("placement.gpus_per_nvlink_domain",
-                               fmt::format("{}: Slurm --segment={} nodes of {} GPUs in one NVLink domain",
-                                           *out.gpus_per_nvlink_domain, *seg, per_node));
+      out.derived.emplace_back(
+          "placement.gpus_per_nvlink_domain",
+          fmt::format("{}: Slurm --segment={} nodes of {} GPUs in one NVLink domain",
+                      *out.gpus_per_nvlink_domain, *seg, per_node));
     }
   }
-  out.derived.emplace_back("flags", fmt::format("MODEL={} (model_configs/benchmarking/{}.yaml), PR={}, DISPATCHER={}, "
-                                                "A2A_OVERLAP={}, TP={} PP={} VPP={} EP={} CP={} MBS={} GBS={}",
-                                                model, model, pr, dispatcher, get("A2A_OVERLAP"), get("TP"), pp, vpp,
-                                                get("EP"), get("CP"), get("MBS"), get("GBS")));
+  out.derived.emplace_back(
+      "flags", fmt::format("MODEL={} (model_configs/benchmarking/{}.yaml), PR={}, DISPATCHER={}, "
+                           "A2A_OVERLAP={}, TP={} PP={} VPP={} EP={} CP={} MBS={} GBS={}",
+                           model, model, pr, dispatcher, get("A2A_OVERLAP"), get("TP"), pp, vpp,
+                           get("EP"), get("CP"), get("MBS"), get("GBS")));
   out.environment = std::move(env);
   return out;
 }
@@ -347,8 +392,10 @@ WrappedCommand expand_modelzoo(const WrapperCall& call, const fs::path& root) {
 
 const std::vector<LaunchWrapper>& launch_wrappers() {
   static const std::vector<LaunchWrapper> k{
-      {"sbatch_benchmarking.sh", kModelZooOrigin,
-       {"runtime_configs/benchmarking/common.conf", "runtime_configs/benchmarking/runtime.conf"}, expand_modelzoo},
+      {"sbatch_benchmarking.sh",
+       kModelZooOrigin,
+       {"runtime_configs/benchmarking/common.conf", "runtime_configs/benchmarking/runtime.conf"},
+       expand_modelzoo},
   };
   return k;
 }
@@ -382,7 +429,8 @@ WrappedCommand expand_launch_wrapper(const LaunchWrapper& w, const WrapperCall& 
     // The word's own folder (./x.sh runs from the current folder, which a launch script
     // assumes is the checkout's root), from the script's folder upwards.
     std::error_code ec;
-    fs::path dir = call.script_path.empty() ? fs::current_path(ec) : fs::absolute(call.script_path, ec).parent_path();
+    fs::path dir = call.script_path.empty() ? fs::current_path(ec)
+                                            : fs::absolute(call.script_path, ec).parent_path();
     for (int depth = 0; depth < 8 && !dir.empty(); ++depth) {
       tried.push_back(dir / fs::path(call.wrapper_word).parent_path());
       if (dir == dir.parent_path()) break;
@@ -392,17 +440,21 @@ WrappedCommand expand_launch_wrapper(const LaunchWrapper& w, const WrapperCall& 
   for (const auto& d : tried)
     if (holds(d)) {
       fs::path root = d.lexically_normal();
-      if (!root.has_filename() && root.has_parent_path()) root = root.parent_path();  // "dir/." read as "dir"
+      if (!root.has_filename() && root.has_parent_path())
+        root = root.parent_path();  // "dir/." read as "dir"
       WrappedCommand out = w.expand(call, root);
       out.derived.insert(out.derived.begin(),
-                         {"wrapper", fmt::format("{} in {}, followed as {}", w.file_name, root.string(), w.origin)});
+                         {"wrapper", fmt::format("{} in {}, followed as {}", w.file_name,
+                                                 root.string(), w.origin)});
       return out;
     }
-  throw InputError(call.script_path.empty() ? "<args>" : call.script_path, call.wrapper_word,
-                   fmt::format("the command runs {} ({}), which builds the Megatron command from its own files; no "
-                               "checkout with {} and {} was found {}: give --wrapper-root DIR",
-                               w.file_name, w.origin, w.file_name, fmt::join(w.data_files, " and "),
-                               call.root ? "at --wrapper-root" : "in the script's folder or above it"));
+  throw InputError(
+      call.script_path.empty() ? "<args>" : call.script_path, call.wrapper_word,
+      fmt::format(
+          "the command runs {} ({}), which builds the Megatron command from its own files; no "
+          "checkout with {} and {} was found {}: give --wrapper-root DIR",
+          w.file_name, w.origin, w.file_name, fmt::join(w.data_files, " and "),
+          call.root ? "at --wrapper-root" : "in the script's folder or above it"));
 }
 
 }  // namespace moesim::importer

@@ -28,25 +28,26 @@ namespace moesim::importer {
 struct WrapperCall {
   std::vector<std::string> args;                   // the words after the wrapper's path
   std::map<std::string, std::string> environment;  // the call's environment (exports and prefix)
-  std::string script_path;                         // the launch script; its folder and parents are searched
-  std::string wrapper_word;                        // the word that named the wrapper (./sbatch_benchmarking.sh)
-  std::optional<std::string> root;                 // the wrapper's checkout, when the user gives it
+  std::string script_path;          // the launch script; its folder and parents are searched
+  std::string wrapper_word;         // the word that named the wrapper (./sbatch_benchmarking.sh)
+  std::optional<std::string> root;  // the wrapper's checkout, when the user gives it
 };
 
 // What the wrapper would launch.
 struct WrappedCommand {
-  std::vector<std::string> launcher;                // words before the Python script (bindpcie, nsys)
-  std::vector<std::string> flags;                   // the Megatron flags, split as bash -c splits them
-  std::map<std::string, std::string> environment;   // the training processes' environment
-  std::optional<std::int64_t> gpus;                 // the job's world size, where the wrapper fixes it
+  std::vector<std::string> launcher;  // words before the Python script (bindpcie, nsys)
+  std::vector<std::string> flags;     // the Megatron flags, split as bash -c splits them
+  std::map<std::string, std::string> environment;  // the training processes' environment
+  std::optional<std::int64_t> gpus;  // the job's world size, where the wrapper fixes it
   std::optional<std::int64_t> gpus_per_nvlink_domain;  // placement the wrapper asks Slurm for
-  std::vector<std::pair<std::string, std::string>> derived;  // what the wrapper decided, and from what
-  std::vector<std::string> notes;                   // what of it was not followed, and why
+  std::vector<std::pair<std::string, std::string>>
+      derived;                     // what the wrapper decided, and from what
+  std::vector<std::string> notes;  // what of it was not followed, and why
 };
 
 struct LaunchWrapper {
-  std::string_view file_name;  // the script a launch script runs
-  std::string_view origin;     // the repository and commit whose logic is followed
+  std::string_view file_name;                // the script a launch script runs
+  std::string_view origin;                   // the repository and commit whose logic is followed
   std::vector<std::string_view> data_files;  // relative to the checkout: how it is recognised
   WrappedCommand (*expand)(const WrapperCall& call, const std::filesystem::path& root);
 };

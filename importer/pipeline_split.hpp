@@ -17,6 +17,7 @@ struct AccountedSplit {
   std::string error;
 };
 
-AccountedSplit accounted_layout(std::int64_t layers, std::int64_t pp, std::int64_t vpp, bool embedding, bool loss);
+AccountedSplit accounted_layout(std::int64_t layers, std::int64_t pp, std::int64_t vpp,
+                                bool embedding, bool loss);
 
 }  // namespace moesim::importer

@@ -7,7 +7,9 @@
 
 namespace moesim::importer {
 
-std::string recipe_label(std::string_view name) { return fmt::format("importer/recipes/{}.json (built-in)", name); }
+std::string recipe_label(std::string_view name) {
+  return fmt::format("importer/recipes/{}.json (built-in)", name);
+}
 
 const config::Json& recipe_table(std::string_view name) {
   static std::mutex m;
@@ -16,7 +18,9 @@ const config::Json& recipe_table(std::string_view name) {
   if (const auto it = parsed.find(name); it != parsed.end()) return it->second;
   for (std::size_t i = 0; i < detail::kRecipeFileCount; ++i)
     if (detail::kRecipeFiles[i].name == name)
-      return parsed.emplace(std::string(name), config::parse_json(detail::kRecipeFiles[i].text, recipe_label(name)))
+      return parsed
+          .emplace(std::string(name),
+                   config::parse_json(detail::kRecipeFiles[i].text, recipe_label(name)))
           .first->second;
   throw config::InputError(recipe_label(name), "", "no such recipe table compiled in");
 }

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -31,8 +31,12 @@ struct Token {
   std::string text;
 };
 
-bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+bool name_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
 
 // "NAME=" or "NAME+=" (an assignment's head), the array opening that may follow.
 bool assignment_head(std::string_view w) {
@@ -108,7 +112,9 @@ class Lexer {
       }
       if (c == '<' || c == '>') {
         // A file descriptor before it (2>) belongs to the redirection.
-        if (!cur_.empty() && std::all_of(cur_.begin(), cur_.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); }))
+        if (!cur_.empty() && std::all_of(cur_.begin(), cur_.end(), [](char d) {
+              return std::isdigit(static_cast<unsigned char>(d));
+            }))
           cur_.clear();
         end_word();
         redirection();
@@ -123,9 +129,11 @@ class Lexer {
 
  private:
   // The error at the text's offset `at` (default: where the lexer is), by line.
-  [[noreturn]] void fail(const std::string& why, std::optional<std::size_t> at = std::nullopt) const {
+  [[noreturn]] void fail(const std::string& why,
+                         std::optional<std::size_t> at = std::nullopt) const {
     const std::size_t end = std::min(at.value_or(i_), t_.size());
-    const auto line = 1 + std::count(t_.begin(), t_.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+    const auto line =
+        1 + std::count(t_.begin(), t_.begin() + static_cast<std::ptrdiff_t>(end), '\n');
     throw InputError(file_, "", fmt::format("line {}: {}", line, why));
   }
   void op(std::string s) { out_.push_back({true, std::move(s)}); }
@@ -143,7 +151,8 @@ class Lexer {
       if (tabs) ++i_;
       while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
       std::string word;
-      while (i_ < t_.size() && !std::isspace(static_cast<unsigned char>(t_[i_])) && std::string_view(";|&<>()").find(t_[i_]) == std::string_view::npos) {
+      while (i_ < t_.size() && !std::isspace(static_cast<unsigned char>(t_[i_])) &&
+             std::string_view(";|&<>()").find(t_[i_]) == std::string_view::npos) {
         if (t_[i_] != '\'' && t_[i_] != '"' && t_[i_] != '\\') word += t_[i_];
         ++i_;
       }
@@ -167,7 +176,8 @@ class Lexer {
       while (true) {
         if (i_ >= t_.size()) fail(fmt::format("a here-document without its closing '{}'", word));
         const auto eol = t_.find('\n', i_);
-        std::string_view line = t_.substr(i_, eol == std::string_view::npos ? std::string_view::npos : eol - i_);
+        std::string_view line =
+            t_.substr(i_, eol == std::string_view::npos ? std::string_view::npos : eol - i_);
         i_ = eol == std::string_view::npos ? t_.size() : eol + 1;
         if (tabs)
           while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
@@ -191,8 +201,10 @@ class Lexer {
     } else if (c == '"') {
       std::size_t j = i_ + 1;
       for (; j < t_.size() && t_[j] != '"'; ++j) {
-        if (t_[j] == '\\') ++j;
-        else if (t_[j] == '$' && j + 1 < t_.size() && (t_[j + 1] == '(' || t_[j + 1] == '{')) j = balanced(j + 1) - 1;
+        if (t_[j] == '\\')
+          ++j;
+        else if (t_[j] == '$' && j + 1 < t_.size() && (t_[j + 1] == '(' || t_[j + 1] == '{'))
+          j = balanced(j + 1) - 1;
       }
       if (j >= t_.size()) fail("unterminated double quote");
       cur_ += t_.substr(i_, j + 1 - i_);
@@ -237,7 +249,8 @@ class Lexer {
   std::size_t i_ = 0;
   std::string cur_;
   std::vector<Token> out_;
-  std::vector<std::pair<std::string, bool>> heredocs_;  // delimiters of this line's here-documents, <<- strips tabs
+  std::vector<std::pair<std::string, bool>>
+      heredocs_;  // delimiters of this line's here-documents, <<- strips tabs
 };
 
 // ---- the evaluator ---------------------------------------------------------------------------
@@ -271,15 +284,16 @@ class Shell {
     return i < t.size() && !t[i].op && t[i].text == s;
   }
   static bool ends_command(const Token& t) {
-    return t.op && (t.text == "\n" || t.text == ";" || t.text == "&&" || t.text == "||" || t.text == "|" ||
-                    t.text == "&" || t.text == ")" || t.text == ";;");
+    return t.op && (t.text == "\n" || t.text == ";" || t.text == "&&" || t.text == "||" ||
+                    t.text == "|" || t.text == "&" || t.text == ")" || t.text == ";;");
   }
   void note(std::string s) { out_.notes.push_back(fmt::format("{}: {}", file_, std::move(s))); }
   // A message quotes the script's words; past kMaxMessageChars they are cut (a word may be
   // a megabyte of nested expansions).
   [[noreturn]] void fail(const std::string& why) const {
     constexpr std::size_t kMaxMessageChars = 400;
-    throw InputError(file_, "", why.size() <= kMaxMessageChars ? why : why.substr(0, kMaxMessageChars) + " ...");
+    throw InputError(
+        file_, "", why.size() <= kMaxMessageChars ? why : why.substr(0, kMaxMessageChars) + " ...");
   }
   // One level deeper in expansions (expand, arithmetic's parentheses): refused past
   // kMaxShellNesting, so no input drives the recursion past the stack (issue #46 item 1).
@@ -288,9 +302,10 @@ class Shell {
     explicit Nest(Shell& s) : sh(s) {
       if (++sh.nesting_ > kMaxShellNesting) {
         --sh.nesting_;  // the destructor does not run when the constructor throws
-        sh.fail(fmt::format("expansions nested more than {} deep (${{...}}, $((...)) or parentheses); moesim "
-                            "evaluates no deeper",
-                            kMaxShellNesting));
+        sh.fail(fmt::format(
+            "expansions nested more than {} deep (${{...}}, $((...)) or parentheses); moesim "
+            "evaluates no deeper",
+            kMaxShellNesting));
       }
     }
     ~Nest() { --sh.nesting_; }
@@ -301,21 +316,27 @@ class Shell {
   // One statement from toks[i]; returns where the next starts. `run`: false inside a
   // branch not taken (parsed, not evaluated).
   std::size_t statement(const Tokens& t, std::size_t i, bool run) {
-    while (i < t.size() && t[i].op && (t[i].text == "\n" || t[i].text == ";" || t[i].text == "&" ||
-                                       t[i].text == "&&" || t[i].text == "||" || t[i].text == "|" || t[i].text == ")"))
+    while (i < t.size() && t[i].op &&
+           (t[i].text == "\n" || t[i].text == ";" || t[i].text == "&" || t[i].text == "&&" ||
+            t[i].text == "||" || t[i].text == "|" || t[i].text == ")"))
       ++i;
     if (i >= t.size()) return i;
     if (is_word(t, i, "if")) return if_block(t, i, run);
     for (const auto& [open, close] : {std::pair<std::string_view, std::string_view>{"for", "done"},
-                                      {"while", "done"}, {"until", "done"}, {"case", "esac"}}) {
+                                      {"while", "done"},
+                                      {"until", "done"},
+                                      {"case", "esac"}}) {
       if (is_word(t, i, open)) {
         if (run) note(fmt::format("a `{}` block is not evaluated (its body skipped)", open));
         return skip_block(t, i, open, close);
       }
     }
     // A function definition: name() { ... } or function name { ... }.
-    if ((i + 2 < t.size() && !t[i].op && is_op(t, i + 1, "(") && is_op(t, i + 2, ")")) || is_word(t, i, "function")) {
-      if (run) note(fmt::format("function '{}' is not evaluated", is_word(t, i, "function") ? t[i + 1].text : t[i].text));
+    if ((i + 2 < t.size() && !t[i].op && is_op(t, i + 1, "(") && is_op(t, i + 2, ")")) ||
+        is_word(t, i, "function")) {
+      if (run)
+        note(fmt::format("function '{}' is not evaluated",
+                         is_word(t, i, "function") ? t[i + 1].text : t[i].text));
       std::size_t j = i;
       while (j < t.size() && !is_word(t, j, "{")) ++j;
       return skip_block(t, j, "{", "}");
@@ -326,21 +347,26 @@ class Shell {
     const std::size_t next = simple(t, i, run);
     // No progress: a token no statement starts with (`;;` outside a `case`, whose blocks are
     // skipped whole); bash refuses it as a syntax error. (A fuzzed script looped here.)
-    if (next == i) fail(fmt::format("unexpected `{}` (a syntax error in bash)", t[i].text == "\n" ? "newline" : t[i].text));
+    if (next == i)
+      fail(fmt::format("unexpected `{}` (a syntax error in bash)",
+                       t[i].text == "\n" ? "newline" : t[i].text));
     return next;
   }
 
   // Skips from the keyword at i to its matching close keyword (nested alike; a loop's
   // `done` closes any of for, while and until).
-  std::size_t skip_block(const Tokens& t, std::size_t i, std::string_view open, std::string_view close) {
+  std::size_t skip_block(const Tokens& t, std::size_t i, std::string_view open,
+                         std::string_view close) {
     const auto opens = [&](const std::string& w) {
       return close == "done" ? (w == "for" || w == "while" || w == "until") : w == open;
     };
     int depth = 0;
     for (std::size_t j = i; j < t.size(); ++j) {
       if (t[j].op) continue;
-      if (opens(t[j].text)) ++depth;
-      else if (t[j].text == close && --depth == 0) return j + 1;
+      if (opens(t[j].text))
+        ++depth;
+      else if (t[j].text == close && --depth == 0)
+        return j + 1;
     }
     fail(fmt::format("`{}` without `{}`", open, close));
   }
@@ -369,7 +395,8 @@ class Shell {
       if (j >= t.size()) fail("`if` without `then`");
       bool value = !taken && run ? condition(conds[0]) : false;
       for (std::size_t k = 0; k < joins.size() && !taken && run; ++k)
-        value = joins[k] == "&&" ? value && condition(conds[k + 1]) : value || condition(conds[k + 1]);
+        value =
+            joins[k] == "&&" ? value && condition(conds[k + 1]) : value || condition(conds[k + 1]);
       j = branch(t, j + 1, run && !taken && value);
       taken = taken || value;
       if (is_word(t, j, "fi")) return j + 1;
@@ -423,7 +450,8 @@ class Shell {
   }
   bool test(std::vector<std::string> w) {
     // [[ a && b || c ]]: || of && groups.
-    if (std::find(w.begin(), w.end(), "&&") != w.end() || std::find(w.begin(), w.end(), "||") != w.end()) {
+    if (std::find(w.begin(), w.end(), "&&") != w.end() ||
+        std::find(w.begin(), w.end(), "||") != w.end()) {
       bool any = false, all = true;
       std::vector<std::string> seg;
       for (std::size_t k = 0; k <= w.size(); ++k) {
@@ -474,13 +502,20 @@ class Shell {
       if (!a || !b) {
         note(fmt::format("'{} {} {}' compares non-numbers: taken as false", w[0], w[1], w[2]));
         v = false;
-      } else if (w[1] == "-eq") v = *a == *b;
-      else if (w[1] == "-ne") v = *a != *b;
-      else if (w[1] == "-lt") v = *a < *b;
-      else if (w[1] == "-le") v = *a <= *b;
-      else if (w[1] == "-gt") v = *a > *b;
-      else if (w[1] == "-ge") v = *a >= *b;
-      else note(fmt::format("the test operator '{}' is not evaluated: taken as false", w[1]));
+      } else if (w[1] == "-eq")
+        v = *a == *b;
+      else if (w[1] == "-ne")
+        v = *a != *b;
+      else if (w[1] == "-lt")
+        v = *a < *b;
+      else if (w[1] == "-le")
+        v = *a <= *b;
+      else if (w[1] == "-gt")
+        v = *a > *b;
+      else if (w[1] == "-ge")
+        v = *a >= *b;
+      else
+        note(fmt::format("the test operator '{}' is not evaluated: taken as false", w[1]));
     } else {
       std::string all;
       for (const auto& s : w) all += (all.empty() ? "" : " ") + s;
@@ -491,7 +526,8 @@ class Shell {
 
   // A simple command: assignments, then words; a redirection and its target dropped.
   std::size_t simple(const Tokens& t, std::size_t i, bool run) {
-    std::vector<std::pair<std::string, std::vector<std::string>>> assigns;  // name (+= kept), values
+    std::vector<std::pair<std::string, std::vector<std::string>>>
+        assigns;  // name (+= kept), values
     std::vector<bool> array_assign;
     std::vector<std::string> words;
     for (; i < t.size() && !ends_command(t[i]); ++i) {
@@ -501,14 +537,16 @@ class Shell {
       }
       if (t[i].op) continue;  // redir+ and a stray (
       const std::string& w = t[i].text;
-      if (words.empty() && assignment_head(w.substr(0, w.size() - (w.ends_with("=(") ? 1 : 0))) && w.ends_with("=(")) {
+      if (words.empty() && assignment_head(w.substr(0, w.size() - (w.ends_with("=(") ? 1 : 0))) &&
+          w.ends_with("=(")) {
         // NAME=( elements ) across lines, comments dropped by the lexer.
         std::vector<std::string> elems;
         std::size_t j = i + 1;
         for (; j < t.size() && !is_op(t, j, ")"); ++j)
           if (!t[j].op && run)
             for (auto& f : expand(t[j].text, false)) elems.push_back(std::move(f));
-        if (j >= t.size()) fail(fmt::format("array '{}' without its closing ')'", w.substr(0, w.size() - 2)));
+        if (j >= t.size())
+          fail(fmt::format("array '{}' without its closing ')'", w.substr(0, w.size() - 2)));
         assigns.emplace_back(w.substr(0, w.size() - 2), std::move(elems));
         array_assign.push_back(true);
         i = j;
@@ -531,7 +569,8 @@ class Shell {
     }
     if (!run) return i;
     if (words.empty()) {
-      for (std::size_t k = 0; k < assigns.size(); ++k) assign(assigns[k].first, assigns[k].second, array_assign[k]);
+      for (std::size_t k = 0; k < assigns.size(); ++k)
+        assign(assigns[k].first, assigns[k].second, array_assign[k]);
       return i;
     }
     std::map<std::string, std::string> prefix;
@@ -549,12 +588,15 @@ class Shell {
       v.insert(v.end(), value.begin(), value.end());
     } else {
       const std::string s = value.empty() ? "" : value[0];
-      if (append && !v.empty()) v[0] += s;
-      else v = {s};
+      if (append && !v.empty())
+        v[0] += s;
+      else
+        v = {s};
     }
   }
 
-  void command(const std::vector<std::string>& w, const std::map<std::string, std::string>& prefix) {
+  void command(const std::vector<std::string>& w,
+               const std::map<std::string, std::string>& prefix) {
     const std::string& c = w[0];
     if (c == "export" || c == "declare" || c == "local" || c == "readonly" || c == "typeset") {
       for (std::size_t k = 1; k < w.size(); ++k) {
@@ -590,9 +632,10 @@ class Shell {
     namespace fs = std::filesystem;
     fs::path p(name);
     std::error_code ec;
-    const fs::path dir = opts_.script_path.empty() || fs::path(opts_.script_path).parent_path().empty()
-                             ? fs::current_path(ec)
-                             : fs::path(opts_.script_path).parent_path();
+    const fs::path dir =
+        opts_.script_path.empty() || fs::path(opts_.script_path).parent_path().empty()
+            ? fs::current_path(ec)
+            : fs::path(opts_.script_path).parent_path();
     if (p.is_relative()) p = dir / p;
     const fs::path real = fs::weakly_canonical(p, ec);
     const auto inside = [&](const fs::path& root) {
@@ -602,14 +645,16 @@ class Shell {
     };
     if (ec || (!inside(dir) && std::none_of(opts_.source_roots.begin(), opts_.source_roots.end(),
                                             [&](const std::string& r) { return inside(r); })))
-      fail(fmt::format("`source {}`: {} is outside the script's folder {}; moesim reads sourced files only inside "
-                       "it (import --source-root DIR adds a folder)",
-                       name, real.string(), fs::weakly_canonical(dir, ec).string()));
+      fail(
+          fmt::format("`source {}`: {} is outside the script's folder {}; moesim reads sourced "
+                      "files only inside "
+                      "it (import --source-root DIR adds a folder)",
+                      name, real.string(), fs::weakly_canonical(dir, ec).string()));
     if (const auto problem = input_file_problem(real.string()))
       fail(fmt::format("`source {}`: {} {}", name, real.string(), *problem));
     if (fs::file_size(real, ec) > kMaxSourcedBytes)
-      fail(fmt::format("`source {}`: {} is larger than the {} KiB moesim reads of a sourced file", name, real.string(),
-                       kMaxSourcedBytes >> 10));
+      fail(fmt::format("`source {}`: {} is larger than the {} KiB moesim reads of a sourced file",
+                       name, real.string(), kMaxSourcedBytes >> 10));
     std::ifstream f(real);
     if (!f) fail(fmt::format("`source {}`: cannot read {}", name, p.string()));
     std::stringstream ss;
@@ -629,11 +674,14 @@ class Shell {
     return s;
   }
   std::vector<std::string> value_of(const std::string& name) const {
-    if (!name.empty() && std::all_of(name.begin(), name.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); })) {
+    if (!name.empty() && std::all_of(name.begin(), name.end(), [](char d) {
+          return std::isdigit(static_cast<unsigned char>(d));
+        })) {
       if (name.size() > 9) return {};  // ${99999999999}: no such argument
       const auto n = std::stoul(name);
       if (n == 0) return {opts_.script_path};
-      return n <= opts_.arguments.size() ? std::vector<std::string>{opts_.arguments[n - 1]} : std::vector<std::string>{};
+      return n <= opts_.arguments.size() ? std::vector<std::string>{opts_.arguments[n - 1]}
+                                         : std::vector<std::string>{};
     }
     if (name == "@" || name == "*") return opts_.arguments;
     if (name == "#") return {std::to_string(opts_.arguments.size())};
@@ -648,11 +696,14 @@ class Shell {
     whole = false;
     if (in.size() > 1 && in[0] == '#') {
       std::string n = in.substr(1);
-      if (n.ends_with("[@]") || n.ends_with("[*]")) return {std::to_string(value_of(n.substr(0, n.size() - 3)).size())};
+      if (n.ends_with("[@]") || n.ends_with("[*]"))
+        return {std::to_string(value_of(n.substr(0, n.size() - 3)).size())};
       return {std::to_string(join(value_of(n)).size())};
     }
     std::size_t k = 0;
-    while (k < in.size() && (name_char(in[k]) || (k == 0 && (in[k] == '@' || in[k] == '*' || in[k] == '#')))) ++k;
+    while (k < in.size() &&
+           (name_char(in[k]) || (k == 0 && (in[k] == '@' || in[k] == '*' || in[k] == '#'))))
+      ++k;
     std::string name = in.substr(0, k);
     std::vector<std::string> v;
     if (k < in.size() && in[k] == '[') {
@@ -665,7 +716,8 @@ class Shell {
         whole = index == "@";
       } else {
         const auto n = arithmetic(index);
-        if (n >= 0 && static_cast<std::size_t>(n) < all.size()) v = {all[static_cast<std::size_t>(n)]};
+        if (n >= 0 && static_cast<std::size_t>(n) < all.size())
+          v = {all[static_cast<std::size_t>(n)]};
       }
       k = close + 1;
     } else {
@@ -676,17 +728,20 @@ class Shell {
     if (k == in.size()) return v;
     const bool colon = in[k] == ':';
     const std::size_t o = colon ? k + 1 : k;
-    if (o >= in.size()) fail(fmt::format("'${{{}}}': not a parameter expansion moesim evaluates", in));
+    if (o >= in.size())
+      fail(fmt::format("'${{{}}}': not a parameter expansion moesim evaluates", in));
     const char op = in[o];
     const std::string word = in.substr(o + 1);
     const bool unset = v.empty() || (colon && join(v).empty());
     const auto expanded = [&] { return std::vector<std::string>{join(expand(word, true))}; };
     switch (op) {
-      case '-': return unset ? expanded() : v;
+      case '-':
+        return unset ? expanded() : v;
       case '=':
         if (unset) vars_[name] = expanded();
         return value_of(name);
-      case '+': return unset ? std::vector<std::string>{} : expanded();
+      case '+':
+        return unset ? std::vector<std::string>{} : expanded();
       case '?':
         if (unset) fail(fmt::format("'{}' is not set: {}", name, word));
         return v;
@@ -750,7 +805,10 @@ class Shell {
         const char o = e[p++];
         const std::int64_t r = atom();
         if (o != '*' && r == 0) fail(fmt::format("$(({})): division by zero", raw));
-        v = o == '*' ? wrap(u(v) * u(r)) : r == -1 ? (o == '/' ? wrap(0 - u(v)) : 0) : o == '/' ? v / r : v % r;
+        v = o == '*'   ? wrap(u(v) * u(r))
+            : r == -1  ? (o == '/' ? wrap(0 - u(v)) : 0)
+            : o == '/' ? v / r
+                       : v % r;
       }
       return v;
     };
@@ -777,8 +835,10 @@ class Shell {
       // then names the file beside the script however the script's path was given.
       std::error_code ec;
       const auto dir = std::filesystem::path(opts_.script_path).parent_path();
-      auto abs = std::filesystem::absolute(dir.empty() ? std::filesystem::path(".") : dir, ec).lexically_normal();
-      if (!abs.has_filename() && abs.has_parent_path() && abs != abs.root_path()) abs = abs.parent_path();  // "/a/b/" -> "/a/b"
+      auto abs = std::filesystem::absolute(dir.empty() ? std::filesystem::path(".") : dir, ec)
+                     .lexically_normal();
+      if (!abs.has_filename() && abs.has_parent_path() && abs != abs.root_path())
+        abs = abs.parent_path();  // "/a/b/" -> "/a/b"
       return ec ? (dir.empty() ? "." : dir.string()) : abs.string();
     }
     note(fmt::format("the command substitution $({}) is not run: empty", inner));
@@ -788,9 +848,10 @@ class Shell {
   // A raw word's fields: quotes removed, expansions made, unquoted expansions split on
   // blanks. `single`: one field whatever the splitting (assignments, [[ ]]).
   [[noreturn]] void too_large() const {
-    fail(fmt::format("an expansion grows past {} KiB (a variable that doubles itself?); moesim evaluates no "
-                     "larger values",
-                     kMaxShellValueBytes >> 10));
+    fail(fmt::format(
+        "an expansion grows past {} KiB (a variable that doubles itself?); moesim evaluates no "
+        "larger values",
+        kMaxShellValueBytes >> 10));
   }
 
   std::vector<std::string> expand(const std::string& w, bool single) {
@@ -833,7 +894,8 @@ class Shell {
         // The "))" that balances this "$((" (not the word's last: `$((1))x$((2))`).
         std::size_t close = std::string::npos;
         for (std::size_t j = k + 1, depth = 0; j < w.size(); ++j) {
-          if (w[j] == '(') ++depth;
+          if (w[j] == '(')
+            ++depth;
           else if (w[j] == ')' && --depth == 0) {
             if (w[j - 1] == ')' && j - 1 > k + 2) close = j - 1;
             break;
@@ -847,9 +909,12 @@ class Shell {
         std::size_t j = k + 1;
         const char close = n == '(' ? ')' : '}';
         for (; j < w.size(); ++j) {
-          if (w[j] == '\\') ++j;
-          else if (w[j] == n) ++depth;
-          else if (w[j] == close && --depth == 0) break;
+          if (w[j] == '\\')
+            ++j;
+          else if (w[j] == n)
+            ++depth;
+          else if (w[j] == close && --depth == 0)
+            break;
         }
         if (j >= w.size()) fail(fmt::format("'{}': unterminated ${}", w, n));
         end = j + 1;
@@ -860,7 +925,8 @@ class Shell {
         note(fmt::format("'${}' is taken as 0 (nothing runs)", n));
         end = k + 2;
         v = {"0"};
-      } else if (name_start(n) || std::isdigit(static_cast<unsigned char>(n)) || n == '@' || n == '*' || n == '#') {
+      } else if (name_start(n) || std::isdigit(static_cast<unsigned char>(n)) || n == '@' ||
+                 n == '*' || n == '#') {
         std::size_t j = k + 1;
         if (name_start(n)) {
           while (j < w.size() && name_char(w[j])) ++j;
@@ -883,14 +949,17 @@ class Shell {
       for (const auto& e : v) add += e.size();
       if (cur.size() + field_bytes + add > kMaxShellValueBytes) too_large();
       if ((expanded_ += add) > kMaxShellExpandedBytes)
-        fail(fmt::format("the script's expansions add up to more than {} MiB; moesim evaluates no more",
-                         kMaxShellExpandedBytes >> 20));
+        fail(fmt::format(
+            "the script's expansions add up to more than {} MiB; moesim evaluates no more",
+            kMaxShellExpandedBytes >> 20));
       if (quoted && whole) {  // "${A[@]}": each element a field of its own
         for (std::size_t e = 0; e < v.size(); ++e) {
           cur += v[e];
           have = true;
-          if (e + 1 < v.size() && !single) field_bytes += cur.size(), fields.push_back(cur), cur.clear();
-          else if (e + 1 < v.size()) cur += ' ';
+          if (e + 1 < v.size() && !single)
+            field_bytes += cur.size(), fields.push_back(cur), cur.clear();
+          else if (e + 1 < v.size())
+            cur += ' ';
         }
       } else if (quoted) {
         cur += join(v);
@@ -917,8 +986,10 @@ class Shell {
         have = true;
         std::size_t j = k + 1;
         while (j < w.size() && w[j] != '"') {
-          if (w[j] == '\\' && j + 1 < w.size() && std::string_view("$`\"\\\n").find(w[j + 1]) != std::string_view::npos) {
-            if (w[j + 1] != '\n') cur += w[j + 1];  // a backslash-newline continues the line: both go
+          if (w[j] == '\\' && j + 1 < w.size() &&
+              std::string_view("$`\"\\\n").find(w[j + 1]) != std::string_view::npos) {
+            if (w[j + 1] != '\n')
+              cur += w[j + 1];  // a backslash-newline continues the line: both go
             j += 2;
           } else if (w[j] == '$') {
             j = dollar(j, true);
@@ -957,7 +1028,7 @@ class Shell {
   std::map<std::string, bool> exported_;
   std::string file_;
   int depth_ = 0;
-  int nesting_ = 0;  // expansions open now (Nest)
+  int nesting_ = 0;           // expansions open now (Nest)
   std::size_t expanded_ = 0;  // bytes all expansions have produced (kMaxShellExpandedBytes)
   bool exited_ = false;
 };
@@ -966,9 +1037,10 @@ class Shell {
 
 ShellResult evaluate_shell(const std::string& text, const ShellOptions& opts) {
   if (text.size() > kMaxSourcedBytes)  // the bound of a sourced file: launch scripts are a few KiB
-    throw InputError(opts.script_path, "",
-                     fmt::format("the script is larger than the {} KiB moesim reads of a launch script",
-                                 kMaxSourcedBytes >> 10));
+    throw InputError(
+        opts.script_path, "",
+        fmt::format("the script is larger than the {} KiB moesim reads of a launch script",
+                    kMaxSourcedBytes >> 10));
   ShellResult out;
   Shell sh(opts, out);
   sh.run_text(text, opts.script_path);

@@ -3,7 +3,8 @@
 // script builds, not the script's text.
 //
 // Evaluated: variables and their expansions ($X, ${X}, ${X:-y}, ${X-y}, ${X:=y}, ${X:+y},
-// ${#X}), positional parameters (given, else empty), $? $$ $! (0: nothing runs), arrays (A=(...), A+=(...),
+// ${#X}), positional parameters (given, else empty), $? $$ $! (0: nothing runs), arrays (A=(...),
+// A+=(...),
 // "${A[@]}", ${A[*]}, ${A[i]}, ${#A[@]}), `export`, `unset`, assignments before a
 // command (its environment), $((arithmetic)) (+ - * / % and parentheses over integers),
 // quoting and word splitting (unquoted expansions split on blanks), here-documents (their
@@ -50,19 +51,20 @@ inline constexpr std::size_t kMaxShellValueBytes = std::size_t{1} << 20;
 inline constexpr std::size_t kMaxShellExpandedBytes = std::size_t{256} << 20;
 
 struct ShellCommand {
-  std::vector<std::string> words;                  // expanded, after the prefix assignments
-  std::map<std::string, std::string> prefix_env;   // NAME=VALUE before the command
+  std::vector<std::string> words;                 // expanded, after the prefix assignments
+  std::map<std::string, std::string> prefix_env;  // NAME=VALUE before the command
   // Its environment: the variables exported when it runs (arrays joined by spaces) and
   // the prefix assignments over them.
   std::map<std::string, std::string> environment;
 };
 
 struct ShellResult {
-  std::vector<ShellCommand> commands;              // in the order they would run
-  std::map<std::string, std::string> variables;    // every scalar set at the end (arrays joined by spaces)
-  std::map<std::string, std::string> exported;     // those exported
-  std::vector<std::string> notes;                  // what was not evaluated, and why
-  bool exited = false;                             // an `exit` ran (a check on variables the script expects)
+  std::vector<ShellCommand> commands;  // in the order they would run
+  std::map<std::string, std::string>
+      variables;  // every scalar set at the end (arrays joined by spaces)
+  std::map<std::string, std::string> exported;  // those exported
+  std::vector<std::string> notes;               // what was not evaluated, and why
+  bool exited = false;  // an `exit` ran (a check on variables the script expects)
 };
 
 // Throws InputError(script_path, "", why) for text bash would refuse (an unterminated

@@ -40,7 +40,8 @@ const std::vector<BandResidual>& corpus_residuals() {
     if (j.contains("runs"))
       for (const auto& r : j["runs"])
         if (r.contains("step_ratio") && r.contains("gpu"))
-          out.push_back({r.value("run", ""), r["gpu"].get<std::string>(), r["step_ratio"].get<double>()});
+          out.push_back(
+              {r.value("run", ""), r["gpu"].get<std::string>(), r["step_ratio"].get<double>()});
     return out;
   }();
   return pool;
@@ -61,12 +62,13 @@ const std::vector<double>& corpus_pair_residuals() {
 
 Band ratio_band(double ratio, const std::vector<double>& residuals, double level) {
   Band b = conformal(ratio, residuals, level);
-  if (b.pool > 0) b.basis = fmt::format("the out-of-sample ratio errors of {} measured pairs", b.pool);
+  if (b.pool > 0)
+    b.basis = fmt::format("the out-of-sample ratio errors of {} measured pairs", b.pool);
   return b;
 }
 
-Band step_band(double step_s, const std::string& gpu, const std::vector<BandResidual>& pool, const std::string& skip,
-               double level) {
+Band step_band(double step_s, const std::string& gpu, const std::vector<BandResidual>& pool,
+               const std::string& skip, double level) {
   std::vector<double> same, all;
   for (const auto& r : pool) {
     if (!skip.empty() && r.name == skip) continue;
@@ -77,9 +79,11 @@ Band step_band(double step_s, const std::string& gpu, const std::vector<BandResi
   const std::vector<double>& q = stratum ? same : all;
   Band b = conformal(step_s, q, level);
   if (b.pool == 0) return b;
-  b.basis = stratum ? fmt::format("the out-of-sample errors of the {} measured runs on {}", q.size(), gpu)
-                    : fmt::format("the out-of-sample errors of all {} measured runs (fewer than {} on {})", q.size(),
-                                  kBandStratumMin, gpu);
+  b.basis =
+      stratum
+          ? fmt::format("the out-of-sample errors of the {} measured runs on {}", q.size(), gpu)
+          : fmt::format("the out-of-sample errors of all {} measured runs (fewer than {} on {})",
+                        q.size(), kBandStratumMin, gpu);
   return b;
 }
 

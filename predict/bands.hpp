@@ -36,8 +36,8 @@ const std::vector<BandResidual>& corpus_residuals();
 struct Band {
   double lo = 0, hi = 0;  // the step time's band, seconds (lo <= hi)
   double level = kBandLevel;
-  int pool = 0;           // residuals it rests on (0: no band)
-  std::string basis;      // which pool, in words
+  int pool = 0;       // residuals it rests on (0: no band)
+  std::string basis;  // which pool, in words
 };
 // The band of a predicted step `step_s` on `gpu` (a gpu.name), from `pool` but `skip` (a
 // run's name, for coverage); pool 0 when fewer than 2 residuals remain.

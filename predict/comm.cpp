@@ -27,7 +27,8 @@ hw_models::SystemSpec system_named(const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    throw config::InputError(kCli, "--system", fmt::format("unknown system '{}' (known: {})", name, known));
+    throw config::InputError(kCli, "--system",
+                             fmt::format("unknown system '{}' (known: {})", name, known));
   }
   return config::load_system_preset(name);
 }
@@ -51,11 +52,13 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
                              fmt::format("unknown dispatcher '{}' (known: {})", q.dispatcher,
                                          hw_models::dispatcher_names().known()));
   if (q.dtype != "bf16" && q.dtype != "fp8")
-    throw config::InputError(kCli, "--dtype", fmt::format("unknown dtype '{}' (known: bf16, fp8)", q.dtype));
+    throw config::InputError(kCli, "--dtype",
+                             fmt::format("unknown dtype '{}' (known: bf16, fp8)", q.dtype));
   if (q.ep < 1 || q.tokens <= 0 || q.hidden <= 0 || q.topk <= 0)
     throw config::InputError(kCli, "--ep", "ep, tokens, hidden and topk must be positive");
   if (q.experts < 1 || q.experts % q.ep != 0)
-    throw config::InputError(kCli, "--experts", fmt::format("{} experts do not split over ep={}", q.experts, q.ep));
+    throw config::InputError(kCli, "--experts",
+                             fmt::format("{} experts do not split over ep={}", q.experts, q.ep));
   const bool combine = q.op == "ep-combine";
   // What a rank receives, as the benchmarks count it (combine: BF16).
   const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0 + 4.0 / 128;
@@ -64,13 +67,16 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   const bool crosses = q.ep > domain;
   const bool library = *d == hw_models::Dispatcher::deepep || *d == hw_models::Dispatcher::hybridep;
   if (q.low_latency && *d != hw_models::Dispatcher::deepep)
-    throw config::InputError(kCli, "--low-latency", "low-latency kernels are DeepEP's; needs --dispatcher deepep");
+    throw config::InputError(kCli, "--low-latency",
+                             "low-latency kernels are DeepEP's; needs --dispatcher deepep");
   if (library) {
     // The library's kernels as flows, with its parameters applied through this system's
     // links (hw_models/ep_flows.hpp, ep_library_time): the model the step simulation
     // prices. As its benchmarks route: DeepEP limits a token to min(domains, 4) domains
     // (--topk-groups overrides), HybridEP none.
-    if (const auto why = hw_models::ep_unsupported(s, *d, q.low_latency, q.ep, std::min(domain, q.ep)); !why.empty())
+    if (const auto why =
+            hw_models::ep_unsupported(s, *d, q.low_latency, q.ep, std::min(domain, q.ep));
+        !why.empty())
       throw config::InputError(kCli, "--ep", why);
     const auto topo = on_cluster<hw_models::Topology>(s, q.ep, domain);
     hw_models::EpBenchmark b;
@@ -91,7 +97,8 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
         b.message_bytes = combine ? q.hidden * 2 : q.hidden * elem + 16;
       } else {
         b.element_bytes = elem;
-        b.groups = q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
+        b.groups =
+            q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
         b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
       }
       // DeepEP's normal kernels as a default scenario (stack.deepep_tuned on) runs them.
@@ -107,34 +114,41 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
       const auto& ll = s.ep_dispatch.deepep_low_latency;
       a.latency_us = ll && ll->rdma && ll->rdma->fixed_us ? ll->rdma->fixed_us->value : 0.0;
       a.algbw_GBps = a.busbw_GBps = r.rdma_GBps;
-      a.model = "deepep low-latency kernels as flows (one message per selection) plus their fixed cost "
-                "(calibration/profiles/ep-deepep-ll.json); bandwidth as DeepEP counts it (selections x message bytes)";
+      a.model =
+          "deepep low-latency kernels as flows (one message per selection) plus their fixed cost "
+          "(calibration/profiles/ep-deepep-ll.json); bandwidth as DeepEP counts it (selections x "
+          "message bytes)";
       return a;
     }
     a.bytes = crosses ? r.rdma_bytes : r.nvl_bytes;
     a.latency_us = s.comm.base_latency_us.value;
     a.algbw_GBps = a.busbw_GBps = crosses ? r.rdma_GBps : r.nvl_GBps;
-    a.model = fmt::format("{} kernels as flows over the topology with the library's parameters "
-                          "(calibration/profiles/ep-{}.json) applied to this system's links{}; bandwidth as its "
-                          "benchmark counts it ({})",
-                          q.dispatcher, q.dispatcher,
-                          factor != 1
-                              ? fmt::format(", x {:.3g} for NVIDIA's tuned NVL72 kernels (ep_dispatch.deepep_tuned_factor)",
-                                            factor)
-                              : std::string(),
-                          crosses ? "RDMA: distinct destination nodes, own included"
-                                  : "NVLink: what a rank receives, own copy included");
+    a.model = fmt::format(
+        "{} kernels as flows over the topology with the library's parameters "
+        "(calibration/profiles/ep-{}.json) applied to this system's links{}; bandwidth as its "
+        "benchmark counts it ({})",
+        q.dispatcher, q.dispatcher,
+        factor != 1
+            ? fmt::format(
+                  ", x {:.3g} for NVIDIA's tuned NVL72 kernels (ep_dispatch.deepep_tuned_factor)",
+                  factor)
+            : std::string(),
+        crosses ? "RDMA: distinct destination nodes, own included"
+                : "NVLink: what a rank receives, own copy included");
     return a;
   }
   // NCCL: the permuted copies, one per expert, as an all-to-all over the topology.
   a.bytes = q.tokens * q.hidden * elem * static_cast<double>(q.topk);
   const auto flows = on_cluster<hw_models::FlowComm>(s, q.ep, domain);
-  const double t = hw_models::ep_comm_seconds(*d, s, *flows, {a.bytes, {q.ep, crosses, 1}, combine});
+  const double t =
+      hw_models::ep_comm_seconds(*d, s, *flows, {a.bytes, {q.ep, crosses, 1}, combine});
   a.time_us = t * 1e6;
   a.algbw_GBps = t > 0 ? a.bytes / t / 1e9 : 0;
   a.busbw_GBps = a.algbw_GBps;
-  a.model = "NCCL all-to-all of the permuted copies (one per expert) as flows over the topology at NCCL's link "
-            "efficiencies";
+  a.model =
+      "NCCL all-to-all of the permuted copies (one per expert) as flows over the topology at "
+      "NCCL's link "
+      "efficiencies";
   return a;
 }
 
@@ -142,7 +156,8 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
 
 CommAnswer comm(const CommQuery& q) {
   const hw_models::SystemSpec s = system_named(q.system);
-  const int domain = q.gpus_per_domain > 0 ? q.gpus_per_domain : static_cast<int>(s.nvlink.domain_gpus.value);
+  const int domain =
+      q.gpus_per_domain > 0 ? q.gpus_per_domain : static_cast<int>(s.nvlink.domain_gpus.value);
   CommAnswer a;
   if (q.op == "ep-dispatch" || q.op == "ep-combine") {
     a = ep_comm(q, s, domain);
@@ -150,10 +165,11 @@ CommAnswer comm(const CommQuery& q) {
     const auto op = hw_models::collective_names().find(q.op);
     if (!op)
       throw config::InputError(kCli, "--op",
-                               fmt::format("unknown op '{}' (known: {}, ep-dispatch, ep-combine)", q.op,
-                                           hw_models::collective_names().known()));
+                               fmt::format("unknown op '{}' (known: {}, ep-dispatch, ep-combine)",
+                                           q.op, hw_models::collective_names().known()));
     if (q.ranks < (*op == hw_models::Collective::send_recv ? 2 : 1) || q.ranks > 65536)
-      throw config::InputError(kCli, "--ranks", fmt::format("{} ranks: need 1..65536 (2 for send-recv)", q.ranks));
+      throw config::InputError(kCli, "--ranks",
+                               fmt::format("{} ranks: need 1..65536 (2 for send-recv)", q.ranks));
     if (!(q.bytes > 0)) throw config::InputError(kCli, "--bytes", "bytes must be positive");
     const int dom = std::min(domain, q.ranks);
     const auto topo = on_cluster<hw_models::Topology>(s, q.ranks, domain);
@@ -170,25 +186,29 @@ CommAnswer comm(const CommQuery& q) {
                                  fmt::format("unknown protocol '{}' (known: auto, {})", q.protocol,
                                              hw_models::protocol_names().known()));
       if (!hw_models::has_protocols(*op) || q.algorithm == "nvls")
-        throw config::InputError(kCli, "--protocol",
-                                 "NCCL's protocols are chosen for rings (all-reduce, all-gather, reduce-scatter); "
-                                 "NVLS, all-to-all and send-recv run Simple");
-      r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes, hw_models::CollectiveAlgorithm::ring, proto);
+        throw config::InputError(
+            kCli, "--protocol",
+            "NCCL's protocols are chosen for rings (all-reduce, all-gather, reduce-scatter); "
+            "NVLS, all-to-all and send-recv run Simple");
+      r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes,
+                                     hw_models::CollectiveAlgorithm::ring, proto);
     } else if (q.algorithm == "auto") {
       r = hw_models::fastest_collective_time(s, *topo, *op, ranks, q.bytes);
     } else {
       const auto algo = hw_models::algorithm_names().find(q.algorithm);
       if (!algo)
         throw config::InputError(kCli, "--algorithm",
-                                 fmt::format("unknown algorithm '{}' (known: auto, {})", q.algorithm,
-                                             hw_models::algorithm_names().known()));
-      if (*algo == hw_models::CollectiveAlgorithm::nvls && !hw_models::nvls_supported(s, *topo, *op, ranks))
-        throw config::InputError(kCli, "--algorithm",
-                                 fmt::format("NVLS runs only all-reduces, inside one NVLink domain of a system "
-                                             "whose preset has NVLS, or across domains of equal size where its "
-                                             "network has in-network reduction (network.sharp) ('{}' {} on {} "
-                                             "ranks, {} per domain)",
-                                             q.system, q.op, q.ranks, dom));
+                                 fmt::format("unknown algorithm '{}' (known: auto, {})",
+                                             q.algorithm, hw_models::algorithm_names().known()));
+      if (*algo == hw_models::CollectiveAlgorithm::nvls &&
+          !hw_models::nvls_supported(s, *topo, *op, ranks))
+        throw config::InputError(
+            kCli, "--algorithm",
+            fmt::format("NVLS runs only all-reduces, inside one NVLink domain of a system "
+                        "whose preset has NVLS, or across domains of equal size where its "
+                        "network has in-network reduction (network.sharp) ('{}' {} on {} "
+                        "ranks, {} per domain)",
+                        q.system, q.op, q.ranks, dom));
       r = hw_models::collective_time(s, *topo, *op, ranks, q.bytes, *algo);
     }
     a.algorithm = std::string(hw_models::algorithm_names().name(r.algorithm));
@@ -202,7 +222,8 @@ CommAnswer comm(const CommQuery& q) {
     a.busbw_GBps = r.busbw_GBps;
     a.flows = r.flows;
     a.model = r.algorithm == hw_models::CollectiveAlgorithm::nvls
-                  ? "NCCL NVLS all-reduce: each GPU's NVLink port carries S (n+1)/n each way, at NCCL's NVLS efficiency"
+                  ? "NCCL NVLS all-reduce: each GPU's NVLink port carries S (n+1)/n each way, at "
+                    "NCCL's NVLS efficiency"
                   : "NCCL ring / all-to-all as max-min flows over the topology";
   }
   a.op = q.op;

@@ -11,10 +11,10 @@
 // applied to the system's links (hw_models/ep_flows.hpp, ep_library_time), routed as the
 // libraries' benchmarks route: the model the step simulation prices them with. A
 // placement the library cannot run in is bad input. NCCL's dispatchers: the all-to-all
-// of the permuted copies (one per expert) over the topology. Bytes and bandwidth are counted as the benchmarks count them:
-// inside one NVLink domain what a rank receives, its own copy included; across domains
-// (RDMA) the distinct destination domains of each token, its own included. FP8 carries a
-// 4-byte scale per 128 values: 1.03125 bytes per element.
+// of the permuted copies (one per expert) over the topology. Bytes and bandwidth are counted as the
+// benchmarks count them: inside one NVLink domain what a rank receives, its own copy included;
+// across domains (RDMA) the distinct destination domains of each token, its own included. FP8
+// carries a 4-byte scale per 128 values: 1.03125 bytes per element.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +26,8 @@ struct CommQuery {
   std::string system;
   std::string op;
   int ranks = 8;
-  double bytes = 1 << 30;      // collectives: nccl-tests' size
-  int gpus_per_domain = 0;     // 0: the system's NVLink domain
+  double bytes = 1 << 30;          // collectives: nccl-tests' size
+  int gpus_per_domain = 0;         // 0: the system's NVLink domain
   std::string algorithm = "auto";  // collectives: auto (the faster, as NCCL picks), ring, nvls
   std::string protocol = "auto";   // rings: auto (LL128 or Simple, the faster), ll, ll128, simple
   // EP dispatch / combine
@@ -36,9 +36,9 @@ struct CommQuery {
   double tokens = 4096, hidden = 7168, topk = 8;
   int experts = 256;
   int groups = 0, topk_groups = 0;  // group-limited routing (0: none)
-  std::string dtype = "bf16";  // dispatch payload: bf16 or fp8 (combine is BF16)
-  int sms = 0;                 // 0: the dispatcher's default
-  bool low_latency = false;    // DeepEP's low-latency kernels
+  std::string dtype = "bf16";       // dispatch payload: bf16 or fp8 (combine is BF16)
+  int sms = 0;                      // 0: the dispatcher's default
+  bool low_latency = false;         // DeepEP's low-latency kernels
 };
 
 struct CommAnswer {

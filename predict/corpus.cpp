@@ -19,17 +19,22 @@ double mean_abs(const std::vector<double>& v) {
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
-double pct(double log_ratio) { return 100 * (std::exp(log_ratio) - 1); }
+double pct(double log_ratio) {
+  return 100 * (std::exp(log_ratio) - 1);
+}
 
 // The pairs among `rows` (every run at the fitted values), in sample and out of sample.
 template <class PredictAt>
 void corpus_pairs(const std::vector<config::Scenario>& runs, const std::vector<std::size_t>& fitted,
-                  const calibration::CorpusFit& fit, const std::vector<ValidateRow>& rows, const PredictAt& predict_at,
-                  int jobs, CorpusResult& out) {
+                  const calibration::CorpusFit& fit, const std::vector<ValidateRow>& rows,
+                  const PredictAt& predict_at, int jobs, CorpusResult& out) {
   const PairsAndFamilies in = compare_pairs(rows, fit_series(rows));
-  std::vector<std::size_t> fit_index(runs.size(), runs.size());  // run -> its index among the fitted
+  std::vector<std::size_t> fit_index(runs.size(),
+                                     runs.size());  // run -> its index among the fitted
   for (std::size_t f = 0; f < fitted.size(); ++f) fit_index[fitted[f]] = f;
-  const auto run_of = [&](const ValidateRow* r) { return static_cast<std::size_t>(r - rows.data()); };
+  const auto run_of = [&](const ValidateRow* r) {
+    return static_cast<std::size_t>(r - rows.data());
+  };
   std::vector<CorpusPairRow> pairs(in.pairs.size());
   run_parallel(in.pairs.size(), jobs, [&](std::size_t k) {
     const PairRow& p = in.pairs[k];
@@ -82,7 +87,8 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
   for (const auto& p : table) params.push_back({std::string(p.name), p.initial, p.lo, p.hi});
   // Runs kept for checking (measured.held_out) are not fitted; the fit sees the others.
   std::vector<std::size_t> fitted, held;
-  for (std::size_t i = 0; i < runs.size(); ++i) (runs[i].measured->held_out.empty() ? fitted : held).push_back(i);
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    (runs[i].measured->held_out.empty() ? fitted : held).push_back(i);
   if (fitted.empty()) throw std::invalid_argument("calibrate_corpus: every run is held out");
   const auto predict_at = [&](std::size_t run, const std::vector<double>& theta) {
     config::Scenario sc = runs[run];
@@ -91,12 +97,14 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
     return predict(sc);
   };
   const auto log_error = [&](std::size_t run, const std::vector<double>& theta) {
-    return std::log(predicted_metric(*runs[run].measured, predict_at(run, theta)) / runs[run].measured->value);
+    return std::log(predicted_metric(*runs[run].measured, predict_at(run, theta)) /
+                    runs[run].measured->value);
   };
   const calibration::CorpusEval eval = [&](const std::vector<std::vector<double>>& thetas,
                                            const std::vector<std::size_t>& which) {
     std::vector<double> r(which.size());
-    run_parallel(which.size(), jobs, [&](std::size_t i) { r[i] = log_error(fitted[which[i]], thetas[i]); });
+    run_parallel(which.size(), jobs,
+                 [&](std::size_t i) { r[i] = log_error(fitted[which[i]], thetas[i]); });
     return r;
   };
   const auto fit = calibration::fit_corpus(params, fitted.size(), eval);
@@ -115,8 +123,9 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
   out.evaluations = fit.evaluations;
   // Every run at the fitted values (the held-out runs' errors; the pairs' in-sample ratios).
   std::vector<ValidateRow> rows(runs.size());
-  run_parallel(runs.size(), jobs,
-               [&](std::size_t i) { rows[i] = validate_row(runs[i].file, runs[i], predict_at(i, fit.theta)); });
+  run_parallel(runs.size(), jobs, [&](std::size_t i) {
+    rows[i] = validate_row(runs[i].file, runs[i], predict_at(i, fit.theta));
+  });
   std::vector<double> held_error;
   for (std::size_t i : held) held_error.push_back(std::log(rows[i].predicted / rows[i].measured));
   std::vector<double> in, loo;
@@ -126,12 +135,20 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
     const bool is_held = !sc.measured->held_out.empty();
     const double in_pct = is_held ? pct(held_error[h]) : pct(fit.in_sample[f]);
     const double loo_pct = is_held ? in_pct : pct(fit.leave_one_out[f]);
-    CorpusRow row{sc.name,   sc.file, sc.system.name, sc.system.gpu.name,
+    CorpusRow row{sc.name,
+                  sc.file,
+                  sc.system.name,
+                  sc.system.gpu.name,
                   std::string(config::measured_metric_names().name(sc.measured->metric)),
-                  !sc.measured->in_sample.empty(), sc.measured->held_out, sc.measured->value, in_pct, loo_pct};
+                  !sc.measured->in_sample.empty(),
+                  sc.measured->held_out,
+                  sc.measured->value,
+                  in_pct,
+                  loo_pct};
     // A throughput's error is the step's inverted: step_p / step_m = value_m / value_p.
     const double out_of_sample = 1 + (row.in_sample_only ? in_pct : loo_pct) / 100;
-    row.step_ratio = sc.measured->metric == config::MeasuredMetric::step_time_s ? out_of_sample : 1 / out_of_sample;
+    row.step_ratio = sc.measured->metric == config::MeasuredMetric::step_time_s ? out_of_sample
+                                                                                : 1 / out_of_sample;
     (is_held ? h : f) += 1;
     if (!is_held) in.push_back(row.in_sample_pct);
     if (!is_held && !row.in_sample_only) loo.push_back(row.loo_pct);

@@ -41,7 +41,8 @@ struct CorpusPairRow {
 struct CorpusResult {
   std::vector<double> values;  // per calibration::corpus_params(), in order
   std::vector<int> points;     // per parameter: the runs whose prediction it moves
-  std::vector<std::vector<std::string>> cpus;  // per parameter: those runs' host CPUs (node.cpu), sorted
+  std::vector<std::vector<std::string>>
+      cpus;  // per parameter: those runs' host CPUs (node.cpu), sorted
   std::vector<CorpusRow> rows;
   double mape_in = 0, loo_mape = 0;
   int loo_runs = 0;

@@ -15,13 +15,16 @@ Difference difference(const Prediction& a, const Prediction& b) {
   d.step_time_b_s = b.step.step_time_s;
   auto& c = d.contributions;
   for (std::size_t m = 0; m < x.compute_by_module.size(); ++m)
-    c.push_back({"compute", breakdown_module_name(m), x.compute_by_module[m], y.compute_by_module[m]});
+    c.push_back(
+        {"compute", breakdown_module_name(m), x.compute_by_module[m], y.compute_by_module[m]});
   for (std::size_t k = 0; k < schedules::kCommKinds; ++k)
-    c.push_back({"exposed_communication",
-                 std::string(schedules::comm_kind_names().name(static_cast<schedules::CommKind>(k))),
-                 x.exposed_comm_by_kind[k], y.exposed_comm_by_kind[k]});
+    c.push_back(
+        {"exposed_communication",
+         std::string(schedules::comm_kind_names().name(static_cast<schedules::CommKind>(k))),
+         x.exposed_comm_by_kind[k], y.exposed_comm_by_kind[k]});
   for (std::size_t m = 0; m < x.host_bound_by_module.size(); ++m)
-    c.push_back({"host_bound_idle", breakdown_module_name(m), x.host_bound_by_module[m], y.host_bound_by_module[m]});
+    c.push_back({"host_bound_idle", breakdown_module_name(m), x.host_bound_by_module[m],
+                 y.host_bound_by_module[m]});
   c.push_back({"pipeline_bubble", "schedule", x.schedule_bubble, y.schedule_bubble});
   c.push_back({"pipeline_bubble", "stage_imbalance", x.stage_imbalance, y.stage_imbalance});
   c.push_back({"other", "", x.other, y.other});
@@ -45,8 +48,11 @@ Difference difference(const Prediction& a, const Prediction& b) {
   d.residual_s = (d.step_time_b_s - d.step_time_a_s) - sum;
   d.residual_us = (d.gpu_us_per_token_b - d.gpu_us_per_token_a) - sum_us;
   std::erase_if(c, [](const Contribution& t) { return t.a_s == 0 && t.b_s == 0; });
-  const auto size = [&](const Contribution& t) { return std::abs(d.per_token ? t.delta_us() : t.delta_s()); };
-  std::stable_sort(c.begin(), c.end(), [&](const Contribution& p, const Contribution& q) { return size(p) > size(q); });
+  const auto size = [&](const Contribution& t) {
+    return std::abs(d.per_token ? t.delta_us() : t.delta_s());
+  };
+  std::stable_sort(c.begin(), c.end(),
+                   [&](const Contribution& p, const Contribution& q) { return size(p) > size(q); });
   return d;
 }
 

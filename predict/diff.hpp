@@ -32,8 +32,8 @@
 namespace moesim::predict {
 
 struct Contribution {
-  std::string category;  // "compute", "exposed_communication", "host_bound_idle", "pipeline_bubble", "other",
-                         // "straggler_wait"
+  std::string category;  // "compute", "exposed_communication", "host_bound_idle",
+                         // "pipeline_bubble", "other", "straggler_wait"
   std::string item;      // module, collective kind, "schedule" / "stage_imbalance", or "" for other
   double a_s = 0, b_s = 0;
   double a_us = 0, b_us = 0;  // the same terms in GPU-microseconds per token
@@ -43,7 +43,8 @@ struct Contribution {
 
 struct Difference {
   double step_time_a_s = 0, step_time_b_s = 0;
-  std::vector<Contribution> contributions;  // by |delta| on the basis, descending; zero terms dropped
+  std::vector<Contribution>
+      contributions;  // by |delta| on the basis, descending; zero terms dropped
   double residual_s = 0;
   // The basis: per token when tokens per GPU per step differ by more than 1e-9 relative.
   bool per_token = false;

@@ -49,19 +49,19 @@
 namespace moesim::predict {
 
 struct Goodput {
-  double mtbi_s = 0;                // M: mean time between unexpected interruptions of the job
-  double checkpoint_bytes = 0;      // C
+  double mtbi_s = 0;            // M: mean time between unexpected interruptions of the job
+  double checkpoint_bytes = 0;  // C
   double checkpoint_bytes_per_gpu = 0;
-  double save_s = 0, load_s = 0;    // S, L
-  double blocking_s = 0;            // delta
-  double restart_s = 0;             // R
-  double interval_s = 0;            // tau (whole steps)
+  double save_s = 0, load_s = 0;  // S, L
+  double blocking_s = 0;          // delta
+  double restart_s = 0;           // R
+  double interval_s = 0;          // tau (whole steps)
   std::int64_t interval_steps = 0;
-  bool interval_given = false;      // goodput.checkpoint_interval_s, not Daly's
+  bool interval_given = false;  // goodput.checkpoint_interval_s, not Daly's
   double ettr = 1;
   std::optional<double> days, days_without_interruptions;  // to goodput.token_budget
-  std::optional<double> node_power_kW;                      // what the energy takes (JobTotals)
-  std::optional<double> energy_mwh, cost_usd;               // over `days`
+  std::optional<double> node_power_kW;                     // what the energy takes (JobTotals)
+  std::optional<double> energy_mwh, cost_usd;              // over `days`
 };
 
 // Energy (MWh) and cost (USD) of `wall_days` of the scenario's job (equations above);

@@ -32,20 +32,27 @@ Inference infer(const calibration::InferableParam& param, const config::Scenario
   const auto stack = switch_member(param.stack_switch);
   for (const auto* sc : {&before, &after})
     if (!sc->measured)
-      throw config::InputError(sc->file, "measured", "the inference needs a measured value in both scenarios");
+      throw config::InputError(sc->file, "measured",
+                               "the inference needs a measured value in both scenarios");
   for (const auto* sc : {&before, &after})
     if (!config::is_timing(sc->measured->metric))
-      throw config::InputError(sc->file, "measured", "the inference needs a step time or throughput, not a memory figure");
+      throw config::InputError(
+          sc->file, "measured",
+          "the inference needs a step time or throughput, not a memory figure");
   if (before.measured->metric != after.measured->metric)
-    throw config::InputError(after.file, "measured", "before and after must measure the same metric");
+    throw config::InputError(after.file, "measured",
+                             "before and after must measure the same metric");
   if (before.stack.*stack || !(after.stack.*stack))
-    throw config::InputError(after.file, "stack",
-                             fmt::format("{} belongs to a switch that must be off before and on after "
-                                         "(before: {}, after: {})",
-                                         param.name, before.stack.*stack, after.stack.*stack));
+    throw config::InputError(
+        after.file, "stack",
+        fmt::format("{} belongs to a switch that must be off before and on after "
+                    "(before: {}, after: {})",
+                    param.name, before.stack.*stack, after.stack.*stack));
   Inference r;
   r.measured_ratio = after.measured->value / before.measured->value;
-  const auto ratio = [&](double x) { return predicted(after, param, x) / predicted(before, param, x); };
+  const auto ratio = [&](double x) {
+    return predicted(after, param, x) / predicted(before, param, x);
+  };
   double lo = param.lo, hi = param.hi;
   r.ratio_lo = ratio(lo);
   r.ratio_hi = ratio(hi);

@@ -19,9 +19,9 @@ namespace moesim::predict {
 
 struct Inference {
   bool solved = false;
-  double value = 0;                 // the parameter (solved)
-  double measured_ratio = 0;        // measured(after) / measured(before)
-  double predicted_ratio = 0;       // at value (solved) or the closer end (not solved)
+  double value = 0;                   // the parameter (solved)
+  double measured_ratio = 0;          // measured(after) / measured(before)
+  double predicted_ratio = 0;         // at value (solved) or the closer end (not solved)
   double ratio_lo = 0, ratio_hi = 0;  // predicted ratio at the ends of the range
   int iterations = 0;
 };

@@ -57,11 +57,13 @@ double graph_static_bytes(const config::Scenario& sc) {
 
 }  // namespace
 
-double scenario_ep_load(const config::Scenario& sc) { return sc.ep_load(); }
+double scenario_ep_load(const config::Scenario& sc) {
+  return sc.ep_load();
+}
 
 RuntimeMemory runtime_outside_allocator(const config::Scenario& sc) {
   constexpr double kMiB = 1024.0 * 1024;
-  constexpr double kContext = 0.59 * kGiB;                   // stas00/ml-engineering debug/pytorch.md
+  constexpr double kContext = 0.59 * kGiB;  // stas00/ml-engineering debug/pytorch.md
   constexpr double kConnection = (0.5 + 4.6875 + 4) * kMiB;  // LL + LL128 + Simple, NCCL device.h
   constexpr double kChannels = 24;                           // NCCL on 8 H100 (INFO lines)
   constexpr double kA2aPeer = 3.28e9 / 7;                    // NVIDIA/nccl issue 1685, 8 H100
@@ -83,13 +85,15 @@ RuntimeMemory runtime_outside_allocator(const config::Scenario& sc) {
   if (moe && p.ep > 1 && sc.framework.dispatcher == hw_models::Dispatcher::alltoall) {
     // NVLink peers, at most the measured node's 7: NCCL deals its p2p channels out over
     // the peers, so beyond one node the measured footprint is taken as the bound.
-    const std::int64_t domain = std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);
+    const std::int64_t domain =
+        std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);
     m.nccl += static_cast<double>(std::min<std::int64_t>(std::min(p.ep, domain) - 1, 7)) * kA2aPeer;
   }
   // Userbuffers exist where TE overlaps sequence parallelism's collectives.
   if (sc.framework.tp_comm_overlap && p.tp > 1 && p.sequence_parallel) {
-    const double tensor = static_cast<double>(sc.training.seq_length * sc.training.micro_batch_size) /
-                          static_cast<double>(p.cp) * static_cast<double>(sc.model.hidden_size);
+    const double tensor =
+        static_cast<double>(sc.training.seq_length * sc.training.micro_batch_size) /
+        static_cast<double>(p.cp) * static_cast<double>(sc.model.hidden_size);
     const bool fp8 = workload::quantized(sc.training.precision);
     m.userbuffers = tensor * (fp8 ? 8 * 1 + 4 * 2 : 12 * 2);
   }
@@ -149,8 +153,8 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     for (int c = 0; c < shape.chunks(); ++c) {
       const auto& stage =
           sc.layout.stages()[static_cast<std::size_t>(shape.place(r, c).layout_stage)];
-      const auto params =
-          schedules::stage_item_parameters(sc.model, p, stage, sc.padded_vocab(), sc.pipeline_schedule);
+      const auto params = schedules::stage_item_parameters(sc.model, p, stage, sc.padded_vocab(),
+                                                           sc.pipeline_schedule);
       for (std::size_t k = 0; k < stage.items.size(); ++k) {
         const auto& it = stage.items[k];
         const auto& ip = params[k];

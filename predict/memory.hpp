@@ -40,7 +40,8 @@ namespace moesim::predict {
 // `runtime`: the CUDA context, NCCL's and TransformerEngine's communication buffers
 // (outside the allocator, like ep_buffers).
 struct MemoryParts {
-  double weights_grads = 0, optimizer = 0, activations = 0, graph_buffers = 0, ep_buffers = 0, runtime = 0;
+  double weights_grads = 0, optimizer = 0, activations = 0, graph_buffers = 0, ep_buffers = 0,
+         runtime = 0;
   // The parts by name, as `run --json`'s peak_memory_parts_gib keys them, in its order.
   std::array<std::pair<const char*, double>, 6> named() const {
     return {{{"weights_grads", weights_grads},
@@ -100,7 +101,7 @@ struct MemoryEstimate {
   std::vector<std::int64_t> cuda_graphs_per_rank;  // captured graphs (L x M x 2, or 1 full)
   std::vector<double> graph_static_gib;            // their static buffers at the memory peak
   double peak_memory_gib = 0;
-  MemoryParts peak_parts;          // of the rank with the peak
+  MemoryParts peak_parts;  // of the rank with the peak
   // The largest rank's allocator segments (allocated x (1 + the fragmentation
   // allowance)) plus the memory beside the allocator: what must fit in gpu.usable_GiB.
   double reserved_memory_gib = 0;

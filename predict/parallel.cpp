@@ -9,7 +9,8 @@
 
 namespace moesim::predict {
 
-void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f, std::stop_token stop) {
+void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f,
+                  std::stop_token stop) {
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t threads =
       std::min<std::size_t>(n, jobs > 0 ? static_cast<std::size_t>(jobs) : cores);

@@ -13,6 +13,7 @@ namespace moesim::predict {
 // after the running calls finish, and no further index is started. Once `stop` is
 // requested (a sweep told to terminate, cli/terminate.hpp), no further index is started
 // either: the running calls finish and run_parallel returns normally.
-void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f, std::stop_token stop = {});
+void run_parallel(std::size_t n, int jobs, const std::function<void(std::size_t)>& f,
+                  std::stop_token stop = {});
 
 }  // namespace moesim::predict

@@ -22,7 +22,8 @@ namespace moesim::predict {
 schedules::StepBound step_time_lower_bound(const config::Scenario& sc, double ep_load,
                                            hw_models::FlowCache* ep_cache) {
   const hw_models::FlowComm comm = detail::flow_comm(sc, ep_cache);
-  return schedules::step_lower_bound(detail::step_input(sc, sc.parallelism, ep_load), comm, ep_cache);
+  return schedules::step_lower_bound(detail::step_input(sc, sc.parallelism, ep_load), comm,
+                                     ep_cache);
 }
 
 namespace {
@@ -32,17 +33,21 @@ namespace {
 // loaded scenario has, written as the candidates' columns write it. One getter per column
 // the plan varies (the layouts' and the setting groups'); a column without one stays empty,
 // and then counts as differing.
-std::vector<std::string> effective_values(const std::vector<std::string>& columns, const config::SweepPoint& given,
-                                          const std::string& file, const config::LoadOptions& load) {
+std::vector<std::string> effective_values(const std::vector<std::string>& columns,
+                                          const config::SweepPoint& given, const std::string& file,
+                                          const config::LoadOptions& load) {
   std::vector<std::string> values = given.values;
   using Get = config::Json (*)(const config::Scenario&);
   static const std::vector<std::pair<std::string_view, Get>> kGetters{
-      {"training.micro_batch_size", [](const config::Scenario& s) { return config::Json(s.training.micro_batch_size); }},
+      {"training.micro_batch_size",
+       [](const config::Scenario& s) { return config::Json(s.training.micro_batch_size); }},
       {"parallelism.tp", [](const config::Scenario& s) { return config::Json(s.parallelism.tp); }},
       {"parallelism.pp", [](const config::Scenario& s) { return config::Json(s.parallelism.pp); }},
-      {"parallelism.vpp", [](const config::Scenario& s) { return config::Json(s.parallelism.vpp); }},
+      {"parallelism.vpp",
+       [](const config::Scenario& s) { return config::Json(s.parallelism.vpp); }},
       {"parallelism.ep", [](const config::Scenario& s) { return config::Json(s.parallelism.ep); }},
-      {"parallelism.etp", [](const config::Scenario& s) { return config::Json(s.parallelism.etp); }},
+      {"parallelism.etp",
+       [](const config::Scenario& s) { return config::Json(s.parallelism.etp); }},
       {"parallelism.cp", [](const config::Scenario& s) { return config::Json(s.parallelism.cp); }},
       {"parallelism.pp_layout",
        [](const config::Scenario& s) {  // unset: Megatron's even split, as the plan writes it
@@ -52,25 +57,32 @@ std::vector<std::string> effective_values(const std::vector<std::string>& column
        }},
       {"framework.dispatcher",
        [](const config::Scenario& s) {
-         return config::Json(std::string(hw_models::dispatcher_names().name(s.framework.dispatcher)));
+         return config::Json(
+             std::string(hw_models::dispatcher_names().name(s.framework.dispatcher)));
        }},
-      {"framework.dispatcher_sms", [](const config::Scenario& s) { return config::Json(s.framework.dispatcher_sms); }},
-      {"framework.moe_a2a_overlap", [](const config::Scenario& s) { return config::Json(s.framework.moe_a2a_overlap); }},
-      {"framework.tp_comm_overlap", [](const config::Scenario& s) { return config::Json(s.framework.tp_comm_overlap); }},
+      {"framework.dispatcher_sms",
+       [](const config::Scenario& s) { return config::Json(s.framework.dispatcher_sms); }},
+      {"framework.moe_a2a_overlap",
+       [](const config::Scenario& s) { return config::Json(s.framework.moe_a2a_overlap); }},
+      {"framework.tp_comm_overlap",
+       [](const config::Scenario& s) { return config::Json(s.framework.tp_comm_overlap); }},
       {"framework.cuda_graph_scope",
        [](const config::Scenario& s) {
          config::Json j = config::Json::array();
-         for (auto c : s.framework.cuda_graph_scope) j.push_back(workload::cuda_graph_scope_names().name(c));
+         for (auto c : s.framework.cuda_graph_scope)
+           j.push_back(workload::cuda_graph_scope_names().name(c));
          return j;
        }},
       {"framework.recompute_modules",
        [](const config::Scenario& s) {
          config::Json j = config::Json::array();
-         for (auto m : s.framework.recompute_modules) j.push_back(workload::recompute_module_names().name(m));
+         for (auto m : s.framework.recompute_modules)
+           j.push_back(workload::recompute_module_names().name(m));
          return j;
        }},
   };
-  if (std::none_of(values.begin(), values.end(), [](const std::string& v) { return v.empty(); })) return values;
+  if (std::none_of(values.begin(), values.end(), [](const std::string& v) { return v.empty(); }))
+    return values;
   std::optional<config::Scenario> sc;
   try {
     sc = config::load_scenario_json(given.scenario, file, load);
@@ -86,11 +98,13 @@ std::vector<std::string> effective_values(const std::vector<std::string>& column
 }
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The objective's value at a step time of `t` with an ETTR of 1: the best a bound allows.
-std::optional<double> optimistic_value(const config::Scenario& sc, double t, const PlanSearch& search,
-                                       const SweepResult& r) {
+std::optional<double> optimistic_value(const config::Scenario& sc, double t,
+                                       const PlanSearch& search, const SweepResult& r) {
   SweepResult o = r;
   const ScenarioSummary s = summarize(sc);
   const double gpus = static_cast<double>(sc.gpus);
@@ -154,7 +168,8 @@ const std::vector<PlanSettingGroup>& plan_setting_groups() {
          if (!sc.model.is_moe()) return {};
          return {{"framework.dispatcher", {"alltoall", "deepep", "hybridep"}, 0, true, false}};
        }},
-      {"dispatcher_sms", "framework.dispatcher_sms: 16, 24, 32, 48 (MoE models; DeepEP's and HybridEP's SMs)", false,
+      {"dispatcher_sms",
+       "framework.dispatcher_sms: 16, 24, 32, 48 (MoE models; DeepEP's and HybridEP's SMs)", false,
        [](const config::Scenario& sc) -> std::vector<PlanDimension> {
          if (!sc.model.is_moe()) return {};
          // Device: the SMs speed the EP kernels and leave fewer to the computation beside
@@ -172,20 +187,25 @@ const std::vector<PlanSettingGroup>& plan_setting_groups() {
          // overlap does not only take work off the serial sum.
          return {{"framework.tp_comm_overlap", {false, true}, 1, true, false}};
        }},
-      {"cuda_graphs", "framework.cuda_graph_scope: none, attention, attention and the MoE router and preprocess "
-                      "(MoE) or MLP (dense)",
+      {"cuda_graphs",
+       "framework.cuda_graph_scope: none, attention, attention and the MoE router and preprocess "
+       "(MoE) or MLP (dense)",
        false,
        [](const config::Scenario& sc) -> std::vector<PlanDimension> {
          return {{"framework.cuda_graph_scope",
                   {config::Json::array(), list({"attn"}),
-                   sc.model.is_moe() ? list({"attn", "moe_router", "moe_preprocess"}) : list({"attn", "mlp"})},
-                  2, true}};
+                   sc.model.is_moe() ? list({"attn", "moe_router", "moe_preprocess"})
+                                     : list({"attn", "mlp"})},
+                  2,
+                  true}};
        }},
-      {"recompute", "framework.recompute_modules: a ladder, each rung adding modules, to full; the first rung "
-                    "that fits is the candidate",
+      {"recompute",
+       "framework.recompute_modules: a ladder, each rung adding modules, to full; the first rung "
+       "that fits is the candidate",
        true,
        [](const config::Scenario& sc) -> std::vector<PlanDimension> {
-         const char* attn = sc.model.attention == workload::AttentionKind::mla ? "mla_up_proj" : "core_attn";
+         const char* attn =
+             sc.model.attention == workload::AttentionKind::mla ? "mla_up_proj" : "core_attn";
          std::vector<config::Json> ladder{config::Json::array()};
          if (sc.model.is_moe()) {
            ladder.push_back(list({"moe_act"}));
@@ -203,9 +223,9 @@ const std::vector<PlanSettingGroup>& plan_setting_groups() {
   return groups;
 }
 
-
-PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<const PlanDimension> dims,
-                        const std::string& file, const PlanSearch& search) {
+PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
+                        std::span<const PlanDimension> dims, const std::string& file,
+                        const PlanSearch& search) {
   PlanOutcome out;
   const std::int64_t per_layout = combinations(dims);
   out.layouts = static_cast<std::int64_t>(layouts.size());
@@ -252,7 +272,8 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
                      [&](const config::Scenario& sc, double ep_load, SweepResult& r) {
                        const auto b = step_time_lower_bound(sc, ep_load, &cache);
                        const Key v = optimistic_value(sc, b.step_time_s, search, r);
-                       if (v && (!layout_known[i] || (layout_key[i] && better(*v, *layout_key[i])))) layout_key[i] = v;
+                       if (v && (!layout_known[i] || (layout_key[i] && better(*v, *layout_key[i]))))
+                         layout_key[i] = v;
                        layout_known[i] = 1;
                        return false;
                      });
@@ -262,8 +283,9 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
   });
   std::vector<std::size_t> layout_order(layouts.size());
   for (std::size_t i = 0; i < layouts.size(); ++i) layout_order[i] = i;
-  std::stable_sort(layout_order.begin(), layout_order.end(),
-                   [&](std::size_t a, std::size_t b) { return before(layout_key[a], layout_key[b]); });
+  std::stable_sort(layout_order.begin(), layout_order.end(), [&](std::size_t a, std::size_t b) {
+    return before(layout_key[a], layout_key[b]);
+  });
   out.bound_wall_s = since(t0);
 
   // 2. Best first over layouts and candidates.
@@ -276,21 +298,26 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
     std::vector<char> ready(cs.size(), 0);
     // Candidates in groups that differ only on the ladder dimension (if any), each group
     // in rung order: the first rung that fits ends it.
-    const auto ladder = std::find_if(dims.begin(), dims.end(), [](const PlanDimension& d) { return d.ladder; });
+    const auto ladder =
+        std::find_if(dims.begin(), dims.end(), [](const PlanDimension& d) { return d.ladder; });
     const std::size_t lk = static_cast<std::size_t>(ladder - dims.begin());
     const std::size_t rungs = ladder == dims.end() ? 1 : ladder->values.size();
     std::int64_t stride = 1;  // the ladder's digit's weight in the settings index
-    for (std::size_t k = lk + 1; k < dims.size(); ++k) stride *= static_cast<std::int64_t>(dims[k].values.size());
+    for (std::size_t k = lk + 1; k < dims.size(); ++k)
+      stride *= static_cast<std::int64_t>(dims[k].values.size());
     std::vector<std::int64_t> groups;
     for (std::int64_t s = 0; s < per_layout; ++s)
       if (ladder == dims.end() || digits(dims, s)[lk] == 0) groups.push_back(s);
     run_parallel(groups.size(), search.jobs, [&](std::size_t gi) {
       std::optional<std::size_t> fits;
       for (std::size_t rung = 0; rung < rungs; ++rung) {
-        const auto s = static_cast<std::size_t>(groups[gi] + static_cast<std::int64_t>(rung) * stride);
+        const auto s =
+            static_cast<std::size_t>(groups[gi] + static_cast<std::int64_t>(rung) * stride);
         const auto at = digits(dims, static_cast<std::int64_t>(s));
         PlanCandidate& c = cs[s];
-        c.point = make_point(layouts[li], dims, at, static_cast<std::int64_t>(li) * per_layout + static_cast<std::int64_t>(s));
+        c.point =
+            make_point(layouts[li], dims, at,
+                       static_cast<std::int64_t>(li) * per_layout + static_cast<std::int64_t>(s));
         if (fits) {
           c.row.id = c.point.id;
           c.row.status = SweepStatus::dominated;
@@ -298,30 +325,32 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
                                       config::sweep_value_text(ladder->values[*fits]));
           continue;
         }
-        c.row = evaluate_point(c.point, file, search.token_budget, load,
-                             [&](const config::Scenario& sc, double ep_load, SweepResult& r) {
-                               // A varied setting that changes nothing here, off its first
-                               // value: the candidate repeats that one.
-                               for (const auto& w : config::inert_setting_warnings(sc)) {
-                                 const std::string name = w.setting.substr(0, w.setting.find('['));
-                                 for (std::size_t k = 0; k < dims.size(); ++k)
-                                   if (dims[k].path == name && at[k] != 0) {
-                                     r.status = SweepStatus::duplicate;
-                                     r.message = fmt::format("{} is inert here ({}): the candidate with {} = {} is the same",
-                                                             w.setting, w.reason, name, config::sweep_value_text(dims[k].values[0]));
-                                     return false;
-                                   }
-                               }
-                               if (!r.fits_in_memory) {
-                                 r.status = SweepStatus::does_not_fit;
-                                 return false;
-                               }
-                               const auto b = step_time_lower_bound(sc, ep_load, &cache);
-                               c.bound = optimistic_value(sc, b.step_time_s, search, r);
-                               r.status = SweepStatus::bound;
-                               ready[s] = 1;
-                               return false;
-                             });
+        c.row = evaluate_point(
+            c.point, file, search.token_budget, load,
+            [&](const config::Scenario& sc, double ep_load, SweepResult& r) {
+              // A varied setting that changes nothing here, off its first
+              // value: the candidate repeats that one.
+              for (const auto& w : config::inert_setting_warnings(sc)) {
+                const std::string name = w.setting.substr(0, w.setting.find('['));
+                for (std::size_t k = 0; k < dims.size(); ++k)
+                  if (dims[k].path == name && at[k] != 0) {
+                    r.status = SweepStatus::duplicate;
+                    r.message = fmt::format(
+                        "{} is inert here ({}): the candidate with {} = {} is the same", w.setting,
+                        w.reason, name, config::sweep_value_text(dims[k].values[0]));
+                    return false;
+                  }
+              }
+              if (!r.fits_in_memory) {
+                r.status = SweepStatus::does_not_fit;
+                return false;
+              }
+              const auto b = step_time_lower_bound(sc, ep_load, &cache);
+              c.bound = optimistic_value(sc, b.step_time_s, search, r);
+              r.status = SweepStatus::bound;
+              ready[s] = 1;
+              return false;
+            });
         if (ready[s] && ladder != dims.end()) fits = rung;
       }
     });
@@ -353,7 +382,8 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
   // reference value.
   const auto for_top = [&](double k, const Key& bar) { return !bar || better(k, *bar); };
   const auto beats_bar = [&](double k, const Key& bar) {
-    return for_top(k, bar) || (search.reference && !out.reference_capped && better(k, *search.reference));
+    return for_top(k, bar) ||
+           (search.reference && !out.reference_capped && better(k, *search.reference));
   };
   std::size_t next_layout = 0;
   double simulate_s = 0;
@@ -412,7 +442,9 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
       if (search.simulated) search.simulated(c);
       const auto v = objective_value(c.row, search.objective);
       if (c.row.status != SweepStatus::ok || !v) continue;
-      best.insert(std::upper_bound(best.begin(), best.end(), *v, [&](double a, double b) { return better(a, b); }), *v);
+      best.insert(std::upper_bound(best.begin(), best.end(), *v,
+                                   [&](double a, double b) { return better(a, b); }),
+                  *v);
       // Better than its own bound beyond rounding: the bound is wrong (header).
       if (c.bound && better_beyond_rounding(*v, *c.bound)) out.violations.push_back(id);
     }
@@ -427,10 +459,12 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<c
                             *expanded.at(id).bound, search.top, *bar);
     ++out.bounded;
   }
-  out.bounded_unexpanded = static_cast<std::int64_t>(layout_order.size() - next_layout) * per_layout;
+  out.bounded_unexpanded =
+      static_cast<std::int64_t>(layout_order.size() - next_layout) * per_layout;
   for (auto& [id, c] : expanded) out.candidates.push_back(std::move(c));
   std::sort(out.violations.begin(), out.violations.end());
-  out.violations.erase(std::unique(out.violations.begin(), out.violations.end()), out.violations.end());
+  out.violations.erase(std::unique(out.violations.begin(), out.violations.end()),
+                       out.violations.end());
   return out;
 }
 
@@ -448,13 +482,15 @@ config::Json on_system(config::Json base, const std::string& system, const std::
     }
   if (base.contains("training") && base["training"].contains("precision")) {
     const std::string was = base["training"]["precision"].get<std::string>();
-    if (const auto p = workload::precision_names().find(was); p && !spec.gpu.supports(workload::gemm_dtype(*p))) {
+    if (const auto p = workload::precision_names().find(was);
+        p && !spec.gpu.supports(workload::gemm_dtype(*p))) {
       const auto to = workload::Precision::fp8_blockwise;
       if (!spec.gpu.supports(workload::gemm_dtype(to)))
-        throw config::InputError(file, "training.precision",
-                                 fmt::format("{} has no Tensor Cores for {} nor FP8: plan it from a scenario at a "
-                                             "precision it runs",
-                                             system, was));
+        throw config::InputError(
+            file, "training.precision",
+            fmt::format("{} has no Tensor Cores for {} nor FP8: plan it from a scenario at a "
+                        "precision it runs",
+                        system, was));
       base["training"]["precision"] = std::string(workload::precision_names().name(to));
       base["training"].erase("nvfp4");
       notes.push_back(fmt::format("training.precision: {} -> {} ({} has no {} Tensor Cores)", was,
@@ -470,7 +506,8 @@ Plan plan(const PlanRequest& req) {
   const auto t0 = Clock::now();
   std::vector<std::string> notes;
   config::Json base = config::read_json_file(req.scenario_file);
-  if (req.system) base = on_system(std::move(base), *req.system, req.scenario_file, req.load, notes);
+  if (req.system)
+    base = on_system(std::move(base), *req.system, req.scenario_file, req.load, notes);
   if (req.gpu_hour_usd) base["cost"]["gpu_hour_usd"] = *req.gpu_hour_usd;
   const config::Scenario sc = config::load_scenario_json(base, req.scenario_file, req.load);
   const std::int64_t gpus = req.gpus > 0 ? req.gpus : sc.gpus;
@@ -485,11 +522,14 @@ Plan plan(const PlanRequest& req) {
   std::vector<config::Json> mbs{config::Json(1), config::Json(2)};
   if (sc.training.micro_batch_size > 2) mbs.emplace_back(sc.training.micro_batch_size);
   f.grid.push_back({"training.micro_batch_size", std::move(mbs)});
-  const std::int64_t domain = std::max<std::int64_t>(1, static_cast<std::int64_t>(sc.system.nvlink.domain_gpus.value));
+  const std::int64_t domain =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(sc.system.nvlink.domain_gpus.value));
   f.layouts.push_back({"tp", powers_of_two(1, std::min<std::int64_t>({8, domain, gpus}))});
-  f.layouts.push_back({"pp", powers_of_two(1, std::min<std::int64_t>({32, sc.model.num_layers, gpus}))});
+  f.layouts.push_back(
+      {"pp", powers_of_two(1, std::min<std::int64_t>({32, sc.model.num_layers, gpus}))});
   f.layouts.push_back({"vpp", powers_of_two(1, 8)});
-  f.layouts.push_back({"ep", sc.model.is_moe() ? powers_of_two(1, std::min<std::int64_t>(sc.model.num_experts, gpus))
+  f.layouts.push_back({"ep", sc.model.is_moe() ? powers_of_two(1, std::min<std::int64_t>(
+                                                                      sc.model.num_experts, gpus))
                                                : std::vector<std::int64_t>{1}});
   f.layouts.push_back({"etp", {1}});
   f.layouts.push_back({"cp", powers_of_two(1, sc.training.seq_length >= 16384 ? 4 : 2)});
@@ -501,14 +541,16 @@ Plan plan(const PlanRequest& req) {
   if (!req.objective.empty()) {
     const auto o = config::sweep_objective_names().find(req.objective);
     if (!o)
-      throw config::InputError("--objective", "", fmt::format("unknown objective '{}'; known: {}", req.objective,
-                                                              config::sweep_objective_names().known()));
+      throw config::InputError("--objective", "",
+                               fmt::format("unknown objective '{}'; known: {}", req.objective,
+                                           config::sweep_objective_names().known()));
     f.objective = *o;
     if (config::needs_token_budget(f.objective) && !f.token_budget)
-      throw config::InputError("--objective", "",
-                               fmt::format("'{}' needs a token budget: --token-budget, or the scenario's "
-                                           "goodput.token_budget",
-                                           req.objective));
+      throw config::InputError(
+          "--objective", "",
+          fmt::format("'{}' needs a token budget: --token-budget, or the scenario's "
+                      "goodput.token_budget",
+                      req.objective));
   }
   // The settings each layout varies.
   std::vector<PlanDimension> dims;
@@ -523,8 +565,9 @@ Plan plan(const PlanRequest& req) {
     if (g == plan_setting_groups().end()) {
       std::vector<std::string> known{"none"};
       for (const auto& x : plan_setting_groups()) known.emplace_back(x.name);
-      throw config::InputError("--settings", "", fmt::format("unknown setting group '{}'; known: {}", n,
-                                                             fmt::join(known, ", ")));
+      throw config::InputError(
+          "--settings", "",
+          fmt::format("unknown setting group '{}'; known: {}", n, fmt::join(known, ", ")));
     }
     for (auto& d : g->dims(sc)) dims.push_back(std::move(d));
   }
@@ -538,8 +581,9 @@ Plan plan(const PlanRequest& req) {
   p.dims = std::move(dims);
   p.objective = f.objective;
   p.token_budget = f.token_budget;
-  PlanSearch search{f.objective, req.top, req.jobs, f.token_budget, req.load, std::nullopt, req.given_limit,
-                    nullptr,     {},      {}};
+  PlanSearch search{
+      f.objective, req.top, req.jobs, f.token_budget, req.load, std::nullopt, req.given_limit,
+      nullptr,     {},      {}};
   // The plan's CSV columns: the layouts', then the varied settings'.
   std::vector<std::string> columns = p.layouts.columns;
   for (const auto& d : p.dims) columns.push_back(d.path);
@@ -558,7 +602,8 @@ Plan plan(const PlanRequest& req) {
     for (std::string c : columns) {
       std::replace(c.begin(), c.end(), '.', '/');
       const config::Json::json_pointer at("/" + c);
-      as_given.values.push_back(as_given.scenario.contains(at) ? config::sweep_value_text(as_given.scenario.at(at)) : "");
+      as_given.values.push_back(
+          as_given.scenario.contains(at) ? config::sweep_value_text(as_given.scenario.at(at)) : "");
     }
     SweepResult row = evaluate_point(as_given, f.base_file, f.token_budget, req.load);
     p.given = PlanGiven{std::move(as_given), std::move(row), std::nullopt, true, {}};
@@ -568,36 +613,45 @@ Plan plan(const PlanRequest& req) {
   // The simulated candidates best first (ties: the lower id, as the summary's top K).
   std::vector<const PlanCandidate*> ranked;
   for (const auto& c : p.outcome.candidates)
-    if (c.row.status == SweepStatus::ok && objective_value(c.row, f.objective)) ranked.push_back(&c);
-  std::stable_sort(ranked.begin(), ranked.end(), [&](const PlanCandidate* a, const PlanCandidate* b) {
-    return objective_better(f.objective, *objective_value(a->row, f.objective), *objective_value(b->row, f.objective));
-  });
+    if (c.row.status == SweepStatus::ok && objective_value(c.row, f.objective))
+      ranked.push_back(&c);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](const PlanCandidate* a, const PlanCandidate* b) {
+                     return objective_better(f.objective, *objective_value(a->row, f.objective),
+                                             *objective_value(b->row, f.objective));
+                   });
   // Why the best wins over the rest of the top K: its evidence over each.
-  for (std::size_t k = 1; k < ranked.size() && k < static_cast<std::size_t>(std::max(req.top, 1)); ++k) {
+  for (std::size_t k = 1; k < ranked.size() && k < static_cast<std::size_t>(std::max(req.top, 1));
+       ++k) {
     const auto* best = ranked.front();
-    PlanEvidence e = plan_evidence(columns, ranked[k]->point, *objective_value(ranked[k]->row, f.objective),
-                                   best->point, *objective_value(best->row, f.objective), f.objective);
+    PlanEvidence e =
+        plan_evidence(columns, ranked[k]->point, *objective_value(ranked[k]->row, f.objective),
+                      best->point, *objective_value(best->row, f.objective), f.objective);
     e.id = ranked[k]->point.id;
     p.runner_ups.push_back(std::move(e));
   }
   if (p.given && search.reference) {
     std::int64_t better = 0;
     for (const auto& c : p.outcome.candidates)
-      if (const auto v = objective_value(c.row, f.objective); c.row.status == SweepStatus::ok && v &&
-                                                               objective_better(f.objective, *v, *search.reference))
+      if (const auto v = objective_value(c.row, f.objective);
+          c.row.status == SweepStatus::ok && v &&
+          objective_better(f.objective, *v, *search.reference))
         ++better;
     p.given->rank = better + 1;
     p.given->rank_exact = !p.outcome.reference_capped;
     // The evidence for the top K that beat it, best first.
     std::vector<const PlanCandidate*> above;
     for (const auto* c : ranked)
-      if (objective_better(f.objective, *objective_value(c->row, f.objective), *search.reference)) above.push_back(c);
-    if (req.top > 0 && above.size() > static_cast<std::size_t>(req.top)) above.resize(static_cast<std::size_t>(req.top));
+      if (objective_better(f.objective, *objective_value(c->row, f.objective), *search.reference))
+        above.push_back(c);
+    if (req.top > 0 && above.size() > static_cast<std::size_t>(req.top))
+      above.resize(static_cast<std::size_t>(req.top));
     config::SweepPoint effective = p.given->point;
     effective.values = effective_values(columns, p.given->point, f.base_file, req.load);
     for (const auto* c : above)
       p.given->evidence.push_back(plan_evidence(columns, effective, *search.reference, c->point,
-                                                *objective_value(c->row, f.objective), f.objective));
+                                                *objective_value(c->row, f.objective),
+                                                f.objective));
   }
   p.per_layout = combinations(p.dims);
   // Nothing fits: the smallest cluster, doubling the GPUs, on which a candidate does.
@@ -605,8 +659,9 @@ Plan plan(const PlanRequest& req) {
     return std::any_of(o.candidates.begin(), o.candidates.end(),
                        [](const PlanCandidate& c) { return c.row.status == SweepStatus::ok; });
   };
-  const auto too_big = std::any_of(p.outcome.candidates.begin(), p.outcome.candidates.end(),
-                                   [](const PlanCandidate& c) { return c.row.status == SweepStatus::does_not_fit; });
+  const auto too_big =
+      std::any_of(p.outcome.candidates.begin(), p.outcome.candidates.end(),
+                  [](const PlanCandidate& c) { return c.row.status == SweepStatus::does_not_fit; });
   if (req.fit_search && !p.outcome.stopped && too_big && !fits(p.outcome)) {
     PlanRequest larger = req;
     larger.top = 1;
@@ -629,13 +684,16 @@ Plan plan(const PlanRequest& req) {
   return p;
 }
 
-PlanEvidence plan_evidence(const std::vector<std::string>& columns, const config::SweepPoint& given, double given_value,
-                           const config::SweepPoint& candidate, double value, config::SweepObjective objective) {
+PlanEvidence plan_evidence(const std::vector<std::string>& columns, const config::SweepPoint& given,
+                           double given_value, const config::SweepPoint& candidate, double value,
+                           config::SweepObjective objective) {
   PlanEvidence e;
   e.id = candidate.id;
-  e.gain_pct = 100 * (config::higher_is_better(objective) ? value / given_value - 1 : given_value / value - 1);
+  e.gain_pct = 100 * (config::higher_is_better(objective) ? value / given_value - 1
+                                                          : given_value / value - 1);
   std::vector<config::Decision> decisions;
-  for (std::size_t i = 0; i < columns.size() && i < given.values.size() && i < candidate.values.size(); ++i) {
+  for (std::size_t i = 0;
+       i < columns.size() && i < given.values.size() && i < candidate.values.size(); ++i) {
     if (columns[i] == "gpus" || given.values[i] == candidate.values[i]) continue;
     e.columns.push_back(columns[i]);
     if (const auto d = config::decision_of_setting(columns[i])) decisions.push_back(*d);

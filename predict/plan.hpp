@@ -112,9 +112,9 @@ struct PlanCandidate {
 struct PlanOutcome {
   std::vector<PlanCandidate> candidates;  // every expanded candidate, by id
   std::int64_t layouts = 0, layouts_expanded = 0;
-  std::int64_t simulated = 0;           // candidates simulated (ok or error)
-  std::int64_t bounded = 0;             // expanded and pruned by their bound
-  std::int64_t bounded_unexpanded = 0;  // in layouts pruned whole by the layout's bound
+  std::int64_t simulated = 0;            // candidates simulated (ok or error)
+  std::int64_t bounded = 0;              // expanded and pruned by their bound
+  std::int64_t bounded_unexpanded = 0;   // in layouts pruned whole by the layout's bound
   std::vector<std::int64_t> violations;  // ids: simulated better than their bound, or
                                          // bounded better than their layout's bound
   double bound_wall_s = 0, simulate_wall_s = 0;
@@ -126,8 +126,9 @@ struct PlanOutcome {
 
 // `file` labels the candidates' errors and anchors their relative paths (the base
 // scenario's).
-PlanOutcome search_plan(std::span<const config::SweepPoint> layouts, std::span<const PlanDimension> dims,
-                        const std::string& file, const PlanSearch& search);
+PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
+                        std::span<const PlanDimension> dims, const std::string& file,
+                        const PlanSearch& search);
 
 // The settings a plan may vary per layout, by group name, for a scenario's model (the
 // registry `moesim plan --settings` and moesim.plan() read). Each dimension's values begin
@@ -175,7 +176,8 @@ struct PlanRequest {
   std::function<void(const struct PlanColumns& columns, const struct PlanCandidate&)> simulated;
   std::stop_token stop;
   // Where candidates do not fit in memory and none does: plan again at 2, 4, ... 64 times
-  // the GPUs (the top 1 alone) for the smallest cluster where one fits (Plan::smallest_fitting_gpus).
+  // the GPUs (the top 1 alone) for the smallest cluster where one fits
+  // (Plan::smallest_fitting_gpus).
   bool fit_search = true;
   // Plan on another system (`plan --system`): the scenario's own system replaced by this
   // preset, its placement (the other system's domains) and measurement (not this run) left
@@ -213,8 +215,9 @@ struct PlanGiven {
   std::vector<PlanEvidence> evidence;  // the top K candidates better than it, best first
 };
 // The evidence for `candidate` over `given` (both rows of the plan's `columns`).
-PlanEvidence plan_evidence(const std::vector<std::string>& columns, const config::SweepPoint& given, double given_value,
-                           const config::SweepPoint& candidate, double value, config::SweepObjective objective);
+PlanEvidence plan_evidence(const std::vector<std::string>& columns, const config::SweepPoint& given,
+                           double given_value, const config::SweepPoint& candidate, double value,
+                           config::SweepObjective objective);
 struct Plan {
   std::string name;  // plan-<scenario name>
   std::int64_t gpus = 0;
@@ -232,9 +235,9 @@ struct Plan {
   // Why the best of the top K wins: its evidence over each of the others (best first;
   // `id` the other's, `gain_pct` the best's over it, `columns` where the two differ).
   std::vector<PlanEvidence> runner_ups;
-  std::string system;               // the system planned on (the preset's name, or the scenario's)
-  std::string gpu;                  // its GPU's name (the bands' stratum, predict/bands.hpp)
-  std::vector<std::string> notes;   // what PlanRequest::system changed beyond the system
+  std::string system;              // the system planned on (the preset's name, or the scenario's)
+  std::string gpu;                 // its GPU's name (the bands' stratum, predict/bands.hpp)
+  std::vector<std::string> notes;  // what PlanRequest::system changed beyond the system
   double wall_s = 0;
 };
 Plan plan(const PlanRequest& req);

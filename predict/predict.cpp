@@ -21,14 +21,16 @@ ScenarioSummary summarize(const config::Scenario& sc) {
   return s;
 }
 
-std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind kind, const workload::Parallelism& par) {
+std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind kind,
+                                                        const workload::Parallelism& par) {
   using schedules::ScheduleKind;
   const std::int64_t pp = par.pp;
   // The microbatch counts each schedule accepts: interleaved 1F1B in multiples of pp,
   // DualPipe and DualPipeV in multiples of 2 pp; 1F1B and ZB-H1 any.
   const std::int64_t unit = kind == ScheduleKind::interleaved_1f1b ? pp
-                            : kind == ScheduleKind::dualpipe || kind == ScheduleKind::dualpipev ? 2 * pp
-                                                                                                  : 1;
+                            : kind == ScheduleKind::dualpipe || kind == ScheduleKind::dualpipev
+                                ? 2 * pp
+                                : 1;
   // Past warm-up and the host's transient: twice the pipeline's virtual stages (at least
   // 8 of them), then one more pipeline's worth.
   const std::int64_t want = std::max<std::int64_t>(8, pp * std::max<std::int64_t>(1, par.vpp));
@@ -37,24 +39,27 @@ std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind 
   return {m1, m1 + round_up(want)};
 }
 
-std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(schedules::ScheduleKind kind,
-                                                                               const workload::Parallelism& par) {
+std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(
+    schedules::ScheduleKind kind, const workload::Parallelism& par) {
   const auto [m1, m2] = steady_state_pair(kind, par);
   // The three runs (the third checks the line: predict below) save at least a quarter.
-  if (4 * (m1 + m2 + steady_state_check_run(m1, m2)) > 3 * par.num_microbatches) return std::nullopt;
+  if (4 * (m1 + m2 + steady_state_check_run(m1, m2)) > 3 * par.num_microbatches)
+    return std::nullopt;
   return std::make_pair(m1, m2);
 }
 
-bool steady_line_holds(const schedules::StepResult& a, const schedules::StepResult& b, const schedules::StepResult& c,
-                       std::int64_t m1, std::int64_t m2, std::int64_t m3, std::int64_t m) {
+bool steady_line_holds(const schedules::StepResult& a, const schedules::StepResult& b,
+                       const schedules::StepResult& c, std::int64_t m1, std::int64_t m2,
+                       std::int64_t m3, std::int64_t m) {
   const double s_ab = (b.step_time_s - a.step_time_s) / static_cast<double>(m2 - m1);
   const double s_bc = (c.step_time_s - b.step_time_s) / static_cast<double>(m3 - m2);
   const double at_m = c.step_time_s + s_bc * static_cast<double>(m - m3);
   return static_cast<double>(m - m3) * std::abs(s_bc - s_ab) <= kSteadyLineTolerance * at_m;
 }
 
-std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a, const schedules::StepResult& b,
-                                                 std::int64_t m1, std::int64_t m2, std::int64_t m) {
+std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
+                                                 const schedules::StepResult& b, std::int64_t m1,
+                                                 std::int64_t m2, std::int64_t m) {
   const double k = static_cast<double>(m - m2) / static_cast<double>(m2 - m1);
   const auto line = [k](double x1, double x2) { return x2 + k * (x2 - x1); };
   if (a.critical_rank != b.critical_rank || a.rank_end_s.size() != b.rank_end_s.size() ||
@@ -64,11 +69,13 @@ std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
   int critical = 0;
   for (std::size_t r = 0; r < x.rank_end_s.size(); ++r) {
     x.rank_end_s[r] = line(a.rank_end_s[r], b.rank_end_s[r]);
-    if (x.rank_end_s[r] > x.rank_end_s[static_cast<std::size_t>(critical)]) critical = static_cast<int>(r);
+    if (x.rank_end_s[r] > x.rank_end_s[static_cast<std::size_t>(critical)])
+      critical = static_cast<int>(r);
   }
   // The breakdown is the critical rank's: the same rank in both runs and at m, or no line.
   if (critical != b.critical_rank) return std::nullopt;
-  for (std::size_t r = 0; r < x.host_busy_s.size(); ++r) x.host_busy_s[r] = line(a.host_busy_s[r], b.host_busy_s[r]);
+  for (std::size_t r = 0; r < x.host_busy_s.size(); ++r)
+    x.host_busy_s[r] = line(a.host_busy_s[r], b.host_busy_s[r]);
   x.step_time_s = line(a.step_time_s, b.step_time_s);
   const std::vector<double> d1 = a.breakdown.flat(), d2 = b.breakdown.flat();
   std::vector<double> d(d1.size());
@@ -78,9 +85,10 @@ std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
   auto& bd = x.breakdown;
   bd.schedule_bubble = std::clamp(bd.schedule_bubble, 0.0, std::max(0.0, bd.pipeline_bubble));
   bd.stage_imbalance = bd.pipeline_bubble - bd.schedule_bubble;
-  x.events = static_cast<std::uint64_t>(std::llround(line(static_cast<double>(a.events), static_cast<double>(b.events))));
-  x.kernels =
-      static_cast<std::uint64_t>(std::llround(line(static_cast<double>(a.kernels), static_cast<double>(b.kernels))));
+  x.events = static_cast<std::uint64_t>(
+      std::llround(line(static_cast<double>(a.events), static_cast<double>(b.events))));
+  x.kernels = static_cast<std::uint64_t>(
+      std::llround(line(static_cast<double>(a.kernels), static_cast<double>(b.kernels))));
   return x;
 }
 
@@ -101,8 +109,10 @@ void set_memory(Prediction& p, const config::Scenario& sc, MemoryEstimate mem) {
   p.peak_memory_parts = mem.peak_parts;
   p.reserved_memory_gib = mem.reserved_memory_gib;
   for (std::size_t r = 0; r < mem.rank_parts.size(); ++r) {
-    p.rank_max_allocated_gib.push_back(mem.counter_gib(r, false, sc.framework.allocator_fragmentation));
-    p.rank_max_reserved_gib.push_back(mem.counter_gib(r, true, sc.framework.allocator_fragmentation));
+    p.rank_max_allocated_gib.push_back(
+        mem.counter_gib(r, false, sc.framework.allocator_fragmentation));
+    p.rank_max_reserved_gib.push_back(
+        mem.counter_gib(r, true, sc.framework.allocator_fragmentation));
   }
   p.rank_memory_parts = std::move(mem.rank_parts);
   p.fits_in_memory = mem.fits_in_memory;
@@ -118,13 +128,17 @@ Prediction predict_memory(const config::Scenario& sc) {
   return p;
 }
 
-Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_load, const schedules::StepOptions& opt) {
+Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_load,
+                   const schedules::StepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const hw_models::FlowComm comm = detail::flow_comm(sc, opt.flow_cache);
-  const auto input = [&](const workload::Parallelism& par) { return detail::step_input(sc, par, ep_load); };
+  const auto input = [&](const workload::Parallelism& par) {
+    return detail::step_input(sc, par, ep_load);
+  };
   Prediction p;
   p.ep_load = ep_load;
-  p.ep_load_unbudgeted = sc.framework.moe_expert_rank_capacity_factor ? sc.ep_load_unbudgeted() : ep_load;
+  p.ep_load_unbudgeted =
+      sc.framework.moe_expert_rank_capacity_factor ? sc.ep_load_unbudgeted() : ep_load;
   const auto reduced = opt.steady_state && !opt.trace && !opt.full_fidelity
                            ? steady_state_microbatches(sc.pipeline_schedule, sc.parallelism)
                            : std::nullopt;
@@ -134,8 +148,8 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
       par.num_microbatches = m;
       return schedules::simulate_step(input(par), opt, comm);
     };
-    const std::int64_t m1 = reduced->first, m2 = reduced->second, m3 = steady_state_check_run(m1, m2),
-                       m = sc.parallelism.num_microbatches;
+    const std::int64_t m1 = reduced->first, m2 = reduced->second,
+                       m3 = steady_state_check_run(m1, m2), m = sc.parallelism.num_microbatches;
     const schedules::StepResult a = short_run(m1), b = short_run(m2), c = short_run(m3);
     std::optional<schedules::StepResult> x;
     if (steady_line_holds(a, b, c, m1, m2, m3, m)) x = extrapolate(b, c, m2, m3, m);
@@ -166,7 +180,9 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
 }
 
 double gpu_us_per_token(const Prediction& p) {
-  return p.tokens_per_step > 0 ? 1e6 * p.step.step_time_s * static_cast<double>(p.gpus) / p.tokens_per_step : 0.0;
+  return p.tokens_per_step > 0
+             ? 1e6 * p.step.step_time_s * static_cast<double>(p.gpus) / p.tokens_per_step
+             : 0.0;
 }
 double tokens_per_gpu_per_step(const Prediction& p) {
   return p.gpus > 0 ? p.tokens_per_step / static_cast<double>(p.gpus) : 0.0;
@@ -182,10 +198,12 @@ double predicted_metric(const config::Measured& m, const Prediction& p) {
       return p.tokens_per_s_per_gpu;
     case config::MeasuredMetric::peak_memory_gib: {
       // The logging rank's counter, or the largest over the pipeline ranks.
-      const auto& v = m.memory_counter == config::MemoryCounter::max_reserved ? p.rank_max_reserved_gib
-                                                                              : p.rank_max_allocated_gib;
+      const auto& v = m.memory_counter == config::MemoryCounter::max_reserved
+                          ? p.rank_max_reserved_gib
+                          : p.rank_max_allocated_gib;
       if (v.empty()) return 0;
-      return m.pp_rank ? v.at(static_cast<std::size_t>(*m.pp_rank)) : *std::max_element(v.begin(), v.end());
+      return m.pp_rank ? v.at(static_cast<std::size_t>(*m.pp_rank))
+                       : *std::max_element(v.begin(), v.end());
     }
   }
   return 0;

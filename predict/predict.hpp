@@ -49,7 +49,7 @@ struct Prediction {
   std::vector<double> graph_static_gib;            // their static buffers at the memory peak
   double peak_memory_gib = 0;
   using MemoryParts = predict::MemoryParts;
-  MemoryParts peak_memory_parts;   // the peak rank's memory by part (GiB)
+  MemoryParts peak_memory_parts;  // the peak rank's memory by part (GiB)
   // The largest rank's allocator reserve (allocated x (1 + fragmentation)) plus what lives
   // beside the allocator: what fits_in_memory compares with the capacity.
   double reserved_memory_gib = 0;
@@ -96,18 +96,23 @@ struct Prediction {
 // from 32 microbatches, not 16; 25.11's PP8 VPP4: from 64, not 32).
 // Not under StepOptions::trace or full_fidelity. A test holds it within 0.5% of the full
 // simulation on every shipped scenario it applies to.
-std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(schedules::ScheduleKind kind,
-                                                                               const workload::Parallelism& par);
+std::optional<std::pair<std::int64_t, std::int64_t>> steady_state_microbatches(
+    schedules::ScheduleKind kind, const workload::Parallelism& par);
 // M1 and M2 whatever the step's own microbatches (calibrate trace's microbatch window).
-std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind kind, const workload::Parallelism& par);
-std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a, const schedules::StepResult& b,
-                                                 std::int64_t m1, std::int64_t m2, std::int64_t m);
+std::pair<std::int64_t, std::int64_t> steady_state_pair(schedules::ScheduleKind kind,
+                                                        const workload::Parallelism& par);
+std::optional<schedules::StepResult> extrapolate(const schedules::StepResult& a,
+                                                 const schedules::StepResult& b, std::int64_t m1,
+                                                 std::int64_t m2, std::int64_t m);
 // The third, checking run's microbatches: as far past M2 as M2 is past M1.
-inline std::int64_t steady_state_check_run(std::int64_t m1, std::int64_t m2) { return 2 * m2 - m1; }
+inline std::int64_t steady_state_check_run(std::int64_t m1, std::int64_t m2) {
+  return 2 * m2 - m1;
+}
 // The step's share the extrapolation may drift by, where the line is checked.
 inline constexpr double kSteadyLineTolerance = 0.0025;
-bool steady_line_holds(const schedules::StepResult& a, const schedules::StepResult& b, const schedules::StepResult& c,
-                       std::int64_t m1, std::int64_t m2, std::int64_t m3, std::int64_t m);
+bool steady_line_holds(const schedules::StepResult& a, const schedules::StepResult& b,
+                       const schedules::StepResult& c, std::int64_t m1, std::int64_t m2,
+                       std::int64_t m3, std::int64_t m);
 
 // Simulates one step of the scenario and derives the metrics and the memory estimate.
 // Throws what the step simulation throws (sim_core::SimulationStuck,

@@ -2,9 +2,9 @@
 
 #include <array>
 #include <chrono>
-#include <utility>
 #include <exception>
 #include <mutex>
+#include <utility>
 
 #include "predict/bands.hpp"
 #include "predict/parallel.hpp"
@@ -22,8 +22,10 @@ const sim_core::NameTable<SweepStatus>& sweep_status_names() {
        "pruned by the memory estimate before simulating"},
       {SweepStatus::error, "error", "the simulation failed"},
       {SweepStatus::bound, "bound", "pruned by its lower bound: cannot beat the plan's K-th best"},
-      {SweepStatus::duplicate, "duplicate", "a varied setting is inert here: the same as its first value's candidate"},
-      {SweepStatus::dominated, "dominated", "a costlier rung of a ladder setting (recompute) than one that fits"},
+      {SweepStatus::duplicate, "duplicate",
+       "a varied setting is inert here: the same as its first value's candidate"},
+      {SweepStatus::dominated, "dominated",
+       "a costlier rung of a ladder setting (recompute) than one that fits"},
   }};
   static constexpr sim_core::NameTable<SweepStatus> kTable{kEntries};
   return kTable;
@@ -31,20 +33,32 @@ const sim_core::NameTable<SweepStatus>& sweep_status_names() {
 
 std::optional<double> objective_value(const SweepResult& r, config::SweepObjective o) {
   using config::SweepObjective;
-  if (o == SweepObjective::peak_memory_gib) return r.has_memory ? std::optional(r.peak_memory_gib) : std::nullopt;
+  if (o == SweepObjective::peak_memory_gib)
+    return r.has_memory ? std::optional(r.peak_memory_gib) : std::nullopt;
   if (!r.has_timing) return std::nullopt;
   switch (o) {
-    case SweepObjective::tokens_per_s_per_gpu: return r.tokens_per_s_per_gpu;
-    case SweepObjective::tflops_per_gpu: return r.tflops_per_gpu;
-    case SweepObjective::mfu: return r.mfu;
-    case SweepObjective::step_time_s: return r.step_time_s;
-    case SweepObjective::peak_memory_gib: return r.peak_memory_gib;
-    case SweepObjective::days: return r.days;
-    case SweepObjective::gpu_hours: return r.gpu_hours;
-    case SweepObjective::days_with_goodput: return r.days_with_goodput;
-    case SweepObjective::gpu_hours_with_goodput: return r.gpu_hours_with_goodput;
-    case SweepObjective::energy_mwh: return r.energy_mwh;
-    case SweepObjective::cost_usd: return r.cost_usd;
+    case SweepObjective::tokens_per_s_per_gpu:
+      return r.tokens_per_s_per_gpu;
+    case SweepObjective::tflops_per_gpu:
+      return r.tflops_per_gpu;
+    case SweepObjective::mfu:
+      return r.mfu;
+    case SweepObjective::step_time_s:
+      return r.step_time_s;
+    case SweepObjective::peak_memory_gib:
+      return r.peak_memory_gib;
+    case SweepObjective::days:
+      return r.days;
+    case SweepObjective::gpu_hours:
+      return r.gpu_hours;
+    case SweepObjective::days_with_goodput:
+      return r.days_with_goodput;
+    case SweepObjective::gpu_hours_with_goodput:
+      return r.gpu_hours_with_goodput;
+    case SweepObjective::energy_mwh:
+      return r.energy_mwh;
+    case SweepObjective::cost_usd:
+      return r.cost_usd;
   }
   return std::nullopt;
 }
@@ -67,7 +81,8 @@ void set_budget_figures(SweepResult& r, const config::Scenario& sc, double token
 
 SweepResult evaluate_point(const config::SweepPoint& point, const std::string& file,
                            std::optional<double> token_budget, const config::LoadOptions& opts,
-                           const BeforeSimulating& before_simulating, const schedules::StepOptions& step) {
+                           const BeforeSimulating& before_simulating,
+                           const schedules::StepOptions& step) {
   const auto t0 = std::chrono::steady_clock::now();
   SweepResult r;
   r.id = point.id;
@@ -124,7 +139,8 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.stage_imbalance_s = b.stage_imbalance;
     r.straggler_wait_s = b.straggler_wait;
     r.ettr = p.goodput.ettr;
-    if (const auto band = step_band(r.step_time_s, sc.system.gpu.name, corpus_residuals()); band.pool > 0) {
+    if (const auto band = step_band(r.step_time_s, sc.system.gpu.name, corpus_residuals());
+        band.pool > 0) {
       r.band_lo_s = band.lo;
       r.band_hi_s = band.hi;
     }

@@ -45,7 +45,7 @@ struct SweepResult {
   double compute_s = 0, exposed_communication_s = 0, pipeline_bubble_s = 0, host_bound_idle_s = 0,
          other_s = 0, schedule_bubble_s = 0, stage_imbalance_s = 0;  // pipeline_bubble_s split
   double straggler_wait_s = 0;  // the slowest process or replica (predict/variability.hpp)
-  double ettr = 0;  // the effective training time ratio (predict/goodput.hpp)
+  double ettr = 0;              // the effective training time ratio (predict/goodput.hpp)
   // The model's 80% band around step_time_s (predict/bands.hpp, as run --json's bands);
   // absent without a residual pool.
   std::optional<double> band_lo_s, band_hi_s;
@@ -74,8 +74,8 @@ void set_budget_figures(SweepResult& r, const config::Scenario& sc, double token
 // as the hook left it (predict/plan.hpp bounds its candidates so).
 using BeforeSimulating = std::function<bool(const config::Scenario&, double ep_load, SweepResult&)>;
 SweepResult evaluate_point(const config::SweepPoint& point, const std::string& file,
-                           std::optional<double> token_budget,
-                           const config::LoadOptions& opts = {}, const BeforeSimulating& before_simulating = {},
+                           std::optional<double> token_budget, const config::LoadOptions& opts = {},
+                           const BeforeSimulating& before_simulating = {},
                            const schedules::StepOptions& step = {});
 
 // Evaluates the points on `jobs` threads (0: all cores), calling `done` once per point as

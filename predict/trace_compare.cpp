@@ -15,7 +15,8 @@ calibration::TraceTotals rank_totals(const schedules::StepResult& s, int rank) {
   std::vector<calibration::TraceKernel> k;
   for (const auto& sp : s.trace)
     if (sp.rank == rank && sp.track >= 0)
-      k.push_back({trace_class(s.label_kinds.at(sp.label), sp.comm, s.labels.at(sp.label)), sp.start_s, sp.end_s});
+      k.push_back({trace_class(s.label_kinds.at(sp.label), sp.comm, s.labels.at(sp.label)),
+                   sp.start_s, sp.end_s});
   return calibration::trace_totals(k);
 }
 
@@ -45,33 +46,46 @@ schedules::StepResult traced_step(const config::Scenario& sc) {
 
 }  // namespace
 
-TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm, const std::string& label) {
+TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm,
+                       const std::string& label) {
   using workload::CommOp;
   if (kind.layer) {
     switch (kind.comm) {
       case CommOp::ep_dispatch:
-      case CommOp::ep_all_gather: return TraceClass::ep_dispatch;
-      case CommOp::ep_combine: return TraceClass::ep_combine;
+      case CommOp::ep_all_gather:
+        return TraceClass::ep_dispatch;
+      case CommOp::ep_combine:
+        return TraceClass::ep_combine;
       case CommOp::tp_all_gather:
       case CommOp::tp_reduce_scatter:
-      case CommOp::tp_amax_all_reduce: return TraceClass::communication;
-      case CommOp::none: break;
+      case CommOp::tp_amax_all_reduce:
+        return TraceClass::communication;
+      case CommOp::none:
+        break;
     }
     // The dispatcher's own small kernels priced as memory kernels (DeepEP's notify, HybridEP's
     // flag and done kernels, forward and backward) count with the dispatch; HybridEP's
     // buffer copy (dispatch_copy) is an HBM copy, elementwise as a trace would class it.
-    if (label.find("dispatch") != std::string::npos && label.find("dispatch_copy") == std::string::npos)
+    if (label.find("dispatch") != std::string::npos &&
+        label.find("dispatch_copy") == std::string::npos)
       return TraceClass::ep_dispatch;
     switch (kind.cls) {
-      case hw_models::KernelClass::gemm: return TraceClass::gemm;
-      case hw_models::KernelClass::grouped_gemm: return TraceClass::grouped_gemm;
-      case hw_models::KernelClass::attention_fwd: return TraceClass::attention_fwd;
-      case hw_models::KernelClass::attention_bwd: return TraceClass::attention_bwd;
-      case hw_models::KernelClass::quantize: return TraceClass::quantize;
+      case hw_models::KernelClass::gemm:
+        return TraceClass::gemm;
+      case hw_models::KernelClass::grouped_gemm:
+        return TraceClass::grouped_gemm;
+      case hw_models::KernelClass::attention_fwd:
+        return TraceClass::attention_fwd;
+      case hw_models::KernelClass::attention_bwd:
+        return TraceClass::attention_bwd;
+      case hw_models::KernelClass::quantize:
+        return TraceClass::quantize;
       case hw_models::KernelClass::memory:
         return label.find("norm.") != std::string::npos || label.find("_norm") != std::string::npos
-                   ? TraceClass::norm : TraceClass::elementwise;
-      case hw_models::KernelClass::gather: return TraceClass::elementwise;
+                   ? TraceClass::norm
+                   : TraceClass::elementwise;
+      case hw_models::KernelClass::gather:
+        return TraceClass::elementwise;
     }
   }
   return comm != 0 ? TraceClass::communication : TraceClass::elementwise;
@@ -93,11 +107,13 @@ std::string host_node_of(const schedules::LabelKind& kind) {
   static constexpr std::array<char, 3> kPass{'F', 'B', 'W'};
   if (kind.pass >= kPass.size()) return "";
   for (const auto& [m, part] : kParts)
-    if (static_cast<std::size_t>(m) == kind.module) return std::string(part) + "(" + kPass[kind.pass] + ")";
+    if (static_cast<std::size_t>(m) == kind.module)
+      return std::string(part) + "(" + kPass[kind.pass] + ")";
   return "";
 }
 
-PredictedKernels predicted_kernels(const config::Scenario& sc, std::optional<std::int64_t> microbatches) {
+PredictedKernels predicted_kernels(const config::Scenario& sc,
+                                   std::optional<std::int64_t> microbatches) {
   PredictedKernels out;
   out.microbatches = microbatches;
   if (!microbatches) {

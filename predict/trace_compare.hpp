@@ -37,15 +37,17 @@ struct PredictedKernels {
   // host's work outside the layers' nodes last as "(outside the nodes)".
   std::vector<calibration::HostNode> host_nodes;
   std::optional<std::int64_t> microbatches;  // the microbatch window's N; absent: the step
-  std::int64_t m1 = 0, m2 = 0;      // the microbatch window's two simulated steps
-  int rank = 0;                     // the critical rank whose kernels these are
+  std::int64_t m1 = 0, m2 = 0;               // the microbatch window's two simulated steps
+  int rank = 0;                              // the critical rank whose kernels these are
 };
 
 // `microbatches`: absent for the step window, else N >= 1.
-PredictedKernels predicted_kernels(const config::Scenario& sc, std::optional<std::int64_t> microbatches);
+PredictedKernels predicted_kernels(const config::Scenario& sc,
+                                   std::optional<std::int64_t> microbatches);
 
 // A simulated kernel's class (schedules::StepResult label_kinds, its span's comm, its name).
-calibration::TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm, const std::string& label);
+calibration::TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm,
+                                    const std::string& label);
 
 // The schedule node a host op's CPU time belongs to, named as DeepSeek's DualPipe names
 // its nodes (calibration::HostNode): the module's part of a layer, attn (attention and the

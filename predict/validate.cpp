@@ -54,20 +54,26 @@ std::vector<ValidateRow> validate_files(const std::vector<std::string>& files,
   std::vector<ValidateRow> rows(scenarios.size());
   run_parallel(scenarios.size(), jobs, [&](std::size_t i) {
     const auto& sc = scenarios[i];
-    rows[i] = validate_row(files[i], sc, config::is_timing(sc.measured->metric) ? predict(sc) : predict_memory(sc));
+    rows[i] = validate_row(
+        files[i], sc, config::is_timing(sc.measured->metric) ? predict(sc) : predict_memory(sc));
   });
   return rows;
 }
 
-std::vector<PredictionRow> predict_files(const std::vector<std::string>& files, const config::LoadOptions& opts,
-                                         int jobs) {
+std::vector<PredictionRow> predict_files(const std::vector<std::string>& files,
+                                         const config::LoadOptions& opts, int jobs) {
   std::vector<config::Scenario> scenarios;
   for (const auto& f : files) scenarios.push_back(config::load_scenario_file(f, opts));
   std::vector<PredictionRow> rows(scenarios.size());
   run_parallel(scenarios.size(), jobs, [&](std::size_t i) {
     const auto p = predict(scenarios[i]);
-    rows[i] = {files[i],         scenarios[i].name, scenarios[i].system.name, p.step.step_time_s,
-               p.tflops_per_gpu, p.peak_memory_gib, p.wall_s};
+    rows[i] = {files[i],
+               scenarios[i].name,
+               scenarios[i].system.name,
+               p.step.step_time_s,
+               p.tflops_per_gpu,
+               p.peak_memory_gib,
+               p.wall_s};
   });
   return rows;
 }
@@ -98,19 +104,22 @@ std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
       p.push_back(r->predicted_step_s);
     }
     // Two or more microbatch counts make the lines determined (rank 2).
-    if (const auto lm = calibration::fit_line(ga, m), lp = calibration::fit_line(ga, p); lm.rank == 2 && lp.rank == 2) {
+    if (const auto lm = calibration::fit_line(ga, m), lp = calibration::fit_line(ga, p);
+        lm.rank == 2 && lp.rank == 2) {
       f.fitted = true;
       f.b_measured = lm.coefficients(0), f.a_measured = lm.coefficients(1);
       f.b_predicted = lp.coefficients(0), f.a_predicted = lp.coefficients(1);
       // Rows without terms (built by hand) leave the split empty; so does a mix.
       const std::size_t n_terms = f.sizes.front()->step_terms.size();
-      const bool same = std::all_of(f.sizes.begin(), f.sizes.end(),
-                                    [&](const ValidateRow* r) { return r->step_terms.size() == n_terms; });
+      const bool same = std::all_of(f.sizes.begin(), f.sizes.end(), [&](const ValidateRow* r) {
+        return r->step_terms.size() == n_terms;
+      });
       for (std::size_t t = 0; same && t < n_terms; ++t) {
         std::vector<double> y;
         for (const auto* r : f.sizes) y.push_back(r->step_terms.at(t).second);
         const auto lt = calibration::fit_line(ga, y);
-        f.terms.push_back({f.sizes.front()->step_terms[t].first, lt.coefficients(1), lt.coefficients(0)});
+        f.terms.push_back(
+            {f.sizes.front()->step_terms[t].first, lt.coefficients(1), lt.coefficients(0)});
       }
     }
     for (std::size_t i = 1; i < f.sizes.size(); ++i) {
@@ -126,8 +135,8 @@ std::vector<SeriesFit> fit_series(const std::vector<ValidateRow>& rows) {
 
 namespace {
 
-PairRow make_pair_row(const ValidateRow& a, const ValidateRow& b, config::Decision decision, std::string source,
-                      double tolerance_pct) {
+PairRow make_pair_row(const ValidateRow& a, const ValidateRow& b, config::Decision decision,
+                      std::string source, double tolerance_pct) {
   PairRow p;
   p.name = b.name + " vs " + a.name;
   p.a = &a, p.b = &b;
@@ -143,7 +152,9 @@ PairRow make_pair_row(const ValidateRow& a, const ValidateRow& b, config::Decisi
   return p;
 }
 
-int sign(double x) { return (x > 0) - (x < 0); }
+int sign(double x) {
+  return (x > 0) - (x < 0);
+}
 
 FamilyRow make_family(std::string name, std::vector<const ValidateRow*> members) {
   FamilyRow f;
@@ -160,17 +171,21 @@ FamilyRow make_family(std::string name, std::vector<const ValidateRow*> members)
     }
   f.kendall_tau = f.pairs ? static_cast<double>(f.pairs_ordered_right - discordant) / f.pairs : 0;
   for (const auto* r : f.members) {
-    if (!f.measured_best || r->measured_per_gpu() > f.measured_best->measured_per_gpu()) f.measured_best = r;
-    if (!f.predicted_best || r->predicted_per_gpu() > f.predicted_best->predicted_per_gpu()) f.predicted_best = r;
+    if (!f.measured_best || r->measured_per_gpu() > f.measured_best->measured_per_gpu())
+      f.measured_best = r;
+    if (!f.predicted_best || r->predicted_per_gpu() > f.predicted_best->predicted_per_gpu())
+      f.predicted_best = r;
   }
   if (f.measured_best)
-    f.regret_pct = 100 * (f.measured_best->measured_per_gpu() / f.predicted_best->measured_per_gpu() - 1);
+    f.regret_pct =
+        100 * (f.measured_best->measured_per_gpu() / f.predicted_best->measured_per_gpu() - 1);
   return f;
 }
 
 }  // namespace
 
-PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows, const std::vector<SeriesFit>& series) {
+PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows,
+                               const std::vector<SeriesFit>& series) {
   PairsAndFamilies out;
   std::map<std::string, const ValidateRow*> by_name;
   std::map<std::string, std::vector<const ValidateRow*>> families;
@@ -187,8 +202,8 @@ PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows, const std::
         continue;
       }
       // B's file may name where the pairing is published; else its measurement's source.
-      out.pairs.push_back(
-          make_pair_row(*it->second, r, c.decision, c.source.empty() ? r.source : c.source, c.tolerance_pct));
+      out.pairs.push_back(make_pair_row(*it->second, r, c.decision,
+                                        c.source.empty() ? r.source : c.source, c.tolerance_pct));
     }
   for (const auto& f : series)
     for (std::size_t i = 1; i < f.sizes.size(); ++i) {

@@ -36,8 +36,12 @@ struct ValidateRow {
   std::string family;
   std::vector<config::MeasuredPair> compare_with;
   // Per-GPU throughput, tokens / s / GPU, at the measured and at the predicted step.
-  double measured_per_gpu() const { return tokens_per_step / measured_step_s / static_cast<double>(gpus); }
-  double predicted_per_gpu() const { return tokens_per_step / predicted_step_s / static_cast<double>(gpus); }
+  double measured_per_gpu() const {
+    return tokens_per_step / measured_step_s / static_cast<double>(gpus);
+  }
+  double predicted_per_gpu() const {
+    return tokens_per_step / predicted_step_s / static_cast<double>(gpus);
+  }
 };
 
 // A step's breakdown as its top-level terms, in the order `run` prints them: compute,
@@ -113,7 +117,8 @@ struct PairsAndFamilies {
   std::vector<UnresolvedPair> unresolved;
   std::vector<FamilyRow> families;
 };
-PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows, const std::vector<SeriesFit>& series);
+PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows,
+                               const std::vector<SeriesFit>& series);
 
 // Mean absolute ratio error, count, wrong directions (among significant pairs) and worst of
 // a group of pairs.
@@ -182,7 +187,7 @@ struct PredictionRow {
 };
 // Loads every file (an InputError for the first that does not load), then predicts them on
 // `jobs` threads; rows keep the files' order.
-std::vector<PredictionRow> predict_files(const std::vector<std::string>& files, const config::LoadOptions& opts,
-                                         int jobs);
+std::vector<PredictionRow> predict_files(const std::vector<std::string>& files,
+                                         const config::LoadOptions& opts, int jobs);
 
 }  // namespace moesim::predict

@@ -59,10 +59,10 @@ struct StepSpread {
   double routing_wait_s = 0;  // E[Rn]
   double wait_s = 0;          // W + E[J] + E[Rn]: breakdown.straggler_wait
   double p50_wait_s = 0, p95_wait_s = 0;
-  double common_sd_s = 0;        // c
-  std::int64_t processes = 0;    // N
-  std::int64_t ep_groups = 0;    // R
-  double load_cv = 0;            // cv_G
+  double common_sd_s = 0;      // c
+  std::int64_t processes = 0;  // N
+  std::int64_t ep_groups = 0;  // R
+  double load_cv = 0;          // cv_G
 };
 
 // `step`: the simulated step (T and the critical rank's breakdown).
@@ -71,6 +71,5 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
 // The step a scenario file gives with system.variability cleared: the simulation alone
 // (`moesim calibrate jitter` fits the delays to what it leaves of measured increases).
 double step_without_delays(const std::string& file);
-
 
 }  // namespace moesim::predict

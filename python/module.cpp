@@ -22,15 +22,15 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <map>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 
-#include "importer/import.hpp"
 #include "config/load.hpp"
 #include "config/scenario_files.hpp"
 #include "config/sweep_file.hpp"
+#include "importer/import.hpp"
 #include "predict/parallel.hpp"
 #include "predict/plan.hpp"
 #include "predict/predict.hpp"
@@ -57,7 +57,8 @@ py::object to_python(const nlohmann::ordered_json& j) {
 config::Scenario load(const py::object& scenario, bool uncalibrated) {
   const config::LoadOptions opts{!uncalibrated};
   if (py::isinstance<py::str>(scenario) || py::hasattr(scenario, "__fspath__"))
-    return config::load_scenario_file(py::str(py::module_::import("os").attr("fspath")(scenario)), opts);
+    return config::load_scenario_file(py::str(py::module_::import("os").attr("fspath")(scenario)),
+                                      opts);
   if (py::isinstance<py::dict>(scenario)) {
     const std::string text = py::str(py::module_::import("json").attr("dumps")(scenario));
     return config::load_scenario_text(text, "<dict>", opts);
@@ -70,7 +71,9 @@ predict::Prediction simulate(const config::Scenario& sc) {
   return predict::predict(sc);
 }
 
-std::string path_of(const py::object& p) { return py::str(py::module_::import("os").attr("fspath")(p)); }
+std::string path_of(const py::object& p) {
+  return py::str(py::module_::import("os").attr("fspath")(p));
+}
 
 // One path (str or os.PathLike) or an iterable of them.
 std::vector<std::string> paths_of(const py::object& paths) {
@@ -86,7 +89,8 @@ std::string page_text(const reports::HtmlPage& page, const py::object& out) {
   if (!out.is_none()) {
     const std::string file = path_of(out);
     std::ofstream f(file, std::ios::binary | std::ios::trunc);
-    if (!f || !(f << html) || !f.flush()) throw config::InputError(file, "", "cannot write the file");
+    if (!f || !(f << html) || !f.flush())
+      throw config::InputError(file, "", "cannot write the file");
   }
   return html;
 }
@@ -137,7 +141,8 @@ PYBIND11_MODULE(moesim, m) {
         return to_python(reports::diff_json({sc[0], p[0]}, {sc[1], p[1]}));
       },
       py::arg("a"), py::arg("b"), py::kw_only(), py::arg("uncalibrated") = false,
-      "Two predictions and the step-time difference by contribution: the dict `moesim diff --json` prints.");
+      "Two predictions and the step-time difference by contribution: the dict `moesim diff --json` "
+      "prints.");
   m.def(
       "sweep",
       [](const py::object& path, int jobs) {
@@ -152,25 +157,43 @@ PYBIND11_MODULE(moesim, m) {
           py::gil_scoped_release release;
           predict::run_sweep(points, sweep.base_file, sweep.token_budget, jobs,
                              [&](const config::SweepPoint& p, const predict::SweepResult& r) {
-                               rows[static_cast<std::size_t>(p.id)] = reports::sweep_csv_fields(p, r, budget);
+                               rows[static_cast<std::size_t>(p.id)] =
+                                   reports::sweep_csv_fields(p, r, budget);
                              });
         }
         py::list out;
-        for (const auto& fields : rows) out.append(to_python(reports::sweep_row_json(header, fields)));
+        for (const auto& fields : rows)
+          out.append(to_python(reports::sweep_row_json(header, fields)));
         return out;
       },
       py::arg("path"), py::arg("jobs") = 0,
-      "Every row of a sweep file (docs/SWEEP_FORMAT.md), in id order: dicts as `moesim sweep --json` gives rows.");
+      "Every row of a sweep file (docs/SWEEP_FORMAT.md), in id order: dicts as `moesim sweep "
+      "--json` gives rows.");
   m.def(
       "plan",
       [](const py::object& scenario_path, std::int64_t gpus, std::vector<std::string> settings,
-         const std::string& objective, std::optional<double> token_budget, int top, int jobs, const py::object& csv_path,
-         bool uncalibrated, bool given, std::int64_t given_limit, const py::object& html_path) {
+         const std::string& objective, std::optional<double> token_budget, int top, int jobs,
+         const py::object& csv_path, bool uncalibrated, bool given, std::int64_t given_limit,
+         const py::object& html_path) {
         const std::string scenario = path_of(scenario_path);
         const std::string csv = csv_path.is_none() ? "" : path_of(csv_path);
         const std::string html = html_path.is_none() ? "" : path_of(html_path);
-        const predict::PlanRequest req{scenario, gpus, std::move(settings), objective, token_budget, top, jobs,
-                                       config::LoadOptions{!uncalibrated}, given, given_limit, {}, {}, {}, true, std::nullopt, std::nullopt};
+        const predict::PlanRequest req{scenario,
+                                       gpus,
+                                       std::move(settings),
+                                       objective,
+                                       token_budget,
+                                       top,
+                                       jobs,
+                                       config::LoadOptions{!uncalibrated},
+                                       given,
+                                       given_limit,
+                                       {},
+                                       {},
+                                       {},
+                                       true,
+                                       std::nullopt,
+                                       std::nullopt};
         predict::Plan p;
         {
           py::gil_scoped_release release;
@@ -190,18 +213,23 @@ PYBIND11_MODULE(moesim, m) {
         }
         return to_python(reports::plan_summary_json(all, info));
       },
-      py::arg("scenario"), py::kw_only(), py::arg("gpus") = 0, py::arg("settings") = std::vector<std::string>{},
-      py::arg("objective") = "", py::arg("token_budget") = std::nullopt, py::arg("top") = 10, py::arg("jobs") = 0,
+      py::arg("scenario"), py::kw_only(), py::arg("gpus") = 0,
+      py::arg("settings") = std::vector<std::string>{}, py::arg("objective") = "",
+      py::arg("token_budget") = std::nullopt, py::arg("top") = 10, py::arg("jobs") = 0,
       py::arg("csv") = py::none(), py::arg("uncalibrated") = false, py::arg("given") = false,
       py::arg("given_limit") = 0, py::arg("html") = py::none(),
-      "The best layouts and settings of a scenario file's model on `gpus` GPUs: the dict `moesim plan --json` "
-      "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write every evaluated "
-      "candidate, None or '' not at all; `given`: also rank the scenario as given, under 'given', simulating at most "
-      "`given_limit` candidates for it (0: no limit); `html`: where to write the plan's page, None or '' not at all; paths are str or os.PathLike).");
+      "The best layouts and settings of a scenario file's model on `gpus` GPUs: the dict `moesim "
+      "plan --json` "
+      "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write "
+      "every evaluated "
+      "candidate, None or '' not at all; `given`: also rank the scenario as given, under 'given', "
+      "simulating at most "
+      "`given_limit` candidates for it (0: no limit); `html`: where to write the plan's page, None "
+      "or '' not at all; paths are str or os.PathLike).");
   m.def(
       "validate",
-      [](const py::object& paths, int jobs, bool unmeasured, bool uncalibrated, const py::object& baseline,
-         double tolerance, bool deterministic) {
+      [](const py::object& paths, int jobs, bool unmeasured, bool uncalibrated,
+         const py::object& baseline, double tolerance, bool deterministic) {
         const config::ScenarioFileSets sets = config::sort_scenario_files(paths_of(paths));
         const bool all = unmeasured || !baseline.is_none();
         reports::ValidateExtras x;
@@ -224,18 +252,21 @@ PYBIND11_MODULE(moesim, m) {
         return to_python(reports::validate_json(rows, predict::summarize(rows), x));
       },
       py::arg("paths"), py::kw_only(), py::arg("jobs") = 0, py::arg("unmeasured") = false,
-      py::arg("uncalibrated") = false, py::arg("baseline") = py::none(), py::arg("baseline_tolerance") = 1.0,
-      py::arg("deterministic") = false,
-      "Predicted against measured for the scenario files with a `measured` block under `paths` (a path or a list; "
-      "folders recursively): the dict `moesim validate --json` prints (`unmeasured`: also predict the scenarios "
+      py::arg("uncalibrated") = false, py::arg("baseline") = py::none(),
+      py::arg("baseline_tolerance") = 1.0, py::arg("deterministic") = false,
+      "Predicted against measured for the scenario files with a `measured` block under `paths` (a "
+      "path or a list; "
+      "folders recursively): the dict `moesim validate --json` prints (`unmeasured`: also predict "
+      "the scenarios "
       "without one; `baseline`: an earlier validate --json file, predictions that moved more than "
-      "`baseline_tolerance` percent flagged under 'baseline'; `deterministic`: without each row's wall_s).");
+      "`baseline_tolerance` percent flagged under 'baseline'; `deterministic`: without each row's "
+      "wall_s).");
   m.def(
       "import_megatron",
-      [](const py::object& script, const py::object& args, const std::string& system, std::int64_t gpus,
-         std::optional<std::string> model, std::int64_t domain, std::optional<std::string> release,
-         std::map<std::string, std::string> env, std::int64_t run, const py::object& wrapper_root,
-         const py::object& source_roots) {
+      [](const py::object& script, const py::object& args, const std::string& system,
+         std::int64_t gpus, std::optional<std::string> model, std::int64_t domain,
+         std::optional<std::string> release, std::map<std::string, std::string> env,
+         std::int64_t run, const py::object& wrapper_root, const py::object& source_roots) {
         importer::MegatronImportOptions opt;
         opt.system = system;
         opt.gpus = gpus;
@@ -248,7 +279,8 @@ PYBIND11_MODULE(moesim, m) {
         if (!source_roots.is_none()) opt.source_roots = paths_of(source_roots);
         std::string text;
         if (script.is_none() == args.is_none())
-          throw config::InputError("<arguments>", "script", "give a script or args=, not both and not neither");
+          throw config::InputError("<arguments>", "script",
+                                   "give a script or args=, not both and not neither");
         if (!args.is_none()) {
           text = py::str(args);
           opt.source = "<args>";
@@ -266,13 +298,17 @@ PYBIND11_MODULE(moesim, m) {
         out["notes"] = imp.notes;
         return out;
       },
-      py::arg("script") = py::none(), py::kw_only(), py::arg("args") = py::none(), py::arg("system") = "",
-      py::arg("gpus") = 0, py::arg("model") = std::nullopt, py::arg("gpus_per_nvlink_domain") = 0,
-      py::arg("release") = std::nullopt, py::arg("env") = std::map<std::string, std::string>{}, py::arg("run") = 0,
+      py::arg("script") = py::none(), py::kw_only(), py::arg("args") = py::none(),
+      py::arg("system") = "", py::arg("gpus") = 0, py::arg("model") = std::nullopt,
+      py::arg("gpus_per_nvlink_domain") = 0, py::arg("release") = std::nullopt,
+      py::arg("env") = std::map<std::string, std::string>{}, py::arg("run") = 0,
       py::arg("wrapper_root") = py::none(), py::arg("source_roots") = py::none(),
-      "A Megatron launch script (a path) or command line (args=) as a scenario, as `moesim import megatron` reads "
-      "it (nothing is run): a dict with 'scenario' (pass it to run()), 'ignored' (flags without a performance "
-      "effect), 'derived' and 'assumed' (scenario key -> why), 'recorded' and 'notes' (what was not evaluated).");
+      "A Megatron launch script (a path) or command line (args=) as a scenario, as `moesim import "
+      "megatron` reads "
+      "it (nothing is run): a dict with 'scenario' (pass it to run()), 'ignored' (flags without a "
+      "performance "
+      "effect), 'derived' and 'assumed' (scenario key -> why), 'recorded' and 'notes' (what was "
+      "not evaluated).");
   m.def(
       "report",
       [](const py::object& scenario, const py::object& out, bool uncalibrated) {
@@ -280,11 +316,14 @@ PYBIND11_MODULE(moesim, m) {
         std::array<predict::Prediction, 2> p;
         {
           py::gil_scoped_release release;
-          predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc, {i == 1, false}); });
+          predict::run_parallel(2, 2, [&](std::size_t i) {
+            p[i] = predict::predict(sc, {i == 1, false});
+          });
         }
         return page_text(reports::run_report(sc, p[0], p[1]), out);
       },
-      py::arg("scenario"), py::arg("out") = py::none(), py::kw_only(), py::arg("uncalibrated") = false,
+      py::arg("scenario"), py::arg("out") = py::none(), py::kw_only(),
+      py::arg("uncalibrated") = false,
       "One scenario's HTML page (`moesim report`): returned, and written to `out` when given.");
   m.def(
       "report_diff",
@@ -297,15 +336,18 @@ PYBIND11_MODULE(moesim, m) {
         }
         return page_text(reports::diff_report({sc[0], p[0]}, {sc[1], p[1]}), out);
       },
-      py::arg("a"), py::arg("b"), py::arg("out") = py::none(), py::kw_only(), py::arg("uncalibrated") = false,
-      "Two scenarios' HTML page (`moesim report --diff`): returned, and written to `out` when given.");
+      py::arg("a"), py::arg("b"), py::arg("out") = py::none(), py::kw_only(),
+      py::arg("uncalibrated") = false,
+      "Two scenarios' HTML page (`moesim report --diff`): returned, and written to `out` when "
+      "given.");
   m.def(
       "report_validate",
       [](const py::object& paths, const py::object& out, int jobs, bool uncalibrated) {
         int skipped = 0;
         const std::vector<std::string> files = config::measured_files(paths_of(paths), skipped);
         if (files.empty())
-          throw config::InputError("<arguments>", "paths", "no scenario with a measured block under the given paths");
+          throw config::InputError("<arguments>", "paths",
+                                   "no scenario with a measured block under the given paths");
         std::vector<predict::ValidateRow> rows;
         {
           py::gil_scoped_release release;
@@ -315,7 +357,8 @@ PYBIND11_MODULE(moesim, m) {
       },
       py::arg("paths"), py::arg("out") = py::none(), py::kw_only(), py::arg("jobs") = 0,
       py::arg("uncalibrated") = false,
-      "Predicted against measured as an HTML page (`moesim report --validate`): returned, and written to `out` "
+      "Predicted against measured as an HTML page (`moesim report --validate`): returned, and "
+      "written to `out` "
       "when given.");
   m.def(
       "report_sweep",
@@ -333,6 +376,7 @@ PYBIND11_MODULE(moesim, m) {
         return page_text(reports::sweep_report(reports::read_sweep_csv(file), file, o), out);
       },
       py::arg("csv"), py::arg("out") = py::none(), py::kw_only(), py::arg("objective") = "",
-      "A sweep CSV's HTML page (`moesim report --sweep`): returned, and written to `out` when given.");
+      "A sweep CSV's HTML page (`moesim report --sweep`): returned, and written to `out` when "
+      "given.");
   m.attr("__version__") = "0.1.0";
 }

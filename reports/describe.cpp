@@ -25,24 +25,30 @@ std::string list_or(const std::vector<std::string>& v, std::string_view none) {
   return v.empty() ? std::string(none) : fmt::format("{}", fmt::join(v, ", "));
 }
 
-std::string on_off(bool b) { return b ? "on" : "off"; }
+std::string on_off(bool b) {
+  return b ? "on" : "off";
+}
 
 std::string routing_text(const workload::Routing& r) {
   switch (r.balance) {
-    case workload::RoutingBalance::forced: return "forced balance (every expert gets the same tokens)";
+    case workload::RoutingBalance::forced:
+      return "forced balance (every expert gets the same tokens)";
     case workload::RoutingBalance::sampled:
       return fmt::format("sampled, {} alpha {} seed {}",
                          workload::routing_distribution_names().name(r.distribution), r.alpha,
                          r.seed);
-    case workload::RoutingBalance::histogram: return fmt::format("histogram from {}", r.histogram_path);
+    case workload::RoutingBalance::histogram:
+      return fmt::format("histogram from {}", r.histogram_path);
     case workload::RoutingBalance::aux_loss:
-      return fmt::format("trained with an auxiliary loss, coefficient {:g}: global MaxVio {:.3f} (published "
-                         "statistics, workload/routing.hpp), seed {}",
-                         r.aux_loss_coefficient, workload::trained_max_vio(r), r.seed);
+      return fmt::format(
+          "trained with an auxiliary loss, coefficient {:g}: global MaxVio {:.3f} (published "
+          "statistics, workload/routing.hpp), seed {}",
+          r.aux_loss_coefficient, workload::trained_max_vio(r), r.seed);
     case workload::RoutingBalance::loss_free:
-      return fmt::format("trained with the auxiliary-loss-free expert bias: global MaxVio {:.3f} (published "
-                         "statistics, workload/routing.hpp), seed {}",
-                         workload::trained_max_vio(r), r.seed);
+      return fmt::format(
+          "trained with the auxiliary-loss-free expert bias: global MaxVio {:.3f} (published "
+          "statistics, workload/routing.hpp), seed {}",
+          workload::trained_max_vio(r), r.seed);
   }
   return "?";
 }
@@ -60,7 +66,8 @@ Json describe_json(const config::Scenario& sc) {
   j["description"] = sc.description;
 
   Json peaks = Json::object();
-  for (const auto& [d, v] : sc.system.gpu.dense_tflops) peaks[hw_models::dtype_names().name(d)] = v.value;
+  for (const auto& [d, v] : sc.system.gpu.dense_tflops)
+    peaks[hw_models::dtype_names().name(d)] = v.value;
   j["system"] = {{"name", sc.system.name},
                  {"gpu", sc.system.gpu.name},
                  {"gpus", sc.gpus},
@@ -96,32 +103,35 @@ Json describe_json(const config::Scenario& sc) {
                                     {"moe_mlp", s.flops.moe_mlp},
                                     {"mtp", s.flops.mtp},
                                     {"logits", s.flops.logits}};
-  j["training"] = {{"seq_length", sc.training.seq_length},
-                   {"micro_batch_size", sc.training.micro_batch_size},
-                   {"global_batch_size", sc.training.global_batch_size},
-                   {"precision", workload::precision_names().name(sc.training.precision)},
-                   {"mtp_layers", sc.training.mtp_layers},
-                   {"hidden_dropout", sc.training.hidden_dropout},
-                   {"make_vocab_size_divisible_by", sc.training.vocab_divisor},
-                   {"capacity_factor", sc.training.capacity_factor ? Json(*sc.training.capacity_factor)
-                                                                   : Json(nullptr)}};
-  j["parallelism"] = {{"tp", p.tp},
-                      {"pp", p.pp},
-                      {"vpp", p.vpp},
-                      {"ep", p.ep},
-                      {"etp", p.etp},
-                      {"cp", p.cp},
-                      {"dp", p.dp},
-                      {"expert_dp", p.expert_dp},
-                      {"sequence_parallel", p.sequence_parallel},
-                      {"fsdp", p.fsdp},
-                      {"num_microbatches", p.num_microbatches},
-                      {"pipeline_schedule", schedules::schedule_names().name(sc.pipeline_schedule)},
-                      {"pp_layout", sc.pp_layout_text.empty() ? Json(nullptr) : Json(sc.pp_layout_text)}};
+  j["training"] = {
+      {"seq_length", sc.training.seq_length},
+      {"micro_batch_size", sc.training.micro_batch_size},
+      {"global_batch_size", sc.training.global_batch_size},
+      {"precision", workload::precision_names().name(sc.training.precision)},
+      {"mtp_layers", sc.training.mtp_layers},
+      {"hidden_dropout", sc.training.hidden_dropout},
+      {"make_vocab_size_divisible_by", sc.training.vocab_divisor},
+      {"capacity_factor",
+       sc.training.capacity_factor ? Json(*sc.training.capacity_factor) : Json(nullptr)}};
+  j["parallelism"] = {
+      {"tp", p.tp},
+      {"pp", p.pp},
+      {"vpp", p.vpp},
+      {"ep", p.ep},
+      {"etp", p.etp},
+      {"cp", p.cp},
+      {"dp", p.dp},
+      {"expert_dp", p.expert_dp},
+      {"sequence_parallel", p.sequence_parallel},
+      {"fsdp", p.fsdp},
+      {"num_microbatches", p.num_microbatches},
+      {"pipeline_schedule", schedules::schedule_names().name(sc.pipeline_schedule)},
+      {"pp_layout", sc.pp_layout_text.empty() ? Json(nullptr) : Json(sc.pp_layout_text)}};
   if (p.eplb)
-    j["parallelism"]["eplb"] = {{"redundant_experts", p.eplb->redundant_experts},
-                                {"policy", workload::eplb_policy_names().name(p.eplb->policy)},
-                                {"physical_experts_per_rank", workload::physical_experts(m, p) / p.ep}};
+    j["parallelism"]["eplb"] = {
+        {"redundant_experts", p.eplb->redundant_experts},
+        {"policy", workload::eplb_policy_names().name(p.eplb->policy)},
+        {"physical_experts_per_rank", workload::physical_experts(m, p) / p.ep}};
   Json stages = Json::array();
   Json layers = Json::array();
   // The chunks each rank runs: DualPipe's second is the reverse pipeline's stage pp-1-r.
@@ -157,9 +167,11 @@ Json describe_json(const config::Scenario& sc) {
       {"overlap_grad_reduce", f.overlap_grad_reduce},
       {"overlap_param_gather", f.overlap_param_gather},
       {"fp8_param_gather", f.fp8_param_gather},
-      {"optimizer_state_dtype", workload::optimizer_state_dtype_names().name(f.optimizer_state_dtype)},
+      {"optimizer_state_dtype",
+       workload::optimizer_state_dtype_names().name(f.optimizer_state_dtype)},
       {"offload", names(workload::offload_target_names(), f.offload)},
-      {"low_precision_activations", names(workload::low_precision_activation_names(), f.low_precision_activations)},
+      {"low_precision_activations",
+       names(workload::low_precision_activation_names(), f.low_precision_activations)},
       {"ddp_bucket_size", f.ddp_bucket_size ? Json(*f.ddp_bucket_size) : Json()},
       {"allocator_fragmentation", f.allocator_fragmentation},
       {"optimizer", workload::optimizer_kind_names().name(f.optimizer)},
@@ -173,7 +185,8 @@ Json describe_json(const config::Scenario& sc) {
       {"moe_paged_stash", f.moe_paged_stash}};
   Json stack = Json::object();
   if (!sc.release.empty()) stack["release"] = sc.release;
-  for (const auto& sw : workload::stack_switches()) stack[std::string(sw.name)] = sc.stack.*sw.member;
+  for (const auto& sw : workload::stack_switches())
+    stack[std::string(sw.name)] = sc.stack.*sw.member;
   j["stack"] = stack;
   j["routing"] = {{"balance", workload::routing_balance_names().name(sc.routing.balance)},
                   {"summary", routing_text(sc.routing)}};
@@ -204,9 +217,10 @@ std::string describe_text(const config::Scenario& sc) {
   std::vector<std::string> peaks;
   for (const auto& [d, v] : g.dense_tflops)
     peaks.push_back(fmt::format("{} {:g}", hw_models::dtype_names().name(d), v.value));
-  line("system", fmt::format("{}: {} x {} ({}, {:g} SMs, {:g} GiB HBM as CUDA reports it, at {:g} TB/s)",
-                             sc.system.name, sc.gpus, g.name, hw_models::gpu_arch_names().name(g.arch),
-                             g.sm_count.value, g.usable_GiB.value, g.hbm_TBps.value));
+  line("system",
+       fmt::format("{}: {} x {} ({}, {:g} SMs, {:g} GiB HBM as CUDA reports it, at {:g} TB/s)",
+                   sc.system.name, sc.gpus, g.name, hw_models::gpu_arch_names().name(g.arch),
+                   g.sm_count.value, g.usable_GiB.value, g.hbm_TBps.value));
   line("", fmt::format("dense TFLOPS: {}", fmt::join(peaks, ", ")));
   line("", fmt::format("calibration profiles: {}", list_or(sc.system.profiles, "none")));
   line("", fmt::format("NVLink domains of {} GPUs (system: {:g}), {:g} GB/s per GPU per direction; "
@@ -219,50 +233,56 @@ std::string describe_text(const config::Scenario& sc) {
       m.attention == workload::AttentionKind::mla
           ? fmt::format("MLA, {} heads", m.num_heads)
           : fmt::format("GQA {}/{} heads of {}", m.num_heads, m.num_kv_heads, m.head_dim);
-  line("model", fmt::format("{} ({}): {} layers = {} dense + {} MoE, hidden {}, {}", m.name,
-                            m.model_type, m.num_layers, m.num_dense_layers(), m.num_moe_layers(),
-                            m.hidden_size, attn));
+  line("model",
+       fmt::format("{} ({}): {} layers = {} dense + {} MoE, hidden {}, {}", m.name, m.model_type,
+                   m.num_layers, m.num_dense_layers(), m.num_moe_layers(), m.hidden_size, attn));
   if (m.is_moe())
-    line("", fmt::format("{} routed experts (FFN {}), top-{}{}", m.num_experts,
-                         m.moe_ffn_hidden_size, m.topk,
-                         m.shared_expert_ffn_hidden_size > 0
-                             ? fmt::format(", shared-expert FFN {}", m.shared_expert_ffn_hidden_size)
-                             : std::string()));
+    line("",
+         fmt::format("{} routed experts (FFN {}), top-{}{}", m.num_experts, m.moe_ffn_hidden_size,
+                     m.topk,
+                     m.shared_expert_ffn_hidden_size > 0
+                         ? fmt::format(", shared-expert FFN {}", m.shared_expert_ffn_hidden_size)
+                         : std::string()));
   line("", fmt::format("vocabulary {} (padded {})", m.vocab_size, sc.padded_vocab()));
   if (m.any_windowed())
-    line("", fmt::format("sliding-window attention ({} tokens) in {} of {} layers{}", m.sliding_window,
-                         std::count(m.sliding_layer.begin(), m.sliding_layer.end(), true), m.num_layers,
-                         m.attention_sinks ? ", attention sinks" : ""));
+    line("",
+         fmt::format("sliding-window attention ({} tokens) in {} of {} layers{}", m.sliding_window,
+                     std::count(m.sliding_layer.begin(), m.sliding_layer.end(), true), m.num_layers,
+                     m.attention_sinks ? ", attention sinks" : ""));
   else if (m.attention_sinks)
     line("", "attention sinks");
-  line("parameters", fmt::format("{:.2f} B total, {:.2f} B active per token{}", s.params.total / 1e9,
-                                 s.params.active / 1e9,
-                                 s.params.mtp > 0 ? fmt::format(" (MTP {:.2f} B)", s.params.mtp / 1e9)
-                                                  : std::string()));
+  line("parameters",
+       fmt::format(
+           "{:.2f} B total, {:.2f} B active per token{}", s.params.total / 1e9,
+           s.params.active / 1e9,
+           s.params.mtp > 0 ? fmt::format(" (MTP {:.2f} B)", s.params.mtp / 1e9) : std::string()));
   const double ft = s.flops_per_token;
   line("flops", fmt::format("{:.2f} GFLOP/token (Megatron accounting), {:.4e} FLOP/step", ft / 1e9,
                             s.flops_per_step));
-  line("", fmt::format("attention linear {:.1f}%, core {:.1f}%, dense MLP {:.1f}%, MoE MLP {:.1f}%, "
-                       "MTP {:.1f}%, logits {:.1f}%",
-                       100 * s.flops.attn_linear / ft, 100 * s.flops.attn_core / ft,
-                       100 * s.flops.dense_mlp / ft, 100 * s.flops.moe_mlp / ft, 100 * s.flops.mtp / ft,
-                       100 * s.flops.logits / ft));
+  line("",
+       fmt::format("attention linear {:.1f}%, core {:.1f}%, dense MLP {:.1f}%, MoE MLP {:.1f}%, "
+                   "MTP {:.1f}%, logits {:.1f}%",
+                   100 * s.flops.attn_linear / ft, 100 * s.flops.attn_core / ft,
+                   100 * s.flops.dense_mlp / ft, 100 * s.flops.moe_mlp / ft, 100 * s.flops.mtp / ft,
+                   100 * s.flops.logits / ft));
 
   const auto& t = sc.training;
-  line("training", fmt::format("seq {}, micro-batch {}, global batch {}, {}, MTP layers {}, {}",
-                               t.seq_length, t.micro_batch_size, t.global_batch_size,
-                               workload::precision_names().name(t.precision), t.mtp_layers,
-                               t.capacity_factor ? fmt::format("capacity factor {:g}", *t.capacity_factor)
-                                                 : std::string("dropless")));
+  line("training",
+       fmt::format("seq {}, micro-batch {}, global batch {}, {}, MTP layers {}, {}", t.seq_length,
+                   t.micro_batch_size, t.global_batch_size,
+                   workload::precision_names().name(t.precision), t.mtp_layers,
+                   t.capacity_factor ? fmt::format("capacity factor {:g}", *t.capacity_factor)
+                                     : std::string("dropless")));
   if (t.hidden_dropout > 0) line("", fmt::format("hidden dropout {:g}", t.hidden_dropout));
   line("parallel", fmt::format("TP{} PP{} VPP{} EP{} ETP{} CP{}, SP {}, FSDP {}", p.tp, p.pp, p.vpp,
                                p.ep, p.etp, p.cp, on_off(p.sequence_parallel), on_off(p.fsdp)));
   line("", fmt::format("DP {}, expert-DP {}; {} microbatches per step; {}", p.dp, p.expert_dp,
                        p.num_microbatches, schedules::schedule_names().name(sc.pipeline_schedule)));
   if (p.eplb)
-    line("", fmt::format("EPLB: {} redundant experts, {} policy: {} physical experts per EP rank",
-                         p.eplb->redundant_experts, workload::eplb_policy_names().name(p.eplb->policy),
-                         workload::physical_experts(m, p) / p.ep));
+    line("",
+         fmt::format("EPLB: {} redundant experts, {} policy: {} physical experts per EP rank",
+                     p.eplb->redundant_experts, workload::eplb_policy_names().name(p.eplb->policy),
+                     workload::physical_experts(m, p) / p.ep));
 
   line("layout", sc.pp_layout_text.empty() ? std::string("default even split")
                                            : fmt::format("\"{}\"", sc.pp_layout_text));
@@ -284,19 +304,23 @@ std::string describe_text(const config::Scenario& sc) {
     decoder.push_back(n);
   }
   std::string header = fmt::format("{:<6}", "rank");
-  for (int v = 0; v < shape.chunks(); ++v) header += fmt::format("{:<{}}", fmt::format("chunk {}", v), width + 2);
+  for (int v = 0; v < shape.chunks(); ++v)
+    header += fmt::format("{:<{}}", fmt::format("chunk {}", v), width + 2);
   line("", header + "layers");
   for (int r = 0; r < sc.layout.pp(); ++r) {
     std::string row = fmt::format("{:<6}", r);
-    for (const auto& c : cells[static_cast<std::size_t>(r)]) row += fmt::format("{:<{}}", c, width + 2);
+    for (const auto& c : cells[static_cast<std::size_t>(r)])
+      row += fmt::format("{:<{}}", c, width + 2);
     line("", row + fmt::format("{}", decoder[static_cast<std::size_t>(r)]));
   }
 
   const std::string sms = f.dispatcher_sms > 0 ? fmt::format(" ({} SMs)", f.dispatcher_sms) : "";
-  line("framework", fmt::format("dispatcher {}{}; CUDA graphs: {}; recompute: {}",
-                                hw_models::dispatcher_names().name(f.dispatcher), sms,
-                                list_or(names(workload::cuda_graph_scope_names(), f.cuda_graph_scope), "none"),
-                                list_or(names(workload::recompute_module_names(), f.recompute_modules), "none")));
+  line(
+      "framework",
+      fmt::format("dispatcher {}{}; CUDA graphs: {}; recompute: {}",
+                  hw_models::dispatcher_names().name(f.dispatcher), sms,
+                  list_or(names(workload::cuda_graph_scope_names(), f.cuda_graph_scope), "none"),
+                  list_or(names(workload::recompute_module_names(), f.recompute_modules), "none")));
   line("", fmt::format("distributed optimizer {}, overlap grad reduce {}, overlap param gather {}, "
                        "FP8 param gather {}",
                        on_off(f.distributed_optimizer), on_off(f.overlap_grad_reduce),
@@ -307,23 +331,30 @@ std::string describe_text(const config::Scenario& sc) {
                        workload::grad_dtype_names().name(f.main_grads_dtype),
                        workload::grad_dtype_names().name(f.grad_reduce_dtype),
                        list_or(names(workload::offload_target_names(), f.offload), "none")));
-  line("", fmt::format("1F1B all-to-all overlap {}, delayed weight gradients {}", on_off(f.moe_a2a_overlap),
-                       on_off(f.delay_wgrad_compute)));
+  line("", fmt::format("1F1B all-to-all overlap {}, delayed weight gradients {}",
+                       on_off(f.moe_a2a_overlap), on_off(f.delay_wgrad_compute)));
   if (f.fp8_dot_product_attention || f.fp8_output_proj)
-    line("", fmt::format("FP8 attention {}, MXFP8 output projection {}", on_off(f.fp8_dot_product_attention),
-                         on_off(f.fp8_output_proj)));
+    line("", fmt::format("FP8 attention {}, MXFP8 output projection {}",
+                         on_off(f.fp8_dot_product_attention), on_off(f.fp8_output_proj)));
   if (f.moe_paged_stash) line("", "paged stashing of the experts' saved activations");
   if (f.moe_expert_rank_capacity_factor)
-    line("", fmt::format("sync-free MoE: expert rank capacity factor {:g}", *f.moe_expert_rank_capacity_factor));
+    line("", fmt::format("sync-free MoE: expert rank capacity factor {:g}",
+                         *f.moe_expert_rank_capacity_factor));
   if (f.ep_fp8_dispatch) line("", "EP dispatch in FP8 (combine and backward BF16)");
   if (!f.low_precision_activations.empty())
     line("", fmt::format("activations cached in low precision: {}",
-                         fmt::join(names(workload::low_precision_activation_names(), f.low_precision_activations), ", ")));
-  if (f.ddp_bucket_size) line("", fmt::format("DDP bucket size {:g} parameters", *f.ddp_bucket_size));
+                         fmt::join(names(workload::low_precision_activation_names(),
+                                         f.low_precision_activations),
+                                   ", ")));
+  if (f.ddp_bucket_size)
+    line("", fmt::format("DDP bucket size {:g} parameters", *f.ddp_bucket_size));
   if (f.allocator_fragmentation > 0)
-    line("", fmt::format("allocator fragmentation allowance {:g}%", 100 * f.allocator_fragmentation));
-  if (f.attention_backend != workload::AttentionBackend::fused || f.cross_entropy != workload::CrossEntropy::te)
-    line("", fmt::format("attention {}, loss {}", workload::attention_backend_names().name(f.attention_backend),
+    line("",
+         fmt::format("allocator fragmentation allowance {:g}%", 100 * f.allocator_fragmentation));
+  if (f.attention_backend != workload::AttentionBackend::fused ||
+      f.cross_entropy != workload::CrossEntropy::te)
+    line("", fmt::format("attention {}, loss {}",
+                         workload::attention_backend_names().name(f.attention_backend),
                          workload::cross_entropy_names().name(f.cross_entropy)));
   std::vector<std::string> on, off;
   for (const auto& sw : workload::stack_switches())
@@ -331,15 +362,17 @@ std::string describe_text(const config::Scenario& sc) {
   if (const auto* rel = config::find_release(sc.release))
     line("stack", fmt::format("release {}: {}", rel->name, rel->components));
   else if (!sc.release.empty())
-    line("stack", fmt::format("release {}: a build of its own, every acting switch given", sc.release));
+    line("stack",
+         fmt::format("release {}: a build of its own, every acting switch given", sc.release));
   else
     line("stack", "no release named: the newest stack moesim models");
   line("", fmt::format("on: {}", list_or(on, "none")));
   line("", fmt::format("off: {}", list_or(off, "none")));
   line("routing", routing_text(sc.routing));
   if (sc.measured)
-    line("measured", fmt::format("{} = {:g} (tolerance {:g}%), {}", config::measured_name(*sc.measured),
-                                 sc.measured->value, sc.measured->tolerance_pct, sc.measured->source));
+    line("measured",
+         fmt::format("{} = {:g} (tolerance {:g}%), {}", config::measured_name(*sc.measured),
+                     sc.measured->value, sc.measured->tolerance_pct, sc.measured->source));
   return o;
 }
 

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "reports/describe.hpp"
 #include "predict/bands.hpp"
+#include "reports/describe.hpp"
 #include "reports/evidence.hpp"
 #include "reports/run.hpp"
 
@@ -19,19 +19,22 @@ namespace {
 
 // Headline figures of one side, in the order the text table prints them.
 std::vector<std::pair<std::string, double>> figures(const predict::Prediction& p) {
-  std::vector<std::pair<std::string, double>> f{{"step_time_s", p.step.step_time_s},
-                                                 {"tflops_per_gpu", p.tflops_per_gpu},
-                                                 {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
-                                                 {"tokens_per_gpu_per_step", predict::tokens_per_gpu_per_step(p)},
-                                                 {"gpu_us_per_token", predict::gpu_us_per_token(p)},
-                                                 {"mfu", p.mfu},
-                                                 {"peak_memory_gib", p.peak_memory_gib}};
-  for (const auto& [name, gib] : p.peak_memory_parts.named()) f.emplace_back(fmt::format("memory.{}_gib", name), gib);
+  std::vector<std::pair<std::string, double>> f{
+      {"step_time_s", p.step.step_time_s},
+      {"tflops_per_gpu", p.tflops_per_gpu},
+      {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+      {"tokens_per_gpu_per_step", predict::tokens_per_gpu_per_step(p)},
+      {"gpu_us_per_token", predict::gpu_us_per_token(p)},
+      {"mfu", p.mfu},
+      {"peak_memory_gib", p.peak_memory_gib}};
+  for (const auto& [name, gib] : p.peak_memory_parts.named())
+    f.emplace_back(fmt::format("memory.{}_gib", name), gib);
   return f;
 }
 
 // A JSON document's leaves by JSON pointer, arrays kept whole (a list is one setting).
-void leaves(const nlohmann::json& j, const std::string& at, std::map<std::string, nlohmann::json>& out) {
+void leaves(const nlohmann::json& j, const std::string& at,
+            std::map<std::string, nlohmann::json>& out) {
   if (j.is_object() && !j.empty()) {
     for (const auto& [k, v] : j.items()) leaves(v, at + "/" + k, out);
   } else {
@@ -55,8 +58,10 @@ std::vector<std::tuple<std::string, Json, Json>> changed_settings(const config::
   for (const auto& [key, va] : fa) {
     if (metadata(key)) continue;
     const auto vb = fb.find(key);
-    if (vb == fb.end()) out.emplace_back(key, va, nullptr);
-    else if (vb->second != va) out.emplace_back(key, va, vb->second);
+    if (vb == fb.end())
+      out.emplace_back(key, va, nullptr);
+    else if (vb->second != va)
+      out.emplace_back(key, va, vb->second);
   }
   for (const auto& [key, vb] : fb)
     if (!metadata(key) && !fa.contains(key)) out.emplace_back(key, nullptr, vb);
@@ -73,7 +78,8 @@ std::pair<double, config::ClaimAssessment> what_backs(const DiffSide& a, const D
     std::replace(dotted.begin(), dotted.end(), '/', '.');
     if (const auto d = config::decision_of_setting(dotted)) decisions.push_back(*d);
   }
-  const double gain = 100 * (b.prediction.tokens_per_s_per_gpu / a.prediction.tokens_per_s_per_gpu - 1);
+  const double gain =
+      100 * (b.prediction.tokens_per_s_per_gpu / a.prediction.tokens_per_s_per_gpu - 1);
   return {gain, config::assess_claim(std::abs(gain), decisions)};
 }
 
@@ -97,7 +103,8 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
     for (const auto& [k, v] : figures(s.prediction)) j[k] = v;
     j["fits_in_memory"] = s.prediction.fits_in_memory;
     j["critical_rank"] = s.prediction.step.critical_rank;
-    if (Json bands = bands_json(s.scenario, s.prediction); !bands.is_null()) j["bands"] = std::move(bands);
+    if (Json bands = bands_json(s.scenario, s.prediction); !bands.is_null())
+      j["bands"] = std::move(bands);
     return j;
   };
   Json out{{"a", side(a)}, {"b", side(b)}};
@@ -124,8 +131,14 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
   out["gpu_us_per_token_delta"] = d.gpu_us_per_token_b - d.gpu_us_per_token_a;
   Json rows = Json::array();
   for (const auto& c : d.contributions)
-    rows.push_back({{"category", c.category}, {"item", c.item}, {"a_s", c.a_s}, {"b_s", c.b_s}, {"delta_s", c.delta_s()},
-                    {"a_us_per_token", c.a_us}, {"b_us_per_token", c.b_us}, {"delta_us_per_token", c.delta_us()}});
+    rows.push_back({{"category", c.category},
+                    {"item", c.item},
+                    {"a_s", c.a_s},
+                    {"b_s", c.b_s},
+                    {"delta_s", c.delta_s()},
+                    {"a_us_per_token", c.a_us},
+                    {"b_us_per_token", c.b_us},
+                    {"delta_us_per_token", c.delta_us()}});
   out["contributions"] = rows;
   out["residual_s"] = d.residual_s;
   out["residual_us_per_token"] = d.residual_us;
@@ -134,8 +147,8 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
 
 std::string diff_text(const DiffSide& a, const DiffSide& b) {
   const predict::Difference d = predict::difference(a.prediction, b.prediction);
-  std::string o = fmt::format("A  {}  ({})\nB  {}  ({})\n\n", a.scenario.name, a.scenario.file, b.scenario.name,
-                              b.scenario.file);
+  std::string o = fmt::format("A  {}  ({})\nB  {}  ({})\n\n", a.scenario.name, a.scenario.file,
+                              b.scenario.name, b.scenario.file);
   // What differs first, in a line each (a long value cut: --json has it whole).
   const auto settings = changed_settings(a.scenario, b.scenario);
   const auto shown = [](const Json& v) {
@@ -143,7 +156,8 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
     return t.size() <= 60 ? t : t.substr(0, 57) + "...";
   };
   o += fmt::format("settings that differ ({}):\n", settings.size());
-  for (const auto& [key, va, vb] : settings) o += fmt::format("  {}: {} -> {}\n", key, shown(va), shown(vb));
+  for (const auto& [key, va, vb] : settings)
+    o += fmt::format("  {}: {} -> {}\n", key, shown(va), shown(vb));
   o += fmt::format("\n{:<26}{:>12}{:>12}{:>12}{:>9}\n", "", "A", "B", "B - A", "");
   const auto fa = figures(a.prediction), fb = figures(b.prediction);
   for (std::size_t i = 0; i < fa.size(); ++i) {
@@ -156,33 +170,40 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
     o += fmt::format("fits in memory: A {}, B {}\n", a.prediction.fits_in_memory ? "yes" : "no",
                      b.prediction.fits_in_memory ? "yes" : "no");
   const auto [gain, claim] = what_backs(a, b);
-  o += fmt::format("what the what-if corpus says about B's {:+.1f}% (tokens/s/GPU): {}\n", gain, claim_text(claim));
+  o += fmt::format("what the what-if corpus says about B's {:+.1f}% (tokens/s/GPU): {}\n", gain,
+                   claim_text(claim));
   if (const auto band = ratio_band_of(a, b); band.pool > 0)
-    o += fmt::format("  the model's {:.0f}% band on B / A: {:.3f} - {:.3f} ({:+.1f}% to {:+.1f}%), from {}{}\n",
-                     100 * band.level, band.lo, band.hi, 100 * (band.lo - 1), 100 * (band.hi - 1), band.basis,
-                     band.lo <= 1 && 1 <= band.hi ? ": A and B are within each other's band" : "");
+    o += fmt::format(
+        "  the model's {:.0f}% band on B / A: {:.3f} - {:.3f} ({:+.1f}% to {:+.1f}%), from {}{}\n",
+        100 * band.level, band.lo, band.hi, 100 * (band.lo - 1), 100 * (band.hi - 1), band.basis,
+        band.lo <= 1 && 1 <= band.hi ? ": A and B are within each other's band" : "");
   // The contributions on the basis (predict/diff.hpp): seconds of the step, or
   // GPU-microseconds per token where the sides' tokens per GPU per step differ.
   const bool tok = d.per_token;
   const auto a_of = [&](const predict::Contribution& c) { return tok ? c.a_us : c.a_s; };
   const auto b_of = [&](const predict::Contribution& c) { return tok ? c.b_us : c.b_s; };
-  const double ta = tok ? d.gpu_us_per_token_a : d.step_time_a_s, tb = tok ? d.gpu_us_per_token_b : d.step_time_b_s;
+  const double ta = tok ? d.gpu_us_per_token_a : d.step_time_a_s,
+               tb = tok ? d.gpu_us_per_token_b : d.step_time_b_s;
   const double delta = tb - ta;
   const char* unit = tok ? "us" : "s";
   if (tok) {
-    o += fmt::format("\nA and B process different tokens per GPU per step ({:.6g} and {:.6g}): their step times "
-                     "({:.3f} -> {:.3f} s) do not compare, so the difference is split per token.\n",
-                     d.tokens_per_gpu_a, d.tokens_per_gpu_b, d.step_time_a_s, d.step_time_b_s);
-    o += fmt::format("GPU-time per token {:.2f} -> {:.2f} us ({:+.2f} us, {:+.1f}%), by contribution (critical ranks "
-                     "{} and {}; each term x GPUs / tokens):\n",
-                     ta, tb, delta, ta > 0 ? 100 * delta / ta : 0.0, a.prediction.step.critical_rank,
-                     b.prediction.step.critical_rank);
+    o += fmt::format(
+        "\nA and B process different tokens per GPU per step ({:.6g} and {:.6g}): their step times "
+        "({:.3f} -> {:.3f} s) do not compare, so the difference is split per token.\n",
+        d.tokens_per_gpu_a, d.tokens_per_gpu_b, d.step_time_a_s, d.step_time_b_s);
+    o += fmt::format(
+        "GPU-time per token {:.2f} -> {:.2f} us ({:+.2f} us, {:+.1f}%), by contribution (critical "
+        "ranks "
+        "{} and {}; each term x GPUs / tokens):\n",
+        ta, tb, delta, ta > 0 ? 100 * delta / ta : 0.0, a.prediction.step.critical_rank,
+        b.prediction.step.critical_rank);
   } else {
-    o += fmt::format("\nstep time {:.3f} -> {:.3f} s ({:+.3f} s), by contribution (critical ranks {} and {}):\n", ta,
-                     tb, delta, a.prediction.step.critical_rank, b.prediction.step.critical_rank);
+    o += fmt::format(
+        "\nstep time {:.3f} -> {:.3f} s ({:+.3f} s), by contribution (critical ranks {} and {}):\n",
+        ta, tb, delta, a.prediction.step.critical_rank, b.prediction.step.critical_rank);
   }
-  o += fmt::format("  {:<40}{:>10}{:>10}{:>11}{:>8}\n", "", fmt::format("A {}", unit), fmt::format("B {}", unit),
-                   fmt::format("B - A {}", unit), "share");
+  o += fmt::format("  {:<40}{:>10}{:>10}{:>11}{:>8}\n", "", fmt::format("A {}", unit),
+                   fmt::format("B {}", unit), fmt::format("B - A {}", unit), "share");
   // Terms below 0.1% of the larger side are summed on one line.
   const double small = 1e-3 * std::max(ta, tb);
   double rest = 0, sum = 0;
@@ -195,12 +216,15 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
       ++rest_n;
       continue;
     }
-    o += fmt::format("  {:<40}{:>10.3f}{:>10.3f}{:>+11.3f}{:>8}\n", item_name(c), a_of(c), b_of(c), x,
-                     delta != 0 ? fmt::format("{:.0f}%", 100 * x / delta) : std::string());
+    o += fmt::format("  {:<40}{:>10.3f}{:>10.3f}{:>+11.3f}{:>8}\n", item_name(c), a_of(c), b_of(c),
+                     x, delta != 0 ? fmt::format("{:.0f}%", 100 * x / delta) : std::string());
   }
-  if (rest_n) o += fmt::format("  {:<40}{:>20}{:>+11.3f}\n", fmt::format("{} smaller terms", rest_n), "", rest);
-  o += fmt::format("  {:<40}{:>20}{:>+11.3f}  ({} difference {:+.3f} {}, residual {:.2g} {})\n", "sum of contributions",
-                   "", sum, tok ? "per-token" : "step-time", delta, unit, tok ? d.residual_us : d.residual_s, unit);
+  if (rest_n)
+    o += fmt::format("  {:<40}{:>20}{:>+11.3f}\n", fmt::format("{} smaller terms", rest_n), "",
+                     rest);
+  o += fmt::format("  {:<40}{:>20}{:>+11.3f}  ({} difference {:+.3f} {}, residual {:.2g} {})\n",
+                   "sum of contributions", "", sum, tok ? "per-token" : "step-time", delta, unit,
+                   tok ? d.residual_us : d.residual_s, unit);
   return o;
 }
 

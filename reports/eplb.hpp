@@ -12,7 +12,9 @@
 
 namespace moesim::reports {
 
-nlohmann::ordered_json eplb_json(const workload::EplbPlan& plan, const std::vector<workload::EplbBalance>& balance);
-std::string eplb_text(const workload::EplbPlan& plan, const std::vector<workload::EplbBalance>& balance);
+nlohmann::ordered_json eplb_json(const workload::EplbPlan& plan,
+                                 const std::vector<workload::EplbBalance>& balance);
+std::string eplb_text(const workload::EplbPlan& plan,
+                      const std::vector<workload::EplbBalance>& balance);
 
 }  // namespace moesim::reports

@@ -10,17 +10,19 @@ namespace moesim::reports {
 std::string decision_record(config::Decision d) {
   const auto& ev = config::evidence_for(d);
   if (ev.pairs == 0) return fmt::format("{} (no measured pair)", config::decision_names().name(d));
-  return fmt::format("{} ({} pair{}, largest measured effect {:.1f}%, mean ratio error {:.1f}%{})",
-                     config::decision_names().name(d), ev.pairs, ev.pairs == 1 ? "" : "s", ev.max_measured_effect_pct,
-                     ev.mean_abs_ratio_error_pct,
-                     ev.wrong_direction ? fmt::format(", {} the wrong way", ev.wrong_direction) : "");
+  return fmt::format(
+      "{} ({} pair{}, largest measured effect {:.1f}%, mean ratio error {:.1f}%{})",
+      config::decision_names().name(d), ev.pairs, ev.pairs == 1 ? "" : "s",
+      ev.max_measured_effect_pct, ev.mean_abs_ratio_error_pct,
+      ev.wrong_direction ? fmt::format(", {} the wrong way", ev.wrong_direction) : "");
 }
 
 std::string claim_text(const config::ClaimAssessment& claim) {
   std::vector<std::string> ds;
   for (auto d : claim.decisions) ds.push_back(decision_record(d));
-  return fmt::format("{}: {}", config::claim_support_names().name(claim.support),
-                     ds.empty() ? std::string("no decision differs") : fmt::format("{}", fmt::join(ds, "; ")));
+  return fmt::format(
+      "{}: {}", config::claim_support_names().name(claim.support),
+      ds.empty() ? std::string("no decision differs") : fmt::format("{}", fmt::join(ds, "; ")));
 }
 
 nlohmann::ordered_json claim_json(double gain_pct, const config::ClaimAssessment& claim) {
@@ -38,7 +40,8 @@ nlohmann::ordered_json claim_json(double gain_pct, const config::ClaimAssessment
   for (auto d : claim.weak) weak.push_back(config::decision_names().name(d));
   return {{"gain_pct", gain_pct},
           {"decisions", decisions},
-          {"demonstrated_error_pct", claim.demonstrated_error ? Json(*claim.demonstrated_error) : Json(nullptr)},
+          {"demonstrated_error_pct",
+           claim.demonstrated_error ? Json(*claim.demonstrated_error) : Json(nullptr)},
           {"support", config::claim_support_names().name(claim.support)},
           {"weak", weak}};
 }

@@ -130,8 +130,10 @@ std::string html_page(const HtmlPage& page) {
   }
   for (std::size_t i = 0; i < page.tables.size(); ++i) {
     const HtmlTable& t = page.tables[i];
-    o += fmt::format("<section class=\"table\" id=\"table-{}\">\n<h2>{}</h2>\n", i + 1, html_escape(t.title));
-    if (!t.caption.empty()) o += fmt::format("<p class=\"caption\">{}</p>\n", html_escape(t.caption));
+    o += fmt::format("<section class=\"table\" id=\"table-{}\">\n<h2>{}</h2>\n", i + 1,
+                     html_escape(t.title));
+    if (!t.caption.empty())
+      o += fmt::format("<p class=\"caption\">{}</p>\n", html_escape(t.caption));
     o += "<table class=\"data\">\n<tr>";
     for (const auto& h : t.header) o += fmt::format("<th>{}</th>", html_escape(h));
     o += "</tr>\n";

@@ -9,7 +9,8 @@
 
 namespace moesim::reports {
 
-nlohmann::ordered_json infer_json(const calibration::InferableParam& param, const predict::Inference& r);
+nlohmann::ordered_json infer_json(const calibration::InferableParam& param,
+                                  const predict::Inference& r);
 // The value with the ratios it reproduces, or why no value in the range does.
 std::string infer_text(const calibration::InferableParam& param, const predict::Inference& r);
 

@@ -1,7 +1,7 @@
 #include "reports/report_charts.hpp"
 
-#include <charconv>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -48,9 +48,11 @@ Json vega_spec(std::string_view text, int width, int height) {
   return spec;
 }
 
-Json stacked_seconds_spec(const std::string& group, const std::string& colour, const std::string& tooltip,
-                          double band_padding, int height, Json values, const std::vector<std::string>& groups,
-                          const std::vector<std::string>& domain, const std::vector<std::string>& range) {
+Json stacked_seconds_spec(const std::string& group, const std::string& colour,
+                          const std::string& tooltip, double band_padding, int height, Json values,
+                          const std::vector<std::string>& groups,
+                          const std::vector<std::string>& domain,
+                          const std::vector<std::string>& range) {
   Json spec = vega_spec(R"json({
     "data": [{"name": "table",
               "transform": [{"type": "stack", "groupby": [], "sort": {"field": "order"}, "field": "seconds"}]}],
@@ -83,10 +85,13 @@ Json stacked_seconds_spec(const std::string& group, const std::string& colour, c
   return spec;
 }
 
-std::span<const Category> breakdown_categories() { return kCategories; }
+std::span<const Category> breakdown_categories() {
+  return kCategories;
+}
 
-Json delta_bars_spec(Json values, const std::vector<std::string>& terms, const std::string& axis_title,
-                     const std::string& adds, const std::string& saves, const std::string& unit_tip,
+Json delta_bars_spec(Json values, const std::vector<std::string>& terms,
+                     const std::string& axis_title, const std::string& adds,
+                     const std::string& saves, const std::string& unit_tip,
                      const std::string& unit_text) {
   Json spec = vega_spec(R"json({
     "data": [{"name": "terms"}],
@@ -119,10 +124,12 @@ Json delta_bars_spec(Json values, const std::vector<std::string>& terms, const s
   spec["scales"][2]["domain"] = string_list({adds, saves});
   spec["axes"][0]["title"] = axis_title;
   spec["marks"][0]["encode"]["enter"]["tooltip"]["signal"] = fmt::format(
-      "{{'term': datum.term, 'B - A {0}': format(datum.delta, '+.4f'), 'A {0}': datum.a == null ? '' : "
+      "{{'term': datum.term, 'B - A {0}': format(datum.delta, '+.4f'), 'A {0}': datum.a == null ? "
+      "'' : "
       "format(datum.a, '.4f'), 'B {0}': datum.b == null ? '' : format(datum.b, '.4f')}}",
       unit_tip);
-  spec["marks"][2]["encode"]["enter"]["text"]["signal"] = fmt::format("format(datum.delta, '+.3f') + ' {}'", unit_text);
+  spec["marks"][2]["encode"]["enter"]["text"]["signal"] =
+      fmt::format("format(datum.delta, '+.3f') + ' {}'", unit_text);
   return spec;
 }
 

@@ -41,16 +41,19 @@ Json vega_spec(std::string_view text, int width, int height);
 // Horizontal bars of seconds of the step, one per value of `group` (in `groups` order),
 // each stacked by its rows' "order" and coloured by `colour` (`domain` -> `range`); the
 // data set is "table", the scales "y", "x" and "color".
-Json stacked_seconds_spec(const std::string& group, const std::string& colour, const std::string& tooltip,
-                          double band_padding, int height, Json values, const std::vector<std::string>& groups,
-                          const std::vector<std::string>& domain, const std::vector<std::string>& range);
+Json stacked_seconds_spec(const std::string& group, const std::string& colour,
+                          const std::string& tooltip, double band_padding, int height, Json values,
+                          const std::vector<std::string>& groups,
+                          const std::vector<std::string>& domain,
+                          const std::vector<std::string>& range);
 
 // Horizontal bars of differences B - A, one per term in `terms` order: `values` rows
 // {term, delta, a, b (null for a sum of terms), effect: `adds` or `saves`}, red where B
 // adds time, green where it saves; each bar's value written beside it in `unit_text`, the
 // tooltip's in `unit_tip`.
-Json delta_bars_spec(Json values, const std::vector<std::string>& terms, const std::string& axis_title,
-                     const std::string& adds, const std::string& saves, const std::string& unit_tip,
+Json delta_bars_spec(Json values, const std::vector<std::string>& terms,
+                     const std::string& axis_title, const std::string& adds,
+                     const std::string& saves, const std::string& unit_tip,
                      const std::string& unit_text);
 
 // The breakdown's categories (run --json's keys), in the charts' order.
@@ -59,7 +62,7 @@ std::span<const Category> breakdown_categories();
 // Horizontal stacked bars of the breakdown, one per run (label -> run --json "breakdown"):
 // the critical rank's step by category, the pipeline bubble split into the schedule's own
 // and stage imbalance (they add up to the step time).
-HtmlChart breakdown_chart(const std::vector<std::pair<std::string, Json>>& runs, const std::string& title,
-                          const std::string& caption);
+HtmlChart breakdown_chart(const std::vector<std::pair<std::string, Json>>& runs,
+                          const std::string& title, const std::string& caption);
 
 }  // namespace moesim::reports::charts

@@ -32,8 +32,9 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
                                            b.prediction.tflops_per_gpu)},
                 {"tokens/s/GPU", fmt::format("{:.1f} -> {:.1f}", a.prediction.tokens_per_s_per_gpu,
                                              b.prediction.tokens_per_s_per_gpu)},
-                {"GPU-time per token", fmt::format("{:.2f} -> {:.2f} us", predict::gpu_us_per_token(a.prediction),
-                                                   predict::gpu_us_per_token(b.prediction))},
+                {"GPU-time per token",
+                 fmt::format("{:.2f} -> {:.2f} us", predict::gpu_us_per_token(a.prediction),
+                             predict::gpu_us_per_token(b.prediction))},
                 {"peak memory", fmt::format("{:.1f} -> {:.1f} GiB", a.prediction.peak_memory_gib,
                                             b.prediction.peak_memory_gib)},
                 {"settings that differ", std::to_string(d["settings_changed"].size())}};
@@ -65,8 +66,10 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
   const double side_a = tok ? predict::gpu_us_per_token(a.prediction) : ta,
                side_b = tok ? predict::gpu_us_per_token(b.prediction) : tb;
   if (tok)
-    page.facts.emplace_back("basis", "A and B process different tokens per GPU per step, so the difference is "
-                                     "split per token (each term x GPUs / tokens), not by step time");
+    page.facts.emplace_back(
+        "basis",
+        "A and B process different tokens per GPU per step, so the difference is "
+        "split per token (each term x GPUs / tokens), not by step time");
   const double small = 1e-3 * std::max(side_a, side_b);
   Json values = Json::array();
   std::vector<std::string> terms;
@@ -96,13 +99,18 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
                       {"b", nullptr},
                       {"effect", rest > 0 ? "adds time in B" : "saves time in B"}});
   }
-  Json spec = delta_bars_spec(std::move(values), terms, tok ? "B - A, GPU-microseconds per token" : "B - A, seconds of the step",
-                              "adds time in B", "saves time in B", tok ? "us/token" : "s", unit);
+  Json spec =
+      delta_bars_spec(std::move(values), terms,
+                      tok ? "B - A, GPU-microseconds per token" : "B - A, seconds of the step",
+                      "adds time in B", "saves time in B", tok ? "us/token" : "s", unit);
   page.charts.push_back(
       {tok ? "Per-token difference by contribution" : "Step-time difference by contribution",
-       fmt::format("B - A = {:+.3f} {}{}, split into the critical ranks' breakdown terms (compute per module, "
-                   "exposed communication per kind, host-bound idle per module, the schedule's bubble, stage "
-                   "imbalance, other), largest first; they add up to the difference (residual {:.2g} {}). Diff "
+       fmt::format("B - A = {:+.3f} {}{}, split into the critical ranks' breakdown terms (compute "
+                   "per module, "
+                   "exposed communication per kind, host-bound idle per module, the schedule's "
+                   "bubble, stage "
+                   "imbalance, other), largest first; they add up to the difference (residual "
+                   "{:.2g} {}). Diff "
                    "--json: contributions.",
                    side_b - side_a, unit, tok ? " of GPU-time per token" : "",
                    d[tok ? "residual_us_per_token" : "residual_s"].get<double>(), unit),

@@ -67,12 +67,14 @@ std::string cell_value(const Json& row, const std::string& column) {
 }
 
 // "tp 2 -> 1; dispatcher alltoall -> hybridep": the columns that differ, reference -> winner.
-std::string changes_text(const std::vector<std::string>& columns, const Json& reference, const Json& winner) {
+std::string changes_text(const std::vector<std::string>& columns, const Json& reference,
+                         const Json& winner) {
   std::vector<std::string> parts;
   for (const auto& c : columns) {
     std::string name = c.substr(c.rfind('.') + 1);
     if (name == "micro_batch_size") name = "mbs";
-    parts.push_back(fmt::format("{} {} -> {}", name, cell_value(reference, c), cell_value(winner, c)));
+    parts.push_back(
+        fmt::format("{} {} -> {}", name, cell_value(reference, c), cell_value(winner, c)));
   }
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -82,9 +84,9 @@ std::string decisions_text(const config::ClaimAssessment& claim) {
   std::vector<std::string> parts;
   for (const auto d : claim.decisions) {
     const auto& ev = config::evidence_for(d);
-    parts.push_back(fmt::format("{} ({} pair{}{})", config::decision_names().name(d), ev.pairs,
-                                ev.pairs == 1 ? "" : "s",
-                                ev.wrong_direction ? fmt::format(", {} the wrong way", ev.wrong_direction) : ""));
+    parts.push_back(fmt::format(
+        "{} ({} pair{}{})", config::decision_names().name(d), ev.pairs, ev.pairs == 1 ? "" : "s",
+        ev.wrong_direction ? fmt::format(", {} the wrong way", ev.wrong_direction) : ""));
   }
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -98,41 +100,48 @@ void explain_winner(HtmlPage& page, const Json& s, const PlanSummaryInfo& info) 
   const Json& winner = s["top"][0];
   const std::int64_t winner_id = winner["id"].get<std::int64_t>();
   const double step = winner["step_time_s"].is_number() ? winner["step_time_s"].get<double>() : 0;
-  if (const auto b = predict::step_band(step, info.gpu, predict::corpus_residuals()); b.pool > 0 && step > 0)
+  if (const auto b = predict::step_band(step, info.gpu, predict::corpus_residuals());
+      b.pool > 0 && step > 0)
     page.facts.emplace_back("the winner's step",
-                            fmt::format("{:.3f} s; the model's {:.0f}% band {:.3f} - {:.3f} s ({})", step,
-                                        100 * b.level, b.lo, b.hi, b.basis));
+                            fmt::format("{:.3f} s; the model's {:.0f}% band {:.3f} - {:.3f} s ({})",
+                                        step, 100 * b.level, b.lo, b.hi, b.basis));
   const auto runs = predict::band_coverage(predict::corpus_residuals());
   const auto pairs = predict::ratio_band_coverage(predict::corpus_pair_residuals());
   page.facts.emplace_back(
       "how the bands hold",
-      fmt::format("out of sample on the corpus, {} of {} measured runs ({:.0f}%) lie inside their own 80% band and "
-                  "{} of {} measured pairs ({:.0f}%) inside their ratio band (calibrate corpus: band_coverage_pct)",
+      fmt::format("out of sample on the corpus, {} of {} measured runs ({:.0f}%) lie inside their "
+                  "own 80% band and "
+                  "{} of {} measured pairs ({:.0f}%) inside their ratio band (calibrate corpus: "
+                  "band_coverage_pct)",
                   runs.inside, runs.runs, runs.pct(), pairs.inside, pairs.runs, pairs.pct()));
 
   std::map<std::int64_t, const Json*> rows;
   for (const auto& row : s["top"]) rows[row["id"].get<std::int64_t>()] = &row;
-  HtmlTable why{"Why the winner wins",
-                fmt::format("The winner (#{}) against the scenario as given and against each of the other top "
-                            "candidates: the settings that differ (the other's value -> the winner's), the "
-                            "winner's gain in {}, the model's 80% band on that gain (the measured pairs' "
-                            "out-of-sample ratio errors: where it reaches 0 the model does not order the two), "
-                            "the decisions behind the settings with their measured pairs, and the verdict of "
-                            "the what-if corpus (within_error, backed, uncertain, extrapolated, unvalidated: "
-                            "docs/COMMANDS.md, plan --given).",
-                            winner_id, s["objective"].get<std::string>()),
-                {"against", "settings that differ", "winner's gain", "80% band", "ordered by the model",
-                 "decisions (measured pairs)", "verdict"},
-                {}};
+  HtmlTable why{
+      "Why the winner wins",
+      fmt::format(
+          "The winner (#{}) against the scenario as given and against each of the other top "
+          "candidates: the settings that differ (the other's value -> the winner's), the "
+          "winner's gain in {}, the model's 80% band on that gain (the measured pairs' "
+          "out-of-sample ratio errors: where it reaches 0 the model does not order the two), "
+          "the decisions behind the settings with their measured pairs, and the verdict of "
+          "the what-if corpus (within_error, backed, uncertain, extrapolated, unvalidated: "
+          "docs/COMMANDS.md, plan --given).",
+          winner_id, s["objective"].get<std::string>()),
+      {"against", "settings that differ", "winner's gain", "80% band", "ordered by the model",
+       "decisions (measured pairs)", "verdict"},
+      {}};
   std::vector<config::Decision> deciding;
-  const auto add = [&](const std::string& against, const Json& reference, const predict::PlanEvidence& e) {
+  const auto add = [&](const std::string& against, const Json& reference,
+                       const predict::PlanEvidence& e) {
     std::string band = "-", ordered = "-";
-    if (const auto b = predict::ratio_band(1 + e.gain_pct / 100, predict::corpus_pair_residuals()); b.pool > 0) {
+    if (const auto b = predict::ratio_band(1 + e.gain_pct / 100, predict::corpus_pair_residuals());
+        b.pool > 0) {
       band = fmt::format("{:+.1f}% to {:+.1f}%", 100 * (b.lo - 1), 100 * (b.hi - 1));
       ordered = b.lo > 1 ? "yes" : "no: within the band";
     }
-    why.rows.push_back({against, changes_text(e.columns, reference, winner), fmt::format("{:+.1f}%", e.gain_pct),
-                        band, ordered, decisions_text(e.claim),
+    why.rows.push_back({against, changes_text(e.columns, reference, winner),
+                        fmt::format("{:+.1f}%", e.gain_pct), band, ordered, decisions_text(e.claim),
                         std::string(config::claim_support_names().name(e.claim.support))});
     for (const auto d : e.claim.decisions)
       if (std::find(deciding.begin(), deciding.end(), d) == deciding.end()) deciding.push_back(d);
@@ -145,34 +154,41 @@ void explain_winner(HtmlPage& page, const Json& s, const PlanSummaryInfo& info) 
       add("the scenario as given", g, *it);
     else
       why.rows.push_back({"the scenario as given",
-                          g["status"] == "ok" ? "its rank: no candidate beats it" : "it does not run: " +
-                                                    g["status"].get<std::string>(),
+                          g["status"] == "ok"
+                              ? "its rank: no candidate beats it"
+                              : "it does not run: " + g["status"].get<std::string>(),
                           "-", "-", "-", "-", "-"});
   }
   for (const auto& e : info.runner_ups)
-    if (const auto r = rows.find(e.id); r != rows.end()) add(fmt::format("#{}", e.id), *r->second, e);
+    if (const auto r = rows.find(e.id); r != rows.end())
+      add(fmt::format("#{}", e.id), *r->second, e);
   if (why.rows.empty()) return;
   page.tables.push_back(std::move(why));
 
-  HtmlTable record{"How well the deciding decisions are validated",
-                   "Each decision behind the settings above, on the what-if corpus (measured pairs of published "
-                   "runs that differ in it: calibration/evidence/decisions.json, moesim validate): how many pairs, "
-                   "the model's mean and worst error on their ratio, the largest effect a pair measured, and "
-                   "pairs whose measured difference over 2% the model got the wrong way. A decision without a pair "
-                   "is the model's alone.",
-                   {"decision", "measured pairs", "mean ratio error", "worst ratio error (pair)",
-                    "largest measured effect", "wrong way"},
-                   {}};
+  HtmlTable record{
+      "How well the deciding decisions are validated",
+      "Each decision behind the settings above, on the what-if corpus (measured pairs of published "
+      "runs that differ in it: calibration/evidence/decisions.json, moesim validate): how many "
+      "pairs, "
+      "the model's mean and worst error on their ratio, the largest effect a pair measured, and "
+      "pairs whose measured difference over 2% the model got the wrong way. A decision without a "
+      "pair "
+      "is the model's alone.",
+      {"decision", "measured pairs", "mean ratio error", "worst ratio error (pair)",
+       "largest measured effect", "wrong way"},
+      {}};
   for (const auto d : deciding) {
     const auto& ev = config::evidence_for(d);
     if (ev.pairs == 0) {
-      record.rows.push_back({std::string(config::decision_names().name(d)), "0", "-", "-", "-", "-"});
+      record.rows.push_back(
+          {std::string(config::decision_names().name(d)), "0", "-", "-", "-", "-"});
       continue;
     }
     record.rows.push_back({std::string(config::decision_names().name(d)), std::to_string(ev.pairs),
                            fmt::format("{:.1f}%", ev.mean_abs_ratio_error_pct),
                            fmt::format("{:.1f}% ({})", ev.max_abs_ratio_error_pct, ev.worst),
-                           fmt::format("{:.1f}%", ev.max_measured_effect_pct), std::to_string(ev.wrong_direction)});
+                           fmt::format("{:.1f}%", ev.max_measured_effect_pct),
+                           std::to_string(ev.wrong_direction)});
   }
   if (!record.rows.empty()) page.tables.push_back(std::move(record));
 
@@ -180,24 +196,32 @@ void explain_winner(HtmlPage& page, const Json& s, const PlanSummaryInfo& info) 
   const bool given_ok = s.contains("given") && s["given"]["status"] == "ok";
   const Json* reference = given_ok ? &s["given"] : s["top"].size() > 1 ? &s["top"][1] : nullptr;
   if (!reference) return;
-  const std::string ref_name =
-      given_ok ? std::string("the scenario as given") : fmt::format("#{}", (*reference)["id"].get<std::int64_t>());
+  const std::string ref_name = given_ok
+                                   ? std::string("the scenario as given")
+                                   : fmt::format("#{}", (*reference)["id"].get<std::int64_t>());
   Json values = Json::array();
   std::vector<std::string> terms;
   for (const auto& c : breakdown_categories()) {
     const std::string key = std::string("breakdown.") + c.key;
     const double a = reference->value(key, 0.0), b = winner.value(key, 0.0);
     terms.emplace_back(c.label);
-    values.push_back({{"term", c.label}, {"delta", b - a}, {"a", a}, {"b", b},
-                      {"effect", b - a > 0 ? "adds time in the winner" : "saves time in the winner"}});
+    values.push_back(
+        {{"term", c.label},
+         {"delta", b - a},
+         {"a", a},
+         {"b", b},
+         {"effect", b - a > 0 ? "adds time in the winner" : "saves time in the winner"}});
   }
   page.charts.push_back(
       {"What the winner changes",
-       fmt::format("The winner's (#{}, B) critical-rank step minus {}'s (A), by breakdown category: they add up to "
-                   "the step-time difference at the same global batch on the same GPUs. The table above says "
+       fmt::format("The winner's (#{}, B) critical-rank step minus {}'s (A), by breakdown "
+                   "category: they add up to "
+                   "the step-time difference at the same global batch on the same GPUs. The table "
+                   "above says "
                    "how far the model's record lets one trust each decision behind it.",
                    winner_id, ref_name),
-       delta_bars_spec(std::move(values), terms, fmt::format("winner - {}, seconds of the step", ref_name),
+       delta_bars_spec(std::move(values), terms,
+                       fmt::format("winner - {}, seconds of the step", ref_name),
                        "adds time in the winner", "saves time in the winner", "s", "s")});
 }
 
@@ -207,31 +231,39 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
   const Json s = plan_summary_json(csv, info);
   const std::string obj = s["objective"].get<std::string>();
   const bool higher = config::higher_is_better(info.sweep.objective);
-  const auto value_text = [](const Json& v) { return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : v.dump(); };
+  const auto value_text = [](const Json& v) {
+    return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : v.dump();
+  };
 
   HtmlPage page;
   page.title = fmt::format("moesim report: plan {}", info.sweep.name);
-  page.subtitle = fmt::format("{} on {} GPUs: {} candidates, {} evaluated, {} simulated.", info.sweep.sweep_file,
-                              info.gpus, info.sweep.combinations, info.sweep.rows, info.simulated);
-  page.facts.emplace_back("objective", fmt::format("{} ({} is better)", obj, higher ? "higher" : "lower"));
-  page.facts.emplace_back("space", fmt::format("{} layouts kept by the rules ({} expanded) x the settings {}",
-                                               info.layouts, info.layouts_expanded,
-                                               info.settings.empty() ? std::string("(none varied)")
-                                                                     : fmt::format("{}", fmt::join(info.settings, ", "))));
+  page.subtitle = fmt::format("{} on {} GPUs: {} candidates, {} evaluated, {} simulated.",
+                              info.sweep.sweep_file, info.gpus, info.sweep.combinations,
+                              info.sweep.rows, info.simulated);
+  page.facts.emplace_back("objective",
+                          fmt::format("{} ({} is better)", obj, higher ? "higher" : "lower"));
+  page.facts.emplace_back(
+      "space",
+      fmt::format("{} layouts kept by the rules ({} expanded) x the settings {}", info.layouts,
+                  info.layouts_expanded,
+                  info.settings.empty() ? std::string("(none varied)")
+                                        : fmt::format("{}", fmt::join(info.settings, ", "))));
   std::string fates;
   for (const auto& [fate, n] : s["fates"].items())
     fates += fmt::format("{}{} {}", fates.empty() ? "" : ", ", fate, n.get<std::int64_t>());
   page.facts.emplace_back("fates", fates);
-  page.facts.emplace_back("wall time", fmt::format("{:.1f} s (bounds {:.1f} s, simulations {:.1f} s)", info.wall_s,
-                                                   info.bound_wall_s, info.simulate_wall_s));
+  page.facts.emplace_back(
+      "wall time", fmt::format("{:.1f} s (bounds {:.1f} s, simulations {:.1f} s)", info.wall_s,
+                               info.bound_wall_s, info.simulate_wall_s));
   std::vector<std::pair<std::string, Json>> runs;
   int rank = 0;
   for (const auto& row : s["top"]) {
     const std::string id = fmt::format("#{}", row["id"].get<std::int64_t>());
-    page.facts.emplace_back(fmt::format("top {}", ++rank),
-                            fmt::format("{} ({}): {} {}, step {} s, peak {} GiB", id, settings_text(row), obj,
-                                        value_text(row[obj]), value_text(row["step_time_s"]),
-                                        value_text(row["peak_memory_gib"])));
+    page.facts.emplace_back(
+        fmt::format("top {}", ++rank),
+        fmt::format("{} ({}): {} {}, step {} s, peak {} GiB", id, settings_text(row), obj,
+                    value_text(row[obj]), value_text(row["step_time_s"]),
+                    value_text(row["peak_memory_gib"])));
     runs.emplace_back(id, breakdown_of(row));
   }
   if (s.contains("given")) {
@@ -242,19 +274,22 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
     } else {
       text += fmt::format("{} {}", obj, value_text(g[obj]));
       if (g["rank"].is_number())
-        text += fmt::format(", rank {}{}", g["rank_exact"].get<bool>() ? "" : "at least ", g["rank"].get<std::int64_t>());
+        text += fmt::format(", rank {}{}", g["rank_exact"].get<bool>() ? "" : "at least ",
+                            g["rank"].get<std::int64_t>());
       runs.emplace_back("as given", breakdown_of(g));
     }
     page.facts.emplace_back("the scenario as given", text);
   }
   if (!info.violations.empty())
-    page.facts.emplace_back("bound violations", fmt::format("{} (simulated better than their bound)",
-                                                            fmt::join(info.violations, ", ")));
+    page.facts.emplace_back(
+        "bound violations",
+        fmt::format("{} (simulated better than their bound)", fmt::join(info.violations, ", ")));
 
   if (!runs.empty())
     page.charts.push_back(breakdown_chart(
         runs, "The top candidates' steps",
-        fmt::format("The critical rank's step of each of the top {} by {} (and of the scenario as given, when it "
+        fmt::format("The critical rank's step of each of the top {} by {} (and of the scenario as "
+                    "given, when it "
                     "was simulated), by category; the facts above list each one's settings.",
                     s["top"].size(), obj)));
 
@@ -284,12 +319,14 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
   })json",
                              640, 300);
   fate_spec["data"][0]["values"] = fate_values;
-  page.charts.push_back(
-      {"Where the candidates went",
-       "Every candidate of the space by fate: rule (a layout rule drops its layout), invalid (the loader refuses "
-       "it), memory (it does not fit), duplicate (a varied setting is inert there), dominated (a recompute rung "
-       "that recomputes less fits), bound (its lower bound cannot beat the top K's last), simulated. Log scale.",
-       fate_spec});
+  page.charts.push_back({"Where the candidates went",
+                         "Every candidate of the space by fate: rule (a layout rule drops its "
+                         "layout), invalid (the loader refuses "
+                         "it), memory (it does not fit), duplicate (a varied setting is inert "
+                         "there), dominated (a recompute rung "
+                         "that recomputes less fits), bound (its lower bound cannot beat the top "
+                         "K's last), simulated. Log scale.",
+                         fate_spec});
 
   // Each simulated candidate against its bound.
   const auto& h = csv.header;
@@ -305,7 +342,10 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
   for (const auto& [id, bound] : info.bounds) {
     const auto it = simulated.find(id);
     if (it == simulated.end() || !std::isfinite(bound)) continue;
-    points.push_back({{"id", id}, {"bound", bound}, {"value", it->second}, {"top", top.count(id) ? "top" : "other"}});
+    points.push_back({{"id", id},
+                      {"bound", bound},
+                      {"value", it->second},
+                      {"top", top.count(id) ? "top" : "other"}});
     lo = std::min({lo, bound, it->second});
     hi = std::max({hi, bound, it->second});
   }
@@ -335,13 +375,15 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
     spec["scales"][1]["domain"] = domain;
     spec["axes"][0]["title"] = fmt::format("{} at the bound (a best case)", obj);
     spec["axes"][1]["title"] = fmt::format("{} simulated", obj);
-    page.charts.push_back(
-        {"Simulated against the bound",
-         fmt::format("Each simulated candidate's {} against its lower bound's (the objective at the bound's step "
-                     "time). A bound is a best case, so every point lies on the diagonal or {} it; the closer, "
-                     "the tighter the bound and the fewer candidates the search simulates. The top {} in red.",
-                     obj, higher ? "below" : "above", s["top"].size()),
-         spec});
+    page.charts.push_back({"Simulated against the bound",
+                           fmt::format("Each simulated candidate's {} against its lower bound's "
+                                       "(the objective at the bound's step "
+                                       "time). A bound is a best case, so every point lies on the "
+                                       "diagonal or {} it; the closer, "
+                                       "the tighter the bound and the fewer candidates the search "
+                                       "simulates. The top {} in red.",
+                                       obj, higher ? "below" : "above", s["top"].size()),
+                           spec});
   }
   return page;
 }

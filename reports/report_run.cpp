@@ -81,9 +81,9 @@ HtmlChart memory_chart(const config::Scenario& sc, const predict::Prediction& p,
   })json",
                         900, 60);
   spec["data"][0]["values"] = values;
-  spec["data"][1]["values"] =
-      Json::array({{{"gib", capacity_gib},
-                    {"label", fmt::format("{} memory: {:.2f} GiB", sc.system.gpu.name, capacity_gib)}}});
+  spec["data"][1]["values"] = Json::array(
+      {{{"gib", capacity_gib},
+        {"label", fmt::format("{} memory: {:.2f} GiB", sc.system.gpu.name, capacity_gib)}}});
   spec["scales"][0]["domain"] =
       Json::array({0, 1.08 * std::max(capacity_gib, p.reserved_memory_gib)});
   spec["scales"][1]["domain"] = string_list(labels);
@@ -122,8 +122,9 @@ HtmlChart module_chart(const Json& compute, const Json& host_bound) {
                       {"order", 1}});
   }
   const Json spec = stacked_seconds_spec(
-      "module", "kind", "{'module': datum.module, 'what': datum.kind, 'seconds': format(datum.seconds, '.3f')}",
-      0.2, std::max(60, 24 * static_cast<int>(names.size())), std::move(values), names,
+      "module", "kind",
+      "{'module': datum.module, 'what': datum.kind, 'seconds': format(datum.seconds, '.3f')}", 0.2,
+      std::max(60, 24 * static_cast<int>(names.size())), std::move(values), names,
       {"compute", "host-bound idle"}, {"#4c78a8", "#e45756"});
   return {"Time per module (critical rank)",
           "Seconds the critical rank's compute stream ran each module's kernels, and sat idle "
@@ -149,8 +150,10 @@ HtmlChart timeline_chart(const predict::Prediction& traced, std::size_t kernels)
   for (int r = 0; r < ranks; ++r)
     if (r != step.critical_rank) order.push_back(r);
   for (const int r : order)
-    for (auto b : timeline_bars(step, r, std::max<std::size_t>(200, 4000 / static_cast<std::size_t>(ranks)))) {
-      b.lane = fmt::format("rank {}{}: {}", r, r == step.critical_rank ? " (critical)" : "", b.lane);
+    for (auto b : timeline_bars(
+             step, r, std::max<std::size_t>(200, 4000 / static_cast<std::size_t>(ranks)))) {
+      b.lane =
+          fmt::format("rank {}{}: {}", r, r == step.critical_rank ? " (critical)" : "", b.lane);
       bars.push_back(std::move(b));
     }
   Json values = Json::array();
@@ -221,13 +224,16 @@ HtmlChart timeline_chart(const predict::Prediction& traced, std::size_t kernels)
   spec["scales"][2]["range"] = string_list(pass_colors);
   return {
       "Pipeline timeline, one row per pipeline rank",
-      fmt::format("Each pipeline rank's compute stream over the step (the critical rank {} first), {} kernels "
-                  "drawn as {} bars: adjacent kernels of one pass and part merged, then the shortest gaps "
-                  "between bars of the same pass closed, so that bars are about chunks and the gaps left are "
-                  "idle time (pipeline bubble, exposed communication, host-bound idle). Scroll over it to "
-                  "zoom, drag to pan, double-click for the whole step. Simulated with every microbatch and "
-                  "kept spans (as run --trace): step {:.3f} s.",
-                  step.critical_rank, kernels, bars.size(), step.step_time_s),
+      fmt::format(
+          "Each pipeline rank's compute stream over the step (the critical rank {} first), {} "
+          "kernels "
+          "drawn as {} bars: adjacent kernels of one pass and part merged, then the shortest gaps "
+          "between bars of the same pass closed, so that bars are about chunks and the gaps left "
+          "are "
+          "idle time (pipeline bubble, exposed communication, host-bound idle). Scroll over it to "
+          "zoom, drag to pan, double-click for the whole step. Simulated with every microbatch and "
+          "kept spans (as run --trace): step {:.3f} s.",
+          step.critical_rank, kernels, bars.size(), step.step_time_s),
       spec};
 }
 

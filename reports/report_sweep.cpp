@@ -32,15 +32,17 @@ Json pareto_marks(const std::string& x, const std::string& y, const std::string&
     return Json{{"signal", fmt::format("datum.front == 'Pareto front' ? {} : {}", yes, no)}};
   };
   Json symbol = {{"type", "symbol"}, {"from", {{"data", "rows"}}}};
-  symbol["encode"]["enter"] = {{"x", {{"scale", "x"}, {"field", x}}},
-                               {"y", {{"scale", "y"}, {"field", y}}},
-                               {"size", front("110", "50")},
-                               {"fill", {{"scale", coloured ? "colour" : "front"}, {"field", coloured ? "colour" : "front"}}},
-                               {"stroke", {{"scale", "front"}, {"field", "front"}}},
-                               {"strokeWidth", front("2", "0")},
-                               {"fillOpacity", front("1", "0.55")},
-                               {"zindex", front("1", "0")},
-                               {"tooltip", {{"signal", tooltip}}}};
+  symbol["encode"]["enter"] = {
+      {"x", {{"scale", "x"}, {"field", x}}},
+      {"y", {{"scale", "y"}, {"field", y}}},
+      {"size", front("110", "50")},
+      {"fill",
+       {{"scale", coloured ? "colour" : "front"}, {"field", coloured ? "colour" : "front"}}},
+      {"stroke", {{"scale", "front"}, {"field", "front"}}},
+      {"strokeWidth", front("2", "0")},
+      {"fillOpacity", front("1", "0.55")},
+      {"zindex", front("1", "0")},
+      {"tooltip", {{"signal", tooltip}}}};
   Json text = {{"type", "text"}, {"from", {{"data", "front"}}}};
   text["encode"]["enter"] = {{"x", {{"scale", "x"}, {"field", x}, {"offset", 8}}},
                              {"y", {{"scale", "y"}, {"field", y}}},
@@ -100,7 +102,8 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
     if (c == gpus) continue;
     std::set<std::string> seen;
     for (const auto& r : csv.rows)
-      if (c < r.fields.size() && status < r.fields.size() && r.fields[status] == "ok") seen.insert(r.fields[c]);
+      if (c < r.fields.size() && status < r.fields.size() && r.fields[status] == "ok")
+        seen.insert(r.fields[c]);
     if (seen.size() > colour_values && seen.size() <= 12) colour = c, colour_values = seen.size();
   }
   const bool coloured = colour < status;
@@ -204,9 +207,11 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
   page.charts.push_back(
       {fmt::format("{} against cluster size", objective_name),
        fmt::format(
-           "Every simulated row (status ok) of the sweep{}; rows on the Pareto front ({}) outlined in red "
+           "Every simulated row (status ok) of the sweep{}; rows on the Pareto front ({}) outlined "
+           "in red "
            "with their ids.",
-           coloured ? fmt::format(", coloured by {}, the setting that varies most", h[colour]) : std::string(),
+           coloured ? fmt::format(", coloured by {}, the setting that varies most", h[colour])
+                    : std::string(),
            budget ? "no other row needs both fewer GPU-hours and fewer days for the token budget"
                   : "no other row has both fewer GPUs and more tokens/s for the whole cluster"),
        spec});
@@ -236,10 +241,11 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
     })json",
                               800, 420);
     frontier["data"][0]["values"] = values;
-    for (auto& m : pareto_marks("gpu_hours", "days", "'#' + datum.id + ' (' + datum.gpus + ' GPUs)'",
-                                "{'id': datum.id, 'GPUs': datum.gpus, 'days': format(datum.days, '.1f'), "
-                                "'GPU-hours': format(datum.gpu_hours, ',.0f'), 'settings': datum.setting}",
-                                coloured))
+    for (auto& m :
+         pareto_marks("gpu_hours", "days", "'#' + datum.id + ' (' + datum.gpus + ' GPUs)'",
+                      "{'id': datum.id, 'GPUs': datum.gpus, 'days': format(datum.days, '.1f'), "
+                      "'GPU-hours': format(datum.gpu_hours, ',.0f'), 'settings': datum.setting}",
+                      coloured))
       frontier["marks"].push_back(std::move(m));
     add_colour(frontier);
     page.charts.push_back(

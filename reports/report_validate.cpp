@@ -31,8 +31,9 @@ HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skip
     page.facts.emplace_back("worst",
                             fmt::format("{} ({:+.1f}%)", all.worst->name, all.worst->error_pct));
   if (sum.memory.runs)
-    page.facts.emplace_back("memory points", fmt::format("{}, mean absolute error {:.2f}%, {} over tolerance",
-                                                         sum.memory.runs, sum.memory.mae(), sum.memory_failed));
+    page.facts.emplace_back("memory points",
+                            fmt::format("{}, mean absolute error {:.2f}%, {} over tolerance",
+                                        sum.memory.runs, sum.memory.mae(), sum.memory_failed));
   if (skipped)
     page.facts.emplace_back("skipped", fmt::format("{} file(s) without a measured block", skipped));
 

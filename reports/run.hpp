@@ -17,7 +17,6 @@
 
 namespace moesim::reports {
 
-
 // A module array of the breakdown (schedules::Breakdown) as (name, seconds), largest
 // first; "outside_layers" for pipeline transfers, DP collectives and the optimizer.
 using ModuleSeconds = std::array<double, workload::kModuleCount + 1>;
@@ -41,6 +40,7 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p);
 // transfers and kernels outside the layers are never merged.
 enum class TraceLevel : std::uint8_t { kernel, module, layer };
 const sim_core::NameTable<TraceLevel>& trace_level_names();
-void write_trace(const predict::Prediction& p, std::ostream& out, TraceLevel level = TraceLevel::kernel);
+void write_trace(const predict::Prediction& p, std::ostream& out,
+                 TraceLevel level = TraceLevel::kernel);
 
 }  // namespace moesim::reports

@@ -15,8 +15,10 @@ namespace moesim::reports {
 
 const sim_core::NameTable<TraceLevel>& trace_level_names() {
   static constexpr std::array<sim_core::NameEntry<TraceLevel>, 3> kEntries{{
-      {TraceLevel::kernel, "kernel", "every kernel and host op (the default scenario: about 90 MB)"},
-      {TraceLevel::module, "module", "a layer pass's consecutive kernels of one module as one slice"},
+      {TraceLevel::kernel, "kernel",
+       "every kernel and host op (the default scenario: about 90 MB)"},
+      {TraceLevel::module, "module",
+       "a layer pass's consecutive kernels of one module as one slice"},
       {TraceLevel::layer, "layer", "a layer pass's kernels as one slice per stream"},
   }};
   static constexpr sim_core::NameTable<TraceLevel> kTable{kEntries};
@@ -50,7 +52,9 @@ struct EpEnds {
 class TraceWriter {
  public:
   TraceWriter(const predict::Prediction& p, std::ostream& out, TraceLevel level)
-      : step_(p.step), out_(out), level_(level),
+      : step_(p.step),
+        out_(out),
+        level_(level),
         lanes_(static_cast<std::size_t>(step_.rank_end_s.size() * (step_.streams.size() + 1))) {
     for (const auto& l : step_.labels) names_.push_back(nlohmann::json(l).dump());
   }
@@ -59,11 +63,14 @@ class TraceWriter {
     buf_ = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
     const int ranks = static_cast<int>(step_.rank_end_s.size());
     for (int r = 0; r < ranks; ++r) {
-      add(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {}"}}}})", r, r));
-      add(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":0,"args":{{"name":"host"}}}})", r));
+      add(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {}"}}}})",
+                      r, r));
+      add(fmt::format(
+          R"({{"ph":"M","name":"thread_name","pid":{},"tid":0,"args":{{"name":"host"}}}})", r));
       for (std::size_t s = 0; s < step_.streams.size(); ++s)
-        add(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", r, s + 1,
-                        nlohmann::json("stream " + step_.streams[s]).dump()));
+        add(fmt::format(
+            R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", r, s + 1,
+            nlohmann::json("stream " + step_.streams[s]).dump()));
     }
     for (const TraceSpan& s : step_.trace) span(s);
     for (Lane& l : lanes_) {
@@ -93,7 +100,9 @@ class TraceWriter {
   }
 
   const schedules::LabelKind& kind(const TraceSpan& s) const { return step_.label_kinds[s.label]; }
-  bool is_ep(const TraceSpan& s) const { return s.comm == 1 + static_cast<int>(schedules::CommKind::ep); }
+  bool is_ep(const TraceSpan& s) const {
+    return s.comm == 1 + static_cast<int>(schedules::CommKind::ep);
+  }
   // A span of a layer pass (a layer kernel, its launch, a graph launch or sync among
   // them): it nests in the pass's slice. Transfers, the optimizer and DP stand alone.
   static bool in_pass(const TraceSpan& s) { return s.context != 0 && s.link == 0; }
@@ -127,10 +136,13 @@ class TraceWriter {
       flush_parent(l);
     }
     if (pass) {
-      if (l.parent.first) extend(l.parent, s, kind(s).layer, is_ep(s));
-      else l.parent = open_slice(s.context, s);
+      if (l.parent.first)
+        extend(l.parent, s, kind(s).layer, is_ep(s));
+      else
+        l.parent = open_slice(s.context, s);
       // The host's time in the pass by module (its parent's args at the module level).
-      if (s.track < 0) l.host_by_module[kind(s).layer ? kind(s).module : kModuleSlots - 1] += s.end_s - s.start_s;
+      if (s.track < 0)
+        l.host_by_module[kind(s).layer ? kind(s).module : kModuleSlots - 1] += s.end_s - s.start_s;
       if (level_ == TraceLevel::layer || (level_ == TraceLevel::module && s.track < 0)) return;
     }
     const std::uint64_t k = child_key(s, l.child);
@@ -150,7 +162,8 @@ class TraceWriter {
   }
 
   std::size_t lane(const TraceSpan& s) const {
-    return static_cast<std::size_t>(s.rank) * (step_.streams.size() + 1) + static_cast<std::size_t>(s.track + 1);
+    return static_cast<std::size_t>(s.rank) * (step_.streams.size() + 1) +
+           static_cast<std::size_t>(s.track + 1);
   }
 
   // The context's args: microbatch, chunk, pass and (in a layer pass) the layer.
@@ -179,8 +192,9 @@ class TraceWriter {
   void slice(const TraceSpan& s, double end_s, const std::string& name, const std::string& args) {
     const double ts = us(s.start_s);
     const double dur = std::max(0.0, rounded(us(end_s) - ts));
-    add(fmt::format(R"({{"ph":"X","name":{},"pid":{},"tid":{},"ts":{},"dur":{}{}}})", name, s.rank, s.track + 1, ts,
-                    dur, args.empty() ? std::string() : ",\"args\":{" + args + "}"));
+    add(fmt::format(R"({{"ph":"X","name":{},"pid":{},"tid":{},"ts":{},"dur":{}{}}})", name, s.rank,
+                    s.track + 1, ts, dur,
+                    args.empty() ? std::string() : ",\"args\":{" + args + "}"));
   }
 
   // The layer pass: "t12 forward", with its context and, with idle inside, its busy time.
@@ -196,15 +210,17 @@ class TraceWriter {
       std::string host;
       for (std::size_t m = 0; m < kModuleSlots; ++m)
         if (lane.host_by_module[m] > 0)
-          host += fmt::format("{}\"{}\":{:.1f}", host.empty() ? "" : ",", schedules::breakdown_module_name(m),
-                              lane.host_by_module[m] * 1e6);
+          host += fmt::format("{}\"{}\":{:.1f}", host.empty() ? "" : ",",
+                              schedules::breakdown_module_name(m), lane.host_by_module[m] * 1e6);
       lane.host_by_module.fill(0);
       if (level_ != TraceLevel::kernel) args += ",\"host_us\":{" + host + "}";
     }
     const std::string_view pass = schedules::pass_names().name(c.pass);
     slice(*l.first, l.end_s,
-          l.first->track < 0 ? fmt::format("\"{} {}.{}\"", pass, c.microbatch, c.chunk)
-                             : fmt::format("\"{} {}\"", c.has_item ? schedules::layout_item_name(c.item) : "pp", pass),
+          l.first->track < 0
+              ? fmt::format("\"{} {}.{}\"", pass, c.microbatch, c.chunk)
+              : fmt::format("\"{} {}\"", c.has_item ? schedules::layout_item_name(c.item) : "pp",
+                            pass),
           args);
     if (level_ == TraceLevel::layer && l.ep) ep_end(*l.first);
     l.first = nullptr;
@@ -245,19 +261,21 @@ class TraceWriter {
   // send to its receive; each layer pass's first EP transfer slice to its last.
   void flows() {
     std::uint64_t id = 0;
-    const auto flow = [&](const char* name, int pid_a, int tid_a, double ts_a, int pid_b, int tid_b, double ts_b) {
+    const auto flow = [&](const char* name, int pid_a, int tid_a, double ts_a, int pid_b, int tid_b,
+                          double ts_b) {
       ++id;
-      add(fmt::format(R"({{"ph":"s","id":{},"name":"{}","pid":{},"tid":{},"ts":{:.3f}}})", id, name, pid_a, tid_a,
-                      ts_a));
-      add(fmt::format(R"({{"ph":"f","bp":"e","id":{},"name":"{}","pid":{},"tid":{},"ts":{:.3f}}})", id, name, pid_b,
-                      tid_b, ts_b));
+      add(fmt::format(R"({{"ph":"s","id":{},"name":"{}","pid":{},"tid":{},"ts":{:.3f}}})", id, name,
+                      pid_a, tid_a, ts_a));
+      add(fmt::format(R"({{"ph":"f","bp":"e","id":{},"name":"{}","pid":{},"tid":{},"ts":{:.3f}}})",
+                      id, name, pid_b, tid_b, ts_b));
     };
     for (const auto& [link, ends] : links_)
       if (ends.first && ends.second)
-        flow("pp", ends.first->rank, ends.first->track + 1, ends.first->start_s * 1e6, ends.second->rank,
-             ends.second->track + 1, ends.second->start_s * 1e6);
+        flow("pp", ends.first->rank, ends.first->track + 1, ends.first->start_s * 1e6,
+             ends.second->rank, ends.second->track + 1, ends.second->start_s * 1e6);
     for (const auto& [at, e] : ep_)
-      if (e.count > 1 && e.last_ts > e.first_ts) flow("ep", e.pid, e.tid, e.first_ts, e.pid, e.tid, e.last_ts);
+      if (e.count > 1 && e.last_ts > e.first_ts)
+        flow("ep", e.pid, e.tid, e.first_ts, e.pid, e.tid, e.last_ts);
   }
 
   const schedules::StepResult& step_;
@@ -269,7 +287,7 @@ class TraceWriter {
   bool first_event_ = true;
   std::uint64_t unique_ = 0;
   std::map<std::uint32_t, std::pair<const TraceSpan*, const TraceSpan*>> links_;  // send, receive
-  std::map<std::pair<int, std::uint32_t>, EpEnds> ep_;                            // by rank and context
+  std::map<std::pair<int, std::uint32_t>, EpEnds> ep_;  // by rank and context
 };
 
 }  // namespace

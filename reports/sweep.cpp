@@ -43,7 +43,8 @@ std::vector<std::string> result_columns(bool token_budget) {
                                 "band.step_time_lo_s",
                                 "band.step_time_hi_s"};
   if (token_budget)
-    c.insert(c.end(), {"days", "gpu_hours", "days_with_goodput", "gpu_hours_with_goodput", "energy_mwh", "cost_usd"});
+    c.insert(c.end(), {"days", "gpu_hours", "days_with_goodput", "gpu_hours_with_goodput",
+                       "energy_mwh", "cost_usd"});
   c.push_back(kSweepWallColumn);
   return c;
 }
@@ -101,7 +102,8 @@ Json field_json(const std::string& s) {
 
 }  // namespace
 
-Json sweep_row_json(const std::vector<std::string>& header, const std::vector<std::string>& fields) {
+Json sweep_row_json(const std::vector<std::string>& header,
+                    const std::vector<std::string>& fields) {
   static const std::vector<std::string> results = result_columns(true);
   Json j = Json::object();
   for (std::size_t i = 0; i < header.size() && i < fields.size(); ++i) {
@@ -109,9 +111,12 @@ Json sweep_row_json(const std::vector<std::string>& header, const std::vector<st
     if (c == kSweepWallColumn) continue;
     const bool figure = c != "status" && c != "message" && c != "fits_in_memory" &&
                         std::find(results.begin(), results.end(), c) != results.end();
-    if (c == "message" || c == "status") j[c] = fields[i];
-    else if (const auto d = figure ? parse_double(fields[i]) : std::nullopt) j[c] = *d;
-    else j[c] = field_json(fields[i]);
+    if (c == "message" || c == "status")
+      j[c] = fields[i];
+    else if (const auto d = figure ? parse_double(fields[i]) : std::nullopt)
+      j[c] = *d;
+    else
+      j[c] = field_json(fields[i]);
   }
   return j;
 }
@@ -152,32 +157,38 @@ std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
   f.push_back(timing(r.ettr));
   for (const auto& v : {r.band_lo_s, r.band_hi_s}) f.push_back(r.has_timing && v ? num(*v) : "");
   if (token_budget) {
-    for (const auto& v : {r.days, r.gpu_hours, r.days_with_goodput, r.gpu_hours_with_goodput, r.energy_mwh, r.cost_usd})
+    for (const auto& v : {r.days, r.gpu_hours, r.days_with_goodput, r.gpu_hours_with_goodput,
+                          r.energy_mwh, r.cost_usd})
       f.push_back(v ? num(*v) : "");
   }
   f.push_back(fmt::format("{:.4f}", r.wall_s));
   return f;
 }
 
-predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f, std::size_t value_columns,
-                                              bool token_budget, const std::string& where) {
+predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f,
+                                              std::size_t value_columns, bool token_budget,
+                                              const std::string& where) {
   const std::size_t figures = 2 + 4 + 3 + 8 + 1 + 2 + (token_budget ? 6 : 0) + 1;  // status .. wall
   if (f.size() != 1 + value_columns + figures)
-    throw config::InputError(where, "", fmt::format("a row of {} fields; this plan's rows have {}", f.size(),
-                                                    1 + value_columns + figures));
+    throw config::InputError(where, "",
+                             fmt::format("a row of {} fields; this plan's rows have {}", f.size(),
+                                         1 + value_columns + figures));
   predict::SweepResult r;
-  static const std::vector<std::string> with_budget = result_columns(true), without = result_columns(false);
-  const auto& names = token_budget ? with_budget : without;  // the result columns, as this row has them
+  static const std::vector<std::string> with_budget = result_columns(true),
+                                        without = result_columns(false);
+  const auto& names =
+      token_budget ? with_budget : without;  // the result columns, as this row has them
   const auto number = [&](const std::string& s) {
     const auto v = parse_double(s);
     if (!v || !std::isfinite(*v)) {
       // The column: the id, a varied value, else a result column by its place after them
       // (every call passes an element of f).
       const auto at = static_cast<std::size_t>(&s - f.data());
-      const std::string column = at == 0                    ? "id"
-                                 : at <= value_columns       ? "a varied value"
-                                 : at - 1 - value_columns < names.size() ? names[at - 1 - value_columns]
-                                                                          : "?";
+      const std::string column = at == 0               ? "id"
+                                 : at <= value_columns ? "a varied value"
+                                 : at - 1 - value_columns < names.size()
+                                     ? names[at - 1 - value_columns]
+                                     : "?";
       throw config::InputError(where, column, fmt::format("'{}' is not a number", s));
     }
     return *v;
@@ -204,19 +215,22 @@ predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f,
     r.peak_memory_gib = number(f[i]);
     r.reserved_memory_gib = number(f[i + 1]);
     if (f[i + 2] != "true" && f[i + 2] != "false")
-      throw config::InputError(where, "fits_in_memory", fmt::format("'{}' is not true or false", f[i + 2]));
+      throw config::InputError(where, "fits_in_memory",
+                               fmt::format("'{}' is not true or false", f[i + 2]));
     r.fits_in_memory = f[i + 2] == "true";
   }
   i += 3;
-  for (double* v : {&r.compute_s, &r.exposed_communication_s, &r.pipeline_bubble_s, &r.host_bound_idle_s, &r.other_s,
-                    &r.schedule_bubble_s, &r.stage_imbalance_s, &r.straggler_wait_s, &r.ettr})
+  for (double* v :
+       {&r.compute_s, &r.exposed_communication_s, &r.pipeline_bubble_s, &r.host_bound_idle_s,
+        &r.other_s, &r.schedule_bubble_s, &r.stage_imbalance_s, &r.straggler_wait_s, &r.ettr})
     timing(*v);
   for (auto* v : {&r.band_lo_s, &r.band_hi_s}) {
     if (!f[i].empty()) *v = number(f[i]);
     ++i;
   }
   if (token_budget)
-    for (auto* v : {&r.days, &r.gpu_hours, &r.days_with_goodput, &r.gpu_hours_with_goodput, &r.energy_mwh, &r.cost_usd}) {
+    for (auto* v : {&r.days, &r.gpu_hours, &r.days_with_goodput, &r.gpu_hours_with_goodput,
+                    &r.energy_mwh, &r.cost_usd}) {
       if (!f[i].empty()) *v = number(f[i]);
       ++i;
     }
@@ -443,7 +457,8 @@ Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info) {
 }
 
 // The summary table's columns: id, the varied values, then the figures (and `extra`).
-std::vector<std::size_t> table_columns(const std::vector<std::string>& h, const SweepSummaryInfo& info,
+std::vector<std::size_t> table_columns(const std::vector<std::string>& h,
+                                       const SweepSummaryInfo& info,
                                        const std::vector<std::string>& extra) {
   const std::size_t first_result = column(h, "status");
   std::vector<std::size_t> cols;
@@ -452,7 +467,8 @@ std::vector<std::size_t> table_columns(const std::vector<std::string>& h, const 
                                       "step_time_s", "peak_memory_gib"};
   figures.push_back("goodput.ettr");
   if (info.token_budget) figures.insert(figures.end(), {budget_days(info), budget_gpu_hours(info)});
-  if (info.objective == config::SweepObjective::energy_mwh || info.objective == config::SweepObjective::cost_usd)
+  if (info.objective == config::SweepObjective::energy_mwh ||
+      info.objective == config::SweepObjective::cost_usd)
     figures.emplace_back(config::sweep_objective_names().name(info.objective));
   figures.insert(figures.end(), extra.begin(), extra.end());
   for (const auto& f : figures)
@@ -461,7 +477,8 @@ std::vector<std::size_t> table_columns(const std::vector<std::string>& h, const 
 }
 
 // Ranked rows as an aligned text table of `cols`, headed by the columns' last path part.
-std::string rows_table(const SweepCsv& csv, const std::vector<Ranked>& rows, const std::vector<std::size_t>& cols) {
+std::string rows_table(const SweepCsv& csv, const std::vector<Ranked>& rows,
+                       const std::vector<std::size_t>& cols) {
   const auto& h = csv.header;
   const std::size_t first_result = column(h, "status");
   const auto short_name = [](const std::string& path) {
@@ -487,17 +504,21 @@ std::string rows_table(const SweepCsv& csv, const std::vector<Ranked>& rows, con
     width.push_back(w);
   }
   std::string t = fmt::format("  {:>{}}", "id", width[0]);
-  for (std::size_t k = 0; k < cols.size(); ++k) t += fmt::format("  {:>{}}", short_name(h[cols[k]]), width[k + 1]);
+  for (std::size_t k = 0; k < cols.size(); ++k)
+    t += fmt::format("  {:>{}}", short_name(h[cols[k]]), width[k + 1]);
   t += "\n";
   for (const auto& r : rows) {
     t += fmt::format("  {:>{}}", r.row->id, width[0]);
-    for (std::size_t k = 0; k < cols.size(); ++k) t += fmt::format("  {:>{}}", cell(*r.row, cols[k]), width[k + 1]);
+    for (std::size_t k = 0; k < cols.size(); ++k)
+      t += fmt::format("  {:>{}}", cell(*r.row, cols[k]), width[k + 1]);
     t += "\n";
   }
   return t;
 }
 
-Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) { return sweep_row_json(csv.header, r.fields); }
+Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) {
+  return sweep_row_json(csv.header, r.fields);
+}
 
 }  // namespace
 
@@ -527,7 +548,9 @@ Json evidence_json(const std::vector<predict::PlanEvidence>& evidence) {
 }
 
 // A priced budget's cost per million tokens.
-double usd_per_million_tokens(double cost_usd, double token_budget) { return cost_usd / (token_budget / 1e6); }
+double usd_per_million_tokens(double cost_usd, double token_budget) {
+  return cost_usd / (token_budget / 1e6);
+}
 
 // The top candidates the model cannot order against the best: B / A's 80% ratio band (the
 // pairs' out-of-sample ratio errors, predict/bands.hpp) around best / candidate reaches 1.
@@ -553,9 +576,11 @@ std::string within_band_text(const Analysis& a, config::SweepObjective objective
   for (std::size_t i = 1; i < a.top.size(); ++i)
     if (within[i]) ids.push_back(a.top[i].row->id);
   if (ids.empty()) return "";
-  return fmt::format("within the model's 80% band of the best (the measured pairs' out-of-sample ratio errors): ids {}; "
-                     "the model does not order them against it\n",
-                     fmt::join(ids, ", "));
+  return fmt::format(
+      "within the model's 80% band of the best (the measured pairs' out-of-sample ratio errors): "
+      "ids {}; "
+      "the model does not order them against it\n",
+      fmt::join(ids, ", "));
 }
 
 }  // namespace
@@ -632,8 +657,9 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
 namespace {
 
 // The breakdown a plan's top table adds to the figures.
-const std::vector<std::string> kPlanBreakdown = {"breakdown.compute", "breakdown.exposed_communication",
-                                                 "breakdown.pipeline_bubble", "breakdown.host_bound_idle"};
+const std::vector<std::string> kPlanBreakdown = {
+    "breakdown.compute", "breakdown.exposed_communication", "breakdown.pipeline_bubble",
+    "breakdown.host_bound_idle"};
 std::int64_t status_count(const Analysis& a, std::string_view name) {
   for (const auto& [s, n] : a.status)
     if (s == name) return n;
@@ -647,7 +673,8 @@ SweepCsv plan_csv(const predict::Plan& plan) {
   for (const auto& d : plan.dims) columns.columns.push_back(d.path);
   const bool budget = plan.token_budget.has_value();
   SweepCsv csv{sweep_csv_header(columns, budget), {}, false};
-  for (const auto& c : plan.outcome.candidates) csv.rows.push_back({c.point.id, sweep_csv_fields(c.point, c.row, budget)});
+  for (const auto& c : plan.outcome.candidates)
+    csv.rows.push_back({c.point.id, sweep_csv_fields(c.point, c.row, budget)});
   return csv;
 }
 
@@ -656,33 +683,36 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
   const auto& o = plan.outcome;
   auto pruned = plan.layouts.pruned;
   for (auto& [rule, n] : pruned) n *= plan.per_layout;
-  PlanSummaryInfo info{{plan.name, scenario_file, output, static_cast<std::int64_t>(o.candidates.size()),
-                        plan.layouts.combinations * plan.per_layout, pruned, 0, 1, plan.objective,
-                        plan.token_budget.has_value(), top},
-                       plan.gpus,
-                       o.layouts,
-                       o.layouts_expanded,
-                       o.simulated,
-                       o.bounded_unexpanded,
-                       o.violations,
-                       o.bound_wall_s,
-                       o.simulate_wall_s,
-                       plan.wall_s,
-                       {},
-                       std::nullopt,
-                       std::nullopt,
-                       true,
-                       o.reference_simulated,
-                       {}};
+  PlanSummaryInfo info{
+      {plan.name, scenario_file, output, static_cast<std::int64_t>(o.candidates.size()),
+       plan.layouts.combinations * plan.per_layout, pruned, 0, 1, plan.objective,
+       plan.token_budget.has_value(), top},
+      plan.gpus,
+      o.layouts,
+      o.layouts_expanded,
+      o.simulated,
+      o.bounded_unexpanded,
+      o.violations,
+      o.bound_wall_s,
+      o.simulate_wall_s,
+      plan.wall_s,
+      {},
+      std::nullopt,
+      std::nullopt,
+      true,
+      o.reference_simulated,
+      {}};
   info.smallest_fitting_gpus = plan.smallest_fitting_gpus;
   info.token_budget = plan.token_budget;
   info.fit_searched_to = plan.fit_searched_to;
   for (const auto& d : plan.dims) info.settings.push_back(d.path);
   for (const auto& c : o.candidates)
-    if (c.bound && (c.row.status == predict::SweepStatus::ok || c.row.status == predict::SweepStatus::error))
+    if (c.bound &&
+        (c.row.status == predict::SweepStatus::ok || c.row.status == predict::SweepStatus::error))
       info.bounds.emplace_back(c.point.id, *c.bound);
   if (plan.given) {
-    info.given = sweep_csv_fields(plan.given->point, plan.given->row, plan.token_budget.has_value());
+    info.given =
+        sweep_csv_fields(plan.given->point, plan.given->row, plan.token_budget.has_value());
     info.given_rank = plan.given->rank;
     info.given_rank_exact = plan.given->rank_exact;
     info.given_evidence = plan.given->evidence;
@@ -704,35 +734,39 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
     Json r = row_json(csv, *k.row);
     r["within_band_of_best"] = within[i];
     if (info.token_budget && r.contains("cost_usd") && r["cost_usd"].is_number())
-      r["usd_per_million_tokens"] = usd_per_million_tokens(r["cost_usd"].get<double>(), *info.token_budget);
+      r["usd_per_million_tokens"] =
+          usd_per_million_tokens(r["cost_usd"].get<double>(), *info.token_budget);
     top.push_back(std::move(r));
   }
-  Json j{{"name", info.sweep.name},
-         {"scenario", info.sweep.sweep_file},
-         {"gpus", info.gpus},
-         {"output", info.sweep.output},
-         {"objective", config::sweep_objective_names().name(info.sweep.objective)},
-         {"combinations", info.sweep.combinations},
-         {"layouts", {{"kept", info.layouts}, {"expanded", info.layouts_expanded}}},
-         {"settings", info.settings},
-         {"evaluated", info.sweep.rows},
-         {"simulated", info.simulated},
-         {"fates",
-          {{"rule", rule},
-           {"invalid", status_count(a, "invalid")},
-           {"memory", status_count(a, "does_not_fit")},
-           {"duplicate", status_count(a, "duplicate")},
-           {"dominated", status_count(a, "dominated")},
-           {"bound", status_count(a, "bound") + info.bounded_unexpanded},
-           {"simulated", status_count(a, "ok")},
-           {"error", status_count(a, "error")}}},
-         {"pruned_layouts", pruned},
-         {"bound_violations", info.violations},
-         {"top_exact", info.violations.empty() && status_count(a, "error") == 0},
-         {"wall_s", {{"bound", info.bound_wall_s}, {"simulate", info.simulate_wall_s}, {"total", info.wall_s}}},
-         {"top", top}};
+  Json j{
+      {"name", info.sweep.name},
+      {"scenario", info.sweep.sweep_file},
+      {"gpus", info.gpus},
+      {"output", info.sweep.output},
+      {"objective", config::sweep_objective_names().name(info.sweep.objective)},
+      {"combinations", info.sweep.combinations},
+      {"layouts", {{"kept", info.layouts}, {"expanded", info.layouts_expanded}}},
+      {"settings", info.settings},
+      {"evaluated", info.sweep.rows},
+      {"simulated", info.simulated},
+      {"fates",
+       {{"rule", rule},
+        {"invalid", status_count(a, "invalid")},
+        {"memory", status_count(a, "does_not_fit")},
+        {"duplicate", status_count(a, "duplicate")},
+        {"dominated", status_count(a, "dominated")},
+        {"bound", status_count(a, "bound") + info.bounded_unexpanded},
+        {"simulated", status_count(a, "ok")},
+        {"error", status_count(a, "error")}}},
+      {"pruned_layouts", pruned},
+      {"bound_violations", info.violations},
+      {"top_exact", info.violations.empty() && status_count(a, "error") == 0},
+      {"wall_s",
+       {{"bound", info.bound_wall_s}, {"simulate", info.simulate_wall_s}, {"total", info.wall_s}}},
+      {"top", top}};
   if (info.fit_searched_to > 0)
-    j["smallest_fitting_gpus"] = info.smallest_fitting_gpus ? Json(*info.smallest_fitting_gpus) : Json(nullptr);
+    j["smallest_fitting_gpus"] =
+        info.smallest_fitting_gpus ? Json(*info.smallest_fitting_gpus) : Json(nullptr);
   if (info.given) {
     Json g = sweep_row_json(csv.header, *info.given);
     g.erase("id");
@@ -762,12 +796,13 @@ std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const A
   if (status != "ok") return o + fmt::format("{}: {}\n", status, g[column(h, "message")]);
   const std::string obj(config::sweep_objective_names().name(info.sweep.objective));
   const auto value = parse_double(g[column(h, obj)]);
-  o += fmt::format("{} {:.4g}, step {:.3g} s, {:.0f} TFLOPS/GPU, peak {:.1f} GiB", obj, value.value_or(0),
-                   parse_double(g[column(h, "step_time_s")]).value_or(0),
+  o += fmt::format("{} {:.4g}, step {:.3g} s, {:.0f} TFLOPS/GPU, peak {:.1f} GiB", obj,
+                   value.value_or(0), parse_double(g[column(h, "step_time_s")]).value_or(0),
                    parse_double(g[column(h, "tflops_per_gpu")]).value_or(0),
                    parse_double(g[column(h, "peak_memory_gib")]).value_or(0));
   if (info.given_rank && info.given_rank_exact)
-    o += fmt::format("; rank {} (exact: every candidate whose bound beats it was simulated)", *info.given_rank);
+    o += fmt::format("; rank {} (exact: every candidate whose bound beats it was simulated)",
+                     *info.given_rank);
   else if (info.given_rank)
     o += fmt::format("; rank at least {} (the ranking stopped after {} simulations: --given-limit)",
                      *info.given_rank, info.given_simulated);
@@ -777,12 +812,14 @@ std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const A
   // What backs each claimed gain (config/decisions.hpp): the decisions behind it and the
   // what-if corpus's record on each.
   if (!info.given_evidence.empty())
-    o += "evidence for the candidates above it (the what-if corpus's measured pairs per decision):\n";
+    o += "evidence for the candidates above it (the what-if corpus's measured pairs per "
+         "decision):\n";
   for (const auto& e : info.given_evidence) {
     o += fmt::format("  id {:<8} {:+6.1f}%  {}", e.id, e.gain_pct, claim_text(e.claim));
     if (const auto b = gain_band(e.gain_pct); b.pool > 0)
-      o += fmt::format("; the model's {:.0f}% band {:+.1f}% to {:+.1f}%{}", 100 * b.level, 100 * (b.lo - 1),
-                       100 * (b.hi - 1), b.lo <= 1 ? ": within it of the scenario as given" : "");
+      o += fmt::format("; the model's {:.0f}% band {:+.1f}% to {:+.1f}%{}", 100 * b.level,
+                       100 * (b.lo - 1), 100 * (b.hi - 1),
+                       b.lo <= 1 ? ": within it of the scenario as given" : "");
     o += "\n";
   }
   return o;
@@ -801,16 +838,19 @@ static std::string with_thousands(double v) {
 }
 
 // A row's number in the named column; nullopt where the column or the value is absent.
-static std::optional<double> number_at(const SweepCsv& csv, const SweepCsv::Row& r, const std::string& name) {
+static std::optional<double> number_at(const SweepCsv& csv, const SweepCsv::Row& r,
+                                       const std::string& name) {
   const std::size_t i = column(csv.header, name);
   return i < r.fields.size() ? parse_double(r.fields[i]) : std::nullopt;
 }
 
 // With a token budget: the best's days and, priced, its cost and cost per million tokens.
-static std::string budget_text(const SweepCsv& csv, const PlanSummaryInfo& info, const SweepCsv::Row& best) {
+static std::string budget_text(const SweepCsv& csv, const PlanSummaryInfo& info,
+                               const SweepCsv::Row& best) {
   if (!info.token_budget) return "";
   std::string o = fmt::format("the best (id {}) trains {:.3g} tokens", best.id, *info.token_budget);
-  if (const auto d = number_at(csv, best, "days_with_goodput")) o += fmt::format(" in {:.1f} days", *d);
+  if (const auto d = number_at(csv, best, "days_with_goodput"))
+    o += fmt::format(" in {:.1f} days", *d);
   if (const auto c = number_at(csv, best, "cost_usd"))
     o += fmt::format(" for ${} (${:.2f} per million tokens)", with_thousands(*c),
                      usd_per_million_tokens(*c, *info.token_budget));
@@ -829,14 +869,19 @@ static std::string fit_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
       if (const auto m = number_at(csv, r, "peak_memory_gib"); m && (!least || *m < least->first))
         least = std::pair{*m, r.id};
   if (least)
-    o += fmt::format("nothing fits on {} GPUs: the least memory a candidate needs is {:.1f} GiB a GPU (id {})\n",
-                     info.gpus, least->first, least->second);
+    o += fmt::format(
+        "nothing fits on {} GPUs: the least memory a candidate needs is {:.1f} GiB a GPU (id {})\n",
+        info.gpus, least->first, least->second);
   o += info.smallest_fitting_gpus
-           ? fmt::format("the smallest cluster where a candidate fits: {} GPUs (planned at 2, 4, ... times {}; plan "
-                         "again with --gpus {})\n",
-                         *info.smallest_fitting_gpus, info.gpus, *info.smallest_fitting_gpus)
-           : fmt::format("no candidate fits up to {} GPUs either: a larger system, offload or a shorter sequence\n",
-                         info.fit_searched_to);
+           ? fmt::format(
+                 "the smallest cluster where a candidate fits: {} GPUs (planned at 2, 4, ... times "
+                 "{}; plan "
+                 "again with --gpus {})\n",
+                 *info.smallest_fitting_gpus, info.gpus, *info.smallest_fitting_gpus)
+           : fmt::format(
+                 "no candidate fits up to {} GPUs either: a larger system, offload or a shorter "
+                 "sequence\n",
+                 info.fit_searched_to);
   return o;
 }
 
@@ -844,33 +889,39 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
   const Analysis a = analyse(csv, info.sweep);
   std::int64_t rule = 0;
   for (const auto& [r, n] : info.sweep.pruned) rule += n;
-  std::string o = fmt::format("plan {} ({}) on {} GPUs: {} candidates ({} layouts kept by the rules x {} settings "
-                              "combinations",
-                              info.sweep.name, info.sweep.sweep_file, info.gpus, info.sweep.combinations,
-                              info.layouts, info.layouts > 0 ? (info.sweep.combinations - rule) / info.layouts : 0);
+  std::string o = fmt::format(
+      "plan {} ({}) on {} GPUs: {} candidates ({} layouts kept by the rules x {} settings "
+      "combinations",
+      info.sweep.name, info.sweep.sweep_file, info.gpus, info.sweep.combinations, info.layouts,
+      info.layouts > 0 ? (info.sweep.combinations - rule) / info.layouts : 0);
   o += info.settings.empty() ? ")\n" : fmt::format(" of {})\n", fmt::join(info.settings, ", "));
-  o += fmt::format("  {} break a layout rule, {} invalid, {} do not fit, {} duplicate (an inert setting), "
-                   "{} dominated (recompute more than a rung that fits), "
-                   "{} pruned by a bound ({} in {} layouts never expanded of {}), {} simulated",
-                   rule, status_count(a, "invalid"), status_count(a, "does_not_fit"), status_count(a, "duplicate"),
-                   status_count(a, "dominated"),
-                   status_count(a, "bound") + info.bounded_unexpanded, info.bounded_unexpanded,
-                   info.layouts - info.layouts_expanded, info.layouts, status_count(a, "ok"));
+  o += fmt::format(
+      "  {} break a layout rule, {} invalid, {} do not fit, {} duplicate (an inert setting), "
+      "{} dominated (recompute more than a rung that fits), "
+      "{} pruned by a bound ({} in {} layouts never expanded of {}), {} simulated",
+      rule, status_count(a, "invalid"), status_count(a, "does_not_fit"),
+      status_count(a, "duplicate"), status_count(a, "dominated"),
+      status_count(a, "bound") + info.bounded_unexpanded, info.bounded_unexpanded,
+      info.layouts - info.layouts_expanded, info.layouts, status_count(a, "ok"));
   if (const auto e = status_count(a, "error")) o += fmt::format(", {} failed", e);
-  o += fmt::format("\n  {:.1f} s (bounds {:.1f} s, simulations {:.1f} s); the {} evaluated candidates in {}\n",
-                   info.wall_s, info.bound_wall_s, info.simulate_wall_s, info.sweep.rows, info.sweep.output);
+  o += fmt::format(
+      "\n  {:.1f} s (bounds {:.1f} s, simulations {:.1f} s); the {} evaluated candidates in {}\n",
+      info.wall_s, info.bound_wall_s, info.simulate_wall_s, info.sweep.rows, info.sweep.output);
   if (!info.violations.empty())
-    o += fmt::format("warning: {} candidates beat a bound of theirs (ids {}): the top may not be exact; please "
-                     "report it\n",
-                     info.violations.size(), fmt::join(info.violations, ", "));
-  if (a.top.empty()) return o + "no candidate simulated (status ok): nothing to rank\n" + fit_text(csv, info);
+    o += fmt::format(
+        "warning: {} candidates beat a bound of theirs (ids {}): the top may not be exact; please "
+        "report it\n",
+        info.violations.size(), fmt::join(info.violations, ", "));
+  if (a.top.empty())
+    return o + "no candidate simulated (status ok): nothing to rank\n" + fit_text(csv, info);
   // Exact only while every bound held (predict/plan.hpp) and nothing failed unranked.
   const bool exact = info.violations.empty() && status_count(a, "error") == 0;
-  o += fmt::format("\ntop {} by {} ({} is better; {}):\n", a.top.size(),
-                   config::sweep_objective_names().name(info.sweep.objective),
-                   config::higher_is_better(info.sweep.objective) ? "higher" : "lower",
-                   exact ? "exact for the space"
-                         : "not shown exact: a bound failed or candidates failed unranked, see above");
+  o += fmt::format(
+      "\ntop {} by {} ({} is better; {}):\n", a.top.size(),
+      config::sweep_objective_names().name(info.sweep.objective),
+      config::higher_is_better(info.sweep.objective) ? "higher" : "lower",
+      exact ? "exact for the space"
+            : "not shown exact: a bound failed or candidates failed unranked, see above");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
   o += within_band_text(a, info.sweep.objective);
   o += budget_text(csv, info, *a.top.front().row);
@@ -888,8 +939,9 @@ std::string slurm_script(const std::string& moesim, const std::string& sweep_fil
     return q + "'";
   };
   std::string optional;
-  for (const auto& [key, value] : {std::pair{"partition", &resources.partition},
-                                   std::pair{"time", &resources.time}, std::pair{"account", &resources.account}})
+  for (const auto& [key, value] :
+       {std::pair{"partition", &resources.partition}, std::pair{"time", &resources.time},
+        std::pair{"account", &resources.account}})
     if (!value->empty()) optional += fmt::format("#SBATCH --{}={}\n", key, *value);
   return fmt::format(
       "#!/bin/bash\n"
@@ -913,8 +965,9 @@ std::string slurm_script(const std::string& moesim, const std::string& sweep_fil
       "# When every task has finished:\n"
       "#   {moesim} sweep merge {prefix_q}_*.csv --sweep {sweep} -o {prefix_q}.csv\n",
       fmt::arg("name", name), fmt::arg("rows", rows), fmt::arg("tasks", tasks),
-      fmt::arg("last", tasks - 1), fmt::arg("cpus", resources.cpus_per_task), fmt::arg("optional", optional),
-      fmt::arg("prefix", out_prefix), fmt::arg("prefix_q", quote(out_prefix)), fmt::arg("moesim", quote(moesim)),
+      fmt::arg("last", tasks - 1), fmt::arg("cpus", resources.cpus_per_task),
+      fmt::arg("optional", optional), fmt::arg("prefix", out_prefix),
+      fmt::arg("prefix_q", quote(out_prefix)), fmt::arg("moesim", quote(moesim)),
       fmt::arg("sweep", quote(sweep_file)), fmt::arg("options", options));
 }
 

@@ -33,14 +33,16 @@ std::vector<std::string> sweep_csv_header(const config::SweepPlan& plan, bool to
 // One row as `sweep --json` gives it: status and message as text, the predicted figures as
 // numbers (floating point), the varied values as their JSON, the empty field as null; the
 // wall time left out.
-nlohmann::ordered_json sweep_row_json(const std::vector<std::string>& header, const std::vector<std::string>& fields);
+nlohmann::ordered_json sweep_row_json(const std::vector<std::string>& header,
+                                      const std::vector<std::string>& fields);
 std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
                                           const predict::SweepResult& r, bool token_budget);
 // sweep_csv_fields read back (`plan --resume` keeps simulated rows so): `value_columns`
 // is how many of the point's values follow the id; figures read back exactly (num()
 // writes the shortest text that does). Throws InputError naming `where` for a malformed row.
-predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& fields, std::size_t value_columns,
-                                              bool token_budget, const std::string& where);
+predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& fields,
+                                              std::size_t value_columns, bool token_budget,
+                                              const std::string& where);
 // One CSV record with its line end; fields with a comma, quote or line break are quoted.
 std::string csv_line(const std::vector<std::string>& fields);
 
@@ -100,23 +102,25 @@ struct PlanSummaryInfo {
   std::int64_t bounded_unexpanded = 0;   // candidates in layouts the layout bound pruned whole
   std::vector<std::int64_t> violations;  // candidates better than a bound of theirs
   double bound_wall_s = 0, simulate_wall_s = 0, wall_s = 0;  // wall_s: the whole plan
-  std::vector<std::string> settings;     // the settings varied per layout (CSV columns)
+  std::vector<std::string> settings;  // the settings varied per layout (CSV columns)
   // `plan --given`: the scenario as given, as a CSV row of the plan's columns (its values
   // where the file sets them), and its rank among the candidates (absent: not simulated).
   std::optional<std::vector<std::string>> given;
   std::optional<std::int64_t> given_rank;
-  bool given_rank_exact = true;         // false: --given-limit stopped the ranking (a lower bound)
-  std::int64_t given_simulated = 0;     // simulated for the rank alone
+  bool given_rank_exact = true;      // false: --given-limit stopped the ranking (a lower bound)
+  std::int64_t given_simulated = 0;  // simulated for the rank alone
   // Every simulated candidate's bound: (id, the objective's best possible value).
   std::vector<std::pair<std::int64_t, double>> bounds;
-  std::vector<predict::PlanEvidence> given_evidence = {};  // `--given`: the top K above it, what backs each gain
+  std::vector<predict::PlanEvidence> given_evidence =
+      {};  // `--given`: the top K above it, what backs each gain
   // Nothing fit: the smallest cluster where a candidate does (predict::Plan), and how far
   // the doubling search went.
   std::optional<std::int64_t> smallest_fitting_gpus = std::nullopt;
   std::int64_t fit_searched_to = 0;
   std::optional<double> token_budget = std::nullopt;  // tokens (the cost per million tokens)
-  std::vector<predict::PlanEvidence> runner_ups = {};  // the best over each other top K (predict::Plan)
-  std::string gpu = {};                                // the GPU planned on (the bands' stratum)
+  std::vector<predict::PlanEvidence> runner_ups =
+      {};                // the best over each other top K (predict::Plan)
+  std::string gpu = {};  // the GPU planned on (the bands' stratum)
 };
 // {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
 // settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,

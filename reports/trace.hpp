@@ -20,7 +20,7 @@ struct TraceReport {
   std::string file;
   calibration::TraceTotals measured;
   std::vector<calibration::HostNode> measured_host;  // the trace's schedule-node ranges
-  std::optional<std::string> scenario;  // the scenario's name
+  std::optional<std::string> scenario;               // the scenario's name
   std::optional<predict::PredictedKernels> predicted;
 };
 

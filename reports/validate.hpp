@@ -60,19 +60,19 @@ struct ValidateExtras {
   bool timings = true;
 };
 // `sum`: predict::summarize(rows).
-std::string validate_junit(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
-                           const ValidateExtras& x);
-std::string validate_markdown(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
-                              const ValidateExtras& x);
+std::string validate_junit(const std::vector<predict::ValidateRow>& rows,
+                           const predict::ValidateSummary& sum, const ValidateExtras& x);
+std::string validate_markdown(const std::vector<predict::ValidateRow>& rows,
+                              const predict::ValidateSummary& sum, const ValidateExtras& x);
 // The rows with their summary (predict::summarize(rows)) and the extras.
-nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
-                                     const ValidateExtras& x);
+nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows,
+                                     const predict::ValidateSummary& sum, const ValidateExtras& x);
 // The what-if corpus's record per decision (config/decisions.hpp), as
 // calibration/evidence/decisions.json holds it: `validate --evidence FILE` writes it; figures
 // rounded to 0.01% so that the file is stable. Every decision has an entry (pairs 0 where the
 // corpus has none), and the setting -> decision table plan uses is listed with it.
 nlohmann::ordered_json evidence_json(const predict::ValidateSummary& sum);
-std::string validate_text(const std::vector<predict::ValidateRow>& rows, const predict::ValidateSummary& sum,
-                          const ValidateExtras& x);
+std::string validate_text(const std::vector<predict::ValidateRow>& rows,
+                          const predict::ValidateSummary& sum, const ValidateExtras& x);
 
 }  // namespace moesim::reports

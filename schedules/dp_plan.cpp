@@ -5,19 +5,25 @@
 
 namespace moesim::schedules {
 
-double default_bucket_params(std::int64_t dp) { return std::max(40e6, 1e6 * static_cast<double>(dp)); }
+double default_bucket_params(std::int64_t dp) {
+  return std::max(40e6, 1e6 * static_cast<double>(dp));
+}
 
-DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p, const workload::Framework& fw,
-               const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule) {
+DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p,
+               const workload::Framework& fw, const VirtualStage& stage, std::int64_t padded_vocab,
+               ScheduleKind schedule) {
   DpPlan plan;
   const std::size_t n = stage.items.size();
   plan.item = stage_item_parameters(m, p, stage, padded_vocab, schedule);
   plan.bucket.assign(n, StageParams{});
   // Bucketing off (see the header): one bucket, closing at the stage's first item.
-  const bool bucketed = stage.pp_rank == 0 && stage.vp == 0 && !fw.overlap_param_gather_with_optimizer_step;
+  const bool bucketed =
+      stage.pp_rank == 0 && stage.vp == 0 && !fw.overlap_param_gather_with_optimizer_step;
   constexpr double kWhole = std::numeric_limits<double>::infinity();
-  const double dense_size = bucketed ? fw.ddp_bucket_size.value_or(default_bucket_params(p.dp * p.cp)) : kWhole;
-  const double expert_size = bucketed ? fw.ddp_bucket_size.value_or(default_bucket_params(p.expert_dp)) : kWhole;
+  const double dense_size =
+      bucketed ? fw.ddp_bucket_size.value_or(default_bucket_params(p.dp * p.cp)) : kWhole;
+  const double expert_size =
+      bucketed ? fw.ddp_bucket_size.value_or(default_bucket_params(p.expert_dp)) : kWhole;
   StageParams open;
   for (std::size_t k = n; k-- > 0;) {  // backward order
     open += plan.item[k];

@@ -54,7 +54,8 @@ struct DpPlan {
   std::vector<StageParams> bucket;  // per item: the buckets that close at it (zero: none)
 };
 
-DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p, const workload::Framework& fw,
-               const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule);
+DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p,
+               const workload::Framework& fw, const VirtualStage& stage, std::int64_t padded_vocab,
+               ScheduleKind schedule);
 
 }  // namespace moesim::schedules

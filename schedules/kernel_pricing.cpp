@@ -23,19 +23,27 @@ hw_models::CommGroup group(std::int64_t size, std::int64_t stride, std::int64_t 
 
 }  // namespace
 
-KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& comm, LabelTable& labels,
-                             const FixedChunks* fixed, hw_models::FlowCache* ep_cache)
-    : in_(in), comm_(comm), compute_(in.system), labels_(labels), fixed_(fixed), ep_cache_(ep_cache),
+KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& comm,
+                             LabelTable& labels, const FixedChunks* fixed,
+                             hw_models::FlowCache* ep_cache)
+    : in_(in),
+      comm_(comm),
+      compute_(in.system),
+      labels_(labels),
+      fixed_(fixed),
+      ep_cache_(ep_cache),
       host_factor_((!in.stack.cpu_numa_binding && in.system.host.numa_unbound_factor
                         ? in.system.host.numa_unbound_factor->value
                         : 1.0) *
                    hw_models::host_load_factor(in.system, in.gpus)),
-      te_factor_(in.stack.te_host_slim && in.system.host.te_slim_factor ? in.system.host.te_slim_factor->value
-                                                                          : 1.0),
+      te_factor_(in.stack.te_host_slim && in.system.host.te_slim_factor
+                     ? in.system.host.te_slim_factor->value
+                     : 1.0),
       captured_(in.framework, in.stack) {
   const auto eta = hw_models::link_efficiency(in.system);
   nvl_port_Bps_ = in.system.nvlink.bw_GBps.value * 1e9 * eta.nvlink;
-  net_port_Bps_ = in.system.network.nics_per_gpu.value * in.system.network.nic_Gbps.value / 8 * 1e9 * eta.network;
+  net_port_Bps_ = in.system.network.nics_per_gpu.value * in.system.network.nic_Gbps.value / 8 *
+                  1e9 * eta.network;
   const auto& p = in.parallelism;
   const std::int64_t dom = in.gpus_per_nvlink_domain;
   ep_group_ = group(p.ep, p.etp, dom);
@@ -51,11 +59,13 @@ KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& co
   if (p.eplb && p.eplb->redundant_experts > 0 && in.model.is_moe()) {
     const double R = static_cast<double>(p.eplb->redundant_experts);
     eplb_replicas_ = 2 * R / static_cast<double>(workload::physical_experts(in.model, p));
-    replica_pair_ = {2, p.eplb->policy == workload::EplbPolicy::global && ep_group_.crosses_network, 1};
+    replica_pair_ = {2, p.eplb->policy == workload::EplbPolicy::global && ep_group_.crosses_network,
+                     1};
   }
   if (fixed_) {
     const auto chunk = [&](const char* name, double seconds) {
-      return std::vector<Priced>{Priced{labels_.id(name), seconds, 0, 0, false, kCompute, Module::attn, false}};
+      return std::vector<Priced>{
+          Priced{labels_.id(name), seconds, 0, 0, false, kCompute, Module::attn, false}};
     };
     dense_.fwd = chunk("chunk.fwd", fixed_->seconds(Pass::forward));
     dense_.bwd = chunk("chunk.bwd", fixed_->seconds(Pass::backward));
@@ -82,8 +92,10 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   const auto& host = in_.system.host;
   // A memory-bound kernel from an eager PyTorch op (elementwise, norm, permute) costs
   // the host less than a Linear's forward.
-  const bool elementwise = k.work.cls == hw_models::KernelClass::memory || k.work.cls == hw_models::KernelClass::gather;
-  const double eager = elementwise && host.elementwise_launch_us ? host.elementwise_launch_us->value : host.launch_us.value;
+  const bool elementwise =
+      k.work.cls == hw_models::KernelClass::memory || k.work.cls == hw_models::KernelClass::gather;
+  const double eager = elementwise && host.elementwise_launch_us ? host.elementwise_launch_us->value
+                                                                 : host.launch_us.value;
   const double cpp = host.cpp_launch_us ? host.cpp_launch_us->value : host.library_launch_us.value;
   double us = k.te_module_call   ? host.te_linear_us.value * te_factor_
               : k.cpp_launch     ? cpp
@@ -92,7 +104,14 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   if (k.work.cls == hw_models::KernelClass::grouped_gemm)
     us += static_cast<double>(k.work.groups - 1) * host.library_launch_us.value;
   us += k.host_allocs * host.alloc_us.value + k.host_ops * host.op_us.value;
-  Priced p{labels_.id(k.name), 0, us * host_factor_ * 1e-6, 0, false, kCompute, k.module, k.host_sync_after,
+  Priced p{labels_.id(k.name),
+           0,
+           us * host_factor_ * 1e-6,
+           0,
+           false,
+           kCompute,
+           k.module,
+           k.host_sync_after,
            k.host_sync_delay};
   labels_.set_module(p.label, k.module);
   labels_.set_kind(p.label, {true, k.work.cls, k.comm});
@@ -115,7 +134,8 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
         p.seconds = c + (cp - 1) * std::max(c, t_kv);
       }
       // PDL overlaps the kernel's launch latency with its predecessor's tail.
-      if (k.pdl) p.seconds = std::max(0.0, p.seconds - in_.system.efficiency.kernel_device_us.value * 1e-6);
+      if (k.pdl)
+        p.seconds = std::max(0.0, p.seconds - in_.system.efficiency.kernel_device_us.value * 1e-6);
       break;
     case workload::CommOp::ep_dispatch:
     case workload::CommOp::ep_combine:
@@ -127,17 +147,21 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
         p.seconds = f.time_s;
         p.ports = port_loads({f.nvl_bytes, f.rdma_bytes * (domains - 1) / domains}, p.seconds);
       } else {
-        p.seconds = hw_models::ep_comm_seconds(fw.dispatcher, in_.system, comm_,
-                                               {k.comm_bytes, ep_group_, k.comm == workload::CommOp::ep_combine});
+        p.seconds = hw_models::ep_comm_seconds(
+            fw.dispatcher, in_.system, comm_,
+            {k.comm_bytes, ep_group_, k.comm == workload::CommOp::ep_combine});
         p.ports = port_loads(a2a_bytes(k.comm_bytes, ep_group_), p.seconds);
       }
       p.category = kEpComm;
       // DeepEP / HybridEP kernels hold their SMs, NCCL's one per channel they run on
       // (hw_models::nccl_dispatcher_sms): what a computation beside them (EP overlap,
       // DualPipe) does not get.
-      if (fw.dispatcher_sms > 0) p.sms = fw.dispatcher_sms;
-      else if (const int nccl = hw_models::nccl_dispatcher_sms(fw.dispatcher); nccl > 0) p.sms = nccl;
-      else p.sms = -1;
+      if (fw.dispatcher_sms > 0)
+        p.sms = fw.dispatcher_sms;
+      else if (const int nccl = hw_models::nccl_dispatcher_sms(fw.dispatcher); nccl > 0)
+        p.sms = nccl;
+      else
+        p.sms = -1;
       p.reserved = true;
       break;
     case workload::CommOp::ep_all_gather:  // NCCL over the EP group (HybridEP's routing maps)
@@ -192,8 +216,9 @@ void KernelPricing::overlap_tp(std::vector<Priced>& pass) const {
     } else {
       gemm.seconds = tg * sms / (sms - kCommSms);
       const double tgs = gemm.seconds;
-      total = c.tp_overlap == workload::TpOverlap::pipeline ? std::max(tgs, tc) + std::min(tgs, tc) / kSplits
-                                                            : std::max(tgs, tc);
+      total = c.tp_overlap == workload::TpOverlap::pipeline
+                  ? std::max(tgs, tc) + std::min(tgs, tc) / kSplits
+                  : std::max(tgs, tc);
     }
     c.seconds = std::max(0.0, total - gemm.seconds);
   }
@@ -210,7 +235,9 @@ void KernelPricing::setup_ep_flows() {
   const auto& p = in_.parallelism;
   const auto& m = in_.model;
   if (fixed_ || !m.is_moe() || p.ep <= 1) return;
-  if (fw.dispatcher != hw_models::Dispatcher::deepep && fw.dispatcher != hw_models::Dispatcher::hybridep) return;
+  if (fw.dispatcher != hw_models::Dispatcher::deepep &&
+      fw.dispatcher != hw_models::Dispatcher::hybridep)
+    return;
   const std::int64_t domain = std::max<std::int64_t>(1, in_.gpus_per_nvlink_domain / p.etp);
   ep_topo_.emplace(in_.system, p.ep, std::min(domain, p.ep));
 }
@@ -230,12 +257,15 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
   b.topk = static_cast<int>(m.topk);
   // Group-limited routing over as many groups as domains is node-limited routing.
   const int domains = ep_topo_->gpus() / ep_topo_->domain_size();
-  b.groups = m.router_groups > 0 && m.router_topk_groups > 0
-                 ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
-                 : domains;
+  b.groups =
+      m.router_groups > 0 && m.router_topk_groups > 0
+          ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
+          : domains;
   b.combine = combine;
-  const double factor = hw_models::ep_bandwidth_factor(in_.system, in_.framework.dispatcher, in_.stack.deepep_tuned);
-  if (ep_cache_) return ep_cache_->ep_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
+  const double factor =
+      hw_models::ep_bandwidth_factor(in_.system, in_.framework.dispatcher, in_.stack.deepep_tuned);
+  if (ep_cache_)
+    return ep_cache_->ep_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
   return hw_models::ep_library_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
 }
 
@@ -272,9 +302,11 @@ std::vector<Priced> KernelPricing::merge_runs(const std::vector<Priced>& pass) c
 }
 
 void KernelPricing::price_templates() {
-  const workload::TemplateInputs ti{in_.model,     in_.training,     in_.parallelism,
-                                    in_.framework, in_.stack,        in_.padded_vocab,
-                                    in_.ep_load,   in_.system.gpu.arch == hw_models::GpuArch::hopper};
+  const workload::TemplateInputs ti{
+      in_.model,       in_.training,
+      in_.parallelism, in_.framework,
+      in_.stack,       in_.padded_vocab,
+      in_.ep_load,     in_.system.gpu.arch == hw_models::GpuArch::hopper};
   const workload::ModelTemplates t = workload::build_templates(ti);
   const auto convert = [&](const workload::LayerTemplate& lt, PricedLayer& out) {
     for (const auto& k : lt.fwd) {
@@ -287,13 +319,16 @@ void KernelPricing::price_templates() {
       out.bwd.push_back(price(k));
       weight.push_back(k.name.size() > 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0);
       labels_.set_pass(out.bwd.back().label, weight.back() ? kWgrad : kBwd);
-      out.bwd.back().delayed = weight.back() && k.library_launch && in_.framework.delay_wgrad_compute;
+      out.bwd.back().delayed =
+          weight.back() && k.library_launch && in_.framework.delay_wgrad_compute;
     }
     overlap_tp(out.bwd);
     for (auto* list : {&out.fwd, &out.bwd})
       for (Priced& p : *list) p.merge_class = merge_class(p);
-    for (std::size_t i = 0; i < out.bwd.size(); ++i) (weight[i] ? out.bwd_weight : out.bwd_input).push_back(out.bwd[i]);
-    const std::array<const std::vector<Priced>*, 4> lists{&out.fwd, &out.bwd, &out.bwd_input, &out.bwd_weight};
+    for (std::size_t i = 0; i < out.bwd.size(); ++i)
+      (weight[i] ? out.bwd_weight : out.bwd_input).push_back(out.bwd[i]);
+    const std::array<const std::vector<Priced>*, 4> lists{&out.fwd, &out.bwd, &out.bwd_input,
+                                                          &out.bwd_weight};
     for (std::size_t i = 0; i < lists.size(); ++i) out.merged[i] = merge_runs(*lists[i]);
   };
   convert(t.dense, dense_);
@@ -304,11 +339,10 @@ void KernelPricing::price_templates() {
   convert(t.head, head_);
   convert(t.mtp, mtp_);
 
-
   const auto& tr = in_.training;
   const auto& p = in_.parallelism;
-  double act = static_cast<double>(tr.micro_batch_size * tr.seq_length) / static_cast<double>(p.cp) *
-               static_cast<double>(in_.model.hidden_size) * 2;
+  double act = static_cast<double>(tr.micro_batch_size * tr.seq_length) /
+               static_cast<double>(p.cp) * static_cast<double>(in_.model.hidden_size) * 2;
   if (p.sequence_parallel) act /= static_cast<double>(p.tp);
   pp_s_ = comm_.send_recv(act, pp_pair_);
   PortBytes pp;
@@ -324,9 +358,11 @@ double KernelPricing::grad_bytes() const {
 }
 double KernelPricing::dp_seconds(const StageParams& sp) const {
   const double g = grad_bytes();
-  const double rs = comm_.reduce_scatter(sp.dense * g, dp_group_) + comm_.reduce_scatter(sp.expert * g, edp_group_);
+  const double rs = comm_.reduce_scatter(sp.dense * g, dp_group_) +
+                    comm_.reduce_scatter(sp.expert * g, edp_group_);
   if (reduce_scatters()) return rs;
-  return rs + comm_.all_gather(sp.dense * g, dp_group_) + comm_.all_gather(sp.expert * g, edp_group_);
+  return rs + comm_.all_gather(sp.dense * g, dp_group_) +
+         comm_.all_gather(sp.expert * g, edp_group_);
 }
 // Bytes a gathered parameter: BF16, or quantized with fp8_param_gather (FP8; NVFP4's half
 // byte and E4M3 scale per 16 under precision nvfp4, Megatron's --fp4-param-gather). MXFP8
@@ -337,7 +373,8 @@ double KernelPricing::dp_seconds(const StageParams& sp) const {
 // at 99a10812; docs/research/mlperf-dsv3-fixed-part.md 2 #1). That quantize pass is not priced.
 double KernelPricing::param_gather_bytes() const {
   if (!in_.framework.fp8_param_gather) return 2;
-  if (in_.training.precision == workload::Precision::mxfp8 && in_.framework.distributed_optimizer) return 2;
+  if (in_.training.precision == workload::Precision::mxfp8 && in_.framework.distributed_optimizer)
+    return 2;
   return in_.training.precision == workload::Precision::nvfp4 ? workload::kNvfp4Bytes : 1;
 }
 double KernelPricing::gather_seconds(const StageParams& sp) const {
@@ -353,7 +390,8 @@ double KernelPricing::gather_seconds(const StageParams& sp) const {
 // PyTorch's "medium" precision).
 namespace {
 // The parameters whose optimizer state this rank holds.
-double shard_params(const StageParams& sp, const workload::Parallelism& p, const workload::Framework& fw) {
+double shard_params(const StageParams& sp, const workload::Parallelism& p,
+                    const workload::Framework& fw) {
   const bool sharded = workload::optimizer_states_sharded(fw);
   return sp.dense / (sharded ? static_cast<double>(p.dp * p.cp) : 1.0) +
          sp.expert / (sharded ? static_cast<double>(p.expert_dp) : 1.0);
@@ -369,7 +407,8 @@ double KernelPricing::optimizer_seconds(const StageParams& sp, const StageParams
   const double shard = shard_params(sp, p, fw);
   hw_models::ComputeWork w;
   // Read the gradient, read and write the master and the states, write the BF16 weight.
-  w.bytes = shard * (workload::main_grad_bytes(fw) + 2 * (4 + workload::optimizer_state_bytes(fw)) + 2);
+  w.bytes =
+      shard * (workload::main_grad_bytes(fw) + 2 * (4 + workload::optimizer_state_bytes(fw)) + 2);
   double t = compute_.seconds(w);
   if (fw.optimizer == workload::OptimizerKind::muon) {
     hw_models::ComputeWork ns;
@@ -382,17 +421,20 @@ double KernelPricing::optimizer_seconds(const StageParams& sp, const StageParams
 
 double KernelPricing::grad_norm_seconds(const StageParams& sp) const {
   hw_models::ComputeWork w;
-  w.bytes = shard_params(sp, in_.parallelism, in_.framework) * workload::main_grad_bytes(in_.framework);
+  w.bytes =
+      shard_params(sp, in_.parallelism, in_.framework) * workload::main_grad_bytes(in_.framework);
   return compute_.seconds(w);
 }
 double KernelPricing::clip_seconds(const StageParams& sp) const {
   hw_models::ComputeWork w;
-  w.bytes = 2 * shard_params(sp, in_.parallelism, in_.framework) * workload::main_grad_bytes(in_.framework);
+  w.bytes = 2 * shard_params(sp, in_.parallelism, in_.framework) *
+            workload::main_grad_bytes(in_.framework);
   return compute_.seconds(w);
 }
 double KernelPricing::unscale_seconds(const StageParams& sp) const {
   hw_models::ComputeWork w;
-  w.bytes = 2 * shard_params(sp, in_.parallelism, in_.framework) * 4.0;  // FP32 main gradients, read and written
+  w.bytes = 2 * shard_params(sp, in_.parallelism, in_.framework) *
+            4.0;  // FP32 main gradients, read and written
   return compute_.seconds(w);
 }
 double KernelPricing::world_reduce_seconds() const {
@@ -408,7 +450,8 @@ double KernelPricing::amax_reduce_seconds() const {
   const double n = static_cast<double>(p.tp * p.dp * p.cp);
   const double k = std::min(n, static_cast<double>(in_.gpus_per_nvlink_domain));
   // The all-reduce, then the fused amax-history and scale update (one small kernel).
-  return hw_models::small_all_reduce_seconds(n, k) + in_.system.efficiency.kernel_device_us.value * 1e-6;
+  return hw_models::small_all_reduce_seconds(n, k) +
+         in_.system.efficiency.kernel_device_us.value * 1e-6;
 }
 
 double KernelPricing::replica_grad_seconds(const StageParams& sp) const {
@@ -426,11 +469,13 @@ PortLoads KernelPricing::replica_grad_loads(const StageParams& sp) const {
 double KernelPricing::members_per_domain(const hw_models::CommGroup& g) const {
   const double n = static_cast<double>(g.size);
   if (!g.crosses_network) return n;
-  return std::min(n, std::max(1.0, std::floor(static_cast<double>(in_.gpus_per_nvlink_domain) /
-                                              static_cast<double>(std::max<std::int64_t>(1, g.stride)))));
+  return std::min(
+      n, std::max(1.0, std::floor(static_cast<double>(in_.gpus_per_nvlink_domain) /
+                                  static_cast<double>(std::max<std::int64_t>(1, g.stride)))));
 }
 
-KernelPricing::PortBytes KernelPricing::ring_bytes(double buffer, const hw_models::CommGroup& g) const {
+KernelPricing::PortBytes KernelPricing::ring_bytes(double buffer,
+                                                   const hw_models::CommGroup& g) const {
   PortBytes b;
   if (g.size <= 1) return b;
   const double n = static_cast<double>(g.size), sent = buffer * (n - 1) / n;
@@ -444,7 +489,8 @@ KernelPricing::PortBytes KernelPricing::ring_bytes(double buffer, const hw_model
   return b;
 }
 
-KernelPricing::PortBytes KernelPricing::a2a_bytes(double per_rank, const hw_models::CommGroup& g) const {
+KernelPricing::PortBytes KernelPricing::a2a_bytes(double per_rank,
+                                                  const hw_models::CommGroup& g) const {
   PortBytes b;
   if (g.size <= 1) return b;
   const double n = static_cast<double>(g.size), local = members_per_domain(g);
@@ -456,7 +502,9 @@ KernelPricing::PortBytes KernelPricing::a2a_bytes(double per_rank, const hw_mode
 PortLoads KernelPricing::port_loads(const PortBytes& b, double seconds, bool out, bool in) const {
   PortLoads l{};
   if (seconds <= 0) return l;
-  const auto load = [&](double bytes, double cap) { return static_cast<float>(bytes / seconds / cap); };
+  const auto load = [&](double bytes, double cap) {
+    return static_cast<float>(bytes / seconds / cap);
+  };
   if (out) l[kNvlOut] = load(b.nvl, nvl_port_Bps_), l[kNetOut] = load(b.net, net_port_Bps_);
   if (in) l[kNvlIn] = load(b.nvl, nvl_port_Bps_), l[kNetIn] = load(b.net, net_port_Bps_);
   return l;

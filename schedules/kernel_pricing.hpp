@@ -143,7 +143,9 @@ class LabelTable {
     }
     return out;
   }
-  std::uint8_t pass_of(std::uint32_t label) const { return label < pass_.size() ? pass_[label] : kNoPass; }
+  std::uint8_t pass_of(std::uint32_t label) const {
+    return label < pass_.size() ? pass_[label] : kNoPass;
+  }
   void set_pass(std::uint32_t label, std::uint8_t pass) {
     if (pass_.size() <= label) pass_.resize(label + 1, kNoPass);
     pass_[label] = pass;
@@ -161,13 +163,14 @@ class LabelTable {
 struct Priced {
   std::uint32_t label;
   double seconds;
-  double host_s;        // host time of its launch and what the host does before it
+  double host_s;  // host time of its launch and what the host does before it
   int sms;
   bool reserved;
   Category category;
   Module module;
   bool sync;
-  int sync_delay = 0;  // dispatch (moe_dispatch) launches the host makes before it blocks on the sync
+  int sync_delay =
+      0;  // dispatch (moe_dispatch) launches the host makes before it blocks on the sync
   bool delayed = false;  // a TE weight-gradient GEMM under --delay-wgrad-compute
   PortLoads ports{};     // link-port loads (transfers)
   bool gemm = false;     // a (non-grouped) GEMM: what a TP collective may overlap
@@ -203,10 +206,14 @@ struct PricedLayer {
   std::array<std::vector<Priced>, 4> merged;  // fwd, bwd, bwd_input, bwd_weight merged
   const std::vector<Priced>& of(Pass p, bool merged_runs = false) const {
     switch (p) {
-      case Pass::forward: return merged_runs ? merged[0] : fwd;
-      case Pass::backward: return merged_runs ? merged[1] : bwd;
-      case Pass::backward_input: return merged_runs ? merged[2] : bwd_input;
-      case Pass::backward_weight: return merged_runs ? merged[3] : bwd_weight;
+      case Pass::forward:
+        return merged_runs ? merged[0] : fwd;
+      case Pass::backward:
+        return merged_runs ? merged[1] : bwd;
+      case Pass::backward_input:
+        return merged_runs ? merged[2] : bwd_input;
+      case Pass::backward_weight:
+        return merged_runs ? merged[3] : bwd_weight;
     }
     return bwd;
   }
@@ -224,11 +231,16 @@ class KernelPricing {
   bool fixed() const { return fixed_ != nullptr; }
   const PricedLayer& layer(const LayoutItem& item) const {
     switch (layer_slot(item, in_.model)) {
-      case LayerSlot::embedding: return embedding_;
-      case LayerSlot::head: return head_;
-      case LayerSlot::moe: return in_.model.windowed(item.index) ? moe_window_ : moe_;
-      case LayerSlot::dense: return in_.model.windowed(item.index) ? dense_window_ : dense_;
-      case LayerSlot::mtp: return mtp_;
+      case LayerSlot::embedding:
+        return embedding_;
+      case LayerSlot::head:
+        return head_;
+      case LayerSlot::moe:
+        return in_.model.windowed(item.index) ? moe_window_ : moe_;
+      case LayerSlot::dense:
+        return in_.model.windowed(item.index) ? dense_window_ : dense_;
+      case LayerSlot::mtp:
+        return mtp_;
     }
     return dense_;
   }
@@ -245,11 +257,14 @@ class KernelPricing {
   const PortLoads& pp_loads(bool send) const { return send ? pp_send_ports_ : pp_recv_ports_; }
   // Whether the step has data-parallel traffic: some DP group of more than one rank.
   bool dp_traffic() const {
-    return !fixed() && (in_.parallelism.dp * in_.parallelism.cp > 1 || in_.parallelism.expert_dp > 1);
+    return !fixed() &&
+           (in_.parallelism.dp * in_.parallelism.cp > 1 || in_.parallelism.expert_dp > 1);
   }
   // A gradient reduction: reduce-scatter with the distributed optimizer or FSDP, else an
   // all-reduce (a ring: the reduce-scatter then the all-gather).
-  bool reduce_scatters() const { return in_.framework.distributed_optimizer || in_.parallelism.fsdp; }
+  bool reduce_scatters() const {
+    return in_.framework.distributed_optimizer || in_.parallelism.fsdp;
+  }
   double dp_seconds(const StageParams& sp) const;
   double gather_seconds(const StageParams& sp) const;
   PortLoads dp_loads(const StageParams& sp, bool gather) const;
@@ -264,7 +279,9 @@ class KernelPricing {
   double world_reduce_seconds() const;
   double loss_reduce_seconds() const;
   // training.precision fp8-delayed: after every forward and backward of a model chunk.
-  bool amax_reduction() const { return in_.training.precision == workload::Precision::fp8_delayed && !fixed(); }
+  bool amax_reduction() const {
+    return in_.training.precision == workload::Precision::fp8_delayed && !fixed();
+  }
   double amax_reduce_seconds() const;
   // parallelism.eplb: whether copies exist, and their gradient sum's time and port loads.
   bool eplb_replicas() const { return eplb_replicas_ > 0; }
@@ -310,12 +327,13 @@ class KernelPricing {
   // DeepEP / HybridEP across NVLink domains: their kernels as flows over the EP group's
   // topology (hw_models/ep_flows.hpp) where the preset has the library's link fractions.
   std::optional<hw_models::Topology> ep_topo_;
-  hw_models::CommGroup pp_pair_;   // a rank and its peer in the next pipeline stage
-  hw_models::CommGroup cp_group_;  // a context-parallel ring
+  hw_models::CommGroup pp_pair_;       // a rank and its peer in the next pipeline stage
+  hw_models::CommGroup cp_group_;      // a context-parallel ring
   hw_models::CommGroup replica_pair_;  // an expert's two copies (EPLB)
-  double eplb_replicas_ = 0;           // the rank's share 2R / (E + R) of expert gradients with copies
+  double eplb_replicas_ = 0;  // the rank's share 2R / (E + R) of expert gradients with copies
   PortLoads pp_send_ports_{}, pp_recv_ports_{};  // one activation each way
-  double nvl_port_Bps_ = 0, net_port_Bps_ = 0;   // what a transfer gets of each port (link x efficiency)
+  double nvl_port_Bps_ = 0,
+         net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
   PricedLayer dense_, moe_, dense_window_, moe_window_, embedding_, head_, mtp_;
   workload::CaptureSet captured_;

@@ -23,7 +23,7 @@ class Parser {
 
   std::vector<Token> parse() {
     std::vector<Token> out = sequence();
-    if (pos_ < s_.size()) fail(pos_, "unbalanced ')'");  // sequence() stops only at ')' 
+    if (pos_ < s_.size()) fail(pos_, "unbalanced ')'");  // sequence() stops only at ')'
     return out;
   }
 
@@ -61,11 +61,16 @@ class Parser {
     const std::size_t at = pos_;
     const char c = s_[pos_++];
     switch (c) {
-      case 'E': return {Token{false, LayoutItemKind::embedding, at}};
-      case 't': return {Token{false, LayoutItemKind::decoder, at}};
-      case 'm': return {Token{false, LayoutItemKind::mtp, at}};
-      case 'L': return {Token{false, LayoutItemKind::loss, at}};
-      case '|': return {Token{true, LayoutItemKind::decoder, at}};
+      case 'E':
+        return {Token{false, LayoutItemKind::embedding, at}};
+      case 't':
+        return {Token{false, LayoutItemKind::decoder, at}};
+      case 'm':
+        return {Token{false, LayoutItemKind::mtp, at}};
+      case 'L':
+        return {Token{false, LayoutItemKind::loss, at}};
+      case '|':
+        return {Token{true, LayoutItemKind::decoder, at}};
       case '(': {
         if (++depth_ > 16) fail(at, "groups nested too deeply");
         std::vector<Token> inner = sequence();
@@ -133,10 +138,14 @@ std::string VirtualStage::to_string() const {
 
 std::string layout_item_name(const LayoutItem& it) {
   switch (it.kind) {
-    case LayoutItemKind::embedding: return "E";
-    case LayoutItemKind::mtp: return fmt::format("m{}", it.index);
-    case LayoutItemKind::loss: return "L";
-    case LayoutItemKind::decoder: break;
+    case LayoutItemKind::embedding:
+      return "E";
+    case LayoutItemKind::mtp:
+      return fmt::format("m{}", it.index);
+    case LayoutItemKind::loss:
+      return "L";
+    case LayoutItemKind::decoder:
+      break;
   }
   return fmt::format("t{}", it.index);
 }
@@ -194,9 +203,11 @@ PipelineLayout PipelineLayout::parse(std::string_view text, int pp) {
           // stage of their pipeline rank; one rank holding MTP layers holds them all.
           if (s / static_cast<std::size_t>(pp) != n / static_cast<std::size_t>(pp) - 1)
             fail(col, "MTP layers 'm' must be in the last virtual stage of their pipeline rank");
-          if (decoders_after(s, i) > 0) fail(col, "decoder layers 't' must all come before the MTP layers 'm'");
+          if (decoders_after(s, i) > 0)
+            fail(col, "decoder layers 't' must all come before the MTP layers 'm'");
           break;
-        case LayoutItemKind::decoder: break;
+        case LayoutItemKind::decoder:
+          break;
       }
     }
   }
@@ -205,8 +216,10 @@ PipelineLayout PipelineLayout::parse(std::string_view text, int pp) {
     for (std::size_t s = n - static_cast<std::size_t>(pp); s < n; ++s)
       mtp_ranks += std::count(stages[s].begin(), stages[s].end(), LayoutItemKind::mtp) > 0 ? 1 : 0;
     if (mtp_ranks > 1)
-      fail(0, "MTP layers 'm' split over several pipeline ranks (Megatron's mtp_loss_split, with a loss "
-              "'L' per MTP layer) are not modeled; put them in one virtual stage");
+      fail(0,
+           "MTP layers 'm' split over several pipeline ranks (Megatron's mtp_loss_split, with a "
+           "loss "
+           "'L' per MTP layer) are not modeled; put them in one virtual stage");
   }
   if (e_count == 0) fail(0, "no embedding 'E' (it belongs at the start of the first stage)");
   if (l_count == 0) fail(0, "no loss 'L' (it belongs at the end of the final stage)");

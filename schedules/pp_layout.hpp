@@ -59,8 +59,7 @@ class PipelineLayout {
   // Parses a layout string for `pp` pipeline ranks; vpp follows from the stage count.
   static PipelineLayout parse(std::string_view text, int pp);
   // The contract's default split.
-  static PipelineLayout even(std::int64_t decoder_layers, std::int64_t mtp_layers, int pp,
-                             int vpp);
+  static PipelineLayout even(std::int64_t decoder_layers, std::int64_t mtp_layers, int pp, int vpp);
 
   int pp() const { return pp_; }
   int vpp() const { return vpp_; }

@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <array>
 #include <span>
-#include <utility>
 #include <string>
-#include <vector>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace moesim::schedules::detail {
 
-const char* const kTrackNames[kTracks] = {"compute",      "pp.fwd.send",  "pp.fwd.recv",  "pp.bwd.send",
-                                          "pp.bwd.recv",  "dp",           "dp.gather",    "pp2.fwd.send", "pp2.fwd.recv",
-                                          "pp2.bwd.send", "pp2.bwd.recv", "compute.pair"};
+const char* const kTrackNames[kTracks] = {
+    "compute",   "pp.fwd.send",  "pp.fwd.recv",  "pp.bwd.send",  "pp.bwd.recv",  "dp",
+    "dp.gather", "pp2.fwd.send", "pp2.fwd.recv", "pp2.bwd.send", "pp2.bwd.recv", "compute.pair"};
 
 namespace {
 
@@ -31,7 +31,9 @@ class RankProgram final : public sim_core::HostProgram {
  public:
   // `global` is the Megatron rank; in representative mode the pipeline rank itself.
   RankProgram(StepState& sim, sim_core::Gpu& gpu, std::int64_t global)
-      : sim_(sim), price_(sim.pricing()), gpu_(gpu),
+      : sim_(sim),
+        price_(sim.pricing()),
+        gpu_(gpu),
         rank_(static_cast<int>(sim.full() ? global / sim.stage_size() : global)),
         lane_(sim.full() ? global % sim.stage_size() : 0),
         items_(pipeline_order(sim.in().schedule, static_cast<int>(sim.in().parallelism.pp),
@@ -61,7 +63,8 @@ class RankProgram final : public sim_core::HostProgram {
     graph_label_ = sim.label("host.graph_launch");
     sync_label_ = sim.label("host.sync_wait");
     pair_sync_label_ = sim.label("host.pair_sync");
-    dualpipe_ = sim.in().schedule == ScheduleKind::dualpipe || sim.in().schedule == ScheduleKind::dualpipev;
+    dualpipe_ =
+        sim.in().schedule == ScheduleKind::dualpipe || sim.in().schedule == ScheduleKind::dualpipev;
     merge_ = sim.merges_kernels();
     tracing_ = sim.tracing();
     amax_label_ = sim.label("fp8.amax_all_reduce");
@@ -114,7 +117,8 @@ class RankProgram final : public sim_core::HostProgram {
   Time launch_cost() const { return price_.launch_cost(); }
   Time graph_cost() const { return price_.graph_cost(); }
 
-  static Kernel kernel(std::uint32_t label, Category c, double seconds, int sms = 0, bool reserved = false) {
+  static Kernel kernel(std::uint32_t label, Category c, double seconds, int sms = 0,
+                       bool reserved = false) {
     Kernel k;
     k.label = label;
     k.category = c;
@@ -126,8 +130,10 @@ class RankProgram final : public sim_core::HostProgram {
 
   // A data-parallel collective on `stream` over the dense DP and expert-DP groups:
   // parameters `sp` all-gathered (`gather`) or their gradients reduced, after `after`.
-  EventId dp_collective(int stream, const char* name, const StageParams& sp, bool gather, EventId after) {
-    Kernel k = kernel(sim_.label(name), kDpComm, gather ? price_.gather_seconds(sp) : price_.dp_seconds(sp), -1);
+  EventId dp_collective(int stream, const char* name, const StageParams& sp, bool gather,
+                        EventId after) {
+    Kernel k = kernel(sim_.label(name), kDpComm,
+                      gather ? price_.gather_seconds(sp) : price_.dp_seconds(sp), -1);
     k.port_load = price_.dp_loads(sp, gather);
     k.waits[0] = after;
     k.record = sim_.event(kDpComm);
@@ -155,7 +161,8 @@ class RankProgram final : public sim_core::HostProgram {
       if (lazy_gather_) continue;
       for (std::size_t k = 0; k < plan.bucket.size(); ++k)
         if (plan.bucket[k].any())
-          last = g[k] = dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[k], true, kNoEvent);
+          last = g[k] =
+              dp_collective(kDpGatherStream, "dp.param_all_gather", plan.bucket[k], true, kNoEvent);
     }
     if (fw.overlap_param_gather) return;
     for (auto& g : gather_) std::fill(g.begin(), g.end(), kNoEvent);
@@ -191,7 +198,8 @@ class RankProgram final : public sim_core::HostProgram {
     // EPLB: the copies' gradients summed before the step, after the last backward (on the
     // compute stream: the optimizer needs them and nothing else is left to overlap).
     if (price_.eplb_replicas() && all.expert > 0) {
-      Kernel r = kernel(sim_.label("eplb.replica_grad_all_reduce"), kDpComm, price_.replica_grad_seconds(all), -1);
+      Kernel r = kernel(sim_.label("eplb.replica_grad_all_reduce"), kDpComm,
+                        price_.replica_grad_seconds(all), -1);
       r.port_load = price_.replica_grad_loads(all);
       r.waits[0] = last_dp_;
       // Every rank of the EP group holds copies: with all ranks simulated they meet here.
@@ -208,20 +216,28 @@ class RankProgram final : public sim_core::HostProgram {
       Kernel u = kernel(sim_.label("optimizer.unscale"), kCompute, price_.unscale_seconds(all));
       u.waits[0] = last_dp_;
       launch(kComputeStream, u, launch_cost());
-      Kernel inf = kernel(sim_.label("optimizer.found_inf_all_reduce"), kDpComm, price_.world_reduce_seconds(), -1);
+      Kernel inf = kernel(sim_.label("optimizer.found_inf_all_reduce"), kDpComm,
+                          price_.world_reduce_seconds(), -1);
       inf.record = sim_.event(kDpComm);
       launch(kComputeStream, inf, op_cost());
       wait(inf.record);
       grads_ready = kNoEvent;
     }
-    Kernel norm = kernel(sim_.label("optimizer.grad_norm"), kCompute, price_.grad_norm_seconds(all));
+    Kernel norm =
+        kernel(sim_.label("optimizer.grad_norm"), kCompute, price_.grad_norm_seconds(all));
     norm.waits[0] = grads_ready;
     launch(kComputeStream, norm, launch_cost());
-    launch(kComputeStream, kernel(sim_.label("optimizer.grad_norm_all_reduce"), kDpComm, price_.world_reduce_seconds(), -1),
+    launch(kComputeStream,
+           kernel(sim_.label("optimizer.grad_norm_all_reduce"), kDpComm,
+                  price_.world_reduce_seconds(), -1),
            op_cost());
-    launch(kComputeStream, kernel(sim_.label("optimizer.clip_grad"), kCompute, price_.clip_seconds(all)), launch_cost());
+    launch(kComputeStream,
+           kernel(sim_.label("optimizer.clip_grad"), kCompute, price_.clip_seconds(all)),
+           launch_cost());
     if (holds_loss())
-      launch(kComputeStream, kernel(sim_.label("loss.all_reduce"), kDpComm, price_.loss_reduce_seconds(), -1), op_cost());
+      launch(kComputeStream,
+             kernel(sim_.label("loss.all_reduce"), kDpComm, price_.loss_reduce_seconds(), -1),
+             op_cost());
     // The optimizer step over parameters `sp` (Newton-Schulz FLOPs `f`); its completion.
     const auto step = [&](const StageParams& sp, const StageParams& f) {
       Kernel k = kernel(sim_.label(muon ? "optimizer.muon" : "optimizer.adam"), kCompute,
@@ -258,9 +274,9 @@ class RankProgram final : public sim_core::HostProgram {
     return false;
   }
   const char* reduce_name() const {
-    return sim_.in().parallelism.fsdp           ? "fsdp.grad_reduce_scatter"
-           : price_.reduce_scatters()            ? "dp.grad_reduce_scatter"
-                                               : "dp.grad_all_reduce";
+    return sim_.in().parallelism.fsdp ? "fsdp.grad_reduce_scatter"
+           : price_.reduce_scatters() ? "dp.grad_reduce_scatter"
+                                      : "dp.grad_all_reduce";
   }
 
   // Launches item j's receive, if it needs one, and remembers its completion event.
@@ -273,15 +289,15 @@ class RankProgram final : public sim_core::HostProgram {
   Place place(const WorkItem& it) const {
     const PipelineShape& shape = sim_.shape();
     const StagePlace p = shape.place(rank_, it.chunk);
-    return {shape.stage_id(p), p.layout_stage, p.descending, p.stage == 0, p.stage == shape.stages() - 1};
+    return {shape.stage_id(p), p.layout_stage, p.descending, p.stage == 0,
+            p.stage == shape.stages() - 1};
   }
 
   void post_recv(int j) {
     const WorkItem& it = items_[static_cast<std::size_t>(j)];
     const Place pl = place(it);
     if (!it.communicates() || (it.forward() ? pl.first : pl.last)) return;
-    Kernel r = kernel(pp_recv_label_[it.forward()], kPpComm,
-                      price_.pp_seconds(), -1);
+    Kernel r = kernel(pp_recv_label_[it.forward()], kPpComm, price_.pp_seconds(), -1);
     r.port_load = price_.pp_loads(false);
     r.rendezvous = sim_.pair(it.microbatch, pl.id, it.forward(), lane_);
     r.record = recv_event_[static_cast<std::size_t>(j)] = sim_.event(kPpComm);
@@ -342,8 +358,10 @@ class RankProgram final : public sim_core::HostProgram {
     k.parts = p.parts;
     if (merge_) k.merge_class = p.merge_class;
     k.port_load = p.ports;
-    if (p.category == kEpComm) k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
-    if (p.category == kTpComm) k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
+    if (p.category == kEpComm)
+      k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
+    if (p.category == kTpComm)
+      k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
     k.waits[0] = l.first ? l.gate : l.cross;
     k.waits[1] = l.layer_gate;
     l.first = false;
@@ -395,7 +413,10 @@ class RankProgram final : public sim_core::HostProgram {
 
   void emit_step(const Step& st, Lane& l) {
     if (st.begins >= 0) before_layer(l, st.begins);
-    if (st.p) emit(*st.p, l, tracing_ && l.item >= 0 ? context(items_[static_cast<std::size_t>(l.item)], st.item) : 0);
+    if (st.p)
+      emit(
+          *st.p, l,
+          tracing_ && l.item >= 0 ? context(items_[static_cast<std::size_t>(l.item)], st.item) : 0);
     if (st.ends >= 0) after_layer(l, st.ends);
   }
 
@@ -420,8 +441,8 @@ class RankProgram final : public sim_core::HostProgram {
       if (u < 0 || u >= static_cast<int>(plan.item.size())) continue;
       EventId& e = l.unit_gather[static_cast<std::size_t>(u)];
       if (e == kNoEvent)
-        e = dp_collective(kDpGatherStream, "fsdp.param_all_gather", plan.item[static_cast<std::size_t>(u)], true,
-                          kNoEvent);
+        e = dp_collective(kDpGatherStream, "fsdp.param_all_gather",
+                          plan.item[static_cast<std::size_t>(u)], true, kNoEvent);
     }
     l.layer_gate = l.unit_gather[static_cast<std::size_t>(k)];
   }
@@ -462,15 +483,16 @@ class RankProgram final : public sim_core::HostProgram {
     const EventId done = l.first ? l.gate : lane_done(l);
     if (sim_.in().parallelism.fsdp) {
       last_dp_ = dp_collective(kDpStream, reduce_name(), plan.item[u], false, done);
-    } else if (sim_.in().framework.overlap_grad_reduce && last_bwd_[static_cast<std::size_t>(it.chunk)] == l.item &&
-               plan.bucket[u].any()) {
+    } else if (sim_.in().framework.overlap_grad_reduce &&
+               last_bwd_[static_cast<std::size_t>(it.chunk)] == l.item && plan.bucket[u].any()) {
       last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[u], false, done);
     }
   }
 
   // Posts the receives of items up to `upto` and returns item `index`'s gates.
   Lane lane_for(int index, int upto, int stream) {
-    for (int j = posted_; j <= std::min(upto, static_cast<int>(items_.size()) - 1); ++j) post_recv(j);
+    for (int j = posted_; j <= std::min(upto, static_cast<int>(items_.size()) - 1); ++j)
+      post_recv(j);
     posted_ = std::max(posted_, upto + 1);
     Lane l;
     l.item = index;
@@ -507,7 +529,8 @@ class RankProgram final : public sim_core::HostProgram {
     // Outside the layers: inside a CUDA graph only when the whole iteration is captured.
     const bool captured = price_.captures_iteration();
     if (!captured) l.in_graph = false;
-    launch(l.stream, k, captured ? Time::zero() : op_cost() * 2);  // the all_reduce call, the update's launch
+    launch(l.stream, k,
+           captured ? Time::zero() : op_cost() * 2);  // the all_reduce call, the update's launch
   }
 
   // An overlapped pair (Megatron-Core's 1F1B all-to-all overlap, DualPipe's F&B) runs each
@@ -531,16 +554,23 @@ class RankProgram final : public sim_core::HostProgram {
   enum NodeSlot : std::uint8_t { kPreDispatch, kDispatch, kExperts, kCombine, kPost, kSlots };
   static NodeSlot slot_of(Module m) {
     switch (m) {
-      case Module::moe_dispatch: return kDispatch;
+      case Module::moe_dispatch:
+        return kDispatch;
       case Module::experts:
-      case Module::mlp: return kExperts;
-      case Module::moe_combine: return kCombine;
+      case Module::mlp:
+        return kExperts;
+      case Module::moe_combine:
+        return kCombine;
       case Module::head:
-      case Module::loss: return kPost;
-      default: return kPreDispatch;
+      case Module::loss:
+        return kPost;
+      default:
+        return kPreDispatch;
     }
   }
-  static int stream_of(NodeSlot s) { return s == kDispatch || s == kCombine ? kPairStream : kComputeStream; }
+  static int stream_of(NodeSlot s) {
+    return s == kDispatch || s == kCombine ? kPairStream : kComputeStream;
+  }
   // One launch of a layer pair: the forward's or the backward's node, or the backward's
   // weight-gradient part of a node.
   struct NodeLaunch {
@@ -552,17 +582,35 @@ class RankProgram final : public sim_core::HostProgram {
   // 236-303): the experts' backward is queued before the host blocks in the forward's
   // dispatch (the dropless token-count sync), the delayed weight gradients run beside the
   // next communication.
-  static constexpr std::array<NodeLaunch, 13> kMegatronPair{{
-      {false, kPost, false}, {false, kPost, true}, {false, kCombine, false}, {true, kPreDispatch, false}, {false, kExperts, false},
-      {true, kDispatch, false}, {false, kExperts, true}, {false, kDispatch, false}, {true, kExperts, false}, {true, kCombine, false},
-      {false, kPreDispatch, false}, {true, kPost, false}, {false, kPreDispatch, true}}};
+  static constexpr std::array<NodeLaunch, 13> kMegatronPair{{{false, kPost, false},
+                                                             {false, kPost, true},
+                                                             {false, kCombine, false},
+                                                             {true, kPreDispatch, false},
+                                                             {false, kExperts, false},
+                                                             {true, kDispatch, false},
+                                                             {false, kExperts, true},
+                                                             {false, kDispatch, false},
+                                                             {true, kExperts, false},
+                                                             {true, kCombine, false},
+                                                             {false, kPreDispatch, false},
+                                                             {true, kPost, false},
+                                                             {false, kPreDispatch, true}}};
   // DualPipe's, as DeepSeek's own trace shows it (deepseek-ai/profile-data train.json: the
   // host's node ranges of each layer pair, docs/deepseek-trace.md): combine(B), attn(F),
   // mlp(B), dispatch(F), dispatch(B), mlp(W), mlp(F), attn(B), attn(W), combine(F).
-  static constexpr std::array<NodeLaunch, 13> kDualPipePair{{
-      {false, kPost, false}, {false, kPost, true}, {false, kCombine, false}, {true, kPreDispatch, false}, {false, kExperts, false},
-      {true, kDispatch, false}, {false, kDispatch, false}, {false, kExperts, true}, {true, kExperts, false}, {false, kPreDispatch, false},
-      {false, kPreDispatch, true}, {true, kCombine, false}, {true, kPost, false}}};
+  static constexpr std::array<NodeLaunch, 13> kDualPipePair{{{false, kPost, false},
+                                                             {false, kPost, true},
+                                                             {false, kCombine, false},
+                                                             {true, kPreDispatch, false},
+                                                             {false, kExperts, false},
+                                                             {true, kDispatch, false},
+                                                             {false, kDispatch, false},
+                                                             {false, kExperts, true},
+                                                             {true, kExperts, false},
+                                                             {false, kPreDispatch, false},
+                                                             {false, kPreDispatch, true},
+                                                             {true, kCombine, false},
+                                                             {true, kPost, false}}};
 
   struct Unit {
     int item = -1;  // the stage item (layer)
@@ -572,7 +620,8 @@ class RankProgram final : public sim_core::HostProgram {
   // A chunk's stage items, each split into its schedule nodes (kernels in launch order, the
   // layer marks dropped: the node emission places them). `weights`: the backward's
   // weight-gradient GEMMs, which go to the nodes' weight parts.
-  static std::vector<Unit> units_of(const std::vector<Step>& ks, const std::vector<Step>& weights = {}) {
+  static std::vector<Unit> units_of(const std::vector<Step>& ks,
+                                    const std::vector<Step>& weights = {}) {
     std::vector<Unit> out;
     for (const Step& st : ks) {
       if (st.begins >= 0) {
@@ -592,7 +641,8 @@ class RankProgram final : public sim_core::HostProgram {
       if (st.begins >= 0) item = st.begins;
       while (at < out.size() && out[at].item != item) ++at;
       if (!st.p) continue;
-      if (at == out.size()) throw std::logic_error("overlapped pair: a weight gradient of an item the backward lacks");
+      if (at == out.size())
+        throw std::logic_error("overlapped pair: a weight gradient of an item the backward lacks");
       out[at].dw[slot_of(st.p->module)].push_back({st.p, -1, -1, st.item});
     }
     return out;
@@ -634,7 +684,10 @@ class RankProgram final : public sim_core::HostProgram {
     if (!price_.captures_iteration()) {
       HostOp sync;
       const bool forward = items_[static_cast<std::size_t>(n.l.item)].forward();
-      sync.cpu = op_cost() * (dualpipe_ ? kDualPipeNodeOps : weights ? kNodeDwOps : forward ? kNodeFwdOps : kNodeBwdOps);
+      sync.cpu = op_cost() * (dualpipe_ ? kDualPipeNodeOps
+                              : weights ? kNodeDwOps
+                              : forward ? kNodeFwdOps
+                                        : kNodeBwdOps);
       sync.label = pair_sync_label_;
       buf_.push_back(sync);
       n.l.in_graph = false;
@@ -659,8 +712,10 @@ class RankProgram final : public sim_core::HostProgram {
   }
   // A unit alone, in its pass's order.
   void emit_unit(NodeLane& n, const Unit& u, bool forward) {
-    static constexpr std::array<NodeSlot, kSlots> kFwd{kPreDispatch, kDispatch, kExperts, kCombine, kPost};
-    static constexpr std::array<NodeSlot, kSlots> kBwd{kPost, kCombine, kExperts, kDispatch, kPreDispatch};
+    static constexpr std::array<NodeSlot, kSlots> kFwd{kPreDispatch, kDispatch, kExperts, kCombine,
+                                                       kPost};
+    static constexpr std::array<NodeSlot, kSlots> kBwd{kPost, kCombine, kExperts, kDispatch,
+                                                       kPreDispatch};
     begin_unit(n, u);
     for (NodeSlot s : forward ? kFwd : kBwd) {
       emit_node(n, u.node[s], s, false);
@@ -673,7 +728,8 @@ class RankProgram final : public sim_core::HostProgram {
     const WorkItem& f = items_[static_cast<std::size_t>(index)];
     const WorkItem& b = items_[static_cast<std::size_t>(index) + 1];
     ++next_item_;  // the backward is launched here
-    NodeLane nf{lane_for(index, index + 1, kComputeStream)}, nb{lane_for(index + 1, index + 1, kComputeStream)};
+    NodeLane nf{lane_for(index, index + 1, kComputeStream)},
+        nb{lane_for(index + 1, index + 1, kComputeStream)};
     const Place pf = place(f), pb = place(b);
     const auto uf = units_of(kernels_of(f, pf));
     // DualPipe's backward runs its weight gradients as nodes of their own (W).
@@ -696,8 +752,9 @@ class RankProgram final : public sim_core::HostProgram {
     for (std::size_t i = 0; i < f_lo; ++i) emit_unit(nf, uf[i], true);
     for (std::size_t i = 0; i < b_lo; ++i) emit_unit(nb, ub[i], false);
     const std::size_t pairs = std::min(f_hi - f_lo, b_hi - b_lo);
-    const std::span<const NodeLaunch> order =
-        dualpipe_ ? std::span<const NodeLaunch>(kDualPipePair) : std::span<const NodeLaunch>(kMegatronPair);
+    const std::span<const NodeLaunch> order = dualpipe_
+                                                  ? std::span<const NodeLaunch>(kDualPipePair)
+                                                  : std::span<const NodeLaunch>(kMegatronPair);
     for (std::size_t i = 0; i < pairs; ++i) {
       const Unit& fu = uf[f_lo + i];
       const Unit& bu = ub[b_lo + i];
@@ -755,11 +812,11 @@ class RankProgram final : public sim_core::HostProgram {
   }
 
   void post_send(const WorkItem& it, const Place& pl, EventId done) {
-    Kernel s = kernel(pp_send_label_[it.forward()], kPpComm,
-                      price_.pp_seconds(), -1);
+    Kernel s = kernel(pp_send_label_[it.forward()], kPpComm, price_.pp_seconds(), -1);
     s.port_load = price_.pp_loads(true);
     s.waits[0] = done;
-    s.rendezvous = sim_.pair(it.microbatch, it.forward() ? pl.id + 1 : pl.id - 1, it.forward(), lane_);
+    s.rendezvous =
+        sim_.pair(it.microbatch, it.forward() ? pl.id + 1 : pl.id - 1, it.forward(), lane_);
     s.tag = context(it, -1);
     launch(pp_track(it.forward(), true, pl.descending), s, op_cost());
   }
@@ -800,7 +857,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::vector<int> last_bwd_, first_fwd_;
   bool lazy_gather_ = false;  // parameter gathers at first use (gather_at_first_use)
   std::vector<std::vector<EventId>> gather_;  // per chunk, per stage item: its bucket's gather
-  std::vector<EventId> wgrad_done_;            // per chunk: its last weight gradients
+  std::vector<EventId> wgrad_done_;           // per chunk: its last weight gradients
   EventId last_dp_ = kNoEvent;
   std::vector<HostOp> buf_;
   std::size_t pos_ = 0;
@@ -808,7 +865,7 @@ class RankProgram final : public sim_core::HostProgram {
   int phase_ = 0;
   std::uint32_t amax_label_ = 0;
   std::array<std::uint32_t, 2> pp_recv_label_{}, pp_send_label_{};  // by forward
-  std::vector<Step> steps_;  // expand()'s kernels, reused
+  std::vector<Step> steps_;                                         // expand()'s kernels, reused
   std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
   bool dualpipe_ = false;  // DualPipe's pairs (else Megatron's all-to-all overlap)
   bool merge_ = true;      // StepState::merges_kernels
@@ -816,7 +873,8 @@ class RankProgram final : public sim_core::HostProgram {
 
 }  // namespace
 
-std::unique_ptr<sim_core::HostProgram> make_rank_program(StepState& sim, sim_core::Gpu& gpu, std::int64_t global) {
+std::unique_ptr<sim_core::HostProgram> make_rank_program(StepState& sim, sim_core::Gpu& gpu,
+                                                         std::int64_t global) {
   return std::make_unique<RankProgram>(sim, gpu, global);
 }
 

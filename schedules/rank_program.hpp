@@ -38,13 +38,25 @@ namespace moesim::schedules::detail {
 // leg) their own four, so that transfers to the two neighbours never queue behind each
 // other. Overlapped pairs run the backward chunk on a second compute stream.
 enum Track : int {
-  kComputeStream, kPpFwdSend, kPpFwdRecv, kPpBwdSend, kPpBwdRecv, kDpStream, kDpGatherStream,
-  kPp2FwdSend, kPp2FwdRecv, kPp2BwdSend, kPp2BwdRecv, kPairStream, kTracks
+  kComputeStream,
+  kPpFwdSend,
+  kPpFwdRecv,
+  kPpBwdSend,
+  kPpBwdRecv,
+  kDpStream,
+  kDpGatherStream,
+  kPp2FwdSend,
+  kPp2FwdRecv,
+  kPp2BwdSend,
+  kPp2BwdRecv,
+  kPairStream,
+  kTracks
 };
 extern const char* const kTrackNames[kTracks];
 
 // `global` is the Megatron rank with every rank simulated (StepState::full), else the
 // pipeline rank.
-std::unique_ptr<sim_core::HostProgram> make_rank_program(StepState& sim, sim_core::Gpu& gpu, std::int64_t global);
+std::unique_ptr<sim_core::HostProgram> make_rank_program(StepState& sim, sim_core::Gpu& gpu,
+                                                         std::int64_t global);
 
 }  // namespace moesim::schedules::detail

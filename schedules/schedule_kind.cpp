@@ -24,8 +24,10 @@ int layout_chunks_per_rank(ScheduleKind s, int vpp) {
   return s == ScheduleKind::dualpipev ? 2 : s == ScheduleKind::dualpipe ? 1 : vpp;
 }
 
-double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers, std::int64_t stages) {
-  return (splits_backward(s) ? 3.0 : 2.0) * static_cast<double>(microbatches) * (static_cast<double>(layers) + static_cast<double>(stages));
+double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers,
+                    std::int64_t stages) {
+  return (splits_backward(s) ? 3.0 : 2.0) * static_cast<double>(microbatches) *
+         (static_cast<double>(layers) + static_cast<double>(stages));
 }
 
 }  // namespace moesim::schedules

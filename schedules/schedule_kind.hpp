@@ -29,7 +29,8 @@ bool splits_backward(ScheduleKind s);
 // (its stage of each pipeline; the mirrored chunk belongs to the other pipeline), the
 // others vpp (the loader keeps vpp 1 for 1F1B and ZB-H1).
 int layout_chunks_per_rank(ScheduleKind s, int vpp);
-double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers, std::int64_t stages);
+double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers,
+                    std::int64_t stages);
 inline constexpr double kMaxLayerPasses = 200'000;
 
 }  // namespace moesim::schedules

@@ -7,9 +7,12 @@ namespace moesim::schedules {
 
 LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m) {
   switch (item.kind) {
-    case LayoutItemKind::embedding: return LayerSlot::embedding;
-    case LayoutItemKind::loss: return LayerSlot::head;
-    case LayoutItemKind::mtp: return LayerSlot::mtp;
+    case LayoutItemKind::embedding:
+      return LayerSlot::embedding;
+    case LayoutItemKind::loss:
+      return LayerSlot::head;
+    case LayoutItemKind::mtp:
+      return LayerSlot::mtp;
     case LayoutItemKind::decoder:
       return m.moe_layer[static_cast<std::size_t>(item.index)] ? LayerSlot::moe : LayerSlot::dense;
   }
@@ -23,14 +26,16 @@ bool has_experts(LayerSlot slot, const workload::ModelConfig& m) {
 namespace {
 // The word embedding split over TP and the position table, which is not (Megatron's
 // LanguageModelEmbedding).
-double embedding_params(const workload::ModelConfig& m, const workload::Parallelism& p, std::int64_t padded_vocab) {
+double embedding_params(const workload::ModelConfig& m, const workload::Parallelism& p,
+                        std::int64_t padded_vocab) {
   const double h = static_cast<double>(m.hidden_size);
-  return static_cast<double>(padded_vocab) * h / static_cast<double>(p.tp) + static_cast<double>(m.learned_positions) * h;
+  return static_cast<double>(padded_vocab) * h / static_cast<double>(p.tp) +
+         static_cast<double>(m.learned_positions) * h;
 }
 }  // namespace
 
-StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& it,
-                            std::int64_t padded_vocab) {
+StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+                            const LayoutItem& it, std::int64_t padded_vocab) {
   const auto lp = workload::layer_parameters(m);
   const double h = static_cast<double>(m.hidden_size);
   const double tp = static_cast<double>(p.tp);
@@ -50,27 +55,33 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
   if (moe) {
     // Physical experts per rank: parallelism.eplb's copies hold weights, gradients and
     // optimizer states of their own.
-    const double local = static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep);
+    const double local =
+        static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep);
     s.expert = local * lp.expert / static_cast<double>(p.etp);
   }
   return s;
 }
 
-StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& it) {
+StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Parallelism& p,
+                            const LayoutItem& it) {
   StageParams s;
   const LayerSlot slot = layer_slot(it, m);
   if (slot == LayerSlot::embedding || slot == LayerSlot::head) return s;  // Adam's
   const auto ns = workload::muon_ns_flops(m);
   const double h = static_cast<double>(m.hidden_size);
-  if (it.kind == LayoutItemKind::mtp) s.dense += workload::newton_schulz_flops(2 * h, h);  // eh_proj
+  if (it.kind == LayoutItemKind::mtp)
+    s.dense += workload::newton_schulz_flops(2 * h, h);  // eh_proj
   const bool moe = has_experts(slot, m);
   // Tensor-parallel ranks gather each matrix and orthogonalize it whole (redundantly).
   s.dense += ns.attention + (moe ? ns.moe_common : ns.dense_mlp);
-  if (moe) s.expert = static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep) * ns.expert;
+  if (moe)
+    s.expert = static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep) *
+               ns.expert;
   return s;
 }
 
-std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m,
+                                               const workload::Parallelism& p,
                                                const VirtualStage& stage, std::int64_t padded_vocab,
                                                ScheduleKind schedule) {
   std::vector<StageParams> out;
@@ -87,7 +98,8 @@ std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m, c
 }
 
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
-                             const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule) {
+                             const VirtualStage& stage, std::int64_t padded_vocab,
+                             ScheduleKind schedule) {
   StageParams s;
   for (const auto& ip : stage_item_parameters(m, p, stage, padded_vocab, schedule)) s += ip;
   return s;

@@ -36,11 +36,12 @@ struct StageParams {
 };
 
 // The parameters of one item of a stage (a layer, the embedding or the output layer).
-StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& item,
-                            std::int64_t padded_vocab);
+StageParams item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+                            const LayoutItem& item, std::int64_t padded_vocab);
 // Muon's Newton-Schulz FLOPs for one item's matrices (workload::muon_ns_flops), before
 // the layer-wise distribution deals the matrices out over the (expert-)DP ranks.
-StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Parallelism& p, const LayoutItem& item);
+StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Parallelism& p,
+                            const LayoutItem& item);
 
 // Each item's parameters on one virtual stage, in the stage's order. An MTP module on a
 // stage without the embedding holds a copy of the word embedding (counted on the first
@@ -49,13 +50,15 @@ StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Para
 // reduced with the first stage's over the embedding group. DualPipe and DualPipeV put
 // the embedding and the MTP modules on one rank and share it physically (DeepSeek-V3
 // report, 3.2.1), so they hold no copy.
-std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m,
+                                               const workload::Parallelism& p,
                                                const VirtualStage& stage, std::int64_t padded_vocab,
                                                ScheduleKind schedule);
 
 // The parameters of one virtual stage of the layout (the one a rank's chunk runs:
 // PipelineShape::place(rank, chunk).layout_stage): the sum of stage_item_parameters.
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
-                             const VirtualStage& stage, std::int64_t padded_vocab, ScheduleKind schedule);
+                             const VirtualStage& stage, std::int64_t padded_vocab,
+                             ScheduleKind schedule);
 
 }  // namespace moesim::schedules

@@ -13,7 +13,8 @@ using detail::KernelPricing;
 using detail::LabelTable;
 using detail::Priced;
 
-StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm, hw_models::FlowCache* ep_cache) {
+StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm,
+                           hw_models::FlowCache* ep_cache) {
   LabelTable labels;
   const KernelPricing price(in, comm, labels, nullptr, ep_cache);
   const auto& p = in.parallelism;
@@ -37,7 +38,8 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
     PassCost& c = it->second;
     for (const auto& item : stage_of(rank, chunk).items)
       for (const Priced& k : price.layer(item).of(pass)) {
-        if (k.sms >= 0) c.work += (k.sms == 0 ? sms : std::min<double>(k.sms, sms)) * k.seconds / sms;
+        if (k.sms >= 0)
+          c.work += (k.sms == 0 ? sms : std::min<double>(k.sms, sms)) * k.seconds / sms;
         c.serial += k.seconds;
         if (!price.captured(k.module)) c.host += k.host_s;
       }
@@ -58,17 +60,20 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
     const double unscale = workload::loss_scaled(in.training.precision)
                                ? price.unscale_seconds(all) + price.world_reduce_seconds()
                                : 0.0;
-    return unscale + price.grad_norm_seconds(all) + price.world_reduce_seconds() + price.clip_seconds(all) +
-           (loss ? price.loss_reduce_seconds() : 0.0) + price.optimizer_seconds(all, ns);
+    return unscale + price.grad_norm_seconds(all) + price.world_reduce_seconds() +
+           price.clip_seconds(all) + (loss ? price.loss_reduce_seconds() : 0.0) +
+           price.optimizer_seconds(all, ns);
   };
-  const bool edges = in.schedule == ScheduleKind::one_f_one_b || in.schedule == ScheduleKind::interleaved_1f1b;
+  const bool edges =
+      in.schedule == ScheduleKind::one_f_one_b || in.schedule == ScheduleKind::interleaved_1f1b;
   const double o0 = step_end(0);
   StepBound best;
   double fwd_before = 0, bwd_after = 0;  // F_r and B_r: virtual stages 0 .. r-1, model chunk 0
   for (int r = 0; r < pp; ++r) {
     double w = 0, h = 0, serial = 0;
-    const auto items = pipeline_order(in.schedule, pp, static_cast<int>(p.vpp), r,
-                                      static_cast<int>(p.num_microbatches), in.framework.moe_a2a_overlap);
+    const auto items =
+        pipeline_order(in.schedule, pp, static_cast<int>(p.vpp), r,
+                       static_cast<int>(p.num_microbatches), in.framework.moe_a2a_overlap);
     for (std::size_t i = 0; i < items.size(); ++i) {
       const WorkItem& it = items[i];
       const PassCost& c = pass_cost(r, it.chunk, it.pass);

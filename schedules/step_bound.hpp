@@ -25,7 +25,8 @@
 // kernel of a rank (sim_core/host.hpp), each costing its host seconds unless a CUDA graph
 // captured it, and no kernel ends before its launch:
 //   T   >= H_r = sum over its work items of the layer kernels' host seconds, captured ones
-//              left out (the graphs' own launches, and the schedule's Python, only add) The zero-bubble family reorders
+//              left out (the graphs' own launches, and the schedule's Python, only add) The
+//              zero-bubble family reorders
 // weight gradients past those edges and keeps the first bound only. The bound ignores
 // host time, communication outside the SMs, waits on the other DP replicas and the
 // straggler model's wait (predict/variability.hpp), all of which only add; `moesim plan`
@@ -37,8 +38,8 @@
 namespace moesim::schedules {
 
 struct StepBound {
-  double step_time_s = 0;  // max over the ranks of the bounds above
-  int rank = 0;            // the rank that sets it
+  double step_time_s = 0;                                // max over the ranks of the bounds above
+  int rank = 0;                                          // the rank that sets it
   double layer_work_s = 0, edges_s = 0, step_end_s = 0;  // that rank's W_r, F_r + B_r, O_r
   double host_s = 0;                                     // and H_r
 };
@@ -46,6 +47,6 @@ struct StepBound {
 // Throws what the kernel pricing throws for a scenario it cannot price (never for one the
 // loader accepted and simulate_step() would simulate).
 StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm,
-                            hw_models::FlowCache* ep_cache = nullptr);
+                           hw_models::FlowCache* ep_cache = nullptr);
 
 }  // namespace moesim::schedules

@@ -10,7 +10,9 @@ namespace moesim::schedules::detail {
 // `pass_work`: the rank's work by chunk pass (kFwd, kBwd, kWgrad), busy time and the
 // gaps that are not pipeline bubble. Spans arrive in start order (StepObserver).
 void StepObserver::Line::add(const Span& s, const StepState& sim) {
-  const auto kind = [](Category c) { return static_cast<std::size_t>(c) - 1; };  // kEpComm.. -> CommKind
+  const auto kind = [](Category c) {
+    return static_cast<std::size_t>(c) - 1;
+  };  // kEpComm.. -> CommKind
   const double gap = (s.start - prev).seconds();
   const std::uint8_t pass = sim.pass_of(s.label);
   if (gap > 0) {
@@ -18,13 +20,13 @@ void StepObserver::Line::add(const Span& s, const StepState& sim) {
     if (s.launch >= s.start && s.launch >= s.gate_at) {
       b.host_bound_idle += gap;
       b.host_bound_by_module[sim.module_of(s.label)] += gap;
-    }
-    else if (s.gated_by == kPpComm) b.pipeline_bubble += gap, bubble = true;
+    } else if (s.gated_by == kPpComm)
+      b.pipeline_bubble += gap, bubble = true;
     else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) {
       b.exposed_comm += gap;
       b.exposed_comm_by_kind[kind(s.gated_by)] += gap;
-    }
-    else b.other += gap;
+    } else
+      b.other += gap;
     if (!bubble && pass != kNoPass) pass_work[pass] += gap;
   }
   // Busy time as unions: all kernels, and the compute kernels among them.
@@ -48,7 +50,8 @@ void StepObserver::Line::merge(const StepState& sim, bool all_of_them) {
   while (!x.empty() && !y.empty()) {
     const Span& a = x.front();
     const Span& c = y.front();
-    std::deque<Span>& first = a.start < c.start || (a.start == c.start && a.finished < c.finished) ? x : y;
+    std::deque<Span>& first =
+        a.start < c.start || (a.start == c.start && a.finished < c.finished) ? x : y;
     add(first.front(), sim);
     first.pop_front();
   }
@@ -69,7 +72,8 @@ Breakdown StepObserver::breakdown(int rank, std::array<double, 3>* pass_work_out
   double comm_sum = 0;
   for (double x : l.comm_busy) comm_sum += x;
   if (comm_sum > 0)
-    for (std::size_t k = 0; k < kCommKinds; ++k) b.exposed_comm_by_kind[k] += (l.all - l.compute) * l.comm_busy[k] / comm_sum;
+    for (std::size_t k = 0; k < kCommKinds; ++k)
+      b.exposed_comm_by_kind[k] += (l.all - l.compute) * l.comm_busy[k] / comm_sum;
   if (pass_work_out) *pass_work_out = l.pass_work;
   return b;
 }
@@ -78,7 +82,8 @@ Breakdown StepObserver::breakdown(int rank, std::array<double, 3>* pass_work_out
 // rank's mean forward, backward and weight-gradient chunk time (`work` by pass over the
 // rank's items of each pass) and the step's pipeline transfer time idles
 // schedule_bubble; the rest of pipeline_bubble is stage imbalance.
-void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>& work, Breakdown& b) {
+void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>& work,
+                  Breakdown& b) {
   const auto& p = in.parallelism;
   b.schedule_bubble = 0;
   b.stage_imbalance = b.pipeline_bubble;

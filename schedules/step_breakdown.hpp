@@ -45,17 +45,21 @@ class StepObserver final : public sim_core::Observer {
   };
   // `pair_stream`: whether the ranks run overlapped pairs on a second compute stream.
   StepObserver(const StepState& sim, int ranks, bool trace, bool pair_stream)
-      : sim_(sim), lines_(static_cast<std::size_t>(ranks)), trace_(trace), pair_stream_(pair_stream) {}
+      : sim_(sim),
+        lines_(static_cast<std::size_t>(ranks)),
+        trace_(trace),
+        pair_stream_(pair_stream) {}
 
   void kernel_done(int gpu, int stream, const sim_core::Kernel& k, Time start, Time end) override {
     kernels += k.parts;
     if (trace_) {
       const bool pp = k.category == kPpComm && k.rendezvous != sim_core::kNoRendezvous;
-      spans.push_back({gpu, stream, k.label, k.tag, pp ? k.rendezvous + 1 : 0, start.seconds(), end.seconds(),
-                       k.category});
+      spans.push_back({gpu, stream, k.label, k.tag, pp ? k.rendezvous + 1 : 0, start.seconds(),
+                       end.seconds(), k.category});
     }
     if (stream != kComputeStream && stream != kPairStream) return;
-    Span s{start, end, k.launch, static_cast<Category>(k.category), kCompute, Time::zero(), k.label};
+    Span s{start,    end,          k.launch, static_cast<Category>(k.category),
+           kCompute, Time::zero(), k.label};
     for (sim_core::EventId w : k.waits)
       if (w != sim_core::kNoEvent && sim_.event_done_at(w) >= s.gate_at) {
         s.gate_at = sim_.event_done_at(w);
@@ -106,6 +110,7 @@ class StepObserver final : public sim_core::Observer {
 
 // Fills b.schedule_bubble and b.stage_imbalance from b.pipeline_bubble and the critical
 // rank's work by chunk pass (StepObserver::breakdown's pass_work).
-void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>& work, Breakdown& b);
+void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>& work,
+                  Breakdown& b);
 
 }  // namespace moesim::schedules::detail

@@ -19,10 +19,10 @@ namespace moesim::schedules {
 namespace {
 
 using detail::kDpGatherStream;
-using detail::make_rank_program;
-using detail::split_bubble;
 using detail::kTrackNames;
 using detail::kTracks;
+using detail::make_rank_program;
+using detail::split_bubble;
 using detail::StepObserver;
 using detail::StepState;
 using sim_core::Time;
@@ -37,7 +37,8 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
   std::vector<std::unique_ptr<sim_core::HostProgram>> programs;
   std::vector<std::unique_ptr<sim_core::HostThread>> hosts;
   // The descending-stage streams and the pair stream only where the schedule has them.
-  const int tracks = sim.pair_stream() ? static_cast<int>(kTracks) : static_cast<int>(kDpGatherStream) + 1;
+  const int tracks =
+      sim.pair_stream() ? static_cast<int>(kTracks) : static_cast<int>(kDpGatherStream) + 1;
   StepObserver obs(sim, pp, opt.trace, sim.pair_stream());
   for (int r = 0; r < pp; ++r) {
     gpus.push_back(std::make_unique<sim_core::Gpu>(sim.engine(), sim.events(), sim.rendezvous(), r,
@@ -47,9 +48,8 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
     gpus.back()->set_observer(&obs);
     gpus.back()->set_label_names([&sim](std::uint32_t l) { return sim.labels()[l]; });
     programs.push_back(make_rank_program(sim, *gpus.back(), r));
-    hosts.push_back(std::make_unique<sim_core::HostThread>(sim.engine(), sim.events(), r,
-                                                           "rank" + std::to_string(r) + "/host",
-                                                           *programs.back()));
+    hosts.push_back(std::make_unique<sim_core::HostThread>(
+        sim.engine(), sim.events(), r, "rank" + std::to_string(r) + "/host", *programs.back()));
     hosts.back()->set_observer(&obs);
     hosts.back()->start(Time::zero());
   }
@@ -94,7 +94,8 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
 constexpr std::int64_t kMaxWorkItemsPerRank = 200'000;
 constexpr std::int64_t kMaxFullFidelityRanks = 16'384;
 
-StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm) {
+StepResult simulate_step(const StepInput& in, const StepOptions& opt,
+                         const hw_models::CommModel& comm) {
   const auto& p = in.parallelism;
   // Forward and backward per microbatch and chunk; at most three passes with the
   // zero-bubble split (DualPipe's two chunks each see half the microbatches, DualPipeV's
@@ -103,13 +104,17 @@ StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_m
   const std::int64_t chunks = layout_chunks_per_rank(in.schedule, static_cast<int>(p.vpp));
   const std::int64_t items = (split ? 3 : 2) * p.num_microbatches * chunks;
   if (items > kMaxWorkItemsPerRank)
-    throw NotSimulated("each pipeline rank would run " + std::to_string(items) +
-                       " forward and backward chunks per step (global_batch_size / (micro_batch_size x dp) "
-                       "= " + std::to_string(p.num_microbatches) + " microbatches); moesim simulates up to " +
-                       std::to_string(kMaxWorkItemsPerRank));
+    throw NotSimulated(
+        "each pipeline rank would run " + std::to_string(items) +
+        " forward and backward chunks per step (global_batch_size / (micro_batch_size x dp) "
+        "= " +
+        std::to_string(p.num_microbatches) + " microbatches); moesim simulates up to " +
+        std::to_string(kMaxWorkItemsPerRank));
   const std::int64_t layers = in.model.num_layers + in.training.mtp_layers;
-  if (const double passes = layer_passes(in.schedule, p.num_microbatches, layers, p.pp * p.vpp); passes > kMaxLayerPasses)
-    throw NotSimulated(std::to_string(p.num_microbatches) + " microbatches x " + std::to_string(layers) +
+  if (const double passes = layer_passes(in.schedule, p.num_microbatches, layers, p.pp * p.vpp);
+      passes > kMaxLayerPasses)
+    throw NotSimulated(std::to_string(p.num_microbatches) + " microbatches x " +
+                       std::to_string(layers) +
                        " layers = " + std::to_string(static_cast<std::int64_t>(passes)) +
                        " layer passes per step; moesim simulates up to " +
                        std::to_string(static_cast<std::int64_t>(kMaxLayerPasses)));
@@ -120,10 +125,12 @@ StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_m
   return run_ranks(in, opt, comm, nullptr);
 }
 
-PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microbatches, const FixedChunks& c) {
+PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microbatches,
+                                 const FixedChunks& c) {
   // A minimal scenario whose stages hold one layer each; every layer is one kernel of the
   // given time, hosts are free, and only pipeline transfers communicate.
-  if (c.wgrad_s > c.bwd_s) throw std::invalid_argument("the weight-gradient part exceeds the backward");
+  if (c.wgrad_s > c.bwd_s)
+    throw std::invalid_argument("the weight-gradient part exceeds the backward");
   const int ranks = pp;
   const int chunks_per_layout_rank = layout_chunks_per_rank(kind, vpp);
   const int stages = ranks * chunks_per_layout_rank;
@@ -142,7 +149,8 @@ PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microba
   workload::Framework fw;
   fw.distributed_optimizer = false;
   const workload::StackSwitches stack;
-  const PipelineLayout layout = PipelineLayout::even(model.num_layers, 0, ranks, chunks_per_layout_rank);
+  const PipelineLayout layout =
+      PipelineLayout::even(model.num_layers, 0, ranks, chunks_per_layout_rank);
   const StepInput in{sys, ranks, ranks, model, tr, par, fw, stack, layout, kind, 0};
   const hw_models::AlphaBetaComm comm(sys);
   const StepResult r = run_ranks(in, {}, comm, &c);
@@ -170,8 +178,9 @@ PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microba
 }
 
 std::string breakdown_module_name(std::size_t slot) {
-  return slot < workload::kModuleCount ? std::string(workload::module_names().name(static_cast<Module>(slot)))
-                                       : std::string("outside_layers");
+  return slot < workload::kModuleCount
+             ? std::string(workload::module_names().name(static_cast<Module>(slot)))
+             : std::string("outside_layers");
 }
 
 const sim_core::NameTable<CommKind>& comm_kind_names() {

@@ -95,7 +95,8 @@ struct Breakdown {
   double pipeline_bubble = 0;  // idle, waiting for another pipeline stage
   double host_bound_idle = 0;  // idle, the host had not launched the next kernel yet
   double other = 0;
-  double straggler_wait = 0;   // waiting for the slowest process or replica (predict/variability.hpp)
+  double straggler_wait =
+      0;  // waiting for the slowest process or replica (predict/variability.hpp)
   double schedule_bubble = 0;
   double stage_imbalance = 0;
   std::array<double, workload::kModuleCount + 1> host_bound_by_module{};
@@ -116,7 +117,8 @@ struct Breakdown {
  private:
   template <class B, class F>
   static void fields(B& b, F&& f) {
-    f(b.compute), f(b.exposed_comm), f(b.pipeline_bubble), f(b.host_bound_idle), f(b.other), f(b.straggler_wait);
+    f(b.compute), f(b.exposed_comm), f(b.pipeline_bubble), f(b.host_bound_idle), f(b.other),
+        f(b.straggler_wait);
     f(b.schedule_bubble), f(b.stage_imbalance);
     for (auto& x : b.host_bound_by_module) f(x);
     for (auto& x : b.compute_by_module) f(x);
@@ -126,12 +128,13 @@ struct Breakdown {
 
 struct TraceSpan {
   int rank;
-  int track;                   // stream index, or -1 for the host thread
+  int track;  // stream index, or -1 for the host thread
   std::uint32_t label;
-  std::uint32_t context = 0;   // StepResult::contexts id; 0: none (optimizer, DP, host bookkeeping)
-  std::uint32_t link = 0;      // a pipeline transfer: 1 + its rendezvous, shared by the send and the receive
+  std::uint32_t context = 0;  // StepResult::contexts id; 0: none (optimizer, DP, host bookkeeping)
+  std::uint32_t link =
+      0;  // a pipeline transfer: 1 + its rendezvous, shared by the send and the receive
   double start_s, end_s;
-  std::uint8_t comm = 0;       // 0: computes (or a host op); 1 + CommKind: communicates
+  std::uint8_t comm = 0;  // 0: computes (or a host op); 1 + CommKind: communicates
 };
 
 // What a traced kernel or launch belongs to (TraceSpan::context): its work item's
@@ -164,19 +167,20 @@ struct StepResult {
   double step_time_s = 0;
   int critical_rank = 0;
   Breakdown breakdown;
-  std::vector<double> rank_end_s;     // per simulated rank
-  std::vector<double> host_busy_s;    // CPU time of each simulated rank's host thread
+  std::vector<double> rank_end_s;   // per simulated rank
+  std::vector<double> host_busy_s;  // CPU time of each simulated rank's host thread
   int simulated_ranks = 0;
   std::uint64_t events = 0;
   std::uint64_t kernels = 0;
-  std::vector<std::string> labels;    // kernel and host-op names, by label id
-  std::vector<LabelKind> label_kinds; // by label id
-  std::vector<std::string> streams;   // stream names, by track
-  std::vector<TraceSpan> trace;       // when requested
-  std::vector<TraceContext> contexts; // when tracing: by TraceSpan::context ([0]: none)
+  std::vector<std::string> labels;     // kernel and host-op names, by label id
+  std::vector<LabelKind> label_kinds;  // by label id
+  std::vector<std::string> streams;    // stream names, by track
+  std::vector<TraceSpan> trace;        // when requested
+  std::vector<TraceContext> contexts;  // when tracing: by TraceSpan::context ([0]: none)
 };
 
-StepResult simulate_step(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm);
+StepResult simulate_step(const StepInput& in, const StepOptions& opt,
+                         const hw_models::CommModel& comm);
 
 // The pipeline schedule alone: every stage is one kernel of fwd_s / bwd_s per microbatch
 // (a zero-bubble backward splits into bwd_s - wgrad_s and wgrad_s; DualPipe's overlapped
@@ -191,10 +195,14 @@ struct FixedChunks {
   // One pass of one stage, and the overlapped pair.
   double seconds(Pass p) const {
     switch (p) {
-      case Pass::forward: return fwd_s;
-      case Pass::backward: return bwd_s;
-      case Pass::backward_input: return bwd_s - wgrad_s;
-      case Pass::backward_weight: return wgrad_s;
+      case Pass::forward:
+        return fwd_s;
+      case Pass::backward:
+        return bwd_s;
+      case Pass::backward_input:
+        return bwd_s - wgrad_s;
+      case Pass::backward_weight:
+        return wgrad_s;
     }
     return bwd_s;
   }
@@ -210,6 +218,7 @@ struct PipelineResult {
 // `pp`: pipeline ranks (devices), as Megatron's pipeline-parallel size; the DualPipe
 // repository's PP (stages) is pp for DualPipe and 2 pp for DualPipeV. Throws
 // std::invalid_argument for sizes the schedule cannot run.
-PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microbatches, const FixedChunks& c);
+PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microbatches,
+                                 const FixedChunks& c);
 
 }  // namespace moesim::schedules

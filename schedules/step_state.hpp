@@ -27,11 +27,16 @@ class StepState {
  public:
   StepState(const StepInput& in, const StepOptions& opt, const hw_models::CommModel& comm,
             const FixedChunks* fixed)
-      : in_(in), opt_(opt), events_(engine_), pricing_(in, comm, labels_, fixed, opt.flow_cache),
-        shape_(in.schedule, static_cast<int>(in.parallelism.pp), static_cast<int>(in.parallelism.vpp)) {
+      : in_(in),
+        opt_(opt),
+        events_(engine_),
+        pricing_(in, comm, labels_, fixed, opt.flow_cache),
+        shape_(in.schedule, static_cast<int>(in.parallelism.pp),
+               static_cast<int>(in.parallelism.vpp)) {
     if (!fixed)
       for (const auto& st : in.layout.stages())
-        dp_plans_.push_back(schedules::dp_plan(in.model, in.parallelism, in.framework, st, in.padded_vocab, in.schedule));
+        dp_plans_.push_back(schedules::dp_plan(in.model, in.parallelism, in.framework, st,
+                                               in.padded_vocab, in.schedule));
   }
   StepState(const StepState&) = delete;
   StepState& operator=(const StepState&) = delete;
@@ -79,7 +84,9 @@ class StepState {
     event_category_.push_back(c);
     return id;
   }
-  Category event_category(sim_core::EventId e) const { return static_cast<Category>(event_category_[e]); }
+  Category event_category(sim_core::EventId e) const {
+    return static_cast<Category>(event_category_[e]);
+  }
   sim_core::Time event_done_at(sim_core::EventId e) const { return events_.done_at(e); }
 
   sim_core::RendezvousId pair(int mb, int vstage, bool fwd, std::int64_t lane) {
@@ -89,9 +96,11 @@ class StepState {
   }
   // The seq-th collective of one kind in one group; kNoRendezvous when the group has a
   // single simulated member (representative mode).
-  sim_core::RendezvousId collective(Category c, std::int64_t group, std::int64_t seq, std::int64_t members) {
+  sim_core::RendezvousId collective(Category c, std::int64_t group, std::int64_t seq,
+                                    std::int64_t members) {
     if (members <= 1) return sim_core::kNoRendezvous;
-    auto [it, inserted] = collectives_.try_emplace(std::make_tuple(static_cast<int>(c), group, seq), 0);
+    auto [it, inserted] =
+        collectives_.try_emplace(std::make_tuple(static_cast<int>(c), group, seq), 0);
     if (inserted) it->second = rendezvous_.create(static_cast<int>(members));
     return it->second;
   }
@@ -101,11 +110,13 @@ class StepState {
     return in_.layout.stages()[static_cast<std::size_t>(shape_.place(rank, chunk).layout_stage)];
   }
   StageParams stage_params(int rank, int chunk) const {
-    return stage_parameters(in_.model, in_.parallelism, chunk_stage(rank, chunk), in_.padded_vocab, in_.schedule);
+    return stage_parameters(in_.model, in_.parallelism, chunk_stage(rank, chunk), in_.padded_vocab,
+                            in_.schedule);
   }
   StageParams muon_flops(int rank, int chunk) const {
     StageParams s;
-    for (const auto& it : chunk_stage(rank, chunk).items) s += item_muon_flops(in_.model, in_.parallelism, it);
+    for (const auto& it : chunk_stage(rank, chunk).items)
+      s += item_muon_flops(in_.model, in_.parallelism, it);
     return s;
   }
   // The data-parallel plan of a rank's chunk (schedules/dp_plan.hpp).

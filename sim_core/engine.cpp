@@ -22,8 +22,8 @@ RunStats Engine::run() {
   std::vector<std::string> blocked;
   for (const Resource* r : resources_) r->describe_outstanding(blocked);
   if (!blocked.empty()) {
-    std::string msg = "simulation stuck at t=" + std::to_string(now_.seconds()) +
-                      " s with work outstanding:";
+    std::string msg =
+        "simulation stuck at t=" + std::to_string(now_.seconds()) + " s with work outstanding:";
     for (const auto& b : blocked) msg += "\n  " + b;
     throw SimulationStuck(msg);
   }

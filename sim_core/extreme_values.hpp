@@ -35,7 +35,8 @@ double over_max_normal(double n, F f, int steps) {
 
 inline double expected_max_normal(double n) {
   if (n <= 1) return 0;
-  return over_max_normal(n, [](double z) { return z; }, 2000);
+  return over_max_normal(
+      n, [](double z) { return z; }, 2000);
 }
 
 inline double harmonic_number(double n) {

@@ -32,8 +32,10 @@ void EventTable::wait(EventId id, EventHandler* h, std::uint64_t arg) {
     return;
   }
   Ev& ev = events_[id];
-  if (!ev.first.h) ev.first = {h, arg};
-  else ev.more.push_back({h, arg});
+  if (!ev.first.h)
+    ev.first = {h, arg};
+  else
+    ev.more.push_back({h, arg});
 }
 
 // ---- RendezvousTable -----------------------------------------------------------------
@@ -56,7 +58,11 @@ void RendezvousTable::arrive(RendezvousId id, EventHandler* h, std::uint64_t arg
 
 Gpu::Gpu(Engine& engine, EventTable& events, RendezvousTable& rendezvous, int id, int sm_count,
          std::string name)
-    : engine_(engine), events_(events), rendezvous_(rendezvous), id_(id), sm_count_(sm_count),
+    : engine_(engine),
+      events_(events),
+      rendezvous_(rendezvous),
+      id_(id),
+      sm_count_(sm_count),
       name_(std::move(name)) {
   if (sm_count < 1) throw std::invalid_argument("Gpu: sm_count must be >= 1");
   engine_.add_resource(this);
@@ -67,7 +73,9 @@ int Gpu::add_stream(std::string name) {
   return static_cast<int>(streams_.size() - 1);
 }
 
-void Gpu::launch(int s, const Kernel& k) { launch(s, k, k.launch); }
+void Gpu::launch(int s, const Kernel& k) {
+  launch(s, k, k.launch);
+}
 
 void Gpu::launch(int s, const Kernel& k, Time at) {
   Stream& st = streams_.at(static_cast<std::size_t>(s));
@@ -121,7 +129,8 @@ void Gpu::try_start(int s) {
   if (k.rendezvous != kNoRendezvous && !st.released) {
     if (!st.arrived) {
       st.arrived = true;
-      rendezvous_.arrive(k.rendezvous, this, encode(kRelease, static_cast<std::uint64_t>(s)), engine_);
+      rendezvous_.arrive(k.rendezvous, this, encode(kRelease, static_cast<std::uint64_t>(s)),
+                         engine_);
     }
     return;
   }
@@ -148,8 +157,9 @@ void Gpu::absorb(Stream& st, Kernel& k) {
   const Time now = engine_.now();
   while (k.record == kNoEvent && !st.queue.empty()) {
     const Kernel& b = st.queue.front();
-    if (b.merge_class != k.merge_class || b.launch > now || b.sms != k.sms || b.reserved || b.uses_ports() ||
-        b.rendezvous != kNoRendezvous || k.parts + b.parts > std::numeric_limits<std::uint16_t>::max())
+    if (b.merge_class != k.merge_class || b.launch > now || b.sms != k.sms || b.reserved ||
+        b.uses_ports() || b.rendezvous != kNoRendezvous ||
+        k.parts + b.parts > std::numeric_limits<std::uint16_t>::max())
       return;
     for (EventId w : b.waits)
       if (!events_.done(w)) return;
@@ -194,7 +204,8 @@ void Gpu::reallocate() {
     if (rate == r.rate && r.version != 0) return;
     r.rate = rate;
     ++r.version;
-    engine_.at(now + Time::from_seconds(r.remaining / rate), this, encode(kDone, r.serial, r.version));
+    engine_.at(now + Time::from_seconds(r.remaining / rate), this,
+               encode(kDone, r.serial, r.version));
     return;
   }
   // Reserved kernels first, in start order; then water-filling over compute kernels.
@@ -252,7 +263,8 @@ void Gpu::share_ports(std::vector<double>& rates) const {
   MaxMinSolver& solver = port_solver_;
   solver.clear();
   std::array<std::size_t, Kernel::kPorts> port{};
-  for (int p = 0; p < Kernel::kPorts; ++p) port[static_cast<std::size_t>(p)] = solver.add_constraint(1.0);
+  for (int p = 0; p < Kernel::kPorts; ++p)
+    port[static_cast<std::size_t>(p)] = solver.add_constraint(1.0);
   for (std::size_t i : users) {
     const std::size_t v = solver.add_variable(1.0, rates[i]);
     for (int p = 0; p < Kernel::kPorts; ++p)
@@ -275,7 +287,8 @@ void Gpu::describe_outstanding(std::vector<std::string>& out) const {
     const Kernel& k = st.queue.front();
     std::string why;
     for (EventId w : k.waits)
-      if (!events_.done(w)) why = "waits on device event " + std::to_string(w) + " that nothing has completed";
+      if (!events_.done(w))
+        why = "waits on device event " + std::to_string(w) + " that nothing has completed";
     if (why.empty() && k.rendezvous != kNoRendezvous)
       why = "waits at rendezvous " + std::to_string(k.rendezvous) + " (" +
             std::to_string(rendezvous_.arrived(k.rendezvous)) + " of " +

@@ -52,18 +52,18 @@ inline constexpr EventId kNoEvent = std::numeric_limits<EventId>::max();
 inline constexpr RendezvousId kNoRendezvous = std::numeric_limits<RendezvousId>::max();
 
 struct Kernel {
-  std::uint32_t label = 0;     // name id, resolved by the caller's label table
-  std::uint8_t category = 0;   // caller-defined class (compute, communication, ...)
-  std::uint16_t parts = 1;     // the caller's kernels this one stands for (run back to back)
+  std::uint32_t label = 0;        // name id, resolved by the caller's label table
+  std::uint8_t category = 0;      // caller-defined class (compute, communication, ...)
+  std::uint16_t parts = 1;        // the caller's kernels this one stands for (run back to back)
   std::uint16_t merge_class = 0;  // coalescing class (header); 0: never coalesced
-  std::uint32_t tag = 0;       // the caller's context for traces (0: none); the engine never reads it
-  double work_s = 0;           // duration alone on `sms` SMs
-  int sms = 0;                 // SMs for full speed; 0 = all of the GPU; < 0 = none (copy
-                               // engines, network): always runs at full rate
-  bool reserved = false;       // takes its SMs before compute kernels share the rest
-  Time launch;                 // host time of the launch
+  std::uint32_t tag = 0;  // the caller's context for traces (0: none); the engine never reads it
+  double work_s = 0;      // duration alone on `sms` SMs
+  int sms = 0;            // SMs for full speed; 0 = all of the GPU; < 0 = none (copy
+                          // engines, network): always runs at full rate
+  bool reserved = false;  // takes its SMs before compute kernels share the rest
+  Time launch;            // host time of the launch
   std::array<EventId, 3> waits{kNoEvent, kNoEvent, kNoEvent};
-  EventId record = kNoEvent;   // completed when this kernel ends
+  EventId record = kNoEvent;  // completed when this kernel ends
   RendezvousId rendezvous = kNoRendezvous;
   static constexpr int kPorts = 4;
   std::array<float, kPorts> port_load{};  // fraction of each port at full speed (0: unused)
@@ -80,7 +80,8 @@ class Observer {
   virtual void kernel_done(int /*gpu*/, int /*stream*/, const Kernel& /*k*/, Time /*start*/,
                            Time /*end*/) {}
   // `tag`: the op's kernel's (HostOp::kernel.tag), for traces.
-  virtual void host_op(int /*host*/, std::uint32_t /*label*/, std::uint32_t /*tag*/, Time /*start*/, Time /*end*/) {}
+  virtual void host_op(int /*host*/, std::uint32_t /*label*/, std::uint32_t /*tag*/, Time /*start*/,
+                       Time /*end*/) {}
   virtual bool wants_host_ops() const { return false; }
 };
 
@@ -173,8 +174,8 @@ class Gpu final : public EventHandler, public Resource {
     std::string name;
     Queue queue;
     bool busy = false;
-    bool arrived = false;    // head kernel has arrived at its rendezvous
-    bool released = false;   // its rendezvous released it
+    bool arrived = false;   // head kernel has arrived at its rendezvous
+    bool released = false;  // its rendezvous released it
     Time wake_at = Time::max();
   };
   struct Running {
@@ -196,7 +197,7 @@ class Gpu final : public EventHandler, public Resource {
   void finish(std::size_t index);
   void reallocate();  // after advance()
   void share_ports(std::vector<double>& rates) const;
-  void advance();  // every running kernel's progress up to now at its current rate
+  void advance();       // every running kernel's progress up to now at its current rate
   int port_users_ = 0;  // running kernels with link-port loads
   std::string label(const Kernel& k) const;
 
@@ -207,7 +208,7 @@ class Gpu final : public EventHandler, public Resource {
   int sm_count_;
   std::string name_;
   std::vector<Stream> streams_;
-  std::vector<Running> running_;  // small: a handful of concurrent kernels
+  std::vector<Running> running_;      // small: a handful of concurrent kernels
   std::vector<double> alloc_;         // reallocate's scratch: SMs, then rates, by running kernel
   std::vector<std::size_t> compute_;  // reallocate's scratch: the compute kernels
   mutable std::vector<std::size_t> port_users_scratch_;  // share_ports' scratch

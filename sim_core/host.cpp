@@ -37,9 +37,11 @@ void HostThread::run() {
     const Time begin = clock_;
     clock_ += op.cpu;
     busy_ += op.cpu;
-    if (trace && op.cpu > Time::zero()) observer_->host_op(id_, op.label, op.kernel.tag, begin, clock_);
+    if (trace && op.cpu > Time::zero())
+      observer_->host_op(id_, op.label, op.kernel.tag, begin, clock_);
     switch (op.kind) {
-      case HostOp::Kind::work: break;
+      case HostOp::Kind::work:
+        break;
       case HostOp::Kind::launch:
         op.gpu->launch(op.stream, op.kernel, clock_);
         break;

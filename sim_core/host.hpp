@@ -18,9 +18,9 @@ namespace moesim::sim_core {
 struct HostOp {
   enum class Kind : std::uint8_t { work, launch, wait };
   Kind kind = Kind::work;
-  Time cpu;                  // CPU time of the op, paid before its action
-  std::uint32_t label = 0;   // for traces
-  Gpu* gpu = nullptr;        // launch: where
+  Time cpu;                 // CPU time of the op, paid before its action
+  std::uint32_t label = 0;  // for traces
+  Gpu* gpu = nullptr;       // launch: where
   int stream = 0;
   Kernel kernel;
   EventId event = kNoEvent;  // wait: on what
@@ -42,7 +42,7 @@ class HostThread final : public EventHandler, public Resource {
 
   bool finished() const { return finished_; }
   Time clock() const { return clock_; }
-  Time busy() const { return busy_; }      // CPU time spent on ops
+  Time busy() const { return busy_; }  // CPU time spent on ops
   const std::string& name() const { return name_; }
 
   void on_event(std::uint64_t arg) override;

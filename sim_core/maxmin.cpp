@@ -6,7 +6,8 @@
 namespace moesim::sim_core {
 
 std::size_t MaxMinSolver::add_variable(double weight, double bound) {
-  if (!(weight > 0) || !(bound > 0)) throw std::invalid_argument("MaxMinSolver: weight and bound must be > 0");
+  if (!(weight > 0) || !(bound > 0))
+    throw std::invalid_argument("MaxMinSolver: weight and bound must be > 0");
   vars_.push_back({weight, bound});
   return vars_.size() - 1;
 }

@@ -36,11 +36,14 @@ class Time {
   // the library call costs more than the rest).
   static Time from_seconds(double s) {
     const double v = s * static_cast<double>(kPerSecond);
-    if (!(v < 9.2e18 && v > -9.2e18)) throw std::out_of_range("Time::from_seconds: value out of range");
+    if (!(v < 9.2e18 && v > -9.2e18))
+      throw std::out_of_range("Time::from_seconds: value out of range");
     Rep r = static_cast<Rep>(v);
     const double frac = v - static_cast<double>(r);
-    if (frac >= 0.5) ++r;
-    else if (frac <= -0.5) --r;
+    if (frac >= 0.5)
+      ++r;
+    else if (frac <= -0.5)
+      --r;
     return Time(r);
   }
 
@@ -51,8 +54,14 @@ class Time {
   constexpr auto operator<=>(const Time&) const = default;
   constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
   constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
-  constexpr Time& operator+=(Time o) { ps_ += o.ps_; return *this; }
-  constexpr Time& operator-=(Time o) { ps_ -= o.ps_; return *this; }
+  constexpr Time& operator+=(Time o) {
+    ps_ += o.ps_;
+    return *this;
+  }
+  constexpr Time& operator-=(Time o) {
+    ps_ -= o.ps_;
+    return *this;
+  }
   constexpr Time operator*(Rep k) const { return Time(ps_ * k); }
 
  private:

@@ -73,7 +73,8 @@ void replicate_experts(const Rows& w, int physical, Index& phy2log, Index& rank,
       int best = 0;
       float best_load = w[i][0] / static_cast<float>(c[0]);
       for (int e = 1; e < logical; ++e) {
-        const float l = w[i][static_cast<std::size_t>(e)] / static_cast<float>(c[static_cast<std::size_t>(e)]);
+        const float l =
+            w[i][static_cast<std::size_t>(e)] / static_cast<float>(c[static_cast<std::size_t>(e)]);
         if (l > best_load) best = e, best_load = l;
       }
       p2l[static_cast<std::size_t>(slot)] = best;
@@ -85,7 +86,8 @@ void replicate_experts(const Rows& w, int physical, Index& phy2log, Index& rank,
 
 std::vector<int> inverse(const std::vector<int>& perm) {
   std::vector<int> inv(perm.size());
-  for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<int>(i);
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    inv[static_cast<std::size_t>(perm[i])] = static_cast<int>(i);
   return inv;
 }
 
@@ -102,7 +104,8 @@ Hierarchical hierarchical(const Rows& weight, int physical, int groups, int node
   const int log_per_node = experts / nodes, phy_per_node = physical / nodes;
 
   // 1. Expert groups onto nodes.
-  Rows group_load(static_cast<std::size_t>(layers), std::vector<float>(static_cast<std::size_t>(groups), 0.0f));
+  Rows group_load(static_cast<std::size_t>(layers),
+                  std::vector<float>(static_cast<std::size_t>(groups), 0.0f));
   for (int l = 0; l < layers; ++l)
     for (int g = 0; g < groups; ++g)
       for (int j = 0; j < group_size; ++j)
@@ -116,10 +119,12 @@ Hierarchical hierarchical(const Rows& weight, int physical, int groups, int node
     auto& m = log2mlog[static_cast<std::size_t>(l)];
     m.resize(static_cast<std::size_t>(experts));
     for (int g = 0; g < groups; ++g) {
-      const int base = (group_pack[static_cast<std::size_t>(l)][static_cast<std::size_t>(g)] * groups_per_node +
-                        group_rank[static_cast<std::size_t>(l)][static_cast<std::size_t>(g)]) *
-                       group_size;
-      for (int j = 0; j < group_size; ++j) m[static_cast<std::size_t>(g * group_size + j)] = base + j;
+      const int base =
+          (group_pack[static_cast<std::size_t>(l)][static_cast<std::size_t>(g)] * groups_per_node +
+           group_rank[static_cast<std::size_t>(l)][static_cast<std::size_t>(g)]) *
+          group_size;
+      for (int j = 0; j < group_size; ++j)
+        m[static_cast<std::size_t>(g * group_size + j)] = base + j;
     }
     mlog2log[static_cast<std::size_t>(l)] = inverse(m);
   }
@@ -130,9 +135,9 @@ Hierarchical hierarchical(const Rows& weight, int physical, int groups, int node
     for (int n = 0; n < nodes; ++n) {
       auto& row = mlog_load[static_cast<std::size_t>(l * nodes + n)];
       for (int k = 0; k < log_per_node; ++k)
-        row.push_back(weight[static_cast<std::size_t>(l)]
-                            [static_cast<std::size_t>(mlog2log[static_cast<std::size_t>(l)]
-                                                              [static_cast<std::size_t>(n * log_per_node + k)])]);
+        row.push_back(weight[static_cast<std::size_t>(l)][static_cast<std::size_t>(
+            mlog2log[static_cast<std::size_t>(l)]
+                    [static_cast<std::size_t>(n * log_per_node + k)])]);
     }
   Index phy2mlog, phyrank, mlogcnt;
   replicate_experts(mlog_load, phy_per_node, phy2mlog, phyrank, mlogcnt);
@@ -148,16 +153,18 @@ Hierarchical hierarchical(const Rows& weight, int physical, int groups, int node
   balanced_packing(phy_load, gpus / nodes, pack, rank_in_pack);
 
   Hierarchical out;
-  out.phy2log.assign(static_cast<std::size_t>(layers), std::vector<int>(static_cast<std::size_t>(physical)));
+  out.phy2log.assign(static_cast<std::size_t>(layers),
+                     std::vector<int>(static_cast<std::size_t>(physical)));
   out.phyrank = out.phy2log;
-  out.logcnt.assign(static_cast<std::size_t>(layers), std::vector<int>(static_cast<std::size_t>(experts)));
+  out.logcnt.assign(static_cast<std::size_t>(layers),
+                    std::vector<int>(static_cast<std::size_t>(experts)));
   for (int l = 0; l < layers; ++l)
     for (int n = 0; n < nodes; ++n) {
       const auto row = static_cast<std::size_t>(l * nodes + n);
       std::vector<int> phy2pphy(static_cast<std::size_t>(phy_per_node));
       for (int p = 0; p < phy_per_node; ++p)
-        phy2pphy[static_cast<std::size_t>(p)] =
-            pack[row][static_cast<std::size_t>(p)] * per_gpu + rank_in_pack[row][static_cast<std::size_t>(p)];
+        phy2pphy[static_cast<std::size_t>(p)] = pack[row][static_cast<std::size_t>(p)] * per_gpu +
+                                                rank_in_pack[row][static_cast<std::size_t>(p)];
       const std::vector<int> pphy2phy = inverse(phy2pphy);
       for (int q = 0; q < phy_per_node; ++q) {
         const auto p = static_cast<std::size_t>(pphy2phy[static_cast<std::size_t>(q)]);
@@ -172,7 +179,8 @@ Hierarchical hierarchical(const Rows& weight, int physical, int groups, int node
     for (int e = 0; e < experts; ++e) {
       const int m = log2mlog[static_cast<std::size_t>(l)][static_cast<std::size_t>(e)];
       out.logcnt[static_cast<std::size_t>(l)][static_cast<std::size_t>(e)] =
-          mlogcnt[static_cast<std::size_t>(l * nodes + m / log_per_node)][static_cast<std::size_t>(m % log_per_node)];
+          mlogcnt[static_cast<std::size_t>(l * nodes + m / log_per_node)]
+                 [static_cast<std::size_t>(m % log_per_node)];
     }
   return out;
 }
@@ -183,13 +191,14 @@ void require(bool ok, const std::string& why) {
 
 }  // namespace
 
-EplbPlan rebalance_experts(const std::vector<std::vector<double>>& weight, int replicas, int groups, int nodes,
-                           int gpus, std::optional<EplbPolicy> policy) {
+EplbPlan rebalance_experts(const std::vector<std::vector<double>>& weight, int replicas, int groups,
+                           int nodes, int gpus, std::optional<EplbPolicy> policy) {
   require(!weight.empty() && !weight[0].empty(), "EPLB needs at least one layer of expert loads");
   const int experts = static_cast<int>(weight[0].size());
   Rows w;
   for (const auto& row : weight) {
-    require(static_cast<int>(row.size()) == experts, "every layer must give a load for each of the same experts");
+    require(static_cast<int>(row.size()) == experts,
+            "every layer must give a load for each of the same experts");
     std::vector<float> r;
     for (double x : row) {
       require(std::isfinite(x) && x >= 0, "expert loads must be finite and not negative");
@@ -198,30 +207,36 @@ EplbPlan rebalance_experts(const std::vector<std::vector<double>>& weight, int r
     w.push_back(std::move(r));
   }
   require(groups >= 1 && nodes >= 1 && gpus >= 1, "groups, nodes and gpus must be at least 1");
-  require(replicas >= experts, "physical experts (" + std::to_string(replicas) + ") fewer than the " +
-                                   std::to_string(experts) + " logical experts");
-  require(gpus % nodes == 0, std::to_string(gpus) + " GPUs do not split over " + std::to_string(nodes) + " nodes");
+  require(replicas >= experts, "physical experts (" + std::to_string(replicas) +
+                                   ") fewer than the " + std::to_string(experts) +
+                                   " logical experts");
+  require(gpus % nodes == 0,
+          std::to_string(gpus) + " GPUs do not split over " + std::to_string(nodes) + " nodes");
   require(replicas % gpus == 0, std::to_string(replicas) + " physical experts do not split over " +
                                     std::to_string(gpus) + " GPUs");
   const bool can_hierarchical = groups % nodes == 0;
-  const EplbPolicy chosen = policy.value_or(can_hierarchical ? EplbPolicy::hierarchical : EplbPolicy::global);
+  const EplbPolicy chosen =
+      policy.value_or(can_hierarchical ? EplbPolicy::hierarchical : EplbPolicy::global);
   if (chosen == EplbPolicy::hierarchical) {
-    require(can_hierarchical, "the hierarchical policy packs the " + std::to_string(groups) +
-                                  " expert groups onto " + std::to_string(nodes) +
-                                  " nodes and needs groups divisible by nodes; use the global policy");
-    require(experts % groups == 0, std::to_string(experts) + " experts do not split into " + std::to_string(groups) +
-                                       " groups");
+    require(can_hierarchical,
+            "the hierarchical policy packs the " + std::to_string(groups) + " expert groups onto " +
+                std::to_string(nodes) +
+                " nodes and needs groups divisible by nodes; use the global policy");
+    require(experts % groups == 0, std::to_string(experts) + " experts do not split into " +
+                                       std::to_string(groups) + " groups");
     // Physical experts split over the nodes already: replicas % gpus == 0 and gpus % nodes == 0.
   }
-  const Hierarchical h = chosen == EplbPolicy::hierarchical ? hierarchical(w, replicas, groups, nodes, gpus)
-                                                            : hierarchical(w, replicas, 1, 1, gpus);
+  const Hierarchical h = chosen == EplbPolicy::hierarchical
+                             ? hierarchical(w, replicas, groups, nodes, gpus)
+                             : hierarchical(w, replicas, 1, 1, gpus);
   EplbPlan plan;
   plan.policy = chosen;
   plan.phy2log = h.phy2log;
   plan.logcnt = h.logcnt;
   for (std::size_t l = 0; l < h.logcnt.size(); ++l) {
     const int most = *std::max_element(h.logcnt[l].begin(), h.logcnt[l].end());
-    std::vector<std::vector<int>> l2p(static_cast<std::size_t>(experts), std::vector<int>(static_cast<std::size_t>(most), -1));
+    std::vector<std::vector<int>> l2p(static_cast<std::size_t>(experts),
+                                      std::vector<int>(static_cast<std::size_t>(most), -1));
     for (int p = 0; p < replicas; ++p)
       l2p[static_cast<std::size_t>(h.phy2log[l][static_cast<std::size_t>(p)])]
          [static_cast<std::size_t>(h.phyrank[l][static_cast<std::size_t>(p)])] = p;
@@ -230,10 +245,12 @@ EplbPlan rebalance_experts(const std::vector<std::vector<double>>& weight, int r
   return plan;
 }
 
-std::vector<double> gpu_loads(const EplbPlan& plan, std::size_t layer, const std::vector<double>& counts, int gpus) {
+std::vector<double> gpu_loads(const EplbPlan& plan, std::size_t layer,
+                              const std::vector<double>& counts, int gpus) {
   const auto& p2l = plan.phy2log.at(layer);
   const auto& cnt = plan.logcnt.at(layer);
-  if (counts.size() != cnt.size()) throw std::invalid_argument("gpu_loads: one count per logical expert");
+  if (counts.size() != cnt.size())
+    throw std::invalid_argument("gpu_loads: one count per logical expert");
   const std::size_t per_gpu = p2l.size() / static_cast<std::size_t>(gpus);
   std::vector<double> load(static_cast<std::size_t>(gpus), 0.0);
   for (std::size_t p = 0; p < p2l.size(); ++p) {
@@ -243,7 +260,8 @@ std::vector<double> gpu_loads(const EplbPlan& plan, std::size_t layer, const std
   return load;
 }
 
-std::vector<EplbBalance> eplb_balance(const EplbPlan& plan, const std::vector<std::vector<double>>& counts, int gpus) {
+std::vector<EplbBalance> eplb_balance(const EplbPlan& plan,
+                                      const std::vector<std::vector<double>>& counts, int gpus) {
   std::vector<EplbBalance> out;
   for (std::size_t l = 0; l < counts.size(); ++l) {
     const auto& c = counts[l];
@@ -253,8 +271,9 @@ std::vector<EplbBalance> eplb_balance(const EplbPlan& plan, const std::vector<st
       const std::size_t per = c.size() / static_cast<std::size_t>(gpus);
       double hottest = 0;
       for (std::size_t k = 0; k < static_cast<std::size_t>(gpus); ++k)
-        hottest = std::max(hottest, std::accumulate(c.begin() + static_cast<std::ptrdiff_t>(k * per),
-                                                    c.begin() + static_cast<std::ptrdiff_t>((k + 1) * per), 0.0));
+        hottest = std::max(
+            hottest, std::accumulate(c.begin() + static_cast<std::ptrdiff_t>(k * per),
+                                     c.begin() + static_cast<std::ptrdiff_t>((k + 1) * per), 0.0));
       b.before = hottest / mean;
     }
     const auto loads = gpu_loads(plan, l, c, gpus);
@@ -268,7 +287,8 @@ std::int64_t physical_experts(const ModelConfig& m, const Parallelism& p) {
   return m.num_experts + (p.eplb ? p.eplb->redundant_experts : 0);
 }
 
-std::optional<EplbSetup> eplb_setup(const ModelConfig& m, const Parallelism& p, std::int64_t gpus_per_nvlink_domain) {
+std::optional<EplbSetup> eplb_setup(const ModelConfig& m, const Parallelism& p,
+                                    std::int64_t gpus_per_nvlink_domain) {
   if (!p.eplb || !m.is_moe()) return std::nullopt;
   EplbSetup s;
   s.replicas = static_cast<int>(physical_experts(m, p));

@@ -35,9 +35,10 @@ namespace moesim::workload {
 
 struct EplbPlan {
   EplbPolicy policy = EplbPolicy::hierarchical;  // the one that ran
-  std::vector<std::vector<int>> phy2log;            // [layer][physical slot]
-  std::vector<std::vector<std::vector<int>>> log2phy;  // [layer][logical expert][replica], -1 padded
-  std::vector<std::vector<int>> logcnt;             // [layer][logical expert]
+  std::vector<std::vector<int>> phy2log;         // [layer][physical slot]
+  std::vector<std::vector<std::vector<int>>>
+      log2phy;                           // [layer][logical expert][replica], -1 padded
+  std::vector<std::vector<int>> logcnt;  // [layer][logical expert]
 };
 
 // `weight`: [layers][logical experts] loads. `policy`: absent, the library's choice
@@ -45,12 +46,13 @@ struct EplbPlan {
 // != 0 is refused. Throws std::invalid_argument naming the violated condition (experts
 // divisible by groups, gpus by nodes, replicas by gpus, replicas at least the experts,
 // loads finite and not negative, every row of one length).
-EplbPlan rebalance_experts(const std::vector<std::vector<double>>& weight, int replicas, int groups, int nodes,
-                           int gpus, std::optional<EplbPolicy> policy = std::nullopt);
+EplbPlan rebalance_experts(const std::vector<std::vector<double>>& weight, int replicas, int groups,
+                           int nodes, int gpus, std::optional<EplbPolicy> policy = std::nullopt);
 
 // The load of each GPU of one layer under the plan: a logical expert's tokens split evenly
 // over its replicas (`counts` per logical expert; GPU k holds slots [k P/g, (k+1) P/g)).
-std::vector<double> gpu_loads(const EplbPlan& plan, std::size_t layer, const std::vector<double>& counts, int gpus);
+std::vector<double> gpu_loads(const EplbPlan& plan, std::size_t layer,
+                              const std::vector<double>& counts, int gpus);
 
 // The hottest GPU's load over the mean, per layer: `before` with the logical experts
 // placed in Megatron's order (GPU k holds experts [k E/g, (k+1) E/g); absent when E % g
@@ -59,7 +61,8 @@ struct EplbBalance {
   std::optional<double> before;
   double after = 1;
 };
-std::vector<EplbBalance> eplb_balance(const EplbPlan& plan, const std::vector<std::vector<double>>& counts, int gpus);
+std::vector<EplbBalance> eplb_balance(const EplbPlan& plan,
+                                      const std::vector<std::vector<double>>& counts, int gpus);
 
 // Physical experts of each MoE layer: the routed experts plus parallelism.eplb's copies.
 std::int64_t physical_experts(const ModelConfig& m, const Parallelism& p);
@@ -71,6 +74,7 @@ struct EplbSetup {
   int replicas = 0, groups = 1, nodes = 1, gpus = 1;
   EplbPolicy policy = EplbPolicy::hierarchical;
 };
-std::optional<EplbSetup> eplb_setup(const ModelConfig& m, const Parallelism& p, std::int64_t gpus_per_nvlink_domain);
+std::optional<EplbSetup> eplb_setup(const ModelConfig& m, const Parallelism& p,
+                                    std::int64_t gpus_per_nvlink_domain);
 
 }  // namespace moesim::workload

@@ -78,8 +78,8 @@ FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q
   const double n_moe = static_cast<double>(m.num_moe_layers());
   const double n_dense = static_cast<double>(m.num_dense_layers());
   const double n_attn = static_cast<double>(m.num_layers) + M;
-  const double moe_ffn = static_cast<double>(m.moe_ffn_hidden_size * m.topk +
-                                             m.shared_expert_ffn_hidden_size);
+  const double moe_ffn =
+      static_cast<double>(m.moe_ffn_hidden_size * m.topk + m.shared_expert_ffn_hidden_size);
   const double mtp_ffn = m.mtp_is_moe() ? moe_ffn : static_cast<double>(m.ffn_hidden_size);
   const AttnTerms a = attention_terms(m);
 
@@ -131,7 +131,8 @@ LayerParams layer_parameters(const ModelConfig& m) {
   l.attention = attention_params(m);
   l.dense_mlp = ffn_params(m, m.ffn_hidden_size, m.mlp_bias) + h;
   l.expert = ffn_params(m, m.moe_ffn_hidden_size, m.expert_bias);
-  l.moe_common = router_params(m) + ffn_params(m, m.shared_expert_ffn_hidden_size, m.expert_bias) + h;
+  l.moe_common =
+      router_params(m) + ffn_params(m, m.shared_expert_ffn_hidden_size, m.expert_bias) + h;
   return l;
 }
 

@@ -37,12 +37,12 @@ struct FlopsQuery {
 
 // Per-token model FLOPs by term (fixed-length sequences, so S2/T = seq_length).
 struct FlopsPerToken {
-  double dense_mlp = 0;   // 6 h e F_dense N_dense
-  double moe_mlp = 0;     // 6 h e (F_moe k + F_shared) N_moe
-  double mtp = 0;         // MTP layers' FFN + 6 M (3h + 2h^2)
-  double attn_linear = 0; // N_attn A_lin
-  double attn_core = 0;   // seq x N_attn x A_core
-  double logits = 0;      // 6 h V (M + 1)
+  double dense_mlp = 0;    // 6 h e F_dense N_dense
+  double moe_mlp = 0;      // 6 h e (F_moe k + F_shared) N_moe
+  double mtp = 0;          // MTP layers' FFN + 6 M (3h + 2h^2)
+  double attn_linear = 0;  // N_attn A_lin
+  double attn_core = 0;    // seq x N_attn x A_core
+  double logits = 0;       // 6 h V (M + 1)
   double total() const { return dense_mlp + moe_mlp + mtp + attn_linear + attn_core + logits; }
 };
 
@@ -57,9 +57,9 @@ struct ParamCounts {
   double routed_experts = 0;
   double shared_experts = 0;
   double routers = 0;
-  double mtp = 0;          // MTP modules (they share embedding and output head)
-  double total = 0;        // everything, MTP modules included
-  double active = 0;       // per token: top-k routed experts instead of all
+  double mtp = 0;     // MTP modules (they share embedding and output head)
+  double total = 0;   // everything, MTP modules included
+  double active = 0;  // per token: top-k routed experts instead of all
 };
 
 // Parameters of one decoder layer by part: what each pipeline rank holds.

@@ -21,17 +21,22 @@ constexpr std::string_view kGradQuant = ".grad_quant";
 class LayerBuilder {
  public:
   LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
-      : out_(out), stack_(in.stack), fp8_(workload::quantized(in.training.precision)),
-        mx_(in.training.precision == Precision::mxfp8), fp4_(in.training.precision == Precision::nvfp4),
-        nvfp4_(in.training.nvfp4), dtype_(gemm_dtype(in.training.precision)),
-        current_scaling_(in.training.precision == Precision::fp8_tensorwise), cp_(in.parallelism.cp),
+      : out_(out),
+        stack_(in.stack),
+        fp8_(workload::quantized(in.training.precision)),
+        mx_(in.training.precision == Precision::mxfp8),
+        fp4_(in.training.precision == Precision::nvfp4),
+        nvfp4_(in.training.nvfp4),
+        dtype_(gemm_dtype(in.training.precision)),
+        current_scaling_(in.training.precision == Precision::fp8_tensorwise),
+        cp_(in.parallelism.cp),
         fp8_attention_(in.framework.fp8_dot_product_attention),
         seq_(in.training.seq_length),
         sp_transpose_(in.fp8_tn_only && (in.training.precision == Precision::fp8_tensorwise ||
-                                          in.training.precision == Precision::fp8_delayed)),
+                                         in.training.precision == Precision::fp8_delayed)),
         blockwise_(in.training.precision == Precision::fp8_blockwise),
-        param_gather_hooks_(in.framework.distributed_optimizer && in.framework.overlap_param_gather &&
-                            !in.parallelism.fsdp) {}
+        param_gather_hooks_(in.framework.distributed_optimizer &&
+                            in.framework.overlap_param_gather && !in.parallelism.fsdp) {}
 
   // Megatron-Core's DDP with the distributed optimizer and --overlap-param-gather registers a
   // forward pre-hook on every submodule (distributed_data_parallel.py enable_forward_pre_hook,
@@ -48,7 +53,9 @@ class LayerBuilder {
   static constexpr int kHookOpsPerCall = 2;
   // `calls` module calls owning `params` parameters, made just before the last forward op
   // (or the one at `index`).
-  void module_calls_on_last(int calls, double params) { module_calls_at(out_.fwd.size() - 1, calls, params); }
+  void module_calls_on_last(int calls, double params) {
+    module_calls_at(out_.fwd.size() - 1, calls, params);
+  }
   void module_calls_at(std::size_t index, int calls, double params) {
     if (!param_gather_hooks_) return;
     out_.fwd.at(index).host_ops += kHookOpsPerCall * calls + static_cast<int>(params);
@@ -67,12 +74,14 @@ class LayerBuilder {
     const double eb = !fp8 ? 2 : fp4_ ? kNvfp4Bytes : 1;
     if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, groups);
     const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
-    const auto gemm = [&](std::vector<KernelTemplate>& to, const std::string& n_, double M, double N, double K) {
+    const auto gemm = [&](std::vector<KernelTemplate>& to, const std::string& n_, double M,
+                          double N, double K) {
       // NVFP4: cuBLASLt takes alpha = amax_A amax_B / (6^2 448^2) from the device, which a
       // one-thread kernel computes before each GEMM (TE common/recipe/nvfp4.cu, called from
       // cublaslt_gemm.cu; v2.8), one per GEMM of a grouped GEMM.
       if (fp8 && fp4_)
-        for (int g = 0; g < static_cast<int>(groups); ++g) to.push_back(cpp_t(n_ + ".alpha", mod, 8));
+        for (int g = 0; g < static_cast<int>(groups); ++g)
+          to.push_back(cpp_t(n_ + ".alpha", mod, 8));
       to.push_back(gemm_t(n_, mod, cls, d, M, N, K, groups, eb));
       return &to.back();
     };
@@ -81,13 +90,16 @@ class LayerBuilder {
     fprop->saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
     fprop->te_module_call = te;
     for (auto& t : f) push_fwd(std::move(t));
-    module_calls_on_last(1, groups);  // the linear's module: a weight a GEMM (TE GroupedLinear: weight0..)
+    module_calls_on_last(
+        1, groups);  // the linear's module: a weight a GEMM (TE GroupedLinear: weight0..)
     std::vector<KernelTemplate> b;
     if (fp8) {
-      std::vector<KernelTemplate> q = quantized(name + std::string(kGradQuant), mod, m * n * groups, groups, false, true);
+      std::vector<KernelTemplate> q =
+          quantized(name + std::string(kGradQuant), mod, m * n * groups, groups, false, true);
       b.insert(b.end(), q.begin(), q.end());
     }
-    gemm(b, name + ".dgrad", m, k, n)->te_module_call = te;  // one TE backward call computes dgrad and wgrad
+    gemm(b, name + ".dgrad", m, k, n)->te_module_call =
+        te;  // one TE backward call computes dgrad and wgrad
     gemm(b, name + ".wgrad", k, n, m)->library_launch = te;  // inside the same TE backward call
     push_bwd(std::move(b));
   }
@@ -115,8 +127,8 @@ class LayerBuilder {
   // MXFP8 allocation and swizzle kernels that go with it).
   // `tp_reduce`: the input is a sequence-parallel shard gathered quantized after this, so its
   // amax is reduced over TP first (current scaling and NVFP4; see `sp_quantized_grad_gather`).
-  void quantize(const std::string& name, Module mod, double elems, double tensors = 1, bool norm_amax = false,
-                bool tp_reduce = false) {
+  void quantize(const std::string& name, Module mod, double elems, double tensors = 1,
+                bool norm_amax = false, bool tp_reduce = false) {
     std::vector<KernelTemplate> q = quantized(name, mod, elems, tensors, norm_amax);
     if (tp_reduce) insert_tp_amax(q, name, mod);
     for (auto& k : q) push_fwd(std::move(k));
@@ -131,7 +143,8 @@ class LayerBuilder {
   double gathered_bytes(double copies) const {
     if (fp4_) return copies * kNvfp4Bytes;
     if (mx_) return copies * (1 + 1.0 / 32);
-    if (blockwise_) return copies * (1 + 4.0 / 128);  // FP32 scales per 128 (_start_all_gather_fp8_blockwise)
+    if (blockwise_)
+      return copies * (1 + 4.0 / 128);  // FP32 scales per 128 (_start_all_gather_fp8_blockwise)
     return 1;
   }
 
@@ -149,7 +162,8 @@ class LayerBuilder {
     // The scale swizzles stay with the GEMMs: TE gathers unswizzled scales and swizzles the
     // gathered tensor's before its GEMM (the userbuffers path asserts unswizzled scales).
     const auto is_quant = [](const KernelTemplate& k) {
-      return k.name.find(kGradQuant) != std::string::npos && k.name.find(".swizzle") == std::string::npos;
+      return k.name.find(kGradQuant) != std::string::npos &&
+             k.name.find(".swizzle") == std::string::npos;
     };
     std::vector<KernelTemplate> q;
     for (const auto& k : lin)
@@ -163,23 +177,31 @@ class LayerBuilder {
     const double elems = gather.front().comm_bytes / 2;  // the BF16 gradient's
     gather.front().comm_bytes = elems * gathered_bytes(2);
     gather.insert(gather.begin(), q.begin(), q.end());
-    if (sp_transpose_) gather.push_back(sp_transpose_t(name + ".sp_transpose", gather.front().module, elems));
+    if (sp_transpose_)
+      gather.push_back(sp_transpose_t(name + ".sp_transpose", gather.front().module, elems));
   }
   bool current_scaling() const { return current_scaling_; }
 
   // `kv_bytes`: K and V of the rank's tokens, which context parallelism's ring passes on
   // every step (forward); backward passes them and their gradients.
   // `window`: the keys a query attends to under sliding-window attention (0: all).
-  void attention(const std::string& name, Module mod, double fwd_flops, double bytes, double kv_bytes,
-                 std::int64_t window = 0) {
+  void attention(const std::string& name, Module mod, double fwd_flops, double bytes,
+                 double kv_bytes, std::int64_t window = 0) {
     KernelTemplate f;
     f.name = name + ".fwd";
     f.module = mod;
     // The key sequence of one call: the whole sequence, or one ring step's chunk under CP;
     // a sliding window's keys.
     const std::int64_t keys = window > 0 ? std::min(window, seq_ / cp_) : seq_ / cp_;
-    f.work = {KernelClass::attention_fwd, fp8_attention_ ? Dtype::fp8 : Dtype::bf16, fwd_flops, bytes, 0, 0,
-              keys, 1, 2};
+    f.work = {KernelClass::attention_fwd,
+              fp8_attention_ ? Dtype::fp8 : Dtype::bf16,
+              fwd_flops,
+              bytes,
+              0,
+              0,
+              keys,
+              1,
+              2};
     f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
     f.cp_ring_bytes = cp_ > 1 ? kv_bytes : 0;
     push_fwd(f);
@@ -220,10 +242,13 @@ class LayerBuilder {
   // PyTorch's built-in autograd nodes are priced like Python ops: the engine's per-node
   // CPU time (ViewBackward0, about 14 us on x86 under the profiler, an upper bound) is
   // that of a launching op (docs/research/host-microbenchmarks.md 3).
-  void small_kernels(const std::string& name, Module mod, int count, double bytes, int bwd_count = -1) {
+  void small_kernels(const std::string& name, Module mod, int count, double bytes,
+                     int bwd_count = -1) {
     if (bwd_count < 0) bwd_count = count;
-    for (int i = 0; i < count; ++i) memory(name + "." + std::to_string(i), mod, bytes, i < bwd_count ? 1.0 : 0.0);
-    for (int i = count; i < bwd_count; ++i) push_bwd({mem_t(name + "." + std::to_string(i) + ".bwd", mod, bytes)});
+    for (int i = 0; i < count; ++i)
+      memory(name + "." + std::to_string(i), mod, bytes, i < bwd_count ? 1.0 : 0.0);
+    for (int i = count; i < bwd_count; ++i)
+      push_bwd({mem_t(name + "." + std::to_string(i) + ".bwd", mod, bytes)});
   }
 
   // The kernels since `mark` are re-run at the start of backward (selective recompute).
@@ -262,14 +287,20 @@ class LayerBuilder {
   KernelTemplate& last_fwd() { return out_.fwd.back(); }
 
   // One GEMM kernel of `groups` M x N x K products with inputs of `eb` bytes an element.
-  static KernelTemplate gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d, double M, double N,
-                               double K, double groups, double eb) {
+  static KernelTemplate gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d,
+                               double M, double N, double K, double groups, double eb) {
     KernelTemplate t;
     t.name = name;
     t.module = mod;
-    t.work = {cls, d, 2 * M * N * K * groups, (M * K * eb + K * N * eb + M * N * 2) * groups,
-              static_cast<std::int64_t>(M), static_cast<std::int64_t>(N), static_cast<std::int64_t>(K),
-              static_cast<std::int64_t>(groups), eb};
+    t.work = {cls,
+              d,
+              2 * M * N * K * groups,
+              (M * K * eb + K * N * eb + M * N * 2) * groups,
+              static_cast<std::int64_t>(M),
+              static_cast<std::int64_t>(N),
+              static_cast<std::int64_t>(K),
+              static_cast<std::int64_t>(groups),
+              eb};
     return t;
   }
   KernelTemplate& last_bwd() { return bwd_groups_.back().back(); }
@@ -297,7 +328,8 @@ class LayerBuilder {
     g.tp_overlap = workload::TpOverlap::bulk;  // beside the GEMM before it: the dgrad
     group.insert(group.end() - 1, g);
     if (sp_transpose_ && f.work.dtype != Dtype::bf16)
-      group.insert(group.end() - 1, sp_transpose_t(base + ".sp_transpose", f.module, gathered_bytes));
+      group.insert(group.end() - 1,
+                   sp_transpose_t(base + ".sp_transpose", f.module, gathered_bytes));
   }
 
   void finish() {
@@ -320,8 +352,10 @@ class LayerBuilder {
   }
   // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 writes row- and column-wise copies.
   // NVFP4 writes `copies` copies of kNvfp4Bytes an element (see `quantized`).
-  KernelTemplate quantize_t(const std::string& name, Module mod, double elems, double copies = 2) const {
-    KernelTemplate q = lib_t(name, mod, elems * (2 + (fp4_ ? copies * kNvfp4Bytes : (mx_ ? 2 : 1) * (1 + 1.0 / 32))));
+  KernelTemplate quantize_t(const std::string& name, Module mod, double elems,
+                            double copies = 2) const {
+    KernelTemplate q = lib_t(
+        name, mod, elems * (2 + (fp4_ ? copies * kNvfp4Bytes : (mx_ ? 2 : 1) * (1 + 1.0 / 32))));
     q.work.cls = KernelClass::quantize;
     q.pdl = stack_.pdl_quant;
     return q;
@@ -381,8 +415,8 @@ class LayerBuilder {
   // TB/s rounding to nearest against 4.5 stochastic, row-wise alone 7.2 against 7.0. Each
   // cast allocates its six buffers (data, scales and amax of both copies) and wraps them in
   // a Python tensor (NVFP4Quantizer::create_tensor).
-  void nvfp4_quantized(std::vector<KernelTemplate>& out, const std::string& name, Module mod, double elems,
-                       int tensors, bool gradient) const {
+  void nvfp4_quantized(std::vector<KernelTemplate>& out, const std::string& name, Module mod,
+                       double elems, int tensors, bool gradient) const {
     const bool sr = gradient && nvfp4_.stochastic_rounding;
     const auto cast = [&](const std::string& n, double e, double copies, double sr_slowdown) {
       out.push_back(quantize_t(n, mod, e, copies));
@@ -408,8 +442,9 @@ class LayerBuilder {
   // The quantize kernel and, for MXFP8 and NVFP4, what its output tensors need before a GEMM.
   // `norm_amax`: the preceding norm kernel computed the amax (current scaling only);
   // `gradient`: an output gradient (NVFP4 rounds it stochastically).
-  std::vector<KernelTemplate> quantized(const std::string& name, Module mod, double elems, double tensors,
-                                        bool norm_amax = false, bool gradient = false) const {
+  std::vector<KernelTemplate> quantized(const std::string& name, Module mod, double elems,
+                                        double tensors, bool norm_amax = false,
+                                        bool gradient = false) const {
     std::vector<KernelTemplate> out;
     const int n = static_cast<int>(tensors);
     // Block scales row- and column-wise, per tensor: E8M0 per 32 (MXFP8), E4M3 per 16 (NVFP4).
@@ -421,7 +456,8 @@ class LayerBuilder {
     }
     if (mx_ && !stack_.mxfp8_alloc_fusion) {
       for (int t = 0; t < n; ++t)
-        for (int z = 0; z < 2; ++z) out.push_back(cpp_t(name + ".scale_zeros", mod, scale_bytes / 2));
+        for (int z = 0; z < 2; ++z)
+          out.push_back(cpp_t(name + ".scale_zeros", mod, scale_bytes / 2));
       out.front().host_allocs = 4 * n;
     }
     for (int t = 0; t < n; ++t) {
@@ -460,8 +496,8 @@ class LayerBuilder {
   // scale buffer before its launch (util.cpp swizzle_scaling_factors and
   // multi_tensor_swizzle_scaling_factors: 1 at::empty each; docs/research/te-host-inventory.md).
   // NVFP4's scales go through the same swizzle before cuBLASLt (TE extensions/gemm.cpp, v2.8).
-  void swizzles(std::vector<KernelTemplate>& out, const std::string& name, Module mod, double scale_bytes,
-                int n) const {
+  void swizzles(std::vector<KernelTemplate>& out, const std::string& name, Module mod,
+                double scale_bytes, int n) const {
     if (stack_.swizzle_fusion) {
       out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes * n));
       out.back().host_allocs = 1;
@@ -524,14 +560,16 @@ struct Shapes {
 // that linear must still quantize its input (no quantized gather here).
 enum class SpInput : std::uint8_t { bf16, quantized, quantize };
 // `width`: the gathered input's hidden size (0: the model's; MTP's projection takes 2 h).
-bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool ub = true,
-               SpInput input = SpInput::bf16, double width = 0) {
+bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
+               bool ub = true, SpInput input = SpInput::bf16, double width = 0) {
   if (s.tp <= 1) return true;
   const double w = width > 0 ? width : s.h;
   const bool quantized = s.sequence_parallel() && b.fp8() && input != SpInput::bf16;
-  if (quantized && input == SpInput::quantize) b.quantize(name + ".sp_quant", mod, s.Tn * w, 1, false, true);
+  if (quantized && input == SpInput::quantize)
+    b.quantize(name + ".sp_quant", mod, s.Tn * w, 1, false, true);
   b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * w * 2);
-  if (quantized) b.last_fwd().comm_bytes = s.T * w * b.gathered_bytes(1);  // backward: BF16 gradient
+  if (quantized)
+    b.last_fwd().comm_bytes = s.T * w * b.gathered_bytes(1);  // backward: BF16 gradient
   if (s.sequence_parallel()) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
   if (s.tp_overlap && ub) b.last_fwd().tp_overlap = workload::TpOverlap::ring;
   return !quantized;
@@ -545,10 +583,12 @@ void sp_saved_shard(LayerBuilder& b, const Shapes& s) {
 // backward (LayerBuilder::sp_quantized_grad_gather).
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
   if (s.tp <= 1) return;
-  b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather, s.T * s.h * 2);
+  b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather,
+         s.T * s.h * 2);
   if (s.tp_overlap) {
     b.last_fwd().tp_overlap = workload::TpOverlap::pipeline;
-    b.last_bwd().tp_overlap = workload::TpOverlap::ring;  // the gather, before kernels join its group
+    b.last_bwd().tp_overlap =
+        workload::TpOverlap::ring;  // the gather, before kernels join its group
   }
   if (s.sequence_parallel() && b.fp8()) b.sp_quantized_grad_gather(s.tp);
 }
@@ -562,7 +602,8 @@ void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTa
 // Bias-dropout-add with --hidden-dropout > 0 (Megatron-Core fused_bias_dropout.py, torch
 // dropout): beyond the residual add, forward writes the one-byte mask and keeps it,
 // backward reads it with the gradient; on the residual stream's (sequence-split) tokens.
-void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod, const std::string& name) {
+void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
+                    const std::string& name) {
   if (in.training.hidden_dropout <= 0) return;
   const double elems = s.Tn * s.h;
   b.memory(name + ".dropout", mod, elems * (2 + 2 + 1), (2 + 1 + 2) / 5.0, elems);
@@ -572,7 +613,8 @@ void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, 
 // `sp_gather`: a column-parallel TE linear gathers the output under sequence parallelism
 // (LayerNormLinear's input quantizer reduces its amax over TP; see tp_gather).
 void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,
-          const workload::Framework& fw, std::optional<workload::OffloadTarget> target, bool sp_gather = false) {
+          const workload::Framework& fw, std::optional<workload::OffloadTarget> target,
+          bool sp_gather = false) {
   b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
   // Its module: a TENorm, or the IdentityOp Megatron calls where TE's LayerNormLinear fuses
   // the norm, whose weight is then the linear's (either way one call and one weight).
@@ -583,7 +625,8 @@ void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
   // cuDNN's norm writes no NVFP4: its quantize runs on its own.
   if (b.nvfp4()) fused_quant = false;
   if (b.fp8() && (!fused_quant || b.current_scaling()))
-    b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant, sp_gather && s.sequence_parallel());
+    b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant,
+               sp_gather && s.sequence_parallel());
 }
 
 // Core attention of `heads` heads (per rank) with q/k head size `qk` and v head size `v`:
@@ -598,9 +641,10 @@ void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
 // kernels skip the masked blocks, the unfused path computes every score and masks them.
 // `unfused_extra`: bytes the unfused path keeps beyond the fused kernel (GQA: TE repeats k
 // and v to every query head before its GEMMs, backends.py UnfusedDotProductAttention).
-void core_attention(LayerBuilder& b, const TemplateInputs& in, Module mod, double heads, double qk, double v,
-                    double fwd_flops, double bytes, double kv_bytes, std::optional<double> kept = std::nullopt,
-                    std::int64_t window = 0, double unfused_extra = 0) {
+void core_attention(LayerBuilder& b, const TemplateInputs& in, Module mod, double heads, double qk,
+                    double v, double fwd_flops, double bytes, double kv_bytes,
+                    std::optional<double> kept = std::nullopt, std::int64_t window = 0,
+                    double unfused_extra = 0) {
   if (in.framework.attention_backend == AttentionBackend::fused) {
     b.attention("attn.core", mod, fwd_flops, bytes, kv_bytes, window);
     if (kept) b.last_fwd().saved_bytes = *kept;
@@ -630,7 +674,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   // group on the hidden states; the latents are gathered before the up-projections. moesim
   // still gathers the BF16 hidden states there (not yet modeled: docs/research/nvfp4.md 6).
   const bool mla = m.attention == AttentionKind::mla;
-  norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm, !mla);
+  norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm,
+       !mla);
   if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
   // The calls around it without weights of their own (Megatron-Core transformer_layer.py
   // _forward_attention): the TransformerLayer, its (MLA)SelfAttention, and the
@@ -648,7 +693,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
       sp_saved_shard(b, s);
       offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     }
-    b.linear("attn.kv_a", Module::attn, s.T, rkv + static_cast<double>(d.qk_rope_head_dim), s.h, true, false);
+    b.linear("attn.kv_a", Module::attn, s.T, rkv + static_cast<double>(d.qk_rope_head_dim), s.h,
+             true, false);
     sp_saved_shard(b, s);
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     // Unquantized, both down-projections save the one normed input tensor (autograd
@@ -663,28 +709,34 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     }
     b.memory("attn.kv_a_norm", Module::attn, s.T * rkv * 2 * 2, 1.0, s.T * rkv * 2);
     b.module_calls_on_last(1, 1);
-    b.linear("attn.kv_b", Module::attn, s.T, n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv, true, true);
+    b.linear("attn.kv_b", Module::attn, s.T, n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv,
+             true, true);
     // Megatron-Core's fused MLA RoPE (fused_mla_yarn_rope_apply.py): one kernel rotates
     // q's rope part in place over all of q; one splits kv_b's output into k (k_nope plus
     // the shared, rotated k_pe broadcast over heads) and v. Backward moves the same bytes.
-    const double nope = static_cast<double>(d.qk_nope_head_dim), pe = static_cast<double>(d.qk_rope_head_dim);
+    const double nope = static_cast<double>(d.qk_nope_head_dim),
+                 pe = static_cast<double>(d.qk_rope_head_dim);
     b.memory("attn.rope_q", Module::attn, s.T * n * qk * 2 * 2);
-    b.memory("attn.rope_kv", Module::attn, s.T * (n * (nope + v) + pe) * 2 + s.T * n * (qk + v) * 2);
+    b.memory("attn.rope_kv", Module::attn,
+             s.T * (n * (nope + v) + pe) * 2 + s.T * n * (qk + v) * 2);
     // mla_up_proj recompute (Megatron-Core multi_latent_attention.py: the up-projections
     // and RoPE run under CheckpointWithoutOutput, whose output is discarded once core
     // attention has run and recomputed before its backward): the up-projected q, k, v are
     // not kept, so core attention keeps only its output and log-sum-exp.
-    const bool up_recompute = has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
+    const bool up_recompute =
+        has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
     if (up_recompute) b.recompute_since(up);
     // Core attention, causal: forward FLOPs 2 T seq (n qk / 2 + n v / 2) (Megatron).
     // It saves q, k, v and its output o (2 bytes each), o in E5M6 (1.5 bytes) where
     // attn_output is cached low-precision (one copy, which o_proj's weight gradient reads
     // too); plus the log-sum-exp (4 bytes per head and token).
-    const bool o_e5m6 = has(in.framework.low_precision_activations, workload::LowPrecisionActivation::attn_output);
+    const bool o_e5m6 =
+        has(in.framework.low_precision_activations, workload::LowPrecisionActivation::attn_output);
     const double o_bytes = s.T * n * v * (o_e5m6 ? 1.5 : 2);
     const std::size_t core = b.mark();
     core_attention(b, in, Module::attn, n, qk, v, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
-                   (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4, s.T * n * (qk + v) * 2);
+                   (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4,
+                   s.T * n * (qk + v) * 2);
     b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
@@ -716,8 +768,9 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     // Keys per query: s / 2 causal; under a window w < s, (w s - w (w - 1) / 2) / s.
     const double w = windowed ? static_cast<double>(m.sliding_window) : seq;
     const double keys = w < seq ? w - w * (w - 1) / (2 * seq) : seq / 2;
-    core_attention(b, in, Module::attn, n, d, d, 4 * s.T * keys * n * d, s.T * (n + 2 * g) * d * 2 * 2,
-                   s.T * 2 * g * d * 2, kept, windowed ? m.sliding_window : 0, s.T * 2 * (n - g) * d * 2);
+    core_attention(b, in, Module::attn, n, d, d, 4 * s.T * keys * n * d,
+                   s.T * (n + 2 * g) * d * 2 * 2, s.T * 2 * g * d * 2, kept,
+                   windowed ? m.sliding_window : 0, s.T * 2 * (n - g) * d * 2);
     b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
@@ -736,11 +789,12 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double f = static_cast<double>(m.ffn_hidden_size) / s.tp;
   const double e = static_cast<double>(m.ffn_matrices() - 1);  // gate+up = 2 x F
   const std::size_t start = b.mark();
-  norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion, in.framework, workload::OffloadTarget::mlp_norm,
-       true);
+  norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion, in.framework,
+       workload::OffloadTarget::mlp_norm, true);
   const bool whole = has(in.framework.recompute_modules, RecomputeModule::mlp) ||
                      has(in.framework.recompute_modules, RecomputeModule::full);
-  if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
+  if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm))
+    b.recompute_since(start);
   tp_gather(b, s, Module::mlp, "mlp", true, SpInput::quantized);
   b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);
   b.module_calls_on_last(1, 0);  // the MLP module around its linears
@@ -768,7 +822,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // The layernorm recompute module covers both norms of a layer (Megatron-Core
   // --recompute-modules layernorm: input_layernorm and pre_mlp_layernorm).
   const std::size_t norm_start = b.mark();
-  norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion, fw, workload::OffloadTarget::mlp_norm);
+  norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion, fw,
+       workload::OffloadTarget::mlp_norm);
   if (has(fw.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(norm_start);
   // Tokens this rank routes: its own sequence-parallel share. Megatron-Core's MoE layer
   // takes the [S/TP, B, h] hidden states as they are; the router and the dispatcher work
@@ -794,21 +849,26 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const bool shared_captured = CaptureSet(fw, in.stack)[Module::shared_expert];
   // Bytes per cached SwiGLU input value: BF16, or FP8 with a 4-byte scale per 128.
   const double act_bytes =
-      has(fw.low_precision_activations, workload::LowPrecisionActivation::swiglu_input) ? 1 + 4.0 / 128 : 2;
+      has(fw.low_precision_activations, workload::LowPrecisionActivation::swiglu_input)
+          ? 1 + 4.0 / 128
+          : 2;
   const auto shared_expert = [&] {
     if (m.shared_expert_ffn_hidden_size <= 0) return;
     const double e2 = static_cast<double>(m.ffn_matrices() - 1);
     const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
     const std::size_t start = b.mark();
-    const bool quantize_input = tp_gather(b, s, Module::shared_expert, "shared", true, SpInput::quantize);
+    const bool quantize_input =
+        tp_gather(b, s, Module::shared_expert, "shared", true, SpInput::quantize);
     b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, quantize_input);
     b.module_calls_on_last(1, 0);  // the SharedExpertMLP module around its linears
     sp_saved_shard(b, s);
     if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
-    b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0, s.T * e2 * fs * act_bytes);
+    b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0,
+             s.T * e2 * fs * act_bytes);
     b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
     tp_scatter(b, s, Module::shared_expert, "shared");
-    if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts)) b.recompute_since(start);
+    if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts))
+      b.recompute_since(start);
   };
   if (shared_captured) shared_expert();
   // Permute/unpermute over the routing map before TE PR 1927 (dc97cc9efc, first in TE 2.6):
@@ -827,7 +887,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   constexpr double kOldPermuteRefSlowdown = 4.3, kOldPermuteRefE = 256, kOldPermuteRefK = 8;
   constexpr double kOldPermuteSkipCost =
       (kOldPermuteRefSlowdown - 1) * (1 + kOldPermuteRefK) / (kOldPermuteRefE - kOldPermuteRefK);
-  const double permute_slowdown = in.stack.permute_fusion_v2 ? 1.0 : 1 + kOldPermuteSkipCost * (E - k) / (1 + k);
+  const double permute_slowdown =
+      in.stack.permute_fusion_v2 ? 1.0 : 1 + kOldPermuteSkipCost * (E - k) / (1 + k);
 
   // Router: the GEMM (FP32 logits) and its small kernels (top-k, scores, aux loss, ...).
   // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17
@@ -844,7 +905,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // dispatcher's router runs the unfused kernels: 72 - 31 = 41 more forward kernels,
   // 32 - 14 = 18 more backward, 52 - 48 = 4 more host calls.
   const bool unfused_flex = !nccl && !in.stack.router_fusion;
-  b.last_fwd().host_ops += nccl ? (in.stack.router_fusion ? 48 : 52) : 26 + (unfused_flex ? 52 - 48 : 0);
+  b.last_fwd().host_ops +=
+      nccl ? (in.stack.router_fusion ? 48 : 52) : 26 + (unfused_flex ? 52 - 48 : 0);
   if (nccl && in.stack.router_fusion) b.last_fwd().host_allocs = 8;
   const double probs = Tm * E * 4;
   // Those counts are DeepSeek-V3's router: sigmoid scores, expert bias, group-limited top-k,
@@ -863,7 +925,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // Fused (TE's fused top-k, score and aux-loss kernels), one kernel each whatever the method.
   const bool plain_topk = in.model.router_groups == 0 || in.model.router_topk_groups == 0;
   const bool softmax = in.model.router_scoring == "softmax";
-  const int unfused_fwd_fewer = (plain_topk ? 11 : 0) + (softmax ? 11 : 0), unfused_bwd_fewer = softmax ? 16 : 0;
+  const int unfused_fwd_fewer = (plain_topk ? 11 : 0) + (softmax ? 11 : 0),
+            unfused_bwd_fewer = softmax ? 16 : 0;
   const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72 - unfused_fwd_fewer) - 1
                                   : 17 - 1 - 1 + (unfused_flex ? 72 - unfused_fwd_fewer - 31 : 0);
   // Backward: about 32 GPU ops unfused, 14 fused, the router GEMM's two included
@@ -872,7 +935,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                   (!in.stack.router_fusion ? 32 - unfused_bwd_fewer : 14) - 2);
   b.keep_last(probs);  // routing probabilities and the top-k map
 
-  const double tokens_out = Tm * k;              // routed token copies each rank sends
+  const double tokens_out = Tm * k;                  // routed token copies each rank sends
   const double tokens_in = tokens_out * in.ep_load;  // and the hottest rank receives
   // Physical experts per rank: E / ep, plus parallelism.eplb's copies (workload/eplb.hpp).
   const double local_experts = static_cast<double>(physical_experts(m, p)) / ep;
@@ -893,7 +956,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // EP preprocess: per-expert counts, their exchange; the host needs them to size the
     // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
     b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + tokens_out * 4, 1);
-    if (host_sync) b.mark_sync_on_last(1);  // the host blocks after launching the global permute (moe_dispatch)
+    if (host_sync)
+      b.mark_sync_on_last(1);  // the host blocks after launching the global permute (moe_dispatch)
     b.memory("moe.global_permute", Module::moe_dispatch, Tm * h_bytes + tokens_out * h_bytes);
     b.gather_last();
     b.slow_last(permute_slowdown);
@@ -916,7 +980,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // until they arrive, then launches the data dispatch on DeepEP's stream.
     b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
            E * 4, host_sync, false);
-    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
+           tokens_in * h_bytes);
     fp8_dispatch();
     b.last_fwd().host_allocs = 22;  // forward 22, backward 13 (inventory 5, 6.3)
     b.last_fwd().host_ops = 11;
@@ -933,16 +998,18 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // dispatch); then the permute, which carries the copy out of HybridEP's registered
     // buffer and the padding. Backward reuses the handle: no all-gather, no syncs.
     hybridep_copy = !in.stack.hybridep_permute_fusion;
-    b.comm("moe.routing_map_gather", Module::moe_dispatch, CommOp::ep_all_gather, CommOp::none, Tm * E, false,
-           false);
+    b.comm("moe.routing_map_gather", Module::moe_dispatch, CommOp::ep_all_gather, CommOp::none,
+           Tm * E, false, false);
     b.small_kernels("moe.hybridep_meta", Module::moe_dispatch, 3, Tm * ep * 4 + Tm * E, 0);
     b.last_fwd().host_allocs = 6;
     if (host_sync) b.mark_sync_on_last();
     b.small_kernels("moe.dispatch_flag", Module::moe_dispatch, 1, 0);
-    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine, tokens_in * h_bytes);
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
+           tokens_in * h_bytes);
     fp8_dispatch();
     b.small_kernels("moe.dispatch_done", Module::moe_dispatch, 1, 0);
-    b.small_kernels("moe.permute_processing", Module::moe_dispatch, 1, (tokens_in + 32 * local_experts) * 4, 0);
+    b.small_kernels("moe.permute_processing", Module::moe_dispatch, 1,
+                    (tokens_in + 32 * local_experts) * 4, 0);
     b.last_fwd().host_allocs = 4;
     if (host_sync) b.mark_sync_on_last();
     if (!shared_captured) shared_expert();
@@ -975,7 +1042,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.module_calls_on_last(1, 0);  // the TEGroupedMLP module around fc1 and fc2
   offload(b, fw, workload::OffloadTarget::expert_fc1);
   const std::size_t act = b.mark();
-  b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, 1.0, tokens_in * etp * e * f * act_bytes);
+  b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, 1.0,
+           tokens_in * etp * e * f * act_bytes);
   offload(b, fw, workload::OffloadTarget::moe_act);
   offload(b, fw, workload::OffloadTarget::expert_fc1_act);
   // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
@@ -991,14 +1059,17 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // Full-iteration CUDA graphs size the experts' buffers statically for the rank capacity
   // (tokens x top-k x moe_expert_rank_capacity_factor), so what they save for backward
   // is that large; paged stashing (moe_paged_stash) keeps only the tokens that arrived.
-  if (CaptureSet(fw, in.stack).full_iteration() && fw.moe_expert_rank_capacity_factor && !fw.moe_paged_stash)
-    b.scale_saved_since(experts_start, std::max(1.0, *fw.moe_expert_rank_capacity_factor / in.ep_load));
+  if (CaptureSet(fw, in.stack).full_iteration() && fw.moe_expert_rank_capacity_factor &&
+      !fw.moe_paged_stash)
+    b.scale_saved_since(experts_start,
+                        std::max(1.0, *fw.moe_expert_rank_capacity_factor / in.ep_load));
   etp_comm("moe.etp_scatter", CommOp::tp_reduce_scatter, CommOp::tp_all_gather);
 
   if (nccl) {
     b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
     b.gather_last();
-    b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
+    b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch,
+           tokens_in * h_bytes);
     b.memory("moe.unpermute", Module::moe_combine, tokens_out * h_bytes + Tm * h_bytes);
     b.gather_last();
     b.slow_last(permute_slowdown);
@@ -1009,8 +1080,10 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     // HybridEP combines from its registered buffer: unfused, a D2D copy into it; its
     // combine brackets the kernel with the same two one-thread sync kernels.
     if (hybridep_copy) b.memory("moe.combine_copy", Module::moe_combine, tokens_in * h_bytes * 2);
-    if (fw.dispatcher == hw_models::Dispatcher::hybridep) b.small_kernels("moe.combine_flag", Module::moe_combine, 2, 0);
-    b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch, tokens_in * h_bytes);
+    if (fw.dispatcher == hw_models::Dispatcher::hybridep)
+      b.small_kernels("moe.combine_flag", Module::moe_combine, 2, 0);
+    b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch,
+           tokens_in * h_bytes);
   }
   if (moe_recompute) b.recompute_since(moe_start, true);
   hidden_dropout(b, in, s, Module::moe_combine, "moe");
@@ -1038,7 +1111,9 @@ const sim_core::NameTable<Module>& module_names() {
 
 CaptureSet::CaptureSet(const Framework& fw, const StackSwitches& stack) {
   const auto& scopes = fw.cuda_graph_scope;
-  const auto on = [&](CudaGraphScope s) { return std::find(scopes.begin(), scopes.end(), s) != scopes.end(); };
+  const auto on = [&](CudaGraphScope s) {
+    return std::find(scopes.begin(), scopes.end(), s) != scopes.end();
+  };
   const auto set = [&](Module m, bool v) { on_[static_cast<std::size_t>(m)] = v; };
   full_ = on(CudaGraphScope::full_iteration);
   on_.fill(full_);
@@ -1047,8 +1122,10 @@ CaptureSet::CaptureSet(const Framework& fw, const StackSwitches& stack) {
   set(Module::mlp, on(CudaGraphScope::mlp));
   set(Module::moe_router, on(CudaGraphScope::moe_router) || on(CudaGraphScope::moe));
   set(Module::moe_preprocess, on(CudaGraphScope::moe_preprocess) || on(CudaGraphScope::moe));
-  for (Module m : {Module::moe_dispatch, Module::experts, Module::moe_combine}) set(m, on(CudaGraphScope::moe));
-  set(Module::shared_expert, on(CudaGraphScope::moe) || (!scopes.empty() && stack.cuda_graph_shared_expert));
+  for (Module m : {Module::moe_dispatch, Module::experts, Module::moe_combine})
+    set(m, on(CudaGraphScope::moe));
+  set(Module::shared_expert,
+      on(CudaGraphScope::moe) || (!scopes.empty() && stack.cuda_graph_shared_expert));
 }
 
 ModelTemplates build_templates(const TemplateInputs& in) {
@@ -1056,7 +1133,8 @@ ModelTemplates build_templates(const TemplateInputs& in) {
   Shapes s;
   s.tp = static_cast<double>(p.tp);
   s.h = static_cast<double>(in.model.hidden_size);
-  s.T = static_cast<double>(in.training.micro_batch_size * in.training.seq_length) / static_cast<double>(p.cp);
+  s.T = static_cast<double>(in.training.micro_batch_size * in.training.seq_length) /
+        static_cast<double>(p.cp);
   s.Tn = p.sequence_parallel ? s.T / s.tp : s.T;
   s.tp_overlap = in.framework.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
 
@@ -1082,7 +1160,8 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     LayerBuilder b(in, t.embedding);
     // Word lookup (read, write); learned positions add a second lookup and the sum.
     const double lookups = in.model.learned_positions > 0 ? 4 : 2;
-    b.memory("embedding", Module::embedding, s.Tn * s.h * 2 * lookups, 2.0);  // keeps token ids only
+    b.memory("embedding", Module::embedding, s.Tn * s.h * 2 * lookups,
+             2.0);  // keeps token ids only
     b.finish();
   }
   {
@@ -1104,7 +1183,9 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     // (4 + 8 + 8 + 4 + 8 bytes); their backward turns the exponentials into the gradient
     // in place (read 4, write 4) and casts it to BF16 (read 4, write 2).
     const auto ce = in.framework.cross_entropy;
-    const double ce_traffic = ce == CrossEntropy::te ? 2 + 2 : ce == CrossEntropy::native ? 2 + 4 + 4 : 2 + 4 + 32;
+    const double ce_traffic = ce == CrossEntropy::te       ? 2 + 2
+                              : ce == CrossEntropy::native ? 2 + 4 + 4
+                                                           : 2 + 4 + 32;
     const double ce_bwd = ce == CrossEntropy::te ? 2 + 2 : 4 + 4 + 4 + 2;
     b.memory("loss.cross_entropy", Module::loss, s.T * v * ce_traffic, ce_bwd / ce_traffic,
              s.T * v * (ce == CrossEntropy::te ? 2 : 4));
@@ -1121,16 +1202,19 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     b.memory("mtp.embedding", Module::embedding, s.Tn * s.h * 2 * 2, 2.0);
     norm(b, s, Module::head, "mtp.enorm", true, in.framework, std::nullopt);
     norm(b, s, Module::head, "mtp.hnorm", true, in.framework, std::nullopt);
-    const bool quantize_input = tp_gather(b, s, Module::head, "mtp", true, SpInput::quantize, 2 * s.h);
+    const bool quantize_input =
+        tp_gather(b, s, Module::head, "mtp", true, SpInput::quantize, 2 * s.h);
     b.linear("mtp.eh_proj", Module::head, s.T, s.h / s.tp, 2 * s.h, true, quantize_input);
     sp_saved_shard(b, s);
     b.finish();
     const LayerTemplate& layer = in.model.mtp_is_moe() ? t.moe : t.dense;
     const std::array<const LayerTemplate*, 3> parts{&pre, &layer, &t.head};
-    for (const LayerTemplate* part : parts) t.mtp.fwd.insert(t.mtp.fwd.end(), part->fwd.begin(), part->fwd.end());
+    for (const LayerTemplate* part : parts)
+      t.mtp.fwd.insert(t.mtp.fwd.end(), part->fwd.begin(), part->fwd.end());
     for (auto part = parts.rbegin(); part != parts.rend(); ++part)
       t.mtp.bwd.insert(t.mtp.bwd.end(), (*part)->bwd.begin(), (*part)->bwd.end());
-    t.mtp.transient_bytes = std::max({pre.transient_bytes, layer.transient_bytes, t.head.transient_bytes});
+    t.mtp.transient_bytes =
+        std::max({pre.transient_bytes, layer.transient_bytes, t.head.transient_bytes});
   }
   return t;
 }

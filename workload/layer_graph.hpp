@@ -21,8 +21,8 @@
 //     [HybridEP unfused: copy into its buffer], combine, (alltoall: global unpermute),
 //     shared expert
 // [quantize] kernels exist under FP8 recipes; under NVFP4 each FP4 GEMM (fprop, dgrad,
-// wgrad) also follows a one-thread alpha kernel (LayerBuilder::nvfp4_quantized). Dropless MoE makes the host wait for the
-// per-expert token counts (a device-host sync), where each dispatcher does it
+// wgrad) also follows a one-thread alpha kernel (LayerBuilder::nvfp4_quantized). Dropless MoE makes
+// the host wait for the per-expert token counts (a device-host sync), where each dispatcher does it
 // (Megatron-Core token_dispatcher.py / fused_a2a.py, DeepEP; docs/research notes):
 //   alltoall: the counts are copied to the host after the EP preprocess; the host blocks
 //             before launching the all-to-all (after the global permute is launched).
@@ -36,7 +36,8 @@
 //     on: one pre-allocated buffer, no allocations or fills.
 //   Grouped GEMM inputs are quantized per split (TE split_quantize: one kernel per
 //   expert, docs/research/te-host-inventory.md 3.1).
-//   swizzle_fusion off (MXFP8 and NVFP4 scales): one scale-swizzle kernel and one zero-padding kernel per tensor
+//   swizzle_fusion off (MXFP8 and NVFP4 scales): one scale-swizzle kernel and one zero-padding
+//   kernel per tensor
 //     (per expert in grouped GEMMs: "many tiny kernels before the expert GEMMs");
 //     on: one swizzle kernel per GEMM, padding inside.
 //   pdl_quant: quantize kernels launch with PDL, hiding their device launch latency.
@@ -60,8 +61,17 @@ namespace moesim::workload {
 
 // The framework module a kernel belongs to: decides CUDA-graph capture and host cost.
 enum class Module : std::uint8_t {
-  embedding, attn, mlp, moe_router, moe_preprocess, moe_dispatch, experts, shared_expert,
-  moe_combine, head, loss
+  embedding,
+  attn,
+  mlp,
+  moe_router,
+  moe_preprocess,
+  moe_dispatch,
+  experts,
+  shared_expert,
+  moe_combine,
+  head,
+  loss
 };
 inline constexpr std::size_t kModuleCount = static_cast<std::size_t>(Module::loss) + 1;
 // "attn", "moe_dispatch", "experts", ...: in reports (host-bound idle by module).
@@ -108,25 +118,25 @@ enum class CommOp : std::uint8_t {
 enum class TpOverlap : std::uint8_t { none, ring, pipeline, bulk };
 
 struct KernelTemplate {
-  std::string name;      // "attn.q_a.fprop": module.op.phase
+  std::string name;  // "attn.q_a.fprop": module.op.phase
   Module module = Module::attn;
-  hw_models::ComputeWork work;  // compute kernels
-  CommOp comm = CommOp::none;   // communication kernels
-  double comm_bytes = 0;        // bytes each rank sends
+  hw_models::ComputeWork work;    // compute kernels
+  CommOp comm = CommOp::none;     // communication kernels
+  double comm_bytes = 0;          // bytes each rank sends
   double comm_element_bytes = 2;  // per value of the payload (EP dispatch in FP8: 1.03125)
-  bool host_sync_after = false; // the host waits for this kernel to finish...
-  int host_sync_delay = 0;      // ...after launching this many further moe_dispatch kernels
-  bool recompute = false;       // re-run of a forward kernel in backward
+  bool host_sync_after = false;   // the host waits for this kernel to finish...
+  int host_sync_delay = 0;        // ...after launching this many further moe_dispatch kernels
+  bool recompute = false;         // re-run of a forward kernel in backward
   bool checkpoint_input = false;  // recomputed, but its saved input is the checkpoint's
                                   // input and stays (Megatron's moe_act: the SwiGLU input)
-  double saved_bytes = 0;       // forward: what backward reads of this kernel's inputs
-  bool offloaded = false;       // ...kept in host memory between forward and backward
-                                // (framework.offload: Megatron's fine-grained offloading)
-  int host_allocs = 0;          // tensor allocations the host makes before launching it
-  int host_ops = 0;             // host-only framework calls before it (views, casts, checks)
-  double time_factor = 1;       // a known-slow kernel implementation (old permute: 10x)
-  bool pdl = false;             // Programmatic Dependent Launch: device launch latency hidden
-  bool te_module_call = false;  // launched by a Transformer Engine Linear call (its host cost)
+  double saved_bytes = 0;         // forward: what backward reads of this kernel's inputs
+  bool offloaded = false;         // ...kept in host memory between forward and backward
+                                  // (framework.offload: Megatron's fine-grained offloading)
+  int host_allocs = 0;            // tensor allocations the host makes before launching it
+  int host_ops = 0;               // host-only framework calls before it (views, casts, checks)
+  double time_factor = 1;         // a known-slow kernel implementation (old permute: 10x)
+  bool pdl = false;               // Programmatic Dependent Launch: device launch latency hidden
+  bool te_module_call = false;    // launched by a Transformer Engine Linear call (its host cost)
   // Context parallelism's ring attention (TE's cp_comm_type p2p): the bytes of K and V (in
   // backward also their gradients) each rank passes to the next every ring step.
   double cp_ring_bytes = 0;
@@ -145,8 +155,8 @@ struct LayerTemplate {
 };
 
 struct ModelTemplates {
-  LayerTemplate dense;      // a dense decoder layer
-  LayerTemplate moe;        // an MoE decoder layer
+  LayerTemplate dense;  // a dense decoder layer
+  LayerTemplate moe;    // an MoE decoder layer
   // The same with sliding-window attention (built when the model has windowed layers).
   LayerTemplate dense_window, moe_window;
   LayerTemplate embedding;  // E in the pp layout

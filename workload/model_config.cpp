@@ -19,7 +19,8 @@ std::int64_t ModelConfig::num_moe_layers() const {
 }
 
 bool ModelConfig::any_windowed() const {
-  return sliding_window > 0 && std::find(sliding_layer.begin(), sliding_layer.end(), true) != sliding_layer.end();
+  return sliding_window > 0 &&
+         std::find(sliding_layer.begin(), sliding_layer.end(), true) != sliding_layer.end();
 }
 
 std::int64_t padded_vocab_size(std::int64_t vocab, std::int64_t tp, std::int64_t divisible_by) {

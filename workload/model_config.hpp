@@ -47,7 +47,7 @@ struct ModelConfig {
   std::int64_t moe_ffn_hidden_size = 0;
   std::int64_t topk = 0;
   std::int64_t shared_expert_ffn_hidden_size = 0;  // all shared experts together; 0 = none
-  std::vector<bool> moe_layer;       // per decoder layer: true = MoE, false = dense FFN
+  std::vector<bool> moe_layer;  // per decoder layer: true = MoE, false = dense FFN
 
   std::string router_scoring = "softmax";  // "softmax" or "sigmoid"
   std::int64_t router_groups = 0;          // node-limited routing: groups (n_group)
@@ -85,6 +85,7 @@ struct ModelConfig {
 
 // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP
 // (megatron/training/tokenizer: _vocab_size_with_padding; default divisor 128).
-std::int64_t padded_vocab_size(std::int64_t vocab, std::int64_t tp, std::int64_t divisible_by = 128);
+std::int64_t padded_vocab_size(std::int64_t vocab, std::int64_t tp,
+                               std::int64_t divisible_by = 128);
 
 }  // namespace moesim::workload

@@ -8,17 +8,22 @@ const sim_core::NameTable<Precision>& precision_names() {
   static constexpr std::array<sim_core::NameEntry<Precision>, 7> kEntries{{
       {Precision::bf16, "bf16", "BF16 everywhere"},
       {Precision::fp16, "fp16",
-       "FP16 everywhere with dynamic loss scaling: the gradients unscaled and checked for inf/NaN each step "
+       "FP16 everywhere with dynamic loss scaling: the gradients unscaled and checked for inf/NaN "
+       "each step "
        "(Megatron --fp16)"},
-      {Precision::fp8_tensorwise, "fp8-tensorwise", "FP8 with per-tensor current scaling (Megatron --fp8-recipe tensorwise)"},
+      {Precision::fp8_tensorwise, "fp8-tensorwise",
+       "FP8 with per-tensor current scaling (Megatron --fp8-recipe tensorwise)"},
       {Precision::fp8_delayed, "fp8-delayed",
-       "FP8 with per-tensor delayed scaling: scales from the amax history, amaxes all-reduced over TP x DP x CP "
+       "FP8 with per-tensor delayed scaling: scales from the amax history, amaxes all-reduced over "
+       "TP x DP x CP "
        "after every forward and backward (Megatron --fp8-recipe delayed, its default)"},
       {Precision::fp8_blockwise, "fp8-blockwise", "FP8 with DeepSeek 1x128 / 128x128 block scales"},
       {Precision::mxfp8, "mxfp8", "MXFP8, 1x32 blocks with E8M0 scales (Blackwell only)"},
       {Precision::nvfp4, "nvfp4",
-       "NVFP4: FP4 (E2M1) with 1x16 E4M3 block scales and a per-tensor FP32 scale, all linear-layer GEMMs "
-       "in FP4 (Blackwell only; training.nvfp4 sets its Hadamard transform and stochastic rounding)"},
+       "NVFP4: FP4 (E2M1) with 1x16 E4M3 block scales and a per-tensor FP32 scale, all "
+       "linear-layer GEMMs "
+       "in FP4 (Blackwell only; training.nvfp4 sets its Hadamard transform and stochastic "
+       "rounding)"},
   }};
   static constexpr sim_core::NameTable<Precision> kTable{kEntries};
   return kTable;
@@ -27,17 +32,23 @@ const sim_core::NameTable<Precision>& precision_names() {
 hw_models::Dtype gemm_dtype(Precision p) {
   switch (p) {
     case Precision::bf16:
-    case Precision::fp16: return hw_models::Dtype::bf16;
+    case Precision::fp16:
+      return hw_models::Dtype::bf16;
     case Precision::fp8_tensorwise:
     case Precision::fp8_delayed:
-    case Precision::fp8_blockwise: return hw_models::Dtype::fp8;
-    case Precision::mxfp8: return hw_models::Dtype::mxfp8;
-    case Precision::nvfp4: return hw_models::Dtype::fp4;
+    case Precision::fp8_blockwise:
+      return hw_models::Dtype::fp8;
+    case Precision::mxfp8:
+      return hw_models::Dtype::mxfp8;
+    case Precision::nvfp4:
+      return hw_models::Dtype::fp4;
   }
   return hw_models::Dtype::bf16;
 }
 
-bool quantized(Precision p) { return p != Precision::bf16 && p != Precision::fp16; }
+bool quantized(Precision p) {
+  return p != Precision::bf16 && p != Precision::fp16;
+}
 
 const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names() {
   static constexpr std::array<sim_core::NameEntry<CudaGraphScope>, 6> kEntries{{
@@ -86,8 +97,10 @@ const sim_core::NameTable<OffloadTarget>& offload_target_names() {
 
 const sim_core::NameTable<LowPrecisionActivation>& low_precision_activation_names() {
   static constexpr std::array<sim_core::NameEntry<LowPrecisionActivation>, 2> kEntries{{
-      {LowPrecisionActivation::swiglu_input, "swiglu_input", "MoE SwiGLU inputs cached in FP8 (1x128 scales)"},
-      {LowPrecisionActivation::attn_output, "attn_output", "core attention output cached once in E5M6"},
+      {LowPrecisionActivation::swiglu_input, "swiglu_input",
+       "MoE SwiGLU inputs cached in FP8 (1x128 scales)"},
+      {LowPrecisionActivation::attn_output, "attn_output",
+       "core attention output cached once in E5M6"},
   }};
   static constexpr sim_core::NameTable<LowPrecisionActivation> kTable{kEntries};
   return kTable;
@@ -115,7 +128,8 @@ const sim_core::NameTable<CrossEntropy>& cross_entropy_names() {
   static constexpr std::array<sim_core::NameEntry<CrossEntropy>, 3> kEntries{{
       {CrossEntropy::te, "te", "TransformerEngine's fused loss: the BF16 logits' gradient kept"},
       {CrossEntropy::native, "native", "Megatron's fused loss: FP32 exponentials kept"},
-      {CrossEntropy::unfused, "unfused", "Megatron's unfused loss: FP32 passes, FP32 exponentials kept"},
+      {CrossEntropy::unfused, "unfused",
+       "Megatron's unfused loss: FP32 passes, FP32 exponentials kept"},
   }};
   static constexpr sim_core::NameTable<CrossEntropy> kTable{kEntries};
   return kTable;
@@ -124,7 +138,8 @@ const sim_core::NameTable<CrossEntropy>& cross_entropy_names() {
 const sim_core::NameTable<AttentionBackend>& attention_backend_names() {
   static constexpr std::array<sim_core::NameEntry<AttentionBackend>, 2> kEntries{{
       {AttentionBackend::fused, "fused", "TransformerEngine's flash or cuDNN fused attention"},
-      {AttentionBackend::unfused, "unfused", "TE's unfused attention: score GEMM, softmax, GEMM with V"},
+      {AttentionBackend::unfused, "unfused",
+       "TE's unfused attention: score GEMM, softmax, GEMM with V"},
   }};
   static constexpr sim_core::NameTable<AttentionBackend> kTable{kEntries};
   return kTable;
@@ -133,13 +148,16 @@ const sim_core::NameTable<AttentionBackend>& attention_backend_names() {
 const sim_core::NameTable<OptimizerKind>& optimizer_kind_names() {
   static constexpr std::array<sim_core::NameEntry<OptimizerKind>, 2> kEntries{{
       {OptimizerKind::adam, "adam", "Adam(W)"},
-      {OptimizerKind::muon, "muon", "Muon on the 2-D weights (layer-wise distributed), Adam on the rest"},
+      {OptimizerKind::muon, "muon",
+       "Muon on the 2-D weights (layer-wise distributed), Adam on the rest"},
   }};
   static constexpr sim_core::NameTable<OptimizerKind> kTable{kEntries};
   return kTable;
 }
 
-double main_grad_bytes(const Framework& fw) { return fw.main_grads_dtype == GradDtype::bf16 ? 2 : 4; }
+double main_grad_bytes(const Framework& fw) {
+  return fw.main_grads_dtype == GradDtype::bf16 ? 2 : 4;
+}
 
 double optimizer_state_bytes(const Framework& fw) {
   if (fw.optimizer == OptimizerKind::muon) return 4;
@@ -194,9 +212,11 @@ const sim_core::NameTable<RoutingBalance>& routing_balance_names() {
       {RoutingBalance::sampled, "sampled", "expert loads sampled from a distribution"},
       {RoutingBalance::histogram, "histogram", "expert loads read from a file"},
       {RoutingBalance::aux_loss, "aux_loss",
-       "trained routing balanced by an auxiliary loss (coefficient): published expert-load statistics"},
+       "trained routing balanced by an auxiliary loss (coefficient): published expert-load "
+       "statistics"},
       {RoutingBalance::loss_free, "loss_free",
-       "trained routing balanced by DeepSeek's auxiliary-loss-free expert bias: published statistics"},
+       "trained routing balanced by DeepSeek's auxiliary-loss-free expert bias: published "
+       "statistics"},
   }};
   static constexpr sim_core::NameTable<RoutingBalance> kTable{kEntries};
   return kTable;

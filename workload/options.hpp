@@ -28,7 +28,9 @@ hw_models::Dtype gemm_dtype(Precision p);
 bool quantized(Precision p);
 // FP16's dynamic loss scaling (Megatron --fp16, optimizer.py MixedPrecisionOptimizer): each
 // step unscales the main gradients and checks them for inf/NaN before the norm.
-inline bool loss_scaled(Precision p) { return p == Precision::fp16; }
+inline bool loss_scaled(Precision p) {
+  return p == Precision::fp16;
+}
 
 // NVFP4's recipe (TransformerEngine NVFP4BlockScaling, transformer_engine/common/recipe/
 // __init__.py @ d0067d0d; docs/features/low_precision_training/nvfp4/nvfp4.rst): E2M1 values
@@ -88,12 +90,27 @@ enum class CudaGraphScope { attn, mlp, moe, moe_router, moe_preprocess, full_ite
 const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names();
 
 enum class RecomputeModule {
-  core_attn, mla_up_proj, up_proj, mlp, moe, moe_act, layernorm, shared_experts, full
+  core_attn,
+  mla_up_proj,
+  up_proj,
+  mlp,
+  moe,
+  moe_act,
+  layernorm,
+  shared_experts,
+  full
 };
 const sim_core::NameTable<RecomputeModule>& recompute_module_names();
 
 enum class OffloadTarget {
-  optimizer, expert_fc1_act, attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1,
+  optimizer,
+  expert_fc1_act,
+  attn_norm,
+  qkv_linear,
+  core_attn,
+  attn_proj,
+  mlp_norm,
+  expert_fc1,
   moe_act
 };
 const sim_core::NameTable<OffloadTarget>& offload_target_names();

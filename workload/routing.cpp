@@ -14,13 +14,15 @@ namespace moesim::workload {
 
 double hottest_rank_load(const std::vector<double>& counts, std::int64_t ep) {
   const auto E = static_cast<std::int64_t>(counts.size());
-  if (ep < 1 || E % ep != 0) throw std::invalid_argument("hottest_rank_load: experts must split over the EP ranks");
+  if (ep < 1 || E % ep != 0)
+    throw std::invalid_argument("hottest_rank_load: experts must split over the EP ranks");
   const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
   if (!(total > 0)) throw std::invalid_argument("hottest_rank_load: no tokens routed");
   const std::int64_t per = E / ep;
   double hottest = 0;
   for (std::int64_t r = 0; r < ep; ++r)
-    hottest = std::max(hottest, std::accumulate(counts.begin() + r * per, counts.begin() + (r + 1) * per, 0.0));
+    hottest = std::max(
+        hottest, std::accumulate(counts.begin() + r * per, counts.begin() + (r + 1) * per, 0.0));
   return hottest / (total / static_cast<double>(ep));
 }
 
@@ -37,10 +39,13 @@ struct FamilyBalance {
 constexpr std::array<FamilyBalance, 6> kFamilyBalance{{
     {"deepseek_v3", RoutingBalance::loss_free, 0,
      "DeepSeek-V3's expert bias, as Megatron-MoE-ModelZoo's DeepSeek-V3.yaml trains it"},
-    {"kimi_k2", RoutingBalance::loss_free, 0, "Kimi-K2's expert bias, as Megatron-MoE-ModelZoo's Kimi-K2.yaml trains it"},
+    {"kimi_k2", RoutingBalance::loss_free, 0,
+     "Kimi-K2's expert bias, as Megatron-MoE-ModelZoo's Kimi-K2.yaml trains it"},
     {"deepseek_v2", RoutingBalance::aux_loss, 1e-3, "Megatron-MoE-ModelZoo's DeepSeek-V2.yaml"},
-    {"qwen3_moe", RoutingBalance::aux_loss, 1e-3, "Pai-Megatron-Patch's run_mcore_qwen3.sh and Megatron-LM's Qwen3 conf"},
-    {"mixtral", RoutingBalance::aux_loss, 1e-2, "Megatron-LM's examples/mixtral and Megatron-MoE-ModelZoo's Mixtral-8x22B.yaml"},
+    {"qwen3_moe", RoutingBalance::aux_loss, 1e-3,
+     "Pai-Megatron-Patch's run_mcore_qwen3.sh and Megatron-LM's Qwen3 conf"},
+    {"mixtral", RoutingBalance::aux_loss, 1e-2,
+     "Megatron-LM's examples/mixtral and Megatron-MoE-ModelZoo's Mixtral-8x22B.yaml"},
     {"gpt_oss", RoutingBalance::aux_loss, 0.9, "the released config.json's router_aux_loss_coef"},
 }};
 
@@ -59,38 +64,46 @@ TrainedRouting trained_routing(const ModelConfig& m) {
     t.source = "the model has no router";
     return t;
   }
-  const auto it = std::find_if(kFamilyBalance.begin(), kFamilyBalance.end(),
-                               [&](const FamilyBalance& f) { return f.model_type == m.model_type; });
-  const FamilyBalance f = it != kFamilyBalance.end()
-                              ? *it
-                              : FamilyBalance{m.model_type, RoutingBalance::aux_loss, 1e-2,
-                                              "Megatron-Core's MoE README (its recommended starting coefficient)"};
+  const auto it =
+      std::find_if(kFamilyBalance.begin(), kFamilyBalance.end(),
+                   [&](const FamilyBalance& f) { return f.model_type == m.model_type; });
+  const FamilyBalance f =
+      it != kFamilyBalance.end()
+          ? *it
+          : FamilyBalance{m.model_type, RoutingBalance::aux_loss, 1e-2,
+                          "Megatron-Core's MoE README (its recommended starting coefficient)"};
   t.family = it != kFamilyBalance.end();
   t.routing.balance = f.balance;
   if (f.balance == RoutingBalance::aux_loss) t.routing.aux_loss_coefficient = f.coefficient;
-  t.what = f.balance == RoutingBalance::loss_free ? std::string("loss_free (expert bias)")
-                                                  : "aux_loss, coefficient " + fmt_coefficient(f.coefficient);
+  t.what = f.balance == RoutingBalance::loss_free
+               ? std::string("loss_free (expert bias)")
+               : "aux_loss, coefficient " + fmt_coefficient(f.coefficient);
   t.source = std::string(f.source);
   return t;
 }
 
 double aux_loss_exponent() {
-  return std::log(kAuxLossMaxVioLow / kAuxLossMaxVio1B) / std::log(kAuxLossCoefficient / kAuxLossCoefficientLow);
+  return std::log(kAuxLossMaxVioLow / kAuxLossMaxVio1B) /
+         std::log(kAuxLossCoefficient / kAuxLossCoefficientLow);
 }
 
 double trained_max_vio(const Routing& r) {
   switch (r.balance) {
-    case RoutingBalance::loss_free: return kLossFreeMaxVio;
+    case RoutingBalance::loss_free:
+      return kLossFreeMaxVio;
     case RoutingBalance::aux_loss:
-      return kAuxLossMaxVio * std::pow(r.aux_loss_coefficient / kAuxLossCoefficient, -aux_loss_exponent());
-    default: return 0;
+      return kAuxLossMaxVio *
+             std::pow(r.aux_loss_coefficient / kAuxLossCoefficient, -aux_loss_exponent());
+    default:
+      return 0;
   }
 }
 
 double expected_max_vio(double sigma, int experts) {
   // E[max_e X_e] / E[X] - 1 for X = exp(sigma z), z ~ N(0, 1), over `experts` draws:
   //   E[max] = integral exp(sigma z) n phi(z) Phi(z)^(n-1) dz.
-  const double top = over_max_normal(experts, [sigma](double z) { return std::exp(sigma * z); }, 1000);
+  const double top = over_max_normal(
+      experts, [sigma](double z) { return std::exp(sigma * z); }, 1000);
   return top / std::exp(0.5 * sigma * sigma) - 1;
 }
 
@@ -140,7 +153,8 @@ struct LayerCounts {
 // One layer's selection probabilities q_e (popularity drawn from `g`, which then goes on
 // to draw counts). `sigma`: the lognormal dispersion of trained routing's popularity
 // (popularity_sigma).
-std::vector<double> layer_selection(const Routing& r, std::int64_t E, double k, double sigma, std::mt19937_64& g) {
+std::vector<double> layer_selection(const Routing& r, std::int64_t E, double k, double sigma,
+                                    std::mt19937_64& g) {
   std::vector<double> p(static_cast<std::size_t>(E), 1.0);
   if (r.balance == RoutingBalance::aux_loss || r.balance == RoutingBalance::loss_free) {
     for (double& x : p) x = std::exp(sigma * standard_normal(g));
@@ -149,7 +163,8 @@ std::vector<double> layer_selection(const Routing& r, std::int64_t E, double k, 
     std::iota(rank.begin(), rank.end(), std::size_t{0});
     // Fisher-Yates on the engine's bits (std::shuffle's algorithm is not specified).
     for (std::size_t i = rank.size(); i > 1; --i) std::swap(rank[i - 1], rank[g() % i]);
-    for (std::size_t e = 0; e < p.size(); ++e) p[e] = std::pow(static_cast<double>(rank[e] + 1), -r.alpha);
+    for (std::size_t e = 0; e < p.size(); ++e)
+      p[e] = std::pow(static_cast<double>(rank[e] + 1), -r.alpha);
   }
   const double total = std::accumulate(p.begin(), p.end(), 0.0);
   for (double& x : p) x /= total;
@@ -163,11 +178,13 @@ std::mt19937_64 layer_engine(const Routing& r, std::uint64_t layer) {
 // One microbatch's counts over n token copies: Binomial(n, q_e), normal approximation.
 std::vector<double> draw_counts(const std::vector<double>& q, double n, std::mt19937_64& g) {
   std::vector<double> c;
-  for (double x : q) c.push_back(std::max(0.0, n * x + std::sqrt(n * x * (1 - x)) * standard_normal(g)));
+  for (double x : q)
+    c.push_back(std::max(0.0, n * x + std::sqrt(n * x * (1 - x)) * standard_normal(g)));
   return c;
 }
 
-LayerCounts sampled_counts(const Routing& r, std::int64_t E, double k, double n, std::uint64_t layer, double sigma) {
+LayerCounts sampled_counts(const Routing& r, std::int64_t E, double k, double n,
+                           std::uint64_t layer, double sigma) {
   std::mt19937_64 g = layer_engine(r, layer);
   const std::vector<double> q = layer_selection(r, E, k, sigma, g);
   LayerCounts c;
@@ -183,32 +200,36 @@ namespace {
 std::vector<double> kept_counts(const std::vector<double>& counts, std::optional<double> cf) {
   std::vector<double> kept = counts;
   if (!cf) return kept;
-  const double mean = std::accumulate(counts.begin(), counts.end(), 0.0) / static_cast<double>(counts.size());
+  const double mean =
+      std::accumulate(counts.begin(), counts.end(), 0.0) / static_cast<double>(counts.size());
   for (double& c : kept) c = std::min(c, *cf * mean);
   return kept;
 }
 
 // G after token dropping and, with EPLB, replication planned on `plan_on`: the hottest
 // rank's kept copies over the balanced (all routed copies / ep).
-double dropped_load(const std::vector<double>& counts, const std::vector<double>& plan_on, std::int64_t ep,
-                    std::optional<double> cf, const std::optional<EplbSetup>& eplb) {
+double dropped_load(const std::vector<double>& counts, const std::vector<double>& plan_on,
+                    std::int64_t ep, std::optional<double> cf,
+                    const std::optional<EplbSetup>& eplb) {
   const std::vector<double> kept = kept_counts(counts, cf);
   const double all = std::accumulate(counts.begin(), counts.end(), 0.0);
   if (!eplb) {
     if (!cf) return hottest_rank_load(counts, ep);
     const double mean = all / static_cast<double>(counts.size());
-    const double share = std::accumulate(kept.begin(), kept.end(), 0.0) / (mean * static_cast<double>(counts.size()));
+    const double share = std::accumulate(kept.begin(), kept.end(), 0.0) /
+                         (mean * static_cast<double>(counts.size()));
     return hottest_rank_load(kept, ep) * share;
   }
-  const EplbPlan plan = rebalance_experts({plan_on}, eplb->replicas, eplb->groups, eplb->nodes, eplb->gpus,
-                                          eplb->policy);
+  const EplbPlan plan = rebalance_experts({plan_on}, eplb->replicas, eplb->groups, eplb->nodes,
+                                          eplb->gpus, eplb->policy);
   const auto loads = gpu_loads(plan, 0, kept, eplb->gpus);
   return *std::max_element(loads.begin(), loads.end()) / (all / static_cast<double>(ep));
 }
 
 // The same under the rank's dispatch budget (HybridEP's rank capacity factor).
-double layer_load(const std::vector<double>& counts, const std::vector<double>& plan_on, std::int64_t ep,
-                  std::optional<double> cf, const std::optional<EplbSetup>& eplb, std::optional<double> rank_cap) {
+double layer_load(const std::vector<double>& counts, const std::vector<double>& plan_on,
+                  std::int64_t ep, std::optional<double> cf, const std::optional<EplbSetup>& eplb,
+                  std::optional<double> rank_cap) {
   const double g = dropped_load(counts, plan_on, ep, cf, eplb);
   return rank_cap ? std::min(g, *rank_cap) : g;
 }
@@ -231,7 +252,8 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
         break;
       }
       case RoutingBalance::histogram: {
-        if (r.histogram.empty()) throw std::invalid_argument("ep_gating_load: empty routing histogram");
+        if (r.histogram.empty())
+          throw std::invalid_argument("ep_gating_load: empty routing histogram");
         const auto& row = r.histogram[static_cast<std::size_t>(l) % r.histogram.size()];
         sum += layer_load(row, row, ep, capacity_factor, eplb, rank_capacity);
         break;
@@ -239,8 +261,9 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
       case RoutingBalance::sampled:
       case RoutingBalance::aux_loss:
       case RoutingBalance::loss_free: {
-        const LayerCounts c = sampled_counts(r, m.num_experts, static_cast<double>(m.topk),
-                                             tokens * static_cast<double>(ep), static_cast<std::uint64_t>(l), sigma);
+        const LayerCounts c =
+            sampled_counts(r, m.num_experts, static_cast<double>(m.topk),
+                           tokens * static_cast<double>(ep), static_cast<std::uint64_t>(l), sigma);
         sum += layer_load(c.drawn, c.expected, ep, capacity_factor, eplb, rank_capacity);
         break;
       }
@@ -252,7 +275,8 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
 double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, double tokens,
                   std::optional<double> capacity_factor, const std::optional<EplbSetup>& eplb,
                   std::optional<double> rank_capacity) {
-  if (!m.is_moe() || r.balance == RoutingBalance::forced || r.balance == RoutingBalance::histogram) return 0;
+  if (!m.is_moe() || r.balance == RoutingBalance::forced || r.balance == RoutingBalance::histogram)
+    return 0;
   const std::int64_t layers = std::max<std::int64_t>(1, m.num_moe_layers());
   const double sigma = popularity_sigma(trained_max_vio(r));
   const double n = tokens * static_cast<double>(ep);
@@ -260,15 +284,17 @@ double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, doubl
   std::int64_t count = 0;
   for (std::int64_t l = 0; l < layers; ++l) {
     std::mt19937_64 g = layer_engine(r, static_cast<std::uint64_t>(l));
-    const std::vector<double> q = layer_selection(r, m.num_experts, static_cast<double>(m.topk), sigma, g);
+    const std::vector<double> q =
+        layer_selection(r, m.num_experts, static_cast<double>(m.topk), sigma, g);
     std::vector<double> expected;
     for (double x : q) expected.push_back(n * x);
     // kLoadDraws microbatches of the same layer, each from an engine of its own.
     std::vector<double> loads;
     for (int d = 0; d < kLoadDraws; ++d) {
-      std::mt19937_64 gd =
-          layer_engine(r, static_cast<std::uint64_t>(l) + (static_cast<std::uint64_t>(d) + 1) * 0x100000001ULL);
-      loads.push_back(layer_load(draw_counts(q, n, gd), expected, ep, capacity_factor, eplb, rank_capacity));
+      std::mt19937_64 gd = layer_engine(
+          r, static_cast<std::uint64_t>(l) + (static_cast<std::uint64_t>(d) + 1) * 0x100000001ULL);
+      loads.push_back(
+          layer_load(draw_counts(q, n, gd), expected, ep, capacity_factor, eplb, rank_capacity));
     }
     const double mean = std::accumulate(loads.begin(), loads.end(), 0.0) / kLoadDraws;
     for (double x : loads) within += (x - mean) * (x - mean);

@@ -56,13 +56,13 @@
 namespace moesim::workload {
 
 // Wang et al.'s figures (arXiv 2408.15664), above.
-inline constexpr double kLossFreeMaxVio = 0.04;       // Table 2
-inline constexpr double kAuxLossCoefficient = 0.001;  // Table 2's loss-controlled baseline
-inline constexpr double kAuxLossMaxVio = 0.52;        // Table 2, 3B, at kAuxLossCoefficient
-inline constexpr double kAuxLossMaxVio1B = 0.72;      // Table 2, 1B, at kAuxLossCoefficient
+inline constexpr double kLossFreeMaxVio = 0.04;           // Table 2
+inline constexpr double kAuxLossCoefficient = 0.001;      // Table 2's loss-controlled baseline
+inline constexpr double kAuxLossMaxVio = 0.52;            // Table 2, 3B, at kAuxLossCoefficient
+inline constexpr double kAuxLossMaxVio1B = 0.72;          // Table 2, 1B, at kAuxLossCoefficient
 inline constexpr double kAuxLossCoefficientLow = 0.0003;  // Table 6 (1B, softmax gate)
 inline constexpr double kAuxLossMaxVioLow = 0.937;        // Table 6
-inline constexpr int kMaxVioExperts = 64;             // the paper's routed experts (Table 5)
+inline constexpr int kMaxVioExperts = 64;                 // the paper's routed experts (Table 5)
 // The power of c: ln(0.937 / 0.72) / ln(0.001 / 0.0003) = 0.219.
 double aux_loss_exponent();
 
@@ -91,9 +91,11 @@ double popularity_sigma(double max_vio);
 //   qwen3_moe     aux_loss 1e-3   Pai-Megatron-Patch examples/qwen3/run_mcore_qwen3.sh:203-204
 //                             (a098ca5); Megatron-LM examples/post_training/modelopt/conf/Qwen/
 //                             Qwen3-235B-A22B.sh:33-35 (d98e8a64)
-//   mixtral       aux_loss 1e-2   Megatron-LM examples/mixtral/train_mixtral_8x7b_distributed.sh:53-54;
+//   mixtral       aux_loss 1e-2   Megatron-LM
+//   examples/mixtral/train_mixtral_8x7b_distributed.sh:53-54;
 //                             ModelZoo model_configs/benchmarking/Mixtral-8x22B.yaml:80-83
-//   gpt_oss       aux_loss 0.9    the released config.json's router_aux_loss_coef (openai/gpt-oss-120b
+//   gpt_oss       aux_loss 0.9    the released config.json's router_aux_loss_coef
+//   (openai/gpt-oss-120b
 //                             and -20b, scenarios/models/gpt-oss-*.json)
 //   any other MoE aux_loss 1e-2   Megatron-Core's MoE README, "Basic MoE Training" (the starting
 //                             value it recommends; megatron/core/transformer/moe/README.md:101)

@@ -19,8 +19,8 @@ struct GemmResult {
 GemmResult bench_gemm(const std::string& dtype, std::int64_t m, std::int64_t n, std::int64_t k);
 // `groups` GEMMs of m x n x k each, spread round-robin over `streams` CUDA streams
 // (multi-stream cuBLAS, as Transformer Engine's GroupedLinear runs MoE experts).
-GemmResult bench_grouped_gemm(const std::string& dtype, std::int64_t groups, std::int64_t m, std::int64_t n,
-                              std::int64_t k, int streams);
+GemmResult bench_grouped_gemm(const std::string& dtype, std::int64_t groups, std::int64_t m,
+                              std::int64_t n, std::int64_t k, int streams);
 
 struct MemoryResult {
   std::string kernel;  // copy, elementwise, quantize
@@ -32,10 +32,10 @@ struct MemoryResult {
 MemoryResult bench_memory(const std::string& kernel, double bytes);
 
 struct LaunchResult {
-  double host_launch_us = 0;       // CPU time of one cudaLaunchKernel, queue not full
-  double device_kernel_us = 0;     // an empty kernel's device-side cost, back to back in a graph
+  double host_launch_us = 0;         // CPU time of one cudaLaunchKernel, queue not full
+  double device_kernel_us = 0;       // an empty kernel's device-side cost, back to back in a graph
   double launch_to_complete_us = 0;  // launch + stream sync of one empty kernel on an idle GPU
-  double sync_round_trip_us = 0;   // 4-byte device-to-host copy + stream sync
+  double sync_round_trip_us = 0;     // 4-byte device-to-host copy + stream sync
 };
 LaunchResult bench_launch();
 

@@ -12,7 +12,8 @@ namespace moesim::calib {
 namespace {
 
 void lt_check(cublasStatus_t st, const char* what) {
-  check(st == CUBLAS_STATUS_SUCCESS, std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(st)));
+  check(st == CUBLAS_STATUS_SUCCESS,
+        std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(st)));
 }
 
 constexpr std::size_t kWorkspace = 32u << 20;
@@ -23,14 +24,19 @@ class Matmul {
   Matmul(cublasLtHandle_t lt, bool fp8, std::int64_t m, std::int64_t n, std::int64_t k) : lt_(lt) {
     const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
     const std::size_t eb = fp8 ? 1 : 2;
-    lt_check(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    lt_check(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+             "cublasLtMatmulDescCreate");
     const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
-    lt_check(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "TRANSA");
-    lt_check(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn), "TRANSB");
+    lt_check(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t),
+             "TRANSA");
+    lt_check(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn),
+             "TRANSB");
     // Column-major TN: A is k x m (lda k), B k x n (ldb k), C and D m x n (ldc m).
-    lt_check(cublasLtMatrixLayoutCreate(&a_, in, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(m), k),
+    lt_check(cublasLtMatrixLayoutCreate(&a_, in, static_cast<std::uint64_t>(k),
+                                        static_cast<std::uint64_t>(m), k),
              "layout A");
-    lt_check(cublasLtMatrixLayoutCreate(&b_, in, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(n), k),
+    lt_check(cublasLtMatrixLayoutCreate(&b_, in, static_cast<std::uint64_t>(k),
+                                        static_cast<std::uint64_t>(n), k),
              "layout B");
     lt_check(cublasLtMatrixLayoutCreate(&c_, CUDA_R_16BF, static_cast<std::uint64_t>(m),
                                         static_cast<std::uint64_t>(n), m),
@@ -38,10 +44,12 @@ class Matmul {
     cublasLtMatmulPreference_t pref;
     lt_check(cublasLtMatmulPreferenceCreate(&pref), "preference");
     const std::size_t ws = kWorkspace;
-    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &ws, sizeof ws),
              "workspace preference");
     int found = 0;
-    lt_check(cublasLtMatmulAlgoGetHeuristic(lt_, op_, a_, b_, c_, c_, pref, 1, &heur_, &found), "heuristic");
+    lt_check(cublasLtMatmulAlgoGetHeuristic(lt_, op_, a_, b_, c_, c_, pref, 1, &heur_, &found),
+             "heuristic");
     cublasLtMatmulPreferenceDestroy(pref);
     check(found > 0, "cuBLASLt has no algorithm for this GEMM");
     const auto bytes = [](std::int64_t r, std::int64_t c, std::size_t e) {
@@ -69,7 +77,8 @@ class Matmul {
   }
   void run(cudaStream_t s) {
     const float alpha = 1, beta = 0;
-    lt_check(cublasLtMatmul(lt_, op_, &alpha, A_, a_, B_, b_, &beta, D_, c_, D_, c_, &heur_.algo, ws_, kWorkspace, s),
+    lt_check(cublasLtMatmul(lt_, op_, &alpha, A_, a_, B_, b_, &beta, D_, c_, D_, c_, &heur_.algo,
+                            ws_, kWorkspace, s),
              "cublasLtMatmul");
   }
 
@@ -99,18 +108,21 @@ GemmResult bench_gemm(const std::string& dtype, std::int64_t m, std::int64_t n, 
   Matmul mm(lt.h, is_fp8(dtype), m, n, k);
   GemmResult r{dtype, m, n, k, 1, 0, 0};
   r.time_us = time_us(nullptr, [&] { mm.run(nullptr); });
-  r.tflops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / (r.time_us * 1e6);
+  r.tflops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
+             (r.time_us * 1e6);
   return r;
 }
 
-GemmResult bench_grouped_gemm(const std::string& dtype, std::int64_t groups, std::int64_t m, std::int64_t n,
-                              std::int64_t k, int streams) {
+GemmResult bench_grouped_gemm(const std::string& dtype, std::int64_t groups, std::int64_t m,
+                              std::int64_t n, std::int64_t k, int streams) {
   Handle lt;
   const bool fp8 = is_fp8(dtype);
   std::vector<std::unique_ptr<Matmul>> mms;
-  for (std::int64_t g = 0; g < groups; ++g) mms.push_back(std::make_unique<Matmul>(lt.h, fp8, m, n, k));
+  for (std::int64_t g = 0; g < groups; ++g)
+    mms.push_back(std::make_unique<Matmul>(lt.h, fp8, m, n, k));
   std::vector<cudaStream_t> ss(static_cast<std::size_t>(std::max(1, streams)));
-  for (auto& s : ss) cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  for (auto& s : ss)
+    cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
   cudaStream_t main_stream;
   cuda_check(cudaStreamCreateWithFlags(&main_stream, cudaStreamNonBlocking), "cudaStreamCreate");
   std::vector<cudaEvent_t> fork(ss.size()), join(ss.size());

@@ -13,7 +13,9 @@ namespace {
 __global__ void empty_kernel() {}
 
 using Clock = std::chrono::steady_clock;
-double since_us(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+double since_us(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
 
 }  // namespace
 
@@ -82,7 +84,8 @@ GraphResult bench_graph(int nodes) {
     cuda_check(cudaStreamSynchronize(s), "sync");
   }
   r.host_launch_us = host;
-  r.replay_us = time_us(s, [&] { cuda_check(cudaGraphLaunch(exec, s), "cudaGraphLaunch"); }, 2, 10);
+  r.replay_us = time_us(
+      s, [&] { cuda_check(cudaGraphLaunch(exec, s), "cudaGraphLaunch"); }, 2, 10);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(g);
   cudaStreamDestroy(s);
@@ -105,7 +108,9 @@ std::vector<P2pResult> bench_p2p(double bytes) {
       cudaDeviceEnablePeerAccess(b, 0);
       cudaGetLastError();  // already enabled is fine
       cuda_check(cudaMalloc(&src, size), "cudaMalloc");
-      const double us = time_us(nullptr, [&] { cuda_check(cudaMemcpyPeerAsync(dst, b, src, a, size), "peer copy"); }, 2, 10);
+      const double us = time_us(
+          nullptr, [&] { cuda_check(cudaMemcpyPeerAsync(dst, b, src, a, size), "peer copy"); }, 2,
+          10);
       out.push_back({a, b, static_cast<double>(size), static_cast<double>(size) / (us * 1e3)});
       cudaFree(src);
       cuda_check(cudaSetDevice(b), "cudaSetDevice");
@@ -126,8 +131,10 @@ DeviceInfo device_info() {
   d.cc_minor = p.minor;
   d.memory_GB = static_cast<double>(p.totalGlobalMem) / 1e9;
   int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0) == cudaSuccess) d.clock_mhz = khz / 1000.0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess) d.memory_clock_mhz = khz / 1000.0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0) == cudaSuccess)
+    d.clock_mhz = khz / 1000.0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess)
+    d.memory_clock_mhz = khz / 1000.0;
   cudaGetLastError();
   cuda_check(cudaDriverGetVersion(&d.driver), "cudaDriverGetVersion");
   cuda_check(cudaRuntimeGetVersion(&d.runtime), "cudaRuntimeGetVersion");

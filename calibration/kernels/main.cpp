@@ -8,9 +8,9 @@
 #include <fstream>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "calibration/kernels/calib.hpp"
 #include "calibration/measurement.hpp"
@@ -37,11 +37,14 @@ std::string today() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"moesim-calib: calibration kernels for moesim (GEMM, grouped GEMM, HBM, launch, graphs, sync, P2P)"};
+  CLI::App app{
+      "moesim-calib: calibration kernels for moesim (GEMM, grouped GEMM, HBM, launch, graphs, "
+      "sync, P2P)"};
   std::string out, system;
   bool quick = false, plan_only = false;
   app.add_option("-o,--out", out, "measurement file to write (default: standard output)");
-  app.add_option("--system", system, "the moesim system preset this device calibrates (h100, h200, ...)");
+  app.add_option("--system", system,
+                 "the moesim system preset this device calibrates (h100, h200, ...)");
   app.add_flag("--quick", quick, "a smaller grid (about a minute)");
   app.add_flag("--plan", plan_only, "print the measurement plan and exit without touching a GPU");
   app.set_version_flag("--version", calibration::kCalibToolVersion);
@@ -65,8 +68,9 @@ int main(int argc, char** argv) {
     m.system = system;
     m.date = today();
     m.tool = calibration::kCalibToolVersion;
-    m.source = fmt::format("measured with {} on {} ({} SMs, CUDA runtime {}, driver {}, cuBLASLt {})",
-                           calibration::kCalibToolVersion, d.name, d.sm_count, d.runtime, d.driver, d.cublaslt);
+    m.source = fmt::format(
+        "measured with {} on {} ({} SMs, CUDA runtime {}, driver {}, cuBLASLt {})",
+        calibration::kCalibToolVersion, d.name, d.sm_count, d.runtime, d.driver, d.cublaslt);
     m.device_details = {{"sm_count", d.sm_count},
                         {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
                         {"memory_GB", d.memory_GB},
@@ -81,13 +85,16 @@ int main(int argc, char** argv) {
       if (g.dtype == "fp8" && !fp8) continue;
       const auto r = calib::bench_gemm(g.dtype, g.m, g.n, g.k);
       m.gemm.push_back({r.dtype, r.m, r.n, r.k, 1, r.tflops, r.time_us});
-      std::cerr << fmt::format("gemm {} {}x{}x{}: {:.1f} TFLOPS\n", r.dtype, r.m, r.n, r.k, r.tflops);
+      std::cerr << fmt::format("gemm {} {}x{}x{}: {:.1f} TFLOPS\n", r.dtype, r.m, r.n, r.k,
+                               r.tflops);
     }
     for (const auto& g : plan.grouped_gemm) {
       if (g.dtype == "fp8" && !fp8) continue;
-      const auto r = calib::bench_grouped_gemm(g.dtype, g.groups, g.m, g.n, g.k, plan.grouped_streams);
+      const auto r =
+          calib::bench_grouped_gemm(g.dtype, g.groups, g.m, g.n, g.k, plan.grouped_streams);
       m.grouped_gemm.push_back({r.dtype, r.m, r.n, r.k, r.groups, r.tflops, r.time_us});
-      std::cerr << fmt::format("grouped {} {} x {}x{}x{}: {:.1f} TFLOPS\n", r.dtype, r.groups, r.m, r.n, r.k, r.tflops);
+      std::cerr << fmt::format("grouped {} {} x {}x{}x{}: {:.1f} TFLOPS\n", r.dtype, r.groups, r.m,
+                               r.n, r.k, r.tflops);
     }
     for (const auto& k : plan.memory_kernels)
       for (double b : plan.memory_bytes) {
@@ -95,14 +102,15 @@ int main(int argc, char** argv) {
         m.memory.push_back({r.kernel, r.bytes, r.GBps, r.time_us});
       }
     const auto l = calib::bench_launch();
-    m.launch = calibration::LaunchPoint{l.host_launch_us, l.device_kernel_us, l.launch_to_complete_us,
-                                        l.sync_round_trip_us};
+    m.launch = calibration::LaunchPoint{l.host_launch_us, l.device_kernel_us,
+                                        l.launch_to_complete_us, l.sync_round_trip_us};
     for (int n : plan.graph_nodes) {
       const auto g = calib::bench_graph(n);
       m.graph.push_back({g.nodes, g.capture_us, g.instantiate_us, g.host_launch_us, g.replay_us});
     }
     if (d.devices > 1)
-      for (const auto& p : calib::bench_p2p(plan.p2p_bytes)) m.p2p.push_back({p.src, p.dst, p.bytes, p.GBps});
+      for (const auto& p : calib::bench_p2p(plan.p2p_bytes))
+        m.p2p.push_back({p.src, p.dst, p.bytes, p.GBps});
     const std::string text = calibration::measurement_json(m).dump(2) + "\n";
     if (out.empty()) {
       std::cout << text;

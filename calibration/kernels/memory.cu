@@ -38,7 +38,8 @@ __global__ void copy_kernel(const uint4* __restrict__ x, uint4* __restrict__ y, 
     y[i] = x[i];
 }
 
-__global__ void axpy_kernel(const float4* __restrict__ x, float4* __restrict__ y, float a, std::size_t n) {
+__global__ void axpy_kernel(const float4* __restrict__ x, float4* __restrict__ y, float a,
+                            std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const float4 u = x[i];
@@ -56,7 +57,8 @@ __global__ void quantize_kernel(const __nv_bfloat16* __restrict__ x, __nv_fp8_e4
                                 float* __restrict__ scale, std::size_t blocks) {
   const std::size_t warp = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / 32;
   const unsigned lane = threadIdx.x % 32;
-  for (std::size_t b = warp; b < blocks; b += static_cast<std::size_t>(gridDim.x) * blockDim.x / 32) {
+  for (std::size_t b = warp; b < blocks;
+       b += static_cast<std::size_t>(gridDim.x) * blockDim.x / 32) {
     float v[4];
     float amax = 0;
     for (int j = 0; j < 4; ++j) {
@@ -80,8 +82,10 @@ int grid_for(std::size_t work) {
 }  // namespace
 
 void fill_random(void* p, std::size_t n, bool fp8, cudaStream_t s) {
-  if (fp8) fill_fp8<<<grid_for(n), 256, 0, s>>>(static_cast<std::uint8_t*>(p), n);
-  else fill_bf16<<<grid_for(n / 2), 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), n / 2);
+  if (fp8)
+    fill_fp8<<<grid_for(n), 256, 0, s>>>(static_cast<std::uint8_t*>(p), n);
+  else
+    fill_bf16<<<grid_for(n / 2), 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), n / 2);
   cuda_check(cudaGetLastError(), "fill kernel");
 }
 
@@ -95,7 +99,9 @@ MemoryResult bench_memory(const std::string& kernel, double bytes) {
     cuda_check(cudaMalloc(&x, n * 16), "cudaMalloc");
     cuda_check(cudaMalloc(&y, n * 16), "cudaMalloc");
     fill_random(x, n * 16, false, nullptr);
-    r.time_us = time_us(nullptr, [&] { copy_kernel<<<grid_for(n), 256>>>(static_cast<uint4*>(x), static_cast<uint4*>(y), n); });
+    r.time_us = time_us(nullptr, [&] {
+      copy_kernel<<<grid_for(n), 256>>>(static_cast<uint4*>(x), static_cast<uint4*>(y), n);
+    });
     r.bytes = 2.0 * static_cast<double>(n) * 16;
     cudaFree(x);
     cudaFree(y);
@@ -121,7 +127,8 @@ MemoryResult bench_memory(const std::string& kernel, double bytes) {
     cuda_check(cudaMalloc(&s, blocks * 4), "cudaMalloc");
     fill_random(x, blocks * 256, false, nullptr);
     r.time_us = time_us(nullptr, [&] {
-      quantize_kernel<<<grid_for(blocks * 32), 256>>>(static_cast<__nv_bfloat16*>(x), static_cast<__nv_fp8_e4m3*>(q),
+      quantize_kernel<<<grid_for(blocks * 32), 256>>>(static_cast<__nv_bfloat16*>(x),
+                                                      static_cast<__nv_fp8_e4m3*>(q),
                                                       static_cast<float*>(s), blocks);
     });
     r.bytes = static_cast<double>(blocks) * (256 + 132);

@@ -18,15 +18,16 @@ struct Linear {
   std::vector<double> a, b, c;
   int passes = 0;
   CorpusEval eval() {
-    return [this](const std::vector<std::vector<double>>& th, const std::vector<std::size_t>& runs) {
-      ++passes;
-      std::vector<double> r;
-      for (std::size_t k = 0; k < runs.size(); ++k) {
-        const std::size_t i = runs[k];
-        r.push_back(a[i] * std::log(th[k][0]) + b[i] * std::log(th[k][1]) + c[i]);
-      }
-      return r;
-    };
+    return
+        [this](const std::vector<std::vector<double>>& th, const std::vector<std::size_t>& runs) {
+          ++passes;
+          std::vector<double> r;
+          for (std::size_t k = 0; k < runs.size(); ++k) {
+            const std::size_t i = runs[k];
+            r.push_back(a[i] * std::log(th[k][0]) + b[i] * std::log(th[k][1]) + c[i]);
+          }
+          return r;
+        };
   }
 };
 
@@ -37,7 +38,8 @@ TEST_CASE("Corpus fit: exact recovery where every run agrees", "[calibration][co
   Linear f;
   f.a = {1.0, 0.5, 0.2, 0.8, 0.0, 0.3};
   f.b = {0.0, 0.4, 1.0, 0.3, 0.9, -0.5};
-  for (std::size_t i = 0; i < f.a.size(); ++i) f.c.push_back(-(f.a[i] * std::log(2.0) + f.b[i] * std::log(0.8)));
+  for (std::size_t i = 0; i < f.a.size(); ++i)
+    f.c.push_back(-(f.a[i] * std::log(2.0) + f.b[i] * std::log(0.8)));
   const auto fit = fit_corpus({{"t0", 1.0, 0.5, 5.0}, {"t1", 1.0, 0.5, 1.0}}, f.a.size(), f.eval());
   CHECK(fit.theta[0] == Approx(2.0).epsilon(1e-3));
   CHECK(fit.theta[1] == Approx(0.8).epsilon(1e-3));
@@ -78,7 +80,8 @@ TEST_CASE("Corpus fit: bounds hold and bad parameters are refused", "[calibratio
   CHECK_THROWS_AS(fit_corpus({{"x", 1.0, 0.5, 2.0}}, 0, f.eval()), std::invalid_argument);
 }
 
-TEST_CASE("Corpus fit: leaving a set of runs out is the fit without them", "[calibration][corpus]") {
+TEST_CASE("Corpus fit: leaving a set of runs out is the fit without them",
+          "[calibration][corpus]") {
   // r_i = ln t - m_i, every residual within the Huber loss's quadratic zone: the fit is the
   // mean of the m_i, and without a set S the mean of the others (one Newton step is exact
   // on a quadratic loss; the Levenberg damping, 1e-3 of the curvature, moves it slightly).

@@ -42,8 +42,9 @@ Files measurement_files() {
 }
 
 std::optional<hw_models::EpLibrary>& slot(hw_models::SystemSpec& s, const std::string& lib) {
-  return lib == "hybridep" ? s.ep_dispatch.hybridep : lib == "deepep-ll" ? s.ep_dispatch.deepep_low_latency
-                                                                         : s.ep_dispatch.deepep;
+  return lib == "hybridep"    ? s.ep_dispatch.hybridep
+         : lib == "deepep-ll" ? s.ep_dispatch.deepep_low_latency
+                              : s.ep_dispatch.deepep;
 }
 
 // The presets with every profile but the library's own (as `moesim calibrate ep` reads them).
@@ -82,7 +83,8 @@ void check_library(const std::string& lib) {
   const auto profile = nlohmann::json::parse(in);
   const auto fitted = nlohmann::json::parse(calibration::ep_profile_json(fit).dump());
   same_values(fitted["parameters"], profile["parameters"], "parameters");
-  for (const auto& f : fit.fits) std::cout << fmt::format("ep fit: {} = {:.4g}\n", f.parameter, f.value);
+  for (const auto& f : fit.fits)
+    std::cout << fmt::format("ep fit: {} = {:.4g}\n", f.parameter, f.value);
 
   // The compiled-in profile against every row (the systems as presets load them).
   const auto sys = [](const std::string& name) { return config::load_system_preset(name); };
@@ -92,11 +94,12 @@ void check_library(const std::string& lib) {
   const auto rows = calibration::ep_library_rows(lib, files, sys, lib_params);
   std::string table = fmt::format("\n{}: measured vs moesim flows, every system\n", lib);
   for (const auto& r : rows) {
-    table += fmt::format("  {:<24} {:<50} {:<6} {:>7.1f} {:>7.1f} {:>+6.1f}%  {}\n", r.file, r.what, r.link_kind,
-                         r.measured, r.model, r.error_pct, r.role);
+    table += fmt::format("  {:<24} {:<50} {:<6} {:>7.1f} {:>7.1f} {:>+6.1f}%  {}\n", r.file, r.what,
+                         r.link_kind, r.measured, r.model, r.error_pct, r.role);
     INFO(r.file << ": " << r.what << ": measured " << r.measured << ", model " << r.model);
     if (r.role == "check" || r.role == "fit") CHECK(std::abs(r.error_pct) <= 15);
-    if (r.role == "fit-sm" || r.role == "fit-peer") CHECK(std::abs(r.error_pct) <= 2);  // single-row fits
+    if (r.role == "fit-sm" || r.role == "fit-peer")
+      CHECK(std::abs(r.error_pct) <= 2);                     // single-row fits
     if (r.role == "gap") CHECK(std::abs(r.error_pct) > 15);  // relabel it once the model gets it
   }
   std::cout << table;
@@ -104,15 +107,18 @@ void check_library(const std::string& lib) {
 
 }  // namespace
 
-TEST_CASE("DeepEP's normal kernels: one parameter set from H800, B200 and GB200", "[calibration][ep][table]") {
+TEST_CASE("DeepEP's normal kernels: one parameter set from H800, B200 and GB200",
+          "[calibration][ep][table]") {
   check_library("deepep");
 }
 
-TEST_CASE("DeepEP's low-latency kernels: one fixed cost at DeepEP's link fractions", "[calibration][ep][table]") {
+TEST_CASE("DeepEP's low-latency kernels: one fixed cost at DeepEP's link fractions",
+          "[calibration][ep][table]") {
   check_library("deepep-ll");
 }
 
-TEST_CASE("HybridEP: one parameter set from H100 over InfiniBand and GB200", "[calibration][ep][table]") {
+TEST_CASE("HybridEP: one parameter set from H100 over InfiniBand and GB200",
+          "[calibration][ep][table]") {
   check_library("hybridep");
 }
 
@@ -127,7 +133,8 @@ TEST_CASE("Every system preset names the EP libraries' profiles", "[calibration]
   }
 }
 
-TEST_CASE("moesim comm: DeepEP on H100 as on H800, the same 400G NICs binding", "[calibration][ep][comm]") {
+TEST_CASE("moesim comm: DeepEP on H100 as on H800, the same 400G NICs binding",
+          "[calibration][ep][comm]") {
   const auto time = [](const std::string& system, int ep) {
     predict::CommQuery q;
     q.system = system;
@@ -139,7 +146,8 @@ TEST_CASE("moesim comm: DeepEP on H100 as on H800, the same 400G NICs binding", 
     q.topk = 8;
     return predict::comm(q).time_us;
   };
-  std::string table = "\ndeepep dispatch, 4096 tokens x 7168, top-8 (us)\n   EP     h800     h100  h100/h800\n";
+  std::string table =
+      "\ndeepep dispatch, 4096 tokens x 7168, top-8 (us)\n   EP     h800     h100  h100/h800\n";
   for (const int ep : {8, 16, 32, 64}) {
     const double h800 = time("h800", ep), h100 = time("h100", ep);
     table += fmt::format("  {:>3} {:>8.1f} {:>8.1f} {:>9.3f}\n", ep, h800, h100, h100 / h800);

@@ -39,17 +39,22 @@ TEST_CASE("fit_k_overhead_shared: one K0, an eta per group", "[calibration][gemm
   CHECK(r.eta_inf[0] == Approx(0.8).epsilon(1e-6));
   CHECK(r.eta_inf[1] == Approx(0.7).epsilon(1e-6));
   // One group: the linear fit's optimum.
-  const auto one = calibration::fit_k_overhead_shared({500, 1500, 4500}, {0.4, 0.61, 0.71}, {0, 0, 0}, 1);
+  const auto one =
+      calibration::fit_k_overhead_shared({500, 1500, 4500}, {0.4, 0.61, 0.71}, {0, 0, 0}, 1);
   const auto lin = calibration::fit_k_overhead({500, 1500, 4500}, {0.4, 0.61, 0.71});
   CHECK(one.k0 == Approx(lin.k0).epsilon(1e-6));
   CHECK(one.eta_inf[0] == Approx(lin.eta_inf).epsilon(1e-6));
 }
 
-TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 measurements", "[calibration][gemm]") {
-  const auto m = config::load_measurement_file(test::source_path("calibration/measurements/deepgemm-h800-fp8.json"));
-  const auto prof = calibration::fit_profile("k0", {m}, config::load_system_preset(m.system, {false}), m.system);
-  const auto k0 = std::find_if(prof.parameters.begin(), prof.parameters.end(),
-                               [](const auto& f) { return f.parameter == "efficiency.gemm_k_overhead"; });
+TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 measurements",
+          "[calibration][gemm]") {
+  const auto m = config::load_measurement_file(
+      test::source_path("calibration/measurements/deepgemm-h800-fp8.json"));
+  const auto prof =
+      calibration::fit_profile("k0", {m}, config::load_system_preset(m.system, {false}), m.system);
+  const auto k0 = std::find_if(prof.parameters.begin(), prof.parameters.end(), [](const auto& f) {
+    return f.parameter == "efficiency.gemm_k_overhead";
+  });
   REQUIRE(k0 != prof.parameters.end());
   CHECK(k0->points == 8);
   CHECK(k0->max_abs_residual_pct < 7);  // the model fits the points
@@ -60,7 +65,8 @@ TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 measurements", "
   }
 }
 
-TEST_CASE("GEMM time grows as K shrinks, relative to where the efficiency was measured", "[hw_models][compute]") {
+TEST_CASE("GEMM time grows as K shrinks, relative to where the efficiency was measured",
+          "[hw_models][compute]") {
   const auto sys = config::load_system_preset("gb200-nvl72");
   const hw_models::ComputeModel cm(sys);
   const double k0 = sys.efficiency.gemm_k_overhead->value;

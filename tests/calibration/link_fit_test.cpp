@@ -31,8 +31,10 @@ calibration::BusbwPoint point(const nlohmann::json& p) {
   b.bytes = p["bytes"].get<double>();
   b.busbw_GBps = p["busbw_GBps"].get<double>();
   const std::string algo = p.value("algorithm", std::string("ring"));
-  if (algo == "auto") b.algorithm.reset();
-  else b.algorithm = *hw_models::algorithm_names().find(algo);
+  if (algo == "auto")
+    b.algorithm.reset();
+  else
+    b.algorithm = *hw_models::algorithm_names().find(algo);
   return b;
 }
 
@@ -50,9 +52,11 @@ TEST_CASE("Ring bus bandwidth inside one NVLink domain is eta x the link", "[cal
   // The fit inverts it.
   calibration::BusbwPoint q = p;
   q.busbw_GBps = calibration::model_busbw(s, p);
-  CHECK(calibration::fit_link_efficiency(s, calibration::LinkClass::nvlink, q) == Approx(0.5).epsilon(1e-6));
+  CHECK(calibration::fit_link_efficiency(s, calibration::LinkClass::nvlink, q) ==
+        Approx(0.5).epsilon(1e-6));
   q.busbw_GBps = 5000;  // beyond the links
-  CHECK_THROWS_AS(calibration::fit_link_efficiency(s, calibration::LinkClass::nvlink, q), std::invalid_argument);
+  CHECK_THROWS_AS(calibration::fit_link_efficiency(s, calibration::LinkClass::nvlink, q),
+                  std::invalid_argument);
 }
 
 TEST_CASE("NVLS all-reduce and all-to-all on one NVSwitch, by hand", "[calibration][links]") {
@@ -83,7 +87,9 @@ TEST_CASE("NVLS all-reduce and all-to-all on one NVSwitch, by hand", "[calibrati
   // The NVLink ports bind (S 9/8 / 0.8 at 0.5 x 450 GB/s) before the NICs (S/8 at
   // 0.8394 x 50 GB/s); latency 20 + 18 us.
   CHECK(sharp.latency_s == Approx(38e-6));
-  CHECK(sharp.time_s == Approx(38e-6 + std::max(S * 9 / 8 / 0.8 / (0.5 * 450e9), S / 8 / (0.8394 * 50e9))).epsilon(1e-6));
+  CHECK(sharp.time_s ==
+        Approx(38e-6 + std::max(S * 9 / 8 / 0.8 / (0.5 * 450e9), S / 8 / (0.8394 * 50e9)))
+            .epsilon(1e-6));
   s.network.sharp.reset();
   CHECK_FALSE(hw_models::nvls_supported(s, two, hw_models::Collective::all_reduce, all));
   CHECK_THROWS_AS(hw_models::collective_time(s, two, hw_models::Collective::all_reduce, all, S,
@@ -92,15 +98,16 @@ TEST_CASE("NVLS all-reduce and all-to-all on one NVSwitch, by hand", "[calibrati
   // NCCL's choice: NVLS for a large all-reduce inside the domain, the ring without NVLS.
   const hw_models::Topology one(s, 8, 8);
   const std::vector<int> eight{0, 1, 2, 3, 4, 5, 6, 7};
-  CHECK(hw_models::fastest_collective_time(s, one, hw_models::Collective::all_reduce, eight, S).algorithm ==
-        hw_models::CollectiveAlgorithm::nvls);
+  CHECK(hw_models::fastest_collective_time(s, one, hw_models::Collective::all_reduce, eight, S)
+            .algorithm == hw_models::CollectiveAlgorithm::nvls);
   s.comm.nvls_efficiency.reset();
   s.comm.nvls_latency_us.reset();
-  CHECK(hw_models::fastest_collective_time(s, one, hw_models::Collective::all_reduce, eight, S).algorithm ==
-        hw_models::CollectiveAlgorithm::ring);
+  CHECK(hw_models::fastest_collective_time(s, one, hw_models::Collective::all_reduce, eight, S)
+            .algorithm == hw_models::CollectiveAlgorithm::ring);
 }
 
-TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile", "[calibration][links]") {
+TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile",
+          "[calibration][links]") {
   const auto prof = profile();
   for (const auto& p : prof["points"]) {
     if (p["role"] != "fit") continue;
@@ -108,8 +115,8 @@ TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile", "[c
                       : p["link"] == "network"      ? calibration::LinkClass::network
                       : p["link"] == "nvls_latency" ? calibration::LinkClass::nvls_latency
                                                     : calibration::LinkClass::alltoall;
-    const double eta = calibration::fit_link_efficiency(config::load_system_preset(p["system"].get<std::string>()), link,
-                                                        point(p));
+    const double eta = calibration::fit_link_efficiency(
+        config::load_system_preset(p["system"].get<std::string>()), link, point(p));
     std::cout << fmt::format("link fit: {} {:.4f} from '{}'\n", p["link"].get<std::string>(), eta,
                              p["what"].get<std::string>());
     for (const auto& name : p["systems"]) {
@@ -125,7 +132,8 @@ TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile", "[c
   }
 }
 
-TEST_CASE("Collectives against the reference's NCCL bus bandwidths", "[calibration][links][table]") {
+TEST_CASE("Collectives against the reference's NCCL bus bandwidths",
+          "[calibration][links][table]") {
   std::string table = "\nNCCL bus bandwidth, measured vs moesim (GB/s)\n";
   const auto prof = profile();
   for (const auto& p : prof["points"]) {
@@ -133,8 +141,9 @@ TEST_CASE("Collectives against the reference's NCCL bus bandwidths", "[calibrati
     const double got = calibration::model_busbw(s, point(p));
     const double want = p["busbw_GBps"].get<double>();
     const double err = 100 * (got - want) / want;
-    table += fmt::format("  {:<56} {:>7.1f} {:>7.1f} {:>+6.1f}%  {}\n", p["what"].get<std::string>(), want, got, err,
-                         p["role"].get<std::string>());
+    table +=
+        fmt::format("  {:<56} {:>7.1f} {:>7.1f} {:>+6.1f}%  {}\n", p["what"].get<std::string>(),
+                    want, got, err, p["role"].get<std::string>());
     INFO(p["what"].get<std::string>() << ": measured " << want << ", model " << got);
     if (p["role"] == "check") CHECK(std::abs(err) <= 15);
     if (p["role"] == "gap") CHECK(std::abs(err) > 15);  // relabel it once the model gets it
@@ -142,7 +151,8 @@ TEST_CASE("Collectives against the reference's NCCL bus bandwidths", "[calibrati
   std::cout << table;
 }
 
-TEST_CASE("NCCL's protocols: LL128 and LL trade bandwidth for latency on the same ring", "[calibration][links]") {
+TEST_CASE("NCCL's protocols: LL128 and LL trade bandwidth for latency on the same ring",
+          "[calibration][links]") {
   const auto s = config::load_system_preset("h200");
   const hw_models::Topology one(s, 8, 8);
   const std::vector<int> eight{0, 1, 2, 3, 4, 5, 6, 7};
@@ -163,6 +173,7 @@ TEST_CASE("NCCL's protocols: LL128 and LL trade bandwidth for latency on the sam
   const auto best = hw_models::collective_time(s, one, hw_models::Collective::all_reduce, eight, S);
   CHECK(best.protocol == Protocol::ll128);
   CHECK(best.time_s == ll128.time_s);
-  const auto big = hw_models::collective_time(s, one, hw_models::Collective::all_reduce, eight, 8.0 * (1 << 30));
+  const auto big =
+      hw_models::collective_time(s, one, hw_models::Collective::all_reduce, eight, 8.0 * (1 << 30));
   CHECK(big.protocol == Protocol::simple);
 }

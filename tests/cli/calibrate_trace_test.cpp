@@ -41,9 +41,11 @@ TEST_CASE("calibrate trace sums a Kineto trace's kernels by class", "[cli][trace
   CHECK_THAT(text.out, Catch::Contains("grouped_gemm") && Catch::Contains("span"));
 }
 
-TEST_CASE("calibrate trace --microbatches prices one more microbatch of the scenario", "[cli][trace]") {
-  const auto j = traced({"--scenario", test::source_path("scenarios/trace/dsv3-h800-chunk-pair.json"),
-                         "--microbatches", "1"});
+TEST_CASE("calibrate trace --microbatches prices one more microbatch of the scenario",
+          "[cli][trace]") {
+  const auto j =
+      traced({"--scenario", test::source_path("scenarios/trace/dsv3-h800-chunk-pair.json"),
+              "--microbatches", "1"});
   const auto& p = j["predicted"]["classes"];
   // Four MoE layers, forward and backward: the experts' fc1 and fc2 each forward, data
   // gradient and weight gradient (24 grouped GEMMs), one attention kernel each way per layer.
@@ -59,37 +61,41 @@ TEST_CASE("calibrate trace --microbatches prices one more microbatch of the scen
   // The host thread's CPU time by DualPipe node: every part of the MoE layers, forward and
   // backward, and the weight gradients of the attention and the experts.
   const auto& h = j["predicted"]["host_nodes"];
-  for (const char* node : {"attn(F)", "attn(B)", "attn(W)", "dispatch(F)", "dispatch(B)", "mlp(F)", "mlp(B)",
-                           "mlp(W)", "combine(F)", "combine(B)"}) {
+  for (const char* node : {"attn(F)", "attn(B)", "attn(W)", "dispatch(F)", "dispatch(B)", "mlp(F)",
+                           "mlp(B)", "mlp(W)", "combine(F)", "combine(B)"}) {
     INFO(node);
     REQUIRE(h.contains(node));
     CHECK(h[node]["seconds"].get<double>() > 0);
   }
   CHECK(h.contains("(outside the nodes)"));
-  const auto text = test::run_moesim({"calibrate", "trace", test::source_path(kTrace), "--scenario",
-                                      test::source_path("scenarios/trace/dsv3-h800-chunk-pair.json"),
-                                      "--microbatches", "1"});
+  const auto text = test::run_moesim(
+      {"calibrate", "trace", test::source_path(kTrace), "--scenario",
+       test::source_path("scenarios/trace/dsv3-h800-chunk-pair.json"), "--microbatches", "1"});
   CHECK_THAT(text.out, Catch::Contains("host time by schedule node") && Catch::Contains("mlp(B)"));
   // The step window: the whole simulated step's kernels.
-  const auto step = traced({"--scenario", test::source_path("scenarios/trace/dsv3-h800-chunk-pair.json")});
+  const auto step =
+      traced({"--scenario", test::source_path("scenarios/trace/dsv3-h800-chunk-pair.json")});
   CHECK(step["window"]["step"] == true);
   CHECK(step["predicted"]["kernel_s"].get<double>() > j["predicted"]["kernel_s"].get<double>());
 }
 
 TEST_CASE("calibrate trace refuses what it cannot read, naming where", "[cli][trace]") {
-  test::TempFile none(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1}]})",
-                      "trace.json");
+  test::TempFile none(
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1}]})",
+      "trace.json");
   auto r = test::run_moesim({"calibrate", "trace", none.path()});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("no GPU kernels"));
-  test::TempFile nodur(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a"}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 3}]})",
-                       "trace.json");
+  test::TempFile nodur(
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a"}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 3}]})",
+      "trace.json");
   r = test::run_moesim({"calibrate", "trace", nodur.path()});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("traceEvents[1].dur"));
-  test::TempFile badph(R"({"traceEvents": [{"ph": 1, "cat": null}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "pid": 0},
+  test::TempFile badph(
+      R"({"traceEvents": [{"ph": 1, "cat": null}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "pid": 0},
                                               {"ph": "X", "cat": "kernel", "name": "k", "ts": 3, "dur": 1, "pid": 1}]})",
-                        "trace.json");
+      "trace.json");
   r = test::run_moesim({"calibrate", "trace", badph.path()});
   CHECK(r.status == 2);  // non-string keys pass by; two devices are refused
   CHECK_THAT(r.err, Catch::Contains("traceEvents[2].pid") && Catch::Contains("one rank's trace"));

@@ -16,7 +16,8 @@ TEST_CASE("describe prints the resolved default scenario", "[cli]") {
 }
 
 TEST_CASE("describe --json follows the contract", "[cli]") {
-  const auto r = run_moesim({"describe", "--json", test::source_path("scenarios/journey/01-baseline.json")});
+  const auto r =
+      run_moesim({"describe", "--json", test::source_path("scenarios/journey/01-baseline.json")});
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["flops_per_token"].get<double>() / 1e9 == Approx(249.81).epsilon(0.001));
@@ -48,10 +49,17 @@ TEST_CASE("Bad input exits with status 2 and names the file and JSON path", "[cl
       {"indivisible ep", [](auto& j) { j["parallelism"]["ep"] = 48; }, "parallelism.ep"},
       {"indivisible gbs", [](auto& j) { j["training"]["global_batch_size"] = 100; },
        "training.global_batch_size"},
-      {"layout", [](auto& j) { j["parallelism"]["pp_layout"] = "Et|(tt|)*30"; }, "parallelism.pp_layout"},
+      {"layout", [](auto& j) { j["parallelism"]["pp_layout"] = "Et|(tt|)*30"; },
+       "parallelism.pp_layout"},
       {"unknown preset", [](auto& j) { j["system"] = "dgx"; }, "system"},
-      {"unknown enum", [](auto& j) { j["framework"]["dispatcher"] = "nccl"; }, "framework.dispatcher"},
-      {"precision", [](auto& j) { j["system"] = "h100"; j.erase("placement"); }, "training.precision"},
+      {"unknown enum", [](auto& j) { j["framework"]["dispatcher"] = "nccl"; },
+       "framework.dispatcher"},
+      {"precision",
+       [](auto& j) {
+         j["system"] = "h100";
+         j.erase("placement");
+       },
+       "training.precision"},
       {"indivisible gpus", [](auto& j) { j["gpus"] = 260; }, "gpus"},
       {"layers vs vpp", [](auto& j) { j["parallelism"]["vpp"] = 8; }, "parallelism.vpp"},
   };
@@ -72,7 +80,8 @@ TEST_CASE("Bad input exits with status 2 and names the file and JSON path", "[cl
   CHECK_THAT(r.err, Catch::Contains("malformed JSON at line 1, column"));
   r = run_moesim({"describe", "/nonexistent/scenario.json"});
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("/nonexistent/scenario.json: (top level): cannot open the file"));
+  CHECK_THAT(r.err,
+             Catch::Contains("/nonexistent/scenario.json: (top level): cannot open the file"));
 }
 
 TEST_CASE("describe reproduces the four Megatron FLOPs check values", "[cli]") {
@@ -109,48 +118,52 @@ TEST_CASE("A missing sweep file or required option is bad input", "[cli]") {
   CHECK_THAT(r.err, Catch::Contains("moesim: error: x.json: (top level): cannot open the file"));
   CHECK(run_moesim({"sweep"}).status == 2);
   CHECK(run_moesim({"sweep", "merge", "a.csv"}).status == 2);  // -o is required
-  CHECK(run_moesim({"calibrate", "run"}).status == 2);  // -o is required
+  CHECK(run_moesim({"calibrate", "run"}).status == 2);         // -o is required
 }
 
 TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
   // 8 x H100 ring all-gather of 8 GiB: eta x 450 GB/s bus bandwidth, less latency.
-  auto r = run_moesim({"comm", "--system", "h100", "--op", "all-gather", "--ranks", "8", "--bytes", "8589934592",
-                       "--json"});
+  auto r = run_moesim({"comm", "--system", "h100", "--op", "all-gather", "--ranks", "8", "--bytes",
+                       "8589934592", "--json"});
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"time_us", "algbw_GBps", "busbw_GBps", "latency_us", "flows"}) CHECK(j.contains(k));
+  for (const char* k : {"time_us", "algbw_GBps", "busbw_GBps", "latency_us", "flows"})
+    CHECK(j.contains(k));
   CHECK(j["busbw_GBps"].get<double>() == Approx(361).epsilon(0.01));
   CHECK(j["algbw_GBps"].get<double>() == Approx(j["busbw_GBps"].get<double>() * 8 / 7));
   CHECK(j["time_us"].get<double>() == Approx(8589934592.0 / j["algbw_GBps"].get<double>() / 1e3));
   // EP dispatch through the dispatcher model (DeepEP on H800 NVLink: 153 GB/s at 24 SMs).
-  r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep", "--ep", "8", "--sms",
-                  "24", "--json"});
+  r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep",
+                  "--ep", "8", "--sms", "24", "--json"});
   REQUIRE(r.status == 0);
   j = nlohmann::json::parse(r.out);
   CHECK(j["algbw_GBps"].get<double>() == Approx(153).epsilon(0.15));
   // Bytes as DeepEP counts them: 4096 tokens x 7168 x 2 B x 5.2947 destination ranks.
   CHECK(j["bytes"].get<double>() == Approx(4096.0 * 7168 * 2 * 5.29465).epsilon(1e-5));
   // DeepEP's low-latency dispatch at EP64: 128 tokens, about 176 us (DeepEP's table: 173).
-  r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep", "--ep", "64",
-                  "--tokens", "128", "--dtype", "fp8", "--low-latency", "--json"});
+  r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep",
+                  "--ep", "64", "--tokens", "128", "--dtype", "fp8", "--low-latency", "--json"});
   REQUIRE(r.status == 0);
   CHECK(nlohmann::json::parse(r.out)["time_us"].get<double>() == Approx(173).epsilon(0.05));
   // DeepEP's low-latency model applies on every system; it is DeepEP's alone.
-  CHECK(run_moesim({"comm", "--system", "b200", "--op", "ep-dispatch", "--low-latency"}).status == 0);
-  CHECK(run_moesim({"comm", "--system", "b200", "--op", "ep-dispatch", "--dispatcher", "hybridep", "--low-latency"})
+  CHECK(run_moesim({"comm", "--system", "b200", "--op", "ep-dispatch", "--low-latency"}).status ==
+        0);
+  CHECK(run_moesim({"comm", "--system", "b200", "--op", "ep-dispatch", "--dispatcher", "hybridep",
+                    "--low-latency"})
             .status == 2);
   r = run_moesim({"comm", "--system", "h800", "--op", "all-to-all", "--ranks", "16"});
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("busbw"));
   // All-reduce of 8 GiB on 8 H100: NCCL's choice is NVLS (the reference's 480 GB/s); the
   // ring when asked for (370 measured).
-  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--bytes", "8589934592", "--json"});
+  r = run_moesim(
+      {"comm", "--system", "h100", "--op", "all-reduce", "--bytes", "8589934592", "--json"});
   REQUIRE(r.status == 0);
   j = nlohmann::json::parse(r.out);
   CHECK(j["algorithm"] == "nvls");
   CHECK(j["busbw_GBps"].get<double>() == Approx(480).epsilon(0.02));
-  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--bytes", "8589934592", "--algorithm", "ring",
-                  "--json"});
+  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--bytes", "8589934592",
+                  "--algorithm", "ring", "--json"});
   REQUIRE(r.status == 0);
   CHECK(nlohmann::json::parse(r.out)["busbw_GBps"].get<double>() == Approx(370).epsilon(0.03));
 }
@@ -162,13 +175,15 @@ TEST_CASE("comm refuses what it does not know, naming the option", "[cli][comm]"
   r = run_moesim({"comm", "--system", "h100", "--op", "broadcast"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--op") && Catch::Contains("all-reduce"));
-  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--ranks", "24", "--gpus-per-domain", "12"});
+  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--ranks", "24",
+                  "--gpus-per-domain", "12"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--gpus-per-domain"));
   r = run_moesim({"comm", "--system", "h100", "--op", "ep-dispatch", "--dtype", "fp4"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--dtype"));
-  r = run_moesim({"comm", "--system", "h100", "--op", "ep-dispatch", "--ep", "8", "--experts", "100"});
+  r = run_moesim(
+      {"comm", "--system", "h100", "--op", "ep-dispatch", "--ep", "8", "--experts", "100"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--experts"));
   r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--algorithm", "tree"});
@@ -176,70 +191,81 @@ TEST_CASE("comm refuses what it does not know, naming the option", "[cli][comm]"
   CHECK_THAT(r.err, Catch::Contains("--algorithm") && Catch::Contains("nvls"));
   // NVLS across two NVSwitch domains needs the network's in-network reduction (the H800
   // preset's fabric has none; the H100's has SHARP).
-  CHECK(run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--ranks", "16", "--algorithm", "nvls"}).status == 0);
-  r = run_moesim({"comm", "--system", "h800", "--op", "all-reduce", "--ranks", "16", "--algorithm", "nvls"});
+  CHECK(run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--ranks", "16",
+                    "--algorithm", "nvls"})
+            .status == 0);
+  r = run_moesim(
+      {"comm", "--system", "h800", "--op", "all-reduce", "--ranks", "16", "--algorithm", "nvls"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--algorithm") && Catch::Contains("one NVLink domain"));
 }
 
 TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pipeline]") {
   // 1F1B, pp 4, 8 microbatches of F = 1 ms, B = 2 ms: step (8 + 3) x 3 = 33 ms, bubble 9 ms.
-  auto r = run_moesim({"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1",
-                       "--bwd", "2", "--json"});
+  auto r = run_moesim({"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8",
+                       "--fwd", "1", "--bwd", "2", "--json"});
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["step_time_ms"].get<double>() == Approx(33));
   CHECK(j["bubble_ms"].get<double>() == Approx(9));
   // Interleaved with vpp 2: bubble (PP-1)(F+B)/vpp = 4.5 ms.
-  r = run_moesim({"pipeline", "--schedule", "interleaved-1f1b", "--pp", "4", "--vpp", "2", "--microbatches", "8",
-                  "--fwd", "1", "--bwd", "2", "--json"});
+  r = run_moesim({"pipeline", "--schedule", "interleaved-1f1b", "--pp", "4", "--vpp", "2",
+                  "--microbatches", "8", "--fwd", "1", "--bwd", "2", "--json"});
   REQUIRE(r.status == 0);
   CHECK(nlohmann::json::parse(r.out)["bubble_ms"].get<double>() == Approx(4.5));
-  CHECK(run_moesim({"pipeline", "--schedule", "zipper", "--pp", "4", "--microbatches", "8", "--fwd", "1",
-                    "--bwd", "2"}).status == 2);
+  CHECK(run_moesim({"pipeline", "--schedule", "zipper", "--pp", "4", "--microbatches", "8", "--fwd",
+                    "1", "--bwd", "2"})
+            .status == 2);
   // DualPipe on 8 ranks, F = W = 1, B = 2, F&B = 3: (8/2 - 1)(3 + 2 - 3) = 6 ms.
-  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "8", "--microbatches", "32", "--fwd", "1",
-                  "--bwd", "2", "--wgrad", "1", "--fwd-bwd", "3", "--json"});
+  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "8", "--microbatches", "32",
+                  "--fwd", "1", "--bwd", "2", "--wgrad", "1", "--fwd-bwd", "3", "--json"});
   REQUIRE(r.status == 0);
   j = nlohmann::json::parse(r.out);
   CHECK(j["bubble_ms"].get<double>() == Approx(6));
   CHECK(j["stages"] == 8);
   // Sizes the schedule cannot run, and options that do not apply, name the option.
-  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "4", "--microbatches", "6", "--fwd", "1",
-                  "--bwd", "2"});
+  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "4", "--microbatches", "6", "--fwd",
+                  "1", "--bwd", "2"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("at least 2 x the ranks"));
-  r = run_moesim({"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd",
-                  "2", "--fwd-bwd", "2"});
+  r = run_moesim({"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd",
+                  "1", "--bwd", "2", "--fwd-bwd", "2"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--fwd-bwd"));
-  r = run_moesim({"pipeline", "--schedule", "zb-h1", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd",
-                  "2", "--wgrad", "3"});
+  r = run_moesim({"pipeline", "--schedule", "zb-h1", "--pp", "4", "--microbatches", "8", "--fwd",
+                  "1", "--bwd", "2", "--wgrad", "3"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--wgrad"));
 }
 
 TEST_CASE("infer solves a journey step's parameter and refuses a wrong pair", "[cli][infer]") {
-  const auto j = [](const char* f) { return test::source_path(std::string("scenarios/journey/") + f); };
-  auto r = run_moesim({"infer", "deepep_tuned_factor", j("06-partial-cuda-graphs.json"), j("07-deepep-tuned.json"),
-                       "--json"});
+  const auto j = [](const char* f) {
+    return test::source_path(std::string("scenarios/journey/") + f);
+  };
+  auto r = run_moesim({"infer", "deepep_tuned_factor", j("06-partial-cuda-graphs.json"),
+                       j("07-deepep-tuned.json"), "--json"});
   REQUIRE(r.status == 0);
   const auto out = nlohmann::json::parse(r.out);
   CHECK(out["solved"].get<bool>());
   CHECK(out["predicted_ratio"].get<double>() == Approx(691.49 / 663.27).epsilon(1e-3));
   // The NUMA step's switch is on in both of these: exit 2 naming the after file's stack.
-  r = run_moesim({"infer", "numa_unbound_factor", j("08-numa-binding.json"), j("09-pdl-swizzle.json")});
+  r = run_moesim(
+      {"infer", "numa_unbound_factor", j("08-numa-binding.json"), j("09-pdl-swizzle.json")});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("09-pdl-swizzle.json") && Catch::Contains("stack"));
-  CHECK(run_moesim({"infer", "clock", j("07-deepep-tuned.json"), j("08-numa-binding.json")}).status == 2);
+  CHECK(
+      run_moesim({"infer", "clock", j("07-deepep-tuned.json"), j("08-numa-binding.json")}).status ==
+      2);
 }
 
 TEST_CASE("Uncalibrated runs read the system presets as written", "[cli][calibration]") {
   const std::string f = test::source_path("scenarios/h800/dsv3-production.json");
   const auto cal = nlohmann::json::parse(run_moesim({"describe", "--json", f}).out);
-  const auto raw = nlohmann::json::parse(run_moesim({"describe", "--json", "--uncalibrated", f}).out);
+  const auto raw =
+      nlohmann::json::parse(run_moesim({"describe", "--json", "--uncalibrated", f}).out);
   CHECK(cal["system"]["calibration_profiles"] ==
-        nlohmann::json::array({"ep-deepep", "ep-deepep-ll", "ep-hybridep", "h800-deepgemm", "step-jitter", "corpus"}));
+        nlohmann::json::array({"ep-deepep", "ep-deepep-ll", "ep-hybridep", "h800-deepgemm",
+                               "step-jitter", "corpus"}));
   CHECK(raw["system"]["calibration_profiles"].empty());
   // The DeepGEMM profile alone (an inline system naming it) makes the H800's FP8 GEMMs
   // faster than the preset's H100 figure: the same run with no profile is slower.

@@ -17,13 +17,14 @@
 
 TEST_CASE("Library folders include only the folders below them", "[architecture]") {
   const std::vector<std::string> chain = {"sim_core", "hw_models", "workload", "schedules",
-                                          "config",   "predict",   "reports", "cli"};
+                                          "config",   "predict",   "reports",  "cli"};
   std::map<std::string, std::set<std::string>> allowed;
   for (std::size_t i = 0; i < chain.size(); ++i)
     for (std::size_t j = 0; j <= i; ++j) allowed[chain[i]].insert(chain[j]);
   allowed["calibration"] = {"calibration", "hw_models", "sim_core"};
   allowed["cli"].insert("calibration");
-  allowed["predict"].insert("calibration");  // the corpus fit and infer (predict/corpus.cpp, infer.cpp)
+  allowed["predict"].insert(
+      "calibration");  // the corpus fit and infer (predict/corpus.cpp, infer.cpp)
   allowed["reports"].insert("calibration");  // their parameter tables, printed
   allowed["config"].insert("calibration");
   allowed["importer"] = allowed["config"];
@@ -42,7 +43,8 @@ TEST_CASE("Library folders include only the folders below them", "[architecture]
   };
   std::size_t checked = 0;
   for (const auto& [folder, ok] : allowed) {
-    for (const auto& e : std::filesystem::recursive_directory_iterator(moesim::test::source_path(folder))) {
+    for (const auto& e :
+         std::filesystem::recursive_directory_iterator(moesim::test::source_path(folder))) {
       const auto ext = e.path().extension();
       if (ext != ".hpp" && ext != ".cpp" && ext != ".cu") continue;
       std::ifstream in(e.path());
@@ -64,12 +66,13 @@ TEST_CASE("Library folders include only the folders below them", "[architecture]
 // communication model, or simulates (predict/ does, and reports/ prints its results).
 TEST_CASE("reports/ neither sets model parameters nor prices anything itself", "[architecture]") {
   const std::vector<std::string> forbidden = {
-      "hw_models::SystemSpec&",   // a mutable system: only calibration/ and config/ write one
-      "hw_models::Param{",        // a parameter value made here
-      "SystemSpec& s, double",    // a setter of a fitted parameter
-      "hw_models/collectives.hpp", "hw_models/ep_flows.hpp", "hw_models/flow_comm.hpp", "hw_models/topology.hpp",
-      "hw_models/ep_dispatch.hpp", "hw_models/compute.hpp",  // pricing models
-      "predict::predict(", "calibrate_corpus(", "simulate_step(",
+      "hw_models::SystemSpec&",  // a mutable system: only calibration/ and config/ write one
+      "hw_models::Param{",       // a parameter value made here
+      "SystemSpec& s, double",   // a setter of a fitted parameter
+      "hw_models/collectives.hpp", "hw_models/ep_flows.hpp",    "hw_models/flow_comm.hpp",
+      "hw_models/topology.hpp",    "hw_models/ep_dispatch.hpp",
+      "hw_models/compute.hpp",  // pricing models
+      "predict::predict(",         "calibrate_corpus(",         "simulate_step(",
   };
   std::size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(moesim::test::source_path("reports"))) {
@@ -84,7 +87,9 @@ TEST_CASE("reports/ neither sets model parameters nor prices anything itself", "
       for (const auto& f : forbidden) {
         if (line.find(f) == std::string::npos) continue;
         // A const reference reads a system; only a mutable one writes it.
-        if (f == "hw_models::SystemSpec&" && line.find("const hw_models::SystemSpec&") != std::string::npos) continue;
+        if (f == "hw_models::SystemSpec&" &&
+            line.find("const hw_models::SystemSpec&") != std::string::npos)
+          continue;
         INFO(e.path().string() << ":" << n << ": " << line);
         CHECK(false);
       }

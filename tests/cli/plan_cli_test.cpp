@@ -36,7 +36,9 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   const Json sweep{{"name", "brute"},
                    {"base", scenario},
                    {"grid",
-                    {{"gpus", {8}}, {"training.micro_batch_size", {1, 2}}, {"framework.recompute_modules", ladder}}},
+                    {{"gpus", {8}},
+                     {"training.micro_batch_size", {1, 2}},
+                     {"framework.recompute_modules", ladder}}},
                    {"layouts",
                     {{"tp", {1, 2, 4, 8}},
                      {"pp", {1, 2, 4, 8}},
@@ -49,8 +51,9 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   const auto in_dir = [&](const char* name) {
     return (std::filesystem::path(brute_file.path()).parent_path() / name).string();
   };
-  const auto run = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "recompute", "--json", "--top",
-                                     "3", "-o", in_dir("plan.csv"), "--jobs", "2"});
+  const auto run =
+      test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "recompute", "--json",
+                        "--top", "3", "-o", in_dir("plan.csv"), "--jobs", "2"});
   REQUIRE(run.status == 0);
   const auto j = Json::parse(run.out);
   // MBS {1, 2} x TP {1, 2, 4, 8} x PP {1, 2, 4, 8} x VPP {1, 2, 4, 8} x EP {1, 2, 4, 8} x
@@ -60,7 +63,8 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   CHECK(j["fates"]["rule"] == sum(j["pruned_layouts"]));
   CHECK(j["pruned_layouts"]["split_repeats_even"].get<std::int64_t>() > 0);
   CHECK(sum(j["fates"]) == 2048 * 5);
-  CHECK(j["simulated"] == j["fates"]["simulated"].get<std::int64_t>() + j["fates"]["error"].get<std::int64_t>());
+  CHECK(j["simulated"] ==
+        j["fates"]["simulated"].get<std::int64_t>() + j["fates"]["error"].get<std::int64_t>());
   // The bound and the ladder prune: most candidates that fit are never simulated, and
   // none beats a bound of its own.
   CHECK(j["fates"]["bound"].get<std::int64_t>() > 4 * j["simulated"].get<std::int64_t>());
@@ -72,8 +76,8 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   // The brute-force sweep: its top 3 values are the plan's. (Its top may hold costlier
   // rungs of the same layout only where they tie with the plan's; a costlier rung that
   // beats a cheaper one would break the ladder's dominance and show here.)
-  const auto brute = test::run_moesim({"sweep", brute_file.path(), "-o", in_dir("brute.csv"), "--json", "--top",
-                                       "20", "--jobs", "2"});
+  const auto brute = test::run_moesim({"sweep", brute_file.path(), "-o", in_dir("brute.csv"),
+                                       "--json", "--top", "20", "--jobs", "2"});
   REQUIRE(brute.status == 0);
   const auto b = Json::parse(brute.out);
   std::vector<double> values;
@@ -82,7 +86,8 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
     if (values.empty() || v != values.back()) values.push_back(v);
   }
   REQUIRE(values.size() >= 3);
-  for (std::size_t k = 0; k < 3; ++k) CHECK(j["top"][k]["tokens_per_s_per_gpu"].get<double>() == values[k]);
+  for (std::size_t k = 0; k < 3; ++k)
+    CHECK(j["top"][k]["tokens_per_s_per_gpu"].get<double>() == values[k]);
   CHECK(b["top"][0]["parallelism.tp"] == j["top"][0]["parallelism.tp"]);
   CHECK(b["top"][0]["parallelism.ep"] == j["top"][0]["parallelism.ep"]);
   CHECK(b["top"][0]["framework.recompute_modules"] == j["top"][0]["framework.recompute_modules"]);
@@ -92,14 +97,18 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   const auto csv = reports::read_sweep_csv(in_dir("plan.csv"));
   CHECK(static_cast<std::int64_t>(csv.rows.size()) == j["evaluated"].get<std::int64_t>());
   const auto col = [&](const std::string& name) {
-    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
+    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) -
+                                    csv.header.begin());
   };
   for (const auto& r : csv.rows) {
     const std::string& status = r.fields[col("status")];
     if (status == "ok")
-      CHECK(std::stod(r.fields[col("tokens_per_s_per_gpu")]) <= j["top"][0]["tokens_per_s_per_gpu"].get<double>());
-    if (status == "bound") CHECK_THAT(r.fields[col("message")], Catch::Contains("cannot beat the top 3's last"));
-    if (status == "dominated") CHECK_THAT(r.fields[col("message")], Catch::Contains("fits and recomputes less"));
+      CHECK(std::stod(r.fields[col("tokens_per_s_per_gpu")]) <=
+            j["top"][0]["tokens_per_s_per_gpu"].get<double>());
+    if (status == "bound")
+      CHECK_THAT(r.fields[col("message")], Catch::Contains("cannot beat the top 3's last"));
+    if (status == "dominated")
+      CHECK_THAT(r.fields[col("message")], Catch::Contains("fits and recomputes less"));
   }
   // --given: the scenario as given (here TP 2, PP 2, EP 4 at micro-batch size 1 on the 8
   // GPUs, recomputing the experts' activations, a rung of the ladder) ranked among the
@@ -111,8 +120,9 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   given["training"]["micro_batch_size"] = 1;
   given["parallelism"] = {{"tp", 2}, {"pp", 2}, {"ep", 4}};
   const test::TempFile given_file(given.dump(2), "given.json");
-  const auto ranked = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--json", "--top", "3",
-                                        "-o", in_dir("plan-given.csv"), "--jobs", "2", "--given"});
+  const auto ranked =
+      test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--json", "--top",
+                        "3", "-o", in_dir("plan-given.csv"), "--jobs", "2", "--given"});
   REQUIRE(ranked.status == 0);
   const auto g = Json::parse(ranked.out)["given"];
   REQUIRE(g["status"] == "ok");
@@ -121,16 +131,20 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   const double v = g["tokens_per_s_per_gpu"].get<double>();
   const auto brute_csv = reports::read_sweep_csv(in_dir("brute.csv"));
   const auto bcol = [&](const std::string& name) {
-    return static_cast<std::size_t>(std::find(brute_csv.header.begin(), brute_csv.header.end(), name) -
-                                    brute_csv.header.begin());
+    return static_cast<std::size_t>(
+        std::find(brute_csv.header.begin(), brute_csv.header.end(), name) -
+        brute_csv.header.begin());
   };
-  std::map<std::vector<std::string>, std::pair<std::size_t, double>> first_rung;  // layout -> rung, value
+  std::map<std::vector<std::string>, std::pair<std::size_t, double>>
+      first_rung;  // layout -> rung, value
   for (const auto& r : brute_csv.rows) {
     if (r.fields[bcol("status")] != "ok") continue;
     const auto rung = static_cast<std::size_t>(
-        std::find(ladder.begin(), ladder.end(), Json::parse(r.fields[bcol("framework.recompute_modules")])) -
+        std::find(ladder.begin(), ladder.end(),
+                  Json::parse(r.fields[bcol("framework.recompute_modules")])) -
         ladder.begin());
-    std::vector<std::string> key(r.fields.begin() + 1, r.fields.begin() + static_cast<long>(bcol("status")));
+    std::vector<std::string> key(r.fields.begin() + 1,
+                                 r.fields.begin() + static_cast<long>(bcol("status")));
     key[bcol("framework.recompute_modules") - 1].clear();
     const double value = std::stod(r.fields[bcol("tokens_per_s_per_gpu")]);
     const auto [it, fresh] = first_rung.try_emplace(key, rung, value);
@@ -171,18 +185,22 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
     const auto& e = winner["over"][k];
     CHECK(e["id"] == top3[k + 1]["id"]);
     CHECK(e["gain_pct"].get<double>() ==
-          Approx(100 * (top3[0]["tokens_per_s_per_gpu"].get<double>() / top3[k + 1]["tokens_per_s_per_gpu"].get<double>() -
+          Approx(100 * (top3[0]["tokens_per_s_per_gpu"].get<double>() /
+                            top3[k + 1]["tokens_per_s_per_gpu"].get<double>() -
                         1)));
     CHECK(e["gain_pct"].get<double>() >= 0);
-    for (const auto& c : e["columns"]) CHECK(top3[0][c.get<std::string>()] != top3[k + 1][c.get<std::string>()]);
+    for (const auto& c : e["columns"])
+      CHECK(top3[0][c.get<std::string>()] != top3[k + 1][c.get<std::string>()]);
     CHECK(e["within_band"] == (e["band_pct"][0].get<double>() <= 0));
   }
-  const auto text_given = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
-                                            in_dir("plan-given-text.csv"), "--jobs", "2", "--given"});
+  const auto text_given =
+      test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
+                        in_dir("plan-given-text.csv"), "--jobs", "2", "--given"});
   CHECK_THAT(text_given.out, Catch::Contains("evidence for the candidates above it"));
   CHECK_THAT(text_given.out, Catch::Contains("the model's 80% band"));
-  CHECK_THAT(test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3", "-o",
-                               in_dir("plan-given.csv"), "--jobs", "2", "--given", "--html", in_dir("plan.html")})
+  CHECK_THAT(test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3",
+                               "-o", in_dir("plan-given.csv"), "--jobs", "2", "--given", "--html",
+                               in_dir("plan.html")})
                  .out,
              Catch::Contains(fmt::format("rank {} (exact", better + 1)));
   // The plan's page: the fates, the top 3 and the scenario as given with its rank, why the
@@ -190,14 +208,19 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   // the winner's band and how the bands hold), and four charts (the breakdowns, the
   // winner's step minus the given's by term, fates, simulated against the bound).
   const std::string page = test::read_text(in_dir("plan.html"));
-  CHECK_THAT(page, Catch::Contains("Where the candidates went") && Catch::Contains("Simulated against the bound") &&
-                       Catch::Contains(fmt::format("rank {}", better + 1)) && Catch::Contains("top 3"));
-  CHECK_THAT(page, Catch::Contains("Why the winner wins") && Catch::Contains("How well the deciding decisions") &&
-                       Catch::Contains("What the winner changes") && Catch::Contains("the winner&#39;s step") &&
+  CHECK_THAT(page, Catch::Contains("Where the candidates went") &&
+                       Catch::Contains("Simulated against the bound") &&
+                       Catch::Contains(fmt::format("rank {}", better + 1)) &&
+                       Catch::Contains("top 3"));
+  CHECK_THAT(page, Catch::Contains("Why the winner wins") &&
+                       Catch::Contains("How well the deciding decisions") &&
+                       Catch::Contains("What the winner changes") &&
+                       Catch::Contains("the winner&#39;s step") &&
                        Catch::Contains("how the bands hold"));
-  CHECK_THAT(page, Catch::Contains("<td>the scenario as given</td>") &&
-                       Catch::Contains(fmt::format("<td>#{}</td>", top3[1]["id"].get<std::int64_t>())) &&
-                       Catch::Contains(fmt::format("<td>#{}</td>", top3[2]["id"].get<std::int64_t>())));
+  CHECK_THAT(page,
+             Catch::Contains("<td>the scenario as given</td>") &&
+                 Catch::Contains(fmt::format("<td>#{}</td>", top3[1]["id"].get<std::int64_t>())) &&
+                 Catch::Contains(fmt::format("<td>#{}</td>", top3[2]["id"].get<std::int64_t>())));
   std::size_t specs = 0;
   for (auto at = page.find("class=\"moesim-spec\""); at != std::string::npos;
        at = page.find("class=\"moesim-spec\"", at + 1))
@@ -205,9 +228,9 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   CHECK(specs == 4);
   // --given-limit: the ranking stops after that many simulations of its own; the rank is
   // then a lower bound, and the top K are the same.
-  const auto capped = test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--json", "--top", "3",
-                                        "-o", in_dir("plan-capped.csv"), "--jobs", "2", "--given", "--given-limit",
-                                        "2"});
+  const auto capped = test::run_moesim({"plan", given_file.path(), "--settings", "recompute",
+                                        "--json", "--top", "3", "-o", in_dir("plan-capped.csv"),
+                                        "--jobs", "2", "--given", "--given-limit", "2"});
   REQUIRE(capped.status == 0);
   const auto c = Json::parse(capped.out);
   CHECK(c["given"]["rank_exact"] == false);
@@ -216,8 +239,9 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
   CHECK(c["top"] == Json::parse(ranked.out)["top"]);
   CHECK(test::run_moesim({"plan", given_file.path(), "--given-limit", "2"}).status == 2);
 
-  const auto one = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "recompute", "--json", "--top",
-                                     "3", "-o", in_dir("plan1.csv"), "--jobs", "1"});
+  const auto one =
+      test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "recompute", "--json",
+                        "--top", "3", "-o", in_dir("plan1.csv"), "--jobs", "1"});
   REQUIRE(one.status == 0);
   const auto csv1 = reports::read_sweep_csv(in_dir("plan1.csv"));
   REQUIRE(csv1.rows.size() == csv.rows.size());
@@ -233,8 +257,8 @@ TEST_CASE("plan: settings inert in a candidate make it a duplicate, not a second
   // false (config/inert_settings.hpp), so only false is evaluated there.
   const std::string scenario = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
   const test::TempFile out("", "plan-inert.csv");
-  const auto run = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "tp_overlap", "--json", "--top",
-                                     "2", "-o", out.path(), "--jobs", "2"});
+  const auto run = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "tp_overlap",
+                                     "--json", "--top", "2", "-o", out.path(), "--jobs", "2"});
   REQUIRE(run.status == 0);
   const auto j = Json::parse(run.out);
   CHECK(j["settings"] == Json::parse(R"(["framework.tp_comm_overlap"])"));
@@ -242,7 +266,8 @@ TEST_CASE("plan: settings inert in a candidate make it a duplicate, not a second
   CHECK(j["bound_violations"].empty());
   const auto csv = reports::read_sweep_csv(out.path());
   const auto col = [&](const std::string& name) {
-    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
+    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) -
+                                    csv.header.begin());
   };
   for (const auto& r : csv.rows)
     if (r.fields[col("status")] == "duplicate") {
@@ -251,27 +276,31 @@ TEST_CASE("plan: settings inert in a candidate make it a duplicate, not a second
     }
 }
 
-TEST_CASE("plan: the dispatcher's SMs, varied, are a device setting inert under NCCL's all-to-all", "[cli][plan]") {
+TEST_CASE("plan: the dispatcher's SMs, varied, are a device setting inert under NCCL's all-to-all",
+          "[cli][plan]") {
   // Qwen3-30B on 8 H100: the dispatcher and its SMs varied. Under alltoall the SMs are
   // inert: only the first value (16) is evaluated there, the others are duplicates; under
   // DeepEP and HybridEP every value is a candidate of its own, and no simulated candidate
   // beats its bound (the layout bound takes the best over the SM counts).
   const std::string scenario = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
   const test::TempFile out("", "plan-sms.csv");
-  const auto run = test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "dispatcher,dispatcher_sms",
-                                     "--json", "--top", "3", "-o", out.path(), "--jobs", "2"});
+  const auto run =
+      test::run_moesim({"plan", scenario, "--gpus", "8", "--settings", "dispatcher,dispatcher_sms",
+                        "--json", "--top", "3", "-o", out.path(), "--jobs", "2"});
   REQUIRE(run.status == 0);
   const auto j = Json::parse(run.out);
   CHECK(j["settings"] == Json::parse(R"(["framework.dispatcher", "framework.dispatcher_sms"])"));
   CHECK(j["bound_violations"].empty());
   const auto csv = reports::read_sweep_csv(out.path());
   const auto col = [&](const std::string& name) {
-    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) - csv.header.begin());
+    return static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), name) -
+                                    csv.header.begin());
   };
   std::set<std::string> library_sms;
   std::int64_t duplicates = 0;
   for (const auto& r : csv.rows) {
-    const std::string d = r.fields[col("framework.dispatcher")], sms = r.fields[col("framework.dispatcher_sms")];
+    const std::string d = r.fields[col("framework.dispatcher")],
+                      sms = r.fields[col("framework.dispatcher_sms")];
     if (r.fields[col("status")] == "duplicate") {
       ++duplicates;
       CHECK(d == "alltoall");
@@ -291,53 +320,63 @@ TEST_CASE("plan: bad options are refused", "[cli][plan][errors]") {
   CHECK_THAT(r.err, Catch::Contains("unknown objective 'speed'"));
   r = test::run_moesim({"plan", scenario, "--objective", "days"});
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("'days' needs a token budget: --token-budget, or the scenario's"));
+  CHECK_THAT(r.err,
+             Catch::Contains("'days' needs a token budget: --token-budget, or the scenario's"));
   r = test::run_moesim({"plan", scenario, "--settings", "offload"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("unknown setting group 'offload'"));
 }
 
 TEST_CASE("plan: nothing fits, so it says the smallest cluster that would", "[cli][plan]") {
-  // Qwen3-30B-A3B's weights, gradients and Adam states alone are some 550 GB: 2 H100 hold no layout.
+  // Qwen3-30B-A3B's weights, gradients and Adam states alone are some 550 GB: 2 H100 hold no
+  // layout.
   const test::TempFile out("", "plan-nofit.csv");
-  const auto r = test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"), "--gpus",
-                                   "2", "--top", "3", "-o", out.path()});
+  const auto r =
+      test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
+                        "--gpus", "2", "--top", "3", "-o", out.path()});
   REQUIRE(r.status == 0);
-  CHECK_THAT(r.out, Catch::Contains("nothing fits on 2 GPUs: the least memory a candidate needs is"));
+  CHECK_THAT(r.out,
+             Catch::Contains("nothing fits on 2 GPUs: the least memory a candidate needs is"));
   CHECK_THAT(r.out, Catch::Contains("the smallest cluster where a candidate fits: 8 GPUs"));
   // The same at 8 GPUs has a ranking (the doubling stops at the first size that fits).
-  const auto j = Json::parse(test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
-                                               "--gpus", "4", "--top", "1", "--settings", "none", "--json", "-o",
-                                               out.path()})
-                                 .out);
+  const auto j = Json::parse(
+      test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
+                        "--gpus", "4", "--top", "1", "--settings", "none", "--json", "-o",
+                        out.path()})
+          .out);
   CHECK(j["smallest_fitting_gpus"] == 8);
   CHECK(j["fates"]["simulated"] == 0);
 }
 
 TEST_CASE("plan: a cost objective takes the scenario's own token budget", "[cli][plan]") {
   const test::TempFile sc("", "plan-budget.json"), out("", "plan-budget.csv");
-  auto j = Json::parse(test::read_text(test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json")));
+  auto j =
+      Json::parse(test::read_text(test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json")));
   j["goodput"] = {{"token_budget", 1e12}};
   j["cost"] = {{"gpu_hour_usd", 2.5}};
   std::ofstream(sc.path()) << j.dump();
-  const auto r = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--top", "2", "--settings", "none",
-                                   "--objective", "cost_usd", "--json", "-o", out.path()});
+  const auto r = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--top", "2", "--settings",
+                                   "none", "--objective", "cost_usd", "--json", "-o", out.path()});
   REQUIRE(r.status == 0);
   const auto s = Json::parse(r.out);
   REQUIRE(s["top"].size() == 2);
   CHECK(s["top"][0]["cost_usd"].get<double>() <= s["top"][1]["cost_usd"].get<double>());
 }
 
-TEST_CASE("plan: several systems and sizes, each planned, their bests ranked with cost per million tokens",
-          "[cli][plan]") {
+TEST_CASE(
+    "plan: several systems and sizes, each planned, their bests ranked with cost per million "
+    "tokens",
+    "[cli][plan]") {
   const test::TempFile sc("", "plan-many.json"), out("", "plan-many.csv");
-  auto j = Json::parse(test::read_text(test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json")));
+  auto j =
+      Json::parse(test::read_text(test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json")));
   j["goodput"] = {{"token_budget", 1e12}};
   j["cost"] = {{"gpu_hour_usd", 2.5}};
   std::ofstream(sc.path()) << j.dump();
   const std::string stem = out.path().substr(0, out.path().size() - 4);
-  const auto r = test::run_moesim({"plan", sc.path(), "--gpus", "16,32", "--system", "h100,b200", "--price",
-                                   "b200=4.5", "--settings", "none", "--top", "1", "--json", "-o", out.path()});
+  const auto r = test::run_moesim({"plan", sc.path(), "--gpus", "16,32", "--system", "h100,b200",
+                                   "--price", "b200=4.5", "--settings", "none", "--top", "1",
+                                   "--json", "-o", out.path()});
   REQUIRE(r.status == 0);
   const auto s = Json::parse(r.out);
   REQUIRE(s["plans"].size() == 4);
@@ -353,12 +392,13 @@ TEST_CASE("plan: several systems and sizes, each planned, their bests ranked wit
     const double hours = p["best"]["gpu_hours_with_goodput"].get<double>();
     const double usd = p["system"] == "b200" ? 4.5 : 2.5;
     CHECK(p["best"]["cost_usd"].get<double>() == Approx(hours * usd).epsilon(1e-9));
-    CHECK(p["best"]["usd_per_million_tokens"].get<double>() == Approx(hours * usd / 1e6).epsilon(1e-9));
+    CHECK(p["best"]["usd_per_million_tokens"].get<double>() ==
+          Approx(hours * usd / 1e6).epsilon(1e-9));
     std::filesystem::remove(p["csv"].get<std::string>());
   }
   // A price for a system other than the scenario's is needed, and BF16 needs no precision note.
-  const auto no_price = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--system", "h100,b200", "--settings",
-                                          "none", "-o", out.path()});
+  const auto no_price = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--system",
+                                          "h100,b200", "--settings", "none", "-o", out.path()});
   CHECK(no_price.status == 2);
   CHECK_THAT(no_price.err, Catch::Contains("give --price b200=USD"));
   // A precision the system has no Tensor Cores for is taken to the nearest, and said.
@@ -366,8 +406,8 @@ TEST_CASE("plan: several systems and sizes, each planned, their bests ranked wit
   j["training"]["precision"] = "mxfp8";
   j.erase("cost");
   std::ofstream(sc.path()) << j.dump();
-  const auto h = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--system", "h100", "--settings", "none",
-                                   "--top", "1", "-o", out.path()});
+  const auto h = test::run_moesim({"plan", sc.path(), "--gpus", "16", "--system", "h100",
+                                   "--settings", "none", "--top", "1", "-o", out.path()});
   REQUIRE(h.status == 0);
   CHECK_THAT(h.out, Catch::Contains("on h100: training.precision: mxfp8 -> fp8-blockwise"));
 }

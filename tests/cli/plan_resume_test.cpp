@@ -27,7 +27,8 @@ std::map<std::int64_t, std::vector<std::string>> rows_without_wall(const reports
 }
 }  // namespace
 
-TEST_CASE("plan --resume: rows kept from an earlier run, the rest simulated, the same result", "[cli][plan]") {
+TEST_CASE("plan --resume: rows kept from an earlier run, the rest simulated, the same result",
+          "[cli][plan]") {
   const test::TempFile full("", "plan-full.csv"), resumed("", "plan-resumed.csv");
   const std::vector<std::string> opts{"--gpus", "8", "--json", "--top", "3", "--jobs", "2"};
   auto args = std::vector<std::string>{"plan", kScenario, "-o", full.path()};
@@ -38,8 +39,8 @@ TEST_CASE("plan --resume: rows kept from an earlier run, the rest simulated, the
   CHECK_FALSE(std::filesystem::exists(full.path() + ".partial"));  // a finished plan keeps none
   // What a stopped run would have kept: the header and half of the simulated rows.
   const auto csv = reports::read_sweep_csv(full.path());
-  const auto status = static_cast<std::size_t>(std::find(csv.header.begin(), csv.header.end(), "status") -
-                                               csv.header.begin());
+  const auto status = static_cast<std::size_t>(
+      std::find(csv.header.begin(), csv.header.end(), "status") - csv.header.begin());
   std::vector<const reports::SweepCsv::Row*> simulated;
   for (const auto& r : csv.rows)
     if (r.fields[status] == "ok" || r.fields[status] == "error") simulated.push_back(&r);
@@ -47,7 +48,8 @@ TEST_CASE("plan --resume: rows kept from an earlier run, the rest simulated, the
   {
     std::ofstream partial(resumed.path() + ".partial", std::ios::binary);
     partial << reports::csv_line(csv.header);
-    for (std::size_t i = 0; i < simulated.size() / 2; ++i) partial << reports::csv_line(simulated[i]->fields);
+    for (std::size_t i = 0; i < simulated.size() / 2; ++i)
+      partial << reports::csv_line(simulated[i]->fields);
     partial << "12,cut off while wr";  // a last line without its end: dropped
   }
   args = {"plan", kScenario, "-o", resumed.path(), "--resume"};
@@ -59,7 +61,8 @@ TEST_CASE("plan --resume: rows kept from an earlier run, the rest simulated, the
   CHECK(jb["fates"] == ja["fates"]);
   CHECK(jb["simulated"] == ja["simulated"]);
   REQUIRE(jb["top"].size() == ja["top"].size());
-  for (std::size_t i = 0; i < ja["top"].size(); ++i) CHECK(jb["top"][i]["id"] == ja["top"][i]["id"]);
+  for (std::size_t i = 0; i < ja["top"].size(); ++i)
+    CHECK(jb["top"][i]["id"] == ja["top"][i]["id"]);
   CHECK(rows_without_wall(reports::read_sweep_csv(resumed.path())) == rows_without_wall(csv));
   CHECK_FALSE(std::filesystem::exists(resumed.path() + ".partial"));
 
@@ -75,8 +78,9 @@ TEST_CASE("plan --resume: rows kept from an earlier run, the rest simulated, the
   std::filesystem::remove(resumed.path() + ".partial");
 }
 
-TEST_CASE("plan: a stop ends the search between waves; resuming its rows gives the uninterrupted result",
-          "[predict][plan]") {
+TEST_CASE(
+    "plan: a stop ends the search between waves; resuming its rows gives the uninterrupted result",
+    "[predict][plan]") {
   predict::PlanRequest req;
   req.scenario_file = kScenario;
   req.gpus = 8;
@@ -115,10 +119,11 @@ TEST_CASE("plan: a stop ends the search between waves; resuming its rows gives t
   }
 }
 
-TEST_CASE("plan --emit: the K-th candidate as a scenario whose run is the plan's row", "[cli][plan]") {
+TEST_CASE("plan --emit: the K-th candidate as a scenario whose run is the plan's row",
+          "[cli][plan]") {
   const test::TempFile out("", "plan-emit.csv"), emitted("", "plan-emit-2.json");
-  const std::vector<std::string> opts{"plan", kScenario, "-o", out.path(), "--gpus", "8", "--json",
-                                      "--top", "3", "--jobs", "2"};
+  const std::vector<std::string> opts{"plan",   kScenario, "-o", out.path(), "--gpus", "8",
+                                      "--json", "--top",   "3",  "--jobs",   "2"};
   auto args = opts;
   const auto a = test::run_moesim(args);
   REQUIRE(a.status == 0);
@@ -143,8 +148,10 @@ TEST_CASE("plan --emit: the K-th candidate as a scenario whose run is the plan's
   const auto jr = Json::parse(r.out);
   const auto& row = ja["top"][1];
   CHECK(jr["step_time_s"].get<double>() == Approx(row["step_time_s"].get<double>()).epsilon(1e-12));
-  CHECK(jr["tokens_per_s_per_gpu"].get<double>() == Approx(row["tokens_per_s_per_gpu"].get<double>()).epsilon(1e-12));
-  CHECK(jr["peak_memory_gib"].get<double>() == Approx(row["peak_memory_gib"].get<double>()).epsilon(1e-12));
+  CHECK(jr["tokens_per_s_per_gpu"].get<double>() ==
+        Approx(row["tokens_per_s_per_gpu"].get<double>()).epsilon(1e-12));
+  CHECK(jr["peak_memory_gib"].get<double>() ==
+        Approx(row["peak_memory_gib"].get<double>()).epsilon(1e-12));
   // Past the ranking: refused before planning.
   const auto c = test::run_moesim({"plan", kScenario, "--top", "3", "--emit", "4"});
   CHECK(c.status == 2);

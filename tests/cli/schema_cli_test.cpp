@@ -13,7 +13,8 @@ TEST_CASE("moesim schema prints the schema files", "[cli][schema]") {
     const auto r = test::run_moesim({"schema", which});
     REQUIRE(r.status == 0);
     const auto printed = nlohmann::json::parse(r.out);
-    const auto file = nlohmann::json::parse(test::read_text(test::source_path(std::string("schema/") + which + ".schema.json")));
+    const auto file = nlohmann::json::parse(
+        test::read_text(test::source_path(std::string("schema/") + which + ".schema.json")));
     CHECK(printed == file);
     CHECK(printed["$schema"] == "https://json-schema.org/draft/2020-12/schema");
   }
@@ -23,11 +24,12 @@ TEST_CASE("moesim schema prints the schema files", "[cli][schema]") {
 }
 
 TEST_CASE("A sweep grid varies goodput and cost keys too", "[config][sweep][schema]") {
-  const auto sweep = config::read_sweep_text(R"({"name": "g", "base": {"name": "b", "system": "h100", "gpus": 8,
+  const auto sweep =
+      config::read_sweep_text(R"({"name": "g", "base": {"name": "b", "system": "h100", "gpus": 8,
       "model": "qwen3-30b-a3b", "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 64,
       "precision": "bf16"}, "parallelism": {"ep": 8}},
       "grid": {"goodput.async_save": [false, true], "cost.pue": [1.1, 1.3]}})",
-                                             "g.json");
+                              "g.json");
   const auto plan = config::expand_sweep(sweep);
   CHECK(plan.points.size() == 4);
   CHECK(plan.points[3].scenario["cost"]["pue"] == 1.3);

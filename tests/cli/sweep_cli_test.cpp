@@ -5,13 +5,13 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 
 #include "reports/sweep.hpp"
 #include "support/helpers.hpp"
@@ -168,13 +168,15 @@ TEST_CASE("A sweep killed midway and resumed equals an uninterrupted one", "[cli
   CHECK_THAT(wrong.err, Catch::Contains("written by another sweep file"));
 }
 
-TEST_CASE("sweep --resume checks every value of the rows it keeps (issue #46 item 3)", "[cli][sweep]") {
+TEST_CASE("sweep --resume checks every value of the rows it keeps (issue #46 item 3)",
+          "[cli][sweep]") {
   const Dir d;
   const std::string out = d / "out.csv";
   REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", out}).status == 0);
   const auto good = reports::read_sweep_csv(out);
   const auto col = [&](const std::string& name) {
-    return static_cast<std::size_t>(std::find(good.header.begin(), good.header.end(), name) - good.header.begin());
+    return static_cast<std::size_t>(std::find(good.header.begin(), good.header.end(), name) -
+                                    good.header.begin());
   };
   const auto ok = std::find_if(good.rows.begin(), good.rows.end(),
                                [&](const auto& r) { return r.fields[col("status")] == "ok"; });
@@ -188,7 +190,8 @@ TEST_CASE("sweep --resume checks every value of the rows it keeps (issue #46 ite
   write_with("step_time_s", "banana");
   auto r = test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"});
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains(fmt::format("{}: row {}: step_time_s: 'banana' is not a number", out, ok->id)));
+  CHECK_THAT(r.err, Catch::Contains(fmt::format("{}: row {}: step_time_s: 'banana' is not a number",
+                                                out, ok->id)));
   write_with("fits_in_memory", "maybe");
   r = test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"});
   CHECK(r.status == 2);
@@ -213,10 +216,13 @@ TEST_CASE("Two runs on one output: the second refuses (issue #46 item 3)", "[cli
   REQUIRE(::write(fd, "4242\n", 5) == 5);
   const auto sweep = test::run_moesim({"sweep", d / "small.json", "-o", out});
   CHECK(sweep.status == 2);
-  CHECK_THAT(sweep.err, Catch::Contains(out + ": (top level): another moesim (process 4242) is writing it now"));
+  CHECK_THAT(
+      sweep.err,
+      Catch::Contains(out + ": (top level): another moesim (process 4242) is writing it now"));
   CHECK_FALSE(std::filesystem::exists(out));  // nothing written
-  const auto plan = test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
-                                      "--gpus", "8", "--settings", "none", "-o", out});
+  const auto plan =
+      test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
+                        "--gpus", "8", "--settings", "none", "-o", out});
   CHECK(plan.status == 2);
   CHECK_THAT(plan.err, Catch::Contains("another moesim (process 4242) is writing it now"));
   // Released (as when the other run ends, however it ends), the output is written and the

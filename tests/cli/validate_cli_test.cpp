@@ -11,7 +11,8 @@ using namespace moesim;
 namespace {
 // Journey step 13 with a tolerance it cannot meet, beside step 12 as shipped.
 std::string tight(const test::TempFile& dir_of) {
-  auto j = nlohmann::json::parse(test::read_text(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
+  auto j = nlohmann::json::parse(
+      test::read_text(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
   j["measured"]["tflops_per_gpu"] = 900.0;  // the prediction is about 970
   j["measured"]["tolerance_pct"] = 1;
   const auto path = std::filesystem::path(dir_of.path()).parent_path() / "tight.json";
@@ -20,20 +21,24 @@ std::string tight(const test::TempFile& dir_of) {
 }
 }  // namespace
 
-TEST_CASE("validate --junit and --markdown: one case per run, failures with the figures", "[cli][validate]") {
+TEST_CASE("validate --junit and --markdown: one case per run, failures with the figures",
+          "[cli][validate]") {
   test::TempFile junit("", "out.xml");
   const std::string md = std::filesystem::path(junit.path()).replace_filename("out.md").string();
   const std::string bad = tight(junit);
   const std::string ok = test::source_path("scenarios/journey/12-te-host-slim.json");
-  const auto r = test::run_moesim({"validate", "--jobs", "2", "--junit", junit.path(), "--markdown", md, ok, bad});
+  const auto r = test::run_moesim(
+      {"validate", "--jobs", "2", "--junit", junit.path(), "--markdown", md, ok, bad});
   CHECK(r.status == 1);  // step 13 is beyond its 1%
   const std::string xml = test::read_text(junit.path());
   CHECK_THAT(xml, Catch::StartsWith("<?xml"));
   // Two runs and step 13's pair with step 12 (measured 900 / 956.2 = 0.941, predicted about
   // 1.003: beyond the pair's tolerance and the wrong way).
   CHECK_THAT(xml, Catch::Contains("tests=\"3\" failures=\"2\""));
-  CHECK_THAT(xml, Catch::Contains("classname=\"moesim.pair.fusion\" name=\"dsv3-gb200-journey-13-norm-quant-fusion vs "
-                                  "dsv3-gb200-journey-12-te-host-slim\""));
+  CHECK_THAT(
+      xml, Catch::Contains(
+               "classname=\"moesim.pair.fusion\" name=\"dsv3-gb200-journey-13-norm-quant-fusion vs "
+               "dsv3-gb200-journey-12-te-host-slim\""));
   CHECK_THAT(xml, Catch::Contains("measured 0.9412 ("));
   CHECK_THAT(xml, Catch::Contains("; wrong direction)"));
   CHECK_THAT(xml, Catch::Contains("name=\"dsv3-gb200-journey-12-te-host-slim\""));
@@ -60,18 +65,24 @@ TEST_CASE("validate --baseline flags predictions that moved", "[cli][validate]")
   const auto r = test::run_moesim({"validate", "--baseline", moved.path(), step});
   CHECK(r.status == 1);
   CHECK_THAT(r.out, Catch::Contains("MOVED dsv3-gb200-journey-12-te-host-slim"));
-  CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--baseline-tolerance", "5", step}).status == 0);
+  CHECK(
+      test::run_moesim({"validate", "--baseline", moved.path(), "--baseline-tolerance", "5", step})
+          .status == 0);
   // The drift shows where CI reads: a failed JUnit case and a flagged Markdown row (and
   // neither within the tolerance).
-  const std::string xml = std::filesystem::path(moved.path()).replace_filename("drift.xml").string();
+  const std::string xml =
+      std::filesystem::path(moved.path()).replace_filename("drift.xml").string();
   const std::string md = std::filesystem::path(moved.path()).replace_filename("drift.md").string();
-  CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--junit", xml, "--markdown", md, step}).status == 1);
-  CHECK_THAT(test::read_text(xml), Catch::Contains("failures=\"1\"") && Catch::Contains("type=\"moved against the baseline\"") &&
+  CHECK(test::run_moesim(
+            {"validate", "--baseline", moved.path(), "--junit", xml, "--markdown", md, step})
+            .status == 1);
+  CHECK_THAT(test::read_text(xml), Catch::Contains("failures=\"1\"") &&
+                                       Catch::Contains("type=\"moved against the baseline\"") &&
                                        Catch::Contains("moved +3.00% (more than 1%)"));
   CHECK_THAT(test::read_text(md), Catch::Contains("**moved +3.00%**") &&
                                       Catch::Contains("1 prediction(s) moved more than 1%"));
-  CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--baseline-tolerance", "5", "--junit", xml,
-                          "--markdown", md, step})
+  CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--baseline-tolerance", "5",
+                          "--junit", xml, "--markdown", md, step})
             .status == 0);
   CHECK_THAT(test::read_text(xml), Catch::Contains("failures=\"0\""));
   CHECK_THAT(test::read_text(md), !Catch::Contains("**moved"));
@@ -108,9 +119,11 @@ TEST_CASE("validate --baseline watches scenarios without a measured block", "[cl
   test::TempFile moved(j.dump(), "moved-pred.json");
   const std::string xml = std::filesystem::path(moved.path()).replace_filename("pred.xml").string();
   const std::string md = std::filesystem::path(moved.path()).replace_filename("pred.md").string();
-  const auto r = test::run_moesim({"validate", "--baseline", moved.path(), "--junit", xml, "--markdown", md, step, plan});
+  const auto r = test::run_moesim(
+      {"validate", "--baseline", moved.path(), "--junit", xml, "--markdown", md, step, plan});
   CHECK(r.status == 1);
-  CHECK_THAT(r.out, Catch::Contains("MOVED qwen3-30b-a3b-h100") && Catch::Contains("1 prediction(s) moved"));
+  CHECK_THAT(r.out, Catch::Contains("MOVED qwen3-30b-a3b-h100") &&
+                        Catch::Contains("1 prediction(s) moved"));
   CHECK_THAT(test::read_text(xml), Catch::Contains("tests=\"2\" failures=\"1\"") &&
                                        Catch::Contains("classname=\"moesim.predict.h100\"") &&
                                        Catch::Contains("type=\"moved against the baseline\""));
@@ -125,33 +138,39 @@ TEST_CASE("validate --baseline watches scenarios without a measured block", "[cl
   CHECK_THAT(n.out, Catch::Contains("new   qwen3-30b-a3b-h100"));
 }
 
-TEST_CASE("validate --json carries pairs and families; a pair whose other run is absent is unresolved",
-          "[cli][validate][pairs]") {
-  const auto r = test::run_moesim({"validate", "--json", "--jobs", "2", test::source_path("scenarios/journey")});
+TEST_CASE(
+    "validate --json carries pairs and families; a pair whose other run is absent is unresolved",
+    "[cli][validate][pairs]") {
+  const auto r = test::run_moesim(
+      {"validate", "--json", "--jobs", "2", test::source_path("scenarios/journey")});
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   REQUIRE(j.contains("pairs"));
   CHECK(j["pairs"].size() == 12);  // each step against the one before
   for (const auto& p : j["pairs"])
-    for (const char* k : {"name", "decision", "predicted_ratio", "measured_ratio", "ratio_error_pct", "direction_right",
-                          "source"})
+    for (const char* k : {"name", "decision", "predicted_ratio", "measured_ratio",
+                          "ratio_error_pct", "direction_right", "source"})
       CHECK(p.contains(k));
   CHECK(j["pairs_summary"]["pairs"] == 12);
   CHECK(j["unresolved_pairs"].empty());
   // Step 13 alone: its pair names step 12, which is not validated in this call: said, not dropped.
-  const auto one = test::run_moesim({"validate", test::source_path("scenarios/journey/13-norm-quant-fusion.json")});
+  const auto one = test::run_moesim(
+      {"validate", test::source_path("scenarios/journey/13-norm-quant-fusion.json")});
   CHECK(one.status == 0);
-  CHECK_THAT(one.out, Catch::Contains("unresolved pair: ") &&
-                          Catch::Contains("compares with 'dsv3-gb200-journey-12-te-host-slim', which is not among"));
+  CHECK_THAT(one.out,
+             Catch::Contains("unresolved pair: ") &&
+                 Catch::Contains(
+                     "compares with 'dsv3-gb200-journey-12-te-host-slim', which is not among"));
 }
 
-TEST_CASE("validate --deterministic: --json and --junit byte-identical between runs", "[cli][validate]") {
+TEST_CASE("validate --deterministic: --json and --junit byte-identical between runs",
+          "[cli][validate]") {
   test::TempFile a_xml("", "a.xml"), b_xml("", "b.xml");
   const std::string dir = test::source_path("scenarios/journey");
-  const auto a = test::run_moesim({"validate", "--json", "--deterministic", "--unmeasured", "--jobs", "2", "--junit",
-                                   a_xml.path(), dir});
-  const auto b = test::run_moesim({"validate", "--json", "--deterministic", "--unmeasured", "--jobs", "2", "--junit",
-                                   b_xml.path(), dir});
+  const auto a = test::run_moesim({"validate", "--json", "--deterministic", "--unmeasured",
+                                   "--jobs", "2", "--junit", a_xml.path(), dir});
+  const auto b = test::run_moesim({"validate", "--json", "--deterministic", "--unmeasured",
+                                   "--jobs", "2", "--junit", b_xml.path(), dir});
   REQUIRE(a.status == b.status);
   CHECK(a.out == b.out);
   CHECK(test::read_text(a_xml.path()) == test::read_text(b_xml.path()));
@@ -160,6 +179,8 @@ TEST_CASE("validate --deterministic: --json and --junit byte-identical between r
   CHECK_FALSE(j["rows"][0].contains("wall_s"));
   CHECK_THAT(test::read_text(a_xml.path()), Catch::Contains("time=\"0.000\""));
   // Without the flag each row carries its wall time.
-  const auto timed = test::run_moesim({"validate", "--json", "--jobs", "2", test::source_path("scenarios/journey/12-te-host-slim.json")});
+  const auto timed =
+      test::run_moesim({"validate", "--json", "--jobs", "2",
+                        test::source_path("scenarios/journey/12-te-host-slim.json")});
   CHECK(nlohmann::json::parse(timed.out)["rows"][0].contains("wall_s"));
 }

@@ -26,7 +26,8 @@ config::Json qwen30b_h100() {
 }
 
 bool lists(const std::vector<config::Assumption>& a, const std::string& setting) {
-  return std::any_of(a.begin(), a.end(), [&](const config::Assumption& x) { return x.setting == setting; });
+  return std::any_of(a.begin(), a.end(),
+                     [&](const config::Assumption& x) { return x.setting == setting; });
 }
 
 }  // namespace
@@ -58,13 +59,16 @@ TEST_CASE("Trained routing by model family", "[workload][routing][assumptions]")
   CHECK(o.routing.aux_loss_coefficient == 1e-2);
   CHECK(o.source.find("Megatron-Core") != std::string::npos);
   // DeepSeek-V3's expert bias.
-  auto ds = config::Json::parse(R"({"name": "d", "system": "gb200-nvl72", "gpus": 256, "model": "deepseek-v3",
+  auto ds = config::Json::parse(
+      R"({"name": "d", "system": "gb200-nvl72", "gpus": 256, "model": "deepseek-v3",
     "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 1024, "precision": "mxfp8"},
     "parallelism": {"pp": 8, "vpp": 4, "ep": 32}})");
-  CHECK(config::load_scenario_json(ds, "t.json").routing.balance == workload::RoutingBalance::loss_free);
+  CHECK(config::load_scenario_json(ds, "t.json").routing.balance ==
+        workload::RoutingBalance::loss_free);
 }
 
-TEST_CASE("A scenario without routing predicts trained routing, slower than forced", "[config][assumptions]") {
+TEST_CASE("A scenario without routing predicts trained routing, slower than forced",
+          "[config][assumptions]") {
   auto trained = qwen30b_h100();
   auto forced = qwen30b_h100();
   forced["routing"] = {{"balance", "forced"}};
@@ -91,14 +95,16 @@ TEST_CASE("A scenario without routing predicts trained routing, slower than forc
   CHECK(config::scenario_assumptions(config::load_scenario_json(said, "t.json")).empty());
 }
 
-TEST_CASE("Placement is an assumption where an NVLink domain spans nodes", "[config][assumptions]") {
+TEST_CASE("Placement is an assumption where an NVLink domain spans nodes",
+          "[config][assumptions]") {
   const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "test.json");
   auto j = test::default_scenario_json();
   j.erase("placement");
-  CHECK(lists(config::scenario_assumptions(config::load_scenario_json(j, "t.json")), "placement.gpus_per_nvlink_domain"));
+  CHECK(lists(config::scenario_assumptions(config::load_scenario_json(j, "t.json")),
+              "placement.gpus_per_nvlink_domain"));
   j["placement"] = {{"gpus_per_nvlink_domain", 32}};
-  CHECK_FALSE(
-      lists(config::scenario_assumptions(config::load_scenario_json(j, "t.json")), "placement.gpus_per_nvlink_domain"));
+  CHECK_FALSE(lists(config::scenario_assumptions(config::load_scenario_json(j, "t.json")),
+                    "placement.gpus_per_nvlink_domain"));
 }
 
 TEST_CASE("Offload is accepted but priced in part, and says so", "[config][assumptions]") {
@@ -112,11 +118,13 @@ TEST_CASE("Offload is accepted but priced in part, and says so", "[config][assum
   CHECK(u[1].setting == "framework.offload[moe_act]");
 }
 
-TEST_CASE("An importer records what changes nothing; run says it in one line", "[config][assumptions][import]") {
+TEST_CASE("An importer records what changes nothing; run says it in one line",
+          "[config][assumptions][import]") {
   auto j = qwen30b_h100();
   j["routing"] = {{"balance", "forced"}};
   // NCCL's all-to-all has no SMs to set; BF16 runs no MXFP8 kernel.
-  j["framework"] = {{"dispatcher", "alltoall"}, {"dispatcher_sms", 20}, {"cuda_graph_scope", {"moe_router"}}};
+  j["framework"] = {
+      {"dispatcher", "alltoall"}, {"dispatcher_sms", 20}, {"cuda_graph_scope", {"moe_router"}}};
   j["stack"] = {{"release", "26.06"}, {"mxfp8_alloc_fusion", false}};
   const auto before = config::load_scenario_json(j, "t.json");
   const auto plain = config::inert_setting_warnings(before);
@@ -124,7 +132,8 @@ TEST_CASE("An importer records what changes nothing; run says it in one line", "
   CHECK_FALSE(plain[0].recorded);
   auto rec = j;
   const auto names = config::record_inert_settings(rec, "t.json", "moesim import megatron");
-  REQUIRE(names == std::vector<std::string>{"framework.dispatcher_sms", "stack.mxfp8_alloc_fusion"});
+  REQUIRE(names ==
+          std::vector<std::string>{"framework.dispatcher_sms", "stack.mxfp8_alloc_fusion"});
   // The settings stay (a what-if that moves to DeepEP makes dispatcher_sms act, as in Megatron).
   CHECK(rec["framework"].at("dispatcher_sms") == 20);
   CHECK(rec["stack"].at("release") == "26.06");  // a release is never inert
@@ -141,6 +150,7 @@ TEST_CASE("An importer records what changes nothing; run says it in one line", "
   CHECK(std::count_if(hand.begin(), hand.end(), [](const auto& x) { return !x.recorded; }) == 1);
   // recorded.inert names only performance settings.
   rec["recorded"]["inert"].push_back("framework.no_such_thing");
-  CHECK_THROWS_WITH(config::load_scenario_json(rec, "t.json"),
-                    Catch::Contains("recorded.inert") && Catch::Contains("not a performance setting"));
+  CHECK_THROWS_WITH(
+      config::load_scenario_json(rec, "t.json"),
+      Catch::Contains("recorded.inert") && Catch::Contains("not a performance setting"));
 }

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "support/helpers.hpp"
 #include "workload/eplb.hpp"
@@ -19,7 +19,8 @@ void expect_error(const Json& j, const std::string& path, const std::string& fra
   CHECK(e.file() == "test.json");
   CHECK(e.path() == path);
   CHECK_THAT(e.message(), Catch::Contains(fragment));
-  CHECK_THAT(std::string(e.what()), Catch::StartsWith("test.json: " + (path.empty() ? "(top level)" : path)));
+  CHECK_THAT(std::string(e.what()),
+             Catch::StartsWith("test.json: " + (path.empty() ? "(top level)" : path)));
 }
 }  // namespace
 
@@ -42,30 +43,38 @@ TEST_CASE("Malformed JSON and duplicate keys", "[config][errors]") {
   CHECK_THROWS_WITH(config::read_json_file("/nonexistent/x.json"), Catch::Contains("cannot open"));
 }
 
-TEST_CASE("Input bounds: nesting depth, folders, devices and FIFOs (issue #46 item 1)", "[config][errors]") {
+TEST_CASE("Input bounds: nesting depth, folders, devices and FIFOs (issue #46 item 1)",
+          "[config][errors]") {
   // 70,000 levels once crashed the JSON writer; the reader stops at kMaxJsonDepth.
   const std::string deep = std::string(70000, '[') + std::string(70000, ']');
-  CHECK_THROWS_WITH(config::parse_json(deep, "f.json"), Catch::Contains("f.json: (top level): JSON nested deeper than 64"));
+  CHECK_THROWS_WITH(config::parse_json(deep, "f.json"),
+                    Catch::Contains("f.json: (top level): JSON nested deeper than 64"));
   const std::string deep_objects = [] {
     std::string t;
     for (int i = 0; i < 200; ++i) t += "{\"a\": ";
     return t + "1" + std::string(200, '}');
   }();
-  CHECK_THROWS_WITH(config::parse_json(deep_objects, "f.json"), Catch::Contains("nested deeper than 64"));
+  CHECK_THROWS_WITH(config::parse_json(deep_objects, "f.json"),
+                    Catch::Contains("nested deeper than 64"));
   // At the limit it still reads.
-  const std::string ok = std::string(config::kMaxJsonDepth, '[') + std::string(config::kMaxJsonDepth, ']');
+  const std::string ok =
+      std::string(config::kMaxJsonDepth, '[') + std::string(config::kMaxJsonDepth, ']');
   CHECK(config::parse_json(ok, "f.json").is_array());
-  CHECK_THROWS_WITH(config::read_json_file("/tmp"), Catch::Contains("/tmp: (top level): is a folder, not a file"));
+  CHECK_THROWS_WITH(config::read_json_file("/tmp"),
+                    Catch::Contains("/tmp: (top level): is a folder, not a file"));
   CHECK_THROWS_WITH(config::read_text_file("/dev/zero"), Catch::Contains("is not a regular file"));
   {
     // A FIFO is refused without opening it (opening one blocks until a writer comes).
-    const std::string fifo = std::filesystem::temp_directory_path() / fmt::format("moesim-fifo-{}", ::getpid());
+    const std::string fifo =
+        std::filesystem::temp_directory_path() / fmt::format("moesim-fifo-{}", ::getpid());
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    CHECK_THROWS_WITH(config::read_text_file(fifo), Catch::Contains("is not a regular file (a device, a FIFO"));
+    CHECK_THROWS_WITH(config::read_text_file(fifo),
+                      Catch::Contains("is not a regular file (a device, a FIFO"));
     std::filesystem::remove(fifo);
   }
   CHECK(config::input_file_problem("/nonexistent/x.json") == "does not exist");
-  CHECK_FALSE(config::input_file_problem(test::source_path("scenarios/dsv3-gb200.json")).has_value());
+  CHECK_FALSE(
+      config::input_file_problem(test::source_path("scenarios/dsv3-gb200.json")).has_value());
   // A histogram path that is a folder or a device says so (it used to say "does not exist").
   auto j = test::default_scenario_json();
   j["routing"] = {{"balance", "histogram"}, {"path", "/dev/zero"}};
@@ -108,11 +117,14 @@ TEST_CASE("Wrong types and missing required fields", "[config][errors]") {
   // Keys that belong to other models, or to experts a model does not have, say so.
   j = test::default_scenario_json();
   j["model"] = {{"base", "mixtral-8x7b"}, {"moe_intermediate_size", 1024}};
-  expect_error(j, "model.moe_intermediate_size", "a mixtral config sizes its experts with intermediate_size");
+  expect_error(j, "model.moe_intermediate_size",
+               "a mixtral config sizes its experts with intermediate_size");
   j["model"] = {{"base", "llama3-70b"}, {"num_experts_per_tok", 2}};
   expect_error(j, "model.num_experts_per_tok", "the model has no routed experts");
-  j["model"] = {{"base", "llama3-70b"}, {"num_experts_per_tok", nullptr}};  // empty, as HF configs carry it
-  expect_error(j, "parallelism.ep", "has no experts");  // the model loaded; the default scenario's EP did not
+  j["model"] = {{"base", "llama3-70b"},
+                {"num_experts_per_tok", nullptr}};  // empty, as HF configs carry it
+  expect_error(j, "parallelism.ep",
+               "has no experts");  // the model loaded; the default scenario's EP did not
   // A system patch: null removes the base's calibration profiles (RFC 7386), and the key
   // list of an unknown key names profiles.
   j = test::default_scenario_json();
@@ -149,7 +161,8 @@ TEST_CASE("Indivisible layouts", "[config][errors]") {
   expect_error(j, "parallelism.ep", "256 experts are not divisible by ep=48");
   j = test::default_scenario_json();
   j["training"]["global_batch_size"] = 2000;
-  expect_error(j, "training.global_batch_size", "2000 is not divisible by micro_batch_size x dp = 1 x 32");
+  expect_error(j, "training.global_batch_size",
+               "2000 is not divisible by micro_batch_size x dp = 1 x 32");
   j = test::default_scenario_json();
   j["parallelism"]["tp"] = 3;
   j["gpus"] = 24 * 32;
@@ -163,13 +176,15 @@ TEST_CASE("Indivisible layouts", "[config][errors]") {
 TEST_CASE("Layers vs pp_layout and vpp", "[config][errors]") {
   auto j = test::default_scenario_json();
   j["parallelism"]["pp_layout"] = "E|(tt|)*30L";
-  expect_error(j, "parallelism.pp_layout", "places 60 decoder layers 't'; model 'deepseek-v3' has 61");
+  expect_error(j, "parallelism.pp_layout",
+               "places 60 decoder layers 't'; model 'deepseek-v3' has 61");
   j = test::default_scenario_json();
   j["parallelism"]["pp_layout"] = "Et|(tt|)*29L";
   expect_error(j, "parallelism.pp_layout", "31 virtual stages cannot be spread over pp=8");
   j = test::default_scenario_json();
   j["parallelism"]["vpp"] = 2;
-  expect_error(j, "parallelism.vpp", "pp_layout has 32 virtual stages = pp 8 x vpp 4, but vpp is 2");
+  expect_error(j, "parallelism.vpp",
+               "pp_layout has 32 virtual stages = pp 8 x vpp 4, but vpp is 2");
   j = test::default_scenario_json();
   j["parallelism"]["pp_layout"] = "Et|(tt|*30L";
   expect_error(j, "parallelism.pp_layout", "unbalanced '(' at column 4");
@@ -214,33 +229,41 @@ TEST_CASE("Pipeline schedule constraints", "[config][errors]") {
   j = test::default_scenario_json();
   j["parallelism"]["pipeline_schedule"] = "zipper";
   expect_error(j, "parallelism.pipeline_schedule",
-               "unknown pipeline schedule 'zipper'; known: 1f1b, interleaved-1f1b, dualpipe, dualpipev, zb-h1");
+               "unknown pipeline schedule 'zipper'; known: 1f1b, interleaved-1f1b, dualpipe, "
+               "dualpipev, zb-h1");
   // Megatron-Core's asserts on the 1F1B all-to-all overlap: no whole-layer recompute, at
   // most one MTP layer.
   j = test::default_scenario_json();
   j["framework"]["moe_a2a_overlap"] = true;
   j["framework"]["recompute_modules"] = {"full"};
-  expect_error(j, "framework.recompute_modules", "'full' recompute cannot run with moe_a2a_overlap");
+  expect_error(j, "framework.recompute_modules",
+               "'full' recompute cannot run with moe_a2a_overlap");
   j = test::default_scenario_json();
   j["framework"]["moe_a2a_overlap"] = true;
   j["training"]["mtp_layers"] = 2;
   j["parallelism"].erase("pp_layout");
-  expect_error(j, "framework.moe_a2a_overlap", "supports at most one MTP layer; training.mtp_layers is 2");
+  expect_error(j, "framework.moe_a2a_overlap",
+               "supports at most one MTP layer; training.mtp_layers is 2");
 }
 
 TEST_CASE("Unknown presets and enum values", "[config][errors]") {
   auto j = test::default_scenario_json();
   j["system"] = "gb200";
-  expect_error(j, "system", "unknown system preset 'gb200'; known: b200, gb200-nvl72, gb300-nvl72, h100, h20, h200, h800");
+  expect_error(j, "system",
+               "unknown system preset 'gb200'; known: b200, gb200-nvl72, gb300-nvl72, h100, h20, "
+               "h200, h800");
   j = test::default_scenario_json();
   j["model"] = "deepseek-v4";
   expect_error(j, "model", "unknown model preset 'deepseek-v4'; known: deepseek-v2, deepseek-v3");
   j = test::default_scenario_json();
   j["framework"]["dispatcher"] = "deep-ep";
-  expect_error(j, "framework.dispatcher", "unknown dispatcher 'deep-ep'; known: alltoall, allgather, deepep, hybridep");
+  expect_error(j, "framework.dispatcher",
+               "unknown dispatcher 'deep-ep'; known: alltoall, allgather, deepep, hybridep");
   j = test::default_scenario_json();
   j["training"]["precision"] = "fp4";
-  expect_error(j, "training.precision", "unknown precision 'fp4'; known: bf16, fp16, fp8-tensorwise, fp8-delayed, fp8-blockwise, mxfp8");
+  expect_error(j, "training.precision",
+               "unknown precision 'fp4'; known: bf16, fp16, fp8-tensorwise, fp8-delayed, "
+               "fp8-blockwise, mxfp8");
   // TE's userbuffers gather FP8 and MXFP8 tensors, not NVFP4 (module/base.py).
   j = test::default_scenario_json();
   j["training"]["precision"] = "nvfp4";
@@ -253,8 +276,9 @@ TEST_CASE("Unknown presets and enum values", "[config][errors]") {
   expect_error(j, "framework.recompute_modules[1]", "'mlp' is listed twice");
   j = test::default_scenario_json();
   j["framework"]["low_precision_activations"] = {"swiglu_input", "swiglu_output"};
-  expect_error(j, "framework.low_precision_activations[1]",
-               "unknown low-precision activation 'swiglu_output'; known: swiglu_input, attn_output");
+  expect_error(
+      j, "framework.low_precision_activations[1]",
+      "unknown low-precision activation 'swiglu_output'; known: swiglu_input, attn_output");
   j = test::default_scenario_json();
   j["framework"]["ddp_bucket_size"] = 0;
   expect_error(j, "framework.ddp_bucket_size", "");
@@ -264,7 +288,8 @@ TEST_CASE("Precision the GPU cannot run", "[config][errors]") {
   auto j = test::default_scenario_json();
   j["system"] = "h800";
   j.erase("placement");
-  expect_error(j, "training.precision", "mxfp8 needs mxfp8 Tensor Core support, which H800 SXM (hopper) does not have");
+  expect_error(j, "training.precision",
+               "mxfp8 needs mxfp8 Tensor Core support, which H800 SXM (hopper) does not have");
   j["training"]["precision"] = "fp8-blockwise";
   CHECK(config::load_scenario_text(j.dump(), "t.json").system.name == "h800");
 }
@@ -282,7 +307,8 @@ TEST_CASE("Framework cross-checks", "[config][errors]") {
   expect_error(j, "framework.cuda_graph_scope", "'moe' captures the routed experts");
   j["framework"]["cuda_graph_scope"] = {"full_iteration"};
   j["framework"]["moe_expert_rank_capacity_factor"] = 1.2;
-  CHECK(config::load_scenario_text(j.dump(), "t.json").framework.moe_expert_rank_capacity_factor == 1.2);
+  CHECK(config::load_scenario_text(j.dump(), "t.json").framework.moe_expert_rank_capacity_factor ==
+        1.2);
   j["framework"]["dispatcher"] = "deepep";
   expect_error(j, "framework.moe_expert_rank_capacity_factor", "needs dispatcher \"hybridep\"");
   j = test::default_scenario_json();
@@ -299,7 +325,8 @@ TEST_CASE("Framework cross-checks", "[config][errors]") {
   j = test::default_scenario_json();
   j["framework"]["align_param_gather"] = false;
   CHECK_FALSE(config::load_scenario_text(j.dump(), "t.json").framework.align_param_gather);
-  j["parallelism"] = {{"tp", 1}, {"pp", 8}, {"ep", 32}, {"pp_layout", "Etttttttt|(tttttttt|)*6tttttL"}};
+  j["parallelism"] = {
+      {"tp", 1}, {"pp", 8}, {"ep", 32}, {"pp_layout", "Etttttttt|(tttttttt|)*6tttttL"}};
   j["framework"]["align_param_gather"] = true;
   expect_error(j, "framework.align_param_gather", "needs a schedule other than 1f1b");
   j["framework"].erase("align_param_gather");
@@ -362,7 +389,8 @@ TEST_CASE("Inline systems and models, with or without a base preset", "[config]"
 
   j["system"] = {{"base", "gb200-nvl72"}, {"gpu", {{"sm_cont", 1}}}};
   expect_error(j, "system.gpu.sm_cont", "did you mean 'sm_count'");
-  j["system"] = {{"base", "gb200-nvl72"}, {"gpu", {{"sm_count", {{"value", 148}, {"source", "nowhere"}}}}}};
+  j["system"] = {{"base", "gb200-nvl72"},
+                 {"gpu", {{"sm_count", {{"value", 148}, {"source", "nowhere"}}}}}};
   expect_error(j, "system.gpu.sm_count.source", "unknown source id 'nowhere'");
   j["system"] = {{"base", "gb999"}};
   expect_error(j, "system.base", "unknown system preset 'gb999'");
@@ -376,9 +404,10 @@ TEST_CASE("Inline systems and models, with or without a base preset", "[config]"
   CHECK(sc.model.num_moe_layers() == 60);
 
   j = test::default_scenario_json();
-  j["model"] = {{"model_type", "llama"}, {"hidden_size", 4096}, {"num_hidden_layers", 32},
-                {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"intermediate_size", 14336},
-                {"vocab_size", 128256}, {"rope_theta", 500000.0}};
+  j["model"] = {{"model_type", "llama"},    {"hidden_size", 4096},
+                {"num_hidden_layers", 32},  {"num_attention_heads", 32},
+                {"num_key_value_heads", 8}, {"intermediate_size", 14336},
+                {"vocab_size", 128256},     {"rope_theta", 500000.0}};
   j["parallelism"] = {{"pp", 4}};
   j["framework"] = {{"dispatcher", "alltoall"}};
   sc = config::load_scenario_text(j.dump(), "t.json");
@@ -428,9 +457,11 @@ TEST_CASE("Fuzz regressions: DeepEP and HybridEP need EP > 1", "[config][errors]
   j.erase("placement");
   j["parallelism"] = {{"tp", 1}, {"pp", 8}, {"ep", 1}};
   j["training"]["global_batch_size"] = 16;
-  expect_error(j, "framework.dispatcher", "hybridep dispatches across expert-parallel ranks and ep is 1");
+  expect_error(j, "framework.dispatcher",
+               "hybridep dispatches across expert-parallel ranks and ep is 1");
   j["framework"]["dispatcher"] = "deepep";
-  expect_error(j, "framework.dispatcher", "deepep dispatches across expert-parallel ranks and ep is 1");
+  expect_error(j, "framework.dispatcher",
+               "deepep dispatches across expert-parallel ranks and ep is 1");
   // Without a dispatcher, ep = 1 takes NCCL's all-to-all (a local permute) and runs.
   j["framework"].erase("dispatcher");
   j["framework"].erase("dispatcher_sms");
@@ -451,7 +482,8 @@ TEST_CASE("Fuzz regressions: a what-if GPU with too few SMs for the libraries' s
   auto j = test::default_scenario_json();
   j["system"] = {{"base", "gb200-nvl72"}, {"gpu", {{"sm_count", 24}}}};
   j["framework"].erase("dispatcher_sms");
-  expect_error(j, "framework.dispatcher_sms", "hybridep takes 32 SMs by default, all of this GPU's 24");
+  expect_error(j, "framework.dispatcher_sms",
+               "hybridep takes 32 SMs by default, all of this GPU's 24");
   j["framework"]["dispatcher_sms"] = 16;  // given: the GPU keeps 8
   CHECK(config::load_scenario_text(j.dump(), "test.json").framework.dispatcher_sms == 16);
   j["system"]["gpu"]["sm_count"] = 16;
@@ -459,18 +491,22 @@ TEST_CASE("Fuzz regressions: a what-if GPU with too few SMs for the libraries' s
   j["parallelism"]["sequence_parallel"] = true;
   j["parallelism"].erase("pp_layout");
   j["framework"]["dispatcher_sms"] = 8;
-  expect_error(j, "parallelism.sequence_parallel", "TransformerEngine's userbuffers, which take 16 SMs");
+  expect_error(j, "parallelism.sequence_parallel",
+               "TransformerEngine's userbuffers, which take 16 SMs");
 }
 
-TEST_CASE("Fuzz regressions: interleaved 1F1B needs microbatches divisible by pp", "[config][errors][fuzz]") {
+TEST_CASE("Fuzz regressions: interleaved 1F1B needs microbatches divisible by pp",
+          "[config][errors][fuzz]") {
   auto j = test::default_scenario_json();
   j["training"]["global_batch_size"] = 32 * 4;  // 4 microbatches over pp 8
   expect_error(j, "training.global_batch_size",
-               "interleaved-1f1b needs the microbatches per step (global_batch_size / (micro_batch_size x dp) = 4) "
+               "interleaved-1f1b needs the microbatches per step (global_batch_size / "
+               "(micro_batch_size x dp) = 4) "
                "to be a multiple of pp = 8");
 }
 
-TEST_CASE("DualPipe feeds half the microbatches from each end: an odd count is refused", "[config][errors]") {
+TEST_CASE("DualPipe feeds half the microbatches from each end: an odd count is refused",
+          "[config][errors]") {
   // deepseek-ai/DualPipe dualpipe.py:332-333 asserts an even num_chunks; the simulator
   // cannot run an odd one, so the loader says so (issue #45: a plan saw 720 of these end
   // as internal errors). DualPipeV has no such need (dualpipev.py:318).
@@ -483,7 +519,8 @@ TEST_CASE("DualPipe feeds half the microbatches from each end: an odd count is r
   CHECK(config::load_scenario_text(j.dump(), "test.json").parallelism.num_microbatches == 34);
 }
 
-TEST_CASE("Fuzz regressions: steps too long to simulate are refused up front", "[config][errors][fuzz]") {
+TEST_CASE("Fuzz regressions: steps too long to simulate are refused up front",
+          "[config][errors][fuzz]") {
   // 65536 microbatches x 61 layers x 2 passes: minutes of simulation and gigabytes.
   auto j = test::default_scenario_json();
   j["training"]["global_batch_size"] = 32 * 65536;
@@ -494,11 +531,14 @@ TEST_CASE("Fuzz regressions: steps too long to simulate are refused up front", "
   j["system"] = "b200";
   j["gpus"] = 8;
   j["model"] = "mixtral-8x22b";
-  j["training"] = {{"seq_length", 4096}, {"micro_batch_size", 4}, {"global_batch_size", 4 * 4 * 2048},
+  j["training"] = {{"seq_length", 4096},
+                   {"micro_batch_size", 4},
+                   {"global_batch_size", 4 * 4 * 2048},
                    {"precision", "fp8-tensorwise"}};
   j["parallelism"] = {{"pp", 2}, {"ep", 2}, {"pipeline_schedule", "dualpipe"}};
   j["framework"] = {{"dispatcher", "alltoall"}};
-  expect_error(j, "training.global_batch_size", "over 56 layers under dualpipe make 3.56e+05 layer passes");
+  expect_error(j, "training.global_batch_size",
+               "over 56 layers under dualpipe make 3.56e+05 layer passes");
   j["training"]["global_batch_size"] = 4 * 4 * 1024;  // 178 k: runs
   CHECK_NOTHROW(config::load_scenario_text(j.dump(), "test.json"));
 }
@@ -528,7 +568,8 @@ TEST_CASE("Trained routing and EPLB blocks", "[config][errors][eplb]") {
 
   j = test::default_scenario_json();
   j["parallelism"]["eplb"] = {{"redundant_experts", 16}};
-  expect_error(j, "parallelism.eplb.redundant_experts", "272 physical experts do not split over ep=32");
+  expect_error(j, "parallelism.eplb.redundant_experts",
+               "272 physical experts do not split over ep=32");
   j["parallelism"]["eplb"] = {{"redundant_experts", 32}, {"policy", "nearest"}};
   expect_error(j, "parallelism.eplb.policy", "unknown EPLB policy");
   j["parallelism"]["eplb"] = {{"policy", "global"}};
@@ -549,12 +590,15 @@ TEST_CASE("Trained routing and EPLB blocks", "[config][errors][eplb]") {
   j["parallelism"].erase("pp_layout");
   expect_error(j, "parallelism.eplb.policy", "use \"global\"");
   j["parallelism"]["eplb"]["policy"] = "global";
-  CHECK(config::load_scenario_text(j.dump(), "t.json").parallelism.eplb->policy == workload::EplbPolicy::global);
+  CHECK(config::load_scenario_text(j.dump(), "t.json").parallelism.eplb->policy ==
+        workload::EplbPolicy::global);
 }
 
-TEST_CASE("An inline model's config.json base: its errors name both files (issue #46)", "[config][errors]") {
+TEST_CASE("An inline model's config.json base: its errors name both files (issue #46)",
+          "[config][errors]") {
   // The base lacks hidden_size: the message names the scenario, the model and the base file.
-  const test::TempFile base(R"({"model_type": "qwen3_moe", "num_hidden_layers": 4})", "config.json");
+  const test::TempFile base(R"({"model_type": "qwen3_moe", "num_hidden_layers": 4})",
+                            "config.json");
   const test::TempFile scenario("", "s.json");
   auto j = test::default_scenario_json();
   j["model"] = {{"base", base.path()}};

@@ -14,11 +14,13 @@ using namespace moesim;
 namespace {
 const std::string kRoot = MOESIM_SOURCE_DIR "/scenarios/";
 bool mentions(const std::vector<std::string>& v, const std::string& what) {
-  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.find(what) != std::string::npos; });
+  return std::any_of(v.begin(), v.end(),
+                     [&](const std::string& s) { return s.find(what) != std::string::npos; });
 }
 }  // namespace
 
-TEST_CASE("Caveats: the NUMA-unbound factor off the hosts it was measured on", "[config][caveats]") {
+TEST_CASE("Caveats: the NUMA-unbound factor off the hosts it was measured on",
+          "[config][caveats]") {
   const auto cpus = config::corpus_fit_cpus("host.numa_unbound_factor");
   REQUIRE_FALSE(cpus.empty());
   // Measured where unbound runs were fitted: the GB200 journey's first steps (Grace).

@@ -34,11 +34,12 @@ TEST_CASE("Decisions: each plan and describe setting names its decision", "[conf
   CHECK(config::decision_evidence().size() == config::decision_names().entries().size());
 }
 
-TEST_CASE("Decisions: within error, backed, uncertain, extrapolated, unvalidated, by hand", "[config][decisions]") {
+TEST_CASE("Decisions: within error, backed, uncertain, extrapolated, unvalidated, by hand",
+          "[config][decisions]") {
   std::vector<config::DecisionEvidence> t(3);
-  t[0] = {Decision::tp, 2, 2, 0, 5.0, 8.0, 12.0, ""};           // 2 pairs, 5% error, effects up to 12%
-  t[1] = {Decision::mbs, 1, 1, 0, 2.0, 2.0, 3.0, ""};           // 1 pair, 2% error, effect 3%
-  t[2] = {Decision::ep_overlap, 2, 2, 1, 6.0, 7.0, 30.0, ""};   // a wrong direction
+  t[0] = {Decision::tp, 2, 2, 0, 5.0, 8.0, 12.0, ""};  // 2 pairs, 5% error, effects up to 12%
+  t[1] = {Decision::mbs, 1, 1, 0, 2.0, 2.0, 3.0, ""};  // 1 pair, 2% error, effect 3%
+  t[2] = {Decision::ep_overlap, 2, 2, 1, 6.0, 7.0, 30.0, ""};  // a wrong direction
   using S = config::ClaimSupport;
   // The demonstrated error is the worst pair's among the decisions: tp's 8%.
   auto a = config::assess_claim(7.5, {Decision::mbs, Decision::tp}, t);
@@ -49,8 +50,10 @@ TEST_CASE("Decisions: within error, backed, uncertain, extrapolated, unvalidated
   // Beyond 8%, within 8 + 12 = 20% (tp's largest measured effect, the larger): backed; beyond
   // it: extrapolated.
   CHECK(config::assess_claim(19.0, {Decision::tp, Decision::mbs}, t).support == S::backed);
-  CHECK(config::assess_claim(16.0, {Decision::tp, Decision::mbs}, t).support == S::backed);  // 2 x 8
-  CHECK(config::assess_claim(15.0, {Decision::tp, Decision::mbs}, t).support == S::uncertain);  // 8 < 15 < 16
+  CHECK(config::assess_claim(16.0, {Decision::tp, Decision::mbs}, t).support ==
+        S::backed);  // 2 x 8
+  CHECK(config::assess_claim(15.0, {Decision::tp, Decision::mbs}, t).support ==
+        S::uncertain);  // 8 < 15 < 16
   CHECK(config::assess_claim(21.0, {Decision::tp, Decision::mbs}, t).support == S::extrapolated);
   CHECK(config::assess_claim(6.0, {Decision::mbs}, t).support == S::extrapolated);  // 2 + 3 < 6
   // A decision the model got the wrong way, or one without a pair: unvalidated, named.

@@ -69,9 +69,15 @@ TEST_CASE("Loader fuzz: byte mutations", "[config][fuzz]") {
         const std::size_t pos = rng() % m.size();
         const char c = alphabet[rng() % alphabet.size()];
         switch (rng() % 3) {
-          case 0: m[pos] = c; break;
-          case 1: m.erase(pos, 1 + rng() % 4); break;
-          default: m.insert(pos, 1, c); break;
+          case 0:
+            m[pos] = c;
+            break;
+          case 1:
+            m.erase(pos, 1 + rng() % 4);
+            break;
+          default:
+            m.insert(pos, 1, c);
+            break;
         }
       }
       attempt(m, t);
@@ -82,11 +88,22 @@ TEST_CASE("Loader fuzz: byte mutations", "[config][fuzz]") {
 }
 
 TEST_CASE("Loader fuzz: every leaf replaced by hostile values", "[config][fuzz]") {
-  const Json hostile[] = {Json(nullptr), Json(-1), Json(0), Json(3.5), Json(1e308), Json(-1e308),
+  const Json hostile[] = {Json(nullptr),
+                          Json(-1),
+                          Json(0),
+                          Json(3.5),
+                          Json(1e308),
+                          Json(-1e308),
                           Json(std::numeric_limits<std::int64_t>::max()),
-                          Json(std::numeric_limits<std::uint64_t>::max()), Json("x"), Json(""),
-                          Json(true), Json::array(), Json::object(), Json("(t*999999)*999999"),
-                          Json(65536), Json(1048576)};
+                          Json(std::numeric_limits<std::uint64_t>::max()),
+                          Json("x"),
+                          Json(""),
+                          Json(true),
+                          Json::array(),
+                          Json::object(),
+                          Json("(t*999999)*999999"),
+                          Json(65536),
+                          Json(1048576)};
   Tally t;
   for (const auto& f : test::shipped_scenarios()) {
     const Json doc = Json::parse(test::read_text(f));

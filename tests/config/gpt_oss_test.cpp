@@ -13,7 +13,9 @@ using namespace moesim;
 using config::Json;
 
 namespace {
-config::Scenario load(const Json& j) { return config::load_scenario_text(j.dump(), "test.json"); }
+config::Scenario load(const Json& j) {
+  return config::load_scenario_text(j.dump(), "test.json");
+}
 
 Json gpt_oss(const Json& model_overrides = Json::object()) {
   Json m = {{"base", "gpt-oss-120b"}};
@@ -28,7 +30,8 @@ Json gpt_oss(const Json& model_overrides = Json::object()) {
 }
 
 double core_fwd_flops(const workload::LayerTemplate& t) {
-  const auto k = std::find_if(t.fwd.begin(), t.fwd.end(), [](const auto& x) { return x.name == "attn.core.fwd"; });
+  const auto k = std::find_if(t.fwd.begin(), t.fwd.end(),
+                              [](const auto& x) { return x.name == "attn.core.fwd"; });
   REQUIRE(k != t.fwd.end());
   return k->work.flops;
 }
@@ -49,8 +52,10 @@ TEST_CASE("GPT-OSS 120B: OpenAI's parameter counts from its config.json", "[conf
   CHECK(m.attention_sinks);
   CHECK(m.expert_bias);
   const auto small = config::load_model_preset("gpt-oss-20b");
-  CHECK(workload::count_parameters(small, 0, workload::padded_vocab_size(small.vocab_size, 1)).total / 1e9 ==
-        Approx(20.91).epsilon(0.002));
+  CHECK(
+      workload::count_parameters(small, 0, workload::padded_vocab_size(small.vocab_size, 1)).total /
+          1e9 ==
+      Approx(20.91).epsilon(0.002));
 }
 
 TEST_CASE("A windowed layer's attention runs over its window", "[config][gpt_oss]") {
@@ -59,7 +64,8 @@ TEST_CASE("A windowed layer's attention runs over its window", "[config][gpt_oss
       {sc.model, sc.training, sc.parallelism, sc.framework, sc.stack, sc.padded_vocab(), 1});
   // Full causal: s / 2 keys a query; a window of w: (w s - w (w - 1) / 2) / s.
   const double s = 4096, w = 128;
-  CHECK(core_fwd_flops(t.moe_window) / core_fwd_flops(t.moe) == Approx((w - w * (w - 1) / (2 * s)) / (s / 2)));
+  CHECK(core_fwd_flops(t.moe_window) / core_fwd_flops(t.moe) ==
+        Approx((w - w * (w - 1) / (2 * s)) / (s / 2)));
   // Megatron's FLOPs accounting counts every layer as full causal attention; the windowed
   // half of the layers makes the step faster, not the accounted work smaller.
   auto full = gpt_oss({{"sliding_window", nullptr}});
@@ -69,8 +75,9 @@ TEST_CASE("A windowed layer's attention runs over its window", "[config][gpt_oss
 }
 
 TEST_CASE("Sliding-window fields: modeled or refused, never ignored", "[config][hf][gpt_oss]") {
-  const Json mistral = {{"model_type", "mistral"}, {"hidden_size", 1024},  {"num_hidden_layers", 4},
-                        {"num_attention_heads", 8}, {"intermediate_size", 4096}, {"vocab_size", 32000},
+  const Json mistral = {{"model_type", "mistral"},   {"hidden_size", 1024},
+                        {"num_hidden_layers", 4},    {"num_attention_heads", 8},
+                        {"intermediate_size", 4096}, {"vocab_size", 32000},
                         {"sliding_window", 256}};
   auto sc = gpt_oss();
   sc["model"] = mistral;
@@ -94,7 +101,8 @@ TEST_CASE("Sliding-window fields: modeled or refused, never ignored", "[config][
   sc["model"]["sliding_window"] = 256;
   sc["model"]["layer_types"] = {"sliding_attention", "full_attention"};
   CHECK(test::load_error(sc).path() == "model.layer_types");
-  sc["model"]["layer_types"] = {"sliding_attention", "full_attention", "chunked_attention", "full_attention"};
+  sc["model"]["layer_types"] = {"sliding_attention", "full_attention", "chunked_attention",
+                                "full_attention"};
   CHECK(test::load_error(sc).path() == "model.layer_types[2]");
   sc["model"].erase("layer_types");
   sc["parallelism"]["cp"] = 2;

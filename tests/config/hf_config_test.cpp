@@ -9,8 +9,10 @@ using namespace moesim;
 
 TEST_CASE("A model given as a config.json path resolves as the preset does", "[config][hf]") {
   // The default scenario with DeepSeek-V3's config.json as published on the Hub.
-  const auto a = test::run_moesim({"describe", "--json", test::source_path("tests/data/dsv3-gb200-hf-config.json")});
-  const auto b = test::run_moesim({"describe", "--json", test::source_path("scenarios/dsv3-gb200.json")});
+  const auto a = test::run_moesim(
+      {"describe", "--json", test::source_path("tests/data/dsv3-gb200-hf-config.json")});
+  const auto b =
+      test::run_moesim({"describe", "--json", test::source_path("scenarios/dsv3-gb200.json")});
   REQUIRE(a.status == 0);
   REQUIRE(b.status == 0);
   auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
@@ -22,14 +24,18 @@ TEST_CASE("A model given as a config.json path resolves as the preset does", "[c
   CHECK(ja == jb);
 }
 
-TEST_CASE("A config.json path is relative to the scenario and its errors name the files", "[config][hf]") {
-  const std::string hf = test::read_text(test::source_path("tests/data/hf/deepseek-v3/config.json"));
+TEST_CASE("A config.json path is relative to the scenario and its errors name the files",
+          "[config][hf]") {
+  const std::string hf =
+      test::read_text(test::source_path("tests/data/hf/deepseek-v3/config.json"));
   auto sc = test::default_scenario_json();
   sc["model"] = "models/config.json";
   SECTION("resolved next to the scenario file") {
     test::TempFile f(sc.dump());
     std::filesystem::create_directories(std::filesystem::path(f.path()).parent_path() / "models");
-    { std::ofstream(std::filesystem::path(f.path()).parent_path() / "models" / "config.json") << hf; }
+    {
+      std::ofstream(std::filesystem::path(f.path()).parent_path() / "models" / "config.json") << hf;
+    }
     const auto r = test::run_moesim({"run", "--json", f.path()});
     CHECK(r.status == 0);
   }

@@ -21,7 +21,8 @@ std::vector<std::string> journey_files() {
 
 // Leaf paths where two resolved scenarios differ (describe --json, minus identity keys).
 std::vector<std::string> differing(const config::Json& a, const config::Json& b) {
-  const auto patch = nlohmann::json::diff(nlohmann::json::parse(a.dump()), nlohmann::json::parse(b.dump()));
+  const auto patch =
+      nlohmann::json::diff(nlohmann::json::parse(a.dump()), nlohmann::json::parse(b.dump()));
   std::vector<std::string> out;
   for (const auto& op : patch) {
     const std::string path = op["path"];
@@ -66,7 +67,8 @@ TEST_CASE("Each journey step changes only its own switch", "[config][journey]") 
       {"/stack/mxfp8_alloc_fusion", "/stack/permute_fusion_v2"},
       {"/stack/router_fusion"},
       {"/framework/dispatcher", "/framework/dispatcher_sms"},
-      {"/framework/recompute_modules/0", "/framework/recompute_modules/1"},  // [mla_up_proj, mlp] -> [mlp, moe_act]
+      {"/framework/recompute_modules/0",
+       "/framework/recompute_modules/1"},  // [mla_up_proj, mlp] -> [mlp, moe_act]
       {"/framework/cuda_graph_scope"},
       {"/stack/deepep_tuned"},
       {"/stack/cpu_numa_binding"},
@@ -87,10 +89,12 @@ TEST_CASE("Each journey step changes only its own switch", "[config][journey]") 
   }
 }
 
-TEST_CASE("The default scenario equals journey step 13 without its measurement", "[config][journey]") {
+TEST_CASE("The default scenario equals journey step 13 without its measurement",
+          "[config][journey]") {
   const auto files = journey_files();
   auto last = reports::describe_json(config::load_scenario_file(files.back()));
-  const auto def = reports::describe_json(config::load_scenario_file(test::source_path("scenarios/dsv3-gb200.json")));
+  const auto def = reports::describe_json(
+      config::load_scenario_file(test::source_path("scenarios/dsv3-gb200.json")));
   // The journey ran a build of its own (stack.release "custom", every switch given); the
   // default scenario names no release: the same switches, the newest stack.
   CHECK(last["stack"]["release"] == "custom");

@@ -16,8 +16,10 @@ void check_sourced(const hw_models::Param& p, const std::string& what) {
 }
 }  // namespace
 
-TEST_CASE("The contract's system presets load and every number names its source", "[config][presets]") {
-  const std::vector<std::string> expected = {"b200", "gb200-nvl72", "gb300-nvl72", "h100", "h20", "h200", "h800"};
+TEST_CASE("The contract's system presets load and every number names its source",
+          "[config][presets]") {
+  const std::vector<std::string> expected = {"b200", "gb200-nvl72", "gb300-nvl72", "h100",
+                                             "h20",  "h200",        "h800"};
   CHECK(config::preset_names(config::PresetKind::system) == expected);
   for (const auto& name : expected) {
     INFO(name);
@@ -65,8 +67,9 @@ TEST_CASE("System presets carry the reference figures", "[config][presets]") {
 }
 
 TEST_CASE("The contract's model presets load with their sources", "[config][presets]") {
-  const std::vector<std::string> expected = {"deepseek-v2", "deepseek-v3", "gpt-oss-120b", "gpt-oss-20b", "gpt3-175b",
-                                             "kimi-k2", "llama3-70b", "llama3.1-405b", "mixtral-8x22b",
+  const std::vector<std::string> expected = {"deepseek-v2",  "deepseek-v3",     "gpt-oss-120b",
+                                             "gpt-oss-20b",  "gpt3-175b",       "kimi-k2",
+                                             "llama3-70b",   "llama3.1-405b",   "mixtral-8x22b",
                                              "mixtral-8x7b", "qwen3-235b-a22b", "qwen3-30b-a3b"};
   CHECK(config::preset_names(config::PresetKind::model) == expected);
   for (const auto& name : expected) {
@@ -91,7 +94,8 @@ TEST_CASE("The contract's model presets load with their sources", "[config][pres
 TEST_CASE("Preset files on disk are the ones compiled in", "[config][presets]") {
   for (const char* kind : {"systems", "models"}) {
     std::size_t files = 0;
-    for (const auto& e : std::filesystem::directory_iterator(test::source_path(std::string("scenarios/") + kind)))
+    for (const auto& e :
+         std::filesystem::directory_iterator(test::source_path(std::string("scenarios/") + kind)))
       files += e.path().extension() == ".json";
     CHECK(files == config::preset_names(std::string(kind) == "systems" ? config::PresetKind::system
                                                                        : config::PresetKind::model)
@@ -100,17 +104,21 @@ TEST_CASE("Preset files on disk are the ones compiled in", "[config][presets]") 
 }
 
 TEST_CASE("Unknown presets list the known ones", "[config][presets]") {
-  CHECK_THROWS_WITH(config::load_system_preset("gb200"), Catch::Contains("known: b200, gb200-nvl72"));
+  CHECK_THROWS_WITH(config::load_system_preset("gb200"),
+                    Catch::Contains("known: b200, gb200-nvl72"));
 }
 
-TEST_CASE("A system cache returns what loading without it gives, per system block and file", "[config][presets]") {
+TEST_CASE("A system cache returns what loading without it gives, per system block and file",
+          "[config][presets]") {
   // The default scenario, then the same with its NVLink bandwidth doubled inline, then
   // uncalibrated: each through one cache and without it. A key that missed the block's
   // text or the calibration would hand the second or third the first's system.
   const auto base = test::default_scenario_json();
-  const auto doubled = test::patched(base, R"({"system": {"base": "gb200-nvl72", "nvlink": {"bw_GBps": 1800}}})");
+  const auto doubled =
+      test::patched(base, R"({"system": {"base": "gb200-nvl72", "nvlink": {"bw_GBps": 1800}}})");
   config::SystemCache cache;
-  for (const auto& [json, calibrated] : {std::pair{base, true}, std::pair{doubled, true}, std::pair{base, false}}) {
+  for (const auto& [json, calibrated] :
+       {std::pair{base, true}, std::pair{doubled, true}, std::pair{base, false}}) {
     config::LoadOptions plain{calibrated};
     config::LoadOptions cached{calibrated};
     cached.systems = &cache;
@@ -122,6 +130,7 @@ TEST_CASE("A system cache returns what loading without it gives, per system bloc
       CHECK(b.system.profiles == a.system.profiles);
     }
   }
-  const auto d = config::load_scenario_json(doubled, "test.json", config::LoadOptions{true, 0, &cache});
+  const auto d =
+      config::load_scenario_json(doubled, "test.json", config::LoadOptions{true, 0, &cache});
   CHECK(d.system.nvlink.bw_GBps.value == 1800);
 }

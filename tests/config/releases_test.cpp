@@ -11,7 +11,9 @@ using config::Json;
 
 namespace {
 using test::patched;
-config::Scenario load(const Json& j) { return config::load_scenario_json(j, "<test>"); }
+config::Scenario load(const Json& j) {
+  return config::load_scenario_json(j, "<test>");
+}
 const config::SoftwareRelease& release(std::string_view name) {
   const auto* r = config::find_release(name);
   REQUIRE(r != nullptr);
@@ -76,30 +78,39 @@ TEST_CASE("A release's switches follow the first release that shipped each", "[c
   }
 }
 
-TEST_CASE("stack.release in a scenario: explicit keys win, later features are refused", "[config][releases]") {
-  const Json base = test::default_scenario_json();  // GB200, MXFP8, HybridEP, router/preprocess graphs
+TEST_CASE("stack.release in a scenario: explicit keys win, later features are refused",
+          "[config][releases]") {
+  const Json base =
+      test::default_scenario_json();  // GB200, MXFP8, HybridEP, router/preprocess graphs
   const auto sc = load(patched(base, R"({"stack": {"release": "26.02", "pdl_quant": true}})"));
   CHECK(sc.release == "26.02");
-  CHECK(sc.stack.pdl_quant);  // given
+  CHECK(sc.stack.pdl_quant);     // given
   CHECK(sc.stack.te_host_slim);  // unsettled: taken as on
   CHECK(sc.stack.norm_quant_fusion);
   CHECK(sc.release_unsettled == std::vector<std::string>{"te_host_slim", "deepep_tuned"});
-  CHECK(load(patched(base, R"({"stack": {"release": "26.02", "deepep_tuned": false, "te_host_slim": false}})"))
-            .release_unsettled.empty());
+  CHECK(
+      load(patched(
+               base,
+               R"({"stack": {"release": "26.02", "deepep_tuned": false, "te_host_slim": false}})"))
+          .release_unsettled.empty());
 
   // HybridEP and the router graph scopes came with 25.11, EP overlap with 25.09.
   CHECK(refused_at(patched(base, R"({"stack": {"release": "25.09"}})")) == "framework.dispatcher");
-  const Json deepep = patched(base, R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})");
-  CHECK(refused_at(patched(deepep, R"({"stack": {"release": "25.09"}})")) == "framework.cuda_graph_scope");
+  const Json deepep =
+      patched(base, R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})");
+  CHECK(refused_at(patched(deepep, R"({"stack": {"release": "25.09"}})")) ==
+        "framework.cuda_graph_scope");
   const Json ungraphed = patched(deepep, R"({"framework": {"cuda_graph_scope": []}})");
   CHECK(refused_at(patched(ungraphed, R"({"stack": {"release": "25.09"}})")).empty());
   CHECK(refused_at(patched(ungraphed, R"({"stack": {"release": "25.07"}})")).empty());
   const Json overlap = patched(ungraphed, R"({"parallelism": {"pp": 4, "vpp": 2, "pp_layout": null},
                                               "framework": {"moe_a2a_overlap": true}})");
   CHECK(refused_at(patched(overlap, R"({"stack": {"release": "25.09"}})")).empty());
-  CHECK(refused_at(patched(overlap, R"({"stack": {"release": "25.07"}})")) == "framework.moe_a2a_overlap");
+  CHECK(refused_at(patched(overlap, R"({"stack": {"release": "25.07"}})")) ==
+        "framework.moe_a2a_overlap");
   // MXFP8 came with Megatron-Core 0.12 (25.04).
-  CHECK(refused_at(patched(ungraphed, R"({"stack": {"release": "25.01"}})")) == "training.precision");
+  CHECK(refused_at(patched(ungraphed, R"({"stack": {"release": "25.01"}})")) ==
+        "training.precision");
   // NVFP4 with TE 2.8 (25.11's TE 2.9), its grouped GEMMs for experts with TE 2.10 (26.02).
   const Json nvfp4 = patched(ungraphed, R"({"training": {"precision": "nvfp4"}})");
   CHECK(refused_at(patched(nvfp4, R"({"stack": {"release": "25.11"}})")) == "training.precision");
@@ -117,33 +128,40 @@ TEST_CASE("stack.release in a scenario: explicit keys win, later features are re
   CHECK(refused_at(patched(paged, R"({"stack": {"release": "26.06"}})")).empty());
 }
 
-TEST_CASE("Unknown releases and an incomplete custom stack are refused with what to give", "[config][releases]") {
+TEST_CASE("Unknown releases and an incomplete custom stack are refused with what to give",
+          "[config][releases]") {
   const Json base = test::default_scenario_json();
   {
     test::TempFile f(patched(base, R"({"stack": {"release": "25.05"}})").dump());
     const auto r = test::run_moesim({"run", f.path()});
     CHECK(r.status == 2);
-    CHECK_THAT(r.err, Catch::Contains("stack.release") && Catch::Contains("unknown release '25.05'") &&
+    CHECK_THAT(r.err, Catch::Contains("stack.release") &&
+                          Catch::Contains("unknown release '25.05'") &&
                           Catch::Contains("26.04.01"));
   }
   {
-    test::TempFile f(patched(base, R"({"stack": {"release": "custom", "pdl_quant": false}})").dump());
+    test::TempFile f(
+        patched(base, R"({"stack": {"release": "custom", "pdl_quant": false}})").dump());
     const auto r = test::run_moesim({"run", f.path()});
     CHECK(r.status == 2);
     // MXFP8 on GB200 with HybridEP and router graphs: these act; pdl_quant was given, and
     // DeepEP's tuning and the slim TE host code act not here.
-    CHECK_THAT(r.err, Catch::Contains("stack.norm_quant_fusion") && Catch::Contains("stack.hybridep_permute_fusion"));
-    CHECK_THAT(r.err, !Catch::Contains("stack.pdl_quant") && !Catch::Contains("stack.deepep_tuned") &&
+    CHECK_THAT(r.err, Catch::Contains("stack.norm_quant_fusion") &&
+                          Catch::Contains("stack.hybridep_permute_fusion"));
+    CHECK_THAT(r.err, !Catch::Contains("stack.pdl_quant") &&
+                          !Catch::Contains("stack.deepep_tuned") &&
                           !Catch::Contains("stack.te_host_slim"));
   }
   // The journey's steps are custom builds with every switch given.
-  CHECK(load(config::Json::parse(test::read_text(test::source_path("scenarios/journey/13-norm-quant-fusion.json"))))
+  CHECK(load(config::Json::parse(
+                 test::read_text(test::source_path("scenarios/journey/13-norm-quant-fusion.json"))))
             .release == "custom");
 }
 
 TEST_CASE("run names a release's unsettled switch where it acts", "[config][releases]") {
-  const Json deepep = patched(test::default_scenario_json(),
-                              R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}, "stack": {"release": "26.02"}})");
+  const Json deepep = patched(
+      test::default_scenario_json(),
+      R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}, "stack": {"release": "26.02"}})");
   test::TempFile f(deepep.dump());
   const auto r = test::run_moesim({"run", f.path()});
   REQUIRE(r.status == 0);
@@ -152,7 +170,8 @@ TEST_CASE("run names a release's unsettled switch where it acts", "[config][rele
   CHECK(j["release"]["name"] == "26.02");
   CHECK(j["release"]["notes"].size() == 1);
   // Under HybridEP DeepEP's tuning acts not: no note.
-  test::TempFile h(patched(test::default_scenario_json(), R"({"stack": {"release": "26.02"}})").dump());
+  test::TempFile h(
+      patched(test::default_scenario_json(), R"({"stack": {"release": "26.02"}})").dump());
   CHECK(Json::parse(test::run_moesim({"run", "--json", h.path()}).out)["release"]["notes"].empty());
 }
 

@@ -35,7 +35,9 @@ Json gb200() {
   })");
 }
 // The same on DeepEP, the GB200 journey's step-7 dispatcher.
-Json gb200_deepep() { return patched(gb200(), R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})"); }
+Json gb200_deepep() {
+  return patched(gb200(), R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})");
+}
 // Megatron's NCCL all-to-all dispatcher, no CUDA graphs (journey step 1's software).
 Json gb200_alltoall() {
   return patched(gb200(), R"({"framework": {"dispatcher": "alltoall", "dispatcher_sms": null,
@@ -47,7 +49,9 @@ Json gb200_capacity() {
 }
 // Uneven routing (sampled Zipf popularity over the 256 experts).
 Json gb200_sampled() {
-  return patched(gb200(), R"({"routing": {"balance": "sampled", "distribution": "zipf", "alpha": 1.2, "seed": 3}})");
+  return patched(
+      gb200(),
+      R"({"routing": {"balance": "sampled", "distribution": "zipf", "alpha": 1.2, "seed": 3}})");
 }
 // A dense model with TP (sequence parallelism is optional only without experts).
 Json h100_dense() {
@@ -67,9 +71,11 @@ struct Case {
 std::vector<double> figures(const predict::Prediction& p) {
   const auto& b = p.step.breakdown;
   const auto& m = p.peak_memory_parts;
-  std::vector<double> f{p.step.step_time_s, p.peak_memory_gib, p.reserved_memory_gib, b.compute, b.exposed_comm,
-                        b.pipeline_bubble, b.host_bound_idle, b.other, m.weights_grads, m.optimizer,
-                        m.activations, m.graph_buffers, m.ep_buffers, p.ep_load, p.fits_in_memory ? 1.0 : 0.0};
+  std::vector<double> f{p.step.step_time_s, p.peak_memory_gib, p.reserved_memory_gib,
+                        b.compute,          b.exposed_comm,    b.pipeline_bubble,
+                        b.host_bound_idle,  b.other,           m.weights_grads,
+                        m.optimizer,        m.activations,     m.graph_buffers,
+                        m.ep_buffers,       p.ep_load,         p.fits_in_memory ? 1.0 : 0.0};
   f.insert(f.end(), p.rank_memory_gib.begin(), p.rank_memory_gib.end());
   f.insert(f.end(), p.step.host_busy_s.begin(), p.step.host_busy_s.end());
   return f;
@@ -91,69 +97,86 @@ const test::TempFile& histogram(bool skewed) {
 // on (or at another), in a scenario where Megatron's behaviour depends on it.
 std::map<std::string, Case> cases() {
   std::map<std::string, Case> c;
-  const auto add = [&](const std::string& name, const Json& base, const std::string& off, const std::string& on) {
+  const auto add = [&](const std::string& name, const Json& base, const std::string& off,
+                       const std::string& on) {
     c[name] = {patched(base, off), patched(base, on)};
   };
   const Json g = gb200();
   // training
-  add("training.seq_length", g, R"({"training": {"seq_length": 4096}})", R"({"training": {"seq_length": 2048}})");
+  add("training.seq_length", g, R"({"training": {"seq_length": 4096}})",
+      R"({"training": {"seq_length": 2048}})");
   add("training.micro_batch_size", g, R"({"training": {"micro_batch_size": 1}})",
       R"({"training": {"micro_batch_size": 2}})");
   add("training.global_batch_size", g, R"({"training": {"global_batch_size": 64}})",
       R"({"training": {"global_batch_size": 32}})");
-  add("training.precision", g, R"({"training": {"precision": "mxfp8"}, "framework": {"fp8_param_gather": false}})",
+  add("training.precision", g,
+      R"({"training": {"precision": "mxfp8"}, "framework": {"fp8_param_gather": false}})",
       R"({"training": {"precision": "bf16"}, "framework": {"fp8_param_gather": false}})");
-  add("training.mtp_layers", g, R"({"training": {"mtp_layers": 0}})", R"({"training": {"mtp_layers": 1}})");
-  add("training.make_vocab_size_divisible_by", g, R"({"training": {"make_vocab_size_divisible_by": 128}})",
+  add("training.mtp_layers", g, R"({"training": {"mtp_layers": 0}})",
+      R"({"training": {"mtp_layers": 1}})");
+  add("training.make_vocab_size_divisible_by", g,
+      R"({"training": {"make_vocab_size_divisible_by": 128}})",
       R"({"training": {"make_vocab_size_divisible_by": 4096}})");
-  add("training.hidden_dropout", g, R"({"training": {"hidden_dropout": 0}})", R"({"training": {"hidden_dropout": 0.1}})");
+  add("training.hidden_dropout", g, R"({"training": {"hidden_dropout": 0}})",
+      R"({"training": {"hidden_dropout": 0.1}})");
   // NVFP4's recipe on the 4-layer GB200 proxy: the Hadamard transform as its own column-wise
   // cast (before TE 2.15), stochastic rounding of the gradients.
-  const Json g4 = patched(g, R"({"training": {"precision": "nvfp4"}, "stack": {"nvfp4_rht_fusion": false}})");
-  add("training.nvfp4.rht", g4, R"({"training": {"nvfp4": {"rht": true}}})", R"({"training": {"nvfp4": {"rht": false}}})");
-  add("training.nvfp4.stochastic_rounding", g4, R"({"training": {"nvfp4": {"stochastic_rounding": true}}})",
+  const Json g4 =
+      patched(g, R"({"training": {"precision": "nvfp4"}, "stack": {"nvfp4_rht_fusion": false}})");
+  add("training.nvfp4.rht", g4, R"({"training": {"nvfp4": {"rht": true}}})",
+      R"({"training": {"nvfp4": {"rht": false}}})");
+  add("training.nvfp4.stochastic_rounding", g4,
+      R"({"training": {"nvfp4": {"stochastic_rounding": true}}})",
       R"({"training": {"nvfp4": {"stochastic_rounding": false}}})");
   // Dropping caps the hottest rank's tokens at the capacity (and removes the dropless sync).
-  add("training.token_drop", gb200_sampled(), "{}", R"({"training": {"token_drop": {"capacity_factor": 1.0}}})");
+  add("training.token_drop", gb200_sampled(), "{}",
+      R"({"training": {"token_drop": {"capacity_factor": 1.0}}})");
   // parallelism
   add("parallelism.tp", g, R"({"parallelism": {"tp": 1}})", R"({"parallelism": {"tp": 2}})");
   add("parallelism.pp", g, R"({"parallelism": {"pp": 2}})", R"({"parallelism": {"pp": 4}})");
   add("parallelism.vpp", g, R"({"parallelism": {"vpp": 1}})", R"({"parallelism": {"vpp": 2}})");
   add("parallelism.cp", g, R"({"parallelism": {"cp": 1}})", R"({"parallelism": {"cp": 2}})");
   add("parallelism.ep", g, R"({"parallelism": {"ep": 8}})", R"({"parallelism": {"ep": 16}})");
-  add("parallelism.etp", g, R"({"parallelism": {"tp": 2, "etp": 1}})", R"({"parallelism": {"tp": 2, "etp": 2}})");
-  add("parallelism.sequence_parallel", h100_dense(), R"({"parallelism": {"sequence_parallel": false}})",
+  add("parallelism.etp", g, R"({"parallelism": {"tp": 2, "etp": 1}})",
+      R"({"parallelism": {"tp": 2, "etp": 2}})");
+  add("parallelism.sequence_parallel", h100_dense(),
+      R"({"parallelism": {"sequence_parallel": false}})",
       R"({"parallelism": {"sequence_parallel": true}})");
   add("parallelism.pp_layout", g, R"({"parallelism": {"pp_layout": "Ett|ttL"}})",
       R"({"parallelism": {"pp_layout": "Et|tttL"}})");
   add("parallelism.pipeline_schedule", g, R"({"parallelism": {"pipeline_schedule": "1f1b"}})",
       R"({"parallelism": {"pipeline_schedule": "zb-h1"}})");
-  add("parallelism.fsdp", g, R"({"parallelism": {"fsdp": false}})", R"({"parallelism": {"fsdp": true}})");
+  add("parallelism.fsdp", g, R"({"parallelism": {"fsdp": false}})",
+      R"({"parallelism": {"fsdp": true}})");
   // framework
   add("framework.dispatcher", g, R"({"framework": {"dispatcher": "hybridep"}})",
       R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})");
   add("framework.dispatcher_sms", g, R"({"framework": {"dispatcher_sms": 32}})",
       R"({"framework": {"dispatcher_sms": 8}})");
-  add("framework.tp_comm_overlap", h100_dense(), R"({"framework": {"tp_comm_overlap": false}, "parallelism": {"sequence_parallel": true}})",
+  add("framework.tp_comm_overlap", h100_dense(),
+      R"({"framework": {"tp_comm_overlap": false}, "parallelism": {"sequence_parallel": true}})",
       R"({"framework": {"tp_comm_overlap": true}, "parallelism": {"sequence_parallel": true}})");
   // The overlap under pipelining needs interleaved 1F1B (Megatron-Core asserts it).
   const Json gi = patched(g, R"({"parallelism": {"vpp": 2}})");
   add("framework.moe_a2a_overlap", gi, R"({"framework": {"moe_a2a_overlap": false}})",
       R"({"framework": {"moe_a2a_overlap": true}})");
   add("framework.delay_wgrad_compute", patched(gi, R"({"framework": {"moe_a2a_overlap": true}})"),
-      R"({"framework": {"delay_wgrad_compute": false}})", R"({"framework": {"delay_wgrad_compute": true}})");
+      R"({"framework": {"delay_wgrad_compute": false}})",
+      R"({"framework": {"delay_wgrad_compute": true}})");
   add("framework.ep_fp8_dispatch", g, R"({"framework": {"ep_fp8_dispatch": false}})",
       R"({"framework": {"ep_fp8_dispatch": true}})");
   add("framework.moe_expert_rank_capacity_factor", g, "{}",
       R"({"framework": {"moe_expert_rank_capacity_factor": 1.5}})");
   add("framework.moe_paged_stash",
       patched(gb200_capacity(), R"({"framework": {"cuda_graph_scope": ["full_iteration"]}})"),
-      R"({"framework": {"moe_paged_stash": false}})", R"({"framework": {"moe_paged_stash": true}})");
+      R"({"framework": {"moe_paged_stash": false}})",
+      R"({"framework": {"moe_paged_stash": true}})");
   // CUDA graph scopes: without, then with the scope.
   const auto scope = [&](const char* s, const Json& base, const char* others) {
     add(fmt::format("framework.cuda_graph_scope[{}]", s), base,
         fmt::format(R"({{"framework": {{"cuda_graph_scope": [{}]}}}})", others),
-        fmt::format(R"({{"framework": {{"cuda_graph_scope": [{}{}"{}"]}}}})", others, *others ? ", " : "", s));
+        fmt::format(R"({{"framework": {{"cuda_graph_scope": [{}{}"{}"]}}}})", others,
+                    *others ? ", " : "", s));
   };
   scope("attn", g, "");
   scope("mlp", g, "");
@@ -163,7 +186,8 @@ std::map<std::string, Case> cases() {
   scope("full_iteration", gb200_capacity(), "");
   // Recompute modules, offload targets, low-precision caches: none, then the one.
   const auto listed = [&](const char* list, const char* elem, const Json& base) {
-    add(fmt::format("framework.{}[{}]", list, elem), base, fmt::format(R"({{"framework": {{"{}": []}}}})", list),
+    add(fmt::format("framework.{}[{}]", list, elem), base,
+        fmt::format(R"({{"framework": {{"{}": []}}}})", list),
         fmt::format(R"({{"framework": {{"{}": ["{}"]}}}})", list, elem));
   };
   for (const char* m : {"core_attn", "mla_up_proj", "up_proj", "mlp", "moe", "moe_act", "layernorm",
@@ -174,10 +198,11 @@ std::map<std::string, Case> cases() {
   // pipeline is 4 deep (rank 1 holds 3 forward items in flight).
   const Json deep = patched(no_recompute, R"({"parallelism": {"pp": 4}})");
   listed("offload", "optimizer", no_recompute);
-  for (const char* t : { "expert_fc1_act", "attn_norm", "qkv_linear", "core_attn", "attn_proj",
+  for (const char* t : {"expert_fc1_act", "attn_norm", "qkv_linear", "core_attn", "attn_proj",
                         "mlp_norm", "expert_fc1", "moe_act"})
     listed("offload", t, deep);
-  for (const char* a : {"swiglu_input", "attn_output"}) listed("low_precision_activations", a, no_recompute);
+  for (const char* a : {"swiglu_input", "attn_output"})
+    listed("low_precision_activations", a, no_recompute);
   add("framework.distributed_optimizer", g,
       R"({"framework": {"distributed_optimizer": true, "overlap_param_gather": true}})",
       R"({"framework": {"distributed_optimizer": false, "overlap_param_gather": false}})");
@@ -191,7 +216,8 @@ std::map<std::string, Case> cases() {
   // Per-tensor FP8 gathers one byte a parameter; MXFP8 under the distributed optimizer
   // gathers BF16 either way (the inert table below).
   add("framework.fp8_param_gather", patched(g, R"({"training": {"precision": "fp8-tensorwise"}})"),
-      R"({"framework": {"fp8_param_gather": true}})", R"({"framework": {"fp8_param_gather": false}})");
+      R"({"framework": {"fp8_param_gather": true}})",
+      R"({"framework": {"fp8_param_gather": false}})");
   add("framework.align_param_gather", gi, R"({"framework": {"align_param_gather": true}})",
       R"({"framework": {"align_param_gather": false}})");
   // moesim's buckets close at layer boundaries and a DeepSeek-V3 layer outgrows Megatron's
@@ -204,10 +230,12 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"optimizer_state_dtype": "fp32"}})");
   add("framework.allocator_fragmentation", g, R"({"framework": {"allocator_fragmentation": 0}})",
       R"({"framework": {"allocator_fragmentation": 0.1}})");
-  add("framework.optimizer", g, R"({"framework": {"optimizer": "adam"}})", R"({"framework": {"optimizer": "muon"}})");
+  add("framework.optimizer", g, R"({"framework": {"optimizer": "adam"}})",
+      R"({"framework": {"optimizer": "muon"}})");
   add("framework.main_grads_dtype", g, R"({"framework": {"main_grads_dtype": "fp32"}})",
       R"({"framework": {"main_grads_dtype": "bf16"}})");
-  add("framework.fp8_dot_product_attention", g, R"({"framework": {"fp8_dot_product_attention": false}})",
+  add("framework.fp8_dot_product_attention", g,
+      R"({"framework": {"fp8_dot_product_attention": false}})",
       R"({"framework": {"fp8_dot_product_attention": true}})");
   add("framework.attention_backend", g, R"({"framework": {"attention_backend": "fused"}})",
       R"({"framework": {"attention_backend": "unfused"}})");
@@ -221,18 +249,21 @@ std::map<std::string, Case> cases() {
   const std::map<std::string, Json> stack_base{
       {"deepep_tuned", gb200_deepep()},
       {"nvfp4_rht_fusion", patched(g, R"({"training": {"precision": "nvfp4"}})")},
-      {"te_host_slim", patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"te_slim_factor": 0.7}}})")},
+      {"te_host_slim",
+       patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"te_slim_factor": 0.7}}})")},
       // The corpus fit (calibration/profiles/corpus.json) finds no cost of unbound host
       // processes beyond the loaded-process factor: 1, so the switch acts where a system
       // gives a factor of its own.
       {"cpu_numa_binding",
        patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"numa_unbound_factor": 2.0}}})")}};
   // 26.02 adds cuDNN's norm-quantize fusion over 25.11 (docs/research/releases.md 4).
-  add("stack.release", g, R"({"stack": {"release": "25.11"}})", R"({"stack": {"release": "26.02"}})");
+  add("stack.release", g, R"({"stack": {"release": "25.11"}})",
+      R"({"stack": {"release": "26.02"}})");
   for (const auto& s : workload::stack_switches()) {
     const std::string n(s.name);
     const auto it = stack_base.find(n);
-    add("stack." + n, it == stack_base.end() ? g : it->second, fmt::format(R"({{"stack": {{"{}": true}}}})", n),
+    add("stack." + n, it == stack_base.end() ? g : it->second,
+        fmt::format(R"({{"stack": {{"{}": true}}}})", n),
         fmt::format(R"({{"stack": {{"{}": false}}}})", n));
   }
   // routing
@@ -249,11 +280,14 @@ std::map<std::string, Case> cases() {
   add("parallelism.eplb", s, R"({"parallelism": {"eplb": null}})",
       R"({"parallelism": {"eplb": {"redundant_experts": 8, "policy": "global"}}})");
   add("routing.path", g,
-      fmt::format(R"({{"routing": {{"balance": "histogram", "path": {}}}}})", Json(histogram(false).path()).dump()),
-      fmt::format(R"({{"routing": {{"balance": "histogram", "path": {}}}}})", Json(histogram(true).path()).dump()));
+      fmt::format(R"({{"routing": {{"balance": "histogram", "path": {}}}}})",
+                  Json(histogram(false).path()).dump()),
+      fmt::format(R"({{"routing": {{"balance": "histogram", "path": {}}}}})",
+                  Json(histogram(true).path()).dump()));
   // placement: EP16 inside one NVLink domain of 32 GPUs, or across domains of 8 (2 trays).
   add("placement.gpus_per_nvlink_domain", patched(g, R"({"parallelism": {"ep": 16}})"),
-      R"({"placement": {"gpus_per_nvlink_domain": 32}})", R"({"placement": {"gpus_per_nvlink_domain": 8}})");
+      R"({"placement": {"gpus_per_nvlink_domain": 32}})",
+      R"({"placement": {"gpus_per_nvlink_domain": 8}})");
   return c;
 }
 
@@ -289,7 +323,8 @@ TEST_CASE("Every performance setting moves the prediction where Megatron depends
     if (why) UNSCOPED_INFO("the registry calls it inert here: " << *why);
     const auto a = figures(predict::predict(off));
     const auto b = figures(predict::predict(on));
-    if (a == b) FAIL_CHECK("toggling it changes no figure of the prediction (step time, memory, breakdown)");
+    if (a == b)
+      FAIL_CHECK("toggling it changes no figure of the prediction (step time, memory, breakdown)");
   }
   // No case for a setting the registry does not know.
   for (const auto& [name, c] : all) {
@@ -302,59 +337,84 @@ TEST_CASE("Every performance setting moves the prediction where Megatron depends
 
 // Where the registry calls a setting inert, toggling it must indeed change nothing (the
 // warning's claim), in a sample of the rules.
-TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing", "[config][settings]") {
+TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing",
+          "[config][settings]") {
   const Json g = gb200();
   // Qwen3-30B-A3B: every layer MoE, no shared expert, GQA attention.
-  const Json qwen = patched(g, R"({"model": {"base": "qwen3-30b-a3b", "num_hidden_layers": 4, "first_k_dense_replace": null},
+  const Json qwen = patched(
+      g,
+      R"({"model": {"base": "qwen3-30b-a3b", "num_hidden_layers": 4, "first_k_dense_replace": null},
                                    "framework": {"recompute_modules": []}})");
   // No data parallelism: dp = 1, expert-DP = 1 (EP1, so Megatron's all-to-all dispatcher).
-  const Json no_dp = patched(gb200_alltoall(), R"({"gpus": 2, "training": {"global_batch_size": 4}, "parallelism": {"ep": 1}})");
-  const Json deep = patched(g, R"({"parallelism": {"pp": 4}, "framework": {"recompute_modules": []}})");
+  const Json no_dp =
+      patched(gb200_alltoall(),
+              R"({"gpus": 2, "training": {"global_batch_size": 4}, "parallelism": {"ep": 1}})");
+  const Json deep =
+      patched(g, R"({"parallelism": {"pp": 4}, "framework": {"recompute_modules": []}})");
   const std::vector<std::tuple<std::string, Json, std::string, std::string>> inert{
-      {"framework.dispatcher_sms", gb200_alltoall(), "{}", R"({"framework": {"dispatcher_sms": 20}})"},
-      {"stack.hybridep_permute_fusion", gb200_deepep(), R"({"stack": {"hybridep_permute_fusion": true}})",
+      {"framework.dispatcher_sms", gb200_alltoall(), "{}",
+       R"({"framework": {"dispatcher_sms": 20}})"},
+      {"stack.hybridep_permute_fusion", gb200_deepep(),
+       R"({"stack": {"hybridep_permute_fusion": true}})",
        R"({"stack": {"hybridep_permute_fusion": false}})"},
-      {"stack.deepep_tuned", g, R"({"stack": {"deepep_tuned": true}})", R"({"stack": {"deepep_tuned": false}})"},
-      {"stack.cuda_graph_shared_expert", gb200_alltoall(), R"({"stack": {"cuda_graph_shared_expert": true}})",
+      {"stack.deepep_tuned", g, R"({"stack": {"deepep_tuned": true}})",
+       R"({"stack": {"deepep_tuned": false}})"},
+      {"stack.cuda_graph_shared_expert", gb200_alltoall(),
+       R"({"stack": {"cuda_graph_shared_expert": true}})",
        R"({"stack": {"cuda_graph_shared_expert": false}})"},
-      {"stack.te_host_slim", g, R"({"stack": {"te_host_slim": true}})", R"({"stack": {"te_host_slim": false}})"},
+      {"stack.te_host_slim", g, R"({"stack": {"te_host_slim": true}})",
+       R"({"stack": {"te_host_slim": false}})"},
       {"stack.cpu_numa_binding",
-       patched(h100_dense(), R"({"system": {"base": "h100", "host": {"numa_unbound_factor": 1.0}}})"),
+       patched(h100_dense(),
+               R"({"system": {"base": "h100", "host": {"numa_unbound_factor": 1.0}}})"),
        R"({"stack": {"cpu_numa_binding": true}})", R"({"stack": {"cpu_numa_binding": false}})"},
       {"stack.router_fusion", h100_dense(), R"({"stack": {"router_fusion": true}})",
        R"({"stack": {"router_fusion": false}})"},
       {"stack.mxfp8_alloc_fusion", patched(g, R"({"training": {"precision": "fp8-blockwise"}})"),
        R"({"stack": {"mxfp8_alloc_fusion": true}})", R"({"stack": {"mxfp8_alloc_fusion": false}})"},
-      {"stack.pdl_quant", patched(g, R"({"training": {"precision": "bf16"}, "framework": {"fp8_param_gather": false}})"),
+      {"stack.pdl_quant",
+       patched(g,
+               R"({"training": {"precision": "bf16"}, "framework": {"fp8_param_gather": false}})"),
        R"({"stack": {"pdl_quant": true}})", R"({"stack": {"pdl_quant": false}})"},
-      // NVFP4: the fused Hadamard cast moves the bytes of the plain cast; cuDNN's norm writes no NVFP4.
+      // NVFP4: the fused Hadamard cast moves the bytes of the plain cast; cuDNN's norm writes no
+      // NVFP4.
       {"training.nvfp4.rht",
        patched(h100_dense(), R"({"system": "gb200-nvl72", "training": {"precision": "nvfp4"}})"),
        R"({"training": {"nvfp4": {"rht": true}}})", R"({"training": {"nvfp4": {"rht": false}}})"},
       {"stack.norm_quant_fusion", patched(g, R"({"training": {"precision": "nvfp4"}})"),
        R"({"stack": {"norm_quant_fusion": true}})", R"({"stack": {"norm_quant_fusion": false}})"},
-      {"framework.cuda_graph_scope[moe_preprocess]", g, R"({"framework": {"cuda_graph_scope": ["moe_router"]}})",
+      {"framework.cuda_graph_scope[moe_preprocess]", g,
+       R"({"framework": {"cuda_graph_scope": ["moe_router"]}})",
        R"({"framework": {"cuda_graph_scope": ["moe_router", "moe_preprocess"]}})"},
       {"framework.cuda_graph_scope[mlp]", qwen, R"({"framework": {"cuda_graph_scope": []}})",
        R"({"framework": {"cuda_graph_scope": ["mlp"]}})"},
-      {"framework.cuda_graph_scope[moe_router]", gb200_capacity(), R"({"framework": {"cuda_graph_scope": ["moe"]}})",
+      {"framework.cuda_graph_scope[moe_router]", gb200_capacity(),
+       R"({"framework": {"cuda_graph_scope": ["moe"]}})",
        R"({"framework": {"cuda_graph_scope": ["moe", "moe_router"]}})"},
-      {"framework.recompute_modules[mlp]", qwen, "{}", R"({"framework": {"recompute_modules": ["mlp"]}})"},
+      {"framework.recompute_modules[mlp]", qwen, "{}",
+       R"({"framework": {"recompute_modules": ["mlp"]}})"},
       {"framework.recompute_modules[shared_experts]", qwen, "{}",
        R"({"framework": {"recompute_modules": ["shared_experts"]}})"},
-      {"framework.recompute_modules[moe_act]", g, R"({"framework": {"recompute_modules": ["moe"]}})",
+      {"framework.recompute_modules[moe_act]", g,
+       R"({"framework": {"recompute_modules": ["moe"]}})",
        R"({"framework": {"recompute_modules": ["moe", "moe_act"]}})"},
-      {"framework.recompute_modules[up_proj]", g, R"({"framework": {"recompute_modules": ["mla_up_proj"]}})",
+      {"framework.recompute_modules[up_proj]", g,
+       R"({"framework": {"recompute_modules": ["mla_up_proj"]}})",
        R"({"framework": {"recompute_modules": ["mla_up_proj", "up_proj"]}})"},
-      {"framework.offload[core_attn]", patched(deep, R"({"framework": {"recompute_modules": ["core_attn"]}})"),
+      {"framework.offload[core_attn]",
+       patched(deep, R"({"framework": {"recompute_modules": ["core_attn"]}})"),
        R"({"framework": {"offload": []}})", R"({"framework": {"offload": ["core_attn"]}})"},
-      {"framework.offload[attn_norm]", patched(deep, R"({"framework": {"recompute_modules": ["layernorm"]}})"),
+      {"framework.offload[attn_norm]",
+       patched(deep, R"({"framework": {"recompute_modules": ["layernorm"]}})"),
        R"({"framework": {"offload": []}})", R"({"framework": {"offload": ["attn_norm"]}})"},
-      {"framework.offload[mlp_norm]", patched(deep, R"({"framework": {"recompute_modules": ["layernorm"]}})"),
+      {"framework.offload[mlp_norm]",
+       patched(deep, R"({"framework": {"recompute_modules": ["layernorm"]}})"),
        R"({"framework": {"offload": []}})", R"({"framework": {"offload": ["mlp_norm"]}})"},
-      {"framework.offload[moe_act]", patched(deep, R"({"framework": {"recompute_modules": ["moe"]}})"),
+      {"framework.offload[moe_act]",
+       patched(deep, R"({"framework": {"recompute_modules": ["moe"]}})"),
        R"({"framework": {"offload": []}})", R"({"framework": {"offload": ["moe_act"]}})"},
-      {"framework.offload[qkv_linear]", patched(deep, R"({"framework": {"recompute_modules": ["full"]}})"),
+      {"framework.offload[qkv_linear]",
+       patched(deep, R"({"framework": {"recompute_modules": ["full"]}})"),
        R"({"framework": {"offload": []}})", R"({"framework": {"offload": ["qkv_linear"]}})"},
       {"framework.low_precision_activations[swiglu_input]",
        patched(deep, R"({"framework": {"recompute_modules": ["moe"]}})"),
@@ -362,27 +422,40 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
        R"({"framework": {"low_precision_activations": ["swiglu_input"]}})"},
       {"stack.cuda_graph_shared_expert",
        patched(gb200_capacity(), R"({"framework": {"cuda_graph_scope": ["full_iteration"]}})"),
-       R"({"stack": {"cuda_graph_shared_expert": true}})", R"({"stack": {"cuda_graph_shared_expert": false}})"},
+       R"({"stack": {"cuda_graph_shared_expert": true}})",
+       R"({"stack": {"cuda_graph_shared_expert": false}})"},
       {"framework.delay_wgrad_compute",
-       patched(g, R"({"parallelism": {"pipeline_schedule": "zb-h1"}, "framework": {"moe_a2a_overlap": true}})"),
-       R"({"framework": {"delay_wgrad_compute": false}})", R"({"framework": {"delay_wgrad_compute": true}})"},
+       patched(
+           g,
+           R"({"parallelism": {"pipeline_schedule": "zb-h1"}, "framework": {"moe_a2a_overlap": true}})"),
+       R"({"framework": {"delay_wgrad_compute": false}})",
+       R"({"framework": {"delay_wgrad_compute": true}})"},
       {"framework.offload[expert_fc1_act]", deep, R"({"framework": {"offload": ["moe_act"]}})",
        R"({"framework": {"offload": ["moe_act", "expert_fc1_act"]}})"},
-      {"framework.low_precision_activations[attn_output]", patched(qwen, R"({"parallelism": {"pp": 4}})"),
+      {"framework.low_precision_activations[attn_output]",
+       patched(qwen, R"({"parallelism": {"pp": 4}})"),
        R"({"framework": {"low_precision_activations": []}})",
        R"({"framework": {"low_precision_activations": ["attn_output"]}})"},
-      {"framework.moe_a2a_overlap", patched(g, R"({"parallelism": {"pipeline_schedule": "dualpipe"}})"),
-       R"({"framework": {"moe_a2a_overlap": false}})", R"({"framework": {"moe_a2a_overlap": true}})"},
-      {"framework.moe_a2a_overlap", patched(g, R"({"parallelism": {"pipeline_schedule": "zb-h1"}})"),
-       R"({"framework": {"moe_a2a_overlap": false}})", R"({"framework": {"moe_a2a_overlap": true}})"},
+      {"framework.moe_a2a_overlap",
+       patched(g, R"({"parallelism": {"pipeline_schedule": "dualpipe"}})"),
+       R"({"framework": {"moe_a2a_overlap": false}})",
+       R"({"framework": {"moe_a2a_overlap": true}})"},
+      {"framework.moe_a2a_overlap",
+       patched(g, R"({"parallelism": {"pipeline_schedule": "zb-h1"}})"),
+       R"({"framework": {"moe_a2a_overlap": false}})",
+       R"({"framework": {"moe_a2a_overlap": true}})"},
       {"framework.overlap_param_gather", patched(g, R"({"parallelism": {"fsdp": true}})"),
-       R"({"framework": {"overlap_param_gather": true}})", R"({"framework": {"overlap_param_gather": false}})"},
+       R"({"framework": {"overlap_param_gather": true}})",
+       R"({"framework": {"overlap_param_gather": false}})"},
       {"framework.fp8_param_gather", patched(g, R"({"training": {"precision": "mxfp8"}})"),
-       R"({"framework": {"fp8_param_gather": false}})", R"({"framework": {"fp8_param_gather": true}})"},
+       R"({"framework": {"fp8_param_gather": false}})",
+       R"({"framework": {"fp8_param_gather": true}})"},
       {"framework.align_param_gather",
        patched(g, R"({"parallelism": {"vpp": 2}, "framework": {"overlap_param_gather": false}})"),
-       R"({"framework": {"align_param_gather": false}})", R"({"framework": {"align_param_gather": true}})"},
-      {"framework.overlap_param_gather_with_optimizer_step", patched(no_dp, R"({"parallelism": {"vpp": 2}})"),
+       R"({"framework": {"align_param_gather": false}})",
+       R"({"framework": {"align_param_gather": true}})"},
+      {"framework.overlap_param_gather_with_optimizer_step",
+       patched(no_dp, R"({"parallelism": {"vpp": 2}})"),
        R"({"framework": {"overlap_param_gather_with_optimizer_step": false}})",
        R"({"framework": {"overlap_param_gather_with_optimizer_step": true}})"},
       {"framework.distributed_optimizer", no_dp,
@@ -390,20 +463,28 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
        R"({"framework": {"distributed_optimizer": false, "overlap_param_gather": false}})"},
       {"framework.grad_reduce_dtype", no_dp, R"({"framework": {"grad_reduce_dtype": "bf16"}})",
        R"({"framework": {"grad_reduce_dtype": "fp32"}})"},
-      {"framework.ddp_bucket_size", no_dp, "{}", R"({"framework": {"ddp_bucket_size": 100000000000}})"},
+      {"framework.ddp_bucket_size", no_dp, "{}",
+       R"({"framework": {"ddp_bucket_size": 100000000000}})"},
       {"framework.overlap_grad_reduce", patched(g, R"({"parallelism": {"fsdp": true}})"),
-       R"({"framework": {"overlap_grad_reduce": true}})", R"({"framework": {"overlap_grad_reduce": false}})"},
+       R"({"framework": {"overlap_grad_reduce": true}})",
+       R"({"framework": {"overlap_grad_reduce": false}})"},
       {"framework.fp8_param_gather",
-       patched(g, R"({"framework": {"distributed_optimizer": false, "overlap_param_gather": false}})"),
-       R"({"framework": {"fp8_param_gather": true}})", R"({"framework": {"fp8_param_gather": false}})"},
+       patched(g,
+               R"({"framework": {"distributed_optimizer": false, "overlap_param_gather": false}})"),
+       R"({"framework": {"fp8_param_gather": true}})",
+       R"({"framework": {"fp8_param_gather": false}})"},
       {"framework.optimizer_state_dtype", patched(g, R"({"framework": {"optimizer": "muon"}})"),
-       R"({"framework": {"optimizer_state_dtype": "fp32"}})", R"({"framework": {"optimizer_state_dtype": "bf16"}})"},
+       R"({"framework": {"optimizer_state_dtype": "fp32"}})",
+       R"({"framework": {"optimizer_state_dtype": "bf16"}})"},
       {"framework.moe_expert_rank_capacity_factor",
        patched(g, R"({"training": {"token_drop": {"capacity_factor": 2.0}}})"), "{}",
        R"({"framework": {"moe_expert_rank_capacity_factor": 1.5}})"},
       {"framework.moe_paged_stash",
-       patched(g, R"({"framework": {"cuda_graph_scope": ["full_iteration"], "moe_expert_rank_capacity_factor": 1.0}})"),
-       R"({"framework": {"moe_paged_stash": false}})", R"({"framework": {"moe_paged_stash": true}})"},
+       patched(
+           g,
+           R"({"framework": {"cuda_graph_scope": ["full_iteration"], "moe_expert_rank_capacity_factor": 1.0}})"),
+       R"({"framework": {"moe_paged_stash": false}})",
+       R"({"framework": {"moe_paged_stash": true}})"},
       {"parallelism.sequence_parallel", g, R"({"parallelism": {"sequence_parallel": false}})",
        R"({"parallelism": {"sequence_parallel": true}})"},
       {"routing.alpha", patched(gb200_sampled(), R"({"routing": {"distribution": "uniform"}})"),
@@ -414,7 +495,8 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
   const auto& reg = config::performance_settings();
   for (const auto& [name, base, off, on] : inert) {
     INFO("setting " << name << " in " << on);
-    const auto s = std::find_if(reg.begin(), reg.end(), [&](const auto& e) { return e.name == name; });
+    const auto s =
+        std::find_if(reg.begin(), reg.end(), [&](const auto& e) { return e.name == name; });
     REQUIRE(s != reg.end());
     const auto a = load(patched(base, off), name + " (off)");
     const auto b = load(patched(base, on), name + " (on)");
@@ -427,7 +509,8 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
 
 // The registry covers the loader: every key each section accepts (as its "valid keys here"
 // list names them) is a registry entry, or a list whose every element is.
-TEST_CASE("The settings registry covers every key the scenario loader accepts", "[config][settings]") {
+TEST_CASE("The settings registry covers every key the scenario loader accepts",
+          "[config][settings]") {
   const auto& reg = config::performance_settings();
   const auto known = [&](const std::string& key) {
     return std::any_of(reg.begin(), reg.end(), [&](const config::PerformanceSetting& s) {
@@ -442,7 +525,8 @@ TEST_CASE("The settings registry covers every key the scenario loader accepts", 
     REQUIRE(at != std::string::npos);
     std::vector<std::string> keys;
     std::stringstream ss(msg.substr(at + 17));
-    for (std::string k; std::getline(ss, k, ',');) keys.push_back(k.substr(k.find_first_not_of(' ')));
+    for (std::string k; std::getline(ss, k, ',');)
+      keys.push_back(k.substr(k.find_first_not_of(' ')));
     return std::make_pair(e.path().substr(0, e.path().find('.')), keys);
   };
   const Json g = gb200();
@@ -450,8 +534,9 @@ TEST_CASE("The settings registry covers every key the scenario loader accepts", 
   for (const char* section : {"training", "parallelism", "framework", "stack", "placement"})
     probes.push_back(patched(g, fmt::format(R"({{"{}": {{"zz_unknown": 1}}}})", section)));
   probes.push_back(patched(g, R"({"routing": {"balance": "sampled", "zz_unknown": 1}})"));
-  probes.push_back(patched(g, fmt::format(R"({{"routing": {{"balance": "histogram", "path": {}, "zz_unknown": 1}}}})",
-                                          Json(histogram(false).path()).dump())));
+  probes.push_back(patched(
+      g, fmt::format(R"({{"routing": {{"balance": "histogram", "path": {}, "zz_unknown": 1}}}})",
+                     Json(histogram(false).path()).dump())));
   int checked = 0;
   for (const auto& p : probes) {
     const auto [section, keys] = valid_keys(p);
@@ -473,9 +558,12 @@ TEST_CASE("The settings registry covers every key the scenario loader accepts", 
     CHECK(known(fmt::format("framework.low_precision_activations[{}]", e.name)));
 }
 
-TEST_CASE("run lists the given settings that are inert, and only those", "[config][settings][reports]") {
+TEST_CASE("run lists the given settings that are inert, and only those",
+          "[config][settings][reports]") {
   // dispatcher_sms under NCCL's all-to-all, deepep_tuned under HybridEP: written, inert.
-  const Json j = patched(gb200_alltoall(), R"({"framework": {"dispatcher_sms": 20}, "stack": {"deepep_tuned": true}})");
+  const Json j =
+      patched(gb200_alltoall(),
+              R"({"framework": {"dispatcher_sms": 20}, "stack": {"deepep_tuned": true}})");
   const test::TempFile f(j.dump());
   const auto r = test::run_moesim({"run", "--json", f.path()});
   REQUIRE(r.status == 0);
@@ -488,7 +576,8 @@ TEST_CASE("run lists the given settings that are inert, and only those", "[confi
   }
   CHECK(std::find(warned.begin(), warned.end(), "framework.dispatcher_sms") != warned.end());
   CHECK(std::find(warned.begin(), warned.end(), "stack.deepep_tuned") != warned.end());
-  // Defaults are not the user's: hybridep_permute_fusion is inert under alltoall too, but unwritten.
+  // Defaults are not the user's: hybridep_permute_fusion is inert under alltoall too, but
+  // unwritten.
   CHECK(std::find(warned.begin(), warned.end(), "stack.hybridep_permute_fusion") == warned.end());
   const auto text = test::run_moesim({"run", f.path()});
   REQUIRE(text.status == 0);
@@ -503,7 +592,8 @@ TEST_CASE("run lists the given settings that are inert, and only those", "[confi
   for (const auto& w : rec["warnings"]) gw.push_back(w["setting"].get<std::string>());
   CHECK(gw == std::vector<std::string>{"parallelism.etp", "parallelism.sequence_parallel",
                                        "framework.cuda_graph_scope[moe_preprocess]"});
-  const auto def = test::run_moesim({"run", "--json", test::source_path("scenarios/dsv3-gb200.json")});
+  const auto def =
+      test::run_moesim({"run", "--json", test::source_path("scenarios/dsv3-gb200.json")});
   REQUIRE(def.status == 0);
   CHECK(nlohmann::json::parse(def.out).value("warnings", Json::array()).empty());
   CHECK(def.err.empty());

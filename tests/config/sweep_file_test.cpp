@@ -191,15 +191,16 @@ TEST_CASE("The embedding-and-loss split counts each as a layer", "[config][sweep
   CHECK(config::layout_text(PipelineSplit::embedding_loss, 48, 0, 1, 1) ==
         config::layout_text(PipelineSplit::even, 48, 0, 1, 1));
   // Every text parses and places every layer once.
-  for (const auto& [layers, mtp, pp, vpp] : std::vector<std::array<int, 4>>{{61, 0, 8, 4}, {61, 1, 16, 2},
-                                                                            {94, 0, 8, 1}, {7, 2, 2, 3}}) {
+  for (const auto& [layers, mtp, pp, vpp] : std::vector<std::array<int, 4>>{
+           {61, 0, 8, 4}, {61, 1, 16, 2}, {94, 0, 8, 1}, {7, 2, 2, 3}}) {
     const auto text = config::layout_text(PipelineSplit::embedding_loss, layers, mtp, pp, vpp);
     INFO(text);
     const auto parsed = schedules::PipelineLayout::parse(text, pp);
     REQUIRE(static_cast<int>(parsed.stages().size()) == pp * vpp);
     std::int64_t t = 0, m = 0;
     for (const auto& st : parsed.stages())
-      t += st.count(schedules::LayoutItemKind::decoder), m += st.count(schedules::LayoutItemKind::mtp);
+      t += st.count(schedules::LayoutItemKind::decoder),
+          m += st.count(schedules::LayoutItemKind::mtp);
     CHECK(t == layers);
     CHECK(m == mtp);
   }
@@ -208,8 +209,9 @@ TEST_CASE("The embedding-and-loss split counts each as a layer", "[config][sweep
 TEST_CASE("layouts.pp_split: a row per split, the even split's twins pruned", "[config][sweep]") {
   const std::string base = test::source_path("scenarios/dsv3-gb200.json");
   const auto f = config::read_sweep_text(
-      fmt::format(R"({{"name": "s", "base": "{}", "layouts": {{"pp": [1, 8], "vpp": [4], "pp_split": ["even", "embedding_loss"]}}}})",
-                  base),
+      fmt::format(
+          R"({{"name": "s", "base": "{}", "layouts": {{"pp": [1, 8], "vpp": [4], "pp_split": ["even", "embedding_loss"]}}}})",
+          base),
       "s.json");
   const auto plan = config::expand_sweep(f);
   // pp 1 with vpp 4 breaks vpp_without_pp (both splits); pp 8 vpp 4 gives two rows.
@@ -217,17 +219,23 @@ TEST_CASE("layouts.pp_split: a row per split, the even split's twins pruned", "[
   CHECK(plan.points[0].scenario["parallelism"]["pp_layout"] == "Et*2|(t*2|)*28(t|)*2tL");
   CHECK(plan.points[1].scenario["parallelism"]["pp_layout"] == "Et|(t*2|)*30L");
   CHECK(plan.combinations == 4);
-  CHECK_THROWS_WITH(config::read_sweep_text(
-                        fmt::format(R"({{"name": "s", "base": "{}", "layouts": {{"pp_split": ["even", "even"]}}}})", base),
-                        "s.json"),
-                    Catch::Contains("listed twice"));
-  CHECK_THROWS_WITH(config::read_sweep_text(
-                        fmt::format(R"({{"name": "s", "base": "{}", "layouts": {{"pp_split": ["uneven"]}}}})", base),
-                        "s.json"),
-                    Catch::Contains("embedding_loss"));
+  CHECK_THROWS_WITH(
+      config::read_sweep_text(
+          fmt::format(
+              R"({{"name": "s", "base": "{}", "layouts": {{"pp_split": ["even", "even"]}}}})",
+              base),
+          "s.json"),
+      Catch::Contains("listed twice"));
+  CHECK_THROWS_WITH(
+      config::read_sweep_text(
+          fmt::format(R"({{"name": "s", "base": "{}", "layouts": {{"pp_split": ["uneven"]}}}})",
+                      base),
+          "s.json"),
+      Catch::Contains("embedding_loss"));
 }
 
-TEST_CASE("No shipped sweep's row is refused for the software release its base names", "[config][sweep][releases]") {
+TEST_CASE("No shipped sweep's row is refused for the software release its base names",
+          "[config][sweep][releases]") {
   // A base of a build of its own (stack.release "custom") must give every switch a swept
   // system or dispatcher may make act (DeepEP's tuning on an NVL72 rack, say).
   namespace fs = std::filesystem;

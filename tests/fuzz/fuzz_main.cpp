@@ -59,13 +59,16 @@ std::string read_text(const fs::path& p) {
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
 // What a failure prints of a text: its start, at most 2,000 bytes.
 std::string shown(const std::string& s) {
-  return s.size() <= 2000 ? s : s.substr(0, 2000) + "\n[... " + std::to_string(s.size() - 2000) + " more bytes]";
+  return s.size() <= 2000
+             ? s
+             : s.substr(0, 2000) + "\n[... " + std::to_string(s.size() - 2000) + " more bytes]";
 }
 
 // One case in flight: its folder, the command running and when it started.
@@ -88,7 +91,8 @@ pid_t spawn(const std::string& moesim, const Job& j) {
   dup2(out_fd, STDOUT_FILENO);
   dup2(err_fd, STDERR_FILENO);
   std::vector<std::string> args{moesim};
-  for (const auto& a : j.c.commands[j.command]) args.push_back(replace_all(a, moesim::test::kCaseFolder, j.dir.string()));
+  for (const auto& a : j.c.commands[j.command])
+    args.push_back(replace_all(a, moesim::test::kCaseFolder, j.dir.string()));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -107,7 +111,8 @@ std::string created(const fs::path& dir, const std::string& prefix) {
 
 std::string command_text(const std::vector<std::string>& args) {
   std::string s = "moesim";
-  for (const auto& a : args) s += " " + (a.find_first_of(" '\"") == std::string::npos && !a.empty() ? a : "'" + a + "'");
+  for (const auto& a : args)
+    s += " " + (a.find_first_of(" '\"") == std::string::npos && !a.empty() ? a : "'" + a + "'");
   return s;
 }
 
@@ -149,10 +154,12 @@ int main(int argc, char** argv) {
     std::cerr << "moesim_fuzz: unknown kind '" << kind << "' (scenario, sweep or shell)\n";
     return 2;
   }
-  const auto count = static_cast<int>(env_int("MOESIM_FUZZ_CASES", env_int("MOESIM_FUZZ_SCENARIOS", 200)));
+  const auto count =
+      static_cast<int>(env_int("MOESIM_FUZZ_CASES", env_int("MOESIM_FUZZ_SCENARIOS", 200)));
   const auto only = env_int("MOESIM_FUZZ_ONLY", -1);
   const auto jobs = std::max<std::int64_t>(1, env_int("MOESIM_FUZZ_JOBS", 2));
-  const double timeout_s = static_cast<double>(env_int("MOESIM_FUZZ_TIMEOUT_S", kind == "sweep" ? 120 : 30));
+  const double timeout_s =
+      static_cast<double>(env_int("MOESIM_FUZZ_TIMEOUT_S", kind == "sweep" ? 120 : 30));
   const char* keep = std::getenv("MOESIM_FUZZ_KEEP");
   const bool verbose = env_int("MOESIM_FUZZ_VERBOSE", 0) != 0;
 
@@ -162,7 +169,8 @@ int main(int argc, char** argv) {
   else
     for (int i = 0; i < count; ++i) todo.push_back(i);
 
-  const fs::path root = fs::temp_directory_path() / ("moesim-fuzz-" + kind + "-" + std::to_string(getpid()));
+  const fs::path root =
+      fs::temp_directory_path() / ("moesim-fuzz-" + kind + "-" + std::to_string(getpid()));
   fs::create_directories(root);
   if (keep) fs::create_directories(keep);
 
@@ -186,12 +194,14 @@ int main(int argc, char** argv) {
   };
   const auto fail = [&](const Job& j, const std::string& why, const std::string& err) {
     ++failed;
-    std::cout << "FAIL " << kind << " case " << j.c.index << " (seed " << j.c.seed << ", " << j.c.stratum
-              << "): " << why << "\n  command: " << command_text(j.c.commands[j.command])
+    std::cout << "FAIL " << kind << " case " << j.c.index << " (seed " << j.c.seed << ", "
+              << j.c.stratum << "): " << why
+              << "\n  command: " << command_text(j.c.commands[j.command])
               << "\n  replay: MOESIM_FUZZ_SEED=" << j.c.seed << " MOESIM_FUZZ_ONLY=" << j.c.index
-              << " MOESIM_FUZZ_KEEP=DIR " << argv[0] << " " << kind << " " << moesim << " " << source
-              << "\n  stderr: " << shown(err) << "\n";
-    for (const auto& [path, text] : j.c.files) std::cout << "  file " << path << ":\n" << shown(text) << "\n";
+              << " MOESIM_FUZZ_KEEP=DIR " << argv[0] << " " << kind << " " << moesim << " "
+              << source << "\n  stderr: " << shown(err) << "\n";
+    for (const auto& [path, text] : j.c.files)
+      std::cout << "  file " << path << ":\n" << shown(text) << "\n";
     std::cout << "\n";
   };
   // Done with the command running: true when the case goes on to its next command.
@@ -213,7 +223,8 @@ int main(int argc, char** argv) {
     else if (code == 2 && err.find("error") == std::string::npos)
       why = "exit 2 without saying why";
     for (const auto& canary : j.c.canaries)
-      if (why.empty() && (out.find(canary) != std::string::npos || err.find(canary) != std::string::npos))
+      if (why.empty() &&
+          (out.find(canary) != std::string::npos || err.find(canary) != std::string::npos))
         why = "a refused file's value '" + canary + "' reached the output";
     if (const std::string f = created(j.dir, j.c.forbidden_prefix); why.empty() && !f.empty())
       why = "something ran: " + f + " exists";
@@ -238,8 +249,9 @@ int main(int argc, char** argv) {
     if (passed) ++cases_ok;
     ++strata[j.c.stratum];
     std::error_code ec;
-    if (keep) fs::copy(j.dir, fs::path(keep) / std::to_string(j.c.index), fs::copy_options::recursive |
-                                                                               fs::copy_options::overwrite_existing, ec);
+    if (keep)
+      fs::copy(j.dir, fs::path(keep) / std::to_string(j.c.index),
+               fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
     fs::remove_all(j.dir, ec);
   };
 
@@ -251,7 +263,8 @@ int main(int argc, char** argv) {
       fs::create_directories(j.dir);
       for (const auto& [path, text] : j.c.files) {
         fs::create_directories((j.dir / path).parent_path());
-        std::ofstream(j.dir / path, std::ios::binary) << replace_all(text, moesim::test::kCaseFolder, j.dir.string());
+        std::ofstream(j.dir / path, std::ios::binary)
+            << replace_all(text, moesim::test::kCaseFolder, j.dir.string());
       }
       start(j);
       running.push_back(std::move(j));
@@ -272,7 +285,8 @@ int main(int argc, char** argv) {
         it = running.erase(it);
         continue;
       }
-      if (!it->killed && std::chrono::duration<double>(Clock::now() - it->start).count() > timeout_s) {
+      if (!it->killed &&
+          std::chrono::duration<double>(Clock::now() - it->start).count() > timeout_s) {
         kill(it->pid, SIGKILL);  // only the child this test started
         it->killed = true;
       }
@@ -284,12 +298,15 @@ int main(int argc, char** argv) {
   fs::remove_all(root, ec);
 
   const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::cout << todo.size() << " generated " << kind << " cases (seed " << seed << "): " << cases_ok << " passed, "
-            << failed << " failed (crashes, internal errors, hangs, leaks, executions); " << commands_run
-            << " commands: " << exit0 << " exit 0, " << exit2 << " refused as bad input (exit 2); " << total_s
-            << " s in all, slowest command " << slowest << " s (case " << slowest_index << ")\n";
+  std::cout << todo.size() << " generated " << kind << " cases (seed " << seed << "): " << cases_ok
+            << " passed, " << failed
+            << " failed (crashes, internal errors, hangs, leaks, executions); " << commands_run
+            << " commands: " << exit0 << " exit 0, " << exit2 << " refused as bad input (exit 2); "
+            << total_s << " s in all, slowest command " << slowest << " s (case " << slowest_index
+            << ")\n";
   std::cout << "strata drawn: " << strata.size();
-  if (kind == "scenario") std::cout << " of " << scenarios.combinations() << " system x dispatcher x schedule";
+  if (kind == "scenario")
+    std::cout << " of " << scenarios.combinations() << " system x dispatcher x schedule";
   std::cout << "\n";
   if (kind != "scenario")
     for (const auto& [s, n] : strata) std::cout << "  " << s << ": " << n << "\n";

@@ -16,14 +16,17 @@ TEST_CASE("A large BF16 GEMM runs at peak x efficiency", "[hw_models][compute]")
   const auto h100 = config::load_system_preset("h100", {false});
   const hw_models::ComputeModel m(h100);
   // 8448 x 8448 x 8192: 66 x 66 tiles of 128 = 4356 tiles = 33 full waves on 132 SMs (q = 1).
-  ComputeWork w{KernelClass::gemm, Dtype::bf16, 2.0 * 8448 * 8448 * 8192, 0, 8448, 8448, 8192, 1, 2};
+  ComputeWork w{
+      KernelClass::gemm, Dtype::bf16, 2.0 * 8448 * 8448 * 8192, 0, 8448, 8448, 8192, 1, 2};
   CHECK(m.wave_efficiency(8448, 8448, 1) == 1.0);
   // t = F / (989e12 x 794.5/989 x kf) + 0.75 us, kf = 8192 / (8192 + K0) with the
   // preset's K0 = 485.4: F / (794.5e12 x 0.94406) + 0.75e-6.
-  CHECK(m.seconds(w) == Approx(w.flops / (794.5e12 * 8192 / (8192 + 485.4)) + 0.75e-6).epsilon(1e-3));
+  CHECK(m.seconds(w) ==
+        Approx(w.flops / (794.5e12 * 8192 / (8192 + 485.4)) + 0.75e-6).epsilon(1e-3));
 }
 
-TEST_CASE("Wave quantization: one tile more than the SMs costs a second wave", "[hw_models][compute]") {
+TEST_CASE("Wave quantization: one tile more than the SMs costs a second wave",
+          "[hw_models][compute]") {
   const auto h100 = config::load_system_preset("h100");
   const hw_models::ComputeModel m(h100);
   // 133 tiles on 132 SMs: 2 waves, q = 133 / 264.
@@ -51,7 +54,8 @@ TEST_CASE("Attention uses the measured attention efficiency", "[hw_models][compu
   ComputeWork w{KernelClass::attention_fwd, Dtype::bf16, 1e15, 0, 0, 0, 0, 1, 2};
   CHECK(m.seconds(w) == Approx(1e15 / (1406e12 * 0.868) + 0.75e-6).epsilon(1e-3));
   ComputeWork mx{KernelClass::gemm, Dtype::mxfp8, 1e12, 0, 8192, 8192, 8192, 1, 1};
-  CHECK(m.seconds(mx) < m.seconds(ComputeWork{KernelClass::gemm, Dtype::bf16, 1e12, 0, 8192, 8192, 8192, 1, 2}));
+  CHECK(m.seconds(mx) <
+        m.seconds(ComputeWork{KernelClass::gemm, Dtype::bf16, 1e12, 0, 8192, 8192, 8192, 1, 2}));
 }
 
 TEST_CASE("Alpha-beta communication in NCCL's structure", "[hw_models][comm]") {
@@ -67,7 +71,8 @@ TEST_CASE("Alpha-beta communication in NCCL's structure", "[hw_models][comm]") {
   CHECK(c.all_to_all(1e9, {1, false}) == 0);
 }
 
-TEST_CASE("Quantize and gather kernels run at their own measured fractions of HBM", "[hw_models][compute]") {
+TEST_CASE("Quantize and gather kernels run at their own measured fractions of HBM",
+          "[hw_models][compute]") {
   const auto gb200 = config::load_system_preset("gb200-nvl72");
   const hw_models::ComputeModel m(gb200);
   // 1 GB at 8 TB/s: streaming x 0.85, quantize x 0.65 (TE MXFP8 cast), gather x 0.41 (permute).
@@ -84,7 +89,8 @@ TEST_CASE("Quantize and gather kernels run at their own measured fractions of HB
   CHECK(h.seconds(w) == Approx(1e9 / (3.35e12 * 0.85) + t_dev));
 }
 
-TEST_CASE("Sustained load scales compute-bound kernels, not memory-bound ones", "[hw_models][compute]") {
+TEST_CASE("Sustained load scales compute-bound kernels, not memory-bound ones",
+          "[hw_models][compute]") {
   auto sys = config::load_system_preset("gb200-nvl72");
   REQUIRE(sys.efficiency.sustained_clock_factor);
   const double c = sys.efficiency.sustained_clock_factor->value;

@@ -13,7 +13,8 @@ EpBufferQuery deepep(std::int64_t ranks, int sms) {
 }
 }  // namespace
 
-TEST_CASE("DeepEP normal mode: per-channel NVLink and RDMA rings, whatever the tokens", "[hw_models][ep_buffers]") {
+TEST_CASE("DeepEP normal mode: per-channel NVLink and RDMA rings, whatever the tokens",
+          "[hw_models][ep_buffers]") {
   // 20 SMs = 10 channels. EP8: 10 x 8 x 5 x 4 + 10 x 8 x 256 x (14336 + 2056) bytes.
   CHECK(ep_buffer_bytes(deepep(8, 20)) == Approx(335'709'824 + kWorkspace));
   // EP16: RDMA recv 128 rounded up to the send chunk 20 (140 tokens).
@@ -27,7 +28,8 @@ TEST_CASE("DeepEP normal mode: per-channel NVLink and RDMA rings, whatever the t
   CHECK(ep_buffer_bytes(deepep(64, 32)) > 1.5 * ep_buffer_bytes(deepep(64, 20)) - 2 * kWorkspace);
 }
 
-TEST_CASE("HybridEP: worst-case buffers, every EP rank's tokens at one rank", "[hw_models][ep_buffers]") {
+TEST_CASE("HybridEP: worst-case buffers, every EP rank's tokens at one rank",
+          "[hw_models][ep_buffers]") {
   // EP32 inside one NVL72 domain, 4096 tokens: MT = 131072 token slots.
   const EpBufferQuery q{Dispatcher::hybridep, 32, 32, 7168, 256, 4096, 32, false};
   const double mt = 4096.0 * 32;

@@ -9,14 +9,17 @@
 using namespace moesim;
 using hw_models::Dispatcher;
 
-TEST_CASE("NCCL all-to-all is the collective's flows; the EP libraries are not priced here", "[hw_models][ep]") {
+TEST_CASE("NCCL all-to-all is the collective's flows; the EP libraries are not priced here",
+          "[hw_models][ep]") {
   const auto gb200 = config::load_system_preset("gb200-nvl72");
   const hw_models::AlphaBetaComm comm(gb200);
   CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, gb200, comm, {1e9, {32, false}, false}) ==
         Approx(comm.all_to_all(1e9, {32, false})));
-  CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, gb200, comm, {1e9, {1, false}, false}) == 0);
-  CHECK_THROWS_AS(hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {1e9, {8, false}, false}),
-                  std::invalid_argument);
+  CHECK(hw_models::ep_comm_seconds(Dispatcher::alltoall, gb200, comm, {1e9, {1, false}, false}) ==
+        0);
+  CHECK_THROWS_AS(
+      hw_models::ep_comm_seconds(Dispatcher::deepep, gb200, comm, {1e9, {8, false}, false}),
+      std::invalid_argument);
 }
 
 TEST_CASE("Distinct destination ranks of a token", "[hw_models][ep]") {
@@ -27,14 +30,17 @@ TEST_CASE("Distinct destination ranks of a token", "[hw_models][ep]") {
   // Group-limited (8 groups, 4 chosen): EP32 has 4 ranks per group, the 8 experts come
   // from 128: 16 (1 - C(120, 8) / C(128, 8)) = 6.5965.
   CHECK(hw_models::expected_destination_ranks(256, 32, 8, 8, 4) == Approx(6.5965).epsilon(1e-4));
-  // EP8, one group per rank: the chosen groups that get an expert, 8 x 1/2 x (1 - C(96, 8) / C(128, 8)).
+  // EP8, one group per rank: the chosen groups that get an expert, 8 x 1/2 x (1 - C(96, 8) / C(128,
+  // 8)).
   CHECK(hw_models::expected_destination_ranks(256, 8, 8, 8, 4) == Approx(3.6290).epsilon(1e-4));
   // EP4, two groups per rank (hypergeometric over how many of them are chosen).
   CHECK(hw_models::expected_destination_ranks(256, 4, 8, 8, 4) == Approx(2.9282).epsilon(1e-4));
 }
 
 namespace {
-hw_models::Param v(double x) { return {x, "test"}; }
+hw_models::Param v(double x) {
+  return {x, "test"};
+}
 }  // namespace
 
 TEST_CASE("Per-EP-size SM rates interpolate in SM seconds per byte", "[hw_models][ep]") {
@@ -52,16 +58,19 @@ TEST_CASE("Per-EP-size SM rates interpolate in SM seconds per byte", "[hw_models
   k.sm_by_ranks = {r8, r16, r24, r32};
   s.ep_dispatch.hybridep = lib;
   const auto rate = [&](int ranks, double elem, bool combine = false) {
-    return hw_models::ep_library_fractions(s, Dispatcher::hybridep, false, combine, ranks, ranks, elem).sm_GBps;
+    return hw_models::ep_library_fractions(s, Dispatcher::hybridep, false, combine, ranks, ranks,
+                                           elem)
+        .sm_GBps;
   };
   CHECK(rate(24, 1.03125) == Approx(22.832));
   CHECK(rate(28, 1.03125) == Approx(1.0 / (0.5 / 22.832 + 0.5 / 18.132)));
   CHECK(rate(64, 1.03125) == Approx(18.132));  // held beyond the last measured size
   CHECK(rate(8, 1.03125) == Approx(40.084));   // and at the first
-  CHECK(rate(8, 2) == 0);                       // no limit where none was fitted
+  CHECK(rate(8, 2) == 0);                      // no limit where none was fitted
   CHECK(rate(12, 2) == Approx(1.0 / (0.5 / 41.973)));
   CHECK(rate(32, 2, true) == Approx(34.576));
-  CHECK(hw_models::ep_library_fractions(s, Dispatcher::hybridep, false, false, 32, 32, 2).nvlink == Approx(0.7));
+  CHECK(hw_models::ep_library_fractions(s, Dispatcher::hybridep, false, false, 32, 32, 2).nvlink ==
+        Approx(0.7));
   // Inside one 4-GPU tray the kind is NVLink inside a node, which this library lacks: refused.
   CHECK_THROWS_AS(hw_models::ep_library_fractions(s, Dispatcher::hybridep, false, false, 4, 4, 2),
                   std::invalid_argument);
@@ -86,9 +95,10 @@ TEST_CASE("The EP libraries' parameters apply through each system's own links", 
   CHECK(hw_models::ep_nvlink_kind(gb200, 4) == hw_models::EpLink::nvlink);
   CHECK(hw_models::ep_nvlink_kind(gb200, 32) == hw_models::EpLink::mnnvl);
   // Placements the libraries cannot run in say why.
-  CHECK(hw_models::ep_unsupported(h100, Dispatcher::deepep, false, 12, 8).find("whole domains") != std::string::npos);
-  CHECK(hw_models::ep_unsupported(gb200, Dispatcher::deepep, false, 64, 32).find("NUM_MAX_NVL_PEERS") !=
+  CHECK(hw_models::ep_unsupported(h100, Dispatcher::deepep, false, 12, 8).find("whole domains") !=
         std::string::npos);
+  CHECK(hw_models::ep_unsupported(gb200, Dispatcher::deepep, false, 64, 32)
+            .find("NUM_MAX_NVL_PEERS") != std::string::npos);
   CHECK(hw_models::ep_unsupported(gb200, Dispatcher::hybridep, false, 64, 32).empty());
   CHECK(hw_models::ep_unsupported(h100, Dispatcher::alltoall, false, 12, 8).empty());
   // Uncalibrated (no parameters for the library): the links at full rate, no SM limit.

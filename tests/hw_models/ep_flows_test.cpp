@@ -12,10 +12,13 @@ using namespace moesim;
 using namespace moesim::hw_models;
 
 namespace {
-double choose(double n, double k) { return std::exp(std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1)); }
+double choose(double n, double k) {
+  return std::exp(std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1));
+}
 }  // namespace
 
-TEST_CASE("Node-limited routing: cross-node and NVLink bytes by the closed form", "[hw_models][ep_flows][closed-form]") {
+TEST_CASE("Node-limited routing: cross-node and NVLink bytes by the closed form",
+          "[hw_models][ep_flows][closed-form]") {
   // EP64 on 8 H800 nodes of 8 GPUs; 256 experts, top-8, hidden 7168, FP8 with scales.
   const auto sys = config::load_system_preset("h800");
   const Topology topo(sys, 64);

@@ -9,7 +9,8 @@
 
 using namespace moesim;
 
-TEST_CASE("FlowCache: shared collective shapes and EP flows equal the uncached ones", "[hw_models][flows][cache]") {
+TEST_CASE("FlowCache: shared collective shapes and EP flows equal the uncached ones",
+          "[hw_models][flows][cache]") {
   const auto s = config::load_system_preset("gb200-nvl72");
   hw_models::FlowCache cache;
   const hw_models::CommGroup ep{64, true, 1}, dp{16, true, 64};

@@ -23,7 +23,8 @@ std::vector<LinkKind> kinds(const Topology& t, int a, int b) {
 }
 }  // namespace
 
-TEST_CASE("DeepSeek's H800 cluster: 8 planes, cross-rail traffic crosses NVLink first", "[hw_models][topology]") {
+TEST_CASE("DeepSeek's H800 cluster: 8 planes, cross-rail traffic crosses NVLink first",
+          "[hw_models][topology]") {
   // 256 GPUs = 32 nodes of 8; GPU i of every node on plane i; 32 nodes fit one leaf per
   // plane, so a plane needs no spine.
   const Topology t(config::load_system_preset("h800"), 256);
@@ -35,15 +36,18 @@ TEST_CASE("DeepSeek's H800 cluster: 8 planes, cross-rail traffic crosses NVLink 
   CHECK(t.route(3, 3).empty());
   CHECK(kinds(t, 0, 5) == std::vector<LinkKind>{LinkKind::nvlink, LinkKind::nvlink});
   // Same rail, other node: NIC, leaf, NIC.
-  CHECK(kinds(t, 0, 8) == std::vector<LinkKind>{LinkKind::nic, LinkKind::network, LinkKind::network, LinkKind::nic});
+  CHECK(kinds(t, 0, 8) ==
+        std::vector<LinkKind>{LinkKind::nic, LinkKind::network, LinkKind::network, LinkKind::nic});
   // Rail 0 to rail 5 of another node: NVLink to the local GPU of rail 5, then its plane.
-  CHECK(kinds(t, 0, 13) == std::vector<LinkKind>{LinkKind::nvlink, LinkKind::nvlink, LinkKind::nic, LinkKind::network,
-                                                 LinkKind::network, LinkKind::nic});
+  CHECK(kinds(t, 0, 13) == std::vector<LinkKind>{LinkKind::nvlink, LinkKind::nvlink, LinkKind::nic,
+                                                 LinkKind::network, LinkKind::network,
+                                                 LinkKind::nic});
   // IB latency: 2.8 us end to end on one leaf (DeepSeek's hardware paper).
   CHECK(t.latency_s(0, 8) == Approx(2.8e-6));
 }
 
-TEST_CASE("GB200 NVL72 in 32-GPU domains: trays of 4, rails of 64 trays over two leaves", "[hw_models][topology]") {
+TEST_CASE("GB200 NVL72 in 32-GPU domains: trays of 4, rails of 64 trays over two leaves",
+          "[hw_models][topology]") {
   const Topology t(config::load_system_preset("gb200-nvl72"), 256, 32);
   CHECK(t.count(VertexKind::nvswitch) == 8);
   CHECK(t.count(VertexKind::leaf) == 8);   // 4 rails x ceil(64 trays / 32 ports)
@@ -52,7 +56,8 @@ TEST_CASE("GB200 NVL72 in 32-GPU domains: trays of 4, rails of 64 trays over two
   CHECK(t.domain_of(32) == 1);
   CHECK(t.route(0, 31).size() == 2);
   CHECK(t.route(0, 32).size() >= 4);
-  CHECK_THROWS_AS(Topology(config::load_system_preset("gb200-nvl72"), 100, 32), std::invalid_argument);
+  CHECK_THROWS_AS(Topology(config::load_system_preset("gb200-nvl72"), 100, 32),
+                  std::invalid_argument);
 }
 
 // `route` searches only the two domains' part of the graph; the whole graph's search is
@@ -63,10 +68,11 @@ TEST_CASE("Routes of the bounded search equal the whole graph's", "[hw_models][t
     const char* system;
     std::int64_t gpus, domain;
   };
-  const std::vector<Case> cases{{"h800", 64, 0},          {"h800", 1024, 0},         {"h100", 576, 0},
-                                {"b200", 640, 0},         {"h20", 48, 0},            {"h200", 24, 0},
-                                {"gb200-nvl72", 288, 72}, {"gb200-nvl72", 256, 64},  {"gb200-nvl72", 512, 32},
-                                {"gb300-nvl72", 216, 72}, {"gb200-nvl72", 4608, 72}};
+  const std::vector<Case> cases{
+      {"h800", 64, 0},          {"h800", 1024, 0},        {"h100", 576, 0},
+      {"b200", 640, 0},         {"h20", 48, 0},           {"h200", 24, 0},
+      {"gb200-nvl72", 288, 72}, {"gb200-nvl72", 256, 64}, {"gb200-nvl72", 512, 32},
+      {"gb300-nvl72", 216, 72}, {"gb200-nvl72", 4608, 72}};
   for (const auto& c : cases) {
     const Topology t(config::load_system_preset(c.system), c.gpus, c.domain);
     INFO(c.system << " x " << c.gpus << ", domains of " << t.domain_size());
@@ -101,7 +107,8 @@ TEST_CASE("Two flows on one link each get half of it", "[hw_models][flows]") {
   CHECK(late.finish_s[1] == Approx(2.0 * B / cap));
 }
 
-TEST_CASE("A DP all-gather and an EP all-to-all on the same NICs slow each other", "[hw_models][flows]") {
+TEST_CASE("A DP all-gather and an EP all-to-all on the same NICs slow each other",
+          "[hw_models][flows]") {
   // Two H100 nodes. EP: all-to-all over the 16 GPUs. DP: GPU g and g+8 exchange halves
   // (a 2-rank ring), on the same NICs.
   const auto s = config::load_system_preset("h100");
@@ -139,7 +146,8 @@ TEST_CASE("A DP all-gather and an EP all-to-all on the same NICs slow each other
   CHECK(tb.makespan_s == Approx(lower).epsilon(0.02));
 }
 
-TEST_CASE("FlowComm counts the traffic of every symmetric group on shared links", "[hw_models][flows]") {
+TEST_CASE("FlowComm counts the traffic of every symmetric group on shared links",
+          "[hw_models][flows]") {
   const auto s = config::load_system_preset("h800");
   const Topology t(s, 32);
   const hw_models::FlowComm comm(s, 32, 8);
@@ -161,24 +169,29 @@ TEST_CASE("FlowComm counts the traffic of every symmetric group on shared links"
     all.insert(all.end(), cf.flows.begin(), cf.flows.end());
     latency = cf.latency_s;
   }
-  const double together = latency + hw_models::simulate_flows(t48, all, hw_models::link_efficiency(s)).makespan_s;
-  const auto lone = hw_models::collective_time(s, t48, hw_models::Collective::all_to_all, {0, 12, 24, 36}, B);
+  const double together =
+      latency + hw_models::simulate_flows(t48, all, hw_models::link_efficiency(s)).makespan_s;
+  const auto lone =
+      hw_models::collective_time(s, t48, hw_models::Collective::all_to_all, {0, 12, 24, 36}, B);
   CHECK(comm48.all_to_all(B, {4, true, 12}) == Approx(together));
   CHECK(together >= lone.time_s * (1 - 1e-12));
   // Groups of one rank cost nothing; pipeline peers 8 apart each use their own NIC.
   CHECK(comm.all_to_all(B, {1, false, 1}) == 0);
-  CHECK(comm.send_recv(B, {2, true, 8}) ==
-        Approx(hw_models::collective_time(s, t, hw_models::Collective::send_recv, {0, 8}, B).time_s));
+  CHECK(
+      comm.send_recv(B, {2, true, 8}) ==
+      Approx(hw_models::collective_time(s, t, hw_models::Collective::send_recv, {0, 8}, B).time_s));
 }
 
 // Regression (fuzz-generated-scenarios): an EP group strided by etp 8 on 8-GPU H800 nodes
 // has one rank per node. Each rank used to sit on its own rail of one node, and with the
 // H800's 8 planes (no spine between rails) GPU 0 could not reach GPU 1: "internal error".
-TEST_CASE("One rank per node: every rank on one rail, reached over the network", "[hw_models][topology]") {
+TEST_CASE("One rank per node: every rank on one rail, reached over the network",
+          "[hw_models][topology]") {
   const Topology t(config::load_system_preset("h800"), 8, 1);
   CHECK(t.count(VertexKind::nvswitch) == 8);
   CHECK(t.count(VertexKind::nic) == 8);
-  CHECK(kinds(t, 0, 1) == std::vector<LinkKind>{LinkKind::nic, LinkKind::network, LinkKind::network, LinkKind::nic});
+  CHECK(kinds(t, 0, 1) ==
+        std::vector<LinkKind>{LinkKind::nic, LinkKind::network, LinkKind::network, LinkKind::nic});
   CHECK(kinds(t, 2, 7) == kinds(t, 0, 1));
   // Two ranks per node (etp 4): two rails, a rank reaches the other rail over NVLink.
   const Topology u(config::load_system_preset("h800"), 8, 2);

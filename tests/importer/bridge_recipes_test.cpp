@@ -5,17 +5,19 @@
 
 #include <algorithm>
 
-#include "importer/bridge_recipes.hpp"
 #include "config/load.hpp"
 #include "config/releases.hpp"
+#include "importer/bridge_recipes.hpp"
 
 using namespace moesim;
 
-TEST_CASE("Megatron-Bridge recipes: names resolve at a tag as the launcher resolves them", "[config][bridge]") {
+TEST_CASE("Megatron-Bridge recipes: names resolve at a tag as the launcher resolves them",
+          "[config][bridge]") {
   // v0.4.0 (0fbfe7d3): DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_V1 = replace(BASE (ETP 1),
   // num_gpus=256, global_batch_size=2048, PP 4, VPP 4, EP 64, hybridep, no A2A overlap,
   // recompute ["mlp"], TE CUDA graphs over attn, moe_router, moe_preprocess); FP8_MX_V1 is it.
-  importer::BridgeRecipeQuery q{"v0.4.0", "deepseek_v3", "pretrain", "gb200", "fp8_mx", std::string("v1")};
+  importer::BridgeRecipeQuery q{"v0.4.0", "deepseek_v3", "pretrain",
+                                "gb200",  "fp8_mx",      std::string("v1")};
   const auto v1 = importer::resolve_bridge_recipe(q);
   CHECK(v1.config == "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V1");
   CHECK(v1.commit.rfind("0fbfe7d3e9", 0) == 0);
@@ -48,7 +50,8 @@ TEST_CASE("Megatron-Bridge recipes: names resolve at a tag as the launcher resol
   CHECK(gb300.settings["recompute_modules"] == config::Json({"moe_act"}));
   // V2 missing: V1, as the launcher falls back (Llama 3.1 405B B200 BF16 at v0.4.0: TP 4,
   // PP 8, CP 2, VPP 8, GBS 64 on 128 GPUs).
-  const auto llama = importer::resolve_bridge_recipe({"v0.4.0", "llama31_405b", "pretrain", "b200", "bf16", std::nullopt});
+  const auto llama = importer::resolve_bridge_recipe(
+      {"v0.4.0", "llama31_405b", "pretrain", "b200", "bf16", std::nullopt});
   CHECK(llama.config == "LLAMA31_405B_PRETRAIN_CONFIG_B200_BF16_V1");
   CHECK(llama.tried == std::vector<std::string>{"LLAMA31_405B_PRETRAIN_CONFIG_B200_BF16_V2"});
   CHECK(llama.settings["tensor_model_parallel_size"] == 4);
@@ -57,22 +60,30 @@ TEST_CASE("Megatron-Bridge recipes: names resolve at a tag as the launcher resol
   CHECK(llama.settings["global_batch_size"] == 64);
   // v0.2.0 (7af9601c): -m deepseek -s v3, DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG: recompute
   // ["mla_up_proj"], CUDA graphs over moe_router and moe_preprocess only.
-  const auto old = importer::resolve_bridge_recipe({"v0.2.0", "deepseek_v3", "pretrain", "gb200", "fp8_mx", std::nullopt});
+  const auto old = importer::resolve_bridge_recipe(
+      {"v0.2.0", "deepseek_v3", "pretrain", "gb200", "fp8_mx", std::nullopt});
   CHECK(old.config == "DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG");
   CHECK(old.settings["recompute_modules"] == config::Json({"mla_up_proj"}));
   CHECK(old.settings["cuda_graph_scope"] == config::Json({"moe_router", "moe_preprocess"}));
 }
 
 TEST_CASE("Megatron-Bridge recipes: what does not resolve says why", "[config][bridge]") {
-  CHECK_THROWS_WITH(importer::resolve_bridge_recipe({"v9.9.9", "deepseek_v3", "pretrain", "gb200", "bf16", std::nullopt}),
-                    Catch::Contains("no Megatron-Bridge release tag 'v9.9.9'") && Catch::Contains("v0.4.0"));
-  CHECK_THROWS_WITH(importer::resolve_bridge_recipe({"v0.6.0", "deepseek_v3", "pretrain", "gb200", "bf16", std::nullopt}),
+  CHECK_THROWS_WITH(
+      importer::resolve_bridge_recipe(
+          {"v9.9.9", "deepseek_v3", "pretrain", "gb200", "bf16", std::nullopt}),
+      Catch::Contains("no Megatron-Bridge release tag 'v9.9.9'") && Catch::Contains("v0.4.0"));
+  CHECK_THROWS_WITH(importer::resolve_bridge_recipe(
+                        {"v0.6.0", "deepseek_v3", "pretrain", "gb200", "bf16", std::nullopt}),
                     Catch::Contains("were not read"));
-  CHECK_THROWS_WITH(importer::resolve_bridge_recipe({"v0.4.0", "deepseek_v3", "pretrain", "h200", "bf16", std::nullopt}),
-                    Catch::Contains("DEEPSEEK_V3_PRETRAIN_CONFIG_H200_BF16_V2 or DEEPSEEK_V3_PRETRAIN_CONFIG_H200_BF16_V1") &&
-                        Catch::Contains("DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_BF16_V1"));
+  CHECK_THROWS_WITH(
+      importer::resolve_bridge_recipe(
+          {"v0.4.0", "deepseek_v3", "pretrain", "h200", "bf16", std::nullopt}),
+      Catch::Contains(
+          "DEEPSEEK_V3_PRETRAIN_CONFIG_H200_BF16_V2 or DEEPSEEK_V3_PRETRAIN_CONFIG_H200_BF16_V1") &&
+          Catch::Contains("DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_BF16_V1"));
   // Every release that ships a Megatron-Bridge tag names one the table holds.
   const auto tags = importer::bridge_recipe_tags();
   for (const auto& r : config::software_releases())
-    if (!r.bridge.empty()) CHECK(std::find(tags.begin(), tags.end(), std::string(r.bridge)) != tags.end());
+    if (!r.bridge.empty())
+      CHECK(std::find(tags.begin(), tags.end(), std::string(r.bridge)) != tags.end());
 }

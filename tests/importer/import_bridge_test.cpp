@@ -8,17 +8,18 @@
 #include <string>
 #include <vector>
 
-#include "importer/bridge_recipes.hpp"
-#include "importer/import_bridge.hpp"
-#include "importer/import.hpp"
 #include "config/load.hpp"
+#include "importer/bridge_recipes.hpp"
+#include "importer/import.hpp"
+#include "importer/import_bridge.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
 
 namespace {
 
-importer::MegatronImport bridge(const std::string& args, const std::string& release, const std::string& system = "") {
+importer::MegatronImport bridge(const std::string& args, const std::string& release,
+                                const std::string& system = "") {
   importer::MegatronImportOptions o;
   o.system = system;
   if (!release.empty()) o.release = release;
@@ -54,7 +55,7 @@ std::string derived(const importer::MegatronImport& m, const std::string& key) {
 struct Oracle {
   const char* scenario;  // under scenarios/
   const char* release;
-  const char* args;      // the launcher's arguments, as NVIDIA's run would give them
+  const char* args;  // the launcher's arguments, as NVIDIA's run would give them
 };
 
 // Every corpus scenario written from Megatron-Bridge's performance recipes at a tag moesim's
@@ -62,53 +63,87 @@ struct Oracle {
 // their published layouts come from an unreleased branch (see the next test case).
 const std::vector<Oracle> kOracles{
     {"releases/r2511-dsv3-b200-mxfp8.json", "25.11", "-m deepseek -s v3 -g b200 -c fp8_mx -ng 256"},
-    {"releases/r2511-qwen3-30b-b200-mxfp8.json", "25.11", "-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8"},
-    {"releases/r2511-qwen3-30b-gb200-mxfp8.json", "25.11", "-m qwen3 -s 30b_a3b -g gb200 -c fp8_mx -ng 8"},
-    {"releases/r2511-qwen3-30b-gb300-mxfp8.json", "25.11", "-m qwen3 -s 30b_a3b -g gb300 -c fp8_mx -ng 8 -mb 4"},
-    {"releases/r2511-qwen3-30b-h100-fp8cs.json", "25.11", "-m qwen3 -s 30b_a3b -g h100 -c fp8_cs -ng 16"},
-    {"releases/r2602-qwen3-30b-b200-mxfp8.json", "26.02", "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8"},
+    {"releases/r2511-qwen3-30b-b200-mxfp8.json", "25.11",
+     "-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8"},
+    {"releases/r2511-qwen3-30b-gb200-mxfp8.json", "25.11",
+     "-m qwen3 -s 30b_a3b -g gb200 -c fp8_mx -ng 8"},
+    {"releases/r2511-qwen3-30b-gb300-mxfp8.json", "25.11",
+     "-m qwen3 -s 30b_a3b -g gb300 -c fp8_mx -ng 8 -mb 4"},
+    {"releases/r2511-qwen3-30b-h100-fp8cs.json", "25.11",
+     "-m qwen3 -s 30b_a3b -g h100 -c fp8_cs -ng 16"},
+    {"releases/r2602-qwen3-30b-b200-mxfp8.json", "26.02",
+     "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8"},
     {"releases/r260201-qwen3-30b-b200-mxfp8.json", "26.02.01",
      "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -cv v1"},
-    {"measured/a1-dsv3-gb300-hybridep.json", "26.02", "-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 256"},
-    {"measured/a2-dsv3-gb300-full-graph.json", "26.06", "-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 256"},
-    {"measured/a3-dsv3-gb200-full-graph.json", "26.06", "-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256"},
-    {"measured/a4-dsv3-gb200-hybridep.json", "26.02", "-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256"},
-    {"measured/a5-dsv3-b200-pp16.json", "26.02", "-m deepseek -mr deepseek_v3 -g b200 -c fp8_mx -ng 256"},
-    {"measured/a6-dsv3-b200-deepep.json", "26.04.01", "-m deepseek -mr deepseek_v3 -g b200 -c fp8_mx -ng 256"},
-    {"measured/a7-qwen3-235b-gb300.json", "26.04", "-m qwen -mr qwen3_235b_a22b -g gb300 -c fp8_mx -ng 256"},
-    {"measured/a8-qwen3-235b-gb200.json", "26.02", "-m qwen -mr qwen3_235b_a22b -g gb200 -c fp8_mx -ng 256"},
-    {"measured/a9-qwen3-235b-b200-alltoall.json", "26.02", "-m qwen -mr qwen3_235b_a22b -g b200 -c fp8_mx -ng 256"},
-    {"measured/a10-qwen3-235b-h100.json", "26.04", "-m qwen -mr qwen3_235b_a22b -g h100 -c fp8_cs -ng 256"},
-    {"measured/a11-qwen3-30b-h100-deepep.json", "26.02", "-m qwen -mr qwen3_30b_a3b -g h100 -c fp8_cs -ng 16"},
-    {"measured/a12-qwen3-30b-h100-hybridep.json", "26.04", "-m qwen -mr qwen3_30b_a3b -g h100 -c fp8_cs -ng 16"},
-    {"measured/a13-qwen3-30b-gb300.json", "26.04", "-m qwen -mr qwen3_30b_a3b -g gb300 -c fp8_mx -ng 8"},
-    {"measured/a14-qwen3-30b-h100-overlap-off.json", "26.06", "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16"},
+    {"measured/a1-dsv3-gb300-hybridep.json", "26.02",
+     "-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 256"},
+    {"measured/a2-dsv3-gb300-full-graph.json", "26.06",
+     "-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 256"},
+    {"measured/a3-dsv3-gb200-full-graph.json", "26.06",
+     "-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256"},
+    {"measured/a4-dsv3-gb200-hybridep.json", "26.02",
+     "-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256"},
+    {"measured/a5-dsv3-b200-pp16.json", "26.02",
+     "-m deepseek -mr deepseek_v3 -g b200 -c fp8_mx -ng 256"},
+    {"measured/a6-dsv3-b200-deepep.json", "26.04.01",
+     "-m deepseek -mr deepseek_v3 -g b200 -c fp8_mx -ng 256"},
+    {"measured/a7-qwen3-235b-gb300.json", "26.04",
+     "-m qwen -mr qwen3_235b_a22b -g gb300 -c fp8_mx -ng 256"},
+    {"measured/a8-qwen3-235b-gb200.json", "26.02",
+     "-m qwen -mr qwen3_235b_a22b -g gb200 -c fp8_mx -ng 256"},
+    {"measured/a9-qwen3-235b-b200-alltoall.json", "26.02",
+     "-m qwen -mr qwen3_235b_a22b -g b200 -c fp8_mx -ng 256"},
+    {"measured/a10-qwen3-235b-h100.json", "26.04",
+     "-m qwen -mr qwen3_235b_a22b -g h100 -c fp8_cs -ng 256"},
+    {"measured/a11-qwen3-30b-h100-deepep.json", "26.02",
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c fp8_cs -ng 16"},
+    {"measured/a12-qwen3-30b-h100-hybridep.json", "26.04",
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c fp8_cs -ng 16"},
+    {"measured/a13-qwen3-30b-gb300.json", "26.04",
+     "-m qwen -mr qwen3_30b_a3b -g gb300 -c fp8_mx -ng 8"},
+    {"measured/a14-qwen3-30b-h100-overlap-off.json", "26.06",
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16"},
     {"measured/a14-qwen3-30b-h100-overlap-on.json", "26.06",
-     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 comm_overlap.overlap_moe_expert_parallel_comm=true"},
-    {"overlap/bridge-qwen3-30b-h100-alltoall-nograph-overlap-off.json", "26.04",
-     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None --cuda_graph_impl none"},
-    {"overlap/bridge-qwen3-30b-h100-alltoall-nograph-overlap-on.json", "26.04",
-     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None --cuda_graph_impl none "
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 "
      "comm_overlap.overlap_moe_expert_parallel_comm=true"},
-    {"bridge-dense/bridge-llama405b-gb200-fp8cs-2606.json", "26.06", "-m llama -mr llama31_405b -g gb200 -c fp8_cs -ng 256"},
-    {"bridge-dense/bridge-llama405b-gb200-mxfp8-2606.json", "26.06", "-m llama -mr llama31_405b -g gb200 -c fp8_mx -ng 256"},
-    {"bridge-dense/bridge-llama405b-gb300-fp8cs-2606.json", "26.06", "-m llama -mr llama31_405b -g gb300 -c fp8_cs -ng 256"},
-    {"bridge-dense/bridge-llama405b-gb300-mxfp8-2606.json", "26.06", "-m llama -mr llama31_405b -g gb300 -c fp8_mx -ng 256"},
-    {"nvfp4/bridge-llama405b-gb200-nvfp4-2602.json", "26.02", "-m llama -mr llama31_405b -g gb200 -c nvfp4 -ng 256"},
-    {"nvfp4/bridge-llama405b-gb200-nvfp4-2606.json", "26.06", "-m llama -mr llama31_405b -g gb200 -c nvfp4 -ng 256"},
-    {"nvfp4/bridge-llama405b-gb300-nvfp4-2602.json", "26.02", "-m llama -mr llama31_405b -g gb300 -c nvfp4 -ng 256"},
-    {"nvfp4/bridge-llama405b-gb300-nvfp4-2606.json", "26.06", "-m llama -mr llama31_405b -g gb300 -c nvfp4 -ng 256"},
-    {"gpt-oss/bridge-gpt-oss-120b-gb300-bf16-2604.json", "26.04", "-m gpt_oss -mr gpt_oss_120b -g gb300 -c bf16 -ng 64"},
-    {"gpt-oss/bridge-gpt-oss-120b-h100-bf16-2604.json", "26.04", "-m gpt_oss -mr gpt_oss_120b -g h100 -c bf16 -ng 64"},
+    {"overlap/bridge-qwen3-30b-h100-alltoall-nograph-overlap-off.json", "26.04",
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None "
+     "--cuda_graph_impl none"},
+    {"overlap/bridge-qwen3-30b-h100-alltoall-nograph-overlap-on.json", "26.04",
+     "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None "
+     "--cuda_graph_impl none "
+     "comm_overlap.overlap_moe_expert_parallel_comm=true"},
+    {"bridge-dense/bridge-llama405b-gb200-fp8cs-2606.json", "26.06",
+     "-m llama -mr llama31_405b -g gb200 -c fp8_cs -ng 256"},
+    {"bridge-dense/bridge-llama405b-gb200-mxfp8-2606.json", "26.06",
+     "-m llama -mr llama31_405b -g gb200 -c fp8_mx -ng 256"},
+    {"bridge-dense/bridge-llama405b-gb300-fp8cs-2606.json", "26.06",
+     "-m llama -mr llama31_405b -g gb300 -c fp8_cs -ng 256"},
+    {"bridge-dense/bridge-llama405b-gb300-mxfp8-2606.json", "26.06",
+     "-m llama -mr llama31_405b -g gb300 -c fp8_mx -ng 256"},
+    {"nvfp4/bridge-llama405b-gb200-nvfp4-2602.json", "26.02",
+     "-m llama -mr llama31_405b -g gb200 -c nvfp4 -ng 256"},
+    {"nvfp4/bridge-llama405b-gb200-nvfp4-2606.json", "26.06",
+     "-m llama -mr llama31_405b -g gb200 -c nvfp4 -ng 256"},
+    {"nvfp4/bridge-llama405b-gb300-nvfp4-2602.json", "26.02",
+     "-m llama -mr llama31_405b -g gb300 -c nvfp4 -ng 256"},
+    {"nvfp4/bridge-llama405b-gb300-nvfp4-2606.json", "26.06",
+     "-m llama -mr llama31_405b -g gb300 -c nvfp4 -ng 256"},
+    {"gpt-oss/bridge-gpt-oss-120b-gb300-bf16-2604.json", "26.04",
+     "-m gpt_oss -mr gpt_oss_120b -g gb300 -c bf16 -ng 64"},
+    {"gpt-oss/bridge-gpt-oss-120b-h100-bf16-2604.json", "26.04",
+     "-m gpt_oss -mr gpt_oss_120b -g h100 -c bf16 -ng 64"},
 };
 
 }  // namespace
 
-TEST_CASE("A Megatron-Bridge performance command imports as the corpus wrote its recipe", "[config][import][bridge]") {
+TEST_CASE("A Megatron-Bridge performance command imports as the corpus wrote its recipe",
+          "[config][import][bridge]") {
   for (const auto& o : kOracles) {
     INFO(o.scenario << ": " << o.args << " at " << o.release);
     const auto m = bridge(o.args, o.release);
-    const auto oracle = config::Json::parse(test::read_text(test::source_path(std::string("scenarios/") + o.scenario)));
+    const auto oracle = config::Json::parse(
+        test::read_text(test::source_path(std::string("scenarios/") + o.scenario)));
     CHECK(m.scenario.at("system") == oracle.at("system"));
     CHECK(m.scenario.at("gpus") == oracle.at("gpus"));
     const auto got = described_json(m.scenario), want = described_json(oracle);
@@ -125,27 +160,36 @@ TEST_CASE("A Megatron-Bridge performance command imports as the corpus wrote its
 
 TEST_CASE("A Bridge import says where each setting came from", "[config][import][bridge]") {
   const auto m = bridge("-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256", "26.02");
-  CHECK(derived(m, "recipe").find("DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 at Megatron-Bridge v0.3.0") == 0);
+  CHECK(derived(m, "recipe")
+            .find("DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2 at Megatron-Bridge v0.3.0") == 0);
   CHECK(derived(m, "system").find("gb200-nvl72") == 0);
   CHECK(derived(m, "training.seq_length").find("deepseek_llm_pretrain.py") != std::string::npos);
-  CHECK(derived(m, "framework.dispatcher_sms").find("_set_common_perf_overrides") != std::string::npos);
+  CHECK(derived(m, "framework.dispatcher_sms").find("_set_common_perf_overrides") !=
+        std::string::npos);
   CHECK(m.scenario.at("stack").at("release") == "26.02");
 }
 
-TEST_CASE("The launcher's order: Hydra overrides last at v0.2.x, first from v0.3.0", "[config][import][bridge]") {
+TEST_CASE("The launcher's order: Hydra overrides last at v0.2.x, first from v0.3.0",
+          "[config][import][bridge]") {
   // v0.2.x run_script.py applies Hydra key=value after the flags; v0.3.0 on, the flags win.
-  const char* args = "-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8 -gb 1024 train.global_batch_size=256";
+  const char* args =
+      "-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8 -gb 1024 train.global_batch_size=256";
   CHECK(bridge(args, "25.11").scenario.at("training").at("global_batch_size") == 256);
-  CHECK(bridge("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -gb 1024 train.global_batch_size=256", "26.02")
-            .scenario.at("training")
-            .at("global_batch_size") == 1024);
+  CHECK(
+      bridge(
+          "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -gb 1024 train.global_batch_size=256",
+          "26.02")
+          .scenario.at("training")
+          .at("global_batch_size") == 1024);
 }
 
 // Megatron-Bridge's perf recipes set comm_overlap.align_param_gather (Llama 3.1 on GB200: off);
 // unset, the scenario's default (on for the interleaved schedule) is Bridge's own.
-TEST_CASE("A Bridge command's align_param_gather reaches the framework", "[config][import][bridge]") {
+TEST_CASE("A Bridge command's align_param_gather reaches the framework",
+          "[config][import][bridge]") {
   const char* base = "-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256";
-  const auto given = bridge(std::string(base) + " comm_overlap.align_param_gather=false", "26.02").scenario;
+  const auto given =
+      bridge(std::string(base) + " comm_overlap.align_param_gather=false", "26.02").scenario;
   CHECK(given.at("framework").at("align_param_gather") == false);
   const auto unset = bridge(base, "26.02").scenario;
   CHECK_FALSE(unset.at("framework").contains("align_param_gather"));
@@ -153,7 +197,8 @@ TEST_CASE("A Bridge command's align_param_gather reaches the framework", "[confi
 
 TEST_CASE("The launcher scales the batch with -ng, and the flags move the layout as it does",
           "[config][import][bridge]") {
-  // QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1 at v0.3.0: 8 GPUs, GBS 512; 32 GPUs without -gb: 2048.
+  // QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1 at v0.3.0: 8 GPUs, GBS 512; 32 GPUs without -gb:
+  // 2048.
   auto m = bridge("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 32", "26.02");
   CHECK(m.scenario.at("training").at("global_batch_size") == 2048);
   CHECK(derived(m, "training.global_batch_size").find("512 x 32 / 8") != std::string::npos);
@@ -170,37 +215,52 @@ TEST_CASE("The launcher scales the batch with -ng, and the flags move the layout
   // Qwen3-235B counts the embedding and the loss in the split at whatever PP and VP: 96 units / 8.
   m = bridge("-m qwen -mr qwen3_235b_a22b -g gb200 -c fp8_mx -ng 256 -pp 8 -vp 1", "26.04");
   CHECK(m.scenario.at("parallelism").at("pp_layout") ==
-        "Ettttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttL");
+        "Ettttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|tttttttttttt|"
+        "tttttttttttt|tttttttttttL");
 }
 
-TEST_CASE("The dispatcher flag: None is NCCL's all-to-all, HybridEP chosen late keeps Megatron-Core's SMs",
-          "[config][import][bridge]") {
-  auto m = bridge("-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None", "26.04");
+TEST_CASE(
+    "The dispatcher flag: None is NCCL's all-to-all, HybridEP chosen late keeps Megatron-Core's "
+    "SMs",
+    "[config][import][bridge]") {
+  auto m =
+      bridge("-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend None",
+             "26.04");
   CHECK(m.scenario.at("framework").at("dispatcher") == "alltoall");
-  // QWEN3_30B_A3B H100 BF16 at v0.4.0 has DeepEP; --moe_flex_dispatcher_backend hybridep comes after the
-  // common overrides' 32 SMs, so Megatron-Core's 16 stand (transformer_config.py at d7288711).
-  m = bridge("-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend hybridep", "26.04");
+  // QWEN3_30B_A3B H100 BF16 at v0.4.0 has DeepEP; --moe_flex_dispatcher_backend hybridep comes
+  // after the common overrides' 32 SMs, so Megatron-Core's 16 stand (transformer_config.py at
+  // d7288711).
+  m = bridge(
+      "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16 --moe_flex_dispatcher_backend hybridep",
+      "26.04");
   CHECK(m.scenario.at("framework").at("dispatcher") == "hybridep");
   CHECK(m.scenario.at("framework").at("dispatcher_sms") == 16);
   // DeepEP does not run on GB200: apply_flex_dispatcher_backend skips it, and the import says so.
-  m = bridge("-m qwen -mr qwen3_30b_a3b -g gb200 -c fp8_mx -ng 8 --moe_flex_dispatcher_backend deepep", "26.04");
+  m = bridge(
+      "-m qwen -mr qwen3_30b_a3b -g gb200 -c fp8_mx -ng 8 --moe_flex_dispatcher_backend deepep",
+      "26.04");
   CHECK(m.scenario.at("framework").at("dispatcher") == "hybridep");
-  CHECK(derived(m, "framework.dispatcher").find("deepep not applied on gb200") != std::string::npos);
+  CHECK(derived(m, "framework.dispatcher").find("deepep not applied on gb200") !=
+        std::string::npos);
 }
 
-TEST_CASE("A Bridge command's release comes from --release or its container", "[config][import][bridge]") {
-  auto m = bridge("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -i nvcr.io/nvidia/nemo:26.02", "");
+TEST_CASE("A Bridge command's release comes from --release or its container",
+          "[config][import][bridge]") {
+  auto m =
+      bridge("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -i nvcr.io/nvidia/nemo:26.02", "");
   CHECK(m.scenario.at("stack").at("release") == "26.02");
   CHECK(derived(m, "recipe").find("v0.3.0") != std::string::npos);
   CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "").find("--release") == 0);
   CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8 -i nvcr.io/nvidia/nemo:26.04", "26.02")
             .find("the command's container is 26.04") != std::string::npos);
-  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "25.09").find("no Megatron-Bridge performance launcher") !=
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "25.09")
+            .find("no Megatron-Bridge performance launcher") != std::string::npos);
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "26.08").find("not read") !=
         std::string::npos);
-  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "26.08").find("not read") != std::string::npos);
 }
 
-TEST_CASE("import refuses a Bridge command it cannot model, naming what", "[config][import][bridge]") {
+TEST_CASE("import refuses a Bridge command it cannot model, naming what",
+          "[config][import][bridge]") {
   const std::string q = "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 ";
   // Every unknown flag at once, named with the tag's parser.
   const auto unknown = err(q + "--frobnicate 3 --tensor_parallel 2");
@@ -209,11 +269,13 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what", "[conf
   CHECK(err(q + "-tp two").find("'two' is not an integer") != std::string::npos);
   CHECK(err(q + "--moe_flex_dispatcher_backend nccl").find("not one of") != std::string::npos);
   // Hydra paths moesim does not map.
-  CHECK(err(q + "model.frobnicate=1 model.foo=2").find("model.frobnicate, model.foo") != std::string::npos);
+  CHECK(err(q + "model.frobnicate=1 model.foo=2").find("model.frobnicate, model.foo") !=
+        std::string::npos);
   CHECK(err(q + "train.micro_batch_size=two").find("expected a whole number") != std::string::npos);
   // -sl changes the mock dataset only: Bridge's own check would stop the run.
   CHECK(err(q + "-sl 8192").find("model.seq_length=8192") != std::string::npos);
-  CHECK(bridge(q + "model.seq_length=8192", "26.04").scenario.at("training").at("seq_length") == 8192);
+  CHECK(bridge(q + "model.seq_length=8192", "26.04").scenario.at("training").at("seq_length") ==
+        8192);
   // A recipe whose family's settings are not tabulated resolves, and is refused by name.
   const auto kimi = err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256");
   CHECK(kimi.find("KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX") != std::string::npos);
@@ -225,7 +287,9 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what", "[conf
   // v0.2.0 keeps the recipe's layout when -pp/-vp change it (no re-layout before v0.3.0): the
   // 25.11 row's PP8 VP4 cannot load with the PP4 VP4 layout, as Megatron would stop.
   const auto stale =
-      err("-m deepseek -s v3 -g gb200 -c fp8_mx -ng 256 -pp 8 -vp 4 -ep 32 -gb 4096 model.mtp_num_layers=0", "25.11");
+      err("-m deepseek -s v3 -g gb200 -c fp8_mx -ng 256 -pp 8 -vp 4 -ep 32 -gb 4096 "
+          "model.mtp_num_layers=0",
+          "25.11");
   CHECK(stale.find("pp_layout") != std::string::npos);
   CHECK(stale.find("deepseek_v3.py:233-250") != std::string::npos);
   CHECK(stale.find("kept when the sizes changed") != std::string::npos);
@@ -233,7 +297,8 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what", "[conf
 
 TEST_CASE("A Bridge command's job flags are listed, not refused", "[config][import][bridge]") {
   const auto m = bridge(
-      "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -a acct -p batch -t 01:00:00 --wandb_key k -en "
+      "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 -a acct -p batch -t 01:00:00 --wandb_key "
+      "k -en "
       "--max_steps 20 logger.log_interval=5 --enable_vboost true",
       "26.04");
   std::string ignored;
@@ -242,14 +307,17 @@ TEST_CASE("A Bridge command's job flags are listed, not refused", "[config][impo
   CHECK(ignored.find("-en (profiling") != std::string::npos);
   CHECK(ignored.find("logger.log_interval=5 (logging)") != std::string::npos);
   bool vboost = false;
-  for (const auto& [k, why] : m.assumed) vboost = vboost || (k == "--enable_vboost" && why.find("clock") != std::string::npos);
+  for (const auto& [k, why] : m.assumed)
+    vboost = vboost || (k == "--enable_vboost" && why.find("clock") != std::string::npos);
   CHECK(vboost);
 }
 
-TEST_CASE("A launch script around the Bridge launcher is evaluated as bash would", "[config][import][bridge]") {
+TEST_CASE("A launch script around the Bridge launcher is evaluated as bash would",
+          "[config][import][bridge]") {
   const std::string script =
       "#!/bin/bash\nMODEL=${MODEL:-qwen3_30b_a3b}\nGPUS=16\n"
-      "python3 scripts/performance/setup_experiment.py -m qwen -mr $MODEL -g h100 -c bf16 -ng $GPUS \\\n"
+      "python3 scripts/performance/setup_experiment.py -m qwen -mr $MODEL -g h100 -c bf16 -ng "
+      "$GPUS \\\n"
       "  -i nvcr.io/nvidia/nemo:26.04 --moe_a2a_overlap true\n";
   importer::MegatronImportOptions o;
   o.source = "run.sh";
@@ -259,24 +327,31 @@ TEST_CASE("A launch script around the Bridge launcher is evaluated as bash would
   CHECK(m.scenario.at("framework").at("delay_wgrad_compute") == true);
 }
 
-TEST_CASE("Every flag of every tag's launcher is modeled, listed or refused", "[config][import][bridge]") {
+TEST_CASE("Every flag of every tag's launcher is modeled, listed or refused",
+          "[config][import][bridge]") {
   for (const auto& tag : importer::bridge_recipe_tags()) {
     INFO(tag);
     CHECK(importer::unclassified_bridge_flags(tag).empty());
   }
 }
 
-TEST_CASE("Bridge commands: sizes, lists and paths Bridge itself would stop on", "[config][import][bridge]") {
+TEST_CASE("Bridge commands: sizes, lists and paths Bridge itself would stop on",
+          "[config][import][bridge]") {
   const std::string q = "-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 16 ";
   CHECK(err(q + "-tp 0").find("-tp: 0: a parallel size is at least 1") == 0);
   CHECK(err(q + "model.pipeline_model_parallel_size=0").find("at least 1") != std::string::npos);
-  CHECK(err(q + "model.recompute_modules=[moe_act,]").find("an empty element") != std::string::npos);
+  CHECK(err(q + "model.recompute_modules=[moe_act,]").find("an empty element") !=
+        std::string::npos);
   // Paths Bridge sets again at setup name the one that sticks.
-  CHECK(err(q + "ddp.grad_reduce_in_fp32=true").find("give mixed_precision.grad_reduce_in_fp32") != std::string::npos);
-  CHECK(err(q + "ddp.overlap_param_gather=false").find("give comm_overlap.overlap_param_gather") != std::string::npos);
+  CHECK(err(q + "ddp.grad_reduce_in_fp32=true").find("give mixed_precision.grad_reduce_in_fp32") !=
+        std::string::npos);
+  CHECK(err(q + "ddp.overlap_param_gather=false").find("give comm_overlap.overlap_param_gather") !=
+        std::string::npos);
   CHECK(err(q + "model.apply_rope_fusion=false").find("RoPE fusion off") != std::string::npos);
-  // Hydra TP without sequence parallelism: Megatron-Core refuses MoE that way, and so does the import.
-  CHECK(err(q + "model.tensor_model_parallel_size=2").find("sequence parallelism") != std::string::npos);
+  // Hydra TP without sequence parallelism: Megatron-Core refuses MoE that way, and so does the
+  // import.
+  CHECK(err(q + "model.tensor_model_parallel_size=2").find("sequence parallelism") !=
+        std::string::npos);
   auto m = bridge(q + "model.tensor_model_parallel_size=2 model.sequence_parallel=true "
                       "model.expert_tensor_parallel_size=null",
                   "26.04");
@@ -284,17 +359,22 @@ TEST_CASE("Bridge commands: sizes, lists and paths Bridge itself would stop on",
   // v0.2.x keeps the dataset's length: the model's alone would fail Bridge's config check.
   CHECK(err("-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8 model.seq_length=8192", "25.11")
             .find("dataset.sequence_length alike") != std::string::npos);
-  CHECK(bridge("-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8 model.seq_length=8192 dataset.sequence_length=8192", "25.11")
+  CHECK(bridge("-m qwen3 -s 30b_a3b -g b200 -c fp8_mx -ng 8 model.seq_length=8192 "
+               "dataset.sequence_length=8192",
+               "25.11")
             .scenario.at("training")
             .at("seq_length") == 8192);
   // --use_tokendrop asserts the all-to-all dispatcher.
-  CHECK(err(q + "--use_tokendrop true").find("model.moe_token_dispatcher_type=alltoall") != std::string::npos);
-  CHECK(err(q + "--moe_flex_dispatcher_backend None --use_tokendrop true").find("before") != std::string::npos);
+  CHECK(err(q + "--use_tokendrop true").find("model.moe_token_dispatcher_type=alltoall") !=
+        std::string::npos);
+  CHECK(err(q + "--moe_flex_dispatcher_backend None --use_tokendrop true").find("before") !=
+        std::string::npos);
   m = bridge(q + "model.moe_token_dispatcher_type=alltoall --use_tokendrop true", "26.04");
   CHECK(m.scenario.at("training").at("token_drop").at("capacity_factor") == 1.0);
 }
 
-TEST_CASE("v0.2.0's recompute modules act only where the recipe recomputes selectively", "[config][import][bridge]") {
+TEST_CASE("v0.2.0's recompute modules act only where the recipe recomputes selectively",
+          "[config][import][bridge]") {
   // GPT_OSS_120B_H100_BF16_BASE_CONFIG asks for layernorm and moe_act; the v0.2.0 launcher sets the
   // modules without the granularity and the GPT-OSS recipe has none: nothing is recomputed.
   auto m = bridge("-m gpt_oss -s 120b -g h100 -c bf16 -ng 64", "25.11");
@@ -307,7 +387,8 @@ TEST_CASE("v0.2.0's recompute modules act only where the recipe recomputes selec
   m = bridge("-m gpt_oss -s 120b -g h100 -c bf16 -ng 64 --recompute_modules mlp", "25.11");
   CHECK(m.scenario.at("framework").at("recompute_modules").empty());
   // The optimizer's own main-gradient dtype is not modeled: refused, not taken silently.
-  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 optimizer.main_grads_dtype=torch.float32")
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -c fp8_mx -ng 8 "
+            "optimizer.main_grads_dtype=torch.float32")
             .find("grad_reduce_in_fp32") != std::string::npos);
   // --deterministic (v0.5.0) turns the fused loss and TP overlap off.
   m = bridge("-m llama -mr llama31_405b -g gb200 -c fp8_cs -ng 256 --deterministic", "26.06");
@@ -320,7 +401,8 @@ TEST_CASE("A Bridge import takes --gpus-per-nvlink-domain and checks --model aga
   importer::MegatronImportOptions o;
   o.release = "26.04";
   o.gpus_per_nvlink_domain = 32;
-  const std::string cmd = "python setup_experiment.py -m qwen -mr qwen3_30b_a3b -g gb200 -c fp8_mx -ng 64";
+  const std::string cmd =
+      "python setup_experiment.py -m qwen -mr qwen3_30b_a3b -g gb200 -c fp8_mx -ng 64";
   const auto m = importer::import_megatron(cmd, o);
   CHECK(m.scenario.at("placement").at("gpus_per_nvlink_domain") == 32);
   o.model = "qwen3-235b-a22b";

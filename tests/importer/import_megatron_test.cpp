@@ -1,8 +1,8 @@
 // moesim import megatron (issue #17 item 1): a Megatron command line as a scenario.
 #include <catch2/catch.hpp>
 
-#include "importer/import.hpp"
 #include "config/load.hpp"
+#include "importer/import.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
@@ -20,23 +20,28 @@ nlohmann::json described(const std::string& path) {
 // A small MoE command: every flag Megatron needs, the rest at its defaults.
 const char* kSmallMoe =
     "torchrun --nproc-per-node 8 --nnodes 2 pretrain_gpt.py --num-layers 4 --hidden-size 2048 "
-    "--num-attention-heads 16 --group-query-attention --num-query-groups 4 --ffn-hidden-size 6144 --swiglu "
-    "--num-experts 64 --moe-router-topk 4 --moe-ffn-hidden-size 768 --moe-grouped-gemm --moe-permute-fusion "
+    "--num-attention-heads 16 --group-query-attention --num-query-groups 4 --ffn-hidden-size 6144 "
+    "--swiglu "
+    "--num-experts 64 --moe-router-topk 4 --moe-ffn-hidden-size 768 --moe-grouped-gemm "
+    "--moe-permute-fusion "
     "--vocab-size 151936 --seq-length 4096 --micro-batch-size 1 --global-batch-size 64 --bf16 "
     "--expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --lr 1e-4";
 }  // namespace
 
-TEST_CASE("NVIDIA's GB200 DeepSeek-V3 flags import as the journey's final scenario", "[config][import]") {
+TEST_CASE("NVIDIA's GB200 DeepSeek-V3 flags import as the journey's final scenario",
+          "[config][import]") {
   test::TempFile out("");
-  const auto r = test::run_moesim({"import", "megatron", test::source_path("tests/data/megatron/deepseek-v3-gb200.sh"),
-                                   "--system", "gb200-nvl72", "--gpus", "256", "--gpus-per-nvlink-domain", "32", "-o",
-                                   out.path()});
+  const auto r = test::run_moesim({"import", "megatron",
+                                   test::source_path("tests/data/megatron/deepseek-v3-gb200.sh"),
+                                   "--system", "gb200-nvl72", "--gpus", "256",
+                                   "--gpus-per-nvlink-domain", "32", "-o", out.path()});
   REQUIRE(r.status == 0);
-  CHECK(described(out.path()) == described(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
+  CHECK(described(out.path()) ==
+        described(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
   // Every stack switch is listed as assumed; the irrelevant flags as ignored.
-  for (const char* k : {"mxfp8_alloc_fusion", "permute_fusion_v2", "swizzle_fusion", "pdl_quant", "te_host_slim",
-                        "cuda_graph_shared_expert", "deepep_tuned", "hybridep_permute_fusion", "cpu_numa_binding",
-                        "norm_quant_fusion"})
+  for (const char* k : {"mxfp8_alloc_fusion", "permute_fusion_v2", "swizzle_fusion", "pdl_quant",
+                        "te_host_slim", "cuda_graph_shared_expert", "deepep_tuned",
+                        "hybridep_permute_fusion", "cpu_numa_binding", "norm_quant_fusion"})
     CHECK_THAT(r.err, Catch::Contains(std::string("stack.") + k + ": "));
   CHECK_THAT(r.err, Catch::Contains("--lr-decay-style"));
   CHECK_THAT(r.err, Catch::Contains("preset 'deepseek-v3'"));
@@ -78,32 +83,37 @@ TEST_CASE("import megatron refuses what it cannot model, naming the flag", "[con
       {" --fp16", "--fp16"},
       {" --use-torch-fsdp2", "--use-torch-fsdp2"},
       {" --moe-frobnicate 3", "--moe-frobnicate"},  // unknown
-      {" --recompute-granularity full --recompute-method block --recompute-num-layers 2", "--recompute-method"},
+      {" --recompute-granularity full --recompute-method block --recompute-num-layers 2",
+       "--recompute-method"},
       {" --tensor-model-parallel-size $TP", "--tensor-model-parallel-size"},
-      {" --exp-avg-dtype bf16 --use-precision-aware-optimizer", "--exp-avg-dtype"},  // moments differ
+      {" --exp-avg-dtype bf16 --use-precision-aware-optimizer",
+       "--exp-avg-dtype"},  // moments differ
       {" --cuda-graph-impl transformer_engine", "--cuda-graph-scope"},
   };
   for (const auto& c : cases) {
-    const auto r = test::run_moesim({"import", "megatron", "--args", std::string(kSmallMoe) + c.extra, "--system",
-                                     "h100", "--gpus", "16"});
+    const auto r =
+        test::run_moesim({"import", "megatron", "--args", std::string(kSmallMoe) + c.extra,
+                          "--system", "h100", "--gpus", "16"});
     INFO(c.extra);
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::Contains("<args>: " + c.flag + ":"));
   }
   std::string grouped = kSmallMoe;
   grouped.erase(grouped.find(" --moe-grouped-gemm"), 19);
-  const auto r = test::run_moesim({"import", "megatron", "--args", grouped, "--system", "h100", "--gpus", "16"});
+  const auto r = test::run_moesim(
+      {"import", "megatron", "--args", grouped, "--system", "h100", "--gpus", "16"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("SequentialMLP"));
   // Megatron-Bridge recipe overrides start from a configuration the command does not show.
-  const auto hydra = test::run_moesim({"import", "megatron", "--args",
-                                       "python pretrain_llama3_8b.py train.micro_batch_size=2 model.num_layers=32",
-                                       "--system", "h100", "--gpus", "16"});
+  const auto hydra =
+      test::run_moesim({"import", "megatron", "--args",
+                        "python pretrain_llama3_8b.py train.micro_batch_size=2 model.num_layers=32",
+                        "--system", "h100", "--gpus", "16"});
   CHECK(hydra.status == 2);
   CHECK_THAT(hydra.err, Catch::Contains("recipe override"));
   // A model preset that the shape flags contradict.
-  const auto m = test::run_moesim(
-      {"import", "megatron", "--args", kSmallMoe, "--system", "h100", "--gpus", "16", "--model", "deepseek-v3"});
+  const auto m = test::run_moesim({"import", "megatron", "--args", kSmallMoe, "--system", "h100",
+                                   "--gpus", "16", "--model", "deepseek-v3"});
   CHECK(m.status == 2);
   CHECK_THAT(m.err, Catch::Contains("--model"));
 }
@@ -113,50 +123,59 @@ TEST_CASE("Megatron's --moe-layer-freq list expressions", "[config][import]") {
   o.system = "h100";
   o.gpus = 16;
   std::string s = kSmallMoe;
-  const auto with = [&](const std::string& freq) { return importer::import_megatron(s + " --moe-layer-freq " + freq, o); };
-  CHECK(with("'([0]*1+[1]*3)'").scenario["model"]["moe_layer_freq"] == nlohmann::json({0, 1, 1, 1}));
+  const auto with = [&](const std::string& freq) {
+    return importer::import_megatron(s + " --moe-layer-freq " + freq, o);
+  };
+  CHECK(with("'([0]*1+[1]*3)'").scenario["model"]["moe_layer_freq"] ==
+        nlohmann::json({0, 1, 1, 1}));
   CHECK(with("2").scenario["model"]["moe_layer_freq"] == nlohmann::json({1, 0, 1, 0}));
   CHECK(with("'[1,0]*2'").scenario["model"]["moe_layer_freq"] == nlohmann::json({1, 0, 1, 0}));
   CHECK_THROWS_AS(with("'[0]*3'"), config::InputError);  // 3 layers listed, 4 in the model
 }
 
-TEST_CASE("import megatron reads commands as a shell would and refuses what it must", "[config][import]") {
+TEST_CASE("import megatron reads commands as a shell would and refuses what it must",
+          "[config][import]") {
   importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
   const std::string base = kSmallMoe;
   // The command ends at a pipe, a redirection or a line end; carriage returns are ignored;
   // the first *.py command is Megatron's.
-  const auto piped = importer::import_megatron(base + " 2>&1 | tee train.log\r\npython tools/plot.py --log x\r\n", o);
+  const auto piped = importer::import_megatron(
+      base + " 2>&1 | tee train.log\r\npython tools/plot.py --log x\r\n", o);
   CHECK(piped.scenario["framework"]["dispatcher"] == "alltoall");
   // The last occurrence of a flag wins, as with argparse.
-  CHECK(importer::import_megatron(base + " --global-batch-size 128", o).scenario["training"]["global_batch_size"] == 128);
+  CHECK(importer::import_megatron(base + " --global-batch-size 128", o)
+            .scenario["training"]["global_batch_size"] == 128);
   // --recompute-activations is selective recompute of core attention.
-  CHECK(importer::import_megatron(base + " --recompute-activations", o).scenario["framework"]["recompute_modules"] ==
-        nlohmann::json({"core_attn"}));
+  CHECK(importer::import_megatron(base + " --recompute-activations", o)
+            .scenario["framework"]["recompute_modules"] == nlohmann::json({"core_attn"}));
   // Megatron's FFN default with SwiGLU: int(4 h x 2/3 / 64) x 64 = 5440 for h = 2048.
   std::string no_ffn = base;
   no_ffn.erase(no_ffn.find(" --ffn-hidden-size 6144"), 23);
   CHECK(importer::import_megatron(no_ffn, o).scenario["model"]["intermediate_size"] == 5440);
   // Nested --moe-layer-freq expressions (arguments.py's own example form).
-  CHECK(importer::import_megatron(base + " --moe-layer-freq '([1]*1+[0]*1)*2'", o).scenario["model"]["moe_layer_freq"] ==
-        nlohmann::json({1, 0, 1, 0}));
-  for (const char* bad : {" --moe-layer-freq '[1]*99999999999999999999'", " --moe-layer-freq '[1]*4000000000'",
-                          " --pipeline-model-parallel-size 0", " --make-vocab-size-divisible-by 0"})
+  CHECK(importer::import_megatron(base + " --moe-layer-freq '([1]*1+[0]*1)*2'", o)
+            .scenario["model"]["moe_layer_freq"] == nlohmann::json({1, 0, 1, 0}));
+  for (const char* bad :
+       {" --moe-layer-freq '[1]*99999999999999999999'", " --moe-layer-freq '[1]*4000000000'",
+        " --pipeline-model-parallel-size 0", " --make-vocab-size-divisible-by 0"})
     CHECK_THROWS_AS(importer::import_megatron(base + bad, o), config::InputError);
   // With --model, every shape flag given is checked against the preset.
   o.model = "qwen3-30b-a3b";
   try {
-    importer::import_megatron("pretrain_gpt.py --num-experts 8 --seq-length 4096 --micro-batch-size 1 --bf16 "
-                            "--moe-grouped-gemm",
-                            o);
+    importer::import_megatron(
+        "pretrain_gpt.py --num-experts 8 --seq-length 4096 --micro-batch-size 1 --bf16 "
+        "--moe-grouped-gemm",
+        o);
     FAIL("the preset has 128 experts");
   } catch (const config::InputError& e) {
     CHECK(e.path() == "--num-experts");
   }
 }
 
-TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed inert at TP 1", "[config][import]") {
+TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed inert at TP 1",
+          "[config][import]") {
   importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
@@ -172,11 +191,13 @@ TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed 
     listed = listed || w["setting"] == "framework.tp_comm_overlap";
   CHECK(listed);
   // Without the flag the key is not written at all.
-  CHECK_FALSE(importer::import_megatron(kSmallMoe, o).scenario["framework"].contains("tp_comm_overlap"));
+  CHECK_FALSE(
+      importer::import_megatron(kSmallMoe, o).scenario["framework"].contains("tp_comm_overlap"));
   // Under TP 2 with sequence parallelism it is taken (this small model is host-bound, so the
   // hidden collectives do not shorten its step: tests/schedules/tp_overlap_test.cpp checks
   // the kernels).
-  const std::string tp2 = std::string(kSmallMoe) + " --tensor-model-parallel-size 2 --sequence-parallel";
+  const std::string tp2 =
+      std::string(kSmallMoe) + " --tensor-model-parallel-size 2 --sequence-parallel";
   test::TempFile off(importer::import_megatron(tp2, o).scenario.dump());
   test::TempFile on(importer::import_megatron(tp2 + " --tp-comm-overlap", o).scenario.dump());
   const auto t = [](const test::TempFile& f) {
@@ -187,8 +208,10 @@ TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed 
   CHECK(t(on) <= t(off));
 }
 
-TEST_CASE("Megatron's defaults that move memory come across: dropout, the loss, attention, vocabulary padding",
-          "[config][import][memory]") {
+TEST_CASE(
+    "Megatron's defaults that move memory come across: dropout, the loss, attention, vocabulary "
+    "padding",
+    "[config][import][memory]") {
   importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
@@ -202,22 +225,27 @@ TEST_CASE("Megatron's defaults that move memory come across: dropout, the loss, 
   CHECK(plain["framework"]["cross_entropy"] == "unfused");
   CHECK(plain["framework"]["attention_backend"] == "fused");
   CHECK_FALSE(plain["training"].contains("make_vocab_size_divisible_by"));
-  const auto set = get(" --hidden-dropout 0.0 --cross-entropy-loss-fusion --attention-backend unfused"
-                       " --attention-dropout 0.0 --make-vocab-size-divisible-by 3232");
+  const auto set =
+      get(" --hidden-dropout 0.0 --cross-entropy-loss-fusion --attention-backend unfused"
+          " --attention-dropout 0.0 --make-vocab-size-divisible-by 3232");
   CHECK(set["training"]["hidden_dropout"] == 0.0);
   CHECK(set["framework"]["cross_entropy"] == "native");  // Megatron's default implementation
   CHECK(set["framework"]["attention_backend"] == "unfused");
   // 151936 pads to 155136 with 3232 (to itself with 128): the divisor is written.
   CHECK(set["training"]["make_vocab_size_divisible_by"] == 3232);
-  CHECK(get(" --cross-entropy-loss-fusion --cross-entropy-fusion-impl te")["framework"]["cross_entropy"] == "te");
+  CHECK(get(" --cross-entropy-loss-fusion --cross-entropy-fusion-impl te")["framework"]
+                                                                          ["cross_entropy"] ==
+        "te");
   // Unfused attention with Megatron's default attention dropout (0.1) keeps a mask of
   // every score: not modeled, refused with the reason.
   CHECK_THROWS_WITH(get(" --attention-backend unfused"), Catch::Contains("attention dropout"));
   // A divisor that pads as 128 does is left out (no inert setting in the scenario).
-  CHECK_FALSE(get(" --make-vocab-size-divisible-by 64")["training"].contains("make_vocab_size_divisible_by"));
+  CHECK_FALSE(get(" --make-vocab-size-divisible-by 64")["training"].contains(
+      "make_vocab_size_divisible_by"));
 }
 
-TEST_CASE("import megatron --release takes the library switches from the release", "[config][import][releases]") {
+TEST_CASE("import megatron --release takes the library switches from the release",
+          "[config][import][releases]") {
   importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 16;
@@ -266,7 +294,8 @@ TEST_CASE("import megatron --release takes the library switches from the release
 // Megatron's FP4 flags (arguments.py, fp4_utils.py @ d98e8a64): --fp4-format e2m1 with the
 // default --fp4-recipe nvfp4 is TE's NVFP4 in every layer; --fp4-param-gather gathers the
 // FP4 copies; BF16 first and last layers are refused (one precision per scenario).
-TEST_CASE("import megatron takes NVFP4 and refuses layers in another precision", "[config][import]") {
+TEST_CASE("import megatron takes NVFP4 and refuses layers in another precision",
+          "[config][import]") {
   importer::MegatronImportOptions o;
   o.system = "gb200-nvl72";
   o.gpus = 16;
@@ -276,7 +305,8 @@ TEST_CASE("import megatron takes NVFP4 and refuses layers in another precision",
   CHECK(sc["framework"]["fp8_param_gather"] == true);
   CHECK(importer::import_megatron(fp4, o).scenario["framework"]["fp8_param_gather"] == false);
   CHECK(sc["stack"]["nvfp4_rht_fusion"] == true);
-  for (const std::string bad : {" --first-last-layers-bf16", " --fp4-recipe custom", " --fp8-format e4m3"}) {
+  for (const std::string bad :
+       {" --first-last-layers-bf16", " --fp4-recipe custom", " --fp8-format e4m3"}) {
     INFO(bad);
     CHECK_THROWS_AS(importer::import_megatron(fp4 + bad, o), config::InputError);
   }
@@ -298,47 +328,60 @@ TEST_CASE("import megatron reads GPT-OSS: sinks, windows, quick GeGLU", "[config
   CHECK(imp.scenario["model"] == "gpt-oss-120b");
   // The flags' own model, before the preset match: the windows and the type.
   const std::string small =
-      "pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --group-query-attention "
-      "--num-query-groups 2 --num-experts 4 --moe-ffn-hidden-size 1024 --quick-geglu --seq-length 4096 "
-      "--micro-batch-size 1 --bf16 --vocab-size 32000 --expert-model-parallel-size 4 --moe-grouped-gemm "
-      "--moe-permute-fusion --window-size 127,0 --window-attn-skip-freq 2 --softmax-type learnable --add-qkv-bias";
+      "pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 "
+      "--group-query-attention "
+      "--num-query-groups 2 --num-experts 4 --moe-ffn-hidden-size 1024 --quick-geglu --seq-length "
+      "4096 "
+      "--micro-batch-size 1 --bf16 --vocab-size 32000 --expert-model-parallel-size 4 "
+      "--moe-grouped-gemm "
+      "--moe-permute-fusion --window-size 127,0 --window-attn-skip-freq 2 --softmax-type learnable "
+      "--add-qkv-bias";
   o.gpus = 4;
   const auto m = importer::import_megatron(small, o).scenario["model"];
   CHECK(m["model_type"] == "gpt_oss");
   CHECK(m["sliding_window"] == 128);
-  CHECK(m["layer_types"] == nlohmann::json::array({"sliding_attention", "full_attention", "sliding_attention",
-                                                   "full_attention"}));
+  CHECK(m["layer_types"] == nlohmann::json::array({"sliding_attention", "full_attention",
+                                                   "sliding_attention", "full_attention"}));
   CHECK(m["attention_bias"] == true);
   CHECK(m["gated_linear_unit"] == true);
   CHECK(m["intermediate_size"] == 1024);
-  const auto listed = importer::import_megatron(small + " --window-attn-skip-freq ([1]*3+[0]*1)", o).scenario["model"];
+  const auto listed = importer::import_megatron(small + " --window-attn-skip-freq ([1]*3+[0]*1)", o)
+                          .scenario["model"];
   CHECK(listed["layer_types"][3] == "full_attention");
   CHECK(listed["layer_types"][2] == "sliding_attention");
-  for (const std::string bad : {" --window-size 127,8", " --window-size 12", " --window-attn-skip-freq [1,0]"}) {
+  for (const std::string bad :
+       {" --window-size 127,8", " --window-size 12", " --window-attn-skip-freq [1,0]"}) {
     INFO(bad);
     CHECK_THROWS_AS(importer::import_megatron(small + bad, o), config::InputError);
   }
   // Sinks without experts, and a skip frequency without a window, are refused.
-  CHECK_THROWS_AS(importer::import_megatron("pretrain_gpt.py --num-layers 2 --hidden-size 512 --num-attention-heads 8 "
-                                          "--seq-length 4096 --micro-batch-size 1 --bf16 --vocab-size 32000 "
-                                          "--softmax-type learnable",
-                                          o),
+  CHECK_THROWS_AS(importer::import_megatron(
+                      "pretrain_gpt.py --num-layers 2 --hidden-size 512 --num-attention-heads 8 "
+                      "--seq-length 4096 --micro-batch-size 1 --bf16 --vocab-size 32000 "
+                      "--softmax-type learnable",
+                      o),
                   config::InputError);
-  CHECK_THROWS_AS(importer::import_megatron(small.substr(0, small.find(" --window-size")) + " --window-attn-skip-freq 2", o),
-                  config::InputError);
+  CHECK_THROWS_AS(
+      importer::import_megatron(
+          small.substr(0, small.find(" --window-size")) + " --window-attn-skip-freq 2", o),
+      config::InputError);
   // With --model, the windows and sinks must be the preset's.
   o.gpus = 16;
   o.model = "gpt-oss-120b";
-  const std::string run = "pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 --expert-model-parallel-size 16 "
-                          "--moe-grouped-gemm --moe-permute-fusion --softmax-type learnable";
-  CHECK(importer::import_megatron(run + " --window-size 127,0 --window-attn-skip-freq 2", o).scenario["model"] ==
-        "gpt-oss-120b");
-  for (const std::string bad : {" --window-size 255,0 --window-attn-skip-freq 2", " --window-size 127,0"}) {
+  const std::string run =
+      "pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 --expert-model-parallel-size "
+      "16 "
+      "--moe-grouped-gemm --moe-permute-fusion --softmax-type learnable";
+  CHECK(importer::import_megatron(run + " --window-size 127,0 --window-attn-skip-freq 2", o)
+            .scenario["model"] == "gpt-oss-120b");
+  for (const std::string bad :
+       {" --window-size 255,0 --window-attn-skip-freq 2", " --window-size 127,0"}) {
     INFO(bad);
     CHECK_THROWS_AS(importer::import_megatron(run + bad, o), config::InputError);
   }
-  CHECK_THROWS_AS(importer::import_megatron("pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 "
-                                          "--expert-model-parallel-size 16 --softmax-type vanilla",
-                                          o),
-                  config::InputError);
+  CHECK_THROWS_AS(
+      importer::import_megatron("pretrain_gpt.py --seq-length 4096 --micro-batch-size 1 --bf16 "
+                                "--expert-model-parallel-size 16 --softmax-type vanilla",
+                                o),
+      config::InputError);
 }

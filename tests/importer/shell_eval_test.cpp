@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -32,16 +32,18 @@ Words last_words(const std::string& text) {
 }  // namespace
 
 TEST_CASE("shell: quoting, word splitting and arrays as bash expands them", "[config][shell]") {
-  CHECK(last_words(R"(A="a  b"; f $A "$A" '$A' "x${A}y")") == Words{"f", "a", "b", "a  b", "$A", "xa  by"});
+  CHECK(last_words(R"(A="a  b"; f $A "$A" '$A' "x${A}y")") ==
+        Words{"f", "a", "b", "a  b", "$A", "xa  by"});
   // An array built from a split and a quoted word: 3 elements.
   const std::string arr = "A=\"a b\"\nB=($A \"$A\"   # a comment\n   c)\n";
   CHECK(last_words(arr + R"(f "${B[@]}")") == Words{"f", "a", "b", "a b", "c"});
   CHECK(last_words(arr + R"(f ${B[@]})") == Words{"f", "a", "b", "a", "b", "c"});
   CHECK(last_words(arr + R"(f "${B[*]}")") == Words{"f", "a b a b c"});
-  CHECK(last_words(arr + R"(f ${#B[@]} "${B[2]}" ${B[2]} $B)") == Words{"f", "4", "a b", "a", "b", "a"});
+  CHECK(last_words(arr + R"(f ${#B[@]} "${B[2]}" ${B[2]} $B)") ==
+        Words{"f", "4", "a b", "a", "b", "a"});
   CHECK(last_words(arr + "B+=(d)\nf ${#B[@]}") == Words{"f", "5"});
   CHECK(last_words(R"(f "" x)") == Words{"f", "", "x"});  // a quoted empty word stays a word
-  CHECK(last_words("E=\nf $E x") == Words{"f", "x"});      // an unquoted empty one does not
+  CHECK(last_words("E=\nf $E x") == Words{"f", "x"});     // an unquoted empty one does not
   CHECK(last_words("f a\\ b 'c d'\"e\"") == Words{"f", "a b", "c de"});
 }
 
@@ -50,7 +52,8 @@ TEST_CASE("shell: defaults, arithmetic and positional parameters", "[config][she
         Words{"f", "d", "d", "d", "0"});
   CHECK(last_words("L=hello; f ${L:+x} ${#L} ${L:-d}") == Words{"f", "x", "5", "hello"});
   CHECK(last_words("f ${Z:=7}; g $Z") == Words{"g", "7"});
-  CHECK(last_words("N=3; M=4; f $((N*(M+1)%7)) $(( $N - 10 )) $((-2*-3))") == Words{"f", "1", "-7", "6"});
+  CHECK(last_words("N=3; M=4; f $((N*(M+1)%7)) $(( $N - 10 )) $((-2*-3))") ==
+        Words{"f", "1", "-7", "6"});
   // 64-bit arithmetic wraps as bash's does (the values bash 5 prints); INT64_MIN / -1 does
   // not trap (a fuzzed script found that it did, issue #46 item 5).
   CHECK(last_words("f $(( (-9223372036854775807-1) / -1 )) $(( (-9223372036854775807-1) % -1 )) "
@@ -67,7 +70,8 @@ TEST_CASE("shell: defaults, arithmetic and positional parameters", "[config][she
   CHECK(r.commands.back().words == Words{"f", "one", "two words", "2", "one", "two words"});
 }
 
-TEST_CASE("shell: if on tests, exports, prefix assignments, and what is not run", "[config][shell]") {
+TEST_CASE("shell: if on tests, exports, prefix assignments, and what is not run",
+          "[config][shell]") {
   const std::string script = R"(
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 N=${NODES:-2}
@@ -97,7 +101,9 @@ NCCL_DEBUG=INFO python train.py --mode $MODE --host "$HOST"
   CHECK(eval(script, {{"KEY", "x"}}).variables.at("MODE") == "keyed");
   CHECK(eval(script, {{"NODES", "8"}}).variables.at("MODE") == "big");
   // A here-document's body is input, not commands (sbatch <<EOF ... EOF).
-  const auto h = eval("sbatch --nodes 2 <<EOF\n#!/bin/bash\nsrun python x.py --a 1\nEOF\ncat <<-'END' > f\n\tnot a command\n\tEND\nf done");
+  const auto h = eval(
+      "sbatch --nodes 2 <<EOF\n#!/bin/bash\nsrun python x.py --a 1\nEOF\ncat <<-'END' > f\n\tnot a "
+      "command\n\tEND\nf done");
   REQUIRE(h.commands.size() == 3);
   CHECK(h.commands[0].words == Words{"sbatch", "--nodes", "2"});
   CHECK(h.commands[1].words == Words{"cat"});
@@ -112,8 +118,10 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   std::ofstream(dir / "model.sh") << "MODEL_ARGS=(--num-layers 4 --hidden-size ${H:-64})\n";
   importer::ShellOptions o;
   o.script_path = main_script.path();
-  const auto r = importer::evaluate_shell("H=128\nsource model.sh\n. ./model.sh\npython x.py \"${MODEL_ARGS[@]}\"", o);
-  CHECK(r.commands.back().words == Words{"python", "x.py", "--num-layers", "4", "--hidden-size", "128"});
+  const auto r = importer::evaluate_shell(
+      "H=128\nsource model.sh\n. ./model.sh\npython x.py \"${MODEL_ARGS[@]}\"", o);
+  CHECK(r.commands.back().words ==
+        Words{"python", "x.py", "--num-layers", "4", "--hidden-size", "128"});
   const auto err = [&](const std::string& text, const std::string& says) {
     try {
       importer::evaluate_shell(text, o);
@@ -132,9 +140,11 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
     std::filesystem::current_path(dir.parent_path());
     importer::ShellOptions rel;
     rel.script_path = (dir.filename() / "run.sh").string();
-    const auto d = importer::evaluate_shell(". \"$(dirname \"$0\")/model.sh\"\npython x.py \"${MODEL_ARGS[@]}\"\nf $(dirname $0)", rel);
+    const auto d = importer::evaluate_shell(
+        ". \"$(dirname \"$0\")/model.sh\"\npython x.py \"${MODEL_ARGS[@]}\"\nf $(dirname $0)", rel);
     std::filesystem::current_path(cwd);
-    CHECK(d.commands.front().words == Words{"python", "x.py", "--num-layers", "4", "--hidden-size", "64"});
+    CHECK(d.commands.front().words ==
+          Words{"python", "x.py", "--num-layers", "4", "--hidden-size", "64"});
     CHECK(d.commands.back().words == Words{"f", dir.string()});
   }
   // The importer's reach (issue #46 item 2): only regular files inside the script's folder
@@ -161,7 +171,8 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
       CHECK_THAT(std::string(e.what()), !Catch::Contains("hunter2"));
     }
     inner.source_roots = {outer.string()};  // import --source-root
-    const auto allowed = importer::evaluate_shell("source ../secret.env\npython x.py --foo-$TOKEN", inner);
+    const auto allowed =
+        importer::evaluate_shell("source ../secret.env\npython x.py --foo-$TOKEN", inner);
     CHECK(allowed.commands.back().words == Words{"python", "x.py", "--foo-hunter2"});
     std::filesystem::remove_all(outer);
   }
@@ -182,7 +193,8 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   std::string arith = "1";
   for (int i = 0; i < 10000; ++i) arith = "$(( " + arith + " ))";
   err("python x.py " + arith, "expansions nested more than 64 deep");
-  err("python x.py $((" + std::string(5000, '(') + "1" + std::string(5000, ')') + "))", "nested more than 64 deep");
+  err("python x.py $((" + std::string(5000, '(') + "1" + std::string(5000, ')') + "))",
+      "nested more than 64 deep");
   err("python x.py $((" + std::string(5000, '-') + "1))", "nested more than 64 deep");
   std::string doubling = "A=xxxxxxxxxxxxxxxx\n";
   for (int i = 0; i < 40; ++i) doubling += "A=$A$A\n";
@@ -193,23 +205,35 @@ TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][
   for (int i = 0; i < 14; ++i) copies += "A=$A$A\n";  // 256 KiB
   for (int i = 0; i < 1000; ++i) copies += "B=$A$A$A\n";
   err(copies, "the script's expansions add up to more than 256 MiB");
-  err("A=" + std::string((1 << 20) + 1, 'x'), "larger than the 1024 KiB moesim reads of a launch script");
+  err("A=" + std::string((1 << 20) + 1, 'x'),
+      "larger than the 1024 KiB moesim reads of a launch script");
   // Just inside the bounds it still evaluates: 60 levels, values of 512 KiB.
   std::string sixty = "ok";
   for (int i = 0; i < 60; ++i) sixty = "${X:-" + sixty + "}";
-  CHECK(importer::evaluate_shell("python x.py " + sixty, o).commands.back().words == Words{"python", "x.py", "ok"});
+  CHECK(importer::evaluate_shell("python x.py " + sixty, o).commands.back().words ==
+        Words{"python", "x.py", "ok"});
   std::string grow = "A=xxxxxxxxxxxxxxxx\n";
   for (int i = 0; i < 15; ++i) grow += "A=$A$A\n";  // 16 x 2^15 = 512 KiB
   CHECK(importer::evaluate_shell(grow, o).variables.at("A").size() == 16u << 15);
 }
 
-TEST_CASE("import megatron evaluates the launch script and lists every unknown flag", "[config][import][shell]") {
+TEST_CASE("import megatron evaluates the launch script and lists every unknown flag",
+          "[config][import][shell]") {
   // The outcome for every example script is in import_scripts_test.cpp; here what the
   // evaluation itself shows on one of them.
   // examples/llama/train_llama3_8b_h100_fp8.sh (@ d98e8a64): imports. The DTYPE `if` adds the
   // FP8 flags, the MOCK branch the vocabulary, and the check for pretrain_gpt.py passes.
-  importer::MegatronImportOptions lopts{"h100", 8, std::nullopt, std::nullopt, std::nullopt,
-                                      test::source_path("tests/data/megatron/lm-examples/examples/llama/train_llama3_8b_h100_fp8.sh"), {}, std::nullopt, std::nullopt};
+  importer::MegatronImportOptions lopts{
+      "h100",
+      8,
+      std::nullopt,
+      std::nullopt,
+      std::nullopt,
+      test::source_path(
+          "tests/data/megatron/lm-examples/examples/llama/train_llama3_8b_h100_fp8.sh"),
+      {},
+      std::nullopt,
+      std::nullopt};
   const auto llama = importer::import_megatron(test::read_text(lopts.source), lopts);
   CHECK(llama.scenario["model"]["num_hidden_layers"] == 32);
   CHECK(llama.scenario["model"]["vocab_size"] == 128256);
@@ -217,27 +241,38 @@ TEST_CASE("import megatron evaluates the launch script and lists every unknown f
   CHECK(llama.scenario["training"]["precision"] == "fp8-delayed");
   CHECK(llama.scenario["framework"]["fp8_param_gather"] == true);
   REQUIRE(llama.notes.size() == 1);
-  CHECK_THAT(llama.notes[0], Catch::Contains("'-f pretrain_gpt.py' is not evaluated: taken as true"));
+  CHECK_THAT(llama.notes[0],
+             Catch::Contains("'-f pretrain_gpt.py' is not evaluated: taken as true"));
   // Several unknown flags: all of them in one message.
-  importer::MegatronImportOptions opts{"h100", 8, std::nullopt, std::string("mixtral-8x7b"), std::nullopt, "run.sh", {}, std::nullopt, std::nullopt};
+  importer::MegatronImportOptions opts{
+      "h100",       8,        std::nullopt, std::string("mixtral-8x7b"),
+      std::nullopt, "run.sh", {},           std::nullopt,
+      std::nullopt};
   try {
-    importer::import_megatron("A=(--tensor-model-parallel-size 1 --made-up-one 3)\npython pretrain_gpt.py \"${A[@]}\" "
-                            "--made-up-two --made-up-one 4",
-                            opts);
+    importer::import_megatron(
+        "A=(--tensor-model-parallel-size 1 --made-up-one 3)\npython pretrain_gpt.py \"${A[@]}\" "
+        "--made-up-two --made-up-one 4",
+        opts);
     FAIL("no error");
   } catch (const config::InputError& e) {
     CHECK(e.path() == "--made-up-one");
-    CHECK_THAT(e.message(), Catch::Contains("unknown Megatron flags") && Catch::Contains("(all 2: --made-up-one, --made-up-two)"));
+    CHECK_THAT(e.message(), Catch::Contains("unknown Megatron flags") &&
+                                Catch::Contains("(all 2: --made-up-one, --made-up-two)"));
   }
 }
 
-TEST_CASE("import megatron: the embedding and the loss counted in the pipeline split", "[config][import]") {
+TEST_CASE("import megatron: the embedding and the loss counted in the pipeline split",
+          "[config][import]") {
   // Qwen3-235B-A22B's 94 layers + E + L = 96 units over PP8 x VPP4: 3 a virtual stage, the
   // first building 2 decoder layers after the embedding, the last 2 before the loss.
-  importer::MegatronImportOptions opts{"h100", 256, std::nullopt, std::string("qwen3-235b-a22b"), std::nullopt, "<args>", {}, std::nullopt, std::nullopt};
+  importer::MegatronImportOptions opts{
+      "h100", 256,          std::nullopt, std::string("qwen3-235b-a22b"), std::nullopt, "<args>",
+      {},     std::nullopt, std::nullopt};
   const std::string base =
-      "pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 --expert-model-parallel-size 8 "
-      "--seq-length 4096 --micro-batch-size 1 --global-batch-size 1024 --bf16 --sequence-parallel --moe-grouped-gemm "
+      "pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 "
+      "--expert-model-parallel-size 8 "
+      "--seq-length 4096 --micro-batch-size 1 --global-batch-size 1024 --bf16 --sequence-parallel "
+      "--moe-grouped-gemm "
       "--account-for-embedding-in-pipeline-split ";
   const auto imp = importer::import_megatron(
       base + "--num-virtual-stages-per-pipeline-rank 4 --account-for-loss-in-pipeline-split", opts);
@@ -252,12 +287,15 @@ TEST_CASE("import megatron: the embedding and the loss counted in the pipeline s
     FAIL("no error");
   } catch (const config::InputError& e) {
     CHECK(e.path() == "--account-for-embedding-in-pipeline-split");
-    CHECK_THAT(e.message(), Catch::Contains("94 layers + the embedding do not divide into 8 virtual stages"));
+    CHECK_THAT(e.message(),
+               Catch::Contains("94 layers + the embedding do not divide into 8 virtual stages"));
   }
 }
 
-TEST_CASE("shell: what the example scripts need (issue #27): $?, continued lines in quotes, empty operands, exit",
-          "[config][shell]") {
+TEST_CASE(
+    "shell: what the example scripts need (issue #27): $?, continued lines in quotes, empty "
+    "operands, exit",
+    "[config][shell]") {
   // Nothing runs, so `$?` after `which srun` is 0 (said in the notes): BATCH=$((1-$?)) is 1.
   const auto st = eval("which srun\nBATCH=$((1-$?))\nf $BATCH");
   CHECK(st.commands.back().words == Words{"f", "1"});
@@ -276,32 +314,42 @@ TEST_CASE("shell: what the example scripts need (issue #27): $?, continued lines
   CHECK_FALSE(eval("if [[ -z $WS ]]; then exit 1; fi\nf", {{"WS", "/w"}}).exited);
 }
 
-TEST_CASE("import megatron: runs inside sh -c, modules after -m, non-Megatron commands skipped", "[config][import][shell]") {
+TEST_CASE("import megatron: runs inside sh -c, modules after -m, non-Megatron commands skipped",
+          "[config][import][shell]") {
   importer::MegatronImportOptions o;
   o.system = "h100";
   o.gpus = 8;
   o.model = "mixtral-8x7b";
   const std::string flags =
-      "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 8 "
-      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention "
-      "--num-query-groups 8 --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm --swiglu --seq-length 4096 "
+      "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 "
+      "--expert-model-parallel-size 8 "
+      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+      "--group-query-attention "
+      "--num-query-groups 8 --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm --swiglu "
+      "--seq-length 4096 "
       "--micro-batch-size 1 --global-batch-size 256 --bf16 --untie-embeddings-and-output-weights "
       "--moe-token-dispatcher-type alltoall";
   // srun ... sh -c "CMD": CMD is evaluated in the command's environment.
-  const auto nested = importer::import_megatron("R=\"python -u pretrain_gpt.py " + flags +
-                                                  "\"\nsrun -l --verbose sh -c \"echo ${R}; ${R}\"\n",
-                                              o);
+  const auto nested =
+      importer::import_megatron("R=\"python -u pretrain_gpt.py " + flags +
+                                    "\"\nsrun -l --verbose sh -c \"echo ${R}; ${R}\"\n",
+                                o);
   CHECK(nested.scenario["parallelism"]["ep"] == 8);
   // python -m torch.distributed.run ... -m pkg.prog: the program is pkg/prog.py.
   try {
-    importer::import_megatron("python -m torch.distributed.run --nproc-per-node 8 -m examples.mimo.pretrain_mimo " + flags, o);
+    importer::import_megatron(
+        "python -m torch.distributed.run --nproc-per-node 8 -m examples.mimo.pretrain_mimo " +
+            flags,
+        o);
     FAIL("imported");
   } catch (const config::InputError& e) {
     CHECK(e.path() == "examples/mimo/pretrain_mimo.py");
   }
   // torchrun's --nnodes x --nproc_per_node is the world size when --gpus is not given.
   o.gpus = 0;
-  const auto tr = importer::import_megatron("torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py " + flags, o);
+  const auto tr = importer::import_megatron(
+      "torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py " + flags, o);
   CHECK(tr.scenario["gpus"] == 16);
-  CHECK_THROWS_WITH(importer::import_megatron("python pretrain_gpt.py " + flags, o), Catch::Contains("world size"));
+  CHECK_THROWS_WITH(importer::import_megatron("python pretrain_gpt.py " + flags, o),
+                    Catch::Contains("world size"));
 }

@@ -9,7 +9,8 @@
 
 using namespace moesim::predict;
 
-TEST_CASE("Bands: the conformal order statistics of the pool, stratified by GPU", "[predict][bands]") {
+TEST_CASE("Bands: the conformal order statistics of the pool, stratified by GPU",
+          "[predict][bands]") {
   // 19 runs on GPU "X" with ratios 0.91, 0.92, ..., 1.09; 3 on "Y" at 1.5.
   std::vector<BandResidual> pool;
   for (int i = 0; i < 19; ++i) pool.push_back({fmt::format("x{}", i), "X", 0.91 + 0.01 * i});
@@ -41,7 +42,8 @@ TEST_CASE("Bands: coverage leaves each run out of its own band", "[predict][band
   CHECK(c.inside == 17);
 }
 
-TEST_CASE("Bands on the corpus: 75-90% of the runs inside their own leave-one-out 80% band", "[predict][bands]") {
+TEST_CASE("Bands on the corpus: 75-90% of the runs inside their own leave-one-out 80% band",
+          "[predict][bands]") {
   const auto& pool = corpus_residuals();
   REQUIRE(pool.size() >= 50);
   const auto c = band_coverage(pool);

@@ -13,12 +13,14 @@
 
 using namespace moesim;
 
-TEST_CASE("Corpus pairs: in sample and left out, by how many of their runs were fitted", "[predict][corpus]") {
+TEST_CASE("Corpus pairs: in sample and left out, by how many of their runs were fitted",
+          "[predict][corpus]") {
   const std::string root = MOESIM_SOURCE_DIR "/scenarios/";
   std::vector<config::Scenario> runs;
-  for (const char* f : {"measured/a14-qwen3-30b-h100-overlap-off.json", "measured/a14-qwen3-30b-h100-overlap-on.json",
-                        "cards/card-qwen3-30b-h100-bf16.json", "pai/p4-tp2pp32vpp3-mbs4-full.json",
-                        "pai/p5-tp1pp32vpp3-mbs4-full.json"})
+  for (const char* f :
+       {"measured/a14-qwen3-30b-h100-overlap-off.json",
+        "measured/a14-qwen3-30b-h100-overlap-on.json", "cards/card-qwen3-30b-h100-bf16.json",
+        "pai/p4-tp2pp32vpp3-mbs4-full.json", "pai/p5-tp1pp32vpp3-mbs4-full.json"})
     runs.push_back(config::load_scenario_file(root + f));
   const auto r = predict::calibrate_corpus(runs, 2);
   REQUIRE(r.fitted_runs == 2);  // the card and PAI's rows are held out
@@ -26,7 +28,8 @@ TEST_CASE("Corpus pairs: in sample and left out, by how many of their runs were 
   int seen = 0;
   for (const auto& p : r.pairs) {
     INFO(p.name);
-    CHECK(p.in_sample_error_pct == Approx(100 * (p.in_sample_ratio / p.measured_ratio - 1)).epsilon(1e-9));
+    CHECK(p.in_sample_error_pct ==
+          Approx(100 * (p.in_sample_ratio / p.measured_ratio - 1)).epsilon(1e-9));
     CHECK(p.loo_error_pct == Approx(100 * (p.loo_ratio / p.measured_ratio - 1)).epsilon(1e-9));
     CHECK(std::isfinite(p.loo_ratio));
     if (p.name.rfind("a14-qwen3-30b-h100-overlap-on vs", 0) == 0) {

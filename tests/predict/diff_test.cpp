@@ -10,8 +10,10 @@
 using namespace moesim;
 
 TEST_CASE("diff: contributions add up to the step-time difference", "[predict][diff]") {
-  const auto a = config::load_scenario_file(test::source_path("scenarios/journey/10-graph-shared-expert.json"));
-  const auto b = config::load_scenario_file(test::source_path("scenarios/journey/11-hybridep.json"));
+  const auto a = config::load_scenario_file(
+      test::source_path("scenarios/journey/10-graph-shared-expert.json"));
+  const auto b =
+      config::load_scenario_file(test::source_path("scenarios/journey/11-hybridep.json"));
   const auto pa = predict::predict(a), pb = predict::predict(b);
   const predict::Difference d = predict::difference(pa, pb);
   const double delta = d.step_time_b_s - d.step_time_a_s;
@@ -75,8 +77,9 @@ TEST_CASE("diff on the command line: text, JSON and bad input", "[cli][diff]") {
     CHECK(sb["level"] == 0.8);
   }
   // A list is one setting (an empty one included).
-  const auto graphs = test::run_moesim({"diff", "--json", test::source_path("scenarios/journey/05-no-mla-recompute.json"),
-                                        test::source_path("scenarios/journey/06-partial-cuda-graphs.json")});
+  const auto graphs = test::run_moesim(
+      {"diff", "--json", test::source_path("scenarios/journey/05-no-mla-recompute.json"),
+       test::source_path("scenarios/journey/06-partial-cuda-graphs.json")});
   REQUIRE(graphs.status == 0);
   const auto g = nlohmann::json::parse(graphs.out)["settings_changed"];
   REQUIRE(g.size() == 1);
@@ -128,18 +131,22 @@ TEST_CASE("diff per token: sides with different tokens per GPU per step", "[pred
   CHECK_FALSE(predict::difference(pa, pa).per_token);
 
   // The command line says so, and its JSON keeps the step-time keys beside the new ones.
-  test::TempFile fa(nlohmann::json::parse(test::read_text(test::source_path("scenarios/dsv3-gb200.json"))).dump(),
-                    "a256.json"),
+  test::TempFile fa(
+      nlohmann::json::parse(test::read_text(test::source_path("scenarios/dsv3-gb200.json"))).dump(),
+      "a256.json"),
       fb(j.dump(), "b512.json");
   const auto text = test::run_moesim({"diff", fa.path(), fb.path()});
   REQUIRE(text.status == 0);
-  CHECK_THAT(text.out, Catch::Contains("process different tokens per GPU per step (32768 and 16384)") &&
-                           Catch::Contains("GPU-time per token") && Catch::Contains("B - A us"));
-  const auto js = nlohmann::json::parse(test::run_moesim({"diff", "--json", fa.path(), fb.path()}).out);
+  CHECK_THAT(text.out,
+             Catch::Contains("process different tokens per GPU per step (32768 and 16384)") &&
+                 Catch::Contains("GPU-time per token") && Catch::Contains("B - A us"));
+  const auto js =
+      nlohmann::json::parse(test::run_moesim({"diff", "--json", fa.path(), fb.path()}).out);
   CHECK(js["basis"] == "gpu_time_per_token");
   CHECK(js["step_time_delta_s"].get<double>() < 0);
   CHECK(js["gpu_us_per_token_delta"].get<double>() == Approx(du));
   CHECK(js["contributions"][0].contains("delta_s"));
-  CHECK(js["contributions"][0]["delta_us_per_token"].get<double>() == Approx(d.contributions[0].delta_us()));
+  CHECK(js["contributions"][0]["delta_us_per_token"].get<double>() ==
+        Approx(d.contributions[0].delta_us()));
   CHECK(js["a"]["gpu_us_per_token"].get<double>() == Approx(d.gpu_us_per_token_a));
 }

@@ -14,7 +14,8 @@
 using namespace moesim;
 
 TEST_CASE("Goodput: Daly's interval and ETTR by hand", "[predict][goodput]") {
-  // delta 60 s, M 3600 s: x = 1/120; sqrt(2 x 60 x 3600) = 657.267 x (1 + 0.030429 + 0.000926) - 60.
+  // delta 60 s, M 3600 s: x = 1/120; sqrt(2 x 60 x 3600) = 657.267 x (1 + 0.030429 + 0.000926)
+  // - 60.
   CHECK(predict::daly_interval_s(60, 3600) == Approx(617.8756).epsilon(1e-6));
   // ETTR at that interval with a 600 s restart: 617.88 / (3600 e^(1/6) (e^(677.88/3600) - 1)).
   CHECK(predict::daly_ettr(617.8756, 60, 600, 3600) == Approx(0.701195).epsilon(1e-5));
@@ -31,18 +32,22 @@ TEST_CASE("Goodput: Daly's interval and ETTR by hand", "[predict][goodput]") {
     // 1 / ETTR = (1 + delta / tau)(1 + (tau + delta) / 2M)(1 + R / M).
     if (delta <= 30)
       CHECK(predict::daly_ettr(tau, delta, r, m) ==
-            Approx(1 / ((1 + delta / tau) * (1 + (tau + delta) / (2 * m)) * (1 + r / m))).margin(0.005));
+            Approx(1 / ((1 + delta / tau) * (1 + (tau + delta) / (2 * m)) * (1 + r / m)))
+                .margin(0.005));
   }
 }
 
-TEST_CASE("Goodput: Llama 3 405B on 16,384 H100 trains more than 90% of the time", "[predict][goodput]") {
-  const auto sc = config::load_scenario_file(test::source_path("scenarios/scale/llama3-405b-h100-16384.json"));
+TEST_CASE("Goodput: Llama 3 405B on 16,384 H100 trains more than 90% of the time",
+          "[predict][goodput]") {
+  const auto sc =
+      config::load_scenario_file(test::source_path("scenarios/scale/llama3-405b-h100-16384.json"));
   const auto p = predict::predict(sc);
   const auto& g = p.goodput;
   // Llama 3's 419 unexpected interruptions in 54 days: one every 86,400 x 54 / 419 s.
   CHECK(g.mtbi_s == Approx(86400.0 * 54 / 419));
   // Every parameter in bf16 and its FP32 master and Adam moments: 2 + 4 + 8 bytes.
-  const auto params = workload::count_parameters(sc.model, sc.training.mtp_layers, sc.padded_vocab()).total;
+  const auto params =
+      workload::count_parameters(sc.model, sc.training.mtp_layers, sc.padded_vocab()).total;
   CHECK(g.checkpoint_bytes == Approx(14 * params));
   CHECK(g.save_s == Approx(14 * params / 2000e9));  // Tectonic's 2 TB/s
   CHECK(g.blocking_s == g.save_s);                  // saved synchronously
@@ -54,18 +59,22 @@ TEST_CASE("Goodput: Llama 3 405B on 16,384 H100 trains more than 90% of the time
   CHECK(g.ettr < 0.98);
   REQUIRE(g.days);
   CHECK(*g.days == Approx(*g.days_without_interruptions / g.ettr));
-  CHECK(*g.days_without_interruptions == Approx(1.56e13 / (p.tokens_per_s_per_gpu * 16384) / 86400));
+  CHECK(*g.days_without_interruptions ==
+        Approx(1.56e13 / (p.tokens_per_s_per_gpu * 16384) / 86400));
 }
 
-TEST_CASE("Goodput: async save stops training only for the copy to host memory", "[predict][goodput]") {
-  auto sc = config::load_scenario_file(test::source_path("scenarios/scale/llama3-405b-h100-16384.json"));
+TEST_CASE("Goodput: async save stops training only for the copy to host memory",
+          "[predict][goodput]") {
+  auto sc =
+      config::load_scenario_file(test::source_path("scenarios/scale/llama3-405b-h100-16384.json"));
   sc.goodput.storage = *config::storage_preset("vast");
   const auto sync = predict::goodput(sc, 405e9, 6.6, 2.5e6);
   sc.goodput.async_save = true;
   const auto async = predict::goodput(sc, 405e9, 6.6, 2.5e6);
   CHECK(async.blocking_s == Approx(405e9 * 14 / 16384 / (55e9)));  // PCIe at 55 GB/s
   CHECK(async.interval_s >= async.save_s);                         // the write finishes first
-  CHECK(async.restart_s == Approx(sync.restart_s + sync.save_s));  // a checkpoint in flight is not usable
+  CHECK(async.restart_s ==
+        Approx(sync.restart_s + sync.save_s));  // a checkpoint in flight is not usable
   CHECK(async.ettr > sync.ettr);
   // Without interruptions only the planned ones cost.
   sc.goodput.interruptions_per_gpu_day = 0;
@@ -80,7 +89,8 @@ TEST_CASE("Goodput: the block's bad input is refused with its path", "[predict][
   j["goodput"] = {{"storage", "lustre"}};
   const auto e = test::load_error(j);
   CHECK(e.path() == "goodput.storage");
-  CHECK_THAT(e.message(), Catch::Contains("unknown storage 'lustre'; known: vast, tectonic, 3fs, gpfs"));
+  CHECK_THAT(e.message(),
+             Catch::Contains("unknown storage 'lustre'; known: vast, tectonic, 3fs, gpfs"));
   j["goodput"] = {{"storage", {{"write_GBps", 100}}}};
   CHECK(test::load_error(j).path() == "goodput.storage");
   CHECK_THAT(test::load_error(j).message(), Catch::Contains("read_GBps"));
@@ -123,7 +133,8 @@ TEST_CASE("Cost and energy over the days with goodput, by hand", "[predict][good
   CHECK_FALSE(predict::job_totals(h800, 10).energy_mwh);
 }
 
-TEST_CASE("Cost: the block's bad input is refused with its path", "[predict][goodput][cost][errors]") {
+TEST_CASE("Cost: the block's bad input is refused with its path",
+          "[predict][goodput][cost][errors]") {
   auto j = test::default_scenario_json();
   j["cost"] = {{"pue", 0.9}};
   CHECK(test::load_error(j).path() == "cost.pue");

@@ -10,7 +10,9 @@ using namespace moesim;
 
 namespace {
 
-config::Scenario load(const char* file) { return config::load_scenario_file(test::source_path(file)); }
+config::Scenario load(const char* file) {
+  return config::load_scenario_file(test::source_path(file));
+}
 
 }  // namespace
 

@@ -33,7 +33,9 @@ Json dense() {
   })");
 }
 
-config::Scenario load(const Json& j) { return config::load_scenario_text(j.dump(), "test.json"); }
+config::Scenario load(const Json& j) {
+  return config::load_scenario_text(j.dump(), "test.json");
+}
 predict::MemoryParts parts(const Json& j) {
   const auto sc = load(j);
   return predict::estimate_memory(sc, predict::scenario_ep_load(sc)).rank_parts.front();
@@ -45,7 +47,8 @@ Json with(Json j, const char* section, const char* key, const Json& v) {
 
 }  // namespace
 
-TEST_CASE("Beside the allocator: the CUDA context, NCCL's communicators, TE's userbuffers", "[predict][memory]") {
+TEST_CASE("Beside the allocator: the CUDA context, NCCL's communicators, TE's userbuffers",
+          "[predict][memory]") {
   // DP4 x TP2, PP1: the DP, TP and model-parallel (TP x PP) communicators, 24 channels
   // of 9.1875 MiB each; the context 0.59 GiB; no userbuffers without TP overlap.
   const auto rt = predict::runtime_outside_allocator(load(dense()));
@@ -56,7 +59,8 @@ TEST_CASE("Beside the allocator: the CUDA context, NCCL's communicators, TE's us
   auto j = with(dense(), "framework", "tp_comm_overlap", true);
   CHECK(predict::runtime_outside_allocator(load(j)).userbuffers == Approx(12 * 2 * 2048.0 * 1024));
   j["training"]["precision"] = "fp8-delayed";
-  CHECK(predict::runtime_outside_allocator(load(j)).userbuffers == Approx((8 * 1 + 4 * 2) * 2048.0 * 1024));
+  CHECK(predict::runtime_outside_allocator(load(j)).userbuffers ==
+        Approx((8 * 1 + 4 * 2) * 2048.0 * 1024));
   // The parts add up: what the allocator holds plus what lives beside it is the rank's total.
   const auto sc = load(dense());
   const auto m = predict::estimate_memory(sc, 1);
@@ -69,19 +73,24 @@ TEST_CASE("Hidden dropout keeps two one-byte masks a layer", "[predict][memory]"
   // The residual stream under sequence parallelism: 2048 / 2 tokens x 1024, after
   // attention and after the MLP, on 4 layers, one microbatch in flight.
   const double masks = 4 * 2 * 1024.0 * 1024;
-  const double d = parts(with(dense(), "training", "hidden_dropout", 0.1)).activations - parts(dense()).activations;
+  const double d = parts(with(dense(), "training", "hidden_dropout", 0.1)).activations -
+                   parts(dense()).activations;
   CHECK(d * kGiB == Approx(masks));
 }
 
-TEST_CASE("The loss kernel keeps the logits' gradient in BF16 (TE) or the FP32 exponentials", "[predict][memory]") {
+TEST_CASE("The loss kernel keeps the logits' gradient in BF16 (TE) or the FP32 exponentials",
+          "[predict][memory]") {
   // 2048 tokens (gathered) x 32000 / 2 logits per rank: 2 bytes more each for FP32.
   const double logits = 2048.0 * 16000;
   const double te = parts(dense()).activations;
-  CHECK((parts(with(dense(), "framework", "cross_entropy", "native")).activations - te) * kGiB == Approx(2 * logits));
-  CHECK((parts(with(dense(), "framework", "cross_entropy", "unfused")).activations - te) * kGiB == Approx(2 * logits));
+  CHECK((parts(with(dense(), "framework", "cross_entropy", "native")).activations - te) * kGiB ==
+        Approx(2 * logits));
+  CHECK((parts(with(dense(), "framework", "cross_entropy", "unfused")).activations - te) * kGiB ==
+        Approx(2 * logits));
 }
 
-TEST_CASE("Unfused attention keeps the softmax probabilities and holds the scores", "[predict][memory]") {
+TEST_CASE("Unfused attention keeps the softmax probabilities and holds the scores",
+          "[predict][memory]") {
   // 8 heads x 2048 x 2048 BF16 probabilities on each of 4 layers; k and v repeated from 2
   // to 8 heads (TE's unfused GQA); the scores (or their gradient) and the probabilities of
   // one layer live together once: 2 x 64 MiB.
@@ -89,14 +98,16 @@ TEST_CASE("Unfused attention keeps the softmax probabilities and holds the score
   const double repeated = 2048.0 * 2 * (8 - 2) * 64 * 2;
   const auto fused = parts(dense());
   const auto unfused = parts(with(dense(), "framework", "attention_backend", "unfused"));
-  CHECK((unfused.activations - fused.activations) * kGiB == Approx(4 * (probs + repeated) + 2 * probs));
+  CHECK((unfused.activations - fused.activations) * kGiB ==
+        Approx(4 * (probs + repeated) + 2 * probs));
   // Context parallelism needs TE's fused kernels.
   auto j = with(dense(), "framework", "attention_backend", "unfused");
   j["parallelism"]["cp"] = 2;
   CHECK(test::load_error(j).path() == "framework.attention_backend");
 }
 
-TEST_CASE("A pipeline stage running MTP without the embedding holds a copy of it", "[predict][memory]") {
+TEST_CASE("A pipeline stage running MTP without the embedding holds a copy of it",
+          "[predict][memory]") {
   // DeepSeek-V3 cut to 4 layers with MTP, PP2: MTP on the last stage beside the loss.
   auto j = Json::parse(R"({
     "name": "mtp", "system": "h100", "gpus": 16,
@@ -107,8 +118,8 @@ TEST_CASE("A pipeline stage running MTP without the embedding holds a copy of it
   })");
   const auto sc = load(j);
   const auto& last = sc.layout.stages().back();
-  const auto with_copy = schedules::stage_parameters(sc.model, sc.parallelism, last, sc.padded_vocab(),
-                                                     schedules::ScheduleKind::one_f_one_b);
+  const auto with_copy = schedules::stage_parameters(
+      sc.model, sc.parallelism, last, sc.padded_vocab(), schedules::ScheduleKind::one_f_one_b);
   const auto shared = schedules::stage_parameters(sc.model, sc.parallelism, last, sc.padded_vocab(),
                                                   schedules::ScheduleKind::dualpipe);
   // Megatron builds the embedding in the MTP chunk (129280 x 7168 / TP 2); DualPipe
@@ -119,9 +130,10 @@ TEST_CASE("A pipeline stage running MTP without the embedding holds a copy of it
   const auto& first = sc.layout.stages().front();
   CHECK(schedules::stage_parameters(sc.model, sc.parallelism, first, sc.padded_vocab(),
                                     schedules::ScheduleKind::one_f_one_b)
-            .dense == Approx(schedules::stage_parameters(sc.model, sc.parallelism, first, sc.padded_vocab(),
-                                                         schedules::ScheduleKind::dualpipe)
-                                 .dense));
+            .dense ==
+        Approx(schedules::stage_parameters(sc.model, sc.parallelism, first, sc.padded_vocab(),
+                                           schedules::ScheduleKind::dualpipe)
+                   .dense));
 }
 
 TEST_CASE("A measured peak is a counter of one pipeline rank", "[predict][memory][validate]") {
@@ -148,7 +160,10 @@ TEST_CASE("A measured peak is a counter of one pipeline rank", "[predict][memory
   auto bad = j;
   bad["measured"] = {{"tflops_per_gpu", 100}, {"memory_counter", "max_allocated"}, {"source", "s"}};
   CHECK(test::load_error(bad).path() == "measured.memory_counter");
-  bad["measured"] = {{"peak_memory_gib", 40}, {"memory_counter", "max_allocated"}, {"pp_rank", 2}, {"source", "s"}};
+  bad["measured"] = {{"peak_memory_gib", 40},
+                     {"memory_counter", "max_allocated"},
+                     {"pp_rank", 2},
+                     {"source", "s"}};
   CHECK(test::load_error(bad).path() == "measured.pp_rank");
   bad["measured"] = {{"peak_memory_gib", 40}, {"source", "s"}};  // which counter must be said
   CHECK_THAT(test::load_error(bad).what(), Catch::Contains("memory_counter"));
@@ -156,12 +171,16 @@ TEST_CASE("A measured peak is a counter of one pipeline rank", "[predict][memory
   CHECK(test::load_error(bad).path() == "measured.memory_counter");
 }
 
-TEST_CASE("validate reports memory points apart from the timing runs", "[predict][memory][validate]") {
+TEST_CASE("validate reports memory points apart from the timing runs",
+          "[predict][memory][validate]") {
   auto timing = dense();
   timing["measured"] = {{"step_time_s", 1.0}, {"source", "s"}};
   auto memory = dense();
-  memory["measured"] = {{"peak_memory_gib", 30.0}, {"memory_counter", "max_allocated"}, {"pp_rank", 0},
-                        {"source", "s"}, {"tolerance_pct", 5}};
+  memory["measured"] = {{"peak_memory_gib", 30.0},
+                        {"memory_counter", "max_allocated"},
+                        {"pp_rank", 0},
+                        {"source", "s"},
+                        {"tolerance_pct", 5}};
   test::TempFile a(timing.dump(), "timing.json"), b(memory.dump(), "memory.json");
   const auto rows = predict::validate_files({a.path(), b.path()}, {}, 1);
   REQUIRE(rows.size() == 2);

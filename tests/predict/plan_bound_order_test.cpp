@@ -14,16 +14,20 @@
 
 using namespace moesim;
 
-TEST_CASE("Plan bounds: the all-to-all overlap off bounds no better than on, beyond rounding", "[predict][plan]") {
+TEST_CASE("Plan bounds: the all-to-all overlap off bounds no better than on, beyond rounding",
+          "[predict][plan]") {
   const auto at = [](bool overlap) {
-    auto j = config::Json::parse(test::read_text(test::source_path("scenarios/journey/08-numa-binding.json")));
+    auto j = config::Json::parse(
+        test::read_text(test::source_path("scenarios/journey/08-numa-binding.json")));
     auto& p = j["parallelism"];
-    p["tp"] = 1, p["pp"] = 4, p["vpp"] = 8, p["ep"] = 32, p["cp"] = 2, p["pp_layout"] = "Et|(t*2|)*30L";
+    p["tp"] = 1, p["pp"] = 4, p["vpp"] = 8, p["ep"] = 32, p["cp"] = 2,
+    p["pp_layout"] = "Et|(t*2|)*30L";
     j["framework"]["dispatcher"] = "alltoall";
     j["framework"].erase("dispatcher_sms");
     j["framework"]["moe_a2a_overlap"] = overlap;
     j["framework"]["recompute_modules"] = config::Json::array();
-    const auto sc = config::load_scenario_text(j.dump(), test::source_path("scenarios/journey/plan-candidate.json"));
+    const auto sc = config::load_scenario_text(
+        j.dump(), test::source_path("scenarios/journey/plan-candidate.json"));
     return predict::step_time_lower_bound(sc, predict::scenario_ep_load(sc));
   };
   const auto off = at(false), on = at(true);

@@ -11,11 +11,15 @@
 using namespace moesim;
 
 namespace {
-double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
+double rel(double a, double b) {
+  return std::abs(a - b) / std::abs(b);
+}
 }  // namespace
 
-TEST_CASE("Steady-state microbatch counts: past warm-up, as the schedule accepts, only where it saves a quarter",
-          "[predict][steady_state]") {
+TEST_CASE(
+    "Steady-state microbatch counts: past warm-up, as the schedule accepts, only where it saves a "
+    "quarter",
+    "[predict][steady_state]") {
   using schedules::ScheduleKind;
   workload::Parallelism p;
   p.pp = 8;
@@ -41,7 +45,8 @@ TEST_CASE("Steady-state microbatch counts: past warm-up, as the schedule accepts
   CHECK(r->first == 16);
   CHECK(r->second == 24);
   p.pp = 6;
-  p.num_microbatches = 600;  // DualPipe: multiples of 2 pp = 12; 16 rounds up to 24, 8 to 12 -> 24, 36
+  p.num_microbatches =
+      600;  // DualPipe: multiples of 2 pp = 12; 16 rounds up to 24, 8 to 12 -> 24, 36
   r = predict::steady_state_microbatches(ScheduleKind::dualpipe, p);
   REQUIRE(r);
   CHECK(r->first == 24);
@@ -70,9 +75,10 @@ TEST_CASE("The steady-state reduction is within 0.5% of the full step on every s
     const auto& a = fast.step.breakdown;
     const auto& b = full.step.breakdown;
     const double t = full.step.step_time_s;
-    for (const auto& [x, y] : {std::pair{a.compute, b.compute}, std::pair{a.exposed_comm, b.exposed_comm},
-                               std::pair{a.pipeline_bubble, b.pipeline_bubble},
-                               std::pair{a.host_bound_idle, b.host_bound_idle}})
+    for (const auto& [x, y] :
+         {std::pair{a.compute, b.compute}, std::pair{a.exposed_comm, b.exposed_comm},
+          std::pair{a.pipeline_bubble, b.pipeline_bubble},
+          std::pair{a.host_bound_idle, b.host_bound_idle}})
       CHECK(std::abs(x - y) < 0.005 * t);
     CHECK(fast.step.kernels < full.step.kernels + full.step.kernels / 100);
   }

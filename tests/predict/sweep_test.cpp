@@ -31,8 +31,8 @@ config::SweepFile quick(Json grid, Json layouts = nullptr) {
 }  // namespace
 
 TEST_CASE("Sweep rows: ok, invalid, does_not_fit, each where it belongs", "[predict][sweep]") {
-  // Qwen3-30B-A3B, BF16, 16 H100 at PP1 EP16: 81.3 GiB of the 79.1 CUDA reports (does not fit); at TP2
-  // the weights and activations halve per rank and it fits; MXFP8 needs Blackwell.
+  // Qwen3-30B-A3B, BF16, 16 H100 at PP1 EP16: 81.3 GiB of the 79.1 CUDA reports (does not fit); at
+  // TP2 the weights and activations halve per rank and it fits; MXFP8 needs Blackwell.
   const auto f = quick({{"training.precision", {"bf16", "mxfp8"}}, {"parallelism.tp", {1, 2}}});
   const auto plan = config::expand_sweep(f);
   REQUIRE(plan.points.size() == 4);
@@ -66,14 +66,18 @@ TEST_CASE("Sweep rows: ok, invalid, does_not_fit, each where it belongs", "[pred
   // GiB CUDA reports; a headroom of the whole capacity is refused.
   const double spare = 79.11 - r[1].reserved_memory_gib;
   REQUIRE(spare > 0.5);
-  const auto held = predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, spare - 0.25});
+  const auto held =
+      predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, spare - 0.25});
   CHECK(held.status == predict::SweepStatus::ok);
-  const auto short_by = predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, spare + 0.25});
+  const auto short_by =
+      predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, spare + 0.25});
   CHECK(short_by.status == predict::SweepStatus::does_not_fit);
   CHECK(short_by.peak_memory_gib == Approx(r[1].peak_memory_gib));
-  const auto none = predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, 80});
+  const auto none =
+      predict::evaluate_point(plan.points[1], f.base_file, f.token_budget, {true, 80});
   CHECK(none.status == predict::SweepStatus::invalid);
-  CHECK_THAT(none.message, Catch::Contains("--headroom 80 GiB leaves nothing of the 79.11 GiB CUDA reports"));
+  CHECK_THAT(none.message,
+             Catch::Contains("--headroom 80 GiB leaves nothing of the 79.11 GiB CUDA reports"));
 }
 
 TEST_CASE("An ok row is what `moesim run --json` predicts for its scenario", "[predict][sweep]") {

@@ -11,7 +11,8 @@ using namespace moesim;
 
 namespace {
 // A row at `gpus` GPUs and 1e6 tokens a step, measured and predicted step times.
-predict::ValidateRow run(const char* name, double measured_s, double predicted_s, std::int64_t gpus = 8) {
+predict::ValidateRow run(const char* name, double measured_s, double predicted_s,
+                         std::int64_t gpus = 8) {
   predict::ValidateRow r;
   r.name = name;
   r.file = std::string(name) + ".json";
@@ -25,8 +26,10 @@ predict::ValidateRow run(const char* name, double measured_s, double predicted_s
 }
 }  // namespace
 
-TEST_CASE("Pairs: ratio of per-GPU throughput, error, direction and gate, by hand", "[predict][validate][pairs]") {
-  std::vector<predict::ValidateRow> rows{run("off", 10.0, 10.0), run("on", 8.0, 9.5), run("big", 5.0, 6.0, 16)};
+TEST_CASE("Pairs: ratio of per-GPU throughput, error, direction and gate, by hand",
+          "[predict][validate][pairs]") {
+  std::vector<predict::ValidateRow> rows{run("off", 10.0, 10.0), run("on", 8.0, 9.5),
+                                         run("big", 5.0, 6.0, 16)};
   rows[1].compare_with.push_back({"off", config::Decision::ep_overlap, 10, ""});
   // At twice the GPUs a step of 5 s is the same per-GPU throughput as 10 s at 8 GPUs.
   rows[2].compare_with.push_back({"off", config::Decision::scale, 1, "the scaling table"});
@@ -47,7 +50,7 @@ TEST_CASE("Pairs: ratio of per-GPU throughput, error, direction and gate, by han
   CHECK(q.source == "the scaling table");
   CHECK(q.measured_ratio == Approx(1.0));
   CHECK(q.predicted_ratio == Approx(10.0 / 12.0));
-  CHECK_FALSE(q.significant);   // measured equal: no direction to get wrong
+  CHECK_FALSE(q.significant);  // measured equal: no direction to get wrong
   CHECK(q.direction_right);
   REQUIRE(c.unresolved.size() == 1);
   CHECK(c.unresolved[0].run == "nowhere");
@@ -68,14 +71,17 @@ TEST_CASE("Pairs: ratio of per-GPU throughput, error, direction and gate, by han
   CHECK(s.pairs_failed == 2);  // 15.8% > 10%, 16.7% > 1%
   CHECK(s.failed() == 2);
   CHECK(s.pairs_by_decision.at("ep_overlap").pairs == 1);
-  CHECK(s.pairs_all.mae() == Approx((100 * (1 - (10.0 / 9.5) / 1.25) + 100 * (1 - 10.0 / 12.0)) / 2));
+  CHECK(s.pairs_all.mae() ==
+        Approx((100 * (1 - (10.0 / 9.5) / 1.25) + 100 * (1 - 10.0 / 12.0)) / 2));
 }
 
-TEST_CASE("Families: Kendall's tau, pairs ordered right and regret, by hand", "[predict][validate][families]") {
-  // Measured per-GPU order: m1 > m2 > m3 > m4 (steps 1, 2, 3, 4 s). Predicted steps 2.0, 1.5, 3.5, 3.0:
-  // order m2 > m1 > m4 > m3. Of the 6 pairs, (m1,m2) and (m3,m4) are swapped: C = 4, D = 2, tau = 1/3.
-  std::vector<predict::ValidateRow> rows{run("m1", 1, 2.0), run("m2", 2, 1.5), run("m3", 3, 3.5), run("m4", 4, 3.0),
-                                         run("alone", 1, 1)};
+TEST_CASE("Families: Kendall's tau, pairs ordered right and regret, by hand",
+          "[predict][validate][families]") {
+  // Measured per-GPU order: m1 > m2 > m3 > m4 (steps 1, 2, 3, 4 s). Predicted
+  // steps 2.0, 1.5, 3.5, 3.0: order m2 > m1 > m4 > m3. Of the 6 pairs, (m1,m2) and (m3,m4) are
+  // swapped: C = 4, D = 2, tau = 1/3.
+  std::vector<predict::ValidateRow> rows{run("m1", 1, 2.0), run("m2", 2, 1.5), run("m3", 3, 3.5),
+                                         run("m4", 4, 3.0), run("alone", 1, 1)};
   for (int i = 0; i < 4; ++i) rows[i].family = "f";
   rows[4].family = "g";  // a family of one is no family
   const auto c = predict::compare_pairs(rows, {});
@@ -98,7 +104,8 @@ TEST_CASE("Families: Kendall's tau, pairs ordered right and regret, by hand", "[
   CHECK(t.families.at(0).pairs_ordered_right == 0);
 }
 
-TEST_CASE("Pairs: a series' consecutive sizes are pairs of decision scale", "[predict][validate][pairs]") {
+TEST_CASE("Pairs: a series' consecutive sizes are pairs of decision scale",
+          "[predict][validate][pairs]") {
   std::vector<predict::ValidateRow> rows{run("s512", 8, 8, 512), run("s1024", 4.2, 4.1, 1024)};
   for (auto& r : rows) r.series = "s", r.microbatches = 8, r.tolerance_pct = 7;
   rows[1].tolerance_pct = 9;

@@ -11,8 +11,8 @@
 using namespace moesim;
 
 namespace {
-predict::ValidateRow size(std::int64_t gpus, std::int64_t ga, double measured, double compute, double bubble,
-                          double straggler) {
+predict::ValidateRow size(std::int64_t gpus, std::int64_t ga, double measured, double compute,
+                          double bubble, double straggler) {
   predict::ValidateRow r;
   r.series = "hand";
   r.gpus = gpus;
@@ -25,7 +25,8 @@ predict::ValidateRow size(std::int64_t gpus, std::int64_t ga, double measured, d
 }
 }  // namespace
 
-TEST_CASE("Series: lines, ratios and the predicted line by term, by hand", "[predict][validate][series]") {
+TEST_CASE("Series: lines, ratios and the predicted line by term, by hand",
+          "[predict][validate][series]") {
   // Measured: 0.1 s a microbatch + 0.5 s a step. Predicted: compute 0.09 s a microbatch,
   // a 0.3 s bubble, a straggler wait of 0.1 s + 0.001 s a microbatch (a = 0.091, b = 0.4).
   const std::vector<predict::ValidateRow> rows{size(512, 64, 6.9, 5.76, 0.3, 0.164),
@@ -58,7 +59,8 @@ TEST_CASE("Series: the terms' lines add up to the predicted line on a series fil
           "[predict][validate][series]") {
   std::vector<std::string> files;
   for (const char* n : {"00512", "02048", "08192"})
-    files.push_back(test::source_path(std::string("scenarios/series/mlperf-llama405b-h100-") + n + ".json"));
+    files.push_back(
+        test::source_path(std::string("scenarios/series/mlperf-llama405b-h100-") + n + ".json"));
   const auto rows = predict::validate_files(files, {}, 1);
   double sum_terms = 0;
   for (const auto& [name, s] : rows.front().step_terms) sum_terms += s;

@@ -6,8 +6,8 @@
 
 #include "config/load.hpp"
 #include "predict/predict.hpp"
-#include "sim_core/extreme_values.hpp"
 #include "predict/variability.hpp"
+#include "sim_core/extreme_values.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
@@ -16,7 +16,8 @@ TEST_CASE("Extreme values by hand", "[predict][variability]") {
   CHECK(sim_core::harmonic_number(1) == 1);
   CHECK(sim_core::harmonic_number(4) == Approx(25.0 / 12));
   // The asymptotic form takes over past 10,000 without a step.
-  CHECK(sim_core::harmonic_number(10001) == Approx(sim_core::harmonic_number(10000) + 1.0 / 10001).epsilon(1e-10));
+  CHECK(sim_core::harmonic_number(10001) ==
+        Approx(sim_core::harmonic_number(10000) + 1.0 / 10001).epsilon(1e-10));
   // E[max of 2 standard normals] = 1 / sqrt(pi); of 3, 3 / (2 sqrt(pi)).
   CHECK(sim_core::expected_max_normal(1) == 0);
   CHECK(sim_core::expected_max_normal(2) == Approx(1 / std::sqrt(M_PI)).epsilon(1e-6));
@@ -24,7 +25,8 @@ TEST_CASE("Extreme values by hand", "[predict][variability]") {
 }
 
 TEST_CASE("A step waits for the latest of its processes", "[predict][variability]") {
-  auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");  // 256 GPUs, forced routing
+  auto sc = config::load_scenario_text(test::default_scenario_json().dump(),
+                                       "t.json");  // 256 GPUs, forced routing
   schedules::StepResult step;
   step.step_time_s = 10;
   sc.system.variability.jitter_s = hw_models::Param{0.03, "test"};
@@ -60,7 +62,8 @@ TEST_CASE("A step waits for the latest of its processes", "[predict][variability
   CHECK(predict::step_spread(sc, step).wait_s == 0);
 }
 
-TEST_CASE("Trained routing adds the slowest replica, and the prediction carries it all", "[predict][variability]") {
+TEST_CASE("Trained routing adds the slowest replica, and the prediction carries it all",
+          "[predict][variability]") {
   auto j = test::default_scenario_json();
   j["routing"] = {{"balance", "aux_loss"}, {"coefficient", 0.001}};
   j["gpus"] = 512;  // expert-DP 2: two EP groups per stage
@@ -72,7 +75,8 @@ TEST_CASE("Trained routing adds the slowest replica, and the prediction carries 
   const auto& b = p.step.breakdown;
   CHECK(b.straggler_wait == Approx(p.spread.jitter_wait_s + p.spread.routing_wait_s));
   // The breakdown still adds up to the step, and the percentiles bracket the median.
-  CHECK(b.compute + b.exposed_comm + b.pipeline_bubble + b.host_bound_idle + b.other + b.straggler_wait ==
+  CHECK(b.compute + b.exposed_comm + b.pipeline_bubble + b.host_bound_idle + b.other +
+            b.straggler_wait ==
         Approx(p.step.step_time_s).epsilon(1e-9));
   CHECK(p.step_time_p50_s < p.step_time_p95_s);
   CHECK(p.step_time_p50_s > p.step.step_time_s - b.straggler_wait);

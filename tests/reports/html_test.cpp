@@ -209,7 +209,8 @@ TEST_CASE("moesim report writes the four pages", "[reports][html][cli]") {
     std::set<std::string> lanes;
     for (const auto& v : specs[3]["data"][0]["values"]) lanes.insert(v["lane"].get<std::string>());
     CHECK(lanes.size() >= 2);
-    CHECK(lanes.count("rank 0 (critical): compute") + lanes.count("rank 1 (critical): compute") == 1);
+    CHECK(lanes.count("rank 0 (critical): compute") + lanes.count("rank 1 (critical): compute") ==
+          1);
     CHECK(specs[3]["axes"][0]["labelOverlap"] == true);
   }
   SECTION("--diff: breakdowns side by side, contributions") {
@@ -244,7 +245,8 @@ TEST_CASE("moesim report writes the four pages", "[reports][html][cli]") {
   }
   SECTION("--sweep: the points coloured by the setting that varies") {
     const test::TempFile csv(
-        "id,framework.dispatcher,gpus,status,message,step_time_s,tflops_per_gpu,tokens_per_s_per_gpu\n"
+        "id,framework.dispatcher,gpus,status,message,step_time_s,tflops_per_gpu,tokens_per_s_per_"
+        "gpu\n"
         "0,deepep,8,ok,,1,100,1000\n"
         "1,hybridep,8,ok,,1,100,1100\n"
         "2,deepep,16,ok,,1,100,900\n",
@@ -255,7 +257,8 @@ TEST_CASE("moesim report writes the four pages", "[reports][html][cli]") {
     CHECK(rows[0]["colour"] == "deepep");
     CHECK(rows[1]["colour"] == "hybridep");
     bool legend = false;
-    for (const auto& l : specs[0]["legends"]) legend = legend || l.value("title", "") == "framework.dispatcher";
+    for (const auto& l : specs[0]["legends"])
+      legend = legend || l.value("title", "") == "framework.dispatcher";
     CHECK(legend);
   }
 }

@@ -36,7 +36,9 @@ Json small_scenario() {
   })");
 }
 
-config::Scenario load(const Json& j) { return config::load_scenario_text(j.dump(), "test.json"); }
+config::Scenario load(const Json& j) {
+  return config::load_scenario_text(j.dump(), "test.json");
+}
 
 // Host busy time with one launch price raised by delta_us: more, by a whole number (over
 // 100) of launches at that price.
@@ -50,28 +52,32 @@ void check_whole_launches(double cheap_s, double dear_s, double delta_us) {
 }  // namespace
 
 TEST_CASE("run --json carries the contract's keys and a breakdown that adds up", "[reports][run]") {
-  const auto r = test::run_moesim({"run", "--json", test::source_path("scenarios/dsv3-gb200.json")});
+  const auto r =
+      test::run_moesim({"run", "--json", test::source_path("scenarios/dsv3-gb200.json")});
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"step_time_s", "tflops_per_gpu", "tokens_per_s_per_gpu", "mfu", "peak_memory_gib",
-                        "fits_in_memory", "breakdown"})
+  for (const char* k : {"step_time_s", "tflops_per_gpu", "tokens_per_s_per_gpu", "mfu",
+                        "peak_memory_gib", "fits_in_memory", "breakdown"})
     CHECK(j.contains(k));
   double sum = 0;
-  for (const char* k :
-       {"compute", "exposed_communication", "pipeline_bubble", "host_bound_idle", "other", "straggler_wait"}) {
+  for (const char* k : {"compute", "exposed_communication", "pipeline_bubble", "host_bound_idle",
+                        "other", "straggler_wait"}) {
     CHECK(j["breakdown"][k].get<double>() >= -1e-9);
     sum += j["breakdown"][k].get<double>();
   }
   CHECK(sum == Approx(j["step_time_s"].get<double>()).epsilon(1e-9));
   // Host-bound idle by the module whose kernel waited, every module named.
   double by_module = 0;
-  for (const auto& [module, seconds] : j["host_bound_idle_by_module"].items()) by_module += seconds.get<double>();
+  for (const auto& [module, seconds] : j["host_bound_idle_by_module"].items())
+    by_module += seconds.get<double>();
   CHECK(j["host_bound_idle_by_module"].size() == workload::kModuleCount + 1);
   CHECK(by_module == Approx(j["breakdown"]["host_bound_idle"].get<double>()).margin(1e-9));
   // Compute by module and exposed communication by kind add up to their categories.
   double compute = 0, comm = 0;
-  for (const auto& [module, seconds] : j["compute_by_module"].items()) compute += seconds.get<double>();
-  for (const auto& [kind, seconds] : j["exposed_communication_by_kind"].items()) comm += seconds.get<double>();
+  for (const auto& [module, seconds] : j["compute_by_module"].items())
+    compute += seconds.get<double>();
+  for (const auto& [kind, seconds] : j["exposed_communication_by_kind"].items())
+    comm += seconds.get<double>();
   CHECK(compute == Approx(j["breakdown"]["compute"].get<double>()).margin(1e-9));
   CHECK(comm == Approx(j["breakdown"]["exposed_communication"].get<double>()).margin(1e-9));
   CHECK(j["exposed_communication_by_kind"]["ep"].get<double>() > 0);  // HybridEP across 32 GPUs
@@ -89,7 +95,8 @@ TEST_CASE("run --json carries the contract's keys and a breakdown that adds up",
   CHECK(b["stage_imbalance"].get<double>() > 2 * b["schedule_bubble"].get<double>());
   // TFLOPS/GPU = 249.81 GFLOP/token x 2048 x 4096 tokens / (step x 256 GPUs).
   CHECK(j["tflops_per_gpu"].get<double>() ==
-        Approx(249.812e9 * 2048 * 4096 / (j["step_time_s"].get<double>() * 256) / 1e12).epsilon(1e-4));
+        Approx(249.812e9 * 2048 * 4096 / (j["step_time_s"].get<double>() * 256) / 1e12)
+            .epsilon(1e-4));
   CHECK(j["mfu"].get<double>() == Approx(j["tflops_per_gpu"].get<double>() / 2500));
   CHECK(j["simulation"]["simulated_ranks"] == 8);
 }
@@ -167,7 +174,8 @@ TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and str
     CHECK(e["ts"].get<double>() >= 0);
     pids.insert(e["pid"].get<int>());
     const double ts = e["ts"].get<double>();
-    slices.lanes[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(ts, ts + e["dur"].get<double>());
+    slices.lanes[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(
+        ts, ts + e["dur"].get<double>());
     const std::string name = e["name"].get<std::string>();
     if (e["tid"] == 0) {
       ++host_ops;
@@ -196,8 +204,9 @@ TEST_CASE("The trace is Chrome/Perfetto JSON: one process per rank, host and str
   CHECK(host_names.count("moe.fc1.fprop") == 1);
   CHECK(host_names.count("host.launch") == 0);
   CHECK(host_names.count("forward 0.0") == 1);
-  for (const char* k : {"attn.core.fwd", "moe.fc1.fprop", "moe.dispatch.fwd", "moe.combine.bwd",
-                        "pp.send_activation", "dp.grad_reduce_scatter", "dp.param_all_gather", "optimizer.adam"})
+  for (const char* k :
+       {"attn.core.fwd", "moe.fc1.fprop", "moe.dispatch.fwd", "moe.combine.bwd",
+        "pp.send_activation", "dp.grad_reduce_scatter", "dp.param_all_gather", "optimizer.adam"})
     CHECK(kernels.count(k) == 1);
   CHECK(kernels.count("t1 forward") == 1);  // the layer pass around its kernels
   CHECK(slices.nested_or_disjoint());
@@ -214,7 +223,8 @@ TEST_CASE("Trace levels merge kernels into modules and layer passes", "[reports]
   const auto p = predict::predict(load(small_scenario()), {true, false});
   std::map<reports::TraceLevel, nlohmann::json> t;
   std::map<reports::TraceLevel, std::size_t> bytes;
-  for (const auto level : {reports::TraceLevel::kernel, reports::TraceLevel::module, reports::TraceLevel::layer}) {
+  for (const auto level :
+       {reports::TraceLevel::kernel, reports::TraceLevel::module, reports::TraceLevel::layer}) {
     std::stringstream ss;
     reports::write_trace(p, ss, level);
     bytes[level] = ss.str().size();
@@ -229,10 +239,12 @@ TEST_CASE("Trace levels merge kernels into modules and layer passes", "[reports]
     for (const auto& e : t[level]["traceEvents"]) {
       if (e["ph"] != "X" || e["tid"] != 1) continue;
       const std::string name = e["name"].get<std::string>();
-      const bool parent = name.find(" forward") != std::string::npos || name.find(" backward") != std::string::npos;
+      const bool parent =
+          name.find(" forward") != std::string::npos || name.find(" backward") != std::string::npos;
       if (parent != parents) continue;
-      busy += e.contains("args") && e["args"].contains("busy_us") ? e["args"]["busy_us"].get<double>()
-                                                                  : e["dur"].get<double>();
+      busy += e.contains("args") && e["args"].contains("busy_us")
+                  ? e["args"]["busy_us"].get<double>()
+                  : e["dur"].get<double>();
     }
     return busy;
   };
@@ -244,13 +256,16 @@ TEST_CASE("Trace levels merge kernels into modules and layer passes", "[reports]
   for (const auto& e : t[reports::TraceLevel::module]["traceEvents"]) {
     if (e["ph"] != "X") continue;
     const double ts = e["ts"].get<double>();
-    slices.lanes[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(ts, ts + e["dur"].get<double>());
+    slices.lanes[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(
+        ts, ts + e["dur"].get<double>());
     if (e["tid"] == 1) modules.insert(e["name"].get<std::string>());
     // The host's work items carry its time by module.
-    if (e["tid"] == 0 && e.contains("args") && e["args"].contains("host_us") && e["args"]["host_us"].contains("experts"))
+    if (e["tid"] == 0 && e.contains("args") && e["args"].contains("host_us") &&
+        e["args"]["host_us"].contains("experts"))
       ++host_items_with_experts;
   }
-  for (const char* m : {"attn", "moe_router", "moe_dispatch", "experts", "moe_combine", "t1 forward"})
+  for (const char* m :
+       {"attn", "moe_router", "moe_dispatch", "experts", "moe_combine", "t1 forward"})
     CHECK(modules.count(m) == 1);
   CHECK(modules.count("moe.fc1.fprop") == 0);
   CHECK(host_items_with_experts > 0);
@@ -262,7 +277,8 @@ TEST_CASE("Trace levels merge kernels into modules and layer passes", "[reports]
   CHECK(test::read_text(out).size() == bytes[reports::TraceLevel::module]);
   const auto bad = test::run_moesim({"run", f.path(), "--trace", out, "--trace-level", "stream"});
   CHECK(bad.status == 2);
-  CHECK_THAT(bad.err, Catch::Contains("unknown trace level 'stream' (known: kernel, module, layer)"));
+  CHECK_THAT(bad.err,
+             Catch::Contains("unknown trace level 'stream' (known: kernel, module, layer)"));
 }
 
 TEST_CASE("A slow host leaves the GPU idle; CUDA graphs and token dropping win it back",
@@ -306,7 +322,8 @@ TEST_CASE("Eager elementwise kernels cost the host less than a Linear", "[report
 // zero, amax and scale kernels; MXFP8's scale zero-fills and swizzles) costs the driver's
 // launch, host.cpp_launch_us (x86 1.15 us), not a whole quantize API call (5.64 us): the
 // host's busy time differs by a whole number of such kernels times the difference.
-TEST_CASE("Kernels launched inside a library call cost the driver's launch", "[reports][run][host]") {
+TEST_CASE("Kernels launched inside a library call cost the driver's launch",
+          "[reports][run][host]") {
   const auto busy = [](double cpp_us) {
     auto j = small_scenario();
     j["training"]["precision"] = "fp8-tensorwise";
@@ -348,9 +365,12 @@ TEST_CASE("ZB-H1 and DualPipe on real layers: less bubble, DualPipe's pairs hide
   CHECK(dual.step.step_time_s < zb.step.step_time_s);
 }
 
-TEST_CASE("DeepSeek-V3 production (DualPipe, EP64 over 8 nodes): dispatch and combine hide behind the paired chunk",
-          "[reports][run][pipeline][dualpipe]") {
-  const auto sc = config::load_scenario_file(test::source_path("scenarios/h800/dsv3-production.json"));
+TEST_CASE(
+    "DeepSeek-V3 production (DualPipe, EP64 over 8 nodes): dispatch and combine hide behind the "
+    "paired chunk",
+    "[reports][run][pipeline][dualpipe]") {
+  const auto sc =
+      config::load_scenario_file(test::source_path("scenarios/h800/dsv3-production.json"));
   const auto p = predict::predict(sc, {true, false});
   const auto& st = p.step;
   // A middle rank holds MoE layers only: the share of its EP kernels' time that another
@@ -371,13 +391,16 @@ TEST_CASE("DeepSeek-V3 production (DualPipe, EP64 over 8 nodes): dispatch and co
   std::vector<TraceSpanLike> ep;
   for (const auto& t : st.trace) {
     if (t.rank != rank || (t.track != compute && t.track != pair)) continue;
-    if (is_ep(t)) ep.push_back(t);
-    else busy[t.track == compute ? 0 : 1].push_back({t.start_s, t.end_s});
+    if (is_ep(t))
+      ep.push_back(t);
+    else
+      busy[t.track == compute ? 0 : 1].push_back({t.start_s, t.end_s});
   }
   double total = 0, hidden = 0;
   for (const auto& e : ep) {
     total += e.end_s - e.start_s;
-    for (const auto& [a, b] : busy[e.track == compute ? 1 : 0]) hidden += std::max(0.0, std::min(b, e.end_s) - std::max(a, e.start_s));
+    for (const auto& [a, b] : busy[e.track == compute ? 1 : 0])
+      hidden += std::max(0.0, std::min(b, e.end_s) - std::max(a, e.start_s));
   }
   INFO("EP time " << total << " s, under the other chunk's computation " << hidden << " s");
   CHECK(total > 0);
@@ -385,7 +408,8 @@ TEST_CASE("DeepSeek-V3 production (DualPipe, EP64 over 8 nodes): dispatch and co
   CHECK(st.breakdown.pipeline_bubble < 0.15 * st.step_time_s);
 }
 
-TEST_CASE("The MoE all-to-all overlap hides EP communication behind the paired microbatch", "[reports][run][pipeline]") {
+TEST_CASE("The MoE all-to-all overlap hides EP communication behind the paired microbatch",
+          "[reports][run][pipeline]") {
   // The mechanism with the op-loop host costs (host.load_factor 1): with the corpus's
   // loaded-process host the final journey configuration is host-bound, and the overlap's
   // phase synchronization then costs about what it hides (8.46 -> 8.55 s).
@@ -398,7 +422,8 @@ TEST_CASE("The MoE all-to-all overlap hides EP communication behind the paired m
   CHECK(ov.step.step_time_s < base.step.step_time_s);
 }
 
-TEST_CASE("Memory against Megatron-Core's published DeepSeek-V3 anatomy", "[reports][run][memory]") {
+TEST_CASE("Memory against Megatron-Core's published DeepSeek-V3 anatomy",
+          "[reports][run][memory]") {
   // "Scalable Training of MoE Models with Megatron Core" (arXiv 2603.07685), Table 3 and
   // Table 4: DeepSeek-V3 in BF16, TP1 PP4 VPP4 EP64 on 256 GPUs (MBS 1, seq 4096 and
   // FP32 Adam moments as the paper's final configurations; docs/research/megatron-memory.md).
@@ -406,16 +431,27 @@ TEST_CASE("Memory against Megatron-Core's published DeepSeek-V3 anatomy", "[repo
   // 131.0, total 199.5; recompute saves 30.4 (MLA up-projection), 8.2 (LayerNorm), 3.8
   // (SwiGLU). Checks within 15%; the rest are recorded gaps (asserted beyond 15%, so
   // that a model change that reaches them relabels them).
-  auto j = config::Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
+  auto j = config::Json::parse(
+      test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
   j.erase("measured");
   j["system"] = "h100";
   j["gpus"] = 256;
-  j["training"] = {{"seq_length", 4096}, {"micro_batch_size", 1}, {"global_batch_size", 8192},
-                   {"precision", "bf16"}, {"mtp_layers", 1}};
-  j["parallelism"] = {{"tp", 1}, {"pp", 4}, {"vpp", 4}, {"ep", 64}, {"etp", 1}, {"cp", 1},
+  j["training"] = {{"seq_length", 4096},
+                   {"micro_batch_size", 1},
+                   {"global_batch_size", 8192},
+                   {"precision", "bf16"},
+                   {"mtp_layers", 1}};
+  j["parallelism"] = {{"tp", 1},
+                      {"pp", 4},
+                      {"vpp", 4},
+                      {"ep", 64},
+                      {"etp", 1},
+                      {"cp", 1},
                       {"pipeline_schedule", "interleaved-1f1b"}};
-  j["framework"] = {{"dispatcher", "alltoall"}, {"recompute_modules", Json::array()},
-                    {"optimizer_state_dtype", "fp32"}, {"cuda_graph_scope", Json::array()}};
+  j["framework"] = {{"dispatcher", "alltoall"},
+                    {"recompute_modules", Json::array()},
+                    {"optimizer_state_dtype", "fp32"},
+                    {"cuda_graph_scope", Json::array()}};
   const auto with = [&](std::vector<std::string> rc) {
     auto k = j;
     k["framework"]["recompute_modules"] = rc;
@@ -438,14 +474,17 @@ TEST_CASE("Memory against Megatron-Core's published DeepSeek-V3 anatomy", "[repo
                       {"main weights + optimizer", 32.1, m.optimizer, false},
                       {"MLA up-projection recompute saves", 30.4, mla, false},
                       {"SwiGLU recompute saves", 3.8, act, false}};
-  std::string table = "\nDeepSeek-V3 BF16 TP1 PP4 VPP4 EP64 x 256, per GPU (GiB): Megatron-Core vs moesim\n";
+  std::string table =
+      "\nDeepSeek-V3 BF16 TP1 PP4 VPP4 EP64 x 256, per GPU (GiB): Megatron-Core vs moesim\n";
   for (const auto& r : rows) {
     const double err = 100 * (r.model - r.published) / r.published;
-    table += fmt::format("  {:<36} {:>7.1f} {:>7.1f} {:>+7.1f}%  {}\n", r.what, r.published, r.model, err,
-                         r.check ? "check" : "gap");
+    table += fmt::format("  {:<36} {:>7.1f} {:>7.1f} {:>+7.1f}%  {}\n", r.what, r.published,
+                         r.model, err, r.check ? "check" : "gap");
     INFO(r.what << ": published " << r.published << ", model " << r.model);
-    if (r.check) CHECK(std::abs(err) <= 15);
-    else CHECK(std::abs(err) > 15);
+    if (r.check)
+      CHECK(std::abs(err) <= 15);
+    else
+      CHECK(std::abs(err) > 15);
   }
   std::cout << table;
 }
@@ -467,16 +506,18 @@ TEST_CASE("DeepSeek-V3's production layout fits an 80 GB H800 only with DeepSeek
   CHECK(neither.peak_memory_gib > without_caches.peak_memory_gib);
 }
 
-TEST_CASE("Journey memory: every step fits its GB200 and moves as NVIDIA reported", "[reports][run][memory][journey]") {
+TEST_CASE("Journey memory: every step fits its GB200 and moves as NVIDIA reported",
+          "[reports][run][memory][journey]") {
   // shared/reference/gb200-journey.md: DeepEP lowered the peak memory (step 4: no top-k
   // copies around an NCCL all-to-all), dropping MLA up-projection recompute raised it
   // (step 5), partial CUDA graphs raised it (step 6).
   std::vector<double> peak;
   for (const char* f : {"01-baseline", "02-mxfp8-alloc-permute", "03-router-fusion", "04-deepep",
-                        "05-no-mla-recompute", "06-partial-cuda-graphs", "07-deepep-tuned", "08-numa-binding",
-                        "09-pdl-swizzle", "10-graph-shared-expert", "11-hybridep", "12-te-host-slim",
-                        "13-norm-quant-fusion"}) {
-    const auto p = predict::predict(config::load_scenario_file(test::source_path(std::string("scenarios/journey/") + f + ".json")));
+                        "05-no-mla-recompute", "06-partial-cuda-graphs", "07-deepep-tuned",
+                        "08-numa-binding", "09-pdl-swizzle", "10-graph-shared-expert",
+                        "11-hybridep", "12-te-host-slim", "13-norm-quant-fusion"}) {
+    const auto p = predict::predict(config::load_scenario_file(
+        test::source_path(std::string("scenarios/journey/") + f + ".json")));
     INFO(f << ": " << p.peak_memory_gib << " GiB");
     CHECK(p.fits_in_memory);
     peak.push_back(p.peak_memory_gib);
@@ -486,7 +527,8 @@ TEST_CASE("Journey memory: every step fits its GB200 and moves as NVIDIA reporte
   CHECK(peak[5] > peak[4]);
 }
 
-TEST_CASE("Offloading moves activations and optimizer states to host memory", "[reports][run][memory]") {
+TEST_CASE("Offloading moves activations and optimizer states to host memory",
+          "[reports][run][memory]") {
   auto j = Json::parse(test::read_text(test::source_path("scenarios/dsv3-gb200.json")));
   const auto base = predict::predict(load(j));
   j["framework"]["offload"] = {"expert_fc1", "moe_act"};
@@ -499,7 +541,8 @@ TEST_CASE("Offloading moves activations and optimizer states to host memory", "[
   CHECK(opt.peak_memory_gib == Approx(base.peak_memory_gib - base.peak_memory_parts.optimizer));
 }
 
-TEST_CASE("A fragmentation allowance decides whether a tight layout fits", "[reports][run][memory]") {
+TEST_CASE("A fragmentation allowance decides whether a tight layout fits",
+          "[reports][run][memory]") {
   // DeepSeek-V3's production layout peaks a little under the 79.1 GiB CUDA reports on an H800.
   auto j = Json::parse(test::read_text(test::source_path("scenarios/h800/dsv3-production.json")));
   const auto tight = predict::predict(load(j));
@@ -513,7 +556,8 @@ TEST_CASE("A fragmentation allowance decides whether a tight layout fits", "[rep
   const auto& parts = tight.peak_memory_parts;
   CHECK(reserved.reserved_memory_gib == Approx(tight.peak_memory_gib + 0.1 * parts.allocated()));
   CHECK(parts.allocated() + parts.outside_allocator() == Approx(tight.peak_memory_gib));
-  CHECK(reserved.rank_max_reserved_gib.front() == Approx(1.1 * reserved.rank_max_allocated_gib.front()));
+  CHECK(reserved.rank_max_reserved_gib.front() ==
+        Approx(1.1 * reserved.rank_max_allocated_gib.front()));
   CHECK_FALSE(reserved.fits_in_memory);
 }
 
@@ -523,7 +567,8 @@ TEST_CASE("Steps too large to simulate are refused with the reason", "[reports][
   test::TempFile f(j.dump());
   const auto r = test::run_moesim({"run", f.path()});
   CHECK(r.status == 2);  // bad input: the user changes global_batch_size
-  CHECK_THAT(r.err, Catch::Contains(f.path() + ": training.global_batch_size: 4194304 microbatches per step"));
+  CHECK_THAT(r.err, Catch::Contains(f.path() +
+                                    ": training.global_batch_size: 4194304 microbatches per step"));
   CHECK_THAT(r.err, Catch::Contains("moesim simulates up to 2e+05 per step"));
 }
 
@@ -543,18 +588,22 @@ TEST_CASE("A headroom holds memory back and cannot hold back all of it", "[repor
   const auto fits = test::run_moesim({"run", "--json", f.path()});
   REQUIRE(fits.status == 0);
   const double peak = nlohmann::json::parse(fits.out)["peak_memory_gib"];
-  const auto held = test::run_moesim({"run", "--json", "--headroom", fmt::format("{}", 79.11 - peak + 0.5), f.path()});
+  const auto held = test::run_moesim(
+      {"run", "--json", "--headroom", fmt::format("{}", 79.11 - peak + 0.5), f.path()});
   CHECK(held.status == 0);
   CHECK(nlohmann::json::parse(held.out)["fits_in_memory"] == false);
   const auto all = test::run_moesim({"run", "--headroom", "100", f.path()});
   CHECK(all.status == 2);
-  CHECK_THAT(all.err, Catch::Contains(f.path() + ": system: --headroom 100 GiB leaves nothing of the 79.11 GiB"));
+  CHECK_THAT(
+      all.err,
+      Catch::Contains(f.path() + ": system: --headroom 100 GiB leaves nothing of the 79.11 GiB"));
 }
 
 // NVIDIA's baseline profile showed GPU gaps from a host that cannot keep up; each host
 // optimization and CUDA graph removes some (shared/reference/gb200-journey.md). The share
 // of the critical rank's step spent host-bound must fall along the journey.
-TEST_CASE("The host-bound idle share falls along the GB200 journey", "[reports][run][host][journey]") {
+TEST_CASE("The host-bound idle share falls along the GB200 journey",
+          "[reports][run][host][journey]") {
   const auto share = [](const char* file) {
     const auto p = predict::predict(config::load_scenario_file(test::source_path(file)));
     return p.step.breakdown.host_bound_idle / p.step.step_time_s;
@@ -565,9 +614,9 @@ TEST_CASE("The host-bound idle share falls along the GB200 journey", "[reports][
   const double s09 = share("scenarios/journey/09-pdl-swizzle.json");
   const double s10 = share("scenarios/journey/10-graph-shared-expert.json");
   const double s13 = share("scenarios/journey/13-norm-quant-fusion.json");
-  CHECK(s01 > 0.05);      // the baseline is visibly host-bound
-  CHECK(s05 < s01);       // kernel and host-work cuts of steps 2-5
-  CHECK(s06 <= s05);      // CUDA graphs hide launches
+  CHECK(s01 > 0.05);  // the baseline is visibly host-bound
+  CHECK(s05 < s01);   // kernel and host-work cuts of steps 2-5
+  CHECK(s06 <= s05);  // CUDA graphs hide launches
   CHECK(s10 <= s09);
   // What is left is the routed experts' host work: about a tenth of the step, where the
   // journey's authors expect at least 10% from removing the dropless sync and graphing
@@ -579,7 +628,8 @@ TEST_CASE("CUDA graphs: L x M x 2 per rank, static buffers in memory, one for fu
           "[reports][run][graphs]") {
   // Journey step 13: layout Et|(tt|)*30L over PP8 x VPP4 gives ranks 7, 8, ..., 8, 6
   // decoder layers; 64 microbatches: up to 8 x 64 x 2 = 1024 graphs (the blog's L x M x 2).
-  const auto sc = config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json"));
+  const auto sc =
+      config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json"));
   const auto p = predict::predict(sc);
   REQUIRE(p.cuda_graphs_per_rank.size() == 8);
   CHECK(p.cuda_graphs_per_rank[0] == 7 * 64 * 2);
@@ -597,7 +647,8 @@ TEST_CASE("CUDA graphs: L x M x 2 per rank, static buffers in memory, one for fu
   const double layers_in_flight = p.graph_static_gib[1] / per_layer_gib;
   CHECK(layers_in_flight == Approx(std::round(layers_in_flight)));
   CHECK(p.rank_memory_gib[1] == Approx(e.rank_memory_gib[1] + p.graph_static_gib[1]));
-  const auto full = predict::predict(config::load_scenario_file(test::source_path("scenarios/whatif/sync-free-full-graph.json")));
+  const auto full = predict::predict(
+      config::load_scenario_file(test::source_path("scenarios/whatif/sync-free-full-graph.json")));
   CHECK(full.cuda_graphs_per_rank[1] == 1);
 }
 
@@ -609,11 +660,13 @@ double host_bound_before(const schedules::Breakdown& b, Module m) {
 }
 
 // Kernels of one pipeline rank's compute stream, in start order, by name.
-std::vector<std::pair<std::string, double>> compute_kernels(const predict::Prediction& p, int rank) {
+std::vector<std::pair<std::string, double>> compute_kernels(const predict::Prediction& p,
+                                                            int rank) {
   std::vector<const schedules::TraceSpan*> spans;
   for (const auto& s : p.step.trace)
     if (s.rank == rank && s.track == 0) spans.push_back(&s);
-  std::stable_sort(spans.begin(), spans.end(), [](auto* a, auto* b) { return a->start_s < b->start_s; });
+  std::stable_sort(spans.begin(), spans.end(),
+                   [](auto* a, auto* b) { return a->start_s < b->start_s; });
   std::vector<std::pair<std::string, double>> out;
   for (auto* s : spans) out.emplace_back(p.step.labels[s->label], s->end_s - s->start_s);
   return out;
@@ -639,10 +692,12 @@ int tiny_kernels_before_expert_gemm(const predict::Prediction& p) {
 // tiny kernels (scale zero-fills, swizzles) before the expert GEMMs; once attention,
 // router, preprocess and the shared expert run in CUDA graphs, "only the routed experts
 // part still has some CPU overhead".
-TEST_CASE("The journey's traces show what NVIDIA's profiles showed", "[reports][run][host][journey]") {
+TEST_CASE("The journey's traces show what NVIDIA's profiles showed",
+          "[reports][run][host][journey]") {
   schedules::StepOptions traced;
   traced.trace = true;
-  const auto base = predict::predict(config::load_scenario_file(test::source_path("scenarios/journey/01-baseline.json")), traced);
+  const auto base = predict::predict(
+      config::load_scenario_file(test::source_path("scenarios/journey/01-baseline.json")), traced);
   const auto& b1 = base.step.breakdown;
   // Host-bound gaps before the router's kernels and before the routed experts' kernels.
   CHECK(host_bound_before(b1, Module::moe_router) > 0.02 * base.step.step_time_s);
@@ -664,16 +719,20 @@ TEST_CASE("The journey's traces show what NVIDIA's profiles showed", "[reports][
   // Scale zero-fills and swizzles: 16 + 16 tiny kernels before the first expert GEMM at
   // the baseline (8 splits), one fused swizzle once steps 2 and 9 are in.
   CHECK(tiny_kernels_before_expert_gemm(base) >= 16);
-  const auto s9 = predict::predict(config::load_scenario_file(test::source_path("scenarios/journey/09-pdl-swizzle.json")), traced);
+  const auto s9 = predict::predict(
+      config::load_scenario_file(test::source_path("scenarios/journey/09-pdl-swizzle.json")),
+      traced);
   CHECK(tiny_kernels_before_expert_gemm(s9) <= 2);
 
   // Step 13: what host-bound idle remains is before the dispatch, expert and combine
   // kernels; none before the graphed modules.
-  const auto s13 = predict::predict(config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
+  const auto s13 = predict::predict(
+      config::load_scenario_file(test::source_path("scenarios/journey/13-norm-quant-fusion.json")));
   const auto& b13 = s13.step.breakdown;
   for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::shared_expert})
     CHECK(host_bound_before(b13, m) == 0);
-  const double routed = host_bound_before(b13, Module::moe_dispatch) + host_bound_before(b13, Module::experts) +
+  const double routed = host_bound_before(b13, Module::moe_dispatch) +
+                        host_bound_before(b13, Module::experts) +
                         host_bound_before(b13, Module::moe_combine);
   CHECK(routed > 0);
   CHECK(routed >= 0.9 * b13.host_bound_idle);

@@ -137,20 +137,24 @@ TEST_CASE("The Slurm script runs one shard per array task and resumes", "[report
              "'/opt/moesim' sweep '/work/s.json' -o 'out/s'_${SLURM_ARRAY_TASK_ID}.csv --resume"));
   CHECK_THAT(s, Catch::Contains("sweep merge 'out/s'_*.csv --sweep '/work/s.json' -o 'out/s'.csv"));
   // The sweep's own options reach every task.
-  const std::string h = reports::slurm_script("/opt/moesim", "/work/s.json", "s", 10, 1, "s", " --headroom 4");
+  const std::string h =
+      reports::slurm_script("/opt/moesim", "/work/s.json", "s", 10, 1, "s", " --headroom 4");
   CHECK_THAT(h, Catch::Contains("--jobs \"${SLURM_CPUS_PER_TASK:-0}\" --headroom 4\n"));
   // moesim replaces the shell, so Slurm's SIGTERM reaches it. The defaults ask for 2 CPUs
   // and leave partition, time and account to the cluster.
   CHECK_THAT(s, Catch::Contains("\nexec '/opt/moesim' sweep "));
   CHECK_THAT(s, Catch::Contains("#SBATCH --cpus-per-task=2\n"));
-  CHECK_THAT(s, !Catch::Contains("--partition") && !Catch::Contains("--time") && !Catch::Contains("--account"));
+  CHECK_THAT(s, !Catch::Contains("--partition") && !Catch::Contains("--time") &&
+                    !Catch::Contains("--account"));
   const std::string r = reports::slurm_script("/opt/moesim", "/work/s.json", "s", 10, 1, "s", "",
                                               {16, "gpu,cpu", "1-00:00:00", "proj"});
-  CHECK_THAT(r, Catch::Contains("#SBATCH --cpus-per-task=16\n#SBATCH --partition=gpu,cpu\n#SBATCH "
-                                "--time=1-00:00:00\n#SBATCH --account=proj\n#SBATCH --output=s_%a.log\n"));
+  CHECK_THAT(
+      r, Catch::Contains("#SBATCH --cpus-per-task=16\n#SBATCH --partition=gpu,cpu\n#SBATCH "
+                         "--time=1-00:00:00\n#SBATCH --account=proj\n#SBATCH --output=s_%a.log\n"));
 }
 
-TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)", "[reports][sweep]") {
+TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)",
+          "[reports][sweep]") {
   config::SweepPoint point{7, {"64", "2"}, {}};
   predict::SweepResult r;
   r.id = 7;
@@ -163,8 +167,10 @@ TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)", 
   r.mfu = 0.1;
   r.peak_memory_gib = 130.27504095077515;
   r.reserved_memory_gib = 131;
-  r.compute_s = 1.0 / 3, r.exposed_communication_s = 2e-9, r.pipeline_bubble_s = 0.5, r.host_bound_idle_s = 0;
-  r.other_s = 1e-300, r.schedule_bubble_s = 0.25, r.stage_imbalance_s = 0.25, r.straggler_wait_s = 0.1;
+  r.compute_s = 1.0 / 3, r.exposed_communication_s = 2e-9, r.pipeline_bubble_s = 0.5,
+  r.host_bound_idle_s = 0;
+  r.other_s = 1e-300, r.schedule_bubble_s = 0.25, r.stage_imbalance_s = 0.25,
+  r.straggler_wait_s = 0.1;
   r.ettr = 0.9867687970280858;
   r.band_lo_s = 11.9, r.band_hi_s = 13.0 / 0.93;
   r.days = 3.5, r.gpu_hours = 5376.0 / 7, r.days_with_goodput = 3.6, r.gpu_hours_with_goodput = 800;

@@ -20,12 +20,15 @@ using namespace moesim;
 namespace {
 
 predict::Prediction traced(const std::string& dispatcher) {
-  const auto sc = config::load_scenario_text(R"({
+  const auto sc =
+      config::load_scenario_text(R"({
     "name": "c1f1b", "system": "h100", "gpus": 8, "model": {"base": "qwen3-30b-a3b", "num_hidden_layers": 2},
     "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 32, "precision": "bf16"},
     "parallelism": {"ep": 8},
-    "framework": {"dispatcher": ")" + dispatcher + R"(", "moe_a2a_overlap": true, "cuda_graph_scope": []}
-  })", "t.json");
+    "framework": {"dispatcher": ")" + dispatcher +
+                                     R"(", "moe_a2a_overlap": true, "cuda_graph_scope": []}
+  })",
+                                 "t.json");
   return predict::predict(sc, {true, false});
 }
 
@@ -52,7 +55,8 @@ std::size_t find(const std::vector<HostOp>& ops, const std::string& name, std::s
 double kernel_end(const predict::Prediction& p, const std::string& name, double t) {
   double best_start = 1e30, end = -1;
   for (const auto& s : p.step.trace)
-    if (s.rank == 0 && s.track >= 0 && p.step.labels[s.label] == name && s.start_s >= t && s.start_s < best_start) {
+    if (s.rank == 0 && s.track >= 0 && p.step.labels[s.label] == name && s.start_s >= t &&
+        s.start_s < best_start) {
       best_start = s.start_s;
       end = s.end_s;
     }
@@ -76,7 +80,8 @@ predict::Prediction dualpipe(int mtp) {
 
 }  // namespace
 
-TEST_CASE("The all-to-all overlap launches each layer pair in Megatron's node order", "[schedules]") {
+TEST_CASE("The all-to-all overlap launches each layer pair in Megatron's node order",
+          "[schedules]") {
   const auto p = traced("hybridep");
   const auto ops = host_ops(p);
   // The first pair starts with the backward's combine (microbatch 0's last layer); the first
@@ -85,14 +90,14 @@ TEST_CASE("The all-to-all overlap launches each layer pair in Megatron's node or
   REQUIRE(start != std::string::npos);
   CHECK(find(ops, "moe.combine.fwd", 0) < start);  // microbatch 0's forward, alone
   const std::vector<std::string> order{
-      "moe.combine.bwd",         // b.combine
-      "attn.qkv.fprop",          // f.pre_dispatch
-      "moe.fc2.dgrad",           // b.experts
-      "moe.hybridep_meta.0.fwd", // f.dispatch, with its token-count sync
-      "moe.dispatch.bwd",        // b.dispatch
-      "moe.fc1.fprop",           // f.experts
-      "moe.combine.fwd",         // f.combine
-      "attn.o_proj.dgrad",       // b.pre_dispatch
+      "moe.combine.bwd",          // b.combine
+      "attn.qkv.fprop",           // f.pre_dispatch
+      "moe.fc2.dgrad",            // b.experts
+      "moe.hybridep_meta.0.fwd",  // f.dispatch, with its token-count sync
+      "moe.dispatch.bwd",         // b.dispatch
+      "moe.fc1.fprop",            // f.experts
+      "moe.combine.fwd",          // f.combine
+      "attn.o_proj.dgrad",        // b.pre_dispatch
   };
   std::size_t at = start;
   for (const auto& name : order) {
@@ -111,7 +116,8 @@ TEST_CASE("The all-to-all overlap launches each layer pair in Megatron's node or
   // The host blocks after the metadata kernels until the received count is on the host.
   const std::size_t meta = find(ops, "moe.hybridep_meta.2.fwd", start);
   REQUIRE(meta + 1 < ops.size());
-  CHECK(ops[meta + 1].start_s >= kernel_end(p, "moe.hybridep_meta.2.fwd", ops[meta].start_s) - 1e-12);
+  CHECK(ops[meta + 1].start_s >=
+        kernel_end(p, "moe.hybridep_meta.2.fwd", ops[meta].start_s) - 1e-12);
 }
 
 TEST_CASE("Under the all-to-all overlap the forward's dispatch runs beside the backward's experts",
@@ -122,21 +128,23 @@ TEST_CASE("Under the all-to-all overlap the forward's dispatch runs beside the b
     const auto& s = p.step;
     const auto experts_bwd = [&](std::uint32_t label) {
       const auto& n = s.labels[label];
-      return n == "moe.fc1.dgrad" || n == "moe.fc2.dgrad" || n == "moe.fc1.wgrad" || n == "moe.fc2.wgrad";
+      return n == "moe.fc1.dgrad" || n == "moe.fc2.dgrad" || n == "moe.fc1.wgrad" ||
+             n == "moe.fc2.wgrad";
     };
     int overlapped = 0;
     for (const auto& d : s.trace) {
       if (d.rank != 0 || d.track < 0 || s.labels[d.label] != "moe.dispatch.fwd") continue;
       for (const auto& g : s.trace)
-        if (g.rank == 0 && g.track >= 0 && g.track != d.track && experts_bwd(g.label) && g.start_s < d.end_s &&
-            g.end_s > d.start_s)
+        if (g.rank == 0 && g.track >= 0 && g.track != d.track && experts_bwd(g.label) &&
+            g.start_s < d.end_s && g.end_s > d.start_s)
           ++overlapped;
     }
     CHECK(overlapped > 0);
   }
 }
 
-TEST_CASE("Megatron's alltoall dispatcher takes its dropless sync in the dispatch node", "[schedules]") {
+TEST_CASE("Megatron's alltoall dispatcher takes its dropless sync in the dispatch node",
+          "[schedules]") {
   // Dropless, EP > 1: the sync point is before_ep_alltoall (token_dispatcher.py), in
   // token_dispatch. In a pair the host has launched the backward's experts before it blocks.
   const auto p = traced("alltoall");
@@ -150,7 +158,8 @@ TEST_CASE("Megatron's alltoall dispatcher takes its dropless sync in the dispatc
   CHECK(pre < dgrad);
   CHECK(dgrad < permute);
   // After launching the permute the host waits for the counts (the preprocess kernels).
-  CHECK(ops[permute + 1].start_s >= kernel_end(p, "moe.preprocess.1.fwd", ops[pre].start_s) - 1e-12);
+  CHECK(ops[permute + 1].start_s >=
+        kernel_end(p, "moe.preprocess.1.fwd", ops[pre].start_s) - 1e-12);
   CHECK(ops[permute + 1].start_s > ops[permute].end_s);
 }
 
@@ -162,16 +171,16 @@ TEST_CASE("DualPipe's pairs launch in the node order of DeepSeek's own trace", "
   const std::size_t start = find(ops, "moe.combine.bwd", find(ops, "host.pair_sync", 0));
   REQUIRE(start != std::string::npos);
   const std::vector<std::string> order{
-      "moe.combine.bwd",      // combine(B)
-      "attn.q_a.fprop",       // attn(F)
-      "moe.fc2.dgrad",        // mlp(B)
-      "moe.dispatch.fwd",     // dispatch(F)
-      "moe.dispatch.bwd",     // dispatch(B)
-      "moe.fc2.wgrad",        // mlp(W)
-      "moe.fc1.fprop",        // mlp(F)
-      "attn.o_proj.dgrad",    // attn(B)
-      "attn.o_proj.wgrad",    // attn(W)
-      "moe.combine.fwd",      // combine(F)
+      "moe.combine.bwd",    // combine(B)
+      "attn.q_a.fprop",     // attn(F)
+      "moe.fc2.dgrad",      // mlp(B)
+      "moe.dispatch.fwd",   // dispatch(F)
+      "moe.dispatch.bwd",   // dispatch(B)
+      "moe.fc2.wgrad",      // mlp(W)
+      "moe.fc1.fprop",      // mlp(F)
+      "attn.o_proj.dgrad",  // attn(B)
+      "attn.o_proj.wgrad",  // attn(W)
+      "moe.combine.fwd",    // combine(F)
   };
   std::size_t at = start;
   for (const auto& name : order) {

@@ -27,7 +27,9 @@ Json scenario() {
     "framework": {"dispatcher": "deepep", "dispatcher_sms": 20, "cuda_graph_scope": []}
   })");
 }
-config::Scenario load(const Json& j) { return config::load_scenario_text(j.dump(), "dp.json"); }
+config::Scenario load(const Json& j) {
+  return config::load_scenario_text(j.dump(), "dp.json");
+}
 
 struct Span {
   int track;
@@ -37,7 +39,8 @@ struct Span {
 std::map<std::string, std::vector<Span>> kernels(const predict::Prediction& p, int rank) {
   std::map<std::string, std::vector<Span>> out;
   for (const auto& s : p.step.trace)
-    if (s.rank == rank && s.track >= 0) out[p.step.labels[s.label]].push_back({s.track, s.start_s, s.end_s});
+    if (s.rank == rank && s.track >= 0)
+      out[p.step.labels[s.label]].push_back({s.track, s.start_s, s.end_s});
   return out;
 }
 double last_end(const std::vector<Span>& v) {
@@ -72,7 +75,8 @@ TEST_CASE("Megatron's buckets: filled in backward order, closed at the item reac
   // item 7, t5 t4 at 5, t3 t2 at 3, t1 t0 at 1 (t0's dense MLP is large), E at 0.
   fw.ddp_bucket_size = 1.5 * moe_layer;
   REQUIRE(item(9).dense > *fw.ddp_bucket_size);
-  const auto plan = schedules::dp_plan(sc.model, sc.parallelism, fw, stage, sc.padded_vocab(), sc.pipeline_schedule);
+  const auto plan = schedules::dp_plan(sc.model, sc.parallelism, fw, stage, sc.padded_vocab(),
+                                       sc.pipeline_schedule);
   CHECK(plan.bucket[9].dense == item(9).dense);
   CHECK(plan.bucket[7].dense == Approx(2 * moe_layer));
   CHECK(plan.bucket[5].dense == Approx(2 * moe_layer));
@@ -84,7 +88,8 @@ TEST_CASE("Megatron's buckets: filled in backward order, closed at the item reac
   for (std::size_t k = 2; k <= 8; ++k) CHECK(plan.bucket[k].expert == Approx(experts));
   double dense = 0, expert = 0;
   for (const auto& b : plan.bucket) dense += b.dense, expert += b.expert;
-  const auto all = schedules::stage_parameters(sc.model, sc.parallelism, stage, sc.padded_vocab(), sc.pipeline_schedule);
+  const auto all = schedules::stage_parameters(sc.model, sc.parallelism, stage, sc.padded_vocab(),
+                                               sc.pipeline_schedule);
   CHECK(dense == Approx(all.dense));
   CHECK(expert == Approx(all.expert));
   // Megatron's default: max(40 M, 1 M x DP).
@@ -92,8 +97,10 @@ TEST_CASE("Megatron's buckets: filled in backward order, closed at the item reac
   CHECK(schedules::default_bucket_params(128) == 128e6);
 }
 
-TEST_CASE("Distributed optimizer: a reduce-scatter per bucket in the last backward, gathers before the first forward",
-          "[schedules][dp]") {
+TEST_CASE(
+    "Distributed optimizer: a reduce-scatter per bucket in the last backward, gathers before the "
+    "first forward",
+    "[schedules][dp]") {
   auto j = scenario();
   j["framework"]["ddp_bucket_size"] = 1;  // every item its own bucket
   const auto p = predict::predict(load(j), {true, false});
@@ -147,8 +154,10 @@ TEST_CASE("Plain DDP all-reduces the gradients and gathers nothing", "[schedules
   CHECK(p.peak_memory_parts.optimizer > 1.5 * d.peak_memory_parts.optimizer);
 }
 
-TEST_CASE("Megatron-FSDP gathers every layer in every forward and backward and reduce-scatters after each backward",
-          "[schedules][dp]") {
+TEST_CASE(
+    "Megatron-FSDP gathers every layer in every forward and backward and reduce-scatters after "
+    "each backward",
+    "[schedules][dp]") {
   auto j = scenario();
   j["parallelism"]["fsdp"] = true;
   const auto p = predict::predict(load(j), {true, false});
@@ -160,7 +169,8 @@ TEST_CASE("Megatron-FSDP gathers every layer in every forward and backward and r
   CHECK(k.at("fsdp.grad_reduce_scatter").size() == 12);
   CHECK(k.count("dp.param_all_gather") == 0);
   // Gathers on their own stream, beside the reductions.
-  CHECK(k.at("fsdp.param_all_gather").front().track != k.at("fsdp.grad_reduce_scatter").front().track);
+  CHECK(k.at("fsdp.param_all_gather").front().track !=
+        k.at("fsdp.grad_reduce_scatter").front().track);
   // Memory: BF16 weights and FP32 gradients sharded over DP (4) and expert-DP (2), plus
   // two gathered units and one unit's gradients of the largest unit (t2: its 64 experts).
   const auto sc = load(j);
@@ -177,5 +187,6 @@ TEST_CASE("Megatron-FSDP gathers every layer in every forward and backward and r
   CHECK(p.peak_memory_parts.optimizer == Approx(d.peak_memory_parts.optimizer));
   // Rank 0's total against the unsharded run's: the weights and gradients' difference.
   const double sharded = (dense / 4 + expert / 2) * 6 + largest * 8;
-  CHECK(r0[0] - d.rank_memory_gib[0] == Approx((sharded - (dense + expert) * 6) / gib).epsilon(1e-6));
+  CHECK(r0[0] - d.rank_memory_gib[0] ==
+        Approx((sharded - (dense + expert) * 6) / gib).epsilon(1e-6));
 }

@@ -13,13 +13,16 @@
 
 using namespace moesim;
 
-TEST_CASE("Merged kernel runs predict what the step kernel by kernel predicts", "[schedules][merge]") {
+TEST_CASE("Merged kernel runs predict what the step kernel by kernel predicts",
+          "[schedules][merge]") {
   // The default scenario (captured attention, router and preprocessing: graph runs merge;
   // the experts' eager kernels coalesce behind a host that runs ahead), an eager BF16 H100
   // run, and ZB-H1 (its weight-gradient kernels keep a pass of their own).
-  const auto zb = test::patched(test::default_scenario_json(),
-                                R"({"parallelism": {"pipeline_schedule": "zb-h1", "vpp": 1, "pp_layout": null}})");
-  for (const char* file : {"scenarios/dsv3-gb200.json", "scenarios/examples/qwen3-30b-a3b-h100.json", "zb-h1"}) {
+  const auto zb = test::patched(
+      test::default_scenario_json(),
+      R"({"parallelism": {"pipeline_schedule": "zb-h1", "vpp": 1, "pp_layout": null}})");
+  for (const char* file :
+       {"scenarios/dsv3-gb200.json", "scenarios/examples/qwen3-30b-a3b-h100.json", "zb-h1"}) {
     INFO(file);
     const bool patched = std::string(file) == "zb-h1";
     const auto sc = patched ? config::load_scenario_text(zb.dump(), "zb-h1.json")

@@ -27,7 +27,8 @@ TEST_CASE("NCCL's EP all-to-all takes its channels' SMs from the computation bes
     "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 32, "precision": "bf16"},
     "parallelism": {"ep": 8},
     "framework": {"dispatcher": "alltoall", "moe_a2a_overlap": true, "cuda_graph_scope": []}
-  })", "t.json");
+  })",
+                                             "t.json");
   const auto p = predict::predict(sc, {true, false});
   const auto& s = p.step;
   // A kernel's duration alone: the shortest of its label's spans on rank 0.
@@ -47,9 +48,13 @@ TEST_CASE("NCCL's EP all-to-all takes its channels' SMs from the computation bes
     if (c.rank != 0 || c.track < 0 || c.comm != 0 || c.end_s - c.start_s < 50e-6) continue;
     bool inside = false, crowded = false;
     for (const auto& o : s.trace) {
-      if (o.rank != 0 || o.track < 0 || o.track == c.track || o.end_s <= c.start_s || o.start_s >= c.end_s) continue;
-      if (is_ep(o) && o.start_s <= c.start_s && o.end_s >= c.end_s) inside = true;
-      else crowded = true;
+      if (o.rank != 0 || o.track < 0 || o.track == c.track || o.end_s <= c.start_s ||
+          o.start_s >= c.end_s)
+        continue;
+      if (is_ep(o) && o.start_s <= c.start_s && o.end_s >= c.end_s)
+        inside = true;
+      else
+        crowded = true;
     }
     if (!inside || crowded) continue;
     INFO(s.labels[c.label]);

@@ -28,16 +28,19 @@ TEST_CASE("Interleaved order follows Megatron's chunk mapping", "[schedules][pip
   for (const auto& w : o)
     s += fmt::format("{}{}.{} ", w.forward() ? 'F' : 'B', w.microbatch, w.chunk);
   CHECK(s == "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0 ");
-  CHECK_THROWS_AS(pipeline_order(ScheduleKind::interleaved_1f1b, 4, 2, 0, 6), std::invalid_argument);
+  CHECK_THROWS_AS(pipeline_order(ScheduleKind::interleaved_1f1b, 4, 2, 0, 6),
+                  std::invalid_argument);
 }
 
-TEST_CASE("Interleaved order with as many microbatches as ranks: no all-warm-up special case", "[schedules][pipeline]") {
+TEST_CASE("Interleaved order with as many microbatches as ranks: no all-warm-up special case",
+          "[schedules][pipeline]") {
   // pp 2, vpp 2, m 2, last rank: warm-up (2-1-1)*2 + (2-1)*2 = 2 forwards (chunk 0 of both
   // microbatches), then the last chunk's forward and backward alternate, as Megatron-Core
   // runs it since 4295be1a6c (older releases ran every forward first when m == pp).
   const auto o = pipeline_order(ScheduleKind::interleaved_1f1b, 2, 2, 1, 2);
   std::string s;
-  for (const auto& w : o) s += fmt::format("{}{}.{} ", w.forward() ? 'F' : 'B', w.microbatch, w.chunk);
+  for (const auto& w : o)
+    s += fmt::format("{}{}.{} ", w.forward() ? 'F' : 'B', w.microbatch, w.chunk);
   CHECK(s == "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 B0.0 B1.0 ");
 }
 
@@ -53,7 +56,8 @@ TEST_CASE("1F1B bubble is (PP-1)(F+B) in the engine", "[schedules][pipeline][clo
   }
 }
 
-TEST_CASE("Interleaved 1F1B bubble is (PP-1)(F+B)/vpp in the engine", "[schedules][pipeline][closed-form]") {
+TEST_CASE("Interleaved 1F1B bubble is (PP-1)(F+B)/vpp in the engine",
+          "[schedules][pipeline][closed-form]") {
   // Whole-model F = 1 ms, B = 2 ms split into vpp chunks of F/vpp and B/vpp.
   for (int pp : {2, 4}) {
     for (int vpp : {2, 4}) {
@@ -81,7 +85,10 @@ namespace {
 std::string passes(const std::vector<WorkItem>& o) {
   std::string s;
   for (const auto& w : o) {
-    const char* p = w.pass == Pass::forward ? "F" : w.pass == Pass::backward ? "B" : w.pass == Pass::backward_input ? "b" : "W";
+    const char* p = w.pass == Pass::forward          ? "F"
+                    : w.pass == Pass::backward       ? "B"
+                    : w.pass == Pass::backward_input ? "b"
+                                                     : "W";
     s += fmt::format("{}{}{}{} ", p, w.microbatch, w.chunk ? "'" : "", w.overlap_next ? "&" : "");
   }
   return s;
@@ -116,11 +123,14 @@ TEST_CASE("DualPipe order: the repository's eight steps on each rank", "[schedul
     CHECK(f == 24);
     CHECK(w == 24);
   }
-  CHECK_THROWS_AS(pipeline_order(ScheduleKind::dualpipe, 4, 1, 0, 6), std::invalid_argument);  // M < 2 pp
-  CHECK_THROWS_AS(pipeline_order(ScheduleKind::dualpipe, 3, 1, 0, 12), std::invalid_argument);  // odd pp
+  CHECK_THROWS_AS(pipeline_order(ScheduleKind::dualpipe, 4, 1, 0, 6),
+                  std::invalid_argument);  // M < 2 pp
+  CHECK_THROWS_AS(pipeline_order(ScheduleKind::dualpipe, 3, 1, 0, 12),
+                  std::invalid_argument);  // odd pp
 }
 
-TEST_CASE("Stage placement: interleaved, DualPipe's two mirrored pipelines, DualPipeV's V", "[schedules][pipeline]") {
+TEST_CASE("Stage placement: interleaved, DualPipe's two mirrored pipelines, DualPipeV's V",
+          "[schedules][pipeline]") {
   const PipelineShape inter(ScheduleKind::interleaved_1f1b, 4, 2);
   CHECK(inter.place(1, 1).stage == 5);
   const PipelineShape dual(ScheduleKind::dualpipe, 4, 1);
@@ -153,7 +163,8 @@ TEST_CASE("ZB-H1 bubble is (PP-1)(F+B-2W) in the engine", "[schedules][pipeline]
   CHECK(r.bubble_s == Approx(3 * 3e-3).epsilon(1e-6));
 }
 
-TEST_CASE("DualPipe and DualPipeV bubble is (PP/2-1)(F&B+B-3W) in the engine", "[schedules][pipeline][closed-form]") {
+TEST_CASE("DualPipe and DualPipeV bubble is (PP/2-1)(F&B+B-3W) in the engine",
+          "[schedules][pipeline][closed-form]") {
   // The repository's setting: F = B - W = W = 1 ms, F&B = F + B = 3 ms. DualPipe: PP
   // stages on PP ranks; DualPipeV: PP stages on PP/2 ranks, the same bubble.
   FixedChunks c;
@@ -186,30 +197,38 @@ TEST_CASE("DualPipe and DualPipeV bubble is (PP/2-1)(F&B+B-3W) in the engine", "
   c.fwd_bwd_s = 2.5e-3;
   const auto d = simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 32, c);
   CHECK(d.bubble_s <= (8 / 2 - 1) * (2.5e-3 + 2e-3 - 3e-3) + 1e-9);
-  CHECK(d.step_time_s < simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 32, {1e-3, 2e-3, 0, 1e-3, 3e-3}).step_time_s);
+  CHECK(
+      d.step_time_s <
+      simulate_pipeline(ScheduleKind::dualpipe, 8, 1, 32, {1e-3, 2e-3, 0, 1e-3, 3e-3}).step_time_s);
 }
 
-TEST_CASE("Megatron's MoE all-to-all overlap pairs a forward with the backward of an earlier microbatch",
-          "[schedules][pipeline]") {
+TEST_CASE(
+    "Megatron's MoE all-to-all overlap pairs a forward with the backward of an earlier microbatch",
+    "[schedules][pipeline]") {
   // No pipelining (Megatron-Core combined_1f1b_schedule_for_no_pipelining): microbatch 0's
   // forward alone, forward i+1 with backward i, the last backward alone.
-  CHECK(passes(pipeline_order(ScheduleKind::one_f_one_b, 1, 1, 0, 4, true)) == "F0 F1& B0 F2& B1 F3& B2 B3 ");
+  CHECK(passes(pipeline_order(ScheduleKind::one_f_one_b, 1, 1, 0, 4, true)) ==
+        "F0 F1& B0 F2& B1 F3& B2 B3 ");
   // Interleaved (get_pp_rank_microbatches): one more warm-up forward than without the
   // overlap. pp 2, vpp 2, 4 microbatches, rank 0: 16 items, warm-up 4 + 1 and as many
   // unpaired backwards at the end, 3 pairs.
   int pairs = 0;
-  for (const auto& w : pipeline_order(ScheduleKind::interleaved_1f1b, 2, 2, 0, 4, true)) pairs += w.overlap_next;
+  for (const auto& w : pipeline_order(ScheduleKind::interleaved_1f1b, 2, 2, 0, 4, true))
+    pairs += w.overlap_next;
   CHECK(pairs == 3);
   // A pair never holds a microbatch's forward with its own backward on the same chunk.
   for (int rank = 0; rank < 4; ++rank) {
     const auto o = pipeline_order(ScheduleKind::interleaved_1f1b, 4, 2, rank, 8, true);
     for (std::size_t i = 0; i + 1 < o.size(); ++i)
-      if (o[i].overlap_next) CHECK_FALSE((o[i].microbatch == o[i + 1].microbatch && o[i].chunk == o[i + 1].chunk));
+      if (o[i].overlap_next)
+        CHECK_FALSE((o[i].microbatch == o[i + 1].microbatch && o[i].chunk == o[i + 1].chunk));
   }
 }
 
-TEST_CASE("Activations in flight: 1F1B PP, ZB-H1 PP, DualPipe and DualPipeV PP+1 (the DualPipe repository's table)",
-          "[schedules][pipeline][memory]") {
+TEST_CASE(
+    "Activations in flight: 1F1B PP, ZB-H1 PP, DualPipe and DualPipeV PP+1 (the DualPipe "
+    "repository's table)",
+    "[schedules][pipeline][memory]") {
   // Stage-microbatches whose forward has run and whose weight gradients have not, at
   // the worst point of the busiest rank (DualPipe: its two chunks together).
   const auto in_flight = [](ScheduleKind k, int pp, int microbatches) {
@@ -217,8 +236,10 @@ TEST_CASE("Activations in flight: 1F1B PP, ZB-H1 PP, DualPipe and DualPipeV PP+1
     for (int r = 0; r < pp; ++r) {
       int now = 0;
       for (const auto& w : pipeline_order(k, pp, 1, r, microbatches)) {
-        if (w.forward()) ++now;
-        else if (w.weights()) --now;
+        if (w.forward())
+          ++now;
+        else if (w.weights())
+          --now;
         most = std::max(most, now);
       }
     }

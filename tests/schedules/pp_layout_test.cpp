@@ -105,7 +105,7 @@ TEST_CASE("Et*3|(tt|)*29,m|L: Megatron's documented PP16 VPP2 layout", "[schedul
 
 TEST_CASE("Default split: even, earlier stages take the remainder", "[schedules][pp_layout]") {
   const auto l = PipelineLayout::even(61, 1, 8, 1);
-  CHECK(l.stage(0, 0).to_string() == "E t0-t7");   // 61 = 8 * 7 + 5: stages 0-4 get 8
+  CHECK(l.stage(0, 0).to_string() == "E t0-t7");  // 61 = 8 * 7 + 5: stages 0-4 get 8
   CHECK(l.stage(4, 0).count(LayoutItemKind::decoder) == 8);
   CHECK(l.stage(5, 0).count(LayoutItemKind::decoder) == 7);
   CHECK(l.stage(7, 0).to_string() == "t54-t60 m0 L");

@@ -12,7 +12,8 @@
 
 using namespace moesim;
 
-TEST_CASE("step bound: never above the simulated step on a shipped scenario", "[schedules][step_bound]") {
+TEST_CASE("step bound: never above the simulated step on a shipped scenario",
+          "[schedules][step_bound]") {
   std::vector<double> ratio;
   for (const auto& file : test::shipped_scenarios()) {
     const config::Scenario sc = config::load_scenario_file(file);

@@ -50,7 +50,8 @@ predict::Prediction traced(const std::string& precision, std::int64_t gpus = 64)
 
 }  // namespace
 
-TEST_CASE("Small all-reduces cost NCCL's LL tree latency", "[hw_models][collectives][closed-form]") {
+TEST_CASE("Small all-reduces cost NCCL's LL tree latency",
+          "[hw_models][collectives][closed-form]") {
   // One rank: nothing to do. Inside one domain of 8: a chain, 6.6 + 2 x 7 x 0.6 us.
   CHECK(hw_models::small_all_reduce_seconds(1, 8) == 0);
   CHECK(hw_models::small_all_reduce_seconds(8, 8) == Approx(15.0e-6));
@@ -60,7 +61,8 @@ TEST_CASE("Small all-reduces cost NCCL's LL tree latency", "[hw_models][collecti
   CHECK(hw_models::small_all_reduce_seconds(4, 72) == Approx((6.6 + 2 * 3 * 0.6) * 1e-6));
 }
 
-TEST_CASE("Every step computes the gradient norm, clips and logs the loss", "[schedules][edges][closed-form]") {
+TEST_CASE("Every step computes the gradient norm, clips and logs the loss",
+          "[schedules][edges][closed-form]") {
   const auto p = traced("bf16");
   const auto seen = kernels(p);
   REQUIRE(seen.size() == 2);  // the two pipeline ranks
@@ -76,7 +78,8 @@ TEST_CASE("Every step computes the gradient norm, clips and logs the loss", "[sc
     // Only the stage holding the loss all-reduces it (over DP 4, one rank per node).
     CHECK(s.count.count("loss.all_reduce") == (rank == 1 ? 1u : 0u));
   }
-  CHECK(seen.at(1).first.at("loss.all_reduce") == Approx(hw_models::small_all_reduce_seconds(4, 1)).epsilon(1e-6));
+  CHECK(seen.at(1).first.at("loss.all_reduce") ==
+        Approx(hw_models::small_all_reduce_seconds(4, 1)).epsilon(1e-6));
   // No delayed scaling, no amax reductions.
   CHECK(seen.at(0).count.count("fp8.amax_all_reduce") == 0);
 }
@@ -104,7 +107,8 @@ TEST_CASE("FP8 delayed scaling reduces the amaxes after every chunk's forward an
   CHECK(amax_delayed == 0);
 }
 
-TEST_CASE("FP16 unscales and checks the gradients each step, at the BF16 GEMM rate", "[schedules][edges][closed-form]") {
+TEST_CASE("FP16 unscales and checks the gradients each step, at the BF16 GEMM rate",
+          "[schedules][edges][closed-form]") {
   const auto fp16 = traced("fp16"), bf16 = traced("bf16");
   const auto h = kernels(fp16), b = kernels(bf16);
   for (const auto& [rank, s] : h) {
@@ -112,7 +116,8 @@ TEST_CASE("FP16 unscales and checks the gradients each step, at the BF16 GEMM ra
     CHECK(b.at(rank).count.count("optimizer.unscale") == 0);
     // The pass reads and writes the FP32 main-gradient shard, as clipping does (FP32
     // buffer here: both 8 bytes a parameter).
-    CHECK(s.first.at("optimizer.unscale") == Approx(s.first.at("optimizer.clip_grad")).epsilon(1e-9));
+    CHECK(s.first.at("optimizer.unscale") ==
+          Approx(s.first.at("optimizer.clip_grad")).epsilon(1e-9));
     // The found-inf flag's all-reduce spans all 64 GPUs, as the norm's.
     CHECK(s.first.at("optimizer.found_inf_all_reduce") ==
           Approx(hw_models::small_all_reduce_seconds(64, 8)).epsilon(1e-6));
@@ -122,14 +127,16 @@ TEST_CASE("FP16 unscales and checks the gradients each step, at the BF16 GEMM ra
   // The step is BF16's plus the unscale pass and the all-reduce, and the launches after
   // the host's wait on the flag: the norm, its all-reduce, clipping and the optimizer step
   // no longer queue ahead of the GPU (a few launch costs of ~10-20 us each).
-  const double extra = h.at(0).first.at("optimizer.unscale") + h.at(0).first.at("optimizer.found_inf_all_reduce");
+  const double extra =
+      h.at(0).first.at("optimizer.unscale") + h.at(0).first.at("optimizer.found_inf_all_reduce");
   const double added = fp16.step.step_time_s - bf16.step.step_time_s;
   CHECK(added > extra);
   CHECK(added < extra + 100e-6);
   CHECK(fp16.peak_memory_gib == Approx(bf16.peak_memory_gib));
 }
 
-TEST_CASE("GPT models: learned positions, no rotary kernels, two FFN matrices", "[config][models]") {
+TEST_CASE("GPT models: learned positions, no rotary kernels, two FFN matrices",
+          "[config][models]") {
   const auto m = config::load_model_preset("gpt3-175b");
   CHECK(m.model_type == "gpt");
   CHECK_FALSE(m.gated_linear_unit);
@@ -149,7 +156,8 @@ TEST_CASE("GPT models: learned positions, no rotary kernels, two FFN matrices", 
   CHECK_FALSE(rope);
   // A GPT model without max_position_embeddings is refused.
   auto bad = j;
-  bad["model"] = config::Json::parse(R"({"model_type": "gpt", "hidden_size": 64, "intermediate_size": 256,
+  bad["model"] =
+      config::Json::parse(R"({"model_type": "gpt", "hidden_size": 64, "intermediate_size": 256,
     "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000})");
   CHECK_THROWS_AS(config::load_scenario_text(bad.dump(), "t.json"), config::InputError);
 }

@@ -37,7 +37,8 @@ predict::Prediction traced(bool overlap) {
 
 }  // namespace
 
-TEST_CASE("TP communication overlap: each collective keeps its exposed part", "[schedules][tp-overlap][closed-form]") {
+TEST_CASE("TP communication overlap: each collective keeps its exposed part",
+          "[schedules][tp-overlap][closed-form]") {
   const auto off = durations(traced(false)), on = durations(traced(true));
   const double n = 8, sms = 132, k = 16;
   // Ring exchange (the forward all-gather into the QKV GEMM): the GEMM keeps its time, the
@@ -45,7 +46,8 @@ TEST_CASE("TP communication overlap: each collective keeps its exposed part", "[
   {
     const double tc = off.at("attn.sp_gather.fwd"), tg = off.at("attn.qkv.fprop");
     CHECK(on.at("attn.qkv.fprop") == Approx(tg).epsilon(1e-9));
-    CHECK(on.at("attn.sp_gather.fwd") == Approx(std::max(0.0, tg / n + (n - 1) / n * std::max(tg, tc) - tg)).margin(1e-9));
+    CHECK(on.at("attn.sp_gather.fwd") ==
+          Approx(std::max(0.0, tg / n + (n - 1) / n * std::max(tg, tc) - tg)).margin(1e-9));
     CHECK(on.at("attn.sp_gather.fwd") < tc);
   }
   // Pipelined reduce-scatter (after the output projection): the GEMM on S - 16 SMs, 4 splits.
@@ -67,8 +69,10 @@ TEST_CASE("TP communication overlap: each collective keeps its exposed part", "[
     for (const auto* p : {&off, &on}) {
       const double tw = p->at("attn.qkv.wgrad"), td = p->at("attn.qkv.dgrad");
       // Both GEMMs ran on S - 16 SMs: their time is the bare GEMM's x S / (S - 16).
-      CHECK(p->at("attn.sp_gather.bwd") == Approx(std::max(0.0, std::max(tw, tc) - tw)).margin(1e-9));
-      CHECK(p->at("attn.qkv.sp_regather") == Approx(std::max(0.0, std::max(td, tc) - td)).margin(1e-9));
+      CHECK(p->at("attn.sp_gather.bwd") ==
+            Approx(std::max(0.0, std::max(tw, tc) - tw)).margin(1e-9));
+      CHECK(p->at("attn.qkv.sp_regather") ==
+            Approx(std::max(0.0, std::max(td, tc) - td)).margin(1e-9));
     }
     CHECK(on.at("attn.qkv.wgrad") == Approx(off.at("attn.qkv.wgrad")).epsilon(1e-9));
     (void)k;
@@ -77,7 +81,8 @@ TEST_CASE("TP communication overlap: each collective keeps its exposed part", "[
   CHECK(traced(true).step.step_time_s < traced(false).step.step_time_s);
 }
 
-TEST_CASE("TP communication overlap needs sequence parallelism", "[schedules][tp-overlap][config]") {
+TEST_CASE("TP communication overlap needs sequence parallelism",
+          "[schedules][tp-overlap][config]") {
   auto j = config::Json::parse(R"({
     "name": "x", "system": "h100", "gpus": 8, "model": "llama3-70b",
     "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 8, "precision": "bf16"},

@@ -141,7 +141,8 @@ TEST_CASE("Max-min: weights, bounds and coefficients", "[sim_core][maxmin]") {
   CHECK_THROWS_AS(bad.solve(), std::logic_error);
 }
 
-TEST_CASE("SM sharing: two full-GPU kernels split the SMs and both finish at 2x", "[sim_core][sm]") {
+TEST_CASE("SM sharing: two full-GPU kernels split the SMs and both finish at 2x",
+          "[sim_core][sm]") {
   // Each needs 1 ms alone on all 132 SMs; together each gets 66 SMs (rate 1/2) and both
   // finish at 2 ms. The max-min solver gives the same split: one constraint of 132 SMs.
   Rig r;
@@ -159,7 +160,8 @@ TEST_CASE("SM sharing: two full-GPU kernels split the SMs and both finish at 2x"
   CHECK(m.solve()[a] == Approx(66));
 }
 
-TEST_CASE("SM sharing: a reserved communication kernel slows compute mid-kernel", "[sim_core][sm]") {
+TEST_CASE("SM sharing: a reserved communication kernel slows compute mid-kernel",
+          "[sim_core][sm]") {
   // 148-SM GPU. Compute kernel: 1 s alone on 148 SMs. A DeepEP-like kernel takes 24 SMs for
   // 1 s from t = 0. Compute runs at 124/148 until t = 1 s, having done 124/148 of its work;
   // the remaining 24/148 s run at full rate: end = 1 + 24/148 = 1.162162... s.
@@ -177,7 +179,8 @@ TEST_CASE("SM sharing: a reserved communication kernel slows compute mid-kernel"
   CHECK(obs.end_of(8).seconds() == Approx(1.0 + 24.0 / 148.0).epsilon(1e-9));
 }
 
-TEST_CASE("Link ports: transfers through one port share it, through others they do not", "[sim_core][ports]") {
+TEST_CASE("Link ports: transfers through one port share it, through others they do not",
+          "[sim_core][ports]") {
   // Two copy-engine transfers (no SMs) that each fill port 0 alone: 1 ms each alone,
   // together each gets half the port and both end at 2 ms. A third on port 1 is not slowed.
   Rig r;
@@ -328,7 +331,8 @@ TEST_CASE("A missing producer is reported as what waits on what", "[sim_core][en
   Kernel k = kernel(1, 1e-3);
   k.waits[0] = r.events.create();  // nothing records it
   r.gpu.launch(s, k);
-  CHECK_THROWS_WITH(r.engine.run(), Catch::Contains("gpu0/compute: kernel 'fc1' waits on device event 0"));
+  CHECK_THROWS_WITH(r.engine.run(),
+                    Catch::Contains("gpu0/compute: kernel 'fc1' waits on device event 0"));
   Rig q;
   const int t = q.gpu.add_stream("pp");
   Kernel lone = kernel(2, 1e-3);
@@ -337,7 +341,8 @@ TEST_CASE("A missing producer is reported as what waits on what", "[sim_core][en
   CHECK_THROWS_WITH(q.engine.run(), Catch::Contains("1 of 2 participants arrived"));
 }
 
-TEST_CASE("Coalescing: kernels of one class queued behind a starting kernel run as one", "[sim_core][gpu]") {
+TEST_CASE("Coalescing: kernels of one class queued behind a starting kernel run as one",
+          "[sim_core][gpu]") {
   // Three class-7 kernels of 1, 2 and 3 ms launched at 1 ms on one stream (the host ahead
   // of the GPU, as in a step): each would start when the one before ends, so one kernel of
   // 6 ms ends at 7 ms, reported once; the third's event completes then. Beside a reserved
@@ -365,7 +370,8 @@ TEST_CASE("Coalescing: kernels of one class queued behind a starting kernel run 
   }
 }
 
-TEST_CASE("Coalescing stops at a later launch, another class, a pending wait or an event", "[sim_core][gpu]") {
+TEST_CASE("Coalescing stops at a later launch, another class, a pending wait or an event",
+          "[sim_core][gpu]") {
   // Each case: A (1 ms, class 1) and B (2 ms) launched at 1 ms on one stream; B ends at
   // 4 ms either way, but is simulated (reported) on its own.
   const auto run = [](auto&& setup) {

@@ -47,14 +47,18 @@ class Rng {
  public:
   explicit Rng(std::uint64_t s) : g_(s) {}
   // The generator of draw `index` of `seed`.
-  static Rng of(std::uint64_t seed, int index) { return Rng(mix(seed ^ mix(static_cast<std::uint64_t>(index)))); }
+  static Rng of(std::uint64_t seed, int index) {
+    return Rng(mix(seed ^ mix(static_cast<std::uint64_t>(index))));
+  }
   std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : g_() % n; }
   bool chance(double p) { return static_cast<double>(g_() % 1'000'000) < p * 1e6; }
   template <class T>
   const T& pick(const std::vector<T>& v) {
     return v[below(v.size())];
   }
-  std::int64_t pick(std::initializer_list<std::int64_t> v) { return *(v.begin() + below(v.size())); }
+  std::int64_t pick(std::initializer_list<std::int64_t> v) {
+    return *(v.begin() + below(v.size()));
+  }
   const char* pick(std::initializer_list<const char*> v) { return *(v.begin() + below(v.size())); }
 
  private:

@@ -14,7 +14,9 @@
 
 namespace moesim::test {
 
-inline std::string source_path(const std::string& rel) { return std::string(MOESIM_SOURCE_DIR) + "/" + rel; }
+inline std::string source_path(const std::string& rel) {
+  return std::string(MOESIM_SOURCE_DIR) + "/" + rel;
+}
 
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -30,7 +32,8 @@ inline std::vector<std::string> shipped_scenarios() {
   const auto root = source_path("scenarios");
   for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
     const auto rel = std::filesystem::relative(e.path(), root).string();
-    if (e.path().extension() == ".json" && rel.rfind("systems/", 0) != 0 && rel.rfind("models/", 0) != 0 &&
+    if (e.path().extension() == ".json" && rel.rfind("systems/", 0) != 0 &&
+        rel.rfind("models/", 0) != 0 &&
         rel.rfind("sweeps/", 0) != 0)  // sweep files (docs/SWEEP_FORMAT.md)
       out.push_back(e.path().string());
   }

@@ -5,9 +5,9 @@
 #include <random>
 
 #include "config/load.hpp"
-#include "support/fuzz_case.hpp"
 #include "hw_models/dispatcher.hpp"
 #include "schedules/schedule_kind.hpp"
+#include "support/fuzz_case.hpp"
 #include "workload/options.hpp"
 
 namespace moesim::test {
@@ -259,9 +259,10 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
     if (model.any_windowed()) {
       Json types = Json::array();
       for (std::int64_t i = 0; i < model.num_layers; ++i)
-        types.push_back(model.sliding_layer[static_cast<std::size_t>(i) % model.sliding_layer.size()]
-                            ? "sliding_attention"
-                            : "full_attention");
+        types.push_back(
+            model.sliding_layer[static_cast<std::size_t>(i) % model.sliding_layer.size()]
+                ? "sliding_attention"
+                : "full_attention");
       m["layer_types"] = types;
     }
     j["model"] = m;
@@ -319,9 +320,10 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   Json tr = {
       {"seq_length", seq}, {"micro_batch_size", mbs}, {"global_batch_size", mbs * dp * micro}};
   const std::vector<std::string> precisions =
-      blackwell
-          ? std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-delayed", "fp8-blockwise", "mxfp8", "mxfp8"}
-          : std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-delayed", "fp8-blockwise", "fp8-blockwise"};
+      blackwell ? std::vector<std::string>{"bf16",          "fp8-tensorwise", "fp8-delayed",
+                                           "fp8-blockwise", "mxfp8",          "mxfp8"}
+                : std::vector<std::string>{"bf16", "fp8-tensorwise", "fp8-delayed", "fp8-blockwise",
+                                           "fp8-blockwise"};
   const std::string precision = rng.chance(0.05) ? "mxfp8" : rng.pick(precisions);
   tr["precision"] = precision;
   const std::int64_t mtp = rng.chance(0.2) ? 1 : 0;
@@ -415,9 +417,11 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
     fw["low_precision_activations"] = list;
   }
   if (rng.chance(0.1)) fw["allocator_fragmentation"] = 0.1;
-  if (rng.chance(0.1)) fw["cross_entropy"] = rng.pick(std::vector<std::string>{"te", "native", "unfused"});
+  if (rng.chance(0.1))
+    fw["cross_entropy"] = rng.pick(std::vector<std::string>{"te", "native", "unfused"});
   // TE's unfused attention has no context parallelism (refused; draws stay loadable).
-  if (cp == 1 && rng.chance(0.1)) fw["attention_backend"] = rng.pick(std::vector<std::string>{"fused", "unfused"});
+  if (cp == 1 && rng.chance(0.1))
+    fw["attention_backend"] = rng.pick(std::vector<std::string>{"fused", "unfused"});
   if (rng.chance(0.1)) fw["ddp_bucket_size"] = rng.pick({1, 1000000, 40000000});
   j["framework"] = fw;
 
@@ -434,7 +438,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
     j["routing"] = r;
   } else if (rng.chance(0.5)) {
     j["routing"] = rng.chance(0.5) ? Json{{"balance", "loss_free"}}
-                                   : Json{{"balance", "aux_loss"}, {"coefficient", rng.pick({1, 10, 100}) * 1e-4}};
+                                   : Json{{"balance", "aux_loss"},
+                                          {"coefficient", rng.pick({1, 10, 100}) * 1e-4}};
   }
   // EPLB: copies that split over EP or not (refused), either policy.
   if (rng.chance(0.1))

@@ -16,16 +16,26 @@ struct Flag {
 
 // A small MoE command Megatron runs (every flag it needs, the rest at its defaults).
 std::vector<Flag> small_moe() {
-  return {{"--num-layers", "4"},          {"--hidden-size", "2048"},
-          {"--num-attention-heads", "16"}, {"--group-query-attention", ""},
-          {"--num-query-groups", "4"},     {"--ffn-hidden-size", "6144"},
-          {"--swiglu", ""},                {"--num-experts", "64"},
-          {"--moe-router-topk", "4"},      {"--moe-ffn-hidden-size", "768"},
-          {"--moe-grouped-gemm", ""},      {"--moe-permute-fusion", ""},
-          {"--vocab-size", "151936"},      {"--seq-length", "4096"},
-          {"--micro-batch-size", "1"},     {"--global-batch-size", "64"},
-          {"--bf16", ""},                  {"--expert-model-parallel-size", "8"},
-          {"--moe-token-dispatcher-type", "alltoall"}, {"--lr", "1e-4"}};
+  return {{"--num-layers", "4"},
+          {"--hidden-size", "2048"},
+          {"--num-attention-heads", "16"},
+          {"--group-query-attention", ""},
+          {"--num-query-groups", "4"},
+          {"--ffn-hidden-size", "6144"},
+          {"--swiglu", ""},
+          {"--num-experts", "64"},
+          {"--moe-router-topk", "4"},
+          {"--moe-ffn-hidden-size", "768"},
+          {"--moe-grouped-gemm", ""},
+          {"--moe-permute-fusion", ""},
+          {"--vocab-size", "151936"},
+          {"--seq-length", "4096"},
+          {"--micro-batch-size", "1"},
+          {"--global-batch-size", "64"},
+          {"--bf16", ""},
+          {"--expert-model-parallel-size", "8"},
+          {"--moe-token-dispatcher-type", "alltoall"},
+          {"--lr", "1e-4"}};
 }
 
 // Flags a run may add, each with values Megatron takes and some it does not.
@@ -74,19 +84,44 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& optional_fl
 // Flags a hostile draw adds: refused, unknown, mistyped.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& bad_flags() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> f{
-      {"--fp16", {""}}, {"--no-such-flag", {"", "1"}}, {"--num-layer", {"4"}}, {"--optimizer", {"sgd"}},
-      {"--recompute-modules", {"bogus"}}, {"--moe-token-dispatcher-type", {"deepep"}}};
+      {"--fp16", {""}},
+      {"--no-such-flag", {"", "1"}},
+      {"--num-layer", {"4"}},
+      {"--optimizer", {"sgd"}},
+      {"--recompute-modules", {"bogus"}},
+      {"--moe-token-dispatcher-type", {"deepep"}}};
   return f;
 }
 
-const std::vector<std::string> kHostileValues = {
-    "0", "-1", "-0", "1e30", "9223372036854775807", "9223372036854775808", "18446744073709551617", "abc", "",
-    "1.5", "0x10", "1_000", "nan", "inf", "'", "\"", "$", "${", "2 3", "--bf16", "\xff\xfe", "1\t2"};
+const std::vector<std::string> kHostileValues = {"0",
+                                                 "-1",
+                                                 "-0",
+                                                 "1e30",
+                                                 "9223372036854775807",
+                                                 "9223372036854775808",
+                                                 "18446744073709551617",
+                                                 "abc",
+                                                 "",
+                                                 "1.5",
+                                                 "0x10",
+                                                 "1_000",
+                                                 "nan",
+                                                 "inf",
+                                                 "'",
+                                                 "\"",
+                                                 "$",
+                                                 "${",
+                                                 "2 3",
+                                                 "--bf16",
+                                                 "\xff\xfe",
+                                                 "1\t2"};
 
 // Constructs the evaluator must refuse or skip, one line each (some span two).
 std::vector<std::string> hostile_lines(Rng& rng, int index) {
   std::vector<std::string> out;
-  const auto depth = [&] { return static_cast<std::size_t>(rng.pick({2, 10, 63, 64, 65, 200, 5000})); };
+  const auto depth = [&] {
+    return static_cast<std::size_t>(rng.pick({2, 10, 63, 64, 65, 200, 5000}));
+  };
   switch (rng.below(14)) {
     case 0: {  // ${X:-${X:-...}}
       const std::size_t d = depth();
@@ -114,41 +149,67 @@ std::vector<std::string> hostile_lines(Rng& rng, int index) {
       const auto k = rng.pick({10, 20, 25, 40});
       out.push_back("D0=xxxxxxxx");
       for (std::int64_t i = 1; i <= k; ++i)
-        out.push_back("D" + std::to_string(i) + "=$D" + std::to_string(i - 1) + "$D" + std::to_string(i - 1));
+        out.push_back("D" + std::to_string(i) + "=$D" + std::to_string(i - 1) + "$D" +
+                      std::to_string(i - 1));
       break;
     }
     case 4:
-      out.push_back(rng.pick({"X=\"unterminated", "Y='unterminated", "Z=${X", "W=$((1+", "if true; then",
-                              "fi", "V=$(", "esac", "(", "done", "}", "then", "else"}));
+      out.push_back(
+          rng.pick({"X=\"unterminated", "Y='unterminated", "Z=${X", "W=$((1+", "if true; then",
+                    "fi", "V=$(", "esac", "(", "done", "}", "then", "else"}));
       break;
     case 5:
       out.push_back(std::string("A=$((") +
-                    rng.pick({"1/0", "7%0", "9223372036854775807+1", "-9223372036854775807-1", "(-9223372036854775807-1)/-1",
-                              "2**64", "1<<70", "08", "0x1F", "a", "a=5", "1 +", "* 2", "9999999999999999999999"}) +
+                    rng.pick({"1/0", "7%0", "9223372036854775807+1", "-9223372036854775807-1",
+                              "(-9223372036854775807-1)/-1", "2**64", "1<<70", "08", "0x1F", "a",
+                              "a=5", "1 +", "* 2", "9999999999999999999999"}) +
                     "))");
       break;
     case 6:
-      out.push_back(std::string("E=") + rng.pick({"${X:?err}", "${!X}", "${X^^}", "${X//a/b}", "${X:1:2}", "${X#*=}",
-                                                 "${X%%.*}", "$'\\x41'", "${#}", "$@", "$*", "${10}", "$#", "~",
-                                                 "{1..3}", "*.sh", "${X:-}", "${X:=${Y:=3}}", "${A[99999999999]}", "${99999999999999999999}",
-                                                 "${#A[@]}", "$((${#X}))", "${X:+$((1/0))}"}));
+      out.push_back(std::string("E=") + rng.pick({"${X:?err}",
+                                                  "${!X}",
+                                                  "${X^^}",
+                                                  "${X//a/b}",
+                                                  "${X:1:2}",
+                                                  "${X#*=}",
+                                                  "${X%%.*}",
+                                                  "$'\\x41'",
+                                                  "${#}",
+                                                  "$@",
+                                                  "$*",
+                                                  "${10}",
+                                                  "$#",
+                                                  "~",
+                                                  "{1..3}",
+                                                  "*.sh",
+                                                  "${X:-}",
+                                                  "${X:=${Y:=3}}",
+                                                  "${A[99999999999]}",
+                                                  "${99999999999999999999}",
+                                                  "${#A[@]}",
+                                                  "$((${#X}))",
+                                                  "${X:+$((1/0))}"}));
       break;
     case 7:
-      out.push_back(rng.pick({"declare -A M; M[k]=v", "local L=1", "readonly R=1", "alias ll='ls'", "set -x",
-                              "shift 3", "read X", "trap 'touch EXECUTED_trap' EXIT", "(( X++ ))", "{ A=1; B=2; }",
-                              "A=1 && B=2 || C=3", "true | false", "exit 0", "return 1", "unset -f f", "sleep 1000",
-                              "cd /; pwd", "A=(1 2 3); A+=(4); B=${A[@]:1}"}));
+      out.push_back(
+          rng.pick({"declare -A M; M[k]=v", "local L=1", "readonly R=1", "alias ll='ls'", "set -x",
+                    "shift 3", "read X", "trap 'touch EXECUTED_trap' EXIT", "(( X++ ))",
+                    "{ A=1; B=2; }", "A=1 && B=2 || C=3", "true | false", "exit 0", "return 1",
+                    "unset -f f", "sleep 1000", "cd /; pwd", "A=(1 2 3); A+=(4); B=${A[@]:1}"}));
       break;
     case 8:  // odd bytes
-      out.push_back(std::string("B=") + rng.pick({"\x01\x02", "\xc3\x28", "\xe2\x82", "a\rb", "\t\t", "\xef\xbb\xbf"}) +
+      out.push_back(std::string("B=") +
+                    rng.pick({"\x01\x02", "\xc3\x28", "\xe2\x82", "a\rb", "\t\t", "\xef\xbb\xbf"}) +
                     "x");
       break;
     case 9: {  // a long value
-      out.push_back("LONG=" + std::string(static_cast<std::size_t>(rng.pick({1000, 100000, 1100000})), 'y'));
+      out.push_back("LONG=" +
+                    std::string(static_cast<std::size_t>(rng.pick({1000, 100000, 1100000})), 'y'));
       break;
     }
     case 10:  // an array indexed hostilely
-      out.push_back(rng.pick({"A=(", "A=(1 2", "A[-1]=3", "A[$((1<<62))]=3", "A=([0]=1 [9999999]=2)", "A+=(${A[@]} ${A[@]})"}));
+      out.push_back(rng.pick({"A=(", "A=(1 2", "A[-1]=3", "A[$((1<<62))]=3",
+                              "A=([0]=1 [9999999]=2)", "A+=(${A[@]} ${A[@]})"}));
       break;
     case 11:
       out.push_back("cat <<EOF");
@@ -156,8 +217,9 @@ std::vector<std::string> hostile_lines(Rng& rng, int index) {
       if (rng.chance(0.7)) out.push_back("EOF");  // else unterminated
       break;
     case 12:  // a test of hostile operands
-      out.push_back(std::string("if [ ") + rng.pick({"\"$X\" -eq 1", "1 -lt abc", "-z", "( 1 = 1", "9999999999999999999 -gt 1",
-                                                     "\"\" = \"\" -a", "! ! !"}) +
+      out.push_back(std::string("if [ ") +
+                    rng.pick({"\"$X\" -eq 1", "1 -lt abc", "-z", "( 1 = 1",
+                              "9999999999999999999 -gt 1", "\"\" = \"\" -a", "! ! !"}) +
                     " ]; then T=1; fi");
       break;
     default:
@@ -209,8 +271,10 @@ Rendered render(const Flag& f, int k, Rng& rng, std::vector<std::string>& env_li
     return r;
   }
   const std::string var = "V" + std::to_string(k);
-  const bool number = !f.value.empty() && std::all_of(f.value.begin(), f.value.end(), [](char c) { return c >= '0' && c <= '9'; });
-  const std::string quoted = f.value.find_first_of(" '\"$\\") == std::string::npos ? f.value : "'" + f.value + "'";
+  const bool number = !f.value.empty() && std::all_of(f.value.begin(), f.value.end(),
+                                                      [](char c) { return c >= '0' && c <= '9'; });
+  const std::string quoted =
+      f.value.find_first_of(" '\"$\\") == std::string::npos ? f.value : "'" + f.value + "'";
   switch (rng.below(number ? 9 : 7)) {
     case 0:
       r.defs.push_back(var + "=" + quoted);
@@ -246,7 +310,8 @@ Rendered render(const Flag& f, int k, Rng& rng, std::vector<std::string>& env_li
       const std::int64_t v = std::stoll(f.value.size() > 18 ? std::string("1") : f.value);
       const std::int64_t a = v % 2 == 0 && v > 0 ? 2 : 1;
       r.defs.push_back("A" + std::to_string(k) + "=" + std::to_string(a));
-      r.defs.push_back(var + "=$(( A" + std::to_string(k) + " * " + std::to_string(v / std::max<std::int64_t>(a, 1)) + " ))");
+      r.defs.push_back(var + "=$(( A" + std::to_string(k) + " * " +
+                       std::to_string(v / std::max<std::int64_t>(a, 1)) + " ))");
       r.words = f.name + " ${" + var + "}";
       break;
     }
@@ -296,19 +361,21 @@ bool build_script(FuzzCase& c, Rng& rng) {
   // a device, missing, or the script itself.
   std::vector<std::string> env_lines;
   const std::string canary = "hunter2-" + std::to_string(c.index) + "-canary";
-  c.files.emplace_back("outside.env", "export TOKEN=" + canary + "\nV0=" + canary + "\nNUM_LAYERS=" + canary + "\n");
+  c.files.emplace_back(
+      "outside.env", "export TOKEN=" + canary + "\nV0=" + canary + "\nNUM_LAYERS=" + canary + "\n");
   c.canaries.push_back(canary);
   std::string source_line;
   switch (rng.below(hostile ? 12 : 1) + (hostile ? 0 : 6)) {
     case 0:
-      source_line = rng.pick({"source ../outside.env", ". ../outside.env", "source \"$(dirname $0)/../outside.env\""});
+      source_line = rng.pick(
+          {"source ../outside.env", ". ../outside.env", "source \"$(dirname $0)/../outside.env\""});
       break;
     case 1:
       source_line = std::string(rng.pick({"source ", ". "})) + kCaseFolder + "/outside.env";
       break;
     case 2:
-      source_line = rng.pick({"source /dev/zero", ". /dev/urandom", "source /etc/passwd", "source /proc/self/environ",
-                              "source /", "source .", "source ./lib"});
+      source_line = rng.pick({"source /dev/zero", ". /dev/urandom", "source /etc/passwd",
+                              "source /proc/self/environ", "source /", "source .", "source ./lib"});
       break;
     case 3:
       source_line = rng.pick({"source ./missing.sh", "source", ". ''"});
@@ -325,12 +392,15 @@ bool build_script(FuzzCase& c, Rng& rng) {
   }
   lines.push_back(source_line);
   // Launcher: variables the command reads.
-  const char* launcher = rng.pick({"python pretrain_gpt.py", "torchrun --nproc_per_node 8 --nnodes ${NNODES:-2} pretrain_gpt.py",
-                                   "python -m torch.distributed.run --nproc-per-node=8 --nnodes=2 pretrain_gpt.py",
-                                   "srun --ntasks-per-node 8 python pretrain_gpt.py", "bindpcie python pretrain_gpt.py",
-                                   "numactl --cpunodebind=0 python pretrain_gpt.py", "${LAUNCHER} pretrain_gpt.py",
-                                   "NCCL_DEBUG=INFO python3 ${MEGATRON:-.}/pretrain_gpt.py"});
-  if (std::string(launcher).find("LAUNCHER") != std::string::npos) lines.emplace_back("LAUNCHER=\"torchrun --nproc_per_node 8\"");
+  const char* launcher = rng.pick(
+      {"python pretrain_gpt.py",
+       "torchrun --nproc_per_node 8 --nnodes ${NNODES:-2} pretrain_gpt.py",
+       "python -m torch.distributed.run --nproc-per-node=8 --nnodes=2 pretrain_gpt.py",
+       "srun --ntasks-per-node 8 python pretrain_gpt.py", "bindpcie python pretrain_gpt.py",
+       "numactl --cpunodebind=0 python pretrain_gpt.py", "${LAUNCHER} pretrain_gpt.py",
+       "NCCL_DEBUG=INFO python3 ${MEGATRON:-.}/pretrain_gpt.py"});
+  if (std::string(launcher).find("LAUNCHER") != std::string::npos)
+    lines.emplace_back("LAUNCHER=\"torchrun --nproc_per_node 8\"");
 
   // The flags: rendered one by one, then as lines of the command, an array or a string.
   std::vector<std::string> words;
@@ -339,7 +409,8 @@ bool build_script(FuzzCase& c, Rng& rng) {
     lines.insert(lines.end(), r.defs.begin(), r.defs.end());
     words.push_back(std::move(r.words));
   }
-  for (std::uint64_t n = rng.below(3), i = 0; i < n; ++i) lines.push_back(unevaluated_line(rng, static_cast<int>(i)));
+  for (std::uint64_t n = rng.below(3), i = 0; i < n; ++i)
+    lines.push_back(unevaluated_line(rng, static_cast<int>(i)));
   if (hostile)
     for (std::uint64_t n = 1 + rng.below(2), i = 0; i < n; ++i) {
       auto h = hostile_lines(rng, c.index);
@@ -383,7 +454,8 @@ bool build_script(FuzzCase& c, Rng& rng) {
   std::string text;
   for (const auto& l : lines) text += l + "\n";
   c.files.emplace_back("s/run.sh", text);
-  c.stratum += std::string(hostile ? "built, hostile" : "built") + ", " + source_line.substr(0, source_line.find(' '));
+  c.stratum += std::string(hostile ? "built, hostile" : "built") + ", " +
+               source_line.substr(0, source_line.find(' '));
   return hostile;
 }
 
@@ -419,13 +491,15 @@ void mutate(std::string& text, Rng& rng, int index) {
         const auto d = l.find_first_of("0123456789");
         if (d != std::string::npos) {
           const auto e = l.find_first_not_of("0123456789", d);
-          l.replace(d, e == std::string::npos ? std::string::npos : e - d, rng.pick(kHostileValues));
+          l.replace(d, e == std::string::npos ? std::string::npos : e - d,
+                    rng.pick(kHostileValues));
         }
         break;
       }
       default: {  // bytes
         std::string& l = lines[at];
-        l.insert(rng.below(l.size() + 1), rng.pick({"$", "${", "}", "(", ")", "\"", "'", "\\", "`", "$((", "\n", ";", "|", "&", "<<"}));
+        l.insert(rng.below(l.size() + 1), rng.pick({"$", "${", "}", "(", ")", "\"", "'", "\\", "`",
+                                                    "$((", "\n", ";", "|", "&", "<<"}));
         break;
       }
     }
@@ -499,7 +573,9 @@ FuzzCase generate_shell_case(std::uint64_t seed, int index, const ShellSeeds& se
     hostile = build_script(c, rng);
   }
   if (rng.chance(0.05)) {  // the script cut or corrupted as a whole
-    std::string& t = std::find_if(c.files.begin(), c.files.end(), [&](const auto& f) { return f.first == script; })->second;
+    std::string& t = std::find_if(c.files.begin(), c.files.end(), [&](const auto& f) {
+                       return f.first == script;
+                     })->second;
     if (!t.empty()) t.insert(rng.below(t.size()), 1, static_cast<char>(rng.below(256)));
   }
   // A hostile draw's options may be wrong too.
@@ -508,7 +584,8 @@ FuzzCase generate_shell_case(std::uint64_t seed, int index, const ShellSeeds& se
                                        : rng.pick({"h100", "h100", "h800", "b200", "gb200-nvl72"})};
   if (rng.chance(hostile ? 0.7 : 0.9)) {
     cmd.emplace_back("--gpus");
-    cmd.emplace_back(std::to_string(hostile ? rng.pick({16, 8, 64, 256, 7, 1}) : rng.pick({16, 16, 32, 64, 256})));
+    cmd.emplace_back(std::to_string(hostile ? rng.pick({16, 8, 64, 256, 7, 1})
+                                            : rng.pick({16, 16, 32, 64, 256})));
   }
   if (rng.chance(c.stratum.starts_with("two runs") ? 0.7 : 0.1)) {
     cmd.emplace_back("--run");
@@ -516,11 +593,13 @@ FuzzCase generate_shell_case(std::uint64_t seed, int index, const ShellSeeds& se
   }
   if (rng.chance(0.1)) {
     cmd.emplace_back("--release");
-    cmd.emplace_back(hostile ? rng.pick({"26.02", "custom", "99.99"}) : rng.pick({"26.02", "25.09"}));
+    cmd.emplace_back(hostile ? rng.pick({"26.02", "custom", "99.99"})
+                             : rng.pick({"26.02", "25.09"}));
   }
   if (rng.chance(0.1)) {
     cmd.emplace_back("--env");
-    cmd.emplace_back(hostile ? rng.pick({"MODE=b", "X=", "=1", "MODE"}) : rng.pick({"MODE=b", "NNODES=4"}));
+    cmd.emplace_back(hostile ? rng.pick({"MODE=b", "X=", "=1", "MODE"})
+                             : rng.pick({"MODE=b", "NNODES=4"}));
   }
   if (rng.chance(0.1)) {
     cmd.emplace_back("--source-root");

@@ -17,18 +17,22 @@ using config::Json;
 // A list nested `depth` levels deep around one value: past the reader's depth limit
 // (config::kMaxJsonDepth) it is refused, not recursed into.
 std::string nested_list(int depth) {
-  return std::string(static_cast<std::size_t>(depth), '[') + "1" + std::string(static_cast<std::size_t>(depth), ']');
+  return std::string(static_cast<std::size_t>(depth), '[') + "1" +
+         std::string(static_cast<std::size_t>(depth), ']');
 }
 
 // A value for a grid path: what the path takes, or any JSON.
 Json grid_value(const std::string& path, bool hostile, Rng& rng) {
   if (hostile && rng.chance(0.3)) {
-    const Json any[] = {Json(nullptr), Json(true), Json(-1), Json(0), Json(1e308), Json("x"), Json::array(),
-                        Json::object(), Json(1.5), Json(std::int64_t{1} << 62), Json(""), Json({{"a", 1}})};
+    const Json any[] = {
+        Json(nullptr), Json(true),      Json(-1),       Json(0),   Json(1e308),
+        Json("x"),     Json::array(),   Json::object(), Json(1.5), Json(std::int64_t{1} << 62),
+        Json(""),      Json({{"a", 1}})};
     return any[rng.below(std::size(any))];
   }
   if (path == "gpus") return rng.pick({8, 16, 32, 64, 128, 256, 512, 12});
-  if (path == "framework.dispatcher") return rng.pick({"alltoall", "allgather", "deepep", "hybridep", "flex"});
+  if (path == "framework.dispatcher")
+    return rng.pick({"alltoall", "allgather", "deepep", "hybridep", "flex"});
   if (path == "training.global_batch_size") return rng.pick({64, 128, 256, 3});
   if (path == "training.micro_batch_size") return rng.pick({1, 2, 4});
   if (path == "training.seq_length") return rng.pick({1024, 2048, 4096, 3});
@@ -37,19 +41,22 @@ Json grid_value(const std::string& path, bool hostile, Rng& rng) {
   if (path == "system.nvlink.bw_GBps") return rng.pick({100, 900, 1800, 0});
   if (path == "framework.moe_a2a_overlap") return rng.chance(0.5);
   if (path == "framework.cuda_graph_scope")
-    return rng.chance(0.5) ? Json::array({"attn"}) : Json::array({"attn", "moe_router", "moe_preprocess"});
+    return rng.chance(0.5) ? Json::array({"attn"})
+                           : Json::array({"attn", "moe_router", "moe_preprocess"});
   if (path == "model.num_hidden_layers") return rng.pick({2, 4, 8, 16});
-  if (path == "framework.recompute_modules") return Json::array({rng.pick({"moe_act", "mla_up_proj", "full"})});
+  if (path == "framework.recompute_modules")
+    return Json::array({rng.pick({"moe_act", "mla_up_proj", "full"})});
   return rng.pick({1, 2, 4});
 }
 
 const std::vector<std::string> kGridPaths = {
-    "gpus", "framework.dispatcher", "training.global_batch_size", "training.micro_batch_size", "training.seq_length",
-    "training.precision", "routing.alpha", "system.nvlink.bw_GBps", "framework.moe_a2a_overlap",
-    "framework.cuda_graph_scope", "model.num_hidden_layers", "framework.recompute_modules",
+    "gpus", "framework.dispatcher", "training.global_batch_size", "training.micro_batch_size",
+    "training.seq_length", "training.precision", "routing.alpha", "system.nvlink.bw_GBps",
+    "framework.moe_a2a_overlap", "framework.cuda_graph_scope", "model.num_hidden_layers",
+    "framework.recompute_modules",
     // Mistyped, forbidden beside layouts, through a number, empty segments.
-    "framwork.dispatcher", "parallelism.pp_layout", "gpus.count", "training..seq_length", "", ".", "a.b.c.d.e.f",
-    "measured.step_time_s", "name"};
+    "framwork.dispatcher", "parallelism.pp_layout", "gpus.count", "training..seq_length", "", ".",
+    "a.b.c.d.e.f", "measured.step_time_s", "name"};
 
 const std::vector<std::string> kDegrees = {"tp", "pp", "vpp", "ep", "etp", "cp"};
 
@@ -123,12 +130,14 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
   std::string deep;
   const auto keys = rng.below(3);
   for (std::uint64_t k = 0; k < keys; ++k) {
-    const std::string path = hostile && rng.chance(0.4) ? rng.pick(kGridPaths) : kGridPaths[rng.below(12)];
+    const std::string path =
+        hostile && rng.chance(0.4) ? rng.pick(kGridPaths) : kGridPaths[rng.below(12)];
     Json values = Json::array();
     const auto n = 1 + rng.below(2);
     for (std::uint64_t v = 0; v < n; ++v) {  // a value listed twice is refused: hostile draws only
       Json x = grid_value(path, hostile, rng);
-      if (hostile || std::find(values.begin(), values.end(), x) == values.end()) values.push_back(std::move(x));
+      if (hostile || std::find(values.begin(), values.end(), x) == values.end())
+        values.push_back(std::move(x));
     }
     if (hostile && rng.chance(0.2)) values = rng.chance(0.5) ? Json(3) : Json::array();
     grid[path] = values;
@@ -149,10 +158,12 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
       const auto m = 1 + rng.below(2);
       for (std::uint64_t v = 0; v < m; ++v) {
         const Json x = rng.pick({1, 2, 2, 4, 8});
-        if (hostile || std::find(values.begin(), values.end(), x) == values.end()) values.push_back(x);
+        if (hostile || std::find(values.begin(), values.end(), x) == values.end())
+          values.push_back(x);
       }
       if (hostile && rng.chance(0.3)) {
-        const Json bad[] = {Json(0), Json(-2), Json(3), Json(1e10), Json("2"), Json(2.5), Json(nullptr)};
+        const Json bad[] = {Json(0),   Json(-2),  Json(3),      Json(1e10),
+                            Json("2"), Json(2.5), Json(nullptr)};
         values.push_back(bad[rng.below(std::size(bad))]);
       }
       layouts[d] = values;
@@ -164,9 +175,11 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
         layouts[d] = v;
       }
     }
-    if (hostile && rng.chance(0.2)) layouts[rng.pick({"tpp", "dp", "pp_split"})] = Json::array({"x"});
+    if (hostile && rng.chance(0.2))
+      layouts[rng.pick({"tpp", "dp", "pp_split"})] = Json::array({"x"});
     if (rng.chance(0.2))
-      layouts["pp_split"] = rng.chance(0.7) ? Json::array({"even", "embedding_loss"}) : Json::array({"bogus"});
+      layouts["pp_split"] =
+          rng.chance(0.7) ? Json::array({"even", "embedding_loss"}) : Json::array({"bogus"});
     sweep["layouts"] = layouts;
   }
   if (rng.chance(0.3)) {
@@ -174,8 +187,10 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
     sweep["token_budget"] = budgets[rng.below(hostile ? std::size(budgets) : 2)];
   }
   if (rng.chance(0.3))
-    sweep["objective"] = hostile ? rng.pick({"tokens_per_s_per_gpu", "step_time_s", "cost_usd", "days", "mfu", "speed"})
-                                 : rng.pick({"tokens_per_s_per_gpu", "step_time_s", "mfu"});
+    sweep["objective"] =
+        hostile
+            ? rng.pick({"tokens_per_s_per_gpu", "step_time_s", "cost_usd", "days", "mfu", "speed"})
+            : rng.pick({"tokens_per_s_per_gpu", "step_time_s", "mfu"});
   if (hostile && rng.chance(0.2)) sweep[rng.pick({"extra", "grids", "Name"})] = 1;
   if (hostile && rng.chance(0.1)) sweep.erase("name");
 
@@ -183,8 +198,10 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
   if (!deep.empty()) text.replace(text.find("\"__DEEP__\""), 10, deep);
   if (hostile && rng.chance(0.1)) {  // cut short, or a stray byte
     const auto at = rng.below(text.size());
-    if (rng.chance(0.5)) text.resize(at);
-    else text.insert(at, 1, rng.pick({"{", "]", ",", "\"", "\\", "\x01"})[0]);
+    if (rng.chance(0.5))
+      text.resize(at);
+    else
+      text.insert(at, 1, rng.pick({"{", "]", ",", "\"", "\\", "\x01"})[0]);
   }
   c.files.emplace_back("sweep.json", text);
 
@@ -196,7 +213,8 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
   }
   if (rng.chance(0.15)) {
     cmd.emplace_back("--shard");
-    cmd.emplace_back(hostile ? rng.pick({"0/2", "2/2", "0/0", "a/b", "-1/3", "1/1000000000000"}) : rng.pick({"0/2", "1/2"}));
+    cmd.emplace_back(hostile ? rng.pick({"0/2", "2/2", "0/0", "a/b", "-1/3", "1/1000000000000"})
+                             : rng.pick({"0/2", "1/2"}));
   }
   if (rng.chance(0.1)) cmd.emplace_back("--slurm-script");
   if (rng.chance(0.15)) {  // a resume over a CSV that is not this sweep's
@@ -206,7 +224,8 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
   }
   c.commands.push_back(cmd);
   if (rng.chance(0.2)) {  // run again, resuming the first run's CSV
-    std::vector<std::string> again{"sweep", "sweep.json", "-o", "out.csv", "--jobs", "1", "--resume"};
+    std::vector<std::string> again{"sweep",  "sweep.json", "-o",      "out.csv",
+                                   "--jobs", "1",          "--resume"};
     c.commands.push_back(again);
   }
   if (hostile) c.stratum += ", hostile";

@@ -72,9 +72,11 @@ TEST_CASE("EPLB lowers the hottest GPU's load and keeps every token", "[workload
 TEST_CASE("EPLB refuses what the library asserts against", "[workload][eplb]") {
   using workload::rebalance_experts;
   CHECK_THROWS_AS(rebalance_experts(kReadmeWeight, 12, 4, 2, 8), std::invalid_argument);  // 12 % 8
-  CHECK_THROWS_AS(rebalance_experts(kReadmeWeight, 8, 4, 2, 8), std::invalid_argument);   // fewer than experts
+  CHECK_THROWS_AS(rebalance_experts(kReadmeWeight, 8, 4, 2, 8),
+                  std::invalid_argument);  // fewer than experts
   CHECK_THROWS_AS(rebalance_experts(kReadmeWeight, 16, 4, 3, 9), std::invalid_argument);  // 16 % 9
-  CHECK_THROWS_AS(rebalance_experts(kReadmeWeight, 16, 5, 1, 8), std::invalid_argument);  // 12 % 5 groups
+  CHECK_THROWS_AS(rebalance_experts(kReadmeWeight, 16, 5, 1, 8),
+                  std::invalid_argument);  // 12 % 5 groups
   CHECK_THROWS_AS(rebalance_experts(kReadmeWeight, 16, 3, 2, 8, workload::EplbPolicy::hierarchical),
                   std::invalid_argument);  // 3 groups on 2 nodes
   // The library's own choice there: the global policy.

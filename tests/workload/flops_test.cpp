@@ -76,7 +76,8 @@ TEST_CASE("Parameter counts match the published model sizes", "[workload][params
   }
 }
 
-TEST_CASE("DeepSeek-V3 parameter count is exact to the checkpoint's tensors", "[workload][params]") {
+TEST_CASE("DeepSeek-V3 parameter count is exact to the checkpoint's tensors",
+          "[workload][params]") {
   const auto m = config::load_model_preset("deepseek-v3");
   const auto p = workload::count_parameters(m, 0, 129280);
   // Hand sum (see flops.hpp): 671,026,419,200 parameters without the MTP module.

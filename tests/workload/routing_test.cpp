@@ -17,13 +17,15 @@ TEST_CASE("The hottest rank's load over the mean, by hand", "[workload][routing]
   // Two ranks of two experts: [1, 1 | 2, 0] is balanced; [3, 1 | 1, 1] gives 4 / 3.
   CHECK(workload::hottest_rank_load({1, 1, 2, 0}, 2) == Approx(1.0));
   CHECK(workload::hottest_rank_load({3, 1, 1, 1}, 2) == Approx(4.0 / 3));
-  CHECK(workload::hottest_rank_load({3, 1, 1, 1}, 4) == Approx(2.0));  // one expert per rank: 3 / 1.5
+  CHECK(workload::hottest_rank_load({3, 1, 1, 1}, 4) ==
+        Approx(2.0));  // one expert per rank: 3 / 1.5
   CHECK_THROWS_AS(workload::hottest_rank_load({1, 1, 1}, 2), std::invalid_argument);
   CHECK_THROWS_AS(workload::hottest_rank_load({0, 0}, 1), std::invalid_argument);
 }
 
-TEST_CASE("Sampled routing: forced is 1, uniform a little above, steep Zipf the top-k experts' ranks",
-          "[workload][routing]") {
+TEST_CASE(
+    "Sampled routing: forced is 1, uniform a little above, steep Zipf the top-k experts' ranks",
+    "[workload][routing]") {
   const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
   const auto& m = sc.model;  // DeepSeek-V3: 256 experts, top-8, 58 MoE layers
   workload::Routing r;
@@ -78,7 +80,8 @@ TEST_CASE("Token dropping caps the hottest rank at the capacity factor", "[workl
   CHECK(workload::ep_gating_load(h, four, 2, 1) == Approx(2.0));
 }
 
-TEST_CASE("HybridEP's rank budget caps each layer's hottest rank at the factor", "[workload][routing]") {
+TEST_CASE("HybridEP's rank budget caps each layer's hottest rank at the factor",
+          "[workload][routing]") {
   const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
   workload::ModelConfig four = sc.model;
   four.num_experts = 4;
@@ -98,19 +101,23 @@ TEST_CASE("HybridEP's rank budget caps each layer's hottest rank at the factor",
   CHECK(workload::ep_gating_load(h, four, 2, 1, 1.5, std::nullopt, 1.5) == Approx((1.25 + 1) / 2));
   CHECK(workload::ep_gating_load(h, four, 2, 1, 1.5, std::nullopt, 1.1) == Approx((1.1 + 1) / 2));
   // Forced balance never reaches a budget of at least 1.
-  CHECK(workload::ep_gating_load(workload::Routing{}, four, 2, 1, std::nullopt, std::nullopt, 1.0) == 1);
+  CHECK(workload::ep_gating_load(workload::Routing{}, four, 2, 1, std::nullopt, std::nullopt,
+                                 1.0) == 1);
   // Trained routing: every layer's G capped, the spread between microbatches with it.
   workload::Routing aux;
   aux.balance = workload::RoutingBalance::aux_loss;
   aux.aux_loss_coefficient = 0.0001;
   const double free = workload::ep_gating_load(aux, sc.model, 32, 4096);
-  const double capped = workload::ep_gating_load(aux, sc.model, 32, 4096, std::nullopt, std::nullopt, 1.05);
+  const double capped =
+      workload::ep_gating_load(aux, sc.model, 32, 4096, std::nullopt, std::nullopt, 1.05);
   REQUIRE(free > 1.05);
   CHECK(capped <= 1.05 + 1e-12);
-  CHECK(workload::ep_load_cv(aux, sc.model, 32, 4096, std::nullopt, std::nullopt, 1.0) == Approx(0).margin(1e-12));
+  CHECK(workload::ep_load_cv(aux, sc.model, 32, 4096, std::nullopt, std::nullopt, 1.0) ==
+        Approx(0).margin(1e-12));
 }
 
-TEST_CASE("Routing histograms: read, checked against the model, and their load", "[workload][routing][config]") {
+TEST_CASE("Routing histograms: read, checked against the model, and their load",
+          "[workload][routing][config]") {
   const auto dir = std::filesystem::temp_directory_path() / "moesim-routing-test";
   std::filesystem::create_directories(dir);
   auto j = test::default_scenario_json();
@@ -127,7 +134,8 @@ TEST_CASE("Routing histograms: read, checked against the model, and their load",
   }
   balanced += "]";
   hot += "]";
-  j["routing"] = {{"balance", "histogram"}, {"path", write("two.json", "[" + balanced + "," + hot + "]")}};
+  j["routing"] = {{"balance", "histogram"},
+                  {"path", write("two.json", "[" + balanced + "," + hot + "]")}};
   auto sc = config::load_scenario_text(j.dump(), "t.json");
   REQUIRE(sc.routing.histogram.size() == 2);
   const double g = workload::ep_gating_load(sc.routing, sc.model, sc.parallelism.ep, 4096);
@@ -135,7 +143,8 @@ TEST_CASE("Routing histograms: read, checked against the model, and their load",
   // A balanced histogram prices exactly as forced balance; a skewed one is slower.
   j["routing"] = {{"balance", "histogram"}, {"path", write("flat.json", balanced)}};
   const auto flat = predict::predict(config::load_scenario_text(j.dump(), "t.json"));
-  const auto forced = predict::predict(config::load_scenario_text(test::default_scenario_json().dump(), "t.json"));
+  const auto forced =
+      predict::predict(config::load_scenario_text(test::default_scenario_json().dump(), "t.json"));
   CHECK(flat.ep_load == 1);
   CHECK(flat.step.step_time_s == Approx(forced.step.step_time_s).epsilon(1e-12));
   const auto skewed = predict::predict(sc);
@@ -150,7 +159,9 @@ TEST_CASE("Routing histograms: read, checked against the model, and their load",
     CHECK_THAT(e.file(), Catch::Contains("short.json"));
     CHECK_THAT(e.message(), Catch::Contains("3 expert counts for a model with 256 routed experts"));
   }
-  j["routing"] = {{"balance", "histogram"}, {"path", write("neg.json", "[[" + balanced.substr(1, balanced.size() - 2) + "], [-1]]")}};
+  j["routing"] = {
+      {"balance", "histogram"},
+      {"path", write("neg.json", "[[" + balanced.substr(1, balanced.size() - 2) + "], [-1]]")}};
   try {
     config::load_scenario_text(j.dump(), "t.json");
     FAIL("a negative count was accepted");
@@ -159,8 +170,9 @@ TEST_CASE("Routing histograms: read, checked against the model, and their load",
   }
 }
 
-TEST_CASE("Trained routing: MaxVio from Wang et al., the lognormal dispersion behind it, the load order",
-          "[workload][routing]") {
+TEST_CASE(
+    "Trained routing: MaxVio from Wang et al., the lognormal dispersion behind it, the load order",
+    "[workload][routing]") {
   workload::Routing r;
   r.balance = workload::RoutingBalance::loss_free;
   CHECK(workload::trained_max_vio(r) == 0.04);  // Table 2
@@ -182,7 +194,9 @@ TEST_CASE("Trained routing: MaxVio from Wang et al., the lognormal dispersion be
   // The hottest EP32 rank of DeepSeek-V3 (4096 tokens per rank): forced < loss-free <
   // aux-loss 0.01 < aux-loss 0.001, and the same seed gives the same load.
   const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
-  const auto load = [&](workload::Routing rr) { return workload::ep_gating_load(rr, sc.model, 32, 4096); };
+  const auto load = [&](workload::Routing rr) {
+    return workload::ep_gating_load(rr, sc.model, 32, 4096);
+  };
   workload::Routing free;
   free.balance = workload::RoutingBalance::loss_free;
   workload::Routing aux01 = r, aux001 = r;
@@ -198,7 +212,8 @@ TEST_CASE("Trained routing: MaxVio from Wang et al., the lognormal dispersion be
   CHECK(load(reseeded) != load(free));
 }
 
-TEST_CASE("EPLB in the routing model: the copies lower the hottest rank's load", "[workload][routing][eplb]") {
+TEST_CASE("EPLB in the routing model: the copies lower the hottest rank's load",
+          "[workload][routing][eplb]") {
   const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
   workload::Routing r;
   r.balance = workload::RoutingBalance::aux_loss;
@@ -216,5 +231,6 @@ TEST_CASE("EPLB in the routing model: the copies lower the hottest rank's load",
   CHECK(copied < placed);  // copies split the hottest experts
   CHECK(copied >= 1.0);
   // Forced routing: every expert equal, the placement keeps every GPU at the mean.
-  CHECK(workload::ep_gating_load(workload::Routing{}, sc.model, 32, 4096, std::nullopt, e) == Approx(1.0));
+  CHECK(workload::ep_gating_load(workload::Routing{}, sc.model, 32, 4096, std::nullopt, e) ==
+        Approx(1.0));
 }
