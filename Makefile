@@ -5,7 +5,8 @@ JOBS ?= $(shell nproc)
 SCENARIO ?= scenarios/dsv3-gb200.json
 DEB_PACKAGES := cmake g++ make libboost-graph-dev libeigen3-dev nlohmann-json3-dev \
                 libfmt-dev libcli11-dev catch2 pybind11-dev python3-dev libjs-vega \
-                dpkg-dev python3-venv python3-jsonschema libyaml-cpp-dev lintian
+                dpkg-dev python3-venv python3-jsonschema libyaml-cpp-dev lintian \
+                clang-format
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: all deps configure build run test bench clean asan practice fuzz
