@@ -29,6 +29,7 @@
 #include "config/load_measurement.hpp"
 #include "config/load_trace.hpp"
 #include "predict/corpus.hpp"
+#include "predict/predict.hpp"
 #include "predict/variability.hpp"
 #include "reports/corpus.hpp"
 #include "reports/trace.hpp"

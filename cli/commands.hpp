@@ -1,6 +1,7 @@
 // cli/commands.hpp: the `moesim` subcommands as a registry. Each subcommand is one Command
 // in its own file (cli/<name>.cpp) with a factory; the table in commands.cpp lists them, so
-// adding one is a new file and its line there. The entry point knows none of them by name.
+// adding one is that file (added to cli/CMakeLists.txt's sources), its factory's declaration
+// and its line in the table. The entry point knows none of them by name.
 #pragma once
 
 #include <functional>

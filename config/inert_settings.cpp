@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
-#include "config/releases.hpp"
 #include "hw_models/ep_flows.hpp"
 #include "workload/routing.hpp"
 

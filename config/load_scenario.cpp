@@ -417,8 +417,7 @@ class ScenarioReader {
       read_object(*n, [&](Object& o) {
         if (auto d = o.get("dispatcher")) {
           f.dispatcher = d->as_enum(hw_models::dispatcher_names(), "dispatcher");
-          const bool library = f.dispatcher == hw_models::Dispatcher::deepep ||
-                               f.dispatcher == hw_models::Dispatcher::hybridep;
+          const bool library = hw_models::is_ep_library(f.dispatcher);
           if (!sc_.model.is_moe() && library)
             d->fail(fmt::format("model '{}' has no experts to dispatch", sc_.model.name));
           if (library && single_ep)

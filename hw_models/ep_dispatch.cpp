@@ -5,7 +5,7 @@
 
 namespace moesim::hw_models {
 double ep_comm_seconds(Dispatcher d, const SystemSpec&, const CommModel& comm, const EpQuery& q) {
-  if (d == Dispatcher::deepep || d == Dispatcher::hybridep)
+  if (is_ep_library(d))
     throw std::invalid_argument(
         "ep_comm_seconds: DeepEP and HybridEP are priced by their kernels' flows "
         "(hw_models::ep_library_time)");

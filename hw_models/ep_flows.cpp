@@ -143,7 +143,7 @@ EpLink ep_nvlink_kind(const SystemSpec& s, int gpus_in_domain) {
 
 std::string ep_unsupported(const SystemSpec& s, Dispatcher d, bool low_latency, int ranks,
                            int domain) {
-  if (d != Dispatcher::deepep && d != Dispatcher::hybridep) return {};
+  if (!is_ep_library(d)) return {};
   if (ranks <= domain || low_latency) return {};
   if (ranks % domain != 0)
     return fmt::format(

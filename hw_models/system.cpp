@@ -58,30 +58,15 @@ const sim_core::NameTable<EpLink>& ep_link_names() {
   return kTable;
 }
 
-int default_dispatcher_sms(Dispatcher d) {
-  switch (d) {
-    case Dispatcher::deepep:
-      return 20;
-    case Dispatcher::hybridep:
-      return 32;
-    case Dispatcher::alltoall:
-    case Dispatcher::allgather:
-      return 0;
-  }
-  return 0;
-}
-
-int nccl_dispatcher_sms(Dispatcher d) {
-  switch (d) {
-    case Dispatcher::alltoall:
-      return 32;
-    case Dispatcher::allgather:
-      return 24;
-    case Dispatcher::deepep:
-    case Dispatcher::hybridep:
-      return 0;
-  }
-  return 0;
+const DispatcherTraits& dispatcher_traits(Dispatcher d) {
+  // In dispatcher_names()'s order; the sources of the SM counts: dispatcher.hpp.
+  static constexpr std::array<DispatcherTraits, 4> kTraits{{
+      {false, 0, 32},  // alltoall: NCCL's p2p channels
+      {false, 0, 24},  // allgather: NCCL's collective channels
+      {true, 20, 0},   // deepep
+      {true, 32, 0},   // hybridep
+  }};
+  return kTraits[static_cast<std::size_t>(d)];
 }
 
 }  // namespace moesim::hw_models

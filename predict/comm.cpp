@@ -65,7 +65,7 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   CommAnswer a;
   a.ranks = q.ep;
   const bool crosses = q.ep > domain;
-  const bool library = *d == hw_models::Dispatcher::deepep || *d == hw_models::Dispatcher::hybridep;
+  const bool library = hw_models::is_ep_library(*d);
   if (q.low_latency && *d != hw_models::Dispatcher::deepep)
     throw config::InputError(kCli, "--low-latency",
                              "low-latency kernels are DeepEP's; needs --dispatcher deepep");

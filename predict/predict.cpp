@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "config/load.hpp"
 #include "predict/step_input.hpp"
 
 namespace moesim::predict {
@@ -207,6 +208,12 @@ double predicted_metric(const config::Measured& m, const Prediction& p) {
     }
   }
   return 0;
+}
+
+double step_without_delays(const std::string& file) {
+  config::Scenario sc = config::load_scenario_file(file);
+  sc.system.variability = {};
+  return predict(sc).step.step_time_s;
 }
 
 }  // namespace moesim::predict

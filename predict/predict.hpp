@@ -1,6 +1,6 @@
 // predict/predict.hpp: scenario in, prediction out. One library call (step simulation,
-// memory, metrics) that `moesim run`, `validate`, `sweep`, the corpus fit and a future
-// Python binding share; reports/ only formats its result.
+// memory, metrics) that `moesim run`, `validate`, `sweep`, `plan`, the corpus fit and the
+// Python module (python/module.cpp) share; reports/ only formats its result.
 //
 //   TFLOPS/GPU   = model FLOPs per step (Megatron accounting) / (step time x GPUs x 1e12)
 //   tokens/s/GPU = global batch x sequence length / (step time x GPUs)
@@ -125,6 +125,10 @@ Prediction predict_memory(const config::Scenario& sc);
 // simulation's alone.
 Prediction predict(const config::Scenario& sc, MemoryEstimate memory, double ep_load,
                    const schedules::StepOptions& opt = {});
+
+// The step a scenario file gives with system.variability cleared: the simulation alone
+// (`moesim calibrate jitter` fits the delays to what it leaves of measured increases).
+double step_without_delays(const std::string& file);
 
 // The measured metric's predicted value.
 double predicted_metric(const config::Measured& m, const Prediction& p);

@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "config/load.hpp"
-#include "predict/predict.hpp"
 #include "sim_core/extreme_values.hpp"
 #include "workload/eplb.hpp"
 #include "workload/routing.hpp"
@@ -80,12 +79,6 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
   s.p95_wait_s = s.p50_wait_s + std::hypot(s.node_wait_s + quantile(0.95) - s.p50_wait_s,
                                            sim_core::kNormalQ95 * s.common_sd_s);
   return s;
-}
-
-double step_without_delays(const std::string& file) {
-  config::Scenario sc = config::load_scenario_file(file);
-  sc.system.variability = {};
-  return predict(sc).step.step_time_s;
 }
 
 }  // namespace moesim::predict

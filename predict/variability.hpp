@@ -68,8 +68,4 @@ struct StepSpread {
 // `step`: the simulated step (T and the critical rank's breakdown).
 StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& step);
 
-// The step a scenario file gives with system.variability cleared: the simulation alone
-// (`moesim calibrate jitter` fits the delays to what it leaves of measured increases).
-double step_without_delays(const std::string& file);
-
 }  // namespace moesim::predict
