@@ -9,7 +9,7 @@
 
 #include "cli/common.hpp"
 #include "config/load.hpp"
-#include "predict/parallel.hpp"
+#include "predict/pair.hpp"
 #include "predict/predict.hpp"
 #include "reports/diff.hpp"
 
@@ -32,8 +32,7 @@ class Diff final : public Command {
   int run(Io& io) override {
     const std::array<config::Scenario, 2> sc{config::load_scenario_file(a_, {!uncalibrated_}),
                                              config::load_scenario_file(b_, {!uncalibrated_})};
-    std::array<predict::Prediction, 2> p;
-    predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc[i]); });
+    const std::array<predict::Prediction, 2> p = predict::predict_pair(sc[0], sc[1]);
     const reports::DiffSide a{sc[0], p[0]}, b{sc[1], p[1]};
     if (json_)
       io.out << reports::diff_json(a, b).dump(2) << "\n";

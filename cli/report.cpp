@@ -13,7 +13,7 @@
 #include "cli/common.hpp"
 #include "config/load.hpp"
 #include "config/sweep_file.hpp"
-#include "predict/parallel.hpp"
+#include "predict/pair.hpp"
 #include "predict/predict.hpp"
 #include "predict/validate.hpp"
 #include "reports/html.hpp"
@@ -67,8 +67,7 @@ class Report final : public Command {
     if (diff_) {
       const std::array<config::Scenario, 2> sc{config::load_scenario_file(inputs_[0], opts),
                                                config::load_scenario_file(inputs_[1], opts)};
-      std::array<predict::Prediction, 2> p;
-      predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc[i]); });
+      const std::array<predict::Prediction, 2> p = predict::predict_pair(sc[0], sc[1]);
       page = reports::diff_report({sc[0], p[0]}, {sc[1], p[1]});
     } else if (validate_) {
       int skipped = 0;
@@ -90,10 +89,7 @@ class Report final : public Command {
       // The figures as `run` predicts them; the timeline from a traced simulation of every
       // microbatch (run --trace's), on a second thread.
       const config::Scenario sc = config::load_scenario_file(inputs_[0], opts);
-      std::array<predict::Prediction, 2> p;
-      predict::run_parallel(2, 2, [&](std::size_t i) {
-        p[i] = predict::predict(sc, {i == 1, false});
-      });
+      const std::array<predict::Prediction, 2> p = predict::predict_with_trace(sc);
       page = reports::run_report(sc, p[0], p[1]);
     }
     const std::string html = reports::html_page(page);

@@ -31,7 +31,7 @@
 #include "config/scenario_files.hpp"
 #include "config/sweep_file.hpp"
 #include "importer/import.hpp"
-#include "predict/parallel.hpp"
+#include "predict/pair.hpp"
 #include "predict/plan.hpp"
 #include "predict/predict.hpp"
 #include "predict/sweep.hpp"
@@ -136,7 +136,7 @@ PYBIND11_MODULE(moesim, m) {
         std::array<predict::Prediction, 2> p;
         {
           py::gil_scoped_release release;
-          predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc[i]); });
+          p = predict::predict_pair(sc[0], sc[1]);
         }
         return to_python(reports::diff_json({sc[0], p[0]}, {sc[1], p[1]}));
       },
@@ -316,9 +316,7 @@ PYBIND11_MODULE(moesim, m) {
         std::array<predict::Prediction, 2> p;
         {
           py::gil_scoped_release release;
-          predict::run_parallel(2, 2, [&](std::size_t i) {
-            p[i] = predict::predict(sc, {i == 1, false});
-          });
+          p = predict::predict_with_trace(sc);
         }
         return page_text(reports::run_report(sc, p[0], p[1]), out);
       },
@@ -332,7 +330,7 @@ PYBIND11_MODULE(moesim, m) {
         std::array<predict::Prediction, 2> p;
         {
           py::gil_scoped_release release;
-          predict::run_parallel(2, 2, [&](std::size_t i) { p[i] = predict::predict(sc[i]); });
+          p = predict::predict_pair(sc[0], sc[1]);
         }
         return page_text(reports::diff_report({sc[0], p[0]}, {sc[1], p[1]}), out);
       },

@@ -51,13 +51,6 @@ std::int64_t env_int(const char* name, std::int64_t def) {
   return std::stoll(v);
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
@@ -209,7 +202,8 @@ int main(int argc, char** argv) {
     ++commands_run;
     const double wall = std::chrono::duration<double>(Clock::now() - j.start).count();
     if (wall > slowest) slowest = wall, slowest_index = j.c.index;
-    const std::string out = read_text(j.dir / "_stdout"), err = read_text(j.dir / "_stderr");
+    const std::string out = moesim::test::read_file_text(j.dir / "_stdout"),
+                      err = moesim::test::read_file_text(j.dir / "_stderr");
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     std::string why;
     if (j.killed)

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <initializer_list>
 #include <random>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +35,15 @@ struct FuzzCase {
   std::string forbidden_prefix;
 };
 inline constexpr const char* kCaseFolder = "@CASE@";
+
+// A file's bytes ("" where it cannot be read): the generators' seeds and the driver's
+// captured outputs.
+inline std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // SplitMix64 (Steele et al. 2014): decorrelates the per-draw seeds of (seed, index).
 inline std::uint64_t mix(std::uint64_t x) {

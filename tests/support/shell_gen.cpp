@@ -538,20 +538,15 @@ void mutate_seed(FuzzCase& c, Rng& rng, const ShellSeeds& seeds) {
 ShellSeeds read_shell_seeds(const std::string& source_dir) {
   ShellSeeds s;
   const fs::path root = fs::path(source_dir) / "tests" / "data" / "megatron";
-  const auto text = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
   for (const auto& e : fs::recursive_directory_iterator(root)) {
     if (!e.is_regular_file()) continue;
     const std::string rel = fs::relative(e.path(), root).generic_string();
     if (e.path().extension() == ".sh" && rel.find("/model_configs/") == std::string::npos &&
         !rel.ends_with("sbatch_benchmarking.sh"))
-      s.scripts.emplace_back(rel, text(e.path()));
+      s.scripts.emplace_back(rel, read_file_text(e.path().string()));
     if (rel.starts_with("modelzoo/") && !rel.starts_with("modelzoo/best_practice/"))
-      s.zoo.emplace_back(rel.substr(std::string("modelzoo/").size()), text(e.path()));
+      s.zoo.emplace_back(rel.substr(std::string("modelzoo/").size()),
+                         read_file_text(e.path().string()));
   }
   std::sort(s.scripts.begin(), s.scripts.end());
   std::sort(s.zoo.begin(), s.zoo.end());

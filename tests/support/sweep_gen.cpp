@@ -70,12 +70,8 @@ std::vector<std::pair<std::string, std::string>> read_sweep_bases(const std::str
   for (const char* dir : {"examples", "pai"})
     for (const auto& e : fs::directory_iterator(root / dir))
       if (e.path().extension() == ".json") files.push_back(e.path());
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    out.emplace_back(fs::relative(f, root).generic_string(), ss.str());
-  }
+  for (const auto& f : files)
+    out.emplace_back(fs::relative(f, root).generic_string(), read_file_text(f.string()));
   std::sort(out.begin(), out.end());
   return out;
 }
