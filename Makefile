@@ -45,7 +45,7 @@ test: build
 practice: build
 	python3 docs/practice/practice_table.py --rerun --moesim $(BUILD)/moesim --jobs $(JOBS)
 
-# Speed targets (ARCHITECTURE.md): reported, not asserted in timed tests.
+# Speed targets (docs/ARCHITECTURE.md): reported, not asserted in timed tests.
 bench: build
 	$(BUILD)/moesim bench --repeat 5 $(SCENARIO)
 	$(BUILD)/moesim bench --repeat 3 scenarios/h800/dsv3-production.json

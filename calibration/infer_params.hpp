@@ -1,5 +1,5 @@
 // calibration/infer_params.hpp: the physical parameters `moesim infer` may infer from a
-// single GB200 journey step (shared/reference/gb200-journey.md), with their physical
+// single GB200 journey step (docs/reference/gb200-journey.md), with their physical
 // ranges and where each is written into a system. The inference itself (bisection on the
 // predicted after/before ratio) is predict/infer.hpp.
 //

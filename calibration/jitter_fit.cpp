@@ -157,15 +157,15 @@ nlohmann::ordered_json jitter_profile_json(const JitterFit& f, const std::string
       "fitted by calibration::fit_step_jitter (`moesim calibrate jitter`) to {}: the step's "
       "increase over {} "
       "weak-scaling pairs of MLPerf Training runs (same recipe and microbatches, more GPUs; "
-      "shared/reference/"
-      "scale-and-goodput.md sections 1 and 3) beyond the simulation's own increase (their "
+      "docs/reference/scale-and-goodput.md sections 1 and 3) beyond the simulation's own increase "
+      "(their "
       "scenarios/series/ files), "
       "as the latest of N exponential per-process delays (rms {:.1f} ms)",
       measurements, f.fit_pairs, f.pair_rms_error_s * 1e3);
   const std::string common = fmt::format(
       "fitted by calibration::fit_step_jitter (`moesim calibrate jitter`) to {}: p95 - median of "
       "{} MLPerf Training "
-      "runs at 256-8,192 GPUs (shared/reference/scale-and-goodput.md section 1) beyond what the "
+      "runs at 256-8,192 GPUs (docs/reference/scale-and-goodput.md section 1) beyond what the "
       "per-process delay "
       "explains, as a normal delay common to all processes (spread rms error {:.0f} ms)",
       measurements, f.fit_points, f.rms_error_s * 1e3);

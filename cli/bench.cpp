@@ -1,4 +1,4 @@
-// cli/bench.cpp: `moesim bench`: the speed targets (ARCHITECTURE.md), measured: a scenario's
+// cli/bench.cpp: `moesim bench`: the speed targets (docs/ARCHITECTURE.md), measured: a scenario's
 // simulation wall time and event rate, the engine alone, or a sweep's rows per second.
 #include "cli/commands.hpp"
 

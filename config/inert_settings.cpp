@@ -439,7 +439,7 @@ std::vector<PerformanceSetting> build() {
   });
   key("framework.overlap_param_gather", [](const Scenario& sc) -> Why {
     // Not inert on one data-parallel rank: Megatron-Core's DDP registers its forward pre-hook
-    // on every module whatever the DP size (workload/layer_graph.cpp, module_calls_at).
+    // on every module whatever the DP size (workload/layer_graph_detail.hpp, module_calls_at).
     return under_fsdp(sc, "gathers each layer before its forward and backward");
   });
   key("framework.fp8_param_gather", [](const Scenario& sc) -> Why {

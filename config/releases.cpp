@@ -15,14 +15,14 @@ namespace {
 constexpr std::string_view kDoc = "docs/research/releases.md";
 
 // Containers, oldest first. 23.09, 24.04, 25.01: the NeMo containers of the MLPerf
-// submissions in shared/reference/scale-and-goodput.md (sections 1a and 3); their
+// submissions in docs/reference/scale-and-goodput.md (sections 1a and 3); their
 // components were not researched, and no switch below shipped before 25.09 except the
 // launcher's NUMA binding, so the resolution needs no more of them.
 constexpr std::array<SoftwareRelease, 15> kReleases{{
     {"23.09",
      {23, 9, 0},
      "NeMo 23.09 (components not researched)",
-     "MLPerf Training v3.1 GPT-3 submission (shared/reference/scale-and-goodput.md section 3)",
+     "MLPerf Training v3.1 GPT-3 submission (docs/reference/scale-and-goodput.md section 3)",
      {}},
     {"24.04",
      {24, 4, 0},

@@ -7,7 +7,7 @@ namespace {
 
 constexpr std::array<StoragePreset, 4> kStorage{{
     {"vast", 125, 125, 0,
-     "shared/reference/scale-and-goodput.md section 7 (compiled checkpoint table, second-hand): "
+     "docs/reference/scale-and-goodput.md section 7 (compiled checkpoint table, second-hand): "
      "VAST Data measured "
      "50-200 GB/s of global checkpoint bandwidth across 40 production runs (45B-1T+); the "
      "midpoint, both ways"},
@@ -22,7 +22,7 @@ constexpr std::array<StoragePreset, 4> kStorage{{
      "the read one is "
      "taken"},
     {"gpfs", 57.5, 57.5, 0,
-     "shared/reference/scale-and-goodput.md section 7 (second-hand): BLOOM-176B's 2.3 TB "
+     "docs/reference/scale-and-goodput.md section 7 (second-hand): BLOOM-176B's 2.3 TB "
      "checkpoint in 40 s from "
      "384 processes on GPFS; no read figure, the write one is taken"},
 }};
@@ -63,7 +63,7 @@ std::string_view goodput_default_source(std::string_view key) {
   if (key == "interruptions_per_gpu_day")
     return "Llama 3 (arXiv 2407.21783) section 3.3.4, Table 5: 419 unexpected interruptions in 54 "
            "days on 16,384 "
-           "H100 (shared/reference/scale-and-goodput.md section 7)";
+           "H100 (docs/reference/scale-and-goodput.md section 7)";
   if (key == "planned_interruptions_per_gpu_day")
     return "Llama 3 section 3.3.4: 47 planned interruptions in the same 54 days";
   if (key == "restart_s")

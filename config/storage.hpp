@@ -2,7 +2,7 @@
 // `goodput` block (issue #26 item 4), each number with its source. The model that uses
 // them: predict/goodput.hpp.
 //
-// Presets (GB/s = 1e9 bytes/s; shared/reference/scale-and-goodput.md section 7, where "S"
+// Presets (GB/s = 1e9 bytes/s; docs/reference/scale-and-goodput.md section 7, where "S"
 // marks a second-hand figure there):
 //   vast      125 both ways: the midpoint of the 50-200 GB/s of global checkpoint
 //             bandwidth VAST Data measured across 40 production runs of 45B-1T+ models (S)

@@ -112,7 +112,7 @@ struct SweepPlan {
 
 SweepPlan expand_sweep(const SweepFile& f);
 
-// The parallel layout rules of the scenario loader (config/load_scenario.cpp) that
+// The parallel layout rules of the scenario loader (config/load_scenario_parallelism.cpp) that
 // `layouts` combinations are checked against before they become rows: Megatron-Core's
 // divisibility rules, EP x ETP inside a pipeline stage, the virtual stages' layers, the
 // batch over DP and the pipeline schedule's needs. A combination the loader rejects

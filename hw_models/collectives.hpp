@@ -4,7 +4,7 @@
 // or the whole gathered / scattered buffer (all-gather, reduce-scatter). Algorithm
 // bandwidth algbw = S / t; bus bandwidth busbw = algbw x 2(n-1)/n for all-reduce,
 // x (n-1)/n for all-gather, reduce-scatter and all-to-all, x 1 for send/recv
-// (shared/reference/hardware-and-microbenchmarks.md, 'NCCL cost structure').
+// (docs/reference/hardware-and-microbenchmarks.md, 'NCCL cost structure').
 //
 //   ring all-gather / reduce-scatter: n-1 pipelined steps; every rank sends (n-1)/n S
 //     to its ring successor. Across NVLink domains NCCL runs one ring per rail
@@ -127,7 +127,7 @@ LinkEfficiency link_efficiency(const SystemSpec& s);
 // A latency-bound all-reduce of a few bytes (FP8 amax buffers, the gradient norm, the
 // logged loss) over `ranks` GPUs, `per_domain` of them in each NVLink domain: NCCL's tree
 // (a chain inside each domain, a binary tree across domains) with the LL protocol, whose
-// latency (NVIDIA/nccl src/graph/tuning.cc, shared/reference/scale-and-goodput.md 5):
+// latency (NVIDIA/nccl src/graph/tuning.cc, docs/reference/scale-and-goodput.md 5):
 //   t = base + 2 ((k - 1) x NVLink hop + log2(D) x network hop),  k = per_domain,
 //   D = ceil(ranks / k), LL: base 6.6 us, NVLink hop 0.6 us, network hop 2.7 us;
 // the payload's transfer is negligible. The flows model (above) has no tree; this closed

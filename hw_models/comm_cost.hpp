@@ -10,7 +10,7 @@
 //   send/recv:                bytes_on_the_wire = S, one hop
 // bw is the per-GPU NVLink bandwidth per direction (the measured usable figure where the
 // preset has one) for groups inside one NVLink domain, else the GPU's NIC bandwidth
-// (shared/reference/hardware-and-microbenchmarks.md, 'NCCL cost structure').
+// (docs/reference/hardware-and-microbenchmarks.md, 'NCCL cost structure').
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 // runs partly empty, so q = tiles / (ceil(tiles / SMs) * SMs). kf = K/(K+K0) normalised
 // to the K of the efficiency's measurement: each tile's fixed cost in units of K, fitted
 // from measured GEMMs (calibration/gemm_k_fit.hpp). The efficiencies come from
-// the system preset (shared/reference/hardware-and-microbenchmarks.md); the calibration
+// the system preset (docs/reference/hardware-and-microbenchmarks.md); the calibration
 // issue refines this from measured GEMM grids.
 #pragma once
 

@@ -3,7 +3,7 @@
 // Every number is a Param: a value and the source it came from (datasheet,
 // microbenchmark file, paper), as required by the project's provenance rule. System
 // presets live in scenarios/systems/*.json; the reference figures are collected in
-// shared/reference/hardware-and-microbenchmarks.md. Later issues add calibrated
+// docs/reference/hardware-and-microbenchmarks.md. Later issues add calibrated
 // efficiency sections (GEMM, HBM, host, collectives) beside these.
 #pragma once
 

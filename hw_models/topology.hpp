@@ -18,7 +18,7 @@
 // rails of different planes must first cross NVLink to a GPU on the destination's rail
 // (what NCCL's PXN and DeepEP's "IB to the same-index GPU, then NVLink" do). Leaves
 // have `kLeafDownPorts` ports toward NICs (Quantum-2: 64 x 400G ports, half down;
-// shared/reference/hardware-and-microbenchmarks.md, Interconnect).
+// docs/reference/hardware-and-microbenchmarks.md, Interconnect).
 //
 // Routes are shortest paths in hops, ties broken as a breadth-first search of the whole
 // graph from the source breaks them (the first path found: the lexicographically smallest

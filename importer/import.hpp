@@ -7,7 +7,7 @@
 // distributed optimizer, gradients reduced in FP32 under --bf16 unless
 // --grad-reduce-in-bf16), not moesim's newest stack; the scenario spells every setting
 // out. Each flag is one of:
-//   modeled   - mapped onto a scenario key (the table in import_megatron.cpp);
+//   modeled   - mapped onto a scenario key (the table in megatron_flags.cpp);
 //   ignored   - no effect on step time or memory (logging, data, learning rate,
 //               checkpoints): listed in MegatronImport::ignored;
 //   refused   - understood but not modeled (FP16, SequentialMLP without

@@ -4,7 +4,7 @@
 // error), each run predicted here on `jobs` threads. reports/corpus.hpp prints the result
 // and writes the profile that carries the values (calibration/profiles/corpus.json).
 // A measured block with "in_sample" (the run is calibration data elsewhere, as A14 is for
-// shared/reference/component-timings.md) is fitted and reported, but kept out of the
+// docs/reference/component-timings.md) is fitted and reported, but kept out of the
 // leave-one-out mean.
 // Pairs (issue #44): every measured pair among the runs (predict/validate.hpp's
 // compare_pairs: measured.compare_with and the series' consecutive sizes), its predicted

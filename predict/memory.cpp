@@ -36,7 +36,7 @@ Kept kept_bytes(const workload::LayerTemplate& t) {
   return b;
 }
 
-// CUDA graphs (shared/reference/gb200-journey.md; docs/research/gb200-journey-mechanisms.md
+// CUDA graphs (docs/reference/gb200-journey.md; docs/research/gb200-journey-mechanisms.md
 // 5): partial graphs are captured per decoder layer that has a captured module, per
 // microbatch, forward and backward: L x M x 2 per rank; full_iteration is one graph. Each
 // partial graph owns static input and output buffers, reused along the pipeline

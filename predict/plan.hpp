@@ -129,6 +129,8 @@ struct PlanOutcome {
 PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
                         std::span<const PlanDimension> dims, const std::string& file,
                         const PlanSearch& search);
+// The candidates per layout: the product of the dimensions' sizes.
+std::int64_t candidates_per_layout(std::span<const PlanDimension> dims);
 
 // The settings a plan may vary per layout, by group name, for a scenario's model (the
 // registry `moesim plan --settings` and moesim.plan() read). Each dimension's values begin

@@ -85,7 +85,7 @@ struct Prediction {
 // rank is the same in the runs and at M, and where the line holds: the slopes over
 // (M1, M2) and (M2, M3) differ by at most kSteadyLineTolerance of T(M) over the M - M3
 // microbatches left (steady_line_holds); else the full step is simulated. A host-bound
-// step whose GPU stalls early (parameter gathers at first use, rank_program.cpp) lets its
+// step whose GPU stalls early (parameter gathers at first use, rank_program_dp.cpp) lets its
 // host build a lead that takes far longer than two pipelines to spend (Megatron-Bridge
 // 25.09's DeepSeek-V3 FP8 on 256 B200, PP16: slope 0.105 s a microbatch over 32-48, 0.119
 // from 48 on). Why 2 V, not

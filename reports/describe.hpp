@@ -1,6 +1,6 @@
 // reports/describe.hpp: what a scenario resolves to, without simulating: parameter
 // counts, Megatron-accounted FLOPs, derived parallel sizes, layers per pipeline stage
-// and every resolved setting (`moesim describe`, shared/design/SCENARIO_FORMAT.md).
+// and every resolved setting (`moesim describe`, docs/SCENARIO_FORMAT.md).
 #pragma once
 
 #include <string>

@@ -21,7 +21,7 @@
 //     interleaved schedule's default), the gathers run ahead of the forward; unaligned
 //     (Megatron's 1F1B), the forward pre-hook of the bucket's first module dispatches its
 //     gather there, after the compute stream, and the next bucket's behind it
-//     (rank_program.cpp gather_at_first_use).
+//     (rank_program_dp.cpp gather_at_first_use).
 // moesim's buckets end at layer boundaries (layout items: a decoder or MTP layer, the
 // embedding, the output layer): a bucket closes with the item that brings it to the
 // bucket size, or at the stage's first item. Filled in backward order, a bucket's last

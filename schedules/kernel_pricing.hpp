@@ -31,8 +31,8 @@
 // the preset's link efficiency); rings send (n-1)/n of the buffer, NCCL's one ring per NIC
 // puts 1/(members per domain) of it on the NIC; all-to-alls split by members per domain.
 //
-// Outside the layers (Megatron-Core's distributed optimizer, shared/reference/
-// domain-brief.md):
+// Outside the layers (Megatron-Core's distributed optimizer,
+// docs/reference/domain-brief.md):
 //   DP reduction   reduce-scatter of the gradients (grad_reduce_dtype bytes) over DP x CP
 //                  (dense) and expert-DP (experts); plus the all-gather without the
 //                  distributed optimizer or FSDP (an all-reduce as a ring)

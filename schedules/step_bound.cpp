@@ -46,7 +46,7 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
     return c;
   };
   const bool muon = in.framework.optimizer == workload::OptimizerKind::muon;
-  // The step's end on the compute stream (rank_program.cpp's step_end): in launch order,
+  // The step's end on the compute stream (rank_program_dp.cpp's step_end): in launch order,
   // one after another.
   const auto step_end = [&](int rank) {
     StageParams all, ns;

@@ -9,7 +9,7 @@
 // and any set of kernels on one GPU takes at least sum(s_k w_k) / S (copy-engine and
 // network kernels, s < 0, hold no SMs and are left out; s = 0 means all S). Kernels of
 // one stream run one after another, so the compute stream's step-end work (the gradient
-// norm, its all-reduce, clipping, the loss all-reduce, the optimizer: rank_program.cpp,
+// norm, its all-reduce, clipping, the loss all-reduce, the optimizer: rank_program_dp.cpp,
 // launched after the last backward) adds its plain durations. For a pipeline rank r:
 //   W_r  = sum over its work items (pipeline_order) of the items' layer kernels' s w / S
 //   O_r  = grad norm + norm all-reduce + clip (+ loss all-reduce on the last stage)

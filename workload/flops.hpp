@@ -2,7 +2,7 @@
 //
 // Published Megatron TFLOPS/GPU = model FLOPs of one global batch / (step time x 1e12 x
 // GPUs), from num_floating_point_operations in megatron/training/training.py
-// (shared/reference/megatron-flops.md). With T tokens per batch, S2 = sum of L^2 over
+// (docs/reference/megatron-flops.md). With T tokens per batch, S2 = sum of L^2 over
 // sequences, h hidden, V padded vocab, e = 3 (SwiGLU) or 2, M MTP layers:
 //
 //   F = T x [ 6 h e (F_dense N_dense + F_moe k N_moe + F_shared N_moe + F_mtp M)

@@ -30,7 +30,7 @@
 //             launches the data dispatch.
 //   hybridep: a stream sync right after its preprocess kernel.
 //
-// Software-stack switches (shared/reference/gb200-journey.md):
+// Software-stack switches (docs/reference/gb200-journey.md):
 //   mxfp8_alloc_fusion off: each MXFP8 tensor allocates its 4 buffers (row- and column-
 //     wise data and scales) on the host, the two scale buffers zero-filled by kernels;
 //     on: one pre-allocated buffer, no allocations or fills.

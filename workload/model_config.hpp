@@ -1,5 +1,5 @@
 // workload/model_config.hpp: a model architecture, normalized from Hugging Face
-// config.json fields (shared/reference/models.md) into one shape for MLA and GQA
+// config.json fields (docs/reference/models.md) into one shape for MLA and GQA
 // attention, dense and MoE layers.
 #pragma once
 

@@ -1,5 +1,5 @@
 // workload/options.hpp: the training, parallelism and framework settings of a scenario
-// (shared/design/SCENARIO_FORMAT.md), as plain structs. config/ fills and validates
+// (docs/SCENARIO_FORMAT.md), as plain structs. config/ fills and validates
 // them; workload, schedules and hw_models read them.
 #pragma once
 

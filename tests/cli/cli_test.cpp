@@ -85,7 +85,7 @@ TEST_CASE("Bad input exits with status 2 and names the file and JSON path", "[cl
 }
 
 TEST_CASE("describe reproduces the four Megatron FLOPs check values", "[cli]") {
-  // shared/reference/megatron-flops.md at seq 4096; Qwen3-235B runs at TP2 here, whose
+  // docs/reference/megatron-flops.md at seq 4096; Qwen3-235B runs at TP2 here, whose
   // vocabulary padding (151936 -> 152064) adds 0.002%.
   const std::pair<const char*, double> cases[] = {
       {"scenarios/dsv3-gb200.json", 249.81},

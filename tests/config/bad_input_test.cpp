@@ -418,7 +418,7 @@ TEST_CASE("Inline systems and models, with or without a base preset", "[config]"
 }
 
 // NVL72 placement by default: whole trays, as many per rack as split the job evenly (the
-// rule in config/load_scenario.cpp). 256 and 512 GPUs: 64 a rack (72 does not divide
+// rule in config/load_scenario_parallelism.cpp). 256 and 512 GPUs: 64 a rack (72 does not divide
 // them); 144: two full racks; a job smaller than a tray uses part of it.
 TEST_CASE("Default NVLink-domain placement: whole trays dividing the job", "[config]") {
   const auto domain = [](const std::string& system, std::int64_t gpus, std::int64_t ep) {

@@ -1,4 +1,4 @@
-// The measured-run registry: one scenario per step of shared/reference/gb200-journey.md.
+// The measured-run registry: one scenario per step of docs/reference/gb200-journey.md.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

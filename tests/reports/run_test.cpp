@@ -508,7 +508,7 @@ TEST_CASE("DeepSeek-V3's production layout fits an 80 GB H800 only with DeepSeek
 
 TEST_CASE("Journey memory: every step fits its GB200 and moves as NVIDIA reported",
           "[reports][run][memory][journey]") {
-  // shared/reference/gb200-journey.md: DeepEP lowered the peak memory (step 4: no top-k
+  // docs/reference/gb200-journey.md: DeepEP lowered the peak memory (step 4: no top-k
   // copies around an NCCL all-to-all), dropping MLA up-projection recompute raised it
   // (step 5), partial CUDA graphs raised it (step 6).
   std::vector<double> peak;
@@ -600,7 +600,7 @@ TEST_CASE("A headroom holds memory back and cannot hold back all of it", "[repor
 }
 
 // NVIDIA's baseline profile showed GPU gaps from a host that cannot keep up; each host
-// optimization and CUDA graph removes some (shared/reference/gb200-journey.md). The share
+// optimization and CUDA graph removes some (docs/reference/gb200-journey.md). The share
 // of the critical rank's step spent host-bound must fall along the journey.
 TEST_CASE("The host-bound idle share falls along the GB200 journey",
           "[reports][run][host][journey]") {
@@ -620,7 +620,7 @@ TEST_CASE("The host-bound idle share falls along the GB200 journey",
   CHECK(s10 <= s09);
   // What is left is the routed experts' host work: about a tenth of the step, where the
   // journey's authors expect at least 10% from removing the dropless sync and graphing
-  // the whole iteration (shared/reference/gb200-journey.md, outlook).
+  // the whole iteration (docs/reference/gb200-journey.md, outlook).
   CHECK(s13 < s01 / 2);
 }
 
@@ -687,7 +687,7 @@ int tiny_kernels_before_expert_gemm(const predict::Prediction& p) {
 
 }  // namespace
 
-// NVIDIA's profiles of the journey (shared/reference/gb200-journey.md, BLOG figures): the
+// NVIDIA's profiles of the journey (docs/reference/gb200-journey.md, BLOG figures): the
 // baseline's router and preprocess region is mostly gaps, a long permute kernel, many
 // tiny kernels (scale zero-fills, swizzles) before the expert GEMMs; once attention,
 // router, preprocess and the shared expert run in CUDA graphs, "only the routed experts

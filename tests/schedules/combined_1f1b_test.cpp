@@ -4,7 +4,7 @@
 // the forward's dispatch, the backward's dispatch, the forward's experts and combine, the
 // backward's attention. The experts' backward is queued before the host blocks on the
 // forward dispatch's token-count sync, and a node waits only for its own microbatch's
-// previous node (schedules/rank_program.cpp, expand_overlapped).
+// previous node (schedules/rank_program_pairs.cpp, expand_overlapped).
 #include <catch2/catch.hpp>
 
 #include <map>

@@ -1,5 +1,6 @@
-// Pipeline schedules through the engine against their closed forms (shared/reference/
-// hardware-and-microbenchmarks.md, 'Pipeline bubbles'); chunk times are fixed, hosts free.
+// Pipeline schedules through the engine against their closed forms
+// (docs/reference/hardware-and-microbenchmarks.md, 'Pipeline bubbles'); chunk times are fixed,
+// hosts free.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Megatron FLOPs accounting against the check values of shared/reference/megatron-flops.md
+// Megatron FLOPs accounting against the check values of docs/reference/megatron-flops.md
 // (an independent re-implementation matched published tables to within 0.3%), and
 // parameter counts against the models' published totals.
 #include <catch2/catch.hpp>

@@ -1,0 +1,227 @@
+// config/load_scenario_sections.cpp: the ScenarioReader's (config/load_scenario_detail.hpp)
+// self-contained sections of a scenario file: training, routing (and its histogram file),
+// recorded, measured, goodput and cost.
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "config/inert_settings.hpp"
+#include "config/load.hpp"
+#include "config/load_scenario_detail.hpp"
+#include "config/storage.hpp"
+
+namespace moesim::config::detail {
+
+void ScenarioReader::training(const Node& n) {
+  auto& t = sc_.training;
+  read_object(n, [&](Object& o) {
+    t.seq_length = o.req("seq_length").as_int(1, std::int64_t{1} << 22);
+    t.micro_batch_size = o.req("micro_batch_size").as_int(1, std::int64_t{1} << 16);
+    t.global_batch_size = o.req("global_batch_size").as_int(1, std::int64_t{1} << 30);
+    if (auto p = o.get("precision"))
+      t.precision = p->as_enum(workload::precision_names(), "precision");
+    t.mtp_layers = o.int_or("mtp_layers", 0, 0, 16);
+    t.hidden_dropout = o.number_or("hidden_dropout", 0, 0, 0.99);
+    t.vocab_divisor = o.int_or("make_vocab_size_divisible_by", 128, 1, std::int64_t{1} << 20);
+    if (auto n4 = o.get("nvfp4")) {
+      if (t.precision != workload::Precision::nvfp4) n4->fail("needs training.precision nvfp4");
+      read_object(*n4, [&](Object& r) {
+        t.nvfp4.rht = r.bool_or("rht", true);
+        t.nvfp4.stochastic_rounding = r.bool_or("stochastic_rounding", true);
+        if (auto w = r.get("weight_2d"))
+          w->fail(
+              "2D (16x16) weight scales change numerics, not time: TransformerEngine quantizes a "
+              "weight once "
+              "per step and its 2D cast moves the bytes of the 1D one, so moesim takes no "
+              "setting for it");
+      });
+    }
+    if (auto td = o.get("token_drop"))
+      read_object(*td, [&](Object& d) {
+        t.capacity_factor = d.req("capacity_factor").as_number(0.01, 1000);
+      });
+  });
+  const auto dtype = workload::gemm_dtype(t.precision);
+  if (!sc_.system.gpu.supports(dtype)) {
+    std::vector<std::string_view> have;
+    for (const auto& [d, p] : sc_.system.gpu.dense_tflops)
+      have.push_back(hw_models::dtype_names().name(d));
+    fail("training.precision",
+         fmt::format("{} needs {} Tensor Core support, which {} ({}) does not have; its "
+                     "dense peaks are for: {}",
+                     workload::precision_names().name(t.precision),
+                     hw_models::dtype_names().name(dtype), sc_.system.gpu.name,
+                     hw_models::gpu_arch_names().name(sc_.system.gpu.arch), fmt::join(have, ", ")));
+  }
+}
+
+// A routing histogram file (config::read_expert_loads): every row one MoE layer's counts,
+// cycled over the model's MoE layers.
+void ScenarioReader::read_histogram(workload::Routing& r) {
+  r.histogram = read_expert_loads(r.histogram_path, sc_.model.num_experts);
+}
+
+void ScenarioReader::routing(const std::optional<Node>& n) {
+  // No routing block: the routing the model family is trained with (workload::trained_routing;
+  // `run` names it among its assumptions).
+  if (!n) {
+    sc_.routing = workload::trained_routing(sc_.model).routing;
+    return;
+  }
+  auto& r = sc_.routing;
+  read_object(*n, [&](Object& o) {
+    r.balance = o.req("balance").as_enum(workload::routing_balance_names(), "routing balance");
+    switch (r.balance) {
+      case workload::RoutingBalance::forced:
+        break;
+      case workload::RoutingBalance::sampled:
+        if (auto d = o.get("distribution"))
+          r.distribution = d->as_enum(workload::routing_distribution_names(), "distribution");
+        r.alpha = o.number_or("alpha", 1.0, 0.0, 100.0);
+        r.seed = static_cast<std::uint64_t>(o.int_or("seed", 0, 0, INT64_MAX));
+        break;
+      case workload::RoutingBalance::aux_loss:
+        r.aux_loss_coefficient = o.req("coefficient").as_number(1e-6, 1.0);
+        r.seed = static_cast<std::uint64_t>(o.int_or("seed", 0, 0, INT64_MAX));
+        break;
+      case workload::RoutingBalance::loss_free:
+        r.seed = static_cast<std::uint64_t>(o.int_or("seed", 0, 0, INT64_MAX));
+        break;
+      case workload::RoutingBalance::histogram: {
+        const Node p = o.req("path");
+        const std::filesystem::path rel = p.as_string();
+        const auto base = std::filesystem::path(*file_).parent_path();
+        r.histogram_path = (rel.is_absolute() ? rel : base / rel).string();
+        if (const auto problem = input_file_problem(r.histogram_path))
+          p.fail(fmt::format("histogram file '{}' {}", r.histogram_path, *problem));
+        read_histogram(r);
+        break;
+      }
+    }
+  });
+}
+
+// `recorded` (config/inert_settings.hpp record_inert_settings): who wrote the file and
+// which of its settings, written as the source gave them, change nothing here.
+void ScenarioReader::recorded(const std::optional<Node>& n) {
+  if (!n) return;
+  read_object(*n, [&](Object& o) {
+    const Node by = o.req("by");
+    sc_.recorded_by = by.as_string();
+    if (sc_.recorded_by.empty()) by.fail("name the tool that wrote the settings");
+    const auto& reg = performance_settings();
+    o.req("inert").for_each_element([&](const Node& e) {
+      const std::string name = e.as_string();
+      if (std::none_of(reg.begin(), reg.end(),
+                       [&](const PerformanceSetting& s) { return s.name == name; }))
+        e.fail(fmt::format(
+            "'{}' is not a performance setting (list elements as \"framework.offload[moe_act]\")",
+            name));
+      sc_.recorded_inert.push_back(name);
+    });
+  });
+}
+
+void ScenarioReader::measured(const std::optional<Node>& n) {
+  if (!n) return;
+  Measured m;
+  read_object(*n, [&](Object& o) {
+    int given = 0;
+    for (const auto& e : measured_metric_names().entries()) {
+      if (auto v = o.get(e.name)) {
+        ++given;
+        m.metric = e.value;
+        m.value = v->as_number(1e-12, 1e18);
+      }
+    }
+    if (given != 1)
+      n->fail(
+          fmt::format("give exactly one measured metric of: {}", measured_metric_names().known()));
+    const Node src = o.req("source");
+    m.source = src.as_string();
+    if (m.source.empty()) src.fail("the source of a measurement must be named");
+    m.tolerance_pct =
+        o.number_or("tolerance_pct", 5.0, 0.001, 1000.0);  // over-predictions can exceed 100%
+    m.in_sample = o.string_or("in_sample", "");
+    m.series = o.string_or("series", "");
+    m.held_out = o.string_or("held_out", "");
+    m.family = o.string_or("family", "");
+    const bool memory = m.metric == MeasuredMetric::peak_memory_gib;
+    for (const char* k : {"family", "compare_with"})
+      if (const auto v = o.get(k); v && memory)
+        v->fail("pairs and families compare step times or throughputs, not memory");
+    if (const auto v = o.get("compare_with")) {
+      v->for_each_element([&](const Node& e) {
+        MeasuredPair p;
+        read_object(e, [&](Object& po) {
+          const Node run = po.req("run");
+          p.run = run.as_string();
+          if (p.run.empty()) run.fail("name the run this one is compared with");
+          if (p.run == sc_.name) run.fail("a run cannot be compared with itself");
+          p.decision = po.req("decision").as_enum(decision_names(), "decision");
+          p.tolerance_pct = po.number_or("tolerance_pct", 5.0, 0.001, 1000.0);
+          p.source = po.string_or("source", "");
+        });
+        m.compare_with.push_back(std::move(p));
+      });
+    }
+    for (const char* k : {"memory_counter", "pp_rank"})
+      if (const auto v = o.get(k); v && !memory) v->fail("only with measured.peak_memory_gib");
+    // Which counter: required, as the two differ by the allocator's reserve (13-26% on
+    // the published pairs) and moesim's default allowance is 0.
+    if (memory)
+      m.memory_counter = o.req("memory_counter").as_enum(memory_counter_names(), "memory counter");
+    if (const auto v = o.get("pp_rank")) m.pp_rank = v->as_int(0, sc_.parallelism.pp - 1);
+  });
+  sc_.measured = m;
+}
+
+// goodput (config/storage.hpp for the defaults and the storage presets).
+void ScenarioReader::goodput(const std::optional<Node>& n) {
+  auto& g = sc_.goodput;
+  g = default_goodput();
+  if (!n) return;
+  read_object(*n, [&](Object& o) {
+    g.interruptions_per_gpu_day =
+        o.number_or("interruptions_per_gpu_day", g.interruptions_per_gpu_day, 0, 1);
+    g.planned_interruptions_per_gpu_day =
+        o.number_or("planned_interruptions_per_gpu_day", g.planned_interruptions_per_gpu_day, 0, 1);
+    g.restart_s = o.number_or("restart_s", g.restart_s, 0, 30 * 86400.0);
+    g.async_save = o.bool_or("async_save", g.async_save);
+    if (auto v = o.get("checkpoint_interval_s"))
+      g.checkpoint_interval_s = v->as_number(1e-3, 365 * 86400.0);
+    if (auto v = o.get("token_budget")) g.token_budget = v->as_number(1, 1e30);
+    if (auto st = o.get("storage")) {
+      if (st->json().is_string()) {
+        const auto p = storage_preset(st->as_string());
+        if (!p)
+          st->fail(fmt::format("unknown storage '{}'; known: {}", st->as_string(),
+                               known_storage_names()));
+        g.storage = *p;
+      } else {
+        StorageSpec s{"inline", 0, 0, 0, "given in the scenario"};
+        read_object(*st, [&](Object& so) {
+          s.write_GBps = so.req("write_GBps").as_number(1e-6, 1e9);
+          s.read_GBps = so.req("read_GBps").as_number(1e-6, 1e9);
+          s.client_GBps = so.number_or("client_GBps", 0, 0, 1e9);
+          s.source = so.string_or("source", s.source);
+        });
+        g.storage = s;
+      }
+    }
+  });
+}
+
+void ScenarioReader::cost(const std::optional<Node>& n) {
+  if (!n) return;
+  auto& c = sc_.cost;
+  read_object(*n, [&](Object& o) {
+    if (auto v = o.get("node_power_kW")) c.node_power_kW = v->as_number(0.01, 100000);
+    if (auto v = o.get("pue")) c.pue = v->as_number(1, 10);
+    if (auto v = o.get("gpu_hour_usd")) c.gpu_hour_usd = v->as_number(0, 1e6);
+  });
+}
+
+}  // namespace moesim::config::detail

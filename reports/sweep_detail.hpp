@@ -1,0 +1,56 @@
+// reports/sweep_detail.hpp (internal): what reports/sweep.cpp, sweep_summary.cpp and
+// plan_summary.cpp share: reading a CSV row's fields (defined in sweep.cpp) and the ranking
+// the sweep's and the plan's summaries are made of (defined in sweep_summary.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/sweep_file.hpp"
+#include "predict/bands.hpp"
+#include "reports/sweep.hpp"
+
+namespace moesim::reports::detail {
+
+// reports/sweep.cpp: a field as a double (nullopt unless the whole field is one), and a
+// column's index in the header (header.size() when absent).
+std::optional<double> parse_double(const std::string& s);
+std::size_t column(const std::vector<std::string>& header, const std::string& name);
+
+// reports/sweep_summary.cpp: the ok rows ranked by the objective and on the Pareto front.
+struct Ranked {
+  const SweepCsv::Row* row;
+  double objective = 0, x = 0, y = 0;  // Pareto: minimise x, maximise y
+};
+
+struct Analysis {
+  std::vector<std::pair<std::string, std::int64_t>> status;  // in the status table's order
+  std::size_t sweep_statuses = 0;  // the first ones, which a sweep's rows take
+  // The statuses a sweep's summary lists: its own, and a plan's only where rows have them.
+  std::vector<std::pair<std::string, std::int64_t>> listed() const {
+    std::vector<std::pair<std::string, std::int64_t>> v;
+    for (std::size_t i = 0; i < status.size(); ++i)
+      if (i < sweep_statuses || status[i].second > 0) v.push_back(status[i]);
+    return v;
+  }
+  std::vector<Ranked> top, pareto;
+  std::string x_name, y_name;
+};
+Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info);
+std::vector<std::size_t> table_columns(const std::vector<std::string>& h,
+                                       const SweepSummaryInfo& info,
+                                       const std::vector<std::string>& extra);
+std::string rows_table(const SweepCsv& csv, const std::vector<Ranked>& rows,
+                       const std::vector<std::size_t>& cols);
+nlohmann::ordered_json row_json(const SweepCsv& csv, const SweepCsv::Row& r);
+predict::Band gain_band(double gain_pct);
+std::vector<bool> within_band_of_best(const Analysis& a, config::SweepObjective objective);
+std::string within_band_text(const Analysis& a, config::SweepObjective objective);
+
+}  // namespace moesim::reports::detail

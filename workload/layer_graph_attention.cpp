@@ -1,0 +1,169 @@
+// workload/layer_graph_attention.cpp: a decoder layer's attention block
+// (workload/layer_graph_detail.hpp attention_block): its norm, MLA's down- and
+// up-projections with their latent norms and RoPE, or GQA's qkv projection, q/k norms and
+// RoPE; core attention, fused or TE's unfused path; the output projection; and the
+// selective recompute and offloading of its parts.
+#include "workload/layer_graph_detail.hpp"
+
+#include <optional>
+
+namespace moesim::workload::detail {
+namespace {
+
+// Core attention of `heads` heads (per rank) with q/k head size `qk` and v head size `v`:
+// the fused kernel (`fwd_flops` causal, `bytes` read and kept: q, k, v, the output and
+// the softmax statistics), or TE's unfused path (workload::AttentionBackend): two batched
+// GEMMs over the whole s x s scores per head (2 x 2 s s (qk + v) per head forward, no
+// causal skipping), the softmax between them reading and writing the BF16 scores, and
+// the probabilities kept beside what the fused kernel keeps; the scores before the
+// softmax and, in backward, their gradient are live one layer at a time.
+// `kept`: what the fused kernel keeps for backward, when it differs from `bytes`.
+// `window`: a sliding window's keys (0: causal over the whole sequence); the fused
+// kernels skip the masked blocks, the unfused path computes every score and masks them.
+// `unfused_extra`: bytes the unfused path keeps beyond the fused kernel (GQA: TE repeats k
+// and v to every query head before its GEMMs, backends.py UnfusedDotProductAttention).
+void core_attention(LayerBuilder& b, const TemplateInputs& in, Module mod, double heads, double qk,
+                    double v, double fwd_flops, double bytes, double kv_bytes,
+                    std::optional<double> kept = std::nullopt, std::int64_t window = 0,
+                    double unfused_extra = 0) {
+  if (in.framework.attention_backend == AttentionBackend::fused) {
+    b.attention("attn.core", mod, fwd_flops, bytes, kv_bytes, window);
+    if (kept) b.last_fwd().saved_bytes = *kept;
+    return;
+  }
+  const double seq = static_cast<double>(in.training.seq_length);
+  const double groups = static_cast<double>(in.training.micro_batch_size) * heads;
+  const double scores = groups * seq * seq;  // elements of the BF16 scores
+  b.bmm("attn.core.scores", mod, seq, seq, qk, groups);
+  b.memory("attn.core.softmax", mod, scores * (2 + 2), 1.5);
+  // What the whole path keeps sits on its last op, so offloading core_attn moves it.
+  b.bmm("attn.core.context", mod, seq, v, seq, groups);
+  b.last_fwd().saved_bytes = kept.value_or(bytes) + scores * 2 + unfused_extra;
+  b.transient(2 * scores * 2);
+}
+
+}  // namespace
+
+void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, bool windowed) {
+  const auto& m = in.model;
+  const auto& rc = in.framework.recompute_modules;
+  const double seq = static_cast<double>(in.training.seq_length);
+  const double n = static_cast<double>(m.num_heads) / s.tp;
+  const bool fused = in.stack.norm_quant_fusion;
+  const std::size_t start = b.mark();
+  // MLA's down-projections are TE Linears in 'duplicated' mode (Megatron-Core
+  // multi_latent_attention.py 526-527, 573-574): no sequence-parallel gather and no TP amax
+  // group on the hidden states; the latents are gathered before the up-projections. moesim
+  // still gathers the BF16 hidden states there (not yet modeled: docs/research/nvfp4.md 6).
+  const bool mla = m.attention == AttentionKind::mla;
+  norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm,
+       !mla);
+  if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
+  // The calls around it without weights of their own (Megatron-Core transformer_layer.py
+  // _forward_attention): the TransformerLayer, its (MLA)SelfAttention, and the
+  // pre_cross_attn_layernorm and cross_attention IdentityOps a decoder-only layer still calls;
+  // on the norm kernel, after its layernorm recompute copy (which calls the norm alone).
+  b.module_calls_at(start, 4, 0);
+  tp_gather(b, s, Module::attn, "attn", true, mla ? SpInput::bf16 : SpInput::quantized);
+  if (m.attention == AttentionKind::mla) {
+    const auto& d = m.mla;
+    const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
+    const double v = static_cast<double>(d.v_head_dim);
+    const double rq = static_cast<double>(d.q_lora_rank), rkv = static_cast<double>(d.kv_lora_rank);
+    if (d.q_lora_rank > 0) {
+      b.linear("attn.q_a", Module::attn, s.T, rq, s.h, true, false);
+      sp_saved_shard(b, s);
+      offload(b, in.framework, workload::OffloadTarget::qkv_linear);
+    }
+    b.linear("attn.kv_a", Module::attn, s.T, rkv + static_cast<double>(d.qk_rope_head_dim), s.h,
+             true, false);
+    sp_saved_shard(b, s);
+    offload(b, in.framework, workload::OffloadTarget::qkv_linear);
+    // Unquantized, both down-projections save the one normed input tensor (autograd
+    // keeps references); FP8 linears each save their own quantized copy.
+    if (!b.fp8() && d.q_lora_rank > 0) b.last_fwd().saved_bytes = 0;
+    // The up-projections and their latent norms: what mla_up_proj recompute re-runs.
+    const std::size_t up = b.mark();
+    if (d.q_lora_rank > 0) {
+      b.memory("attn.q_a_norm", Module::attn, s.T * rq * 2 * 2, 1.0, s.T * rq * 2);
+      b.module_calls_on_last(1, 1);
+      b.linear("attn.q_b", Module::attn, s.T, n * qk, rq, true, true);
+    }
+    b.memory("attn.kv_a_norm", Module::attn, s.T * rkv * 2 * 2, 1.0, s.T * rkv * 2);
+    b.module_calls_on_last(1, 1);
+    b.linear("attn.kv_b", Module::attn, s.T, n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv,
+             true, true);
+    // Megatron-Core's fused MLA RoPE (fused_mla_yarn_rope_apply.py): one kernel rotates
+    // q's rope part in place over all of q; one splits kv_b's output into k (k_nope plus
+    // the shared, rotated k_pe broadcast over heads) and v. Backward moves the same bytes.
+    const double nope = static_cast<double>(d.qk_nope_head_dim),
+                 pe = static_cast<double>(d.qk_rope_head_dim);
+    b.memory("attn.rope_q", Module::attn, s.T * n * qk * 2 * 2);
+    b.memory("attn.rope_kv", Module::attn,
+             s.T * (n * (nope + v) + pe) * 2 + s.T * n * (qk + v) * 2);
+    // mla_up_proj recompute (Megatron-Core multi_latent_attention.py: the up-projections
+    // and RoPE run under CheckpointWithoutOutput, whose output is discarded once core
+    // attention has run and recomputed before its backward): the up-projected q, k, v are
+    // not kept, so core attention keeps only its output and log-sum-exp.
+    const bool up_recompute =
+        has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
+    if (up_recompute) b.recompute_since(up);
+    // Core attention, causal: forward FLOPs 2 T seq (n qk / 2 + n v / 2) (Megatron).
+    // It saves q, k, v and its output o (2 bytes each), o in E5M6 (1.5 bytes) where
+    // attn_output is cached low-precision (one copy, which o_proj's weight gradient reads
+    // too); plus the log-sum-exp (4 bytes per head and token).
+    const bool o_e5m6 =
+        has(in.framework.low_precision_activations, workload::LowPrecisionActivation::attn_output);
+    const double o_bytes = s.T * n * v * (o_e5m6 ? 1.5 : 2);
+    const std::size_t core = b.mark();
+    core_attention(b, in, Module::attn, n, qk, v, 2 * s.T * seq * (n * qk / 2 + n * v / 2),
+                   (up_recompute ? 0 : s.T * n * (2 * qk + v) * 2) + o_bytes + s.T * n * 4,
+                   s.T * n * (qk + v) * 2);
+    b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
+    offload(b, in.framework, workload::OffloadTarget::core_attn);
+    const bool core_recompute = has(rc, RecomputeModule::core_attn);
+    if (core_recompute) b.recompute_since(core);
+    b.linear("attn.o_proj", Module::attn, s.T, s.h, n * v, true, true);
+    offload(b, in.framework, workload::OffloadTarget::attn_proj);
+    // o_proj's saved input is core attention's saved output: unquantized, or the E5M6 cache.
+    if (!core_recompute && (o_e5m6 || !b.fp8())) b.last_fwd().saved_bytes = 0;
+  } else {
+    const double d = static_cast<double>(m.head_dim);
+    const double g = static_cast<double>(m.num_kv_heads) / s.tp;
+    b.linear("attn.qkv", Module::attn, s.T, (n + 2 * g) * d, s.h, true, false);
+    sp_saved_shard(b, s);
+    offload(b, in.framework, workload::OffloadTarget::qkv_linear);
+    // Qwen3's per-head RMSNorms of q and k (--qk-layernorm: SelfAttention's q_layernorm and
+    // k_layernorm, TENorm modules, get_query_key_value_tensors in attention.py): one kernel
+    // each; each keeps its input for backward.
+    if (m.qk_layernorm) {
+      b.memory("attn.q_norm", Module::attn, s.T * n * d * 2 * 2, 1.0, s.T * n * d * 2);
+      b.module_calls_on_last(1, 1);
+      b.memory("attn.k_norm", Module::attn, s.T * g * d * 2 * 2, 1.0, s.T * g * d * 2);
+      b.module_calls_on_last(1, 1);
+    }
+    if (m.learned_positions == 0) b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
+    const std::size_t core = b.mark();
+    // TE's DotProductAttention keeps q, k, v, its output and the softmax statistics
+    // (ctx.save_for_backward(q, k, v, out, aux_ctx_tensors): 4 bytes a head and token).
+    const double kept = s.T * (2 * n + 2 * g) * d * 2 + s.T * n * 4;
+    // Keys per query: s / 2 causal; under a window w < s, (w s - w (w - 1) / 2) / s.
+    const double w = windowed ? static_cast<double>(m.sliding_window) : seq;
+    const double keys = w < seq ? w - w * (w - 1) / (2 * seq) : seq / 2;
+    core_attention(b, in, Module::attn, n, d, d, 4 * s.T * keys * n * d,
+                   s.T * (n + 2 * g) * d * 2 * 2, s.T * 2 * g * d * 2, kept,
+                   windowed ? m.sliding_window : 0, s.T * 2 * (n - g) * d * 2);
+    b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
+    offload(b, in.framework, workload::OffloadTarget::core_attn);
+    const bool core_recompute = has(rc, RecomputeModule::core_attn);
+    if (core_recompute) b.recompute_since(core);
+    b.linear("attn.o_proj", Module::attn, s.T, s.h, n * d, true, true);
+    offload(b, in.framework, workload::OffloadTarget::attn_proj);
+    // o_proj's saved input is core attention's saved output unless FP8 quantizes a copy.
+    if (!core_recompute && !b.fp8()) b.last_fwd().saved_bytes = 0;
+  }
+  tp_scatter(b, s, Module::attn, "attn");
+  hidden_dropout(b, in, s, Module::attn, "attn");
+}
+
+}  // namespace moesim::workload::detail

@@ -1,0 +1,436 @@
+// workload/layer_graph_builder.cpp: LayerBuilder's members (workload/layer_graph_detail.hpp):
+// the kernels of linear layers, batched GEMMs, memory-bound ops, quantization (FP8, MXFP8,
+// NVFP4), core attention and communication, each with the backward kernels that undo it;
+// and the helpers on top of it that every block uses: sequence parallelism's gathers and
+// scatters, norms, activation offloading, hidden dropout.
+#include "workload/layer_graph_detail.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string_view>
+
+namespace moesim::workload::detail {
+namespace {
+
+// The name part of a linear's output-gradient quantization kernels ("moe.fc2.grad_quant...").
+constexpr std::string_view kGradQuant = ".grad_quant";
+
+}  // namespace
+
+LayerBuilder::LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
+    : out_(out),
+      stack_(in.stack),
+      fp8_(workload::quantized(in.training.precision)),
+      mx_(in.training.precision == Precision::mxfp8),
+      fp4_(in.training.precision == Precision::nvfp4),
+      nvfp4_(in.training.nvfp4),
+      dtype_(gemm_dtype(in.training.precision)),
+      current_scaling_(in.training.precision == Precision::fp8_tensorwise),
+      cp_(in.parallelism.cp),
+      fp8_attention_(in.framework.fp8_dot_product_attention),
+      seq_(in.training.seq_length),
+      sp_transpose_(in.fp8_tn_only && (in.training.precision == Precision::fp8_tensorwise ||
+                                       in.training.precision == Precision::fp8_delayed)),
+      blockwise_(in.training.precision == Precision::fp8_blockwise),
+      param_gather_hooks_(in.framework.distributed_optimizer && in.framework.overlap_param_gather &&
+                          !in.parallelism.fsdp) {}
+
+void LayerBuilder::linear(const std::string& name, Module mod, double m, double n, double k,
+                          bool fp8_ok, bool quantize_input, double groups, bool te) {
+  const bool fp8 = fp8_ && fp8_ok;
+  const Dtype d = fp8 ? dtype_ : Dtype::bf16;
+  // Input element bytes: BF16, FP8, or NVFP4's half byte with an E4M3 scale per 16 (the
+  // column-wise copy wgrad reads is what the forward keeps).
+  const double eb = !fp8 ? 2 : fp4_ ? kNvfp4Bytes : 1;
+  if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, groups);
+  const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
+  const auto gemm = [&](std::vector<KernelTemplate>& to, const std::string& n_, double M, double N,
+                        double K) {
+    // NVFP4: cuBLASLt takes alpha = amax_A amax_B / (6^2 448^2) from the device, which a
+    // one-thread kernel computes before each GEMM (TE common/recipe/nvfp4.cu, called from
+    // cublaslt_gemm.cu; v2.8), one per GEMM of a grouped GEMM.
+    if (fp8 && fp4_)
+      for (int g = 0; g < static_cast<int>(groups); ++g) to.push_back(cpp_t(n_ + ".alpha", mod, 8));
+    to.push_back(gemm_t(n_, mod, cls, d, M, N, K, groups, eb));
+    return &to.back();
+  };
+  std::vector<KernelTemplate> f;
+  KernelTemplate* fprop = gemm(f, name + ".fprop", m, n, k);
+  fprop->saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
+  fprop->te_module_call = te;
+  for (auto& t : f) push_fwd(std::move(t));
+  module_calls_on_last(
+      1, groups);  // the linear's module: a weight a GEMM (TE GroupedLinear: weight0..)
+  std::vector<KernelTemplate> b;
+  if (fp8) {
+    std::vector<KernelTemplate> q =
+        quantized(name + std::string(kGradQuant), mod, m * n * groups, groups, false, true);
+    b.insert(b.end(), q.begin(), q.end());
+  }
+  gemm(b, name + ".dgrad", m, k, n)->te_module_call =
+      te;  // one TE backward call computes dgrad and wgrad
+  gemm(b, name + ".wgrad", k, n, m)->library_launch = te;  // inside the same TE backward call
+  push_bwd(std::move(b));
+}
+
+void LayerBuilder::bmm(const std::string& name, Module mod, double m, double n, double k,
+                       double batch) {
+  push_fwd(gemm_t(name + ".fwd", mod, KernelClass::gemm, Dtype::bf16, m, n, k, batch, 2));
+  push_bwd({gemm_t(name + ".bwd_a", mod, KernelClass::gemm, Dtype::bf16, m, k, n, batch, 2),
+            gemm_t(name + ".bwd_b", mod, KernelClass::gemm, Dtype::bf16, k, n, m, batch, 2)});
+}
+
+void LayerBuilder::memory(const std::string& name, Module mod, double bytes, double bwd_factor,
+                          double saved) {
+  KernelTemplate f = mem_t(name + ".fwd", mod, bytes);
+  f.saved_bytes = saved;
+  push_fwd(std::move(f));
+  if (bwd_factor > 0) push_bwd({mem_t(name + ".bwd", mod, bytes * bwd_factor)});
+}
+
+void LayerBuilder::quantize(const std::string& name, Module mod, double elems, double tensors,
+                            bool norm_amax, bool tp_reduce) {
+  std::vector<KernelTemplate> q = quantized(name, mod, elems, tensors, norm_amax);
+  if (tp_reduce) insert_tp_amax(q, name, mod);
+  for (auto& k : q) push_fwd(std::move(k));
+}
+
+double LayerBuilder::gathered_bytes(double copies) const {
+  if (fp4_) return copies * kNvfp4Bytes;
+  if (mx_) return copies * (1 + 1.0 / 32);
+  if (blockwise_)
+    return copies * (1 + 4.0 / 128);  // FP32 scales per 128 (_start_all_gather_fp8_blockwise)
+  return 1;
+}
+
+void LayerBuilder::sp_quantized_grad_gather(double tp) {
+  if (bwd_groups_.size() < 2) return;
+  auto& gather = bwd_groups_.back();
+  auto& lin = bwd_groups_[bwd_groups_.size() - 2];  // [gradient quantization..., dgrad, wgrad]
+  // The scale swizzles stay with the GEMMs: TE gathers unswizzled scales and swizzles the
+  // gathered tensor's before its GEMM (the userbuffers path asserts unswizzled scales).
+  const auto is_quant = [](const KernelTemplate& k) {
+    return k.name.find(kGradQuant) != std::string::npos &&
+           k.name.find(".swizzle") == std::string::npos;
+  };
+  std::vector<KernelTemplate> q;
+  for (const auto& k : lin)
+    if (is_quant(k)) q.push_back(k);
+  if (q.empty() || gather.size() != 1 || gather.front().comm != CommOp::tp_all_gather) return;
+  lin.erase(std::remove_if(lin.begin(), lin.end(), is_quant), lin.end());
+  for (auto& k : q) k.work.bytes /= tp;
+  const std::string& first = q.front().name;
+  const std::string name = first.substr(0, first.find(kGradQuant) + kGradQuant.size());
+  insert_tp_amax(q, name, q.front().module);
+  const double elems = gather.front().comm_bytes / 2;  // the BF16 gradient's
+  gather.front().comm_bytes = elems * gathered_bytes(2);
+  gather.insert(gather.begin(), q.begin(), q.end());
+  if (sp_transpose_)
+    gather.push_back(sp_transpose_t(name + ".sp_transpose", gather.front().module, elems));
+}
+
+void LayerBuilder::attention(const std::string& name, Module mod, double fwd_flops, double bytes,
+                             double kv_bytes, std::int64_t window) {
+  KernelTemplate f;
+  f.name = name + ".fwd";
+  f.module = mod;
+  // The key sequence of one call: the whole sequence, or one ring step's chunk under CP;
+  // a sliding window's keys.
+  const std::int64_t keys = window > 0 ? std::min(window, seq_ / cp_) : seq_ / cp_;
+  f.work = {KernelClass::attention_fwd,
+            fp8_attention_ ? Dtype::fp8 : Dtype::bf16,
+            fwd_flops,
+            bytes,
+            0,
+            0,
+            keys,
+            1,
+            2};
+  f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
+  f.cp_ring_bytes = cp_ > 1 ? kv_bytes : 0;
+  push_fwd(f);
+  KernelTemplate b = f;
+  b.name = name + ".bwd";
+  b.saved_bytes = 0;
+  b.work.cls = KernelClass::attention_bwd;
+  b.work.flops = 2 * fwd_flops;  // dQ, dK, dV: Megatron counts backward as 2x forward
+  b.work.bytes = 2 * bytes;
+  b.cp_ring_bytes = 2 * f.cp_ring_bytes;
+  push_bwd({b});
+}
+
+void LayerBuilder::comm(const std::string& name, Module mod, CommOp fwd_op, CommOp bwd_op,
+                        double bytes, bool sync_after, bool backward) {
+  KernelTemplate f;
+  f.name = name + ".fwd";
+  f.module = mod;
+  f.comm = fwd_op;
+  f.comm_bytes = bytes;
+  f.host_sync_after = sync_after;
+  push_fwd(f);
+  if (!backward) {  // forward-only (a counts exchange whose result backward reuses)
+    push_bwd({});
+    return;
+  }
+  KernelTemplate b = f;
+  b.name = name + ".bwd";
+  b.comm = bwd_op;
+  b.host_sync_after = false;  // backward reuses the forward's counts
+  push_bwd({b});
+}
+
+void LayerBuilder::small_kernels(const std::string& name, Module mod, int count, double bytes,
+                                 int bwd_count) {
+  if (bwd_count < 0) bwd_count = count;
+  for (int i = 0; i < count; ++i)
+    memory(name + "." + std::to_string(i), mod, bytes, i < bwd_count ? 1.0 : 0.0);
+  for (int i = count; i < bwd_count; ++i)
+    push_bwd({mem_t(name + "." + std::to_string(i) + ".bwd", mod, bytes)});
+}
+
+void LayerBuilder::recompute_since(std::size_t mark, bool keep_syncs) {
+  for (std::size_t i = mark; i < out_.fwd.size(); ++i) {
+    KernelTemplate t = out_.fwd[i];
+    t.recompute = true;
+    t.host_sync_after = keep_syncs && t.host_sync_after;
+    t.name += ".recompute";
+    recomputed_.push_back(std::move(t));
+  }
+}
+
+KernelTemplate LayerBuilder::gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d,
+                                    double M, double N, double K, double groups, double eb) {
+  KernelTemplate t;
+  t.name = name;
+  t.module = mod;
+  t.work = {cls,
+            d,
+            2 * M * N * K * groups,
+            (M * K * eb + K * N * eb + M * N * 2) * groups,
+            static_cast<std::int64_t>(M),
+            static_cast<std::int64_t>(N),
+            static_cast<std::int64_t>(K),
+            static_cast<std::int64_t>(groups),
+            eb};
+  return t;
+}
+
+void LayerBuilder::sp_local_input(double tp) {
+  KernelTemplate& f = out_.fwd.back();
+  const double gathered_bytes = f.saved_bytes;
+  f.saved_bytes /= tp;
+  auto& group = bwd_groups_.back();  // [grad quantization..., dgrad, wgrad]
+  KernelTemplate g;
+  const std::string base = f.name.substr(0, f.name.rfind('.'));
+  g.name = base + ".sp_regather";
+  g.module = f.module;
+  g.comm = CommOp::tp_all_gather;
+  g.comm_bytes = gathered_bytes;
+  g.tp_overlap = workload::TpOverlap::bulk;  // beside the GEMM before it: the dgrad
+  group.insert(group.end() - 1, g);
+  if (sp_transpose_ && f.work.dtype != Dtype::bf16)
+    group.insert(group.end() - 1, sp_transpose_t(base + ".sp_transpose", f.module, gathered_bytes));
+}
+
+void LayerBuilder::finish() {
+  out_.bwd = recomputed_;
+  for (auto it = bwd_groups_.rbegin(); it != bwd_groups_.rend(); ++it)
+    out_.bwd.insert(out_.bwd.end(), it->begin(), it->end());
+}
+
+KernelTemplate LayerBuilder::mem_t(const std::string& name, Module mod, double bytes) const {
+  KernelTemplate t;
+  t.name = name;
+  t.module = mod;
+  t.work = {KernelClass::memory, Dtype::bf16, 0, bytes, 0, 0, 0, 1, 2};
+  return t;
+}
+
+KernelTemplate LayerBuilder::quantize_t(const std::string& name, Module mod, double elems,
+                                        double copies) const {
+  KernelTemplate q = lib_t(
+      name, mod, elems * (2 + (fp4_ ? copies * kNvfp4Bytes : (mx_ ? 2 : 1) * (1 + 1.0 / 32))));
+  q.work.cls = KernelClass::quantize;
+  q.pdl = stack_.pdl_quant;
+  return q;
+}
+
+KernelTemplate LayerBuilder::sp_transpose_t(const std::string& name, Module mod,
+                                            double elems) const {
+  return lib_t(name, mod, 2 * elems);
+}
+
+KernelTemplate LayerBuilder::lib_t(const std::string& name, Module mod, double bytes) const {
+  KernelTemplate t = mem_t(name, mod, bytes);
+  t.library_launch = true;
+  return t;
+}
+
+KernelTemplate LayerBuilder::cpp_t(const std::string& name, Module mod, double bytes) const {
+  KernelTemplate t = mem_t(name, mod, bytes);
+  t.cpp_launch = true;
+  return t;
+}
+
+void LayerBuilder::insert_tp_amax(std::vector<KernelTemplate>& q, const std::string& name,
+                                  Module mod) const {
+  if (!current_scaling_ && !fp4_) return;
+  const auto first = std::find_if(q.begin(), q.end(), [](const KernelTemplate& k) {
+    return k.work.cls == KernelClass::quantize || std::string_view(k.name).ends_with(".scale");
+  });
+  KernelTemplate t;
+  t.name = name + ".tp_amax";
+  t.module = mod;
+  t.comm = CommOp::tp_amax_all_reduce;
+  t.comm_bytes = fp4_ ? 8 : 4;
+  t.library_launch = true;
+  q.insert(first, std::move(t));
+}
+
+void LayerBuilder::nvfp4_quantized(std::vector<KernelTemplate>& out, const std::string& name,
+                                   Module mod, double elems, int tensors, bool gradient) const {
+  const bool sr = gradient && nvfp4_.stochastic_rounding;
+  const auto cast = [&](const std::string& n, double e, double copies, double sr_slowdown) {
+    out.push_back(quantize_t(n, mod, e, copies));
+    out.back().time_factor = sr ? sr_slowdown : 1.0;
+    out.back().host_allocs = 6;
+    out.back().host_ops = 1;
+  };
+  out.push_back(cpp_t(name + ".amax_zero", mod, 4));
+  out.push_back(cpp_t(name + (nvfp4_.rht ? ".hadamard_amax" : ".amax"), mod, elems * 2));
+  if (tensors > 1 && nvfp4_.rht) {
+    cast(name, elems, 2, 6.4 / 4.5);
+    return;
+  }
+  const bool split = tensors == 1 && nvfp4_.rht && !stack_.nvfp4_rht_fusion;
+  for (int t = 0; t < tensors; ++t) {
+    cast(name, elems / tensors, split ? 1 : 2, split ? 7.2 / 7.0 : 6.4 / 4.5);
+    // The column-wise copy's own cast; TE #2412 gives no rate for it alone, so it takes the
+    // both-copies slowdown.
+    if (split) cast(name + ".hadamard_cast", elems, 1, 6.4 / 4.5);
+  }
+}
+
+std::vector<KernelTemplate> LayerBuilder::quantized(const std::string& name, Module mod,
+                                                    double elems, double tensors, bool norm_amax,
+                                                    bool gradient) const {
+  std::vector<KernelTemplate> out;
+  const int n = static_cast<int>(tensors);
+  // Block scales row- and column-wise, per tensor: E8M0 per 32 (MXFP8), E4M3 per 16 (NVFP4).
+  const double scale_bytes = (fp4_ ? elems / 16 : elems / 32) * 2 / tensors;
+  if (fp4_) {
+    nvfp4_quantized(out, name, mod, elems, n, gradient);
+    swizzles(out, name, mod, scale_bytes, n);
+    return out;
+  }
+  if (mx_ && !stack_.mxfp8_alloc_fusion) {
+    for (int t = 0; t < n; ++t)
+      for (int z = 0; z < 2; ++z) out.push_back(cpp_t(name + ".scale_zeros", mod, scale_bytes / 2));
+    out.front().host_allocs = 4 * n;
+  }
+  for (int t = 0; t < n; ++t) {
+    if (current_scaling_) {
+      // Per-tensor current scaling (Megatron --fp8-recipe tensorwise: TransformerEngine's
+      // Float8CurrentScaling) needs the tensor's amax before its scale (delayed scaling
+      // takes it from history). TE v2.11 Float8CurrentScalingQuantizer::quantize
+      // (pytorch/csrc/quantizer.cpp 497-536; common/recipe/current_scaling.cu 75-107, 258):
+      // a one-thread kernel zeroes the amax, a reduction pass over the BF16 input, a
+      // one-thread kernel turns the amax into the scale, then the cast (cast_transpose
+      // where the GEMM needs the column-wise copy). With norm_amax the norm kernel has
+      // computed the amax already (TE's FUSED_NORM_AMAX_FP8 path, normalization.cpp
+      // 350-422), so only the zero-fill before it, the scale and the cast remain. Split
+      // tensors (GroupedLinear's split_quantize, cast.cpp 1024-1031) take this path once
+      // each: only delayed scaling has a multi-tensor quantize before TE PR 3114.
+      out.push_back(cpp_t(name + ".amax_zero", mod, 4));
+      if (!norm_amax) out.push_back(cpp_t(name + ".amax", mod, elems / tensors * 2));
+      out.push_back(cpp_t(name + ".scale", mod, 8));
+    }
+    // Each split of a grouped GEMM's split_quantize is priced as a quantize call
+    // (library_launch_us), not as a bare launch: TE's C++ loop runs the whole quantize
+    // path per split (create_tensor's allocations and its Python tensor object, the
+    // quantizer's checks, then the kernel; cast.cpp split_quantize).
+    out.push_back(quantize_t(name, mod, elems / tensors));
+    // create_tensor (quantizer.cpp 325-389): data, its transpose (Hopper's FP8 GEMMs are
+    // TN only) and scale_inv, wrapped in a Python Float8TensorStorage.
+    if (current_scaling_) {
+      out.back().host_allocs += 3;
+      out.back().host_ops += 1;
+    }
+  }
+  if (mx_) swizzles(out, name, mod, scale_bytes, n);
+  return out;
+}
+
+void LayerBuilder::swizzles(std::vector<KernelTemplate>& out, const std::string& name, Module mod,
+                            double scale_bytes, int n) const {
+  if (stack_.swizzle_fusion) {
+    out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes * n));
+    out.back().host_allocs = 1;
+    return;
+  }
+  for (int t = 0; t < n; ++t) {
+    out.push_back(cpp_t(name + ".swizzle_pad", mod, scale_bytes));
+    out.push_back(cpp_t(name + ".swizzle", mod, 2 * scale_bytes));
+    out.back().host_allocs = 1;
+  }
+}
+bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool ub,
+               SpInput input, double width) {
+  if (s.tp <= 1) return true;
+  const double w = width > 0 ? width : s.h;
+  const bool quantized = s.sequence_parallel() && b.fp8() && input != SpInput::bf16;
+  if (quantized && input == SpInput::quantize)
+    b.quantize(name + ".sp_quant", mod, s.Tn * w, 1, false, true);
+  b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * w * 2);
+  if (quantized)
+    b.last_fwd().comm_bytes = s.T * w * b.gathered_bytes(1);  // backward: BF16 gradient
+  if (s.sequence_parallel()) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
+  if (s.tp_overlap && ub) b.last_fwd().tp_overlap = workload::TpOverlap::ring;
+  return !quantized;
+}
+
+void sp_saved_shard(LayerBuilder& b, const Shapes& s) {
+  if (s.sequence_parallel()) b.sp_local_input(s.tp);
+}
+
+void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
+  if (s.tp <= 1) return;
+  b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather,
+         s.T * s.h * 2);
+  if (s.tp_overlap) {
+    b.last_fwd().tp_overlap = workload::TpOverlap::pipeline;
+    b.last_bwd().tp_overlap =
+        workload::TpOverlap::ring;  // the gather, before kernels join its group
+  }
+  if (s.sequence_parallel() && b.fp8()) b.sp_quantized_grad_gather(s.tp);
+}
+
+void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTarget t) {
+  if (has(fw.offload, t)) b.last_fwd().offloaded = true;
+}
+
+void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
+                    const std::string& name) {
+  if (in.training.hidden_dropout <= 0) return;
+  const double elems = s.Tn * s.h;
+  b.memory(name + ".dropout", mod, elems * (2 + 2 + 1), (2 + 1 + 2) / 5.0, elems);
+}
+
+void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,
+          const workload::Framework& fw, std::optional<workload::OffloadTarget> target,
+          bool sp_gather) {
+  b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
+  // Its module: a TENorm, or the IdentityOp Megatron calls where TE's LayerNormLinear fuses
+  // the norm, whose weight is then the linear's (either way one call and one weight).
+  b.module_calls_on_last(1, 1);
+  if (target) offload(b, fw, *target);
+  // Fused with the norm, MXFP8 quantizes in the norm kernel; current scaling can only take
+  // the amax there and still scales and casts in kernels of their own (see `quantized`).
+  // cuDNN's norm writes no NVFP4: its quantize runs on its own.
+  if (b.nvfp4()) fused_quant = false;
+  if (b.fp8() && (!fused_quant || b.current_scaling()))
+    b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant,
+               sp_gather && s.sequence_parallel());
+}
+
+}  // namespace moesim::workload::detail

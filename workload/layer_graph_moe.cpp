@@ -1,0 +1,317 @@
+// workload/layer_graph_moe.cpp: a decoder layer's MoE MLP block
+// (workload/layer_graph_detail.hpp moe_mlp): its norm, the router, the shared expert, the
+// token dispatch and combine of each dispatcher (Megatron's NCCL all-to-all / all-gather,
+// DeepEP, HybridEP) with their permutes, host syncs and host work, and the routed experts'
+// grouped GEMMs with expert tensor parallelism; its recompute and offloading options.
+#include "workload/layer_graph_detail.hpp"
+
+#include <algorithm>
+
+#include "workload/eplb.hpp"
+
+namespace moesim::workload::detail {
+namespace {
+
+// The router of an MoE layer (moe_mlp), on the `Tm` tokens this rank routes to `E` experts.
+void moe_router(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, double Tm, double E,
+                bool nccl, bool moe_recompute) {
+  // Router: the GEMM (FP32 logits) and its small kernels (top-k, scores, aux loss, ...).
+  // Counts: 72 unfused, 31 fused; with DeepEP/HybridEP, router + EP preprocess = 17
+  // (docs/reference/gb200-journey.md, steps 3-4).
+  b.linear("moe.router", Module::moe_router, Tm, E, s.h, false, false, 1, false);
+  b.module_calls_on_last(1, 0);  // the MoELayer module around the router and the experts
+  b.last_fwd().checkpoint_input = moe_recompute;  // its input is the checkpoint's
+  // Host-only torch calls of router + EP preprocess in one forward, counted from
+  // Megatron-Core effebd81f4 (docs/research/router-host-inventory.md): 52 unfused, 48
+  // fused (plus 8 allocations in TE's fused router), 26 fused with the flex dispatcher.
+  // Router fusion (--moe-router-fusion: TE's fused top-k and score kernels in TopKRouter,
+  // megatron/core/transformer/moe/router.py) acts in the router, before any token
+  // dispatcher; the flex dispatchers' count of 17 is the fused router's. Unfused, every
+  // dispatcher's router runs the unfused kernels: 72 - 31 = 41 more forward kernels,
+  // 32 - 14 = 18 more backward, 52 - 48 = 4 more host calls.
+  const bool unfused_flex = !nccl && !in.stack.router_fusion;
+  b.last_fwd().host_ops +=
+      nccl ? (in.stack.router_fusion ? 48 : 52) : 26 + (unfused_flex ? 52 - 48 : 0);
+  if (nccl && in.stack.router_fusion) b.last_fwd().host_allocs = 8;
+  const double probs = Tm * E * 4;
+  // Those counts are DeepSeek-V3's router: sigmoid scores, expert bias, group-limited top-k,
+  // a scaling factor, the sequence aux loss. Unfused, the router runs one eager op per step
+  // of its routing, so a softmax router without groups runs fewer (Megatron-Core
+  // moe_utils.py topk_softmax_with_capacity 527-650 at 6a6cd47, topk_routing_with_score_
+  // function at effebd81f4; router.py compute_routing_scores_for_aux_loss; rows of
+  // docs/research/router-host-inventory.md 2.1 and 4):
+  //   group-limited top-k (rows 14-25: 13 ops) where one torch.topk does (2): 11 forward;
+  //   sigmoid: the normalisation (sum, + eps, divide) in the routing and again in the
+  //   aux-loss scores (rows 28-30, 41-43: 6), the expert bias (the biased copy, the gather of
+  //   the unbiased scores, the bias update: rows 12, 26, 65 eager: 4), the scaling factor
+  //   (row 31: 1) where softmax normalises in its one kernel: 11 forward; in backward the
+  //   two DivBackward0 (6 each) and their gradient meetings (1 each), the scale and the
+  //   sequence loss's / bsz: 16.
+  // Fused (TE's fused top-k, score and aux-loss kernels), one kernel each whatever the method.
+  const bool plain_topk = in.model.router_groups == 0 || in.model.router_topk_groups == 0;
+  const bool softmax = in.model.router_scoring == "softmax";
+  const int unfused_fwd_fewer = (plain_topk ? 11 : 0) + (softmax ? 11 : 0),
+            unfused_bwd_fewer = softmax ? 16 : 0;
+  const int router_kernels = nccl ? (in.stack.router_fusion ? 31 : 72 - unfused_fwd_fewer) - 1
+                                  : 17 - 1 - 1 + (unfused_flex ? 72 - unfused_fwd_fewer - 31 : 0);
+  // Backward: about 32 GPU ops unfused, 14 fused, the router GEMM's two included
+  // (docs/research/router-host-inventory.md).
+  b.small_kernels("moe.router_k", Module::moe_router, router_kernels, probs,
+                  (!in.stack.router_fusion ? 32 - unfused_bwd_fewer : 14) - 2);
+  b.keep_last(probs);  // routing probabilities and the top-k map
+}
+
+// The routed experts of an MoE layer (moe_mlp) on the `tokens_in` tokens the rank receives,
+// between the dispatch and the combine.
+void routed_experts(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, double tokens_in,
+                    double local_experts, double h_bytes, double act_bytes, bool moe_recompute) {
+  const auto& m = in.model;
+  const auto& p = in.parallelism;
+  const auto& fw = in.framework;
+  const double etp = static_cast<double>(p.etp);
+  // Expert tensor parallelism (etp = tp > 1): the received tokens are all-gathered over
+  // the expert-TP group, each rank computes its 1/etp of every expert's FFN on all of
+  // them, and the outputs are reduce-scattered before the combine (Megatron-Core
+  // MoEAlltoAllTokenDispatcher with tp_size > 1).
+  const auto etp_comm = [&](const std::string& name, CommOp fwd, CommOp bwd) {
+    if (p.etp > 1) b.comm(name, Module::experts, fwd, bwd, tokens_in * etp * h_bytes);
+  };
+  etp_comm("moe.etp_gather", CommOp::tp_all_gather, CommOp::tp_reduce_scatter);
+  // Routed experts: E / ep local experts, tokens_in x etp x ep / E tokens each (balanced).
+  const double m_per = tokens_in * etp / local_experts;
+  const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
+  const double e = static_cast<double>(m.ffn_matrices() - 1);
+  const std::size_t experts_start = b.mark();
+  b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
+  b.module_calls_on_last(1, 0);  // the TEGroupedMLP module around fc1 and fc2
+  offload(b, fw, workload::OffloadTarget::expert_fc1);
+  const std::size_t act = b.mark();
+  b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, 1.0,
+           tokens_in * etp * e * f * act_bytes);
+  offload(b, fw, workload::OffloadTarget::moe_act);
+  offload(b, fw, workload::OffloadTarget::expert_fc1_act);
+  // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
+  // output, stays as the checkpoint's input; its output, fc2's input, is discarded and
+  // recomputed before fc2's backward.
+  const bool act_recompute = !moe_recompute && has(fw.recompute_modules, RecomputeModule::moe_act);
+  if (act_recompute) {
+    b.recompute_since(act);
+    b.last_fwd().checkpoint_input = true;
+  }
+  b.linear("moe.fc2", Module::experts, m_per, s.h, f, true, true, local_experts);
+  if (act_recompute) b.last_fwd().saved_bytes = 0;
+  // Full-iteration CUDA graphs size the experts' buffers statically for the rank capacity
+  // (tokens x top-k x moe_expert_rank_capacity_factor), so what they save for backward
+  // is that large; paged stashing (moe_paged_stash) keeps only the tokens that arrived.
+  if (CaptureSet(fw, in.stack).full_iteration() && fw.moe_expert_rank_capacity_factor &&
+      !fw.moe_paged_stash)
+    b.scale_saved_since(experts_start,
+                        std::max(1.0, *fw.moe_expert_rank_capacity_factor / in.ep_load));
+  etp_comm("moe.etp_scatter", CommOp::tp_reduce_scatter, CommOp::tp_all_gather);
+}
+
+}  // namespace
+
+void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
+  const auto& m = in.model;
+  const auto& p = in.parallelism;
+  const auto& fw = in.framework;
+  const double E = static_cast<double>(m.num_experts);
+  const double k = static_cast<double>(m.topk);
+  const double ep = static_cast<double>(p.ep);
+  // Dropless MoE learns its per-expert counts on the device and the host must wait for
+  // them; token dropping (capacity known on the host) and HybridEP's pre-sized buffers
+  // (moe_expert_rank_capacity_factor) remove that sync.
+  const bool host_sync = !in.training.capacity_factor && !fw.moe_expert_rank_capacity_factor;
+  const bool nccl = fw.dispatcher == hw_models::Dispatcher::alltoall ||
+                    fw.dispatcher == hw_models::Dispatcher::allgather;
+  // The layernorm recompute module covers both norms of a layer (Megatron-Core
+  // --recompute-modules layernorm: input_layernorm and pre_mlp_layernorm).
+  const std::size_t norm_start = b.mark();
+  norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion, fw,
+       workload::OffloadTarget::mlp_norm);
+  if (has(fw.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(norm_start);
+  // Tokens this rank routes: its own sequence-parallel share. Megatron-Core's MoE layer
+  // takes the [S/TP, B, h] hidden states as they are; the router and the dispatcher work
+  // on those num_local_tokens, and MoE parallel folding puts the TP ranks in the EP group,
+  // so no TP gather precedes them (megatron/core/transformer/moe/moe_layer.py, router.py,
+  // token_dispatcher.py). Only a TP-sharded shared expert gathers the sequence (its
+  // column-parallel fc1 with sequence parallelism) and reduce-scatters its output.
+  const double Tm = s.Tn;
+  // `moe` recompute (Megatron-Core MoELayer: the whole layer's forward under one
+  // checkpoint whose input is the pre-MLP norm's output): router, dispatch, experts,
+  // shared expert and combine run again before the layer's backward, their collectives
+  // and token-count sync included, and only the checkpoint's input is kept. The finer
+  // moe_act and shared_experts checkpoints inside it are then moot.
+  const bool moe_recompute = has(fw.recompute_modules, RecomputeModule::moe);
+  const std::size_t moe_start = b.mark();
+
+  // The shared expert (no shared-expert overlap). Captured in a CUDA graph it runs with
+  // the router, first (Megatron-Core effebd81f4 MoELayer: shared experts, route,
+  // preprocess; NVIDIA's step-10 profile shows it inside the graphed region before
+  // dispatch). Eager it runs after the dispatch is launched (NVIDIA's step-6 profile:
+  // graphed attention + router, dispatch, eager shared expert, routed experts, combine).
+  const bool shared_captured = CaptureSet(fw, in.stack)[Module::shared_expert];
+  // Bytes per cached SwiGLU input value: BF16, or FP8 with a 4-byte scale per 128.
+  const double act_bytes =
+      has(fw.low_precision_activations, workload::LowPrecisionActivation::swiglu_input)
+          ? 1 + 4.0 / 128
+          : 2;
+  const auto shared_expert = [&] {
+    if (m.shared_expert_ffn_hidden_size <= 0) return;
+    const double e2 = static_cast<double>(m.ffn_matrices() - 1);
+    const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
+    const std::size_t start = b.mark();
+    const bool quantize_input =
+        tp_gather(b, s, Module::shared_expert, "shared", true, SpInput::quantize);
+    b.linear("shared.fc1", Module::shared_expert, s.T, e2 * fs, s.h, true, quantize_input);
+    b.module_calls_on_last(1, 0);  // the SharedExpertMLP module around its linears
+    sp_saved_shard(b, s);
+    if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
+    b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0,
+             s.T * e2 * fs * act_bytes);
+    b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
+    tp_scatter(b, s, Module::shared_expert, "shared");
+    if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts))
+      b.recompute_since(start);
+  };
+  if (shared_captured) shared_expert();
+  // Permute/unpermute over the routing map before TE PR 1927 (dc97cc9efc, first in TE 2.6):
+  // each token's program walks all E experts' row-map entries for every hidden block
+  // (transformer_engine/pytorch/triton/permutation.py _permute_kernel at v2.3: `for
+  // expert_idx in range(num_experts)`, a dependent load each), where the optimized kernel
+  // walks only the token's k routed rows (at v2.6: `for idx in tl.range(n_routed)`). The
+  // data moved is the same, (1 + k) rows a token; the old kernel adds (E - k) skipped
+  // row-map loads per token and block. So
+  //   slowdown = 1 + c (E - k) / (1 + k),
+  // with c from the one measured point: NVIDIA's baseline profile draws DeepSeek-V3's
+  // global permute (k = 8 of E = 256) at about 0.7 ms (docs/research/gb200-journey-mechanisms.md,
+  // image1) where the bandwidth model prices the optimized kernel at 0.162 ms (GB200, 4096
+  // tokens x top-8 x 7168 BF16): 4.3x, so c = 3.3 x 9 / 248 = 0.120. Qwen3's 8 of 128:
+  // 2.6x; Mixtral's 2 of 8: 1.24x.
+  constexpr double kOldPermuteRefSlowdown = 4.3, kOldPermuteRefE = 256, kOldPermuteRefK = 8;
+  constexpr double kOldPermuteSkipCost =
+      (kOldPermuteRefSlowdown - 1) * (1 + kOldPermuteRefK) / (kOldPermuteRefE - kOldPermuteRefK);
+  const double permute_slowdown =
+      in.stack.permute_fusion_v2 ? 1.0 : 1 + kOldPermuteSkipCost * (E - k) / (1 + k);
+
+  moe_router(b, in, s, Tm, E, nccl, moe_recompute);
+
+  const double tokens_out = Tm * k;                  // routed token copies each rank sends
+  const double tokens_in = tokens_out * in.ep_load;  // and the hottest rank receives
+  // Physical experts per rank: E / ep, plus parallelism.eplb's copies (workload/eplb.hpp).
+  const double local_experts = static_cast<double>(physical_experts(m, p)) / ep;
+  const double h_bytes = s.h * 2;
+  bool hybridep_copy = false;  // HybridEP without its copy fused into permute/unpermute
+  // FP8 dispatch (Framework::ep_fp8_dispatch): the forward dispatch carries 1 + 4/128 bytes
+  // per value; its backward (a combine of gradients) stays BF16.
+  const auto fp8_dispatch = [&] {
+    if (!fw.ep_fp8_dispatch) return;
+    KernelTemplate& d = b.last_fwd();
+    d.comm_element_bytes = 1 + 4.0 / 128;
+    d.comm_bytes = tokens_in * s.h * d.comm_element_bytes;
+  };
+  // Host work of the dispatcher paths beyond their kernels, counted in Megatron-Core
+  // effebd81f4 with DeepEP / HybridEP of autumn 2025
+  // (docs/research/moe-dispatch-experts-host-inventory.md 4-6): allocations and host-only torch
+  // calls per forward and backward.
+  if (nccl) {
+    // EP preprocess: per-expert counts, their exchange; the host needs them to size the
+    // all-to-all (Megatron's alltoall dispatcher): a device-host sync in dropless mode.
+    b.small_kernels("moe.preprocess", Module::moe_preprocess, 2, E * 8 + tokens_out * 4, 1);
+    if (host_sync)
+      b.mark_sync_on_last(1);  // the host blocks after launching the global permute (moe_dispatch)
+    b.memory("moe.global_permute", Module::moe_dispatch, Tm * h_bytes + tokens_out * h_bytes);
+    b.gather_last();
+    b.slow_last(permute_slowdown);
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
+           tokens_in * h_bytes);
+    // Megatron's alltoall dispatcher: the sender's top-k permuted copy and the all-to-all's
+    // output live until the local sort has made fc1's input (and the same again for the
+    // gradients in backward). DeepEP and HybridEP write into their own buffers: no copy
+    // (NVIDIA's GB200 journey, step 4: DeepEP lowered the peak memory).
+    b.transient(tokens_out * h_bytes + tokens_in * h_bytes);
+    b.last_fwd().host_allocs = 10;  // forward 10, backward 7 (inventory 5, 6.3)
+    b.last_fwd().host_ops = 12;
+    b.last_bwd().host_allocs = 7;
+    if (!shared_captured) shared_expert();
+    b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
+    b.gather_last();
+  } else if (fw.dispatcher == hw_models::Dispatcher::deepep) {
+    b.small_kernels("moe.preprocess", Module::moe_preprocess, 1, E * 8 + tokens_out * 4, 1);
+    // notify_dispatch exchanges per-rank, per-expert counts (4 bytes each); the CPU spins
+    // until they arrive, then launches the data dispatch on DeepEP's stream.
+    b.comm("moe.dispatch_notify", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_dispatch,
+           E * 4, host_sync, false);
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
+           tokens_in * h_bytes);
+    fp8_dispatch();
+    b.last_fwd().host_allocs = 22;  // forward 22, backward 13 (inventory 5, 6.3)
+    b.last_fwd().host_ops = 11;
+    b.last_bwd().host_allocs = 13;
+    if (!shared_captured) shared_expert();
+    // Megatron's permute after DeepEP: indices to multi-hot and the row-id map (Triton
+    // kernels launched from Python), then TE's permute.
+    b.small_kernels("moe.permute_map", Module::moe_dispatch, 4, tokens_in * 4 * 2, 2);
+  } else {
+    // HybridEP dispatch_with_permute (inventory 4.3): all-gather of the routing maps over
+    // the EP group, metadata kernels (fill, memset, scan), a blocking copy of the received
+    // count to the host; the dispatch (with its two one-thread sync kernels); permute
+    // processing, a second blocking copy (tokens per expert: it waits for the whole
+    // dispatch); then the permute, which carries the copy out of HybridEP's registered
+    // buffer and the padding. Backward reuses the handle: no all-gather, no syncs.
+    hybridep_copy = !in.stack.hybridep_permute_fusion;
+    b.comm("moe.routing_map_gather", Module::moe_dispatch, CommOp::ep_all_gather, CommOp::none,
+           Tm * E, false, false);
+    b.small_kernels("moe.hybridep_meta", Module::moe_dispatch, 3, Tm * ep * 4 + Tm * E, 0);
+    b.last_fwd().host_allocs = 6;
+    if (host_sync) b.mark_sync_on_last();
+    b.small_kernels("moe.dispatch_flag", Module::moe_dispatch, 1, 0);
+    b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
+           tokens_in * h_bytes);
+    fp8_dispatch();
+    b.small_kernels("moe.dispatch_done", Module::moe_dispatch, 1, 0);
+    b.small_kernels("moe.permute_processing", Module::moe_dispatch, 1,
+                    (tokens_in + 32 * local_experts) * 4, 0);
+    b.last_fwd().host_allocs = 4;
+    if (host_sync) b.mark_sync_on_last();
+    if (!shared_captured) shared_expert();
+  }
+  if (!nccl) {
+    // HybridEP receives into its registered buffer; the tokens are copied out (D2D), then
+    // permuted and padded. Fused (journey step 11): one kernel does all three, so the
+    // permute below stands for it; unfused: the copy is a kernel of its own ("about
+    // 10%-20% of the communication time", docs/reference/gb200-journey.md).
+    if (hybridep_copy) b.memory("moe.dispatch_copy", Module::moe_dispatch, tokens_in * h_bytes * 2);
+    b.memory("moe.permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
+    b.gather_last();
+    b.slow_last(permute_slowdown);
+  }
+
+  routed_experts(b, in, s, tokens_in, local_experts, h_bytes, act_bytes, moe_recompute);
+
+  if (nccl) {
+    b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
+    b.gather_last();
+    b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch,
+           tokens_in * h_bytes);
+    b.memory("moe.unpermute", Module::moe_combine, tokens_out * h_bytes + Tm * h_bytes);
+    b.gather_last();
+    b.slow_last(permute_slowdown);
+  } else {
+    b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
+    b.gather_last();
+    b.slow_last(permute_slowdown);
+    // HybridEP combines from its registered buffer: unfused, a D2D copy into it; its
+    // combine brackets the kernel with the same two one-thread sync kernels.
+    if (hybridep_copy) b.memory("moe.combine_copy", Module::moe_combine, tokens_in * h_bytes * 2);
+    if (fw.dispatcher == hw_models::Dispatcher::hybridep)
+      b.small_kernels("moe.combine_flag", Module::moe_combine, 2, 0);
+    b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch,
+           tokens_in * h_bytes);
+  }
+  if (moe_recompute) b.recompute_since(moe_start, true);
+  hidden_dropout(b, in, s, Module::moe_combine, "moe");
+}
+
+}  // namespace moesim::workload::detail
