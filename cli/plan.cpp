@@ -362,7 +362,7 @@ class Plan final : public Command {
         std::find_if(cands.begin(), cands.end(), [&](const auto& x) { return x.point.id == id; });
     if (c == cands.end())
       throw std::logic_error(fmt::format("plan --emit: candidate {} is not in the outcome", id));
-    config::Json sc = c->point.scenario;
+    config::Json sc = predict::candidate_point(p.layouts.points, p.dims, id).scenario;
     const std::string base = sc.value("name", std::string("scenario"));
     sc["name"] = fmt::format("{}-plan-{}", base, emit_);
     std::string chose;

@@ -206,6 +206,11 @@ Plan plan(const PlanRequest& req) {
     base = on_system(std::move(base), *req.system, req.scenario_file, req.load, notes);
   if (req.gpu_hour_usd) base["cost"]["gpu_hour_usd"] = *req.gpu_hour_usd;
   const config::Scenario sc = config::load_scenario_json(base, req.scenario_file, req.load);
+  // The description is text no prediction reads, and every layout and candidate would carry
+  // a copy through the loader: loaded above, it is emptied for them (in its place: an
+  // emitted candidate writes its own there, cli/plan.cpp), so a plan's memory and time do
+  // not grow with it.
+  if (base.contains("description")) base["description"] = "";
   const std::int64_t gpus = req.gpus > 0 ? req.gpus : sc.gpus;
 
   config::SweepFile f;

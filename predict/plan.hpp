@@ -101,8 +101,9 @@ struct PlanSearch {
 
 // A candidate: a layout (its index among the layout points) with one value per dimension.
 // Its id is layout x (product of the dimensions' sizes) + the settings' mixed-radix index
-// (last dimension fastest); `point` its scenario and CSV values (the layout's, then the
-// settings').
+// (last dimension fastest); `point` its id and CSV values (the layout's, then the
+// settings'), its scenario null once the candidate is bounded: candidate_point rebuilds it,
+// so the expanded candidates' memory does not grow with the scenario.
 struct PlanCandidate {
   config::SweepPoint point;
   SweepResult row;
@@ -131,6 +132,10 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
                         const PlanSearch& search);
 // The candidates per layout: the product of the dimensions' sizes.
 std::int64_t candidates_per_layout(std::span<const PlanDimension> dims);
+// Candidate `id`'s point, its scenario included: the layout's with the settings' values
+// (PlanCandidate keeps only the values). std::logic_error for an id outside the space.
+config::SweepPoint candidate_point(std::span<const config::SweepPoint> layouts,
+                                   std::span<const PlanDimension> dims, std::int64_t id);
 
 // The settings a plan may vary per layout, by group name, for a scenario's model (the
 // registry `moesim plan --settings` and moesim.plan() read). Each dimension's values begin

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
@@ -83,6 +84,15 @@ config::SweepPoint make_point(const config::SweepPoint& layout, std::span<const 
 }
 
 }  // namespace
+
+config::SweepPoint candidate_point(std::span<const config::SweepPoint> layouts,
+                                   std::span<const PlanDimension> dims, std::int64_t id) {
+  const std::int64_t per_layout = candidates_per_layout(dims);
+  const auto layout = static_cast<std::size_t>(id / per_layout);
+  if (per_layout <= 0 || id < 0 || layout >= layouts.size())
+    throw std::logic_error(fmt::format("plan: candidate {} is not in the plan's space", id));
+  return make_point(layouts[layout], dims, digits(dims, id % per_layout), id);
+}
 
 PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
                         std::span<const PlanDimension> dims, const std::string& file,
@@ -184,6 +194,7 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
           c.row.status = SweepStatus::dominated;
           c.row.message = fmt::format("{} = {} fits and recomputes less", ladder->path,
                                       config::sweep_value_text(ladder->values[*fits]));
+          c.point.scenario = config::Json();  // values only, as every candidate (below)
           continue;
         }
         c.row = evaluate_point(
@@ -212,6 +223,9 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
               ready[s] = 1;
               return false;
             });
+        // The candidate keeps its CSV values, not its scenario: rebuilt when it is
+        // simulated (candidate_point), so a plan's memory does not grow with the scenario.
+        c.point.scenario = config::Json();
         if (ready[s] && ladder != dims.end()) fits = rung;
       }
     });
@@ -293,7 +307,8 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
           c.row = kept->second;
           return;
         }
-      c.row = evaluate_point(c.point, file, search.token_budget, load, {}, step);
+      c.row = evaluate_point(candidate_point(layouts, dims, wave[w]), file, search.token_budget,
+                             load, {}, step);
     });
     simulate_s += since(t1);
     for (const std::int64_t id : wave) {
