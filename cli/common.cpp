@@ -118,14 +118,17 @@ reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> 
                                      const std::string& base_file,
                                      std::optional<double> token_budget, int jobs,
                                      const config::LoadOptions& opts, const std::string& out,
-                                     const std::function<void()>& each, std::stop_token stop) {
+                                     const std::function<void()>& each, std::stop_token stop,
+                                     bool wall_times) {
   const bool budget = token_budget.has_value();
   std::ofstream stream(out, std::ios::binary | std::ios::app);
   if (!stream) throw config::InputError(out, "", "cannot write the file");
   predict::run_sweep(
       todo, base_file, token_budget, jobs,
       [&](const config::SweepPoint& p, const predict::SweepResult& r) {
-        stream << reports::csv_line(reports::sweep_csv_fields(p, r, budget)) << std::flush;
+        auto fields = reports::sweep_csv_fields(p, r, budget);
+        if (!wall_times) fields = reports::without_wall_time(std::move(fields));
+        stream << reports::csv_line(fields) << std::flush;
         each();
       },
       opts, stop);

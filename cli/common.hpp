@@ -57,11 +57,13 @@ void add_headroom(CLI::App& app, double& gib);
 // The sweep rows `todo` (predict::run_sweep on `jobs` threads) appended to the CSV `out`
 // as each finishes (`each` called after it), then `out` rewritten sorted by id, so the
 // same rows give the same file; returns it. Once `stop` is requested no further row starts
-// (cli/terminate.hpp); the file holds the rows that ran.
+// (cli/terminate.hpp); the file holds the rows that ran. Without `wall_times`
+// (--deterministic) each row's sim_wall_s is left empty (reports::without_wall_time).
 reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo,
                                      const std::string& base_file,
                                      std::optional<double> token_budget, int jobs,
                                      const config::LoadOptions& opts, const std::string& out,
-                                     const std::function<void()>& each, std::stop_token stop = {});
+                                     const std::function<void()>& each, std::stop_token stop = {},
+                                     bool wall_times = true);
 
 }  // namespace moesim::cli

@@ -70,6 +70,9 @@ class Plan final : public Command {
     app.add_option("-o,--out", out_,
                    "CSV of every candidate (default: plan-<scenario>.csv in this folder)");
     app.add_flag("--json", json_, "print the summary as one JSON object");
+    app.add_flag("--deterministic", deterministic_,
+                 "leave each candidate's measured wall time (sim_wall_s) empty, so the same "
+                 "plan writes the same CSV byte for byte");
     app.add_option(
         "--html", html_,
         "also write the plan's page: the candidates' fates, the top K's breakdowns beside the "
@@ -195,10 +198,11 @@ class Plan final : public Command {
         for (const auto& r : old.rows)
           if (written.insert(r.id).second) journal << reports::csv_line(r.fields);
       }
-      if (written.insert(cand.point.id).second)
-        journal << reports::csv_line(
-                       reports::sweep_csv_fields(cand.point, cand.row, c.token_budget))
-                << std::flush;
+      if (written.insert(cand.point.id).second) {
+        auto fields = reports::sweep_csv_fields(cand.point, cand.row, c.token_budget);
+        if (deterministic_) fields = reports::without_wall_time(std::move(fields));
+        journal << reports::csv_line(fields) << std::flush;
+      }
     };
     const TerminationWatch terminate;
     req.stop = terminate.token();
@@ -214,7 +218,9 @@ class Plan final : public Command {
     journal.close();
     std::error_code ec;
     std::filesystem::remove(partial, ec);
-    const reports::SweepCsv all = reports::plan_csv(p);
+    reports::SweepCsv all = reports::plan_csv(p);
+    if (deterministic_)
+      for (auto& row : all.rows) row.fields = reports::without_wall_time(std::move(row.fields));
     write_file(out, reports::sweep_csv_text(all));
     const reports::PlanSummaryInfo info = reports::plan_summary_info(p, file_, out, top_);
     if (!html_.empty()) write_file(html_, reports::html_page(reports::plan_report(all, info)));
@@ -398,7 +404,8 @@ class Plan final : public Command {
   std::int64_t given_limit_ = 0;
   double token_budget_ = 0, headroom_ = 0;
   int top_ = 10, jobs_ = 0, emit_ = 0;
-  bool json_ = false, uncalibrated_ = false, given_ = false, resume_ = false;
+  bool json_ = false, uncalibrated_ = false, given_ = false, resume_ = false,
+       deterministic_ = false;
 };
 
 }  // namespace

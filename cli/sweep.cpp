@@ -63,6 +63,9 @@ class Sweep final : public Command {
                  "keep the rows already in the output; run only the missing ones");
     app.add_option("--top", top_, "rows listed by the objective")->check(CLI::Range(0, 1000000));
     app.add_flag("--json", json_, "print the summary as one JSON object");
+    app.add_flag("--deterministic", deterministic_,
+                 "leave each row's measured wall time (sim_wall_s) empty, so the same sweep "
+                 "writes the same CSV byte for byte");
     CLI::Option* slurm =
         app.add_flag("--slurm-script", slurm_,
                      "print an sbatch --array script for the sweep instead of running it");
@@ -130,8 +133,9 @@ class Sweep final : public Command {
           std::filesystem::absolute(file_).lexically_normal().string(), sweep.name,
           static_cast<std::int64_t>(plan.points.size()), tasks,
           out_.empty() ? stem : std::filesystem::path(out_).replace_extension().string(),
-          fmt::format("{}{}", uncalibrated_ ? " --uncalibrated" : "",
-                      headroom_ > 0 ? fmt::format(" --headroom {:g}", headroom_) : ""),
+          fmt::format("{}{}{}", uncalibrated_ ? " --uncalibrated" : "",
+                      headroom_ > 0 ? fmt::format(" --headroom {:g}", headroom_) : "",
+                      deterministic_ ? " --deterministic" : ""),
           resources_);
       return 0;
     }
@@ -208,7 +212,7 @@ class Sweep final : public Command {
           ++done;
           if (progress) show(false);
         },
-        terminate.token());
+        terminate.token(), !deterministic_);
     if (progress) show(true);
     if (terminate.signal() != 0 && done < todo.size()) {
       io.err << fmt::format(
@@ -298,7 +302,8 @@ class Sweep final : public Command {
 
   std::string file_, out_, shard_;
   int jobs_ = 0, top_ = 10, tasks_ = 0;
-  bool resume_ = false, json_ = false, slurm_ = false, uncalibrated_ = false;
+  bool resume_ = false, json_ = false, slurm_ = false, uncalibrated_ = false,
+       deterministic_ = false;
   double headroom_ = 0;
   reports::SlurmResources resources_;
   CLI::App* merge_ = nullptr;

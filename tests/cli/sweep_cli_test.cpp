@@ -292,3 +292,24 @@ TEST_CASE("sweep: bad sweep files and options exit 2 with file and path", "[cli]
   r = test::run_moesim({"sweep", d / "small.json", "--slurm-script", "--time", "1 hour"});
   CHECK_THAT(r.err, Catch::Contains("is not a Slurm time"));
 }
+
+TEST_CASE("sweep --deterministic: the same sweep writes the same CSV byte for byte",
+          "[cli][sweep]") {
+  const Dir d;
+  for (const char* out : {"a.csv", "b.csv"})
+    REQUIRE(
+        test::run_moesim({"sweep", d / "small.json", "-o", d / out, "--deterministic"}).status ==
+        0);
+  const std::string a = test::read_text(d / "a.csv");
+  CHECK(a == test::read_text(d / "b.csv"));
+  // Every row's wall time left empty, every other field as a sweep without the flag writes it.
+  const auto csv = reports::read_sweep_csv(d / "a.csv");
+  REQUIRE(csv.rows.size() == 24);
+  for (const auto& r : csv.rows) CHECK(r.fields.back().empty());
+  CHECK(rows(d / "a.csv") == reference());  // rows() leaves the wall-time column out
+  // Its Slurm script passes the flag on to every task.
+  const auto script = test::run_moesim(
+      {"sweep", d / "small.json", "--slurm-script", "--tasks", "2", "--deterministic"});
+  REQUIRE(script.status == 0);
+  CHECK_THAT(script.out, Catch::Contains("--deterministic"));
+}
