@@ -178,6 +178,7 @@ class Sweep final : public Command {
         if (r.id < static_cast<std::int64_t>(have.size()) &&
             !have[static_cast<std::size_t>(r.id)]) {
           have[static_cast<std::size_t>(r.id)] = true;
+          if (deterministic_) r.fields = reports::without_wall_time(std::move(r.fields));
           kept.rows.push_back(std::move(r));
         }
       if (old.dropped_partial_line)

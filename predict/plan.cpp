@@ -209,7 +209,7 @@ Plan plan(const PlanRequest& req) {
   // The description is text no prediction reads, and every layout and candidate would carry
   // a copy through the loader: loaded above, it is emptied for them (in its place: an
   // emitted candidate writes its own there, cli/plan.cpp), so a plan's memory and time do
-  // not grow with it.
+  // not grow with it. An inline model's or system's own description stays (they are small).
   if (base.contains("description")) base["description"] = "";
   const std::int64_t gpus = req.gpus > 0 ? req.gpus : sc.gpus;
 

@@ -102,8 +102,8 @@ struct PlanSearch {
 // A candidate: a layout (its index among the layout points) with one value per dimension.
 // Its id is layout x (product of the dimensions' sizes) + the settings' mixed-radix index
 // (last dimension fastest); `point` its id and CSV values (the layout's, then the
-// settings'), its scenario null once the candidate is bounded: candidate_point rebuilds it,
-// so the expanded candidates' memory does not grow with the scenario.
+// settings'), its scenario null for every candidate of the outcome: candidate_point rebuilds
+// it, so the expanded candidates' memory does not grow with the scenario.
 struct PlanCandidate {
   config::SweepPoint point;
   SweepResult row;

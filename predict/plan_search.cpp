@@ -88,9 +88,9 @@ config::SweepPoint make_point(const config::SweepPoint& layout, std::span<const 
 config::SweepPoint candidate_point(std::span<const config::SweepPoint> layouts,
                                    std::span<const PlanDimension> dims, std::int64_t id) {
   const std::int64_t per_layout = candidates_per_layout(dims);
-  const auto layout = static_cast<std::size_t>(id / per_layout);
-  if (per_layout <= 0 || id < 0 || layout >= layouts.size())
+  if (per_layout <= 0 || id < 0 || static_cast<std::size_t>(id / per_layout) >= layouts.size())
     throw std::logic_error(fmt::format("plan: candidate {} is not in the plan's space", id));
+  const auto layout = static_cast<std::size_t>(id / per_layout);
   return make_point(layouts[layout], dims, digits(dims, id % per_layout), id);
 }
 

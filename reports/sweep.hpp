@@ -45,7 +45,8 @@ predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& fi
                                               const std::string& where);
 // `--deterministic` (sweep, plan): a row's fields with the measured wall time (sim_wall_s,
 // the last field, the one figure that differs between runs) left empty, so the same rows
-// write the same file byte for byte; sweep_result_from_fields reads the empty field as 0.
+// write the same file byte for byte; sweep_result_from_fields reads the empty field as 0
+// (a row kept so by a run without the flag is then written with a wall time of 0).
 std::vector<std::string> without_wall_time(std::vector<std::string> fields);
 // One CSV record with its line end; fields with a comma, quote or line break are quoted.
 std::string csv_line(const std::vector<std::string>& fields);

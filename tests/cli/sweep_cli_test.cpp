@@ -307,6 +307,12 @@ TEST_CASE("sweep --deterministic: the same sweep writes the same CSV byte for by
   REQUIRE(csv.rows.size() == 24);
   for (const auto& r : csv.rows) CHECK(r.fields.back().empty());
   CHECK(rows(d / "a.csv") == reference());  // rows() leaves the wall-time column out
+  // Rows kept from a run without the flag lose their wall times too: the same file.
+  REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", d / "c.csv"}).status == 0);
+  REQUIRE(test::run_moesim(
+              {"sweep", d / "small.json", "-o", d / "c.csv", "--resume", "--deterministic"})
+              .status == 0);
+  CHECK(test::read_text(d / "c.csv") == a);
   // Its Slurm script passes the flag on to every task.
   const auto script = test::run_moesim(
       {"sweep", d / "small.json", "--slurm-script", "--tasks", "2", "--deterministic"});

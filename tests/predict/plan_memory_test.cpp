@@ -9,6 +9,7 @@
 
 #include "config/load.hpp"
 #include "predict/plan.hpp"
+#include "predict/sweep.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
@@ -56,7 +57,13 @@ TEST_CASE("plan: candidates keep values, not scenarios; a long description chang
     CHECK(p.values == c.point.values);
     const config::Scenario sc = config::load_scenario_json(p.scenario, file.path());
     CHECK(sc.gpus == 8);
-    ++rebuilt;
+    // The first one simulated again from its rebuilt scenario: the plan's row.
+    if (rebuilt++ == 0) {
+      const predict::SweepResult again = predict::evaluate_point(p, file.path(), std::nullopt);
+      REQUIRE(again.status == predict::SweepStatus::ok);
+      CHECK(again.step_time_s == Approx(c.row.step_time_s).epsilon(1e-12));
+      CHECK(again.peak_memory_gib == Approx(c.row.peak_memory_gib).epsilon(1e-12));
+    }
   }
   CHECK(rebuilt > 0);
   CHECK(rebuilt <= static_cast<std::size_t>(described.outcome.simulated));
