@@ -181,9 +181,7 @@ class Plan final : public Command {
         if (old.dropped_partial_line)
           io.err << fmt::format("moesim plan: {}: dropped a truncated last line\n", kept_file);
         std::map<std::int64_t, predict::SweepResult> rows;
-        for (const auto& r : old.rows)
-          rows[r.id] = reports::sweep_result_from_fields(
-              r.fields, c.names.size(), c.token_budget, fmt::format("{}: row {}", kept_file, r.id));
+        for (const auto& r : old.rows) rows[r.id] = r.result;
         return rows;
       };
     // The journal, rewritten at the first wave's end: the kept rows, then each new one as

@@ -157,10 +157,9 @@ class Sweep final : public Command {
                         "(or version); remove it or give another -o",
                         file_));
       // Every value of a kept row is checked (issue #46 item 3): its figures read as the
-      // writer wrote them, and its varied values are the sweep's for its id.
+      // writer wrote them (read_sweep_csv), and its varied values are the sweep's for its id.
       for (const auto& r : old.rows) {
         const std::string where = fmt::format("{}: row {}", out, r.id);
-        reports::sweep_result_from_fields(r.fields, plan.columns.size(), budget, where);
         if (r.id < 0 || r.id >= static_cast<std::int64_t>(plan.points.size()))
           throw config::InputError(
               where, "id",

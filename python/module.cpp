@@ -152,18 +152,17 @@ PYBIND11_MODULE(moesim, m) {
         const auto header = reports::sweep_csv_header(plan, budget);
         std::vector<const config::SweepPoint*> points;
         for (const auto& p : plan.points) points.push_back(&p);
-        std::vector<std::vector<std::string>> rows(plan.points.size());
+        std::vector<reports::SweepCsv::Row> rows(plan.points.size());
         {
           py::gil_scoped_release release;
           predict::run_sweep(points, sweep.base_file, sweep.token_budget, jobs,
                              [&](const config::SweepPoint& p, const predict::SweepResult& r) {
-                               rows[static_cast<std::size_t>(p.id)] =
-                                   reports::sweep_csv_fields(p, r, budget);
+                               rows[static_cast<std::size_t>(p.id)] = {
+                                   p.id, reports::sweep_csv_fields(p, r, budget), r};
                              });
         }
         py::list out;
-        for (const auto& fields : rows)
-          out.append(to_python(reports::sweep_row_json(header, fields)));
+        for (const auto& row : rows) out.append(to_python(reports::sweep_row_json(header, row)));
         return out;
       },
       py::arg("path"), py::arg("jobs") = 0,

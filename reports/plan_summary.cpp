@@ -20,7 +20,6 @@ using detail::analyse;
 using detail::Analysis;
 using detail::column;
 using detail::gain_band;
-using detail::parse_double;
 using detail::row_json;
 using detail::rows_table;
 using detail::table_columns;
@@ -67,7 +66,7 @@ SweepCsv plan_csv(const predict::Plan& plan) {
   const bool budget = plan.token_budget.has_value();
   SweepCsv csv{sweep_csv_header(columns, budget), {}, false};
   for (const auto& c : plan.outcome.candidates)
-    csv.rows.push_back({c.point.id, sweep_csv_fields(c.point, c.row, budget)});
+    csv.rows.push_back({c.point.id, sweep_csv_fields(c.point, c.row, budget), c.row});
   return csv;
 }
 
@@ -104,8 +103,10 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
         (c.row.status == predict::SweepStatus::ok || c.row.status == predict::SweepStatus::error))
       info.bounds.emplace_back(c.point.id, *c.bound);
   if (plan.given) {
-    info.given =
-        sweep_csv_fields(plan.given->point, plan.given->row, plan.token_budget.has_value());
+    info.given = SweepCsv::Row{
+        plan.given->point.id,
+        sweep_csv_fields(plan.given->point, plan.given->row, plan.token_budget.has_value()),
+        plan.given->row};
     info.given_rank = plan.given->rank;
     info.given_rank_exact = plan.given->rank_exact;
     info.given_evidence = plan.given->evidence;
@@ -183,16 +184,16 @@ std::string given_text(const SweepCsv& csv, const PlanSummaryInfo& info, const A
   const std::size_t first_result = column(h, "status");
   std::vector<std::string> set;
   for (std::size_t i = 2; i < first_result; ++i)  // past id and gpus
-    if (!g[i].empty()) set.push_back(fmt::format("{} {}", h[i].substr(h[i].rfind('.') + 1), g[i]));
+    if (!g.fields[i].empty())
+      set.push_back(fmt::format("{} {}", h[i].substr(h[i].rfind('.') + 1), g.fields[i]));
   std::string o = fmt::format("\nthe scenario as given ({}): ", fmt::join(set, ", "));
-  const std::string status = g[column(h, "status")];
-  if (status != "ok") return o + fmt::format("{}: {}\n", status, g[column(h, "message")]);
+  const predict::SweepResult& r = g.result;
+  if (r.status != predict::SweepStatus::ok)
+    return o + fmt::format("{}: {}\n", predict::sweep_status_names().name(r.status), r.message);
   const std::string obj(config::sweep_objective_names().name(info.sweep.objective));
-  const auto value = parse_double(g[column(h, obj)]);
+  const auto value = predict::objective_value(r, info.sweep.objective);
   o += fmt::format("{} {:.4g}, step {:.3g} s, {:.0f} TFLOPS/GPU, peak {:.1f} GiB", obj,
-                   value.value_or(0), parse_double(g[column(h, "step_time_s")]).value_or(0),
-                   parse_double(g[column(h, "tflops_per_gpu")]).value_or(0),
-                   parse_double(g[column(h, "peak_memory_gib")]).value_or(0));
+                   value.value_or(0), r.step_time_s, r.tflops_per_gpu, r.peak_memory_gib);
   if (info.given_rank && info.given_rank_exact)
     o += fmt::format("; rank {} (exact: every candidate whose bound beats it was simulated)",
                      *info.given_rank);
@@ -230,21 +231,12 @@ static std::string with_thousands(double v) {
   return (v < 0 ? "-" : "") + o;
 }
 
-// A row's number in the named column; nullopt where the column or the value is absent.
-static std::optional<double> number_at(const SweepCsv& csv, const SweepCsv::Row& r,
-                                       const std::string& name) {
-  const std::size_t i = column(csv.header, name);
-  return i < r.fields.size() ? parse_double(r.fields[i]) : std::nullopt;
-}
-
 // With a token budget: the best's days and, priced, its cost and cost per million tokens.
-static std::string budget_text(const SweepCsv& csv, const PlanSummaryInfo& info,
-                               const SweepCsv::Row& best) {
+static std::string budget_text(const PlanSummaryInfo& info, const SweepCsv::Row& best) {
   if (!info.token_budget) return "";
   std::string o = fmt::format("the best (id {}) trains {:.3g} tokens", best.id, *info.token_budget);
-  if (const auto d = number_at(csv, best, "days_with_goodput"))
-    o += fmt::format(" in {:.1f} days", *d);
-  if (const auto c = number_at(csv, best, "cost_usd"))
+  if (const auto d = best.result.days_with_goodput) o += fmt::format(" in {:.1f} days", *d);
+  if (const auto c = best.result.cost_usd)
     o += fmt::format(" for ${} (${:.2f} per million tokens)", with_thousands(*c),
                      usd_per_million_tokens(*c, *info.token_budget));
   return o + "\n";
@@ -255,12 +247,11 @@ static std::string budget_text(const SweepCsv& csv, const PlanSummaryInfo& info,
 static std::string fit_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
   if (info.fit_searched_to == 0) return "";
   std::string o;
-  const std::size_t status = column(csv.header, "status");
   std::optional<std::pair<double, std::int64_t>> least;
   for (const auto& r : csv.rows)
-    if (status < r.fields.size() && r.fields[status] == "does_not_fit")
-      if (const auto m = number_at(csv, r, "peak_memory_gib"); m && (!least || *m < least->first))
-        least = std::pair{*m, r.id};
+    if (r.result.status == predict::SweepStatus::does_not_fit && r.result.has_memory &&
+        (!least || r.result.peak_memory_gib < least->first))
+      least = std::pair{r.result.peak_memory_gib, r.id};
   if (least)
     o += fmt::format(
         "nothing fits on {} GPUs: the least memory a candidate needs is {:.1f} GiB a GPU (id {})\n",
@@ -317,7 +308,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
             : "not shown exact: a bound failed or candidates failed unranked, see above");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
   o += within_band_text(a, info.sweep.objective);
-  o += budget_text(csv, info, *a.top.front().row);
+  o += budget_text(info, *a.top.front().row);
   if (info.given) o += given_text(csv, info, a);
   return o;
 }

@@ -1,7 +1,6 @@
 #include "reports/report_charts.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -21,14 +20,6 @@ constexpr Category kCategories[] = {
 };
 
 }  // namespace
-
-std::optional<double> csv_number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
 
 Json string_list(const std::vector<std::string>& v) {
   Json j = Json::array();

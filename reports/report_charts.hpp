@@ -31,9 +31,6 @@ struct Category {
 
 Json string_list(const std::vector<std::string>& v);
 
-// A CSV field as a finite number; none for an empty field, text or inf/nan.
-std::optional<double> csv_number(const std::string& s);
-
 // A Vega spec from its text, with the size and style every chart shares; the caller
 // fills in the data and what depends on it (scale domains, colours).
 Json vega_spec(std::string_view text, int width, int height);

@@ -329,12 +329,10 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
                          fate_spec});
 
   // Each simulated candidate against its bound.
-  const auto& h = csv.header;
-  const auto col = static_cast<std::size_t>(std::find(h.begin(), h.end(), obj) - h.begin());
   std::map<std::int64_t, double> simulated;
   for (const auto& r : csv.rows)
-    if (col < r.fields.size())
-      if (const auto v = csv_number(r.fields[col])) simulated[r.id] = *v;
+    if (const auto v = predict::objective_value(r.result, info.sweep.objective))
+      simulated[r.id] = *v;
   std::map<std::int64_t, bool> top;
   for (const auto& row : s["top"]) top[row["id"].get<std::int64_t>()] = true;
   Json points = Json::array();

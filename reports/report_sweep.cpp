@@ -102,31 +102,30 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
     if (c == gpus) continue;
     std::set<std::string> seen;
     for (const auto& r : csv.rows)
-      if (c < r.fields.size() && status < r.fields.size() && r.fields[status] == "ok")
-        seen.insert(r.fields[c]);
+      if (r.result.status == predict::SweepStatus::ok) seen.insert(r.fields[c]);
     if (seen.size() > colour_values && seen.size() <= 12) colour = c, colour_values = seen.size();
   }
   const bool coloured = colour < status;
   Json values = Json::array();
   double min_gpus = 0, max_gpus = 0;
   for (const auto& r : csv.rows) {
-    if (status >= r.fields.size() || r.fields[status] != "ok") continue;
-    const auto g = gpus < r.fields.size() ? csv_number(r.fields[gpus]) : std::nullopt;
-    const auto y = obj < r.fields.size() ? csv_number(r.fields[obj]) : std::nullopt;
-    if (!g || !y) continue;
+    if (r.result.status != predict::SweepStatus::ok || r.result.gpus <= 0) continue;
+    const auto y = predict::objective_value(r.result, objective);
+    if (!y) continue;
+    const auto g = static_cast<double>(r.result.gpus);
     Json v{{"id", r.id},
-           {"gpus", *g},
+           {"gpus", g},
            {"y", *y},
            {"front", front.count(r.id) ? "Pareto front" : "other rows"},
            {"setting", varied(r)}};
     if (coloured) v["colour"] = colour < r.fields.size() ? r.fields[colour] : "";
     if (budget) {
-      v["days"] = csv_number(r.fields[days]).value_or(0);
-      v["gpu_hours"] = csv_number(r.fields[gpu_hours]).value_or(0);
+      v["days"] = r.result.days.value_or(0);
+      v["gpu_hours"] = r.result.gpu_hours.value_or(0);
     }
     values.push_back(v);
-    min_gpus = min_gpus == 0 ? *g : std::min(min_gpus, *g);
-    max_gpus = std::max(max_gpus, *g);
+    min_gpus = min_gpus == 0 ? g : std::min(min_gpus, g);
+    max_gpus = std::max(max_gpus, g);
   }
 
   HtmlPage page;

@@ -40,38 +40,89 @@ using detail::parse_double;
 
 using Json = nlohmann::ordered_json;
 
-// The result columns after the varied values and `id`.
+// The result columns after the varied values and `id`, in order: each one's name and how a
+// row's figure is written and read. `timing` figures exist where the row simulated
+// (has_timing), `memory` ones where its memory was estimated (has_memory); `band` and
+// `budget` ones are optional figures (the band's only with timing, the budget's only in a
+// sweep or plan with a token budget).
+struct ResultColumn {
+  enum class Kind { status, message, timing, memory, fits, band, budget, wall };
+  const char* name;
+  Kind kind;
+  double predict::SweepResult::*value = nullptr;                 // timing, memory, wall
+  std::optional<double> predict::SweepResult::*maybe = nullptr;  // band, budget
+};
+using K = ResultColumn::Kind;
+using R = predict::SweepResult;
+const ResultColumn kResultColumns[] = {
+    {"status", K::status},
+    {"message", K::message},
+    {"step_time_s", K::timing, &R::step_time_s},
+    {"tflops_per_gpu", K::timing, &R::tflops_per_gpu},
+    {"tokens_per_s_per_gpu", K::timing, &R::tokens_per_s_per_gpu},
+    {"mfu", K::timing, &R::mfu},
+    {"peak_memory_gib", K::memory, &R::peak_memory_gib},
+    {"reserved_memory_gib", K::memory, &R::reserved_memory_gib},
+    {"fits_in_memory", K::fits},
+    {"breakdown.compute", K::timing, &R::compute_s},
+    {"breakdown.exposed_communication", K::timing, &R::exposed_communication_s},
+    {"breakdown.pipeline_bubble", K::timing, &R::pipeline_bubble_s},
+    {"breakdown.host_bound_idle", K::timing, &R::host_bound_idle_s},
+    {"breakdown.other", K::timing, &R::other_s},
+    {"breakdown.schedule_bubble", K::timing, &R::schedule_bubble_s},
+    {"breakdown.stage_imbalance", K::timing, &R::stage_imbalance_s},
+    {"breakdown.straggler_wait", K::timing, &R::straggler_wait_s},
+    {"goodput.ettr", K::timing, &R::ettr},
+    {"band.step_time_lo_s", K::band, nullptr, &R::band_lo_s},
+    {"band.step_time_hi_s", K::band, nullptr, &R::band_hi_s},
+    {"days", K::budget, nullptr, &R::days},
+    {"gpu_hours", K::budget, nullptr, &R::gpu_hours},
+    {"days_with_goodput", K::budget, nullptr, &R::days_with_goodput},
+    {"gpu_hours_with_goodput", K::budget, nullptr, &R::gpu_hours_with_goodput},
+    {"energy_mwh", K::budget, nullptr, &R::energy_mwh},
+    {"cost_usd", K::budget, nullptr, &R::cost_usd},
+    {kSweepWallColumn, K::wall, &R::wall_s},
+};
+
+const ResultColumn* result_column(std::string_view name) {
+  for (const auto& c : kResultColumns)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
 std::vector<std::string> result_columns(bool token_budget) {
-  std::vector<std::string> c = {"status",
-                                "message",
-                                "step_time_s",
-                                "tflops_per_gpu",
-                                "tokens_per_s_per_gpu",
-                                "mfu",
-                                "peak_memory_gib",
-                                "reserved_memory_gib",
-                                "fits_in_memory",
-                                "breakdown.compute",
-                                "breakdown.exposed_communication",
-                                "breakdown.pipeline_bubble",
-                                "breakdown.host_bound_idle",
-                                "breakdown.other",
-                                "breakdown.schedule_bubble",
-                                "breakdown.stage_imbalance",
-                                "breakdown.straggler_wait",
-                                "goodput.ettr",
-                                "band.step_time_lo_s",
-                                "band.step_time_hi_s"};
-  if (token_budget)
-    c.insert(c.end(), {"days", "gpu_hours", "days_with_goodput", "gpu_hours_with_goodput",
-                       "energy_mwh", "cost_usd"});
-  c.push_back(kSweepWallColumn);
+  std::vector<std::string> c;
+  for (const auto& col : kResultColumns)
+    if (token_budget || col.kind != K::budget) c.emplace_back(col.name);
   return c;
 }
 
 // Shortest text that reads back to the same double (fmt's default for doubles).
 std::string num(double v) {
   return fmt::format("{}", v);
+}
+
+// A row's figure in column `c` as its CSV field (empty where the row lacks it).
+std::string figure_text(const ResultColumn& c, const predict::SweepResult& r) {
+  switch (c.kind) {
+    case K::status:
+      return std::string(predict::sweep_status_names().name(r.status));
+    case K::message:
+      return r.message;
+    case K::timing:
+      return r.has_timing ? num(r.*c.value) : std::string();
+    case K::memory:
+      return r.has_memory ? num(r.*c.value) : std::string();
+    case K::fits:
+      return r.has_memory ? (r.fits_in_memory ? "true" : "false") : "";
+    case K::band:
+      return r.has_timing && r.*c.maybe ? num(*(r.*c.maybe)) : std::string();
+    case K::budget:
+      return r.*c.maybe ? num(*(r.*c.maybe)) : std::string();
+    case K::wall:
+      return fmt::format("{:.4f}", r.wall_s);
+  }
+  return "";
 }
 
 std::optional<std::int64_t> parse_id(const std::string& s) {
@@ -109,21 +160,33 @@ Json field_json(const std::string& s) {
 
 }  // namespace
 
-Json sweep_row_json(const std::vector<std::string>& header,
-                    const std::vector<std::string>& fields) {
-  static const std::vector<std::string> results = result_columns(true);
+Json sweep_row_json(const std::vector<std::string>& header, const SweepCsv::Row& row) {
+  const predict::SweepResult& r = row.result;
   Json j = Json::object();
-  for (std::size_t i = 0; i < header.size() && i < fields.size(); ++i) {
-    const std::string& c = header[i];
-    if (c == kSweepWallColumn) continue;
-    const bool figure = c != "status" && c != "message" && c != "fits_in_memory" &&
-                        std::find(results.begin(), results.end(), c) != results.end();
-    if (c == "message" || c == "status")
-      j[c] = fields[i];
-    else if (const auto d = figure ? parse_double(fields[i]) : std::nullopt)
-      j[c] = *d;
-    else
-      j[c] = field_json(fields[i]);
+  for (std::size_t i = 0; i < header.size() && i < row.fields.size(); ++i) {
+    const std::string& name = header[i];
+    const ResultColumn* c = result_column(name);
+    if (!c) {
+      j[name] = field_json(row.fields[i]);  // the id and the varied values, as written
+      continue;
+    }
+    switch (c->kind) {
+      case K::wall:
+        break;
+      case K::status:
+        j[name] = predict::sweep_status_names().name(r.status);
+        break;
+      case K::message:
+        j[name] = r.message;
+        break;
+      case K::fits:
+        j[name] = r.has_memory ? Json(r.fits_in_memory) : Json(nullptr);
+        break;
+      default: {
+        const auto v = sweep_figure(r, name);
+        j[name] = v ? Json(*v) : Json(nullptr);
+      }
+    }
   }
   return j;
 }
@@ -142,106 +205,92 @@ std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
   f.insert(f.end(), point.values.begin(), point.values.end());
   // The loaded scenario's GPU count where the sweep file leaves it to the base.
   if (f[1].empty() && r.gpus > 0) f[1] = std::to_string(r.gpus);
-  f.emplace_back(predict::sweep_status_names().name(r.status));
-  f.push_back(r.message);
-  const auto timing = [&](double v) { return r.has_timing ? num(v) : std::string(); };
-  const auto memory = [&](double v) { return r.has_memory ? num(v) : std::string(); };
-  f.push_back(timing(r.step_time_s));
-  f.push_back(timing(r.tflops_per_gpu));
-  f.push_back(timing(r.tokens_per_s_per_gpu));
-  f.push_back(timing(r.mfu));
-  f.push_back(memory(r.peak_memory_gib));
-  f.push_back(memory(r.reserved_memory_gib));
-  f.push_back(r.has_memory ? (r.fits_in_memory ? "true" : "false") : "");
-  f.push_back(timing(r.compute_s));
-  f.push_back(timing(r.exposed_communication_s));
-  f.push_back(timing(r.pipeline_bubble_s));
-  f.push_back(timing(r.host_bound_idle_s));
-  f.push_back(timing(r.other_s));
-  f.push_back(timing(r.schedule_bubble_s));
-  f.push_back(timing(r.stage_imbalance_s));
-  f.push_back(timing(r.straggler_wait_s));
-  f.push_back(timing(r.ettr));
-  for (const auto& v : {r.band_lo_s, r.band_hi_s}) f.push_back(r.has_timing && v ? num(*v) : "");
-  if (token_budget) {
-    for (const auto& v : {r.days, r.gpu_hours, r.days_with_goodput, r.gpu_hours_with_goodput,
-                          r.energy_mwh, r.cost_usd})
-      f.push_back(v ? num(*v) : "");
-  }
-  f.push_back(fmt::format("{:.4f}", r.wall_s));
+  for (const auto& c : kResultColumns)
+    if (token_budget || c.kind != K::budget) f.push_back(figure_text(c, r));
   return f;
 }
 
-predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& f,
-                                              std::size_t value_columns, bool token_budget,
+std::optional<double> sweep_figure(const predict::SweepResult& r, std::string_view column) {
+  const ResultColumn* c = result_column(column);
+  if (!c) return std::nullopt;
+  switch (c->kind) {
+    case K::timing:
+      return r.has_timing ? std::optional(r.*c->value) : std::nullopt;
+    case K::memory:
+      return r.has_memory ? std::optional(r.*c->value) : std::nullopt;
+    case K::band:
+      return r.has_timing ? r.*c->maybe : std::nullopt;
+    case K::budget:
+      return r.*c->maybe;
+    case K::wall:
+      return r.wall_s;
+    case K::status:
+    case K::message:
+    case K::fits:
+      break;
+  }
+  return std::nullopt;
+}
+
+predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& header,
+                                              const std::vector<std::string>& f,
                                               const std::string& where) {
-  const std::size_t figures = 2 + 4 + 3 + 8 + 1 + 2 + (token_budget ? 6 : 0) + 1;  // status .. wall
-  if (f.size() != 1 + value_columns + figures)
-    throw config::InputError(where, "",
-                             fmt::format("a row of {} fields; this plan's rows have {}", f.size(),
-                                         1 + value_columns + figures));
-  predict::SweepResult r;
-  static const std::vector<std::string> with_budget = result_columns(true),
-                                        without = result_columns(false);
-  const auto& names =
-      token_budget ? with_budget : without;  // the result columns, as this row has them
-  const auto number = [&](const std::string& s) {
-    const auto v = parse_double(s);
-    if (!v || !std::isfinite(*v)) {
-      // The column: the id, a varied value, else a result column by its place after them
-      // (every call passes an element of f).
-      const auto at = static_cast<std::size_t>(&s - f.data());
-      const std::string column = at == 0               ? "id"
-                                 : at <= value_columns ? "a varied value"
-                                 : at - 1 - value_columns < names.size()
-                                     ? names[at - 1 - value_columns]
-                                     : "?";
-      throw config::InputError(where, column, fmt::format("'{}' is not a number", s));
-    }
+  if (f.size() != header.size())
+    throw config::InputError(
+        where, "",
+        fmt::format("a row of {} fields where the header has {}", f.size(), header.size()));
+  const auto number = [&](std::size_t i) {
+    const auto v = parse_double(f[i]);
+    if (!v || !std::isfinite(*v))
+      throw config::InputError(where, header[i], fmt::format("'{}' is not a number", f[i]));
     return *v;
   };
-  r.id = static_cast<std::int64_t>(number(f[0]));
-  if (value_columns > 0 && !f[1].empty()) r.gpus = static_cast<std::int64_t>(number(f[1]));
-  std::size_t i = 1 + value_columns;
-  const auto status = predict::sweep_status_names().find(f[i]);
-  if (!status) throw config::InputError(where, "", fmt::format("unknown status '{}'", f[i]));
-  r.status = *status;
-  r.message = f[i + 1];
-  i += 2;
-  r.has_timing = !f[i].empty();
-  const auto timing = [&](double& v) {
-    if (r.has_timing) v = number(f[i]);
-    ++i;
-  };
-  timing(r.step_time_s);
-  timing(r.tflops_per_gpu);
-  timing(r.tokens_per_s_per_gpu);
-  timing(r.mfu);
-  r.has_memory = !f[i].empty();
-  if (r.has_memory) {
-    r.peak_memory_gib = number(f[i]);
-    r.reserved_memory_gib = number(f[i + 1]);
-    if (f[i + 2] != "true" && f[i + 2] != "false")
-      throw config::InputError(where, "fits_in_memory",
-                               fmt::format("'{}' is not true or false", f[i + 2]));
-    r.fits_in_memory = f[i + 2] == "true";
-  }
-  i += 3;
-  for (double* v :
-       {&r.compute_s, &r.exposed_communication_s, &r.pipeline_bubble_s, &r.host_bound_idle_s,
-        &r.other_s, &r.schedule_bubble_s, &r.stage_imbalance_s, &r.straggler_wait_s, &r.ettr})
-    timing(*v);
-  for (auto* v : {&r.band_lo_s, &r.band_hi_s}) {
-    if (!f[i].empty()) *v = number(f[i]);
-    ++i;
-  }
-  if (token_budget)
-    for (auto* v : {&r.days, &r.gpu_hours, &r.days_with_goodput, &r.gpu_hours_with_goodput,
-                    &r.energy_mwh, &r.cost_usd}) {
-      if (!f[i].empty()) *v = number(f[i]);
-      ++i;
+  predict::SweepResult r;
+  r.id = static_cast<std::int64_t>(number(0));
+  // Figures are read where the row has them: timing where step_time_s is filled, memory
+  // where peak_memory_gib is; then every figure of the kind must be a number.
+  const std::size_t step = column(header, "step_time_s"), peak = column(header, "peak_memory_gib");
+  r.has_timing = step < f.size() && !f[step].empty();
+  r.has_memory = peak < f.size() && !f[peak].empty();
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == "gpus") {
+      if (!f[i].empty()) r.gpus = static_cast<std::int64_t>(number(i));
+      continue;
     }
-  r.wall_s = f[i].empty() ? 0 : number(f[i]);  // empty: written by --deterministic
+    const ResultColumn* c = result_column(header[i]);
+    if (!c) continue;  // the id or a varied value
+    switch (c->kind) {
+      case K::status: {
+        const auto status = predict::sweep_status_names().find(f[i]);
+        if (!status) throw config::InputError(where, "", fmt::format("unknown status '{}'", f[i]));
+        r.status = *status;
+        break;
+      }
+      case K::message:
+        r.message = f[i];
+        break;
+      case K::timing:
+        if (r.has_timing) r.*c->value = number(i);
+        break;
+      case K::memory:
+        if (r.has_memory) r.*c->value = number(i);
+        break;
+      case K::fits:
+        if (!r.has_memory) break;
+        if (f[i] != "true" && f[i] != "false")
+          throw config::InputError(where, header[i],
+                                   fmt::format("'{}' is not true or false", f[i]));
+        r.fits_in_memory = f[i] == "true";
+        break;
+      case K::band:
+      case K::budget:
+        if (!f[i].empty()) r.*c->maybe = number(i);
+        break;
+      case K::wall:
+        r.wall_s = f[i].empty() ? 0 : number(i);  // empty: written by --deterministic
+        break;
+    }
+  }
   return r;
 }
 
@@ -284,12 +333,16 @@ SweepCsv read_sweep_csv(const std::string& path) {
       csv.header = std::move(record);
       if (csv.header.empty() || csv.header.front() != "id")
         bad("not a moesim sweep CSV (the first column is not `id`)");
+      if (column(csv.header, "status") == csv.header.size())
+        bad("no 'status' column: not a CSV written by moesim sweep");
     } else {
       if (record.size() != csv.header.size())
         bad(fmt::format("{} fields where the header has {}", record.size(), csv.header.size()));
       const auto id = parse_id(record.front());
       if (!id) bad(fmt::format("id '{}' is not a row number", record.front()));
-      csv.rows.push_back({*id, std::move(record)});
+      auto result =
+          sweep_result_from_fields(csv.header, record, fmt::format("{}: row {}", path, *id));
+      csv.rows.push_back({*id, std::move(record), std::move(result)});
     }
     record.clear();
     in_field = false;

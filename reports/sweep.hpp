@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,18 +31,18 @@ namespace moesim::reports {
 inline constexpr const char* kSweepWallColumn = "sim_wall_s";
 
 std::vector<std::string> sweep_csv_header(const config::SweepPlan& plan, bool token_budget);
-// One row as `sweep --json` gives it: status and message as text, the predicted figures as
-// numbers (floating point), the varied values as their JSON, the empty field as null; the
-// wall time left out.
-nlohmann::ordered_json sweep_row_json(const std::vector<std::string>& header,
-                                      const std::vector<std::string>& fields);
 std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,
                                           const predict::SweepResult& r, bool token_budget);
-// sweep_csv_fields read back (`plan --resume` keeps simulated rows so): `value_columns`
-// is how many of the point's values follow the id; figures read back exactly (num()
-// writes the shortest text that does). Throws InputError naming `where` for a malformed row.
-predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& fields,
-                                              std::size_t value_columns, bool token_budget,
+// A row's figure under a result column's name (step_time_s, breakdown.compute, days, ...);
+// empty where the row lacks it or the column is not a figure (status, message,
+// fits_in_memory, the id and the varied values).
+std::optional<double> sweep_figure(const predict::SweepResult& r, std::string_view column);
+// A CSV row's result, read by the header's column names (`plan --resume` and `sweep
+// --resume` keep rows so): figures read back exactly (the writer writes the shortest text
+// that does); a column the header lacks leaves its figure unset. Throws InputError naming
+// `where` and the column for a malformed row.
+predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& header,
+                                              const std::vector<std::string>& fields,
                                               const std::string& where);
 // `--deterministic` (sweep, plan): a row's fields with the measured wall time (sim_wall_s,
 // the last field, the one figure that differs between runs) left empty, so the same rows
@@ -51,19 +52,28 @@ std::vector<std::string> without_wall_time(std::vector<std::string> fields);
 // One CSV record with its line end; fields with a comma, quote or line break are quoted.
 std::string csv_line(const std::vector<std::string>& fields);
 
-// A sweep CSV read back. A last line without its line end (a sweep killed while writing)
-// is dropped and counted; any other malformed line is an InputError naming the file and
-// line.
+// A sweep's or a plan's rows: each with its CSV fields (as written) and its result, typed.
+// The summaries, pages and JSON rank and show the typed results; the fields are what the
+// CSV writes (and the varied values, which are text). Read back from a file, a last line
+// without its line end (a sweep killed while writing) is dropped and counted; any other
+// malformed line, or a figure that is no number, is an InputError naming the file and
+// line or row.
 struct SweepCsv {
   std::vector<std::string> header;
   struct Row {
     std::int64_t id = 0;
     std::vector<std::string> fields;
+    predict::SweepResult result;
   };
   std::vector<Row> rows;  // in file order
   bool dropped_partial_line = false;
 };
 SweepCsv read_sweep_csv(const std::string& path);
+// One row as `sweep --json` gives it: status and message as text, the predicted figures as
+// numbers (floating point, from the typed result), the id and the varied values as their
+// JSON, a missing figure or empty field as null; the wall time left out.
+nlohmann::ordered_json sweep_row_json(const std::vector<std::string>& header,
+                                      const SweepCsv::Row& row);
 // Header and rows sorted by id, as the finished CSV holds them.
 std::string sweep_csv_text(const SweepCsv& csv);
 
@@ -110,7 +120,7 @@ struct PlanSummaryInfo {
   std::vector<std::string> settings;  // the settings varied per layout (CSV columns)
   // `plan --given`: the scenario as given, as a CSV row of the plan's columns (its values
   // where the file sets them), and its rank among the candidates (absent: not simulated).
-  std::optional<std::vector<std::string>> given;
+  std::optional<SweepCsv::Row> given;
   std::optional<std::int64_t> given_rank;
   bool given_rank_exact = true;      // false: --given-limit stopped the ranking (a lower bound)
   std::int64_t given_simulated = 0;  // simulated for the rank alone

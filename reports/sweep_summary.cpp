@@ -39,36 +39,28 @@ namespace detail {
 
 Analysis analyse(const SweepCsv& csv, const SweepSummaryInfo& info) {
   Analysis a;
-  const auto& h = csv.header;
-  const std::size_t status = column(h, "status"), gpus = column(h, "gpus"),
-                    objective = column(
-                        h, std::string(config::sweep_objective_names().name(info.objective))),
-                    tokens = column(h, "tokens_per_s_per_gpu"), days = column(h, budget_days(info)),
-                    gpu_hours = column(h, budget_gpu_hours(info));
-  const auto value = [&](const SweepCsv::Row& r, std::size_t c) {
-    return c < r.fields.size() ? parse_double(r.fields[c]) : std::nullopt;
-  };
   for (const auto& s : predict::sweep_status_names().entries()) a.status.emplace_back(s.name, 0);
   a.sweep_statuses = 4;  // ok, invalid, does_not_fit, error; the others are plan's
+  const bool goodput = config::with_goodput(info.objective);
   std::vector<Ranked> ok;
-  for (const auto& r : csv.rows) {
-    if (status >= r.fields.size()) continue;
+  for (const auto& row : csv.rows) {
+    const predict::SweepResult& r = row.result;
     for (auto& [name, n] : a.status)
-      if (name == r.fields[status]) ++n;
-    if (r.fields[status] != "ok") continue;
-    const auto o = value(r, objective);
+      if (name == predict::sweep_status_names().name(r.status)) ++n;
+    if (r.status != predict::SweepStatus::ok) continue;
+    const auto o = predict::objective_value(r, info.objective);
     if (!o) continue;
-    Ranked k{&r, *o, 0, 0};
+    Ranked k{&row, *o, 0, 0};
     if (info.token_budget) {
-      const auto gh = value(r, gpu_hours), d = value(r, days);
+      const auto gh = goodput ? r.gpu_hours_with_goodput : r.gpu_hours;
+      const auto d = goodput ? r.days_with_goodput : r.days;
       if (!gh || !d) continue;
       k.x = *gh;
       k.y = -*d;
     } else {
-      const auto g = value(r, gpus), t = value(r, tokens);
-      if (!g || !t) continue;
-      k.x = *g;
-      k.y = *t * *g;
+      if (r.gpus <= 0 || !r.has_timing) continue;
+      k.x = static_cast<double>(r.gpus);
+      k.y = r.tokens_per_s_per_gpu * k.x;
     }
     ok.push_back(k);
   }
@@ -124,13 +116,13 @@ std::string rows_table(const SweepCsv& csv, const std::vector<Ranked>& rows,
     return dot == std::string::npos ? path : path.substr(dot + 1);
   };
   const auto cell = [&](const SweepCsv::Row& r, std::size_t c) {
-    const std::string& s = r.fields[c];
     if (c >= first_result) {
-      if (const auto d = parse_double(s)) {
+      if (const auto d = sweep_figure(r.result, h[c])) {
         if (h[c] == "mfu") return fmt::format("{:.1f}%", 100 * *d);
         return std::abs(*d) >= 100 ? fmt::format("{:.0f}", *d) : fmt::format("{:.3g}", *d);
       }
     }
+    const std::string& s = r.fields[c];
     return s.size() > 40 ? s.substr(0, 37) + "..." : s;
   };
   std::vector<std::size_t> width;
@@ -155,7 +147,7 @@ std::string rows_table(const SweepCsv& csv, const std::vector<Ranked>& rows,
 }
 
 Json row_json(const SweepCsv& csv, const SweepCsv::Row& r) {
-  return sweep_row_json(csv.header, r.fields);
+  return sweep_row_json(csv.header, r);
 }
 
 // The band of a claimed gain over the scenario as given (predict/bands.hpp: the measured

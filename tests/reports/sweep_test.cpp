@@ -20,10 +20,10 @@ const std::string kHeader =
 
 TEST_CASE("CSV fields with commas, quotes and line breaks read back", "[reports][sweep]") {
   const std::vector<std::string> fields = {
-      "0", "[\"attn\",\"moe\"]", "say \"hi\"", "two\nlines", "", "1.5"};
+      "0", "[\"attn\",\"moe\"]", "say \"hi\"", "two\nlines", "", "1.5", "ok"};
   const std::string line = reports::csv_line(fields);
-  CHECK(line == "0,\"[\"\"attn\"\",\"\"moe\"\"]\",\"say \"\"hi\"\"\",\"two\nlines\",,1.5\n");
-  const test::TempFile f("id,a,b,c,d,e\n" + line);
+  CHECK(line == "0,\"[\"\"attn\"\",\"\"moe\"\"]\",\"say \"\"hi\"\"\",\"two\nlines\",,1.5,ok\n");
+  const test::TempFile f("id,a,b,c,d,e,status\n" + line);
   const auto csv = reports::read_sweep_csv(f.path());
   REQUIRE(csv.rows.size() == 1);
   CHECK(csv.rows[0].fields == fields);
@@ -32,12 +32,12 @@ TEST_CASE("CSV fields with commas, quotes and line breaks read back", "[reports]
 
 TEST_CASE("A last line cut off while written is dropped; other damage is an error",
           "[reports][sweep]") {
-  const test::TempFile cut("id,a\n0,x\n1,y\n2,z");
+  const test::TempFile cut("id,status\n0,ok\n1,ok\n2,o");
   const auto csv = reports::read_sweep_csv(cut.path());
   CHECK(csv.rows.size() == 2);
   CHECK(csv.dropped_partial_line);
 
-  const test::TempFile bad("id,a\n0,x\n1,y,extra\n2,z\n");
+  const test::TempFile bad("id,status\n0,ok\n1,ok,extra\n2,ok\n");
   try {
     reports::read_sweep_csv(bad.path());
     FAIL("a row with a field too many was read");
@@ -45,23 +45,44 @@ TEST_CASE("A last line cut off while written is dropped; other damage is an erro
     CHECK(e.path() == "line 3");
     CHECK_THAT(e.message(), Catch::Contains("3 fields where the header has 2"));
   }
+  // Rows are read typed: a figure that is no number names its row and column, and a file
+  // without a status column is no sweep's.
+  const test::TempFile banana("id,status,step_time_s\n0,ok,1.5\n4,ok,banana\n");
+  try {
+    reports::read_sweep_csv(banana.path());
+    FAIL("banana read as a step time");
+  } catch (const config::InputError& e) {
+    CHECK(e.file() == banana.path() + ": row 4");
+    CHECK(e.path() == "step_time_s");
+  }
+  const test::TempFile typed("id,status,step_time_s\n0,ok,1.5\n1,invalid,\n");
+  const auto t = reports::read_sweep_csv(typed.path());
+  REQUIRE(t.rows.size() == 2);
+  CHECK(t.rows[0].result.has_timing);
+  CHECK(t.rows[0].result.step_time_s == 1.5);
+  CHECK(t.rows[1].result.status == predict::SweepStatus::invalid);
+  CHECK_FALSE(t.rows[1].result.has_timing);
+  const test::TempFile no_status("id,a\n0,x\n");
+  CHECK_THROWS_WITH(reports::read_sweep_csv(no_status.path()),
+                    Catch::Contains("no 'status' column"));
 }
 
 TEST_CASE("Merging shards reports missing, duplicated and conflicting rows", "[reports][sweep]") {
-  const test::TempFile a("id,v,sim_wall_s\n0,a,0.1\n2,c,0.3\n");
-  const test::TempFile b(
-      "id,v,sim_wall_s\n1,b,0.2\n2,c,0.9\n5,f,0.1\n");   // 2 again, another wall time
-  const test::TempFile c("id,v,sim_wall_s\n5,F,0.1\n");  // 5 again, another value
+  const test::TempFile a("id,v,status,sim_wall_s\n0,a,ok,0.1\n2,c,ok,0.3\n");
+  const test::TempFile b(  // 2 again, another wall time
+      "id,v,status,sim_wall_s\n1,b,ok,0.2\n2,c,ok,0.9\n5,f,ok,0.1\n");
+  const test::TempFile c("id,v,status,sim_wall_s\n5,F,ok,0.1\n");  // 5 again, another value
   auto m = reports::merge_sweep_csvs({a.path(), b.path(), c.path()}, std::nullopt);
   CHECK(m.missing == std::vector<std::int64_t>{3, 4});
   CHECK(m.duplicated == std::vector<std::int64_t>{2, 5});
   CHECK(m.conflicting == std::vector<std::int64_t>{5});
-  CHECK(reports::sweep_csv_text(m.csv) == "id,v,sim_wall_s\n0,a,0.1\n1,b,0.2\n2,c,0.3\n5,f,0.1\n");
+  CHECK(reports::sweep_csv_text(m.csv) ==
+        "id,v,status,sim_wall_s\n0,a,ok,0.1\n1,b,ok,0.2\n2,c,ok,0.3\n5,f,ok,0.1\n");
   // The sweep's row count finds rows missing at the end too.
   m = reports::merge_sweep_csvs({a.path(), b.path()}, 8);
   CHECK(m.missing == std::vector<std::int64_t>{3, 4, 6, 7});
 
-  const test::TempFile other("id,w,sim_wall_s\n3,d,0.1\n");
+  const test::TempFile other("id,w,status,sim_wall_s\n3,d,ok,0.1\n");
   CHECK_THROWS_AS(reports::merge_sweep_csvs({a.path(), other.path()}, std::nullopt),
                   config::InputError);
 }
@@ -175,22 +196,34 @@ TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)",
   r.band_lo_s = 11.9, r.band_hi_s = 13.0 / 0.93;
   r.days = 3.5, r.gpu_hours = 5376.0 / 7, r.days_with_goodput = 3.6, r.gpu_hours_with_goodput = 800;
   r.wall_s = 0.0569;
+  config::SweepPlan columns;
+  columns.columns = {"gpus", "parallelism.tp"};
   for (const bool budget : {false, true}) {
+    const auto header = reports::sweep_csv_header(columns, budget);
     const auto f = reports::sweep_csv_fields(point, r, budget);
-    const auto back = reports::sweep_result_from_fields(f, point.values.size(), budget, "test");
+    const auto back = reports::sweep_result_from_fields(header, f, "test");
+    CHECK(back.gpus == 64);
     CHECK(reports::sweep_csv_fields(point, back, budget) == f);
     CHECK(back.step_time_s == r.step_time_s);
     CHECK(back.other_s == r.other_s);
     CHECK(back.band_hi_s == r.band_hi_s);
     CHECK(back.days.has_value() == budget);
     CHECK_FALSE(back.energy_mwh.has_value());
-    CHECK_THROWS_AS(reports::sweep_result_from_fields(f, point.values.size() + 1, budget, "test"),
-                    config::InputError);
+    // Each figure is typed: the summary's figure under a column's name is the result's.
+    CHECK(reports::sweep_figure(back, "breakdown.other") == r.other_s);
+    CHECK(reports::sweep_figure(back, "band.step_time_hi_s") == r.band_hi_s);
+    CHECK(reports::sweep_figure(back, "days") == (budget ? r.days : std::nullopt));
+    CHECK_FALSE(reports::sweep_figure(back, "status"));
+    CHECK_FALSE(reports::sweep_figure(back, "parallelism.tp"));
+    // A row of another length than its header's is refused.
+    auto longer = header;
+    longer.push_back("extra");
+    CHECK_THROWS_AS(reports::sweep_result_from_fields(longer, f, "test"), config::InputError);
     // A value that is no number is named by its column, with and without the budget's.
     auto bad = f;
     bad[bad.size() - 1] = "banana";  // the wall time, last
     try {
-      reports::sweep_result_from_fields(bad, point.values.size(), budget, "test");
+      reports::sweep_result_from_fields(header, bad, "test");
       FAIL("banana read as a number");
     } catch (const config::InputError& e) {
       CHECK(e.path() == "sim_wall_s");
@@ -202,7 +235,8 @@ TEST_CASE("A sweep row reads back exactly from its CSV fields (plan --resume)",
   b.status = predict::SweepStatus::invalid;
   b.message = "parallelism.tp: 3 does not divide 64, heads";
   const auto f = reports::sweep_csv_fields(point, b, false);
-  const auto back = reports::sweep_result_from_fields(f, point.values.size(), false, "test");
+  const auto back =
+      reports::sweep_result_from_fields(reports::sweep_csv_header(columns, false), f, "test");
   CHECK(back.status == predict::SweepStatus::invalid);
   CHECK(back.message == b.message);
   CHECK_FALSE(back.has_timing);
