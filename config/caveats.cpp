@@ -20,6 +20,13 @@ std::vector<std::string> corpus_fit_cpus(const std::string& parameter) {
 
 std::vector<std::string> prediction_caveats(const Scenario& sc) {
   std::vector<std::string> out;
+  if (sc.system.status == hw_models::SystemStatus::announced)
+    out.push_back(fmt::format(
+        "system {} is announced hardware, not measured in public: its peaks are the vendor's "
+        "announced figures and its efficiencies, host and communication costs are transferred "
+        "from other GPUs (moesim describe lists each figure's source); a projection, with no "
+        "measured run to check it",
+        sc.system.name));
   const auto& numa = sc.system.host.numa_unbound_factor;
   if (!sc.stack.cpu_numa_binding && numa && numa->value != 1.0) {
     const auto cpus = corpus_fit_cpus("host.numa_unbound_factor");

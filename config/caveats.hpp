@@ -2,6 +2,9 @@
 // in the output ("No silent paths": a component that cannot price a case from its own
 // evidence says so; `moesim run` prints these under `caveats`, its JSON carries them).
 //
+// A system preset of `"status": "announced"` (hw_models::SystemStatus): every prediction on
+// it is a projection from announced peaks and transferred efficiencies.
+//
 // A cross-run quantity of calibration/profiles/corpus.json is fitted on the runs whose
 // prediction it moves (the profile's `fits[].cpus`: their host CPUs). Applied to a host
 // outside that set it is an extrapolation:

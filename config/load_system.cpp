@@ -22,19 +22,23 @@ class ParamReader {
     if (n.json().is_object()) {
       read_object(n, [&](Object& o) {
         p.value = check(o.req("value"), min, max, integral);
-        const Node src = o.req("source");
-        const std::string id = src.as_string();
-        auto it = sources_.find(id);
-        if (it == sources_.end())
-          src.fail(fmt::format("unknown source id '{}'; this object's \"sources\" define: {}", id,
-                               known_ids()));
-        p.source = it->second;
+        p.source = source(o.req("source"));
       });
     } else {
       p.value = check(n, min, max, integral);
       p.source = fmt::format("given inline at {} in {}", n.path(), n.file());
     }
     return p;
+  }
+
+  // A source id's text; an id the "sources" do not define is an input error.
+  std::string source(const Node& src) const {
+    const std::string id = src.as_string();
+    auto it = sources_.find(id);
+    if (it == sources_.end())
+      src.fail(fmt::format("unknown source id '{}'; this object's \"sources\" define: {}", id,
+                           known_ids()));
+    return it->second;
   }
 
   Param req(Object& o, std::string_view key, double min, double max, bool integral = false) const {
@@ -97,6 +101,12 @@ hw_models::SystemSpec read_system(const Node& node) {
     const ParamReader P(std::move(sources));
     s.name = o.req("name").as_string();
     s.description = o.string_or("description", "");
+    if (auto st = o.get("status")) {
+      read_object(*st, [&](Object& so) {
+        s.status = so.req("value").as_enum(hw_models::system_status_names(), "system status");
+        s.status_source = P.source(so.req("source"));
+      });
+    }
 
     read_object(o.req("gpu"), [&](Object& g) {
       s.gpu.name = g.req("name").as_string();

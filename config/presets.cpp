@@ -56,7 +56,24 @@ const Json& parsed_preset(const detail::PresetFile& p) {
   return parsed[i];
 }
 
+// Names a preset was known by before its maker renamed the product: refused with the
+// current name, so that a scenario names one system one way. NVIDIA announced the Vera
+// Rubin rack as "NVL144" at GTC 2025 (GPU dies counted) and has called the same 72-package
+// rack "Vera Rubin NVL72" since CES 2026 (docs/reference/hardware-and-microbenchmarks.md).
+struct FormerName {
+  PresetKind kind;
+  std::string_view name, now, why;
+};
+constexpr FormerName kFormerNames[] = {
+    {PresetKind::system, "vr200-nvl144", "vr200-nvl72",
+     "NVIDIA's GTC 2025 name counted the 144 GPU dies; since CES 2026 the same rack of 72 "
+     "Rubin packages is 'Vera Rubin NVL72'"},
+};
+
 std::string unknown(PresetKind kind, std::string_view name) {
+  for (const auto& f : kFormerNames)
+    if (f.kind == kind && f.name == name)
+      return fmt::format("{} preset '{}' is called '{}' ({})", kind_name(kind), name, f.now, f.why);
   return fmt::format("unknown {} preset '{}'; known: {}", kind_name(kind), name,
                      fmt::join(preset_names(kind), ", "));
 }

@@ -112,7 +112,7 @@ constexpr ProtocolCost kLl{6.6, 0.6, 2.7, 0.5}, kLl128{14.0, 1.9, 4.0, 0.92};
 double ll_max_busbw(const SystemSpec& s, int nodes) {
   constexpr double kHopper[3] = {141.0, 45.0, 35.0};
   const double hopper = kHopper[nodes <= 1 ? 0 : nodes == 2 ? 1 : 2];
-  return s.gpu.arch == GpuArch::blackwell ? 2 * hopper : hopper;
+  return s.gpu.arch == GpuArch::hopper ? hopper : 2 * hopper;  // Rubin: Blackwell's, unknown
 }
 }  // namespace
 

@@ -29,11 +29,23 @@ const sim_core::NameTable<Dtype>& dtype_names() {
 }
 
 const sim_core::NameTable<GpuArch>& gpu_arch_names() {
-  static constexpr std::array<sim_core::NameEntry<GpuArch>, 2> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<GpuArch>, 3> kEntries{{
       {GpuArch::hopper, "hopper", "sm_90: H100, H800, H200, H20"},
-      {GpuArch::blackwell, "blackwell", "sm_100: B200, GB200, GB300"},
+      {GpuArch::blackwell, "blackwell", "sm_100/sm_103: B200, B300, GB200, GB300"},
+      {GpuArch::rubin, "rubin",
+       "Vera Rubin (announced): priced as Blackwell where no Rubin figure"},
   }};
   static constexpr sim_core::NameTable<GpuArch> kTable{kEntries};
+  return kTable;
+}
+
+const sim_core::NameTable<SystemStatus>& system_status_names() {
+  static constexpr std::array<sim_core::NameEntry<SystemStatus>, 2> kEntries{{
+      {SystemStatus::shipping, "shipping", "a part people train on (the default)"},
+      {SystemStatus::announced, "announced",
+       "not shipped or not measured in public: peaks as announced, efficiencies transferred"},
+  }};
+  static constexpr sim_core::NameTable<SystemStatus> kTable{kEntries};
   return kTable;
 }
 

@@ -27,8 +27,18 @@ struct Param {
 enum class Dtype { tf32, bf16, fp8, mxfp8, fp4 };
 const sim_core::NameTable<Dtype>& dtype_names();
 
-enum class GpuArch { hopper, blackwell };
+// rubin (Vera Rubin, announced): priced as Blackwell wherever the model keys a figure on the
+// architecture (NCCL's LL bandwidth ceiling, hw_models/collectives.cpp), for want of a Rubin one.
+enum class GpuArch { hopper, blackwell, rubin };
 const sim_core::NameTable<GpuArch>& gpu_arch_names();
+
+// Whether the system exists to be measured: `shipping` (the default: a part people train
+// on, its figures from datasheets, microbenchmarks and fits) or `announced` (a part not
+// shipped, or with no public measurement: its peaks are the vendor's announced figures and
+// its efficiencies, host and communication costs are transferred from other GPUs). Every
+// prediction on an announced system says so (config/caveats.hpp).
+enum class SystemStatus { shipping, announced };
+const sim_core::NameTable<SystemStatus>& system_status_names();
 
 struct GpuSpec {
   std::string name;
@@ -256,6 +266,8 @@ struct Variability {
 struct SystemSpec {
   std::string name;
   std::string description;
+  SystemStatus status = SystemStatus::shipping;
+  std::string status_source;          // why the status, as the preset's sources give it (announced)
   std::vector<std::string> profiles;  // calibration profiles whose values replaced the preset's
   GpuSpec gpu;
   NodeSpec node;

@@ -28,7 +28,7 @@ using namespace config;
 
 namespace {
 
-// Every dest of scripts/performance/argument_parser.py at v0.2.0-v0.5.1. A dest the
+// Every dest of scripts/performance/argument_parser.py at v0.2.0-v0.6.0. A dest the
 // table has and this registry lacks is refused as unknown to moesim (a new tag's flag
 // must be classified before it imports).
 const std::map<std::string_view, DestRule>& dest_rules() {
@@ -192,6 +192,16 @@ const std::map<std::string_view, DestRule>& dest_rules() {
         "not tabulated (importer/recipes/megatron-bridge-families.json holds the "
         "performance recipes')"}},
       {"packed_sequence", {Effect::refused, "packed sequences (fine-tuning data): not modeled"}},
+      // v0.6.0 (scripts/performance/argument_parser.py:243, :450, :728)
+      {"num_moe_experts",
+       {Effect::refused,
+        "changes the model's shape (model.num_moe_experts): give the model as a scenario "
+        "(moesim's model presets are the published shapes)"}},
+      {"preempt_time", {Effect::ignored, "the Slurm job's preemption signal time"}},
+      {"peak_mem_clk",
+       {Effect::unpriced,
+        "the job locks the GPUs' memory clock (the vr200 recipes' 4752 MHz); the system "
+        "preset's HBM bandwidth stands"}},
   };
   // kubeflow_* (the cluster's API) are matched by prefix below.
   return m;

@@ -105,11 +105,13 @@ struct Builder {
 // The run the command asks for, as the launcher reads it.
 struct Query {
   std::string tag, family, recipe, gpu, dtype, task, variant;
+  std::string config;  // the workload config that resolved (a flat recipe's table key)
   std::int64_t gpus = 0;
 };
 
 // Whether a rule (or a layout, a policy, a note) of the family table holds for the run:
-// its tags, recipes, GPUs, dtypes, task and variant.
+// its tags, recipes, GPUs, dtypes, task, variant and (v0.6.0's flat recipes, one a GPU
+// count and variant) workload configs.
 bool rule_applies(const Json& r, const Query& q);
 
 // The family's entry of the table, by its name; null when the table lacks it.
@@ -166,6 +168,9 @@ class BridgeImporter {
   void cuda_graphs(const Json& impl, Json scope, const std::string& src);
   void a2a_overlap(const std::string& src);
   void refuse_offload(const Json& layers, const std::string& at) const;
+  void flat_fields(const std::string& src);
+  void bf16_precision_aware();
+  void weak_scale(std::int64_t table_gpus, std::int64_t table_gbs);
   void recompute_layers(const Json& layers, const std::string& src);
   void recompute_modules(const Json& modules, const std::string& src);
   void dispatcher(const Json& backend, const std::string& src, bool from_table);

@@ -361,12 +361,16 @@ void BridgeImporter::user() {
 }
 
 // ---- step 4: set_post_overrides ------------------------------------------------------------
-void BridgeImporter::post() {
-  const Json& l = launcher();
-  // The families tabulated train with Adam (the Muon exceptions are the Kimi family's).
+// The families tabulated train with Adam (the Muon exceptions are the Kimi family's).
+void BridgeImporter::bf16_precision_aware() {
   if (q_.dtype == "bf16")
     b_.set("bridge.precision_aware_optimizer", true,
            cite("set_post_overrides: the precision-aware optimizer under BF16 with Adam"));
+}
+
+void BridgeImporter::post() {
+  const Json& l = launcher();
+  bf16_precision_aware();
   const std::int64_t pp = b_.integer("parallelism.pp", 1), vp = b_.integer("parallelism.vpp", 1);
   if (dp() > 1 && pp > 1 && vp > 1 && !contains(l.at("opgwos_excluded_dtypes"), q_.dtype)) {
     if (b_.flag("framework.overlap_param_gather", true))
@@ -384,8 +388,11 @@ void BridgeImporter::post() {
     const std::int64_t table_gpus = wl_.settings.at("num_gpus").get<std::int64_t>();
     const std::int64_t table_gbs = wl_.settings.at("global_batch_size").get<std::int64_t>();
     const bool only_table_gbs = l.at("gbs_scaling") == "when_ng_differs_and_gbs_is_the_table_s";
-    if (q_.gpus != table_gpus &&
-        (!only_table_gbs || b_.integer("training.global_batch_size", 0) == table_gbs)) {
+    if (l.at("gbs_scaling") == "dp_ratio") {
+      if (b_.integer("training.global_batch_size", 0) == table_gbs)  // still the recipe's
+        weak_scale(table_gpus, table_gbs);
+    } else if (q_.gpus != table_gpus &&
+               (!only_table_gbs || b_.integer("training.global_batch_size", 0) == table_gbs)) {
       const auto gbs =
           static_cast<std::int64_t>(static_cast<double>(table_gbs) /
                                     static_cast<double>(table_gpus) * static_cast<double>(q_.gpus));
@@ -395,6 +402,31 @@ void BridgeImporter::post() {
                  table_gbs, q_.gpus, table_gpus)));
     }
   }
+}
+
+// v0.6.0 on, a recipe of another GPU count: the global batch times DP(-ng) / DP(the
+// recipe's count), DP = GPUs / (TP x PP x CP) with the sizes after the overrides, on the
+// recipe's own count with its own sizes (utils/overrides.py set_post_overrides,
+// scripts/common/benchmark_parallelism.py at v0.6.0); Bridge stops on a fraction.
+void BridgeImporter::weak_scale(std::int64_t table_gpus, std::int64_t table_gbs) {
+  const Json& s = wl_.settings;
+  const auto size = [&](const char* k) {
+    return s.at(k).is_null() ? std::int64_t{1} : s.at(k).get<std::int64_t>();
+  };
+  const std::int64_t model_parallel = size("tensor_model_parallel_size") *
+                                      size("pipeline_model_parallel_size") *
+                                      size("context_parallel_size");
+  const std::int64_t table_dp = table_gpus / model_parallel, now_dp = dp();
+  if (table_dp <= 0 || now_dp <= 0 || (table_gbs * now_dp) % table_dp != 0)
+    refuse(flag("num_gpus"),
+           fmt::format("weak scaling the recipe of {} GPUs (GBS {}, DP {}) to DP {} gives no whole "
+                       "global batch; Megatron-Bridge stops there too (give -gb)",
+                       table_gpus, table_gbs, table_dp, now_dp));
+  if (now_dp == table_dp) return;
+  b_.set("training.global_batch_size", table_gbs * now_dp / table_dp,
+         cite(fmt::format("set_post_overrides: weak scaling, the recipe's GBS {} x DP {} / DP {} "
+                          "(no -gb)",
+                          table_gbs, now_dp, table_dp)));
 }
 
 }  // namespace moesim::importer::detail

@@ -48,7 +48,13 @@ void BridgeImporter::build() {
     } else if (stage == "user") {
       user();
     } else if (stage == "post") {
-      post();
+      // v0.6.0 on: set_post_overrides only for a recipe of another GPU count, weak-scaled;
+      // the exact one keeps its values but the BF16 precision-aware optimizer
+      // (scripts/performance/run_script.py _prepare_perf_recipe).
+      if (l.value("post_when", std::string("always")) == "not_exact_gpus" && wl_.exact_gpus)
+        bf16_precision_aware();
+      else
+        post();
       apply(family_->at("rules"), "post");
     }
   }
@@ -100,30 +106,19 @@ void BridgeImporter::apply(const Json& rules, const std::string& stage) {
 // utils/overrides.py set_workload_base_configs: the workload config onto the recipe.
 void BridgeImporter::table() {
   const Json& s = wl_.settings;
-  static const std::set<std::string> known{"family",
-                                           "num_gpus",
-                                           "tensor_model_parallel_size",
-                                           "pipeline_model_parallel_size",
-                                           "context_parallel_size",
-                                           "virtual_pipeline_model_parallel_size",
-                                           "expert_model_parallel_size",
-                                           "expert_tensor_parallel_size",
-                                           "global_batch_size",
-                                           "micro_batch_size",
-                                           "use_megatron_fsdp",
-                                           "nccl_ub",
-                                           "cuda_graph_impl",
-                                           "cuda_graph_scope",
-                                           "cpu_offloading_num_layers",
-                                           "recompute_num_layers",
-                                           "recompute_modules",
-                                           "moe_flex_dispatcher_backend",
-                                           "moe_a2a_overlap",
-                                           "peft",
-                                           "pp_layout",
-                                           "fp8_dot_product_attention",
-                                           "cutedsl_fused_grouped_mlp",
-                                           "te_precision_config_file"};
+  static const std::set<std::string> known{
+      "family", "num_gpus", "tensor_model_parallel_size", "pipeline_model_parallel_size",
+      "context_parallel_size", "virtual_pipeline_model_parallel_size", "expert_model_parallel_size",
+      "expert_tensor_parallel_size", "global_batch_size", "micro_batch_size", "use_megatron_fsdp",
+      "nccl_ub", "cuda_graph_impl", "cuda_graph_scope", "cpu_offloading_num_layers",
+      "recompute_num_layers", "recompute_modules", "moe_flex_dispatcher_backend", "moe_a2a_overlap",
+      "peft", "pp_layout", "fp8_dot_product_attention", "cutedsl_fused_grouped_mlp",
+      "te_precision_config_file",
+      // v0.6.0's flat recipes (utils/utils.py
+      // _workload_base_config_from_recipe)
+      "fine_grained_activation_offloading", "offload_modules", "outer_dp_sharding_strategy",
+      "num_distributed_optimizer_instances", "gtp_weight_remat_size",
+      "expert_gtp_weight_remat_size"};
   for (const auto& [k, v] : s.items())
     if (!known.count(k))
       refuse(wl_.config,
@@ -148,6 +143,7 @@ void BridgeImporter::table() {
   cuda_graphs(s.at("cuda_graph_impl"), s.at("cuda_graph_scope"), src);
   if (s.value("moe_a2a_overlap", false)) a2a_overlap(src);
   refuse_offload(s.at("cpu_offloading_num_layers"), src + " (cpu_offloading_num_layers)");
+  flat_fields(src);
   recompute_layers(s.at("recompute_num_layers"), src);
   recompute_modules(s.at("recompute_modules"), src);
   // v0.5.0 on: FP8 core attention (mixed_precision.fp8_dot_product_attention) and the
@@ -172,6 +168,37 @@ void BridgeImporter::table() {
   table_layout(src);
 }
 
+// The fields v0.6.0's flat recipes added: fine-grained activation offloading (the modules
+// Megatron-Core's --offload-modules names, as framework.offload), Megatron-FSDP's HSDP and
+// the GTP weight rematerialisation, the last two refused (not modeled).
+void BridgeImporter::flat_fields(const std::string& src) {
+  const Json& s = wl_.settings;
+  if (s.value("fine_grained_activation_offloading", Json()) == Json(true)) {
+    Json modules = Json::array();
+    for (const auto& m : s.value("offload_modules", Json::array())) {
+      if (m == "fused_group_mlp")
+        refuse(src,
+               "offload_modules 'fused_group_mlp': offloading the fused grouped MLP's "
+               "activations is not modeled (framework.offload names Megatron-Core's "
+               "per-module offloads)");
+      modules.push_back(m);
+    }
+    b_.set("framework.offload", modules, src + " (fine_grained_activation_offloading)");
+    out_.assumed.emplace_back("framework.offload",
+                              "the offloaded activations' copies are not priced in the step "
+                              "(Megatron overlaps them on a side stream)");
+  }
+  const Json& outer = s.value("outer_dp_sharding_strategy", Json());
+  if (!outer.is_null() && outer != "no_shard")
+    refuse(src, fmt::format("Megatron-FSDP's hybrid sharding (outer_dp_sharding_strategy {}, {} "
+                            "distributed-optimizer instances): HSDP is not modeled",
+                            outer.dump(),
+                            s.value("num_distributed_optimizer_instances", Json()).dump()));
+  for (const char* k : {"gtp_weight_remat_size", "expert_gtp_weight_remat_size"})
+    if (const Json& v = s.value(k, Json()); !v.is_null() && v != Json(1))
+      refuse(src, fmt::format("{} {}: GTP weight rematerialisation is not modeled", k, v.dump()));
+}
+
 void BridgeImporter::set_tp(std::int64_t tp, const std::string& src) {
   b_.set("parallelism.tp", size_at_least(tp, 1, src), src);
   b_.set("parallelism.sequence_parallel", tp > 1, src + ": sequence parallel when TP > 1");
@@ -190,8 +217,11 @@ void BridgeImporter::set_etp(std::optional<std::int64_t> etp, const std::string&
 }
 void BridgeImporter::fsdp(const std::string& src) {
   b_.set("parallelism.fsdp", true, src + " (_set_megatron_fsdp_overrides)");
-  b_.set("bridge.precision_aware_optimizer", false,
-         src + ": Megatron-FSDP turns the precision-aware optimizer off");
+  // Until v0.5.1 the override turns the precision-aware optimizer off; v0.6.0 keeps it
+  // (scripts/performance/utils/overrides.py:94-114 at v0.6.0).
+  if (launcher().value("fsdp_disables_precision_aware", true))
+    b_.set("bridge.precision_aware_optimizer", false,
+           src + ": Megatron-FSDP turns the precision-aware optimizer off");
 }
 void BridgeImporter::nccl_ub(const std::string& src) {
   nccl_ub_src_ = src;

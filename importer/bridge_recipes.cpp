@@ -48,6 +48,12 @@ std::vector<std::string> candidate_names(const BridgeRecipeQuery& q, const Json&
   }
   std::string variant = q.variant.value_or(e.value("default_variant", std::string("v1")));
   variant = upper(variant);
+  if (e.contains("recipe_functions")) {  // flat: v1, v2 and none are the canonical recipe
+    names.push_back(variant == "V1" || variant == "V2"
+                        ? fmt::format("{}_{}_CONFIG_{}_{}", r, t, g, d)
+                        : fmt::format("{}_{}_CONFIG_{}_{}_{}", r, t, g, d, variant));
+    return names;
+  }
   names.push_back(fmt::format("{}_{}_CONFIG_{}_{}_{}", r, t, g, d, variant));
   if (variant == "V2") names.push_back(fmt::format("{}_{}_CONFIG_{}_{}_V1", r, t, g, d));
   names.push_back(fmt::format("{}_{}_CONFIG_{}_{}", r, t, g, d));
@@ -78,13 +84,20 @@ BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q) {
   out.tag = q.tag;
   out.commit = e.at("commit").get<std::string>();
   out.date = e.at("date").get<std::string>();
+  out.flat = e.contains("recipe_functions");
   for (const auto& name : candidate_names(q, e)) {
-    const auto it = configs.find(name);
+    auto it = configs.find(name);
     if (it == configs.end()) {
       out.tried.push_back(name);
       continue;
     }
-    out.config = name;
+    if (out.flat && q.gpus) {  // the recipe of exactly -ng GPUs, else the default one
+      const auto exact = configs.find(fmt::format("{}_{}GPU", name, *q.gpus));
+      if (exact != configs.end()) it = exact;
+      out.exact_gpus = exact != configs.end() || it->value("num_gpus", Json()) == Json(*q.gpus);
+    }
+    out.config = it.key();
+    if (out.flat) out.function = e.at("recipe_functions").value(it.key(), std::string());
     out.settings = e.at("defaults");
     for (const auto& [k, v] : it->items())
       if (k != "family") out.settings[k] = v;

@@ -15,10 +15,17 @@
 //               variant defaults to the tag's argument_parser.py default (v2);
 //   v0.2.x      {MODEL}_{SIZE}_{GPU}_{DTYPE}_BASE_CONFIG, with _{TASK} before the dtype
 //               for sft and lora (-m MODEL -s SIZE; the recipe is MODEL_SIZE).
-// Tags whose recipes moved to src/megatron/bridge/perf_recipes (v0.6.0) are in the table
-// with the reason they were not read, and refused by name.
+//   v0.6.0 on  flat recipe functions (src/megatron/bridge/perf_recipes), one a GPU count:
+//               the table keys the one the launcher picks without a matching -ng as
+//               {RECIPE}_{TASK}_CONFIG_{GPU}_{DTYPE}[_{VARIANT}] and the other counts with
+//               _{N}GPU after it; -cv v1 / v2 or none select no variant. The launcher takes
+//               the recipe of exactly -ng GPUs first (`exact_gpus`), else that default one,
+//               which it then weak-scales (scripts/performance/run_script.py
+//               _prepare_perf_recipe, utils/utils.py _recipe_function_name at v0.6.0).
+// A tag in the table whose recipes were not read says why, and is refused by name.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +41,7 @@ struct BridgeRecipeQuery {
   std::string gpu;                     // gb200, gb300, b200, h100, ...
   std::string dtype = "bf16";          // bf16, fp8_cs, fp8_mx, fp8_sc, nvfp4
   std::optional<std::string> variant;  // v1, v2, large_scale, ...; default: the tag's
+  std::optional<std::int64_t> gpus;    // -ng (flat recipes: the recipe of that count first)
 };
 
 struct BridgeWorkload {
@@ -41,6 +49,9 @@ struct BridgeWorkload {
   std::string config;              // the name that resolved
   std::vector<std::string> tried;  // the names tried before it, in order
   config::Json settings;  // every WorkloadBaseConfig field (the tag's defaults under the config's)
+  bool flat = false;      // a flat recipe (v0.6.0 on): its fields are final values
+  bool exact_gpus = false;  // flat: the recipe is the one of exactly q.gpus GPUs
+  std::string function;     // flat: the recipe function's name
 };
 
 // Throws InputError("importer/recipes/megatron-bridge.json", ...) for a tag the table lacks

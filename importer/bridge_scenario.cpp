@@ -23,7 +23,18 @@ namespace {
 // moesim ships for those machines (scenarios/systems/).
 const std::map<std::string_view, std::string_view>& gpu_systems() {
   static const std::map<std::string_view, std::string_view> m{
-      {"h100", "h100"}, {"b200", "b200"}, {"gb200", "gb200-nvl72"}, {"gb300", "gb300-nvl72"}};
+      {"h100", "h100"},         {"b200", "b200"},         {"b300", "b300"},
+      {"gb200", "gb200-nvl72"}, {"gb300", "gb300-nvl72"}, {"vr200", "vr200-nvl72"}};
+  return m;
+}
+// The launcher's GPU names with no system, and why.
+const std::map<std::string_view, std::string_view>& gpus_without_system() {
+  static const std::map<std::string_view, std::string_view> m{
+      {"r100",
+       "r100 is Megatron-Bridge's one-GPU-a-node Rubin bring-up target (scripts/performance/"
+       "argument_parser.py NUM_GPUS_PER_NODE_MAP, r100: 1, v0.4.0 on; only llama3_8b has "
+       "configs for it): its node, links and network are unpublished, so moesim has no system "
+       "for it; give --system (vr200-nvl72 is the announced Rubin rack)"}};
   return m;
 }
 
@@ -208,6 +219,8 @@ void BridgeImporter::finish() {
       opts_.system.empty()
           ? (gpu_systems().count(q_.gpu) ? std::string(gpu_systems().at(q_.gpu)) : std::string())
           : opts_.system;
+  if (system.empty() && gpus_without_system().count(q_.gpu))
+    refuse("-g", std::string(gpus_without_system().at(q_.gpu)));
   if (system.empty()) refuse("-g", fmt::format("no system preset for {}: give --system", q_.gpu));
   if (opts_.system.empty())
     out_.derived.emplace_back("system", fmt::format("{}: the preset for -g {}", system, q_.gpu));

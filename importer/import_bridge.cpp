@@ -10,6 +10,7 @@
 #include "importer/recipes.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +49,7 @@ bool rule_applies(const Json& r, const Query& q) {
   if (r.contains("dtype") && !contains(r.at("dtype"), q.dtype)) return false;
   if (r.contains("task") && r.at("task").get<std::string>() != q.task) return false;
   if (r.contains("variant") && !contains(r.at("variant"), q.variant)) return false;
+  if (r.contains("configs") && !contains(r.at("configs"), q.config)) return false;
   return true;
 }
 
@@ -188,6 +190,8 @@ void BridgeImporter::query() {
   rq.dtype = q_.dtype;
   if (const Json* v = given("config_variant"); v && v->is_string())
     rq.variant = v->get<std::string>();
+  if (const Json* v = given("num_gpus"); v && v->is_number_integer())
+    rq.gpus = v->get<std::int64_t>();
   try {
     wl_ = resolve_bridge_recipe(rq);
   } catch (const InputError& e) {
@@ -200,6 +204,20 @@ void BridgeImporter::query() {
     refuse("-m", fmt::format("{}'s workload config {} is in the {} family's folder, not {}'s",
                              q_.recipe, wl_.config, folder, q_.family));
   if (old) q_.family = folder;
+  q_.config = wl_.config;
+  // v0.6.0's development variants differ from their canonical recipes in settings no rule
+  // tabulates per variant (launcher "refused_variants").
+  std::string variant_key = wl_.config;  // without a _{N}GPU count
+  if (const auto us = variant_key.rfind('_');
+      us != std::string::npos && variant_key.ends_with("GPU") &&
+      std::isdigit(static_cast<unsigned char>(variant_key[us + 1])))
+    variant_key.resize(us);
+  const Json& l = launcher();
+  if (l.contains("refused_variants"))
+    for (const auto& [suffix, why] : l.at("refused_variants").items())
+      if (variant_key.ends_with(suffix))
+        refuse(flag("config_variant"),
+               fmt::format("{} at {}: {}", wl_.config, q_.tag, why.get<std::string>()));
   // The variant that resolved (a V2 name may fall back to V1; v0.2.x names have none).
   const auto us = wl_.config.rfind("_V");
   q_.variant = us != std::string::npos && wl_.config.find('_', us + 1) == std::string::npos
@@ -221,8 +239,14 @@ void BridgeImporter::query() {
   out_.derived.emplace_back(
       "recipe",
       fmt::format(
-          "{} at Megatron-Bridge {} ({}, {}){}", wl_.config, q_.tag, wl_.commit.substr(0, 10),
+          "{} at Megatron-Bridge {} ({}, {}){}{}", wl_.config, q_.tag, wl_.commit.substr(0, 10),
           wl_.date,
+          wl_.function.empty()
+              ? ""
+              : fmt::format(", the flat recipe {} ({})", wl_.function,
+                            wl_.exact_gpus ? "the recipe of exactly -ng GPUs"
+                                           : "no recipe of -ng GPUs: the default one, "
+                                             "weak-scaled by set_post_overrides"),
           wl_.tried.empty() ? "" : fmt::format("; tried first: {}", fmt::join(wl_.tried, ", "))));
   // The world size: -ng, else the workload config's.
   const std::int64_t table_gpus = wl_.settings.at("num_gpus").get<std::int64_t>();

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/caveats.hpp"
 #include "hw_models/dispatcher.hpp"
 #include "predict/predict.hpp"
 
@@ -278,6 +279,9 @@ Plan plan(const PlanRequest& req) {
   p.system = sc.system.name;
   p.gpu = sc.system.gpu.name;
   p.notes = std::move(notes);
+  // What every candidate's prediction is priced beyond (an announced system's projection,
+  // config/caveats.hpp), as `run` says it.
+  for (auto& c : config::prediction_caveats(sc)) p.notes.push_back(std::move(c));
   p.layouts = config::expand_sweep(f);
   p.dims = std::move(dims);
   p.objective = f.objective;

@@ -242,9 +242,11 @@ struct Plan {
   // Why the best of the top K wins: its evidence over each of the others (best first;
   // `id` the other's, `gain_pct` the best's over it, `columns` where the two differ).
   std::vector<PlanEvidence> runner_ups;
-  std::string system;              // the system planned on (the preset's name, or the scenario's)
-  std::string gpu;                 // its GPU's name (the bands' stratum, predict/bands.hpp)
-  std::vector<std::string> notes;  // what PlanRequest::system changed beyond the system
+  std::string system;  // the system planned on (the preset's name, or the scenario's)
+  std::string gpu;     // its GPU's name (the bands' stratum, predict/bands.hpp)
+  // What PlanRequest::system changed beyond the system, then the caveats every candidate's
+  // prediction carries (config/caveats.hpp: an announced system's, say).
+  std::vector<std::string> notes;
   double wall_s = 0;
 };
 Plan plan(const PlanRequest& req);

@@ -69,6 +69,7 @@ Json describe_json(const config::Scenario& sc) {
   for (const auto& [d, v] : sc.system.gpu.dense_tflops)
     peaks[hw_models::dtype_names().name(d)] = v.value;
   j["system"] = {{"name", sc.system.name},
+                 {"status", hw_models::system_status_names().name(sc.system.status)},
                  {"gpu", sc.system.gpu.name},
                  {"gpus", sc.gpus},
                  {"gpus_per_nvlink_domain", sc.placement.gpus_per_nvlink_domain},
@@ -221,6 +222,8 @@ std::string describe_text(const config::Scenario& sc) {
        fmt::format("{}: {} x {} ({}, {:g} SMs, {:g} GiB HBM as CUDA reports it, at {:g} TB/s)",
                    sc.system.name, sc.gpus, g.name, hw_models::gpu_arch_names().name(g.arch),
                    g.sm_count.value, g.usable_GiB.value, g.hbm_TBps.value));
+  if (sc.system.status == hw_models::SystemStatus::announced)
+    line("", fmt::format("ANNOUNCED, not measured in public: {}", sc.system.status_source));
   line("", fmt::format("dense TFLOPS: {}", fmt::join(peaks, ", ")));
   line("", fmt::format("calibration profiles: {}", list_or(sc.system.profiles, "none")));
   line("", fmt::format("NVLink domains of {} GPUs (system: {:g}), {:g} GB/s per GPU per direction; "

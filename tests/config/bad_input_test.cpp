@@ -250,8 +250,8 @@ TEST_CASE("Unknown presets and enum values", "[config][errors]") {
   auto j = test::default_scenario_json();
   j["system"] = "gb200";
   expect_error(j, "system",
-               "unknown system preset 'gb200'; known: b200, gb200-nvl72, gb300-nvl72, h100, h20, "
-               "h200, h800");
+               "unknown system preset 'gb200'; known: b200, b300, gb200-nvl72, gb300-nvl72, h100, "
+               "h20, h200, h800, vr200-nvl72");
   j = test::default_scenario_json();
   j["model"] = "deepseek-v4";
   expect_error(j, "model", "unknown model preset 'deepseek-v4'; known: deepseek-v2, deepseek-v3");

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "config/caveats.hpp"
 #include "config/load.hpp"
 #include "support/helpers.hpp"
 
@@ -18,8 +19,8 @@ void check_sourced(const hw_models::Param& p, const std::string& what) {
 
 TEST_CASE("The contract's system presets load and every number names its source",
           "[config][presets]") {
-  const std::vector<std::string> expected = {"b200", "gb200-nvl72", "gb300-nvl72", "h100",
-                                             "h20",  "h200",        "h800"};
+  const std::vector<std::string> expected = {"b200", "b300", "gb200-nvl72", "gb300-nvl72", "h100",
+                                             "h20",  "h200", "h800",        "vr200-nvl72"};
   CHECK(config::preset_names(config::PresetKind::system) == expected);
   for (const auto& name : expected) {
     INFO(name);
@@ -105,7 +106,7 @@ TEST_CASE("Preset files on disk are the ones compiled in", "[config][presets]") 
 
 TEST_CASE("Unknown presets list the known ones", "[config][presets]") {
   CHECK_THROWS_WITH(config::load_system_preset("gb200"),
-                    Catch::Contains("known: b200, gb200-nvl72"));
+                    Catch::Contains("known: b200, b300, gb200-nvl72"));
 }
 
 TEST_CASE("A system cache returns what loading without it gives, per system block and file",
@@ -133,4 +134,37 @@ TEST_CASE("A system cache returns what loading without it gives, per system bloc
   const auto d =
       config::load_scenario_json(doubled, "test.json", config::LoadOptions{true, 0, &cache});
   CHECK(d.system.nvlink.bw_GBps.value == 1800);
+}
+
+TEST_CASE("An announced system says so in describe and in every prediction on it",
+          "[config][presets]") {
+  const auto vr = config::load_system_preset("vr200-nvl72");
+  CHECK(vr.status == hw_models::SystemStatus::announced);
+  CHECK_THAT(vr.status_source, Catch::Contains("announced"));
+  CHECK(vr.nvlink.domain_gpus.value == 72);
+  CHECK(vr.node.gpus_per_node.value == 4);
+  const auto b300 = config::load_system_preset("b300");
+  CHECK(b300.status == hw_models::SystemStatus::shipping);
+  CHECK(b300.network.nic_Gbps.value == 800);  // ConnectX-8: 800 Gb/s a GPU, not 1.6 Tb/s
+  CHECK(config::load_system_preset("gb300-nvl72").status == hw_models::SystemStatus::shipping);
+  CHECK_THROWS_WITH(config::load_system_preset("vr200-nvl144"),
+                    Catch::Contains("is called 'vr200-nvl72'"));
+
+  auto j = test::default_scenario_json();
+  j["system"] = "vr200-nvl72";
+  const auto sc = config::load_scenario_json(j, "vr.json");
+  const auto caveats = config::prediction_caveats(sc);
+  REQUIRE_FALSE(caveats.empty());
+  CHECK_THAT(caveats.front(), Catch::Contains("vr200-nvl72 is announced hardware"));
+  j["system"] = "b300";
+  j.erase("placement");  // the GB200 default packs 32 GPUs a domain; an HGX B300 has 8
+  CHECK(config::prediction_caveats(config::load_scenario_json(j, "b300.json")).empty());
+
+  // The status is one of the names, and its source one of the system's sources.
+  j["system"] = {{"base", "b300"},
+                 {"status", {{"value", "rumoured"}, {"source", "preset-status"}}}};
+  CHECK_THROWS_WITH(config::load_scenario_json(j, "x.json"), Catch::Contains("rumoured"));
+  j["system"] = {{"base", "b300"}, {"status", {{"value", "announced"}, {"source", "nowhere"}}}};
+  CHECK_THROWS_WITH(config::load_scenario_json(j, "x.json"),
+                    Catch::Contains("unknown source id 'nowhere'"));
 }

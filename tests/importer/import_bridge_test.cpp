@@ -255,8 +255,37 @@ TEST_CASE("A Bridge command's release comes from --release or its container",
             .find("the command's container is 26.04") != std::string::npos);
   CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "25.09")
             .find("no Megatron-Bridge performance launcher") != std::string::npos);
-  CHECK(err("-m qwen -mr qwen3_30b_a3b -g b200 -ng 8", "26.08").find("not read") !=
+}
+
+TEST_CASE(
+    "Megatron-Bridge 26.08 (v0.6.0): the flat recipe of -ng GPUs, else the default one "
+    "weak-scaled",
+    "[config][import][bridge]") {
+  // v0.6.0 src/megatron/bridge/perf_recipes/qwen/gb200/qwen3_moe.py: the 8-GPU recipe (EP 8,
+  // GBS 512, MBS 4) is the default; a 32-GPU one has GBS 2048. run_script.py
+  // _prepare_perf_recipe takes the exact count first, else weak-scales the default's GBS by
+  // DP (utils/overrides.py:691-705).
+  const std::string q = "-m qwen -mr qwen3_30b_a3b -g gb200 -c bf16 -ng ";
+  const auto exact = bridge(q + "32", "26.08");
+  CHECK(derived(exact, "recipe").find("qwen3_30b_a3b_pretrain_32gpu_gb200_bf16_config") !=
         std::string::npos);
+  CHECK(exact.scenario.at("training").at("global_batch_size") == 2048);
+  const auto scaled = bridge(q + "16", "26.08");
+  CHECK(derived(scaled, "recipe").find("weak-scaled") != std::string::npos);
+  CHECK(scaled.scenario.at("training").at("global_batch_size") == 1024);
+  CHECK(scaled.scenario.at("stack").at("release") == "26.08");
+  // -gb stands: no weak scaling.
+  CHECK(bridge(q + "16 -gb 256", "26.08").scenario.at("training").at("global_batch_size") == 256);
+  // Development variants are refused with the reason; so is a GTP or HSDP recipe.
+  CHECK(err("-m qwen -mr qwen3_30b_a3b -g gb200 -c bf16 -ng 8 -cv dev", "26.08")
+            .find("a development variant") != std::string::npos);
+  CHECK(err("-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 128 -cv hsdp", "26.08")
+            .find("HSDP is not modeled") != std::string::npos);
+  // Megatron-FSDP keeps the precision-aware optimizer at v0.6.0, and the fine-grained
+  // activation offloading of the 64-GPU GB300 FSDP recipe is framework.offload.
+  const auto fsdp = bridge("-m deepseek -mr deepseek_v3 -g gb300 -c bf16 -ng 64 -cv fsdp", "26.08");
+  CHECK(fsdp.scenario.at("parallelism").at("fsdp") == true);
+  CHECK(fsdp.scenario.at("framework").at("offload") == nlohmann::json({"core_attn", "attn_proj"}));
 }
 
 TEST_CASE("import refuses a Bridge command it cannot model, naming what",

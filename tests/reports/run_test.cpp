@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/describe.hpp"
 #include "reports/run.hpp"
 #include "support/helpers.hpp"
 
@@ -755,4 +756,21 @@ TEST_CASE("Empty virtual stages pass activations and gradients on", "[reports][r
     CHECK(hollow.step.step_time_s > 0);
     CHECK(hollow.step.step_time_s < full.step.step_time_s);
   }
+}
+
+TEST_CASE("An announced system's status is in describe and in run's caveats", "[reports][run]") {
+  auto j = test::default_scenario_json();
+  j["system"] = "vr200-nvl72";
+  const auto sc = config::load_scenario_json(j, "vr.json");
+  CHECK_THAT(reports::describe_text(sc), Catch::Contains("ANNOUNCED, not measured in public"));
+  CHECK(reports::describe_json(sc)["system"]["status"] == "announced");
+  const auto p = predict::predict(sc);
+  CHECK_THAT(reports::run_text(sc, p), Catch::Contains("vr200-nvl72 is announced hardware"));
+  const auto caveats = reports::run_json(sc, p)["caveats"];
+  REQUIRE(caveats.size() >= 1);
+  CHECK_THAT(caveats[0].get<std::string>(), Catch::Contains("announced"));
+  j["system"] = "b300";
+  j.erase("placement");  // an HGX B300 has an 8-GPU NVLink domain
+  CHECK(reports::describe_json(config::load_scenario_json(j, "b300.json"))["system"]["status"] ==
+        "shipping");
 }
