@@ -119,6 +119,11 @@ const Json* family_entry(const std::string& family);
 
 // ---- the importer ------------------------------------------------------------------------
 
+// import_bridge, and import_bridge_training's run (BridgeImporter::training_launch).
+MegatronImport import_bridge_words(const std::vector<std::string>& words,
+                                   const MegatronImportOptions& opts,
+                                   std::optional<std::int64_t> training_world, bool gbs_given);
+
 class BridgeImporter {
  public:
   BridgeImporter(const std::vector<std::string>& words, const MegatronImportOptions& opts,
@@ -126,6 +131,13 @@ class BridgeImporter {
       : words_(words), opts_(opts), out_(out) {}
 
   void run();
+  // scripts/training/run_recipe.py's path (importer/bridge_training.cpp): the named recipe
+  // as built, on `world` GPUs, its global batch weak-scaled unless `gbs_given`, and none
+  // of the performance launcher's post overrides but the BF16 precision-aware optimizer.
+  void training_launch(std::int64_t world, bool gbs_given) {
+    training_world_ = world;
+    training_gbs_given_ = gbs_given;
+  }
 
  private:
   [[noreturn]] void refuse(const std::string& at, const std::string& why) const {
@@ -202,6 +214,8 @@ class BridgeImporter {
   std::string nccl_ub_src_;  // where NCCL user buffers were asked for, if they were
   std::int64_t recipe_seq_ =
       0;  // the dataset's sequence length as the recipe built it (before Hydra)
+  std::optional<std::int64_t> training_world_;  // run_recipe.py's world size (training_launch)
+  bool training_gbs_given_ = false;
 };
 
 }  // namespace moesim::importer::detail

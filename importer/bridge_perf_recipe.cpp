@@ -51,10 +51,20 @@ void BridgeImporter::build() {
       // v0.6.0 on: set_post_overrides only for a recipe of another GPU count, weak-scaled;
       // the exact one keeps its values but the BF16 precision-aware optimizer
       // (scripts/performance/run_script.py _prepare_perf_recipe).
-      if (l.value("post_when", std::string("always")) == "not_exact_gpus" && wl_.exact_gpus)
+      if (training_world_) {
+        // run_recipe.py (scripts/training at v0.6.0, :478-525): the recipe on the job's
+        // world, its GBS weak-scaled by DP unless train.global_batch_size was given.
         bf16_precision_aware();
-      else
+        q_.gpus = *training_world_;
+        if (!training_gbs_given_)
+          weak_scale(wl_.settings.at("num_gpus").get<std::int64_t>(),
+                     wl_.settings.at("global_batch_size").get<std::int64_t>());
+      } else if (l.value("post_when", std::string("always")) == "not_exact_gpus" &&
+                 wl_.exact_gpus) {
+        bf16_precision_aware();
+      } else {
         post();
+      }
       apply(family_->at("rules"), "post");
     }
   }

@@ -282,14 +282,29 @@ std::vector<std::string> unclassified_bridge_flags(const std::string& tag) {
 }
 
 bool is_bridge_launcher(const std::string& entry) {
-  return entry.ends_with("setup_experiment.py") ||
-         entry.ends_with("scripts/performance/run_script.py") || entry == "run_script.py";
+  return !is_bridge_training_launcher(entry) &&
+         (entry.ends_with("setup_experiment.py") ||
+          entry.ends_with("scripts/performance/run_script.py") || entry == "run_script.py");
+}
+bool is_bridge_training_launcher(const std::string& entry) {
+  return entry.ends_with("scripts/training/train.sh") ||
+         entry.ends_with("scripts/training/setup_experiment.py") ||
+         entry.ends_with("scripts/training/run_recipe.py") || entry == "run_recipe.py";
 }
 
 MegatronImport import_bridge(const std::vector<std::string>& words,
                              const MegatronImportOptions& opts) {
+  return detail::import_bridge_words(words, opts, std::nullopt, false);
+}
+
+namespace detail {
+MegatronImport import_bridge_words(const std::vector<std::string>& words,
+                                   const MegatronImportOptions& opts,
+                                   std::optional<std::int64_t> training_world, bool gbs_given) {
   MegatronImport out;
-  detail::BridgeImporter(words, opts, out).run();
+  BridgeImporter importer(words, opts, out);
+  if (training_world) importer.training_launch(*training_world, gbs_given);
+  importer.run();
   // A layout the launcher left stale (a map that lacks the final PP x VP keeps the old one)
   // is what Megatron would stop on: say where it came from.
   try {
@@ -312,5 +327,7 @@ MegatronImport import_bridge(const std::vector<std::string>& words,
                                        "moesim import megatron (Megatron-Bridge launcher)");
   return out;
 }
+
+}  // namespace detail
 
 }  // namespace moesim::importer

@@ -47,6 +47,9 @@ namespace moesim::importer {
 // True for Megatron-Bridge's performance launchers (scripts/performance/setup_experiment.py,
 // run_script.py).
 bool is_bridge_launcher(const std::string& entry);
+// True for its training launcher (v0.6.0 on): scripts/training/train.sh, which runs
+// scripts/training/setup_experiment.py, which runs scripts/training/run_recipe.py.
+bool is_bridge_training_launcher(const std::string& entry);
 
 // The flags of the tag's launcher (importer/recipes/megatron-bridge.json) whose effect the
 // importer does not know (a regenerated table's new flags), by their first option string.
@@ -57,5 +60,15 @@ std::vector<std::string> unclassified_bridge_flags(const std::string& tag);
 // set, must agree with -ng. Throws InputError(opts.source, "-flag" or "key", why).
 MegatronImport import_bridge(const std::vector<std::string>& words,
                              const MegatronImportOptions& opts);
+
+// `train.sh --recipe NAME [--nodes N --gpus-per-node G] [-gb ... -tp ...] [KEY=VALUE ...]`
+// (importer/bridge_training.cpp): NAME, a benchmark recipe function of the release's tag,
+// built as run_recipe.py builds it: its table entry, the common overrides and the Hydra
+// ones in order, then the job's world size (nodes x GPUs per node; default the recipe's),
+// to which the global batch is weak-scaled by DP unless it was given. Slurm and container
+// flags are listed as ignored; a library recipe (--model), a fine-tuning mode and a
+// dataset are refused with the reason.
+MegatronImport import_bridge_training(const std::vector<std::string>& words,
+                                      const MegatronImportOptions& opts);
 
 }  // namespace moesim::importer

@@ -240,9 +240,10 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
   auto runs = detail::script_runs(text, opts, out.notes, exited);
   const detail::Words w = detail::pick_run(std::move(runs), opts, exited);
   out.notes.insert(out.notes.end(), w.notes.begin(), w.notes.end());
-  if (is_bridge_launcher(
-          w.entry)) {  // Megatron-Bridge's performance launcher (importer/import_bridge.hpp)
-    MegatronImport bridge = import_bridge(w.words, opts);
+  // Megatron-Bridge's performance or training launcher (importer/import_bridge.hpp).
+  if (is_bridge_launcher(w.entry) || is_bridge_training_launcher(w.entry)) {
+    MegatronImport bridge = is_bridge_launcher(w.entry) ? import_bridge(w.words, opts)
+                                                        : import_bridge_training(w.words, opts);
     bridge.notes.insert(bridge.notes.begin(), out.notes.begin(), out.notes.end());
     if (opts.wrapper_root)
       bridge.notes.push_back(

@@ -109,6 +109,28 @@ void Importer::framework(Json& sc) {
                        : "FP32 gradient buffer (--accumulate-allreduce-grads-in-fp32)");
   fw["main_grads_dtype"] = bf16_reduce ? "bf16" : "fp32";
   fw["grad_reduce_dtype"] = bf16_reduce ? "bf16" : "fp32";
+  // Megatron-FSDP keeps its own: the main gradients in --megatron-fsdp-main-grads-dtype
+  // (auto: the parameters' dtype, 2 bytes under --bf16 or --fp16), communicated in
+  // --megatron-fsdp-grad-comm-dtype (auto: the main gradients'); the flags above do not
+  // reach it (megatron/core/distributed/fsdp/mcore_fsdp_adapter.py:139-143,
+  // arguments.py:3691-3698 @ d98e8a64).
+  if (f_.has("--megatron-fsdp-main-grads-dtype") || f_.has("--megatron-fsdp-grad-comm-dtype"))
+    if (!f_.has("--use-megatron-fsdp"))
+      f_.fail(f_.has("--megatron-fsdp-main-grads-dtype") ? "--megatron-fsdp-main-grads-dtype"
+                                                         : "--megatron-fsdp-grad-comm-dtype",
+              "acts only with --use-megatron-fsdp");
+  if (f_.has("--use-megatron-fsdp")) {
+    const auto width = [](const std::string& d) {  // moesim's 4- or 2-byte dtypes
+      return d == "fp32" ? std::string("fp32") : std::string("bf16");
+    };
+    const std::string grads =
+        f_.choice("--megatron-fsdp-main-grads-dtype", "auto", {"fp32", "bf16", "fp16", "auto"});
+    const std::string comm =
+        f_.choice("--megatron-fsdp-grad-comm-dtype", "auto", {"fp32", "bf16", "fp16", "auto"});
+    const std::string main = grads == "auto" ? "bf16" : width(grads);
+    fw["main_grads_dtype"] = main;
+    fw["grad_reduce_dtype"] = comm == "auto" ? main : width(comm);
+  }
   const std::string opt = f_.choice("--optimizer", "adam", {"adam", "sgd", "muon", "dist_muon"});
   if (opt == "sgd") f_.fail("--optimizer", "SGD is not modeled (Adam and Muon are)");
   fw["optimizer"] = opt == "adam" ? "adam" : "muon";

@@ -97,7 +97,8 @@ std::string command_label(const ShellCommand& c) {
 // `python tools/plot.py --log x` is not.
 bool is_megatron_run(const std::vector<std::string>& words, std::size_t start,
                      const std::string& entry) {
-  if (entry.ends_with("pretrain_gpt.py") || other_entry(entry) || is_bridge_launcher(entry))
+  if (entry.ends_with("pretrain_gpt.py") || other_entry(entry) || is_bridge_launcher(entry) ||
+      is_bridge_training_launcher(entry))
     return true;
   for (std::size_t i = start; i < words.size(); ++i) {
     const auto eq = words[i].find('=');
@@ -145,18 +146,26 @@ void collect_runs(const std::vector<ShellCommand>& commands, const ShellOptions&
       continue;
     }
     // `sh -c "STRING"` / `bash -c "STRING"` (srun ... sh -c "${run_cmd}"): STRING is
-    // evaluated as a script of its own, in the command's environment.
+    // evaluated as a script of its own, in the command's environment; options may come
+    // first (bash -x -c, bash -lc).
     bool nested = false;
-    for (std::size_t i = 0; depth < 4 && i + 2 < c.words.size(); ++i)
-      if ((c.words[i] == "sh" || c.words[i] == "bash") && c.words[i + 1] == "-c") {
+    for (std::size_t i = 0; depth < 4 && i + 2 < c.words.size(); ++i) {
+      if (c.words[i] != "sh" && c.words[i] != "bash") continue;
+      std::size_t j = i + 1;
+      while (j < c.words.size() && c.words[j].size() > 1 && c.words[j][0] == '-' &&
+             c.words[j][1] != '-' && c.words[j].find('c') == std::string::npos)
+        ++j;
+      if (j + 1 < c.words.size() && c.words[j].size() > 1 && c.words[j][0] == '-' &&
+          c.words[j][1] != '-' && c.words[j].find('c') != std::string::npos) {
         ShellOptions inner = so;
         inner.environment = c.environment;
-        const ShellResult r = evaluate_shell(c.words[i + 2], inner);
+        const ShellResult r = evaluate_shell(c.words[j + 1], inner);
         notes.insert(notes.end(), r.notes.begin(), r.notes.end());
         collect_runs(r.commands, so, opts, notes, runs, depth + 1);
         nested = true;
         break;
       }
+    }
     if (nested) continue;
     // The flags follow the program (a *.py path, or a module after -m that is not
     // torch.distributed.run, torchrun's own); a command of flags alone (a flags file)
@@ -164,7 +173,8 @@ void collect_runs(const std::vector<ShellCommand>& commands, const ShellOptions&
     std::optional<std::size_t> start;
     std::string entry;
     for (std::size_t i = 0; i < c.words.size(); ++i) {
-      if (c.words[i].size() > 3 && c.words[i].ends_with(".py")) {
+      if ((c.words[i].size() > 3 && c.words[i].ends_with(".py")) ||
+          is_bridge_training_launcher(c.words[i])) {  // train.sh, a script
         start = i + 1, entry = c.words[i];
         break;
       }

@@ -26,7 +26,8 @@ using config::InputError;
 
 // A word keeps its raw text (quotes and $ forms included): expansion reads it later. An
 // operator is one of "\n" ; && || | & ( ) and "redir" (a redirection; "redir+" when its
-// target came with it, as in 2>&1).
+// target came with it, as in 2>&1); a here-document is the operator "<<" ("<<'" when its
+// delimiter is quoted, so that its body is not expanded), a newline and its body.
 struct Token {
   bool op = false;
   std::string text;
@@ -98,7 +99,10 @@ class Shell {
   std::size_t if_block(const Tokens& t, std::size_t i, bool run);
   std::size_t branch(const Tokens& t, std::size_t j, bool run);
   bool condition(const Tokens& c);
+  bool condition_words(std::vector<std::string> w);
   bool test(std::vector<std::string> w);
+  void here_document(const std::string& program, const std::string& op);
+  std::string expand_here_document(const std::string& body);
   std::size_t simple(const Tokens& t, std::size_t i, bool run);
   void assign(std::string name, const std::vector<std::string>& value, bool array);
   void command(const std::vector<std::string>& w, const std::map<std::string, std::string>& prefix);
@@ -122,6 +126,9 @@ class Shell {
   int nesting_ = 0;           // expansions open now (Nest)
   std::size_t expanded_ = 0;  // bytes all expansions have produced (kMaxShellExpandedBytes)
   bool exited_ = false;
+  // The last command's exit status, for && and ||: nothing is run, so a command succeeds
+  // (0, as `$?` reads) but a test that is false and `false` (1).
+  int status_ = 0;
 };
 
 }  // namespace moesim::importer::detail

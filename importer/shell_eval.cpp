@@ -44,12 +44,26 @@ void Shell::finish() {
 
 // One statement from toks[i]; returns where the next starts. `run`: false inside a
 // branch not taken (parsed, not evaluated).
+// An and-or list runs its next command after && only when the last succeeded, after ||
+// only when it failed (status_); a command not run leaves the status as it was.
 std::size_t Shell::statement(const Tokens& t, std::size_t i, bool run) {
+  std::string joined;  // the && or || before this command, if any
   while (i < t.size() && t[i].op &&
          (t[i].text == "\n" || t[i].text == ";" || t[i].text == "&" || t[i].text == "&&" ||
-          t[i].text == "||" || t[i].text == "|" || t[i].text == ")"))
+          t[i].text == "||" || t[i].text == "|" || t[i].text == ")")) {
+    if (t[i].text == "&&" || t[i].text == "||")
+      joined = t[i].text;
+    else if (t[i].text != "\n")
+      joined.clear();
     ++i;
+  }
   if (i >= t.size()) return i;
+  if ((joined == "&&" && status_ != 0) || (joined == "||" && status_ == 0)) run = false;
+  if (is_word(t, i, "{")) {  // a group: its commands inline, or skipped whole
+    if (run) return i + 1;
+    return skip_block(t, i, "{", "}");
+  }
+  if (is_word(t, i, "}")) return i + 1;
   if (is_word(t, i, "if")) return if_block(t, i, run);
   for (const auto& [open, close] : {std::pair<std::string_view, std::string_view>{"for", "done"},
                                     {"while", "done"},
@@ -155,6 +169,9 @@ bool Shell::condition(const Tokens& c) {
   for (const auto& tok : c)
     if (!tok.op)
       for (auto& f : expand(tok.text, true)) w.push_back(std::move(f));
+  return condition_words(std::move(w));
+}
+bool Shell::condition_words(std::vector<std::string> w) {
   bool negate = false;
   while (!w.empty() && w.front() == "!") negate = !negate, w.erase(w.begin());
   if (w.empty()) return negate;
@@ -260,12 +277,14 @@ std::size_t Shell::simple(const Tokens& t, std::size_t i, bool run) {
   std::vector<std::pair<std::string, std::vector<std::string>>> assigns;  // name (+= kept), values
   std::vector<bool> array_assign;
   std::vector<std::string> words;
+  const std::string* here = nullptr;  // a here-document's operator (its body after a newline)
   for (; i < t.size() && !ends_command(t[i]); ++i) {
     if (t[i].op && t[i].text == "redir") {
       if (i + 1 < t.size() && !t[i + 1].op) ++i;
       continue;
     }
-    if (t[i].op) continue;  // redir+ and a stray (
+    if (t[i].op && t[i].text.starts_with("<<")) here = &t[i].text;
+    if (t[i].op) continue;  // redir+, a here-document and a stray (
     const std::string& w = t[i].text;
     if (words.empty() && assignment_head(w.substr(0, w.size() - (w.ends_with("=(") ? 1 : 0))) &&
         w.ends_with("=(")) {
@@ -298,15 +317,82 @@ std::size_t Shell::simple(const Tokens& t, std::size_t i, bool run) {
       words.push_back(w);
   }
   if (!run) return i;
+  status_ = 0;
   if (words.empty()) {
     for (std::size_t k = 0; k < assigns.size(); ++k)
       assign(assigns[k].first, assigns[k].second, array_assign[k]);
     return i;
   }
+  static const std::set<std::string> kTests{"[", "[[", "test", "true", ":", "false", "!"};
+  if (kTests.count(words[0])) {  // a test decides the status, and runs nothing
+    status_ = condition_words(words) ? 0 : 1;
+    return i;
+  }
   std::map<std::string, std::string> prefix;
   for (const auto& [name, value] : assigns) prefix[name] = value.empty() ? "" : value[0];
   command(words, prefix);
+  if (here && !exited_) here_document(words[0], *here);
   return i;
+}
+
+// A here-document read by a shell or by sbatch (`sbatch <<EOF`, the batch script) is the
+// script it runs: evaluated here, after the expansion the outer shell gives an unquoted
+// delimiter's body. Another program's input is data.
+void Shell::here_document(const std::string& program, const std::string& op) {
+  static const std::set<std::string> kRunners{"sbatch", "bash", "sh"};
+  if (!kRunners.count(program)) return;
+  const std::size_t nl = op.find('\n');
+  const std::string body = op.substr(nl + 1);
+  const std::string text = op.starts_with("<<'") ? body : expand_here_document(body);
+  note(fmt::format("the here-document {} reads is evaluated as its script", program));
+  const std::string outer = file_;
+  const Nest nest(*this);
+  run_text(text, outer + " (here-document)");
+  file_ = outer;
+}
+
+// An unquoted here-document's body as the shell expands it: parameters, arithmetic and
+// command substitutions ($...), a backslash escaping $, ` and itself; quotes are text.
+std::string Shell::expand_here_document(const std::string& body) {
+  std::string out;
+  for (std::size_t k = 0; k < body.size();) {
+    const char c = body[k];
+    if (c == '\\' && k + 1 < body.size() &&
+        std::string_view("$`\\\n").find(body[k + 1]) != std::string_view::npos) {
+      if (body[k + 1] != '\n') out += body[k + 1];
+      k += 2;
+      continue;
+    }
+    if (c != '$' || k + 1 >= body.size()) {
+      out += c;
+      ++k;
+      continue;
+    }
+    // The $ form's extent: ${...} and $(...) balanced, $NAME, or one special character.
+    std::size_t e = k + 1;
+    if (body[e] == '{' || body[e] == '(') {
+      const char open = body[e], close = open == '{' ? '}' : ')';
+      int depth = 0;
+      for (; e < body.size(); ++e) {
+        if (body[e] == open) ++depth;
+        if (body[e] == close && --depth == 0) break;
+      }
+      if (e >= body.size()) fail(fmt::format("an unterminated '${}' in a here-document", open));
+      ++e;
+    } else if (name_start(body[e])) {
+      while (e < body.size() && name_char(body[e])) ++e;
+    } else if (std::isdigit(static_cast<unsigned char>(body[e])) ||
+               std::string_view("@*#?$!-").find(body[e]) != std::string_view::npos) {
+      ++e;
+    } else {
+      out += c;
+      ++k;
+      continue;
+    }
+    out += join(expand(body.substr(k, e - k), true));
+    k = e;
+  }
+  return out;
 }
 
 void Shell::assign(std::string name, const std::vector<std::string>& value, bool array) {

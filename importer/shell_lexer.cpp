@@ -1,7 +1,7 @@
 // importer/shell_lexer.cpp: the launch-script evaluator's lexer (importer/shell_detail.hpp):
 // a script's text as words and operators, quotes and $ forms kept in the words for the
 // expansion to read, line continuations and comments dropped, redirections marked and
-// here-documents' bodies skipped.
+// here-documents' bodies carried by their operator token (importer/shell_detail.hpp).
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -138,6 +138,7 @@ class Lexer {
       const bool tabs = i_ < t_.size() && t_[i_] == '-';
       if (tabs) ++i_;
       while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
+      const std::size_t start = i_;
       std::string word;
       while (i_ < t_.size() && !std::isspace(static_cast<unsigned char>(t_[i_])) &&
              std::string_view(";|&<>()").find(t_[i_]) == std::string_view::npos) {
@@ -145,8 +146,10 @@ class Lexer {
         ++i_;
       }
       if (word.empty()) fail("a here-document without its delimiter");
-      heredocs_.push_back({word, tabs});
-      op("redir+");
+      // A quoted delimiter (<<'EOF', <<"EOF", <<\EOF) leaves the body unexpanded.
+      const bool quoted = t_.substr(start, i_ - start).find_first_of("'\"\\") != std::string::npos;
+      op(quoted ? "<<'" : "<<");
+      heredocs_.push_back({word, tabs, out_.size() - 1});
       return;
     }
     while (i_ < t_.size() && (t_[i_] == '<' || t_[i_] == '>')) ++i_;
@@ -158,9 +161,11 @@ class Lexer {
     }
     op("redir");
   }
-  // At a line's start after a line with here-documents: their bodies skipped.
+  // At a line's start after a line with here-documents: their bodies, each appended to
+  // its operator token's text after a newline.
   void skip_heredocs() {
-    for (const auto& [word, tabs] : heredocs_) {
+    for (const auto& [word, tabs, token] : heredocs_) {
+      std::string body;
       while (true) {
         if (i_ >= t_.size()) fail(fmt::format("a here-document without its closing '{}'", word));
         const auto eol = t_.find('\n', i_);
@@ -171,7 +176,9 @@ class Lexer {
           while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line == word) break;
+        body.append(line).push_back('\n');
       }
+      out_[token].text += '\n' + body;
     }
     heredocs_.clear();
   }
@@ -237,8 +244,12 @@ class Lexer {
   std::size_t i_ = 0;
   std::string cur_;
   std::vector<Token> out_;
-  std::vector<std::pair<std::string, bool>>
-      heredocs_;  // delimiters of this line's here-documents, <<- strips tabs
+  struct HereDoc {
+    std::string delimiter;
+    bool strip_tabs;    // <<-
+    std::size_t token;  // its operator in out_
+  };
+  std::vector<HereDoc> heredocs_;  // this line's here-documents
 };
 
 }  // namespace

@@ -100,16 +100,52 @@ NCCL_DEBUG=INFO python train.py --mode $MODE --host "$HOST"
   CHECK_THAT(r.notes[1], Catch::Contains("$(hostname) is not run"));
   CHECK(eval(script, {{"KEY", "x"}}).variables.at("MODE") == "keyed");
   CHECK(eval(script, {{"NODES", "8"}}).variables.at("MODE") == "big");
-  // A here-document's body is input, not commands (sbatch <<EOF ... EOF).
+  // A here-document sbatch or a shell reads is its script (sbatch <<EOF ... EOF); another
+  // program's is input, not commands.
   const auto h = eval(
       "sbatch --nodes 2 <<EOF\n#!/bin/bash\nsrun python x.py --a 1\nEOF\ncat <<-'END' > f\n\tnot a "
       "command\n\tEND\nf done");
-  REQUIRE(h.commands.size() == 3);
+  REQUIRE(h.commands.size() == 4);
   CHECK(h.commands[0].words == Words{"sbatch", "--nodes", "2"});
-  CHECK(h.commands[1].words == Words{"cat"});
-  CHECK(h.commands[2].words == Words{"f", "done"});
+  CHECK(h.commands[1].words == Words{"srun", "python", "x.py", "--a", "1"});
+  CHECK(h.commands[2].words == Words{"cat"});
+  CHECK(h.commands[3].words == Words{"f", "done"});
   // The script's folder for the usual idioms; nothing else is run.
   CHECK(last_words("D=$(cd \"$(dirname \"$0\")\" && pwd); f $D") == Words{"f", "/scripts"});
+}
+
+TEST_CASE("shell: && and || lists, groups, and the here-documents a job runs", "[config][shell]") {
+  // Nothing is run: a command succeeds, as `$?` reads 0; a test and `false` decide.
+  const auto r = eval(R"(X=1
+[ -z "$X" ] && { echo missing; exit 1; }
+mkdir -p /tmp/logs || {
+    echo "cannot create"
+    exit 1
+}
+false && f never
+false || f fallback
+true && f yes
+[ "$X" = 2 ] || f not-two
+f last
+)");
+  CHECK_FALSE(r.exited);
+  std::vector<Words> words;
+  for (const auto& c : r.commands) words.push_back(c.words);
+  CHECK(words == std::vector<Words>{{"mkdir", "-p", "/tmp/logs"},
+                                    {"f", "fallback"},
+                                    {"f", "yes"},
+                                    {"f", "not-two"},
+                                    {"f", "last"}});
+  // The check that fails exits, as bash would.
+  CHECK(eval("[ -z \"$Y\" ] && { echo missing; exit 1; }\nf after").exited);
+  // An unquoted delimiter's body expands in the outer shell (\$ escapes); a quoted one
+  // does not, and runs as written.
+  const auto h = eval("A=hi\nsbatch <<EOF\nB=inner\nsrun f \"$A\" \\$B ${A}x\nEOF\n");
+  REQUIRE(h.commands.size() == 2);
+  CHECK(h.commands[1].words == Words{"srun", "f", "hi", "inner", "hix"});
+  const auto q = eval("A=hi\nbash <<'EOF'\nf '$A' \"$A\"\nEOF\n");
+  REQUIRE(q.commands.size() == 2);
+  CHECK(q.commands[1].words == Words{"f", "$A", "hi"});
 }
 
 TEST_CASE("shell: sourced files next to the script, and bad scripts", "[config][shell]") {
