@@ -71,7 +71,9 @@ const std::map<std::string_view, DestRule>& dest_rules() {
       {"first_k_dense_replace", {Effect::modeled, ""}},
       {"pipeline_model_parallel_layout", {Effect::modeled, ""}},
       {"optimizer_type",
-       {Effect::ignored, "read by the Kimi family only; the families tabulated train with Adam"}},
+       {Effect::ignored,
+        "read by the Kimi family's code only, whose Muon path is tabulated (adam is refused "
+        "there: its refused_flags in importer/recipes/megatron-bridge-families.json)"}},
       {"tokenizer_type", {Effect::modeled, ""}},
       {"vocab_size",
        {Effect::ignored,

@@ -31,6 +31,16 @@ const Json& BridgeImporter::launcher() const {
 
 void BridgeImporter::build() {
   const Json& l = launcher();
+  // A family's "refused_flags": a launcher flag its code reads with a value whose path is
+  // not tabulated (Kimi's --optimizer_type adam).
+  if (family_->contains("refused_flags"))
+    for (const auto& r : family_->at("refused_flags"))
+      if (rule_applies(r, q_))
+        if (const Json* v = given(r.at("dest").get<std::string>());
+            v && !contains(r.at("allowed"), v->is_string() ? v->get<std::string>() : v->dump()))
+          refuse(flag(r.at("dest").get<std::string>()),
+                 fmt::format("{}: {}", v->is_string() ? v->get<std::string>() : v->dump(),
+                             r.at("why").get<std::string>()));
   for (const auto& stage : l.at("order")) {
     if (stage == "recipe") {
       // Megatron-Bridge's defaults under every recipe, the precision of -c, the family's code.

@@ -101,6 +101,8 @@ const std::vector<Oracle> kOracles{
      "-m qwen -mr qwen3_30b_a3b -g h100 -c fp8_cs -ng 16"},
     {"measured/a13-qwen3-30b-gb300.json", "26.04",
      "-m qwen -mr qwen3_30b_a3b -g gb300 -c fp8_mx -ng 8"},
+    {"measured/a15-kimi-k2-gb300-muon.json", "26.06",
+     "-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256"},
     {"measured/a14-qwen3-30b-h100-overlap-off.json", "26.06",
      "-m qwen -mr qwen3_30b_a3b -g h100 -c bf16 -ng 16"},
     {"measured/a14-qwen3-30b-h100-overlap-on.json", "26.06",
@@ -350,9 +352,12 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what",
   CHECK(bridge(q + "model.seq_length=8192", "26.04").scenario.at("training").at("seq_length") ==
         8192);
   // A recipe whose family's settings are not tabulated resolves, and is refused by name.
-  const auto kimi = err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256");
-  CHECK(kimi.find("KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX") != std::string::npos);
-  CHECK(kimi.find("not tabulated") != std::string::npos);
+  const auto nano = err("-m nemotronh -mr nemotron_3_nano -g gb300 -c fp8_mx -ng 8");
+  CHECK(nano.find("NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB300_FP8_MX_V1") != std::string::npos);
+  CHECK(nano.find("not tabulated") != std::string::npos);
+  // The Kimi family's code reads --optimizer_type; only its Muon path is tabulated.
+  CHECK(err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256 --optimizer_type adam")
+            .find("adam: the Kimi family code switches to distributed Adam") != std::string::npos);
   CHECK(err(q + "--task sft").find("fine-tuning") != std::string::npos);
   CHECK(err(q + "--activation_offload_layers 4").find("offloading") != std::string::npos);
   CHECK(err(q + "-rl 2").find("partial full recompute") != std::string::npos);
