@@ -323,15 +323,24 @@ std::size_t Shell::simple(const Tokens& t, std::size_t i, bool run) {
       assign(assigns[k].first, assigns[k].second, array_assign[k]);
     return i;
   }
-  static const std::set<std::string> kTests{"[", "[[", "test", "true", ":", "false", "!"};
-  if (kTests.count(words[0])) {  // a test decides the status, and runs nothing
-    status_ = condition_words(words) ? 0 : 1;
-    return i;
+  // `! COMMAND`: the command's status inverted.
+  bool negate = false;
+  while (!words.empty() && words.front() == "!") {
+    negate = !negate;
+    words.erase(words.begin());
   }
-  std::map<std::string, std::string> prefix;
-  for (const auto& [name, value] : assigns) prefix[name] = value.empty() ? "" : value[0];
-  command(words, prefix);
-  if (here && !exited_) here_document(words[0], *here);
+  static const std::set<std::string> kTests{"[", "[[", "test", "true", ":", "false"};
+  if (words.empty()) {
+    status_ = negate ? 1 : 0;
+  } else if (kTests.count(words[0])) {  // a test decides the status, and runs nothing
+    status_ = condition_words(words) != negate ? 0 : 1;
+  } else {
+    std::map<std::string, std::string> prefix;
+    for (const auto& [name, value] : assigns) prefix[name] = value.empty() ? "" : value[0];
+    command(words, prefix);
+    if (here && !exited_) here_document(words[0], *here);
+    status_ = negate ? 1 : 0;
+  }
   return i;
 }
 

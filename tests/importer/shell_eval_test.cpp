@@ -136,6 +136,9 @@ f last
                                     {"f", "yes"},
                                     {"f", "not-two"},
                                     {"f", "last"}});
+  // `! COMMAND` fails where the command succeeds; `! TEST` inverts the test.
+  CHECK_FALSE(eval("! grep -q x f && exit 1\nf after").exited);
+  CHECK(eval("X=1\n! [ -z \"$X\" ] && exit 1\nf after").exited);
   // The check that fails exits, as bash would.
   CHECK(eval("[ -z \"$Y\" ] && { echo missing; exit 1; }\nf after").exited);
   // An unquoted delimiter's body expands in the outer shell (\$ escapes); a quoted one
