@@ -35,12 +35,12 @@ void BridgeImporter::build() {
   // not tabulated (Kimi's --optimizer_type adam).
   if (family_->contains("refused_flags"))
     for (const auto& r : family_->at("refused_flags"))
-      if (rule_applies(r, q_))
-        if (const Json* v = given(r.at("dest").get<std::string>());
-            v && !contains(r.at("allowed"), v->is_string() ? v->get<std::string>() : v->dump()))
+      if (const Json* v = given(r.at("dest").get<std::string>()); v && rule_applies(r, q_)) {
+        const std::string value = v->is_string() ? v->get<std::string>() : v->dump();
+        if (!contains(r.at("allowed"), value))
           refuse(flag(r.at("dest").get<std::string>()),
-                 fmt::format("{}: {}", v->is_string() ? v->get<std::string>() : v->dump(),
-                             r.at("why").get<std::string>()));
+                 fmt::format("{}: {}", value, r.at("why").get<std::string>()));
+      }
   for (const auto& stage : l.at("order")) {
     if (stage == "recipe") {
       // Megatron-Bridge's defaults under every recipe, the precision of -c, the family's code.
@@ -58,9 +58,6 @@ void BridgeImporter::build() {
     } else if (stage == "user") {
       user();
     } else if (stage == "post") {
-      // v0.6.0 on: set_post_overrides only for a recipe of another GPU count, weak-scaled;
-      // the exact one keeps its values but the BF16 precision-aware optimizer
-      // (scripts/performance/run_script.py _prepare_perf_recipe).
       if (training_world_) {
         // run_recipe.py (scripts/training at v0.6.0, :478-525): the recipe on the job's
         // world, its GBS weak-scaled by DP unless train.global_batch_size was given.
@@ -71,6 +68,9 @@ void BridgeImporter::build() {
                      wl_.settings.at("global_batch_size").get<std::int64_t>());
       } else if (l.value("post_when", std::string("always")) == "not_exact_gpus" &&
                  wl_.exact_gpus) {
+        // v0.6.0 on: set_post_overrides only for a recipe of another GPU count, weak-scaled;
+        // the exact one keeps its values but the BF16 precision-aware optimizer
+        // (scripts/performance/run_script.py _prepare_perf_recipe).
         bf16_precision_aware();
       } else {
         post();
@@ -134,8 +134,7 @@ void BridgeImporter::table() {
       "recompute_num_layers", "recompute_modules", "moe_flex_dispatcher_backend", "moe_a2a_overlap",
       "peft", "pp_layout", "fp8_dot_product_attention", "cutedsl_fused_grouped_mlp",
       "te_precision_config_file",
-      // v0.6.0's flat recipes (utils/utils.py
-      // _workload_base_config_from_recipe)
+      // v0.6.0's flat recipes (utils/utils.py _workload_base_config_from_recipe)
       "fine_grained_activation_offloading", "offload_modules", "outer_dp_sharding_strategy",
       "num_distributed_optimizer_instances", "gtp_weight_remat_size",
       "expert_gtp_weight_remat_size"};

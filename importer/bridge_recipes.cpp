@@ -97,6 +97,7 @@ BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q) {
       out.exact_gpus = exact != configs.end() || it->value("num_gpus", Json()) == Json(*q.gpus);
     }
     out.config = it.key();
+    out.recipe_name = name;
     if (out.flat) out.function = e.at("recipe_functions").value(it.key(), std::string());
     out.settings = e.at("defaults");
     for (const auto& [k, v] : it->items())

@@ -47,6 +47,7 @@ struct BridgeRecipeQuery {
 struct BridgeWorkload {
   std::string tag, commit, date;
   std::string config;              // the name that resolved
+  std::string recipe_name;         // the same without a flat recipe's _{N}GPU count
   std::vector<std::string> tried;  // the names tried before it, in order
   config::Json settings;  // every WorkloadBaseConfig field (the tag's defaults under the config's)
   bool flat = false;      // a flat recipe (v0.6.0 on): its fields are final values

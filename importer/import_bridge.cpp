@@ -10,7 +10,6 @@
 #include "importer/recipes.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -207,15 +206,10 @@ void BridgeImporter::query() {
   q_.config = wl_.config;
   // v0.6.0's development variants differ from their canonical recipes in settings no rule
   // tabulates per variant (launcher "refused_variants").
-  std::string variant_key = wl_.config;  // without a _{N}GPU count
-  if (const auto us = variant_key.rfind('_');
-      us != std::string::npos && variant_key.ends_with("GPU") &&
-      std::isdigit(static_cast<unsigned char>(variant_key[us + 1])))
-    variant_key.resize(us);
   const Json& l = launcher();
   if (l.contains("refused_variants"))
     for (const auto& [suffix, why] : l.at("refused_variants").items())
-      if (variant_key.ends_with(suffix))
+      if (wl_.recipe_name.ends_with(suffix))
         refuse(flag("config_variant"),
                fmt::format("{} at {}: {}", wl_.config, q_.tag, why.get<std::string>()));
   // The variant that resolved (a V2 name may fall back to V1; v0.2.x names have none).

@@ -96,6 +96,7 @@ TEST_CASE("Megatron-Bridge v0.6.0: a flat recipe per GPU count, the exact -ng on
   CHECK(exact.flat);
   CHECK(exact.exact_gpus);
   CHECK(exact.config == "DEEPSEEK_V3_PRETRAIN_CONFIG_VR200_FP8_MX_128GPU");
+  CHECK(exact.recipe_name == "DEEPSEEK_V3_PRETRAIN_CONFIG_VR200_FP8_MX");
   CHECK(exact.function == "deepseek_v3_pretrain_128gpu_vr200_fp8mx_config");
   CHECK(exact.settings["pipeline_model_parallel_size"] == 4);
   CHECK(exact.settings["virtual_pipeline_model_parallel_size"] == 4);
