@@ -113,6 +113,9 @@ Why graph_scope_inert(CudaGraphScope s, const Scenario& sc) {
       return std::nullopt;
     case CudaGraphScope::mlp:
       return no_dense_layers(sc);
+    case CudaGraphScope::mamba:
+      if (sc.model.count_hybrid(workload::HybridLayer::mamba) > 0) return std::nullopt;
+      return fmt::format("model '{}' has no Mamba layers", sc.model.name);
     case CudaGraphScope::moe:
       return no_experts(sc);
     case CudaGraphScope::moe_router:

@@ -3,6 +3,7 @@
 // MoE layer pattern keys); they are normalized here into workload::ModelConfig. HF
 // fields that do not change performance are accepted and ignored, so a real
 // config.json can be pasted; anything else unknown is an error.
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -20,9 +21,13 @@ struct ModelType {
   // GPT-OSS (openai/gpt-oss-120b, -20b config.json; HF modeling_gpt_oss.py): attention
   // sinks, biases in the router and the experts, sliding and full attention layers.
   bool gpt_oss = false;
+  // Nemotron-H (Nemotron 3 Nano/Super/Ultra; Megatron-Bridge models/nemotronh/
+  // nemotron_h_bridge.py 233-308 at v0.6.0): a hybrid layer pattern, squared-ReLU MLPs
+  // without a gate, a sigmoid router with expert bias, no position embedding.
+  bool hybrid = false;
 };
 
-constexpr std::array<ModelType, 11> kModelTypes{{
+constexpr std::array<ModelType, 12> kModelTypes{{
     {"deepseek_v3", false, false},
     {"deepseek_v2", false, false},
     {"kimi_k2", false, false},  // DeepSeek-V3 architecture (Moonshot AI config.json)
@@ -36,6 +41,7 @@ constexpr std::array<ModelType, 11> kModelTypes{{
     // large_language_model/megatron-lm: --position-embedding-type learned_absolute, GELU).
     {"gpt", false, false, true},
     {"gpt_oss", false, true, false, true},
+    {"nemotron_h", false, false, false, false, true},
 }};
 
 const ModelType& model_type(const Node& n) {
@@ -98,6 +104,98 @@ void sliding_window(Object& o, workload::ModelConfig& m) {
     w->fail("sliding-window attention with MLA is not modeled");
 }
 
+// A hybrid model's layers (HF hybrid_override_pattern, one symbol a layer) and its Mamba-2
+// mixers' dimensions. Megatron's own pattern may carry '|' (pipeline cuts: moesim's are
+// parallelism.pp_layout) and '/' (MTP layers: HF mtp_hybrid_override_pattern); neither
+// belongs in a config.json, whose pattern Megatron-Bridge strips of both
+// (nemotron_h_bridge.py megatron_to_hf_config).
+// A pattern's layers, one symbol each ('|' and '/' refused with where they belong).
+std::vector<workload::HybridLayer> layer_pattern(const Node& pn) {
+  std::vector<workload::HybridLayer> out;
+  for (const char c : pn.as_string()) {
+    if (c == '|')
+      pn.fail("'|' cuts the pattern into pipeline stages; give them as parallelism.pp_layout");
+    if (c == '/')
+      pn.fail(
+          "'/' starts Megatron's MTP layers; give them as mtp_hybrid_override_pattern with "
+          "num_nextn_predict_layers");
+    const auto& names = workload::hybrid_layer_names().entries();
+    const auto e = std::find_if(names.begin(), names.end(),
+                                [&](const auto& n) { return n.name == std::string_view(&c, 1); });
+    if (e == names.end())
+      pn.fail(
+          fmt::format("unknown layer symbol '{}'; known: M (Mamba), * (attention), E (MoE), "
+                      "- (dense MLP)",
+                      c));
+    out.push_back(e->value);
+  }
+  if (out.empty()) pn.fail("is empty");
+  return out;
+}
+
+void hybrid_layers(Object& o, workload::ModelConfig& m) {
+  const auto pn = o.req("hybrid_override_pattern");
+  m.hybrid_layers = layer_pattern(pn);
+  if (static_cast<std::int64_t>(m.hybrid_layers.size()) != m.num_layers)
+    pn.fail(fmt::format("has {} layers; num_hidden_layers says {}", m.hybrid_layers.size(),
+                        m.num_layers));
+  m.moe_layer.assign(m.hybrid_layers.size(), false);
+  for (std::size_t i = 0; i < m.hybrid_layers.size(); ++i)
+    m.moe_layer[i] = m.hybrid_layers[i] == workload::HybridLayer::moe;
+  if (m.num_moe_layers() > 0 && m.num_experts == 0)
+    pn.fail("has MoE layers ('E') but the model has no routed experts (n_routed_experts)");
+  if (m.num_moe_layers() == 0 && m.num_experts > 0)
+    pn.fail("has no MoE layer ('E') but the model has routed experts");
+  if (m.num_dense_layers() > 0 && m.ffn_hidden_size == 0)
+    pn.fail("has dense MLP layers ('-'): they need intermediate_size");
+  auto& x = m.mamba;
+  if (m.count_hybrid(workload::HybridLayer::mamba) > 0) {
+    x.heads = o.req("mamba_num_heads").as_int(1, 1 << 16);
+  } else {
+    x.heads = o.int_or("mamba_num_heads", 0, 0, 1 << 16);
+  }
+  x.head_dim = o.int_or("mamba_head_dim", x.head_dim, 1, 4096);
+  x.groups = o.int_or("n_groups", x.groups, 1, 1 << 16);
+  x.state = o.int_or("ssm_state_size", x.state, 1, 4096);
+  x.conv = o.int_or("conv_kernel", x.conv, 1, 64);
+  x.chunk = o.int_or("chunk_size", x.chunk, 1, 1 << 16);
+  if (x.heads > 0 && x.heads % x.groups != 0)
+    o.get("n_groups")
+        ->fail(fmt::format("{} Mamba heads are not divisible into {} groups", x.heads, x.groups));
+  if (auto b = o.get("use_bias"); b && b->as_bool())
+    b->fail("linear biases in a hybrid model are not modeled");
+  if (auto l = o.get("moe_latent_size"); l && !l->json().is_null()) {
+    m.moe_latent_size = l->as_int(1, m.hidden_size);
+    if (m.num_experts == 0) l->fail("a latent MoE size without routed experts changes nothing");
+  }
+  // MTP (Megatron-Bridge nemotron_h_bridge.py _hf_mtp_config: num_nextn_predict_layers > 0
+  // needs the block's pattern; mtp_use_repeated_layer and keep_mtp_spec_in_bf16 default on).
+  const auto mtp = o.get("mtp_hybrid_override_pattern");
+  if (m.native_mtp_layers > 0 && !mtp)
+    o.get("num_nextn_predict_layers")
+        ->fail("a hybrid model with MTP layers needs mtp_hybrid_override_pattern");
+  if (mtp && !mtp->json().is_null()) {
+    m.mtp_pattern = layer_pattern(*mtp);
+    if (m.count_hybrid(workload::HybridLayer::mamba) == 0 &&
+        std::find(m.mtp_pattern.begin(), m.mtp_pattern.end(), workload::HybridLayer::mamba) !=
+            m.mtp_pattern.end())
+      mtp->fail("has a Mamba layer; the main pattern has none to size it (mamba_num_heads)");
+  }
+  m.mtp_repeated_layer = o.bool_or("mtp_use_repeated_layer", true);
+  m.mtp_bf16 = o.bool_or("keep_mtp_spec_in_bf16", true);
+  if (o.get("sliding_window") && !o.get("sliding_window")->json().is_null())
+    o.get("sliding_window")->fail("sliding-window attention in a hybrid model is not modeled");
+  m.rope = false;
+  // Nemotron-H's HF keys that change nothing moesim prices: activations and numerics
+  // inside the kernels, dt's initialization, the SSM's HF-only expand (the mixer's width is
+  // heads x head_dim), the conv bias (priced with the conv), and the MTP loss's weight.
+  o.ignore({"mamba_hidden_act", "mlp_hidden_act", "mamba_proj_bias", "use_conv_bias",
+            "residual_in_fp32", "layer_norm_epsilon", "time_step_min", "time_step_max",
+            "time_step_floor", "time_step_limit", "time_step_rank", "rescale_prenorm_residual",
+            "expand", "num_logits_to_keep", "hidden_dropout", "n_shared_experts",
+            "mtp_loss_scaling_factor"});
+}
+
 }  // namespace
 
 workload::ModelConfig read_model(const Node& node) {
@@ -121,7 +219,7 @@ workload::ModelConfig read_model(const Node& node) {
     m.vocab_size = o.req("vocab_size").as_int(1, std::int64_t{1} << 30);
     m.tie_word_embeddings = o.bool_or("tie_word_embeddings", false);
     m.qk_layernorm = o.bool_or("qk_layernorm", type.qk_layernorm);
-    m.gated_linear_unit = o.bool_or("gated_linear_unit", !type.gpt);
+    m.gated_linear_unit = o.bool_or("gated_linear_unit", !type.gpt && !type.hybrid);
     if (type.gpt) m.learned_positions = o.req("max_position_embeddings").as_int(1, kBig);
     m.native_mtp_layers = o.int_or("num_nextn_predict_layers", 0, 0, 64);
 
@@ -160,15 +258,18 @@ workload::ModelConfig read_model(const Node& node) {
         m.moe_ffn_hidden_size = o.req("moe_intermediate_size").as_int(1, kBig);
         if (inter) m.ffn_hidden_size = inter->as_int(1, kBig);
       }
-      const auto n_shared = o.get("n_shared_experts");
-      const auto shared_size = o.get("shared_expert_intermediate_size");
+      // Nemotron-H sizes its one shared expert with moe_shared_expert_intermediate_size
+      // (Megatron-Bridge's CONFIG_MAPPING; its n_shared_experts is an HF-only default).
+      const auto n_shared = type.hybrid ? std::nullopt : o.get("n_shared_experts");
+      const auto shared_size = o.get(type.hybrid ? "moe_shared_expert_intermediate_size"
+                                                 : "shared_expert_intermediate_size");
       if (n_shared && shared_size)
         shared_size->fail("give either n_shared_experts or shared_expert_intermediate_size");
       if (n_shared && !n_shared->json().is_null())
         m.shared_expert_ffn_hidden_size = n_shared->as_int(0, 64) * m.moe_ffn_hidden_size;
       if (shared_size) m.shared_expert_ffn_hidden_size = shared_size->as_int(0, kBig);
 
-      m.router_scoring = o.string_or("scoring_func", "softmax");
+      m.router_scoring = o.string_or("scoring_func", type.hybrid ? "sigmoid" : "softmax");
       if (m.router_scoring != "softmax" && m.router_scoring != "sigmoid")
         o.get("scoring_func")->fail("unknown scoring_func; known: softmax, sigmoid");
       m.router_groups = o.int_or("n_group", 0, 0, m.num_experts);
@@ -200,12 +301,22 @@ workload::ModelConfig read_model(const Node& node) {
       o.get("attention_bias")->fail("attention biases with MLA are not modeled");
     m.mlp_bias = o.bool_or("mlp_bias", false);
     m.attention_sinks = m.expert_bias = m.router_bias = type.gpt_oss;
-    sliding_window(o, m);
+    if (type.hybrid)
+      hybrid_layers(o, m);
+    else
+      sliding_window(o, m);
 
     // Which decoder layers are MoE. Megatron-style list (moe_layer_freq: [0,0,1,...]),
     // DeepSeek (first_k_dense_replace, moe_layer_freq N), Qwen (decoder_sparse_step,
     // mlp_only_layers), else every layer when the model has experts.
-    m.moe_layer.assign(static_cast<std::size_t>(m.num_layers), m.num_experts > 0);
+    if (type.hybrid) {
+      for (const char* k :
+           {"first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers"})
+        if (auto x = o.get(k))
+          x->fail("a hybrid model's MoE layers are its hybrid_override_pattern's 'E'");
+    } else {
+      m.moe_layer.assign(static_cast<std::size_t>(m.num_layers), m.num_experts > 0);
+    }
     const std::int64_t first_dense = o.int_or("first_k_dense_replace", 0, 0, m.num_layers);
     std::int64_t freq = 1;
     bool explicit_list = false;
@@ -225,14 +336,14 @@ workload::ModelConfig read_model(const Node& node) {
     if (auto mo = o.get("mlp_only_layers"))
       mo->for_each_element(
           [&](const Node& e) { mlp_only.push_back(e.as_int(0, m.num_layers - 1)); });
-    if (m.num_experts > 0 && !explicit_list) {
+    if (m.num_experts > 0 && !explicit_list && !type.hybrid) {
       for (std::int64_t i = 0; i < m.num_layers; ++i) {
         bool moe = i >= first_dense && (i - first_dense) % freq == 0 && (i + 1) % sparse_step == 0;
         for (auto d : mlp_only) moe = moe && d != i;
         m.moe_layer[static_cast<std::size_t>(i)] = moe;
       }
     }
-    if (m.num_experts > 0 && m.num_dense_layers() > 0 && m.ffn_hidden_size == 0)
+    if (!type.hybrid && m.num_experts > 0 && m.num_dense_layers() > 0 && m.ffn_hidden_size == 0)
       (inter ? *inter : node).fail("dense layers need intermediate_size");
 
     // HF fields with no effect on step time or memory in this model: numerics inside

@@ -18,6 +18,17 @@ namespace {
 using workload::CudaGraphScope;
 using workload::RecomputeModule;
 
+// The graph scopes where a scenario gives none: the attention, the router and the EP
+// preprocess, as Megatron-Bridge's MoE performance recipes capture them, and a hybrid
+// model's Mamba mixers as its Nemotron-H recipes add (perf_recipes/nemotronh/common.py
+// at v0.6.0: attn, mamba, moe_router, moe_preprocess).
+std::vector<CudaGraphScope> default_graph_scopes(const workload::ModelConfig& m) {
+  std::vector<CudaGraphScope> s{CudaGraphScope::attn, CudaGraphScope::moe_router,
+                                CudaGraphScope::moe_preprocess};
+  if (m.count_hybrid(workload::HybridLayer::mamba) > 0) s.push_back(CudaGraphScope::mamba);
+  return s;
+}
+
 }  // namespace
 
 namespace detail {
@@ -84,8 +95,7 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
                       CudaGraphScope::full_iteration) != f.cuda_graph_scope.end())
           g->fail("full_iteration captures everything and must be the only scope");
       } else {
-        f.cuda_graph_scope = {CudaGraphScope::attn, CudaGraphScope::moe_router,
-                              CudaGraphScope::moe_preprocess};
+        f.cuda_graph_scope = default_graph_scopes(sc_.model);
       }
       if (auto e = o.get("ep_fp8_dispatch")) {
         f.ep_fp8_dispatch = e->as_bool();
@@ -246,8 +256,7 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
       }
     });
   } else {
-    f.cuda_graph_scope = {CudaGraphScope::attn, CudaGraphScope::moe_router,
-                          CudaGraphScope::moe_preprocess};
+    f.cuda_graph_scope = default_graph_scopes(sc_.model);
   }
   const int def = hw_models::default_dispatcher_sms(f.dispatcher);
   f.dispatcher_sms = def == 0 ? 0 : static_cast<int>(sms.value_or(def));

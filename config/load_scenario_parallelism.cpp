@@ -97,6 +97,15 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
   if (m.num_dense_layers() > 0 && m.ffn_hidden_size % p.tp != 0)
     fail("parallelism.tp",
          fmt::format("dense FFN size {} is not divisible by tp={}", m.ffn_hidden_size, p.tp));
+  // Megatron-Core's Mamba mixer splits its heads and groups over TP (ssm/mamba_mixer.py
+  // 257-272 at cd4afffa).
+  if (m.count_hybrid(workload::HybridLayer::mamba) > 0 &&
+      (m.mamba.heads % p.tp != 0 || m.mamba.groups % p.tp != 0))
+    fail("parallelism.tp", fmt::format("the Mamba mixers' {} heads in {} groups are not divisible "
+                                       "by tp={}",
+                                       m.mamba.heads, m.mamba.groups, p.tp));
+  if (m.hybrid() && p.cp > 1)
+    fail("parallelism.cp", "context parallelism in a hybrid Mamba model is not modeled");
   if (p.cp > 1 && sc_.training.seq_length % (2 * p.cp) != 0)
     fail("parallelism.cp",
          fmt::format("seq_length {} is not divisible by 2 x cp = {} (causal load balancing)",

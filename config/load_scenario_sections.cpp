@@ -23,6 +23,11 @@ void ScenarioReader::training(const Node& n) {
     if (auto p = o.get("precision"))
       t.precision = p->as_enum(workload::precision_names(), "precision");
     t.mtp_layers = o.int_or("mtp_layers", 0, 0, 16);
+    if (t.mtp_layers > 0 && sc_.model.hybrid() && sc_.model.mtp_pattern.empty())
+      o.get("mtp_layers")
+          ->fail(fmt::format("model '{}' is hybrid without an MTP block: give its "
+                             "mtp_hybrid_override_pattern",
+                             sc_.model.name));
     t.hidden_dropout = o.number_or("hidden_dropout", 0, 0, 0.99);
     t.vocab_divisor = o.int_or("make_vocab_size_divisible_by", 128, 1, std::int64_t{1} << 20);
     if (auto n4 = o.get("nvfp4")) {

@@ -72,16 +72,12 @@ void BridgeImporter::finish() {
   if (impl == "none") {
     b_.set("framework.cuda_graph_scope", Json::array(), graph_src + ": cuda_graph_impl none");
   } else if (impl == "transformer_engine") {
-    Json kept = Json::array();
-    for (const auto& s : scope)
-      if (s != "mamba")
-        kept.push_back(s);  // the Mamba mixer's graph: no Mamba layer in the models tabulated
-    if (kept.empty() || contains(kept, "full_iteration"))
+    if (scope.empty() || contains(scope, "full_iteration"))
       refuse(scope_src,
              fmt::format("TransformerEngine CUDA graphs with scopes {}: moesim prices TE graphs "
-                         "over attn, mlp, moe, moe_router and moe_preprocess",
+                         "over attn, mlp, moe, moe_router, moe_preprocess and mamba",
                          scope.dump()));
-    b_.set("framework.cuda_graph_scope", kept, graph_src);
+    b_.set("framework.cuda_graph_scope", scope, graph_src);
   } else if (impl == "full_iteration") {  // Megatron-Core's newer name for the full-iteration graph
     b_.set("framework.cuda_graph_scope", Json::array({"full_iteration"}), graph_src);
   } else if (impl == "local") {

@@ -58,11 +58,7 @@ void Importer::framework(Json& sc) {
       f_.fail("--cuda-graph-scope",
               "absent: Megatron then captures whole layers, which dropless MoE layers "
               "cannot be; give the scopes");
-    for (const auto& x : *s) {
-      if (x == "mamba")
-        f_.fail("--cuda-graph-scope", "'mamba': hybrid Mamba models are not modeled");
-      scopes.push_back(x);
-    }
+    for (const auto& x : *s) scopes.push_back(x);
   } else if (f_.has("--cuda-graph-scope") || f_.has("--cuda-graph-modules")) {
     f_.fail(f_.has("--cuda-graph-scope") ? "--cuda-graph-scope" : "--cuda-graph-modules",
             "without --cuda-graph-impl (default none) Megatron captures nothing");

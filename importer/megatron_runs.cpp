@@ -27,8 +27,12 @@ const std::map<std::string_view, std::string_view>& other_entries() {
   static const std::map<std::string_view, std::string_view> m{
       {"pretrain_bert.py", "BERT, an encoder with a masked-LM head"},
       {"pretrain_t5.py", "T5, an encoder-decoder"},
-      {"pretrain_mamba.py", "a hybrid Mamba model (state-space layers)"},
-      {"pretrain_hybrid.py", "a hybrid Mamba model (state-space layers)"},
+      {"pretrain_mamba.py",
+       "a hybrid Mamba model (state-space layers), whose command line is not imported yet: a "
+       "scenario gives one as a nemotron_h model"},
+      {"pretrain_hybrid.py",
+       "a hybrid Mamba model (state-space layers), whose command line is not imported yet: a "
+       "scenario gives one as a nemotron_h model"},
       {"pretrain_vlm.py", "a vision-language model (an image encoder before the language model)"},
       {"pretrain_retro.py", "RETRO (retrieval with a chunked cross-attention encoder)"},
       {"pretrain_ict.py", "an inverse-cloze retriever (two BERT encoders)"},

@@ -122,19 +122,22 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   const workload::CaptureSet g(fw, sc.stack);
   const bool dense_captured = g[Module::attn] || g[Module::mlp];
   bool moe_captured = false;
+  // (A hybrid model's MoE layers have no attention of their own.)
   for (Module m : {Module::attn, Module::moe_router, Module::moe_preprocess, Module::moe_dispatch,
-                   Module::experts, Module::shared_expert, Module::moe_combine})
+                   Module::experts, Module::shared_expert, Module::moe_combine}) {
+    if (m == Module::attn && sc.model.hybrid()) continue;
     // A model without a shared expert has nothing for stack.cuda_graph_shared_expert to
     // capture: an MoE layer under scope ["mlp"] alone (dense MLPs only, Megatron-Core
     // TransformerLayer) has no graph then.
     moe_captured =
         moe_captured ||
         (g[m] && (m != Module::shared_expert || sc.model.shared_expert_ffn_hidden_size > 0));
+  }
   // The EP library's buffers, on the ranks that run MoE layers (Megatron creates them at
   // the first dispatch); tokens per rank per microbatch as the dispatcher sees them.
   const std::int64_t rpd = std::max<std::int64_t>(1, sc.placement.gpus_per_nvlink_domain / p.etp);
   const double ep_buffers = hw_models::ep_buffer_bytes(
-      {fw.dispatcher, p.ep, std::min(p.ep, rpd), sc.model.hidden_size, sc.model.num_experts,
+      {fw.dispatcher, p.ep, std::min(p.ep, rpd), sc.model.expert_width(), sc.model.num_experts,
        static_cast<double>(sc.training.micro_batch_size * sc.training.seq_length) /
            static_cast<double>(p.cp * (p.sequence_parallel ? p.tp : 1)),
        fw.dispatcher_sms, fw.ep_fp8_dispatch});
@@ -177,6 +180,12 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
           case schedules::LayerSlot::mtp:
             lt = &t.mtp;
             break;
+          case schedules::LayerSlot::mamba:
+            lt = &t.mamba;
+            break;
+          case schedules::LayerSlot::attention:
+            lt = &t.attention;
+            break;
         }
         const Kept kept = kept_bytes(*lt);
         largest_host_item = std::max(largest_host_item, kept.host);
@@ -187,8 +196,15 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         const bool dense_layer = !moe_layer && (slot == schedules::LayerSlot::dense ||
                                                 slot == schedules::LayerSlot::mtp);
         moe_rank = moe_rank || moe_layer;
+        // A hybrid model's single-mixer layers: each captured by its own scope.
+        const bool hybrid_captured =
+            (slot == schedules::LayerSlot::mamba && g[Module::mamba]) ||
+            (slot == schedules::LayerSlot::attention && g[Module::attn]) ||
+            (sc.model.hybrid() && slot == schedules::LayerSlot::dense && g[Module::mlp]);
+        const bool classic = !sc.model.hybrid() || moe_layer;
         if (!g.full_iteration() &&
-            ((moe_layer && moe_captured) || (dense_layer && dense_captured))) {
+            ((classic && ((moe_layer && moe_captured) || (dense_layer && dense_captured))) ||
+             hybrid_captured)) {
           ++captured_layers;
           graph_per_chunk[static_cast<std::size_t>(c)] += graph_static_bytes(sc);
         }

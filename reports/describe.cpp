@@ -96,6 +96,14 @@ Json describe_json(const config::Scenario& sc) {
                  {"routers", s.params.routers},
                  {"norms", s.params.norms},
                  {"mtp", s.params.mtp}};
+  if (m.hybrid()) {
+    j["model"]["mamba_layers"] = m.count_hybrid(workload::HybridLayer::mamba);
+    j["model"]["attention_layers"] = m.num_attention_layers();
+    j["model"]["mamba"] = {{"heads", m.mamba.heads},   {"head_dim", m.mamba.head_dim},
+                           {"groups", m.mamba.groups}, {"state", m.mamba.state},
+                           {"conv", m.mamba.conv},     {"chunk", m.mamba.chunk}};
+    j["params"]["mamba"] = s.params.mamba;
+  }
   j["flops_per_token"] = s.flops_per_token;
   j["flops_per_step"] = s.flops_per_step;
   j["flops_per_token_breakdown"] = {{"attn_linear", s.flops.attn_linear},
@@ -104,6 +112,7 @@ Json describe_json(const config::Scenario& sc) {
                                     {"moe_mlp", s.flops.moe_mlp},
                                     {"mtp", s.flops.mtp},
                                     {"logits", s.flops.logits}};
+  if (m.hybrid()) j["flops_per_token_breakdown"]["mamba"] = s.flops.mamba;
   j["training"] = {
       {"seq_length", sc.training.seq_length},
       {"micro_batch_size", sc.training.micro_batch_size},
@@ -236,9 +245,22 @@ std::string describe_text(const config::Scenario& sc) {
       m.attention == workload::AttentionKind::mla
           ? fmt::format("MLA, {} heads", m.num_heads)
           : fmt::format("GQA {}/{} heads of {}", m.num_heads, m.num_kv_heads, m.head_dim);
-  line("model",
-       fmt::format("{} ({}): {} layers = {} dense + {} MoE, hidden {}, {}", m.name, m.model_type,
-                   m.num_layers, m.num_dense_layers(), m.num_moe_layers(), m.hidden_size, attn));
+  if (m.hybrid())
+    line("model",
+         fmt::format("{} ({}): {} layers = {} Mamba-2 + {} attention + {} MoE + {} dense MLP, "
+                     "hidden {}, {}",
+                     m.name, m.model_type, m.num_layers,
+                     m.count_hybrid(workload::HybridLayer::mamba), m.num_attention_layers(),
+                     m.num_moe_layers(), m.num_dense_layers(), m.hidden_size, attn));
+  else
+    line("model",
+         fmt::format("{} ({}): {} layers = {} dense + {} MoE, hidden {}, {}", m.name, m.model_type,
+                     m.num_layers, m.num_dense_layers(), m.num_moe_layers(), m.hidden_size, attn));
+  if (m.hybrid())
+    line("", fmt::format("Mamba-2 mixers: {} heads of {} (d_inner {}), {} groups, state {}, conv "
+                         "{}, chunk {}",
+                         m.mamba.heads, m.mamba.head_dim, m.mamba.d_inner(), m.mamba.groups,
+                         m.mamba.state, m.mamba.conv, m.mamba.chunk));
   if (m.is_moe())
     line("",
          fmt::format("{} routed experts (FFN {}), top-{}{}", m.num_experts, m.moe_ffn_hidden_size,
@@ -268,6 +290,10 @@ std::string describe_text(const config::Scenario& sc) {
                    100 * s.flops.attn_linear / ft, 100 * s.flops.attn_core / ft,
                    100 * s.flops.dense_mlp / ft, 100 * s.flops.moe_mlp / ft, 100 * s.flops.mtp / ft,
                    100 * s.flops.logits / ft));
+  if (m.hybrid())
+    line("", fmt::format("Mamba {:.1f}% (Megatron counts d_inner = 2h = {} whatever the mixer's "
+                         "width)",
+                         100 * s.flops.mamba / ft, 2 * m.hidden_size));
 
   const auto& t = sc.training;
   line("training",

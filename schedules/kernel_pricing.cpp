@@ -72,7 +72,7 @@ KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& co
     dense_.bwd_input = chunk("chunk.bwd_input", fixed_->seconds(Pass::backward_input));
     dense_.bwd_weight = chunk("chunk.wgrad", fixed_->seconds(Pass::backward_weight));
     fwd_bwd_ = chunk("chunk.fwd_bwd", fixed_->pair_s());
-    moe_ = mtp_ = dense_;
+    moe_ = mtp_ = mamba_ = attention_ = dense_;
     pp_s_ = fixed_->p2p_s;
   } else {
     price_templates();
@@ -249,7 +249,7 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
   hw_models::EpBenchmark b;
   b.ranks = static_cast<int>(p.ep);
   b.sms = in_.framework.dispatcher_sms;
-  b.hidden = static_cast<double>(m.hidden_size);
+  b.hidden = static_cast<double>(m.expert_width());  // the latent width under LatentMoE
   // The template's bytes are the hottest rank's per-expert copies: T x k x hidden x element.
   b.element_bytes = k.comm_element_bytes;
   b.tokens = k.comm_bytes / (static_cast<double>(m.topk) * b.hidden * b.element_bytes);
@@ -338,6 +338,8 @@ void KernelPricing::price_templates() {
   convert(t.embedding, embedding_);
   convert(t.head, head_);
   convert(t.mtp, mtp_);
+  convert(t.mamba, mamba_);
+  convert(t.attention, attention_);
 
   const auto& tr = in_.training;
   const auto& p = in_.parallelism;

@@ -241,6 +241,10 @@ class KernelPricing {
         return in_.model.windowed(item.index) ? dense_window_ : dense_;
       case LayerSlot::mtp:
         return mtp_;
+      case LayerSlot::mamba:
+        return mamba_;
+      case LayerSlot::attention:
+        return attention_;
     }
     return dense_;
   }
@@ -335,7 +339,7 @@ class KernelPricing {
   double nvl_port_Bps_ = 0,
          net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
-  PricedLayer dense_, moe_, dense_window_, moe_window_, embedding_, head_, mtp_;
+  PricedLayer dense_, moe_, dense_window_, moe_window_, embedding_, head_, mtp_, mamba_, attention_;
   workload::CaptureSet captured_;
 };
 

@@ -1,5 +1,7 @@
 #include "schedules/stage_params.hpp"
 
+#include <algorithm>
+
 #include "workload/eplb.hpp"
 #include "workload/flops.hpp"
 
@@ -14,6 +16,18 @@ LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m) {
     case LayoutItemKind::mtp:
       return LayerSlot::mtp;
     case LayoutItemKind::decoder:
+      if (m.hybrid()) {
+        switch (m.hybrid_layers[static_cast<std::size_t>(item.index)]) {
+          case workload::HybridLayer::mamba:
+            return LayerSlot::mamba;
+          case workload::HybridLayer::attention:
+            return LayerSlot::attention;
+          case workload::HybridLayer::moe:
+            return LayerSlot::moe;
+          case workload::HybridLayer::mlp:
+            return LayerSlot::dense;
+        }
+      }
       return m.moe_layer[static_cast<std::size_t>(item.index)] ? LayerSlot::moe : LayerSlot::dense;
   }
   return LayerSlot::dense;
@@ -24,6 +38,32 @@ bool has_experts(LayerSlot slot, const workload::ModelConfig& m) {
 }
 
 namespace {
+// A layer's parameters (or Newton-Schulz FLOPs) but its routed experts': attention and an
+// MLP or the MoE's router and shared expert; a hybrid model's layer, its one mixer's.
+double mixer_part(const workload::ModelConfig& m, LayerSlot slot, const workload::LayerParams& l,
+                  bool moe) {
+  if (slot == LayerSlot::mamba) return l.mamba;
+  if (slot == LayerSlot::attention) return l.attention;
+  if (slot == LayerSlot::mtp && m.hybrid()) {  // its MTP block's layers
+    double sum = 0;
+    for (const workload::HybridLayer k : m.mtp_pattern)
+      sum += k == workload::HybridLayer::mamba       ? l.mamba
+             : k == workload::HybridLayer::attention ? l.attention
+             : k == workload::HybridLayer::moe       ? l.moe_common
+                                                     : l.dense_mlp;
+    return sum;
+  }
+  const double ffn = moe ? l.moe_common : l.dense_mlp;
+  return m.hybrid() && slot != LayerSlot::mtp ? ffn : l.attention + ffn;
+}
+
+// MoE layers in a slot with experts: one, or a hybrid model's MTP block's count.
+double moe_layers_in(const workload::ModelConfig& m, LayerSlot slot) {
+  if (slot != LayerSlot::mtp || !m.hybrid()) return 1;
+  return static_cast<double>(
+      std::count(m.mtp_pattern.begin(), m.mtp_pattern.end(), workload::HybridLayer::moe));
+}
+
 // The word embedding split over TP and the position table, which is not (Megatron's
 // LanguageModelEmbedding).
 double embedding_params(const workload::ModelConfig& m, const workload::Parallelism& p,
@@ -51,13 +91,13 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
   }
   if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
   const bool moe = has_experts(slot, m);
-  s.dense += (lp.attention + (moe ? lp.moe_common : lp.dense_mlp)) / tp;
+  s.dense += mixer_part(m, slot, lp, moe) / tp;
   if (moe) {
     // Physical experts per rank: parallelism.eplb's copies hold weights, gradients and
     // optimizer states of their own.
     const double local =
         static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep);
-    s.expert = local * lp.expert / static_cast<double>(p.etp);
+    s.expert = local * lp.expert / static_cast<double>(p.etp) * moe_layers_in(m, slot);
   }
   return s;
 }
@@ -73,10 +113,10 @@ StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Para
     s.dense += workload::newton_schulz_flops(2 * h, h);  // eh_proj
   const bool moe = has_experts(slot, m);
   // Tensor-parallel ranks gather each matrix and orthogonalize it whole (redundantly).
-  s.dense += ns.attention + (moe ? ns.moe_common : ns.dense_mlp);
+  s.dense += mixer_part(m, slot, ns, moe);
   if (moe)
     s.expert = static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep) *
-               ns.expert;
+               ns.expert * moe_layers_in(m, slot);
   return s;
 }
 
@@ -87,8 +127,14 @@ std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m,
   std::vector<StageParams> out;
   bool copy = !stage.has(LayoutItemKind::embedding) && schedule != ScheduleKind::dualpipe &&
               schedule != ScheduleKind::dualpipev;
+  // mtp_repeated_layer: the stage's MTP items run one module, whose parameters the first holds.
+  bool mtp_held = false;
   for (const auto& it : stage.items) {
     out.push_back(item_parameters(m, p, it, padded_vocab));
+    if (it.kind == LayoutItemKind::mtp && m.hybrid() && m.mtp_repeated_layer) {
+      if (mtp_held) out.back() = {};
+      mtp_held = true;
+    }
     if (it.kind == LayoutItemKind::mtp && copy) {
       out.back().dense += embedding_params(m, p, padded_vocab);
       copy = false;

@@ -17,8 +17,9 @@ namespace moesim::schedules {
 
 // What runs for one item of a pipeline stage: the embedding, the output layer and loss,
 // a dense or MoE decoder layer, or an MTP module (its decoder layer of the last decoder
-// layer's kind, workload::ModelConfig::mtp_is_moe).
-enum class LayerSlot { embedding, head, dense, moe, mtp };
+// layer's kind, workload::ModelConfig::mtp_is_moe). A hybrid model's layers hold one mixer
+// each: `mamba`, `attention`, `moe` (the MoE alone) or `dense` (the MLP alone).
+enum class LayerSlot { embedding, head, dense, moe, mtp, mamba, attention };
 LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m);
 // Whether the slot's layer has routed experts (an MoE layer, or an MTP module whose
 // layer is MoE).

@@ -54,8 +54,9 @@ double attention_params(const ModelConfig& m) {
 
 // An FFN of intermediate size f (gate and up stacked under SwiGLU), with its biases
 // (the stacked FC1's and FC2's) where the model has them.
-double ffn_params(const ModelConfig& m, std::int64_t f, bool bias) {
-  const double h = static_cast<double>(m.hidden_size);
+// `width`: the FFN's input and output size (0: hidden; a latent MoE's experts: the latent).
+double ffn_params(const ModelConfig& m, std::int64_t f, bool bias, std::int64_t width = 0) {
+  const double h = static_cast<double>(width > 0 ? width : m.hidden_size);
   const double e = static_cast<double>(m.ffn_matrices());
   const double ff = static_cast<double>(f);
   return e * h * ff + (bias && f > 0 ? (e - 1) * ff + h : 0);
@@ -69,9 +70,30 @@ double router_params(const ModelConfig& m) {
          (m.router_scoring == "sigmoid" || m.router_bias ? experts : 0);
 }
 
+// LatentMoE's two projections, h -> latent and back (no biases).
+double latent_params(const ModelConfig& m) {
+  return 2 * static_cast<double>(m.hidden_size) * static_cast<double>(m.moe_latent_size);
+}
+
+// One Mamba-2 layer's parameters (Megatron-Core ssm/mamba_mixer.py): in_proj h x
+// (2d + 2GN + H) with the pre-norm's gain fused in (h), the depthwise conv's weight and
+// bias over x, B and C ((d + 2GN)(conv + 1)), dt_bias, A_log and D (H each), the gated
+// RMSNorm's gain (d) and out_proj d x h; no linear biases (Nemotron-H use_bias false).
+double mamba_params(const ModelConfig& m) {
+  if (!m.hybrid()) return 0;
+  const double h = static_cast<double>(m.hidden_size);
+  const auto& x = m.mamba;
+  const double d = static_cast<double>(x.d_inner());
+  const double gn = static_cast<double>(x.groups * x.state);
+  const double heads = static_cast<double>(x.heads);
+  return h * static_cast<double>(x.in_proj_width()) + h +
+         (d + 2 * gn) * static_cast<double>(x.conv + 1) + 3 * heads + d + d * h;
+}
+
 }  // namespace
 
 FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q) {
+  if (m.hybrid()) return hybrid_flops_per_token(m, q);
   const double h = static_cast<double>(m.hidden_size);
   const double e = static_cast<double>(m.ffn_matrices());
   const double M = static_cast<double>(q.mtp_layers);
@@ -90,6 +112,40 @@ FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q
   f.attn_linear = n_attn * a.linear;
   f.attn_core = static_cast<double>(q.seq_length) * n_attn * a.core;
   f.logits = 6 * h * static_cast<double>(q.padded_vocab) * (M + 1);
+  return f;
+}
+
+FlopsPerToken hybrid_flops_per_token(const ModelConfig& m, const FlopsQuery& q) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double e = static_cast<double>(m.ffn_matrices());
+  const auto count = [&](HybridLayer k) { return static_cast<double>(m.count_hybrid(k)); };
+  const double d_in = 2 * h;  // training.py 478, whatever heads x head_dim is
+  const double gn = static_cast<double>(m.mamba.groups * m.mamba.state);
+  const double state = static_cast<double>(m.mamba.state);
+  const double mamba_fwd = 2 * h * (2 * d_in + 2 * gn + static_cast<double>(m.mamba.heads)) +
+                           7 * d_in * state + 2 * d_in * h;
+  const AttnTerms a = attention_terms(m);
+  // Routed experts in the latent width L under LatentMoE, plus its two projections
+  // (4 T L F k f + 4 T h L forward, training.py's hybrid MoE term).
+  const double lat = static_cast<double>(m.moe_latent_size);
+  const double routed = static_cast<double>(m.moe_ffn_hidden_size * m.topk);
+  const double moe_layer = 6 * e *
+                               (static_cast<double>(m.expert_width()) * routed +
+                                h * static_cast<double>(m.shared_expert_ffn_hidden_size)) +
+                           12 * h * lat;
+  // MTP layers count as ordinary layers of their pattern, once per depth (no eh_proj term).
+  const double depths = static_cast<double>(q.mtp_layers);
+  const auto in_mtp = [&](HybridLayer k) {
+    return depths * static_cast<double>(std::count(m.mtp_pattern.begin(), m.mtp_pattern.end(), k));
+  };
+  const auto layers = [&](HybridLayer k) { return count(k) + in_mtp(k); };
+  FlopsPerToken f;
+  f.mamba = 3 * layers(HybridLayer::mamba) * mamba_fwd;
+  f.attn_linear = layers(HybridLayer::attention) * a.linear;
+  f.attn_core = static_cast<double>(q.seq_length) * layers(HybridLayer::attention) * a.core;
+  f.moe_mlp = moe_layer * layers(HybridLayer::moe);
+  f.dense_mlp = 6 * h * e * static_cast<double>(m.ffn_hidden_size) * layers(HybridLayer::mlp);
+  f.logits = 6 * h * static_cast<double>(q.padded_vocab) * (static_cast<double>(q.mtp_layers) + 1);
   return f;
 }
 
@@ -116,12 +172,18 @@ LayerParams muon_ns_flops(const ModelConfig& m) {
     const double d = static_cast<double>(m.head_dim), g = static_cast<double>(m.num_kv_heads);
     l.attention = ns(h, (n + 2 * g) * d) + ns(n * d, h);
   }
-  const auto ffn = [&](std::int64_t f) {
-    return f > 0 ? ns(h, gate * static_cast<double>(f)) + ns(static_cast<double>(f), h) : 0.0;
+  const auto ffn = [&](std::int64_t f, double w) {
+    return f > 0 ? ns(w, gate * static_cast<double>(f)) + ns(static_cast<double>(f), w) : 0.0;
   };
-  l.dense_mlp = ffn(m.ffn_hidden_size);
-  l.expert = ffn(m.moe_ffn_hidden_size);
-  l.moe_common = ns(static_cast<double>(m.num_experts), h) + ffn(m.shared_expert_ffn_hidden_size);
+  const double lat = static_cast<double>(m.moe_latent_size);
+  l.dense_mlp = ffn(m.ffn_hidden_size, h);
+  l.expert = ffn(m.moe_ffn_hidden_size, static_cast<double>(m.expert_width()));
+  if (m.hybrid()) {
+    const double d = static_cast<double>(m.mamba.d_inner());
+    l.mamba = ns(h, static_cast<double>(m.mamba.in_proj_width())) + ns(d, h);
+  }
+  l.moe_common = ns(static_cast<double>(m.num_experts), h) +
+                 ffn(m.shared_expert_ffn_hidden_size, h) + (lat > 0 ? 2 * ns(h, lat) : 0.0);
   return l;
 }
 
@@ -130,9 +192,10 @@ LayerParams layer_parameters(const ModelConfig& m) {
   LayerParams l;
   l.attention = attention_params(m);
   l.dense_mlp = ffn_params(m, m.ffn_hidden_size, m.mlp_bias) + h;
-  l.expert = ffn_params(m, m.moe_ffn_hidden_size, m.expert_bias);
-  l.moe_common =
-      router_params(m) + ffn_params(m, m.shared_expert_ffn_hidden_size, m.expert_bias) + h;
+  l.expert = ffn_params(m, m.moe_ffn_hidden_size, m.expert_bias, m.expert_width());
+  l.moe_common = router_params(m) + ffn_params(m, m.shared_expert_ffn_hidden_size, m.expert_bias) +
+                 h + latent_params(m);
+  l.mamba = mamba_params(m);
   return l;
 }
 
@@ -140,17 +203,23 @@ ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
                              std::int64_t padded_vocab) {
   const double h = static_cast<double>(m.hidden_size);
   const double experts = static_cast<double>(m.num_experts);
-  const double expert = ffn_params(m, m.moe_ffn_hidden_size, m.expert_bias);
+  const double expert = ffn_params(m, m.moe_ffn_hidden_size, m.expert_bias, m.expert_width());
   const double shared = ffn_params(m, m.shared_expert_ffn_hidden_size, m.expert_bias);
-  const double router = router_params(m);
+  const double router = router_params(m) + latent_params(m);  // with LatentMoE's projections
   const double dense = ffn_params(m, m.ffn_hidden_size, m.mlp_bias);
   const double attn = attention_params(m);
 
   ParamCounts p;
   p.output_head = m.tie_word_embeddings ? 0 : static_cast<double>(padded_vocab) * h;
   p.embedding = static_cast<double>(padded_vocab + m.learned_positions) * h;
-  p.attention = attn * static_cast<double>(m.num_layers);
-  p.norms = h * static_cast<double>(m.num_layers) + h;  // pre-FFN norm per layer + final
+  p.attention = attn * static_cast<double>(m.num_attention_layers());
+  // The pre-FFN norm of each layer (a hybrid model's layers have one norm each: its MoE
+  // and MLP layers' here, its attention and Mamba layers' with their mixer) and the final
+  // norm.
+  p.norms = h * static_cast<double>(m.hybrid() ? m.num_moe_layers() + m.num_dense_layers()
+                                               : m.num_layers) +
+            h;
+  p.mamba = mamba_params(m) * static_cast<double>(m.count_hybrid(HybridLayer::mamba));
   p.dense_mlp = dense * static_cast<double>(m.num_dense_layers());
   const double n_moe = static_cast<double>(m.num_moe_layers());
   p.routed_experts = expert * experts * n_moe;
@@ -158,16 +227,32 @@ ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
   p.routers = router * n_moe;
   // One MTP module: two input norms, the 2h -> h projection, one decoder layer, its
   // output norm; embedding and output head are shared with the main model.
+  // A hybrid model's module holds its MTP pattern's layers, each with its own norm; with
+  // mtp_repeated_layer one module serves every depth.
   const double mtp_ffn = m.mtp_is_moe() ? expert * experts + shared + router : dense;
-  const double mtp_module = 2 * h + 2 * h * h + attn + h + mtp_ffn + h;
-  p.mtp = mtp_module * static_cast<double>(mtp_layers);
+  double mtp_module = 2 * h + 2 * h * h + attn + h + mtp_ffn + h;
+  double mtp_moe_layers = m.mtp_is_moe() ? 1 : 0;
+  if (m.hybrid()) {
+    mtp_module = 2 * h + 2 * h * h + h;
+    mtp_moe_layers = 0;
+    for (const HybridLayer k : m.mtp_pattern) {
+      mtp_module += k == HybridLayer::mamba       ? mamba_params(m)
+                    : k == HybridLayer::attention ? attn
+                    : k == HybridLayer::moe       ? expert * experts + shared + router + h
+                                                  : dense + h;
+      mtp_moe_layers += k == HybridLayer::moe ? 1 : 0;
+    }
+  }
+  const double modules = m.hybrid() && m.mtp_repeated_layer
+                             ? std::min<double>(1, static_cast<double>(mtp_layers))
+                             : static_cast<double>(mtp_layers);
+  p.mtp = mtp_module * modules;
 
   const double common = p.embedding + p.output_head + p.attention + p.norms + p.dense_mlp +
-                        p.shared_experts + p.routers;
+                        p.shared_experts + p.routers + p.mamba;
   p.total = common + p.routed_experts + p.mtp;
   const double topk = static_cast<double>(m.topk);
-  const double mtp_active =
-      m.mtp_is_moe() && experts > 0 ? p.mtp - expert * (experts - topk) * mtp_layers : p.mtp;
+  const double mtp_active = p.mtp - expert * (experts - topk) * mtp_moe_layers * modules;
   p.active = common + expert * topk * n_moe + mtp_active;
   return p;
 }

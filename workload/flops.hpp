@@ -18,6 +18,17 @@
 // Not counted: router GEMM, norms, RoPE, softmax, activations, embedding lookup,
 // recompute, padding.
 //
+// Hybrid models (Megatron-LM training.py 473-547 and the hybrid branch 849-899 at cd4afffa;
+// Megatron-Bridge flop_utils.py 607-751 at v0.6.0, the copy its published TFLOPS use;
+// docs/research/nemotron3-hybrid-mamba.md 2) count each layer kind from the pattern,
+//   F/T = 3 [ N_M (2h (2 d_in + 2 G N + H) + 7 d_in N + 2 d_in h)
+//             + N_* (A_lin + seq A_core) / 3 + N_E 4 h (F_moe k + F_shared) f
+//             + N_- 4 h F_dense f + 2 h V (M + 1) ],   f = 1.5 gated, 1 not,
+// with d_in hard-wired to 2h whatever mamba heads x head dim is (training.py 478): a model
+// with a narrower mixer (Nemotron 3 Nano: 4096 against 2h = 5376) is credited FLOPs its
+// GEMMs never run, 6.7% of Nano's total. No eh_proj term; MTP layers count through their
+// pattern (not modeled yet: a hybrid model with MTP is refused by the loader).
+//
 // Parameter counts follow the HF checkpoints' tensors (weights and norm gains; MLA
 // includes its two LoRA norms; DeepSeek-V3's sigmoid router has a per-expert bias).
 // "Active" counts top-k routed experts instead of all, everything else in full.
@@ -43,10 +54,15 @@ struct FlopsPerToken {
   double attn_linear = 0;  // N_attn A_lin
   double attn_core = 0;    // seq x N_attn x A_core
   double logits = 0;       // 6 h V (M + 1)
-  double total() const { return dense_mlp + moe_mlp + mtp + attn_linear + attn_core + logits; }
+  double mamba = 0;        // hybrid models' Mamba layers, Megatron's count (d_in = 2h)
+  double total() const {
+    return dense_mlp + moe_mlp + mtp + attn_linear + attn_core + logits + mamba;
+  }
 };
 
+// A hybrid model's count goes to hybrid_flops_per_token.
 FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q);
+FlopsPerToken hybrid_flops_per_token(const ModelConfig& m, const FlopsQuery& q);
 
 struct ParamCounts {
   double embedding = 0;
@@ -57,6 +73,7 @@ struct ParamCounts {
   double routed_experts = 0;
   double shared_experts = 0;
   double routers = 0;
+  double mamba = 0;   // hybrid models' Mamba layers, their norms included
   double mtp = 0;     // MTP modules (they share embedding and output head)
   double total = 0;   // everything, MTP modules included
   double active = 0;  // per token: top-k routed experts instead of all
@@ -68,6 +85,8 @@ struct LayerParams {
   double dense_mlp = 0;   // dense FFN + its norm (dense layers)
   double moe_common = 0;  // router, shared experts, pre-FFN norm (MoE layers)
   double expert = 0;      // one routed expert
+  double mamba = 0;       // a hybrid model's Mamba layer: in_proj, conv, A, D, dt bias,
+                          // the gated norm, out_proj and the pre-norm
 };
 LayerParams layer_parameters(const ModelConfig& m);
 

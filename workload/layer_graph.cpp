@@ -65,6 +65,7 @@ const sim_core::NameTable<Module>& module_names() {
       {Module::moe_combine, "moe_combine", "unpermute and combine"},
       {Module::head, "head", "output layer"},
       {Module::loss, "loss", "loss"},
+      {Module::mamba, "mamba", "Mamba-2 mixer (hybrid models)"},
   }};
   static constexpr sim_core::NameTable<Module> kTable{kEntries};
   return kTable;
@@ -81,6 +82,7 @@ CaptureSet::CaptureSet(const Framework& fw, const StackSwitches& stack) {
   if (full_) return;
   set(Module::attn, on(CudaGraphScope::attn));
   set(Module::mlp, on(CudaGraphScope::mlp));
+  set(Module::mamba, on(CudaGraphScope::mamba));
   set(Module::moe_router, on(CudaGraphScope::moe_router) || on(CudaGraphScope::moe));
   set(Module::moe_preprocess, on(CudaGraphScope::moe_preprocess) || on(CudaGraphScope::moe));
   for (Module m : {Module::moe_dispatch, Module::experts, Module::moe_combine})
@@ -107,12 +109,24 @@ ModelTemplates build_templates(const TemplateInputs& in) {
       LayerTemplate& lt = t.decoder(moe, windowed);
       LayerBuilder b(in, lt);
       const std::size_t start = b.mark();
-      attention_block(b, in, s, windowed);
+      if (!in.model.hybrid()) attention_block(b, in, s, windowed);
       if (moe) {
         if (in.model.is_moe()) moe_mlp(b, in, s);
       } else {
         dense_mlp(b, in, s);
       }
+      if (full) b.recompute_since(start);
+      b.finish();
+    }
+  }
+  if (in.model.hybrid()) {
+    for (LayerTemplate* lt : {&t.mamba, &t.attention}) {
+      LayerBuilder b(in, *lt);
+      const std::size_t start = b.mark();
+      if (lt == &t.mamba)
+        detail::mamba_block(b, in, s);
+      else
+        attention_block(b, in, s, false);
       if (full) b.recompute_since(start);
       b.finish();
     }
@@ -168,14 +182,37 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     b.linear("mtp.eh_proj", Module::head, s.T, s.h / s.tp, 2 * s.h, true, quantize_input);
     sp_saved_shard(b, s);
     b.finish();
-    const LayerTemplate& layer = in.model.mtp_is_moe() ? t.moe : t.dense;
-    const std::array<const LayerTemplate*, 3> parts{&pre, &layer, &t.head};
-    for (const LayerTemplate* part : parts)
+    std::vector<const LayerTemplate*> parts{&pre, in.model.mtp_is_moe() ? &t.moe : &t.dense};
+    // A hybrid model's MTP block is its pattern's layers (Megatron-Core
+    // multi_token_prediction.py with mtp_hybrid_override_pattern), built in BF16 under an
+    // FP8 recipe where the model keeps its MTP spec in BF16 (keep_mtp_spec_in_bf16).
+    // The BF16 module is the same module built under BF16 (its projection and the shared
+    // head included).
+    if (in.model.hybrid() && in.model.mtp_bf16 && quantized(in.training.precision) &&
+        in.training.mtp_layers > 0 && !in.model.mtp_pattern.empty()) {
+      Training plain = in.training;
+      plain.precision = Precision::bf16;
+      plain.mtp_layers = 0;
+      t.mtp = build_templates({in.model, plain, in.parallelism, in.framework, in.stack,
+                               in.padded_vocab, in.ep_load, in.fp8_tn_only})
+                  .mtp;
+      return t;
+    }
+    if (in.model.hybrid()) {
+      parts.resize(1);
+      for (const HybridLayer k : in.model.mtp_pattern)
+        parts.push_back(k == HybridLayer::mamba       ? &t.mamba
+                        : k == HybridLayer::attention ? &t.attention
+                        : k == HybridLayer::moe       ? &t.moe
+                                                      : &t.dense);
+    }
+    parts.push_back(&t.head);
+    for (const LayerTemplate* part : parts) {
       t.mtp.fwd.insert(t.mtp.fwd.end(), part->fwd.begin(), part->fwd.end());
+      t.mtp.transient_bytes = std::max(t.mtp.transient_bytes, part->transient_bytes);
+    }
     for (auto part = parts.rbegin(); part != parts.rend(); ++part)
       t.mtp.bwd.insert(t.mtp.bwd.end(), (*part)->bwd.begin(), (*part)->bwd.end());
-    t.mtp.transient_bytes =
-        std::max({pre.transient_bytes, layer.transient_bytes, t.head.transient_bytes});
   }
   return t;
 }

@@ -71,9 +71,10 @@ enum class Module : std::uint8_t {
   shared_expert,
   moe_combine,
   head,
-  loss
+  loss,
+  mamba  // a hybrid model's Mamba-2 mixer (norm, in_proj, conv, SSD scan, gated norm, out_proj)
 };
-inline constexpr std::size_t kModuleCount = static_cast<std::size_t>(Module::loss) + 1;
+inline constexpr std::size_t kModuleCount = static_cast<std::size_t>(Module::mamba) + 1;
 // "attn", "moe_dispatch", "experts", ...: in reports (host-bound idle by module).
 const sim_core::NameTable<Module>& module_names();
 
@@ -162,6 +163,10 @@ struct ModelTemplates {
   LayerTemplate embedding;  // E in the pp layout
   LayerTemplate head;       // L: output layer and loss
   LayerTemplate mtp;        // m: an MTP module (its decoder layer of the last layer's kind)
+  // A hybrid model's single-mixer layers (ModelConfig::hybrid_layers): its Mamba and
+  // attention layers here, its MoE and MLP layers in `moe` and `dense`, which then hold the
+  // MLP part alone with its own pre-norm.
+  LayerTemplate mamba, attention;
 
   LayerTemplate& decoder(bool experts, bool windowed) {
     return windowed ? (experts ? moe_window : dense_window) : (experts ? moe : dense);

@@ -142,7 +142,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
       b.memory("attn.k_norm", Module::attn, s.T * g * d * 2 * 2, 1.0, s.T * g * d * 2);
       b.module_calls_on_last(1, 1);
     }
-    if (m.learned_positions == 0) b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
+    if (m.learned_positions == 0 && m.rope)
+      b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
     const std::size_t core = b.mark();
     // TE's DotProductAttention keeps q, k, v, its output and the softmax statistics
     // (ctx.save_for_backward(q, k, v, out, aux_ctx_tensors): 4 bytes a head and token).

@@ -88,6 +88,18 @@ void LayerBuilder::memory(const std::string& name, Module mod, double bytes, dou
   if (bwd_factor > 0) push_bwd({mem_t(name + ".bwd", mod, bytes * bwd_factor)});
 }
 
+void LayerBuilder::memory_kernels(const std::string& name, Module mod,
+                                  const std::vector<double>& fwd, const std::vector<double>& bwd,
+                                  double saved) {
+  for (std::size_t i = 0; i < fwd.size(); ++i)
+    push_fwd(mem_t(name + "." + std::to_string(i) + ".fwd", mod, fwd[i]));
+  if (!fwd.empty()) out_.fwd.back().saved_bytes = saved;
+  std::vector<KernelTemplate> group;
+  for (std::size_t i = 0; i < bwd.size(); ++i)
+    group.push_back(mem_t(name + "." + std::to_string(i) + ".bwd", mod, bwd[i]));
+  if (!group.empty()) push_bwd(std::move(group));
+}
+
 void LayerBuilder::quantize(const std::string& name, Module mod, double elems, double tensors,
                             bool norm_amax, bool tp_reduce) {
   std::vector<KernelTemplate> q = quantized(name, mod, elems, tensors, norm_amax);

@@ -3,7 +3,8 @@
 // layer's forward kernels and the backward kernels that undo them, and the helpers on top
 // of it (sequence parallelism's gathers and scatters, norms, offloading, hidden dropout),
 // both defined in layer_graph_builder.cpp; the blocks of a decoder layer, attention
-// (layer_graph_attention.cpp) and the MoE MLP with its dispatchers (layer_graph_moe.cpp);
+// (layer_graph_attention.cpp), the MoE MLP with its dispatchers (layer_graph_moe.cpp) and
+// a hybrid model's Mamba mixer (layer_graph_mamba.cpp);
 // layer_graph.cpp assembles them into the model's templates.
 #pragma once
 
@@ -66,6 +67,11 @@ class LayerBuilder {
   // the same traffic again (`bwd_factor` times).
   void memory(const std::string& name, Module mod, double bytes, double bwd_factor = 1.0,
               double saved = 0);
+
+  // Memory-bound kernels of one library call: `fwd` in forward (bytes each, the last
+  // saving `saved`), `bwd` its backward (bytes each, recomputed forward kernels included).
+  void memory_kernels(const std::string& name, Module mod, const std::vector<double>& fwd,
+                      const std::vector<double>& bwd, double saved = 0);
 
   // Quantizes `tensors` tensors of `elems` elements in all into FP8 (see header for the
   // MXFP8 allocation and swizzle kernels that go with it).
@@ -295,5 +301,7 @@ void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
 // `windowed`: the layer is a sliding-window one (ModelConfig::sliding_window).
 void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, bool windowed);
 void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s);
+// A hybrid model's Mamba-2 mixer layer (layer_graph_mamba.cpp).
+void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s);
 
 }  // namespace moesim::workload::detail

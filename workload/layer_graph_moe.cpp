@@ -63,8 +63,10 @@ void moe_router(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, doub
 
 // The routed experts of an MoE layer (moe_mlp) on the `tokens_in` tokens the rank receives,
 // between the dispatch and the combine.
-void routed_experts(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, double tokens_in,
-                    double local_experts, double h_bytes, double act_bytes, bool moe_recompute) {
+// `width`: the tokens' width there, the hidden size or LatentMoE's latent size.
+void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
+                    double local_experts, double width, double act_bytes, bool moe_recompute) {
+  const double h_bytes = width * 2;
   const auto& m = in.model;
   const auto& p = in.parallelism;
   const auto& fw = in.framework;
@@ -82,7 +84,7 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, 
   const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
   const double e = static_cast<double>(m.ffn_matrices() - 1);
   const std::size_t experts_start = b.mark();
-  b.linear("moe.fc1", Module::experts, m_per, e * f, s.h, true, true, local_experts);
+  b.linear("moe.fc1", Module::experts, m_per, e * f, width, true, true, local_experts);
   b.module_calls_on_last(1, 0);  // the TEGroupedMLP module around fc1 and fc2
   offload(b, fw, workload::OffloadTarget::expert_fc1);
   const std::size_t act = b.mark();
@@ -98,7 +100,7 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, 
     b.recompute_since(act);
     b.last_fwd().checkpoint_input = true;
   }
-  b.linear("moe.fc2", Module::experts, m_per, s.h, f, true, true, local_experts);
+  b.linear("moe.fc2", Module::experts, m_per, width, f, true, true, local_experts);
   if (act_recompute) b.last_fwd().saved_bytes = 0;
   // Full-iteration CUDA graphs size the experts' buffers statically for the rank capacity
   // (tokens x top-k x moe_expert_rank_capacity_factor), so what they save for backward
@@ -201,7 +203,15 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double tokens_in = tokens_out * in.ep_load;  // and the hottest rank receives
   // Physical experts per rank: E / ep, plus parallelism.eplb's copies (workload/eplb.hpp).
   const double local_experts = static_cast<double>(physical_experts(m, p)) / ep;
-  const double h_bytes = s.h * 2;
+  // LatentMoE: the routed tokens leave the router in the latent width (fc1_latent_proj, a
+  // TE linear duplicated over TP, in MoELayer's preprocess before dispatch_preprocess) and
+  // come back to h after the combine; dispatch, permutes, experts and combine move L.
+  const double width = static_cast<double>(m.expert_width());
+  const double h_bytes = width * 2;
+  if (m.moe_latent_size > 0) {
+    b.linear("moe.latent_fc1", Module::moe_preprocess, Tm, width, s.h, true, true);
+    b.module_calls_on_last(1, 0);
+  }
   bool hybridep_copy = false;  // HybridEP without its copy fused into permute/unpermute
   // FP8 dispatch (Framework::ep_fp8_dispatch): the forward dispatch carries 1 + 4/128 bytes
   // per value; its backward (a combine of gradients) stays BF16.
@@ -209,7 +219,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (!fw.ep_fp8_dispatch) return;
     KernelTemplate& d = b.last_fwd();
     d.comm_element_bytes = 1 + 4.0 / 128;
-    d.comm_bytes = tokens_in * s.h * d.comm_element_bytes;
+    d.comm_bytes = tokens_in * width * d.comm_element_bytes;
   };
   // Host work of the dispatcher paths beyond their kernels, counted in Megatron-Core
   // effebd81f4 with DeepEP / HybridEP of autumn 2025
@@ -288,7 +298,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.slow_last(permute_slowdown);
   }
 
-  routed_experts(b, in, s, tokens_in, local_experts, h_bytes, act_bytes, moe_recompute);
+  routed_experts(b, in, tokens_in, local_experts, width, act_bytes, moe_recompute);
 
   if (nccl) {
     b.memory("moe.local_unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
@@ -309,6 +319,10 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
       b.small_kernels("moe.combine_flag", Module::moe_combine, 2, 0);
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch,
            tokens_in * h_bytes);
+  }
+  if (m.moe_latent_size > 0) {
+    b.linear("moe.latent_fc2", Module::moe_combine, Tm, s.h, width, true, true);
+    b.module_calls_on_last(1, 0);
   }
   if (moe_recompute) b.recompute_since(moe_start, true);
   hidden_dropout(b, in, s, Module::moe_combine, "moe");

@@ -14,6 +14,25 @@ const sim_core::NameTable<AttentionKind>& attention_kind_names() {
   return kTable;
 }
 
+const sim_core::NameTable<HybridLayer>& hybrid_layer_names() {
+  static constexpr std::array<sim_core::NameEntry<HybridLayer>, 4> kEntries{{
+      {HybridLayer::mamba, "M", "Mamba-2 mixer"},
+      {HybridLayer::attention, "*", "self-attention"},
+      {HybridLayer::moe, "E", "mixture of experts"},
+      {HybridLayer::mlp, "-", "dense MLP"},
+  }};
+  static constexpr sim_core::NameTable<HybridLayer> kTable{kEntries};
+  return kTable;
+}
+
+std::int64_t ModelConfig::count_hybrid(HybridLayer k) const {
+  return std::count(hybrid_layers.begin(), hybrid_layers.end(), k);
+}
+
+std::int64_t ModelConfig::num_attention_layers() const {
+  return hybrid() ? count_hybrid(HybridLayer::attention) : num_layers;
+}
+
 std::int64_t ModelConfig::num_moe_layers() const {
   return std::count(moe_layer.begin(), moe_layer.end(), true);
 }

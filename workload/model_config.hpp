@@ -1,8 +1,10 @@
 // workload/model_config.hpp: a model architecture, normalized from Hugging Face
 // config.json fields (docs/reference/models.md) into one shape for MLA and GQA
-// attention, dense and MoE layers.
+// attention, dense and MoE layers, and hybrid Mamba-Transformer models (Nemotron-H, whose
+// layers each carry one mixer: a Mamba-2 SSM, attention, an MoE or a dense MLP).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +23,27 @@ struct MlaDims {
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+};
+
+// A hybrid model's layer, one mixer with its own pre-norm (Megatron-Core
+// megatron/core/models/hybrid/hybrid_layer_allocation.py 14-26 at cd4afffa: 'M' Mamba,
+// '*' attention, 'E' MoE, '-' dense MLP).
+enum class HybridLayer : std::uint8_t { mamba, attention, moe, mlp };
+const sim_core::NameTable<HybridLayer>& hybrid_layer_names();  // by pattern symbol
+
+// Mamba-2 mixer dimensions (Megatron-Core ssm/mamba_mixer.py; HF nemotron_h config keys
+// mamba_num_heads, mamba_head_dim, n_groups, ssm_state_size, conv_kernel, chunk_size).
+// d_inner = heads x head_dim; the in_proj writes z and x (d_inner each), B and C (groups x
+// state each) and dt (heads).
+struct MambaDims {
+  std::int64_t heads = 0;
+  std::int64_t head_dim = 64;  // transformer_config.py 1179-1190 defaults
+  std::int64_t groups = 8;
+  std::int64_t state = 128;
+  std::int64_t conv = 4;  // mamba_mixer.py 176-192 (Bridge never maps HF conv_kernel)
+  std::int64_t chunk = 128;
+  std::int64_t d_inner() const { return heads * head_dim; }
+  std::int64_t in_proj_width() const { return 2 * d_inner() + 2 * groups * state + heads; }
 };
 
 struct ModelConfig {
@@ -48,6 +71,26 @@ struct ModelConfig {
   std::int64_t topk = 0;
   std::int64_t shared_expert_ffn_hidden_size = 0;  // all shared experts together; 0 = none
   std::vector<bool> moe_layer;  // per decoder layer: true = MoE, false = dense FFN
+  // A hybrid model's layers (HF hybrid_override_pattern), empty for a transformer whose
+  // layers are attention plus an MLP or MoE; moe_layer then marks the 'E' layers.
+  std::vector<HybridLayer> hybrid_layers;
+  MambaDims mamba;
+  // A hybrid model's MTP block (HF mtp_hybrid_override_pattern, e.g. "*E": attention then
+  // MoE), run once per MTP depth; `mtp_repeated_layer`: one block's parameters serve every
+  // depth (Megatron-Core mtp_use_repeated_layer, which Megatron-Bridge sets for Nemotron-H,
+  // nemotron_h_bridge.py 296-300 at v0.6.0); `mtp_bf16`: the MTP layers stay BF16 under
+  // FP8 recipes (keep_mtp_spec_in_bf16, same lines).
+  std::vector<HybridLayer> mtp_pattern;
+  bool mtp_repeated_layer = false;
+  bool mtp_bf16 = false;
+  // LatentMoE (Nemotron 3 Super and Ultra; Megatron-Core moe_layer.py 264-296, 481-483,
+  // 575-576 at cd4afffa): the routed tokens are projected h -> latent before the dispatch
+  // and back after the combine (fc1_latent_proj, fc2_latent_proj: TE linears duplicated
+  // over TP), so the all-to-alls and the experts work in the latent width. 0 = none.
+  std::int64_t moe_latent_size = 0;
+  // Rotary embeddings on q and k (false: no position embedding at all, Nemotron-H's
+  // position_embedding_type "none", Megatron-Bridge nemotron_h_bridge.py 272).
+  bool rope = true;
 
   std::string router_scoring = "softmax";  // "softmax" or "sigmoid"
   std::int64_t router_groups = 0;          // node-limited routing: groups (n_group)
@@ -76,10 +119,24 @@ struct ModelConfig {
   bool any_windowed() const;
 
   bool is_moe() const { return num_experts > 0; }
+  bool hybrid() const { return !hybrid_layers.empty(); }
+  std::int64_t count_hybrid(HybridLayer k) const;
+  // Layers that run attention: every decoder layer, or a hybrid model's '*' layers.
+  std::int64_t num_attention_layers() const;
   std::int64_t num_moe_layers() const;
-  std::int64_t num_dense_layers() const { return num_layers - num_moe_layers(); }
+  // Layers with a dense MLP: the non-MoE decoder layers, or a hybrid model's '-' layers.
+  std::int64_t num_dense_layers() const {
+    return hybrid() ? count_hybrid(HybridLayer::mlp) : num_layers - num_moe_layers();
+  }
   // Megatron counts MTP layers as MoE when the last decoder layer is MoE.
-  bool mtp_is_moe() const { return !moe_layer.empty() && moe_layer.back(); }
+  bool mtp_is_moe() const {
+    if (hybrid())
+      return std::find(mtp_pattern.begin(), mtp_pattern.end(), HybridLayer::moe) !=
+             mtp_pattern.end();
+    return !moe_layer.empty() && moe_layer.back();
+  }
+  // The width routed tokens travel and the experts work in: the latent size under LatentMoE.
+  std::int64_t expert_width() const { return moe_latent_size > 0 ? moe_latent_size : hidden_size; }
   std::int64_t ffn_matrices() const { return gated_linear_unit ? 3 : 2; }
 };
 

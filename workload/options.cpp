@@ -51,12 +51,13 @@ bool quantized(Precision p) {
 }
 
 const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names() {
-  static constexpr std::array<sim_core::NameEntry<CudaGraphScope>, 6> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<CudaGraphScope>, 7> kEntries{{
       {CudaGraphScope::attn, "attn", "attention block"},
       {CudaGraphScope::mlp, "mlp", "dense MLP block"},
       {CudaGraphScope::moe, "moe", "whole MoE block (needs static shapes: token drop)"},
       {CudaGraphScope::moe_router, "moe_router", "router"},
       {CudaGraphScope::moe_preprocess, "moe_preprocess", "EP preprocess before dispatch"},
+      {CudaGraphScope::mamba, "mamba", "a hybrid model's Mamba mixers"},
       {CudaGraphScope::full_iteration, "full_iteration", "the whole iteration, alone"},
   }};
   static constexpr sim_core::NameTable<CudaGraphScope> kTable{kEntries};

@@ -86,7 +86,8 @@ struct Parallelism {
   std::optional<Eplb> eplb;           // parallelism.eplb
 };
 
-enum class CudaGraphScope { attn, mlp, moe, moe_router, moe_preprocess, full_iteration };
+// `mamba`: a hybrid model's Mamba mixers (Megatron-Core CudaGraphScope.mamba).
+enum class CudaGraphScope { attn, mlp, moe, moe_router, moe_preprocess, mamba, full_iteration };
 const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names();
 
 enum class RecomputeModule {

@@ -36,7 +36,7 @@ struct FamilyBalance {
 };
 
 // routing.hpp's table.
-constexpr std::array<FamilyBalance, 6> kFamilyBalance{{
+constexpr std::array<FamilyBalance, 7> kFamilyBalance{{
     {"deepseek_v3", RoutingBalance::loss_free, 0,
      "DeepSeek-V3's expert bias, as Megatron-MoE-ModelZoo's DeepSeek-V3.yaml trains it"},
     {"kimi_k2", RoutingBalance::loss_free, 0,
@@ -47,6 +47,9 @@ constexpr std::array<FamilyBalance, 6> kFamilyBalance{{
     {"mixtral", RoutingBalance::aux_loss, 1e-2,
      "Megatron-LM's examples/mixtral and Megatron-MoE-ModelZoo's Mixtral-8x22B.yaml"},
     {"gpt_oss", RoutingBalance::aux_loss, 0.9, "the released config.json's router_aux_loss_coef"},
+    {"nemotron_h", RoutingBalance::loss_free, 0,
+     "Nemotron-H's expert bias (with a 1e-4 sequence aux loss), as Megatron-Bridge's "
+     "nemotron_h_bridge.py 283-286 builds it"},
 }};
 
 std::string fmt_coefficient(double c) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "config/inert_settings.hpp"
 #include "support/helpers.hpp"
 #include "workload/eplb.hpp"
 
@@ -609,4 +610,72 @@ TEST_CASE("An inline model's config.json base: its errors name both files (issue
     CHECK_THAT(e.file(), Catch::Contains(scenario.path()) && Catch::Contains(base.path()));
     CHECK_THAT(std::string(e.what()), Catch::Contains("hidden_size"));
   }
+}
+
+// A hybrid model (Nemotron-H): its pattern must agree with the model, and what is not
+// modeled yet is refused by name (issue #48 item 1).
+TEST_CASE("Hybrid Mamba models: the pattern, the Mamba split over TP, what is not modeled",
+          "[config][errors]") {
+  const auto nano = [] {
+    auto j = test::default_scenario_json();
+    j["system"] = "gb200-nvl72";
+    j["gpus"] = 8;
+    j.erase("placement");
+    j["framework"].erase("cuda_graph_scope");
+    j["model"] = {{"base", "nemotron-3-nano"}};
+    j["parallelism"] = {{"tp", 1}, {"pp", 1}, {"ep", 8}};
+    j["training"]["global_batch_size"] = 64;
+    j["training"]["seq_length"] = 8192;
+    return j;
+  };
+  auto j = nano();
+  const auto sc = config::load_scenario_text(j.dump(), "t.json");
+  CHECK(sc.model.hybrid());
+  CHECK(sc.model.num_layers == 52);
+  CHECK_FALSE(sc.model.rope);
+  CHECK_FALSE(sc.model.gated_linear_unit);
+  CHECK(sc.model.router_scoring == "sigmoid");
+  CHECK(sc.model.shared_expert_ffn_hidden_size == 3712);
+  // Without a scope list the hybrid recipes' graphs: the Mamba mixers join the three.
+  CHECK(std::find(sc.framework.cuda_graph_scope.begin(), sc.framework.cuda_graph_scope.end(),
+                  workload::CudaGraphScope::mamba) != sc.framework.cuda_graph_scope.end());
+
+  j = nano();
+  j["model"]["hybrid_override_pattern"] = "MEM*E";
+  expect_error(j, "model.hybrid_override_pattern", "has 5 layers; num_hidden_layers says 52");
+  j["model"]["hybrid_override_pattern"] = "MEMX*";
+  j["model"]["num_hidden_layers"] = 5;
+  expect_error(j, "model.hybrid_override_pattern", "unknown layer symbol 'X'");
+  j["model"]["hybrid_override_pattern"] = "ME|M*E";
+  j["model"]["num_hidden_layers"] = 5;
+  expect_error(j, "model.hybrid_override_pattern", "parallelism.pp_layout");
+  j["model"]["hybrid_override_pattern"] = "MEM*E/*E";
+  expect_error(j, "model.hybrid_override_pattern", "mtp_hybrid_override_pattern");
+  j = nano();
+  j["model"]["num_nextn_predict_layers"] = 1;
+  expect_error(j, "model.num_nextn_predict_layers", "needs mtp_hybrid_override_pattern");
+  j = nano();
+  j["training"]["mtp_layers"] = 1;
+  expect_error(j, "training.mtp_layers", "without an MTP block");
+  j = nano();
+  j["model"]["moe_latent_size"] = 9999;
+  expect_error(j, "model.moe_latent_size", "");
+  j = nano();
+  j["model"]["first_k_dense_replace"] = 1;
+  expect_error(j, "model.first_k_dense_replace", "hybrid_override_pattern's 'E'");
+  j = nano();
+  j["parallelism"] = {{"tp", 16}, {"pp", 1}, {"ep", 8}};
+  j["gpus"] = 16;
+  j["model"]["num_attention_heads"] = 64;
+  j["model"]["num_key_value_heads"] = 16;
+  expect_error(j, "parallelism.tp", "64 heads in 8 groups are not divisible by tp=16");
+  j = nano();
+  j["framework"]["cuda_graph_scope"] = {"attn", "mamba"};
+  j["model"] = "qwen3-30b-a3b";
+  j["gpus"] = 8;
+  const auto q = config::load_scenario_text(j.dump(), "t.json");
+  bool said = false;
+  for (const auto& w : config::inert_setting_warnings(q))
+    said = said || w.reason.find("has no Mamba layers") != std::string::npos;
+  CHECK(said);
 }

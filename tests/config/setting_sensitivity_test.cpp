@@ -53,6 +53,16 @@ Json gb200_sampled() {
       gb200(),
       R"({"routing": {"balance": "sampled", "distribution": "zipf", "alpha": 1.2, "seed": 3}})");
 }
+// A hybrid Mamba model: Nemotron 3 Nano cut to five layers (Mamba, MoE, attention) on 8 GPUs.
+Json gb200_hybrid() {
+  return patched(gb200(), R"({
+    "gpus": 8,
+    "model": {"base": "nemotron-3-nano", "num_hidden_layers": 5, "hybrid_override_pattern": "MEM*E",
+              "first_k_dense_replace": null},
+    "training": {"global_batch_size": 16},
+    "parallelism": {"pp": 1, "ep": 8}
+  })");
+}
 // A dense model with TP (sequence parallelism is optional only without experts).
 Json h100_dense() {
   return Json::parse(R"({
@@ -183,6 +193,7 @@ std::map<std::string, Case> cases() {
   scope("moe", gb200_capacity(), "");
   scope("moe_router", g, "");
   scope("moe_preprocess", gb200_deepep(), R"("moe_router")");
+  scope("mamba", gb200_hybrid(), R"("attn")");
   scope("full_iteration", gb200_capacity(), "");
   // Recompute modules, offload targets, low-precision caches: none, then the one.
   const auto listed = [&](const char* list, const char* elem, const Json& base) {

@@ -352,9 +352,9 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what",
   CHECK(bridge(q + "model.seq_length=8192", "26.04").scenario.at("training").at("seq_length") ==
         8192);
   // A recipe whose family's settings are not tabulated resolves, and is refused by name.
-  const auto nano = err("-m nemotronh -mr nemotron_3_nano -g gb300 -c fp8_mx -ng 8");
-  CHECK(nano.find("NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB300_FP8_MX_V1") != std::string::npos);
-  CHECK(nano.find("not tabulated") != std::string::npos);
+  const auto next = err("-m qwen -mr qwen3_next_80b_a3b -g gb300 -c fp8_mx -ng 64");
+  CHECK(next.find("QWEN3_NEXT_80B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1") != std::string::npos);
+  CHECK(next.find("not tabulated") != std::string::npos);
   // The Kimi family's code reads --optimizer_type; only its Muon path is tabulated.
   CHECK(err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256 --optimizer_type adam")
             .find("adam: the Kimi family code switches to distributed Adam") != std::string::npos);
@@ -487,4 +487,26 @@ TEST_CASE("A Bridge import takes --gpus-per-nvlink-domain and checks --model aga
   CHECK_THROWS_WITH(importer::import_megatron(cmd, o), Catch::Contains("would contradict it"));
   o.model = "qwen3-30b-a3b";
   CHECK_NOTHROW(importer::import_megatron(cmd, o));
+}
+
+// Nemotron 3 Nano (family nemotronh, issue #48 item 1): its recipe imports at 26.08 as the
+// verification card ran it (scenarios/nemotron3/card-nemotron3-nano-gb300-mxfp8.json), the
+// Mamba mixers' graph scope kept, HybridEP on the recipe's 16 SMs, router fusion off.
+TEST_CASE("import: Nemotron 3 Nano's Bridge recipe as the card ran it",
+          "[config][import][bridge]") {
+  const auto r = bridge("-m nemotronh -mr nemotron_3_nano -g gb300 -c fp8_mx -ng 8", "26.08");
+  const auto& s = r.scenario;
+  CHECK(s.at("model") == "nemotron-3-nano");
+  CHECK(s.at("training").at("seq_length") == 8192);
+  CHECK(s.at("training").at("micro_batch_size") == 4);
+  CHECK(s.at("parallelism").at("ep") == 8);
+  CHECK(s.at("framework").at("cuda_graph_scope") ==
+        config::Json::array({"attn", "mamba", "moe_router", "moe_preprocess"}));
+  CHECK(s.at("framework").at("dispatcher") == "hybridep");
+  CHECK(s.at("framework").at("dispatcher_sms") == 16);
+  CHECK(s.at("stack").at("router_fusion") == false);
+  CHECK(s.at("routing").at("balance") == "forced");
+  // The H100 row's only graph scope is the Mamba mixers'.
+  const auto h = bridge("-m nemotronh -mr nemotron_3_nano -g h100 -c fp8_cs -ng 16", "26.06");
+  CHECK(h.scenario.at("framework").at("cuda_graph_scope") == config::Json::array({"mamba"}));
 }

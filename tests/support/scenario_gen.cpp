@@ -265,6 +265,15 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
                 : "full_attention");
       m["layer_types"] = types;
     }
+    // A hybrid model's pattern shrinks with the layers too (its first `layers` symbols,
+    // which hold Mamba, MoE and attention layers from 5 on).
+    if (model.hybrid()) {
+      std::string pattern;
+      for (std::int64_t i = 0; i < model.num_layers; ++i)
+        pattern += workload::hybrid_layer_names().name(
+            model.hybrid_layers[static_cast<std::size_t>(i) % model.hybrid_layers.size()]);
+      m["hybrid_override_pattern"] = pattern;
+    }
     j["model"] = m;
   } else {
     j["model"] = g.model;
@@ -294,7 +303,7 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
       tps.push_back(t);
   const std::int64_t tp = rng.pick(tps);
   // Windowed attention has no ring CP in moesim (refused): such models draw cp 1.
-  const std::int64_t cp = !model.any_windowed() && rng.chance(0.15) ? 2 : 1;
+  const std::int64_t cp = !model.any_windowed() && !model.hybrid() && rng.chance(0.15) ? 2 : 1;
   std::int64_t dp = rng.pick({1, 2, 2, 4, 8, 16, 32, 64});
   // Whole nodes once the job is larger than one; at most 1024 GPUs.
   while (tp * pp * cp * dp > per_node && (tp * pp * cp * dp) % per_node != 0) ++dp;
@@ -326,7 +335,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
                                            "fp8-blockwise"};
   const std::string precision = rng.chance(0.05) ? "mxfp8" : rng.pick(precisions);
   tr["precision"] = precision;
-  const std::int64_t mtp = rng.chance(0.2) ? 1 : 0;
+  const std::int64_t mtp =
+      rng.chance(0.2) && (!model.hybrid() || !model.mtp_pattern.empty()) ? 1 : 0;
   tr["mtp_layers"] = mtp;
   if (rng.chance(0.1)) tr["hidden_dropout"] = 0.1;
   if (rng.chance(0.1)) tr["make_vocab_size_divisible_by"] = rng.pick({128, 3232});

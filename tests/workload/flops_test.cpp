@@ -93,3 +93,71 @@ TEST_CASE("Vocabulary padding follows Megatron's divisor x TP", "[workload]") {
   CHECK(workload::padded_vocab_size(50257, 1) == 50304);
   CHECK(workload::padded_vocab_size(50257, 8) == 51200);
 }
+
+// Nemotron 3 Nano through Megatron-LM's hybrid formula (training.py 473-547 and 849-899 at
+// cd4afffa), each term by hand at seq 8192 and padded vocabulary 131072; the total is the
+// one whose ratio to Megatron-Bridge's published TFLOPS / tokens/s is 0.999-1.001 on every
+// Nano row (docs/research/nemotron3-hybrid-mamba.md 2, nemotron3/flops.py).
+TEST_CASE("A hybrid model's FLOPs follow Megatron's hybrid formula", "[workload][flops]") {
+  const auto m = config::load_model_preset("nemotron-3-nano");
+  REQUIRE(m.hybrid());
+  CHECK(m.count_hybrid(workload::HybridLayer::mamba) == 23);
+  CHECK(m.count_hybrid(workload::HybridLayer::attention) == 6);
+  CHECK(m.num_moe_layers() == 23);
+  CHECK(m.num_dense_layers() == 0);
+  const auto f = workload::megatron_flops_per_token(m, {8192, 0, 131072});
+  const double h = 2688, d_in = 2 * h;  // Megatron's d_in = 2h, not 64 x 64 = 4096
+  // Mamba: 3 N_M [2h (2 d_in + 2 G N + H) + 7 d_in N + 2 d_in h].
+  CHECK(f.mamba ==
+        Approx(3 * 23 * (2 * h * (2 * d_in + 2 * 8 * 128 + 64) + 7 * d_in * 128 + 2 * d_in * h)));
+  CHECK(f.mamba == Approx(7098384384.0));
+  // Attention: 12 h d (n + g) a layer, and 6 n d s for the causal core.
+  CHECK(f.attn_linear == Approx(6 * 12 * h * 128 * (32 + 2)));
+  CHECK(f.attn_core == Approx(6.0 * 6 * 32 * 128 * 8192));
+  // MoE without a gate: 12 h (F k + F_shared) a layer.
+  CHECK(f.moe_mlp == Approx(23 * 12 * h * (1856 * 6 + 3712)));
+  CHECK(f.logits == Approx(6 * h * 131072));
+  CHECK(f.mtp == 0);
+  CHECK(f.dense_mlp == 0);
+  CHECK(f.total() == Approx(22278094848.0).epsilon(1e-9));
+}
+
+// Nemotron 3 Nano's tensors: Mamba h + h (2d + 2GN + H) + 5 (d + 2GN) + 3H + d + d h,
+// attention h + h (n d + 2 g d) + n d h, MoE h + E h + E + 2 h F_shared + E 2 h F, two
+// untied vocabulary tables and the final norm (docs/research/nemotron3/params.py): 31.58B,
+// Megatron-Bridge's "30B total, 3.5B active" (docs/models/nemotron/nemotron3-nano.md 2).
+TEST_CASE("A hybrid model's parameters count each layer's one mixer", "[workload][params]") {
+  const auto m = config::load_model_preset("nemotron-3-nano");
+  const auto lp = workload::layer_parameters(m);
+  CHECK(lp.mamba == Approx(38744896.0));
+  CHECK(lp.attention == Approx(23399040.0));
+  const auto p = workload::count_parameters(m, 0, 131072);
+  CHECK(p.total == Approx(31577940288.0).epsilon(1e-12));
+  CHECK(p.active == Approx(3580076352.0).epsilon(1e-12));
+}
+
+// Nemotron 3 Super: LatentMoE (routed experts in the 1024-wide latent, 4 T L F k + 4 T h L
+// forward) and its MTP block '*E' counted as ordinary layers at each of the recipe's two
+// depths, with three logit heads (training.py 849-899 at cd4afffa). 84.727 GF/token at seq
+// 8192 is what Megatron-Bridge's published Super rows and its H100 and GB200 cards divide
+// to within 0.1% (docs/research/nemotron3-hybrid-mamba.md 2); the tensors, with one MTP
+// block reused at every depth, are the verification card's 123,611,033,088 elements.
+TEST_CASE("LatentMoE and a hybrid MTP block in FLOPs and parameters", "[workload][flops]") {
+  const auto m = config::load_model_preset("nemotron-3-super");
+  REQUIRE(m.moe_latent_size == 1024);
+  REQUIRE(m.mtp_pattern.size() == 2);
+  CHECK(m.mtp_repeated_layer);
+  const auto f = workload::megatron_flops_per_token(m, {8192, 2, 131072});
+  const double h = 4096, L = 1024;
+  // 40 + 2 MoE layers: 12 (L F k + h F_shared + h L) each.
+  CHECK(f.moe_mlp == Approx(42 * 12 * (L * 2688 * 22 + h * 5376 + h * L)));
+  CHECK(f.attn_core == Approx(10 * 6.0 * 32 * 128 * 8192));
+  CHECK(f.logits == Approx(3 * 6 * h * 131072));
+  CHECK(f.total() == Approx(84727037952.0).epsilon(1e-9));
+  CHECK(workload::megatron_flops_per_token(m, {4096, 2, 131072}).total() ==
+        Approx(83720404992.0).epsilon(1e-9));
+  const auto p = workload::count_parameters(m, 2, 131072);
+  CHECK(p.total == Approx(123611033088.0).epsilon(1e-12));
+  // Without MTP the model has 120.67 B.
+  CHECK(workload::count_parameters(m, 0, 131072).total == Approx(120.669e9).epsilon(1e-4));
+}

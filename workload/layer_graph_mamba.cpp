@@ -1,0 +1,79 @@
+// workload/layer_graph_mamba.cpp: a hybrid model's Mamba-2 mixer layer
+// (workload/layer_graph_detail.hpp mamba_block), as Megatron-Core runs it in training
+// (ssm/mamba_mixer.py 279-292, 498-515, 727-781 at cd4afffa) over state-spaces/mamba's
+// Triton SSD kernels (mamba_ssm/ops/triton/ssd_combined.py 343-516, 820-981 at e9594ce1;
+// docs/research/nemotron3-hybrid-mamba.md 3):
+//   norm (fused into in_proj's TE LayerNormColumnParallelLinear), in_proj [T, h] x
+//   [h, 2d + 2GN + H] writing z, x, B, C and dt; the output rearranged and made contiguous
+//   (a copy); mamba_split_conv1d_scan_combined: the depthwise causal conv1d over x, B and C
+//   (causal-conv1d, SiLU), then five SSD kernels (chunk_cumsum, chunk_state,
+//   state_passing, bmm_chunk, chunk_scan with the gate y * silu(z) inside); y rearranged
+//   back (a copy); the grouped RMSNorm (RMSNormGated, groups of d / G); out_proj [T, d] x
+//   [d, h], row-parallel.
+// Per rank, d = heads x head_dim / tp, H = heads / tp, G = groups / tp (Megatron splits
+// heads and groups over TP). Only in_proj and out_proj are TE GEMMs, so only they are
+// quantized; the conv, the scan and the norm run in BF16 with FP32 states and move far
+// more bytes than they compute (about 20 FLOPs a byte), priced as HBM traffic.
+//
+// The SSD kernels' HBM bytes a token (P head dim, N state, Q chunk; BF16 activations,
+// FP32 dt, dA, CB and chunk states), read from each kernel's loads and stores:
+//   chunk_cumsum   2H + 8H                       (dt in; dt, dA cumulative sums out)
+//   chunk_state    2d + 2GN + 8H + 4HPN/Q        (x, B, dt, dA in; the chunk's states out)
+//   state_passing  4HPN/Q + 2HPN/Q               (states in, passed states out)
+//   bmm_chunk      4GN + 4GQ                     (C, B in; C B^T per chunk out)
+//   chunk_scan     4GQ + 4d + 2GN + 2HPN/Q + 8H + 4d  (CB, x, z, C, states, dt, dA in;
+//                                                  out and out_x out)
+// The backward recomputes chunk_cumsum, bmm_chunk, chunk_state and state_passing, then
+// runs eleven kernels of its own, and the wrapper recomputes and differentiates the conv.
+// The eleven's bytes are an estimate (no public profile at these shapes: the research's
+// 2-3x of the forward): twice the forward's SSD bytes, dealt out evenly.
+#include "workload/layer_graph_detail.hpp"
+
+namespace moesim::workload::detail {
+
+void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
+  const auto& x = in.model.mamba;
+  const double d = static_cast<double>(x.d_inner()) / s.tp;
+  const double heads = static_cast<double>(x.heads) / s.tp;
+  const double gn = static_cast<double>(x.groups * x.state) / s.tp;
+  const double groups = static_cast<double>(x.groups) / s.tp;
+  const double width = 2 * d + 2 * gn + heads;  // z, x, B, C, dt
+  const double states = heads * static_cast<double>(x.head_dim * x.state) /
+                        static_cast<double>(x.chunk);  // chunk states a token
+  const double q = static_cast<double>(x.chunk);
+  const double T = s.T;
+
+  const std::size_t start = b.mark();
+  norm(b, s, Module::mamba, "mamba.norm", in.stack.norm_quant_fusion, in.framework, std::nullopt,
+       true);
+  if (has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
+  b.module_calls_at(start, 2, 0);  // the MambaLayer and its MambaMixer
+  tp_gather(b, s, Module::mamba, "mamba", true, SpInput::quantized);
+  b.linear("mamba.in_proj", Module::mamba, T, width, s.h, true, false);
+  sp_saved_shard(b, s);
+  // rearrange(...).contiguous() of the in_proj output (mamba_mixer.py 739); the scan saves
+  // this copy (zxbcdt) for its backward.
+  b.memory("mamba.layout_in", Module::mamba, T * width * 2 * 2, 1.0, T * width * 2);
+
+  const double conv = T * (d + 2 * gn) * 2 * 2;
+  const double cumsum = T * (2 * heads + 8 * heads);
+  const double chunk_state = T * (2 * d + 2 * gn + 8 * heads + 4 * states);
+  const double state_passing = T * (4 * states + 2 * states);
+  const double bmm_chunk = T * (4 * gn + 4 * groups * q);
+  const double chunk_scan = T * (4 * groups * q + 4 * d + 2 * gn + 2 * states + 8 * heads + 4 * d);
+  const double ssd = cumsum + chunk_state + state_passing + bmm_chunk + chunk_scan;
+  std::vector<double> bwd{conv, cumsum, bmm_chunk, chunk_state, state_passing};
+  for (int i = 0; i < 11; ++i) bwd.push_back(2 * ssd / 11);
+  bwd.push_back(1.5 * conv);  // the conv's backward: x and the output gradient in, dx out
+  // out_x, the gate's input, kept for the backward.
+  b.memory_kernels("mamba.scan", Module::mamba,
+                   {conv, cumsum, chunk_state, state_passing, bmm_chunk, chunk_scan}, bwd,
+                   T * d * 2);
+  b.memory("mamba.layout_out", Module::mamba, T * d * 2 * 2);  // y back to [s, b, d] (775)
+  b.memory("mamba.gated_norm", Module::mamba, T * d * 2 * 2, 1.5, T * d * 2);
+  b.linear("mamba.out_proj", Module::mamba, T, s.h, d, true, true);
+  tp_scatter(b, s, Module::mamba, "mamba");
+  hidden_dropout(b, in, s, Module::mamba, "mamba");
+}
+
+}  // namespace moesim::workload::detail
