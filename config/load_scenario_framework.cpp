@@ -70,6 +70,15 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
                 "Megatron-Core's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm) "
                 "needs virtual pipeline "
                 "stages when pp > 1 (interleaved 1F1B: vpp > 1), or pp 1");
+      // The combined 1F1B schedule asks the model for its schedule plan, which only
+      // Megatron-Core's GPTModel builds (gpt_model.py build_schedule_plan at cd4afffa; the
+      // hybrid model has none).
+      if (f.moe_a2a_overlap && sc_.model.hybrid())
+        o.req("moe_a2a_overlap")
+            .fail(
+                "Megatron-Core's 1F1B all-to-all overlap needs the model's schedule plan, which "
+                "only its GPT model builds (gpt_model.py build_schedule_plan); a hybrid Mamba "
+                "model has none");
       if (auto v = o.get("tp_comm_overlap")) {
         f.tp_comm_overlap = v->as_bool();
         // Megatron asserts it (arguments.py): userbuffers overlap sequence parallelism's

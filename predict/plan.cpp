@@ -118,9 +118,10 @@ const std::vector<PlanSettingGroup>& plan_setting_groups() {
          // them; inert under the NCCL dispatchers (those candidates are duplicates).
          return {{"framework.dispatcher_sms", {16, 24, 32, 48}, 0, true, false}};
        }},
-      {"a2a_overlap", "framework.moe_a2a_overlap: false, true (MoE models)", true,
+      {"a2a_overlap", "framework.moe_a2a_overlap: false, true (MoE models but hybrid ones)", true,
        [](const config::Scenario& sc) -> std::vector<PlanDimension> {
-         if (!sc.model.is_moe()) return {};
+         // A hybrid model has no combined 1F1B schedule (the loader says why).
+         if (!sc.model.is_moe() || sc.model.hybrid()) return {};
          return {{"framework.moe_a2a_overlap", {false, true}, 1, false, false}};
        }},
       {"tp_overlap", "framework.tp_comm_overlap: false, true", false,
@@ -131,9 +132,16 @@ const std::vector<PlanSettingGroup>& plan_setting_groups() {
        }},
       {"cuda_graphs",
        "framework.cuda_graph_scope: none, attention, attention and the MoE router and preprocess "
-       "(MoE) or MLP (dense)",
+       "(MoE) or MLP (dense); a hybrid model's Mamba mixers with the attention",
        false,
        [](const config::Scenario& sc) -> std::vector<PlanDimension> {
+         if (sc.model.count_hybrid(workload::HybridLayer::mamba) > 0)
+           return {{"framework.cuda_graph_scope",
+                    {config::Json::array(), list({"attn", "mamba"}),
+                     sc.model.is_moe() ? list({"attn", "mamba", "moe_router", "moe_preprocess"})
+                                       : list({"attn", "mamba", "mlp"})},
+                    2,
+                    true}};
          return {{"framework.cuda_graph_scope",
                   {config::Json::array(), list({"attn"}),
                    sc.model.is_moe() ? list({"attn", "moe_router", "moe_preprocess"})

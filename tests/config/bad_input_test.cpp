@@ -661,6 +661,9 @@ TEST_CASE("Hybrid Mamba models: the pattern, the Mamba split over TP, what is no
   j["model"]["moe_latent_size"] = 9999;
   expect_error(j, "model.moe_latent_size", "");
   j = nano();
+  j["framework"]["moe_a2a_overlap"] = true;
+  expect_error(j, "framework.moe_a2a_overlap", "only its GPT model builds");
+  j = nano();
   j["model"]["first_k_dense_replace"] = 1;
   expect_error(j, "model.first_k_dense_replace", "hybrid_override_pattern's 'E'");
   j = nano();

@@ -367,7 +367,7 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   Json fw = {{"dispatcher", g.dispatcher}};
   if ((g.dispatcher == "deepep" || g.dispatcher == "hybridep") && rng.chance(0.4))
     fw["dispatcher_sms"] = rng.pick({1, 8, 16, 20, 24, 32, 64});
-  fw["moe_a2a_overlap"] = rng.chance(0.3);
+  fw["moe_a2a_overlap"] = !model.hybrid() && rng.chance(0.3);  // no combined 1F1B for hybrids
   if (fw["moe_a2a_overlap"].get<bool>() && rng.chance(0.5)) fw["delay_wgrad_compute"] = true;
   const bool static_shapes = token_drop || (g.dispatcher == "hybridep" && rng.chance(0.3));
   if (static_shapes && !token_drop) fw["moe_expert_rank_capacity_factor"] = rng.pick({1, 2});
