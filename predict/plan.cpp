@@ -242,7 +242,10 @@ Plan plan(const PlanRequest& req) {
                                                                       sc.model.num_experts, gpus))
                                                : std::vector<std::int64_t>{1}});
   f.layouts.push_back({"etp", {1}});
-  f.layouts.push_back({"cp", powers_of_two(1, sc.training.seq_length >= 16384 ? 4 : 2)});
+  // A hybrid Mamba model takes no context parallelism here (the loader refuses it).
+  f.layouts.push_back({"cp", sc.model.hybrid()
+                                 ? std::vector<std::int64_t>{1}
+                                 : powers_of_two(1, sc.training.seq_length >= 16384 ? 4 : 2)});
   // Both splits of the layers: even, and with the embedding and loss as a layer each (the
   // layouts NVIDIA's recipes pass by hand; config/sweep_file.hpp, PipelineSplit).
   f.pp_splits = {config::PipelineSplit::even, config::PipelineSplit::embedding_loss};
