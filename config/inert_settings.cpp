@@ -336,6 +336,10 @@ std::vector<PerformanceSetting> build() {
     if (auto w = no_experts(sc)) return w;
     return std::nullopt;
   });
+  key("training.token_drop.pad", [](const Scenario& sc) -> Why {
+    if (auto w = no_experts(sc)) return w;
+    return std::nullopt;
+  });
 
   // parallelism
   for (const char* k : {"tp", "pp", "vpp", "cp", "pipeline_schedule", "fsdp"})

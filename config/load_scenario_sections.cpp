@@ -46,6 +46,7 @@ void ScenarioReader::training(const Node& n) {
     if (auto td = o.get("token_drop"))
       read_object(*td, [&](Object& d) {
         t.capacity_factor = d.req("capacity_factor").as_number(0.01, 1000);
+        t.pad_to_capacity = d.bool_or("pad", false);
       });
   });
   const auto dtype = workload::gemm_dtype(t.precision);

@@ -184,13 +184,18 @@ struct Scenario {
   // The hottest EP rank's tokens over the balanced for the scenario's routing, token
   // dropping, EPLB and HybridEP's rank budget (workload::ep_gating_load): what predict()
   // prices the MoE layers at.
+  // Padded to capacity, every rank's experts run the capacity (training.pad_to_capacity).
   double ep_load() const {
+    if (training.pad_to_capacity && training.capacity_factor && model.is_moe())
+      return *training.capacity_factor;
     return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(),
                                     training.capacity_factor, eplb_setup(),
                                     framework.moe_expert_rank_capacity_factor);
   }
   // The same without the rank budget: above ep_load(), the budget drops routed copies.
   double ep_load_unbudgeted() const {
+    if (training.pad_to_capacity && training.capacity_factor && model.is_moe())
+      return *training.capacity_factor;
     return workload::ep_gating_load(routing, model, parallelism.ep, ep_rank_tokens(),
                                     training.capacity_factor, eplb_setup());
   }

@@ -291,7 +291,9 @@ void BridgeImporter::user() {
                          "give model.moe_token_dispatcher_type=alltoall",
                          d->get<std::string>()));
     if (given("use_tokendrop")->get<bool>()) {
-      b_.set("training.token_drop", Json{{"capacity_factor", 1.0}},
+      // apply_moe_token_drop's defaults: capacity 1.0, inputs padded to it
+      // (src/megatron/bridge/training/utils/moe_token_drop.py 25-29 at v0.6.0).
+      b_.set("training.token_drop", Json{{"capacity_factor", 1.0}, {"pad", true}},
              flag("use_tokendrop") + ": apply_moe_token_drop");
       b_.set("bridge.force_balance", false, flag("use_tokendrop") + ": forced balance off");
     } else {

@@ -122,6 +122,13 @@ void Importer::training(Json& sc) {
   t["hidden_dropout"] = f_.number("--hidden-dropout").value_or(0.1);
   if (const auto cf = f_.number("--moe-expert-capacity-factor"))
     t["token_drop"] = {{"capacity_factor", *cf}};
+  // Megatron-Core asserts a capacity factor with the padding (token_dispatcher.py 432).
+  if (f_.has("--moe-pad-expert-input-to-capacity")) {
+    if (!t.contains("token_drop"))
+      f_.fail("--moe-pad-expert-input-to-capacity",
+              "pads to the capacity --moe-expert-capacity-factor sets, which is absent");
+    t["token_drop"]["pad"] = true;
+  }
   sc["training"] = t;
 }
 

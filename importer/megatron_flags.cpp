@@ -81,6 +81,7 @@ constexpr std::array kModeled{
     FlagSpec{"--first-last-layers-bf16", Arity::none},
     FlagSpec{"--fp8-dot-product-attention", Arity::none},
     FlagSpec{"--moe-expert-capacity-factor", Arity::one},
+    FlagSpec{"--moe-pad-expert-input-to-capacity", Arity::none},
     FlagSpec{"--moe-router-force-load-balancing", Arity::none},
     // parallelism
     FlagSpec{"--tensor-model-parallel-size", Arity::one},
@@ -329,7 +330,6 @@ const std::map<std::string_view, std::string_view>& refused() {
       {"--decoder-last-pipeline-num-layers",
        "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the "
        "layout instead"},
-      {"--moe-pad-expert-input-to-capacity", "padding expert inputs to capacity is not modeled"},
       // Qwen3-Next (ModelZoo best_practice/qwen3/run_next_80b.sh): Gated DeltaNet layers
       // between the attention layers, and gates on the attention output and shared expert.
       {"--linear-attention-type",

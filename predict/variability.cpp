@@ -33,7 +33,8 @@ StepSpread step_spread(const config::Scenario& sc, const schedules::StepResult& 
   const auto& p = sc.parallelism;
   const auto& b = step.breakdown;
   double sd = 0;
-  if (sc.model.is_moe() && p.ep > 1) {
+  // Padded to capacity, every rank runs the same tokens: no spread.
+  if (sc.model.is_moe() && p.ep > 1 && !sc.training.pad_to_capacity) {
     s.load_cv = workload::ep_load_cv(sc.routing, sc.model, p.ep, sc.ep_rank_tokens(),
                                      sc.training.capacity_factor, sc.eplb_setup(),
                                      sc.framework.moe_expert_rank_capacity_factor);

@@ -185,7 +185,10 @@ struct TemplateInputs {
   std::int64_t padded_vocab;
   // Tokens the hottest EP rank receives over the balanced T x top-k (workload/routing.hpp):
   // its dispatch, permute, expert GEMMs, unpermute and combine carry that many; the send
-  // side (router, preprocess, the global permute) stays balanced.
+  // side (router, preprocess, the global permute) stays balanced. Padded to capacity
+  // (Training::pad_to_capacity) it is the capacity factor on every rank; the flex
+  // dispatchers pad in their permute and move only the routed tokens, so their dispatch is
+  // priced at the padded count, above the real one by at most the capacity's headroom.
   double ep_load = 1;
   // FP8 GEMMs take only TN operands (Hopper; TE is_non_tn_fp8_gemm_supported false): a
   // per-tensor FP8 tensor gathered row-wise is transposed after the gather for the GEMM

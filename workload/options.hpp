@@ -56,6 +56,12 @@ struct Training {
   Nvfp4Recipe nvfp4;  // precision nvfp4 only (training.nvfp4)
   std::int64_t mtp_layers = 0;
   std::optional<double> capacity_factor;  // token dropping; absent = dropless
+  // Megatron --moe-pad-expert-input-to-capacity (with the capacity factor; Megatron-Bridge's
+  // apply_moe_token_drop sets it): every expert's input is padded to its capacity, so every
+  // EP rank's experts run capacity_factor x the balanced tokens, and the host knows the
+  // sizes (no token-count sync). Megatron-Core token_dispatcher.py 431-432, 1093-1108 at
+  // cd4afffa (the all-to-all and the flex dispatchers alike).
+  bool pad_to_capacity = false;
   // Megatron --hidden-dropout (its default 0.1; moesim's 0, as MoE recipes set): the
   // bias-dropout-add after attention and after the MLP draws a mask and keeps it for
   // backward (torch dropout: one byte an element of the residual stream).

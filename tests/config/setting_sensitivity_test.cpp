@@ -141,6 +141,10 @@ std::map<std::string, Case> cases() {
   // Dropping caps the hottest rank's tokens at the capacity (and removes the dropless sync).
   add("training.token_drop", gb200_sampled(), "{}",
       R"({"training": {"token_drop": {"capacity_factor": 1.0}}})");
+  // Padded, every rank's experts run the capacity: above the balanced share at 1.25.
+  add("training.token_drop.pad", g,
+      R"({"training": {"token_drop": {"capacity_factor": 1.25, "pad": false}}})",
+      R"({"training": {"token_drop": {"capacity_factor": 1.25, "pad": true}}})");
   // parallelism
   add("parallelism.tp", g, R"({"parallelism": {"tp": 1}})", R"({"parallelism": {"tp": 2}})");
   add("parallelism.pp", g, R"({"parallelism": {"pp": 2}})", R"({"parallelism": {"pp": 4}})");

@@ -385,3 +385,26 @@ TEST_CASE("import megatron reads GPT-OSS: sinks, windows, quick GeGLU", "[config
                                 o),
       config::InputError);
 }
+
+// --moe-pad-expert-input-to-capacity (issue #48: Super's H100 recipe): the capacity the
+// factor sets becomes every expert's input, so the hottest rank's load is the factor; without
+// a factor Megatron-Core asserts, and so does the importer.
+TEST_CASE("import megatron pads expert inputs to capacity", "[config][import]") {
+  const std::string drop = std::string(kSmallMoe) + " --moe-expert-capacity-factor 1.25";
+  auto r = test::run_moesim({"import", "megatron", "--args",
+                             drop + " --moe-pad-expert-input-to-capacity", "--system", "h100",
+                             "--gpus", "16"});
+  REQUIRE(r.status == 0);
+  const auto sc = config::load_scenario_text(r.out, "imported.json");
+  CHECK(sc.training.pad_to_capacity);
+  CHECK(sc.ep_load() == Approx(1.25));
+  // Unpadded, forced balance keeps the load at the even share.
+  r = test::run_moesim({"import", "megatron", "--args", drop, "--system", "h100", "--gpus", "16"});
+  REQUIRE(r.status == 0);
+  CHECK(config::load_scenario_text(r.out, "imported.json").ep_load() == Approx(1.0));
+  r = test::run_moesim({"import", "megatron", "--args",
+                        std::string(kSmallMoe) + " --moe-pad-expert-input-to-capacity", "--system",
+                        "h100", "--gpus", "16"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--moe-expert-capacity-factor"));
+}
