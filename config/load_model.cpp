@@ -25,9 +25,13 @@ struct ModelType {
   // nemotron_h_bridge.py 233-308 at v0.6.0): a hybrid layer pattern, squared-ReLU MLPs
   // without a gate, a sigmoid router with expert bias, no position embedding.
   bool hybrid = false;
+  // Qwen3-Next (Megatron-Bridge models/qwen/qwen3_next_bridge.py 52-96 at v0.6.0): Gated
+  // DeltaNet layers with every full_attention_interval-th layer gated full attention, q/k
+  // norms, a gated shared expert.
+  bool linear_attention = false;
 };
 
-constexpr std::array<ModelType, 12> kModelTypes{{
+constexpr std::array<ModelType, 13> kModelTypes{{
     {"deepseek_v3", false, false},
     {"deepseek_v2", false, false},
     {"kimi_k2", false, false},  // DeepSeek-V3 architecture (Moonshot AI config.json)
@@ -42,6 +46,7 @@ constexpr std::array<ModelType, 12> kModelTypes{{
     {"gpt", false, false, true},
     {"gpt_oss", false, true, false, true},
     {"nemotron_h", false, false, false, false, true},
+    {"qwen3_next", true, false, false, false, false, true},
 }};
 
 const ModelType& model_type(const Node& n) {
@@ -69,6 +74,25 @@ std::optional<Node> one_alias(Object& o, std::initializer_list<std::string_view>
   return found;
 }
 
+// HF layer_types, one entry a layer, of the kinds any model type may list: true where the
+// entry is `kind`; `refused` (the kind this model type cannot run) fails with `why`.
+std::vector<bool> layer_types(const Node& types, std::int64_t layers, std::string_view kind,
+                              std::string_view refused, std::string_view why) {
+  if (types.json().size() != static_cast<std::size_t>(layers))
+    types.fail(fmt::format("lists {} layers; the model has {}", types.json().size(), layers));
+  std::vector<bool> out;
+  types.for_each_element([&](const Node& e) {
+    const std::string t = e.as_string();
+    if (t != "sliding_attention" && t != "full_attention" && t != "linear_attention")
+      e.fail(fmt::format(
+          "unknown layer type '{}'; known: sliding_attention, full_attention, linear_attention",
+          t));
+    if (t == refused) e.fail(std::string(why));
+    out.push_back(t == kind);
+  });
+  return out;
+}
+
 // Sliding-window attention. HF: sliding_window (null or absent: none), use_sliding_window
 // (Qwen2/3, Mistral: false turns it off), layer_types (per layer "sliding_attention" or
 // "full_attention": GPT-OSS), or max_window_layers (Qwen2: the layers from that index on
@@ -81,18 +105,10 @@ void sliding_window(Object& o, workload::ModelConfig& m) {
   const auto types = o.get("layer_types");
   const auto max_window = o.get("max_window_layers");
   m.sliding_layer.assign(static_cast<std::size_t>(m.num_layers), false);
-  if (types) {
-    if (types->json().size() != static_cast<std::size_t>(m.num_layers))
-      types->fail(
-          fmt::format("lists {} layers; the model has {}", types->json().size(), m.num_layers));
-    std::size_t i = 0;
-    types->for_each_element([&](const Node& e) {
-      const std::string t = e.as_string();
-      if (t != "sliding_attention" && t != "full_attention")
-        e.fail(fmt::format("unknown layer type '{}'; known: sliding_attention, full_attention", t));
-      m.sliding_layer[i++] = t == "sliding_attention";
-    });
-  }
+  if (types)
+    m.sliding_layer =
+        layer_types(*types, m.num_layers, "sliding_attention", "linear_attention",
+                    "a linear_attention layer (Gated DeltaNet) belongs to a qwen3_next model");
   if (!w || w->json().is_null() || !on) return;
   m.sliding_window = w->as_int(1, kBig);
   if (!types) {
@@ -102,6 +118,43 @@ void sliding_window(Object& o, workload::ModelConfig& m) {
   }
   if (m.attention == workload::AttentionKind::mla && m.any_windowed())
     w->fail("sliding-window attention with MLA is not modeled");
+}
+
+// Qwen3-Next's linear-attention layers and their Gated DeltaNet dimensions. HF: layer_types
+// ("linear_attention" or "full_attention" per layer; transformers 5.5 and later), else
+// full_attention_interval N (layer i full attention iff (i + 1) % N == 0, Megatron-Core
+// experimental_attention_variant_module_specs.py 402-436 at cd4afffa), with the linear_*
+// head keys (Megatron-Bridge qwen3_next_bridge.py 52-96 at v0.6.0). TP must divide both
+// head counts (transformer_config.py 1374-1382); the scenario loader checks it.
+void linear_layers(Object& o, workload::ModelConfig& m) {
+  m.linear_layer.assign(static_cast<std::size_t>(m.num_layers), false);
+  if (const auto types = o.get("layer_types")) {
+    m.linear_layer = layer_types(*types, m.num_layers, "linear_attention", "sliding_attention",
+                                 "sliding-window attention in a linear-attention model is not "
+                                 "modeled");
+    if (auto n = o.get("full_attention_interval"); n && !n->json().is_null())
+      n->fail("layer_types already places the full-attention layers; keep one of the two");
+  } else {
+    m.linear_attention_freq = o.req("full_attention_interval").as_int(1, m.num_layers);
+    for (std::int64_t i = 0; i < m.num_layers; ++i)
+      m.linear_layer[static_cast<std::size_t>(i)] = (i + 1) % m.linear_attention_freq != 0;
+  }
+  auto& g = m.gdn;
+  g.key_heads = o.req("linear_num_key_heads").as_int(1, 1 << 16);
+  g.value_heads = o.req("linear_num_value_heads").as_int(1, 1 << 16);
+  g.key_dim = o.req("linear_key_head_dim").as_int(1, 4096);
+  g.value_dim = o.req("linear_value_head_dim").as_int(1, 4096);
+  g.conv = o.int_or("linear_conv_kernel_dim", g.conv, 1, 64);
+  if (g.value_heads % g.key_heads != 0)
+    o.get("linear_num_value_heads")
+        ->fail(fmt::format("{} value heads do not repeat {} key heads evenly", g.value_heads,
+                           g.key_heads));
+  if (o.bool_or("use_sliding_window", false))
+    o.get("use_sliding_window")
+        ->fail("sliding-window attention in a linear-attention model is not modeled");
+  if (auto w = o.get("sliding_window"); w && !w->json().is_null())
+    w->fail("sliding-window attention in a linear-attention model is not modeled");
+  m.attention_output_gate = o.bool_or("attn_output_gate", true);
 }
 
 // A hybrid model's layers (HF hybrid_override_pattern, one symbol a layer) and its Mamba-2
@@ -303,8 +356,15 @@ workload::ModelConfig read_model(const Node& node) {
     m.attention_sinks = m.expert_bias = m.router_bias = type.gpt_oss;
     if (type.hybrid)
       hybrid_layers(o, m);
+    else if (type.linear_attention)
+      linear_layers(o, m);
     else
       sliding_window(o, m);
+    // A gated shared expert (Megatron --moe-shared-expert-gate): Qwen3-Next's, on by its type.
+    const bool has_shared = m.shared_expert_ffn_hidden_size > 0;
+    m.shared_expert_gate = o.bool_or("shared_expert_gate", type.linear_attention && has_shared);
+    if (m.shared_expert_gate && !has_shared)
+      o.get("shared_expert_gate")->fail("the model has no shared expert to gate");
 
     // Which decoder layers are MoE. Megatron-style list (moe_layer_freq: [0,0,1,...]),
     // DeepSeek (first_k_dense_replace, moe_layer_freq N), Qwen (decoder_sparse_step,
@@ -352,37 +412,17 @@ workload::ModelConfig read_model(const Node& node) {
     // storage (torch_dtype, quantization_config: the training precision is
     // training.precision), inference options, and loss coefficients (routing is the
     // scenario's routing block).
-    o.ignore({"architectures",
-              "attention_dropout",
-              "auto_map",
-              "bos_token_id",
-              "eos_token_id",
-              "pad_token_id",
-              "hidden_act",
-              "initializer_range",
-              "max_position_embeddings",
-              "pretraining_tp",
-              "rms_norm_eps",
-              "rope_scaling",
-              "rope_theta",
-              "routed_scaling_factor",
-              "norm_topk_prob",
-              "topk_method",
-              "torch_dtype",
-              "transformers_version",
-              "use_cache",
-              "aux_loss_alpha",
-              "seq_aux",
-              "ep_size",
-              "output_router_logits",
-              "router_aux_loss_coef",
-              "router_jitter_noise",
-              "quantization_config",
-              "head_dim_original",
-              "rope_interleave",
-              "tie_word_embeddings",
-              "swiglu_limit",
-              "initial_context_length"});
+    o.ignore({"architectures", "attention_dropout", "auto_map", "bos_token_id", "eos_token_id",
+              "pad_token_id", "hidden_act", "initializer_range", "max_position_embeddings",
+              "pretraining_tp", "rms_norm_eps", "rope_scaling", "rope_theta",
+              "routed_scaling_factor", "norm_topk_prob", "topk_method", "torch_dtype",
+              "transformers_version", "use_cache", "aux_loss_alpha", "seq_aux", "ep_size",
+              "output_router_logits", "router_aux_loss_coef", "router_jitter_noise",
+              "quantization_config", "head_dim_original", "rope_interleave", "tie_word_embeddings",
+              "swiglu_limit", "initial_context_length",
+              // The fraction of each head RoPE rotates: TE's fused RoPE kernel reads and
+              // writes the whole head whatever part it rotates.
+              "partial_rotary_factor"});
   });
   return m;
 }

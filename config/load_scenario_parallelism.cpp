@@ -106,6 +106,18 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
                                        m.mamba.heads, m.mamba.groups, p.tp));
   if (m.hybrid() && p.cp > 1)
     fail("parallelism.cp", "context parallelism in a hybrid Mamba model is not modeled");
+  // Gated DeltaNet splits its key and value heads over TP (transformer_config.py 1374-1382
+  // at cd4afffa); under CP it trades the sequence for heads with all-to-alls
+  // (gated_delta_net.py 349-384), which moesim does not price.
+  if (m.num_linear_layers() > 0 && (m.gdn.key_heads % p.tp != 0 || m.gdn.value_heads % p.tp != 0))
+    fail("parallelism.tp",
+         fmt::format("the Gated DeltaNet layers' {} key and {} value heads are not divisible by "
+                     "tp={}",
+                     m.gdn.key_heads, m.gdn.value_heads, p.tp));
+  if (m.num_linear_layers() > 0 && p.cp > 1)
+    fail("parallelism.cp",
+         "context parallelism with Gated DeltaNet layers (their all-to-alls over heads) is not "
+         "modeled");
   if (p.cp > 1 && sc_.training.seq_length % (2 * p.cp) != 0)
     fail("parallelism.cp",
          fmt::format("seq_length {} is not divisible by 2 x cp = {} (causal load balancing)",

@@ -40,7 +40,8 @@ double ComputeModel::k_factor(std::int64_t k, KernelClass cls) const {
 }
 
 double ComputeModel::seconds(const ComputeWork& w) const {
-  const double mem = w.bytes / hbm_Bps_;
+  const double share = w.ctas > 0 ? std::min(1.0, w.ctas / static_cast<double>(sms_)) : 1.0;
+  const double mem = w.bytes / (hbm_Bps_ * share);
   switch (w.cls) {
     case KernelClass::memory:
       return mem + t_dev_;

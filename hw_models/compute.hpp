@@ -2,7 +2,8 @@
 //
 //   GEMM:       t = max( F / (P_d * eta_d * q * kf * c),  B / (BW * eta_hbm) ) + t_dev
 //   attention:  t = F / (P_bf16 * eta_attn * c) + t_dev    (F counted causal, as Megatron)
-//   memory:     t = B / (BW * eta_hbm) + t_dev   (eta_quantize, eta_gather for those kinds)
+//   memory:     t = B / (BW * eta_hbm * min(1, ctas / SMs)) + t_dev
+//               (eta_quantize, eta_gather for those kinds)
 //
 // P_d is the dense Tensor Core peak of the GEMM's input type, eta_d the achieved fraction
 // of it on large shapes (grouped GEMMs have their own, measured with MoE-like shapes),
@@ -12,9 +13,14 @@
 // GEMM is cut into 128 x 128 output tiles spread over the SMs in waves; the last wave
 // runs partly empty, so q = tiles / (ceil(tiles / SMs) * SMs). kf = K/(K+K0) normalised
 // to the K of the efficiency's measurement: each tile's fixed cost in units of K, fitted
-// from measured GEMMs (calibration/gemm_k_fit.hpp). The efficiencies come from
-// the system preset (docs/reference/hardware-and-microbenchmarks.md); the calibration
-// issue refines this from measured GEMM grids.
+// from measured GEMMs (calibration/gemm_k_fit.hpp). A memory kernel whose grid has fewer
+// CTAs than the GPU has SMs (`ctas`; 0 = it fills the GPU) streams through only that share
+// of them: FLA's recurrent Gated DeltaNet kernels walk the sequence chunk by chunk with one
+// CTA per (value block, sequence, head) (fla/ops/common/chunk_delta_h.py 655-775 at v0.4.2).
+// This bound assumes each SM draws its even share of HBM bandwidth; one SM can draw more, so
+// it errs slow; no measurement of these kernels at training shapes is public. The efficiencies come
+// from the system preset (docs/reference/hardware-and-microbenchmarks.md); the calibration issue
+// refines this from measured GEMM grids.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +50,7 @@ struct ComputeWork {
   std::int64_t k = 0;         // GEMM reduction dimension; attention: the key sequence per call
   std::int64_t groups = 1;    // grouped GEMM: experts
   double input_bytes = 0;     // bytes per element of the GEMM inputs (1 FP8, 2 BF16)
+  double ctas = 0;            // memory kernels: CTAs of a grid under one wave (0 = full)
 };
 
 class ComputeModel {

@@ -73,6 +73,19 @@ constexpr std::array kModeled{
     FlagSpec{"--window-size", Arity::one},
     FlagSpec{"--window-attn-skip-freq", Arity::one},
     FlagSpec{"--softmax-type", Arity::one},
+    // Qwen3-Next (importer/megatron_model.cpp linear_attention_from_flags): Gated DeltaNet
+    // layers (the flag's name before and after Megatron-LM 6630c7f3b3), their heads, and the
+    // gates on the attention output and on the shared expert.
+    FlagSpec{"--linear-attention-type", Arity::one},
+    FlagSpec{"--experimental-attention-variant", Arity::one},
+    FlagSpec{"--linear-attention-freq", Arity::one},
+    FlagSpec{"--linear-conv-kernel-dim", Arity::one},
+    FlagSpec{"--linear-key-head-dim", Arity::one},
+    FlagSpec{"--linear-value-head-dim", Arity::one},
+    FlagSpec{"--linear-num-key-heads", Arity::one},
+    FlagSpec{"--linear-num-value-heads", Arity::one},
+    FlagSpec{"--attention-output-gate", Arity::none},
+    FlagSpec{"--moe-shared-expert-gate", Arity::none},
     FlagSpec{"--add-qkv-bias", Arity::none},
     FlagSpec{"--quick-geglu", Arity::none},
     FlagSpec{"--fp4-format", Arity::one},
@@ -330,17 +343,6 @@ const std::map<std::string_view, std::string_view>& refused() {
       {"--decoder-last-pipeline-num-layers",
        "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the "
        "layout instead"},
-      // Qwen3-Next (ModelZoo best_practice/qwen3/run_next_80b.sh): Gated DeltaNet layers
-      // between the attention layers, and gates on the attention output and shared expert.
-      {"--linear-attention-type",
-       "linear attention (Gated DeltaNet, Qwen3-Next) is not modeled: moesim's layers "
-       "are softmax attention (MHA, GQA, MLA, windowed) with dense or MoE MLPs"},
-      {"--linear-attention-freq", "linear attention (Gated DeltaNet, Qwen3-Next) is not modeled"},
-      {"--attention-output-gate",
-       "the gated attention output (Qwen3-Next: a gate projection and product per "
-       "layer) is not modeled"},
-      {"--moe-shared-expert-gate",
-       "the shared expert's sigmoid gate (Qwen2-MoE, Qwen3-Next) is not modeled"},
   };
   return m;
 }

@@ -167,6 +167,39 @@ std::optional<FlagWindow> window_from_flags(const Flags& f, std::int64_t layers)
   return out;
 }
 
+// Linear attention (Megatron-LM --experimental-attention-variant gated_delta_net, before
+// 6630c7f3b3 --linear-attention-type; arguments and defaults: transformer_config.py 349-369
+// at cd4afffa): a Qwen3-Next model whose layers are Gated DeltaNet but every
+// --linear-attention-freq N-th ((i + 1) % N == 0 is full attention), or a 0/1 list (1 =
+// linear); heads from the --linear-* flags. Sets the config.json fields of the qwen3_next
+// model type; false when the model has no linear attention.
+bool linear_attention_from_flags(const Flags& f, std::int64_t layers, Json& m) {
+  const char* flag = f.has("--experimental-attention-variant") ? "--experimental-attention-variant"
+                                                               : "--linear-attention-type";
+  if (!f.has(flag)) {
+    for (const char* k :
+         {"--linear-attention-freq", "--linear-num-key-heads", "--linear-num-value-heads",
+          "--linear-key-head-dim", "--linear-value-head-dim", "--linear-conv-kernel-dim"})
+      if (f.has(k)) f.fail(k, "needs --experimental-attention-variant gated_delta_net");
+    return false;
+  }
+  f.choice(flag, "gated_delta_net", {"gated_delta_net"});
+  if (!f.has("--linear-attention-freq"))
+    f.fail(flag, "needs --linear-attention-freq (the full-attention layers' interval or list)");
+  Json types = Json::array();
+  for (int v : layer_pattern(f, "--linear-attention-freq", layers,
+                             [](std::int64_t i, std::int64_t n) { return (i + 1) % n != 0; }))
+    types.push_back(v == 1 ? "linear_attention" : "full_attention");
+  m["model_type"] = "qwen3_next";
+  m["layer_types"] = types;
+  m["linear_num_key_heads"] = f.integer_or("--linear-num-key-heads", 16);
+  m["linear_num_value_heads"] = f.integer_or("--linear-num-value-heads", 32);
+  m["linear_key_head_dim"] = f.integer_or("--linear-key-head-dim", 128);
+  m["linear_value_head_dim"] = f.integer_or("--linear-value-head-dim", 128);
+  m["linear_conv_kernel_dim"] = f.integer_or("--linear-conv-kernel-dim", 4);
+  return true;
+}
+
 }  // namespace
 
 // Learned attention sinks (--softmax-type learnable) are GPT-OSS's: its model type carries
@@ -237,6 +270,16 @@ Json model_from_flags(const Flags& f) {
         f.has("--group-query-attention") ? f.integer_or("--num-query-groups", 1) : *heads;
     if (const auto kv = f.integer("--kv-channels")) m["head_dim"] = *kv;
   }
+  const bool linear = linear_attention_from_flags(f, *layers, m);
+  if (linear && (gpt_oss || mla))
+    f.fail("--experimental-attention-variant",
+           "Gated DeltaNet layers with GPT-OSS's attention or MLA are not modeled");
+  m["attn_output_gate"] = f.has("--attention-output-gate");
+  if (f.has("--attention-output-gate") && (mla || !linear))
+    f.fail("--attention-output-gate",
+           "the gated attention output is modeled with Qwen3-Next's Gated DeltaNet layers "
+           "(--experimental-attention-variant gated_delta_net) and GQA");
+  if (!linear) m.erase("attn_output_gate");
   if (const auto w = window_from_flags(f, *layers)) {
     m["sliding_window"] = w->tokens;
     Json types = Json::array();
@@ -251,6 +294,10 @@ Json model_from_flags(const Flags& f) {
         f.integer_or("--moe-ffn-hidden-size", ffn);
     if (const auto s = f.integer("--moe-shared-expert-intermediate-size"))
       m["shared_expert_intermediate_size"] = *s;
+    m["shared_expert_gate"] = f.has("--moe-shared-expert-gate");
+    if (f.has("--moe-shared-expert-gate") && !f.has("--moe-shared-expert-intermediate-size"))
+      f.fail("--moe-shared-expert-gate",
+             "gates a shared expert; the model has none (--moe-shared-expert-intermediate-size)");
     m["scoring_func"] = f.choice("--moe-router-score-function", "softmax", {"softmax", "sigmoid"});
     if (const auto g = f.integer("--moe-router-num-groups")) m["n_group"] = *g;
     if (const auto g = f.integer("--moe-router-group-topk")) m["topk_group"] = *g;
@@ -279,7 +326,14 @@ bool same_shape(const workload::ModelConfig& a, const workload::ModelConfig& b) 
          a.tie_word_embeddings == b.tie_word_embeddings && a.sliding_window == b.sliding_window &&
          (a.sliding_window == 0 || a.sliding_layer == b.sliding_layer) &&
          a.attention_sinks == b.attention_sinks && a.attention_bias == b.attention_bias &&
-         a.expert_bias == b.expert_bias && a.router_bias == b.router_bias;
+         a.expert_bias == b.expert_bias && a.router_bias == b.router_bias &&
+         a.linear_layer == b.linear_layer &&
+         (a.num_linear_layers() == 0 ||
+          (a.gdn.key_heads == b.gdn.key_heads && a.gdn.value_heads == b.gdn.value_heads &&
+           a.gdn.key_dim == b.gdn.key_dim && a.gdn.value_dim == b.gdn.value_dim &&
+           a.gdn.conv == b.gdn.conv)) &&
+         a.attention_output_gate == b.attention_output_gate &&
+         a.shared_expert_gate == b.shared_expert_gate;
 }
 
 workload::ModelConfig resolve_model(const Json& j, const std::string& label) {

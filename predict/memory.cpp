@@ -175,7 +175,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
             break;
           case schedules::LayerSlot::moe:
           case schedules::LayerSlot::dense:
-            lt = &t.decoder(slot == schedules::LayerSlot::moe, sc.model.windowed(it.index));
+            lt = &t.decoder(slot == schedules::LayerSlot::moe, sc.model.mixer(it.index));
             break;
           case schedules::LayerSlot::mtp:
             lt = &t.mtp;

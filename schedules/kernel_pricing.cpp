@@ -67,12 +67,15 @@ KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& co
       return std::vector<Priced>{
           Priced{labels_.id(name), seconds, 0, 0, false, kCompute, Module::attn, false}};
     };
-    dense_.fwd = chunk("chunk.fwd", fixed_->seconds(Pass::forward));
-    dense_.bwd = chunk("chunk.bwd", fixed_->seconds(Pass::backward));
-    dense_.bwd_input = chunk("chunk.bwd_input", fixed_->seconds(Pass::backward_input));
-    dense_.bwd_weight = chunk("chunk.wgrad", fixed_->seconds(Pass::backward_weight));
+    PricedLayer one;
+    one.fwd = chunk("chunk.fwd", fixed_->seconds(Pass::forward));
+    one.bwd = chunk("chunk.bwd", fixed_->seconds(Pass::backward));
+    one.bwd_input = chunk("chunk.bwd_input", fixed_->seconds(Pass::backward_input));
+    one.bwd_weight = chunk("chunk.wgrad", fixed_->seconds(Pass::backward_weight));
     fwd_bwd_ = chunk("chunk.fwd_bwd", fixed_->pair_s());
-    moe_ = mtp_ = mamba_ = attention_ = dense_;
+    dense_.fill(one);
+    moe_.fill(one);
+    mtp_ = mamba_ = attention_ = one;
     pp_s_ = fixed_->p2p_s;
   } else {
     price_templates();
@@ -331,10 +334,12 @@ void KernelPricing::price_templates() {
                                                           &out.bwd_weight};
     for (std::size_t i = 0; i < lists.size(); ++i) out.merged[i] = merge_runs(*lists[i]);
   };
-  convert(t.dense, dense_);
-  convert(t.moe, moe_);
-  convert(t.dense_window, dense_window_);
-  convert(t.moe_window, moe_window_);
+  for (const auto mixer :
+       {workload::Mixer::full, workload::Mixer::window, workload::Mixer::linear}) {
+    const auto i = static_cast<std::size_t>(mixer);
+    convert(t.decoder(false, mixer), dense_[i]);
+    convert(t.decoder(true, mixer), moe_[i]);
+  }
   convert(t.embedding, embedding_);
   convert(t.head, head_);
   convert(t.mtp, mtp_);

@@ -236,9 +236,8 @@ class KernelPricing {
       case LayerSlot::head:
         return head_;
       case LayerSlot::moe:
-        return in_.model.windowed(item.index) ? moe_window_ : moe_;
       case LayerSlot::dense:
-        return in_.model.windowed(item.index) ? dense_window_ : dense_;
+        return decoder(layer_slot(item, in_.model) == LayerSlot::moe, in_.model.mixer(item.index));
       case LayerSlot::mtp:
         return mtp_;
       case LayerSlot::mamba:
@@ -246,7 +245,7 @@ class KernelPricing {
       case LayerSlot::attention:
         return attention_;
     }
-    return dense_;
+    return dense_[0];
   }
   // Fixed chunks: the overlapped forward-backward pair as one kernel of F&B.
   const std::vector<Priced>& fwd_bwd() const { return fwd_bwd_; }
@@ -339,7 +338,13 @@ class KernelPricing {
   double nvl_port_Bps_ = 0,
          net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
-  PricedLayer dense_, moe_, dense_window_, moe_window_, embedding_, head_, mtp_, mamba_, attention_;
+  const PricedLayer& decoder(bool experts, workload::Mixer mixer) const {
+    const auto i = static_cast<std::size_t>(mixer);
+    return experts ? moe_[i] : dense_[i];
+  }
+  // Decoder layers by workload::Mixer (full, window, linear).
+  std::array<PricedLayer, workload::kMixerCount> dense_, moe_;
+  PricedLayer embedding_, head_, mtp_, mamba_, attention_;
   workload::CaptureSet captured_;
 };
 

@@ -40,8 +40,9 @@ bool has_experts(LayerSlot slot, const workload::ModelConfig& m) {
 namespace {
 // A layer's parameters (or Newton-Schulz FLOPs) but its routed experts': attention and an
 // MLP or the MoE's router and shared expert; a hybrid model's layer, its one mixer's.
+// `linear`: the layer's mixer is Gated DeltaNet (an MTP layer's: the last decoder layer's).
 double mixer_part(const workload::ModelConfig& m, LayerSlot slot, const workload::LayerParams& l,
-                  bool moe) {
+                  bool moe, bool linear) {
   if (slot == LayerSlot::mamba) return l.mamba;
   if (slot == LayerSlot::attention) return l.attention;
   if (slot == LayerSlot::mtp && m.hybrid()) {  // its MTP block's layers
@@ -54,7 +55,12 @@ double mixer_part(const workload::ModelConfig& m, LayerSlot slot, const workload
     return sum;
   }
   const double ffn = moe ? l.moe_common : l.dense_mlp;
-  return m.hybrid() && slot != LayerSlot::mtp ? ffn : l.attention + ffn;
+  return m.hybrid() && slot != LayerSlot::mtp ? ffn : (linear ? l.gdn : l.attention) + ffn;
+}
+
+bool linear_mixer(const LayoutItem& it, LayerSlot slot, const workload::ModelConfig& m) {
+  if (slot == LayerSlot::mtp) return m.linear(m.num_layers - 1);
+  return (slot == LayerSlot::dense || slot == LayerSlot::moe) && m.linear(it.index);
 }
 
 // MoE layers in a slot with experts: one, or a hybrid model's MTP block's count.
@@ -91,7 +97,7 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
   }
   if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
   const bool moe = has_experts(slot, m);
-  s.dense += mixer_part(m, slot, lp, moe) / tp;
+  s.dense += mixer_part(m, slot, lp, moe, linear_mixer(it, slot, m)) / tp;
   if (moe) {
     // Physical experts per rank: parallelism.eplb's copies hold weights, gradients and
     // optimizer states of their own.
@@ -113,7 +119,7 @@ StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Para
     s.dense += workload::newton_schulz_flops(2 * h, h);  // eh_proj
   const bool moe = has_experts(slot, m);
   // Tensor-parallel ranks gather each matrix and orthogonalize it whole (redundantly).
-  s.dense += mixer_part(m, slot, ns, moe);
+  s.dense += mixer_part(m, slot, ns, moe, linear_mixer(it, slot, m));
   if (moe)
     s.expert = static_cast<double>(workload::physical_experts(m, p)) / static_cast<double>(p.ep) *
                ns.expert * moe_layers_in(m, slot);

@@ -26,7 +26,32 @@ AttnTerms attention_terms(const ModelConfig& m) {
   }
   const double d = static_cast<double>(m.head_dim);
   const double g = static_cast<double>(m.num_kv_heads);
-  return {6 * (h * (n * d + 2 * g * d) + n * d * h), 6 * n * d};
+  const double gate = m.attention_output_gate ? n * d : 0;  // training.py 684
+  return {6 * (h * (n * d + 2 * g * d + gate) + n * d * h), 6 * n * d};
+}
+
+// Megatron's Gated DeltaNet layer, a token (training.py 750-768 at cd4afffa):
+// 6 [ h (2 qk + 2 v + 2 Hv) + conv (2 qk + v) + 4 Hv V^2 + h v ].
+double gdn_flops(const ModelConfig& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const auto& g = m.gdn;
+  const double qk = static_cast<double>(g.qk()), v = static_cast<double>(g.v());
+  const double hv = static_cast<double>(g.value_heads), V = static_cast<double>(g.value_dim);
+  return 6 * (h * static_cast<double>(g.in_proj_width()) +
+              static_cast<double>(g.conv) * (2 * qk + v) + 4 * hv * V * V + h * v);
+}
+
+// One Gated DeltaNet layer's parameters (gated_delta_net.py 139-242): in_proj with the
+// pre-norm's gain fused in, the conv's weight over q, k and v (no bias), A_log and dt_bias
+// per value head, the output norm's gain (one value head wide) and out_proj.
+double gdn_params(const ModelConfig& m) {
+  if (m.num_linear_layers() == 0) return 0;
+  const double h = static_cast<double>(m.hidden_size);
+  const auto& g = m.gdn;
+  const double v = static_cast<double>(g.v());
+  return h * static_cast<double>(g.in_proj_width()) + h +
+         static_cast<double>(g.conv * (2 * g.qk() + g.v())) +
+         2 * static_cast<double>(g.value_heads) + static_cast<double>(g.value_dim) + v * h;
 }
 
 // Parameters of one decoder layer's attention block, its input norm included.
@@ -49,7 +74,8 @@ double attention_params(const ModelConfig& m) {
   const double qk_norm = m.qk_layernorm ? 2 * d : 0;
   const double bias = m.attention_bias ? (n + 2 * g) * d + h : 0;
   const double sinks = m.attention_sinks ? n : 0;
-  return h * n * d + 2 * h * g * d + n * d * h + qk_norm + h + bias + sinks;
+  const double gate = m.attention_output_gate ? h * n * d : 0;
+  return h * n * d + 2 * h * g * d + n * d * h + qk_norm + h + bias + sinks + gate;
 }
 
 // An FFN of intermediate size f (gate and up stacked under SwiGLU), with its biases
@@ -67,7 +93,8 @@ double ffn_params(const ModelConfig& m, std::int64_t f, bool bias, std::int64_t 
 double router_params(const ModelConfig& m) {
   const double experts = static_cast<double>(m.num_experts);
   return static_cast<double>(m.hidden_size) * experts +
-         (m.router_scoring == "sigmoid" || m.router_bias ? experts : 0);
+         (m.router_scoring == "sigmoid" || m.router_bias ? experts : 0) +
+         (m.shared_expert_gate ? static_cast<double>(m.hidden_size) : 0);  // w_g, with the router
 }
 
 // LatentMoE's two projections, h -> latent and back (no biases).
@@ -99,7 +126,17 @@ FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q
   const double M = static_cast<double>(q.mtp_layers);
   const double n_moe = static_cast<double>(m.num_moe_layers());
   const double n_dense = static_cast<double>(m.num_dense_layers());
-  const double n_attn = static_cast<double>(m.num_layers) + M;
+  // Linear-attention layers: Megatron rebuilds the pattern over the MTP layers too, from
+  // the interval (training.py 714-719: layer i is full attention iff (i + 1) % N == 0, so an
+  // MTP layer may count as Gated DeltaNet whatever it runs); from a list, moesim counts the
+  // MTP layers as the last decoder layer's kind (Megatron-LM asserts the list covers them;
+  // Megatron-Bridge v0.6.0 flop_utils.py 1105-1109 does this).
+  double n_linear = 0;
+  if (m.num_linear_layers() > 0)
+    for (std::int64_t i = 0; i < m.num_layers + q.mtp_layers; ++i)
+      n_linear += m.linear_attention_freq > 0 ? ((i + 1) % m.linear_attention_freq != 0)
+                                              : m.linear(std::min(i, m.num_layers - 1));
+  const double n_attn = static_cast<double>(m.num_layers) + M - n_linear;
   const double moe_ffn =
       static_cast<double>(m.moe_ffn_hidden_size * m.topk + m.shared_expert_ffn_hidden_size);
   const double mtp_ffn = m.mtp_is_moe() ? moe_ffn : static_cast<double>(m.ffn_hidden_size);
@@ -112,6 +149,7 @@ FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q
   f.attn_linear = n_attn * a.linear;
   f.attn_core = static_cast<double>(q.seq_length) * n_attn * a.core;
   f.logits = 6 * h * static_cast<double>(q.padded_vocab) * (M + 1);
+  f.linear_attn = n_linear * gdn_flops(m);
   return f;
 }
 
@@ -170,8 +208,12 @@ LayerParams muon_ns_flops(const ModelConfig& m) {
                   ns(n * static_cast<double>(d.v_head_dim), h);
   } else {
     const double d = static_cast<double>(m.head_dim), g = static_cast<double>(m.num_kv_heads);
-    l.attention = ns(h, (n + 2 * g) * d) + ns(n * d, h);
+    const double out_gate = m.attention_output_gate ? n : 0;
+    l.attention = ns(h, (n + out_gate + 2 * g) * d) + ns(n * d, h);
   }
+  if (m.num_linear_layers() > 0)
+    l.gdn =
+        ns(h, static_cast<double>(m.gdn.in_proj_width())) + ns(static_cast<double>(m.gdn.v()), h);
   const auto ffn = [&](std::int64_t f, double w) {
     return f > 0 ? ns(w, gate * static_cast<double>(f)) + ns(static_cast<double>(f), w) : 0.0;
   };
@@ -196,6 +238,7 @@ LayerParams layer_parameters(const ModelConfig& m) {
   l.moe_common = router_params(m) + ffn_params(m, m.shared_expert_ffn_hidden_size, m.expert_bias) +
                  h + latent_params(m);
   l.mamba = mamba_params(m);
+  l.gdn = gdn_params(m);
   return l;
 }
 
@@ -220,6 +263,7 @@ ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
                                                : m.num_layers) +
             h;
   p.mamba = mamba_params(m) * static_cast<double>(m.count_hybrid(HybridLayer::mamba));
+  p.linear_attention = gdn_params(m) * static_cast<double>(m.num_linear_layers());
   p.dense_mlp = dense * static_cast<double>(m.num_dense_layers());
   const double n_moe = static_cast<double>(m.num_moe_layers());
   p.routed_experts = expert * experts * n_moe;
@@ -230,7 +274,8 @@ ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
   // A hybrid model's module holds its MTP pattern's layers, each with its own norm; with
   // mtp_repeated_layer one module serves every depth.
   const double mtp_ffn = m.mtp_is_moe() ? expert * experts + shared + router : dense;
-  double mtp_module = 2 * h + 2 * h * h + attn + h + mtp_ffn + h;
+  const double mtp_mixer = m.linear(m.num_layers - 1) ? gdn_params(m) : attn;
+  double mtp_module = 2 * h + 2 * h * h + mtp_mixer + h + mtp_ffn + h;
   double mtp_moe_layers = m.mtp_is_moe() ? 1 : 0;
   if (m.hybrid()) {
     mtp_module = 2 * h + 2 * h * h + h;
@@ -249,7 +294,7 @@ ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
   p.mtp = mtp_module * modules;
 
   const double common = p.embedding + p.output_head + p.attention + p.norms + p.dense_mlp +
-                        p.shared_experts + p.routers + p.mamba;
+                        p.shared_experts + p.routers + p.mamba + p.linear_attention;
   p.total = common + p.routed_experts + p.mtp;
   const double topk = static_cast<double>(m.topk);
   const double mtp_active = p.mtp - expert * (experts - topk) * mtp_moe_layers * modules;

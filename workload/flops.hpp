@@ -17,6 +17,14 @@
 //   GQA: A_lin  = 6 [ h (n d + 2 g d) + n d h ],   A_core = 6 n d
 // Not counted: router GEMM, norms, RoPE, softmax, activations, embedding lookup,
 // recompute, padding.
+// Gated attention (--attention-output-gate) adds the gate's columns to A_lin: 6 h n d.
+// Linear-attention layers (Gated DeltaNet, Qwen3-Next; training.py 712-786 at cd4afffa)
+// replace A_lin + seq A_core of N_lin of the layers + M (N_lin from the interval over them,
+// MTP included) with
+//   G = 6 [ h (2 qk + 2 v + 2 Hv) + conv (2 qk + v) + 4 Hv V^2 + h v ],
+// qk = key heads x K, v = value heads x V: the in_proj, the conv, the delta rule's four
+// products per state and out_proj (the chunked kernels run about 4% more, research
+// qwen3-next.md 2.3).
 //
 // Hybrid models (Megatron-LM training.py 473-547 and the hybrid branch 849-899 at cd4afffa;
 // Megatron-Bridge flop_utils.py 607-751 at v0.6.0, the copy its published TFLOPS use;
@@ -55,8 +63,9 @@ struct FlopsPerToken {
   double attn_core = 0;    // seq x N_attn x A_core
   double logits = 0;       // 6 h V (M + 1)
   double mamba = 0;        // hybrid models' Mamba layers, Megatron's count (d_in = 2h)
+  double linear_attn = 0;  // Gated DeltaNet layers (N_lin G, no seq term)
   double total() const {
-    return dense_mlp + moe_mlp + mtp + attn_linear + attn_core + logits + mamba;
+    return dense_mlp + moe_mlp + mtp + attn_linear + attn_core + logits + mamba + linear_attn;
   }
 };
 
@@ -73,10 +82,11 @@ struct ParamCounts {
   double routed_experts = 0;
   double shared_experts = 0;
   double routers = 0;
-  double mamba = 0;   // hybrid models' Mamba layers, their norms included
-  double mtp = 0;     // MTP modules (they share embedding and output head)
-  double total = 0;   // everything, MTP modules included
-  double active = 0;  // per token: top-k routed experts instead of all
+  double mamba = 0;             // hybrid models' Mamba layers, their norms included
+  double linear_attention = 0;  // Gated DeltaNet layers, their input norms included
+  double mtp = 0;               // MTP modules (they share embedding and output head)
+  double total = 0;             // everything, MTP modules included
+  double active = 0;            // per token: top-k routed experts instead of all
 };
 
 // Parameters of one decoder layer by part: what each pipeline rank holds.
@@ -87,6 +97,7 @@ struct LayerParams {
   double expert = 0;      // one routed expert
   double mamba = 0;       // a hybrid model's Mamba layer: in_proj, conv, A, D, dt bias,
                           // the gated norm, out_proj and the pre-norm
+  double gdn = 0;         // a Gated DeltaNet mixer with its input norm (linear layers)
 };
 LayerParams layer_parameters(const ModelConfig& m);
 

@@ -6,6 +6,8 @@
 //   layer_graph_builder.cpp    their definitions: GEMMs, quantization, communication, norms
 //   layer_graph_attention.cpp  the attention block (MLA or GQA)
 //   layer_graph_moe.cpp        the MoE MLP block: router, dispatchers, experts, combine
+//   layer_graph_mamba.cpp      a hybrid model's Mamba-2 mixer
+//   layer_graph_gdn.cpp        the Gated DeltaNet mixer of linear-attention layers
 #include "workload/layer_graph.hpp"
 
 #include <algorithm>
@@ -103,13 +105,17 @@ ModelTemplates build_templates(const TemplateInputs& in) {
 
   ModelTemplates t;
   const bool full = has(in.framework.recompute_modules, RecomputeModule::full);
-  for (const bool windowed : {false, true}) {
-    if (windowed && !in.model.any_windowed()) break;
+  for (const Mixer mixer : {Mixer::full, Mixer::window, Mixer::linear}) {
+    if (mixer == Mixer::window && !in.model.any_windowed()) continue;
+    if (mixer == Mixer::linear && in.model.num_linear_layers() == 0) continue;
     for (const bool moe : {false, true}) {
-      LayerTemplate& lt = t.decoder(moe, windowed);
+      LayerTemplate& lt = t.decoder(moe, mixer);
       LayerBuilder b(in, lt);
       const std::size_t start = b.mark();
-      if (!in.model.hybrid()) attention_block(b, in, s, windowed);
+      if (mixer == Mixer::linear)
+        detail::gdn_block(b, in, s);
+      else if (!in.model.hybrid())
+        attention_block(b, in, s, mixer == Mixer::window);
       if (moe) {
         if (in.model.is_moe()) moe_mlp(b, in, s);
       } else {
@@ -182,7 +188,9 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     b.linear("mtp.eh_proj", Module::head, s.T, s.h / s.tp, 2 * s.h, true, quantize_input);
     sp_saved_shard(b, s);
     b.finish();
-    std::vector<const LayerTemplate*> parts{&pre, in.model.mtp_is_moe() ? &t.moe : &t.dense};
+    std::vector<const LayerTemplate*> parts{
+        &pre, &t.decoder(in.model.mtp_is_moe(),
+                         in.model.linear(in.model.num_layers - 1) ? Mixer::linear : Mixer::full)};
     // A hybrid model's MTP block is its pattern's layers (Megatron-Core
     // multi_token_prediction.py with mtp_hybrid_override_pattern), built in BF16 under an
     // FP8 recipe where the model keeps its MTP spec in BF16 (keep_mtp_spec_in_bf16).

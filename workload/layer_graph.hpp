@@ -158,8 +158,9 @@ struct LayerTemplate {
 struct ModelTemplates {
   LayerTemplate dense;  // a dense decoder layer
   LayerTemplate moe;    // an MoE decoder layer
-  // The same with sliding-window attention (built when the model has windowed layers).
-  LayerTemplate dense_window, moe_window;
+  // The same with sliding-window attention (built when the model has windowed layers),
+  // and with a Gated DeltaNet mixer in place of attention (when it has linear layers).
+  LayerTemplate dense_window, moe_window, dense_linear, moe_linear;
   LayerTemplate embedding;  // E in the pp layout
   LayerTemplate head;       // L: output layer and loss
   LayerTemplate mtp;        // m: an MTP module (its decoder layer of the last layer's kind)
@@ -168,11 +169,19 @@ struct ModelTemplates {
   // MLP part alone with its own pre-norm.
   LayerTemplate mamba, attention;
 
-  LayerTemplate& decoder(bool experts, bool windowed) {
-    return windowed ? (experts ? moe_window : dense_window) : (experts ? moe : dense);
+  LayerTemplate& decoder(bool experts, Mixer mixer) {
+    switch (mixer) {
+      case Mixer::window:
+        return experts ? moe_window : dense_window;
+      case Mixer::linear:
+        return experts ? moe_linear : dense_linear;
+      case Mixer::full:
+        break;
+    }
+    return experts ? moe : dense;
   }
-  const LayerTemplate& decoder(bool experts, bool windowed) const {
-    return windowed ? (experts ? moe_window : dense_window) : (experts ? moe : dense);
+  const LayerTemplate& decoder(bool experts, Mixer mixer) const {
+    return const_cast<ModelTemplates*>(this)->decoder(experts, mixer);
   }
 };
 

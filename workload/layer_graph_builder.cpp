@@ -100,6 +100,21 @@ void LayerBuilder::memory_kernels(const std::string& name, Module mod,
   if (!group.empty()) push_bwd(std::move(group));
 }
 
+void LayerBuilder::memory_kernels(const std::string& name, Module mod,
+                                  const std::vector<MemKernel>& fwd,
+                                  const std::vector<MemKernel>& bwd, double saved) {
+  const auto make = [&](const MemKernel& k, const char* pass) {
+    KernelTemplate t = mem_t(name + "." + k.name + pass, mod, k.bytes);
+    t.work.ctas = k.ctas;
+    return t;
+  };
+  for (const MemKernel& k : fwd) push_fwd(make(k, ".fwd"));
+  if (!fwd.empty()) out_.fwd.back().saved_bytes = saved;
+  std::vector<KernelTemplate> group;
+  for (const MemKernel& k : bwd) group.push_back(make(k, ".bwd"));
+  if (!group.empty()) push_bwd(std::move(group));
+}
+
 void LayerBuilder::quantize(const std::string& name, Module mod, double elems, double tensors,
                             bool norm_amax, bool tp_reduce) {
   std::vector<KernelTemplate> q = quantized(name, mod, elems, tensors, norm_amax);

@@ -73,6 +73,16 @@ class LayerBuilder {
   void memory_kernels(const std::string& name, Module mod, const std::vector<double>& fwd,
                       const std::vector<double>& bwd, double saved = 0);
 
+  // The same with each kernel named and, for kernels whose grid stays under one wave,
+  // its CTAs (hw_models::ComputeWork::ctas).
+  struct MemKernel {
+    std::string name;
+    double bytes = 0;
+    double ctas = 0;
+  };
+  void memory_kernels(const std::string& name, Module mod, const std::vector<MemKernel>& fwd,
+                      const std::vector<MemKernel>& bwd, double saved = 0);
+
   // Quantizes `tensors` tensors of `elems` elements in all into FP8 (see header for the
   // MXFP8 allocation and swizzle kernels that go with it).
   // `tp_reduce`: the input is a sequence-parallel shard gathered quantized after this, so its
@@ -303,5 +313,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
 void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s);
 // A hybrid model's Mamba-2 mixer layer (layer_graph_mamba.cpp).
 void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s);
+// A linear-attention layer's Gated DeltaNet mixer (layer_graph_gdn.cpp).
+void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s);
 
 }  // namespace moesim::workload::detail

@@ -174,6 +174,15 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
              s.T * e2 * fs * act_bytes);
     b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
     tp_scatter(b, s, Module::shared_expert, "shared");
+    // --moe-shared-expert-gate (shared_experts.py 195-201 at cd4afffa): sigmoid(x w_g), a
+    // GEMV of the rank's tokens, scales the output; backward: the product's two gradients
+    // and the GEMV's (the output kept for the gate's gradient).
+    if (m.shared_expert_gate)
+      b.memory_kernels(
+          "shared.gate", Module::shared_expert,
+          {{"gemv", s.Tn * s.h * 2}, {"sigmoid", s.Tn * 4}, {"mul", s.Tn * s.h * 2 * 3}},
+          {{"mul", s.Tn * s.h * 2 * 4}, {"sigmoid", s.Tn * 4}, {"gemv", s.Tn * s.h * 2 * 2}},
+          s.Tn * s.h * 2);
     if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts))
       b.recompute_since(start);
   };

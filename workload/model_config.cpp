@@ -30,7 +30,11 @@ std::int64_t ModelConfig::count_hybrid(HybridLayer k) const {
 }
 
 std::int64_t ModelConfig::num_attention_layers() const {
-  return hybrid() ? count_hybrid(HybridLayer::attention) : num_layers;
+  return hybrid() ? count_hybrid(HybridLayer::attention) : num_layers - num_linear_layers();
+}
+
+std::int64_t ModelConfig::num_linear_layers() const {
+  return std::count(linear_layer.begin(), linear_layer.end(), true);
 }
 
 std::int64_t ModelConfig::num_moe_layers() const {

@@ -1,6 +1,7 @@
 // workload/model_config.hpp: a model architecture, normalized from Hugging Face
 // config.json fields (docs/reference/models.md) into one shape for MLA and GQA
-// attention, dense and MoE layers, and hybrid Mamba-Transformer models (Nemotron-H, whose
+// attention, dense and MoE layers, linear-attention layers (Qwen3-Next's Gated DeltaNet
+// beside gated attention), and hybrid Mamba-Transformer models (Nemotron-H, whose
 // layers each carry one mixer: a Mamba-2 SSM, attention, an MoE or a dense MLP).
 #pragma once
 
@@ -45,6 +46,30 @@ struct MambaDims {
   std::int64_t d_inner() const { return heads * head_dim; }
   std::int64_t in_proj_width() const { return 2 * d_inner() + 2 * groups * state + heads; }
 };
+
+// Gated DeltaNet dimensions (Qwen3-Next; HF linear_num_key_heads, linear_key_head_dim,
+// linear_num_value_heads, linear_value_head_dim, linear_conv_kernel_dim; Megatron-Core
+// ssm/gated_delta_net.py 139-210 at cd4afffa): q and k in `key_heads` heads of `key_dim`,
+// v and the output gate z in `value_heads` heads of `value_dim`; the in_proj writes q, k,
+// v, z and one beta and one decay logit per value head; the causal conv runs over q, k, v.
+// FLA's chunked kernels walk the sequence in chunks of 64 tokens (fla/ops/gated_delta_rule/
+// chunk.py 38 at v0.4.2).
+struct GdnDims {
+  std::int64_t key_heads = 0;
+  std::int64_t key_dim = 128;
+  std::int64_t value_heads = 0;
+  std::int64_t value_dim = 128;
+  std::int64_t conv = 4;
+  static constexpr std::int64_t kChunk = 64;
+  std::int64_t qk() const { return key_heads * key_dim; }
+  std::int64_t v() const { return value_heads * value_dim; }
+  std::int64_t in_proj_width() const { return 2 * qk() + 2 * v() + 2 * value_heads; }
+};
+
+// A decoder layer's token mixer in a transformer model: full (causal) attention,
+// sliding-window attention, or linear attention (Gated DeltaNet).
+enum class Mixer : std::uint8_t { full, window, linear };
+inline constexpr std::size_t kMixerCount = 3;
 
 struct ModelConfig {
   std::string name;        // preset name or the scenario's inline name
@@ -108,6 +133,21 @@ struct ModelConfig {
   // Attention sinks (GPT-OSS; Megatron --softmax-type learnable): one learned logit per
   // head in every softmax's denominator.
   bool attention_sinks = false;
+  // Linear-attention layers (Qwen3-Next: HF full_attention_interval N, every N-th layer
+  // full attention and the rest Gated DeltaNet, or layer_types "linear_attention"; Megatron
+  // --experimental-attention-variant gated_delta_net --linear-attention-freq N).
+  // linear_attention_freq: that N (0 when a list gives the layers); Megatron's FLOPs count
+  // rebuilds the pattern from it over the MTP layers too (training.py 714-719 at cd4afffa).
+  std::vector<bool> linear_layer;
+  std::int64_t linear_attention_freq = 0;
+  GdnDims gdn;
+  // Gated attention (Megatron --attention-output-gate; Qwen3-Next): linear_qkv also writes a
+  // gate of q's width, and the attention output is multiplied by its sigmoid before the
+  // output projection (transformer/attention.py 1605-1630, 1678-1680 at cd4afffa).
+  bool attention_output_gate = false;
+  // The shared expert's output scaled by sigmoid(x w_g), w_g 1 x h (Megatron
+  // --moe-shared-expert-gate; moe/shared_experts.py 131-140, 195-201 at cd4afffa).
+  bool shared_expert_gate = false;
   bool attention_bias = false;  // q, k, v and output projection biases (HF attention_bias)
   bool mlp_bias = false;        // dense MLP biases (HF mlp_bias)
   bool expert_bias = false;     // routed and shared experts' biases (GPT-OSS)
@@ -117,11 +157,19 @@ struct ModelConfig {
     return sliding_window > 0 && sliding_layer[static_cast<std::size_t>(layer)];
   }
   bool any_windowed() const;
+  bool linear(std::int64_t layer) const {
+    return !linear_layer.empty() && linear_layer[static_cast<std::size_t>(layer)];
+  }
+  std::int64_t num_linear_layers() const;
+  Mixer mixer(std::int64_t layer) const {
+    return linear(layer) ? Mixer::linear : windowed(layer) ? Mixer::window : Mixer::full;
+  }
 
   bool is_moe() const { return num_experts > 0; }
   bool hybrid() const { return !hybrid_layers.empty(); }
   std::int64_t count_hybrid(HybridLayer k) const;
-  // Layers that run attention: every decoder layer, or a hybrid model's '*' layers.
+  // Layers that run softmax attention: every decoder layer but the linear-attention ones,
+  // or a hybrid model's '*' layers.
   std::int64_t num_attention_layers() const;
   std::int64_t num_moe_layers() const;
   // Layers with a dense MLP: the non-MoE decoder layers, or a hybrid model's '-' layers.

@@ -352,9 +352,9 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what",
   CHECK(bridge(q + "model.seq_length=8192", "26.04").scenario.at("training").at("seq_length") ==
         8192);
   // A recipe whose family's settings are not tabulated resolves, and is refused by name.
-  const auto next = err("-m qwen -mr qwen3_next_80b_a3b -g gb300 -c fp8_mx -ng 64");
-  CHECK(next.find("QWEN3_NEXT_80B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1") != std::string::npos);
-  CHECK(next.find("not tabulated") != std::string::npos);
+  const auto ultra = err("-m nemotronh -mr nemotron_3_ultra -g gb300 -c fp8_mx -ng 256", "26.08");
+  CHECK(ultra.find("NEMOTRON_3_ULTRA_PRETRAIN_CONFIG_GB300_FP8_MX") != std::string::npos);
+  CHECK(ultra.find("not tabulated") != std::string::npos);
   // The Kimi family's code reads --optimizer_type; only its Muon path is tabulated.
   CHECK(err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256 --optimizer_type adam")
             .find("adam: the Kimi family code switches to distributed Adam") != std::string::npos);

@@ -296,8 +296,15 @@ TEST_CASE("import megatron: every ModelZoo best-practice run", "[config][import]
        0,
        nullptr,
        Expected{256, 2, 8, 4, 32, 1, "bf16", "deepep"}},
-      // Qwen3-Next: Gated DeltaNet linear attention between its attention layers.
-      {qwen + "run_next_80b.sh", 0, "h100", {}, 0, "Qwen3-Next"},
+      // Qwen3-Next: Gated DeltaNet linear attention between its gated attention layers
+      // (the model yaml's --linear-attention-type and head flags; preset qwen3-next-80b-a3b).
+      {qwen + "run_next_80b.sh",
+       0,
+       "h100",
+       {},
+       0,
+       nullptr,
+       Expected{128, 1, 4, 3, 32, 1, "bf16", "deepep"}},
   };
   // 32 runs in 12 scripts (run 2 of the H100 script is checked on two systems).
   CHECK(cases.size() == 33);
