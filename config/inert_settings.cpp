@@ -396,6 +396,10 @@ std::vector<PerformanceSetting> build() {
           "no rank receives more than its budget after the experts' own capacity");
     return std::nullopt;
   });
+  key("framework.offload_layers", [](const Scenario& sc) -> Why {
+    if (sc.framework.offload_layers == 0) return std::string("0 offloads no layer");
+    return std::nullopt;
+  });
   key("framework.moe_paged_stash", [](const Scenario& sc) -> Why {
     const auto cf = sc.framework.moe_expert_rank_capacity_factor;
     if (cf && *cf <= sc.ep_load())

@@ -208,6 +208,31 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
             d->as_enum(workload::optimizer_state_dtype_names(), "optimizer state dtype");
       if (auto off = o.get("offload"))
         f.offload = off->as_enum_list(workload::offload_target_names(), "offload target");
+      if (auto layers = o.get("offload_layers")) {
+        f.offload_layers = layers->as_int(0, sc_.model.num_layers - 1);
+        // Megatron-Core's and TE's checks on layer offloading (docs/research/
+        // cpu-layer-offloading.md 2): one pipeline stage, no recompute, no partial CUDA
+        // graphs, not beside the fine-grained offloading. Without a graph scope given, none.
+        const bool full_graph = f.cuda_graph_scope.size() == 1 &&
+                                f.cuda_graph_scope[0] == CudaGraphScope::full_iteration;
+        if (f.offload_layers > 0) {
+          if (sc_.parallelism.pp > 1)
+            layers->fail(
+                "Megatron-Core's layer offloading runs without pipeline parallelism (pp 1)");
+          if (!f.recompute_modules.empty())
+            layers->fail("Megatron-Core's layer offloading runs without activation recompute");
+          if (!f.offload.empty())
+            layers->fail(
+                "the fine-grained offloading (framework.offload) and layer offloading exclude "
+                "each other");
+          if (!o.get("cuda_graph_scope"))
+            f.cuda_graph_scope.clear();
+          else if (!f.cuda_graph_scope.empty() && !full_graph)
+            layers->fail(
+                "Megatron-Core's layer offloading runs with no CUDA graphs or a full-iteration "
+                "one (cuda_graph_scope)");
+        }
+      }
       if (auto v = o.get("optimizer"))
         f.optimizer = v->as_enum(workload::optimizer_kind_names(), "optimizer");
       if (auto v = o.get("main_grads_dtype"))

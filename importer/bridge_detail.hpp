@@ -179,7 +179,7 @@ class BridgeImporter {
   void nccl_ub(const std::string& src);
   void cuda_graphs(const Json& impl, Json scope, const std::string& src);
   void a2a_overlap(const std::string& src);
-  void refuse_offload(const Json& layers, const std::string& at) const;
+  void offload_layers(const Json& layers, const std::string& at);
   void flat_fields(const std::string& src);
   void bf16_precision_aware();
   void weak_scale(std::int64_t table_gpus, std::int64_t table_gbs);

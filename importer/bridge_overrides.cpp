@@ -275,7 +275,7 @@ void BridgeImporter::user() {
                 given("cuda_graph_scope") ? *given("cuda_graph_scope") : Json(),
                 "the command's CUDA graph flags");
   const auto value = [&](const char* d) { return given(d) ? *given(d) : Json(); };
-  refuse_offload(value("activation_offload_layers"), flag("activation_offload_layers"));
+  offload_layers(value("activation_offload_layers"), flag("activation_offload_layers"));
   recompute_layers(value("recompute_num_layers"), flag("recompute_num_layers"));
   recompute_modules(value("recompute_modules"), flag("recompute_modules"));
   if (has("moe_a2a_overlap") && given("moe_a2a_overlap")->get<bool>())

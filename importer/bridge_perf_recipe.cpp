@@ -161,7 +161,7 @@ void BridgeImporter::table() {
     nccl_ub(src + " (_set_nccl_ub_overrides)");
   cuda_graphs(s.at("cuda_graph_impl"), s.at("cuda_graph_scope"), src);
   if (s.value("moe_a2a_overlap", false)) a2a_overlap(src);
-  refuse_offload(s.at("cpu_offloading_num_layers"), src + " (cpu_offloading_num_layers)");
+  offload_layers(s.at("cpu_offloading_num_layers"), src + " (cpu_offloading_num_layers)");
   flat_fields(src);
   recompute_layers(s.at("recompute_num_layers"), src);
   recompute_modules(s.at("recompute_modules"), src);
@@ -260,11 +260,13 @@ void BridgeImporter::a2a_overlap(const std::string& src) {
 // modules; from v0.2.1 the modules also make the granularity selective, at v0.2.0 they act
 // only where the recipe already is (utils/helpers.py:178-180).
 // The workload config and the flags go through the same function in Bridge; so here.
-void BridgeImporter::refuse_offload(const Json& layers, const std::string& at) const {
-  if (!layers.is_null())
-    refuse(at, fmt::format("CPU activation offloading of {} layers: Megatron-Core's layer "
-                           "offloading is not modeled",
-                           layers.dump()));
+// Megatron-Core's layer offloading (model.cpu_offloading with cpu_offloading_num_layers N,
+// activations only: Bridge's _set_recompute_overrides, scripts/performance/utils/
+// overrides.py 126-136 at v0.3.0, 163-173 at v0.6.0; docs/research/cpu-layer-offloading.md 1).
+// Up to v0.4.x the launcher switches it on for N = 0 too, which offloads nothing.
+void BridgeImporter::offload_layers(const Json& layers, const std::string& at) {
+  if (layers.is_null() || !layers.is_number_integer() || layers.get<std::int64_t>() <= 0) return;
+  b_.set("framework.offload_layers", layers.get<std::int64_t>(), at);
 }
 void BridgeImporter::recompute_layers(const Json& layers, const std::string& src) {
   if (layers.is_null()) return;

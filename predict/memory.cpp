@@ -187,8 +187,14 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
             lt = &t.attention;
             break;
         }
-        const Kept kept = kept_bytes(*lt);
-        largest_host_item = std::max(largest_host_item, kept.host);
+        Kept kept = kept_bytes(*lt);
+        // Layer offloading (framework.offload_layers): the first N decoder layers keep
+        // everything in host memory; at most L - N layers' activations are on the GPU.
+        const bool layer_offloaded =
+            (slot == schedules::LayerSlot::dense || slot == schedules::LayerSlot::moe) &&
+            it.index < fw.offload_layers;
+        if (layer_offloaded) kept = {0, kept.gpu + kept.host};
+        if (!layer_offloaded) largest_host_item = std::max(largest_host_item, kept.host);
         transient = std::max(transient, lt->transient_bytes);
         act_per_chunk[static_cast<std::size_t>(c)] += kept.gpu;
         host_per_chunk[static_cast<std::size_t>(c)] += kept.host;
@@ -228,7 +234,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
       act += (w.forward() ? 1 : -1) * (act_per_chunk[c] + graph_per_chunk[c]);
       gb += (w.forward() ? 1 : -1) * graph_per_chunk[c];
       off += (w.forward() ? 1 : -1) * host_per_chunk[c];
-      const double now = act + std::min(off, resident);
+      const double now = act + (fw.offload_layers > 0 ? 0.0 : std::min(off, resident));
       if (now > peak) {
         peak = now;
         gpeak = gb;

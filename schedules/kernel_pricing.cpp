@@ -312,6 +312,7 @@ void KernelPricing::price_templates() {
       in_.ep_load,     in_.system.gpu.arch == hw_models::GpuArch::hopper};
   const workload::ModelTemplates t = workload::build_templates(ti);
   const auto convert = [&](const workload::LayerTemplate& lt, PricedLayer& out) {
+    for (const auto& k : lt.fwd) out.saved_bytes += k.saved_bytes;
     for (const auto& k : lt.fwd) {
       out.fwd.push_back(price(k));
       labels_.set_pass(out.fwd.back().label, kFwd);

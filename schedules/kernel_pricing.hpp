@@ -107,7 +107,8 @@ using workload::Module;
 
 // What a kernel (or the event it records) is: computation or one kind of communication.
 // The order after kCompute is CommKind's (the breakdown maps one onto the other).
-enum Category : std::uint8_t { kCompute, kEpComm, kTpComm, kPpComm, kDpComm };
+// kOffload: layer offloading's copies to and from host memory (framework.offload_layers).
+enum Category : std::uint8_t { kCompute, kEpComm, kTpComm, kPpComm, kDpComm, kOffload };
 
 using PortLoads = std::array<float, sim_core::Kernel::kPorts>;
 
@@ -200,6 +201,7 @@ struct Priced {
 // costs 0.32 G instructions, against 0.46 G with the coalescing alone.
 struct PricedLayer {
   std::vector<Priced> fwd, bwd;
+  double saved_bytes = 0;  // what its forward keeps for its backward (layer offloading copies)
   // The backward split for zero-bubble schedules: input gradients (everything but the
   // weight-gradient GEMMs) and weight gradients (the ".wgrad" GEMMs).
   std::vector<Priced> bwd_input, bwd_weight;

@@ -17,8 +17,9 @@
 namespace moesim::schedules::detail {
 
 const char* const kTrackNames[kTracks] = {
-    "compute",   "pp.fwd.send",  "pp.fwd.recv",  "pp.bwd.send",  "pp.bwd.recv",  "dp",
-    "dp.gather", "pp2.fwd.send", "pp2.fwd.recv", "pp2.bwd.send", "pp2.bwd.recv", "compute.pair"};
+    "compute",      "pp.fwd.send",  "pp.fwd.recv",  "pp.bwd.send",  "pp.bwd.recv",
+    "dp",           "dp.gather",    "pp2.fwd.send", "pp2.fwd.recv", "pp2.bwd.send",
+    "pp2.bwd.recv", "compute.pair", "offload"};
 
 namespace {
 
@@ -185,8 +186,9 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
     k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
   k.waits[0] = l.first ? l.gate : l.cross;
   k.waits[1] = l.layer_gate;
+  k.waits[2] = l.offload_gate;
   l.first = false;
-  l.cross = l.layer_gate = kNoEvent;
+  l.cross = l.layer_gate = l.offload_gate = kNoEvent;
   if (p.sync) k.record = sim_.event(p.category);
   l.last = buf_.size();
   launch(l.stream, k, cpu);
@@ -227,11 +229,17 @@ void RankProgram::kernels_of(const WorkItem& it, const Place& pl, std::vector<St
 }
 
 void RankProgram::emit_step(const Step& st, Lane& l) {
-  if (st.begins >= 0) before_layer(l, st.begins);
+  if (st.begins >= 0) {
+    before_layer(l, st.begins);
+    offload_before(l, st.begins);
+  }
   if (st.p)
     emit(*st.p, l,
          tracing_ && l.item >= 0 ? context(items_[static_cast<std::size_t>(l.item)], st.item) : 0);
-  if (st.ends >= 0) after_layer(l, st.ends);
+  if (st.ends >= 0) {
+    after_layer(l, st.ends);
+    offload_after(l, st.ends);
+  }
 }
 
 // Posts the receives of items up to `upto` and returns item `index`'s gates.

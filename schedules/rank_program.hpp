@@ -50,6 +50,7 @@ enum Track : int {
   kPp2BwdSend,
   kPp2BwdRecv,
   kPairStream,
+  kOffloadStream,  // layer offloading's copies (framework.offload_layers)
   kTracks
 };
 extern const char* const kTrackNames[kTracks];

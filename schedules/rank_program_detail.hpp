@@ -43,8 +43,9 @@ class RankProgram final : public sim_core::HostProgram {
     int item = -1;  // the work item
     int stream = kComputeStream;
     EventId gate = kNoEvent;
-    EventId cross = kNoEvent;       // the next kernel waits for the other lane (DualPipe pairs)
-    EventId layer_gate = kNoEvent;  // the next kernel waits for its layer's parameters
+    EventId cross = kNoEvent;         // the next kernel waits for the other lane (DualPipe pairs)
+    EventId layer_gate = kNoEvent;    // the next kernel waits for its layer's parameters
+    EventId offload_gate = kNoEvent;  // ...and for its layer's offload copy (offload_layers)
     bool first = true, in_graph = false;
     std::size_t last = 0;
     std::vector<EventId> unit_gather;  // FSDP: each stage item's parameter all-gather
@@ -184,6 +185,13 @@ class RankProgram final : public sim_core::HostProgram {
   void after_layer(Lane& l, int k);
   void amax_reduce(const WorkItem& it, Lane& l);
 
+  // rank_program_offload.cpp: layer offloading (framework.offload_layers).
+  // The decoder layer index of stage item k of the lane's item, or -1.
+  int offloaded_layer(const Lane& l, int k) const;
+  void offload_copy(Lane& l, int layer, bool out);
+  void offload_before(Lane& l, int k);
+  void offload_after(Lane& l, int k);
+
   // rank_program_pairs.cpp: overlapped pairs.
   static NodeSlot slot_of(Module m);
   static int stream_of(NodeSlot s);
@@ -215,6 +223,8 @@ class RankProgram final : public sim_core::HostProgram {
   bool lazy_gather_ = false;  // parameter gathers at first use (gather_at_first_use)
   std::vector<std::vector<EventId>> gather_;  // per chunk, per stage item: its bucket's gather
   std::vector<EventId> wgrad_done_;           // per chunk: its last weight gradients
+  // Layer offloading: per microbatch, per offloaded layer, its copy out and back.
+  std::vector<std::vector<EventId>> offload_out_, offload_in_;
   EventId last_dp_ = kNoEvent;
   std::vector<HostOp> buf_;
   std::size_t pos_ = 0;

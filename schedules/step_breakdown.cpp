@@ -22,7 +22,8 @@ void StepObserver::Line::add(const Span& s, const StepState& sim) {
       b.host_bound_by_module[sim.module_of(s.label)] += gap;
     } else if (s.gated_by == kPpComm)
       b.pipeline_bubble += gap, bubble = true;
-    else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm) {
+    else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm ||
+             s.gated_by == kOffload) {
       b.exposed_comm += gap;
       b.exposed_comm_by_kind[kind(s.gated_by)] += gap;
     } else

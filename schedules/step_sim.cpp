@@ -36,9 +36,11 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
   std::vector<std::unique_ptr<sim_core::Gpu>> gpus;
   std::vector<std::unique_ptr<sim_core::HostProgram>> programs;
   std::vector<std::unique_ptr<sim_core::HostThread>> hosts;
-  // The descending-stage streams and the pair stream only where the schedule has them.
-  const int tracks =
-      sim.pair_stream() ? static_cast<int>(kTracks) : static_cast<int>(kDpGatherStream) + 1;
+  // The descending-stage streams and the pair stream only where the schedule has them, the
+  // offload stream where layers are offloaded.
+  const int tracks = sim.pair_stream() || in.framework.offload_layers > 0
+                         ? static_cast<int>(kTracks)
+                         : static_cast<int>(kDpGatherStream) + 1;
   StepObserver obs(sim, pp, opt.trace, sim.pair_stream());
   for (int r = 0; r < pp; ++r) {
     gpus.push_back(std::make_unique<sim_core::Gpu>(sim.engine(), sim.events(), sim.rendezvous(), r,
@@ -189,6 +191,7 @@ const sim_core::NameTable<CommKind>& comm_kind_names() {
       {CommKind::tp, "tp", "tensor-parallel collectives"},
       {CommKind::pp, "pp", "pipeline transfers"},
       {CommKind::dp, "dp", "data-parallel gradient and parameter collectives"},
+      {CommKind::offload, "offload", "layer offloading's copies to and from host memory"},
   }};
   static constexpr sim_core::NameTable<CommKind> kTable{kEntries};
   return kTable;

@@ -69,9 +69,9 @@ struct StepOptions {
 
 // The communication a stream waited for or ran: EP dispatch and combine (and their
 // counts exchange), TP collectives, pipeline transfers, DP gradient and parameter
-// collectives.
-enum class CommKind : std::uint8_t { ep, tp, pp, dp };
-inline constexpr std::size_t kCommKinds = 4;
+// collectives, and layer offloading's copies to and from host memory.
+enum class CommKind : std::uint8_t { ep, tp, pp, dp, offload };
+inline constexpr std::size_t kCommKinds = 5;
 const sim_core::NameTable<CommKind>& comm_kind_names();
 // The name of a slot of the breakdown's module arrays: the module's, or "outside_layers".
 std::string breakdown_module_name(std::size_t slot);

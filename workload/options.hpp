@@ -210,6 +210,14 @@ struct Framework {
   double allocator_fragmentation = 0;
   OptimizerStateDtype optimizer_state_dtype = OptimizerStateDtype::fp32;
   std::vector<OffloadTarget> offload;
+  // Megatron-Core's layer offloading (cpu_offloading with cpu_offloading_num_layers N,
+  // TransformerEngine's get_cpu_offload_context; Megatron-Bridge --activation_offload_layers):
+  // everything the first N decoder layers save is copied to host memory in forward and back
+  // in backward, on one copy stream (TE >= 2.10, transformer_engine/pytorch/cpu_offload.py at
+  // 4329ff84: layer L - N + i's forward waits for layer i's copy out; layer i's copy back is
+  // queued when layer L - 1 - N + i's backward starts, and layer i's backward waits for it).
+  // 0 = none.
+  std::int64_t offload_layers = 0;
   OptimizerKind optimizer = OptimizerKind::adam;
   GradDtype main_grads_dtype = GradDtype::fp32;
   // What DP reduces the gradients in (Megatron --grad-reduce-in-bf16 off: FP32). Default

@@ -181,6 +181,10 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"ep_fp8_dispatch": true}})");
   add("framework.moe_expert_rank_capacity_factor", g, "{}",
       R"({"framework": {"moe_expert_rank_capacity_factor": 1.5}})");
+  // Layer offloading: the first layer's activations leave the GPU (h100_dense: 2 layers, pp 1).
+  add("framework.offload_layers",
+      patched(h100_dense(), R"({"framework": {"cuda_graph_scope": [], "recompute_modules": []}})"),
+      R"({"framework": {"offload_layers": 0}})", R"({"framework": {"offload_layers": 1}})");
   add("framework.moe_paged_stash",
       patched(gb200_capacity(), R"({"framework": {"cuda_graph_scope": ["full_iteration"]}})"),
       R"({"framework": {"moe_paged_stash": false}})",
