@@ -17,8 +17,8 @@ DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p,
   plan.item = stage_item_parameters(m, p, stage, padded_vocab, schedule);
   plan.bucket.assign(n, StageParams{});
   // Bucketing off (see the header): one bucket, closing at the stage's first item.
-  const bool bucketed =
-      stage.pp_rank == 0 && stage.vp == 0 && !fw.overlap_param_gather_with_optimizer_step;
+  const bool bucketed = stage.pp_rank == 0 && stage.vp == 0 && fw.overlap_grad_reduce &&
+                        !fw.overlap_param_gather_with_optimizer_step;
   constexpr double kWhole = std::numeric_limits<double>::infinity();
   const double dense_size =
       bucketed ? fw.ddp_bucket_size.value_or(default_bucket_params(p.dp * p.cp)) : kWhole;

@@ -95,6 +95,14 @@ TEST_CASE("Megatron's buckets: filled in backward order, closed at the item reac
   // Megatron's default: max(40 M, 1 M x DP).
   CHECK(schedules::default_bucket_params(8) == 40e6);
   CHECK(schedules::default_bucket_params(128) == 128e6);
+  // Without --overlap-grad-reduce DDP sets bucket_size None (distributed_data_parallel.py
+  // 70-72 at cd4afffa): one bucket, closing at the first item.
+  fw.overlap_grad_reduce = false;
+  const auto one = schedules::dp_plan(sc.model, sc.parallelism, fw, stage, sc.padded_vocab(),
+                                      sc.pipeline_schedule);
+  CHECK(one.bucket[0].dense == Approx(all.dense));
+  CHECK(one.bucket[0].expert == Approx(all.expert));
+  for (std::size_t k = 1; k < one.bucket.size(); ++k) CHECK_FALSE(one.bucket[k].any());
 }
 
 TEST_CASE(
