@@ -154,6 +154,7 @@ constexpr std::array kModeled{
     FlagSpec{"--enable-cuda-graph", Arity::none},
     FlagSpec{"--optimizer-offload-fraction", Arity::one},
     FlagSpec{"--ddp-bucket-size", Arity::one},
+    FlagSpec{"--cpu-offloading-num-layers", Arity::one},
     FlagSpec{"--moe-router-fusion", Arity::none},
     FlagSpec{"--moe-grouped-gemm", Arity::none},
     FlagSpec{"--moe-permute-fusion", Arity::none},

@@ -163,6 +163,10 @@ void Importer::framework(Json& sc) {
            "them on a side stream)");
   }
   fw["offload"] = offload;
+  // Layer offloading (--cpu-offloading-num-layers N > 0 switches cpu_offloading on,
+  // megatron/training/arguments.py 1852-1853 at cd4afffa): the first N layers' activations.
+  if (const auto n = f_.integer("--cpu-offloading-num-layers"); n && *n > 0)
+    fw["offload_layers"] = *n;
   if (const auto b = f_.number("--ddp-bucket-size")) fw["ddp_bucket_size"] = *b;
   // Things Megatron selects that moesim takes as given.
   const std::string impl_t = f_.choice("--transformer-impl", "transformer_engine",

@@ -191,8 +191,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         // Layer offloading (framework.offload_layers): the first N decoder layers keep
         // everything in host memory; at most L - N layers' activations are on the GPU.
         const bool layer_offloaded =
-            (slot == schedules::LayerSlot::dense || slot == schedules::LayerSlot::moe) &&
-            it.index < fw.offload_layers;
+            it.kind == schedules::LayoutItemKind::decoder && it.index < fw.offload_layers;
         if (layer_offloaded) kept = {0, kept.gpu + kept.host};
         if (!layer_offloaded) largest_host_item = std::max(largest_host_item, kept.host);
         transient = std::max(transient, lt->transient_bytes);

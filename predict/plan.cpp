@@ -242,8 +242,9 @@ Plan plan(const PlanRequest& req) {
                                                                       sc.model.num_experts, gpus))
                                                : std::vector<std::int64_t>{1}});
   f.layouts.push_back({"etp", {1}});
-  // A hybrid Mamba model takes no context parallelism here (the loader refuses it).
-  f.layouts.push_back({"cp", sc.model.hybrid()
+  // A hybrid Mamba model or one with Gated DeltaNet layers takes no context parallelism
+  // here (the loader refuses it).
+  f.layouts.push_back({"cp", sc.model.hybrid() || sc.model.num_linear_layers() > 0
                                  ? std::vector<std::int64_t>{1}
                                  : powers_of_two(1, sc.training.seq_length >= 16384 ? 4 : 2)});
   // Both splits of the layers: even, and with the embedding and loss as a layer each (the

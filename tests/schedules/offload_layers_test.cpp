@@ -4,6 +4,7 @@
 // at most L - N layers on the GPU, and Megatron's refusals.
 #include <catch2/catch.hpp>
 
+#include "importer/import.hpp"
 #include "predict/predict.hpp"
 #include "support/helpers.hpp"
 
@@ -85,4 +86,19 @@ TEST_CASE("Layer offloading is refused where Megatron-Core asserts", "[schedules
   auto dflt = llama(10);
   dflt["framework"].erase("cuda_graph_scope");
   CHECK(load(dflt).framework.cuda_graph_scope.empty());
+}
+
+TEST_CASE("Megatron's --cpu-offloading-num-layers imports as framework.offload_layers",
+          "[schedules][offload][import]") {
+  importer::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const std::string cmd =
+      "torchrun --nproc-per-node 8 --nnodes 2 pretrain_gpt.py --num-layers 4 --hidden-size 2048 "
+      "--num-attention-heads 16 --ffn-hidden-size 6144 --swiglu --vocab-size 32000 "
+      "--seq-length 4096 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+      "--cpu-offloading-num-layers 2";
+  const auto imp = importer::import_megatron(cmd, o);
+  CHECK(imp.scenario["framework"]["offload_layers"] == 2);
+  CHECK(load(imp.scenario).framework.offload_layers == 2);
 }
