@@ -79,8 +79,7 @@ const std::map<std::string_view, DestRule>& dest_rules() {
        {Effect::ignored,
         "NullTokenizer's vocabulary (refused with it); the model preset's vocabulary "
         "stands"}},
-      {"data",
-       {Effect::ignored, "the dataset: priced alike (mock or real tokens of the same length)"}},
+      {"data", {Effect::modeled, ""}},  // BridgeImporter::task()
       // the job, not the training
       {"account", {Effect::ignored, "Slurm account"}},
       {"partition", {Effect::ignored, "Slurm partition"}},

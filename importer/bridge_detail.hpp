@@ -162,6 +162,7 @@ class BridgeImporter {
   }
 
   void query();
+  void task(bool old);
   std::string tabulated() const;
 
   // Step 1: the performance recipe (importer/bridge_perf_recipe.cpp).

@@ -143,6 +143,10 @@ void BridgeImporter::table() {
       refuse(wl_.config,
              fmt::format("the workload config's field '{}' ({}): moesim does not know its effect",
                          k, v.dump()));
+  // A LoRA workload config (peft "lora") under another --task would train the adapters.
+  if (s.contains("peft") && !s.at("peft").is_null() && s.at("peft") != Json("none"))
+    refuse(wl_.config,
+           fmt::format("the workload config trains {} adapters: not modeled", s.at("peft").dump()));
   const std::string src = cite(fmt::format("{} (set_workload_base_configs)", wl_.config));
   const auto num = [&](const char* k) {
     return s.at(k).is_null() ? std::optional<std::int64_t>() : s.at(k).get<std::int64_t>();

@@ -223,13 +223,18 @@ void BridgeImporter::finish() {
   else if (gpu_systems().count(q_.gpu) && gpu_systems().at(q_.gpu) != opts_.system)
     out_.derived.emplace_back("system", fmt::format("{} as --system gives; the command's -g is {}",
                                                     opts_.system, q_.gpu));
-  sc["name"] = fmt::format("bridge-{}-{}-{}-{}", q_.recipe, q_.gpu, q_.dtype, release_);
+  const bool pretrain = q_.task == "pretrain";
+  sc["name"] = fmt::format("bridge-{}{}-{}-{}-{}", q_.recipe, pretrain ? "" : "-" + q_.task, q_.gpu,
+                           q_.dtype, release_);
   sc["description"] = fmt::format(
-      "Imported from a Megatron-Bridge performance command: {} on {} {} GPUs, compute dtype {}, "
-      "Megatron-Bridge {} "
+      "Imported from a Megatron-Bridge performance command: {}{} on {} {} GPUs, compute dtype "
+      "{}, Megatron-Bridge {} "
       "(NeMo {}, commit {}), workload config {}, the family settings of {}.",
-      q_.recipe, q_.gpus, q_.gpu, q_.dtype, q_.tag, release_, wl_.commit.substr(0, 10), wl_.config,
-      kFamilies);
+      q_.recipe,
+      pretrain ? ""
+               : " full-parameter SFT (--task sft) on the launcher's mock data, "
+                 "pretraining-shaped,",
+      q_.gpus, q_.gpu, q_.dtype, q_.tag, release_, wl_.commit.substr(0, 10), wl_.config, kFamilies);
   sc["system"] = system;
   sc["gpus"] = q_.gpus;
   sc["model"] = family_->at("recipes").at(q_.recipe).at("model");

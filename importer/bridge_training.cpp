@@ -225,11 +225,21 @@ MegatronImport import_bridge_training(const std::vector<std::string>& words,
         fmt::format("'{}' is not a benchmark recipe's name ({{recipe}}_{{task}}_{{N}}gpu_"
                     "{{gpu}}_{{precision}}[_{{variant}}]_config)",
                     function));
-  const std::string mode = given.count("--mode") ? given.at("--mode") : "pretrain";
-  if (mode != "pretrain" || name->task != "pretrain")
+  // --mode: pretrain, sft, lora or dora, inferred from the recipe's name when omitted, and
+  // refused when it contradicts the name (v0.6.0 scripts/training/run_recipe.py:292-304,
+  // recipe_metadata.py:184-200: lora and dora are the peft task).
+  const std::string task = name->task;
+  const std::string mode = given.count("--mode") ? given.at("--mode") : task;
+  const std::string mode_task = mode == "lora" || mode == "dora" ? "peft" : mode;
+  if (mode_task != task)
+    refuse_training(opts, "--mode",
+                    fmt::format("mode '{}' is incompatible with recipe '{}' (a {} recipe)", mode,
+                                function, task));
+  if (task == "peft")
     refuse_training(opts, given.count("--mode") ? "--mode" : "--recipe",
-                    fmt::format("{}: fine-tuning recipes are not tabulated (pretraining only)",
-                                mode != "pretrain" ? mode : name->task));
+                    fmt::format("{}: LoRA/DoRA fine-tuning freezes the base weights and trains "
+                                "low-rank adapters only: not modeled",
+                                mode));
   const auto family = recipe_family(function);
   if (!family)
     refuse_training(opts, "--recipe",
@@ -269,6 +279,8 @@ MegatronImport import_bridge_training(const std::vector<std::string>& words,
       "-m",      *family, "-mr",       name->recipe, "-g",
       name->gpu, "-c",    name->dtype, "-ng",        std::to_string(name->gpus)};
   if (!name->variant.empty()) perf.insert(perf.end(), {"-cv", name->variant});
+  // run_recipe.py gives SFT benchmark recipes mock data by default (:397-415, :474-475).
+  if (task != "pretrain") perf.insert(perf.end(), {"--task", task});
   if (given.count("--container-image"))
     perf.insert(perf.end(), {"-i", given.at("--container-image")});
   if (given.count("--deterministic")) perf.push_back("--deterministic");

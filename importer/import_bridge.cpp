@@ -158,6 +158,55 @@ void BridgeImporter::classify() {
                        q_.tag, fmt::join(unknown, ", ")));
 }
 
+// --task: pretraining, or full-parameter SFT on the launcher's mock data (pretraining-shaped:
+// docs/research/finetune/sft-import-plan.md). --data is read here, for fine-tuning only.
+void BridgeImporter::task(bool old) {
+  const Json* data = given("data");
+  if (q_.task == "pretrain") {
+    if (data)
+      out_.ignored.push_back(fmt::format(
+          "{} (the dataset: priced alike, mock or real tokens of the same length)", flag("data")));
+    return;
+  }
+  if (q_.task == "lora" || q_.task == "peft")
+    refuse(flag("task"),
+           fmt::format("{}: LoRA fine-tuning freezes the base weights (no weight gradients, no "
+                       "optimizer state for them), adds low-rank adapters (rank 16 on linear_qkv "
+                       "from Megatron-Bridge v0.3.0) and reduces and steps the adapters only: not "
+                       "modeled",
+                       q_.task));
+  if (q_.task != "sft")
+    refuse(flag("task"), fmt::format("{}: not a task Megatron-Bridge's launcher runs", q_.task));
+  if (old)  // v0.2.x: src/megatron/bridge/recipes/utils/finetune_utils.py:51-94 at v0.2.0
+    refuse(flag("task"),
+           fmt::format("sft at Megatron-Bridge {}: its fine-tuning recipes always train on SQuAD "
+                       "packed into seq_length-token packs and its launcher has no --data; the "
+                       "packs' sub-sequence lengths (attention cost per pack) are not in the "
+                       "command",
+                       q_.tag));
+  // --data defaults to mock from v0.3.0 (scripts/performance/argument_parser.py:289 at v0.3.0,
+  // :325 at v0.5.1, :332 at v0.6.0); the launcher then replaces the recipe's SQuAD dataset by
+  // MockGPTDatasetConfig at model.seq_length (utils/overrides.py:376-386 at v0.5.1).
+  const std::string d = data && data->is_string() ? data->get<std::string>() : "mock";
+  if (d == "squad_packed")
+    refuse(flag("data"),
+           "squad_packed: SQuAD packed into seq_length-token packs; the attention cost per pack "
+           "is the sum of its sub-sequences' squares, which the command does not give (the "
+           "packing statistics are logged at pack time only)");
+  if (d != "mock")
+    refuse(flag("data"),
+           fmt::format("{} for fine-tuning: {}", d,
+                       d == "squad" ? "unpacked SQuAD pads each micro-batch to its longest "
+                                      "sample, so every micro-batch has its own shape"
+                                    : "read for pretraining datasets only"));
+  out_.derived.emplace_back(
+      "task",
+      "sft (--task sft, --data mock): full-parameter fine-tuning (no PEFT: every weight "
+      "trains, the distributed optimizer holds all parameters) on the launcher's synthetic "
+      "seq_length-token causal sequences, unpacked; priced as pretraining at this sequence "
+      "length, as Megatron-Bridge counts its FLOPs");
+}
+
 void BridgeImporter::query() {
   const bool old = tag_->value("naming", std::string()) == "base_config";
   if (old) {  // v0.2.x: -m MODEL -s SIZE
@@ -176,9 +225,7 @@ void BridgeImporter::query() {
   if (q_.gpu.empty()) refuse("-g", "the launcher needs -g GPU");
   q_.dtype = lower(text("compute_dtype", "bf16"));
   q_.task = text("task", "pretrain");
-  if (q_.task != "pretrain")
-    refuse(flag("task"),
-           fmt::format("{}: fine-tuning recipes are not tabulated (pretraining only)", q_.task));
+  task(old);
   if (text("domain", "llm") != "llm")
     refuse(flag("domain"), "only the llm domain's recipes are tabulated");
   BridgeRecipeQuery rq;

@@ -328,7 +328,8 @@ TEST_CASE("Megatron-Bridge's training launcher: train.sh --recipe builds the nam
     }
     return std::string("imported");
   };
-  CHECK(why("--mode sft").find("fine-tuning") != std::string::npos);
+  // A pretraining recipe under another mode is refused as run_recipe.py refuses it.
+  CHECK(why("--mode sft").find("incompatible with recipe") != std::string::npos);
   CHECK(why("--dataset squad").find("refuses a dataset preset") != std::string::npos);
   CHECK(why("--frobnicate 1").find("--frobnicate: not a flag") == 0);
   CHECK(why("--nodes 4").find("--gpus-per-node") != std::string::npos);
@@ -358,7 +359,8 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what",
   // The Kimi family's code reads --optimizer_type; only its Muon path is tabulated.
   CHECK(err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256 --optimizer_type adam")
             .find("adam: the Kimi family code switches to distributed Adam") != std::string::npos);
-  CHECK(err(q + "--task sft").find("fine-tuning") != std::string::npos);
+  CHECK(err(q + "--task lora").find("LoRA fine-tuning freezes the base weights") !=
+        std::string::npos);
   CHECK(err(q + "--activation_offload_layers 4").find("offloading") != std::string::npos);
   CHECK(err(q + "-rl 2").find("partial full recompute") != std::string::npos);
   CHECK(err(q + "--num_layers 8").find("model's shape") != std::string::npos);
@@ -509,4 +511,48 @@ TEST_CASE("import: Nemotron 3 Nano's Bridge recipe as the card ran it",
   // The H100 row's only graph scope is the Mamba mixers'.
   const auto h = bridge("-m nemotronh -mr nemotron_3_nano -g h100 -c fp8_cs -ng 16", "26.06");
   CHECK(h.scenario.at("framework").at("cuda_graph_scope") == config::Json::array({"mamba"}));
+}
+
+TEST_CASE("Megatron-Bridge's full-parameter SFT on mock data imports as pretraining-shaped work",
+          "[config][import][bridge][sft]") {
+  // docs/research/finetune/sft-import-plan.md: the 70B SFT functions run 4096-token sequences,
+  // the distributed optimizer with BF16 gradients, and (after the table) a CommOverlapConfig
+  // that overlaps DP at DP > 1 with 128 MiB buckets.
+  const std::string q = "-m llama -mr llama3_70b -g gb200 -c fp8_cs -ng 32 --task sft";
+  const auto sft = bridge(q, "26.06");
+  const auto& sc = sft.scenario;
+  CHECK(sc.at("name") == "bridge-llama3_70b-sft-gb200-fp8_cs-26.06");
+  CHECK(sc.at("training").at("seq_length") == 4096);
+  CHECK(sc.at("training").at("global_batch_size") == 32);
+  CHECK(sc.at("parallelism").at("pp") == 8);
+  CHECK(sc.at("framework").at("distributed_optimizer") == true);
+  CHECK(sc.at("framework").at("overlap_grad_reduce") == true);
+  CHECK(sc.at("framework").at("ddp_bucket_size") == 134217728);
+  bool said = false;
+  for (const auto& [what, why] : sft.derived)
+    if (what == "task") said = why.find("full-parameter") != std::string::npos;
+  CHECK(said);
+  // 8B SFT: 16384 tokens on GB200, no CommOverlapConfig, so no DP overlap at DP 8.
+  const auto small = bridge("-m llama -mr llama3_8b -g gb200 -c bf16 -ng 8 --task sft", "26.06");
+  CHECK(small.scenario.at("training").at("seq_length") == 16384);
+  CHECK(small.scenario.at("framework").at("overlap_grad_reduce") == false);
+  // The pretraining config of the same model differs: the task selects the workload config.
+  CHECK(bridge("-m llama -mr llama3_70b -g gb200 -c fp8_cs -ng 64", "26.06")
+            .scenario.at("training")
+            .at("seq_length") == 8192);
+  // What is not modeled is refused with its reason.
+  CHECK(err(q + " --data squad_packed", "26.06").find("sub-sequences' squares") !=
+        std::string::npos);
+  CHECK(err(q + " --data squad", "26.06").find("its own shape") != std::string::npos);
+  CHECK(err("-m llama -mr llama3_70b -g gb200 -c fp8_cs -ng 8 --task lora", "26.06").find("LoRA") !=
+        std::string::npos);
+  CHECK(err("-m llama3 -s 70b -g gb200 -c bf16 -ng 32 --task sft", "25.11").find("SQuAD") !=
+        std::string::npos);
+  // The training launcher: an SFT recipe by name (mock data by default), LoRA refused.
+  importer::MegatronImportOptions o;
+  const auto train = importer::import_megatron(
+      "bash scripts/training/train.sh --recipe llama3_70b_sft_32gpu_gb200_fp8cs_config "
+      "--container-image nvcr.io/nvidia/nemo:26.08",
+      o);
+  CHECK(train.scenario.at("name") == "bridge-llama3_70b-sft-gb200-fp8_cs-26.08");
 }
