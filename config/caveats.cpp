@@ -37,6 +37,13 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
           "only; unmeasured on this host ({}): bound, every host cost is that much lower",
           numa->value, fmt::join(cpus, ", "), sc.system.node.cpu));
   }
+  if (sc.training.lora)
+    out.push_back(
+        "training.lora: TFLOPS/GPU and MFU follow Megatron-Bridge's LoRA accounting (the "
+        "frozen GEMMs at two thirds, causal core attention whole, the adapters not counted); "
+        "Bridge "
+        "itself applies it to SQuAD-packed runs only and reports a mock-data LoRA run with the "
+        "full-training count, 1.5 x these GEMM FLOPs (training/utils/flop_utils.py)");
   return out;
 }
 

@@ -315,6 +315,9 @@ std::vector<PerformanceSetting> build() {
   for (const char* k : {"seq_length", "micro_batch_size", "global_batch_size", "precision",
                         "mtp_layers", "hidden_dropout"})
     key(std::string("training.") + k, never);
+  // LoRA: the rank sizes the adapters' GEMMs and parameters, the targets place them.
+  key("training.lora.rank", never);
+  key("training.lora.targets", never);
   // The loader refuses training.nvfp4 unless the precision is nvfp4; every linear layer
   // quantizes its inputs (the Hadamard transform) and its output gradients (both).
   key("training.nvfp4.rht", [](const Scenario& sc) -> Why {
@@ -455,6 +458,10 @@ std::vector<PerformanceSetting> build() {
   });
   key("framework.fp8_param_gather", [](const Scenario& sc) -> Why {
     if (auto w = no_dp(sc)) return w;
+    if (sc.training.lora)
+      return std::string(
+          "under training.lora no frozen weight is gathered: the distributed optimizer shards "
+          "and gathers the BF16 adapters only");
     const auto& fw = sc.framework;
     if (!fw.distributed_optimizer && !sc.parallelism.fsdp &&
         fw.optimizer != workload::OptimizerKind::muon)

@@ -312,6 +312,18 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
                      "SMs, all of this "
                      "GPU's {} (system.gpu.sm_count)",
                      sc_.system.gpu.sm_count.value));
+  // LoRA (training.lora) beside what moesim prices only for trained base weights.
+  if (sc_.training.lora) {
+    if (sc_.parallelism.fsdp)
+      fail("training.lora",
+           "with parallelism.fsdp: Megatron FSDP's sharding of frozen base weights beside "
+           "trained adapters is not modeled");
+    if (f.optimizer == workload::OptimizerKind::muon)
+      fail("training.lora", "with Muon: moesim prices LoRA's adapters under Adam");
+    if (f.delay_wgrad_compute)
+      fail("framework.delay_wgrad_compute",
+           "with training.lora the frozen base linears compute no weight gradient to delay");
+  }
 }
 
 // stack.release resolves the switches (config/releases.hpp); the keys given win.

@@ -43,6 +43,7 @@ void ScenarioReader::training(const Node& n) {
               "setting for it");
       });
     }
+    if (auto l = o.get("lora")) lora(*l);
     if (auto td = o.get("token_drop"))
       read_object(*td, [&](Object& d) {
         t.capacity_factor = d.req("capacity_factor").as_number(0.01, 1000);
@@ -61,6 +62,42 @@ void ScenarioReader::training(const Node& n) {
                      hw_models::dtype_names().name(dtype), sc_.system.gpu.name,
                      hw_models::gpu_arch_names().name(sc_.system.gpu.arch), fmt::join(have, ", ")));
   }
+}
+
+// training.lora (workload::Lora): the adapters moesim prices, on the models it prices them for.
+void ScenarioReader::lora(const Node& n) {
+  const auto& m = sc_.model;
+  auto& l = sc_.training.lora.emplace();
+  read_object(n, [&](Object& o) {
+    l.rank = o.int_or("rank", 16, 1, 65536);
+    if (auto a = o.get("alpha"))
+      a->fail(
+          "the adapters' scale (alpha / rank) changes numerics, not time: the scale kernel runs "
+          "whatever its value, so moesim takes no setting for it");
+    if (auto t = o.get("targets")) {
+      l.targets = t->as_enum_list(workload::lora_target_names(), "LoRA target");
+      if (l.targets.empty()) t->fail("name at least one target linear");
+      for (const auto row : {workload::LoraTarget::linear_proj, workload::LoraTarget::linear_fc2})
+        if (l.targets_has(row))
+          t->fail(fmt::format(
+              "{}: a row-parallel target's adapter (Megatron-Bridge ParallelLinearAdapter: an "
+              "all-reduce of the low-rank output over TP, then a gather of the whole output) is "
+              "not modeled; column-parallel targets are: linear_qkv, linear_fc1",
+              workload::lora_target_names().name(row)));
+      if (l.targets_has(workload::LoraTarget::linear_fc1) &&
+          std::any_of(m.moe_layer.begin(), m.moe_layer.end(), [](bool b) { return b; }))
+        t->fail(
+            fmt::format("linear_fc1 on model '{}': the adapters of its routed and shared "
+                        "experts (shared, grouped or per-expert) are not modeled",
+                        m.name));
+    }
+  });
+  if (m.attention != workload::AttentionKind::gqa || m.hybrid() || !m.linear_layer.empty())
+    n.fail(
+        fmt::format("model '{}': moesim prices LoRA on models whose every layer has "
+                    "attention with one linear_qkv (MLA, Mamba and Gated DeltaNet mixers' "
+                    "adapters are not modeled)",
+                    m.name));
 }
 
 // A routing histogram file (config::read_expert_loads): every row one MoE layer's counts,

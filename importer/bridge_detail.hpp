@@ -185,6 +185,7 @@ class BridgeImporter {
   void bf16_precision_aware();
   void weak_scale(std::int64_t table_gpus, std::int64_t table_gbs);
   void recompute_layers(const Json& layers, const std::string& src);
+  void full_recompute(const Json& layers);
   void recompute_modules(const Json& modules, const std::string& src);
   void dispatcher(const Json& backend, const std::string& src, bool from_table);
   bool map_layout(std::int64_t pp, std::int64_t vp);

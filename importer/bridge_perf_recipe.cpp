@@ -143,10 +143,15 @@ void BridgeImporter::table() {
       refuse(wl_.config,
              fmt::format("the workload config's field '{}' ({}): moesim does not know its effect",
                          k, v.dump()));
-  // A LoRA workload config (peft "lora") under another --task would train the adapters.
-  if (s.contains("peft") && !s.at("peft").is_null() && s.at("peft") != Json("none"))
+  // The workload config's PEFT scheme: LoRA under --task lora/peft (the family's rules set
+  // training.lora), none otherwise.
+  const bool peft = s.contains("peft") && !s.at("peft").is_null() && s.at("peft") != Json("none");
+  const bool lora_task = q_.task == "lora" || q_.task == "peft";
+  if (peft != lora_task || (peft && s.at("peft") != Json("lora")))
     refuse(wl_.config,
-           fmt::format("the workload config trains {} adapters: not modeled", s.at("peft").dump()));
+           fmt::format("the workload config's peft {} under --task {}: not a combination the "
+                       "launcher builds",
+                       s.value("peft", Json()).dump(), q_.task));
   const std::string src = cite(fmt::format("{} (set_workload_base_configs)", wl_.config));
   const auto num = [&](const char* k) {
     return s.at(k).is_null() ? std::optional<std::int64_t>() : s.at(k).get<std::int64_t>();

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "config/load.hpp"
 #include "importer/bridge_detail.hpp"
 #include "importer/pipeline_split.hpp"
 
@@ -55,6 +56,30 @@ void BridgeImporter::account_split() {
     refuse(b_.origin["parallelism.pp"],
            split.error + " (" + a.at("source").get<std::string>() + ")");
   b_.set("parallelism.pp_layout", *split.layout, a.at("source").get<std::string>());
+}
+
+// Full recompute, block method: each virtual stage's block recomputes its first N layers
+// (Megatron-Core cd4afffa megatron/core/recompute.py:167-181). N at least the layers of
+// every virtual stage (an even split, no pp_layout) recomputes every layer: moesim's
+// "full"; fewer leaves some layers whole, which moesim does not model.
+void BridgeImporter::full_recompute(const Json& n) {
+  const std::string src = b_.origin["bridge.recompute_num_layers"];
+  const Json& model = family_->at("recipes").at(q_.recipe).at("model");
+  const std::int64_t stages = b_.integer("parallelism.pp", 1) * b_.integer("parallelism.vpp", 1);
+  std::int64_t per = 0;
+  if (model.is_string() && !b_.get("parallelism.pp_layout")) {
+    const std::int64_t layers = config::load_model_preset(model.get<std::string>()).num_layers;
+    if (layers % stages == 0) per = layers / stages;
+  }
+  if (per == 0 || !n.is_number_integer() || n.get<std::int64_t>() < per)
+    refuse(src, fmt::format("full recompute of {} layers per pipeline stage (block method): "
+                            "partial full recompute is not modeled",
+                            n.dump()));
+  b_.set("framework.recompute_modules", Json::array({"full"}),
+         fmt::format("{}: full recompute of the first {} layers of each virtual stage's {} "
+                     "(block method, Megatron-Core recompute.py:167-181): every layer",
+                     src, n.dump(), per));
+  b_.erase("bridge.recompute_num_layers");
 }
 
 void BridgeImporter::finish() {
@@ -151,11 +176,7 @@ void BridgeImporter::finish() {
     b_.set("framework.tp_comm_overlap", false,
            "CommOverlapConfig: no TP communication overlap below TP 2 or without "
            "sequence parallelism (src/megatron/bridge/training/comm_overlap.py)");
-  if (const Json* n = b_.get("bridge.recompute_num_layers"))
-    refuse(b_.origin["bridge.recompute_num_layers"],
-           fmt::format("full recompute of {} layers per pipeline stage (block method): "
-                       "partial full recompute is not modeled",
-                       n->dump()));
+  if (const Json* n = b_.get("bridge.recompute_num_layers")) full_recompute(*n);
   // Gradients and the optimizer's dtypes (Megatron: the DDP buffer takes the parameters'
   // BF16 unless grad_reduce_in_fp32; the optimizer's main-gradient and moment dtypes act
   // only with the precision-aware optimizer).

@@ -235,11 +235,15 @@ MegatronImport import_bridge_training(const std::vector<std::string>& words,
     refuse_training(opts, "--mode",
                     fmt::format("mode '{}' is incompatible with recipe '{}' (a {} recipe)", mode,
                                 function, task));
+  // PEFT recipes (lora, dora) need the base checkpoint, which run_recipe.py takes from the
+  // recipe's checkpoint settings; moesim maps LoRA from the performance launcher only.
   if (task == "peft")
     refuse_training(opts, given.count("--mode") ? "--mode" : "--recipe",
-                    fmt::format("{}: LoRA/DoRA fine-tuning freezes the base weights and trains "
-                                "low-rank adapters only: not modeled",
-                                mode));
+                    fmt::format("{}: PEFT recipes through the training launcher are not mapped "
+                                "(their base checkpoint comes from the recipe's checkpoint "
+                                "settings); import the performance launcher's --task {} "
+                                "--pretrained_checkpoint DIR instead",
+                                mode, mode == "dora" ? "peft" : "lora/peft"));
   const auto family = recipe_family(function);
   if (!family)
     refuse_training(opts, "--recipe",

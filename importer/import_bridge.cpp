@@ -158,8 +158,10 @@ void BridgeImporter::classify() {
                        q_.tag, fmt::join(unknown, ", ")));
 }
 
-// --task: pretraining, or full-parameter SFT on the launcher's mock data (pretraining-shaped:
-// docs/research/finetune/sft-import-plan.md). --data is read here, for fine-tuning only.
+// --task: pretraining; full-parameter SFT on the launcher's mock data (pretraining-shaped:
+// docs/research/finetune/sft-import-plan.md); LoRA (lora to v0.5.x, peft at v0.6.0) on it,
+// a frozen base with adapters (training.lora, set by the family's rules;
+// docs/research/finetune/lora-inventory.md). --data is read here, for fine-tuning only.
 void BridgeImporter::task(bool old) {
   const Json* data = given("data");
   if (q_.task == "pretrain") {
@@ -168,22 +170,16 @@ void BridgeImporter::task(bool old) {
           "{} (the dataset: priced alike, mock or real tokens of the same length)", flag("data")));
     return;
   }
-  if (q_.task == "lora" || q_.task == "peft")
-    refuse(flag("task"),
-           fmt::format("{}: LoRA fine-tuning freezes the base weights (no weight gradients, no "
-                       "optimizer state for them), adds low-rank adapters (rank 16 on linear_qkv "
-                       "from Megatron-Bridge v0.3.0) and reduces and steps the adapters only: not "
-                       "modeled",
-                       q_.task));
-  if (q_.task != "sft")
+  const bool lora = q_.task == "lora" || q_.task == "peft";
+  if (q_.task != "sft" && !lora)
     refuse(flag("task"), fmt::format("{}: not a task Megatron-Bridge's launcher runs", q_.task));
   if (old)  // v0.2.x: src/megatron/bridge/recipes/utils/finetune_utils.py:51-94 at v0.2.0
     refuse(flag("task"),
-           fmt::format("sft at Megatron-Bridge {}: its fine-tuning recipes always train on SQuAD "
+           fmt::format("{} at Megatron-Bridge {}: its fine-tuning recipes always train on SQuAD "
                        "packed into seq_length-token packs and its launcher has no --data; the "
                        "packs' sub-sequence lengths (attention cost per pack) are not in the "
                        "command",
-                       q_.tag));
+                       q_.task, q_.tag));
   // --data defaults to mock from v0.3.0 (scripts/performance/argument_parser.py:289 at v0.3.0,
   // :325 at v0.5.1, :332 at v0.6.0); the launcher then replaces the recipe's SQuAD dataset by
   // MockGPTDatasetConfig at model.seq_length (utils/overrides.py:376-386 at v0.5.1).
@@ -199,6 +195,23 @@ void BridgeImporter::task(bool old) {
                        d == "squad" ? "unpacked SQuAD pads each micro-batch to its longest "
                                       "sample, so every micro-batch has its own shape"
                                     : "read for pretraining datasets only"));
+  // PEFT's pre-wrap hook loads the base weights and stops without them
+  // (src/megatron/bridge/training/setup.py:472-473 at v0.5.1, :609-613 at v0.6.0).
+  if (lora && !given("pretrained_checkpoint"))
+    refuse(flag("task"),
+           fmt::format("{}: Megatron-Bridge's PEFT setup stops without --pretrained_checkpoint "
+                       "(the base weights the adapters train on; setup.py:472-473 at v0.5.1): "
+                       "give it",
+                       q_.task));
+  if (lora) {
+    out_.derived.emplace_back(
+        "task",
+        fmt::format("{} (--task {}, --data mock): LoRA fine-tuning, the base weights frozen and "
+                    "low-rank adapters trained (training.lora from the family's rules), on the "
+                    "launcher's synthetic seq_length-token causal sequences, unpacked",
+                    q_.task, q_.task));
+    return;
+  }
   out_.derived.emplace_back(
       "task",
       "sft (--task sft, --data mock): full-parameter fine-tuning (no PEFT: every weight "

@@ -148,6 +148,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   std::vector<double> out;
   for (int r = 0; r < static_cast<int>(p.pp); ++r) {
     double dense = 0, expert = 0, largest_unit = 0, transient = 0, largest_host_item = 0;
+    double adapters = 0;  // training.lora: the parameters that train (the rest are frozen)
     bool moe_rank = false;
     std::int64_t captured_layers = 0;
     std::vector<double> act_per_chunk(static_cast<std::size_t>(shape.chunks()), 0.0);
@@ -158,6 +159,10 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
           sc.layout.stages()[static_cast<std::size_t>(shape.place(r, c).layout_stage)];
       const auto params = schedules::stage_item_parameters(sc.model, p, stage, sc.padded_vocab(),
                                                            sc.pipeline_schedule);
+      if (sc.training.lora)
+        for (const auto& a : schedules::stage_item_parameters(
+                 sc.model, p, stage, sc.padded_vocab(), sc.pipeline_schedule, &*sc.training.lora))
+          adapters += a.dense;
       for (std::size_t k = 0; k < stage.items.size(); ++k) {
         const auto& it = stage.items[k];
         const auto& ip = params[k];
@@ -242,14 +247,20 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
     // BF16 weights and main gradients (FP32, or BF16 with --main-grads-dtype bf16); Megatron-FSDP
     // shards both like the optimizer states and holds two units' gathered BF16 parameters (the one
     // computing and the prefetched one) and one unit's FP32 gradients before their reduce-scatter.
-    const double weights_grads = p.fsdp ? (dense / dp_shard + expert / edp_shard) * (2 + grad) +
-                                              largest_unit * (2 * 2 + grad)
-                                        : (dense + expert) * (2 + grad);
+    double weights_grads = p.fsdp ? (dense / dp_shard + expert / edp_shard) * (2 + grad) +
+                                        largest_unit * (2 * 2 + grad)
+                                  : (dense + expert) * (2 + grad);
     // Optimizer offload (Megatron --optimizer-cpu-offload): the FP32 main weights and
     // moments live in host memory.
     const bool opt_off = std::find(fw.offload.begin(), fw.offload.end(),
                                    workload::OffloadTarget::optimizer) != fw.offload.end();
-    const double optimizer = opt_off ? 0 : (dense / dp_shard + expert / edp_shard) * (4 + states);
+    double optimizer = opt_off ? 0 : (dense / dp_shard + expert / edp_shard) * (4 + states);
+    // LoRA (training.lora; FSDP is refused with it): the frozen base as BF16 weights alone,
+    // the adapters with their gradients and (sharded over DP) their optimizer states.
+    if (sc.training.lora) {
+      weights_grads = (dense + expert) * 2 + adapters * (2 + grad);
+      optimizer = opt_off ? 0 : adapters / dp_shard * (4 + states);
+    }
     const double buffers = moe_rank ? ep_buffers : 0;
     peak += transient;  // one layer's temporaries, at the worst moment
     out.push_back((weights_grads + optimizer + peak + buffers + runtime) / kGiB);

@@ -6,6 +6,7 @@
 
 #include "config/load.hpp"
 #include "predict/step_input.hpp"
+#include "schedules/stage_params.hpp"
 
 namespace moesim::predict {
 
@@ -15,6 +16,15 @@ ScenarioSummary summarize(const config::Scenario& sc) {
   s.params = workload::count_parameters(sc.model, sc.training.mtp_layers, vocab);
   s.flops = workload::megatron_flops_per_token(
       sc.model, {sc.training.seq_length, sc.training.mtp_layers, vocab});
+  // LoRA (training.lora): Megatron-Bridge's LoRA accounting (src/megatron/bridge/training/
+  // utils/flop_utils.py 358-396 at v0.5.0): the frozen GEMMs at forward and input gradient
+  // only, two thirds of their count; the adapters not counted. Core attention stays whole,
+  // as Megatron counts it (causal, s/2 keys a query; Bridge's LoRA formula takes s, which
+  // its SQuAD packs' short sub-sequences make small either way).
+  if (sc.training.lora)
+    for (double* term : {&s.flops.dense_mlp, &s.flops.moe_mlp, &s.flops.mtp, &s.flops.attn_linear,
+                         &s.flops.logits, &s.flops.mamba, &s.flops.linear_attn})
+      *term *= 2.0 / 3;
   s.flops_per_token = s.flops.total();
   s.tokens_per_step = static_cast<double>(sc.training.global_batch_size) *
                       static_cast<double>(sc.training.seq_length);
@@ -174,7 +184,15 @@ Prediction predict(const config::Scenario& sc, MemoryEstimate mem, double ep_loa
   p.tokens_per_step = s.tokens_per_step;
   p.gpus = sc.gpus;
   p.mfu = p.tflops_per_gpu / sc.system.gpu.peak_tflops(hw_models::Dtype::bf16);
-  p.goodput = goodput(sc, s.params.total, p.step.step_time_s, p.tokens_per_s_per_gpu * gpus);
+  // A LoRA checkpoint holds the adapters only (Megatron-Bridge v0.5.1
+  // src/megatron/bridge/training/checkpointing.py:979-980,
+  // apply_peft_adapter_filter_to_state_dict).
+  const double saved =
+      sc.training.lora ? schedules::lora_parameters(sc.model, sc.parallelism, *sc.training.lora) *
+                             static_cast<double>(sc.parallelism.tp) *
+                             static_cast<double>(sc.model.num_layers + sc.training.mtp_layers)
+                       : s.params.total;
+  p.goodput = goodput(sc, saved, p.step.step_time_s, p.tokens_per_s_per_gpu * gpus);
   set_memory(p, sc, std::move(mem));
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;

@@ -11,10 +11,10 @@ double default_bucket_params(std::int64_t dp) {
 
 DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p,
                const workload::Framework& fw, const VirtualStage& stage, std::int64_t padded_vocab,
-               ScheduleKind schedule) {
+               ScheduleKind schedule, const workload::Lora* trained) {
   DpPlan plan;
   const std::size_t n = stage.items.size();
-  plan.item = stage_item_parameters(m, p, stage, padded_vocab, schedule);
+  plan.item = stage_item_parameters(m, p, stage, padded_vocab, schedule, trained);
   plan.bucket.assign(n, StageParams{});
   // Bucketing off (see the header): one bucket, closing at the stage's first item.
   const bool bucketed = stage.pp_rank == 0 && stage.vp == 0 && fw.overlap_grad_reduce &&

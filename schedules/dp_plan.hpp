@@ -58,6 +58,6 @@ struct DpPlan {
 
 DpPlan dp_plan(const workload::ModelConfig& m, const workload::Parallelism& p,
                const workload::Framework& fw, const VirtualStage& stage, std::int64_t padded_vocab,
-               ScheduleKind schedule);
+               ScheduleKind schedule, const workload::Lora* trained = nullptr);
 
 }  // namespace moesim::schedules

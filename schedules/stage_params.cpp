@@ -126,11 +126,38 @@ StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Para
   return s;
 }
 
+double lora_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+                       const workload::Lora& lora) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double r = static_cast<double>(lora.rank);
+  double sum = 0;
+  if (lora.targets_has(workload::LoraTarget::linear_qkv)) {
+    const double heads = static_cast<double>(m.num_heads);
+    const double width =
+        (heads * (m.attention_output_gate ? 2 : 1) + 2 * static_cast<double>(m.num_kv_heads)) *
+        static_cast<double>(m.head_dim);
+    sum += h * r + r * width;
+  }
+  if (lora.targets_has(workload::LoraTarget::linear_fc1))
+    sum += h * r +
+           r * static_cast<double>(m.ffn_matrices() - 1) * static_cast<double>(m.ffn_hidden_size);
+  return sum / static_cast<double>(p.tp);
+}
+
 std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m,
                                                const workload::Parallelism& p,
                                                const VirtualStage& stage, std::int64_t padded_vocab,
-                                               ScheduleKind schedule) {
+                                               ScheduleKind schedule,
+                                               const workload::Lora* trained) {
   std::vector<StageParams> out;
+  if (trained) {
+    for (const auto& it : stage.items)
+      out.push_back({it.kind == LayoutItemKind::decoder || it.kind == LayoutItemKind::mtp
+                         ? lora_parameters(m, p, *trained)
+                         : 0.0,
+                     0.0});
+    return out;
+  }
   bool copy = !stage.has(LayoutItemKind::embedding) && schedule != ScheduleKind::dualpipe &&
               schedule != ScheduleKind::dualpipev;
   // mtp_repeated_layer: the stage's MTP items run one module, whose parameters the first holds.
@@ -151,9 +178,10 @@ std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m,
 
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
                              const VirtualStage& stage, std::int64_t padded_vocab,
-                             ScheduleKind schedule) {
+                             ScheduleKind schedule, const workload::Lora* trained) {
   StageParams s;
-  for (const auto& ip : stage_item_parameters(m, p, stage, padded_vocab, schedule)) s += ip;
+  for (const auto& ip : stage_item_parameters(m, p, stage, padded_vocab, schedule, trained))
+    s += ip;
   return s;
 }
 

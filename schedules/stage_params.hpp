@@ -51,15 +51,24 @@ StageParams item_muon_flops(const workload::ModelConfig& m, const workload::Para
 // reduced with the first stage's over the embedding group. DualPipe and DualPipeV put
 // the embedding and the MTP modules on one rank and share it physically (DeepSeek-V3
 // report, 3.2.1), so they hold no copy.
+// `trained`: count only what trains. Under LoRA (workload::Lora) that is each decoder
+// layer's (and MTP layer's) adapters, A (hidden x rank) and B (rank x the target's output),
+// both split over TP (Megatron-Bridge ParallelLinearAdapter: A column-parallel over the
+// rank, B over the output); the base weights, embedding and output layer are frozen.
 std::vector<StageParams> stage_item_parameters(const workload::ModelConfig& m,
                                                const workload::Parallelism& p,
                                                const VirtualStage& stage, std::int64_t padded_vocab,
-                                               ScheduleKind schedule);
+                                               ScheduleKind schedule,
+                                               const workload::Lora* trained = nullptr);
 
 // The parameters of one virtual stage of the layout (the one a rank's chunk runs:
 // PipelineShape::place(rank, chunk).layout_stage): the sum of stage_item_parameters.
 StageParams stage_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
                              const VirtualStage& stage, std::int64_t padded_vocab,
-                             ScheduleKind schedule);
+                             ScheduleKind schedule, const workload::Lora* trained = nullptr);
+
+// One decoder layer's LoRA adapter parameters on a TP rank (the A and B of each target).
+double lora_parameters(const workload::ModelConfig& m, const workload::Parallelism& p,
+                       const workload::Lora& lora);
 
 }  // namespace moesim::schedules

@@ -52,7 +52,8 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
     StageParams all, ns;
     bool loss = false;
     for (int c = 0; c < shape.chunks(); ++c) {
-      all += stage_parameters(in.model, p, stage_of(rank, c), in.padded_vocab, in.schedule);
+      all += stage_parameters(in.model, p, stage_of(rank, c), in.padded_vocab, in.schedule,
+                              in.training.lora ? &*in.training.lora : nullptr);
       if (muon)
         for (const auto& it : stage_of(rank, c).items) ns += item_muon_flops(in.model, p, it);
       loss = loss || shape.place(rank, c).layout_stage == shape.layout_stages() - 1;

@@ -36,7 +36,7 @@ class StepState {
     if (!fixed)
       for (const auto& st : in.layout.stages())
         dp_plans_.push_back(schedules::dp_plan(in.model, in.parallelism, in.framework, st,
-                                               in.padded_vocab, in.schedule));
+                                               in.padded_vocab, in.schedule, trained()));
   }
   StepState(const StepState&) = delete;
   StepState& operator=(const StepState&) = delete;
@@ -109,9 +109,13 @@ class StepState {
   const VirtualStage& chunk_stage(int rank, int chunk) const {
     return in_.layout.stages()[static_cast<std::size_t>(shape_.place(rank, chunk).layout_stage)];
   }
+  // What trains (stage_params.hpp): every weight, or LoRA's adapters.
+  const workload::Lora* trained() const {
+    return in_.training.lora ? &*in_.training.lora : nullptr;
+  }
   StageParams stage_params(int rank, int chunk) const {
     return stage_parameters(in_.model, in_.parallelism, chunk_stage(rank, chunk), in_.padded_vocab,
-                            in_.schedule);
+                            in_.schedule, trained());
   }
   StageParams muon_flops(int rank, int chunk) const {
     StageParams s;

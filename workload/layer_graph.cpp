@@ -45,6 +45,8 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);
   b.module_calls_on_last(1, 0);  // the MLP module around its linears
   sp_saved_shard(b, s);
+  if (in.training.lora && in.training.lora->targets_has(workload::LoraTarget::linear_fc1))
+    detail::lora_adapter(b, in, s, Module::mlp, "mlp.fc1", e * f);
   b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
@@ -141,8 +143,9 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     LayerBuilder b(in, t.embedding);
     // Word lookup (read, write); learned positions add a second lookup and the sum.
     const double lookups = in.model.learned_positions > 0 ? 4 : 2;
+    // Backward scatters the gradient into the table (none under LoRA: the table is frozen).
     b.memory("embedding", Module::embedding, s.Tn * s.h * 2 * lookups,
-             2.0);  // keeps token ids only
+             in.training.lora ? 0.0 : 2.0);  // keeps token ids only
     b.finish();
   }
   {

@@ -33,10 +33,12 @@ LayerBuilder::LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
                                        in.training.precision == Precision::fp8_delayed)),
       blockwise_(in.training.precision == Precision::fp8_blockwise),
       param_gather_hooks_(in.framework.distributed_optimizer && in.framework.overlap_param_gather &&
-                          !in.parallelism.fsdp) {}
+                          !in.parallelism.fsdp),
+      frozen_(in.training.lora.has_value()) {}
 
 void LayerBuilder::linear(const std::string& name, Module mod, double m, double n, double k,
-                          bool fp8_ok, bool quantize_input, double groups, bool te) {
+                          bool fp8_ok, bool quantize_input, double groups, bool te, bool adapter) {
+  const bool trains = !frozen_ || adapter;
   const bool fp8 = fp8_ && fp8_ok;
   const Dtype d = fp8 ? dtype_ : Dtype::bf16;
   // Input element bytes: BF16, FP8, or NVFP4's half byte with an E4M3 scale per 16 (the
@@ -56,7 +58,7 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   };
   std::vector<KernelTemplate> f;
   KernelTemplate* fprop = gemm(f, name + ".fprop", m, n, k);
-  fprop->saved_bytes = m * k * groups * eb;  // wgrad reads the (quantized) input
+  fprop->saved_bytes = trains ? m * k * groups * eb : 0;  // wgrad reads the (quantized) input
   fprop->te_module_call = te;
   for (auto& t : f) push_fwd(std::move(t));
   module_calls_on_last(
@@ -69,7 +71,8 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   }
   gemm(b, name + ".dgrad", m, k, n)->te_module_call =
       te;  // one TE backward call computes dgrad and wgrad
-  gemm(b, name + ".wgrad", k, n, m)->library_launch = te;  // inside the same TE backward call
+  if (trains)
+    gemm(b, name + ".wgrad", k, n, m)->library_launch = te;  // inside the same TE backward call
   push_bwd(std::move(b));
 }
 
@@ -243,6 +246,7 @@ KernelTemplate LayerBuilder::gemm_t(const std::string& name, Module mod, KernelC
 }
 
 void LayerBuilder::sp_local_input(double tp) {
+  if (frozen_) return;  // a frozen linear keeps no input: no weight gradient reads it
   KernelTemplate& f = out_.fwd.back();
   const double gathered_bytes = f.saved_bytes;
   f.saved_bytes /= tp;
@@ -414,6 +418,25 @@ bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& 
   if (s.sequence_parallel()) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
   if (s.tp_overlap && ub) b.last_fwd().tp_overlap = workload::TpOverlap::ring;
   return !quantized;
+}
+
+void lora_adapter(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
+                  const std::string& name, double out) {
+  if (!in.training.lora) return;
+  const auto& l = *in.training.lora;
+  const double r = static_cast<double>(l.rank);
+  const std::string n = name + ".lora";
+  if (s.sequence_parallel() && s.tp_overlap)
+    b.comm(n + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
+  b.linear(n + "_a", mod, s.T, r / s.tp, s.h, false, false, 1, false, true);
+  if (s.tp > 1)
+    b.comm(n + "_a.gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * r * 2);
+  b.linear(n + "_b", mod, s.T, out, r, false, false, 1, false, true);
+  b.memory(n + ".scale", mod, s.T * out * 2 * 2);  // x alpha / rank; backward alike
+  // The add into the linear's output (read both, write one); backward adds A's input
+  // gradient into the linear's (T x h, read both, write one).
+  b.memory(n + ".add", mod, s.T * out * 2 * 3, s.h / out);
+  b.module_calls_on_last(1, 0);  // the adapter module around its two linears
 }
 
 void sp_saved_shard(LayerBuilder& b, const Shapes& s) {

@@ -55,8 +55,12 @@ class LayerBuilder {
   // quantizes linear layers. `quantize_input`: the input needs its own quantize kernel.
   // `te`: a Transformer Engine module (all linear layers except the router and the output
   // layer, which Megatron runs as plain PyTorch / its own parallel linear).
+  // Under LoRA (training.lora) every linear but an `adapter`'s is frozen: TE and Megatron
+  // compute its weight gradient only when the weight requires one (TE linear.py
+  // ctx.requires_wgrad, Megatron layers.py linear_with_frozen_weight) and keep no input
+  // for it (TE backward_needs_input), so it runs fprop and dgrad and saves nothing.
   void linear(const std::string& name, Module mod, double m, double n, double k, bool fp8_ok,
-              bool quantize_input, double groups = 1, bool te = true);
+              bool quantize_input, double groups = 1, bool te = true, bool adapter = false);
 
   // A batched BF16 GEMM of `batch` independent M x N x K products (cuBLAS strided batched,
   // priced as a GEMM over batch x its tiles): forward, and in backward the gradients of
@@ -173,6 +177,7 @@ class LayerBuilder {
   void finish();
 
   bool fp8() const { return fp8_; }
+  bool frozen() const { return frozen_; }  // the base weights do not train (training.lora)
   bool mxfp8() const { return mx_; }
   bool nvfp4() const { return fp4_; }
 
@@ -245,6 +250,7 @@ class LayerBuilder {
   bool sp_transpose_;  // per-tensor FP8 on TN-only GEMMs: a gathered tensor is transposed
   bool blockwise_;
   bool param_gather_hooks_;  // Megatron DDP's forward pre-hooks (module_calls_on_last)
+  bool frozen_;              // training.lora: base linears without weight gradients
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };
@@ -286,6 +292,21 @@ bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& 
 // After a column-parallel linear on the gathered input, under sequence parallelism
 // (LayerBuilder::sp_local_input).
 void sp_saved_shard(LayerBuilder& b, const Shapes& s);
+// LoRA's adapter on the column-parallel linear just built (training.lora; Megatron-Bridge
+// v0.6.0 src/megatron/bridge/peft/lora_layers.py LoRALinear.forward 65-85, utils.py
+// ParallelLinearAdapter 896-1252): the adapter reads the linear's (gathered) input x and
+// adds (alpha / rank) B(A(x)) to its output shard `out` wide. A is Megatron's own
+// ColumnParallelLinear, hidden -> rank / tp, its output gathered over TP (gather_output);
+// B the same, rank -> `out`; both BF16 (not TE, so never FP8), training (fprop, dgrad,
+// wgrad), A keeping x and B its rank-wide input. Then the scale and the add, elementwise;
+// in backward A's input gradient is added into the linear's. Under sequence parallelism
+// with TP communication overlap TE's userbuffers keep the gathered input to themselves,
+// so the adapter gathers x again (utils.py 1213-1218). Over TP, B's input gradient is
+// all-reduced (its column-parallel input's backward), priced as the reduce-scatter of
+// the rank-wide tensor (a few hundred KiB: latency-bound either way).
+void lora_adapter(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
+                  const std::string& name, double out);
+
 // After a row-parallel linear: an FP8 one's output gradient is gathered quantized in
 // backward (LayerBuilder::sp_quantized_grad_gather).
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name);

@@ -4,6 +4,17 @@
 
 namespace moesim::workload {
 
+const sim_core::NameTable<LoraTarget>& lora_target_names() {
+  static constexpr std::array<sim_core::NameEntry<LoraTarget>, 4> kEntries{{
+      {LoraTarget::linear_qkv, "linear_qkv", "the attention's QKV projection (column-parallel)"},
+      {LoraTarget::linear_proj, "linear_proj", "the attention's output projection (row-parallel)"},
+      {LoraTarget::linear_fc1, "linear_fc1", "the MLP's first linear (column-parallel)"},
+      {LoraTarget::linear_fc2, "linear_fc2", "the MLP's second linear (row-parallel)"},
+  }};
+  static constexpr sim_core::NameTable<LoraTarget> kTable{kEntries};
+  return kTable;
+}
+
 const sim_core::NameTable<Precision>& precision_names() {
   static constexpr std::array<sim_core::NameEntry<Precision>, 7> kEntries{{
       {Precision::bf16, "bf16", "BF16 everywhere"},

@@ -3,6 +3,7 @@
 // them; workload, schedules and hw_models read them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -48,6 +49,22 @@ struct Nvfp4Recipe {
   bool stochastic_rounding = true;
 };
 
+// LoRA fine-tuning as Megatron-Bridge's PEFT runs it (src/megatron/bridge/peft/lora.py,
+// lora_layers.py, utils.py ParallelLinearAdapter at v0.6.0; docs/research/bridge-finetuning.md
+// 3): every base parameter frozen (no weight gradients, no main gradients or optimizer
+// state, the frozen linears keep no input for a weight gradient), and on each target linear
+// a low-rank adapter, out += (alpha / rank) B(A(x)), A and B BF16 Megatron linears that train.
+// The distributed optimizer and DP reduce the adapters only.
+enum class LoraTarget { linear_qkv, linear_proj, linear_fc1, linear_fc2 };
+const sim_core::NameTable<LoraTarget>& lora_target_names();
+struct Lora {
+  std::int64_t rank = 16;  // alpha, the scale's numerator, is numerics only: no setting
+  std::vector<LoraTarget> targets{LoraTarget::linear_qkv};
+  bool targets_has(LoraTarget t) const {
+    return std::find(targets.begin(), targets.end(), t) != targets.end();
+  }
+};
+
 struct Training {
   std::int64_t seq_length = 0;
   std::int64_t micro_batch_size = 0;
@@ -69,6 +86,7 @@ struct Training {
   // Megatron --make-vocab-size-divisible-by: the vocabulary is padded to a multiple of
   // this times TP (Megatron's default 128).
   std::int64_t vocab_divisor = 128;
+  std::optional<Lora> lora;  // training.lora: LoRA fine-tuning (absent: every weight trains)
 };
 
 // DeepSeek's expert-parallel load balancer (workload/eplb.hpp) in a step: each MoE layer

@@ -145,6 +145,12 @@ std::map<std::string, Case> cases() {
   add("training.token_drop.pad", g,
       R"({"training": {"token_drop": {"capacity_factor": 1.25, "pad": false}}})",
       R"({"training": {"token_drop": {"capacity_factor": 1.25, "pad": true}}})");
+  // LoRA on the dense proxy: a higher rank, a second target.
+  add("training.lora.rank", h100_dense(), R"({"training": {"lora": {"rank": 16}}})",
+      R"({"training": {"lora": {"rank": 512}}})");
+  add("training.lora.targets", h100_dense(),
+      R"({"training": {"lora": {"targets": ["linear_qkv"]}}})",
+      R"({"training": {"lora": {"targets": ["linear_qkv", "linear_fc1"]}}})");
   // parallelism
   add("parallelism.tp", g, R"({"parallelism": {"tp": 1}})", R"({"parallelism": {"tp": 2}})");
   add("parallelism.pp", g, R"({"parallelism": {"pp": 2}})", R"({"parallelism": {"pp": 4}})");

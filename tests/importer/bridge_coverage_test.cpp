@@ -88,6 +88,10 @@ std::optional<std::string> launcher_args(const std::string& name, const config::
                        cfg.value("num_gpus", config::Json(8)).get<std::int64_t>());
   if (!variant.empty()) words += " -cv " + variant;
   if (task != "pretrain") words += " --task " + task;
+  // PEFT's setup loads the base weights (Megatron-Bridge training/setup.py); v0.2.x's
+  // launcher has no such flag (and its fine-tuning is refused for its SQuAD packs).
+  if ((task == "lora" || task == "peft") && !name.ends_with("_BASE_CONFIG"))
+    words += " --pretrained_checkpoint /ckpt";
   return words;
 }
 
@@ -96,8 +100,9 @@ std::string reason(const std::string& message) {
   std::smatch m;
   if (std::regex_search(message, m, std::regex("^(\\S+) resolves at .*the settings its family")))
     return "family settings not tabulated: " + m[1].str();
-  if (message.find("LoRA") != std::string::npos) return "LoRA fine-tuning (frozen base, adapters)";
   if (message.find("SQuAD") != std::string::npos) return "v0.2.x fine-tuning on SQuAD packs";
+  if (message.find("training launcher are not mapped") != std::string::npos)
+    return "PEFT through the training launcher";
   if (message.find("CPU activation offloading") != std::string::npos)
     return "CPU activation offloading";
   if (message.find("full recompute, block method") != std::string::npos)
@@ -150,5 +155,5 @@ TEST_CASE("Megatron-Bridge's workload configs import, or are refused for a state
   for (const auto& [n, r] : by_count) std::cout << fmt::format("  {:5}  {}\n", n, r);
   REQUIRE(read > 2000);
   // Today's floor (issue #48's goal is 90%): raise it as families are tabulated.
-  CHECK(imported >= read * 74 / 100);
+  CHECK(imported >= read * 78 / 100);
 }

@@ -359,7 +359,7 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what",
   // The Kimi family's code reads --optimizer_type; only its Muon path is tabulated.
   CHECK(err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256 --optimizer_type adam")
             .find("adam: the Kimi family code switches to distributed Adam") != std::string::npos);
-  CHECK(err(q + "--task lora").find("LoRA fine-tuning freezes the base weights") !=
+  CHECK(err(q + "--task lora --pretrained_checkpoint /c").find("QWEN3_30B_A3B_LORA") !=
         std::string::npos);
   CHECK(err(q + "--activation_offload_layers 4").find("offloading") != std::string::npos);
   CHECK(err(q + "-rl 2").find("partial full recompute") != std::string::npos);
@@ -544,8 +544,6 @@ TEST_CASE("Megatron-Bridge's full-parameter SFT on mock data imports as pretrain
   CHECK(err(q + " --data squad_packed", "26.06").find("sub-sequences' squares") !=
         std::string::npos);
   CHECK(err(q + " --data squad", "26.06").find("its own shape") != std::string::npos);
-  CHECK(err("-m llama -mr llama3_70b -g gb200 -c fp8_cs -ng 8 --task lora", "26.06").find("LoRA") !=
-        std::string::npos);
   CHECK(err("-m llama3 -s 70b -g gb200 -c bf16 -ng 32 --task sft", "25.11").find("SQuAD") !=
         std::string::npos);
   // The training launcher: an SFT recipe by name (mock data by default), LoRA refused.
@@ -555,4 +553,31 @@ TEST_CASE("Megatron-Bridge's full-parameter SFT on mock data imports as pretrain
       "--container-image nvcr.io/nvidia/nemo:26.08",
       o);
   CHECK(train.scenario.at("name") == "bridge-llama3_70b-sft-gb200-fp8_cs-26.08");
+}
+
+TEST_CASE("Megatron-Bridge's LoRA on mock data imports with its adapters on a frozen base",
+          "[config][import][bridge][lora]") {
+  // docs/research/finetune/lora-inventory.md: Llama3 70B, 8 GPUs, rank 16 on linear_qkv, the
+  // unfused loss, GB200 BF16 at 2048 tokens and every other config at 4096.
+  const std::string q = "-m llama -mr llama3_70b -ng 8 --task lora --pretrained_checkpoint /c ";
+  const auto fp8 = bridge(q + "-g gb200 -c fp8_cs", "26.06").scenario;
+  CHECK(fp8.at("name") == "bridge-llama3_70b-lora-gb200-fp8_cs-26.06");
+  CHECK(fp8.at("training").at("lora") ==
+        nlohmann::json::parse(R"({"rank": 16, "targets": ["linear_qkv"]})"));
+  CHECK(fp8.at("training").at("seq_length") == 4096);
+  CHECK(fp8.at("framework").at("cross_entropy") == "unfused");
+  CHECK(fp8.at("framework").at("distributed_optimizer") == true);
+  CHECK(bridge(q + "-g gb200 -c bf16", "26.06").scenario.at("training").at("seq_length") == 2048);
+  // H100 BF16: full recompute of 1 layer per virtual stage of 1 (PP4 VP20): every layer.
+  CHECK(bridge(q + "-g h100 -c bf16", "26.06").scenario.at("framework").at("recompute_modules") ==
+        nlohmann::json::array({"full"}));
+  // 26.08 names the task peft.
+  CHECK(bridge("-m llama -mr llama3_70b -ng 8 --task peft --pretrained_checkpoint /c -g gb300 "
+               "-c fp8_mx",
+               "26.08")
+            .scenario.at("training")
+            .contains("lora"));
+  // Bridge's PEFT setup stops without the base checkpoint.
+  CHECK(err("-m llama -mr llama3_70b -g gb200 -c fp8_cs -ng 8 --task lora", "26.06")
+            .find("--pretrained_checkpoint") != std::string::npos);
 }
