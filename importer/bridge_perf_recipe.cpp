@@ -41,6 +41,12 @@ void BridgeImporter::build() {
           refuse(flag(r.at("dest").get<std::string>()),
                  fmt::format("{}: {}", value, r.at("why").get<std::string>()));
       }
+  // A family's "refuse" rules: a configuration Megatron-Bridge or Megatron-Core stops at, or
+  // whose run moesim cannot price (each rule's "why" says which and cites where).
+  for (const auto& r : family_->at("rules"))
+    if (r.value("stage", std::string()) == "refuse" && rule_applies(r, q_))
+      refuse(wl_.config,
+             fmt::format("{} at {}: {}", wl_.config, q_.tag, r.at("why").get<std::string>()));
   for (const auto& stage : l.at("order")) {
     if (stage == "recipe") {
       // Megatron-Bridge's defaults under every recipe, the precision of -c, the family's code.

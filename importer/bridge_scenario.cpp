@@ -49,6 +49,7 @@ void BridgeImporter::account_split() {
   const Json& r = family_->at("recipes").at(q_.recipe);
   if (!r.contains("account_split") || b_.origin.count("parallelism.pp_layout")) return;
   const Json& a = r.at("account_split");
+  if (a.contains("tags") && !contains(a.at("tags"), q_.tag)) return;  // the recipe's tags
   const auto split = accounted_layout(
       a.at("layers").get<std::int64_t>(), b_.integer("parallelism.pp", 1),
       b_.integer("parallelism.vpp", 1), a.value("embedding", false), a.value("loss", false));

@@ -239,8 +239,16 @@ void BridgeImporter::query() {
   q_.dtype = lower(text("compute_dtype", "bf16"));
   q_.task = text("task", "pretrain");
   task(old);
-  if (text("domain", "llm") != "llm")
-    refuse(flag("domain"), "only the llm domain's recipes are tabulated");
+  // --domain vlm / qwen3vl feed images through a VL model's vision tower (vlm_step,
+  // qwen3_vl_step); llm, the default, runs it text-only on the text mock dataset
+  // (scripts/performance/utils/overrides.py:377-381, run_script.py:113-121 at v0.5.1).
+  if (const std::string d = text("domain", "llm"); d != "llm")
+    refuse(flag("domain"),
+           fmt::format("{}: only the llm domain's runs are modeled ({})", d,
+                       d == "vlm" || d == "qwen3vl"
+                           ? "the image path runs a vision tower, whose op graph moesim does "
+                             "not model; the default llm domain runs a VL model text-only"
+                           : "a diffusion model's step is not an LLM's"));
   BridgeRecipeQuery rq;
   rq.tag = q_.tag;
   rq.recipe = q_.recipe;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <tuple>
 
 #include "support/helpers.hpp"
 #include "workload/flops.hpp"
@@ -100,6 +101,25 @@ TEST_CASE("Qwen3-Next parameters count each layer's mixer", "[workload][params]"
   CHECK(lp.attention == Approx(27265536.0));
   CHECK(workload::count_parameters(m, 0, 151936).total == Approx(79674391296.0).epsilon(1e-12));
   CHECK(workload::count_parameters(m, 1, 151936).total == Approx(81324862720.0).epsilon(1e-12));
+}
+
+TEST_CASE("Qwen3.5's language models are as large as their names with the vision tower",
+          "[workload][params]") {
+  // The presets hold the language models (qwen3_next type, vocabulary 248,320); the names
+  // count the checkpoint's vision tower too, 27 layers 1152 wide with the merger out to the
+  // model's width: 446.6 M, 451.3 M and 456.0 M (docs/research/vl/qwen-vl-family-notes.md),
+  // and leave out the MTP layer.
+  const std::vector<std::tuple<std::string, double, double>> models{
+      {"qwen3.5-35b-a3b", 446.6e6, 35e9},
+      {"qwen3.5-122b-a10b", 451.3e6, 122e9},
+      {"qwen3.5-397b-a17b", 456.0e6, 397e9}};
+  for (const auto& [name, vision, total] : models) {
+    INFO(name);
+    const auto m = config::load_model_preset(name);
+    CHECK(m.vocab_size == 248320);
+    const auto p = workload::count_parameters(m, 0, 248320);
+    CHECK((p.total + vision) / total == Approx(1).epsilon(0.01));
+  }
 }
 
 TEST_CASE("The Gated DeltaNet mixer runs FLA's chunked kernels; two walk the chunks in series",

@@ -581,3 +581,27 @@ TEST_CASE("Megatron-Bridge's LoRA on mock data imports with its adapters on a fr
   CHECK(err("-m llama -mr llama3_70b -g gb200 -c fp8_cs -ng 8 --task lora", "26.06")
             .find("--pretrained_checkpoint") != std::string::npos);
 }
+
+TEST_CASE("Megatron-Bridge's VL recipes import text-only, as the default llm domain runs them",
+          "[config][import][bridge][qwen_vl]") {
+  // --domain llm (the default) swaps in the text mock dataset and gpt_step: the language
+  // model at 4096 tokens, the vision tower idle (docs/research/vl/bridge-vl-recipes.md 2.1).
+  const auto q35 = bridge("-m qwen_vl -mr qwen35_vl_35b_a3b -g gb300 -c bf16 -ng 8", "26.06");
+  const auto& sc = q35.scenario;
+  CHECK(sc.at("model") == "qwen3.5-35b-a3b");
+  CHECK(sc.at("training").at("seq_length") == 4096);
+  CHECK(sc.at("training").at("mtp_layers") == 1);
+  CHECK(sc.at("framework").at("cuda_graph_scope") == nlohmann::json::array());
+  // Qwen3-VL at v0.3.x trains its language model (the Qwen3 MoE preset).
+  CHECK(bridge("-m qwen_vl -mr qwen3_vl_30b_a3b -g gb300 -c bf16 -ng 8", "26.02")
+            .scenario.at("model") == "qwen3-30b-a3b");
+  // From v0.4.2 its recipes freeze the language model and the vision tower: text-only,
+  // nothing on the loss path trains.
+  CHECK(err("-m qwen_vl -mr qwen3_vl_30b_a3b -g gb300 -c bf16 -ng 8", "26.06").find("frozen") !=
+        std::string::npos);
+  // The image path is not modeled; 60 layers do not split over PP 8 (Megatron-Core asserts).
+  CHECK(err("-m qwen_vl -mr qwen35_vl_35b_a3b -g gb300 -c bf16 -ng 8 --domain vlm", "26.06")
+            .find("vision tower") != std::string::npos);
+  CHECK(err("-m qwen_vl -mr qwen35_vl_397b_a17b -g gb200 -c bf16 -ng 64", "26.06")
+            .find("60 decoder layers") != std::string::npos);
+}

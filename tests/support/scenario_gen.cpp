@@ -299,11 +299,16 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   std::vector<std::int64_t> tps;
   for (std::int64_t t : {1, 1, 1, 2, 2, 4, 8})
     if (model.num_heads % t == 0 && model.num_kv_heads % t == 0 &&
-        (model.num_dense_layers() == 0 || model.ffn_hidden_size % t == 0))
+        (model.num_dense_layers() == 0 || model.ffn_hidden_size % t == 0) &&
+        model.gdn.key_heads % t == 0 && model.gdn.value_heads % t == 0)
       tps.push_back(t);
   const std::int64_t tp = rng.pick(tps);
-  // Windowed attention has no ring CP in moesim (refused): such models draw cp 1.
-  const std::int64_t cp = !model.any_windowed() && !model.hybrid() && rng.chance(0.15) ? 2 : 1;
+  // Windowed attention and Gated DeltaNet layers have no ring CP in moesim (refused): such
+  // models draw cp 1.
+  const std::int64_t cp =
+      !model.any_windowed() && !model.hybrid() && model.linear_layer.empty() && rng.chance(0.15)
+          ? 2
+          : 1;
   std::int64_t dp = rng.pick({1, 2, 2, 4, 8, 16, 32, 64});
   // Whole nodes once the job is larger than one; at most 1024 GPUs.
   while (tp * pp * cp * dp > per_node && (tp * pp * cp * dp) % per_node != 0) ++dp;
