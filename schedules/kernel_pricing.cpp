@@ -378,12 +378,35 @@ double KernelPricing::dp_seconds(const StageParams& sp) const {
 // is a BF16 view of the gradient buffer, and each rank quantizes the gathered copy into its
 // MXFP8 weights after the gather (Megatron-Core param_and_grad_buffer.py, the shared buffer
 // "for param AG and grad RS" of MXFP8 models, since d559555a54 of 2025-06-14; _post_param_sync
-// at 99a10812; docs/research/mlperf-dsv3-fixed-part.md 2 #1). That quantize pass is not priced.
+// at 99a10812; docs/research/mlperf-dsv3-fixed-part.md 2 #1). That quantize pass is
+// requant_seconds.
 double KernelPricing::param_gather_bytes() const {
   if (!in_.framework.fp8_param_gather) return 2;
   if (in_.training.precision == workload::Precision::mxfp8 && in_.framework.distributed_optimizer)
     return 2;
   return in_.training.precision == workload::Precision::nvfp4 ? workload::kNvfp4Bytes : 1;
+}
+// The pass after the gather (docs/research/mxfp8-vs-fp8cs.md 2 #3): Megatron-Core's
+// _post_param_sync (param_and_grad_buffer.py:281-298 at d0b3b775) copies each gathered BF16
+// weight into its MXFP8 parameter, which TransformerEngine turns into a whole quantization,
+// row- and column-wise with their E8M0 scales (QuantizedTensor.__torch_dispatch__,
+// quantized_tensor.py:594-626 at v2.16), then zeroes the bucket's buffer, where the next
+// gradients accumulate. Every weight of the bucket, every step; its norms and biases (BF16,
+// copied, not quantized) counted alike, a small share. Without fp8_param_gather TE
+// quantizes the BF16 weights at the step's first micro-batch instead: the same bytes, so the
+// setting stays inert (config/inert_settings.cpp).
+bool KernelPricing::mxfp8_requantizes() const {
+  return in_.training.precision == workload::Precision::mxfp8 &&
+         in_.framework.distributed_optimizer && !in_.parallelism.fsdp && dp_traffic();
+}
+double KernelPricing::requant_seconds(const StageParams& sp) const {
+  const double params = sp.dense + sp.expert;
+  hw_models::ComputeWork quantize;
+  quantize.cls = hw_models::KernelClass::quantize;
+  quantize.bytes = params * (2 + 2 * (1 + 1.0 / 32));  // read BF16, write both MXFP8 copies
+  hw_models::ComputeWork zero;
+  zero.bytes = params * 2;  // param_data.zero_() on the BF16 buffer
+  return compute_.seconds(quantize) + compute_.seconds(zero);
 }
 double KernelPricing::gather_seconds(const StageParams& sp) const {
   const double b = param_gather_bytes();

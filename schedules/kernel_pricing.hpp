@@ -272,6 +272,11 @@ class KernelPricing {
   }
   double dp_seconds(const StageParams& sp) const;
   double gather_seconds(const StageParams& sp) const;
+  // MXFP8 weights under the distributed optimizer: after each bucket's BF16 gather, every
+  // weight re-quantized from it and the bucket's buffer zeroed, on the compute stream
+  // (kernel_pricing.cpp, param_gather_bytes).
+  bool mxfp8_requantizes() const;
+  double requant_seconds(const StageParams& sp) const;
   PortLoads dp_loads(const StageParams& sp, bool gather) const;
   double optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const;
   // Per-step work beside the optimizer (header): the gradient norm's read of the shard,

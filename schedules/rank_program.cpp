@@ -69,6 +69,7 @@ RankProgram::RankProgram(StepState& sim, sim_core::Gpu& gpu, std::int64_t global
   merge_ = sim.merges_kernels();
   tracing_ = sim.tracing();
   amax_label_ = sim.label("fp8.amax_all_reduce");
+  requant_label_ = sim.label("mxfp8.param_requantize");
   for (const bool fwd : {true, false}) {
     pp_recv_label_[fwd] = sim.label(fwd ? "pp.recv_activation" : "pp.recv_grad");
     pp_send_label_[fwd] = sim.label(fwd ? "pp.send_activation" : "pp.send_grad");

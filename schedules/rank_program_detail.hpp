@@ -182,6 +182,7 @@ class RankProgram final : public sim_core::HostProgram {
   const char* reduce_name() const;
   void before_layer(Lane& l, int k);
   void gather_at_first_use(int chunk, int k, EventId compute);
+  void requantize(Lane& l, int chunk, int k);
   void after_layer(Lane& l, int k);
   void amax_reduce(const WorkItem& it, Lane& l);
 
@@ -230,7 +231,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::size_t pos_ = 0;
   std::size_t next_item_ = 0;
   int phase_ = 0;
-  std::uint32_t amax_label_ = 0;
+  std::uint32_t amax_label_ = 0, requant_label_ = 0;
   std::array<std::uint32_t, 2> pp_recv_label_{}, pp_send_label_{};  // by forward
   std::vector<Step> steps_;                                         // expand()'s kernels, reused
   std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;

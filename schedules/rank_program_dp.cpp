@@ -174,6 +174,7 @@ void RankProgram::before_layer(Lane& l, int k) {
     if (!it.forward() || first_fwd_[c] != l.item || gather_[c].empty()) return;
     if (lazy_gather_) gather_at_first_use(it.chunk, k, l.first ? l.gate : lane_done(l));
     l.layer_gate = gather_[c][static_cast<std::size_t>(k)];
+    if (l.layer_gate != kNoEvent && price_.mxfp8_requantizes()) requantize(l, it.chunk, k);
     return;
   }
   if (it.pass == Pass::backward_weight) return;
@@ -188,6 +189,30 @@ void RankProgram::before_layer(Lane& l, int k) {
                         plan.item[static_cast<std::size_t>(u)], true, kNoEvent);
   }
   l.layer_gate = l.unit_gather[static_cast<std::size_t>(k)];
+}
+
+// MXFP8 weights re-quantized from the gather that gates stage item k (KernelPricing::
+// requant_seconds): bucket k's, or without --overlap-param-gather the chunk's every bucket,
+// gathered before the first forward. On the compute stream after the gather, before the
+// item's kernels, eager; two host calls (the copies' dispatch and the zero). Under
+// --overlap-param-gather-with-optimizer-step chunk 0's gather runs beside the optimizer
+// step and its pass is not priced (Megatron-Bridge turns that overlap off for MXFP8:
+// scripts/performance/utils/overrides.py:526-532 at v0.5.0).
+void RankProgram::requantize(Lane& l, int chunk, int k) {
+  const DpPlan& plan = sim_.dp_plan(rank_, chunk);
+  StageParams sp;
+  if (sim_.in().framework.overlap_param_gather)
+    sp = plan.bucket[static_cast<std::size_t>(k)];
+  else
+    for (const auto& b : plan.bucket) sp += b;
+  Kernel q = kernel(requant_label_, kCompute, price_.requant_seconds(sp));
+  q.waits[0] = l.first ? l.gate : l.cross;
+  q.waits[1] = l.layer_gate;
+  l.first = false;
+  l.cross = l.layer_gate = kNoEvent;
+  l.last = buf_.size();
+  l.in_graph = false;
+  launch(l.stream, q, op_cost() * 2);
 }
 
 // Unaligned parameter gathers (Megatron-Core DDP's forward pre-hook, finish_param_sync in
