@@ -135,8 +135,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     b.linear("attn.qkv", Module::attn, s.T, (n + gate + 2 * g) * d, s.h, true, false);
     sp_saved_shard(b, s);
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
-    if (in.training.lora && in.training.lora->targets_has(workload::LoraTarget::linear_qkv))
-      lora_adapter(b, in, s, Module::attn, "attn.qkv", (n + gate + 2 * g) * d);
+    lora_adapter(b, in, s, Module::attn, workload::LoraTarget::linear_qkv, "attn.qkv",
+                 (n + gate + 2 * g) * d);
     // Qwen3's per-head RMSNorms of q and k (--qk-layernorm: SelfAttention's q_layernorm and
     // k_layernorm, TENorm modules, get_query_key_value_tensors in attention.py): one kernel
     // each; each keeps its input for backward.

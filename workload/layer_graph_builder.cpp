@@ -421,8 +421,8 @@ bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& 
 }
 
 void lora_adapter(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
-                  const std::string& name, double out) {
-  if (!in.training.lora) return;
+                  workload::LoraTarget target, const std::string& name, double out) {
+  if (!in.training.lora || !in.training.lora->targets_has(target)) return;
   const auto& l = *in.training.lora;
   const double r = static_cast<double>(l.rank);
   const std::string n = name + ".lora";

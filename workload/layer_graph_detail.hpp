@@ -304,8 +304,9 @@ void sp_saved_shard(LayerBuilder& b, const Shapes& s);
 // so the adapter gathers x again (utils.py 1213-1218). Over TP, B's input gradient is
 // all-reduced (its column-parallel input's backward), priced as the reduce-scatter of
 // the rank-wide tensor (a few hundred KiB: latency-bound either way).
+// Nothing unless training.lora names `target`.
 void lora_adapter(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
-                  const std::string& name, double out);
+                  workload::LoraTarget target, const std::string& name, double out);
 
 // After a row-parallel linear: an FP8 one's output gradient is gathered quantized in
 // backward (LayerBuilder::sp_quantized_grad_gather).
