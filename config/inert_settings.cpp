@@ -144,6 +144,7 @@ Why recompute_inert(RecomputeModule m, const Scenario& sc) {
     case RecomputeModule::core_attn:
     case RecomputeModule::mla_up_proj:
     case RecomputeModule::layernorm:
+    case RecomputeModule::mhc:  // the loader refuses it without mHC
     case RecomputeModule::full:
       return std::nullopt;
     case RecomputeModule::up_proj:

@@ -29,9 +29,12 @@ struct ModelType {
   // DeltaNet layers with every full_attention_interval-th layer gated full attention, q/k
   // norms, a gated shared expert.
   bool linear_attention = false;
+  // DeepSeek-V4 (HF DeepseekV4ForCausalLM config.json; Megatron-LM dev d48bd6be dsv4_hybrid):
+  // MQA over windowed and compressed keys, mHC, hash-routed first layers (model_config.hpp).
+  bool dsv4 = false;
 };
 
-constexpr std::array<ModelType, 13> kModelTypes{{
+constexpr std::array<ModelType, 14> kModelTypes{{
     {"deepseek_v3", false, false},
     {"deepseek_v2", false, false},
     {"kimi_k2", false, false},  // DeepSeek-V3 architecture (Moonshot AI config.json)
@@ -47,6 +50,7 @@ constexpr std::array<ModelType, 13> kModelTypes{{
     {"gpt_oss", false, true, false, true},
     {"nemotron_h", false, false, false, false, true},
     {"qwen3_next", true, false, false, false, false, true},
+    {"deepseek_v4", false, false, false, false, false, false, true},
 }};
 
 const ModelType& model_type(const Node& n) {
@@ -155,6 +159,56 @@ void linear_layers(Object& o, workload::ModelConfig& m) {
   if (auto w = o.get("sliding_window"); w && !w->json().is_null())
     w->fail("sliding-window attention in a linear-attention model is not modeled");
   m.attention_output_gate = o.bool_or("attn_output_gate", true);
+}
+
+// DeepSeek-V4's attention (HF config.json keys; Megatron-LM dev d48bd6be
+// deepseek_v4_hybrid_attention.py, csa.py; docs/research/deepseek-v4.md 1.2): one shared
+// key=value head (num_key_value_heads 1) of head_dim, of which qk_rope_head_dim rotate; the
+// q LoRA, the grouped output (o_groups, o_lora_rank), the window (sliding_window), the
+// indexer (index_n_heads x index_head_dim, index_topk) and a compress ratio a layer, decoder
+// then MTP layers (compress_ratios). Ratios other than 0, 4 and 128 are refused: Megatron's
+// FLOPs count knows those three (training.py 387-494) and only ratio 4 overlaps its windows
+// and has an indexer (csa.py 1764-1794).
+void dsv4_attention(Object& o, workload::ModelConfig& m) {
+  m.attention = workload::AttentionKind::dsv4;
+  auto& x = m.dsv4;
+  if (m.num_kv_heads != 1)
+    o.req("num_key_value_heads")
+        .fail("DeepSeek-V4's attention shares one key=value head (num_key_value_heads 1)");
+  m.head_dim = o.req("head_dim").as_int(1, kBig);
+  x.rope_dim = o.req("qk_rope_head_dim").as_int(1, m.head_dim);
+  x.q_lora_rank = o.req("q_lora_rank").as_int(1, kBig);
+  x.o_groups = o.req("o_groups").as_int(1, m.num_heads);
+  if (m.num_heads % x.o_groups != 0)
+    o.req("o_groups")
+        .fail(fmt::format("{} heads are not divisible into {} output groups", m.num_heads,
+                          x.o_groups));
+  x.o_lora_rank = o.req("o_lora_rank").as_int(1, kBig);
+  x.window = o.req("sliding_window").as_int(1, kBig);
+  x.index_heads = o.req("index_n_heads").as_int(1, 4096);
+  x.index_head_dim = o.req("index_head_dim").as_int(1, 4096);
+  x.index_topk = o.req("index_topk").as_int(1, kBig);
+  x.hc_mult = o.int_or("hc_mult", x.hc_mult, 1, 64);
+  x.sinkhorn_iters = o.int_or("hc_sinkhorn_iters", x.sinkhorn_iters, 0, 1000);
+  x.hash_layers = o.int_or("num_hash_layers", 0, 0, m.num_layers);
+  const auto ratios = o.req("compress_ratios");
+  ratios.for_each_element([&](const Node& e) {
+    const std::int64_t r = e.as_int(0, 1 << 20);
+    if (r != 0 && r != 4 && r != 128)
+      e.fail(
+          fmt::format("compress ratio {} is not modeled; known: 0 (window only), 4 (CSA), "
+                      "128 (HCA)",
+                      r));
+    x.compress_ratios.push_back(r);
+  });
+  const auto want = static_cast<std::size_t>(m.num_layers + m.native_mtp_layers);
+  if (x.compress_ratios.size() != want)
+    ratios.fail(fmt::format("lists {} layers; the model has {} decoder and {} MTP layers",
+                            x.compress_ratios.size(), m.num_layers, m.native_mtp_layers));
+  for (const char* k : {"kv_lora_rank", "layer_types", "use_sliding_window"})
+    if (auto n = o.get(k)) n->fail("not a DeepSeek-V4 key: its layers' kinds are compress_ratios");
+  // Numerics inside kernels moesim prices anyway: mHC's epsilon, the compressed keys' RoPE.
+  o.ignore({"hc_eps", "compress_rope_theta"});
 }
 
 // A hybrid model's layers (HF hybrid_override_pattern, one symbol a layer) and its Mamba-2
@@ -276,7 +330,9 @@ workload::ModelConfig read_model(const Node& node) {
     if (type.gpt) m.learned_positions = o.req("max_position_embeddings").as_int(1, kBig);
     m.native_mtp_layers = o.int_or("num_nextn_predict_layers", 0, 0, 64);
 
-    if (auto kv = o.get("kv_lora_rank")) {
+    if (type.dsv4) {
+      dsv4_attention(o, m);
+    } else if (auto kv = o.get("kv_lora_rank")) {
       m.attention = workload::AttentionKind::mla;
       m.num_kv_heads = m.num_heads;
       m.mla.kv_lora_rank = kv->as_int(1, kBig);
@@ -323,8 +379,12 @@ workload::ModelConfig read_model(const Node& node) {
       if (shared_size) m.shared_expert_ffn_hidden_size = shared_size->as_int(0, kBig);
 
       m.router_scoring = o.string_or("scoring_func", type.hybrid ? "sigmoid" : "softmax");
-      if (m.router_scoring != "softmax" && m.router_scoring != "sigmoid")
-        o.get("scoring_func")->fail("unknown scoring_func; known: softmax, sigmoid");
+      // DeepSeek-V4's sqrt(softplus) scores with a correction bias (Megatron-LM dev
+      // moe_router_score_function sqrtsoftplus): the same elementwise kernels and bias as the
+      // sigmoid router, priced as it.
+      if (m.router_scoring != "softmax" && m.router_scoring != "sigmoid" &&
+          m.router_scoring != "sqrtsoftplus")
+        o.get("scoring_func")->fail("unknown scoring_func; known: softmax, sigmoid, sqrtsoftplus");
       m.router_groups = o.int_or("n_group", 0, 0, m.num_experts);
       m.router_topk_groups =
           o.int_or("topk_group", 0, 0, std::max<std::int64_t>(m.router_groups, 0));
@@ -358,7 +418,7 @@ workload::ModelConfig read_model(const Node& node) {
       hybrid_layers(o, m);
     else if (type.linear_attention)
       linear_layers(o, m);
-    else
+    else if (!type.dsv4)
       sliding_window(o, m);
     // A gated shared expert (Megatron --moe-shared-expert-gate): Qwen3-Next's, on by its type.
     const bool has_shared = m.shared_expert_ffn_hidden_size > 0;

@@ -142,9 +142,14 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
           const auto mod = f.recompute_modules[i++];
           if (mod == RecomputeModule::full && f.recompute_modules.size() > 1)
             e.fail("'full' recomputes whole layers and must be the only module");
+          // DeepSeek-V4's q up-projection recomputes under the same name (its recipes'
+          // mla_up_proj; deepseek_v4_hybrid_attention.py).
           if ((mod == RecomputeModule::mla_up_proj || mod == RecomputeModule::up_proj) &&
-              sc_.model.attention != workload::AttentionKind::mla)
+              sc_.model.attention == workload::AttentionKind::gqa)
             e.fail(fmt::format("model '{}' has no MLA up-projection", sc_.model.name));
+          if (mod == RecomputeModule::mhc && !sc_.model.is_dsv4())
+            e.fail(fmt::format("model '{}' has no mHC (DeepSeek-V4's hyper-connections)",
+                               sc_.model.name));
         });
         // A set: kept in the table's order, so that equal settings read (and describe) equal.
         std::sort(f.recompute_modules.begin(), f.recompute_modules.end());
@@ -157,6 +162,12 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
               "'full' recompute cannot run with moe_a2a_overlap (Megatron-Core asserts "
               "recompute_granularity != 'full' with --overlap-moe-expert-parallel-comm)");
       }
+      // Hash-routed layers forbid it (Megatron-LM dev d48bd6be transformer_config.py 2899).
+      if (f.moe_a2a_overlap && sc_.model.dsv4.hash_layers > 0)
+        o.req("moe_a2a_overlap")
+            .fail(fmt::format("model '{}' routes its first {} layers by token id, which "
+                              "Megatron-LM's EP all-to-all overlap refuses",
+                              sc_.model.name, sc_.model.dsv4.hash_layers));
       // Megatron-Core asserts it too: the combined schedule places one MTP layer.
       if (f.moe_a2a_overlap && sc_.training.mtp_layers > 1)
         o.req("moe_a2a_overlap")

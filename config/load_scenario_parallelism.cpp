@@ -114,6 +114,14 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
          fmt::format("the Gated DeltaNet layers' {} key and {} value heads are not divisible by "
                      "tp={}",
                      m.gdn.key_heads, m.gdn.value_heads, p.tp));
+  // DeepSeek-V4's attention runs at TP 1 (Megatron-LM dev d48bd6be
+  // deepseek_v4_hybrid_attention.py 90-92 asserts it) and has no context-parallel path.
+  if (m.is_dsv4() && p.tp > 1)
+    fail("parallelism.tp", "DeepSeek-V4's attention runs only at tp=1 (Megatron-LM asserts it)");
+  if (m.is_dsv4() && p.cp > 1)
+    fail("parallelism.cp",
+         "context parallelism with DeepSeek-V4's compressed attention is not "
+         "modeled");
   if (m.num_linear_layers() > 0 && p.cp > 1)
     fail("parallelism.cp",
          "context parallelism with Gated DeltaNet layers (their all-to-alls over heads) is not "

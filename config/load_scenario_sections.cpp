@@ -28,6 +28,11 @@ void ScenarioReader::training(const Node& n) {
           ->fail(fmt::format("model '{}' is hybrid without an MTP block: give its "
                              "mtp_hybrid_override_pattern",
                              sc_.model.name));
+    // DeepSeek-V4's compress_ratios name each MTP layer's attention.
+    if (const auto& m = sc_.model; m.is_dsv4() && t.mtp_layers > m.native_mtp_layers)
+      o.get("mtp_layers")
+          ->fail(fmt::format("model '{}' gives compress ratios for {} MTP layers", m.name,
+                             m.native_mtp_layers));
     t.hidden_dropout = o.number_or("hidden_dropout", 0, 0, 0.99);
     t.vocab_divisor = o.int_or("make_vocab_size_divisible_by", 128, 1, std::int64_t{1} << 20);
     if (auto n4 = o.get("nvfp4")) {

@@ -241,10 +241,21 @@ std::string describe_text(const config::Scenario& sc) {
                        sc.system.nvlink.bw_GBps.value, sc.system.network.nics_per_gpu.value,
                        sc.system.network.nic_Gbps.value, sc.system.network.nic));
 
+  const auto ratio_layers = [&](std::int64_t r) {
+    return std::count(
+        m.dsv4.compress_ratios.begin(),
+        m.dsv4.compress_ratios.begin() +
+            std::min<std::ptrdiff_t>(m.num_layers, std::ssize(m.dsv4.compress_ratios)),
+        r);
+  };
   const std::string attn =
-      m.attention == workload::AttentionKind::mla
-          ? fmt::format("MLA, {} heads", m.num_heads)
-          : fmt::format("GQA {}/{} heads of {}", m.num_heads, m.num_kv_heads, m.head_dim);
+      m.attention == workload::AttentionKind::mla ? fmt::format("MLA, {} heads", m.num_heads)
+      : m.is_dsv4()                               ? fmt::format(
+                                                        "MQA {} heads of {} over one shared key=value head, {} window-only + "
+                                                                                      "{} CSA (top-{}) + {} HCA layers, mHC x{}",
+                                                        m.num_heads, m.head_dim, ratio_layers(0), ratio_layers(4),
+                                                        m.dsv4.index_topk, ratio_layers(128), m.dsv4.hc_mult)
+                    : fmt::format("GQA {}/{} heads of {}", m.num_heads, m.num_kv_heads, m.head_dim);
   if (m.hybrid())
     line("model",
          fmt::format("{} ({}): {} layers = {} Mamba-2 + {} attention + {} MoE + {} dense MLP, "

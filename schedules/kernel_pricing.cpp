@@ -335,8 +335,7 @@ void KernelPricing::price_templates() {
                                                           &out.bwd_weight};
     for (std::size_t i = 0; i < lists.size(); ++i) out.merged[i] = merge_runs(*lists[i]);
   };
-  for (const auto mixer :
-       {workload::Mixer::full, workload::Mixer::window, workload::Mixer::linear}) {
+  for (const auto mixer : workload::kMixers) {
     const auto i = static_cast<std::size_t>(mixer);
     convert(t.decoder(false, mixer), dense_[i]);
     convert(t.decoder(true, mixer), moe_[i]);
@@ -351,6 +350,9 @@ void KernelPricing::price_templates() {
   const auto& p = in_.parallelism;
   double act = static_cast<double>(tr.micro_batch_size * tr.seq_length) /
                static_cast<double>(p.cp) * static_cast<double>(in_.model.hidden_size) * 2;
+  // DeepSeek-V4's stages pass all mHC streams (Megatron-LM dev d48bd6be
+  // pipeline_parallel/schedules.py 2255-2275: hidden_size x num_residual_streams).
+  act *= static_cast<double>(in_.model.residual_streams());
   if (p.sequence_parallel) act /= static_cast<double>(p.tp);
   pp_s_ = comm_.send_recv(act, pp_pair_);
   PortBytes pp;

@@ -98,6 +98,10 @@ StageParams item_parameters(const workload::ModelConfig& m, const workload::Para
   if (it.kind == LayoutItemKind::mtp) s.dense += 2 * h * h + 3 * h;  // the MTP projection and norms
   const bool moe = has_experts(slot, m);
   s.dense += mixer_part(m, slot, lp, moe, linear_mixer(it, slot, m)) / tp;
+  // DeepSeek-V4's compressors and indexer (TP 1).
+  if (m.is_dsv4() && (slot == LayerSlot::mtp || slot == LayerSlot::dense || slot == LayerSlot::moe))
+    s.dense +=
+        workload::attention_extra_params(m, slot == LayerSlot::mtp ? m.num_layers : it.index);
   if (moe) {
     // Physical experts per rank: parallelism.eplb's copies hold weights, gradients and
     // optimizer states of their own.

@@ -1,6 +1,8 @@
 #include "workload/flops.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 
 namespace moesim::workload {
 namespace {
@@ -10,9 +12,45 @@ struct AttnTerms {
   double core = 0;    // A_core
 };
 
+// DeepSeek-V4's attention over all attention layers, MTP's included, a token (Megatron-LM
+// dev d48bd6be training.py _dsv4_hybrid_self_attention_flops 387-494, called 1087-1110;
+// docs/research/deepseek-v4.md 4): `linear` the x6 token-linear terms, `core` the x6 terms
+// that scale with the sequence (times seq in the per-token count). With n0, n4, n128 the
+// layers of each compress ratio over the decoder and MTP layers, N = their sum,
+//   proj = N [ r_q (h + nh d + 1) + h d + d + nh d r_o + g r_o h ]
+//   win  = (n0 + n128) nh w d 2,   csa = n4 nh (w + a4) d 2,
+//          a4 = k4 (1 - 4 k4 / 2s), k4 = min(topk, s / 4)  (mean causally visible picks)
+//   comp = n4 h 2d 2 + n128 h d 2,  idx = n4 [ h 2 d_I 2 + r_q H_I d_I + h H_I ]
+//   core = n128 nh d / 128 + n4 H_I d_I / 4   (HCA's compressed keys, the indexer's scores)
+AttnTerms dsv4_attention_terms(const ModelConfig& m, std::int64_t seq, std::int64_t mtp) {
+  const auto& x = m.dsv4;
+  const double h = static_cast<double>(m.hidden_size), nh = static_cast<double>(m.num_heads);
+  const double d = static_cast<double>(m.head_dim), w = static_cast<double>(x.window);
+  const double rq = static_cast<double>(x.q_lora_rank), ro = static_cast<double>(x.o_lora_rank);
+  const double g = static_cast<double>(x.o_groups);
+  const double hi = static_cast<double>(x.index_heads), di = static_cast<double>(x.index_head_dim);
+  const double s = static_cast<double>(seq);
+  std::array<double, 3> n{};  // layers of ratio 0, 4, 128
+  for (std::int64_t i = 0; i < m.num_layers + mtp; ++i) {
+    const std::int64_t r =
+        m.compress_ratio(std::min<std::int64_t>(i, std::ssize(x.compress_ratios) - 1));
+    n[r == 0 ? 0 : r == 4 ? 1 : 2] += 1;
+  }
+  const double layers = n[0] + n[1] + n[2];
+  const double proj = layers * (rq * (h + nh * d + 1) + h * d + d + nh * d * ro + g * ro * h);
+  const double k4 = std::min(static_cast<double>(x.index_topk), std::floor(s / 4));
+  const double a4 = k4 * (1 - 4 * k4 / (2 * s));
+  const double win = (n[0] + n[2]) * nh * w * d * 2;
+  const double csa = n[1] * nh * (w + a4) * d * 2;
+  const double comp = n[1] * h * 2 * d * 2 + n[2] * h * d * 2;
+  const double idx = n[1] * (h * 2 * di * 2 + rq * hi * di + h * hi);
+  return {6 * (proj + win + csa + comp + idx), 6 * (n[2] * nh * d / 128 + n[1] * hi * di / 4)};
+}
+
 AttnTerms attention_terms(const ModelConfig& m) {
   const double h = static_cast<double>(m.hidden_size);
   const double n = static_cast<double>(m.num_heads);
+  if (m.is_dsv4()) return {};  // per layer kind: dsv4_attention_terms
   if (m.attention == AttentionKind::mla) {
     const auto& d = m.mla;
     const double nope = static_cast<double>(d.qk_nope_head_dim);
@@ -54,10 +92,27 @@ double gdn_params(const ModelConfig& m) {
          2 * static_cast<double>(g.value_heads) + static_cast<double>(g.value_dim) + v * h;
 }
 
-// Parameters of one decoder layer's attention block, its input norm included.
+// mHC's parameters around one sub-block (DeepSeek-V4 checkpoints' hc_attn_fn / hc_ffn_fn
+// [n^2 + 2n, n h], hc_*_base [n^2 + 2n], hc_*_scale [3]; FP32).
+double mhc_params(const ModelConfig& m) {
+  const double n = static_cast<double>(m.dsv4.hc_mult);
+  return (n * n + 2 * n) * (n * static_cast<double>(m.hidden_size) + 1) + 3;
+}
+
+// Parameters of one decoder layer's attention block, its input norm included; for
+// DeepSeek-V4 the part every layer has (the checkpoints' attn.wq_a, q_norm, wq_b, wkv,
+// kv_norm, wo_a, wo_b, attn_sink, attn_norm) and the layer's two mHC mappings
+// (attention_extra_params adds the compressors and the indexer).
 double attention_params(const ModelConfig& m) {
   const double h = static_cast<double>(m.hidden_size);
   const double n = static_cast<double>(m.num_heads);
+  if (m.is_dsv4()) {
+    const auto& x = m.dsv4;
+    const double d = static_cast<double>(m.head_dim), rq = static_cast<double>(x.q_lora_rank);
+    const double ro = static_cast<double>(x.o_lora_rank), g = static_cast<double>(x.o_groups);
+    return h * rq + rq + rq * n * d + h * d + d + n * d * ro + g * ro * h + n + h +
+           2 * mhc_params(m);
+  }
   if (m.attention == AttentionKind::mla) {
     const auto& d = m.mla;
     const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
@@ -93,7 +148,7 @@ double ffn_params(const ModelConfig& m, std::int64_t f, bool bias, std::int64_t 
 double router_params(const ModelConfig& m) {
   const double experts = static_cast<double>(m.num_experts);
   return static_cast<double>(m.hidden_size) * experts +
-         (m.router_scoring == "sigmoid" || m.router_bias ? experts : 0) +
+         (m.router_scoring != "softmax" || m.router_bias ? experts : 0) +
          (m.shared_expert_gate ? static_cast<double>(m.hidden_size) : 0);  // w_g, with the router
 }
 
@@ -119,6 +174,28 @@ double mamba_params(const ModelConfig& m) {
 
 }  // namespace
 
+double attention_extra_params(const ModelConfig& m, std::int64_t layer) {
+  if (!m.is_dsv4()) return 0;
+  const auto& x = m.dsv4;
+  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(m.head_dim);
+  const double di = static_cast<double>(x.index_head_dim);
+  // A compressor of `width` outputs pooling `ratio` rows (wkv, wgate, ape [ratio, width], the
+  // norm of its head size).
+  const auto compressor = [&](double width, double ratio, double head) {
+    return 2 * width * h + ratio * width + head;
+  };
+  switch (m.compress_ratio(layer)) {
+    case 0:
+      return 0;
+    case 4:  // overlapping windows: twice the width; the indexer's wq_b, weights_proj, compressor
+      return compressor(2 * d, 4, d) +
+             static_cast<double>(x.index_heads) * di * static_cast<double>(x.q_lora_rank) +
+             static_cast<double>(x.index_heads) * h + compressor(2 * di, 4, di);
+    default:
+      return compressor(d, static_cast<double>(m.compress_ratio(layer)), d);
+  }
+}
+
 FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q) {
   if (m.hybrid()) return hybrid_flops_per_token(m, q);
   const double h = static_cast<double>(m.hidden_size);
@@ -143,11 +220,17 @@ FlopsPerToken megatron_flops_per_token(const ModelConfig& m, const FlopsQuery& q
   const AttnTerms a = attention_terms(m);
 
   FlopsPerToken f;
+  if (m.is_dsv4()) {  // summed over the layers already
+    const AttnTerms v4 = dsv4_attention_terms(m, q.seq_length, q.mtp_layers);
+    f.attn_linear = v4.linear;
+    f.attn_core = static_cast<double>(q.seq_length) * v4.core;
+  } else {
+    f.attn_linear = n_attn * a.linear;
+    f.attn_core = static_cast<double>(q.seq_length) * n_attn * a.core;
+  }
   f.dense_mlp = 6 * h * e * static_cast<double>(m.ffn_hidden_size) * n_dense;
   f.moe_mlp = 6 * h * e * moe_ffn * n_moe;
   f.mtp = 6 * h * e * mtp_ffn * M + 6 * M * (3 * h + 2 * h * h);
-  f.attn_linear = n_attn * a.linear;
-  f.attn_core = static_cast<double>(q.seq_length) * n_attn * a.core;
   f.logits = 6 * h * static_cast<double>(q.padded_vocab) * (M + 1);
   f.linear_attn = n_linear * gdn_flops(m);
   return f;
@@ -198,7 +281,12 @@ LayerParams muon_ns_flops(const ModelConfig& m) {
   const double gate = static_cast<double>(m.ffn_matrices() - 1);  // FC1's stacked gate and up
   const auto ns = newton_schulz_flops;
   LayerParams l;
-  if (m.attention == AttentionKind::mla) {
+  if (m.is_dsv4()) {  // the shared projections; wo_a one matrix a group
+    const auto& x = m.dsv4;
+    const double d = static_cast<double>(m.head_dim), rq = static_cast<double>(x.q_lora_rank);
+    const double ro = static_cast<double>(x.o_lora_rank), g = static_cast<double>(x.o_groups);
+    l.attention = ns(h, rq) + ns(rq, n * d) + ns(h, d) + g * ns(n * d / g, ro) + ns(g * ro, h);
+  } else if (m.attention == AttentionKind::mla) {
     const auto& d = m.mla;
     const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
     const double rq = static_cast<double>(d.q_lora_rank), rkv = static_cast<double>(d.kv_lora_rank);
@@ -256,12 +344,19 @@ ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
   p.output_head = m.tie_word_embeddings ? 0 : static_cast<double>(padded_vocab) * h;
   p.embedding = static_cast<double>(padded_vocab + m.learned_positions) * h;
   p.attention = attn * static_cast<double>(m.num_attention_layers());
+  for (std::int64_t i = 0; i < m.num_layers; ++i) p.attention += attention_extra_params(m, i);
   // The pre-FFN norm of each layer (a hybrid model's layers have one norm each: its MoE
   // and MLP layers' here, its attention and Mamba layers' with their mixer) and the final
   // norm.
   p.norms = h * static_cast<double>(m.hybrid() ? m.num_moe_layers() + m.num_dense_layers()
                                                : m.num_layers) +
             h;
+  // DeepSeek-V4's head contraction of the streams (hc_head_fn [n, n h], base, scale).
+  const double hc_head =
+      m.is_dsv4()
+          ? static_cast<double>(m.dsv4.hc_mult) * (static_cast<double>(m.dsv4.hc_mult) * h + 1) + 1
+          : 0;
+  p.norms += hc_head;
   p.mamba = mamba_params(m) * static_cast<double>(m.count_hybrid(HybridLayer::mamba));
   p.linear_attention = gdn_params(m) * static_cast<double>(m.num_linear_layers());
   p.dense_mlp = dense * static_cast<double>(m.num_dense_layers());
@@ -274,8 +369,10 @@ ParamCounts count_parameters(const ModelConfig& m, std::int64_t mtp_layers,
   // A hybrid model's module holds its MTP pattern's layers, each with its own norm; with
   // mtp_repeated_layer one module serves every depth.
   const double mtp_ffn = m.mtp_is_moe() ? expert * experts + shared + router : dense;
-  const double mtp_mixer = m.linear(m.num_layers - 1) ? gdn_params(m) : attn;
-  double mtp_module = 2 * h + 2 * h * h + mtp_mixer + h + mtp_ffn + h;
+  const double mtp_mixer = m.linear(m.num_layers - 1) ? gdn_params(m)
+                           : m.is_dsv4() ? attn + attention_extra_params(m, m.num_layers)
+                                         : attn;
+  double mtp_module = 2 * h + 2 * h * h + mtp_mixer + h + mtp_ffn + h + hc_head;
   double mtp_moe_layers = m.mtp_is_moe() ? 1 : 0;
   if (m.hybrid()) {
     mtp_module = 2 * h + 2 * h * h + h;

@@ -37,6 +37,9 @@
 // GEMMs never run, 6.7% of Nano's total. No eh_proj term; MTP layers count through their
 // pattern (not modeled yet: a hybrid model with MTP is refused by the loader).
 //
+// DeepSeek-V4 (Megatron-LM dev d48bd6be training.py 387-494, 1063-1168) counts its attention
+// per layer kind (workload/flops.cpp dsv4_attention_terms); every layer and MTP layer is MoE.
+//
 // Parameter counts follow the HF checkpoints' tensors (weights and norm gains; MLA
 // includes its two LoRA norms; DeepSeek-V3's sigmoid router has a per-expert bias).
 // "Active" counts top-k routed experts instead of all, everything else in full.
@@ -100,6 +103,11 @@ struct LayerParams {
   double gdn = 0;         // a Gated DeltaNet mixer with its input norm (linear layers)
 };
 LayerParams layer_parameters(const ModelConfig& m);
+// What a DeepSeek-V4 layer (decoder, then MTP) holds beyond LayerParams::attention, by its
+// compress ratio: ratio 4 its compressor (wkv, wgate 2 head_dim wide, ape, norm) and the
+// indexer (wq_b, weights_proj, its own compressor 2 index_head_dim wide); ratio r its
+// compressor (head_dim wide, ape r rows); 0 for other models.
+double attention_extra_params(const ModelConfig& m, std::int64_t layer);
 
 // Muon's orthogonalization (Megatron-Core with Emerging-Optimizers: quintic Newton-Schulz,
 // 5 iterations, each X X^T, a polynomial of it and its product with X) costs, for an

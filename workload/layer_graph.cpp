@@ -8,6 +8,7 @@
 //   layer_graph_moe.cpp        the MoE MLP block: router, dispatchers, experts, combine
 //   layer_graph_mamba.cpp      a hybrid model's Mamba-2 mixer
 //   layer_graph_gdn.cpp        the Gated DeltaNet mixer of linear-attention layers
+//   layer_graph_dsv4.cpp       DeepSeek-V4's attention (window, CSA, HCA) and mHC
 #include "workload/layer_graph.hpp"
 
 #include <algorithm>
@@ -106,22 +107,31 @@ ModelTemplates build_templates(const TemplateInputs& in) {
 
   ModelTemplates t;
   const bool full = has(in.framework.recompute_modules, RecomputeModule::full);
-  for (const Mixer mixer : {Mixer::full, Mixer::window, Mixer::linear}) {
-    if (mixer == Mixer::window && !in.model.any_windowed()) continue;
-    if (mixer == Mixer::linear && in.model.num_linear_layers() == 0) continue;
+  const bool dsv4 = in.model.is_dsv4();
+  for (const Mixer mixer : kMixers) {
+    if (!in.model.has_mixer(mixer)) continue;
     for (const bool moe : {false, true}) {
       LayerTemplate& lt = t.decoder(moe, mixer);
       LayerBuilder b(in, lt);
       const std::size_t start = b.mark();
+      // DeepSeek-V4's mHC wraps each sub-block (layer_graph_dsv4.cpp).
+      if (dsv4) detail::mhc_pre(b, in, s, "attn.mhc_pre", Module::attn);
       if (mixer == Mixer::linear)
         detail::gdn_block(b, in, s);
+      else if (dsv4)
+        detail::dsv4_attention_block(b, in, s, mixer);
       else if (!in.model.hybrid())
         attention_block(b, in, s, mixer == Mixer::window);
+      if (dsv4) {
+        detail::mhc_post(b, in, s, "attn.mhc_post", Module::attn);
+        detail::mhc_pre(b, in, s, "mlp.mhc_pre", moe ? Module::moe_router : Module::mlp);
+      }
       if (moe) {
         if (in.model.is_moe()) moe_mlp(b, in, s);
       } else {
         dense_mlp(b, in, s);
       }
+      if (dsv4) detail::mhc_post(b, in, s, "mlp.mhc_post", moe ? Module::moe_combine : Module::mlp);
       if (full) b.recompute_since(start);
       b.finish();
     }
@@ -145,11 +155,23 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     // Backward scatters the gradient into the table (none under LoRA: the table is frozen).
     b.memory("embedding", Module::embedding, s.Tn * s.h * 2 * lookups,
              in.training.lora ? 0.0 : 2.0);  // keeps token ids only
+    // DeepSeek-V4's mHC copies the embedding into its n streams (hyper_connection.py
+    // 669-686 at d48bd6be: reads one, writes n; backward sums them back).
+    const double streams = static_cast<double>(in.model.residual_streams());
+    if (streams > 1)
+      b.memory("embedding.mhc_expand", Module::embedding, s.Tn * s.h * 2 * (streams + 1));
     b.finish();
   }
   {
     LayerBuilder b(in, t.head);
     const double v = static_cast<double>(in.padded_vocab) / s.tp;
+    // DeepSeek-V4's head contracts the n streams into one (hyper_connection.py 193-207 at
+    // d48bd6be, under torch.compile: the streams' RMS, an [n h] x [n h, n] FP32 projection, the
+    // weighted sum; reads the streams, writes one; backward about twice the traffic).
+    const double streams = static_cast<double>(in.model.residual_streams());
+    if (streams > 1)
+      b.memory("head.mhc_contract", Module::head, s.Tn * s.h * 2 * (streams + 1), 2.0,
+               s.Tn * s.h * 2 * streams);
     norm(b, s, Module::head, "head.norm", true, in.framework, std::nullopt);
     // The output layer is column-parallel (Megatron-Core's own ColumnParallelLinear, no
     // userbuffers): under sequence parallelism it gathers its input first.
@@ -191,8 +213,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     sp_saved_shard(b, s);
     b.finish();
     std::vector<const LayerTemplate*> parts{
-        &pre, &t.decoder(in.model.mtp_is_moe(),
-                         in.model.linear(in.model.num_layers - 1) ? Mixer::linear : Mixer::full)};
+        &pre, &t.decoder(in.model.mtp_is_moe(), in.model.mtp_mixer())};
     // A hybrid model's MTP block is its pattern's layers (Megatron-Core
     // multi_token_prediction.py with mtp_hybrid_override_pattern), built in BF16 under an
     // FP8 recipe where the model keeps its MTP spec in BF16 (keep_mtp_spec_in_bf16).

@@ -161,6 +161,9 @@ struct ModelTemplates {
   // The same with sliding-window attention (built when the model has windowed layers),
   // and with a Gated DeltaNet mixer in place of attention (when it has linear layers).
   LayerTemplate dense_window, moe_window, dense_linear, moe_linear;
+  // DeepSeek-V4's compressed sparse (ratio 4) and heavily compressed (ratio 128) layers; its
+  // window-only layers are the `window` pair.
+  LayerTemplate dense_csa, moe_csa, dense_hca, moe_hca;
   LayerTemplate embedding;  // E in the pp layout
   LayerTemplate head;       // L: output layer and loss
   LayerTemplate mtp;        // m: an MTP module (its decoder layer of the last layer's kind)
@@ -175,6 +178,10 @@ struct ModelTemplates {
         return experts ? moe_window : dense_window;
       case Mixer::linear:
         return experts ? moe_linear : dense_linear;
+      case Mixer::csa:
+        return experts ? moe_csa : dense_csa;
+      case Mixer::hca:
+        return experts ? moe_hca : dense_hca;
       case Mixer::full:
         break;
     }

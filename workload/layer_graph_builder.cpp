@@ -76,6 +76,21 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   push_bwd(std::move(b));
 }
 
+void LayerBuilder::drop_last_dgrad() {
+  auto& group = bwd_groups_.back();
+  const auto dgrad = std::find_if(group.begin(), group.end(), [](const KernelTemplate& k) {
+    return k.name.ends_with(".dgrad");
+  });
+  if (dgrad == group.end()) return;
+  const bool te = dgrad->te_module_call;
+  group.erase(dgrad);
+  for (auto& k : group)
+    if (k.name.ends_with(".wgrad")) {
+      k.te_module_call = te;
+      k.library_launch = false;
+    }
+}
+
 void LayerBuilder::bmm(const std::string& name, Module mod, double m, double n, double k,
                        double batch) {
   push_fwd(gemm_t(name + ".fwd", mod, KernelClass::gemm, Dtype::bf16, m, n, k, batch, 2));
@@ -159,26 +174,29 @@ void LayerBuilder::sp_quantized_grad_gather(double tp) {
     gather.push_back(sp_transpose_t(name + ".sp_transpose", gather.front().module, elems));
 }
 
+void LayerBuilder::forward_gemm(const std::string& name, Module mod, double m, double n, double k,
+                                double batch) {
+  push_fwd(gemm_t(name + ".fwd", mod, KernelClass::gemm, Dtype::bf16, m, n, k, batch, 2));
+  push_bwd({});
+}
+
 void LayerBuilder::attention(const std::string& name, Module mod, double fwd_flops, double bytes,
-                             double kv_bytes, std::int64_t window) {
+                             double kv_bytes, std::int64_t window, bool backward, KernelClass cls) {
   KernelTemplate f;
   f.name = name + ".fwd";
   f.module = mod;
   // The key sequence of one call: the whole sequence, or one ring step's chunk under CP;
   // a sliding window's keys.
   const std::int64_t keys = window > 0 ? std::min(window, seq_ / cp_) : seq_ / cp_;
-  f.work = {KernelClass::attention_fwd,
-            fp8_attention_ ? Dtype::fp8 : Dtype::bf16,
-            fwd_flops,
-            bytes,
-            0,
-            0,
-            keys,
-            1,
-            2};
+  f.work = {cls, fp8_attention_ ? Dtype::fp8 : Dtype::bf16, fwd_flops, bytes, 0, 0, keys, 1, 2};
   f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
   f.cp_ring_bytes = cp_ > 1 ? kv_bytes : 0;
   push_fwd(f);
+  if (!backward) {
+    out_.fwd.back().saved_bytes = 0;
+    push_bwd({});
+    return;
+  }
   KernelTemplate b = f;
   b.name = name + ".bwd";
   b.saved_bytes = 0;

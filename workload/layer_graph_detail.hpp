@@ -62,6 +62,10 @@ class LayerBuilder {
   void linear(const std::string& name, Module mod, double m, double n, double k, bool fp8_ok,
               bool quantize_input, double groups = 1, bool te = true, bool adapter = false);
 
+  // The linear just built takes no input gradient (its input is detached: DeepSeek-V4's
+  // indexer): its backward keeps the weight gradient alone, which then carries the TE call.
+  void drop_last_dgrad();
+
   // A batched BF16 GEMM of `batch` independent M x N x K products (cuBLAS strided batched,
   // priced as a GEMM over batch x its tiles): forward, and in backward the gradients of
   // both inputs, each an activation gradient the previous op waits for (no weight).
@@ -115,8 +119,14 @@ class LayerBuilder {
   // `kv_bytes`: K and V of the rank's tokens, which context parallelism's ring passes on
   // every step (forward); backward passes them and their gradients.
   // `window`: the keys a query attends to under sliding-window attention (0: all).
+  // `backward` false: a forward-only kernel (DeepSeek-V4's KL-loss teacher and the indexer's
+  // gradients, which its fused training path computes in forward); `cls` its class.
   void attention(const std::string& name, Module mod, double fwd_flops, double bytes,
-                 double kv_bytes, std::int64_t window = 0);
+                 double kv_bytes, std::int64_t window = 0, bool backward = true,
+                 KernelClass cls = KernelClass::attention_fwd);
+  // A BF16 GEMM-class kernel in forward with nothing to undo in backward.
+  void forward_gemm(const std::string& name, Module mod, double m, double n, double k,
+                    double batch);
 
   // Communication that runs in forward and reverses in backward (dispatch <-> combine).
   void comm(const std::string& name, Module mod, CommOp fwd_op, CommOp bwd_op, double bytes,
@@ -337,5 +347,12 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s);
 void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s);
 // A linear-attention layer's Gated DeltaNet mixer (layer_graph_gdn.cpp).
 void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s);
+// DeepSeek-V4 (layer_graph_dsv4.cpp): the attention block of a layer of kind `mixer`
+// (window, csa, hca), and mHC before and after each sub-block.
+void dsv4_attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Mixer mixer);
+void mhc_pre(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, const std::string& name,
+             Module mod);
+void mhc_post(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, const std::string& name,
+              Module mod);
 
 }  // namespace moesim::workload::detail

@@ -6,9 +6,11 @@
 namespace moesim::workload {
 
 const sim_core::NameTable<AttentionKind>& attention_kind_names() {
-  static constexpr std::array<sim_core::NameEntry<AttentionKind>, 2> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<AttentionKind>, 3> kEntries{{
       {AttentionKind::gqa, "gqa", "grouped-query attention (MHA when groups = heads)"},
       {AttentionKind::mla, "mla", "multi-head latent attention (DeepSeek-V2/V3)"},
+      {AttentionKind::dsv4, "dsv4_hybrid",
+       "DeepSeek-V4's MQA over windowed, compressed sparse and heavily compressed keys"},
   }};
   static constexpr sim_core::NameTable<AttentionKind> kTable{kEntries};
   return kTable;
@@ -44,6 +46,24 @@ std::int64_t ModelConfig::num_moe_layers() const {
 bool ModelConfig::any_windowed() const {
   return sliding_window > 0 &&
          std::find(sliding_layer.begin(), sliding_layer.end(), true) != sliding_layer.end();
+}
+
+bool ModelConfig::has_mixer(Mixer k) const {
+  if (is_dsv4())
+    return std::any_of(dsv4.compress_ratios.begin(), dsv4.compress_ratios.end(),
+                       [&](std::int64_t r) { return dsv4_mixer(r) == k; });
+  switch (k) {
+    case Mixer::full:
+      return true;
+    case Mixer::window:
+      return any_windowed();
+    case Mixer::linear:
+      return num_linear_layers() > 0;
+    case Mixer::csa:
+    case Mixer::hca:
+      break;
+  }
+  return false;
 }
 
 std::int64_t padded_vocab_size(std::int64_t vocab, std::int64_t tp, std::int64_t divisible_by) {

@@ -1,11 +1,12 @@
 // workload/model_config.hpp: a model architecture, normalized from Hugging Face
 // config.json fields (docs/reference/models.md) into one shape for MLA and GQA
-// attention, dense and MoE layers, linear-attention layers (Qwen3-Next's Gated DeltaNet
-// beside gated attention), and hybrid Mamba-Transformer models (Nemotron-H, whose
-// layers each carry one mixer: a Mamba-2 SSM, attention, an MoE or a dense MLP).
+// attention, DeepSeek-V4's hybrid compressed attention, dense and MoE layers, linear-attention
+// layers (Qwen3-Next's Gated DeltaNet beside gated attention), and hybrid Mamba-Transformer models
+// (Nemotron-H, whose layers each carry one mixer: a Mamba-2 SSM, attention, an MoE or a dense MLP).
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@
 
 namespace moesim::workload {
 
-enum class AttentionKind { gqa, mla };
+enum class AttentionKind { gqa, mla, dsv4 };
 const sim_core::NameTable<AttentionKind>& attention_kind_names();
 
 // Multi-head Latent Attention dimensions (DeepSeek-V2/V3). q_lora_rank 0 = no q LoRA.
@@ -24,6 +25,35 @@ struct MlaDims {
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+};
+
+// DeepSeek-V4's attention (HF DeepseekV4 config.json; Megatron-LM dev d48bd6be
+// --experimental-attention-variant dsv4_hybrid, transformer/experimental_attention_variant/
+// deepseek_v4_hybrid_attention.py and csa.py; docs/research/deepseek-v4.md 1-2): MQA with one
+// shared key=value head of head_dim (512, its last rope_dim rotated), a q LoRA with its
+// RMSNorm, per-head q RMSNorm, an attention sink per head, and a grouped low-rank output
+// (o_groups groups, each nh/o_groups x head_dim -> o_lora_rank, then o_groups x o_lora_rank
+// -> h). Each layer's compress ratio picks its kind: 0 the `window` tokens alone (SWA), 4
+// compressed sparse attention (CSA: a compressor pooling every 4 tokens, overlapping, and the
+// lightning indexer picking index_topk compressed rows a query), 128 heavily compressed
+// attention (HCA: every 128 tokens pooled, all rows visible). mHC (hc_mult residual streams,
+// Sinkhorn-projected 4x4 mixing) wraps every sub-block; the first hash_layers MoE layers
+// route by token id.
+struct Dsv4Dims {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t o_groups = 0;
+  std::int64_t o_lora_rank = 0;
+  std::int64_t rope_dim = 64;
+  std::int64_t window = 128;
+  std::int64_t index_heads = 64;
+  std::int64_t index_head_dim = 128;
+  std::int64_t index_topk = 0;
+  std::int64_t hc_mult = 4;
+  std::int64_t sinkhorn_iters = 20;
+  std::int64_t hash_layers = 0;
+  // One entry a decoder layer, then one an MTP layer (HF compress_ratios; Megatron
+  // csa_compress_ratios, training.py 1063-1068 at d48bd6be): 0, 4 or 128.
+  std::vector<std::int64_t> compress_ratios;
 };
 
 // A hybrid model's layer, one mixer with its own pre-norm (Megatron-Core
@@ -67,9 +97,13 @@ struct GdnDims {
 };
 
 // A decoder layer's token mixer in a transformer model: full (causal) attention,
-// sliding-window attention, or linear attention (Gated DeltaNet).
-enum class Mixer : std::uint8_t { full, window, linear };
-inline constexpr std::size_t kMixerCount = 3;
+// sliding-window attention, linear attention (Gated DeltaNet), or DeepSeek-V4's compressed
+// sparse (ratio 4) and heavily compressed (ratio 128) attention; its window-only layers are
+// `window`.
+enum class Mixer : std::uint8_t { full, window, linear, csa, hca };
+inline constexpr std::size_t kMixerCount = 5;
+inline constexpr std::array<Mixer, kMixerCount> kMixers{Mixer::full, Mixer::window, Mixer::linear,
+                                                        Mixer::csa, Mixer::hca};
 
 struct ModelConfig {
   std::string name;        // preset name or the scenario's inline name
@@ -83,6 +117,7 @@ struct ModelConfig {
   std::int64_t head_dim = 0;      // GQA head dim
   AttentionKind attention = AttentionKind::gqa;
   MlaDims mla;
+  Dsv4Dims dsv4;  // AttentionKind::dsv4
   bool qk_layernorm = false;
   // Learned absolute position embeddings (GPT-2/3, Megatron --position-embedding-type
   // learned_absolute): a table of this many rows beside the word embeddings, added at the
@@ -117,7 +152,7 @@ struct ModelConfig {
   // position_embedding_type "none", Megatron-Bridge nemotron_h_bridge.py 272).
   bool rope = true;
 
-  std::string router_scoring = "softmax";  // "softmax" or "sigmoid"
+  std::string router_scoring = "softmax";  // "softmax", "sigmoid" (or DeepSeek-V4's "sqrtsoftplus")
   std::int64_t router_groups = 0;          // node-limited routing: groups (n_group)
   std::int64_t router_topk_groups = 0;     // groups each token may use (topk_group)
 
@@ -161,9 +196,31 @@ struct ModelConfig {
     return !linear_layer.empty() && linear_layer[static_cast<std::size_t>(layer)];
   }
   std::int64_t num_linear_layers() const;
+  bool is_dsv4() const { return attention == AttentionKind::dsv4; }
+  // A DeepSeek-V4 layer's compress ratio; MTP layers follow the decoder layers.
+  std::int64_t compress_ratio(std::int64_t layer) const {
+    return dsv4.compress_ratios.at(static_cast<std::size_t>(layer));
+  }
+  static Mixer dsv4_mixer(std::int64_t ratio) {
+    return ratio == 0 ? Mixer::window : ratio == 4 ? Mixer::csa : Mixer::hca;
+  }
   Mixer mixer(std::int64_t layer) const {
+    if (is_dsv4()) return dsv4_mixer(compress_ratio(layer));
     return linear(layer) ? Mixer::linear : windowed(layer) ? Mixer::window : Mixer::full;
   }
+  // The mixer of an MTP layer: DeepSeek-V4's own ratio (the first MTP entry), else the last
+  // decoder layer's kind (Megatron builds the MTP block from the last layer's spec).
+  Mixer mtp_mixer() const {
+    if (is_dsv4())
+      return dsv4_mixer(
+          compress_ratio(std::min<std::int64_t>(num_layers, std::ssize(dsv4.compress_ratios) - 1)));
+    return linear(num_layers - 1) ? Mixer::linear : Mixer::full;
+  }
+  // The residual stream's width in units of h: mHC's streams (DeepSeek-V4), else 1.
+  std::int64_t residual_streams() const { return is_dsv4() ? dsv4.hc_mult : 1; }
+
+  // Whether some decoder or MTP layer runs `k` (its templates are built only then).
+  bool has_mixer(Mixer k) const;
 
   bool is_moe() const { return num_experts > 0; }
   bool hybrid() const { return !hybrid_layers.empty(); }

@@ -76,7 +76,7 @@ const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names() {
 }
 
 const sim_core::NameTable<RecomputeModule>& recompute_module_names() {
-  static constexpr std::array<sim_core::NameEntry<RecomputeModule>, 9> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<RecomputeModule>, 10> kEntries{{
       {RecomputeModule::core_attn, "core_attn", "core attention (softmax(QK^T)V)"},
       {RecomputeModule::mla_up_proj, "mla_up_proj", "MLA up-projection"},
       {RecomputeModule::up_proj, "up_proj", "MLA up-projection (older name of mla_up_proj)"},
@@ -85,6 +85,7 @@ const sim_core::NameTable<RecomputeModule>& recompute_module_names() {
       {RecomputeModule::moe_act, "moe_act", "expert activation function"},
       {RecomputeModule::layernorm, "layernorm", "input and pre-MLP norms"},
       {RecomputeModule::shared_experts, "shared_experts", "shared experts"},
+      {RecomputeModule::mhc, "mhc", "DeepSeek-V4's mHC mappings around each sub-block"},
       {RecomputeModule::full, "full", "full-layer recompute, alone"},
   }};
   static constexpr sim_core::NameTable<RecomputeModule> kTable{kEntries};

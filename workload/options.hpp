@@ -123,6 +123,7 @@ enum class RecomputeModule {
   moe_act,
   layernorm,
   shared_experts,
+  mhc,  // DeepSeek-V4's mHC (Megatron-LM dev d48bd6be --recompute-modules mhc)
   full
 };
 const sim_core::NameTable<RecomputeModule>& recompute_module_names();

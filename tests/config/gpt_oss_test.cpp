@@ -60,8 +60,7 @@ TEST_CASE("GPT-OSS 120B: OpenAI's parameter counts from its config.json", "[conf
 
 TEST_CASE("A windowed layer's attention runs over its window", "[config][gpt_oss]") {
   const auto sc = load(gpt_oss());
-  const auto t = workload::build_templates(
-      {sc.model, sc.training, sc.parallelism, sc.framework, sc.stack, sc.padded_vocab(), 1});
+  const auto t = test::build_templates(sc);
   // Full causal: s / 2 keys a query; a window of w: (w s - w (w - 1) / 2) / s.
   const double s = 4096, w = 128;
   CHECK(core_fwd_flops(t.moe_window) / core_fwd_flops(t.moe) ==

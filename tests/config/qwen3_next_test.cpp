@@ -30,17 +30,8 @@ Json next(const Json& model_overrides = Json::object(), const Json& parallelism 
           {"framework", {{"dispatcher", "alltoall"}, {"cuda_graph_scope", Json::array()}}}};
 }
 
-workload::ModelTemplates build_templates(const config::Scenario& sc) {
-  return workload::build_templates(
-      {sc.model, sc.training, sc.parallelism, sc.framework, sc.stack, sc.padded_vocab(), 1});
-}
-
-const workload::KernelTemplate& kernel(const std::vector<workload::KernelTemplate>& ks,
-                                       const std::string& name) {
-  const auto k = std::find_if(ks.begin(), ks.end(), [&](const auto& x) { return x.name == name; });
-  REQUIRE(k != ks.end());
-  return *k;
-}
+using test::build_templates;
+using test::kernel;
 }  // namespace
 
 TEST_CASE("Qwen3-Next: every fourth layer full attention, the rest Gated DeltaNet",

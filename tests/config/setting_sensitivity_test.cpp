@@ -63,6 +63,16 @@ Json gb200_hybrid() {
     "parallelism": {"pp": 1, "ep": 8}
   })");
 }
+// DeepSeek-V4-Flash cut to four layers (window-only, CSA, HCA, CSA; a window-only MTP
+// entry), mHC around every sub-block, on 32 GPUs at EP8.
+Json gb200_dsv4() {
+  return patched(gb200(), R"({
+    "model": {"base": "deepseek-v4-flash", "num_hidden_layers": 4, "first_k_dense_replace": null,
+              "compress_ratios": [0, 4, 128, 4, 0], "num_hash_layers": 1},
+    "parallelism": {"pp": 2, "ep": 8},
+    "framework": {"recompute_modules": []}
+  })");
+}
 // A dense model with TP (sequence parallelism is optional only without experts).
 Json h100_dense() {
   return Json::parse(R"({
@@ -218,6 +228,7 @@ std::map<std::string, Case> cases() {
   for (const char* m : {"core_attn", "mla_up_proj", "up_proj", "mlp", "moe", "moe_act", "layernorm",
                         "shared_experts", "full"})
     listed("recompute_modules", m, g);
+  listed("recompute_modules", "mhc", gb200_dsv4());
   const Json no_recompute = patched(g, R"({"framework": {"recompute_modules": []}})");
   // Offloading saves memory only beyond the two chunks being offloaded and reloaded, so the
   // pipeline is 4 deep (rank 1 holds 3 forward items in flight).

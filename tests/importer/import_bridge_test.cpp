@@ -135,6 +135,10 @@ const std::vector<Oracle> kOracles{
      "-m gpt_oss -mr gpt_oss_120b -g gb300 -c bf16 -ng 64"},
     {"gpt-oss/bridge-gpt-oss-120b-h100-bf16-2604.json", "26.04",
      "-m gpt_oss -mr gpt_oss_120b -g h100 -c bf16 -ng 64"},
+    {"dsv4/card-dsv4-flash-gb200-mxfp8.json", "26.08",
+     "-m deepseek -mr deepseek_v4_flash -g gb200 -c fp8_mx -ng 128"},
+    {"dsv4/card-dsv4-flash-gb300-mxfp8.json", "26.08",
+     "-m deepseek -mr deepseek_v4_flash -g gb300 -c fp8_mx -ng 128"},
 };
 
 }  // namespace
@@ -511,6 +515,24 @@ TEST_CASE("import: Nemotron 3 Nano's Bridge recipe as the card ran it",
   // The H100 row's only graph scope is the Mamba mixers'.
   const auto h = bridge("-m nemotronh -mr nemotron_3_nano -g h100 -c fp8_cs -ng 16", "26.06");
   CHECK(h.scenario.at("framework").at("cuda_graph_scope") == config::Json::array({"mamba"}));
+}
+
+TEST_CASE("import: DeepSeek-V4-Pro's Bridge recipe at 26.08", "[config][import][bridge]") {
+  // v0.6.0 src/megatron/bridge/perf_recipes/deepseek/gb300/deepseek_v4.py:53-133.
+  const auto r = bridge("-m deepseek -mr deepseek_v4_pro -g gb300 -c fp8_mx -ng 256", "26.08");
+  const auto& s = r.scenario;
+  CHECK(s.at("model") == "deepseek-v4-pro");
+  CHECK(s.at("parallelism").at("pp") == 4);
+  CHECK(s.at("parallelism").at("vpp") == 4);
+  CHECK(s.at("parallelism").at("pp_layout") == "Et*4|(tttt|)*14tmL");
+  CHECK(s.at("framework").at("recompute_modules") == config::Json::array({"mla_up_proj", "mhc"}));
+  CHECK(s.at("framework").at("offload") == config::Json::array({"core_attn", "attn_proj"}));
+  CHECK(s.at("framework").at("moe_paged_stash") == true);
+  CHECK(s.at("stack").at("router_fusion") == false);
+  // v0.5.1's Pro path is not tabulated: refused with the reason.
+  CHECK_THROWS_WITH(
+      bridge("-m deepseek -mr deepseek_v4_pro -g gb300 -c fp8_mx -ng 256", "26.06.01"),
+      Catch::Contains("not tabulated"));
 }
 
 TEST_CASE("Megatron-Bridge's full-parameter SFT on mock data imports as pretraining-shaped work",

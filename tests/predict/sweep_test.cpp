@@ -152,7 +152,9 @@ TEST_CASE("Random layouts over every system and model preset end as rows",
     if (base.contains("model") && base["model"].is_object())
       base["model"]["num_hidden_layers"] =
           std::max<std::int64_t>(8, config::load_model_preset(g.model).num_dense_layers() + 1);
-    const Json sweep = {{"name", g.json.value("name", "fuzz")},
+    // A perturbed draw's name may be of any type.
+    const bool named = g.json.contains("name") && g.json["name"].is_string();
+    const Json sweep = {{"name", named ? g.json["name"].get<std::string>() : "fuzz"},
                         {"base", base},
                         {"layouts",
                          {{"tp", two({1, 2, 4})},

@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "config/json_reader.hpp"
 #include "config/load.hpp"
+#include "workload/layer_graph.hpp"
 
 namespace moesim::test {
 
@@ -52,6 +54,20 @@ inline config::Json default_scenario_json() {
 }
 
 // Loads `j` as if it were a file named test.json; returns the InputError (or throws).
+// A loaded scenario's layer templates, at even EP load.
+inline workload::ModelTemplates build_templates(const config::Scenario& sc) {
+  return workload::build_templates(
+      {sc.model, sc.training, sc.parallelism, sc.framework, sc.stack, sc.padded_vocab(), 1});
+}
+
+// The kernel of that name (the test fails without one).
+inline const workload::KernelTemplate& kernel(const std::vector<workload::KernelTemplate>& ks,
+                                              const std::string& name) {
+  const auto k = std::find_if(ks.begin(), ks.end(), [&](const auto& x) { return x.name == name; });
+  if (k == ks.end()) throw std::runtime_error("no kernel " + name);
+  return *k;
+}
+
 inline config::InputError load_error(const config::Json& j) {
   try {
     config::load_scenario_text(j.dump(), "test.json");

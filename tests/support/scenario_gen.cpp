@@ -300,15 +300,16 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   for (std::int64_t t : {1, 1, 1, 2, 2, 4, 8})
     if (model.num_heads % t == 0 && model.num_kv_heads % t == 0 &&
         (model.num_dense_layers() == 0 || model.ffn_hidden_size % t == 0) &&
-        model.gdn.key_heads % t == 0 && model.gdn.value_heads % t == 0)
+        model.gdn.key_heads % t == 0 && model.gdn.value_heads % t == 0 &&
+        (!model.is_dsv4() || t == 1))  // DeepSeek-V4's attention runs at TP 1
       tps.push_back(t);
   const std::int64_t tp = rng.pick(tps);
   // Windowed attention and Gated DeltaNet layers have no ring CP in moesim (refused): such
   // models draw cp 1.
-  const std::int64_t cp =
-      !model.any_windowed() && !model.hybrid() && model.linear_layer.empty() && rng.chance(0.15)
-          ? 2
-          : 1;
+  const std::int64_t cp = !model.any_windowed() && !model.hybrid() && model.linear_layer.empty() &&
+                                  !model.is_dsv4() && rng.chance(0.15)
+                              ? 2
+                              : 1;
   std::int64_t dp = rng.pick({1, 2, 2, 4, 8, 16, 32, 64});
   // Whole nodes once the job is larger than one; at most 1024 GPUs.
   while (tp * pp * cp * dp > per_node && (tp * pp * cp * dp) % per_node != 0) ++dp;
@@ -372,7 +373,8 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   Json fw = {{"dispatcher", g.dispatcher}};
   if ((g.dispatcher == "deepep" || g.dispatcher == "hybridep") && rng.chance(0.4))
     fw["dispatcher_sms"] = rng.pick({1, 8, 16, 20, 24, 32, 64});
-  fw["moe_a2a_overlap"] = !model.hybrid() && rng.chance(0.3);  // no combined 1F1B for hybrids
+  // No combined 1F1B for hybrids, nor for hash-routed layers (DeepSeek-V4).
+  fw["moe_a2a_overlap"] = !model.hybrid() && model.dsv4.hash_layers == 0 && rng.chance(0.3);
   if (fw["moe_a2a_overlap"].get<bool>() && rng.chance(0.5)) fw["delay_wgrad_compute"] = true;
   const bool static_shapes = token_drop || (g.dispatcher == "hybridep" && rng.chance(0.3));
   if (static_shapes && !token_drop) fw["moe_expert_rank_capacity_factor"] = rng.pick({1, 2});
@@ -408,7 +410,7 @@ GeneratedScenario ScenarioGenerator::generate(int index) const {
   } else if (rng.chance(0.6)) {
     Json list = Json::array();
     for (const auto& r : recompute)
-      if (r != "full" && rng.chance(0.25)) list.push_back(r);
+      if (r != "full" && (r != "mhc" || model.is_dsv4()) && rng.chance(0.25)) list.push_back(r);
     fw["recompute_modules"] = list;
   }
   if (rng.chance(0.3)) {

@@ -42,11 +42,6 @@ Json llama(const Json& lora, std::int64_t tp = 1) {
   return sc;
 }
 
-workload::ModelTemplates templates(const config::Scenario& sc) {
-  return workload::build_templates(
-      {sc.model, sc.training, sc.parallelism, sc.framework, sc.stack, sc.padded_vocab(), 1});
-}
-
 int count(const std::vector<workload::KernelTemplate>& ks, const std::string& part) {
   int n = 0;
   for (const auto& k : ks) n += k.name.find(part) != std::string::npos;
@@ -72,8 +67,8 @@ TEST_CASE("Under LoRA the base linears compute no weight gradient; the adapters 
           "[workload][lora]") {
   const auto full = load(llama(nullptr));
   const auto lora = load(llama(Json::object()));
-  const auto tf = templates(full);
-  const auto tl = templates(lora);
+  const auto tf = test::build_templates(full);
+  const auto tl = test::build_templates(lora);
   const auto& f = tf.decoder(false, workload::Mixer::full);
   const auto& l = tl.decoder(false, workload::Mixer::full);
   // Four base linears (qkv, o_proj, fc1, fc2) with their weight gradients in full training.
