@@ -330,6 +330,15 @@ std::vector<PerformanceSetting> build() {
     return std::nullopt;
   });
   key("training.nvfp4.stochastic_rounding", never);
+  // The loader refuses a count without an FP8/FP4 precision; zero layers change nothing.
+  key("training.bf16_layers_at_start", [](const Scenario& sc) -> Why {
+    if (sc.training.bf16_layers_at_start == 0) return std::string("0 layers: none runs in BF16");
+    return std::nullopt;
+  });
+  key("training.bf16_layers_at_end", [](const Scenario& sc) -> Why {
+    if (sc.training.bf16_layers_at_end == 0) return std::string("0 layers: none runs in BF16");
+    return std::nullopt;
+  });
   key("training.make_vocab_size_divisible_by", [](const Scenario& sc) -> Why {
     if (sc.padded_vocab() == workload::padded_vocab_size(sc.model.vocab_size, sc.parallelism.tp))
       return fmt::format("pads the vocabulary of {} to {}, as Megatron's default 128 does",
@@ -349,6 +358,10 @@ std::vector<PerformanceSetting> build() {
   for (const char* k : {"tp", "pp", "vpp", "cp", "pipeline_schedule", "fsdp"})
     key(std::string("parallelism.") + k, never);
   key("parallelism.ep", no_experts);
+  key("parallelism.cp_comm_type", [](const Scenario& sc) -> Why {
+    if (sc.parallelism.cp == 1) return std::string("cp is 1: attention exchanges nothing");
+    return std::nullopt;
+  });
   key("parallelism.etp", [](const Scenario& sc) -> Why {
     if (auto w = no_experts(sc)) return w;
     if (sc.parallelism.tp == 1) return std::string("etp is 1 or tp, and tp is 1");

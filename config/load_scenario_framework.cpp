@@ -36,7 +36,8 @@ namespace detail {
 void ScenarioReader::framework(const std::optional<Node>& n) {
   auto& f = sc_.framework;
   const bool fp8 = workload::quantized(sc_.training.precision);
-  f.fp8_param_gather = fp8;
+  const bool bf16_layers = sc_.training.any_bf16_layers();
+  f.fp8_param_gather = fp8 && !bf16_layers;
   // DeepEP and HybridEP dispatch across the expert-parallel group: Megatron-Core's flex
   // dispatcher asserts an EP x expert-TP group larger than one (token_dispatcher.py,
   // MoEFlexTokenDispatcher, "Flex token dispatcher requires TPxEP > 1"), and moesim
@@ -176,6 +177,14 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
                               "training.mtp_layers is {}",
                               sc_.training.mtp_layers));
       f.distributed_optimizer = o.bool_or("distributed_optimizer", true);
+      // MXFP8 weights re-quantized from their bucket's BF16 gather (KernelPricing::
+      // requant_seconds) over buckets that mix BF16 layers are not priced apart.
+      if (bf16_layers && sc_.training.precision == workload::Precision::mxfp8 &&
+          f.distributed_optimizer && !sc_.parallelism.fsdp)
+        fail(sc_.training.bf16_layers_at_start > 0 ? "training.bf16_layers_at_start"
+                                                   : "training.bf16_layers_at_end",
+             "with MXFP8 under the distributed optimizer: the weights' re-quantization after each "
+             "bucket's gather, which skips the BF16 layers, is not modeled apart");
       f.overlap_grad_reduce = o.bool_or("overlap_grad_reduce", true);
       f.overlap_param_gather = o.bool_or("overlap_param_gather", f.distributed_optimizer);
       if (f.overlap_param_gather && !f.distributed_optimizer)
@@ -207,6 +216,10 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
       if (auto g = o.get("fp8_param_gather")) {
         f.fp8_param_gather = g->as_bool();
         if (f.fp8_param_gather && !fp8) g->fail("needs an FP8 training.precision");
+        if (f.fp8_param_gather && bf16_layers)
+          g->fail(
+              "with training.bf16_layers_at_start/end: the BF16 layers' parameters would gather "
+              "in BF16 beside the quantized rest, which is not modeled");
       }
       if (auto l = o.get("low_precision_activations"))
         f.low_precision_activations =

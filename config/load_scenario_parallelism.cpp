@@ -34,12 +34,30 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
       p.ep = o.int_or("ep", 1, 1, kMaxDegree);
       p.etp = o.int_or("etp", 1, 1, kMaxDegree);
       p.cp = o.int_or("cp", 1, 1, kMaxDegree);
+      if (auto c = o.get("cp_comm_type")) {
+        p.cp_comm = c->as_enum(workload::cp_comm_names(), "CP exchange");
+        if (p.cp_comm == workload::CpComm::a2a) {
+          if (p.cp == 1) c->fail("a2a exchanges nothing at cp 1");
+          // TE's all-to-all CP on GQA attention (MLA's and DeepSeek-V4's are not modeled);
+          // it splits the heads over the CP ranks (attention.py flash_attn_a2a_communicate).
+          if (sc_.model.attention != workload::AttentionKind::gqa)
+            c->fail(fmt::format("all-to-all CP over model '{}''s {} attention is not modeled",
+                                sc_.model.name,
+                                workload::attention_kind_names().name(sc_.model.attention)));
+          const std::int64_t tp = o.int_or("tp", 1, 1, kMaxDegree);
+          if ((sc_.model.num_heads / tp) % p.cp != 0 || (sc_.model.num_kv_heads / tp) % p.cp != 0)
+            c->fail(
+                fmt::format("TransformerEngine splits the {} query and {} key-value heads a "
+                            "TP rank holds over cp={}: they do not divide",
+                            sc_.model.num_heads / tp, sc_.model.num_kv_heads / tp, p.cp));
+        }
+      }
       // TE runs windowed attention under context parallelism only with its all-to-all
-      // exchange, not the ring moesim prices.
-      if (p.cp > 1 && sc_.model.any_windowed())
+      // exchange (Megatron-Bridge's GPT-OSS recipes set cp_comm_type a2a).
+      if (p.cp > 1 && sc_.model.any_windowed() && p.cp_comm != workload::CpComm::a2a)
         o.req("cp").fail(
-            fmt::format("model '{}' has sliding-window layers; context parallelism with them "
-                        "(TE's all-to-all CP) is not modeled",
+            fmt::format("model '{}' has sliding-window layers: TransformerEngine runs them under "
+                        "context parallelism only with cp_comm_type a2a",
                         sc_.model.name));
       if (auto sp = o.get("sequence_parallel")) sp_requested = sp->as_bool();
       sc_.pp_layout_text = o.string_or("pp_layout", "");
@@ -114,6 +132,14 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
          fmt::format("the Gated DeltaNet layers' {} key and {} value heads are not divisible by "
                      "tp={}",
                      m.gdn.key_heads, m.gdn.value_heads, p.tp));
+  // Megatron-Core: at most a pipeline stage's even share of layers in BF16 at each end
+  // (transformer_config.py 1405-1430 at cd4afffa).
+  for (const auto& [key, count] :
+       {std::pair{"training.bf16_layers_at_start", sc_.training.bf16_layers_at_start},
+        std::pair{"training.bf16_layers_at_end", sc_.training.bf16_layers_at_end}})
+    if (count > m.num_layers / p.pp)
+      fail(key, fmt::format("{} layers: Megatron-Core allows at most num_layers / pp = {}", count,
+                            m.num_layers / p.pp));
   // DeepSeek-V4's attention runs at TP 1 (Megatron-LM dev d48bd6be
   // deepseek_v4_hybrid_attention.py 90-92 asserts it) and has no context-parallel path.
   if (m.is_dsv4() && p.tp > 1)

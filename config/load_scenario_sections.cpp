@@ -33,6 +33,29 @@ void ScenarioReader::training(const Node& n) {
       o.get("mtp_layers")
           ->fail(fmt::format("model '{}' gives compress ratios for {} MTP layers", m.name,
                              m.native_mtp_layers));
+    // BF16 first and last layers (workload::Training::bf16_layers_at_start); Megatron's own
+    // checks (transformer_config.py 1398-1430 at cd4afffa) are in the parallelism section.
+    for (const char* k : {"bf16_layers_at_start", "bf16_layers_at_end"}) {
+      const auto c = o.get(k);
+      if (!c) continue;
+      const std::int64_t v = c->as_int(0, sc_.model.num_layers);
+      (std::string_view(k) == "bf16_layers_at_start" ? t.bf16_layers_at_start
+                                                     : t.bf16_layers_at_end) = v;
+      if (v == 0) continue;
+      if (!workload::quantized(t.precision))
+        c->fail("training.precision is bf16: every layer runs in BF16 already");
+      if (t.precision == workload::Precision::fp8_delayed)
+        c->fail(
+            "Megatron-Core refuses BF16 first/last layers with delayed scaling "
+            "(transformer_config.py 1400-1403 at cd4afffa)");
+      if (sc_.model.hybrid())
+        c->fail(fmt::format("model '{}' is hybrid: BF16 layers of its pattern are not modeled",
+                            sc_.model.name));
+      if (t.mtp_layers > 0)
+        c->fail(
+            "with MTP layers: which precision Megatron's MTP layers take under the BF16 range is "
+            "not modeled");
+    }
     t.hidden_dropout = o.number_or("hidden_dropout", 0, 0, 0.99);
     t.vocab_divisor = o.int_or("make_vocab_size_divisible_by", 128, 1, std::int64_t{1} << 20);
     if (auto n4 = o.get("nvfp4")) {

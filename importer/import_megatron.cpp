@@ -80,10 +80,18 @@ void Importer::training(Json& sc) {
   // with --fp4-recipe nvfp4 (its default) runs TransformerEngine's NVFP4BlockScaling in
   // every transformer layer; its Hadamard transform and stochastic rounding follow TE's
   // environment (NVTE_NVFP4_DISABLE_*), not flags, so the scenario takes TE's defaults.
-  if (f_.has("--first-last-layers-bf16"))
-    f_.fail(
-        "--first-last-layers-bf16",
-        "layers in another precision than the rest are not modeled (one precision per scenario)");
+  // Megatron's BF16 first and last layers (transformer_config.py 628-637 at cd4afffa: one at
+  // each end unless the counts say otherwise); the counts act only with the switch.
+  if (f_.has("--first-last-layers-bf16")) {
+    t["bf16_layers_at_start"] = f_.integer_or("--num-layers-at-start-in-bf16", 1);
+    t["bf16_layers_at_end"] = f_.integer_or("--num-layers-at-end-in-bf16", 1);
+  } else {
+    for (const char* k : {"--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16"})
+      if (f_.has(k))
+        assume(k,
+               "a count of BF16 layers: it acts only with --first-last-layers-bf16, which the "
+               "command does not give");
+  }
   if (f_.has("--fp4-format")) {
     f_.choice("--fp4-format", "e2m1", {"e2m1"});
     f_.choice("--fp4-recipe", "nvfp4", {"nvfp4"});
@@ -177,6 +185,10 @@ void Importer::parallelism(Json& sc) {
   // no expert layers to split (moesim requires etp 1 there).
   p["etp"] = f_.integer_or("--expert-tensor-parallel-size", moe_ ? tp : 1);
   p["cp"] = f_.integer_or("--context-parallel-size", 1);
+  // --cp-comm-type (Megatron: p2p by default; one value for every layer here): a2a
+  // exchanges q, k, v by all-to-alls; a2a+p2p and allgather are not modeled.
+  if (f_.has("--cp-comm-type") && p["cp"].get<std::int64_t>() > 1)
+    p["cp_comm_type"] = f_.choice("--cp-comm-type", "p2p", {"p2p", "a2a"});
   p["sequence_parallel"] = f_.has("--sequence-parallel");
   p["pipeline_schedule"] = vpp > 1 ? "interleaved-1f1b" : "1f1b";
   p["fsdp"] = f_.has("--use-megatron-fsdp");

@@ -92,6 +92,8 @@ constexpr std::array kModeled{
     FlagSpec{"--fp4-recipe", Arity::one},
     FlagSpec{"--fp4-param-gather", Arity::none},
     FlagSpec{"--first-last-layers-bf16", Arity::none},
+    FlagSpec{"--num-layers-at-start-in-bf16", Arity::one},
+    FlagSpec{"--num-layers-at-end-in-bf16", Arity::one},
     FlagSpec{"--fp8-dot-product-attention", Arity::none},
     FlagSpec{"--moe-expert-capacity-factor", Arity::one},
     FlagSpec{"--moe-pad-expert-input-to-capacity", Arity::none},
@@ -107,6 +109,7 @@ constexpr std::array kModeled{
     FlagSpec{"--expert-model-parallel-size", Arity::one},
     FlagSpec{"--expert-tensor-parallel-size", Arity::one},
     FlagSpec{"--context-parallel-size", Arity::one},
+    FlagSpec{"--cp-comm-type", Arity::one},
     FlagSpec{"--sequence-parallel", Arity::none},
     FlagSpec{"--use-megatron-fsdp", Arity::none},
     FlagSpec{"--data-parallel-sharding-strategy", Arity::one},
@@ -169,7 +172,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 132> kIgnored{
+constexpr std::array<std::string_view, 130> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes",
     "--use-mcore-models",
@@ -273,9 +276,6 @@ constexpr std::array<std::string_view, 132> kIgnored{
     "--enable-gpt-oss",
     // The bias-GeLU fusion fuses a bias add the model does not price (see --disable-bias-linear).
     "--no-bias-gelu-fusion",
-    // Counts of BF16 layers: they act only under --first-last-layers-bf16, which is refused.
-    "--num-layers-at-start-in-bf16",
-    "--num-layers-at-end-in-bf16",
     // The learned absolute position table (max_position_embeddings x hidden, a lookup and
     // an add) is as unpriced as the position type itself (--position-embedding-type).
     "--no-position-embedding",
@@ -445,9 +445,14 @@ std::optional<std::int64_t> Flags::integer(std::string_view f) const {
   const auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
   if (ec != std::errc() || p != s->data() + s->size())
     fail(f, fmt::format("expected an integer, not '{}'", *s));
-  static constexpr std::array<std::string_view, 5> kMayBeZero{
-      "--num-experts", "--mtp-num-layers", "--moe-router-num-groups", "--moe-router-group-topk",
-      "--moe-shared-expert-intermediate-size"};
+  static constexpr std::array<std::string_view, 7> kMayBeZero{
+      "--num-experts",
+      "--mtp-num-layers",
+      "--moe-router-num-groups",
+      "--moe-router-group-topk",
+      "--moe-shared-expert-intermediate-size",
+      "--num-layers-at-start-in-bf16",
+      "--num-layers-at-end-in-bf16"};
   const bool zero_ok = std::find(kMayBeZero.begin(), kMayBeZero.end(), f) != kMayBeZero.end();
   if (v < (zero_ok ? 0 : 1))
     fail(f, fmt::format("must be at least {}, not {}", zero_ok ? 0 : 1, v));

@@ -1,6 +1,7 @@
 #include "predict/memory.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "hw_models/dispatcher.hpp"
@@ -110,6 +111,10 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   const workload::TemplateInputs ti{sc.model, sc.training,       p,      fw,
                                     sc.stack, sc.padded_vocab(), ep_load};
   const auto t = workload::build_templates(ti);
+  // Megatron's BF16 first and last layers keep what BF16 layers keep.
+  std::optional<workload::ModelTemplates> bf16_templates;
+  if (sc.training.any_bf16_layers()) bf16_templates = workload::build_bf16_templates(ti);
+  const workload::ModelTemplates* bf16 = bf16_templates ? &*bf16_templates : &t;
   // Optimizer states per parameter beside the FP32 master, sharded over DP x CP and
   // expert-DP (workload::optimizer_state_bytes; docs/research/corpus-recipes.md 'Muon').
   const double states = workload::optimizer_state_bytes(fw);
@@ -180,7 +185,8 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
             break;
           case schedules::LayerSlot::moe:
           case schedules::LayerSlot::dense:
-            lt = &t.decoder(slot == schedules::LayerSlot::moe, sc.model.mixer(it.index));
+            lt = &(sc.training.bf16_layer(it.index, sc.model.num_layers) ? *bf16 : t)
+                      .decoder(slot == schedules::LayerSlot::moe, sc.model.mixer(it.index));
             break;
           case schedules::LayerSlot::mtp:
             lt = &t.mtp;

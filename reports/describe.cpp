@@ -121,9 +121,12 @@ Json describe_json(const config::Scenario& sc) {
       {"mtp_layers", sc.training.mtp_layers},
       {"hidden_dropout", sc.training.hidden_dropout},
       {"make_vocab_size_divisible_by", sc.training.vocab_divisor},
+      {"bf16_layers_at_start", sc.training.bf16_layers_at_start},
+      {"bf16_layers_at_end", sc.training.bf16_layers_at_end},
       {"capacity_factor",
        sc.training.capacity_factor ? Json(*sc.training.capacity_factor) : Json(nullptr)}};
   j["parallelism"] = {
+      {"cp_comm_type", workload::cp_comm_names().name(p.cp_comm)},
       {"tp", p.tp},
       {"pp", p.pp},
       {"vpp", p.vpp},
@@ -314,8 +317,16 @@ std::string describe_text(const config::Scenario& sc) {
                    t.capacity_factor ? fmt::format("capacity factor {:g}", *t.capacity_factor)
                                      : std::string("dropless")));
   if (t.hidden_dropout > 0) line("", fmt::format("hidden dropout {:g}", t.hidden_dropout));
-  line("parallel", fmt::format("TP{} PP{} VPP{} EP{} ETP{} CP{}, SP {}, FSDP {}", p.tp, p.pp, p.vpp,
-                               p.ep, p.etp, p.cp, on_off(p.sequence_parallel), on_off(p.fsdp)));
+  if (t.any_bf16_layers())
+    line("", fmt::format("BF16 layers outside the {} recipe: the first {}, the last {}",
+                         workload::precision_names().name(t.precision), t.bf16_layers_at_start,
+                         t.bf16_layers_at_end));
+  line("parallel",
+       fmt::format("TP{} PP{} VPP{} EP{} ETP{} CP{}{}, SP {}, FSDP {}", p.tp, p.pp, p.vpp, p.ep,
+                   p.etp, p.cp,
+                   p.cp > 1 ? fmt::format(" ({})", workload::cp_comm_names().name(p.cp_comm))
+                            : std::string(),
+                   on_off(p.sequence_parallel), on_off(p.fsdp)));
   line("", fmt::format("DP {}, expert-DP {}; {} microbatches per step; {}", p.dp, p.expert_dp,
                        p.num_microbatches, schedules::schedule_names().name(sc.pipeline_schedule)));
   if (p.eplb)

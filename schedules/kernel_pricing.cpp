@@ -136,6 +136,12 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
         const double t_kv = comm_.all_gather(cp * k.cp_ring_bytes, cp_group_) / (cp - 1);
         p.seconds = c + (cp - 1) * std::max(c, t_kv);
       }
+      // CP by all-to-alls (cp_comm a2a): blocking NCCL all-to-alls over the CP group before
+      // and after the kernel, on its stream (TE AttnFuncWithCPAndQKVOA2A: flash_attn_a2a_
+      // communicate), the whole sequence over heads / cp in between.
+      if (k.cp_a2a_in_bytes > 0)
+        p.seconds += comm_.all_to_all(k.cp_a2a_in_bytes, cp_group_) +
+                     comm_.all_to_all(k.cp_a2a_out_bytes, cp_group_);
       // PDL overlaps the kernel's launch latency with its predecessor's tail.
       if (k.pdl)
         p.seconds = std::max(0.0, p.seconds - in_.system.efficiency.kernel_device_us.value * 1e-6);
@@ -339,6 +345,14 @@ void KernelPricing::price_templates() {
     const auto i = static_cast<std::size_t>(mixer);
     convert(t.decoder(false, mixer), dense_[i]);
     convert(t.decoder(true, mixer), moe_[i]);
+  }
+  if (in_.training.any_bf16_layers()) {
+    const workload::ModelTemplates b = workload::build_bf16_templates(ti);
+    for (const auto mixer : workload::kMixers) {
+      const auto i = static_cast<std::size_t>(mixer);
+      convert(b.decoder(false, mixer), bf16_dense_[i]);
+      convert(b.decoder(true, mixer), bf16_moe_[i]);
+    }
   }
   convert(t.embedding, embedding_);
   convert(t.head, head_);

@@ -239,7 +239,8 @@ class KernelPricing {
         return head_;
       case LayerSlot::moe:
       case LayerSlot::dense:
-        return decoder(layer_slot(item, in_.model) == LayerSlot::moe, in_.model.mixer(item.index));
+        return decoder(layer_slot(item, in_.model) == LayerSlot::moe, in_.model.mixer(item.index),
+                       in_.training.bf16_layer(item.index, in_.model.num_layers));
       case LayerSlot::mtp:
         return mtp_;
       case LayerSlot::mamba:
@@ -345,12 +346,14 @@ class KernelPricing {
   double nvl_port_Bps_ = 0,
          net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
-  const PricedLayer& decoder(bool experts, workload::Mixer mixer) const {
+  // `bf16`: one of the BF16 first or last layers (Training::bf16_layer).
+  const PricedLayer& decoder(bool experts, workload::Mixer mixer, bool bf16 = false) const {
     const auto i = static_cast<std::size_t>(mixer);
+    if (bf16) return experts ? bf16_moe_[i] : bf16_dense_[i];
     return experts ? moe_[i] : dense_[i];
   }
-  // Decoder layers by workload::Mixer (full, window, linear).
-  std::array<PricedLayer, workload::kMixerCount> dense_, moe_;
+  // Decoder layers by workload::Mixer (full, window, linear, csa, hca); the same in BF16.
+  std::array<PricedLayer, workload::kMixerCount> dense_, moe_, bf16_dense_, bf16_moe_;
   PricedLayer embedding_, head_, mtp_, mamba_, attention_;
   workload::CaptureSet captured_;
 };

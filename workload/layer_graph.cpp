@@ -248,4 +248,16 @@ ModelTemplates build_templates(const TemplateInputs& in) {
   return t;
 }
 
+ModelTemplates build_bf16_templates(const TemplateInputs& in) {
+  Training plain = in.training;
+  plain.precision = Precision::bf16;
+  plain.bf16_layers_at_start = plain.bf16_layers_at_end = 0;
+  Framework fw = in.framework;
+  fw.fp8_dot_product_attention = false;
+  fw.fp8_output_proj = false;
+  fw.fp8_param_gather = false;
+  return build_templates(
+      {in.model, plain, in.parallelism, fw, in.stack, in.padded_vocab, in.ep_load, in.fp8_tn_only});
+}
+
 }  // namespace moesim::workload

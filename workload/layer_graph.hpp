@@ -141,6 +141,10 @@ struct KernelTemplate {
   // Context parallelism's ring attention (TE's cp_comm_type p2p): the bytes of K and V (in
   // backward also their gradients) each rank passes to the next every ring step.
   double cp_ring_bytes = 0;
+  // Context parallelism's all-to-alls (cp_comm_type a2a) around the attention kernel: the
+  // bytes of a rank's inputs exchanged before it and of its output after (in backward the
+  // output's gradient before and the inputs' gradients after).
+  double cp_a2a_in_bytes = 0, cp_a2a_out_bytes = 0;
   bool library_launch = false;  // a library API call from C++ (TE quantize; the further GEMMs of
                                 // a grouped GEMM are priced per group)
   bool cpp_launch = false;      // launched from C++ inside a library call with no API call of its
@@ -213,5 +217,9 @@ struct TemplateInputs {
 };
 
 ModelTemplates build_templates(const TemplateInputs& in);
+// The same model's templates with every layer outside the FP8/FP4 context (Training::
+// bf16_layers_at_start/end, Megatron's BF16 first and last layers): precision BF16, the
+// attention and the output layer unquantized.
+ModelTemplates build_bf16_templates(const TemplateInputs& in);
 
 }  // namespace moesim::workload

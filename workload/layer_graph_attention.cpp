@@ -158,6 +158,9 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     core_attention(b, in, Module::attn, n, d, d, 4 * s.T * keys * n * d,
                    s.T * (n + 2 * g) * d * 2 * 2, s.T * 2 * g * d * 2, kept,
                    windowed ? m.sliding_window : 0, s.T * 2 * (n - g) * d * 2);
+    // CP's all-to-alls (cp_comm a2a; fused attention only, the loader refuses the rest): the
+    // rank's q, k and v in, its output back.
+    b.cp_all_to_all_last(s.T * (n + 2 * g) * d * 2, s.T * n * d * 2);
     b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);

@@ -27,6 +27,7 @@ LayerBuilder::LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       dtype_(gemm_dtype(in.training.precision)),
       current_scaling_(in.training.precision == Precision::fp8_tensorwise),
       cp_(in.parallelism.cp),
+      cp_a2a_(in.parallelism.cp > 1 && in.parallelism.cp_comm == CpComm::a2a),
       fp8_attention_(in.framework.fp8_dot_product_attention),
       seq_(in.training.seq_length),
       sp_transpose_(in.fp8_tn_only && (in.training.precision == Precision::fp8_tensorwise ||
@@ -185,12 +186,13 @@ void LayerBuilder::attention(const std::string& name, Module mod, double fwd_flo
   KernelTemplate f;
   f.name = name + ".fwd";
   f.module = mod;
-  // The key sequence of one call: the whole sequence, or one ring step's chunk under CP;
-  // a sliding window's keys.
-  const std::int64_t keys = window > 0 ? std::min(window, seq_ / cp_) : seq_ / cp_;
+  // The key sequence of one call: the whole sequence, or one ring step's chunk under CP (the
+  // whole sequence again under CP's all-to-alls); a sliding window's keys.
+  const std::int64_t seq = cp_a2a_ ? seq_ : seq_ / cp_;
+  const std::int64_t keys = window > 0 ? std::min(window, seq) : seq;
   f.work = {cls, fp8_attention_ ? Dtype::fp8 : Dtype::bf16, fwd_flops, bytes, 0, 0, keys, 1, 2};
   f.saved_bytes = bytes;  // q, k, v and the output (plus softmax statistics, negligible)
-  f.cp_ring_bytes = cp_ > 1 ? kv_bytes : 0;
+  f.cp_ring_bytes = cp_ > 1 && !cp_a2a_ ? kv_bytes : 0;
   push_fwd(f);
   if (!backward) {
     out_.fwd.back().saved_bytes = 0;
@@ -205,6 +207,16 @@ void LayerBuilder::attention(const std::string& name, Module mod, double fwd_flo
   b.work.bytes = 2 * bytes;
   b.cp_ring_bytes = 2 * f.cp_ring_bytes;
   push_bwd({b});
+}
+
+void LayerBuilder::cp_all_to_all_last(double in_bytes, double out_bytes) {
+  if (!cp_a2a_) return;
+  out_.fwd.back().cp_a2a_in_bytes = in_bytes;
+  out_.fwd.back().cp_a2a_out_bytes = out_bytes;
+  for (auto& k : bwd_groups_.back()) {
+    k.cp_a2a_in_bytes = out_bytes;  // the output's gradient
+    k.cp_a2a_out_bytes = in_bytes;  // the inputs' gradients
+  }
 }
 
 void LayerBuilder::comm(const std::string& name, Module mod, CommOp fwd_op, CommOp bwd_op,

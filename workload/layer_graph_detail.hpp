@@ -124,6 +124,10 @@ class LayerBuilder {
   void attention(const std::string& name, Module mod, double fwd_flops, double bytes,
                  double kv_bytes, std::int64_t window = 0, bool backward = true,
                  KernelClass cls = KernelClass::attention_fwd);
+  // Under context parallelism's all-to-alls (Parallelism::cp_comm a2a), the attention just
+  // built exchanges `in_bytes` of its inputs before it and `out_bytes` of its output after,
+  // and the reverse in backward (TE AttnFuncWithCPAndQKVOA2A); nothing otherwise.
+  void cp_all_to_all_last(double in_bytes, double out_bytes);
   // A BF16 GEMM-class kernel in forward with nothing to undo in backward.
   void forward_gemm(const std::string& name, Module mod, double m, double n, double k,
                     double batch);
@@ -255,6 +259,7 @@ class LayerBuilder {
   Dtype dtype_;
   bool current_scaling_;
   std::int64_t cp_;
+  bool cp_a2a_;  // context parallelism by all-to-alls (Parallelism::cp_comm)
   bool fp8_attention_;
   std::int64_t seq_;
   bool sp_transpose_;  // per-tensor FP8 on TN-only GEMMs: a gathered tensor is transposed

@@ -75,6 +75,15 @@ const sim_core::NameTable<CudaGraphScope>& cuda_graph_scope_names() {
   return kTable;
 }
 
+const sim_core::NameTable<CpComm>& cp_comm_names() {
+  static constexpr std::array<sim_core::NameEntry<CpComm>, 2> kEntries{{
+      {CpComm::p2p, "p2p", "K and V around a ring beside each step's attention"},
+      {CpComm::a2a, "a2a", "all-to-alls of q, k, v and the output: whole sequence, heads / cp"},
+  }};
+  static constexpr sim_core::NameTable<CpComm> kTable{kEntries};
+  return kTable;
+}
+
 const sim_core::NameTable<RecomputeModule>& recompute_module_names() {
   static constexpr std::array<sim_core::NameEntry<RecomputeModule>, 10> kEntries{{
       {RecomputeModule::core_attn, "core_attn", "core attention (softmax(QK^T)V)"},

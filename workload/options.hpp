@@ -87,6 +87,17 @@ struct Training {
   // this times TP (Megatron's default 128).
   std::int64_t vocab_divisor = 128;
   std::optional<Lora> lora;  // training.lora: LoRA fine-tuning (absent: every weight trains)
+  // Megatron --first-last-layers-bf16 with --num-layers-at-start-in-bf16 and
+  // --num-layers-at-end-in-bf16: the first and the last decoder layers run, and are built,
+  // outside the FP8/FP4 context (Megatron-Core fp8_utils.py is_first_last_bf16_layer 673-690,
+  // fp4_utils.py get_fp4_context 248-265 at cd4afffa: layer_no global, so on whichever
+  // pipeline stage holds them): their linears are BF16 GEMMs with no quantization.
+  std::int64_t bf16_layers_at_start = 0;
+  std::int64_t bf16_layers_at_end = 0;
+  bool any_bf16_layers() const { return bf16_layers_at_start + bf16_layers_at_end > 0; }
+  bool bf16_layer(std::int64_t layer, std::int64_t num_layers) const {
+    return layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end;
+  }
 };
 
 // DeepSeek's expert-parallel load balancer (workload/eplb.hpp) in a step: each MoE layer
@@ -98,8 +109,17 @@ struct Eplb {
   EplbPolicy policy = EplbPolicy::hierarchical;
 };
 
+// How context parallelism exchanges attention's inputs (TransformerEngine's cp_comm_type,
+// Megatron --cp-comm-type): p2p passes K and V around a ring while each step's share
+// computes; a2a trades the sequence split for a head split with all-to-alls of q, k and v
+// before the attention and of its output after (TE attention.py AttnFuncWithCPAndQKVOA2A),
+// so the kernel runs the whole sequence over heads / cp.
+enum class CpComm : std::uint8_t { p2p, a2a };
+const sim_core::NameTable<CpComm>& cp_comm_names();
+
 struct Parallelism {
   std::int64_t tp = 1, pp = 1, vpp = 1, ep = 1, etp = 1, cp = 1;
+  CpComm cp_comm = CpComm::p2p;
   bool sequence_parallel = false;  // effective: requested and tp > 1
   bool fsdp = false;
   // Derived by config: dense-layer DP = gpus / (tp pp cp); expert layers fold EP x ETP

@@ -112,3 +112,46 @@ TEST_CASE("Sliding-window fields: modeled or refused, never ignored", "[config][
   CHECK(test::load_error(mla).path() == "model.sliding_window");
   CHECK(test::load_error(gpt_oss({{"experts_per_token", 2}})).path() == "model.experts_per_token");
 }
+
+// TransformerEngine's all-to-all context parallelism (cp_comm_type a2a; attention.py
+// AttnFuncWithCPAndQKVOA2A): q, k and v trade the sequence split for a head split before the
+// kernel, the output back after; the kernel runs the whole sequence (or its window). GPT-OSS's
+// Bridge recipes set it (recipes/gpt_oss/h100/gpt_oss.py:70 at v0.6.0).
+TEST_CASE("All-to-all CP: the exchanges around a whole-sequence attention", "[config][gpt_oss]") {
+  Json j = gpt_oss();
+  j["parallelism"] = {{"tp", 1}, {"pp", 4}, {"ep", 8}, {"cp", 2}, {"cp_comm_type", "a2a"}};
+  j["gpus"] = 128;
+  const auto sc = load(j);
+  CHECK(sc.parallelism.cp_comm == workload::CpComm::a2a);
+  const auto t = test::build_templates(sc);
+  // gpt-oss-120b: 64 query and 8 key-value heads of 64; 2048 tokens a rank.
+  const double T = 4096.0 / 2, q = T * 64 * 64 * 2, kv = T * 2 * 8 * 64 * 2;
+  const auto& f = test::kernel(t.moe_window.fwd, "attn.core.fwd");
+  CHECK(f.cp_a2a_in_bytes == Approx(q + kv));
+  CHECK(f.cp_a2a_out_bytes == Approx(q));
+  CHECK(f.cp_ring_bytes == 0);
+  CHECK(f.work.k == 128);  // the window over the whole sequence
+  CHECK(test::kernel(t.moe.fwd, "attn.core.fwd").work.k == 4096);
+  const auto& b = test::kernel(t.moe_window.bwd, "attn.core.bwd");
+  CHECK(b.cp_a2a_in_bytes == Approx(q));  // the output's gradient in, the inputs' out
+  CHECK(b.cp_a2a_out_bytes == Approx(q + kv));
+  // The ring at the same size prices full attention's exchanges differently.
+  Json ring = j;
+  ring["parallelism"]["cp_comm_type"] = "p2p";
+  ring["model"] = {{"base", "gpt-oss-120b"}, {"sliding_window", nullptr}};
+  const auto r = test::build_templates(load(ring));
+  CHECK(test::kernel(r.moe.fwd, "attn.core.fwd").cp_a2a_in_bytes == 0);
+  CHECK(test::kernel(r.moe.fwd, "attn.core.fwd").cp_ring_bytes == Approx(kv));
+  // Refused: a2a at cp 1, on MLA, heads that do not split over cp.
+  Json one = gpt_oss();
+  one["parallelism"]["cp_comm_type"] = "a2a";
+  CHECK(test::load_error(one).path() == "parallelism.cp_comm_type");
+  Json mla = j;
+  mla["model"] = {{"base", "deepseek-v3"}};
+  CHECK(test::load_error(mla).path() == "parallelism.cp_comm_type");
+  Json heads = j;
+  heads["parallelism"]["tp"] = 8;
+  heads["parallelism"]["cp"] = 2;
+  heads["gpus"] = 512;
+  CHECK(test::load_error(heads).path() == "parallelism.cp_comm_type");  // 8 / 8 kv heads over 2
+}

@@ -145,6 +145,13 @@ std::map<std::string, Case> cases() {
       patched(g, R"({"training": {"precision": "nvfp4"}, "stack": {"nvfp4_rht_fusion": false}})");
   add("training.nvfp4.rht", g4, R"({"training": {"nvfp4": {"rht": true}}})",
       R"({"training": {"nvfp4": {"rht": false}}})");
+  // BF16 first and last layers under NVFP4 (no quantized parameter gather, no MTP layer).
+  const Json g4b =
+      patched(g4, R"({"training": {"mtp_layers": 0}, "framework": {"fp8_param_gather": false}})");
+  add("training.bf16_layers_at_start", g4b, R"({"training": {"bf16_layers_at_start": 0}})",
+      R"({"training": {"bf16_layers_at_start": 1}})");
+  add("training.bf16_layers_at_end", g4b, R"({"training": {"bf16_layers_at_end": 0}})",
+      R"({"training": {"bf16_layers_at_end": 2}})");
   add("training.nvfp4.stochastic_rounding", g4,
       R"({"training": {"nvfp4": {"stochastic_rounding": true}}})",
       R"({"training": {"nvfp4": {"stochastic_rounding": false}}})");
@@ -166,6 +173,8 @@ std::map<std::string, Case> cases() {
   add("parallelism.pp", g, R"({"parallelism": {"pp": 2}})", R"({"parallelism": {"pp": 4}})");
   add("parallelism.vpp", g, R"({"parallelism": {"vpp": 1}})", R"({"parallelism": {"vpp": 2}})");
   add("parallelism.cp", g, R"({"parallelism": {"cp": 1}})", R"({"parallelism": {"cp": 2}})");
+  add("parallelism.cp_comm_type", patched(h100_dense(), R"({"parallelism": {"cp": 2}})"),
+      R"({"parallelism": {"cp_comm_type": "p2p"}})", R"({"parallelism": {"cp_comm_type": "a2a"}})");
   add("parallelism.ep", g, R"({"parallelism": {"ep": 8}})", R"({"parallelism": {"ep": 16}})");
   add("parallelism.etp", g, R"({"parallelism": {"tp": 2, "etp": 1}})",
       R"({"parallelism": {"tp": 2, "etp": 2}})");

@@ -1,6 +1,8 @@
 // moesim import megatron (issue #17 item 1): a Megatron command line as a scenario.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "config/load.hpp"
 #include "importer/import.hpp"
 #include "support/helpers.hpp"
@@ -293,9 +295,9 @@ TEST_CASE("import megatron --release takes the library switches from the release
 
 // Megatron's FP4 flags (arguments.py, fp4_utils.py @ d98e8a64): --fp4-format e2m1 with the
 // default --fp4-recipe nvfp4 is TE's NVFP4 in every layer; --fp4-param-gather gathers the
-// FP4 copies; BF16 first and last layers are refused (one precision per scenario).
-TEST_CASE("import megatron takes NVFP4 and refuses layers in another precision",
-          "[config][import]") {
+// FP4 copies; --first-last-layers-bf16 keeps its first and last layers in BF16
+// (transformer_config.py 628-637 at cd4afffa: one at each end by default).
+TEST_CASE("import megatron takes NVFP4 and its BF16 first and last layers", "[config][import]") {
   importer::MegatronImportOptions o;
   o.system = "gb200-nvl72";
   o.gpus = 16;
@@ -305,8 +307,23 @@ TEST_CASE("import megatron takes NVFP4 and refuses layers in another precision",
   CHECK(sc["framework"]["fp8_param_gather"] == true);
   CHECK(importer::import_megatron(fp4, o).scenario["framework"]["fp8_param_gather"] == false);
   CHECK(sc["stack"]["nvfp4_rht_fusion"] == true);
-  for (const std::string bad :
-       {" --first-last-layers-bf16", " --fp4-recipe custom", " --fp8-format e4m3"}) {
+  const auto both = importer::import_megatron(fp4 + " --first-last-layers-bf16", o).scenario;
+  CHECK(both["training"]["bf16_layers_at_start"] == 1);
+  CHECK(both["training"]["bf16_layers_at_end"] == 1);
+  const auto end = importer::import_megatron(fp4 +
+                                                 " --first-last-layers-bf16 "
+                                                 "--num-layers-at-start-in-bf16 0 "
+                                                 "--num-layers-at-end-in-bf16 2",
+                                             o)
+                       .scenario;
+  CHECK(end["training"]["bf16_layers_at_start"] == 0);
+  CHECK(end["training"]["bf16_layers_at_end"] == 2);
+  // A count alone acts on nothing (Megatron reads it only with the switch): said, not set.
+  const auto alone = importer::import_megatron(fp4 + " --num-layers-at-end-in-bf16 2", o);
+  CHECK_FALSE(alone.scenario["training"].contains("bf16_layers_at_end"));
+  CHECK(std::any_of(alone.assumed.begin(), alone.assumed.end(),
+                    [](const auto& a) { return a.first == "--num-layers-at-end-in-bf16"; }));
+  for (const std::string bad : {" --fp4-recipe custom", " --fp8-format e4m3"}) {
     INFO(bad);
     CHECK_THROWS_AS(importer::import_megatron(fp4 + bad, o), config::InputError);
   }
@@ -407,4 +424,20 @@ TEST_CASE("import megatron pads expert inputs to capacity", "[config][import]") 
                         "h100", "--gpus", "16"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--moe-expert-capacity-factor"));
+}
+
+// --cp-comm-type (Megatron arguments.py: TE's cp_comm_type, p2p by default): a2a is
+// parallelism.cp_comm_type at CP > 1; without CP it acts on nothing and is not written.
+TEST_CASE("import megatron reads --cp-comm-type", "[config][import]") {
+  importer::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const std::string base = std::string(kSmallMoe) + " --cp-comm-type a2a";
+  const auto cp = importer::import_megatron(base + " --context-parallel-size 2", o).scenario;
+  CHECK(cp["parallelism"]["cp_comm_type"] == "a2a");
+  CHECK_FALSE(importer::import_megatron(base, o).scenario["parallelism"].contains("cp_comm_type"));
+  CHECK_THROWS_AS(
+      importer::import_megatron(
+          std::string(kSmallMoe) + " --context-parallel-size 2 --cp-comm-type a2a+p2p", o),
+      config::InputError);
 }
