@@ -232,14 +232,15 @@ class KernelPricing {
 
   bool fixed() const { return fixed_ != nullptr; }
   const PricedLayer& layer(const LayoutItem& item) const {
-    switch (layer_slot(item, in_.model)) {
+    const LayerSlot slot = layer_slot(item, in_.model);
+    switch (slot) {
       case LayerSlot::embedding:
         return embedding_;
       case LayerSlot::head:
         return head_;
       case LayerSlot::moe:
       case LayerSlot::dense:
-        return decoder(layer_slot(item, in_.model) == LayerSlot::moe, in_.model.mixer(item.index),
+        return decoder(slot == LayerSlot::moe, in_.model.mixer(item.index),
                        in_.training.bf16_layer(item.index, in_.model.num_layers));
       case LayerSlot::mtp:
         return mtp_;
