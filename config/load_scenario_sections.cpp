@@ -35,13 +35,12 @@ void ScenarioReader::training(const Node& n) {
                              m.native_mtp_layers));
     // BF16 first and last layers (workload::Training::bf16_layers_at_start); Megatron's own
     // checks (transformer_config.py 1398-1430 at cd4afffa) are in the parallelism section.
-    for (const char* k : {"bf16_layers_at_start", "bf16_layers_at_end"}) {
+    for (const auto& [k, field] : {std::pair{"bf16_layers_at_start", &t.bf16_layers_at_start},
+                                   std::pair{"bf16_layers_at_end", &t.bf16_layers_at_end}}) {
       const auto c = o.get(k);
       if (!c) continue;
-      const std::int64_t v = c->as_int(0, sc_.model.num_layers);
-      (std::string_view(k) == "bf16_layers_at_start" ? t.bf16_layers_at_start
-                                                     : t.bf16_layers_at_end) = v;
-      if (v == 0) continue;
+      *field = c->as_int(0, sc_.model.num_layers);
+      if (*field == 0) continue;
       if (!workload::quantized(t.precision))
         c->fail("training.precision is bf16: every layer runs in BF16 already");
       if (t.precision == workload::Precision::fp8_delayed)

@@ -341,19 +341,16 @@ void KernelPricing::price_templates() {
                                                           &out.bwd_weight};
     for (std::size_t i = 0; i < lists.size(); ++i) out.merged[i] = merge_runs(*lists[i]);
   };
-  for (const auto mixer : workload::kMixers) {
-    const auto i = static_cast<std::size_t>(mixer);
-    convert(t.decoder(false, mixer), dense_[i]);
-    convert(t.decoder(true, mixer), moe_[i]);
-  }
-  if (in_.training.any_bf16_layers()) {
-    const workload::ModelTemplates b = workload::build_bf16_templates(ti);
+  const auto decoders = [&](const workload::ModelTemplates& from, auto& dense, auto& moe) {
     for (const auto mixer : workload::kMixers) {
       const auto i = static_cast<std::size_t>(mixer);
-      convert(b.decoder(false, mixer), bf16_dense_[i]);
-      convert(b.decoder(true, mixer), bf16_moe_[i]);
+      convert(from.decoder(false, mixer), dense[i]);
+      convert(from.decoder(true, mixer), moe[i]);
     }
-  }
+  };
+  decoders(t, dense_, moe_);
+  if (in_.training.any_bf16_layers())
+    decoders(workload::build_bf16_templates(ti), bf16_dense_, bf16_moe_);
   convert(t.embedding, embedding_);
   convert(t.head, head_);
   convert(t.mtp, mtp_);

@@ -38,14 +38,26 @@ AttnTerms dsv4_attention_terms(const ModelConfig& m, std::int64_t seq, std::int6
   }
   const double layers = n[0] + n[1] + n[2];
   const double proj = layers * (rq * (h + nh * d + 1) + h * d + d + nh * d * ro + g * ro * h);
-  const double k4 = std::min(static_cast<double>(x.index_topk), std::floor(s / 4));
-  const double a4 = k4 * (1 - 4 * k4 / (2 * s));
+  const double a4 = dsv4_visible_picks(m, s);
   const double win = (n[0] + n[2]) * nh * w * d * 2;
   const double csa = n[1] * nh * (w + a4) * d * 2;
   const double comp = n[1] * h * 2 * d * 2 + n[2] * h * d * 2;
   const double idx = n[1] * (h * 2 * di * 2 + rq * hi * di + h * hi);
   return {6 * (proj + win + csa + comp + idx), 6 * (n[2] * nh * d / 128 + n[1] * hi * di / 4)};
 }
+
+}  // namespace
+
+double dsv4_topk_rows(const ModelConfig& m, double seq) {
+  return std::min(static_cast<double>(m.dsv4.index_topk), std::floor(seq / 4));
+}
+
+double dsv4_visible_picks(const ModelConfig& m, double seq) {
+  const double k4 = dsv4_topk_rows(m, seq);
+  return k4 * (1 - 4 * k4 / (2 * seq));
+}
+
+namespace {
 
 AttnTerms attention_terms(const ModelConfig& m) {
   const double h = static_cast<double>(m.hidden_size);

@@ -103,6 +103,11 @@ struct LayerParams {
   double gdn = 0;         // a Gated DeltaNet mixer with its input norm (linear layers)
 };
 LayerParams layer_parameters(const ModelConfig& m);
+// DeepSeek-V4's CSA picks at sequence length s (Megatron-LM dev d48bd6be training.py 467-468):
+// the list's k4 = min(index_topk, s / 4) compressed rows a query, and on average the causally
+// visible ones among them, k4 (1 - 4 k4 / 2s).
+double dsv4_topk_rows(const ModelConfig& m, double seq);
+double dsv4_visible_picks(const ModelConfig& m, double seq);
 // What a DeepSeek-V4 layer (decoder, then MTP) holds beyond LayerParams::attention, by its
 // compress ratio: ratio 4 its compressor (wkv, wgate 2 head_dim wide, ape, norm) and the
 // indexer (wq_b, weights_proj, its own compressor 2 index_head_dim wide); ratio r its

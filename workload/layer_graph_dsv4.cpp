@@ -11,6 +11,8 @@
 
 #include <cmath>
 
+#include "workload/flops.hpp"
+
 namespace moesim::workload::detail {
 namespace {
 
@@ -24,10 +26,7 @@ namespace {
 // w + s / r rounded up to 64, are walked whole.
 double sparse_slots(const ModelConfig& m, std::int64_t ratio, double seq) {
   const double w = static_cast<double>(m.dsv4.window);
-  if (ratio == 4) {
-    const double k4 = std::min(static_cast<double>(m.dsv4.index_topk), std::floor(seq / 4));
-    return w + k4 * (1 - 4 * k4 / (2 * seq));
-  }
+  if (ratio == 4) return w + dsv4_visible_picks(m, seq);
   const double extra = ratio > 0 ? std::floor(seq / static_cast<double>(ratio)) : 0;
   return std::ceil((w + extra) / 64) * 64;
 }
@@ -132,7 +131,7 @@ void dsv4_attention_block(LayerBuilder& b, const TemplateInputs& in, const Shape
   const bool up_recompute =
       has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
   if (up_recompute) b.recompute_since(up);
-  const double k4 = std::min(static_cast<double>(x.index_topk), std::floor(seq / 4));
+  const double k4 = dsv4_topk_rows(m, seq);
   if (ratio == 4) {
     compressor(b, s, "attn.compressor", 2 * d, d, 4, false);
     // The lightning indexer (csa.py CSAIndexer 1435-1687; the fused training path
