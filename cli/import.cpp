@@ -34,7 +34,7 @@ class Import final : public Command {
     app.add_option("--args", args_, "the command line itself, instead of a script");
     app.add_option("--system", system_,
                    "system preset the command runs on (a Megatron-Bridge command's -g names "
-                   "it: h100, b200, b300, gb200-nvl72, gb300-nvl72, vr200-nvl72)");
+                   "it: h100, b200, b300, gb200-nvl72, gb300-nvl72, vr200-nvl72, r100)");
     app.add_option("--gpus", gpus_,
                    "GPUs in the job (world size); default: the script's (torchrun --nnodes x "
                    "--nproc_per_node, a wrapper's NNODES)")

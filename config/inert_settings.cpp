@@ -60,8 +60,18 @@ Why under_fsdp(const Scenario& sc, const char* what) {
   if (!sc.parallelism.fsdp) return std::nullopt;
   return fmt::format("Megatron-FSDP (parallelism.fsdp) {}", what);
 }
+// The decoder layers of the virtual stage that holds the most.
+std::int64_t most_stage_layers(const Scenario& sc) {
+  std::int64_t most = 0;
+  for (const auto& stage : sc.layout.stages())
+    most = std::max(most, stage.count(schedules::LayoutItemKind::decoder));
+  return most;
+}
+// Every decoder layer recomputed whole: 'full', of every layer of each virtual stage.
 bool full_recompute(const Scenario& sc) {
-  return has(sc.framework.recompute_modules, RecomputeModule::full);
+  return has(sc.framework.recompute_modules, RecomputeModule::full) &&
+         (sc.framework.recompute_num_layers == 0 ||
+          sc.framework.recompute_num_layers >= most_stage_layers(sc));
 }
 bool moe_recompute(const Scenario& sc) {
   return has(sc.framework.recompute_modules, RecomputeModule::moe);
@@ -330,6 +340,25 @@ std::vector<PerformanceSetting> build() {
     return std::nullopt;
   });
   key("training.nvfp4.stochastic_rounding", never);
+  // The loader refuses a module the model lacks and a precision equal to the recipe's; only
+  // layers that run the recipe take it.
+  for (const auto& e : workload::quant_module_names().entries())
+    key(fmt::format("training.module_precision.{}", e.name), [](const Scenario& sc) -> Why {
+      const auto& t = sc.training;
+      if (t.bf16_layers_at_start + t.bf16_layers_at_end >= sc.model.num_layers)
+        return std::string("every decoder layer runs in BF16 (bf16_layers_at_start/_at_end)");
+      return std::nullopt;
+    });
+  // The loader refuses it without 'full'; as many layers as a virtual stage holds is every
+  // layer, the same as leaving it out.
+  key("framework.recompute_num_layers", [](const Scenario& sc) -> Why {
+    if (sc.framework.recompute_num_layers >= most_stage_layers(sc))
+      return fmt::format(
+          "{} layers recompute every layer of each virtual stage (at most {}): the same as "
+          "'full' without it",
+          sc.framework.recompute_num_layers, most_stage_layers(sc));
+    return std::nullopt;
+  });
   // The loader refuses a count without an FP8/FP4 precision; zero layers change nothing.
   key("training.bf16_layers_at_start", [](const Scenario& sc) -> Why {
     if (sc.training.bf16_layers_at_start == 0) return std::string("0 layers: none runs in BF16");

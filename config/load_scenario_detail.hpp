@@ -36,6 +36,7 @@ class ScenarioReader {
   // config/load_scenario_sections.cpp
   void training(const Node& n);
   void lora(const Node& n);
+  void module_precision(const Node& n);
   void read_histogram(workload::Routing& r);
   void routing(const std::optional<Node>& n);
   void recorded(const std::optional<Node>& n);

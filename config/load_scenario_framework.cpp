@@ -38,11 +38,13 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
   const bool fp8 = workload::quantized(sc_.training.precision);
   const bool bf16_layers = sc_.training.any_bf16_layers();
   f.fp8_param_gather = fp8 && !bf16_layers;
-  // DeepEP and HybridEP dispatch across the expert-parallel group: Megatron-Core's flex
-  // dispatcher asserts an EP x expert-TP group larger than one (token_dispatcher.py,
-  // MoEFlexTokenDispatcher, "Flex token dispatcher requires TPxEP > 1"), and moesim
-  // prices their kernels over the EP ranks. Without EP the default is NCCL's all-to-all,
-  // which then only permutes locally.
+  // DeepEP and HybridEP dispatch across the expert-parallel group (EP x expert-TP).
+  // Megatron-Core's flex dispatcher asserts that group larger than one for DeepEP and NCCL
+  // EP (token_dispatcher.py MoEFlexTokenDispatcher, "DeepEP dispatcher requires TPxEP > 1",
+  // at d0b3b775, 458c8d0e and cd4afffa, Megatron-Bridge v0.5.0, v0.5.1 and v0.6.0's pins)
+  // but not for HybridEP, whose one-rank group dispatches to the rank's own experts through
+  // its buffers (Megatron-Bridge's GPT-OSS 20B recipes run it at EP 1). Without EP the
+  // default is NCCL's all-to-all, which then only permutes locally.
   const bool single_ep = sc_.parallelism.ep == 1;
   if (single_ep) f.dispatcher = hw_models::Dispatcher::alltoall;
   std::optional<std::int64_t> sms;
@@ -53,10 +55,13 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
         const bool library = hw_models::is_ep_library(f.dispatcher);
         if (!sc_.model.is_moe() && library)
           d->fail(fmt::format("model '{}' has no experts to dispatch", sc_.model.name));
-        if (library && single_ep)
+        const bool one_rank_hybridep =
+            f.dispatcher == hw_models::Dispatcher::hybridep && sc_.parallelism.etp == 1;
+        if (library && single_ep && !one_rank_hybridep)
           d->fail(fmt::format(
               "{} dispatches across expert-parallel ranks and ep is 1 (Megatron-Core's flex "
-              "dispatcher needs EP > 1); use parallelism.ep > 1 or dispatcher \"alltoall\"",
+              "dispatcher asserts EP x expert-TP > 1 for DeepEP; HybridEP runs at EP 1 only "
+              "with etp 1); use parallelism.ep > 1 or dispatcher \"alltoall\"",
               hw_models::dispatcher_names().name(f.dispatcher)));
       }
       if (auto s = o.get("dispatcher_sms"))
@@ -162,6 +167,17 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
           r->fail(
               "'full' recompute cannot run with moe_a2a_overlap (Megatron-Core asserts "
               "recompute_granularity != 'full' with --overlap-moe-expert-parallel-comm)");
+      }
+      if (auto r = o.get("recompute_num_layers")) {
+        // Megatron's block method (workload::Framework::recompute_num_layers).
+        f.recompute_num_layers = r->as_int(1, sc_.model.num_layers);
+        if (f.recompute_modules != std::vector{RecomputeModule::full})
+          r->fail(
+              "recompute_num_layers is the block method of 'full' recompute (Megatron's "
+              "--recompute-method block): it needs recompute_modules [\"full\"]");
+        if (sc_.model.hybrid())
+          r->fail(fmt::format("partial full recompute of hybrid model '{}' is not modeled",
+                              sc_.model.name));
       }
       // Hash-routed layers forbid it (Megatron-LM dev d48bd6be transformer_config.py 2899).
       if (f.moe_a2a_overlap && sc_.model.dsv4.hash_layers > 0)

@@ -47,14 +47,16 @@ void ScenarioReader::training(const Node& n) {
         c->fail(
             "Megatron-Core refuses BF16 first/last layers with delayed scaling "
             "(transformer_config.py 1400-1403 at cd4afffa)");
-      if (sc_.model.hybrid())
-        c->fail(fmt::format("model '{}' is hybrid: BF16 layers of its pattern are not modeled",
-                            sc_.model.name));
-      if (t.mtp_layers > 0)
+      // A hybrid model's layers are its pattern's symbols, each one layer for the range
+      // (Megatron-Core's hybrid block asks get_fp4_context / get_fp8_context with each
+      // layer's number, fp4_utils.py at d7288711 122-138); its MTP block keeps its spec in
+      // BF16 (keep_mtp_spec_in_bf16), so its precision is known either way.
+      if (t.mtp_layers > 0 && !(sc_.model.hybrid() && sc_.model.mtp_bf16))
         c->fail(
             "with MTP layers: which precision Megatron's MTP layers take under the BF16 range is "
             "not modeled");
     }
+    if (auto mp = o.get("module_precision")) module_precision(*mp);
     t.hidden_dropout = o.number_or("hidden_dropout", 0, 0, 0.99);
     t.vocab_divisor = o.int_or("make_vocab_size_divisible_by", 128, 1, std::int64_t{1} << 20);
     if (auto n4 = o.get("nvfp4")) {
@@ -89,6 +91,50 @@ void ScenarioReader::training(const Node& n) {
                      hw_models::dtype_names().name(dtype), sc_.system.gpu.name,
                      hw_models::gpu_arch_names().name(sc_.system.gpu.arch), fmt::join(have, ", ")));
   }
+}
+
+// training.module_precision (workload::Training::module_precision): a module's own
+// precision under an FP8/FP4 recipe, as Megatron-Core's quant_recipe gives it (BF16, or
+// MXFP8 under NVFP4 as Megatron-Bridge's te_quant.cfg runs the Mamba out_proj), where the
+// model has the module.
+void ScenarioReader::module_precision(const Node& n) {
+  auto& t = sc_.training;
+  const auto& m = sc_.model;
+  if (!workload::quantized(t.precision))
+    n.fail("training.precision is not FP8/FP4: every module runs in it already");
+  read_object(n, [&](Object& o) {
+    for (const auto& e : workload::quant_module_names().entries()) {
+      const auto v = o.get(e.name);
+      if (!v) continue;
+      const auto p = v->as_enum(workload::precision_names(), "precision");
+      if (p != workload::Precision::bf16 &&
+          !(p == workload::Precision::mxfp8 && t.precision == workload::Precision::nvfp4))
+        v->fail(fmt::format(
+            "a module takes bf16, or mxfp8 under nvfp4 (Megatron-Bridge's "
+            "te_quant.cfg), not {} under {}",
+            workload::precision_names().name(p), workload::precision_names().name(t.precision)));
+      if (!sc_.system.gpu.supports(workload::gemm_dtype(p)))
+        v->fail(fmt::format("{} has no {} Tensor Core peak", sc_.system.gpu.name,
+                            workload::precision_names().name(p)));
+      std::optional<std::string> missing;
+      switch (e.value) {
+        case workload::QuantModule::attention:
+          if (m.attention != workload::AttentionKind::gqa ||
+              (m.hybrid() ? m.count_hybrid(workload::HybridLayer::attention) == 0
+                          : m.num_linear_layers() == m.num_layers))
+            missing = "GQA attention layers (the QKV and output projections moesim builds)";
+          break;
+        case workload::QuantModule::mamba_out_proj:
+          if (m.count_hybrid(workload::HybridLayer::mamba) == 0) missing = "Mamba mixers";
+          break;
+        case workload::QuantModule::latent_projections:
+          if (m.moe_latent_size <= 0) missing = "LatentMoE projections";
+          break;
+      }
+      if (missing) v->fail(fmt::format("model '{}' has no {}", m.name, *missing));
+      t.module_precision[static_cast<std::size_t>(e.value)] = p;
+    }
+  });
 }
 
 // training.lora (workload::Lora): the adapters moesim prices, on the models it prices them for.

@@ -192,11 +192,10 @@ void BridgeImporter::table() {
         "cutedsl_fused_grouped_mlp",
         "the workload config's CuTe DSL fused grouped MLP (TransformerEngine's op fuser): "
         "accepted, priced as TE's grouped GEMMs");
-  if (!s.value("te_precision_config_file", Json()).is_null())
-    refuse(src,
-           "a TransformerEngine precision recipe file (te_precision_config_file): per-layer "
-           "precisions are "
-           "not modeled");
+  // A TransformerEngine precision recipe file: the family rules state what it sets
+  // (training.module_precision); BridgeImporter::finish refuses one they do not.
+  if (const Json& file = s.value("te_precision_config_file", Json()); !file.is_null())
+    b_.set("bridge.te_precision_config_file", file, src);
   // The dispatcher: v0.4.0 on, set_workload_base_configs applies the table's backend (None: the
   // all-to-all); before, the family hands it to the model recipe, and None leaves the recipe's.
   const Json& backend = s.at("moe_flex_dispatcher_backend");

@@ -25,20 +25,10 @@ namespace {
 const std::map<std::string_view, std::string_view>& gpu_systems() {
   static const std::map<std::string_view, std::string_view> m{
       {"h100", "h100"},         {"b200", "b200"},         {"b300", "b300"},
-      {"gb200", "gb200-nvl72"}, {"gb300", "gb300-nvl72"}, {"vr200", "vr200-nvl72"}};
+      {"gb200", "gb200-nvl72"}, {"gb300", "gb300-nvl72"}, {"vr200", "vr200-nvl72"},
+      {"r100", "r100"}};
   return m;
 }
-// The launcher's GPU names with no system, and why.
-const std::map<std::string_view, std::string_view>& gpus_without_system() {
-  static const std::map<std::string_view, std::string_view> m{
-      {"r100",
-       "r100 is Megatron-Bridge's one-GPU-a-node Rubin bring-up target (scripts/performance/"
-       "argument_parser.py NUM_GPUS_PER_NODE_MAP, r100: 1, v0.4.0 on; only llama3_8b has "
-       "configs for it): its node, links and network are unpublished, so moesim has no system "
-       "for it; give --system (vr200-nvl72 is the announced Rubin rack)"}};
-  return m;
-}
-
 }  // namespace
 
 // ---- the scenario ----------------------------------------------------------------------
@@ -60,11 +50,15 @@ void BridgeImporter::account_split() {
 }
 
 // Full recompute, block method: each virtual stage's block recomputes its first N layers
-// (Megatron-Core cd4afffa megatron/core/recompute.py:167-181). N at least the layers of
-// every virtual stage (an even split, no pp_layout) recomputes every layer: moesim's
-// "full"; fewer leaves some layers whole, which moesim does not model.
+// (Megatron-Core cd4afffa megatron/core/recompute.py:167-181): recompute_modules ["full"]
+// with framework.recompute_num_layers N, left out where N covers every virtual stage of an
+// even split (every layer; the loader applies N to a pp_layout's stages).
 void BridgeImporter::full_recompute(const Json& n) {
   const std::string src = b_.origin["bridge.recompute_num_layers"];
+  if (!n.is_number_integer() || n.get<std::int64_t>() < 1)
+    refuse(src, fmt::format("recompute_num_layers {}: Megatron's block method recomputes a "
+                            "positive number of layers",
+                            n.dump()));
   const Json& model = family_->at("recipes").at(q_.recipe).at("model");
   const std::int64_t stages = b_.integer("parallelism.pp", 1) * b_.integer("parallelism.vpp", 1);
   std::int64_t per = 0;
@@ -72,18 +66,26 @@ void BridgeImporter::full_recompute(const Json& n) {
     const std::int64_t layers = config::load_model_preset(model.get<std::string>()).num_layers;
     if (layers % stages == 0) per = layers / stages;
   }
-  if (per == 0 || !n.is_number_integer() || n.get<std::int64_t>() < per)
-    refuse(src, fmt::format("full recompute of {} layers per pipeline stage (block method): "
-                            "partial full recompute is not modeled",
-                            n.dump()));
+  const std::int64_t k = n.get<std::int64_t>();
   b_.set("framework.recompute_modules", Json::array({"full"}),
-         fmt::format("{}: full recompute of the first {} layers of each virtual stage's {} "
-                     "(block method, Megatron-Core recompute.py:167-181): every layer",
-                     src, n.dump(), per));
+         src + ": full recompute (block method, Megatron-Core recompute.py:167-181)");
+  if (per == 0 || k < per)
+    b_.set("framework.recompute_num_layers", k,
+           fmt::format("{}: the first {} decoder layers of each virtual stage recomputed whole, "
+                       "the rest kept",
+                       src, k));
   b_.erase("bridge.recompute_num_layers");
 }
 
 void BridgeImporter::finish() {
+  if (b_.get("bridge.te_precision_config_file")) {
+    if (!b_.get("training.module_precision"))
+      refuse(b_.origin["bridge.te_precision_config_file"],
+             fmt::format("a TransformerEngine precision recipe file (te_precision_config_file "
+                         "{}) whose per-module precisions the family rules do not tabulate",
+                         b_.get("bridge.te_precision_config_file")->dump()));
+    b_.erase("bridge.te_precision_config_file");
+  }
   // CUDA graphs: the implementation decides what the scopes mean.
   const std::string impl = b_.get("bridge.cuda_graph_impl")
                                ? b_.get("bridge.cuda_graph_impl")->get<std::string>()
@@ -237,8 +239,6 @@ void BridgeImporter::finish() {
       opts_.system.empty()
           ? (gpu_systems().count(q_.gpu) ? std::string(gpu_systems().at(q_.gpu)) : std::string())
           : opts_.system;
-  if (system.empty() && gpus_without_system().count(q_.gpu))
-    refuse("-g", std::string(gpus_without_system().at(q_.gpu)));
   if (system.empty()) refuse("-g", fmt::format("no system preset for {}: give --system", q_.gpu));
   if (opts_.system.empty())
     out_.derived.emplace_back("system", fmt::format("{}: the preset for -g {}", system, q_.gpu));

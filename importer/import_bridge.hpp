@@ -56,8 +56,8 @@ bool is_bridge_training_launcher(const std::string& entry);
 std::vector<std::string> unclassified_bridge_flags(const std::string& tag);
 
 // `words`: the launcher's arguments (after the program). opts.system may be empty: the
-// system preset of -g (h100, b200, b300, gb200-nvl72, gb300-nvl72, vr200-nvl72). opts.gpus, when
-// set, must agree with -ng. Throws InputError(opts.source, "-flag" or "key", why).
+// system preset of -g (h100, b200, b300, gb200-nvl72, gb300-nvl72, vr200-nvl72, r100). opts.gpus,
+// when set, must agree with -ng. Throws InputError(opts.source, "-flag" or "key", why).
 MegatronImport import_bridge(const std::vector<std::string>& words,
                              const MegatronImportOptions& opts);
 

@@ -110,6 +110,8 @@ class Importer {
   // The framework and the library stack (importer/megatron_framework.cpp).
   void framework(Json& sc);
   Json recompute() const;
+  // --recompute-method block's --recompute-num-layers (framework.recompute_num_layers).
+  std::optional<std::int64_t> recompute_num_layers() const;
   void stack(Json& sc);
 
   bool moe_ = false;         // the model has routed experts (model() decides)

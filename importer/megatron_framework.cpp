@@ -65,6 +65,8 @@ void Importer::framework(Json& sc) {
   }
   fw["cuda_graph_scope"] = scopes;
   fw["recompute_modules"] = recompute();
+  if (fw["recompute_modules"] == Json::array({"full"}))
+    if (const auto n = recompute_num_layers()) fw["recompute_num_layers"] = *n;
   fw["distributed_optimizer"] = f_.has("--use-distributed-optimizer");
   fw["overlap_grad_reduce"] = f_.has("--overlap-grad-reduce");
   fw["overlap_param_gather"] = f_.has("--overlap-param-gather");
@@ -225,15 +227,24 @@ Json Importer::recompute() const {
     for (const auto& x : *m) out.push_back(x);
     return out;
   }
-  // Full recompute: moesim recomputes every layer; Megatron's uniform method with one
-  // layer per group does the same.
+  // Full recompute: Megatron's uniform method with one layer a group recomputes every
+  // layer, as moesim's "full" does; its block method the first N of each virtual stage
+  // (recompute_num_layers below). Uniform groups of several layers keep fewer inputs and
+  // rebuild a whole group at once, which moesim does not model.
   const std::string method = f_.choice("--recompute-method", "uniform", {"uniform", "block"});
   const std::int64_t n = f_.integer_or("--recompute-num-layers", 1);
-  if (method != "uniform" || n != 1)
-    f_.fail("--recompute-method",
-            "full recompute of some layers (block, or groups of several layers) is not "
-            "modeled; uniform with --recompute-num-layers 1 is");
+  if (method == "uniform" && n != 1)
+    f_.fail("--recompute-num-layers",
+            "full recompute in uniform groups of several layers is not modeled; uniform with "
+            "--recompute-num-layers 1 and the block method are");
   return Json::array({"full"});
+}
+
+std::optional<std::int64_t> Importer::recompute_num_layers() const {
+  if (!f_.has("--recompute-method") ||
+      f_.choice("--recompute-method", "uniform", {"uniform", "block"}) != "block")
+    return std::nullopt;
+  return f_.integer_or("--recompute-num-layers", 1);
 }
 
 void Importer::stack(Json& sc) {

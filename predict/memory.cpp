@@ -1,6 +1,7 @@
 #include "predict/memory.hpp"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 
@@ -110,11 +111,14 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   const auto& fw = sc.framework;
   const workload::TemplateInputs ti{sc.model, sc.training,       p,      fw,
                                     sc.stack, sc.padded_vocab(), ep_load};
-  const auto t = workload::build_templates(ti);
-  // Megatron's BF16 first and last layers keep what BF16 layers keep.
-  std::optional<workload::ModelTemplates> bf16_templates;
-  if (sc.training.any_bf16_layers()) bf16_templates = workload::build_bf16_templates(ti);
-  const workload::ModelTemplates* bf16 = bf16_templates ? &*bf16_templates : &t;
+  // Each decoder layer keeps what its build keeps (Megatron's BF16 first and last layers,
+  // the layers partial full recompute leaves whole: schedules::decoder_builds).
+  const auto builds = schedules::decoder_builds(sc.layout, sc.model, sc.training, sc.framework);
+  std::array<std::optional<workload::ModelTemplates>, workload::kDecoderBuilds> built;
+  for (unsigned b = 0; b < workload::kDecoderBuilds; ++b)
+    if (b == workload::kRecipeBuild || std::find(builds.begin(), builds.end(), b) != builds.end())
+      built[b] = workload::build_templates(ti, b);
+  const workload::ModelTemplates& t = *built[workload::kRecipeBuild];
   // Optimizer states per parameter beside the FP32 master, sharded over DP x CP and
   // expert-DP (workload::optimizer_state_bytes; docs/research/corpus-recipes.md 'Muon').
   const double states = workload::optimizer_state_bytes(fw);
@@ -174,30 +178,13 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         dense += ip.dense;
         expert += ip.expert;
         largest_unit = std::max(largest_unit, ip.dense + ip.expert);
-        const workload::LayerTemplate* lt = &t.dense;
         const auto slot = schedules::layer_slot(it, sc.model);
-        switch (slot) {
-          case schedules::LayerSlot::embedding:
-            lt = &t.embedding;
-            break;
-          case schedules::LayerSlot::head:
-            lt = &t.head;
-            break;
-          case schedules::LayerSlot::moe:
-          case schedules::LayerSlot::dense:
-            lt = &(sc.training.bf16_layer(it.index, sc.model.num_layers) ? *bf16 : t)
-                      .decoder(slot == schedules::LayerSlot::moe, sc.model.mixer(it.index));
-            break;
-          case schedules::LayerSlot::mtp:
-            lt = &t.mtp;
-            break;
-          case schedules::LayerSlot::mamba:
-            lt = &t.mamba;
-            break;
-          case schedules::LayerSlot::attention:
-            lt = &t.attention;
-            break;
-        }
+        const bool decoder = it.kind == schedules::LayoutItemKind::decoder;
+        const workload::LayerTemplate* lt = &schedules::slot_layer(
+            t,
+            *built[decoder ? builds[static_cast<std::size_t>(it.index)]
+                           : std::uint8_t{workload::kRecipeBuild}],
+            slot, decoder ? sc.model.mixer(it.index) : workload::Mixer::full);
         Kept kept = kept_bytes(*lt);
         // Layer offloading (framework.offload_layers): the first N decoder layers keep
         // everything in host memory; at most L - N layers' activations are on the GPU.

@@ -176,6 +176,7 @@ Json describe_json(const config::Scenario& sc) {
        f.moe_expert_rank_capacity_factor ? Json(*f.moe_expert_rank_capacity_factor) : Json()},
       {"cuda_graph_scope", names(workload::cuda_graph_scope_names(), f.cuda_graph_scope)},
       {"recompute_modules", names(workload::recompute_module_names(), f.recompute_modules)},
+      {"recompute_num_layers", f.recompute_num_layers > 0 ? Json(f.recompute_num_layers) : Json()},
       {"distributed_optimizer", f.distributed_optimizer},
       {"overlap_grad_reduce", f.overlap_grad_reduce},
       {"overlap_param_gather", f.overlap_param_gather},
@@ -366,12 +367,16 @@ std::string describe_text(const config::Scenario& sc) {
   }
 
   const std::string sms = f.dispatcher_sms > 0 ? fmt::format(" ({} SMs)", f.dispatcher_sms) : "";
-  line(
-      "framework",
-      fmt::format("dispatcher {}{}; CUDA graphs: {}; recompute: {}",
-                  hw_models::dispatcher_names().name(f.dispatcher), sms,
-                  list_or(names(workload::cuda_graph_scope_names(), f.cuda_graph_scope), "none"),
-                  list_or(names(workload::recompute_module_names(), f.recompute_modules), "none")));
+  line("framework",
+       fmt::format(
+           "dispatcher {}{}; CUDA graphs: {}; recompute: {}{}",
+           hw_models::dispatcher_names().name(f.dispatcher), sms,
+           list_or(names(workload::cuda_graph_scope_names(), f.cuda_graph_scope), "none"),
+           list_or(names(workload::recompute_module_names(), f.recompute_modules), "none"),
+           f.recompute_num_layers > 0
+               ? fmt::format(" (the first {} layers of each virtual stage; the block method)",
+                             f.recompute_num_layers)
+               : ""));
   line("", fmt::format("distributed optimizer {}, overlap grad reduce {}, overlap param gather {}, "
                        "FP8 param gather {}",
                        on_off(f.distributed_optimizer), on_off(f.overlap_grad_reduce),

@@ -73,9 +73,11 @@ KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& co
     one.bwd_input = chunk("chunk.bwd_input", fixed_->seconds(Pass::backward_input));
     one.bwd_weight = chunk("chunk.wgrad", fixed_->seconds(Pass::backward_weight));
     fwd_bwd_ = chunk("chunk.fwd_bwd", fixed_->pair_s());
-    dense_.fill(one);
-    moe_.fill(one);
-    mtp_ = mamba_ = attention_ = one;
+    builds_.assign(static_cast<std::size_t>(in.model.num_layers), workload::kRecipeBuild);
+    auto& recipe = priced_.builds[workload::kRecipeBuild];
+    recipe.dense.fill(one);
+    recipe.moe.fill(one);
+    priced_.mtp = recipe.mamba = recipe.attention = one;
     pp_s_ = fixed_->p2p_s;
   } else {
     price_templates();
@@ -243,10 +245,11 @@ void KernelPricing::setup_ep_flows() {
   const auto& fw = in_.framework;
   const auto& p = in_.parallelism;
   const auto& m = in_.model;
-  if (fixed_ || !m.is_moe() || p.ep <= 1) return;
-  if (fw.dispatcher != hw_models::Dispatcher::deepep &&
-      fw.dispatcher != hw_models::Dispatcher::hybridep)
-    return;
+  if (fixed_ || !m.is_moe() || !hw_models::is_ep_library(fw.dispatcher)) return;
+  // HybridEP at EP 1 (the loader admits no other library there): one rank whose flows are
+  // all to itself, which the flow model leaves to the kernel's fixed latency as it does
+  // every rank's own share (ep_flow_time).
+  if (p.ep <= 1 && fw.dispatcher != hw_models::Dispatcher::hybridep) return;
   const std::int64_t domain = std::max<std::int64_t>(1, in_.gpus_per_nvlink_domain / p.etp);
   ep_topo_.emplace(in_.system, p.ep, std::min(domain, p.ep));
 }
@@ -341,21 +344,23 @@ void KernelPricing::price_templates() {
                                                           &out.bwd_weight};
     for (std::size_t i = 0; i < lists.size(); ++i) out.merged[i] = merge_runs(*lists[i]);
   };
-  const auto decoders = [&](const workload::ModelTemplates& from, auto& dense, auto& moe) {
-    for (const auto mixer : workload::kMixers) {
-      const auto i = static_cast<std::size_t>(mixer);
-      convert(from.decoder(false, mixer), dense[i]);
-      convert(from.decoder(true, mixer), moe[i]);
-    }
-  };
-  decoders(t, dense_, moe_);
-  if (in_.training.any_bf16_layers())
-    decoders(workload::build_bf16_templates(ti), bf16_dense_, bf16_moe_);
-  convert(t.embedding, embedding_);
-  convert(t.head, head_);
-  convert(t.mtp, mtp_);
-  convert(t.mamba, mamba_);
-  convert(t.attention, attention_);
+  builds_ = decoder_builds(in_.layout, in_.model, in_.training, in_.framework);
+  for (unsigned b = 0; b < workload::kDecoderBuilds; ++b) {
+    if (std::find(builds_.begin(), builds_.end(), b) == builds_.end()) continue;
+    const auto other = b == workload::kRecipeBuild
+                           ? std::nullopt
+                           : std::optional(workload::build_templates(ti, b));
+    const workload::ModelTemplates& from = other ? *other : t;
+    auto& to = priced_.builds[b];
+    for (const auto mixer : workload::kMixers)
+      for (const bool experts : {false, true})
+        convert(from.decoder(experts, mixer), to.decoder(experts, mixer));
+    convert(from.mamba, to.mamba);
+    convert(from.attention, to.attention);
+  }
+  convert(t.embedding, priced_.embedding);
+  convert(t.head, priced_.head);
+  convert(t.mtp, priced_.mtp);
 
   const auto& tr = in_.training;
   const auto& p = in_.parallelism;

@@ -232,24 +232,12 @@ class KernelPricing {
 
   bool fixed() const { return fixed_ != nullptr; }
   const PricedLayer& layer(const LayoutItem& item) const {
-    const LayerSlot slot = layer_slot(item, in_.model);
-    switch (slot) {
-      case LayerSlot::embedding:
-        return embedding_;
-      case LayerSlot::head:
-        return head_;
-      case LayerSlot::moe:
-      case LayerSlot::dense:
-        return decoder(slot == LayerSlot::moe, in_.model.mixer(item.index),
-                       in_.training.bf16_layer(item.index, in_.model.num_layers));
-      case LayerSlot::mtp:
-        return mtp_;
-      case LayerSlot::mamba:
-        return mamba_;
-      case LayerSlot::attention:
-        return attention_;
-    }
-    return dense_[0];
+    const bool decoder = item.kind == LayoutItemKind::decoder;
+    return slot_layer(priced_,
+                      priced_.builds[decoder ? builds_[static_cast<std::size_t>(item.index)]
+                                             : std::uint8_t{workload::kRecipeBuild}],
+                      layer_slot(item, in_.model),
+                      decoder ? in_.model.mixer(item.index) : workload::Mixer::full);
   }
   // Fixed chunks: the overlapped forward-backward pair as one kernel of F&B.
   const std::vector<Priced>& fwd_bwd() const { return fwd_bwd_; }
@@ -347,15 +335,24 @@ class KernelPricing {
   double nvl_port_Bps_ = 0,
          net_port_Bps_ = 0;  // what a transfer gets of each port (link x efficiency)
   double pp_s_ = 0;
-  // `bf16`: one of the BF16 first or last layers (Training::bf16_layer).
-  const PricedLayer& decoder(bool experts, workload::Mixer mixer, bool bf16 = false) const {
-    const auto i = static_cast<std::size_t>(mixer);
-    if (bf16) return experts ? bf16_moe_[i] : bf16_dense_[i];
-    return experts ? moe_[i] : dense_[i];
-  }
-  // Decoder layers by workload::Mixer (full, window, linear, csa, hca); the same in BF16.
-  std::array<PricedLayer, workload::kMixerCount> dense_, moe_, bf16_dense_, bf16_moe_;
-  PricedLayer embedding_, head_, mtp_, mamba_, attention_;
+  // One build of the decoder layers (workload::DecoderBuild): by workload::Mixer (full,
+  // window, linear, csa, hca), dense and MoE, and a hybrid model's Mamba and attention layers.
+  struct Build {
+    std::array<PricedLayer, workload::kMixerCount> dense, moe;
+    PricedLayer mamba, attention;
+    PricedLayer& decoder(bool experts, workload::Mixer mixer) {
+      return (experts ? moe : dense)[static_cast<std::size_t>(mixer)];
+    }
+    const PricedLayer& decoder(bool experts, workload::Mixer mixer) const {
+      return const_cast<Build*>(this)->decoder(experts, mixer);
+    }
+  };
+  // The priced layers: the decoders in each build the layers run.
+  struct {
+    std::array<Build, workload::kDecoderBuilds> builds;
+    PricedLayer embedding, head, mtp;
+  } priced_;
+  std::vector<std::uint8_t> builds_;  // each decoder layer's build (decoder_builds)
   workload::CaptureSet captured_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "workload/eplb.hpp"
 #include "workload/flops.hpp"
+#include "workload/layer_graph.hpp"
 
 namespace moesim::schedules {
 
@@ -31,6 +32,23 @@ LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m) {
       return m.moe_layer[static_cast<std::size_t>(item.index)] ? LayerSlot::moe : LayerSlot::dense;
   }
   return LayerSlot::dense;
+}
+
+std::vector<std::uint8_t> decoder_builds(const PipelineLayout& layout,
+                                         const workload::ModelConfig& m,
+                                         const workload::Training& t,
+                                         const workload::Framework& f) {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(m.num_layers), workload::kRecipeBuild);
+  for (std::int64_t i = 0; i < m.num_layers; ++i)
+    if (t.bf16_layer(i, m.num_layers)) out[static_cast<std::size_t>(i)] |= workload::kBf16Build;
+  if (f.recompute_num_layers > 0)
+    for (const VirtualStage& stage : layout.stages()) {
+      std::int64_t seen = 0;
+      for (const LayoutItem& it : stage.items)
+        if (it.kind == LayoutItemKind::decoder && seen++ >= f.recompute_num_layers)
+          out[static_cast<std::size_t>(it.index)] |= workload::kKeptBuild;
+    }
+  return out;
 }
 
 bool has_experts(LayerSlot slot, const workload::ModelConfig& m) {

@@ -25,6 +25,39 @@ LayerSlot layer_slot(const LayoutItem& item, const workload::ModelConfig& m);
 // layer is MoE).
 bool has_experts(LayerSlot slot, const workload::ModelConfig& m);
 
+// The template build (workload::DecoderBuild bits) each decoder layer runs, by layer index:
+// kBf16Build for Megatron's BF16 first and last layers (Training::bf16_layer), kKeptBuild for
+// a layer that partial full recompute leaves whole: the block method recomputes the first
+// Framework::recompute_num_layers decoder layers of each virtual stage's block (Megatron-Core
+// cd4afffa megatron/core/recompute.py 167-181) and runs the rest as they are.
+std::vector<std::uint8_t> decoder_builds(const PipelineLayout& layout,
+                                         const workload::ModelConfig& m,
+                                         const workload::Training& t, const workload::Framework& f);
+
+// The layer that a layout item in `slot` runs: the embedding, the output layer and the MTP
+// modules from `set`, a decoder layer (and a hybrid model's Mamba or attention layer) from
+// `build`, the template build of that layer (decoder_builds). Both have the members of
+// workload::ModelTemplates that name them (KernelPricing's priced sets alike).
+template <class Set, class Build>
+const auto& slot_layer(const Set& set, const Build& build, LayerSlot slot, workload::Mixer mixer) {
+  switch (slot) {
+    case LayerSlot::embedding:
+      return set.embedding;
+    case LayerSlot::head:
+      return set.head;
+    case LayerSlot::mtp:
+      return set.mtp;
+    case LayerSlot::mamba:
+      return build.mamba;
+    case LayerSlot::attention:
+      return build.attention;
+    case LayerSlot::moe:
+    case LayerSlot::dense:
+      break;
+  }
+  return build.decoder(slot == LayerSlot::moe, mixer);
+}
+
 struct StageParams {
   double dense = 0;
   double expert = 0;

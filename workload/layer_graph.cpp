@@ -120,8 +120,10 @@ ModelTemplates build_templates(const TemplateInputs& in) {
         detail::gdn_block(b, in, s);
       else if (dsv4)
         detail::dsv4_attention_block(b, in, s, mixer);
-      else if (!in.model.hybrid())
+      else if (!in.model.hybrid()) {
+        const LayerBuilder::PrecisionScope own(b, in.training.precision_of(QuantModule::attention));
         attention_block(b, in, s, mixer == Mixer::window);
+      }
       if (dsv4) {
         detail::mhc_post(b, in, s, "attn.mhc_post", Module::attn);
         detail::mhc_pre(b, in, s, "mlp.mhc_pre", moe ? Module::moe_router : Module::mlp);
@@ -140,10 +142,12 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     for (LayerTemplate* lt : {&t.mamba, &t.attention}) {
       LayerBuilder b(in, *lt);
       const std::size_t start = b.mark();
-      if (lt == &t.mamba)
+      if (lt == &t.mamba) {
         detail::mamba_block(b, in, s);
-      else
+      } else {
+        const LayerBuilder::PrecisionScope own(b, in.training.precision_of(QuantModule::attention));
         attention_block(b, in, s, false);
+      }
       if (full) b.recompute_since(start);
       b.finish();
     }
@@ -248,16 +252,24 @@ ModelTemplates build_templates(const TemplateInputs& in) {
   return t;
 }
 
-ModelTemplates build_bf16_templates(const TemplateInputs& in) {
-  Training plain = in.training;
-  plain.precision = Precision::bf16;
-  plain.bf16_layers_at_start = plain.bf16_layers_at_end = 0;
+ModelTemplates build_templates(const TemplateInputs& in, unsigned build) {
+  if (build == kRecipeBuild) return build_templates(in);
+  Training tr = in.training;
   Framework fw = in.framework;
-  fw.fp8_dot_product_attention = false;
-  fw.fp8_output_proj = false;
-  fw.fp8_param_gather = false;
+  if (build & kBf16Build) {
+    tr.precision = Precision::bf16;
+    tr.bf16_layers_at_start = tr.bf16_layers_at_end = 0;
+    tr.module_precision = {};
+    fw.fp8_dot_product_attention = false;
+    fw.fp8_output_proj = false;
+    fw.fp8_param_gather = false;
+  }
+  if (build & kKeptBuild) {
+    std::erase(fw.recompute_modules, RecomputeModule::full);
+    fw.recompute_num_layers = 0;
+  }
   return build_templates(
-      {in.model, plain, in.parallelism, fw, in.stack, in.padded_vocab, in.ep_load, in.fp8_tn_only});
+      {in.model, tr, in.parallelism, fw, in.stack, in.padded_vocab, in.ep_load, in.fp8_tn_only});
 }
 
 }  // namespace moesim::workload

@@ -217,9 +217,16 @@ struct TemplateInputs {
 };
 
 ModelTemplates build_templates(const TemplateInputs& in);
-// The same model's templates with every layer outside the FP8/FP4 context (Training::
-// bf16_layers_at_start/end, Megatron's BF16 first and last layers): precision BF16, the
-// attention and the output layer unquantized.
-ModelTemplates build_bf16_templates(const TemplateInputs& in);
+
+// The builds a decoder layer's templates come in, as bits that combine (index 0..3):
+//   kBf16Build: the layer runs outside the FP8/FP4 context (Training::bf16_layers_at_start/
+//     end, Megatron's BF16 first and last layers): precision BF16, the attention and the
+//     output layer unquantized;
+//   kKeptBuild: the block method of partial full recompute leaves the layer whole
+//     (Framework::recompute_num_layers): it keeps its activations, recomputes nothing.
+// 0 is the recipe's own build (build_templates).
+enum DecoderBuild : unsigned { kRecipeBuild = 0, kBf16Build = 1, kKeptBuild = 2 };
+inline constexpr std::size_t kDecoderBuilds = 4;
+ModelTemplates build_templates(const TemplateInputs& in, unsigned build);
 
 }  // namespace moesim::workload

@@ -33,9 +33,38 @@ LayerBuilder::LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       sp_transpose_(in.fp8_tn_only && (in.training.precision == Precision::fp8_tensorwise ||
                                        in.training.precision == Precision::fp8_delayed)),
       blockwise_(in.training.precision == Precision::fp8_blockwise),
+      fp8_tn_only_(in.fp8_tn_only),
       param_gather_hooks_(in.framework.distributed_optimizer && in.framework.overlap_param_gather &&
                           !in.parallelism.fsdp),
       frozen_(in.training.lora.has_value()) {}
+
+LayerBuilder::PrecisionScope::Flags LayerBuilder::PrecisionScope::flags(const LayerBuilder& b) {
+  return {b.fp8_, b.mx_, b.fp4_, b.dtype_, b.current_scaling_, b.sp_transpose_, b.blockwise_};
+}
+
+void LayerBuilder::PrecisionScope::apply(LayerBuilder& b, const Flags& f) {
+  b.fp8_ = f.fp8;
+  b.mx_ = f.mx;
+  b.fp4_ = f.fp4;
+  b.dtype_ = f.dtype;
+  b.current_scaling_ = f.current_scaling;
+  b.sp_transpose_ = f.sp_transpose;
+  b.blockwise_ = f.blockwise;
+}
+
+// The same flags the constructor derives from the training precision, from `p`.
+LayerBuilder::PrecisionScope::PrecisionScope(LayerBuilder& b, std::optional<Precision> p)
+    : b_(b), saved_(flags(b)) {
+  if (!p || !b.fp8_) return;
+  const bool per_tensor = *p == Precision::fp8_tensorwise || *p == Precision::fp8_delayed;
+  apply(b, {workload::quantized(*p), *p == Precision::mxfp8, *p == Precision::nvfp4, gemm_dtype(*p),
+            *p == Precision::fp8_tensorwise, b.fp8_tn_only_ && per_tensor,
+            *p == Precision::fp8_blockwise});
+}
+
+LayerBuilder::PrecisionScope::~PrecisionScope() {
+  apply(b_, saved_);
+}
 
 void LayerBuilder::linear(const std::string& name, Module mod, double m, double n, double k,
                           bool fp8_ok, bool quantize_input, double groups, bool te, bool adapter) {

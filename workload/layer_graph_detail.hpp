@@ -192,6 +192,28 @@ class LayerBuilder {
 
   bool fp8() const { return fp8_; }
   bool frozen() const { return frozen_; }  // the base weights do not train (training.lora)
+
+  // While it lives, the builder quantizes as recipe `p` does (Training::module_precision: a
+  // module with a precision of its own); nullopt, or a layer that runs in BF16 (the recipe
+  // BF16, or one of Megatron's BF16 first and last layers), changes nothing.
+  class PrecisionScope {
+   public:
+    PrecisionScope(LayerBuilder& b, std::optional<Precision> p);
+    ~PrecisionScope();
+    PrecisionScope(const PrecisionScope&) = delete;
+    PrecisionScope& operator=(const PrecisionScope&) = delete;
+
+   private:
+    struct Flags {
+      bool fp8, mx, fp4;
+      Dtype dtype;
+      bool current_scaling, sp_transpose, blockwise;
+    };
+    static Flags flags(const LayerBuilder& b);
+    static void apply(LayerBuilder& b, const Flags& f);
+    LayerBuilder& b_;
+    Flags saved_;
+  };
   bool mxfp8() const { return mx_; }
   bool nvfp4() const { return fp4_; }
 
@@ -264,6 +286,7 @@ class LayerBuilder {
   std::int64_t seq_;
   bool sp_transpose_;  // per-tensor FP8 on TN-only GEMMs: a gathered tensor is transposed
   bool blockwise_;
+  bool fp8_tn_only_;         // TemplateInputs::fp8_tn_only, for a PrecisionScope's per-tensor FP8
   bool param_gather_hooks_;  // Megatron DDP's forward pre-hooks (module_calls_on_last)
   bool frozen_;              // training.lora: base linears without weight gradients
   std::vector<std::vector<KernelTemplate>> bwd_groups_;

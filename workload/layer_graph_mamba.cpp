@@ -71,7 +71,11 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                    T * d * 2);
   b.memory("mamba.layout_out", Module::mamba, T * d * 2 * 2);  // y back to [s, b, d] (775)
   b.memory("mamba.gated_norm", Module::mamba, T * d * 2 * 2, 1.5, T * d * 2);
-  b.linear("mamba.out_proj", Module::mamba, T, s.h, d, true, true);
+  {
+    const LayerBuilder::PrecisionScope own(b,
+                                           in.training.precision_of(QuantModule::mamba_out_proj));
+    b.linear("mamba.out_proj", Module::mamba, T, s.h, d, true, true);
+  }
   tp_scatter(b, s, Module::mamba, "mamba");
   hidden_dropout(b, in, s, Module::mamba, "mamba");
 }

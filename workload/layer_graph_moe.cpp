@@ -218,6 +218,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double width = static_cast<double>(m.expert_width());
   const double h_bytes = width * 2;
   if (m.moe_latent_size > 0) {
+    const LayerBuilder::PrecisionScope own(
+        b, in.training.precision_of(QuantModule::latent_projections));
     b.linear("moe.latent_fc1", Module::moe_preprocess, Tm, width, s.h, true, true);
     b.module_calls_on_last(1, 0);
   }
@@ -330,6 +332,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
            tokens_in * h_bytes);
   }
   if (m.moe_latent_size > 0) {
+    const LayerBuilder::PrecisionScope own(
+        b, in.training.precision_of(QuantModule::latent_projections));
     b.linear("moe.latent_fc2", Module::moe_combine, Tm, s.h, width, true, true);
     b.module_calls_on_last(1, 0);
   }

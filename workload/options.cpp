@@ -15,6 +15,18 @@ const sim_core::NameTable<LoraTarget>& lora_target_names() {
   return kTable;
 }
 
+const sim_core::NameTable<QuantModule>& quant_module_names() {
+  static constexpr std::array<sim_core::NameEntry<QuantModule>, kQuantModules> kEntries{{
+      {QuantModule::attention, "attention",
+       "an attention layer's QKV (with its fused norm) and output projections"},
+      {QuantModule::mamba_out_proj, "mamba_out_proj", "a Mamba mixer's output projection"},
+      {QuantModule::latent_projections, "latent_projections",
+       "LatentMoE's projections into and out of the latent width"},
+  }};
+  static constexpr sim_core::NameTable<QuantModule> kTable{kEntries};
+  return kTable;
+}
+
 const sim_core::NameTable<Precision>& precision_names() {
   static constexpr std::array<sim_core::NameEntry<Precision>, 7> kEntries{{
       {Precision::bf16, "bf16", "BF16 everywhere"},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -27,6 +28,18 @@ hw_models::Dtype gemm_dtype(Precision p);
 // Whether GEMM inputs are quantized below 16 bits (the FP8 and FP4 recipes): BF16 and FP16
 // are not, and have no quantize kernels, scales or amaxes.
 bool quantized(Precision p);
+
+// Modules a per-module quantization recipe runs at a precision of their own (Megatron-Core's
+// quant_recipe: quantization/quant_config.py RecipeConfig, fnmatch globs on each TE linear's
+// module path, first match wins; Megatron-Bridge's te_quant.cfg for Nemotron 3 Super):
+//   attention: an attention layer's linear_qkv (its fused input norm with it) and linear_proj
+//     ("*.linear_qkv", "*.linear_proj"), for the GQA attention block;
+//   mamba_out_proj: a Mamba mixer's out_proj ("*mixer.out_proj");
+//   latent_projections: LatentMoE's fc1_latent_proj and fc2_latent_proj
+//     ("*mlp.fc[12]_latent_proj").
+enum class QuantModule { attention, mamba_out_proj, latent_projections };
+inline constexpr std::size_t kQuantModules = 3;
+const sim_core::NameTable<QuantModule>& quant_module_names();
 // FP16's dynamic loss scaling (Megatron --fp16, optimizer.py MixedPrecisionOptimizer): each
 // step unscales the main gradients and checks them for inf/NaN before the norm.
 inline bool loss_scaled(Precision p) {
@@ -97,6 +110,12 @@ struct Training {
   bool any_bf16_layers() const { return bf16_layers_at_start + bf16_layers_at_end > 0; }
   bool bf16_layer(std::int64_t layer, std::int64_t num_layers) const {
     return layer < bf16_layers_at_start || layer >= num_layers - bf16_layers_at_end;
+  }
+  // training.module_precision: a module's own precision in the layers that run the recipe's
+  // (QuantModule); absent: the recipe's. A BF16 layer runs every module in BF16.
+  std::array<std::optional<Precision>, kQuantModules> module_precision{};
+  std::optional<Precision> precision_of(QuantModule m) const {
+    return module_precision[static_cast<std::size_t>(m)];
   }
 };
 
@@ -221,6 +240,12 @@ struct Framework {
   bool ep_fp8_dispatch = false;
   std::vector<CudaGraphScope> cuda_graph_scope;
   std::vector<RecomputeModule> recompute_modules;
+  // With recompute_modules ["full"]: Megatron's block method (--recompute-method block
+  // --recompute-num-layers N), where each virtual pipeline stage recomputes its first N
+  // decoder layers whole and keeps the activations of the rest (Megatron-Core cd4afffa
+  // megatron/core/recompute.py 167-181: layer_idx < recompute_num_layers within the
+  // stage's block). 0: every layer (the uniform method, one layer a group).
+  std::int64_t recompute_num_layers = 0;
   std::vector<LowPrecisionActivation> low_precision_activations;
   bool distributed_optimizer = true;
   bool overlap_grad_reduce = true;

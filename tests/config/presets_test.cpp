@@ -19,8 +19,9 @@ void check_sourced(const hw_models::Param& p, const std::string& what) {
 
 TEST_CASE("The contract's system presets load and every number names its source",
           "[config][presets]") {
-  const std::vector<std::string> expected = {"b200", "b300", "gb200-nvl72", "gb300-nvl72", "h100",
-                                             "h20",  "h200", "h800",        "vr200-nvl72"};
+  const std::vector<std::string> expected = {"b200", "b300",       "gb200-nvl72", "gb300-nvl72",
+                                             "h100", "h20",        "h200",        "h800",
+                                             "r100", "vr200-nvl72"};
   CHECK(config::preset_names(config::PresetKind::system) == expected);
   for (const auto& name : expected) {
     INFO(name);
@@ -69,11 +70,13 @@ TEST_CASE("System presets carry the reference figures", "[config][presets]") {
 
 TEST_CASE("The contract's model presets load with their sources", "[config][presets]") {
   const std::vector<std::string> expected = {
-      "deepseek-v2",      "deepseek-v3",        "deepseek-v4-flash", "deepseek-v4-pro",
-      "gpt-oss-120b",     "gpt-oss-20b",        "gpt3-175b",         "kimi-k2",
-      "llama3-70b",       "llama3.1-405b",      "mixtral-8x22b",     "mixtral-8x7b",
-      "nemotron-3-nano",  "nemotron-3-super",   "nemotronh-56b",     "qwen3-235b-a22b",
-      "qwen3-30b-a3b",    "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",
+      "deepseek-v2",        "deepseek-v3",       "deepseek-v4-flash",
+      "deepseek-v4-pro",    "gpt-oss-120b",      "gpt-oss-20b",
+      "gpt3-175b",          "kimi-k2",           "llama3-70b",
+      "llama3.1-405b",      "mixtral-8x22b",     "mixtral-8x7b",
+      "nemotron-3-nano",    "nemotron-3-super",  "nemotron-3.5-lightning",
+      "nemotronh-56b",      "qwen3-235b-a22b",   "qwen3-30b-a3b",
+      "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",
       "qwen3.5-397b-a17b"};
   CHECK(config::preset_names(config::PresetKind::model) == expected);
   for (const auto& name : expected) {
@@ -152,6 +155,14 @@ TEST_CASE("An announced system says so in describe and in every prediction on it
   CHECK(config::load_system_preset("gb300-nvl72").status == hw_models::SystemStatus::shipping);
   CHECK_THROWS_WITH(config::load_system_preset("vr200-nvl144"),
                     Catch::Contains("is called 'vr200-nvl72'"));
+  // Bridge's r100: the same Rubin GPU alone in a node, its host and network assumed.
+  const auto r100 = config::load_system_preset("r100");
+  CHECK(r100.status == hw_models::SystemStatus::announced);
+  CHECK(r100.node.gpus_per_node.value == 1);
+  CHECK(r100.nvlink.domain_gpus.value == 1);
+  CHECK(r100.gpu.dense_tflops.at(hw_models::Dtype::bf16).value ==
+        vr.gpu.dense_tflops.at(hw_models::Dtype::bf16).value);
+  CHECK_THAT(r100.node.cpus_per_node.source, Catch::Contains("assumed"));
 
   auto j = test::default_scenario_json();
   j["system"] = "vr200-nvl72";

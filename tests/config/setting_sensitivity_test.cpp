@@ -152,6 +152,20 @@ std::map<std::string, Case> cases() {
       R"({"training": {"bf16_layers_at_start": 1}})");
   add("training.bf16_layers_at_end", g4b, R"({"training": {"bf16_layers_at_end": 0}})",
       R"({"training": {"bf16_layers_at_end": 2}})");
+  // Per-module precision on the NVFP4 hybrid proxy with LatentMoE (Nemotron 3 Super's
+  // shapes cut to 5 layers): the recipe's NVFP4, then the module's own.
+  {
+    const Json super4 = patched(gb200_hybrid(), R"({
+      "model": {"base": "nemotron-3-super", "num_hidden_layers": 5,
+                "hybrid_override_pattern": "MEM*E"},
+      "training": {"precision": "nvfp4", "mtp_layers": 0}})");
+    for (const auto& [module, precision] :
+         {std::pair{"attention", "bf16"}, std::pair{"mamba_out_proj", "mxfp8"},
+          std::pair{"latent_projections", "bf16"}})
+      add(fmt::format("training.module_precision.{}", module), super4, "{}",
+          fmt::format(R"({{"training": {{"module_precision": {{"{}": "{}"}}}}}})", module,
+                      precision));
+  }
   add("training.nvfp4.stochastic_rounding", g4,
       R"({"training": {"nvfp4": {"stochastic_rounding": true}}})",
       R"({"training": {"nvfp4": {"stochastic_rounding": false}}})");
@@ -238,6 +252,11 @@ std::map<std::string, Case> cases() {
                         "shared_experts", "full"})
     listed("recompute_modules", m, g);
   listed("recompute_modules", "mhc", gb200_dsv4());
+  // The block method on the dense proxy cut to 3 layers: two layers kept whole, then one.
+  add("framework.recompute_num_layers", patched(h100_dense(), R"({"model": {"num_hidden_layers": 3},
+                                "framework": {"recompute_modules": ["full"]}})"),
+      R"({"framework": {"recompute_num_layers": 1}})",
+      R"({"framework": {"recompute_num_layers": 2}})");
   const Json no_recompute = patched(g, R"({"framework": {"recompute_modules": []}})");
   // Offloading saves memory only beyond the two chunks being offloaded and reloaded, so the
   // pipeline is 4 deep (rank 1 holds 3 forward items in flight).

@@ -139,6 +139,8 @@ const std::vector<Oracle> kOracles{
      "-m deepseek -mr deepseek_v4_flash -g gb200 -c fp8_mx -ng 128"},
     {"dsv4/card-dsv4-flash-gb300-mxfp8.json", "26.08",
      "-m deepseek -mr deepseek_v4_flash -g gb300 -c fp8_mx -ng 128"},
+    {"nemotron3/bridge-nemotron35-lightning-gb200-mxfp8-2608.json", "26.08",
+     "-m nemotronh -mr nemotron_3_5_lightning -g gb200 -c fp8_mx -ng 8"},
 };
 
 }  // namespace
@@ -366,7 +368,14 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what",
   CHECK(err(q + "--task lora --pretrained_checkpoint /c").find("QWEN3_30B_A3B_LORA") !=
         std::string::npos);
   CHECK(err(q + "--activation_offload_layers 4").find("offloading") != std::string::npos);
-  CHECK(err(q + "-rl 2").find("partial full recompute") != std::string::npos);
+  // -g r100: the announced Rubin GPU alone in a node (Bridge's bring-up target).
+  const auto r100 = bridge("-m llama -mr llama3_8b -g r100 -c bf16 -ng 8", "26.08").scenario;
+  CHECK(r100.at("system") == "r100");
+  CHECK(r100.at("gpus") == 8);
+  // Full recompute of 2 of a stage's layers: the block method, the rest kept.
+  const auto partial = bridge(q + "-rl 2", "26.04").scenario.at("framework");
+  CHECK(partial.at("recompute_modules") == config::Json::array({"full"}));
+  CHECK(partial.at("recompute_num_layers") == 2);
   CHECK(err(q + "--num_layers 8").find("model's shape") != std::string::npos);
   // v0.2.0 keeps the recipe's layout when -pp/-vp change it (no re-layout before v0.3.0): the
   // 25.11 row's PP8 VP4 cannot load with the PP4 VP4 layout, as Megatron would stop.

@@ -85,8 +85,8 @@ TEST_CASE("import megatron refuses what it cannot model, naming the flag", "[con
       {" --fp16", "--fp16"},
       {" --use-torch-fsdp2", "--use-torch-fsdp2"},
       {" --moe-frobnicate 3", "--moe-frobnicate"},  // unknown
-      {" --recompute-granularity full --recompute-method block --recompute-num-layers 2",
-       "--recompute-method"},
+      {" --recompute-granularity full --recompute-method uniform --recompute-num-layers 2",
+       "--recompute-num-layers"},
       {" --tensor-model-parallel-size $TP", "--tensor-model-parallel-size"},
       {" --exp-avg-dtype bf16 --use-precision-aware-optimizer",
        "--exp-avg-dtype"},  // moments differ

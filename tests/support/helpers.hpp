@@ -53,7 +53,6 @@ inline config::Json default_scenario_json() {
   return config::Json::parse(read_text(source_path("scenarios/dsv3-gb200.json")));
 }
 
-// Loads `j` as if it were a file named test.json; returns the InputError (or throws).
 // A loaded scenario's layer templates, at even EP load.
 inline workload::ModelTemplates build_templates(const config::Scenario& sc) {
   return workload::build_templates(
@@ -68,6 +67,7 @@ inline const workload::KernelTemplate& kernel(const std::vector<workload::Kernel
   return *k;
 }
 
+// Loads `j` as if it were a file named test.json; returns the InputError (or throws).
 inline config::InputError load_error(const config::Json& j) {
   try {
     config::load_scenario_text(j.dump(), "test.json");

@@ -42,8 +42,9 @@ TEST_CASE("BF16 first and last layers run their GEMMs unquantized", "[workload][
   // one beside BF16 layers).
   CHECK_FALSE(sc.framework.fp8_param_gather);
   const auto t = test::build_templates(sc);
-  const auto b = workload::build_bf16_templates(
-      {sc.model, sc.training, sc.parallelism, sc.framework, sc.stack, sc.padded_vocab(), 1});
+  const auto b = workload::build_templates(
+      {sc.model, sc.training, sc.parallelism, sc.framework, sc.stack, sc.padded_vocab(), 1},
+      workload::kBf16Build);
   const auto& q = test::kernel(t.moe.fwd, "attn.qkv.fprop");
   const auto& p = test::kernel(b.moe.fwd, "attn.qkv.fprop");
   CHECK(q.work.dtype == hw_models::Dtype::fp4);
@@ -92,4 +93,35 @@ TEST_CASE("BF16 layers: what the loader refuses", "[config][bf16_layers]") {
   Json mtp = nvfp4(R"({"bf16_layers_at_end": 1, "mtp_layers": 1})");
   mtp["model"] = {{"base", "deepseek-v3"}, {"num_hidden_layers", 8}};
   CHECK(test::load_error(mtp).path() == "training.bf16_layers_at_end");
+}
+
+TEST_CASE("Per-module precision: Nemotron 3 Super's te_quant.cfg under NVFP4",
+          "[workload][bf16_layers][module_precision]") {
+  Json j = Json::parse(R"({
+    "name": "module-precision", "system": "b200", "gpus": 8,
+    "model": {"base": "nemotron-3-super", "num_hidden_layers": 5,
+              "hybrid_override_pattern": "MEM*E"},
+    "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 16,
+                 "precision": "nvfp4", "bf16_layers_at_end": 1,
+                 "module_precision": {"attention": "bf16", "latent_projections": "bf16",
+                                      "mamba_out_proj": "mxfp8"}},
+    "parallelism": {"ep": 8},
+    "framework": {"dispatcher": "alltoall", "cuda_graph_scope": []}
+  })");
+  const auto sc = load(j);
+  const auto t = test::build_templates(sc);
+  CHECK(test::kernel(t.mamba.fwd, "mamba.in_proj.fprop").work.dtype == hw_models::Dtype::fp4);
+  CHECK(test::kernel(t.mamba.fwd, "mamba.out_proj.fprop").work.dtype == hw_models::Dtype::mxfp8);
+  CHECK(test::kernel(t.attention.fwd, "attn.qkv.fprop").work.dtype == hw_models::Dtype::bf16);
+  CHECK(test::kernel(t.moe.fwd, "moe.latent_fc1.fprop").work.dtype == hw_models::Dtype::bf16);
+  // The last layer (an MoE) is one of the BF16 layers: every module BF16, out_proj too.
+  const auto b = workload::build_templates(
+      {sc.model, sc.training, sc.parallelism, sc.framework, sc.stack, sc.padded_vocab(), 1},
+      workload::kBf16Build);
+  CHECK(test::kernel(b.mamba.fwd, "mamba.out_proj.fprop").work.dtype == hw_models::Dtype::bf16);
+  // A module the model lacks, and a precision other than bf16 / mxfp8-under-nvfp4.
+  auto gqa = nvfp4(R"({"module_precision": {"mamba_out_proj": "bf16"}})");
+  CHECK(test::load_error(gqa).path() == "training.module_precision.mamba_out_proj");
+  j["training"]["module_precision"] = Json::parse(R"({"attention": "fp8-blockwise"})");
+  CHECK(test::load_error(j).path() == "training.module_precision.attention");
 }
