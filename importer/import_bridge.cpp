@@ -272,14 +272,6 @@ void BridgeImporter::query() {
                              q_.recipe, wl_.config, folder, q_.family));
   if (old) q_.family = folder;
   q_.config = wl_.config;
-  // v0.6.0's development variants differ from their canonical recipes in settings no rule
-  // tabulates per variant (launcher "refused_variants").
-  const Json& l = launcher();
-  if (l.contains("refused_variants"))
-    for (const auto& [suffix, why] : l.at("refused_variants").items())
-      if (wl_.recipe_name.ends_with(suffix))
-        refuse(flag("config_variant"),
-               fmt::format("{} at {}: {}", wl_.config, q_.tag, why.get<std::string>()));
   // The variant that resolved (a V2 name may fall back to V1; v0.2.x names have none).
   const auto us = wl_.config.rfind("_V");
   q_.variant = us != std::string::npos && wl_.config.find('_', us + 1) == std::string::npos

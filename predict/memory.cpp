@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <string>
 
 #include "hw_models/dispatcher.hpp"
@@ -114,11 +113,12 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
   // Each decoder layer keeps what its build keeps (Megatron's BF16 first and last layers,
   // the layers partial full recompute leaves whole: schedules::decoder_builds).
   const auto builds = schedules::decoder_builds(sc.layout, sc.model, sc.training, sc.framework);
-  std::array<std::optional<workload::ModelTemplates>, workload::kDecoderBuilds> built;
+  // The builds no layer runs stay empty.
+  std::array<workload::ModelTemplates, workload::kDecoderBuilds> built;
   for (unsigned b = 0; b < workload::kDecoderBuilds; ++b)
     if (b == workload::kRecipeBuild || std::find(builds.begin(), builds.end(), b) != builds.end())
       built[b] = workload::build_templates(ti, b);
-  const workload::ModelTemplates& t = *built[workload::kRecipeBuild];
+  const workload::ModelTemplates& t = built[workload::kRecipeBuild];
   // Optimizer states per parameter beside the FP32 master, sharded over DP x CP and
   // expert-DP (workload::optimizer_state_bytes; docs/research/corpus-recipes.md 'Muon').
   const double states = workload::optimizer_state_bytes(fw);
@@ -179,12 +179,7 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
         expert += ip.expert;
         largest_unit = std::max(largest_unit, ip.dense + ip.expert);
         const auto slot = schedules::layer_slot(it, sc.model);
-        const bool decoder = it.kind == schedules::LayoutItemKind::decoder;
-        const workload::LayerTemplate* lt = &schedules::slot_layer(
-            t,
-            *built[decoder ? builds[static_cast<std::size_t>(it.index)]
-                           : std::uint8_t{workload::kRecipeBuild}],
-            slot, decoder ? sc.model.mixer(it.index) : workload::Mixer::full);
+        const workload::LayerTemplate* lt = &schedules::slot_layer(t, built, builds, it, sc.model);
         Kept kept = kept_bytes(*lt);
         // Layer offloading (framework.offload_layers): the first N decoder layers keep
         // everything in host memory; at most L - N layers' activations are on the GPU.

@@ -232,12 +232,7 @@ class KernelPricing {
 
   bool fixed() const { return fixed_ != nullptr; }
   const PricedLayer& layer(const LayoutItem& item) const {
-    const bool decoder = item.kind == LayoutItemKind::decoder;
-    return slot_layer(priced_,
-                      priced_.builds[decoder ? builds_[static_cast<std::size_t>(item.index)]
-                                             : std::uint8_t{workload::kRecipeBuild}],
-                      layer_slot(item, in_.model),
-                      decoder ? in_.model.mixer(item.index) : workload::Mixer::full);
+    return slot_layer(priced_, priced_.builds, builds_, item, in_.model);
   }
   // Fixed chunks: the overlapped forward-backward pair as one kernel of F&B.
   const std::vector<Priced>& fwd_bwd() const { return fwd_bwd_; }

@@ -154,11 +154,7 @@ double lora_parameters(const workload::ModelConfig& m, const workload::Paralleli
   const double r = static_cast<double>(lora.rank);
   double sum = 0;
   if (lora.targets_has(workload::LoraTarget::linear_qkv)) {
-    const double heads = static_cast<double>(m.num_heads);
-    const double width =
-        (heads * (m.attention_output_gate ? 2 : 1) + 2 * static_cast<double>(m.num_kv_heads)) *
-        static_cast<double>(m.head_dim);
-    sum += h * r + r * width;
+    sum += h * r + r * m.qkv_width();
   }
   if (lora.targets_has(workload::LoraTarget::linear_fc1))
     sum += h * r +

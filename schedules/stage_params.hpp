@@ -34,12 +34,16 @@ std::vector<std::uint8_t> decoder_builds(const PipelineLayout& layout,
                                          const workload::ModelConfig& m,
                                          const workload::Training& t, const workload::Framework& f);
 
-// The layer that a layout item in `slot` runs: the embedding, the output layer and the MTP
-// modules from `set`, a decoder layer (and a hybrid model's Mamba or attention layer) from
-// `build`, the template build of that layer (decoder_builds). Both have the members of
-// workload::ModelTemplates that name them (KernelPricing's priced sets alike).
-template <class Set, class Build>
-const auto& slot_layer(const Set& set, const Build& build, LayerSlot slot, workload::Mixer mixer) {
+// The layer that layout item `item` runs: the embedding, the output layer and the MTP
+// modules from `set`; a decoder layer (and a hybrid model's Mamba or attention layer) from
+// `builds[layer_builds[item.index]]`, the template build decoder_builds gave that layer. Both
+// `set` and a build have the members of workload::ModelTemplates that name them (KernelPricing's
+// priced sets alike); `builds` is indexed by workload::DecoderBuild.
+template <class Set, class Builds>
+const auto& slot_layer(const Set& set, const Builds& builds,
+                       const std::vector<std::uint8_t>& layer_builds, const LayoutItem& item,
+                       const workload::ModelConfig& m) {
+  const LayerSlot slot = layer_slot(item, m);
   switch (slot) {
     case LayerSlot::embedding:
       return set.embedding;
@@ -48,14 +52,17 @@ const auto& slot_layer(const Set& set, const Build& build, LayerSlot slot, workl
     case LayerSlot::mtp:
       return set.mtp;
     case LayerSlot::mamba:
-      return build.mamba;
     case LayerSlot::attention:
-      return build.attention;
     case LayerSlot::moe:
     case LayerSlot::dense:
       break;
   }
-  return build.decoder(slot == LayerSlot::moe, mixer);
+  // Only decoder items hold the remaining slots.
+  const auto layer = static_cast<std::size_t>(item.index);
+  const auto& build = builds[layer_builds[layer]];
+  if (slot == LayerSlot::mamba) return build.mamba;
+  if (slot == LayerSlot::attention) return build.attention;
+  return build.decoder(slot == LayerSlot::moe, m.mixer(item.index));
 }
 
 struct StageParams {

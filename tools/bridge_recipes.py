@@ -1797,10 +1797,17 @@ def normalize_in_effect(interp: Interp, model, fields: dict, missing: list) -> N
         with "full" (Megatron-Core TransformerConfig);
       - CPU offloading of 0 layers (Megatron-Core's default) is no offloading;
       - offload_modules act only with fine_grained_activation_offloading;
-      - moe_a2a_overlap / cutedsl_fused_grouped_mlp None (a class default) is off."""
+      - moe_a2a_overlap / cutedsl_fused_grouped_mlp None (a class default) is off;
+      - the deprecated external_cuda_graph / enable_cuda_graph with cuda_graph_impl "none"
+        are cuda_graph_impl "transformer_engine" / "local" (Megatron-Core TransformerConfig
+        __post_init__, cd4afffa megatron/core/transformer/transformer_config.py 2365-2381)."""
     if not isinstance(model, Obj):
         return
     get = lambda name: interp.getattr_(model, name)
+    if fields.get("cuda_graph_impl") in (None, "none"):
+        for flag, impl in (("external_cuda_graph", "transformer_engine"), ("enable_cuda_graph", "local")):
+            if get(flag) is True:
+                fields["cuda_graph_impl"] = impl
     undecided_backend = [m for m in missing if m.startswith("moe_flex_dispatcher_backend")]
     if fields.get("moe_flex_dispatcher_backend") is not None or undecided_backend:
         kind = get("moe_token_dispatcher_type")

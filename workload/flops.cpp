@@ -75,9 +75,8 @@ AttnTerms attention_terms(const ModelConfig& m) {
             6 * (n * (nope + rope) / 2 + n * v / 2)};
   }
   const double d = static_cast<double>(m.head_dim);
-  const double g = static_cast<double>(m.num_kv_heads);
-  const double gate = m.attention_output_gate ? n * d : 0;  // training.py 684
-  return {6 * (h * (n * d + 2 * g * d + gate) + n * d * h), 6 * n * d};
+  // linear_qkv with the output gate where the model has it (training.py 684).
+  return {6 * (h * m.qkv_width() + n * d * h), 6 * n * d};
 }
 
 // Megatron's Gated DeltaNet layer, a token (training.py 750-768 at cd4afffa):
@@ -141,8 +140,7 @@ double attention_params(const ModelConfig& m) {
   const double qk_norm = m.qk_layernorm ? 2 * d : 0;
   const double bias = m.attention_bias ? (n + 2 * g) * d + h : 0;
   const double sinks = m.attention_sinks ? n : 0;
-  const double gate = m.attention_output_gate ? h * n * d : 0;
-  return h * n * d + 2 * h * g * d + n * d * h + qk_norm + h + bias + sinks + gate;
+  return h * m.qkv_width() + n * d * h + qk_norm + h + bias + sinks;
 }
 
 // An FFN of intermediate size f (gate and up stacked under SwiGLU), with its biases
@@ -307,9 +305,8 @@ LayerParams muon_ns_flops(const ModelConfig& m) {
                   ns(rkv, n * static_cast<double>(d.qk_nope_head_dim + d.v_head_dim)) +
                   ns(n * static_cast<double>(d.v_head_dim), h);
   } else {
-    const double d = static_cast<double>(m.head_dim), g = static_cast<double>(m.num_kv_heads);
-    const double out_gate = m.attention_output_gate ? n : 0;
-    l.attention = ns(h, (n + out_gate + 2 * g) * d) + ns(n * d, h);
+    const double d = static_cast<double>(m.head_dim);
+    l.attention = ns(h, m.qkv_width()) + ns(n * d, h);
   }
   if (m.num_linear_layers() > 0)
     l.gdn =

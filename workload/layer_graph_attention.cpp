@@ -130,13 +130,12 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   } else {
     const double d = static_cast<double>(m.head_dim);
     const double g = static_cast<double>(m.num_kv_heads) / s.tp;
-    // Gated attention: linear_qkv also writes the gate, n heads wide.
-    const double gate = m.attention_output_gate ? n : 0;
-    b.linear("attn.qkv", Module::attn, s.T, (n + gate + 2 * g) * d, s.h, true, false);
+    // linear_qkv's TP shard (gated attention: with the gate, n heads wide).
+    const double qkv = m.qkv_width() / s.tp;
+    b.linear("attn.qkv", Module::attn, s.T, qkv, s.h, true, false);
     sp_saved_shard(b, s);
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
-    lora_adapter(b, in, s, Module::attn, workload::LoraTarget::linear_qkv, "attn.qkv",
-                 (n + gate + 2 * g) * d);
+    lora_adapter(b, in, s, Module::attn, workload::LoraTarget::linear_qkv, "attn.qkv", qkv);
     // Qwen3's per-head RMSNorms of q and k (--qk-layernorm: SelfAttention's q_layernorm and
     // k_layernorm, TENorm modules, get_query_key_value_tensors in attention.py): one kernel
     // each; each keeps its input for backward.
@@ -169,13 +168,13 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     // one fused elementwise kernel reading both and writing the product; it keeps the gate
     // (the output is core attention's); backward reads the gradient and both inputs and
     // writes both gradients.
-    if (gate > 0)
+    if (m.attention_output_gate)
       b.memory("attn.gate", Module::attn, s.T * n * d * 2 * 3, 5.0 / 3, s.T * n * d * 2);
     b.linear("attn.o_proj", Module::attn, s.T, s.h, n * d, true, true);
     offload(b, in.framework, workload::OffloadTarget::attn_proj);
     // o_proj's saved input is core attention's saved output unless FP8 quantizes a copy
     // (or the gate's product is a tensor of its own).
-    if (!core_recompute && !b.fp8() && gate == 0) b.last_fwd().saved_bytes = 0;
+    if (!core_recompute && !b.fp8() && !m.attention_output_gate) b.last_fwd().saved_bytes = 0;
   }
   tp_scatter(b, s, Module::attn, "attn");
   hidden_dropout(b, in, s, Module::attn, "attn");

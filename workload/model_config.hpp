@@ -180,6 +180,11 @@ struct ModelConfig {
   // gate of q's width, and the attention output is multiplied by its sigmoid before the
   // output projection (transformer/attention.py 1605-1630, 1678-1680 at cd4afffa).
   bool attention_output_gate = false;
+  // GQA's linear_qkv output width: q (and the output gate, as wide) and the k and v groups.
+  double qkv_width() const {
+    return static_cast<double>(num_heads * (attention_output_gate ? 2 : 1) + 2 * num_kv_heads) *
+           static_cast<double>(head_dim);
+  }
   // The shared expert's output scaled by sigmoid(x w_g), w_g 1 x h (Megatron
   // --moe-shared-expert-gate; moe/shared_experts.py 131-140, 195-201 at cd4afffa).
   bool shared_expert_gate = false;

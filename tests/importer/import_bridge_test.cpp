@@ -284,9 +284,7 @@ TEST_CASE(
   CHECK(scaled.scenario.at("stack").at("release") == "26.08");
   // -gb stands: no weak scaling.
   CHECK(bridge(q + "16 -gb 256", "26.08").scenario.at("training").at("global_batch_size") == 256);
-  // Development variants are refused with the reason; so is a GTP or HSDP recipe.
-  CHECK(err("-m qwen -mr qwen3_30b_a3b -g gb200 -c bf16 -ng 8 -cv dev", "26.08")
-            .find("a development variant") != std::string::npos);
+  // A GTP or HSDP recipe is refused with the reason.
   CHECK(err("-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 128 -cv hsdp", "26.08")
             .find("HSDP is not modeled") != std::string::npos);
   // Megatron-FSDP keeps the precision-aware optimizer at v0.6.0, and the fine-grained
@@ -294,6 +292,45 @@ TEST_CASE(
   const auto fsdp = bridge("-m deepseek -mr deepseek_v3 -g gb300 -c bf16 -ng 64 -cv fsdp", "26.08");
   CHECK(fsdp.scenario.at("parallelism").at("fsdp") == true);
   CHECK(fsdp.scenario.at("framework").at("offload") == nlohmann::json({"core_attn", "attn_proj"}));
+}
+
+TEST_CASE("v0.6.0's development variants import with the settings their own code sets",
+          "[config][import][bridge]") {
+  const auto fw = [](const importer::MegatronImport& r) { return r.scenario.at("framework"); };
+  // src/megatron/bridge/perf_recipes/qwen/gb200/qwen3_moe.py:709-762: _benchmark_common runs
+  // before HybridEP is chosen, so the base recipe's 16 SMs stand (not the canonical 32); DDP
+  // overlaps off; no CUDA graphs.
+  const auto bf16 = bridge("-m qwen -mr qwen3_30b_a3b -g gb200 -c bf16 -ng 16 -cv dev", "26.08");
+  CHECK(fw(bf16).at("dispatcher") == "hybridep");
+  CHECK(fw(bf16).at("dispatcher_sms") == 16);
+  CHECK(fw(bf16).at("overlap_grad_reduce") == false);
+  CHECK(fw(bf16).at("overlap_param_gather") == false);
+  CHECK(fw(bf16).at("cuda_graph_scope") == nlohmann::json::array());
+  CHECK(bf16.scenario.at("parallelism").at("ep") == 16);
+  // :765-824: external_cuda_graph True is Megatron-Core's cuda_graph_impl transformer_engine,
+  // over the recipe's scope; fp8_param_gather False.
+  const auto cg =
+      bridge("-m qwen -mr qwen3_30b_a3b -g gb200 -c fp8_mx -ng 16 -cv partial_cg_dev", "26.08");
+  CHECK(fw(cg).at("cuda_graph_scope") == nlohmann::json({"attn", "moe_router", "moe_preprocess"}));
+  CHECK(fw(cg).at("fp8_param_gather") == false);
+  // b200/qwen3_moe.py:661-720: DeepEP with 20 SMs, no TP overlap at TP 2, BF16 moments.
+  const auto dep =
+      bridge("-m qwen -mr qwen3_235b_a22b -g b200 -c fp8_mx -ng 128 -cv deepep_dev", "26.08");
+  CHECK(dep.scenario.at("parallelism").at("tp") == 2);
+  CHECK(fw(dep).at("tp_comm_overlap") == false);
+  CHECK(fw(dep).at("dispatcher") == "deepep");
+  CHECK(fw(dep).at("dispatcher_sms") == 20);
+  CHECK(fw(dep).at("optimizer_state_dtype") == "bf16");
+  // h100/qwen3_moe.py:477-539: no optimizer-step overlap (the canonical recipe has it).
+  const auto h100 =
+      bridge("-m qwen -mr qwen3_235b_a22b -g h100 -c bf16 -ng 256 -cv hybridep_dev", "26.08");
+  CHECK(fw(h100).at("overlap_param_gather_with_optimizer_step") == false);
+  CHECK(fw(h100).at("dispatcher_sms") == 16);
+  // deepseek/gb200/deepseek_v3.py:259-325 gives PP 4 x VP 2 a 16-stage layout: Megatron-Core's
+  // TransformerConfig asserts on the conflict (transformer_config.py:1971-1981), and so does
+  // moesim.
+  CHECK(err("-m deepseek -mr deepseek_v3 -g gb200 -c fp8_mx -ng 256 -cv partial_cg_dev", "26.08")
+            .find("pp_layout has 16 virtual stages") != std::string::npos);
 }
 
 TEST_CASE("Megatron-Bridge's training launcher: train.sh --recipe builds the named recipe",
