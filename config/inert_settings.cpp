@@ -545,6 +545,14 @@ std::vector<PerformanceSetting> build() {
           "embedding, output layer and norms, whose moments this would set, are not split out)");
     return std::nullopt;
   });
+  key("framework.te_op_fuser", [](const Scenario& sc) -> Why {
+    const auto& m = sc.model;
+    if (m.num_experts == 0 || (!m.expert_bias && m.activation_clamp == 0))
+      return std::string(
+          "the model's experts have no biases and no activation clamp: the eager path's grouped "
+          "GEMMs and activation are what the fused grouped MLP is priced as");
+    return std::nullopt;
+  });
   for (const char* k :
        {"allocator_fragmentation", "optimizer", "main_grads_dtype", "fp8_dot_product_attention",
         "fp8_output_proj", "cross_entropy", "attention_backend"})

@@ -5,6 +5,9 @@
 // config.json can be pasted; anything else unknown is an error.
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -95,6 +98,32 @@ std::vector<bool> layer_types(const Node& types, std::int64_t layers, std::strin
     out.push_back(t == kind);
   });
   return out;
+}
+
+// YaRN's concentration factor from HF rope_scaling ({"rope_type" or "type": "yarn", "factor",
+// optional "mscale" and "mscale_all_dim"}), as Megatron-Core computes it
+// (yarn_rotary_pos_embedding.py 252-271 at d7288711): m(f, s) = 0.1 s ln f + 1 (1 at f <= 1);
+// m(f, mscale) / m(f, mscale_all_dim) with both given, else m(f, 1). GPT-OSS: 0.1 ln 32 + 1
+// = 1.347 (Megatron-Bridge gpt_oss_bridge.py 94-100 at v0.4.0: factor 32, mscales None).
+// Other rope types (linear, dynamic, llama3, mrope) leave RoPE's fused kernel as it is.
+void rope_scaling(Object& o, workload::ModelConfig& m) {
+  const auto rs = o.get("rope_scaling");
+  if (!rs || !rs->json().is_object()) return;
+  const Json& j = rs->json();
+  const std::string kind = j.value("rope_type", j.value("type", std::string()));
+  if (kind != "yarn") return;
+  const auto number = [&](const char* k) -> std::optional<double> {
+    const auto x = j.find(k);
+    if (x == j.end() || x->is_null()) return std::nullopt;
+    return rs->child_at(*x, k).as_number(0, 1e9);
+  };
+  const auto factor = number("factor");
+  if (!factor) rs->fail("YaRN rope_scaling needs its factor");
+  const auto mscale = [&](double s) {
+    return *factor <= 1 ? 1.0 : 0.1 * s * std::log(*factor) + 1;
+  };
+  const auto a = number("mscale"), b = number("mscale_all_dim");
+  m.rope_concentration = a && b ? mscale(*a) / mscale(*b) : mscale(1);
 }
 
 // Sliding-window attention. HF: sliding_window (null or absent: none), use_sliding_window
@@ -414,6 +443,12 @@ workload::ModelConfig read_model(const Node& node) {
       o.get("attention_bias")->fail("attention biases with MLA are not modeled");
     m.mlp_bias = o.bool_or("mlp_bias", false);
     m.attention_sinks = m.expert_bias = m.router_bias = type.gpt_oss;
+    // GPT-OSS's activation clamp (Megatron-Bridge v0.4.0 models/gpt_oss/gpt_oss_bridge.py
+    // 82-84: quick GeGLU, activation_func_clamp_value 7.0, glu_linear_offset 1.0); other
+    // models' swiglu_limit (DeepSeek-V4's) is not priced.
+    if (type.gpt_oss)
+      if (auto v = o.get("swiglu_limit")) m.activation_clamp = v->as_number(0, 1e6);
+    rope_scaling(o, m);
     if (type.hybrid)
       hybrid_layers(o, m);
     else if (type.linear_attention)
@@ -474,12 +509,12 @@ workload::ModelConfig read_model(const Node& node) {
     // scenario's routing block).
     o.ignore({"architectures", "attention_dropout", "auto_map", "bos_token_id", "eos_token_id",
               "pad_token_id", "hidden_act", "initializer_range", "max_position_embeddings",
-              "pretraining_tp", "rms_norm_eps", "rope_scaling", "rope_theta",
-              "routed_scaling_factor", "norm_topk_prob", "topk_method", "torch_dtype",
-              "transformers_version", "use_cache", "aux_loss_alpha", "seq_aux", "ep_size",
-              "output_router_logits", "router_aux_loss_coef", "router_jitter_noise",
-              "quantization_config", "head_dim_original", "rope_interleave", "tie_word_embeddings",
-              "swiglu_limit", "initial_context_length",
+              "pretraining_tp", "rms_norm_eps", "rope_theta", "routed_scaling_factor",
+              "norm_topk_prob", "topk_method", "torch_dtype", "transformers_version", "use_cache",
+              "aux_loss_alpha", "seq_aux", "ep_size", "output_router_logits",
+              "router_aux_loss_coef", "router_jitter_noise", "quantization_config",
+              "head_dim_original", "rope_interleave", "tie_word_embeddings", "swiglu_limit",
+              "initial_context_length",
               // The fraction of each head RoPE rotates: TE's fused RoPE kernel reads and
               // writes the whole head whatever part it rotates.
               "partial_rotary_factor"});

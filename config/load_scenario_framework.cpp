@@ -318,6 +318,7 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
           v->fail(
               "needs training.precision mxfp8 (Megatron-Core runs the LM head under MXFP8 only)");
       }
+      if (auto v = o.get("te_op_fuser")) f.te_op_fuser = v->as_bool();
       if (auto v = o.get("moe_paged_stash")) {
         f.moe_paged_stash = v->as_bool();
         const bool full = std::find(f.cuda_graph_scope.begin(), f.cuda_graph_scope.end(),

@@ -88,6 +88,11 @@ constexpr std::array kModeled{
     FlagSpec{"--moe-shared-expert-gate", Arity::none},
     FlagSpec{"--add-qkv-bias", Arity::none},
     FlagSpec{"--quick-geglu", Arity::none},
+    // GPT-OSS: the activation's clamp (its eager kernels, layer_graph_moe.cpp) and ModelOpt's
+    // YaRN constants (megatron/post_training/model_builder.py 298-310 at d98e8a64: factor 32,
+    // mscale 1, mscale_all_dim 0, so RoPE runs unfused: layer_graph_attention.cpp).
+    FlagSpec{"--activation-func-clamp-value", Arity::one},
+    FlagSpec{"--enable-gpt-oss", Arity::none},
     FlagSpec{"--fp4-format", Arity::one},
     FlagSpec{"--fp4-recipe", Arity::one},
     FlagSpec{"--fp4-param-gather", Arity::none},
@@ -266,14 +271,9 @@ constexpr std::array<std::string_view, 130> kIgnored{
     "--no-bias-dropout-fusion",
     "--moe-per-layer-logging",
     "--no-rope-fusion",
-    // GPT-OSS's activation details: the linear half's +1 offset and the clamp at 7 are
-    // elementwise work inside the activation kernel (no kernel or tensor of their own).
+    // GPT-OSS's linear half's +1 offset is elementwise work inside the activation kernel.
     "--glu-linear-offset",
-    "--activation-func-clamp-value",
     "--export-force-local-attention",
-    // ModelOpt's GPT-OSS switch (megatron/post_training/model_builder.py): YaRN RoPE
-    // constants; the rotary kernel is the same.
-    "--enable-gpt-oss",
     // The bias-GeLU fusion fuses a bias add the model does not price (see --disable-bias-linear).
     "--no-bias-gelu-fusion",
     // The learned absolute position table (max_position_embeddings x hidden, a lookup and

@@ -254,6 +254,15 @@ Json model_from_flags(const Flags& f) {
   // taken without biases (Importer::framework notes it).
   if (f.has("--add-qkv-bias") || (gpt_oss && !f.has("--disable-bias-linear")))
     m["attention_bias"] = true;
+  if (const auto c = f.number("--activation-func-clamp-value")) {
+    if (!gpt_oss)
+      f.fail("--activation-func-clamp-value",
+             "the activation clamp is modeled on GPT-OSS's quick GeGLU (--softmax-type learnable)");
+    m["swiglu_limit"] = *c;
+  }
+  if (f.has("--enable-gpt-oss"))
+    m["rope_scaling"] = {
+        {"rope_type", "yarn"}, {"factor", 32.0}, {"mscale", 1.0}, {"mscale_all_dim", 0.0}};
   if (mla) {
     // MLA's q/kv latent norms are part of the attention (--qk-layernorm there names them).
     if (const auto q = f.integer("--q-lora-rank"))
@@ -333,7 +342,8 @@ bool same_shape(const workload::ModelConfig& a, const workload::ModelConfig& b) 
            a.gdn.key_dim == b.gdn.key_dim && a.gdn.value_dim == b.gdn.value_dim &&
            a.gdn.conv == b.gdn.conv)) &&
          a.attention_output_gate == b.attention_output_gate &&
-         a.shared_expert_gate == b.shared_expert_gate;
+         a.shared_expert_gate == b.shared_expert_gate && a.activation_clamp == b.activation_clamp &&
+         a.rope_concentration == b.rope_concentration;
 }
 
 workload::ModelConfig resolve_model(const Json& j, const std::string& label) {

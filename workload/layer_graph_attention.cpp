@@ -6,6 +6,7 @@
 #include "workload/layer_graph_detail.hpp"
 
 #include <optional>
+#include <vector>
 
 namespace moesim::workload::detail {
 namespace {
@@ -145,8 +146,25 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
       b.memory("attn.k_norm", Module::attn, s.T * g * d * 2 * 2, 1.0, s.T * g * d * 2);
       b.module_calls_on_last(1, 1);
     }
-    if (m.learned_positions == 0 && m.rope)
-      b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
+    if (m.learned_positions == 0 && m.rope) {
+      if (m.rope_concentration == 1.0) {
+        b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
+      } else {
+        // YaRN's concentration factor is not 1: Megatron-Core applies RoPE unfused
+        // (rope_utils.py apply_rotary_pos_emb 279-284, _apply_rotary_pos_emb_bshd 92-125 at
+        // d7288711), to q and to k, each X bytes: t cos (2X), _rotate_half's negation (X) and
+        // concatenation (2X), its product with sin (2X), the sum (3X), the final
+        // concatenation with the empty unrotated part (2X); backward the gradient times cos and
+        // times sin (2X each), the negation (X), the halves' concatenation (2X) and the two
+        // branches' sum (3X). The sines and cosines are per position, not per token and head.
+        std::vector<double> fwd, bwd;
+        for (const double x : {s.T * n * d * 2, s.T * g * d * 2}) {
+          fwd.insert(fwd.end(), {2 * x, x, 2 * x, 2 * x, 3 * x, 2 * x});
+          bwd.insert(bwd.end(), {2 * x, 2 * x, x, 2 * x, 3 * x});
+        }
+        b.memory_kernels("attn.rope", Module::attn, fwd, bwd);
+      }
+    }
     const std::size_t core = b.mark();
     // TE's DotProductAttention keeps q, k, v, its output and the softmax statistics
     // (ctx.save_for_backward(q, k, v, out, aux_ctx_tensors): 4 bytes a head and token).

@@ -6,6 +6,7 @@
 #include "workload/layer_graph_detail.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "workload/eplb.hpp"
 
@@ -88,6 +89,24 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
   b.module_calls_on_last(1, 0);  // the TEGroupedMLP module around fc1 and fc2
   offload(b, fw, workload::OffloadTarget::expert_fc1);
   const std::size_t act = b.mark();
+  // GPT-OSS's activation clamp on Megatron-Core's eager path (weighted_bias_quick_geglu_impl,
+  // fused_bias_geglu.py 410-431 at d7288711, from TEGroupedMLP.bias_act_func, experts.py
+  // 282-298): fc1's output chunked into its halves, the gate half clamped above and the linear
+  // half both ways, the two concatenated: three kernels of their own before the compiled
+  // GeGLU, inside the moe_act checkpoint (so recomputed with it). With B the bytes of one
+  // half (rows x f, BF16): forward 2B, 2B and 4B. Backward: PyTorch's clamp_backward is
+  // where(mask, grad, 0), its mask one compare for the one-sided clamp (1.5B: B read, a byte
+  // an element written) and two compares and'ed for the two-sided one, each where reading
+  // the gradient and the mask and writing (2.5B); the two halves' gradients concatenated
+  // for fc1 (4B): 15B in seven kernels. The clamp keeps fc1's output (2B) for its masks; the
+  // GeGLU keeps the clamped copy (moe.act's saved bytes).
+  if (m.activation_clamp > 0 && !fw.te_op_fuser && m.gated_linear_unit) {
+    const double half = tokens_in * etp * f * 2;
+    b.memory_kernels(
+        "moe.clamp", Module::experts, {2 * half, 2 * half, 4 * half},
+        {1.5 * half, 2.5 * half, 1.5 * half, 1.5 * half, 1.5 * half, 2.5 * half, 4 * half},
+        2 * half);
+  }
   b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, 1.0,
            tokens_in * etp * e * f * act_bytes);
   offload(b, fw, workload::OffloadTarget::moe_act);
@@ -102,6 +121,29 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
   }
   b.linear("moe.fc2", Module::experts, m_per, width, f, true, true, local_experts);
   if (act_recompute) b.last_fwd().saved_bytes = 0;
+  // The experts' fc2 bias on the eager path (TEGroupedMLP._apply_bias, experts.py 251-268 at
+  // d7288711, called at 398; fc2 is built with skip_bias_add, 214, where fc1's bias rides in
+  // its GEMM): for each local expert t + b p, the bias scaled by each row's routing
+  // probability (a product written, then the add), and the experts' rows concatenated back.
+  // BF16 probabilities (the router's dtype unless moe_router_dtype is set: moe_utils.py
+  // 784-788, type_as(logits)). With B the bytes of fc2's output (rows x width): forward B for
+  // the products, 3B for the adds, 2B for the concatenation, two kernels an expert and one.
+  // Backward, an expert: the product's two gradients (grad x p, grad x b: 2B each over all
+  // experts) and their reductions to the bias and the probability (B each); the split's
+  // gradient concatenated (2B).
+  if (m.expert_bias && !fw.te_op_fuser) {
+    const double out = tokens_in * etp * width * 2;
+    const auto n = static_cast<std::size_t>(local_experts);
+    const double each = out / static_cast<double>(n);
+    std::vector<double> fwd, bwd;
+    for (std::size_t i = 0; i < n; ++i) {
+      fwd.insert(fwd.end(), {each, 3 * each});
+      bwd.insert(bwd.end(), {2 * each, each, 2 * each, each});
+    }
+    fwd.push_back(2 * out);
+    bwd.push_back(2 * out);
+    b.memory_kernels("moe.fc2_bias", Module::experts, fwd, bwd);
+  }
   // Full-iteration CUDA graphs size the experts' buffers statically for the rank capacity
   // (tokens x top-k x moe_expert_rank_capacity_factor), so what they save for backward
   // is that large; paged stashing (moe_paged_stash) keeps only the tokens that arrived.

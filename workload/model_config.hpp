@@ -192,6 +192,16 @@ struct ModelConfig {
   bool mlp_bias = false;        // dense MLP biases (HF mlp_bias)
   bool expert_bias = false;     // routed and shared experts' biases (GPT-OSS)
   bool router_bias = false;     // the router's bias (GPT-OSS)
+  // GPT-OSS's clamped quick-GeGLU (HF swiglu_limit; Megatron --activation-func-clamp-value):
+  // the gate half clamped above at this value and the linear half to [-value, value] before
+  // the activation; 0 = no clamp.
+  double activation_clamp = 0;
+  // YaRN's concentration factor, the scale of RoPE's sines and cosines (Megatron-Core
+  // yarn_rotary_pos_embedding.py _yarn_get_concentration_factor 259-271 at d7288711:
+  // 0.1 ln(factor) + 1 without mscale and mscale_all_dim, else the ratio of their mscales);
+  // 1 without YaRN. Off 1, Megatron-Core's GQA attention applies RoPE unfused
+  // (rope_utils.py apply_rotary_pos_emb 279-284 at d7288711: TE's fused kernel has no mscale).
+  double rope_concentration = 1.0;
 
   bool windowed(std::int64_t layer) const {
     return sliding_window > 0 && sliding_layer[static_cast<std::size_t>(layer)];

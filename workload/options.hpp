@@ -296,6 +296,11 @@ struct Framework {
   // attention efficiency); --fp8-output-proj: the LM head's GEMMs under MXFP8.
   bool fp8_dot_product_attention = false;
   bool fp8_output_proj = false;
+  // Megatron-Core use_transformer_engine_op_fuser (TransformerConfig, cd4afffa
+  // transformer_config.py 511): TEGroupedMLP runs its fused forward (experts.py 607-) with the
+  // experts' biases and the activation's clamp inside TransformerEngine's grouped ops, not
+  // its eager path's clamp, per-expert bias and concatenation kernels (layer_graph_moe.cpp).
+  bool te_op_fuser = false;
   CrossEntropy cross_entropy = CrossEntropy::te;
   AttentionBackend attention_backend = AttentionBackend::fused;
   // Megatron --moe-paged-stash (with full-iteration graphs and a rank capacity factor):

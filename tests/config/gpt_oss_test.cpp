@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "predict/predict.hpp"
 #include "support/helpers.hpp"
@@ -154,4 +157,61 @@ TEST_CASE("All-to-all CP: the exchanges around a whole-sequence attention", "[co
   heads["parallelism"]["cp"] = 2;
   heads["gpus"] = 512;
   CHECK(test::load_error(heads).path() == "parallelism.cp_comm_type");  // 8 / 8 kv heads over 2
+}
+
+namespace {
+// The kernels of `list` named `prefix` ... `suffix` (recomputed forward kernels left out):
+// their count and bytes.
+std::pair<int, double> kernels(const std::vector<workload::KernelTemplate>& list,
+                               const std::string& prefix, const std::string& suffix) {
+  int n = 0;
+  double bytes = 0;
+  for (const auto& k : list)
+    if (k.name.starts_with(prefix) && k.name.ends_with(suffix) && !k.recompute) {
+      ++n;
+      bytes += k.work.bytes;
+    }
+  return {n, bytes};
+}
+}  // namespace
+
+TEST_CASE("GPT-OSS on Megatron-Core's eager expert path: the clamp, the fc2 bias, unfused RoPE",
+          "[config][gpt_oss]") {
+  const auto sc = load(gpt_oss());
+  CHECK(sc.model.activation_clamp == 7.0);
+  // YaRN factor 32 without mscales: 0.1 ln 32 + 1.
+  CHECK(sc.model.rope_concentration == Approx(1.34657).epsilon(1e-5));
+  const auto t = test::build_templates(sc);
+  // One half of fc1's output (rows x 2880, BF16): the GeGLU reads both and writes one.
+  const double half = test::kernel(t.moe.fwd, "moe.act.fwd").work.bytes / 3;
+  // The kernels named prefix...suffix: `count` of them, `bytes` in all.
+  const auto expect = [](const std::vector<workload::KernelTemplate>& list, const char* prefix,
+                         const char* suffix, int count, double bytes) {
+    INFO(prefix << suffix);
+    const auto [n, b] = kernels(list, prefix, suffix);
+    CHECK(n == count);
+    CHECK(b == Approx(bytes));
+  };
+  // Two clamps and the concatenation: 2 + 2 + 4 halves; backward 15 halves in seven kernels.
+  expect(t.moe.fwd, "moe.clamp.", ".fwd", 3, 8 * half);
+  expect(t.moe.bwd, "moe.clamp.", ".bwd", 7, 15 * half);
+  // _apply_bias on fc2's output (rows x 2880, as large as a half): 16 local experts (EP 8),
+  // a product and an add each and the concatenation; backward four kernels an expert and one.
+  expect(t.moe.fwd, "moe.fc2_bias.", ".fwd", 2 * 16 + 1, 6 * half);
+  expect(t.moe.bwd, "moe.fc2_bias.", ".bwd", 4 * 16 + 1, 8 * half);
+  // RoPE unfused on q (64 heads of 64) and k (8): 12 and 10 X, six and five kernels each.
+  const double x = 4096.0 * (64 + 8) * 64 * 2;
+  expect(t.moe.fwd, "attn.rope.", ".fwd", 12, 12 * x);
+  expect(t.moe.bwd, "attn.rope.", ".bwd", 10, 10 * x);
+  // TransformerEngine's op fuser takes the clamp and the bias into its grouped MLP.
+  Json fused = gpt_oss();
+  fused["framework"]["te_op_fuser"] = true;
+  const auto tf = test::build_templates(load(fused));
+  CHECK(kernels(tf.moe.fwd, "moe.clamp.", "").first == 0);
+  CHECK(kernels(tf.moe.fwd, "moe.fc2_bias.", "").first == 0);
+  // Without YaRN, TE's fused RoPE: one kernel over q and k, 2X each way.
+  const auto plain = test::build_templates(load(gpt_oss({{"rope_scaling", nullptr}})));
+  CHECK(test::kernel(plain.moe.fwd, "attn.rope.fwd").work.bytes == Approx(2 * x));
+  // And each costs time: the eager path's step is slower than the fused one's.
+  CHECK(predict::predict(sc).step.step_time_s > predict::predict(load(fused)).step.step_time_s);
 }

@@ -307,6 +307,12 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"cross_entropy": "unfused"}})");
   add("framework.fp8_output_proj", g, R"({"framework": {"fp8_output_proj": false}})",
       R"({"framework": {"fp8_output_proj": true}})");
+  // GPT-OSS's biased experts with their clamped activation (four layers, sliding and full).
+  const Json oss = patched(g, R"({"model": {"base": "gpt-oss-120b", "num_hidden_layers": 4,
+      "first_k_dense_replace": null, "layer_types": ["sliding_attention", "full_attention",
+      "sliding_attention", "full_attention"]}})");
+  add("framework.te_op_fuser", oss, R"({"framework": {"te_op_fuser": false}})",
+      R"({"framework": {"te_op_fuser": true}})");
   // stack switches: on (the newest stack), then off, where they act.
   // No preset has a te_slim_factor (journey step 12 has no solution: `moesim infer`), so the
   // switch acts only where a system gives one.
@@ -416,6 +422,7 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
   const Json deep =
       patched(g, R"({"parallelism": {"pp": 4}, "framework": {"recompute_modules": []}})");
   const std::vector<std::tuple<std::string, Json, std::string, std::string>> inert{
+      {"framework.te_op_fuser", g, "{}", R"({"framework": {"te_op_fuser": true}})"},
       {"framework.dispatcher_sms", gb200_alltoall(), "{}",
        R"({"framework": {"dispatcher_sms": 20}})"},
       {"stack.hybridep_permute_fusion", gb200_deepep(),
