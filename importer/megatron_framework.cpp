@@ -241,8 +241,7 @@ Json Importer::recompute() const {
 }
 
 std::optional<std::int64_t> Importer::recompute_num_layers() const {
-  if (!f_.has("--recompute-method") ||
-      f_.choice("--recompute-method", "uniform", {"uniform", "block"}) != "block")
+  if (f_.choice("--recompute-method", "uniform", {"uniform", "block"}) != "block")
     return std::nullopt;
   return f_.integer_or("--recompute-num-layers", 1);
 }

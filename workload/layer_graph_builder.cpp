@@ -20,50 +20,49 @@ constexpr std::string_view kGradQuant = ".grad_quant";
 LayerBuilder::LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
     : out_(out),
       stack_(in.stack),
-      fp8_(workload::quantized(in.training.precision)),
-      mx_(in.training.precision == Precision::mxfp8),
-      fp4_(in.training.precision == Precision::nvfp4),
       nvfp4_(in.training.nvfp4),
-      dtype_(gemm_dtype(in.training.precision)),
-      current_scaling_(in.training.precision == Precision::fp8_tensorwise),
       cp_(in.parallelism.cp),
       cp_a2a_(in.parallelism.cp > 1 && in.parallelism.cp_comm == CpComm::a2a),
       fp8_attention_(in.framework.fp8_dot_product_attention),
       seq_(in.training.seq_length),
-      sp_transpose_(in.fp8_tn_only && (in.training.precision == Precision::fp8_tensorwise ||
-                                       in.training.precision == Precision::fp8_delayed)),
-      blockwise_(in.training.precision == Precision::fp8_blockwise),
       fp8_tn_only_(in.fp8_tn_only),
       param_gather_hooks_(in.framework.distributed_optimizer && in.framework.overlap_param_gather &&
                           !in.parallelism.fsdp),
-      frozen_(in.training.lora.has_value()) {}
-
-LayerBuilder::PrecisionScope::Flags LayerBuilder::PrecisionScope::flags(const LayerBuilder& b) {
-  return {b.fp8_, b.mx_, b.fp4_, b.dtype_, b.current_scaling_, b.sp_transpose_, b.blockwise_};
+      frozen_(in.training.lora.has_value()) {
+  set_quant(quant_of(in.training.precision, in.fp8_tn_only));
 }
 
-void LayerBuilder::PrecisionScope::apply(LayerBuilder& b, const Flags& f) {
-  b.fp8_ = f.fp8;
-  b.mx_ = f.mx;
-  b.fp4_ = f.fp4;
-  b.dtype_ = f.dtype;
-  b.current_scaling_ = f.current_scaling;
-  b.sp_transpose_ = f.sp_transpose;
-  b.blockwise_ = f.blockwise;
+// sp_transpose: per-tensor FP8 (current or delayed scaling) on TN-only GEMMs transposes a
+// gathered tensor.
+LayerBuilder::Quant LayerBuilder::quant_of(Precision p, bool fp8_tn_only) {
+  const bool per_tensor = p == Precision::fp8_tensorwise || p == Precision::fp8_delayed;
+  return {workload::quantized(p),         p == Precision::mxfp8,
+          p == Precision::nvfp4,          gemm_dtype(p),
+          p == Precision::fp8_tensorwise, fp8_tn_only && per_tensor,
+          p == Precision::fp8_blockwise};
 }
 
-// The same flags the constructor derives from the training precision, from `p`.
+LayerBuilder::Quant LayerBuilder::quant() const {
+  return {fp8_, mx_, fp4_, dtype_, current_scaling_, sp_transpose_, blockwise_};
+}
+
+void LayerBuilder::set_quant(const Quant& q) {
+  fp8_ = q.fp8;
+  mx_ = q.mx;
+  fp4_ = q.fp4;
+  dtype_ = q.dtype;
+  current_scaling_ = q.current_scaling;
+  sp_transpose_ = q.sp_transpose;
+  blockwise_ = q.blockwise;
+}
+
 LayerBuilder::PrecisionScope::PrecisionScope(LayerBuilder& b, std::optional<Precision> p)
-    : b_(b), saved_(flags(b)) {
-  if (!p || !b.fp8_) return;
-  const bool per_tensor = *p == Precision::fp8_tensorwise || *p == Precision::fp8_delayed;
-  apply(b, {workload::quantized(*p), *p == Precision::mxfp8, *p == Precision::nvfp4, gemm_dtype(*p),
-            *p == Precision::fp8_tensorwise, b.fp8_tn_only_ && per_tensor,
-            *p == Precision::fp8_blockwise});
+    : b_(b), saved_(b.quant()) {
+  if (p && b.fp8_) b.set_quant(quant_of(*p, b.fp8_tn_only_));
 }
 
 LayerBuilder::PrecisionScope::~PrecisionScope() {
-  apply(b_, saved_);
+  b_.set_quant(saved_);
 }
 
 void LayerBuilder::linear(const std::string& name, Module mod, double m, double n, double k,

@@ -193,6 +193,19 @@ class LayerBuilder {
   bool fp8() const { return fp8_; }
   bool frozen() const { return frozen_; }  // the base weights do not train (training.lora)
 
+ private:
+  // How a precision quantizes: the builder's members of the same names, which the
+  // constructor sets from the training precision and a PrecisionScope from a module's.
+  struct Quant {
+    bool fp8, mx, fp4;
+    Dtype dtype;
+    bool current_scaling, sp_transpose, blockwise;
+  };
+  static Quant quant_of(Precision p, bool fp8_tn_only);
+  Quant quant() const;
+  void set_quant(const Quant& q);
+
+ public:
   // While it lives, the builder quantizes as recipe `p` does (Training::module_precision: a
   // module with a precision of its own); nullopt, or a layer that runs in BF16 (the recipe
   // BF16, or one of Megatron's BF16 first and last layers), changes nothing.
@@ -204,15 +217,8 @@ class LayerBuilder {
     PrecisionScope& operator=(const PrecisionScope&) = delete;
 
    private:
-    struct Flags {
-      bool fp8, mx, fp4;
-      Dtype dtype;
-      bool current_scaling, sp_transpose, blockwise;
-    };
-    static Flags flags(const LayerBuilder& b);
-    static void apply(LayerBuilder& b, const Flags& f);
     LayerBuilder& b_;
-    Flags saved_;
+    Quant saved_;
   };
   bool mxfp8() const { return mx_; }
   bool nvfp4() const { return fp4_; }
