@@ -233,6 +233,22 @@ void LayerBuilder::attention(const std::string& name, Module mod, double fwd_flo
   b.work.cls = KernelClass::attention_bwd;
   b.work.flops = 2 * fwd_flops;  // dQ, dK, dV: Megatron counts backward as 2x forward
   b.work.bytes = 2 * bytes;
+  // cuDNN's FP8 and MXFP8 backward under a sliding window does not skip the blocks outside
+  // it: it computes the whole causal triangle. NVIDIA/cudnn-frontend's GPT-OSS rows (window
+  // 128, 128 heads of 64, batch 2; benchmark/sdpa_benchmark_training/results/gpt_oss/gb200/
+  // gpt_oss_20260813_110803.csv @20dc1089, cuDNN 9.27): FP8 backward 1.771 / 6.287 / 23.62 /
+  // 91.73 ms at S = 4k / 8k / 16k / 32k (x3.55, x3.76, x3.88 a doubling: quadratic), BF16
+  // 0.458 / 0.899 / 1.818 / 3.626 ms (linear); MXFP8 2.070 ... 107.5 ms; the same on GB300
+  // (gpt_oss/gb300/gpt_oss_20260724_040706.csv @e99b0d0b, cuDNN 9.26) and at window 1024
+  // (gb200_919_only_cudnn/gpt_oss_20260226_175022.csv @afa9f7c0, cuDNN 9.19). The forward
+  // skips them (FP8 forward as fast as BF16's in every row). So the FP8 backward's work is
+  // the causal one: keys per query s / 2 instead of the window's w - w (w - 1) / (2 s), as
+  // attention_block counts them (layer_graph_attention.cpp), over the whole key sequence.
+  if (fp8_attention_ && window > 0 && window < seq_) {
+    const double w = static_cast<double>(window), s = static_cast<double>(seq_);
+    b.work.flops *= (s / 2) / (w - w * (w - 1) / (2 * s));
+    b.work.k = seq;
+  }
   b.cp_ring_bytes = 2 * f.cp_ring_bytes;
   push_bwd({b});
 }

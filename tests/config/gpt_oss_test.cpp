@@ -76,6 +76,29 @@ TEST_CASE("A windowed layer's attention runs over its window", "[config][gpt_oss
   CHECK(b.step.step_time_s < a.step.step_time_s);
 }
 
+// cuDNN's FP8 backward under a window computes the whole causal triangle (its benchmark
+// rows grow as s^2: layer_graph_builder.cpp attention); its forward and BF16 skip the blocks.
+TEST_CASE("FP8 attention's backward under a window runs the causal triangle", "[config][gpt_oss]") {
+  Json j = gpt_oss();
+  j["system"] = "gb200-nvl72";
+  j["training"]["precision"] = "mxfp8";
+  j["framework"]["fp8_dot_product_attention"] = true;
+  const auto t = test::build_templates(load(j));
+  const auto& wf = test::kernel(t.moe_window.fwd, "attn.core.fwd");
+  const auto& wb = test::kernel(t.moe_window.bwd, "attn.core.bwd");
+  const auto& cb = test::kernel(t.moe.bwd, "attn.core.bwd");
+  CHECK(wf.work.k == 128);
+  CHECK(wb.work.k == 4096);
+  CHECK(wb.work.flops == Approx(cb.work.flops));  // the causal layer's work
+  CHECK(wb.work.flops > 10 * 2 * wf.work.flops);
+  // BF16 attention skips them in both passes.
+  j["framework"]["fp8_dot_product_attention"] = false;
+  const auto b = test::build_templates(load(j));
+  CHECK(test::kernel(b.moe_window.bwd, "attn.core.bwd").work.flops ==
+        Approx(2 * test::kernel(b.moe_window.fwd, "attn.core.fwd").work.flops));
+  CHECK(test::kernel(b.moe_window.bwd, "attn.core.bwd").work.k == 128);
+}
+
 TEST_CASE("Sliding-window fields: modeled or refused, never ignored", "[config][hf][gpt_oss]") {
   const Json mistral = {{"model_type", "mistral"},   {"hidden_size", 1024},
                         {"num_hidden_layers", 4},    {"num_attention_heads", 8},
