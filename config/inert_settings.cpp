@@ -553,6 +553,17 @@ std::vector<PerformanceSetting> build() {
           "GEMMs and activation are what the fused grouped MLP is priced as");
     return std::nullopt;
   });
+  key("framework.rope_fusion", [](const Scenario& sc) -> Why {
+    const auto& m = sc.model;
+    if (m.attention != workload::AttentionKind::gqa) return std::nullopt;
+    if (m.learned_positions != 0 || !m.rope)
+      return std::string("the model has no rotary position embeddings");
+    if (m.rope_concentration != 1.0)
+      return std::string(
+          "YaRN's concentration factor is not 1: Megatron-Core applies RoPE unfused either way "
+          "(rope_utils.py apply_rotary_pos_emb)");
+    return std::nullopt;
+  });
   for (const char* k :
        {"allocator_fragmentation", "optimizer", "main_grads_dtype", "fp8_dot_product_attention",
         "fp8_output_proj", "cross_entropy", "attention_backend"})

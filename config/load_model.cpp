@@ -444,8 +444,10 @@ workload::ModelConfig read_model(const Node& node) {
     m.mlp_bias = o.bool_or("mlp_bias", false);
     m.attention_sinks = m.expert_bias = m.router_bias = type.gpt_oss;
     // GPT-OSS's activation clamp (Megatron-Bridge v0.4.0 models/gpt_oss/gpt_oss_bridge.py
-    // 82-84: quick GeGLU, activation_func_clamp_value 7.0, glu_linear_offset 1.0); other
-    // models' swiglu_limit (DeepSeek-V4's) is not priced.
+    // 82-84: quick GeGLU, activation_func_clamp_value 7.0, glu_linear_offset 1.0). A SwiGLU's
+    // clamp (DeepSeek-V4's swiglu_limit) runs inside the compiled SwiGLU kernel
+    // (fused_bias_swiglu.py clamped_swiglu and its backward, jit_fuser, at d48bd6be 51-59 and
+    // 124-155): no kernel of its own, so nothing to price.
     if (type.gpt_oss)
       if (auto v = o.get("swiglu_limit")) m.activation_clamp = v->as_number(0, 1e6);
     rope_scaling(o, m);

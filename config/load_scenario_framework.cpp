@@ -319,6 +319,13 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
               "needs training.precision mxfp8 (Megatron-Core runs the LM head under MXFP8 only)");
       }
       if (auto v = o.get("te_op_fuser")) f.te_op_fuser = v->as_bool();
+      if (auto v = o.get("rope_fusion")) {
+        f.rope_fusion = v->as_bool();
+        if (!f.rope_fusion && sc_.model.is_dsv4())
+          v->fail(
+              "DeepSeek-V4's hybrid attention is priced with its fused RoPE kernels "
+              "(fused_mla_rope_inplace); its unfused path is not modeled");
+      }
       if (auto v = o.get("moe_paged_stash")) {
         f.moe_paged_stash = v->as_bool();
         const bool full = std::find(f.cuda_graph_scope.begin(), f.cuda_graph_scope.end(),

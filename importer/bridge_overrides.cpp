@@ -27,7 +27,7 @@ namespace {
 struct HydraPath {
   std::string_view path;
   std::string_view key;   // scenario key ("" = ignored, see why)
-  std::string_view kind;  // the conversion BridgeImporter::hydra() applies; redirect / true_only /
+  std::string_view kind;  // the conversion BridgeImporter::hydra() applies; redirect /
                           // unmodeled: refused (why)
   std::string_view why = {};
 };
@@ -119,8 +119,7 @@ const std::vector<HydraPath>& hydra_paths() {
       {"optimizer.adam_eps", "", "", "Adam's constants"},
       {"ddp.check_for_nan_in_grad", "", "", "checks"},
       {"ddp.check_for_large_grads", "", "", "checks"},
-      {"model.apply_rope_fusion", "", "true_only",
-       "RoPE fusion off: not modeled (every recipe moesim prices fuses it)"},
+      {"model.apply_rope_fusion", "framework.rope_fusion", "bool"},
       {"dist.", "", "", "process group setup"},
   };
   return v;
@@ -172,14 +171,14 @@ void BridgeImporter::hydra() {
     }
     const std::string src = fmt::format("{}={}", key, raw);
     const Json v = hydra_value(raw, key, opts_.source);
+    // A family's "refused_hydra": a path's value its code cannot run with (each cites where).
+    if (family_->contains("refused_hydra"))
+      for (const auto& r : family_->at("refused_hydra"))
+        if (r.at("path") == key && r.at("value") == v && rule_applies(r, q_))
+          refuse(key, fmt::format("{}: {}", raw, r.at("why").get<std::string>()));
     if (h->kind == "redirect")
       refuse(key, fmt::format("Megatron-Bridge sets it again at setup: give {}", h->why));
     if (h->kind == "unmodeled") refuse(key, std::string(h->why));
-    if (h->kind == "true_only") {
-      if (v != Json(true)) refuse(key, std::string(h->why));
-      out_.ignored.push_back(fmt::format("{} (on already)", src));
-      continue;
-    }
     if (h->key.empty()) {
       out_.ignored.push_back(fmt::format("{} ({})", src, h->why));
       continue;

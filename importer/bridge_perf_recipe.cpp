@@ -95,7 +95,8 @@ std::int64_t BridgeImporter::dp() const {
 // A rule's "when": conditions on the run beyond tag, recipe, GPU and dtype.
 //   tp_gt_1 / dp_gt_1: the final TP / DP above 1 (Bridge's CommOverlapConfig decides at setup);
 //   cp_gt_1: the final CP above 1 (settings that act only with context parallelism);
-//   table_full_iteration: the workload config captures the full iteration in a CUDA graph.
+//   table_full_iteration: the workload config captures the full iteration in a CUDA graph;
+//   mbs_gt_1: the micro-batch above 1 (Megatron-Core's mRoPE fusion serves batch 1 only).
 bool BridgeImporter::when_holds(const Json& r) const {
   if (!r.contains("when")) return true;
   for (const auto& [k, v] : r.at("when").items()) {
@@ -106,6 +107,8 @@ bool BridgeImporter::when_holds(const Json& r) const {
       have = dp() > 1;
     } else if (k == "cp_gt_1") {
       have = b_.integer("parallelism.cp", 1) > 1;
+    } else if (k == "mbs_gt_1") {
+      have = b_.integer("training.micro_batch_size", 1) > 1;
     } else if (k == "table_full_iteration") {
       const Json& impl = wl_.settings.at("cuda_graph_impl");
       Json scope = wl_.settings.at("cuda_graph_scope");

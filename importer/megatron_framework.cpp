@@ -77,6 +77,8 @@ void Importer::framework(Json& sc) {
     f_.fail("--fp4-param-gather", "needs --fp4-format (Megatron asserts the same)");
   fw["fp8_param_gather"] = f_.has("--fp8-param-gather") || f_.has("--fp4-param-gather");
   fw["fp8_dot_product_attention"] = f_.has("--fp8-dot-product-attention");
+  // --no-rope-fusion: apply_rope_fusion off (arguments.py: store_false, on by default).
+  if (f_.has("--no-rope-fusion")) fw["rope_fusion"] = false;
   // Optimizer states, main gradients and the gradients' reduction dtype
   // (arguments.py: under --bf16 the gradients are accumulated and reduced in FP32
   // unless --grad-reduce-in-bf16 or BF16 main gradients).

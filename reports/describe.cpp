@@ -195,6 +195,7 @@ Json describe_json(const config::Scenario& sc) {
       {"fp8_dot_product_attention", f.fp8_dot_product_attention},
       {"fp8_output_proj", f.fp8_output_proj},
       {"te_op_fuser", f.te_op_fuser},
+      {"rope_fusion", f.rope_fusion},
       {"cross_entropy", workload::cross_entropy_names().name(f.cross_entropy)},
       {"attention_backend", workload::attention_backend_names().name(f.attention_backend)},
       {"moe_paged_stash", f.moe_paged_stash}};

@@ -43,6 +43,18 @@ void core_attention(LayerBuilder& b, const TemplateInputs& in, Module mod, doubl
   b.transient(2 * scores * 2);
 }
 
+// Megatron-Core's unfused RoPE on one tensor of `x` bytes (rope_utils.py
+// _apply_rotary_pos_emb_bshd 92-125 at d7288711): t cos (2x), _rotate_half's negation (x)
+// and concatenation (2x), its product with sin (2x), the sum (3x), the final concatenation
+// with the empty unrotated part (2x); backward the gradient times cos and times sin (2x
+// each), the negation (x), the halves' concatenation (2x) and the two branches' sum (3x).
+// The sines and cosines are per position, not per token and head. Every rotary dimension
+// counted (no model here rotates part of a head on this path but Qwen3-Next's gated layers).
+void unfused_rope(std::vector<double>& fwd, std::vector<double>& bwd, double x) {
+  fwd.insert(fwd.end(), {2 * x, x, 2 * x, 2 * x, 3 * x, 2 * x});
+  bwd.insert(bwd.end(), {2 * x, 2 * x, x, 2 * x, 3 * x});
+}
+
 }  // namespace
 
 void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, bool windowed) {
@@ -99,9 +111,24 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     // the shared, rotated k_pe broadcast over heads) and v. Backward moves the same bytes.
     const double nope = static_cast<double>(d.qk_nope_head_dim),
                  pe = static_cast<double>(d.qk_rope_head_dim);
-    b.memory("attn.rope_q", Module::attn, s.T * n * qk * 2 * 2);
-    b.memory("attn.rope_kv", Module::attn,
-             s.T * (n * (nope + v) + pe) * 2 + s.T * n * (qk + v) * 2);
+    if (in.framework.rope_fusion) {
+      b.memory("attn.rope_q", Module::attn, s.T * n * qk * 2 * 2);
+      b.memory("attn.rope_kv", Module::attn,
+               s.T * (n * (nope + v) + pe) * 2 + s.T * n * (qk + v) * 2);
+    } else {
+      // Unfused (apply_rope_fusion off; multi_latent_attention.py 895-957 at d0b3b775): q's
+      // rotary part and the shared k_pe through the unfused RoPE; torch.cat rebuilds q
+      // (reading q_nope and q_pe, writing q) and k (k_nope and k_pe expanded over the heads);
+      // value, a strided split of kv_b's output, made contiguous. Backward: the splits of q and
+      // of kv_b's output concatenate their gradients back, the expand sums over the heads.
+      std::vector<double> fwd, bwd;
+      const double q_bytes = s.T * n * qk * 2, k_pe = s.T * pe * 2;
+      unfused_rope(fwd, bwd, s.T * n * pe * 2);
+      unfused_rope(fwd, bwd, k_pe);
+      fwd.insert(fwd.end(), {2 * q_bytes, 2 * q_bytes, 2 * s.T * n * v * 2});
+      bwd.insert(bwd.end(), {2 * q_bytes, 2 * s.T * n * (nope + v) * 2, s.T * n * pe * 2 + k_pe});
+      b.memory_kernels("attn.rope", Module::attn, fwd, bwd);
+    }
     // mla_up_proj recompute (Megatron-Core multi_latent_attention.py: the up-projections
     // and RoPE run under CheckpointWithoutOutput, whose output is discarded once core
     // attention has run and recomputed before its backward): the up-projected q, k, v are
@@ -147,21 +174,14 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
       b.module_calls_on_last(1, 1);
     }
     if (m.learned_positions == 0 && m.rope) {
-      if (m.rope_concentration == 1.0) {
+      // TE's fused kernel, unless RoPE fusion is off or YaRN's concentration factor is not 1:
+      // Megatron-Core then applies it unfused (rope_utils.py apply_rotary_pos_emb 268-287 at
+      // d0b3b775: TE's fused kernel has no mscale), to q and to k.
+      if (m.rope_concentration == 1.0 && in.framework.rope_fusion) {
         b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
       } else {
-        // YaRN's concentration factor is not 1: Megatron-Core applies RoPE unfused
-        // (rope_utils.py apply_rotary_pos_emb 279-284, _apply_rotary_pos_emb_bshd 92-125 at
-        // d7288711), to q and to k, each X bytes: t cos (2X), _rotate_half's negation (X) and
-        // concatenation (2X), its product with sin (2X), the sum (3X), the final
-        // concatenation with the empty unrotated part (2X); backward the gradient times cos and
-        // times sin (2X each), the negation (X), the halves' concatenation (2X) and the two
-        // branches' sum (3X). The sines and cosines are per position, not per token and head.
         std::vector<double> fwd, bwd;
-        for (const double x : {s.T * n * d * 2, s.T * g * d * 2}) {
-          fwd.insert(fwd.end(), {2 * x, x, 2 * x, 2 * x, 3 * x, 2 * x});
-          bwd.insert(bwd.end(), {2 * x, 2 * x, x, 2 * x, 3 * x});
-        }
+        for (const double x : {s.T * n * d * 2, s.T * g * d * 2}) unfused_rope(fwd, bwd, x);
         b.memory_kernels("attn.rope", Module::attn, fwd, bwd);
       }
     }

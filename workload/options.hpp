@@ -301,6 +301,11 @@ struct Framework {
   // experts' biases and the activation's clamp inside TransformerEngine's grouped ops, not
   // its eager path's clamp, per-expert bias and concatenation kernels (layer_graph_moe.cpp).
   bool te_op_fuser = false;
+  // Megatron-Core apply_rope_fusion (Megatron-LM's --no-rope-fusion turns it off; the
+  // TransformerConfig default is off, Bridge's performance recipes turn it on): RoPE in TE's
+  // fused kernel (GQA) or Megatron-Core's fused MLA kernels, else the unfused PyTorch path
+  // (rope_utils.py _apply_rotary_pos_emb_bshd; layer_graph_attention.cpp prices its kernels).
+  bool rope_fusion = true;
   CrossEntropy cross_entropy = CrossEntropy::te;
   AttentionBackend attention_backend = AttentionBackend::fused;
   // Megatron --moe-paged-stash (with full-iteration graphs and a rank capacity factor):

@@ -313,6 +313,9 @@ std::map<std::string, Case> cases() {
       "sliding_attention", "full_attention"]}})");
   add("framework.te_op_fuser", oss, R"({"framework": {"te_op_fuser": false}})",
       R"({"framework": {"te_op_fuser": true}})");
+  // MLA's fused RoPE kernels or the unfused path (the base is DeepSeek-V3-shaped).
+  add("framework.rope_fusion", g, R"({"framework": {"rope_fusion": true}})",
+      R"({"framework": {"rope_fusion": false}})");
   // stack switches: on (the newest stack), then off, where they act.
   // No preset has a te_slim_factor (journey step 12 has no solution: `moesim infer`), so the
   // switch acts only where a system gives one.
@@ -415,6 +418,9 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
       g,
       R"({"model": {"base": "qwen3-30b-a3b", "num_hidden_layers": 4, "first_k_dense_replace": null},
                                    "framework": {"recompute_modules": []}})");
+  // GPT-OSS: YaRN's concentration factor sends its RoPE down the unfused path already.
+  const Json oss = patched(g, R"({"model": {"base": "gpt-oss-120b", "num_hidden_layers": 2,
+      "first_k_dense_replace": null, "layer_types": ["sliding_attention", "full_attention"]}})");
   // No data parallelism: dp = 1, expert-DP = 1 (EP1, so Megatron's all-to-all dispatcher).
   const Json no_dp =
       patched(gb200_alltoall(),
@@ -423,6 +429,7 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
       patched(g, R"({"parallelism": {"pp": 4}, "framework": {"recompute_modules": []}})");
   const std::vector<std::tuple<std::string, Json, std::string, std::string>> inert{
       {"framework.te_op_fuser", g, "{}", R"({"framework": {"te_op_fuser": true}})"},
+      {"framework.rope_fusion", oss, "{}", R"({"framework": {"rope_fusion": false}})"},
       {"framework.dispatcher_sms", gb200_alltoall(), "{}",
        R"({"framework": {"dispatcher_sms": 20}})"},
       {"stack.hybridep_permute_fusion", gb200_deepep(),

@@ -477,7 +477,11 @@ TEST_CASE("Bridge commands: sizes, lists and paths Bridge itself would stop on",
         std::string::npos);
   CHECK(err(q + "ddp.overlap_param_gather=false").find("give comm_overlap.overlap_param_gather") !=
         std::string::npos);
-  CHECK(err(q + "model.apply_rope_fusion=false").find("RoPE fusion off") != std::string::npos);
+  // RoPE fusion off is the unfused path moesim prices.
+  CHECK(bridge(q + "model.apply_rope_fusion=false", "26.04")
+            .scenario.at("framework")
+            .at("rope_fusion") == false);
+  CHECK(err(q + "model.apply_rope_fusion=maybe").find("true or false") != std::string::npos);
   // Hydra TP without sequence parallelism: Megatron-Core refuses MoE that way, and so does the
   // import.
   CHECK(err(q + "model.tensor_model_parallel_size=2").find("sequence parallelism") !=
@@ -660,9 +664,21 @@ TEST_CASE("Megatron-Bridge's VL recipes import text-only, as the default llm dom
   CHECK(sc.at("training").at("seq_length") == 4096);
   CHECK(sc.at("training").at("mtp_layers") == 1);
   CHECK(sc.at("framework").at("cuda_graph_scope") == nlohmann::json::array());
-  // Qwen3-VL at v0.3.x trains its language model (the Qwen3 MoE preset).
-  CHECK(bridge("-m qwen_vl -mr qwen3_vl_30b_a3b -g gb300 -c bf16 -ng 8", "26.02")
-            .scenario.at("model") == "qwen3-30b-a3b");
+  // The family turns RoPE fusion off (perf_recipes/qwen_vl/common.py:78 at v0.6.0); its
+  // attention asserts it off, so the Hydra override that turns it on is refused.
+  CHECK(sc.at("framework").at("rope_fusion") == false);
+  CHECK(err("-m qwen_vl -mr qwen35_vl_35b_a3b -g gb300 -c bf16 -ng 8 model.apply_rope_fusion=true",
+            "26.06")
+            .find("asserts RoPE fusion off") != std::string::npos);
+  // Qwen3-VL at v0.3.x trains its language model (the Qwen3 MoE preset); RoPE fusion is on,
+  // but Megatron-Core applies mRoPE unfused above micro-batch 1 (GB300's is 8).
+  const auto q3 = bridge("-m qwen_vl -mr qwen3_vl_30b_a3b -g gb300 -c bf16 -ng 8", "26.02");
+  CHECK(q3.scenario.at("model") == "qwen3-30b-a3b");
+  CHECK(q3.scenario.at("training").at("micro_batch_size") == 8);
+  CHECK(q3.scenario.at("framework").at("rope_fusion") == false);
+  CHECK_FALSE(bridge("-m qwen_vl -mr qwen3_vl_30b_a3b -g gb300 -c bf16 -ng 8 -mb 1", "26.02")
+                  .scenario.at("framework")
+                  .contains("rope_fusion"));
   // From v0.4.2 its recipes freeze the language model and the vision tower: text-only,
   // nothing on the loss path trains.
   CHECK(err("-m qwen_vl -mr qwen3_vl_30b_a3b -g gb300 -c bf16 -ng 8", "26.06").find("frozen") !=

@@ -343,6 +343,8 @@ TEST_CASE("import megatron reads GPT-OSS: sinks, windows, quick GeGLU", "[config
   o.gpus = 16;
   const auto imp = importer::import_megatron(text, o);
   CHECK(imp.scenario["model"] == "gpt-oss-120b");
+  // --no-rope-fusion: the unfused path (YaRN's factor takes GPT-OSS there anyway).
+  CHECK(imp.scenario["framework"]["rope_fusion"] == false);
   // The flags' own model, before the preset match: the windows and the type.
   const std::string small =
       "pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 "
