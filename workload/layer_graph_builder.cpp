@@ -197,7 +197,7 @@ void LayerBuilder::sp_quantized_grad_gather(double tp) {
   const std::string name = first.substr(0, first.find(kGradQuant) + kGradQuant.size());
   insert_tp_amax(q, name, q.front().module);
   const double elems = gather.front().comm_bytes / 2;  // the BF16 gradient's
-  gather.front().comm_bytes = elems * gathered_bytes(2);
+  gather.front().comm_bytes = elems * gathered_bytes(mx_ && frozen_ ? 1 : 2);
   gather.insert(gather.begin(), q.begin(), q.end());
   if (sp_transpose_)
     gather.push_back(sp_transpose_t(name + ".sp_transpose", gather.front().module, elems));
@@ -354,7 +354,7 @@ KernelTemplate LayerBuilder::mem_t(const std::string& name, Module mod, double b
 KernelTemplate LayerBuilder::quantize_t(const std::string& name, Module mod, double elems,
                                         double copies) const {
   KernelTemplate q = lib_t(
-      name, mod, elems * (2 + (fp4_ ? copies * kNvfp4Bytes : (mx_ ? 2 : 1) * (1 + 1.0 / 32))));
+      name, mod, elems * (2 + (fp4_ ? copies * kNvfp4Bytes : (mx_ ? copies : 1) * (1 + 1.0 / 32))));
   q.work.cls = KernelClass::quantize;
   q.pdl = stack_.pdl_quant;
   return q;
@@ -421,8 +421,14 @@ std::vector<KernelTemplate> LayerBuilder::quantized(const std::string& name, Mod
                                                     bool gradient) const {
   std::vector<KernelTemplate> out;
   const int n = static_cast<int>(tensors);
-  // Block scales row- and column-wise, per tensor: E8M0 per 32 (MXFP8), E4M3 per 16 (NVFP4).
-  const double scale_bytes = (fp4_ ? elems / 16 : elems / 32) * 2 / tensors;
+  // A frozen linear (LoRA's base) computes no weight gradient, so TE quantizes its input and
+  // its output's gradient row-wise only (TransformerEngine d0067d0d module/linear.py 386-389:
+  // columnwise=backward_needs_input, and 919-925; grouped_linear.py 460-463 and 1072-1075):
+  // one MXFP8 copy and its scales. NVFP4 is priced with both copies (its row-wise-only cast
+  // is not modeled).
+  const double copies = mx_ && frozen_ ? 1 : 2;
+  // Block scales per copy and tensor: E8M0 per 32 (MXFP8), E4M3 per 16 (NVFP4).
+  const double scale_bytes = (fp4_ ? elems / 16 : elems / 32) * copies / tensors;
   if (fp4_) {
     nvfp4_quantized(out, name, mod, elems, n, gradient);
     swizzles(out, name, mod, scale_bytes, n);
@@ -430,8 +436,9 @@ std::vector<KernelTemplate> LayerBuilder::quantized(const std::string& name, Mod
   }
   if (mx_ && !stack_.mxfp8_alloc_fusion) {
     for (int t = 0; t < n; ++t)
-      for (int z = 0; z < 2; ++z) out.push_back(cpp_t(name + ".scale_zeros", mod, scale_bytes / 2));
-    out.front().host_allocs = 4 * n;
+      for (int z = 0; z < static_cast<int>(copies); ++z)
+        out.push_back(cpp_t(name + ".scale_zeros", mod, scale_bytes / copies));
+    out.front().host_allocs = 2 * static_cast<int>(copies) * n;
   }
   for (int t = 0; t < n; ++t) {
     if (current_scaling_) {
@@ -454,7 +461,7 @@ std::vector<KernelTemplate> LayerBuilder::quantized(const std::string& name, Mod
     // (library_launch_us), not as a bare launch: TE's C++ loop runs the whole quantize
     // path per split (create_tensor's allocations and its Python tensor object, the
     // quantizer's checks, then the kernel; cast.cpp split_quantize).
-    out.push_back(quantize_t(name, mod, elems / tensors));
+    out.push_back(quantize_t(name, mod, elems / tensors, copies));
     // create_tensor (quantizer.cpp 325-389): data, its transpose (Hopper's FP8 GEMMs are
     // TN only) and scale_inv, wrapped in a Python Float8TensorStorage.
     if (current_scaling_) {

@@ -225,8 +225,9 @@ class LayerBuilder {
 
  private:
   KernelTemplate mem_t(const std::string& name, Module mod, double bytes) const;
-  // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 writes row- and column-wise copies.
-  // NVFP4 writes `copies` copies of kNvfp4Bytes an element (see `quantized`).
+  // BF16 in, FP8 out (+1/32 or 1/128 scales); MXFP8 and NVFP4 write `copies` copies (row-
+  // and column-wise; one for a frozen linear under MXFP8), NVFP4 of kNvfp4Bytes an element
+  // (see `quantized`).
   KernelTemplate quantize_t(const std::string& name, Module mod, double elems,
                             double copies = 2) const;
   // The transpose of a gathered per-tensor FP8 tensor of `elems` one-byte values (TE

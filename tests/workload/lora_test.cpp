@@ -85,6 +85,27 @@ TEST_CASE("Under LoRA the base linears compute no weight gradient; the adapters 
   CHECK(!tf.embedding.bwd.empty());
 }
 
+// A frozen linear needs no column-wise copy of its input or of its output's gradient (no
+// weight gradient reads them): under MXFP8 TE quantizes both row-wise only.
+TEST_CASE("Under LoRA MXFP8 quantizes the frozen linears' tensors row-wise only",
+          "[workload][lora]") {
+  Json full = llama(nullptr), lora = llama(Json::object());
+  for (Json* j : {&full, &lora}) (*j)["training"]["precision"] = "mxfp8";
+  const auto tf = test::build_templates(load(full)), tl = test::build_templates(load(lora));
+  const auto& f = tf.decoder(false, workload::Mixer::full);
+  const auto& l = tl.decoder(false, workload::Mixer::full);
+  // fc2's input (T x ffn, 4096 x 28672): read in BF16, written as one or two E4M3 copies
+  // with E8M0 scales per 32.
+  const double e = 4096.0 * 28672;
+  CHECK(test::kernel(f.fwd, "mlp.fc2.quant").work.bytes == Approx(e * (2 + 2 * (1 + 1.0 / 32))));
+  CHECK(test::kernel(l.fwd, "mlp.fc2.quant").work.bytes == Approx(e * (2 + 1 + 1.0 / 32)));
+  // The gradient of fc1's output (T x 2 ffn) before its dgrad, likewise.
+  const double g = 4096.0 * 2 * 28672;
+  CHECK(test::kernel(f.bwd, "mlp.fc1.grad_quant").work.bytes ==
+        Approx(g * (2 + 2 * (1 + 1.0 / 32))));
+  CHECK(test::kernel(l.bwd, "mlp.fc1.grad_quant").work.bytes == Approx(g * (2 + 1 + 1.0 / 32)));
+}
+
 TEST_CASE("LoRA's step: fewer GEMMs, DP and the optimizer over the adapters only",
           "[workload][lora]") {
   const auto full = predict::predict(load(llama(nullptr)));
