@@ -11,12 +11,9 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "test.json");
-}
-
 Json v4(const std::string& preset = "deepseek-v4-flash", const Json& framework = Json::object(),
         const Json& model_overrides = Json::object()) {
   Json m = {{"base", preset}};

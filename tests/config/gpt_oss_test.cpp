@@ -14,12 +14,9 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "test.json");
-}
-
 Json gpt_oss(const Json& model_overrides = Json::object()) {
   Json m = {{"base", "gpt-oss-120b"}};
   m.update(model_overrides);

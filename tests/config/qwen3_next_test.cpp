@@ -12,12 +12,9 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "test.json");
-}
-
 Json next(const Json& model_overrides = Json::object(), const Json& parallelism = {{"ep", 8}}) {
   Json m = {{"base", "qwen3-next-80b-a3b"}};
   m.update(model_overrides);

@@ -8,12 +8,10 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
 using test::patched;
-config::Scenario load(const Json& j) {
-  return config::load_scenario_json(j, "<test>");
-}
 const config::SoftwareRelease& release(std::string_view name) {
   const auto* r = config::find_release(name);
   REQUIRE(r != nullptr);

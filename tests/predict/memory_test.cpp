@@ -12,6 +12,7 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
 
@@ -33,9 +34,6 @@ Json dense() {
   })");
 }
 
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "test.json");
-}
 predict::MemoryParts parts(const Json& j) {
   const auto sc = load(j);
   return predict::estimate_memory(sc, predict::scenario_ep_load(sc)).rank_parts.front();

@@ -21,6 +21,7 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
 using TraceSpanLike = schedules::TraceSpan;
@@ -35,10 +36,6 @@ Json small_scenario() {
     "parallelism": {"tp": 2, "pp": 2, "vpp": 2, "ep": 4},
     "framework": {"dispatcher": "deepep", "dispatcher_sms": 20, "cuda_graph_scope": []}
   })");
-}
-
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "test.json");
 }
 
 // Host busy time with one launch price raised by delta_us: more, by a whole number (over

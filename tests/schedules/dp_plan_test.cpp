@@ -12,6 +12,7 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
 
@@ -27,10 +28,6 @@ Json scenario() {
     "framework": {"dispatcher": "deepep", "dispatcher_sms": 20, "cuda_graph_scope": []}
   })");
 }
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "dp.json");
-}
-
 struct Span {
   int track;
   double start, end;

@@ -10,12 +10,9 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "test.json");
-}
-
 // Llama3 70B on 8 GB200 under Megatron-FSDP, pp 1, MBS 1: Megatron-Bridge's layer-offloading
 // recipes' shape (70B GB200 FP8 offloads 40 of 80 layers).
 Json llama(std::int64_t offload, double host_link = 0) {

@@ -67,6 +67,11 @@ inline const workload::KernelTemplate& kernel(const std::vector<workload::Kernel
   return *k;
 }
 
+// Loads `j` as if it were a file named test.json.
+inline config::Scenario load(const config::Json& j) {
+  return config::load_scenario_json(j, "test.json");
+}
+
 // Loads `j` as if it were a file named test.json; returns the InputError (or throws).
 inline config::InputError load_error(const config::Json& j) {
   try {

@@ -11,6 +11,7 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
 // Qwen3-30B-A3B cut to 8 layers on 8 B200 in NVFP4, one pipeline stage, no MTP.
@@ -27,9 +28,6 @@ Json nvfp4(const std::string& training_patch = "{}") {
   return j;
 }
 
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "t.json");
-}
 }  // namespace
 
 TEST_CASE("BF16 first and last layers run their GEMMs unquantized", "[workload][bf16_layers]") {

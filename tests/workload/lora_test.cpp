@@ -13,12 +13,9 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "test.json");
-}
-
 // Megatron-Bridge's Llama3 70B LoRA shape (8 GB200, TP1 PP4 VP20 in its tables; PP1 here
 // so that every layer is on the one rank).
 Json llama(const Json& lora, std::int64_t tp = 1) {
