@@ -175,9 +175,6 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
           r->fail(
               "recompute_num_layers is the block method of 'full' recompute (Megatron's "
               "--recompute-method block): it needs recompute_modules [\"full\"]");
-        if (sc_.model.hybrid())
-          r->fail(fmt::format("partial full recompute of hybrid model '{}' is not modeled",
-                              sc_.model.name));
       }
       // Hash-routed layers forbid it (Megatron-LM dev d48bd6be transformer_config.py 2899).
       if (f.moe_a2a_overlap && sc_.model.dsv4.hash_layers > 0)

@@ -13,6 +13,7 @@
 
 using namespace moesim;
 using config::Json;
+using test::load;
 
 namespace {
 // Qwen3-30B-A3B cut to 8 layers on 8 H100 in BF16 over 2 pipeline stages of 2 virtual
@@ -30,9 +31,6 @@ Json qwen8(const std::string& framework_patch) {
   return j;
 }
 
-config::Scenario load(const Json& j) {
-  return config::load_scenario_text(j.dump(), "t.json");
-}
 }  // namespace
 
 TEST_CASE("The block method recomputes the first N decoder layers of each virtual stage",
@@ -90,18 +88,40 @@ TEST_CASE("Partial full recompute lies between none and full in time and in memo
   CHECK(share < 0.7);
 }
 
-TEST_CASE("recompute_num_layers is refused without 'full' and on hybrid models",
-          "[workload][partial_recompute]") {
+TEST_CASE("recompute_num_layers is refused without 'full'", "[workload][partial_recompute]") {
   const auto moe =
       test::load_error(qwen8(R"({"recompute_modules": ["moe"], "recompute_num_layers": 1})"));
   CHECK(moe.path() == "framework.recompute_num_layers");
   CHECK_THAT(moe.message(), Catch::Contains("recompute_modules [\"full\"]"));
   CHECK(test::load_error(qwen8(R"({"recompute_modules": ["full"], "recompute_num_layers": 0})"))
             .path() == "framework.recompute_num_layers");
-  Json hybrid = qwen8(R"({"recompute_modules": ["full"], "recompute_num_layers": 1})");
-  hybrid["model"] = Json::parse(R"({"base": "nemotron-3-nano"})");
-  hybrid["parallelism"] = Json::parse(R"({"ep": 8})");
-  CHECK(test::load_error(hybrid).path() == "framework.recompute_num_layers");
+}
+
+// A hybrid model's stack checkpoints its layers, each one mixer (Mamba, attention, MoE or
+// MLP), through the same block method (Megatron-Core d0b3b775 models/hybrid/hybrid_block.py
+// 308-309 calling recompute.py checkpointed_forward): the first N mixers of each virtual stage.
+TEST_CASE("The block method on a hybrid model recomputes its first N mixers a stage",
+          "[workload][partial_recompute]") {
+  const auto run = [](const std::string& patch) {
+    Json j = qwen8(patch);
+    j["model"] = Json::parse(R"({"base": "nemotron-3-nano", "num_hidden_layers": 8,
+      "hybrid_override_pattern": "MEM*EMEM"})");
+    j["parallelism"] = Json::parse(R"({"ep": 8, "pp": 1})");
+    return load(j);
+  };
+  const auto sc = run(R"({"recompute_modules": ["full"], "recompute_num_layers": 3})");
+  const auto b = schedules::decoder_builds(sc.layout, sc.model, sc.training, sc.framework);
+  REQUIRE(b.size() == 8);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    CHECK(b[i] == (i < 3 ? workload::kRecipeBuild : workload::kKeptBuild));
+  const auto step = [&](const std::string& patch) {
+    return predict::predict(run(patch)).step.step_time_s;
+  };
+  const double none = step(R"({"recompute_modules": []})");
+  const double part = step(R"({"recompute_modules": ["full"], "recompute_num_layers": 3})");
+  const double full = step(R"({"recompute_modules": ["full"]})");
+  CHECK(none < part);
+  CHECK(part < full);
 }
 
 TEST_CASE("Megatron's block method imports as recompute_num_layers",
