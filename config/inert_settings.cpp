@@ -555,13 +555,16 @@ std::vector<PerformanceSetting> build() {
   });
   key("framework.rope_fusion", [](const Scenario& sc) -> Why {
     const auto& m = sc.model;
+    if (m.is_dsv4())
+      return std::string(
+          "DeepSeek-V4's attention is priced with its fused RoPE kernels only (off is refused)");
     if (m.attention != workload::AttentionKind::gqa) return std::nullopt;
     if (m.learned_positions != 0 || !m.rope)
       return std::string("the model has no rotary position embeddings");
     if (m.rope_concentration != 1.0)
       return std::string(
           "YaRN's concentration factor is not 1: Megatron-Core applies RoPE unfused either way "
-          "(rope_utils.py apply_rotary_pos_emb)");
+          "(rope_utils.py apply_rotary_pos_emb 279-284 at d0b3b775)");
     return std::nullopt;
   });
   for (const char* k :

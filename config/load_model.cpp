@@ -451,6 +451,11 @@ workload::ModelConfig read_model(const Node& node) {
     if (type.gpt_oss)
       if (auto v = o.get("swiglu_limit")) m.activation_clamp = v->as_number(0, 1e6);
     rope_scaling(o, m);
+    // The part of each head RoPE rotates (workload::ModelConfig::rotary_fraction).
+    if (auto v = o.get("partial_rotary_factor")) {
+      m.rotary_fraction = v->as_number(0, 1);
+      if (m.rotary_fraction <= 0) v->fail("must be above 0 (the part of each head RoPE rotates)");
+    }
     if (type.hybrid)
       hybrid_layers(o, m);
     else if (type.linear_attention)
@@ -509,17 +514,36 @@ workload::ModelConfig read_model(const Node& node) {
     // storage (torch_dtype, quantization_config: the training precision is
     // training.precision), inference options, and loss coefficients (routing is the
     // scenario's routing block).
-    o.ignore({"architectures", "attention_dropout", "auto_map", "bos_token_id", "eos_token_id",
-              "pad_token_id", "hidden_act", "initializer_range", "max_position_embeddings",
-              "pretraining_tp", "rms_norm_eps", "rope_theta", "routed_scaling_factor",
-              "norm_topk_prob", "topk_method", "torch_dtype", "transformers_version", "use_cache",
-              "aux_loss_alpha", "seq_aux", "ep_size", "output_router_logits",
-              "router_aux_loss_coef", "router_jitter_noise", "quantization_config",
-              "head_dim_original", "rope_interleave", "tie_word_embeddings", "swiglu_limit",
-              "initial_context_length",
-              // The fraction of each head RoPE rotates: TE's fused RoPE kernel reads and
-              // writes the whole head whatever part it rotates.
-              "partial_rotary_factor"});
+    o.ignore({"architectures",
+              "attention_dropout",
+              "auto_map",
+              "bos_token_id",
+              "eos_token_id",
+              "pad_token_id",
+              "hidden_act",
+              "initializer_range",
+              "max_position_embeddings",
+              "pretraining_tp",
+              "rms_norm_eps",
+              "rope_theta",
+              "routed_scaling_factor",
+              "norm_topk_prob",
+              "topk_method",
+              "torch_dtype",
+              "transformers_version",
+              "use_cache",
+              "aux_loss_alpha",
+              "seq_aux",
+              "ep_size",
+              "output_router_logits",
+              "router_aux_loss_coef",
+              "router_jitter_noise",
+              "quantization_config",
+              "head_dim_original",
+              "rope_interleave",
+              "tie_word_embeddings",
+              "swiglu_limit",
+              "initial_context_length"});
   });
   return m;
 }

@@ -260,6 +260,8 @@ Json model_from_flags(const Flags& f) {
              "the activation clamp is modeled on GPT-OSS's quick GeGLU (--softmax-type learnable)");
     m["swiglu_limit"] = *c;
   }
+  // --rotary-percent: the part of each head RoPE rotates (HF partial_rotary_factor).
+  if (const auto r = f.number("--rotary-percent"); r && *r != 1.0) m["partial_rotary_factor"] = *r;
   if (f.has("--enable-gpt-oss"))
     m["rope_scaling"] = {
         {"rope_type", "yarn"}, {"factor", 32.0}, {"mscale", 1.0}, {"mscale_all_dim", 0.0}};
@@ -343,7 +345,7 @@ bool same_shape(const workload::ModelConfig& a, const workload::ModelConfig& b) 
            a.gdn.conv == b.gdn.conv)) &&
          a.attention_output_gate == b.attention_output_gate &&
          a.shared_expert_gate == b.shared_expert_gate && a.activation_clamp == b.activation_clamp &&
-         a.rope_concentration == b.rope_concentration;
+         a.rotary_fraction == b.rotary_fraction && a.rope_concentration == b.rope_concentration;
 }
 
 workload::ModelConfig resolve_model(const Json& j, const std::string& label) {

@@ -20,7 +20,8 @@ namespace {
 // softmax and, in backward, their gradient are live one layer at a time.
 // `kept`: what the fused kernel keeps for backward, when it differs from `bytes`.
 // `window`: a sliding window's keys (0: causal over the whole sequence); the fused
-// kernels skip the masked blocks, the unfused path computes every score and masks them.
+// kernels skip the masked blocks (but cuDNN's FP8 backward: LayerBuilder::attention), the
+// unfused path computes every score and masks them.
 // `unfused_extra`: bytes the unfused path keeps beyond the fused kernel (GQA: TE repeats k
 // and v to every query head before its GEMMs, backends.py UnfusedDotProductAttention).
 void core_attention(LayerBuilder& b, const TemplateInputs& in, Module mod, double heads, double qk,
@@ -44,15 +45,24 @@ void core_attention(LayerBuilder& b, const TemplateInputs& in, Module mod, doubl
 }
 
 // Megatron-Core's unfused RoPE on one tensor of `x` bytes (rope_utils.py
-// _apply_rotary_pos_emb_bshd 92-125 at d7288711): t cos (2x), _rotate_half's negation (x)
-// and concatenation (2x), its product with sin (2x), the sum (3x), the final concatenation
-// with the empty unrotated part (2x); backward the gradient times cos and times sin (2x
-// each), the negation (x), the halves' concatenation (2x) and the two branches' sum (3x).
-// The sines and cosines are per position, not per token and head. Every rotary dimension
-// counted (no model here rotates part of a head on this path but Qwen3-Next's gated layers).
-void unfused_rope(std::vector<double>& fwd, std::vector<double>& bwd, double x) {
-  fwd.insert(fwd.end(), {2 * x, x, 2 * x, 2 * x, 3 * x, 2 * x});
-  bwd.insert(bwd.end(), {2 * x, 2 * x, x, 2 * x, 3 * x});
+// _apply_rotary_pos_emb_bshd 92-125 at d0b3b775), rotating the part `fraction` of each head
+// (r = fraction x bytes): t cos (2r), _rotate_half's negation (r) and concatenation (2r), its
+// product with sin (2r), the sum (3r), the final concatenation with the unrotated part (2x);
+// backward the gradient times cos and times sin (2r each), the negation (r), the halves'
+// concatenation (2r) and the two branches' sum (3r), and, with an unrotated part, the two
+// parts' gradients written into one (2x). MLA's rotary dimensions are interleaved: the
+// rotated part is first de-interleaved (t[..., 0::2] and t[..., 1::2] concatenated, 2r,
+// rope_utils.py 115-118), whose backward fills a zero tensor and copies into it for each
+// strided slice (r and r each) and sums the two (3r). The sines and cosines are per
+// position, not per token and head.
+void unfused_rope(std::vector<double>& fwd, std::vector<double>& bwd, double x,
+                  double fraction = 1.0, bool mla = false) {
+  const double r = fraction * x;
+  if (mla) fwd.push_back(2 * r);
+  fwd.insert(fwd.end(), {2 * r, r, 2 * r, 2 * r, 3 * r, 2 * x});
+  bwd.insert(bwd.end(), {2 * r, 2 * r, r, 2 * r, 3 * r});
+  if (fraction < 1) bwd.push_back(2 * x);
+  if (mla) bwd.insert(bwd.end(), {r, r, r, r, 3 * r});
 }
 
 }  // namespace
@@ -123,8 +133,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
       // of kv_b's output concatenate their gradients back, the expand sums over the heads.
       std::vector<double> fwd, bwd;
       const double q_bytes = s.T * n * qk * 2, k_pe = s.T * pe * 2;
-      unfused_rope(fwd, bwd, s.T * n * pe * 2);
-      unfused_rope(fwd, bwd, k_pe);
+      unfused_rope(fwd, bwd, s.T * n * pe * 2, 1.0, true);
+      unfused_rope(fwd, bwd, k_pe, 1.0, true);
       fwd.insert(fwd.end(), {2 * q_bytes, 2 * q_bytes, 2 * s.T * n * v * 2});
       bwd.insert(bwd.end(), {2 * q_bytes, 2 * s.T * n * (nope + v) * 2, s.T * n * pe * 2 + k_pe});
       b.memory_kernels("attn.rope", Module::attn, fwd, bwd);
@@ -181,7 +191,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
         b.memory("attn.rope", Module::attn, s.T * (n + g) * d * 2 * 2);
       } else {
         std::vector<double> fwd, bwd;
-        for (const double x : {s.T * n * d * 2, s.T * g * d * 2}) unfused_rope(fwd, bwd, x);
+        for (const double x : {s.T * n * d * 2, s.T * g * d * 2})
+          unfused_rope(fwd, bwd, x, m.rotary_fraction);
         b.memory_kernels("attn.rope", Module::attn, fwd, bwd);
       }
     }

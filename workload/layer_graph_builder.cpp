@@ -28,7 +28,9 @@ LayerBuilder::LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       fp8_tn_only_(in.fp8_tn_only),
       param_gather_hooks_(in.framework.distributed_optimizer && in.framework.overlap_param_gather &&
                           !in.parallelism.fsdp),
-      frozen_(in.training.lora.has_value()) {
+      frozen_(in.training.lora.has_value()),
+      attn_bias_(in.model.attention_bias),
+      mlp_bias_(in.model.mlp_bias) {
   set_quant(quant_of(in.training.precision, in.fp8_tn_only));
 }
 
@@ -93,9 +95,16 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   module_calls_on_last(
       1, groups);  // the linear's module: a weight a GEMM (TE GroupedLinear: weight0..)
   std::vector<KernelTemplate> b;
+  // The output's gradient: a frozen linear needs its row-wise copy only (dgrad), unless a
+  // biased TE Linear, which keeps the column-wise one (linear.py 918-925 at d0067d0d: only
+  // without a bias and a weight gradient; TE's GroupedLinear has no bias condition,
+  // grouped_linear.py 1072-1075).
+  const bool biased =
+      groups == 1 && ((mod == Module::attn && attn_bias_) || (mod == Module::mlp && mlp_bias_));
+  grad_copies_ = mx_ && !trains && !biased ? 1 : 2;
   if (fp8) {
-    std::vector<KernelTemplate> q =
-        quantized(name + std::string(kGradQuant), mod, m * n * groups, groups, false, true);
+    std::vector<KernelTemplate> q = quantized(name + std::string(kGradQuant), mod, m * n * groups,
+                                              groups, false, true, grad_copies_);
     b.insert(b.end(), q.begin(), q.end());
   }
   gemm(b, name + ".dgrad", m, k, n)->te_module_call =
@@ -162,9 +171,15 @@ void LayerBuilder::memory_kernels(const std::string& name, Module mod,
   if (!group.empty()) push_bwd(std::move(group));
 }
 
+// A frozen linear (LoRA's base) computes no weight gradient, so TE quantizes its input
+// row-wise only (TransformerEngine d0067d0d module/linear.py 428-435, and 386-389 where the
+// input is gathered: columnwise=backward_needs_input; grouped_linear.py 460-463): one MXFP8
+// copy and its scales. NVFP4 is priced with both copies (its row-wise-only cast is not
+// modeled). Every quantized input under LoRA feeds a frozen linear (the adapters are BF16).
 void LayerBuilder::quantize(const std::string& name, Module mod, double elems, double tensors,
                             bool norm_amax, bool tp_reduce) {
-  std::vector<KernelTemplate> q = quantized(name, mod, elems, tensors, norm_amax);
+  std::vector<KernelTemplate> q =
+      quantized(name, mod, elems, tensors, norm_amax, false, mx_ && frozen_ ? 1 : 2);
   if (tp_reduce) insert_tp_amax(q, name, mod);
   for (auto& k : q) push_fwd(std::move(k));
 }
@@ -197,7 +212,7 @@ void LayerBuilder::sp_quantized_grad_gather(double tp) {
   const std::string name = first.substr(0, first.find(kGradQuant) + kGradQuant.size());
   insert_tp_amax(q, name, q.front().module);
   const double elems = gather.front().comm_bytes / 2;  // the BF16 gradient's
-  gather.front().comm_bytes = elems * gathered_bytes(mx_ && frozen_ ? 1 : 2);
+  gather.front().comm_bytes = elems * gathered_bytes(grad_copies_);
   gather.insert(gather.begin(), q.begin(), q.end());
   if (sp_transpose_)
     gather.push_back(sp_transpose_t(name + ".sp_transpose", gather.front().module, elems));
@@ -244,6 +259,8 @@ void LayerBuilder::attention(const std::string& name, Module mod, double fwd_flo
   // skips them (FP8 forward as fast as BF16's in every row). So the FP8 backward's work is
   // the causal one: keys per query s / 2 instead of the window's w - w (w - 1) / (2 s), as
   // attention_block counts them (layer_graph_attention.cpp), over the whole key sequence.
+  // Measured on Blackwell only; applied to every GPU with an FP8 attention figure (no Hopper
+  // row: cuDNN 9.19 refuses FP8 attention at head size 64 there, h200_919_only_cudnn).
   if (fp8_attention_ && window > 0 && window < seq_) {
     const double w = static_cast<double>(window), s = static_cast<double>(seq_);
     b.work.flops *= (s / 2) / (w - w * (w - 1) / (2 * s));
@@ -418,15 +435,9 @@ void LayerBuilder::nvfp4_quantized(std::vector<KernelTemplate>& out, const std::
 
 std::vector<KernelTemplate> LayerBuilder::quantized(const std::string& name, Module mod,
                                                     double elems, double tensors, bool norm_amax,
-                                                    bool gradient) const {
+                                                    bool gradient, double copies) const {
   std::vector<KernelTemplate> out;
   const int n = static_cast<int>(tensors);
-  // A frozen linear (LoRA's base) computes no weight gradient, so TE quantizes its input and
-  // its output's gradient row-wise only (TransformerEngine d0067d0d module/linear.py 386-389:
-  // columnwise=backward_needs_input, and 919-925; grouped_linear.py 460-463 and 1072-1075):
-  // one MXFP8 copy and its scales. NVFP4 is priced with both copies (its row-wise-only cast
-  // is not modeled).
-  const double copies = mx_ && frozen_ ? 1 : 2;
   // Block scales per copy and tensor: E8M0 per 32 (MXFP8), E4M3 per 16 (NVFP4).
   const double scale_bytes = (fp4_ ? elems / 16 : elems / 32) * copies / tensors;
   if (fp4_) {

@@ -269,9 +269,11 @@ class LayerBuilder {
   // The quantize kernel and, for MXFP8 and NVFP4, what its output tensors need before a GEMM.
   // `norm_amax`: the preceding norm kernel computed the amax (current scaling only);
   // `gradient`: an output gradient (NVFP4 rounds it stochastically).
+  // `copies`: MXFP8's row- and column-wise copies (2), or the row-wise one a frozen linear
+  // needs (1; see the definition).
   std::vector<KernelTemplate> quantized(const std::string& name, Module mod, double elems,
                                         double tensors, bool norm_amax = false,
-                                        bool gradient = false) const;
+                                        bool gradient = false, double copies = 2) const;
   // Every swizzle call (one tensor's, or TE's multi-tensor one) allocates its output
   // scale buffer before its launch (util.cpp swizzle_scaling_factors and
   // multi_tensor_swizzle_scaling_factors: 1 at::empty each; docs/research/te-host-inventory.md).
@@ -293,9 +295,11 @@ class LayerBuilder {
   std::int64_t seq_;
   bool sp_transpose_;  // per-tensor FP8 on TN-only GEMMs: a gathered tensor is transposed
   bool blockwise_;
-  bool fp8_tn_only_;         // TemplateInputs::fp8_tn_only, for a PrecisionScope's per-tensor FP8
-  bool param_gather_hooks_;  // Megatron DDP's forward pre-hooks (module_calls_on_last)
-  bool frozen_;              // training.lora: base linears without weight gradients
+  bool fp8_tn_only_;           // TemplateInputs::fp8_tn_only, for a PrecisionScope's per-tensor FP8
+  bool param_gather_hooks_;    // Megatron DDP's forward pre-hooks (module_calls_on_last)
+  bool frozen_;                // training.lora: base linears without weight gradients
+  bool attn_bias_, mlp_bias_;  // ModelConfig::attention_bias, mlp_bias (TE Linears with biases)
+  double grad_copies_ = 2;     // the last linear's quantized output-gradient copies (MXFP8)
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };

@@ -202,6 +202,11 @@ struct ModelConfig {
   // 1 without YaRN. Off 1, Megatron-Core's GQA attention applies RoPE unfused
   // (rope_utils.py apply_rotary_pos_emb 279-284 at d7288711: TE's fused kernel has no mscale).
   double rope_concentration = 1.0;
+  // The fraction of each head's q and k that RoPE rotates (HF partial_rotary_factor,
+  // Megatron --rotary-percent; Qwen3-Next and Qwen3.5: 0.25). Only Megatron-Core's unfused
+  // path prices it (rope_utils.py _apply_rotary_pos_emb_bshd rotates t[..., :rot_dim] and
+  // concatenates the rest back); TE's fused kernel reads and writes the whole head.
+  double rotary_fraction = 1.0;
 
   bool windowed(std::int64_t layer) const {
     return sliding_window > 0 && sliding_layer[static_cast<std::size_t>(layer)];

@@ -135,6 +135,29 @@ TEST_CASE("The Gated DeltaNet mixer runs FLA's chunked kernels; two walk the chu
         256);
 }
 
+// RoPE fusion off: Megatron-Core's unfused path rotates a quarter of each head
+// (partial_rotary_factor 0.25) and concatenates the rest back; TE's fused kernel reads and
+// writes the whole head either way.
+TEST_CASE("Unfused RoPE rotates the partial rotary fraction of each head",
+          "[workload][qwen3_next]") {
+  CHECK(config::load_model_preset("qwen3-next-80b-a3b").rotary_fraction == 0.25);
+  Json j = next();
+  j["framework"]["rope_fusion"] = false;
+  const auto t = build_templates(load(j));
+  const auto& full = t.decoder(true, workload::Mixer::full);
+  double fwd = 0, bwd = 0;
+  for (const auto& k : full.fwd)
+    if (k.name.starts_with("attn.rope.") && !k.recompute) fwd += k.work.bytes;
+  for (const auto& k : full.bwd)
+    if (k.name.starts_with("attn.rope.")) bwd += k.work.bytes;
+  // q: 16 heads, k: 2 heads, of 256, BF16; r = x / 4. Forward: 10 r of rotation and the
+  // 2 x concatenation; backward 10 r and the parts' gradients written into one (2 x).
+  const double x = 4096.0 * (16 + 2) * 256 * 2, r = x / 4;
+  CHECK(fwd == Approx(10 * r + 2 * x));
+  CHECK(bwd == Approx(10 * r + 2 * x));
+  CHECK_THROWS_AS(load(next({{"partial_rotary_factor", 0}})), config::InputError);
+}
+
 TEST_CASE("Qwen3-Next refusals name their reason", "[config][bad_input][qwen3_next]") {
   // TP must divide the GDN heads (Megatron transformer_config.py 1374-1382).
   CHECK_THROWS_WITH(load(next({{"num_key_value_heads", 16},

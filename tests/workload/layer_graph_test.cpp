@@ -276,18 +276,21 @@ TEST_CASE("MLA without RoPE fusion runs the unfused path's kernels", "[workload]
   const auto b = build("scenarios/journey/13-norm-quant-fusion.json",
                        [](config::Scenario& sc) { sc.framework.rope_fusion = false; });
   CHECK(count(b.t.moe.fwd, "attn.rope_q") == 0);
-  CHECK(count(b.t.moe.fwd, "attn.rope.") == 15);  // 6 + 6 rotation kernels, 3 copies
-  CHECK(count(b.t.moe.bwd, "attn.rope.") == 13);  // 5 + 5, the splits' and expand's backward
+  // 7 + 7: the de-interleave and the rotation's six, for q_pe and k_pe; 3 copies.
+  CHECK(count(b.t.moe.fwd, "attn.rope.") == 17);
+  // 10 + 10: the rotation's five and the de-interleave's five; the splits' and expand's 3.
+  CHECK(count(b.t.moe.bwd, "attn.rope.") == 23);
   const double T = 4096, n = 128, q = T * n * 192 * 2, qpe = T * n * 64 * 2, kpe = T * 64 * 2;
   double fwd = 0, bwd = 0;
   for (const auto& k : b.t.moe.fwd)
     if (k.name.starts_with("attn.rope.") && !k.recompute) fwd += k.work.bytes;
   for (const auto& k : b.t.moe.bwd)
     if (k.name.starts_with("attn.rope.")) bwd += k.work.bytes;
-  // Rotation: 12 x forward, 10 x backward; q and k rebuilt (2 q each), v copied (T n 128 2 x 2);
-  // backward: q's and kv's split gradients concatenated, the expand's sum over heads.
-  CHECK(fwd == Approx(12 * (qpe + kpe) + 4 * q + 2 * T * n * 128 * 2));
-  CHECK(bwd == Approx(10 * (qpe + kpe) + 2 * q + 2 * T * n * 256 * 2 + qpe + kpe));
+  // De-interleave and rotation: 2 + 12 x forward, 10 + 7 x backward; q and k rebuilt (2 q
+  // each), v copied (T n 128 2 x 2); backward: q's and kv's split gradients concatenated, the
+  // expand's sum over heads.
+  CHECK(fwd == Approx(14 * (qpe + kpe) + 4 * q + 2 * T * n * 128 * 2));
+  CHECK(bwd == Approx(17 * (qpe + kpe) + 2 * q + 2 * T * n * 256 * 2 + qpe + kpe));
 }
 
 TEST_CASE("One capture set decides what CUDA graphs hold", "[workload][templates][graphs]") {

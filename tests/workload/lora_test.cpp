@@ -101,6 +101,16 @@ TEST_CASE("Under LoRA MXFP8 quantizes the frozen linears' tensors row-wise only"
   CHECK(test::kernel(f.bwd, "mlp.fc1.grad_quant").work.bytes ==
         Approx(g * (2 + 2 * (1 + 1.0 / 32))));
   CHECK(test::kernel(l.bwd, "mlp.fc1.grad_quant").work.bytes == Approx(g * (2 + 1 + 1.0 / 32)));
+  // A biased TE Linear keeps its output gradient's column-wise copy (TE's bias gradient
+  // path): attention biases on, o_proj's gradient (T x h) in two copies, fc1's still one.
+  Json biased = lora;
+  biased["model"] = {{"base", "llama3-70b"}, {"attention_bias", true}};
+  const auto tb = test::build_templates(load(biased));
+  const auto& b = tb.decoder(false, workload::Mixer::full);
+  const double o = 4096.0 * 8192;
+  CHECK(test::kernel(b.bwd, "attn.o_proj.grad_quant").work.bytes ==
+        Approx(o * (2 + 2 * (1 + 1.0 / 32))));
+  CHECK(test::kernel(b.bwd, "mlp.fc1.grad_quant").work.bytes == Approx(g * (2 + 1 + 1.0 / 32)));
 }
 
 TEST_CASE("LoRA's step: fewer GEMMs, DP and the optimizer over the adapters only",
