@@ -70,14 +70,12 @@ TEST_CASE("System presets carry the reference figures", "[config][presets]") {
 
 TEST_CASE("The contract's model presets load with their sources", "[config][presets]") {
   const std::vector<std::string> expected = {
-      "deepseek-v2",        "deepseek-v3",       "deepseek-v4-flash",
-      "deepseek-v4-pro",    "gpt-oss-120b",      "gpt-oss-20b",
-      "gpt3-175b",          "kimi-k2",           "llama3-70b",
-      "llama3.1-405b",      "mixtral-8x22b",     "mixtral-8x7b",
-      "nemotron-3-nano",    "nemotron-3-super",  "nemotron-3.5-lightning",
-      "nemotronh-56b",      "qwen3-235b-a22b",   "qwen3-30b-a3b",
-      "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",
-      "qwen3.5-397b-a17b"};
+      "deepseek-v2",       "deepseek-v3",      "deepseek-v4-flash", "deepseek-v4-pro",
+      "gpt-oss-120b",      "gpt-oss-20b",      "gpt3-175b",         "kimi-k2",
+      "llama3-70b",        "llama3.1-405b",    "mixtral-8x22b",     "mixtral-8x7b",
+      "nemotron-3-nano",   "nemotron-3-super", "nemotron-3-ultra",  "nemotron-3.5-lightning",
+      "nemotronh-56b",     "qwen3-235b-a22b",  "qwen3-30b-a3b",     "qwen3-next-80b-a3b",
+      "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",  "qwen3.5-397b-a17b"};
   CHECK(config::preset_names(config::PresetKind::model) == expected);
   for (const auto& name : expected) {
     INFO(name);

@@ -161,3 +161,19 @@ TEST_CASE("LatentMoE and a hybrid MTP block in FLOPs and parameters", "[workload
   // Without MTP the model has 120.67 B.
   CHECK(workload::count_parameters(m, 0, 131072).total == Approx(120.669e9).epsilon(1e-4));
 }
+
+// Nemotron 3 Ultra (docs/research/nemotron3/ultra.md): the same formula at h 8192, latent
+// 2048, FFN 5120, shared 10240, 48 MoE and 12 attention layers of 64 heads, and the MTP block
+// at two depths. Megatron-Bridge's FLOPs formula gives 0.3589 TFLOP a token at 8192 on these
+// fields (docs/research/nemotron3/ultra.md 4); 549.3 B parameters without MTP, Bridge's "550B"
+// (Megatron-Bridge v0.6.0 docs/models/nemotron/nemotron3-ultra.md 4).
+TEST_CASE("Nemotron 3 Ultra's FLOPs and parameters", "[workload][flops]") {
+  const auto m = config::load_model_preset("nemotron-3-ultra");
+  const auto f = workload::megatron_flops_per_token(m, {8192, 2, 131072});
+  const double h = 8192, L = 2048;
+  CHECK(f.moe_mlp == Approx(50 * 12 * (L * 5120 * 22 + h * 10240 + h * L)));
+  CHECK(f.attn_core == Approx(14 * 6.0 * 64 * 128 * 8192));
+  CHECK(f.logits == Approx(3 * 6 * h * 131072));
+  CHECK(f.total() == Approx(0.3589e12).epsilon(2e-4));
+  CHECK(workload::count_parameters(m, 0, 131072).total == Approx(549.3e9).epsilon(1e-3));
+}
