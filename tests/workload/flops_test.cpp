@@ -136,6 +136,19 @@ TEST_CASE("A hybrid model's parameters count each layer's one mixer", "[workload
   CHECK(p.active == Approx(3580076352.0).epsilon(1e-12));
 }
 
+namespace {
+// A LatentMoE hybrid's Megatron terms at sequence 8192, top-22, two MTP depths and three
+// logit heads over a 131072 vocabulary (training.py 849-899 at cd4afffa): each MoE layer
+// (the decoder's and the MTP depths') 12 (L F k + h F_shared + h L), each attention layer
+// 6 n d s with d 128, and the heads 6 h V.
+void check_latent_moe_terms(const workload::FlopsPerToken& f, double h, double L, double F,
+                            double F_shared, double moe_layers, double attn_layers, double heads) {
+  CHECK(f.moe_mlp == Approx(moe_layers * 12 * (L * F * 22 + h * F_shared + h * L)));
+  CHECK(f.attn_core == Approx(attn_layers * 6.0 * heads * 128 * 8192));
+  CHECK(f.logits == Approx(3 * 6 * h * 131072));
+}
+}  // namespace
+
 // Nemotron 3 Super: LatentMoE (routed experts in the 1024-wide latent, 4 T L F k + 4 T h L
 // forward) and its MTP block '*E' counted as ordinary layers at each of the recipe's two
 // depths, with three logit heads (training.py 849-899 at cd4afffa). 84.727 GF/token at seq
@@ -148,11 +161,8 @@ TEST_CASE("LatentMoE and a hybrid MTP block in FLOPs and parameters", "[workload
   REQUIRE(m.mtp_pattern.size() == 2);
   CHECK(m.mtp_repeated_layer);
   const auto f = workload::megatron_flops_per_token(m, {8192, 2, 131072});
-  const double h = 4096, L = 1024;
-  // 40 + 2 MoE layers: 12 (L F k + h F_shared + h L) each.
-  CHECK(f.moe_mlp == Approx(42 * 12 * (L * 2688 * 22 + h * 5376 + h * L)));
-  CHECK(f.attn_core == Approx(10 * 6.0 * 32 * 128 * 8192));
-  CHECK(f.logits == Approx(3 * 6 * h * 131072));
+  // 40 + 2 MoE layers, 8 + 2 attention layers of 32 heads.
+  check_latent_moe_terms(f, 4096, 1024, 2688, 5376, 42, 10, 32);
   CHECK(f.total() == Approx(84727037952.0).epsilon(1e-9));
   CHECK(workload::megatron_flops_per_token(m, {4096, 2, 131072}).total() ==
         Approx(83720404992.0).epsilon(1e-9));
@@ -170,10 +180,8 @@ TEST_CASE("LatentMoE and a hybrid MTP block in FLOPs and parameters", "[workload
 TEST_CASE("Nemotron 3 Ultra's FLOPs and parameters", "[workload][flops]") {
   const auto m = config::load_model_preset("nemotron-3-ultra");
   const auto f = workload::megatron_flops_per_token(m, {8192, 2, 131072});
-  const double h = 8192, L = 2048;
-  CHECK(f.moe_mlp == Approx(50 * 12 * (L * 5120 * 22 + h * 10240 + h * L)));
-  CHECK(f.attn_core == Approx(14 * 6.0 * 64 * 128 * 8192));
-  CHECK(f.logits == Approx(3 * 6 * h * 131072));
+  // 48 + 2 MoE layers, 12 + 2 attention layers of 64 heads.
+  check_latent_moe_terms(f, 8192, 2048, 5120, 10240, 50, 14, 64);
   CHECK(f.total() == Approx(0.3589e12).epsilon(2e-4));
   CHECK(workload::count_parameters(m, 0, 131072).total == Approx(549.3e9).epsilon(1e-3));
 }
