@@ -374,18 +374,21 @@ std::vector<PerformanceSetting> build() {
                          sc.model.vocab_size, sc.padded_vocab());
     return std::nullopt;
   });
-  key("training.token_drop", [](const Scenario& sc) -> Why {
-    if (auto w = no_experts(sc)) return w;
-    return std::nullopt;
-  });
-  key("training.token_drop.pad", [](const Scenario& sc) -> Why {
-    if (auto w = no_experts(sc)) return w;
-    return std::nullopt;
-  });
+  key("training.token_drop", no_experts);
+  key("training.token_drop.pad", no_experts);
 
-  // parallelism
-  for (const char* k : {"tp", "pp", "vpp", "cp", "pipeline_schedule", "fsdp"})
+  // parallelism (several optimizer instances need dp x cp > 1: never inert)
+  for (const char* k :
+       {"tp", "pp", "vpp", "cp", "pipeline_schedule", "fsdp", "optimizer_instances"})
     key(std::string("parallelism.") + k, never);
+  key("parallelism.outer_dp_sharding", [](const Scenario& sc) -> Why {
+    if (!sc.parallelism.fsdp)
+      return std::string(
+          "without parallelism.fsdp: the distributed optimizer all-reduces across "
+          "instances whatever the outer strategy");
+    if (!sc.parallelism.hybrid()) return std::string("one optimizer instance: no outer group");
+    return std::nullopt;
+  });
   key("parallelism.ep", no_experts);
   key("parallelism.cp_comm_type", [](const Scenario& sc) -> Why {
     if (sc.parallelism.cp == 1) return std::string("cp is 1: attention exchanges nothing");
@@ -509,15 +512,13 @@ std::vector<PerformanceSetting> build() {
     if (!fw.distributed_optimizer && !sc.parallelism.fsdp &&
         fw.optimizer != workload::OptimizerKind::muon)
       return std::string(
-          "without the distributed optimizer (or FSDP) gradients are all-reduced and no parameter "
-          "is "
-          "gathered");
+          "without the distributed optimizer (or FSDP) gradients are all-reduced and no "
+          "parameter is gathered");
     if (sc.training.precision == workload::Precision::mxfp8 && fw.distributed_optimizer &&
         !sc.parallelism.fsdp)
       return std::string(
           "MXFP8 parameters under the distributed optimizer are gathered in BF16 either way "
-          "(Megatron-"
-          "Core's shared parameter and gradient buffer; schedules/kernel_pricing.cpp)");
+          "(Megatron-Core's shared parameter and gradient buffer; schedules/kernel_pricing.cpp)");
     return std::nullopt;
   });
   key("framework.overlap_param_gather_with_optimizer_step", no_dp);

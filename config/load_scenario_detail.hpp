@@ -47,6 +47,7 @@ class ScenarioReader {
   // config/load_scenario_parallelism.cpp
   void parallelism(const std::optional<Node>& n);
   void layout(bool vpp_given);
+  void hybrid_sharding();
   void pipeline_schedule(std::optional<ScheduleKind> given);
   void ep_library_placement(bool dispatcher_given);
   void eplb_placement();

@@ -357,6 +357,19 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
                      "SMs, all of this "
                      "GPU's {} (system.gpu.sm_count)",
                      sc_.system.gpu.sm_count.value));
+  // Optimizer instances without FSDP: Megatron-Core's DDP asserts the distributed optimizer
+  // (distributed_data_parallel.py 292-295 at cd4afffa); Muon's layer-wise path across
+  // instances is not modeled.
+  if (sc_.parallelism.hybrid()) {
+    if (!sc_.parallelism.fsdp && !f.distributed_optimizer)
+      fail("parallelism.optimizer_instances",
+           "needs framework.distributed_optimizer or parallelism.fsdp (Megatron-Core asserts the "
+           "distributed optimizer for several instances)");
+    if (f.optimizer == workload::OptimizerKind::muon)
+      fail("parallelism.optimizer_instances",
+           "with Muon: the layer-wise optimizer across distributed-optimizer instances is not "
+           "modeled");
+  }
   // LoRA (training.lora) beside what moesim prices only for trained base weights.
   if (sc_.training.lora) {
     if (sc_.parallelism.fsdp)

@@ -64,6 +64,9 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
       if (auto s = o.get("pipeline_schedule"))
         schedule = s->as_enum(schedules::schedule_names(), "pipeline schedule");
       p.fsdp = o.bool_or("fsdp", false);
+      p.optimizer_instances = o.int_or("optimizer_instances", 1, 1, kMaxDegree);
+      if (auto s = o.get("outer_dp_sharding"))
+        p.outer_dp_sharding = s->as_enum(workload::outer_sharding_names(), "outer DP sharding");
       if (auto e = o.get("eplb"))
         read_object(*e, [&](Object& eo) {
           workload::Eplb eplb;
@@ -93,6 +96,7 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
     fail("parallelism.ep", fmt::format("model '{}' has no experts; ep must be 1", m.name));
   if (!m.is_moe() && p.etp > 1)
     fail("parallelism.etp", fmt::format("model '{}' has no experts; etp must be 1", m.name));
+  hybrid_sharding();
   if (m.is_moe() && m.num_experts % p.ep != 0)
     fail("parallelism.ep",
          fmt::format("{} experts are not divisible by ep={}", m.num_experts, p.ep));
@@ -172,6 +176,27 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
 
   layout(vpp_given);
   pipeline_schedule(schedule);
+}
+
+// parallelism.optimizer_instances (Megatron --num-distributed-optimizer-instances): the
+// asserts Megatron-Core makes on the groups (parallel_state.py 923-926, 1447-1449 at
+// cd4afffa), and HSDP's meshes, built over the whole world without a pipeline axis
+// (mcore_fsdp_adapter.py 486-565), at pp 1 only (docs/research/megatron-fsdp-hsdp.md).
+void ScenarioReader::hybrid_sharding() {
+  const auto& p = sc_.parallelism;
+  if (!p.hybrid()) return;
+  const std::string at = "parallelism.optimizer_instances";
+  if ((p.dp * p.cp) % p.optimizer_instances != 0)
+    fail(at, fmt::format("{} instances do not divide dp x cp = {} x {} (Megatron-Core asserts it)",
+                         p.optimizer_instances, p.dp, p.cp));
+  if (p.expert_dp % p.optimizer_instances != 0)
+    fail(at, fmt::format("{} instances do not divide the expert-DP size {} (Megatron-Core asserts "
+                         "it)",
+                         p.optimizer_instances, p.expert_dp));
+  if (p.fsdp && p.pp > 1)
+    fail(at, fmt::format("Megatron-FSDP's hybrid sharding with pp={}: its device meshes span the "
+                         "whole world without a pipeline axis, so moesim models HSDP at pp 1 only",
+                         p.pp));
 }
 
 void ScenarioReader::layout(bool vpp_given) {

@@ -96,7 +96,8 @@ std::int64_t BridgeImporter::dp() const {
 //   tp_gt_1 / dp_gt_1: the final TP / DP above 1 (Bridge's CommOverlapConfig decides at setup);
 //   cp_gt_1: the final CP above 1 (settings that act only with context parallelism);
 //   table_full_iteration: the workload config captures the full iteration in a CUDA graph;
-//   mbs_gt_1: the micro-batch above 1 (Megatron-Core's mRoPE fusion serves batch 1 only).
+//   mbs_gt_1: the micro-batch above 1 (Megatron-Core's mRoPE fusion serves batch 1 only);
+//   fsdp: Megatron-FSDP on (cfg.ddp.use_megatron_fsdp, as the table or an override left it).
 bool BridgeImporter::when_holds(const Json& r) const {
   if (!r.contains("when")) return true;
   for (const auto& [k, v] : r.at("when").items()) {
@@ -107,6 +108,9 @@ bool BridgeImporter::when_holds(const Json& r) const {
       have = dp() > 1;
     } else if (k == "cp_gt_1") {
       have = b_.integer("parallelism.cp", 1) > 1;
+    } else if (k == "fsdp") {
+      const Json* f = b_.get("parallelism.fsdp");
+      have = f && f->is_boolean() && f->get<bool>();
     } else if (k == "mbs_gt_1") {
       have = b_.integer("training.micro_batch_size", 1) > 1;
     } else if (k == "table_full_iteration") {
@@ -215,24 +219,38 @@ void BridgeImporter::flat_fields(const std::string& src) {
   if (s.value("fine_grained_activation_offloading", Json()) == Json(true)) {
     Json modules = Json::array();
     for (const auto& m : s.value("offload_modules", Json::array())) {
-      if (m == "fused_group_mlp")
-        refuse(src,
-               "offload_modules 'fused_group_mlp': offloading the fused grouped MLP's "
-               "activations is not modeled (framework.offload names Megatron-Core's "
-               "per-module offloads)");
-      modules.push_back(m);
+      if (m != "fused_group_mlp") {
+        modules.push_back(m);
+        continue;
+      }
+      // Megatron-Core offloads every tensor the fused grouped MLP saves of at least the
+      // recipe's min_offloaded_tensor_size elements (moe/experts.py 662-670,
+      // fine_grained_activation_offload.py 986-1000 at cd4afffa). The recipes that name it,
+      // Nemotron 3 Ultra's, set that size between FC1's input and its output under moe_act
+      // recompute, so FC1's output alone moves: moesim's expert_fc1_act
+      // (docs/research/nemotron3/ultra.md 3).
+      modules.push_back("expert_fc1_act");
+      out_.assumed.emplace_back(
+          "framework.offload",
+          "offload_modules 'fused_group_mlp' as expert_fc1_act: of the tensors the fused grouped "
+          "MLP saves, FC1's output alone reaches the recipe's min_offloaded_tensor_size (Nemotron "
+          "3 Ultra's 500 M / 350 M elements; the table does not carry the size)");
     }
     b_.set("framework.offload", modules, src + " (fine_grained_activation_offloading)");
     out_.assumed.emplace_back("framework.offload",
                               "the offloaded activations' copies are not priced in the step "
                               "(Megatron overlaps them on a side stream)");
   }
-  const Json& outer = s.value("outer_dp_sharding_strategy", Json());
-  if (!outer.is_null() && outer != "no_shard")
-    refuse(src, fmt::format("Megatron-FSDP's hybrid sharding (outer_dp_sharding_strategy {}, {} "
-                            "distributed-optimizer instances): HSDP is not modeled",
-                            outer.dump(),
-                            s.value("num_distributed_optimizer_instances", Json()).dump()));
+  // Megatron-FSDP's hybrid sharding (perf_recipes/nemotronh/common.py 149-184,
+  // deepseek/common.py 88-121 at v0.6.0): the DDP config's instances and outer strategy; the
+  // strategy acts only across several instances (megatron-fsdp-hsdp.md 1).
+  const Json& instances = s.value("num_distributed_optimizer_instances", Json());
+  if (instances.is_number_integer() && instances.get<std::int64_t>() > 1) {
+    b_.set("parallelism.optimizer_instances", instances, src);
+    const Json& outer = s.value("outer_dp_sharding_strategy", Json());
+    if (outer.is_string())
+      b_.set("parallelism.outer_dp_sharding", outer, src + " (outer_dp_sharding_strategy)");
+  }
   for (const char* k : {"gtp_weight_remat_size", "expert_gtp_weight_remat_size"})
     if (const Json& v = s.value(k, Json()); !v.is_null() && v != Json(1))
       refuse(src, fmt::format("{} {}: GTP weight rematerialisation is not modeled", k, v.dump()));

@@ -211,6 +211,17 @@ void Importer::parallelism(Json& sc) {
   }
   if (f_.has("--fsdp-double-buffer") && !f_.has("--use-megatron-fsdp"))
     f_.fail("--fsdp-double-buffer", "acts only with --use-megatron-fsdp");
+  // Several distributed-optimizer instances (arguments.py 3034 at cd4afffa): HSDP under
+  // Megatron-FSDP, with its outer strategy (3011, default no_shard); the distributed
+  // optimizer's per-bucket all-reduce across instances otherwise.
+  if (f_.has("--num-distributed-optimizer-instances"))
+    p["optimizer_instances"] = f_.integer_or("--num-distributed-optimizer-instances", 1);
+  if (f_.has("--outer-dp-sharding-strategy")) {
+    p["outer_dp_sharding"] =
+        f_.choice("--outer-dp-sharding-strategy", "no_shard", {"no_shard", "optim"});
+    if (!f_.has("--use-megatron-fsdp"))
+      f_.fail("--outer-dp-sharding-strategy", "acts only with --use-megatron-fsdp");
+  }
   sc["parallelism"] = p;
 }
 

@@ -121,6 +121,8 @@ constexpr std::array kModeled{
     FlagSpec{"--use-megatron-fsdp", Arity::none},
     FlagSpec{"--data-parallel-sharding-strategy", Arity::one},
     FlagSpec{"--fsdp-double-buffer", Arity::none},
+    FlagSpec{"--num-distributed-optimizer-instances", Arity::one},
+    FlagSpec{"--outer-dp-sharding-strategy", Arity::one},
     FlagSpec{"--megatron-fsdp-main-grads-dtype", Arity::one},
     FlagSpec{"--megatron-fsdp-grad-comm-dtype", Arity::one},
     // Accepted, their effect not priced: listed among the assumed settings (kUnpriced).

@@ -120,11 +120,15 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
       built[b] = workload::build_templates(ti, b);
   const workload::ModelTemplates& t = built[workload::kRecipeBuild];
   // Optimizer states per parameter beside the FP32 master, sharded over DP x CP and
-  // expert-DP (workload::optimizer_state_bytes; docs/research/corpus-recipes.md 'Muon').
+  // expert-DP, or across optimizer instances over their inner groups
+  // (workload::optimizer_state_shards, optimizer_state_bytes; docs/research/corpus-recipes.md
+  // 'Muon'). Megatron-FSDP shards its weights and main gradients over the inner groups, the
+  // whole DP groups with one instance (docs/research/megatron-fsdp-hsdp.md 4: under HSDP's
+  // optim outer sharding each rank keeps its inner shard of both, the outer slice a view).
   const double states = workload::optimizer_state_bytes(fw);
-  const bool sharded = workload::optimizer_states_sharded(fw) || p.fsdp;
-  const double dp_shard = sharded ? static_cast<double>(p.dp * p.cp) : 1;  // DP x CP
-  const double edp_shard = sharded ? static_cast<double>(p.expert_dp) : 1;
+  const workload::Shards state_shards = workload::optimizer_state_shards(p, fw);
+  const double dp_shard = state_shards.dense, edp_shard = state_shards.expert;
+  const workload::Shards fsdp_shards = p.inner_shards();
   const double grad = workload::main_grad_bytes(fw);
 
   using workload::Module;
@@ -233,11 +237,12 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
       }
     }
     // BF16 weights and main gradients (FP32, or BF16 with --main-grads-dtype bf16); Megatron-FSDP
-    // shards both like the optimizer states and holds two units' gathered BF16 parameters (the one
+    // shards both over its inner groups and holds two units' gathered BF16 parameters (the one
     // computing and the prefetched one) and one unit's FP32 gradients before their reduce-scatter.
-    double weights_grads = p.fsdp ? (dense / dp_shard + expert / edp_shard) * (2 + grad) +
-                                        largest_unit * (2 * 2 + grad)
-                                  : (dense + expert) * (2 + grad);
+    double weights_grads =
+        p.fsdp ? (dense / fsdp_shards.dense + expert / fsdp_shards.expert) * (2 + grad) +
+                     largest_unit * (2 * 2 + grad)
+               : (dense + expert) * (2 + grad);
     // Optimizer offload (Megatron --optimizer-cpu-offload): the FP32 main weights and
     // moments live in host memory.
     const bool opt_off = std::find(fw.offload.begin(), fw.offload.end(),

@@ -137,6 +137,8 @@ Json describe_json(const config::Scenario& sc) {
       {"expert_dp", p.expert_dp},
       {"sequence_parallel", p.sequence_parallel},
       {"fsdp", p.fsdp},
+      {"optimizer_instances", p.optimizer_instances},
+      {"outer_dp_sharding", workload::outer_sharding_names().name(p.outer_dp_sharding)},
       {"num_microbatches", p.num_microbatches},
       {"pipeline_schedule", schedules::schedule_names().name(sc.pipeline_schedule)},
       {"pp_layout", sc.pp_layout_text.empty() ? Json(nullptr) : Json(sc.pp_layout_text)}};
@@ -332,6 +334,13 @@ std::string describe_text(const config::Scenario& sc) {
                    on_off(p.sequence_parallel), on_off(p.fsdp)));
   line("", fmt::format("DP {}, expert-DP {}; {} microbatches per step; {}", p.dp, p.expert_dp,
                        p.num_microbatches, schedules::schedule_names().name(sc.pipeline_schedule)));
+  if (p.hybrid())
+    line("", fmt::format(
+                 "{} optimizer instances: inner DP {}, expert-DP {}{}", p.optimizer_instances,
+                 p.dp * p.cp / p.optimizer_instances, p.expert_dp / p.optimizer_instances,
+                 p.fsdp ? fmt::format("; HSDP, outer {}",
+                                      workload::outer_sharding_names().name(p.outer_dp_sharding))
+                        : std::string("; gradients all-reduced across them per bucket")));
   if (p.eplb)
     line("",
          fmt::format("EPLB: {} redundant experts, {} policy: {} physical experts per EP rank",

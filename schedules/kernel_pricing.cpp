@@ -55,6 +55,13 @@ KernelPricing::KernelPricing(const StepInput& in, const hw_models::CommModel& co
   dp_group_ = group(p.dp * p.cp, p.tp, dom);
   cp_group_ = group(p.cp, p.tp, dom);
   edp_group_ = group(p.expert_dp, p.ep * p.etp, dom);
+  // Optimizer instances cut each into N contiguous inner groups; the outer group takes one
+  // rank of each, (gpus / pp) / N apart (Megatron-Core parallel_state.py 963-1010,
+  // 1474-1496 at cd4afffa).
+  const std::int64_t n = p.optimizer_instances;
+  dp_inner_ = group(p.dp * p.cp / n, p.tp, dom);
+  edp_inner_ = group(p.expert_dp / n, p.ep * p.etp, dom);
+  outer_group_ = group(n, in.gpus / p.pp / n, dom);
   pp_pair_ = group(2, in.gpus / p.pp, dom);
   if (p.eplb && p.eplb->redundant_experts > 0 && in.model.is_moe()) {
     const double R = static_cast<double>(p.eplb->redundant_experts);
@@ -382,13 +389,41 @@ void KernelPricing::price_templates() {
 double KernelPricing::grad_bytes() const {
   return in_.framework.grad_reduce_dtype == workload::GradDtype::fp32 ? 4 : 2;
 }
+// Over the inner groups (the whole DP groups with one optimizer instance). The distributed
+// optimizer across instances then all-reduces the bucket's reduced shard over the outer
+// group in the same coalesced call on the same stream (param_and_grad_buffer.py 731-757 at
+// cd4afffa): one kernel, the two in series.
 double KernelPricing::dp_seconds(const StageParams& sp) const {
   const double g = grad_bytes();
-  const double rs = comm_.reduce_scatter(sp.dense * g, dp_group_) +
-                    comm_.reduce_scatter(sp.expert * g, edp_group_);
-  if (reduce_scatters()) return rs;
+  const double rs = comm_.reduce_scatter(sp.dense * g, dp_inner_) +
+                    comm_.reduce_scatter(sp.expert * g, edp_inner_);
+  if (reduce_scatters())
+    return rs + (in_.parallelism.hybrid() && !hsdp() ? outer_grads_seconds(sp) : 0.0);
   return rs + comm_.all_gather(sp.dense * g, dp_group_) +
          comm_.all_gather(sp.expert * g, edp_group_);
+}
+StageParams KernelPricing::inner_shard(const StageParams& sp) const {
+  const workload::Shards s = in_.parallelism.inner_shards();
+  StageParams r = sp;
+  r.dense = sp.dense / s.dense;
+  r.expert = sp.expert / s.expert;
+  return r;
+}
+double KernelPricing::outer_grads_seconds(const StageParams& sp) const {
+  const StageParams shard = inner_shard(sp);
+  const double b = (shard.dense + shard.expert) * grad_bytes();
+  return comm_.reduce_scatter(b, outer_group_) + comm_.all_gather(b, outer_group_);
+}
+// HSDP's outer collectives carry the inner shard P / I: gradients in the reduce dtype (the
+// shard's all-reduce under no_shard, its reduce-scatter under optim), parameters gathered
+// from P / (I N) back to P / I in the gather dtype (FB:4175-4209, 4533-4554 at cd4afffa).
+double KernelPricing::outer_seconds(const StageParams& sp, bool gather) const {
+  const StageParams shard = inner_shard(sp);
+  const double elems = shard.dense + shard.expert;
+  if (gather) return comm_.all_gather(elems * param_gather_bytes(), outer_group_);
+  if (in_.parallelism.outer_dp_sharding == workload::OuterSharding::optim)
+    return comm_.reduce_scatter(elems * grad_bytes(), outer_group_);
+  return outer_grads_seconds(sp);
 }
 // Bytes a gathered parameter: BF16, or quantized with fp8_param_gather (FP8; NVFP4's half
 // byte and E4M3 scale per 16 under precision nvfp4, Megatron's --fp4-param-gather). MXFP8
@@ -397,10 +432,14 @@ double KernelPricing::dp_seconds(const StageParams& sp) const {
 // MXFP8 weights after the gather (Megatron-Core param_and_grad_buffer.py, the shared buffer
 // "for param AG and grad RS" of MXFP8 models, since d559555a54 of 2025-06-14; _post_param_sync
 // at 99a10812; docs/research/mlperf-dsv3-fixed-part.md 2 #1). That quantize pass is
-// requant_seconds.
+// requant_seconds. Megatron-FSDP gathers the MXFP8 data itself, the row-wise copy before
+// the forward and the column-wise one before the backward (megatron_fsdp
+// param_and_grad_buffer.py 4664-4679 at cd4afffa; docs/research/megatron-fsdp-hsdp.md 2): a
+// byte a parameter (the E8M0 scales, 1/32 of it, not counted).
 double KernelPricing::param_gather_bytes() const {
   if (!in_.framework.fp8_param_gather) return 2;
-  if (in_.training.precision == workload::Precision::mxfp8 && in_.framework.distributed_optimizer)
+  if (in_.training.precision == workload::Precision::mxfp8 && in_.framework.distributed_optimizer &&
+      !in_.parallelism.fsdp)
     return 2;
   return in_.training.precision == workload::Precision::nvfp4 ? workload::kNvfp4Bytes : 1;
 }
@@ -428,7 +467,7 @@ double KernelPricing::requant_seconds(const StageParams& sp) const {
 }
 double KernelPricing::gather_seconds(const StageParams& sp) const {
   const double b = param_gather_bytes();
-  return comm_.all_gather(sp.dense * b, dp_group_) + comm_.all_gather(sp.expert * b, edp_group_);
+  return comm_.all_gather(sp.dense * b, dp_inner_) + comm_.all_gather(sp.expert * b, edp_inner_);
 }
 // The optimizer step over this rank's share, memory-bound on HBM: Adam reads the main
 // gradient (4 or 2 bytes), reads and writes the FP32 master (8) and both moments (4 x
@@ -441,18 +480,16 @@ namespace {
 // The parameters whose optimizer state this rank holds.
 double shard_params(const StageParams& sp, const workload::Parallelism& p,
                     const workload::Framework& fw) {
-  const bool sharded = workload::optimizer_states_sharded(fw);
-  return sp.dense / (sharded ? static_cast<double>(p.dp * p.cp) : 1.0) +
-         sp.expert / (sharded ? static_cast<double>(p.expert_dp) : 1.0);
+  const workload::Shards s = workload::optimizer_state_shards(p, fw);
+  return sp.dense / s.dense + sp.expert / s.expert;
 }
 }  // namespace
 
 double KernelPricing::optimizer_seconds(const StageParams& sp, const StageParams& ns_flops) const {
   const auto& p = in_.parallelism;
   const auto& fw = in_.framework;
-  const bool sharded = workload::optimizer_states_sharded(fw);
-  const double dp = sharded ? static_cast<double>(p.dp * p.cp) : 1.0;
-  const double edp = sharded ? static_cast<double>(p.expert_dp) : 1.0;
+  const workload::Shards states = workload::optimizer_state_shards(p, fw);
+  const double dp = states.dense, edp = states.expert;
   const double shard = shard_params(sp, p, fw);
   hw_models::ComputeWork w;
   // Read the gradient, read and write the master and the states, write the BF16 weight.
@@ -561,9 +598,20 @@ PortLoads KernelPricing::port_loads(const PortBytes& b, double seconds, bool out
 
 PortLoads KernelPricing::dp_loads(const StageParams& sp, bool gather) const {
   const double b = gather ? param_gather_bytes() : grad_bytes() * (reduce_scatters() ? 1 : 2);
-  PortBytes bytes = ring_bytes(sp.dense * b, dp_group_);
-  bytes += ring_bytes(sp.expert * b, edp_group_);
+  PortBytes bytes = ring_bytes(sp.dense * b, dp_inner_);
+  bytes += ring_bytes(sp.expert * b, edp_inner_);
+  if (!gather && reduce_scatters() && in_.parallelism.hybrid() && !hsdp()) {
+    const StageParams shard = inner_shard(sp);
+    bytes += ring_bytes((shard.dense + shard.expert) * grad_bytes() * 2, outer_group_);
+  }
   return port_loads(bytes, gather ? gather_seconds(sp) : dp_seconds(sp));
+}
+PortLoads KernelPricing::outer_loads(const StageParams& sp, bool gather) const {
+  const StageParams shard = inner_shard(sp);
+  const bool ar = !gather && in_.parallelism.outer_dp_sharding == workload::OuterSharding::no_shard;
+  const double b = gather ? param_gather_bytes() : grad_bytes() * (ar ? 2 : 1);
+  return port_loads(ring_bytes((shard.dense + shard.expert) * b, outer_group_),
+                    outer_seconds(sp, gather));
 }
 
 }  // namespace moesim::schedules::detail

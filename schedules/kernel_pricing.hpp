@@ -257,6 +257,17 @@ class KernelPricing {
   }
   double dp_seconds(const StageParams& sp) const;
   double gather_seconds(const StageParams& sp) const;
+  // Megatron-FSDP's hybrid sharding (parallelism.optimizer_instances > 1 under fsdp): after
+  // each unit's inner reduce-scatter in the last micro-batch, its shard reduced across the
+  // instances (all-reduce under outer no_shard, reduce-scatter under optim); under optim the
+  // unit's outer all-gather before its inner one at micro-batch 0
+  // (docs/research/megatron-fsdp-hsdp.md 2-3).
+  bool hsdp() const { return in_.parallelism.fsdp && in_.parallelism.hybrid(); }
+  bool outer_gathers() const {
+    return hsdp() && in_.parallelism.outer_dp_sharding == workload::OuterSharding::optim;
+  }
+  double outer_seconds(const StageParams& sp, bool gather) const;
+  PortLoads outer_loads(const StageParams& sp, bool gather) const;
   // MXFP8 weights under the distributed optimizer: after each bucket's BF16 gather, every
   // weight re-quantized from it and the bucket's buffer zeroed, on the compute stream
   // (kernel_pricing.cpp, param_gather_bytes).
@@ -319,6 +330,12 @@ class KernelPricing {
   double te_factor_;          // Transformer Engine module host time x this (slimmer host code)
   Time op_, launch_, graph_;  // host costs; zero with fixed chunks
   hw_models::CommGroup ep_group_, tp_group_, dp_group_, edp_group_;
+  // Across optimizer instances (parallelism.optimizer_instances): the inner groups a unit or
+  // bucket is reduced and gathered over (the whole DP and expert-DP groups with one
+  // instance) and the outer group of one rank per instance, dense and expert alike.
+  hw_models::CommGroup dp_inner_, edp_inner_, outer_group_;
+  double outer_grads_seconds(const StageParams& sp) const;  // the DO's per-bucket all-reduce
+  StageParams inner_shard(const StageParams& sp) const;     // sp / the inner groups' sizes
   // DeepEP / HybridEP across NVLink domains: their kernels as flows over the EP group's
   // topology (hw_models/ep_flows.hpp) where the preset has the library's link fractions.
   std::optional<hw_models::Topology> ep_topo_;

@@ -19,7 +19,7 @@ namespace moesim::schedules::detail {
 const char* const kTrackNames[kTracks] = {
     "compute",      "pp.fwd.send",  "pp.fwd.recv",  "pp.bwd.send",  "pp.bwd.recv",
     "dp",           "dp.gather",    "pp2.fwd.send", "pp2.fwd.recv", "pp2.bwd.send",
-    "pp2.bwd.recv", "compute.pair", "offload"};
+    "pp2.bwd.recv", "compute.pair", "offload",      "dp.outer"};
 
 namespace {
 
@@ -61,6 +61,15 @@ RankProgram::RankProgram(StepState& sim, sim_core::Gpu& gpu, std::int64_t global
   dp_group_ = stage + tp_i;  // DP x CP
   ep_group_ = stage + lane_ % p.etp + p.etp * (lane_ / (p.etp * p.ep));
   if (sim.full()) tp_members_ = p.tp, dp_members_ = p.dp * p.cp, ep_members_ = p.ep;
+  if (p.hybrid()) {
+    // Across optimizer instances the DP collectives run over inner groups, dp cp / N
+    // contiguous members of the DP x CP list, and HSDP's over the outer group, one rank of
+    // each (kernel_pricing.cpp); outer ids start past every inner id.
+    const std::int64_t inner = p.dp * p.cp / p.optimizer_instances;
+    dp_group_ = stage + tp_i + p.tp * (lane_ / p.tp / inner);
+    outer_group_ = sim.in().gpus + stage + lane_ % (sim.stage_size() / p.optimizer_instances);
+    if (sim.full()) dp_members_ = inner, outer_members_ = p.optimizer_instances;
+  }
   graph_label_ = sim.label("host.graph_launch");
   sync_label_ = sim.label("host.sync_wait");
   pair_sync_label_ = sim.label("host.pair_sync");

@@ -51,6 +51,7 @@ enum Track : int {
   kPp2BwdRecv,
   kPairStream,
   kOffloadStream,  // layer offloading's copies (framework.offload_layers)
+  kDpOuterStream,  // HSDP's gradient reductions across optimizer instances
   kTracks
 };
 extern const char* const kTrackNames[kTracks];

@@ -174,6 +174,10 @@ class RankProgram final : public sim_core::HostProgram {
   void post_send(const WorkItem& it, const Place& pl, EventId done);
 
   // rank_program_dp.cpp: traffic outside the layers' kernels.
+  EventId outer_collective(int stream, const char* name, const StageParams& sp, bool gather,
+                           EventId after);
+  EventId dp_kernel(int stream, const char* name, double seconds, const PortLoads& loads,
+                    EventId after, sim_core::RendezvousId meet);
   EventId dp_collective(int stream, const char* name, const StageParams& sp, bool gather,
                         EventId after);
   void step_start();
@@ -214,6 +218,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::int64_t tp_group_ = 0, dp_group_ = 0, ep_group_ = 0;
   std::int64_t tp_members_ = 1, dp_members_ = 1, ep_members_ = 1;
   std::int64_t ep_seq_ = 0, tp_seq_ = 0, dp_seq_ = 0;
+  std::int64_t outer_group_ = 0, outer_members_ = 1, outer_seq_ = 0;  // HSDP's outer group
   std::vector<WorkItem> items_;
   bool tracing_ = false;
   std::uint32_t context_id_ = 0;  // the last trace context and its key

@@ -11,16 +11,31 @@
 
 namespace moesim::schedules::detail {
 
-// A data-parallel collective on `stream` over the dense DP and expert-DP groups:
-// parameters `sp` all-gathered (`gather`) or their gradients reduced, after `after`.
+// A data-parallel collective on `stream` over the dense DP and expert-DP groups (their
+// inner groups across optimizer instances): parameters `sp` all-gathered (`gather`) or their
+// gradients reduced, after `after`.
 EventId RankProgram::dp_collective(int stream, const char* name, const StageParams& sp, bool gather,
                                    EventId after) {
-  Kernel k = kernel(sim_.label(name), kDpComm,
-                    gather ? price_.gather_seconds(sp) : price_.dp_seconds(sp), -1);
-  k.port_load = price_.dp_loads(sp, gather);
+  return dp_kernel(stream, name, gather ? price_.gather_seconds(sp) : price_.dp_seconds(sp),
+                   price_.dp_loads(sp, gather), after,
+                   sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_));
+}
+
+// HSDP's collective across optimizer instances over the outer group (KernelPricing::
+// outer_seconds), on `stream` after `after`.
+EventId RankProgram::outer_collective(int stream, const char* name, const StageParams& sp,
+                                      bool gather, EventId after) {
+  return dp_kernel(stream, name, price_.outer_seconds(sp, gather), price_.outer_loads(sp, gather),
+                   after, sim_.collective(kDpComm, outer_group_, outer_seq_++, outer_members_));
+}
+
+EventId RankProgram::dp_kernel(int stream, const char* name, double seconds, const PortLoads& loads,
+                               EventId after, sim_core::RendezvousId meet) {
+  Kernel k = kernel(sim_.label(name), kDpComm, seconds, -1);
+  k.port_load = loads;
   k.waits[0] = after;
   k.record = sim_.event(kDpComm);
-  k.rendezvous = sim_.collective(kDpComm, dp_group_, dp_seq_++, dp_members_);
+  k.rendezvous = meet;
   launch(stream, k, op_cost());
   return k.record;
 }
@@ -165,7 +180,11 @@ const char* RankProgram::reduce_name() const {
 
 // Before stage item k's kernels: the parameters it needs. FSDP gathers the unit (and
 // prefetches the next one in the pass's order) in every pass but the weight-gradient
-// one; the distributed optimizer's first forward waits for the item's bucket.
+// one; the distributed optimizer's first forward waits for the item's bucket. HSDP with
+// an optim outer sharding first gathers the unit's inner shard across the instances in
+// micro-batch 0, forward and backward alike: Megatron-FSDP counts the micro-batch only
+// after the root backward (megatron_fsdp.py 480-490, 884 at cd4afffa), and the inner
+// gather's stream waits for it (param_and_grad_buffer.py 4533-4555).
 void RankProgram::before_layer(Lane& l, int k) {
   if (!price_.dp_traffic()) return;
   const WorkItem& it = items_[static_cast<std::size_t>(l.item)];
@@ -184,9 +203,13 @@ void RankProgram::before_layer(Lane& l, int k) {
   for (int u : {k, next}) {
     if (u < 0 || u >= static_cast<int>(plan.item.size())) continue;
     EventId& e = l.unit_gather[static_cast<std::size_t>(u)];
-    if (e == kNoEvent)
-      e = dp_collective(kDpGatherStream, "fsdp.param_all_gather",
-                        plan.item[static_cast<std::size_t>(u)], true, kNoEvent);
+    if (e != kNoEvent) continue;
+    const StageParams& unit = plan.item[static_cast<std::size_t>(u)];
+    const EventId outer =
+        price_.outer_gathers() && it.microbatch == 0
+            ? outer_collective(kDpGatherStream, "hsdp.outer_param_all_gather", unit, true, kNoEvent)
+            : kNoEvent;
+    e = dp_collective(kDpGatherStream, "fsdp.param_all_gather", unit, true, outer);
   }
   l.layer_gate = l.unit_gather[static_cast<std::size_t>(k)];
 }
@@ -241,7 +264,11 @@ void RankProgram::gather_at_first_use(int chunk, int k, EventId compute) {
 }
 
 // After stage item k's weight gradients: FSDP reduce-scatters the unit's every time;
-// DDP reduces the buckets that close at k in the chunk's last backward.
+// DDP reduces the buckets that close at k in the chunk's last backward. HSDP then reduces
+// the unit's shard across the optimizer instances after the last micro-batch's inner
+// reduce-scatter, on a stream of its own that waits for it (megatron_fsdp.py 765-772,
+// param_and_grad_buffer.py 4127-4209 at cd4afffa), so the next units' inner reductions
+// run beside it.
 void RankProgram::after_layer(Lane& l, int k) {
   if (!price_.dp_traffic()) return;
   const WorkItem& it = items_[static_cast<std::size_t>(l.item)];
@@ -251,6 +278,11 @@ void RankProgram::after_layer(Lane& l, int k) {
   const EventId done = l.first ? l.gate : lane_done(l);
   if (sim_.in().parallelism.fsdp) {
     last_dp_ = dp_collective(kDpStream, reduce_name(), plan.item[u], false, done);
+    if (price_.hsdp() && last_bwd_[static_cast<std::size_t>(it.chunk)] == l.item)
+      last_dp_ = outer_collective(
+          kDpOuterStream,
+          price_.outer_gathers() ? "hsdp.outer_grad_reduce_scatter" : "hsdp.outer_grad_all_reduce",
+          plan.item[u], false, last_dp_);
   } else if (sim_.in().framework.overlap_grad_reduce &&
              last_bwd_[static_cast<std::size_t>(it.chunk)] == l.item && plan.bucket[u].any()) {
     last_dp_ = dp_collective(kDpStream, reduce_name(), plan.bucket[u], false, done);

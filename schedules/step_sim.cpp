@@ -37,8 +37,8 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
   std::vector<std::unique_ptr<sim_core::HostProgram>> programs;
   std::vector<std::unique_ptr<sim_core::HostThread>> hosts;
   // The descending-stage streams and the pair stream only where the schedule has them, the
-  // offload stream where layers are offloaded.
-  const int tracks = sim.pair_stream() || in.framework.offload_layers > 0
+  // offload stream where layers are offloaded, the outer DP stream under HSDP.
+  const int tracks = sim.pair_stream() || in.framework.offload_layers > 0 || sim.pricing().hsdp()
                          ? static_cast<int>(kTracks)
                          : static_cast<int>(kDpGatherStream) + 1;
   StepObserver obs(sim, pp, opt.trace, sim.pair_stream());

@@ -202,6 +202,28 @@ bool optimizer_states_sharded(const Framework& fw) {
   return fw.distributed_optimizer || fw.optimizer == OptimizerKind::muon;
 }
 
+Shards optimizer_state_shards(const Parallelism& p, const Framework& fw) {
+  if (!p.fsdp && !optimizer_states_sharded(fw)) return {};
+  // HSDP's optim outer sharding splits the main weights and states over inner x outer, the
+  // whole DP group (param_and_grad_buffer.py 2587-2600 at cd4afffa); no_shard, and the
+  // distributed optimizer across instances, over the inner group alone (FB:2589-2593;
+  // optimizer/__init__.py 1171).
+  if (p.hybrid() && !(p.fsdp && p.outer_dp_sharding == OuterSharding::optim))
+    return p.inner_shards();
+  return {static_cast<double>(p.dp * p.cp), static_cast<double>(p.expert_dp)};
+}
+
+const sim_core::NameTable<OuterSharding>& outer_sharding_names() {
+  static constexpr std::array<sim_core::NameEntry<OuterSharding>, 2> kEntries{{
+      {OuterSharding::no_shard, "no_shard",
+       "each optimizer instance holds its shards whole; gradients all-reduced across instances"},
+      {OuterSharding::optim, "optim",
+       "main weights and optimizer states split across instances too"},
+  }};
+  static constexpr sim_core::NameTable<OuterSharding> kTable{kEntries};
+  return kTable;
+}
+
 std::span<const StackSwitchInfo> stack_switches() {
   static constexpr std::array<StackSwitchInfo, 12> kSwitches{{
       {"mxfp8_alloc_fusion", &StackSwitches::mxfp8_alloc_fusion,

@@ -136,11 +136,41 @@ struct Eplb {
 enum class CpComm : std::uint8_t { p2p, a2a };
 const sim_core::NameTable<CpComm>& cp_comm_names();
 
+// Megatron-FSDP's hybrid sharding across optimizer instances (--outer-dp-sharding-strategy):
+// no_shard replicates each instance's shards and all-reduces their gradients over the
+// outer group once a step; optim also splits the main weights and optimizer states over
+// it (reduce-scatter after the last micro-batch's backward, all-gather at the first's
+// forward). docs/research/megatron-fsdp-hsdp.md.
+enum class OuterSharding : std::uint8_t { no_shard, optim };
+const sim_core::NameTable<OuterSharding>& outer_sharding_names();
+
+// Over how many ranks a rank's share of some state is split: dense and expert parameters.
+struct Shards {
+  double dense = 1, expert = 1;
+};
+
 struct Parallelism {
   std::int64_t tp = 1, pp = 1, vpp = 1, ep = 1, etp = 1, cp = 1;
   CpComm cp_comm = CpComm::p2p;
   bool sequence_parallel = false;  // effective: requested and tp > 1
   bool fsdp = false;
+  // Megatron --num-distributed-optimizer-instances N (parallelism.optimizer_instances): the
+  // DP x CP and expert-DP groups cut into N contiguous inner groups of dp cp / N and
+  // expert_dp / N ranks, and an outer group of N ranks, one from each, at stride
+  // (gpus / pp) / N, shared by dense and expert parameters (Megatron-Core parallel_state.py
+  // 923-1010, 1447-1496, 2457-2467 at cd4afffa). Under FSDP: hybrid sharding (HSDP), each
+  // unit gathered and reduced over the inner group, the outer one per outer_dp_sharding;
+  // under the distributed optimizer: each bucket reduce-scattered over the inner group,
+  // then its shard all-reduced over the outer one, the optimizer states sharded over the
+  // inner group (param_and_grad_buffer.py 670-760).
+  std::int64_t optimizer_instances = 1;
+  OuterSharding outer_dp_sharding = OuterSharding::no_shard;
+  bool hybrid() const { return optimizer_instances > 1; }
+  // The inner groups: the ranks a unit's or bucket's parameters and gradients are split over.
+  Shards inner_shards() const {
+    const auto n = static_cast<double>(optimizer_instances);
+    return {static_cast<double>(dp * cp) / n, static_cast<double>(expert_dp) / n};
+  }
   // Derived by config: dense-layer DP = gpus / (tp pp cp); expert layers fold EP x ETP
   // out of the same tp x cp x dp ranks, leaving expert-DP = gpus / (pp ep etp).
   std::int64_t dp = 1;
@@ -323,6 +353,11 @@ struct Framework {
 double main_grad_bytes(const Framework& fw);
 double optimizer_state_bytes(const Framework& fw);
 bool optimizer_states_sharded(const Framework& fw);
+// Over how many ranks a rank's optimizer states (FP32 main weights, moments) are split:
+// none unsharded; the whole DP x CP and expert-DP groups (the distributed optimizer, Muon,
+// FSDP, HSDP with an optim outer sharding); the inner groups (the distributed optimizer or
+// HSDP across optimizer instances with no_shard outside).
+Shards optimizer_state_shards(const Parallelism& p, const Framework& fw);
 
 // Software-stack features that are not Megatron flags (fusions, host-side changes). The
 // defaults are the newest stack: everything on; the journey scenarios turn them off.

@@ -201,6 +201,15 @@ std::map<std::string, Case> cases() {
       R"({"parallelism": {"pipeline_schedule": "zb-h1"}})");
   add("parallelism.fsdp", g, R"({"parallelism": {"fsdp": false}})",
       R"({"parallelism": {"fsdp": true}})");
+  // The distributed optimizer across two instances (PP2 here): each bucket's shard
+  // all-reduced over the outer group, the states sharded over the inner group of 8.
+  add("parallelism.optimizer_instances", g, R"({"parallelism": {"optimizer_instances": 1}})",
+      R"({"parallelism": {"optimizer_instances": 2}})");
+  // HSDP (pp 1): the outer strategy.
+  add("parallelism.outer_dp_sharding",
+      patched(g, R"({"parallelism": {"pp": 1, "fsdp": true, "optimizer_instances": 2}})"),
+      R"({"parallelism": {"outer_dp_sharding": "no_shard"}})",
+      R"({"parallelism": {"outer_dp_sharding": "optim"}})");
   // framework
   add("framework.dispatcher", g, R"({"framework": {"dispatcher": "hybridep"}})",
       R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})");
@@ -429,6 +438,9 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
       patched(g, R"({"parallelism": {"pp": 4}, "framework": {"recompute_modules": []}})");
   const std::vector<std::tuple<std::string, Json, std::string, std::string>> inert{
       {"framework.te_op_fuser", g, "{}", R"({"framework": {"te_op_fuser": true}})"},
+      {"parallelism.outer_dp_sharding",
+       patched(g, R"({"parallelism": {"optimizer_instances": 2}})"), "{}",
+       R"({"parallelism": {"outer_dp_sharding": "optim"}})"},
       {"framework.rope_fusion", oss, "{}", R"({"framework": {"rope_fusion": false}})"},
       {"framework.dispatcher_sms", gb200_alltoall(), "{}",
        R"({"framework": {"dispatcher_sms": 20}})"},

@@ -141,6 +141,10 @@ const std::vector<Oracle> kOracles{
      "-m deepseek -mr deepseek_v4_flash -g gb300 -c fp8_mx -ng 128"},
     {"nemotron3/bridge-nemotron35-lightning-gb200-mxfp8-2608.json", "26.08",
      "-m nemotronh -mr nemotron_3_5_lightning -g gb200 -c fp8_mx -ng 8"},
+    {"nemotron3/bridge-nemotron3-ultra-gb200-mxfp8-2608.json", "26.08",
+     "-m nemotronh -mr nemotron_3_ultra -g gb200 -c fp8_mx -ng 256"},
+    {"nemotron3/bridge-nemotron3-ultra-gb300-mxfp8-2608.json", "26.08",
+     "-m nemotronh -mr nemotron_3_ultra -g gb300 -c fp8_mx -ng 256"},
 };
 
 }  // namespace
@@ -284,9 +288,19 @@ TEST_CASE(
   CHECK(scaled.scenario.at("stack").at("release") == "26.08");
   // -gb stands: no weak scaling.
   CHECK(bridge(q + "16 -gb 256", "26.08").scenario.at("training").at("global_batch_size") == 256);
-  // A GTP or HSDP recipe is refused with the reason.
-  CHECK(err("-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 128 -cv hsdp", "26.08")
-            .find("HSDP is not modeled") != std::string::npos);
+  // The HSDP recipe (deepseek/gb300/deepseek_v3.py:310-321, common.py:88-121): four
+  // optimizer instances, the optimizer states split across them.
+  const auto hsdp =
+      bridge("-m deepseek -mr deepseek_v3 -g gb300 -c fp8_mx -ng 128 -cv hsdp", "26.08");
+  CHECK(hsdp.scenario.at("parallelism").at("fsdp") == true);
+  CHECK(hsdp.scenario.at("parallelism").at("optimizer_instances") == 4);
+  CHECK(hsdp.scenario.at("parallelism").at("outer_dp_sharding") == "optim");
+  // Llama 3.1 405B's GB200 function sets two instances under Megatron-FSDP up to v0.5.1
+  // (llama31_llm_pretrain.py:119 at v0.5.0), the outer strategy Megatron-Core's default.
+  const auto llama = bridge("-m llama -mr llama31_405b -g gb200 -c fp8_cs -ng 128 -cv v1", "26.06");
+  CHECK(llama.scenario.at("parallelism").at("fsdp") == true);
+  CHECK(llama.scenario.at("parallelism").at("optimizer_instances") == 2);
+  CHECK_FALSE(llama.scenario.at("parallelism").contains("outer_dp_sharding"));
   // Megatron-FSDP keeps the precision-aware optimizer at v0.6.0, and the fine-grained
   // activation offloading of the 64-GPU GB300 FSDP recipe is framework.offload.
   const auto fsdp = bridge("-m deepseek -mr deepseek_v3 -g gb300 -c bf16 -ng 64 -cv fsdp", "26.08");
@@ -396,9 +410,9 @@ TEST_CASE("import refuses a Bridge command it cannot model, naming what",
   CHECK(bridge(q + "model.seq_length=8192", "26.04").scenario.at("training").at("seq_length") ==
         8192);
   // A recipe whose family's settings are not tabulated resolves, and is refused by name.
-  const auto ultra = err("-m nemotronh -mr nemotron_3_ultra -g gb300 -c fp8_mx -ng 256", "26.08");
-  CHECK(ultra.find("NEMOTRON_3_ULTRA_PRETRAIN_CONFIG_GB300_FP8_MX") != std::string::npos);
-  CHECK(ultra.find("not tabulated") != std::string::npos);
+  const auto glm = err("-m glm_moe_dsa -mr glm51 -g gb200 -c bf16 -ng 192 --task sft", "26.08");
+  CHECK(glm.find("GLM51_SFT_CONFIG_GB200_BF16") != std::string::npos);
+  CHECK(glm.find("not tabulated") != std::string::npos);
   // The Kimi family's code reads --optimizer_type; only its Muon path is tabulated.
   CHECK(err("-m kimi -mr kimi_k2 -g gb300 -c fp8_mx -ng 256 --optimizer_type adam")
             .find("adam: the Kimi family code switches to distributed Adam") != std::string::npos);

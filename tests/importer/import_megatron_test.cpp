@@ -443,3 +443,33 @@ TEST_CASE("import megatron reads --cp-comm-type", "[config][import]") {
           std::string(kSmallMoe) + " --context-parallel-size 2 --cp-comm-type a2a+p2p", o),
       config::InputError);
 }
+
+TEST_CASE("import megatron reads the distributed-optimizer instances and HSDP's outer strategy",
+          "[config][import]") {
+  importer::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const std::string fsdp = std::string(kSmallMoe) + " --use-megatron-fsdp";
+  const auto h = importer::import_megatron(
+                     fsdp +
+                         " --num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy "
+                         "optim",
+                     o)
+                     .scenario;
+  CHECK(h["parallelism"]["optimizer_instances"] == 2);
+  CHECK(h["parallelism"]["outer_dp_sharding"] == "optim");
+  // The distributed optimizer across instances, without FSDP.
+  const auto d = importer::import_megatron(std::string(kSmallMoe) +
+                                               " --use-distributed-optimizer "
+                                               "--num-distributed-optimizer-instances 2",
+                                           o)
+                     .scenario;
+  CHECK(d["parallelism"]["optimizer_instances"] == 2);
+  CHECK_FALSE(d["parallelism"].contains("outer_dp_sharding"));
+  // The outer strategy is Megatron-FSDP's; a value argparse refuses is refused.
+  CHECK_THROWS_AS(
+      importer::import_megatron(std::string(kSmallMoe) + " --outer-dp-sharding-strategy optim", o),
+      config::InputError);
+  CHECK_THROWS_AS(importer::import_megatron(fsdp + " --outer-dp-sharding-strategy optim_grads", o),
+                  config::InputError);
+}

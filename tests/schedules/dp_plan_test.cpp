@@ -195,3 +195,113 @@ TEST_CASE(
   CHECK(r0[0] - d.rank_memory_gib[0] ==
         Approx((sharded - (dense + expert) * 6) / gib).epsilon(1e-6));
 }
+
+namespace {
+
+// HSDP: the scenario at PP1 (TP2 EP4: DP 8, expert-DP 4) on two optimizer instances (inner
+// DP 4, expert-DP 2); 16 / (1 x 8) = 2 microbatches; units E, t0..t3, L.
+Json hsdp(const char* outer) {
+  auto j = scenario();
+  j["parallelism"] = {{"tp", 2},
+                      {"pp", 1},
+                      {"ep", 4},
+                      {"fsdp", true},
+                      {"optimizer_instances", 2},
+                      {"outer_dp_sharding", outer}};
+  return j;
+}
+double duration(const Span& s) {
+  return s.end - s.start;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "HSDP reduces each unit across the instances after its last inner reduce-scatter, on its "
+    "own stream; outer optim gathers each unit across them in microbatch 0",
+    "[schedules][dp]") {
+  const auto none = predict::predict(load(hsdp("no_shard")), {true, false});
+  const auto k = kernels(none, 0);
+  const auto& rs = k.at("fsdp.grad_reduce_scatter");
+  const auto& ar = k.at("hsdp.outer_grad_all_reduce");
+  // Six units x 2 microbatches of inner reductions; one outer all-reduce per unit, only
+  // after the last microbatch's.
+  REQUIRE(rs.size() == 12);
+  REQUIRE(ar.size() == 6);
+  CHECK(k.count("hsdp.outer_param_all_gather") == 0);
+  CHECK(ar.front().track != rs.front().track);
+  auto late = rs;
+  std::sort(late.begin(), late.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start; });
+  late.erase(late.begin(), late.begin() + 6);  // the last microbatch's six
+  auto outer = ar;
+  std::sort(outer.begin(), outer.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start; });
+  for (std::size_t u = 0; u < 6; ++u) CHECK(outer[u].start >= late[u].end - 1e-12);
+  // The gradient norm waits for the last outer reduction.
+  CHECK(first_start(k.at("optimizer.grad_norm")) >= last_end(ar) - 1e-12);
+
+  const auto optim = predict::predict(load(hsdp("optim")), {true, false});
+  const auto o = kernels(optim, 0);
+  const auto& ors = o.at("hsdp.outer_grad_reduce_scatter");
+  REQUIRE(ors.size() == 6);
+  CHECK(o.count("hsdp.outer_grad_all_reduce") == 0);
+  // A ring all-reduce is its reduce-scatter and its all-gather: twice the bytes' time.
+  CHECK(duration(ar.front()) == Approx(2 * duration(ors.front())).epsilon(0.02));
+  // Microbatch 0 gathers each unit across the instances in its forward and its backward
+  // (Megatron-FSDP counts the microbatch after the root backward), before the inner gather
+  // on the same stream; the inner gathers are those of plain FSDP.
+  const auto& og = o.at("hsdp.outer_param_all_gather");
+  CHECK(og.size() == 12);
+  CHECK(o.at("fsdp.param_all_gather").size() == 24);
+  CHECK(og.front().track == o.at("fsdp.param_all_gather").front().track);
+  CHECK(first_start(o.at("fsdp.param_all_gather")) >= og.front().end - 1e-12);
+
+  // Memory: weights and gradients sharded over the inner groups (4 and 2) in both; the
+  // optimizer states over them under no_shard, over the whole DP groups (8 and 4) under
+  // optim, as plain FSDP does.
+  auto plain_j = hsdp("no_shard");
+  plain_j["parallelism"].erase("optimizer_instances");
+  plain_j["parallelism"].erase("outer_dp_sharding");
+  const auto plain = predict::predict(load(plain_j));
+  CHECK(none.peak_memory_parts.optimizer == Approx(2 * optim.peak_memory_parts.optimizer));
+  CHECK(optim.peak_memory_parts.optimizer == Approx(plain.peak_memory_parts.optimizer));
+  CHECK(optim.peak_memory_parts.weights_grads == Approx(none.peak_memory_parts.weights_grads));
+  CHECK(none.peak_memory_parts.weights_grads > plain.peak_memory_parts.weights_grads);
+}
+
+TEST_CASE(
+    "The distributed optimizer across instances all-reduces each bucket's shard over them and "
+    "shards its states over the inner group",
+    "[schedules][dp]") {
+  auto one = scenario();
+  one["framework"]["distributed_optimizer"] = true;
+  auto two = one;
+  two["parallelism"]["optimizer_instances"] = 2;
+  const auto p1 = predict::predict(load(one), {true, false});
+  const auto p2 = predict::predict(load(two), {true, false});
+  // DP 4 and expert-DP 2 cut in two: the states on half the ranks, twice the bytes.
+  CHECK(p2.peak_memory_parts.optimizer == Approx(2 * p1.peak_memory_parts.optimizer));
+  const auto k1 = kernels(p1, 0), k2 = kernels(p2, 0);
+  REQUIRE(k1.at("dp.grad_reduce_scatter").size() == k2.at("dp.grad_reduce_scatter").size());
+  // All in one node: the reduce-scatter over 4 ranks moves 3/4 of the bucket; over 2, 1/2,
+  // then the all-reduce of the half shard over 2 another 2 x 1/2 x 1/2: the bucket whole.
+  CHECK(duration(k2.at("dp.grad_reduce_scatter").front()) >
+        duration(k1.at("dp.grad_reduce_scatter").front()));
+  CHECK(k2.count("hsdp.outer_grad_all_reduce") == 0);
+}
+
+TEST_CASE("Optimizer instances: Megatron-Core's asserts, and HSDP at PP1 only",
+          "[schedules][dp][config]") {
+  auto j = hsdp("optim");
+  j["parallelism"]["optimizer_instances"] = 3;
+  CHECK_THAT(test::load_error(j).what(), Catch::Contains("do not divide dp x cp = 8 x 1"));
+  j = scenario();
+  j["parallelism"]["fsdp"] = true;
+  j["parallelism"]["optimizer_instances"] = 2;
+  CHECK_THAT(test::load_error(j).what(), Catch::Contains("pp 1 only"));
+  j = scenario();
+  j["parallelism"]["optimizer_instances"] = 2;
+  j["framework"]["distributed_optimizer"] = false;
+  CHECK_THAT(test::load_error(j).what(), Catch::Contains("needs framework.distributed_optimizer"));
+}
