@@ -68,6 +68,20 @@ Json measurement_json(const Measurement& m) {
       a.push_back({{"src", p.src}, {"dst", p.dst}, {"bytes", p.bytes}, {"GBps", p.GBps}});
     j["p2p"] = a;
   }
+  if (!m.ssd_scan.empty()) {
+    Json a = Json::array();
+    for (const auto& p : m.ssd_scan)
+      a.push_back({{"pass", p.pass},
+                   {"batch", p.batch},
+                   {"seqlen", p.seqlen},
+                   {"heads", p.heads},
+                   {"head_dim", p.head_dim},
+                   {"groups", p.groups},
+                   {"state", p.state},
+                   {"chunk", p.chunk},
+                   {"time_us", p.time_us}});
+    j["ssd_scan"] = a;
+  }
   return j;
 }
 

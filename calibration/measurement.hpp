@@ -17,6 +17,8 @@
 //                      "sync_round_trip_us"},
 //     "graph":        [{"nodes", "capture_us", "instantiate_us", "host_launch_us", "replay_us"}],
 //     "p2p":          [{"src", "dst", "bytes", "GBps"}],
+//     "ssd_scan":     [{"pass": "fwd", "batch", "seqlen", "heads", "head_dim", "groups",
+//                       "state", "chunk", "time_us"}],  Mamba-2's SSD call, all its kernels
 //     "points":       [...] }   communication tables, read by their own fitters
 //                               (calibration/link_fit.hpp, calibration/ep_fit.hpp)
 // GEMM dtypes: bf16, fp8 (E4M3 per-tensor or blockwise), mxfp8. TFLOPS count 2 m n k per
@@ -61,6 +63,13 @@ struct P2pPoint {
   int src = 0, dst = 0;
   double bytes = 0, GBps = 0;
 };
+// One timed call of Mamba-2's chunked SSD (its kernels' summed device time), forward; its
+// shape as the kernels see it (heads of head_dim, groups, state, chunk; no gate z).
+struct SsdPoint {
+  std::string pass = "fwd";
+  std::int64_t batch = 0, seqlen = 0, heads = 0, head_dim = 0, groups = 0, state = 0, chunk = 0;
+  double time_us = 0;
+};
 
 struct Measurement {
   std::string file;  // where it was read from (empty when built in memory)
@@ -72,6 +81,7 @@ struct Measurement {
   std::optional<LaunchPoint> launch;
   std::vector<GraphPoint> graph;
   std::vector<P2pPoint> p2p;
+  std::vector<SsdPoint> ssd_scan;
 };
 
 nlohmann::ordered_json measurement_json(const Measurement& m);

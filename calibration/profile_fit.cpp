@@ -12,6 +12,7 @@
 #include "calibration/gemm_k_fit.hpp"
 #include "calibration/least_squares.hpp"
 #include "hw_models/compute.hpp"
+#include "hw_models/ssd_kernels.hpp"
 
 namespace moesim::calibration {
 namespace {
@@ -222,6 +223,66 @@ class Fitter {
     return out;
   }
 
+  // Mamba-2's SSD rate R (TFLOP/s): each timed call is its five forward kernels priced
+  // by the compute model at R (hw_models/compute.hpp scan, hw_models/ssd_kernels.hpp);
+  // R minimises the summed squared log ratios of model to measured time (golden-section
+  // search over log R, 1 to 10,000 TFLOP/s: the ratio is monotone in R).
+  std::vector<ParameterFit> ssd() {
+    std::vector<std::pair<SsdPoint, std::string>> pts;
+    for (const auto& m : ms_)
+      for (const auto& p : m.ssd_scan) pts.emplace_back(p, file_name(m));
+    if (pts.empty()) return {};
+    const auto model_us = [&](double r, const SsdPoint& p) {
+      hw_models::SystemSpec sys = s_;
+      sys.efficiency.ssd_scan_tflops = hw_models::Param{r, ""};
+      const hw_models::ComputeModel cm(sys);
+      const double tokens = static_cast<double>(p.batch * p.seqlen);
+      const hw_models::SsdShape shape{
+          static_cast<double>(p.heads),  static_cast<double>(p.head_dim),
+          static_cast<double>(p.groups), static_cast<double>(p.state),
+          static_cast<double>(p.chunk),  false};
+      double t = 0;
+      for (const auto& k : hw_models::ssd_forward(shape)) {
+        hw_models::ComputeWork w;
+        w.cls = hw_models::KernelClass::scan;
+        w.bytes = tokens * k.bytes;
+        w.flops = tokens * k.flops;
+        t += cm.seconds(w);
+      }
+      return t * 1e6;
+    };
+    const auto cost = [&](double log_r) {
+      double c = 0;
+      for (const auto& [p, f] : pts)
+        c += std::pow(std::log(model_us(std::exp(log_r), p) / p.time_us), 2);
+      return c;
+    };
+    double lo = 0, hi = std::log(1e4);
+    const double g = (std::sqrt(5.0) - 1) / 2;
+    for (int i = 0; i < 100; ++i) {
+      const double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
+      if (cost(a) <= cost(b))  // a tie is the bytes-bound plateau, right of the minimum
+        hi = b;
+      else
+        lo = a;
+    }
+    const double r = round4(std::exp(0.5 * (lo + hi)));
+    std::vector<double> rel;
+    std::vector<std::string> files;
+    for (const auto& [p, f] : pts)
+      rel.push_back(model_us(r, p) / p.time_us - 1), files.push_back(f);
+    ParameterFit fit{"efficiency.ssd_scan_tflops",
+                     r,
+                     sorted_unique(files),
+                     0,
+                     0,
+                     0,
+                     "Mamba-2 SSD forward calls: each kernel the slower of its bytes at the HBM "
+                     "efficiency and its FLOPs at R; R by least squares in log time"};
+    set_residuals(fit, rel);
+    return {fit};
+  }
+
   std::vector<ParameterFit> graphs(std::vector<Observation>& obs) {
     std::vector<ParameterFit> out;
     std::vector<GraphPoint> pts;
@@ -355,13 +416,14 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
   p.device = fmt::format("{}", fmt::join(sorted_unique(devices), "; "));
   p.date = fmt::format("{}", fmt::join(sorted_unique(dates), "; "));
   Fitter f(ms, system);
-  for (auto&& v : {f.gemm(), f.attention(), f.memory(p.observations), f.graphs(p.observations)})
+  for (auto&& v :
+       {f.gemm(), f.attention(), f.memory(p.observations), f.graphs(p.observations), f.ssd()})
     p.parameters.insert(p.parameters.end(), v.begin(), v.end());
   f.launches(p.observations);
   if (p.parameters.empty())
     throw std::invalid_argument(
         "the measurements determine no parameter of the preset (GEMM, attention, "
-        "memory-kernel or CUDA-graph points are needed)");
+        "memory-kernel, CUDA-graph or SSD-scan points are needed)");
   return p;
 }
 

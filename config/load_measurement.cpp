@@ -102,6 +102,24 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
       });
       m.p2p.push_back(pp);
     });
+    each(o, "ssd_scan", [&](const Node& n) {
+      calibration::SsdPoint sp;
+      read_object(n, [&](Object& p) {
+        sp.pass = p.req("pass").as_string();
+        if (sp.pass != "fwd") p.req("pass").fail("expected fwd (forward timings only are fitted)");
+        for (auto [key, to] : {std::pair{"batch", &sp.batch},
+                               {"seqlen", &sp.seqlen},
+                               {"heads", &sp.heads},
+                               {"head_dim", &sp.head_dim},
+                               {"groups", &sp.groups},
+                               {"state", &sp.state},
+                               {"chunk", &sp.chunk}})
+          *to = p.req(key).as_int(1, std::int64_t{1} << 32);
+        if (sp.heads % sp.groups != 0) p.req("groups").fail("groups must divide heads");
+        sp.time_us = p.req("time_us").as_number(1e-3, kBig);
+      });
+      m.ssd_scan.push_back(sp);
+    });
     // Communication tables (NCCL, EP libraries) and their own settings, per-step statistics
     // and weak-scaling pairs: read by their fitters (calibration/link_fit.hpp,
     // calibration/ep_fit.hpp, calibration/jitter_fit.hpp), not here.

@@ -126,6 +126,11 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
     fail("parallelism.tp", fmt::format("the Mamba mixers' {} heads in {} groups are not divisible "
                                        "by tp={}",
                                        m.mamba.heads, m.mamba.groups, p.tp));
+  if (m.count_hybrid(workload::HybridLayer::mamba) > 0 && !sc_.system.efficiency.ssd_scan_tflops)
+    fail("system", fmt::format("system '{}' has no SSD scan rate (efficiency.ssd_scan_tflops, "
+                               "fitted to timings of Mamba-2's Triton kernels) to price model "
+                               "'{}''s Mamba mixers",
+                               sc_.system.name, m.name));
   if (m.hybrid() && p.cp > 1)
     fail("parallelism.cp", "context parallelism in a hybrid Mamba model is not modeled");
   // Gated DeltaNet splits its key and value heads over TP (transformer_config.py 1374-1382

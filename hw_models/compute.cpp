@@ -49,6 +49,13 @@ double ComputeModel::seconds(const ComputeWork& w) const {
       return w.bytes / quantize_Bps_ + t_dev_;
     case KernelClass::gather:
       return w.bytes / gather_Bps_ + t_dev_;
+    case KernelClass::scan: {
+      const auto& r = sys_.efficiency.ssd_scan_tflops;
+      if (!r)
+        throw std::invalid_argument(
+            "ComputeModel: no SSD scan rate (efficiency.ssd_scan_tflops) on " + sys_.gpu.name);
+      return std::max(mem, w.flops / (r->value * 1e12)) + t_dev_;
+    }
     case KernelClass::attention_fwd:
     case KernelClass::attention_bwd: {
       const auto& e = sys_.efficiency;

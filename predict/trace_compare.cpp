@@ -85,6 +85,7 @@ TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm,
                    ? TraceClass::norm
                    : TraceClass::elementwise;
       case hw_models::KernelClass::gather:
+      case hw_models::KernelClass::scan:
         return TraceClass::elementwise;
     }
   }

@@ -12,21 +12,15 @@
 //   [d, h], row-parallel.
 // Per rank, d = heads x head_dim / tp, H = heads / tp, G = groups / tp (Megatron splits
 // heads and groups over TP). Only in_proj and out_proj are TE GEMMs, so only they are
-// quantized; the conv, the scan and the norm run in BF16 with FP32 states and move far
-// more bytes than they compute (about 20 FLOPs a byte), priced as HBM traffic.
+// quantized; the conv, the scan and the norm run in BF16 with FP32 states; the conv and
+// the norm are priced as HBM traffic, the scan as below.
 //
-// The SSD kernels' HBM bytes a token (P head dim, N state, Q chunk; BF16 activations,
-// FP32 dt, dA, CB and chunk states), read from each kernel's loads and stores:
-//   chunk_cumsum   2H + 8H                       (dt in; dt, dA cumulative sums out)
-//   chunk_state    2d + 2GN + 8H + 4HPN/Q        (x, B, dt, dA in; the chunk's states out)
-//   state_passing  4HPN/Q + 2HPN/Q               (states in, passed states out)
-//   bmm_chunk      4GN + 4GQ                     (C, B in; C B^T per chunk out)
-//   chunk_scan     4GQ + 4d + 2GN + 2HPN/Q + 8H + 4d  (CB, x, z, C, states, dt, dA in;
-//                                                  out and out_x out)
-// The backward recomputes chunk_cumsum, bmm_chunk, chunk_state and state_passing, then
-// runs eleven kernels of its own, and the wrapper recomputes and differentiates the conv.
-// The eleven's bytes are an estimate (no public profile at these shapes: the research's
-// 2-3x of the forward): twice the forward's SSD bytes, dealt out evenly.
+// The SSD kernels' bytes and FLOPs a token are hw_models/ssd_kernels.hpp's (the backward
+// recomputes chunk_cumsum, bmm_chunk, chunk_state and state_passing, then runs its eleven
+// gradient kernels; their bytes are an estimate); each runs at the slower of its bytes and
+// its FLOPs at the GPU's fitted SSD rate (hw_models/compute.hpp scan), and the wrapper
+// recomputes and differentiates the conv.
+#include "hw_models/ssd_kernels.hpp"
 #include "workload/layer_graph_detail.hpp"
 
 namespace moesim::workload::detail {
@@ -38,9 +32,6 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double gn = static_cast<double>(x.groups * x.state) / s.tp;
   const double groups = static_cast<double>(x.groups) / s.tp;
   const double width = 2 * d + 2 * gn + heads;  // z, x, B, C, dt
-  const double states = heads * static_cast<double>(x.head_dim * x.state) /
-                        static_cast<double>(x.chunk);  // chunk states a token
-  const double q = static_cast<double>(x.chunk);
   const double T = s.T;
 
   const std::size_t start = b.mark();
@@ -56,19 +47,20 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.memory("mamba.layout_in", Module::mamba, T * width * 2 * 2, 1.0, T * width * 2);
 
   const double conv = T * (d + 2 * gn) * 2 * 2;
-  const double cumsum = T * (2 * heads + 8 * heads);
-  const double chunk_state = T * (2 * d + 2 * gn + 8 * heads + 4 * states);
-  const double state_passing = T * (4 * states + 2 * states);
-  const double bmm_chunk = T * (4 * gn + 4 * groups * q);
-  const double chunk_scan = T * (4 * groups * q + 4 * d + 2 * gn + 2 * states + 8 * heads + 4 * d);
-  const double ssd = cumsum + chunk_state + state_passing + bmm_chunk + chunk_scan;
-  std::vector<double> bwd{conv, cumsum, bmm_chunk, chunk_state, state_passing};
-  for (int i = 0; i < 11; ++i) bwd.push_back(2 * ssd / 11);
-  bwd.push_back(1.5 * conv);  // the conv's backward: x and the output gradient in, dx out
+  const hw_models::SsdShape shape{heads, static_cast<double>(x.head_dim), groups,
+                                  static_cast<double>(x.state), static_cast<double>(x.chunk)};
+  const auto kernels = [&](const std::vector<hw_models::SsdKernel>& ks) {
+    std::vector<LayerBuilder::MemKernel> out;
+    for (const auto& k : ks) out.push_back({k.name, T * k.bytes, 0, T * k.flops});
+    return out;
+  };
+  std::vector<LayerBuilder::MemKernel> fwd{{"conv", conv}}, bwd{{"conv", conv}};
+  for (auto&& k : kernels(hw_models::ssd_forward(shape))) fwd.push_back(std::move(k));
+  for (auto&& k : kernels(hw_models::ssd_backward(shape))) bwd.push_back(std::move(k));
+  // The conv's backward: x and the output gradient in, dx out.
+  bwd.push_back({"conv_bwd", 1.5 * conv});
   // out_x, the gate's input, kept for the backward.
-  b.memory_kernels("mamba.scan", Module::mamba,
-                   {conv, cumsum, chunk_state, state_passing, bmm_chunk, chunk_scan}, bwd,
-                   T * d * 2);
+  b.memory_kernels("mamba.scan", Module::mamba, fwd, bwd, T * d * 2);
   b.memory("mamba.layout_out", Module::mamba, T * d * 2 * 2);  // y back to [s, b, d] (775)
   b.memory("mamba.gated_norm", Module::mamba, T * d * 2 * 2, 1.5, T * d * 2);
   {

@@ -682,6 +682,10 @@ TEST_CASE("Hybrid Mamba models: the pattern, the Mamba split over TP, what is no
   j["model"]["num_attention_heads"] = 64;
   j["model"]["num_key_value_heads"] = 16;
   expect_error(j, "parallelism.tp", "64 heads in 8 groups are not divisible by tp=16");
+  // A system without the SSD scan rate cannot price the Mamba mixers: refused.
+  j = nano();
+  j["system"] = {{"base", "gb200-nvl72"}, {"efficiency", {{"ssd_scan_tflops", nullptr}}}};
+  expect_error(j, "system", "no SSD scan rate (efficiency.ssd_scan_tflops");
   j = nano();
   j["framework"]["cuda_graph_scope"] = {"attn", "mamba"};
   j["model"] = "qwen3-30b-a3b";
