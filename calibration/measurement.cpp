@@ -82,6 +82,18 @@ Json measurement_json(const Measurement& m) {
                    {"time_us", p.time_us}});
     j["ssd_scan"] = a;
   }
+  if (!m.gdn_chunk.empty()) {
+    Json a = Json::array();
+    for (const auto& p : m.gdn_chunk)
+      a.push_back({{"pass", p.pass},
+                   {"seqs", p.seqs},
+                   {"seqlen", p.seqlen},
+                   {"heads", p.heads},
+                   {"key_dim", p.key_dim},
+                   {"value_dim", p.value_dim},
+                   {"time_us", p.time_us}});
+    j["gdn_chunk"] = a;
+  }
   return j;
 }
 

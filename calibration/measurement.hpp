@@ -19,6 +19,9 @@
 //     "p2p":          [{"src", "dst", "bytes", "GBps"}],
 //     "ssd_scan":     [{"pass": "fwd", "batch", "seqlen", "heads", "head_dim", "groups",
 //                       "state", "chunk", "time_us"}],  Mamba-2's SSD call, all its kernels
+//     "gdn_chunk":    [{"pass": "fwd"|"bwd", "seqs", "seqlen", "heads", "key_dim",
+//                       "value_dim", "time_us"}],  FLA's chunk_gated_delta_rule (chunk 64),
+//                       heads the value heads q and k are repeated to
 //     "points":       [...] }   communication tables, read by their own fitters
 //                               (calibration/link_fit.hpp, calibration/ep_fit.hpp)
 // GEMM dtypes: bf16, fp8 (E4M3 per-tensor or blockwise), mxfp8. TFLOPS count 2 m n k per
@@ -70,6 +73,14 @@ struct SsdPoint {
   std::int64_t batch = 0, seqlen = 0, heads = 0, head_dim = 0, groups = 0, state = 0, chunk = 0;
   double time_us = 0;
 };
+// One timed call of flash-linear-attention's chunk_gated_delta_rule forward or backward
+// (its kernels' summed device time): seqs sequences of seqlen tokens, heads of key_dim and
+// value_dim.
+struct GdnPoint {
+  std::string pass = "fwd";
+  std::int64_t seqs = 0, seqlen = 0, heads = 0, key_dim = 0, value_dim = 0;
+  double time_us = 0;
+};
 
 struct Measurement {
   std::string file;  // where it was read from (empty when built in memory)
@@ -82,6 +93,7 @@ struct Measurement {
   std::vector<GraphPoint> graph;
   std::vector<P2pPoint> p2p;
   std::vector<SsdPoint> ssd_scan;
+  std::vector<GdnPoint> gdn_chunk;
 };
 
 nlohmann::ordered_json measurement_json(const Measurement& m);

@@ -11,8 +11,8 @@
 
 #include "calibration/gemm_k_fit.hpp"
 #include "calibration/least_squares.hpp"
+#include "hw_models/chunk_kernels.hpp"
 #include "hw_models/compute.hpp"
-#include "hw_models/ssd_kernels.hpp"
 
 namespace moesim::calibration {
 namespace {
@@ -223,64 +223,40 @@ class Fitter {
     return out;
   }
 
-  // Mamba-2's SSD rate R (TFLOP/s): each timed call is its five forward kernels priced
-  // by the compute model at R (hw_models/compute.hpp scan, hw_models/ssd_kernels.hpp);
-  // R minimises the summed squared log ratios of model to measured time (golden-section
-  // search over log R, 1 to 10,000 TFLOP/s: the ratio is monotone in R).
+  // A chunked-recurrence family's rate R (TFLOP/s): each timed call is its kernels priced by
+  // the compute model at R (hw_models/compute.hpp scan and delta_rule, hw_models/
+  // chunk_kernels.hpp); R minimises the summed squared log ratios of model to measured time
+  // (golden-section search over log R, 1 to 10,000 TFLOP/s: the ratio falls with R to the
+  // bytes-bound plateau).
   std::vector<ParameterFit> ssd() {
-    std::vector<std::pair<SsdPoint, std::string>> pts;
+    std::vector<RatePoint> pts;
     for (const auto& m : ms_)
-      for (const auto& p : m.ssd_scan) pts.emplace_back(p, file_name(m));
-    if (pts.empty()) return {};
-    const auto model_us = [&](double r, const SsdPoint& p) {
-      hw_models::SystemSpec sys = s_;
-      sys.efficiency.ssd_scan_tflops = hw_models::Param{r, ""};
-      const hw_models::ComputeModel cm(sys);
-      const double tokens = static_cast<double>(p.batch * p.seqlen);
-      const hw_models::SsdShape shape{
-          static_cast<double>(p.heads),  static_cast<double>(p.head_dim),
-          static_cast<double>(p.groups), static_cast<double>(p.state),
-          static_cast<double>(p.chunk),  false};
-      double t = 0;
-      for (const auto& k : hw_models::ssd_forward(shape)) {
-        hw_models::ComputeWork w;
-        w.cls = hw_models::KernelClass::scan;
-        w.bytes = tokens * k.bytes;
-        w.flops = tokens * k.flops;
-        t += cm.seconds(w);
+      for (const auto& p : m.ssd_scan) {
+        const hw_models::SsdShape shape{
+            static_cast<double>(p.heads),  static_cast<double>(p.head_dim),
+            static_cast<double>(p.groups), static_cast<double>(p.state),
+            static_cast<double>(p.chunk),  false};
+        pts.push_back({hw_models::ssd_forward(shape), static_cast<double>(p.batch * p.seqlen), 1,
+                       p.time_us, file_name(m)});
       }
-      return t * 1e6;
-    };
-    const auto cost = [&](double log_r) {
-      double c = 0;
-      for (const auto& [p, f] : pts)
-        c += std::pow(std::log(model_us(std::exp(log_r), p) / p.time_us), 2);
-      return c;
-    };
-    double lo = 0, hi = std::log(1e4);
-    const double g = (std::sqrt(5.0) - 1) / 2;
-    for (int i = 0; i < 100; ++i) {
-      const double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
-      if (cost(a) <= cost(b))  // a tie is the bytes-bound plateau, right of the minimum
-        hi = b;
-      else
-        lo = a;
-    }
-    const double r = round4(std::exp(0.5 * (lo + hi)));
-    std::vector<double> rel;
-    std::vector<std::string> files;
-    for (const auto& [p, f] : pts)
-      rel.push_back(model_us(r, p) / p.time_us - 1), files.push_back(f);
-    ParameterFit fit{"efficiency.ssd_scan_tflops",
-                     r,
-                     sorted_unique(files),
-                     0,
-                     0,
-                     0,
-                     "Mamba-2 SSD forward calls: each kernel the slower of its bytes at the HBM "
-                     "efficiency and its FLOPs at R; R by least squares in log time"};
-    set_residuals(fit, rel);
-    return {fit};
+    return fit_rate(pts, hw_models::KernelClass::scan, "efficiency.ssd_scan_tflops",
+                    "Mamba-2 SSD forward calls");
+  }
+
+  std::vector<ParameterFit> gdn() {
+    std::vector<RatePoint> pts;
+    for (const auto& m : ms_)
+      for (const auto& p : m.gdn_chunk) {
+        const hw_models::GdnShape shape{static_cast<double>(p.heads),
+                                        static_cast<double>(p.key_dim),
+                                        static_cast<double>(p.value_dim), 64};
+        pts.push_back(
+            {p.pass == "fwd" ? hw_models::gdn_forward(shape) : hw_models::gdn_backward(shape),
+             static_cast<double>(p.seqs * p.seqlen), static_cast<double>(p.seqs), p.time_us,
+             file_name(m)});
+      }
+    return fit_rate(pts, hw_models::KernelClass::delta_rule, "efficiency.gdn_chunk_tflops",
+                    "Gated DeltaNet chunk_gated_delta_rule forward and backward calls");
   }
 
   std::vector<ParameterFit> graphs(std::vector<Observation>& obs) {
@@ -378,6 +354,68 @@ class Fitter {
     by[g.dtype].push_back({g.tflops / peak / q, k, grouped, from});
   }
 
+  // One timed call of a chunked-recurrence function: its kernels (work a token), tokens,
+  // sequences (the chunk-serial kernels' CTAs scale with them) and measured time.
+  struct RatePoint {
+    std::vector<hw_models::ChunkKernel> kernels;
+    double tokens = 0, seqs = 1, time_us = 0;
+    std::string from;
+  };
+
+  std::vector<ParameterFit> fit_rate(const std::vector<RatePoint>& pts, hw_models::KernelClass cls,
+                                     const std::string& parameter, const std::string& what) const {
+    if (pts.empty()) return {};
+    const auto model_us = [&](double r, const RatePoint& p) {
+      hw_models::SystemSpec sys = s_;
+      (cls == hw_models::KernelClass::scan ? sys.efficiency.ssd_scan_tflops
+                                           : sys.efficiency.gdn_chunk_tflops) =
+          hw_models::Param{r, ""};
+      const hw_models::ComputeModel cm(sys);
+      double t = 0;
+      for (const auto& k : p.kernels) {
+        hw_models::ComputeWork w;
+        w.cls = cls;
+        w.bytes = p.tokens * k.bytes;
+        w.flops = p.tokens * k.flops;
+        w.ctas = k.ctas_per_seq * p.seqs;
+        t += cm.seconds(w);
+      }
+      return t * 1e6;
+    };
+    const auto cost = [&](double log_r) {
+      double c = 0;
+      for (const auto& p : pts)
+        c += std::pow(std::log(model_us(std::exp(log_r), p) / p.time_us), 2);
+      return c;
+    };
+    double lo = 0, hi = std::log(1e4);
+    const double g = (std::sqrt(5.0) - 1) / 2;
+    for (int i = 0; i < 100; ++i) {
+      const double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
+      if (cost(a) <= cost(b))  // a tie is the bytes-bound plateau, right of the minimum
+        hi = b;
+      else
+        lo = a;
+    }
+    const double r = round4(std::exp(0.5 * (lo + hi)));
+    std::vector<double> rel;
+    std::vector<std::string> files;
+    for (const auto& p : pts)
+      rel.push_back(model_us(r, p) / p.time_us - 1), files.push_back(p.from);
+    ParameterFit fit{parameter,
+                     r,
+                     sorted_unique(files),
+                     0,
+                     0,
+                     0,
+                     what +
+                         ": each kernel the slower of its bytes at the HBM efficiency and its "
+                         "FLOPs at R (the chunk-serial ones at their CTAs' share); R by least "
+                         "squares in log time"};
+    set_residuals(fit, rel);
+    return {fit};
+  }
+
   const std::vector<Measurement>& ms_;
   const hw_models::SystemSpec& s_;
   hw_models::ComputeModel cm_;
@@ -416,14 +454,14 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
   p.device = fmt::format("{}", fmt::join(sorted_unique(devices), "; "));
   p.date = fmt::format("{}", fmt::join(sorted_unique(dates), "; "));
   Fitter f(ms, system);
-  for (auto&& v :
-       {f.gemm(), f.attention(), f.memory(p.observations), f.graphs(p.observations), f.ssd()})
+  for (auto&& v : {f.gemm(), f.attention(), f.memory(p.observations), f.graphs(p.observations),
+                   f.ssd(), f.gdn()})
     p.parameters.insert(p.parameters.end(), v.begin(), v.end());
   f.launches(p.observations);
   if (p.parameters.empty())
     throw std::invalid_argument(
         "the measurements determine no parameter of the preset (GEMM, attention, "
-        "memory-kernel, CUDA-graph or SSD-scan points are needed)");
+        "memory-kernel, CUDA-graph, SSD-scan or Gated DeltaNet points are needed)");
   return p;
 }
 

@@ -17,8 +17,9 @@
 //   with bandwidths only, eta = mean GB/s / BW over buffers of 64 MiB and more.
 //   CUDA graphs: replay time = a + b x nodes; b is the per-kernel device cost
 //   (kernel_device_us), a and the host's launch costs are reported as observations.
-//   Mamba-2 SSD: the rate R (ssd_scan_tflops) at which the compute model's scan kernels
-//   (hw_models/ssd_kernels.hpp) best reproduce the timed forward calls, in log time.
+//   Mamba-2 SSD and Gated DeltaNet: the rate R (ssd_scan_tflops, gdn_chunk_tflops) at which
+//   the compute model's kernels (hw_models/chunk_kernels.hpp) best reproduce the timed calls,
+//   in log time.
 // Residuals are per point: model / measured - 1 (throughput or time), in percent.
 // Values are rounded to four significant digits, so that the profile file is the same
 // bytes on every run.

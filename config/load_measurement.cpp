@@ -120,6 +120,21 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
       });
       m.ssd_scan.push_back(sp);
     });
+    each(o, "gdn_chunk", [&](const Node& n) {
+      calibration::GdnPoint gp;
+      read_object(n, [&](Object& p) {
+        gp.pass = p.req("pass").as_string();
+        if (gp.pass != "fwd" && gp.pass != "bwd") p.req("pass").fail("expected fwd or bwd");
+        for (auto [key, to] : {std::pair{"seqs", &gp.seqs},
+                               {"seqlen", &gp.seqlen},
+                               {"heads", &gp.heads},
+                               {"key_dim", &gp.key_dim},
+                               {"value_dim", &gp.value_dim}})
+          *to = p.req(key).as_int(1, std::int64_t{1} << 32);
+        gp.time_us = p.req("time_us").as_number(1e-3, kBig);
+      });
+      m.gdn_chunk.push_back(gp);
+    });
     // Communication tables (NCCL, EP libraries) and their own settings, per-step statistics
     // and weak-scaling pairs: read by their fitters (calibration/link_fit.hpp,
     // calibration/ep_fit.hpp, calibration/jitter_fit.hpp), not here.

@@ -131,6 +131,12 @@ void ScenarioReader::parallelism(const std::optional<Node>& n) {
                                "fitted to timings of Mamba-2's Triton kernels) to price model "
                                "'{}''s Mamba mixers",
                                sc_.system.name, m.name));
+  if (m.num_linear_layers() > 0 && !sc_.system.efficiency.gdn_chunk_tflops)
+    fail("system", fmt::format("system '{}' has no Gated DeltaNet chunk rate "
+                               "(efficiency.gdn_chunk_tflops, fitted to timings of "
+                               "flash-linear-attention's kernels) to price model '{}''s linear "
+                               "attention",
+                               sc_.system.name, m.name));
   if (m.hybrid() && p.cp > 1)
     fail("parallelism.cp", "context parallelism in a hybrid Mamba model is not modeled");
   // Gated DeltaNet splits its key and value heads over TP (transformer_config.py 1374-1382

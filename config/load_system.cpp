@@ -178,6 +178,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.efficiency.hbm_quantize = P.opt(e, "hbm_quantize", 0.01, 1);
       s.efficiency.hbm_gather = P.opt(e, "hbm_gather", 0.01, 1);
       s.efficiency.ssd_scan_tflops = P.opt(e, "ssd_scan_tflops", 1, 1e7);
+      s.efficiency.gdn_chunk_tflops = P.opt(e, "gdn_chunk_tflops", 1, 1e7);
       s.efficiency.sustained_clock_factor = P.opt(e, "sustained_clock_factor", 0.1, 1);
       s.efficiency.kernel_device_us = P.req(e, "kernel_device_us", 0, 1000);
       s.efficiency.gemm_k_overhead = P.opt(e, "gemm_k_overhead", 0, 1e6);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 namespace moesim::hw_models {
 
 namespace {
@@ -49,12 +51,16 @@ double ComputeModel::seconds(const ComputeWork& w) const {
       return w.bytes / quantize_Bps_ + t_dev_;
     case KernelClass::gather:
       return w.bytes / gather_Bps_ + t_dev_;
-    case KernelClass::scan: {
-      const auto& r = sys_.efficiency.ssd_scan_tflops;
+    case KernelClass::scan:
+    case KernelClass::delta_rule: {
+      const bool ssd = w.cls == KernelClass::scan;
+      const auto& r = ssd ? sys_.efficiency.ssd_scan_tflops : sys_.efficiency.gdn_chunk_tflops;
       if (!r)
-        throw std::invalid_argument(
-            "ComputeModel: no SSD scan rate (efficiency.ssd_scan_tflops) on " + sys_.gpu.name);
-      return std::max(mem, w.flops / (r->value * 1e12)) + t_dev_;
+        throw std::invalid_argument(fmt::format("ComputeModel: no {} rate (efficiency.{}) on {}",
+                                                ssd ? "SSD scan" : "Gated DeltaNet chunk",
+                                                ssd ? "ssd_scan_tflops" : "gdn_chunk_tflops",
+                                                sys_.gpu.name));
+      return std::max(mem, w.flops / (r->value * 1e12 * share)) + t_dev_;
     }
     case KernelClass::attention_fwd:
     case KernelClass::attention_bwd: {

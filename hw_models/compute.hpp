@@ -3,7 +3,8 @@
 //   GEMM:       t = max( F / (P_d * eta_d * q * kf * c),  B / (BW * eta_hbm) ) + t_dev
 //   attention:  t = F / (P_bf16 * eta_attn * c) + t_dev    (F counted causal, as Megatron)
 //   memory:     t = B / (BW * eta_hbm * min(1, ctas / SMs)) + t_dev
-//   scan:       t = max( B / (BW * eta_hbm),  F / R_ssd ) + t_dev
+//   scan:       t = max( B / (BW * eta_hbm),  F / R_ssd ) / min(1, ctas / SMs) + t_dev
+//               (delta_rule: the same at R_gdn)
 //               (eta_quantize, eta_gather for those kinds)
 //
 // P_d is the dense Tensor Core peak of the GEMM's input type, eta_d the achieved fraction
@@ -20,10 +21,13 @@
 // CTA per (value block, sequence, head) (fla/ops/common/chunk_delta_h.py 655-775 at v0.4.2).
 // This bound assumes each SM draws its even share of HBM bandwidth; one SM can draw more, so
 // it errs slow; no measurement of these kernels at training shapes is public. A scan kernel
-// (Mamba-2's Triton SSD kernels, hw_models/ssd_kernels.hpp) also multiplies small blocks in
+// (Mamba-2's Triton SSD kernels, hw_models/chunk_kernels.hpp) also multiplies small blocks in
 // registers and walks its chunks in order; published timings put it far under the HBM
 // bound, so it runs at the slower of its bytes and its FLOPs at R_ssd, the rate fitted to
-// those timings (efficiency.ssd_scan_tflops; calibration/measurements/ssd-triton-*.json).
+// those timings (efficiency.ssd_scan_tflops; calibration/measurements/ssd-triton-*.json);
+// Gated DeltaNet's chunk kernels (flash-linear-attention's Triton) likewise at their own rate
+// (efficiency.gdn_chunk_tflops; calibration/measurements/gdn-fla-*.json), the chunk-serial
+// ones at their CTAs' share of it.
 // The efficiencies come
 // from the system preset (docs/reference/hardware-and-microbenchmarks.md); the calibration issue
 // refines this from measured GEMM grids.
@@ -45,7 +49,8 @@ enum class KernelClass : std::uint8_t {
   memory,
   quantize,
   gather,
-  scan
+  scan,
+  delta_rule
 };
 
 struct ComputeWork {
@@ -58,7 +63,7 @@ struct ComputeWork {
   std::int64_t groups = 1;    // grouped GEMM: experts
   double input_bytes = 0;     // bytes per element of the GEMM inputs (1 FP8, 2 BF16)
   double ctas = 0;            // memory kernels: CTAs of a grid under one wave (0 = full)
-  // FLOPs also mean work for a scan kernel (R_ssd above); GEMMs and attention count theirs
+  // FLOPs also mean work for scan and delta_rule kernels (R above); GEMMs and attention theirs
 };
 
 class ComputeModel {

@@ -110,9 +110,12 @@ struct Efficiency {
   Param hbm;                          // memory-bound kernels / HBM peak
   std::optional<Param> hbm_quantize;  // FP8 quantize kernels (absent: hbm)
   std::optional<Param> hbm_gather;    // permute / unpermute gathers (absent: hbm)
-  // Mamba-2's Triton SSD kernels' rate, TFLOP/s of their FLOPs as hw_models/ssd_kernels.hpp
+  // Mamba-2's Triton SSD kernels' rate, TFLOP/s of their FLOPs as hw_models/chunk_kernels.hpp
   // counts them (hw_models/compute.hpp scan); absent: Mamba layers are refused on the system.
   std::optional<Param> ssd_scan_tflops;
+  // flash-linear-attention's chunked Gated DeltaNet kernels' rate, likewise (KernelClass::
+  // delta_rule); absent: Gated DeltaNet layers are refused on the system.
+  std::optional<Param> gdn_chunk_tflops;
   // Tensor Core throughput under sustained load (power-capped clocks) over the short
   // benchmarks the GEMM and attention efficiencies come from; absent: 1.
   std::optional<Param> sustained_clock_factor;

@@ -86,6 +86,7 @@ TraceClass trace_class(const schedules::LabelKind& kind, std::uint8_t comm,
                    : TraceClass::elementwise;
       case hw_models::KernelClass::gather:
       case hw_models::KernelClass::scan:
+      case hw_models::KernelClass::delta_rule:
         return TraceClass::elementwise;
     }
   }

@@ -106,7 +106,8 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   // the host less than a Linear's forward.
   const bool elementwise = k.work.cls == hw_models::KernelClass::memory ||
                            k.work.cls == hw_models::KernelClass::gather ||
-                           k.work.cls == hw_models::KernelClass::scan;
+                           k.work.cls == hw_models::KernelClass::scan ||
+                           k.work.cls == hw_models::KernelClass::delta_rule;
   const double eager = elementwise && host.elementwise_launch_us ? host.elementwise_launch_us->value
                                                                  : host.launch_us.value;
   const double cpp = host.cpp_launch_us ? host.cpp_launch_us->value : host.library_launch_us.value;

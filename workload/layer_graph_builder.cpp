@@ -162,7 +162,7 @@ void LayerBuilder::memory_kernels(const std::string& name, Module mod,
   const auto make = [&](const MemKernel& k, const char* pass) {
     KernelTemplate t = mem_t(name + "." + k.name + pass, mod, k.bytes);
     t.work.ctas = k.ctas;
-    if (k.flops > 0) t.work.cls = KernelClass::scan, t.work.flops = k.flops;
+    if (k.flops > 0) t.work.cls = k.rate, t.work.flops = k.flops;
     return t;
   };
   for (const MemKernel& k : fwd) push_fwd(make(k, ".fwd"));

@@ -82,13 +82,15 @@ class LayerBuilder {
                       const std::vector<double>& bwd, double saved = 0);
 
   // The same with each kernel named and, for kernels whose grid stays under one wave,
-  // its CTAs (hw_models::ComputeWork::ctas); a kernel with FLOPs is a scan kernel
-  // (hw_models::KernelClass::scan: the slower of its bytes and its FLOPs at the SSD rate).
+  // its CTAs (hw_models::ComputeWork::ctas); a kernel with FLOPs is a chunked-recurrence
+  // kernel of class `rate` (hw_models::KernelClass::scan or delta_rule: the slower of its
+  // bytes and its FLOPs at the family's fitted rate).
   struct MemKernel {
     std::string name;
     double bytes = 0;
     double ctas = 0;
     double flops = 0;
+    KernelClass rate = KernelClass::scan;
   };
   void memory_kernels(const std::string& name, Module mod, const std::vector<MemKernel>& fwd,
                       const std::vector<MemKernel>& bwd, double saved = 0);

@@ -16,24 +16,21 @@
 //   times silu(z); out_proj [T, v] x [v, h], row-parallel.
 // Per rank, heads split over TP (Hk = key heads / tp, Hv = value heads / tp; qk = Hk K,
 // v = Hv V, qkr = Hv K the repeated q or k). Only in_proj and out_proj are TE GEMMs (the
-// only quantized ones); the rest runs in BF16 with FP32 g, A and accumulators at 5-15
-// FLOPs a byte, priced as HBM traffic. Bytes a token, each tensor once per kernel that
-// loads or stores it (a lower bound: V-blocked grids re-read q, k and w from L2), C = 64:
+// only quantized ones); the rest runs in BF16 with FP32 g, A and accumulators. The
+// elementwise kernels are priced as HBM traffic, bytes a token, each tensor once per kernel
+// that loads or stores it:
 //   conv           2 (2 qk + v) x 2              l2norm        2 x 2 qk x 2 + 4 x 2 Hk
 //   qk contiguous  2 x 2 qk x 2                  repeat        2 (2 qk + 2 qkr)
 //   v, z, b, a     2 (2 v + 2 Hv) x 2            g, beta       2 x 2 Hv + 4 Hv + 2 Hv
-//   cumsum         4 Hv x 2                      K K^T         2 qkr + 2 Hv + 4 Hv + 4 Hv C
-//   solve_tril     4 Hv C + 2 x 2 Hv C           w, u          4 (qkr + v) + 2 Hv C + 6 Hv
-//   fwd_h          2 (2 qkr + v) + 4 Hv + 2 Hv K V / C + 2 v   (one state per chunk, BF16)
-//   output         2 (2 qkr + v) + 2 Hv K V / C + 4 Hv + 2 v
 //   out norm       2 v x 2                       gate          2 v x 3
-// and in backward the same kernels' gradients with FLA's recompute of w, u and the states
-// (chunk.py chunk_gated_delta_rule_bwd). fwd_h and bwd_dhu walk the chunks one after
-// another with one CTA per (64-wide value block, sequence, value head): under one wave at
-// training shapes (64 CTAs at one sequence, TP1, against 132-148 SMs), so they stream at
-// their CTAs' share of the GPU (hw_models::ComputeWork::ctas). No kernel of this list has
-// been timed at these shapes; a GPU run of chunk_gated_delta_rule forward and backward at
-// (1-4 sequences, 4096 tokens, 32 heads, 128 x 128) would pin it (research 5).
+// chunk_gated_delta_rule's kernels (cumsum, K K^T, solve_tril, w and u, fwd_h, output, and
+// the backward's recompute and gradients) with the bytes and FLOPs of
+// hw_models/chunk_kernels.hpp, each at the slower of its bytes and its FLOPs at the GPU's
+// fitted Gated DeltaNet rate (hw_models/compute.hpp delta_rule; calibration/measurements/
+// gdn-fla-*.json); fwd_h and bwd_dhu walk the chunks one after another with one CTA per
+// (64-wide value block, sequence, value head), under one wave at training shapes (64 CTAs
+// at one sequence, TP1, against 132-148 SMs), so they run at their CTAs' share of the GPU.
+#include "hw_models/chunk_kernels.hpp"
 #include "workload/layer_graph_detail.hpp"
 
 namespace moesim::workload::detail {
@@ -49,7 +46,6 @@ void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double width = static_cast<double>(g.in_proj_width()) / s.tp;
   const double T = s.T;
   const double seqs = static_cast<double>(in.training.micro_batch_size);
-  const double serial_ctas = V / 64 * seqs * hv;  // BV = 64
 
   const std::size_t start = b.mark();
   norm(b, s, Module::attn, "gdn.norm", in.stack.norm_quant_fusion, in.framework,
@@ -78,24 +74,18 @@ void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                     {"conv", T * (2 * conv_ch * 2 + 2 * conv_ch * 4)},
                     {"cat", T * 2 * width * 2}},
                    T * (2 * width + 2 * 2 * qk + 4 * 2 * hk));
-  const double state = 2 * hv * K * V / C;  // one BF16 state per chunk, a token's share
-  const double w_u = 4 * (qkr + v) + 2 * hv * C + 6 * hv;
-  const double fwd_h = 2 * (2 * qkr + v) + 4 * hv + state + 2 * v;
-  // FLA's chunk function keeps q, k (repeated), v, g, beta and A for its backward.
-  b.memory_kernels("gdn.chunk", Module::attn,
-                   {{"cumsum", T * 4 * hv * 2},
-                    {"kkt", T * (2 * qkr + 2 * hv + 4 * hv + 4 * hv * C)},
-                    {"solve_tril", T * (4 * hv * C + 2 * 2 * hv * C)},
-                    {"w_u", T * w_u},
-                    {"fwd_h", T * fwd_h, serial_ctas},
-                    {"output", T * (2 * (2 * qkr + v) + state + 4 * hv + 2 * v)}},
-                   {{"w_u", T * w_u},
-                    {"fwd_h", T * fwd_h, serial_ctas},
-                    {"dv_local", T * (2 * (2 * qkr + v) + 4 * hv + 2 * v)},
-                    {"dhu", T * (2 * (3 * qkr + 2 * v) + 4 * hv + state + 2 * v), serial_ctas},
-                    {"dqkwg", T * (2 * (2 * qkr + 3 * v) + 2 * state + 8 * hv + 2 * 3 * qkr)},
-                    {"wy_bwd", T * (2 * w_u + 2 * (qkr + v) + 2 * hv + 4 * hv)},
-                    {"dg_sums", T * (2 * 3 * qkr + 4 * hv * 9)}},
+  // FLA's chunk function (hw_models/chunk_kernels.hpp gdn_forward, gdn_backward) keeps q, k
+  // (repeated), v, g, beta and A for its backward.
+  const hw_models::GdnShape shape{hv, K, V, C};
+  const auto kernels = [&](const std::vector<hw_models::ChunkKernel>& ks) {
+    std::vector<MK> out;
+    for (const auto& k : ks)
+      out.push_back({k.name, T * k.bytes, k.ctas_per_seq * seqs, T * k.flops,
+                     hw_models::KernelClass::delta_rule});
+    return out;
+  };
+  b.memory_kernels("gdn.chunk", Module::attn, kernels(hw_models::gdn_forward(shape)),
+                   kernels(hw_models::gdn_backward(shape)),
                    T * (2 * (2 * qkr + v) + 4 * hv + 2 * hv + 2 * hv * C));
   // The per-head norm keeps its input and inverse norms; the gate its two inputs.
   std::vector<MK> out{{"norm", T * 2 * v * 2}, {"gate", T * 2 * v * 3}};

@@ -15,12 +15,12 @@
 // quantized; the conv, the scan and the norm run in BF16 with FP32 states; the conv and
 // the norm are priced as HBM traffic, the scan as below.
 //
-// The SSD kernels' bytes and FLOPs a token are hw_models/ssd_kernels.hpp's (the backward
+// The SSD kernels' bytes and FLOPs a token are hw_models/chunk_kernels.hpp's (the backward
 // recomputes chunk_cumsum, bmm_chunk, chunk_state and state_passing, then runs its eleven
 // gradient kernels; their bytes are an estimate); each runs at the slower of its bytes and
 // its FLOPs at the GPU's fitted SSD rate (hw_models/compute.hpp scan), and the wrapper
 // recomputes and differentiates the conv.
-#include "hw_models/ssd_kernels.hpp"
+#include "hw_models/chunk_kernels.hpp"
 #include "workload/layer_graph_detail.hpp"
 
 namespace moesim::workload::detail {
@@ -49,7 +49,7 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double conv = T * (d + 2 * gn) * 2 * 2;
   const hw_models::SsdShape shape{heads, static_cast<double>(x.head_dim), groups,
                                   static_cast<double>(x.state), static_cast<double>(x.chunk)};
-  const auto kernels = [&](const std::vector<hw_models::SsdKernel>& ks) {
+  const auto kernels = [&](const std::vector<hw_models::ChunkKernel>& ks) {
     std::vector<LayerBuilder::MemKernel> out;
     for (const auto& k : ks) out.push_back({k.name, T * k.bytes, 0, T * k.flops});
     return out;

@@ -122,6 +122,10 @@ TEST_CASE("The Gated DeltaNet mixer runs FLA's chunked kernels; two walk the chu
   CHECK(kernel(lin.fwd, "gdn.chunk.fwd_h.fwd").work.ctas == 64);
   CHECK(kernel(lin.bwd, "gdn.chunk.dhu.bwd").work.ctas == 64);
   CHECK(kernel(lin.fwd, "gdn.chunk.output.fwd").work.ctas == 0);
+  // The chunk kernels with FLOPs run at the Gated DeltaNet rate (hw_models/chunk_kernels.hpp).
+  CHECK(kernel(lin.fwd, "gdn.chunk.fwd_h.fwd").work.cls == hw_models::KernelClass::delta_rule);
+  CHECK(kernel(lin.fwd, "gdn.chunk.fwd_h.fwd").work.flops == Approx(4096.0 * 4 * 32 * 128 * 128));
+  CHECK(kernel(lin.fwd, "gdn.chunk.cumsum.fwd").work.cls == hw_models::KernelClass::memory);
   // A gated-attention layer's linear_qkv writes q, the gate, k and v: (16 + 16 + 2 x 2) x 256.
   const auto& full = t.decoder(true, workload::Mixer::full);
   CHECK(kernel(full.fwd, "attn.qkv.fprop").work.flops == Approx(2.0 * 4096 * 9216 * 2048));
@@ -176,4 +180,8 @@ TEST_CASE("Qwen3-Next refusals name their reason", "[config][bad_input][qwen3_ne
                     Catch::Contains("do not repeat 16 key heads evenly"));
   CHECK_THROWS_WITH(load(next({{"use_sliding_window", true}})),
                     Catch::Contains("linear-attention model is not modeled"));
+  // A system without the Gated DeltaNet rate cannot price the chunk kernels.
+  Json bare = next();
+  bare["system"] = {{"base", "b200"}, {"efficiency", {{"gdn_chunk_tflops", nullptr}}}};
+  CHECK_THROWS_WITH(load(bare), Catch::Contains("no Gated DeltaNet chunk rate"));
 }

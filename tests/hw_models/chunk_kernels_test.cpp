@@ -1,19 +1,19 @@
-// Mamba-2's SSD kernels' work per token (hw_models/ssd_kernels.hpp) against hand-derived
+// Mamba-2's SSD kernels' work per token (hw_models/chunk_kernels.hpp) against hand-derived
 // values, and the compute model's scan pricing against its closed form.
 #include <numeric>
 
 #include <catch2/catch.hpp>
 
 #include "config/load.hpp"
+#include "hw_models/chunk_kernels.hpp"
 #include "hw_models/compute.hpp"
-#include "hw_models/ssd_kernels.hpp"
 
 using namespace moesim;
 
 namespace {
-double total(const std::vector<hw_models::SsdKernel>& ks, double hw_models::SsdKernel::*f) {
+double total(const std::vector<hw_models::ChunkKernel>& ks, double hw_models::ChunkKernel::*f) {
   return std::accumulate(ks.begin(), ks.end(), 0.0,
-                         [f](double a, const hw_models::SsdKernel& k) { return a + k.*f; });
+                         [f](double a, const hw_models::ChunkKernel& k) { return a + k.*f; });
 }
 }  // namespace
 
@@ -31,7 +31,7 @@ TEST_CASE("SSD kernels: bytes and FLOPs a token, forward and backward", "[hw_mod
   CHECK(fwd[3].flops == 2.0 * 8 * 128 * 128);  // 2 G Q N
   CHECK(fwd[4].bytes == 4096 + 2048 + 2048 + 1024 + 64);
   CHECK(fwd[4].flops == 2.0 * 8 * 64 * 128 + 8.0 * 128 * 64);  // 2 H P N + H Q P
-  CHECK(total(fwd, &hw_models::SsdKernel::bytes) == 25808);
+  CHECK(total(fwd, &hw_models::ChunkKernel::bytes) == 25808);
   // The gate adds z in and the gated output: 4d in chunk_scan.
   CHECK(hw_models::ssd_forward({8, 64, 8, 128, 128, true})[4].bytes == fwd[4].bytes + 2048);
 
@@ -41,9 +41,9 @@ TEST_CASE("SSD kernels: bytes and FLOPs a token, forward and backward", "[hw_mod
   CHECK(bwd[1].flops == fwd[3].flops);
   // Gradient FLOPs: four of 2 H P N, three of H Q P, two of 2 G Q N; bytes twice the
   // forward's, over the ten.
-  const std::vector<hw_models::SsdKernel> grads(bwd.begin() + 4, bwd.end());
-  CHECK(total(grads, &hw_models::SsdKernel::flops) == 4 * 131072.0 + 3 * 65536.0 + 2 * 262144.0);
-  CHECK(total(grads, &hw_models::SsdKernel::bytes) == Approx(2 * 25808.0));
+  const std::vector<hw_models::ChunkKernel> grads(bwd.begin() + 4, bwd.end());
+  CHECK(total(grads, &hw_models::ChunkKernel::flops) == 4 * 131072.0 + 3 * 65536.0 + 2 * 262144.0);
+  CHECK(total(grads, &hw_models::ChunkKernel::bytes) == Approx(2 * 25808.0));
   CHECK(hw_models::ssd_backward({8, 64, 8, 128, 128, true}).size() == 15);  // and dz
 }
 
@@ -67,4 +67,30 @@ TEST_CASE("A scan kernel runs at the slower of its bytes and its FLOPs at the SS
   none.efficiency.ssd_scan_tflops.reset();
   CHECK_THROWS_WITH(hw_models::ComputeModel(none).seconds(w),
                     Catch::Contains("efficiency.ssd_scan_tflops"));
+}
+
+TEST_CASE("Gated DeltaNet chunk kernels: bytes and FLOPs a token", "[hw_models][gdn]") {
+  // Two value heads of 64 x 64, chunk 64: qkr = v = 128, a chunk's state a token 2 H K V / C
+  // = 256 bytes, w and u 4 (qkr + v) + 2 H C + 6 H = 1292.
+  const hw_models::GdnShape s{2, 64, 64, 64};
+  const auto fwd = hw_models::gdn_forward(s);
+  REQUIRE(fwd.size() == 6);
+  CHECK(fwd[1].bytes == 256 + 12 + 512);  // kkt: 2 qkr + 6H + 4HC
+  CHECK(fwd[1].flops == 2.0 * 2 * 64 * 64);
+  CHECK(fwd[3].bytes == 1292);
+  CHECK(fwd[4].name == "fwd_h");
+  CHECK(fwd[4].bytes == 768 + 8 + 256 + 256);
+  CHECK(fwd[4].ctas_per_seq == 2);     // V / 64 x H
+  CHECK(fwd[5].flops == 3 * 16384.0);  // q h, q k^T, (q k^T) v
+  // 2HCK + 2HC^2/3 + 2HC(K + V) + 4HKV + (2HKV + 2HCK + 2HCV)
+  CHECK(total(fwd, &hw_models::ChunkKernel::flops) ==
+        Approx(16384 + 16384.0 / 3 + 32768 + 32768 + 49152));
+  const auto bwd = hw_models::gdn_backward(s);
+  REQUIRE(bwd.size() == 7);
+  CHECK(bwd[3].name == "dhu");
+  CHECK(bwd[3].ctas_per_seq == 2);
+  // w_u and fwd_h again, dv_local 2HC(K + V), dhu 6HKV, dqkwg 6HKV + 4HCK + 2HCV, wy_bwd
+  // 4HC(K + V) + 4HC^2.
+  CHECK(total(bwd, &hw_models::ChunkKernel::flops) ==
+        32768 + 32768 + 32768 + 49152 + 98304 + 98304.0);
 }
