@@ -3,9 +3,9 @@
 //   GEMM:       t = max( F / (P_d * eta_d * q * kf * c),  B / (BW * eta_hbm) ) + t_dev
 //   attention:  t = F / (P_bf16 * eta_attn * c) + t_dev    (F counted causal, as Megatron)
 //   memory:     t = B / (BW * eta_hbm * min(1, ctas / SMs)) + t_dev
+//               (eta_quantize, eta_gather for those kinds)
 //   scan:       t = max( B / (BW * eta_hbm),  F / R_ssd ) / min(1, ctas / SMs) + t_dev
 //               (delta_rule: the same at R_gdn)
-//               (eta_quantize, eta_gather for those kinds)
 //
 // P_d is the dense Tensor Core peak of the GEMM's input type, eta_d the achieved fraction
 // of it on large shapes (grouped GEMMs have their own, measured with MoE-like shapes),
