@@ -370,17 +370,9 @@ class Fitter {
       (cls == hw_models::KernelClass::scan ? sys.efficiency.ssd_scan_tflops
                                            : sys.efficiency.gdn_chunk_tflops) =
           hw_models::Param{r, ""};
-      const hw_models::ComputeModel cm(sys);
-      double t = 0;
-      for (const auto& k : p.kernels) {
-        hw_models::ComputeWork w;
-        w.cls = cls;
-        w.bytes = p.tokens * k.bytes;
-        w.flops = p.tokens * k.flops;
-        w.ctas = k.ctas_per_seq * p.seqs;
-        t += cm.seconds(w);
-      }
-      return t * 1e6;
+      return hw_models::chunk_call_seconds(hw_models::ComputeModel(sys), p.kernels, cls, p.tokens,
+                                           p.seqs) *
+             1e6;
     };
     const auto cost = [&](double log_r) {
       double c = 0;

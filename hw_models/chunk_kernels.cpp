@@ -88,4 +88,18 @@ std::vector<ChunkKernel> gdn_backward(const GdnShape& s) {
           {"dg_sums", 2 * 3 * g.qkr + 4 * H * 9, 0}};
 }
 
+double chunk_call_seconds(const ComputeModel& cm, const std::vector<ChunkKernel>& kernels,
+                          KernelClass cls, double tokens, double seqs) {
+  double t = 0;
+  for (const auto& k : kernels) {
+    ComputeWork w;
+    w.cls = cls;
+    w.bytes = tokens * k.bytes;
+    w.flops = tokens * k.flops;
+    w.ctas = k.ctas_per_seq * seqs;
+    t += cm.seconds(w);
+  }
+  return t;
+}
+
 }  // namespace moesim::hw_models

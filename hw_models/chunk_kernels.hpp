@@ -51,6 +51,8 @@
 #include <string>
 #include <vector>
 
+#include "hw_models/compute.hpp"
+
 namespace moesim::hw_models {
 
 struct SsdShape {
@@ -76,5 +78,10 @@ struct GdnShape {
 // chunk_gated_delta_rule's forward (six kernels) and backward (seven), in launch order.
 std::vector<ChunkKernel> gdn_forward(const GdnShape& s);
 std::vector<ChunkKernel> gdn_backward(const GdnShape& s);
+
+// One call's kernels, `tokens` in `seqs` sequences, each priced alone by `cm` as a `cls`
+// kernel (scan or delta_rule), the chunk-serial ones on their CTAs: seconds in all.
+double chunk_call_seconds(const ComputeModel& cm, const std::vector<ChunkKernel>& kernels,
+                          KernelClass cls, double tokens, double seqs);
 
 }  // namespace moesim::hw_models

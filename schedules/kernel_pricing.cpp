@@ -404,24 +404,19 @@ double KernelPricing::dp_seconds(const StageParams& sp) const {
   return rs + comm_.all_gather(sp.dense * g, dp_group_) +
          comm_.all_gather(sp.expert * g, edp_group_);
 }
-StageParams KernelPricing::inner_shard(const StageParams& sp) const {
+double KernelPricing::inner_shard_params(const StageParams& sp) const {
   const workload::Shards s = in_.parallelism.inner_shards();
-  StageParams r = sp;
-  r.dense = sp.dense / s.dense;
-  r.expert = sp.expert / s.expert;
-  return r;
+  return sp.dense / s.dense + sp.expert / s.expert;
 }
 double KernelPricing::outer_grads_seconds(const StageParams& sp) const {
-  const StageParams shard = inner_shard(sp);
-  const double b = (shard.dense + shard.expert) * grad_bytes();
+  const double b = inner_shard_params(sp) * grad_bytes();
   return comm_.reduce_scatter(b, outer_group_) + comm_.all_gather(b, outer_group_);
 }
 // HSDP's outer collectives carry the inner shard P / I: gradients in the reduce dtype (the
 // shard's all-reduce under no_shard, its reduce-scatter under optim), parameters gathered
 // from P / (I N) back to P / I in the gather dtype (FB:4175-4209, 4533-4554 at cd4afffa).
 double KernelPricing::outer_seconds(const StageParams& sp, bool gather) const {
-  const StageParams shard = inner_shard(sp);
-  const double elems = shard.dense + shard.expert;
+  const double elems = inner_shard_params(sp);
   if (gather) return comm_.all_gather(elems * param_gather_bytes(), outer_group_);
   if (in_.parallelism.outer_dp_sharding == workload::OuterSharding::optim)
     return comm_.reduce_scatter(elems * grad_bytes(), outer_group_);
@@ -602,17 +597,14 @@ PortLoads KernelPricing::dp_loads(const StageParams& sp, bool gather) const {
   const double b = gather ? param_gather_bytes() : grad_bytes() * (reduce_scatters() ? 1 : 2);
   PortBytes bytes = ring_bytes(sp.dense * b, dp_inner_);
   bytes += ring_bytes(sp.expert * b, edp_inner_);
-  if (!gather && reduce_scatters() && in_.parallelism.hybrid() && !hsdp()) {
-    const StageParams shard = inner_shard(sp);
-    bytes += ring_bytes((shard.dense + shard.expert) * grad_bytes() * 2, outer_group_);
-  }
+  if (!gather && reduce_scatters() && in_.parallelism.hybrid() && !hsdp())
+    bytes += ring_bytes(inner_shard_params(sp) * grad_bytes() * 2, outer_group_);
   return port_loads(bytes, gather ? gather_seconds(sp) : dp_seconds(sp));
 }
 PortLoads KernelPricing::outer_loads(const StageParams& sp, bool gather) const {
-  const StageParams shard = inner_shard(sp);
   const bool ar = !gather && in_.parallelism.outer_dp_sharding == workload::OuterSharding::no_shard;
   const double b = gather ? param_gather_bytes() : grad_bytes() * (ar ? 2 : 1);
-  return port_loads(ring_bytes((shard.dense + shard.expert) * b, outer_group_),
+  return port_loads(ring_bytes(inner_shard_params(sp) * b, outer_group_),
                     outer_seconds(sp, gather));
 }
 

@@ -335,7 +335,7 @@ class KernelPricing {
   // instance) and the outer group of one rank per instance, dense and expert alike.
   hw_models::CommGroup dp_inner_, edp_inner_, outer_group_;
   double outer_grads_seconds(const StageParams& sp) const;  // the DO's per-bucket all-reduce
-  StageParams inner_shard(const StageParams& sp) const;     // sp / the inner groups' sizes
+  double inner_shard_params(const StageParams& sp) const;   // sp over the inner groups
   // DeepEP / HybridEP across NVLink domains: their kernels as flows over the EP group's
   // topology (hw_models/ep_flows.hpp) where the preset has the library's link fractions.
   std::optional<hw_models::Topology> ep_topo_;

@@ -156,6 +156,15 @@ void LayerBuilder::memory_kernels(const std::string& name, Module mod,
   if (!group.empty()) push_bwd(std::move(group));
 }
 
+std::vector<LayerBuilder::MemKernel> LayerBuilder::chunk_call(
+    const std::vector<hw_models::ChunkKernel>& kernels, KernelClass rate, double tokens,
+    double seqs) {
+  std::vector<MemKernel> out;
+  for (const auto& k : kernels)
+    out.push_back({k.name, tokens * k.bytes, k.ctas_per_seq * seqs, tokens * k.flops, rate});
+  return out;
+}
+
 void LayerBuilder::memory_kernels(const std::string& name, Module mod,
                                   const std::vector<MemKernel>& fwd,
                                   const std::vector<MemKernel>& bwd, double saved) {

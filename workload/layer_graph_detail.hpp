@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hw_models/chunk_kernels.hpp"
 #include "workload/layer_graph.hpp"
 
 namespace moesim::workload::detail {
@@ -92,6 +93,10 @@ class LayerBuilder {
     double flops = 0;
     KernelClass rate = KernelClass::scan;
   };
+  // One chunked-recurrence call's kernels (hw_models/chunk_kernels.hpp) over `tokens` in
+  // `seqs` sequences, at class `rate`.
+  static std::vector<MemKernel> chunk_call(const std::vector<hw_models::ChunkKernel>& kernels,
+                                           KernelClass rate, double tokens, double seqs);
   void memory_kernels(const std::string& name, Module mod, const std::vector<MemKernel>& fwd,
                       const std::vector<MemKernel>& bwd, double saved = 0);
 

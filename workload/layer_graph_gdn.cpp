@@ -30,7 +30,6 @@
 // gdn-fla-*.json); fwd_h and bwd_dhu walk the chunks one after another with one CTA per
 // (64-wide value block, sequence, value head), under one wave at training shapes (64 CTAs
 // at one sequence, TP1, against 132-148 SMs), so they run at their CTAs' share of the GPU.
-#include "hw_models/chunk_kernels.hpp"
 #include "workload/layer_graph_detail.hpp"
 
 namespace moesim::workload::detail {
@@ -78,11 +77,7 @@ void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // (repeated), v, g, beta and A for its backward.
   const hw_models::GdnShape shape{hv, K, V, C};
   const auto kernels = [&](const std::vector<hw_models::ChunkKernel>& ks) {
-    std::vector<MK> out;
-    for (const auto& k : ks)
-      out.push_back({k.name, T * k.bytes, k.ctas_per_seq * seqs, T * k.flops,
-                     hw_models::KernelClass::delta_rule});
-    return out;
+    return LayerBuilder::chunk_call(ks, hw_models::KernelClass::delta_rule, T, seqs);
   };
   b.memory_kernels("gdn.chunk", Module::attn, kernels(hw_models::gdn_forward(shape)),
                    kernels(hw_models::gdn_backward(shape)),

@@ -20,7 +20,6 @@
 // gradient kernels; their bytes are an estimate); each runs at the slower of its bytes and
 // its FLOPs at the GPU's fitted SSD rate (hw_models/compute.hpp scan), and the wrapper
 // recomputes and differentiates the conv.
-#include "hw_models/chunk_kernels.hpp"
 #include "workload/layer_graph_detail.hpp"
 
 namespace moesim::workload::detail {
@@ -49,10 +48,9 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double conv = T * (d + 2 * gn) * 2 * 2;
   const hw_models::SsdShape shape{heads, static_cast<double>(x.head_dim), groups,
                                   static_cast<double>(x.state), static_cast<double>(x.chunk)};
+  const double seqs = static_cast<double>(in.training.micro_batch_size);
   const auto kernels = [&](const std::vector<hw_models::ChunkKernel>& ks) {
-    std::vector<LayerBuilder::MemKernel> out;
-    for (const auto& k : ks) out.push_back({k.name, T * k.bytes, 0, T * k.flops});
-    return out;
+    return LayerBuilder::chunk_call(ks, hw_models::KernelClass::scan, T, seqs);
   };
   std::vector<LayerBuilder::MemKernel> fwd{{"conv", conv}}, bwd{{"conv", conv}};
   for (auto&& k : kernels(hw_models::ssd_forward(shape))) fwd.push_back(std::move(k));

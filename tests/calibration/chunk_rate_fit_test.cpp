@@ -48,17 +48,10 @@ void check_transfer(const std::optional<hw_models::Param> hw_models::Efficiency:
 // the layer graph prices it.
 double gdn_forward_us(const std::string& system, double seqs, double seqlen) {
   const auto sys = config::load_system_preset(system, {false});
-  const hw_models::ComputeModel cm(sys);
-  double t = 0;
-  for (const auto& k : hw_models::gdn_forward({32, 128, 128, 64})) {
-    hw_models::ComputeWork w;
-    w.cls = hw_models::KernelClass::delta_rule;
-    w.bytes = seqs * seqlen * k.bytes;
-    w.flops = seqs * seqlen * k.flops;
-    w.ctas = k.ctas_per_seq * seqs;
-    t += cm.seconds(w);
-  }
-  return t * 1e6;
+  const hw_models::ComputeModel cm(sys);  // holds a reference to sys
+  return hw_models::chunk_call_seconds(cm, hw_models::gdn_forward({32, 128, 128, 64}),
+                                       hw_models::KernelClass::delta_rule, seqs * seqlen, seqs) *
+         1e6;
 }
 }  // namespace
 
