@@ -20,6 +20,9 @@ ValidateRow validate_row(const std::string& file, const config::Scenario& sc, co
                      ? std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher))
                      : "-";
   r.metric = config::measured_name(*sc.measured);
+  r.model = sc.model.name;
+  r.tp = sc.parallelism.tp;
+  r.held_out = !sc.measured->held_out.empty();
   r.memory = memory;
   r.measured = sc.measured->value;
   r.predicted = predicted_metric(*sc.measured, p);
@@ -216,6 +219,35 @@ PairsAndFamilies compare_pairs(const std::vector<ValidateRow>& rows,
   return out;
 }
 
+bool NaturalLess::operator()(const std::string& a, const std::string& b) const {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      // Equal-valued numbers with different leading zeros fall through to the text.
+      const std::string_view x = std::string_view(a).substr(i, ie - i),
+                             y = std::string_view(b).substr(j, je - j);
+      const auto strip = [](std::string_view v) {
+        return v.substr(std::min(v.find_first_not_of('0'), v.size()));
+      };
+      const std::string_view xs = strip(x), ys = strip(y);
+      if (xs.size() != ys.size()) return xs.size() < ys.size();
+      if (xs != ys) return xs < ys;
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  if ((a.size() - i) != (b.size() - j)) return a.size() - i < b.size() - j;
+  return a < b;
+}
+
 ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
   ValidateSummary s;
   for (const auto& r : rows) {
@@ -227,6 +259,11 @@ ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
     s.all.add(r);
     s.by_system[r.system].add(r);
     s.by_dispatcher[r.dispatcher].add(r);
+    s.by_set[r.held_out ? "held out" : "corpus"].add(r);
+    s.by_model[r.model].add(r);
+    std::string tp = "tp";  // appended, not "tp" + ...: GCC 12's -Wrestrict false positive
+    tp.append(std::to_string(r.tp));
+    s.by_tp[tp].add(r);
   }
   s.series = fit_series(rows);
   s.compared = compare_pairs(rows, s.series);

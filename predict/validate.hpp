@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -21,6 +22,11 @@ namespace moesim::predict {
 // One validated scenario: its prediction of the measured metric.
 struct ValidateRow {
   std::string file, name, system, dispatcher, metric, source;
+  // The model preset, the tensor-parallel size and whether the run is kept out of the
+  // corpus fit (measured.held_out): the summary's groupings by model, by TP and by set.
+  std::string model;
+  std::int64_t tp = 1;
+  bool held_out = false;
   double measured = 0, predicted = 0, error_pct = 0, tolerance_pct = 0, wall_s = 0;
   bool ok = false;
   bool memory = false;  // a measured peak_memory_gib (metric: with its counter and rank)
@@ -41,6 +47,12 @@ struct ValidateRow {
   }
   double predicted_per_gpu() const {
     return tokens_per_step / predicted_step_s / static_cast<double>(gpus);
+  }
+  // The error as a speed, whatever the metric: 100 (measured step / predicted step - 1),
+  // positive where the prediction runs faster than the measurement (a throughput metric's
+  // error_pct has this sign; a step time's the opposite). Memory rows: their error_pct.
+  double speed_error_pct() const {
+    return memory ? error_pct : 100 * (measured_step_s / predicted_step_s - 1);
   }
 };
 
@@ -138,25 +150,49 @@ struct PairSummary {
   double mae() const { return pairs ? abs_sum / pairs : 0; }
 };
 
-// Mean absolute error, count and worst run of a group of rows.
+// Mean absolute error, count and worst run of a group of rows, and the mean signed error
+// as a speed (ValidateRow::speed_error_pct): a group the model runs systematically fast or
+// slow shows a bias near its mean absolute error, a group with errors both ways one near 0.
 struct ErrorSummary {
   int runs = 0;
-  double abs_sum = 0;
+  double abs_sum = 0, speed_sum = 0;
   const ValidateRow* worst = nullptr;
   void add(const ValidateRow& r) {
     ++runs;
     abs_sum += std::abs(r.error_pct);
+    speed_sum += r.speed_error_pct();
     if (!worst || std::abs(r.error_pct) > std::abs(worst->error_pct)) worst = &r;
   }
   double mae() const { return runs ? abs_sum / runs : 0; }
+  double speed_bias() const { return runs ? speed_sum / runs : 0; }
 };
 
-// The rows' summaries: the timing rows (step time or throughput) all together, by system
-// and by dispatcher; the memory rows apart; how many of either are beyond their
-// tolerance. (It points into `rows`, which must outlive it.)
+// Group names in natural order: digit runs compare as numbers ("tp2" before "tp16").
+struct NaturalLess {
+  bool operator()(const std::string& a, const std::string& b) const;
+};
+using ErrorGroups = std::map<std::string, ErrorSummary, NaturalLess>;
+
+// The rows' summaries: the timing rows (step time or throughput) all together, and grouped
+// by system, dispatcher, set (the corpus the fit sees, the runs held out of it), model and
+// TP size; the memory rows apart; how many of either are beyond their tolerance. (It points
+// into `rows`, which must outlive it.)
 struct ValidateSummary {
   ErrorSummary all;
-  std::map<std::string, ErrorSummary> by_system, by_dispatcher;
+  ErrorGroups by_system, by_dispatcher, by_set, by_model, by_tp;
+  // The groupings in the order the reports print them: the label, the JSON key, the map.
+  struct Grouping {
+    const char* label;
+    const char* json_key;
+    const ErrorGroups* groups;
+  };
+  std::array<Grouping, 5> groupings() const {
+    return {{{"system", "by_system", &by_system},
+             {"dispatcher", "by_dispatcher", &by_dispatcher},
+             {"set", "by_set", &by_set},
+             {"model", "by_model", &by_model},
+             {"tp", "by_tp", &by_tp}}};
+  }
   std::vector<SeriesFit> series;  // fit_series(rows)
   ErrorSummary memory;
   PairsAndFamilies compared;  // compare_pairs(rows, series)

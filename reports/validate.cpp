@@ -133,8 +133,8 @@ std::string validate_junit(const std::vector<predict::ValidateRow>& rows,
 std::string validate_markdown(const std::vector<predict::ValidateRow>& rows,
                               const predict::ValidateSummary& sum, const ValidateExtras& x) {
   const BaselineCheck* moved = x.moved ? &*x.moved : nullptr;
-  const auto& [all, by_system, by_dispatcher, memory, timing_failed, memory_failed] = std::tie(
-      sum.all, sum.by_system, sum.by_dispatcher, sum.memory, sum.timing_failed, sum.memory_failed);
+  const auto& [all, memory, timing_failed, memory_failed] =
+      std::tie(sum.all, sum.memory, sum.timing_failed, sum.memory_failed);
   std::string o = "## moesim validate\n\n";
   o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs,
                    all.mae(), timing_failed);
@@ -173,15 +173,14 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows,
                        m ? fmt::format("**moved {:+.2f}%**", m->moved_pct) : std::string("ok"));
     }
   }
-  const auto group = [&](const char* what, const std::map<std::string, predict::ErrorSummary>& m) {
-    o += fmt::format("\n| {} | runs | mean absolute error |\n|---|---:|---:|\n", what);
-    for (const auto& [k, v] : m)
-      o += fmt::format("| {} | {} | {:.2f}% |\n", md_escape(k), v.runs, v.mae());
-  };
-  if (all.runs > 1) {
-    group("system", by_system);
-    group("dispatcher", by_dispatcher);
-  }
+  if (all.runs > 1)
+    for (const auto& g : sum.groupings()) {
+      o += fmt::format("\n| {} | runs | mean absolute error | speed bias |\n|---|---:|---:|---:|\n",
+                       g.label);
+      for (const auto& [k, v] : *g.groups)
+        o += fmt::format("| {} | {} | {:.2f}% | {:+.1f}% |\n", md_escape(k), v.runs, v.mae(),
+                         v.speed_bias());
+    }
   const auto& pairs = sum.compared.pairs;
   if (!pairs.empty()) {
     o += fmt::format(
@@ -511,9 +510,8 @@ nlohmann::ordered_json evidence_json(const predict::ValidateSummary& sum) {
 
 nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& rows,
                                      const predict::ValidateSummary& sum, const ValidateExtras& x) {
-  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] =
-      std::tie(sum.all, sum.by_system, sum.by_dispatcher, sum.series, sum.memory, sum.timing_failed,
-               sum.memory_failed);
+  const auto& [all, series, memory, timing_failed, memory_failed] =
+      std::tie(sum.all, sum.series, sum.memory, sum.timing_failed, sum.memory_failed);
   nlohmann::ordered_json out_rows = nlohmann::ordered_json::array();
   for (const auto& r : rows)
     out_rows.push_back({{"name", r.name},
@@ -528,9 +526,11 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
                         {"ok", r.ok}});
   if (x.timings)
     for (std::size_t i = 0; i < rows.size(); ++i) out_rows[i]["wall_s"] = rows[i].wall_s;
-  const auto groups = [](const std::map<std::string, predict::ErrorSummary>& m) {
+  const auto groups = [](const predict::ErrorGroups& m) {
     nlohmann::ordered_json g = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : m) g[k] = {{"runs", v.runs}, {"mean_abs_error_pct", v.mae()}};
+    for (const auto& [k, v] : m)
+      g[k] = {
+          {"runs", v.runs}, {"mean_abs_error_pct", v.mae()}, {"speed_bias_pct", v.speed_bias()}};
     return g;
   };
   nlohmann::ordered_json out{{"rows", out_rows},
@@ -543,8 +543,7 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
         {"points", memory.runs}, {"mean_abs_error_pct", memory.mae()}, {"failed", memory_failed}};
     out["memory"]["worst"] = {{"name", memory.worst->name}, {"error_pct", memory.worst->error_pct}};
   }
-  out["by_system"] = groups(by_system);
-  out["by_dispatcher"] = groups(by_dispatcher);
+  for (const auto& g : sum.groupings()) out[g.json_key] = groups(*g.groups);
   if (!series.empty()) out["series"] = series_json(series);
   if (!sum.compared.pairs.empty() || !sum.compared.unresolved.empty()) {
     out["pairs"] = pairs_json(sum.compared.pairs);
@@ -579,9 +578,8 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
 
 std::string validate_text(const std::vector<predict::ValidateRow>& rows,
                           const predict::ValidateSummary& sum, const ValidateExtras& x) {
-  const auto& [all, by_system, by_dispatcher, series, memory, timing_failed, memory_failed] =
-      std::tie(sum.all, sum.by_system, sum.by_dispatcher, sum.series, sum.memory, sum.timing_failed,
-               sum.memory_failed);
+  const auto& [all, series, memory, timing_failed, memory_failed] =
+      std::tie(sum.all, sum.series, sum.memory, sum.timing_failed, sum.memory_failed);
   std::string out;
   if (all.runs) {
     out += fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured",
@@ -597,14 +595,13 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows,
       out += fmt::format("worst: {} ({:+.1f}%)\n", all.worst->name, all.worst->error_pct);
   }
   if (all.runs > 1) {
-    const auto print = [&](const char* what,
-                           const std::map<std::string, predict::ErrorSummary>& m) {
-      for (const auto& [k, v] : m)
-        out += fmt::format("  {} {:<14} {:>3} runs, mean absolute error {:6.2f}%\n", what, k,
-                           v.runs, v.mae());
-    };
-    print("system    ", by_system);
-    print("dispatcher", by_dispatcher);
+    out += "by group (speed bias: the mean error as a speed, + where moesim runs faster)\n";
+    for (const auto& g : sum.groupings())
+      for (const auto& [k, v] : *g.groups)
+        out += fmt::format(
+            "  {:<10} {:<26} {:>3} runs, mean absolute error {:6.2f}%, speed bias "
+            "{:+6.1f}%\n",
+            g.label, k, v.runs, v.mae(), v.speed_bias());
   }
   for (const auto& f : series) out += series_text(f);
   out += pairs_text(sum);

@@ -82,7 +82,7 @@ TEST_CASE("Families: Kendall's tau, pairs ordered right and regret, by hand",
   // swapped: C = 4, D = 2, tau = 1/3.
   std::vector<predict::ValidateRow> rows{run("m1", 1, 2.0), run("m2", 2, 1.5), run("m3", 3, 3.5),
                                          run("m4", 4, 3.0), run("alone", 1, 1)};
-  for (int i = 0; i < 4; ++i) rows[i].family = "f";
+  for (int i = 0; i < 4; ++i) rows[i].family = std::string("f");
   rows[4].family = "g";  // a family of one is no family
   const auto c = predict::compare_pairs(rows, {});
   REQUIRE(c.families.size() == 1);
@@ -107,7 +107,7 @@ TEST_CASE("Families: Kendall's tau, pairs ordered right and regret, by hand",
 TEST_CASE("Pairs: a series' consecutive sizes are pairs of decision scale",
           "[predict][validate][pairs]") {
   std::vector<predict::ValidateRow> rows{run("s512", 8, 8, 512), run("s1024", 4.2, 4.1, 1024)};
-  for (auto& r : rows) r.series = "s", r.microbatches = 8, r.tolerance_pct = 7;
+  for (auto& r : rows) r.series = std::string("s"), r.microbatches = 8, r.tolerance_pct = 7;
   rows[1].tolerance_pct = 9;
   const auto sum = predict::summarize(rows);
   REQUIRE(sum.compared.pairs.size() == 1);
