@@ -37,6 +37,31 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
           "only; unmeasured on this host ({}): bound, every host cost is that much lower",
           numa->value, fmt::join(cpus, ", "), sc.system.node.cpu));
   }
+  // The routed experts' grouped GEMMs in a dtype the system's grouped table lacks take the
+  // dense GEMM efficiency at its large-K limit (hw_models/compute.cpp): grouped kernels
+  // measured in another dtype ran below their dense rate (GB200 MXFP8: 0.53 against 0.72),
+  // so this is a transfer, not a measurement. Experts run the recipe's dtype, and BF16 in
+  // the BF16 layers at the start and end (training.bf16_layers_*).
+  if (sc.model.is_moe()) {
+    const auto& table = sc.system.efficiency.grouped_gemm;
+    std::vector<hw_models::Dtype> used{workload::gemm_dtype(sc.training.precision)};
+    if (sc.training.any_bf16_layers()) used.push_back(hw_models::Dtype::bf16);
+    std::vector<std::string_view> missing, measured;
+    for (const auto d : used)
+      if (!table.count(d) && std::find(missing.begin(), missing.end(),
+                                       hw_models::dtype_names().name(d)) == missing.end())
+        missing.push_back(hw_models::dtype_names().name(d));
+    for (const auto& [d, v] : table) measured.push_back(hw_models::dtype_names().name(d));
+    if (!missing.empty())
+      out.push_back(fmt::format(
+          "the routed experts' grouped GEMMs in {} are priced at {}'s dense GEMM efficiency "
+          "(efficiency.gemm) at its large-K limit: no grouped GEMM measurement in {} on this "
+          "GPU ({}); where one exists, grouped kernels run below the dense rate",
+          fmt::join(missing, ", "), sc.system.name, fmt::join(missing, ", "),
+          measured.empty()
+              ? std::string("efficiency.grouped_gemm is empty")
+              : fmt::format("efficiency.grouped_gemm holds {}", fmt::join(measured, ", "))));
+  }
   if (sc.training.lora)
     out.push_back(
         "training.lora: TFLOPS/GPU and MFU follow Megatron-Bridge's LoRA accounting (the "

@@ -31,13 +31,12 @@ double ComputeModel::wave_efficiency(std::int64_t m, std::int64_t n, std::int64_
   return static_cast<double>(tiles) / static_cast<double>(waves * sms_);
 }
 
-double ComputeModel::k_factor(std::int64_t k, KernelClass cls) const {
+double ComputeModel::k_factor(std::int64_t k, bool grouped_table) const {
   const auto& e = sys_.efficiency;
   if (!e.gemm_k_overhead || k <= 0) return 1.0;
   const double k0 = e.gemm_k_overhead->value;
   const auto f = [k0](double kk) { return kk / (kk + k0); };
-  const double at_ref =
-      cls == KernelClass::grouped_gemm && e.grouped_gemm_k ? f(e.grouped_gemm_k->value) : 1.0;
+  const double at_ref = grouped_table && e.grouped_gemm_k ? f(e.grouped_gemm_k->value) : 1.0;
   return f(static_cast<double>(k)) / at_ref;
 }
 
@@ -81,16 +80,16 @@ double ComputeModel::seconds(const ComputeWork& w) const {
     }
     case KernelClass::gemm:
     case KernelClass::grouped_gemm: {
-      const auto& table =
-          w.cls == KernelClass::grouped_gemm && sys_.efficiency.grouped_gemm.count(w.dtype)
-              ? sys_.efficiency.grouped_gemm
-              : sys_.efficiency.gemm;
+      const bool grouped_table =
+          w.cls == KernelClass::grouped_gemm && sys_.efficiency.grouped_gemm.count(w.dtype);
+      const auto& table = grouped_table ? sys_.efficiency.grouped_gemm : sys_.efficiency.gemm;
       const auto it = table.find(w.dtype);
       if (it == table.end() || !sys_.gpu.supports(w.dtype))
         throw std::invalid_argument("ComputeModel: no GEMM efficiency for this dtype on " +
                                     sys_.gpu.name);
       const double rate = sys_.gpu.peak_tflops(w.dtype) * 1e12 * it->second.value *
-                          wave_efficiency(w.m, w.n, w.groups) * k_factor(w.k, w.cls) * clock_;
+                          wave_efficiency(w.m, w.n, w.groups) * k_factor(w.k, grouped_table) *
+                          clock_;
       return std::max(w.flops / rate, mem) + t_dev_;
     }
   }

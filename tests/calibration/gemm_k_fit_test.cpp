@@ -71,9 +71,23 @@ TEST_CASE("GEMM time grows as K shrinks, relative to where the efficiency was me
   const hw_models::ComputeModel cm(sys);
   const double k0 = sys.efficiency.gemm_k_overhead->value;
   // Dense GEMMs: efficiency is the large-K limit, so K 512 runs at 512 / (512 + K0).
-  CHECK(cm.k_factor(512, hw_models::KernelClass::gemm) == Approx(512 / (512 + k0)));
+  CHECK(cm.k_factor(512, false) == Approx(512 / (512 + k0)));
   // Grouped GEMMs were measured at K 7168: factor 1 there, below 1 at K 2048.
-  CHECK(cm.k_factor(7168, hw_models::KernelClass::grouped_gemm) == Approx(1));
-  CHECK(cm.k_factor(2048, hw_models::KernelClass::grouped_gemm) ==
-        Approx((2048 / (2048 + k0)) / (7168 / (7168 + k0))));
+  CHECK(cm.k_factor(7168, true) == Approx(1));
+  CHECK(cm.k_factor(2048, true) == Approx((2048 / (2048 + k0)) / (7168 / (7168 + k0))));
+
+  // A grouped GEMM in a dtype the grouped table lacks (BF16 here: it holds MXFP8 only)
+  // takes the dense efficiency at its large-K limit: the same time as the dense GEMM of
+  // its shape, not the grouped reference's 1 / f(7168) faster.
+  REQUIRE(sys.efficiency.grouped_gemm.count(hw_models::Dtype::bf16) == 0);
+  hw_models::ComputeWork dense;
+  dense.cls = hw_models::KernelClass::gemm;
+  dense.dtype = hw_models::Dtype::bf16;
+  dense.m = 8192;
+  dense.n = 5760;
+  dense.k = 2880;
+  dense.flops = 2.0 * 8192 * 5760 * 2880;
+  hw_models::ComputeWork grouped = dense;
+  grouped.cls = hw_models::KernelClass::grouped_gemm;
+  CHECK(cm.seconds(grouped) == Approx(cm.seconds(dense)));
 }

@@ -41,7 +41,31 @@ TEST_CASE("Caveats: the NUMA-unbound factor off the hosts it was measured on",
   REQUIRE_FALSE(p1.stack.cpu_numa_binding);
   REQUIRE(std::find(cpus.begin(), cpus.end(), p1.system.node.cpu) == cpus.end());
   CHECK(mentions(config::prediction_caveats(p1), p1.system.node.cpu));
-  // Bound, there is nothing to extrapolate.
+  // Bound, there is no host factor to extrapolate (the BF16 experts' caveat below stays).
   p1.stack.cpu_numa_binding = true;
-  CHECK(config::prediction_caveats(p1).empty());
+  CHECK_FALSE(mentions(config::prediction_caveats(p1), "host.numa_unbound_factor"));
+}
+
+TEST_CASE("Caveats: grouped GEMMs in a dtype the system has no grouped measurement in",
+          "[config][caveats]") {
+  // GB200's grouped table holds MXFP8 (the journey's 2,672 TFLOPS at K 7168): an MXFP8
+  // DeepSeek-V3 run is priced from it, a BF16 one from the dense BF16 efficiency.
+  auto sc = config::load_scenario_file(kRoot + "journey/13-norm-quant-fusion.json");
+  REQUIRE(sc.system.efficiency.grouped_gemm.count(hw_models::Dtype::mxfp8) == 1);
+  REQUIRE(sc.system.efficiency.grouped_gemm.count(hw_models::Dtype::bf16) == 0);
+  CHECK_FALSE(mentions(config::prediction_caveats(sc), "grouped GEMMs"));
+  sc.training.precision = workload::Precision::bf16;
+  const auto c = config::prediction_caveats(sc);
+  CHECK(mentions(c, "grouped GEMMs in bf16 are priced at gb200-nvl72's dense GEMM efficiency"));
+  CHECK(mentions(c, "efficiency.grouped_gemm holds mxfp8"));
+  // MXFP8 with BF16 first and last layers: their experts run BF16 GEMMs.
+  sc.training.precision = workload::Precision::mxfp8;
+  sc.training.bf16_layers_at_start = 1;
+  CHECK(mentions(config::prediction_caveats(sc), "grouped GEMMs in bf16"));
+  // A dense model has no grouped GEMMs.
+  auto dense = config::load_scenario_file(kRoot + "journey/13-norm-quant-fusion.json");
+  dense.training.precision = workload::Precision::bf16;
+  dense.model.num_experts = 0;
+  REQUIRE_FALSE(dense.model.is_moe());
+  CHECK_FALSE(mentions(config::prediction_caveats(dense), "grouped GEMMs"));
 }
