@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "config/load.hpp"
+#include "hw_models/dispatcher.hpp"
 
 namespace moesim::config {
 
@@ -62,6 +63,38 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
               ? std::string("efficiency.grouped_gemm is empty")
               : fmt::format("efficiency.grouped_gemm holds {}", fmt::join(measured, ", "))));
   }
+  // Megatron-Core from core_v0.16.0 (26.02) leaves the MoE pre-MLP norm out of 'layernorm'
+  // recompute when TE graphs capture the router without the preprocess of an all-to-all or
+  // latent MoE (its output would be a static graph buffer: transformer_layer.py 455-503 at
+  // core_v0.19.0); moesim recomputes it (docs/research/tp-sequence-parallel-moe.md 5).
+  const auto& fw = sc.framework;
+  const auto scoped = [&](workload::CudaGraphScope g) {
+    return std::find(fw.cuda_graph_scope.begin(), fw.cuda_graph_scope.end(), g) !=
+           fw.cuda_graph_scope.end();
+  };
+  const auto& rc = fw.recompute_modules;
+  if (sc.model.is_moe() &&
+      std::find(rc.begin(), rc.end(), workload::RecomputeModule::layernorm) != rc.end() &&
+      scoped(workload::CudaGraphScope::moe_router) &&
+      !(scoped(workload::CudaGraphScope::moe_preprocess) &&
+        (fw.dispatcher == hw_models::Dispatcher::alltoall || sc.model.moe_latent_size > 0)))
+    out.push_back(
+        "framework.recompute_modules[layernorm] with the router in a TE CUDA graph: Megatron-Core "
+        "0.16 and later do not recompute the MoE pre-MLP norm here (unless the graph also "
+        "captures moe_preprocess with the all-to-all dispatcher or a latent MoE); moesim "
+        "recomputes it, so the step is a little longer and the memory a little lower than "
+        "those releases'");
+  // A dense MLP layer's norm under 'layernorm': recomputed as DeepSeek's framework does;
+  // Megatron-Core fuses it into linear_fc1 and keeps it (workload/layer_graph.cpp dense_mlp).
+  if (sc.model.num_dense_layers() > 0 &&
+      std::find(rc.begin(), rc.end(), workload::RecomputeModule::layernorm) != rc.end() &&
+      std::find(rc.begin(), rc.end(), workload::RecomputeModule::mlp) == rc.end() &&
+      std::find(rc.begin(), rc.end(), workload::RecomputeModule::full) == rc.end())
+    out.push_back(
+        "framework.recompute_modules[layernorm] on the dense MLP layers: their pre-MLP norm is "
+        "recomputed, as DeepSeek's framework recomputes every RMSNorm; Megatron-Core fuses it "
+        "into linear_fc1 and keeps it, so under Megatron those layers keep that activation (one "
+        "hidden-size tensor a layer and microbatch) and skip its recompute");
   if (sc.training.lora)
     out.push_back(
         "training.lora: TFLOPS/GPU and MFU follow Megatron-Bridge's LoRA accounting (the "

@@ -193,7 +193,10 @@ Why offload_inert(OffloadTarget t, const Scenario& sc) {
   switch (t) {
     case OffloadTarget::optimizer:
       return std::nullopt;
-    case OffloadTarget::attn_norm:
+    case OffloadTarget::attn_norm:  // GQA's is fused into linear_qkv: kept (layer_graph_attention)
+      if (has(rc, RecomputeModule::layernorm) && sc.model.attention != workload::AttentionKind::gqa)
+        return std::string("the input norm is recomputed ('layernorm'): not kept");
+      return std::nullopt;
     case OffloadTarget::mlp_norm:
       if (has(rc, RecomputeModule::layernorm))
         return std::string("the norms are recomputed ('layernorm'): not kept");

@@ -40,6 +40,11 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
        workload::OffloadTarget::mlp_norm, true);
   const bool whole = has(in.framework.recompute_modules, RecomputeModule::mlp) ||
                      has(in.framework.recompute_modules, RecomputeModule::full);
+  // 'layernorm' recomputes this norm as DeepSeek's framework does (it recomputes every RMSNorm:
+  // arXiv 2412.19437 3.2.3; scenarios/h800/dsv3-production.json). Megatron-Core fuses it into
+  // linear_fc1 (a TELayerNormColumnParallelLinear; the dense layer's pre_mlp_layernorm is an
+  // IdentityOp, gpt_layer_specs.py 325 at core_v0.19.0) and keeps it; the prediction says so
+  // (config/caveats.cpp).
   if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm))
     b.recompute_since(start);
   tp_gather(b, s, Module::mlp, "mlp", true, SpInput::quantized);

@@ -81,7 +81,12 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   const bool mla = m.attention == AttentionKind::mla;
   norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm,
        !mla);
-  if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
+  // 'layernorm' recomputes a norm only where it is a module of its own (Megatron-Core
+  // transformer_layer.py at core_v0.19.0 445-453: recompute_input_layernorm needs an
+  // input_layernorm that is not an IdentityOp): MLA's TENorm. GQA's input norm is fused into
+  // linear_qkv, a TELayerNormColumnParallelLinear (gpt_layer_specs.py 313-325,
+  // hybrid_layer_specs.py 120-131), and is not recomputed.
+  if (mla && has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
   // The calls around it without weights of their own (Megatron-Core transformer_layer.py
   // _forward_attention): the TransformerLayer, its (MLA)SelfAttention, and the
   // pre_cross_attn_layernorm and cross_attention IdentityOps a decoder-only layer still calls;

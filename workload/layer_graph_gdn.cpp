@@ -47,9 +47,11 @@ void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double seqs = static_cast<double>(in.training.micro_batch_size);
 
   const std::size_t start = b.mark();
+  // The norm is in_proj's (a column-parallel LayerNormLinear, fuse_input_layernorm: Megatron-Core
+  // experimental_attention_variant_module_specs.py 70-76 at core_v0.19.0), the layer's
+  // input_layernorm an IdentityOp: 'layernorm' does not recompute it.
   norm(b, s, Module::attn, "gdn.norm", in.stack.norm_quant_fusion, in.framework,
        workload::OffloadTarget::attn_norm, true);
-  if (has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
   b.module_calls_at(start, 2, 0);  // the TransformerLayer and its GatedDeltaNet
   tp_gather(b, s, Module::attn, "gdn", true, SpInput::quantized);
   b.linear("gdn.in_proj", Module::attn, T, width, s.h, true, false);

@@ -34,9 +34,10 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double T = s.T;
 
   const std::size_t start = b.mark();
+  // The norm is in_proj's (TELayerNormColumnParallelLinear: hybrid_layer_specs.py 93-100 at
+  // core_v0.19.0); MambaLayer recomputes nothing of its own, so 'layernorm' leaves it.
   norm(b, s, Module::mamba, "mamba.norm", in.stack.norm_quant_fusion, in.framework, std::nullopt,
        true);
-  if (has(in.framework.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(start);
   b.module_calls_at(start, 2, 0);  // the MambaLayer and its MambaMixer
   tp_gather(b, s, Module::mamba, "mamba", true, SpInput::quantized);
   b.linear("mamba.in_proj", Module::mamba, T, width, s.h, true, false);

@@ -104,7 +104,9 @@ const sim_core::NameTable<RecomputeModule>& recompute_module_names() {
       {RecomputeModule::mlp, "mlp", "dense-layer MLP"},
       {RecomputeModule::moe, "moe", "whole MoE layer"},
       {RecomputeModule::moe_act, "moe_act", "expert activation function"},
-      {RecomputeModule::layernorm, "layernorm", "input and pre-MLP norms"},
+      {RecomputeModule::layernorm, "layernorm",
+       "MLA's input norm, the MoE and dense MLP layers' pre-MLP norm (not GQA's, Mamba's or Gated "
+       "DeltaNet's, fused into their TE linear)"},
       {RecomputeModule::shared_experts, "shared_experts", "shared experts"},
       {RecomputeModule::mhc, "mhc", "DeepSeek-V4's mHC mappings around each sub-block"},
       {RecomputeModule::full, "full", "full-layer recompute, alone"},

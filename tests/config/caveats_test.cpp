@@ -8,6 +8,7 @@
 
 #include "config/caveats.hpp"
 #include "config/load.hpp"
+#include "hw_models/dispatcher.hpp"
 
 using namespace moesim;
 
@@ -68,4 +69,41 @@ TEST_CASE("Caveats: grouped GEMMs in a dtype the system has no grouped measureme
   dense.model.num_experts = 0;
   REQUIRE_FALSE(dense.model.is_moe());
   CHECK_FALSE(mentions(config::prediction_caveats(dense), "grouped GEMMs"));
+}
+
+TEST_CASE("Caveats: layernorm recompute with the router in a TE graph", "[config][caveats]") {
+  // Megatron-Core 0.16+ drops the MoE pre-MLP norm from 'layernorm' recompute when TE graphs
+  // capture moe_router without an all-to-all or latent-MoE moe_preprocess; moesim does not.
+  auto sc = config::load_scenario_file(kRoot + "journey/13-norm-quant-fusion.json");
+  sc.framework.recompute_modules = {workload::RecomputeModule::layernorm};
+  sc.framework.cuda_graph_scope = {workload::CudaGraphScope::attn,
+                                   workload::CudaGraphScope::moe_router};
+  REQUIRE(sc.framework.dispatcher != hw_models::Dispatcher::alltoall);
+  CHECK(mentions(config::prediction_caveats(sc), "with the router in a TE CUDA graph"));
+  // With the preprocess captured it still applies to a flex dispatcher...
+  sc.framework.cuda_graph_scope.push_back(workload::CudaGraphScope::moe_preprocess);
+  CHECK(mentions(config::prediction_caveats(sc), "with the router in a TE CUDA graph"));
+  // ...but not to the all-to-all one, whose pre-MLP norm Megatron recomputes.
+  sc.framework.dispatcher = hw_models::Dispatcher::alltoall;
+  CHECK_FALSE(mentions(config::prediction_caveats(sc), "with the router in a TE CUDA graph"));
+  // Nor without router graphs.
+  sc.framework.cuda_graph_scope.clear();
+  sc.framework.dispatcher = hw_models::Dispatcher::hybridep;
+  CHECK_FALSE(mentions(config::prediction_caveats(sc), "with the router in a TE CUDA graph"));
+}
+
+TEST_CASE("Caveats: layernorm recompute on dense MLP layers is DeepSeek's, not Megatron's",
+          "[config][caveats]") {
+  // DeepSeek's own run recomputes every RMSNorm, the three dense layers' included; Megatron
+  // fuses a dense layer's norm into linear_fc1 and keeps it.
+  auto sc = config::load_scenario_file(kRoot + "h800/dsv3-production.json");
+  REQUIRE(sc.model.num_dense_layers() == 3);
+  CHECK(mentions(config::prediction_caveats(sc), "on the dense MLP layers"));
+  // Recomputed whole ('mlp'), the norm goes with the layer: nothing to say.
+  sc.framework.recompute_modules.push_back(workload::RecomputeModule::mlp);
+  CHECK_FALSE(mentions(config::prediction_caveats(sc), "on the dense MLP layers"));
+  // A model without dense layers has none.
+  auto moe = config::load_scenario_file(kRoot + "pai/p2-tp2pp8.json");
+  REQUIRE(moe.model.num_dense_layers() == 0);
+  CHECK_FALSE(mentions(config::prediction_caveats(moe), "on the dense MLP layers"));
 }
