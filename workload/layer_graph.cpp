@@ -31,6 +31,23 @@ using detail::SpInput;
 using detail::tp_gather;
 using detail::tp_scatter;
 
+// The word-embedding lookup, `lookups` passes over the output (read, write; learned
+// positions add two), keeping the token ids only. At TP > 1 the table is split by vocabulary
+// (Megatron-Core VocabParallelEmbedding, tensor_parallel/layers.py 330-379 at core_v0.19.0):
+// each rank looks up all T tokens and zeroes the rows outside its shard, and the ranks'
+// partial rows are summed, reduce-scattered to the sequence shard under sequence parallelism
+// (after a [b s h] -> [s b h] copy) and all-reduced without it, which moesim prices as the
+// reduce-scatter and backward all-gather of a row-parallel linear's output (tp_scatter).
+void vocab_parallel_lookup(LayerBuilder& b, const Shapes& s, const std::string& name,
+                           double lookups, double bwd_factor) {
+  b.memory(name, Module::embedding, (s.tp > 1 ? s.T : s.Tn) * s.h * 2 * lookups, bwd_factor);
+  if (s.tp <= 1) return;
+  b.memory(name + ".mask", Module::embedding, s.T * s.h * 2, 0.0);
+  if (s.sequence_parallel()) b.memory(name + ".transpose", Module::embedding, s.T * s.h * 4);
+  b.comm(name + ".tp_reduce", Module::embedding, CommOp::tp_reduce_scatter, CommOp::tp_all_gather,
+         s.T * s.h * 2);
+}
+
 void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const auto& m = in.model;
   const double f = static_cast<double>(m.ffn_hidden_size) / s.tp;
@@ -162,8 +179,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     // Word lookup (read, write); learned positions add a second lookup and the sum.
     const double lookups = in.model.learned_positions > 0 ? 4 : 2;
     // Backward scatters the gradient into the table (none under LoRA: the table is frozen).
-    b.memory("embedding", Module::embedding, s.Tn * s.h * 2 * lookups,
-             in.training.lora ? 0.0 : 2.0);  // keeps token ids only
+    vocab_parallel_lookup(b, s, "embedding", lookups, in.training.lora ? 0.0 : 2.0);
     // DeepSeek-V4's mHC copies the embedding into its n streams (hyper_connection.py
     // 669-686 at d48bd6be: reads one, writes n; backward sums them back).
     const double streams = static_cast<double>(in.model.residual_streams());
@@ -213,7 +229,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     // with its final norm and loss.
     LayerTemplate pre;
     LayerBuilder b(in, pre);
-    b.memory("mtp.embedding", Module::embedding, s.Tn * s.h * 2 * 2, 2.0);
+    vocab_parallel_lookup(b, s, "mtp.embedding", 2, 2.0);
     norm(b, s, Module::head, "mtp.enorm", true, in.framework, std::nullopt);
     norm(b, s, Module::head, "mtp.hnorm", true, in.framework, std::nullopt);
     const bool quantize_input =

@@ -658,3 +658,30 @@ TEST_CASE("Sequence parallelism gathers quantized shards and reduces the amax ov
   CHECK(find(mtp.t.mtp.fwd, "mtp.sp_gather.fwd").comm_bytes ==
         Approx(4096.0 * 2 * 7168 * (1 + 1.0 / 32)));
 }
+
+TEST_CASE("At TP > 1 the vocabulary-parallel embedding reduces its rows over TP",
+          "[workload][templates]") {
+  // Megatron-Core VocabParallelEmbedding: every rank looks up all T tokens, zeroes the rows
+  // outside its shard, and the ranks' rows are reduce-scattered to the sequence shard.
+  const auto tp1 = build("scenarios/pai/p5-tp1pp32vpp3-mbs4-full.json");
+  const auto tp2 = build("scenarios/pai/p4-tp2pp32vpp3-mbs4-full.json");
+  REQUIRE(tp2.sc.parallelism.tp == 2);
+  CHECK(count(tp1.t.embedding.fwd, "embedding.tp_reduce") == 0);
+  const auto& rs = find(tp2.t.embedding.fwd, "embedding.tp_reduce.fwd");
+  CHECK(rs.comm == workload::CommOp::tp_reduce_scatter);
+  // T = MBS 4 x seq 4096 tokens of h 4096 in BF16.
+  CHECK(rs.comm_bytes == Approx(4.0 * 4096 * 4096 * 2));
+  CHECK(find(tp2.t.embedding.bwd, "embedding.tp_reduce.bwd").comm ==
+        workload::CommOp::tp_all_gather);
+}
+
+TEST_CASE("layernorm recompute re-runs only the norms that are modules of their own",
+          "[workload][templates]") {
+  // GQA's input norm is fused into linear_qkv (not recomputed); the MoE pre-MLP norm is a
+  // TENorm (recomputed); MLA's input norm is a TENorm (recomputed).
+  const auto gqa = build("scenarios/pai/p2-tp2pp8.json");  // moe_act + layernorm
+  CHECK(count(gqa.t.moe.bwd, "attn.norm.fwd.recompute") == 0);
+  CHECK(find(gqa.t.moe.bwd, "moe.norm.fwd.recompute").recompute);
+  const auto mla = build("scenarios/h800/dsv3-production.json");  // layernorm, mla_up_proj
+  CHECK(find(mla.t.moe.bwd, "attn.norm.fwd.recompute").recompute);
+}
