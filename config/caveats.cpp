@@ -67,16 +67,12 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
   // recompute when TE graphs capture the router without the preprocess of an all-to-all or
   // latent MoE (its output would be a static graph buffer: transformer_layer.py 455-503 at
   // core_v0.19.0); moesim recomputes it (docs/research/tp-sequence-parallel-moe.md 5).
+  using workload::CudaGraphScope, workload::RecomputeModule, workload::has;
   const auto& fw = sc.framework;
-  const auto scoped = [&](workload::CudaGraphScope g) {
-    return std::find(fw.cuda_graph_scope.begin(), fw.cuda_graph_scope.end(), g) !=
-           fw.cuda_graph_scope.end();
-  };
   const auto& rc = fw.recompute_modules;
-  if (sc.model.is_moe() &&
-      std::find(rc.begin(), rc.end(), workload::RecomputeModule::layernorm) != rc.end() &&
-      scoped(workload::CudaGraphScope::moe_router) &&
-      !(scoped(workload::CudaGraphScope::moe_preprocess) &&
+  if (sc.model.is_moe() && has(rc, RecomputeModule::layernorm) &&
+      has(fw.cuda_graph_scope, CudaGraphScope::moe_router) &&
+      !(has(fw.cuda_graph_scope, CudaGraphScope::moe_preprocess) &&
         (fw.dispatcher == hw_models::Dispatcher::alltoall || sc.model.moe_latent_size > 0)))
     out.push_back(
         "framework.recompute_modules[layernorm] with the router in a TE CUDA graph: Megatron-Core "
@@ -86,10 +82,8 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
         "those releases'");
   // A dense MLP layer's norm under 'layernorm': recomputed as DeepSeek's framework does;
   // Megatron-Core fuses it into linear_fc1 and keeps it (workload/layer_graph.cpp dense_mlp).
-  if (sc.model.num_dense_layers() > 0 &&
-      std::find(rc.begin(), rc.end(), workload::RecomputeModule::layernorm) != rc.end() &&
-      std::find(rc.begin(), rc.end(), workload::RecomputeModule::mlp) == rc.end() &&
-      std::find(rc.begin(), rc.end(), workload::RecomputeModule::full) == rc.end())
+  if (sc.model.num_dense_layers() > 0 && has(rc, RecomputeModule::layernorm) &&
+      !has(rc, RecomputeModule::mlp) && !has(rc, RecomputeModule::full))
     out.push_back(
         "framework.recompute_modules[layernorm] on the dense MLP layers: their pre-MLP norm is "
         "recomputed, as DeepSeek's framework recomputes every RMSNorm; Megatron-Core fuses it "

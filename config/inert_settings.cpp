@@ -12,16 +12,12 @@ namespace moesim::config {
 namespace {
 
 using workload::CudaGraphScope;
+using workload::has;
 using workload::LowPrecisionActivation;
 using workload::OffloadTarget;
 using workload::RecomputeModule;
 using Why = std::optional<std::string>;
 using Rule = std::function<Why(const Scenario&)>;
-
-template <class E>
-bool has(const std::vector<E>& v, E x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
 
 bool given_key(const Scenario& sc, const std::string& key) {
   return std::find(sc.given_keys.begin(), sc.given_keys.end(), key) != sc.given_keys.end();

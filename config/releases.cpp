@@ -214,8 +214,7 @@ struct FeatureGate {
 };
 
 bool has_scope(const Scenario& sc, workload::CudaGraphScope s) {
-  const auto& v = sc.framework.cuda_graph_scope;
-  return std::find(v.begin(), v.end(), s) != v.end();
+  return workload::has(sc.framework.cuda_graph_scope, s);
 }
 
 // Whole-layer and full-iteration CUDA graphs are not gated: NeMo captured layers with TE's

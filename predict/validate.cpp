@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "calibration/least_squares.hpp"
 #include "config/json_reader.hpp"
 #include "hw_models/dispatcher.hpp"
@@ -261,9 +263,7 @@ ValidateSummary summarize(const std::vector<ValidateRow>& rows) {
     s.by_dispatcher[r.dispatcher].add(r);
     s.by_set[r.held_out ? "held out" : "corpus"].add(r);
     s.by_model[r.model].add(r);
-    std::string tp = "tp";  // appended, not "tp" + ...: GCC 12's -Wrestrict false positive
-    tp.append(std::to_string(r.tp));
-    s.by_tp[tp].add(r);
+    s.by_tp[fmt::format("tp{}", r.tp)].add(r);
   }
   s.series = fit_series(rows);
   s.compared = compare_pairs(rows, s.series);

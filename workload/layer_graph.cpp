@@ -20,7 +20,6 @@ namespace moesim::workload {
 namespace {
 
 using detail::attention_block;
-using detail::has;
 using detail::hidden_dropout;
 using detail::LayerBuilder;
 using detail::moe_mlp;

@@ -313,11 +313,6 @@ class LayerBuilder {
   std::vector<KernelTemplate> recomputed_;
 };
 
-template <class T>
-bool has(const std::vector<T>& v, T m) {
-  return std::find(v.begin(), v.end(), m) != v.end();
-}
-
 struct Shapes {
   double T;   // tokens per rank entering GEMMs (sequence-parallel all-gathered)
   double Tn;  // tokens per rank in norms and elementwise ops (sequence-parallel split)

@@ -18,6 +18,13 @@
 
 namespace moesim::workload {
 
+// Whether a setting list (recompute modules, CUDA-graph scopes, offload targets...) holds `x`:
+// the layer graphs, the inert-setting rules and the caveats ask it alike.
+template <class E>
+bool has(const std::vector<E>& v, E x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
 enum class Precision { bf16, fp8_tensorwise, fp8_delayed, fp8_blockwise, mxfp8, nvfp4, fp16 };
 const sim_core::NameTable<Precision>& precision_names();
 // The Tensor Core input type the linear layers' GEMMs use under a recipe. FP16 runs at the
