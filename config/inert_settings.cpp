@@ -264,10 +264,10 @@ Why stack_inert(std::string_view name, const Scenario& sc) {
   }
   if (name == "permute_fusion_v2") {
     if (auto w = no_experts(sc)) return w;
-    if (sc.model.topk * 4 > sc.model.num_experts)
-      return fmt::format(
-          "the old permute is slow only where top-k x 4 <= experts (journey step 2); here {} of {}",
-          sc.model.topk, sc.model.num_experts);
+    // HybridEP permutes in its own kernels (Megatron-Core fused_a2a.py: dispatch_with_permute,
+    // combine_with_unpermute), not with TE's permute.
+    if (fw.dispatcher == hw_models::Dispatcher::hybridep)
+      return std::string("dispatcher hybridep permutes in its own kernels, not TE's permute");
     return std::nullopt;
   }
   if (name == "router_fusion") return no_experts(sc);

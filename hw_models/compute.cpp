@@ -48,8 +48,18 @@ double ComputeModel::seconds(const ComputeWork& w) const {
       return mem + t_dev_;
     case KernelClass::quantize:
       return w.bytes / quantize_Bps_ + t_dev_;
-    case KernelClass::gather:
-      return w.bytes / gather_Bps_ + t_dev_;
+    case KernelClass::gather: {
+      double walk = 0;
+      if (w.walk_loads > 0) {
+        if (!sys_.gpu.clock_mhz)
+          throw std::invalid_argument(fmt::format(
+              "ComputeModel: no clock (gpu.clock_mhz) on {}: the old permute's row-map walk "
+              "(stack.permute_fusion_v2 off) is priced in SM cycles",
+              sys_.gpu.name));
+        walk = w.walk_loads * kWalkCyclesPerLoad / (sms_ * sys_.gpu.clock_mhz->value * 1e6);
+      }
+      return w.bytes / gather_Bps_ + walk + t_dev_;
+    }
     case KernelClass::scan:
     case KernelClass::delta_rule: {
       const bool ssd = w.cls == KernelClass::scan;

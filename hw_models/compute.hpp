@@ -4,6 +4,8 @@
 //   attention:  t = F / (P_bf16 * eta_attn * c) + t_dev    (F counted causal, as Megatron)
 //   memory:     t = B / (BW * eta_hbm * min(1, ctas / SMs)) + t_dev
 //               (eta_quantize, eta_gather for those kinds)
+//   gather:     t = B / (BW * eta_gather) + W c_walk / (SMs f_clock) + t_dev
+//               (W: dependent row-map loads, TE's permute before 2.6; see ComputeWork)
 //   scan:       t = max( B / (BW * eta_hbm),  F / R_ssd ) / min(1, ctas / SMs) + t_dev
 //               (delta_rule: the same at R_gdn)
 //
@@ -63,12 +65,26 @@ struct ComputeWork {
   std::int64_t groups = 1;    // grouped GEMM: experts
   double input_bytes = 0;     // bytes per element of the GEMM inputs (1 FP8, 2 BF16)
   double ctas = 0;            // memory kernels: CTAs of a grid under one wave (0 = full)
+  // Gather kernels: scalar loads the programs make one after another, each waiting on the
+  // last (TE's permute before 2.6 reads every expert's row-map entry for each token and
+  // hidden block, see workload/layer_graph_moe.cpp). Bound by L2 latency, not by HBM: each
+  // SM works through its share at kWalkCyclesPerLoad cycles a load (its resident programs
+  // hide part of the latency), so t_walk = W c_walk / (SMs x clock).
+  double walk_loads = 0;
   // FLOPs also mean work for scan and delta_rule kernels (R above); GEMMs and attention theirs
 };
 
 class ComputeModel {
  public:
   static constexpr std::int64_t kTile = 128;
+  // c_walk from the one measured point: NVIDIA's baseline profile of DeepSeek-V3 on GB200
+  // draws the old global permute (4,096 tokens, 256 experts, 7,168 wide: 7 blocks of 1,024)
+  // at about 0.7 ms where the bandwidth prices the data at 0.162 ms
+  // (docs/research/gb200-journey-mechanisms.md, image1): 0.538 ms for 4096 x 256 x 7 loads
+  // on 148 SMs at 2,062 MHz, 22.4 cycles a load an SM (an L2 hit's ~300 cycles over about
+  // 13 resident programs).
+  static constexpr double kWalkCyclesPerLoad =
+      (0.7e-3 - 0.162e-3) * 148 * 2062e6 / (4096.0 * 256 * 7);
   explicit ComputeModel(const SystemSpec& s);
   // Seconds alone on the whole GPU.
   double seconds(const ComputeWork& w) const;

@@ -42,9 +42,11 @@
 //     on: one swizzle kernel per GEMM, padding inside.
 //   pdl_quant: quantize kernels launch with PDL, hiding their device launch latency.
 //   permute_fusion_v2 off: the permute/unpermute kernels are the old implementation,
-//     which walks all E experts' row-map entries per token where the new one walks its k:
-//     1 + c (E - k) / (1 + k) times slower, 4.3x at DeepSeek-V3's 8 of 256 (journey step 1's
-//     profile; the PR's "up to 10x" is a bound).
+//     which walks all E experts' row-map entries per token and hidden block where the new
+//     one walks its k: tokens x E x blocks dependent loads on top of the data, priced in SM
+//     cycles (hw_models::ComputeWork::walk_loads); 4.3x at DeepSeek-V3's 8 of 256 on GB200
+//     (journey step 1's profile; the PR's "up to 10x" is a bound), 1.8x at Qwen3's 8 of 128
+//     on H800.
 #pragma once
 
 #include <array>
@@ -135,7 +137,7 @@ struct KernelTemplate {
                                   // (framework.offload: Megatron's fine-grained offloading)
   int host_allocs = 0;            // tensor allocations the host makes before launching it
   int host_ops = 0;               // host-only framework calls before it (views, casts, checks)
-  double time_factor = 1;         // a known-slow kernel implementation (old permute: 10x)
+  double time_factor = 1;         // a known-slow kernel implementation (stochastic rounding)
   bool pdl = false;               // Programmatic Dependent Launch: device launch latency hidden
   bool te_module_call = false;    // launched by a Transformer Engine Linear call (its host cost)
   // Context parallelism's ring attention (TE's cp_comm_type p2p): the bytes of K and V (in

@@ -163,10 +163,11 @@ class LayerBuilder {
     out_.fwd.back().host_sync_after = true;
     out_.fwd.back().host_sync_delay = delay;
   }
-  // The last forward op (and its backward) runs `f` times slower.
-  void slow_last(double f) {
-    out_.fwd.back().time_factor = f;
-    for (auto& k : bwd_groups_.back()) k.time_factor = f;
+  // The last forward op (and its backward) walks `loads` dependent row-map loads
+  // (hw_models::ComputeWork::walk_loads: TE's permute before 2.6).
+  void walk_last(double loads) {
+    out_.fwd.back().work.walk_loads = loads;
+    for (auto& k : bwd_groups_.back()) k.work.walk_loads = loads;
   }
   void keep_last(double bytes) { out_.fwd.back().saved_bytes += bytes; }
   // What the forward kernels since `mark` save, `f` times over.

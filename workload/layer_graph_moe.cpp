@@ -6,8 +6,10 @@
 #include "workload/layer_graph_detail.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
+#include "hw_models/ep_dispatch.hpp"
 #include "workload/eplb.hpp"
 
 namespace moesim::workload::detail {
@@ -231,22 +233,33 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   if (shared_captured) shared_expert();
   // Permute/unpermute over the routing map before TE PR 1927 (dc97cc9efc, first in TE 2.6):
   // each token's program walks all E experts' row-map entries for every hidden block
-  // (transformer_engine/pytorch/triton/permutation.py _permute_kernel at v2.3: `for
-  // expert_idx in range(num_experts)`, a dependent load each), where the optimized kernel
-  // walks only the token's k routed rows (at v2.6: `for idx in tl.range(n_routed)`). The
-  // data moved is the same, (1 + k) rows a token; the old kernel adds (E - k) skipped
-  // row-map loads per token and block. So
-  //   slowdown = 1 + c (E - k) / (1 + k),
-  // with c from the one measured point: NVIDIA's baseline profile draws DeepSeek-V3's
-  // global permute (k = 8 of E = 256) at about 0.7 ms (docs/research/gb200-journey-mechanisms.md,
-  // image1) where the bandwidth model prices the optimized kernel at 0.162 ms (GB200, 4096
-  // tokens x top-8 x 7168 BF16): 4.3x, so c = 3.3 x 9 / 248 = 0.120. Qwen3's 8 of 128:
-  // 2.6x; Mixtral's 2 of 8: 1.24x.
-  constexpr double kOldPermuteRefSlowdown = 4.3, kOldPermuteRefE = 256, kOldPermuteRefK = 8;
-  constexpr double kOldPermuteSkipCost =
-      (kOldPermuteRefSlowdown - 1) * (1 + kOldPermuteRefK) / (kOldPermuteRefE - kOldPermuteRefK);
-  const double permute_slowdown =
-      in.stack.permute_fusion_v2 ? 1.0 : 1 + kOldPermuteSkipCost * (E - k) / (1 + k);
+  // (transformer_engine/pytorch/triton/permutation.py _permute_kernel and _unpermute_kernel
+  // at v2.3: `for expert_idx in range(num_experts)`, a scalar load each that the next
+  // iteration's branch waits on), where the optimized kernel walks only the token's k
+  // routed rows (at v2.6: `for idx in tl.range(n_routed)`). The data moved is the same; the
+  // old kernel adds tokens x E x blocks dependent loads, latency-bound on the SMs
+  // (hw_models::ComputeWork::walk_loads, priced in SM cycles from NVIDIA's DeepSeek-V3
+  // profile). The hidden block is autotuned over 64..1024; the walk dominates and is
+  // paid per block, so the autotuner keeps 1,024. The backward kernel (an unpermute of the
+  // gradient for a permute, a permute for an unpermute) walks the same map.
+  // Megatron-Core's dispatchers (token_dispatcher.py at core_v0.16.0): alltoall permutes its
+  // own tokens over all E experts before the all-to-all; allgather permutes the gathered
+  // tokens of the EP group over its local experts; DeepEP (_DeepepManager) permutes what it
+  // received, each token once per destination rank (hw_models::expected_destination_ranks),
+  // over the local experts. HybridEP permutes inside its own kernels
+  // (dispatch_with_permute, combine_with_unpermute): no TE permute, no walk.
+  const auto old_permute_walk = [&](double rows, double experts) {
+    if (in.stack.permute_fusion_v2) return 0.0;
+    constexpr double kBlock = 1024;
+    return rows * experts * std::ceil(static_cast<double>(m.expert_width()) / kBlock);
+  };
+  const bool allgather = fw.dispatcher == hw_models::Dispatcher::allgather;
+  const double received_rows =
+      fw.dispatcher == hw_models::Dispatcher::deepep
+          ? Tm * in.ep_load *
+                hw_models::expected_destination_ranks(m.num_experts, p.ep, m.topk, m.router_groups,
+                                                      m.router_topk_groups)
+          : 0;
 
   moe_router(b, in, s, Tm, E, nccl, moe_recompute);
 
@@ -254,6 +267,9 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double tokens_in = tokens_out * in.ep_load;  // and the hottest rank receives
   // Physical experts per rank: E / ep, plus parallelism.eplb's copies (workload/eplb.hpp).
   const double local_experts = static_cast<double>(physical_experts(m, p)) / ep;
+  const double global_walk = allgather ? old_permute_walk(Tm * ep, local_experts)
+                                       : old_permute_walk(Tm, static_cast<double>(E));
+  const double local_walk = old_permute_walk(received_rows, local_experts);
   // LatentMoE: the routed tokens leave the router in the latent width (fc1_latent_proj, a
   // TE linear duplicated over TP, in MoELayer's preprocess before dispatch_preprocess) and
   // come back to h after the combine; dispatch, permutes, experts and combine move L.
@@ -286,7 +302,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
       b.mark_sync_on_last(1);  // the host blocks after launching the global permute (moe_dispatch)
     b.memory("moe.global_permute", Module::moe_dispatch, Tm * h_bytes + tokens_out * h_bytes);
     b.gather_last();
-    b.slow_last(permute_slowdown);
+    b.walk_last(global_walk);
     b.comm("moe.dispatch", Module::moe_dispatch, CommOp::ep_dispatch, CommOp::ep_combine,
            tokens_in * h_bytes);
     // Megatron's alltoall dispatcher: the sender's top-k permuted copy and the all-to-all's
@@ -348,7 +364,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (hybridep_copy) b.memory("moe.dispatch_copy", Module::moe_dispatch, tokens_in * h_bytes * 2);
     b.memory("moe.permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
     b.gather_last();
-    b.slow_last(permute_slowdown);
+    b.walk_last(local_walk);
   }
 
   routed_experts(b, in, tokens_in, local_experts, width, act_bytes, moe_recompute);
@@ -360,11 +376,11 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
            tokens_in * h_bytes);
     b.memory("moe.unpermute", Module::moe_combine, tokens_out * h_bytes + Tm * h_bytes);
     b.gather_last();
-    b.slow_last(permute_slowdown);
+    b.walk_last(global_walk);
   } else {
     b.memory("moe.unpermute", Module::moe_combine, tokens_in * h_bytes * 2);
     b.gather_last();
-    b.slow_last(permute_slowdown);
+    b.walk_last(local_walk);
     // HybridEP combines from its registered buffer: unfused, a D2D copy into it; its
     // combine brackets the kernel with the same two one-thread sync kernels.
     if (hybridep_copy) b.memory("moe.combine_copy", Module::moe_combine, tokens_in * h_bytes * 2);

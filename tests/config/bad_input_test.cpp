@@ -696,3 +696,14 @@ TEST_CASE("Hybrid Mamba models: the pattern, the Mamba split over TP, what is no
     said = said || w.reason.find("has no Mamba layers") != std::string::npos;
   CHECK(said);
 }
+
+// TE's permute before 2.6 is priced in SM cycles: a GPU without a published clock (H20)
+// cannot price it, and says so when the scenario is read, not mid-simulation.
+TEST_CASE("The old permute needs the GPU's clock", "[config][errors]") {
+  Json j = Json::parse(test::read_text(test::source_path("scenarios/pai/p7-tp1pp32vpp3-moe.json")));
+  j["system"] = "h20";
+  j.erase("measured");
+  expect_error(j, "stack.permute_fusion_v2", "has no SM clock (gpu.clock_mhz)");
+  j["stack"]["permute_fusion_v2"] = true;
+  CHECK_NOTHROW(config::load_scenario_text(j.dump(), "test.json"));
+}

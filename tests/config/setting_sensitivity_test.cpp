@@ -330,6 +330,8 @@ std::map<std::string, Case> cases() {
   // switch acts only where a system gives one.
   const std::map<std::string, Json> stack_base{
       {"deepep_tuned", gb200_deepep()},
+      // HybridEP permutes in its own kernels; DeepEP uses TE's permute.
+      {"permute_fusion_v2", gb200_deepep()},
       {"nvfp4_rht_fusion", patched(g, R"({"training": {"precision": "nvfp4"}})")},
       {"te_host_slim",
        patched(g, R"({"system": {"base": "gb200-nvl72", "host": {"te_slim_factor": 0.7}}})")},
@@ -449,6 +451,9 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
        R"({"stack": {"hybridep_permute_fusion": false}})"},
       {"stack.deepep_tuned", g, R"({"stack": {"deepep_tuned": true}})",
        R"({"stack": {"deepep_tuned": false}})"},
+      // HybridEP permutes in its own kernels: TE's old permute never runs.
+      {"stack.permute_fusion_v2", g, R"({"stack": {"permute_fusion_v2": true}})",
+       R"({"stack": {"permute_fusion_v2": false}})"},
       {"stack.cuda_graph_shared_expert", gb200_alltoall(),
        R"({"stack": {"cuda_graph_shared_expert": true}})",
        R"({"stack": {"cuda_graph_shared_expert": false}})"},

@@ -84,9 +84,29 @@ TEST_CASE("Quantize and gather kernels run at their own measured fractions of HB
   w.cls = KernelClass::gather;
   CHECK(m.seconds(w) == Approx(1e9 / (8e12 * 0.41) + t_dev));
   // Hopper has no quantize measurement: streaming efficiency.
-  const hw_models::ComputeModel h(config::load_system_preset("h100"));
+  const auto h100 = config::load_system_preset("h100");
+  const hw_models::ComputeModel h(h100);
   w.cls = KernelClass::quantize;
   CHECK(h.seconds(w) == Approx(1e9 / (3.35e12 * 0.85) + t_dev));
+}
+
+// TE's permute before 2.6 walks every expert's row-map entry per token and hidden block:
+// NVIDIA's baseline profile of DeepSeek-V3 on GB200 puts the walk of 4096 tokens x 256
+// experts x 7 blocks at 0.7 - 0.162 = 0.538 ms. In SM cycles it transfers to H800 as
+// 0.538 x (148 x 2062) / (132 x 1830) = 0.680 ms, on top of the data's bandwidth time.
+TEST_CASE("The old permute's row-map walk is priced in SM cycles, not HBM bytes",
+          "[hw_models][compute]") {
+  ComputeWork w{KernelClass::gather, Dtype::bf16, 0, 1e9, 0, 0, 0, 1, 2};
+  const auto gb200 = config::load_system_preset("gb200-nvl72");
+  const auto h800_spec = config::load_system_preset("h800");
+  const auto h20_spec = config::load_system_preset("h20");
+  const hw_models::ComputeModel gb(gb200), h800(h800_spec), h20(h20_spec);
+  const double bytes_gb = gb.seconds(w), bytes_h800 = h800.seconds(w);
+  w.walk_loads = 4096.0 * 256 * 7;
+  CHECK(gb.seconds(w) - bytes_gb == Approx(0.538e-3).epsilon(1e-3));
+  CHECK(h800.seconds(w) - bytes_h800 == Approx(0.538e-3 * 148 * 2062 / (132 * 1830)));
+  // A GPU without a published clock cannot price it (H20): said, not guessed.
+  CHECK_THROWS_WITH(h20.seconds(w), Catch::Contains("gpu.clock_mhz"));
 }
 
 TEST_CASE("Sustained load scales compute-bound kernels, not memory-bound ones",

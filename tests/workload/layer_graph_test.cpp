@@ -184,34 +184,49 @@ TEST_CASE("MXFP8 allocation, swizzle and PDL switches", "[workload][templates]")
         0);
 }
 
-// NVIDIA's baseline profile draws the old global permute at about 0.7 ms where the
-// optimized kernel's bandwidth gives 0.162 ms: 4.3x (the PR's "up to 10x" is a bound).
-TEST_CASE("The old permute kernel is 4.3x slower for top-8 of 256 experts",
-          "[workload][templates]") {
+// TE's permute before 2.6 walks all E row-map entries per token and hidden block of 1,024
+// (hw_models::ComputeWork::walk_loads); the chunk sort after the all-to-all walks none.
+// DeepSeek-V3 (journey step 1, alltoall, 4,096 tokens a rank): 4096 x 256 x 7 loads.
+TEST_CASE("The old permute kernel walks every expert's row-map entry", "[workload][templates]") {
   const auto b1 = build("scenarios/journey/01-baseline.json");
   const auto b2 = build("scenarios/journey/02-mxfp8-alloc-permute.json");
-  CHECK(find(b1.t.moe.fwd, "moe.global_permute.fwd").time_factor == Approx(4.3));
-  CHECK(find(b1.t.moe.bwd, "moe.global_permute.bwd").time_factor == Approx(4.3));
-  CHECK(find(b1.t.moe.fwd, "moe.unpermute.fwd").time_factor == Approx(4.3));
-  CHECK(find(b1.t.moe.fwd, "moe.local_permute.fwd").time_factor ==
-        1);  // chunk sort, not the routing map
-  CHECK(find(b2.t.moe.fwd, "moe.global_permute.fwd").time_factor == 1);
+  const double dsv3 = 4096.0 * 256 * 7;
+  CHECK(find(b1.t.moe.fwd, "moe.global_permute.fwd").work.walk_loads == dsv3);
+  CHECK(find(b1.t.moe.bwd, "moe.global_permute.bwd").work.walk_loads == dsv3);
+  CHECK(find(b1.t.moe.fwd, "moe.unpermute.fwd").work.walk_loads == dsv3);
+  CHECK(find(b1.t.moe.fwd, "moe.local_permute.fwd").work.walk_loads == 0);
+  CHECK(find(b2.t.moe.fwd, "moe.global_permute.fwd").work.walk_loads == 0);
 }
 
-// The old kernel walks all E row-map entries per token where the new one walks its k routed
-// rows: 1 + c (E - k) / (1 + k) with c = 3.3 x 9 / 248 from DeepSeek-V3's 4.3x. Qwen3's 8 of
-// 128: 1 + 3.3 x 9 / 248 x 120 / 9 = 2.597; Mixtral's 2 of 8: 1 + 3.3 x 9 / 248 x 6 / 3 = 1.240.
-TEST_CASE("The old permute kernel's slowdown follows the experts it walks",
+// Qwen3-235B (PAI P5: MBS 4, TP1, 16,384 tokens a rank; 128 experts, 4,096 wide: 4 blocks).
+// A flex dispatcher permutes what it received, once per destination rank, over the local
+// experts: Mixtral-8x22B at EP8 (one expert a rank, top-2) receives D = 8 (1 - 7/8 x 6/7)
+// = 2 rows a token and walks 1 expert each.
+TEST_CASE("The old permute's walk follows its tokens and the experts in its map",
           "[workload][templates]") {
-  const auto qwen = build("scenarios/pai/p2-tp2pp8.json");  // 25.04: before TE 2.6
-  CHECK(find(qwen.t.moe.fwd, "moe.global_permute.fwd").time_factor == Approx(1 + 3.3 * 120 / 248));
-  CHECK(find(qwen.t.moe.fwd, "moe.unpermute.fwd").time_factor == Approx(2.597).epsilon(1e-3));
-  const auto mixtral = build("scenarios/measured/c3-mixtral-8x22b-h100.json",
-                             [](config::Scenario& sc) { sc.stack.permute_fusion_v2 = false; });
-  CHECK(find(mixtral.t.moe.fwd, "moe.global_permute.fwd").time_factor ==
-        Approx(1 + 3.3 * 9 / 248 * 6 / 3));
+  const auto p5 = build("scenarios/pai/p5-tp1pp32vpp3-mbs4-full.json");  // 25.04: before TE 2.6
+  CHECK(find(p5.t.moe.fwd, "moe.global_permute.fwd").work.walk_loads == 16384.0 * 128 * 4);
+  const auto mixtral =
+      build("scenarios/measured/c3-mixtral-8x22b-h100.json", [](config::Scenario& sc) {
+        sc.stack.permute_fusion_v2 = false;
+        sc.framework.dispatcher = hw_models::Dispatcher::deepep;
+      });
+  const double tokens = 4096.0 / 2;  // MBS 1, seq 4096, TP2 with sequence parallelism
+  CHECK(find(mixtral.t.moe.fwd, "moe.permute.fwd").work.walk_loads ==
+        Approx(tokens * 2 * 1 * 6));  // 6,144 wide: 6 blocks
   const auto fused = build("scenarios/measured/c3-mixtral-8x22b-h100.json");
-  CHECK(find(fused.t.moe.fwd, "moe.global_permute.fwd").time_factor == 1);
+  CHECK(find(fused.t.moe.fwd, "moe.global_permute.fwd").work.walk_loads == 0);
+  // allgather permutes the EP group's gathered tokens over its local experts: 16,384 x 8
+  // rows, 16 experts; HybridEP permutes in its own kernels, not TE's: no walk.
+  const auto gathered = build(
+      "scenarios/pai/p5-tp1pp32vpp3-mbs4-full.json",
+      [](config::Scenario& sc) { sc.framework.dispatcher = hw_models::Dispatcher::allgather; });
+  CHECK(find(gathered.t.moe.fwd, "moe.global_permute.fwd").work.walk_loads == 16384.0 * 8 * 16 * 4);
+  const auto hybrid = build(
+      "scenarios/pai/p5-tp1pp32vpp3-mbs4-full.json",
+      [](config::Scenario& sc) { sc.framework.dispatcher = hw_models::Dispatcher::hybridep; });
+  CHECK(find(hybrid.t.moe.fwd, "moe.permute.fwd").work.walk_loads == 0);
+  CHECK(find(hybrid.t.moe.fwd, "moe.unpermute.fwd").work.walk_loads == 0);
 }
 
 TEST_CASE("Recompute re-runs the named modules at the start of backward", "[workload][templates]") {
