@@ -5,10 +5,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/inert_settings.hpp"
 #include "config/load.hpp"
+#include "hw_models/compute.hpp"
 #include "hw_models/dispatcher.hpp"
 
 namespace moesim::config {
+
+namespace {
+// The GPU of the old permute's one measured point (hw_models::ComputeModel::kWalkCyclesPerLoad).
+constexpr std::string_view kPermuteWalkGpu = "GB200";
+}  // namespace
 
 std::vector<std::string> corpus_fit_cpus(const std::string& parameter) {
   const Json& profile = preset_parsed(PresetKind::profile, "corpus", "calibration profile");
@@ -63,6 +70,17 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
               ? std::string("efficiency.grouped_gemm is empty")
               : fmt::format("efficiency.grouped_gemm holds {}", fmt::join(measured, ", "))));
   }
+  // TE's permute before 2.6: its row-map walk is priced in SM cycles from one profile point
+  // on GB200 (hw_models::ComputeWork::walk_loads); on any other GPU it is carried over by
+  // SMs x clock, unmeasured there.
+  if (!sc.stack.permute_fusion_v2 && !stack_switch_inert("permute_fusion_v2", sc) &&
+      sc.system.gpu.name != kPermuteWalkGpu)
+    out.push_back(fmt::format(
+        "stack.permute_fusion_v2 off: TE's permute before 2.6 walks every expert's row-map "
+        "entry per token, priced at {:.1f} SM cycles a load from one {} profile point "
+        "(DeepSeek-V3's global permute in NVIDIA's baseline); carried over to {} by its SMs and "
+        "clock, unmeasured there",
+        hw_models::ComputeModel::kWalkCyclesPerLoad, kPermuteWalkGpu, sc.system.gpu.name));
   // Megatron-Core from core_v0.16.0 (26.02) leaves the MoE pre-MLP norm out of 'layernorm'
   // recompute when TE graphs capture the router without the preprocess of an all-to-all or
   // latent MoE (its output would be a static graph buffer: transformer_layer.py 455-503 at

@@ -265,7 +265,7 @@ TEST_CASE("Uncalibrated runs read the system presets as written", "[cli][calibra
       nlohmann::json::parse(run_moesim({"describe", "--json", "--uncalibrated", f}).out);
   CHECK(cal["system"]["calibration_profiles"] ==
         nlohmann::json::array({"ep-deepep", "ep-deepep-ll", "ep-hybridep", "h800-deepgemm",
-                               "step-jitter", "corpus"}));
+                               "h100-te-grouped", "step-jitter", "corpus"}));
   CHECK(raw["system"]["calibration_profiles"].empty());
   // The DeepGEMM profile alone (an inline system naming it) makes the H800's FP8 GEMMs
   // faster than the preset's H100 figure: the same run with no profile is slower.

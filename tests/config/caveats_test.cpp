@@ -42,7 +42,7 @@ TEST_CASE("Caveats: the NUMA-unbound factor off the hosts it was measured on",
   REQUIRE_FALSE(p1.stack.cpu_numa_binding);
   REQUIRE(std::find(cpus.begin(), cpus.end(), p1.system.node.cpu) == cpus.end());
   CHECK(mentions(config::prediction_caveats(p1), p1.system.node.cpu));
-  // Bound, there is no host factor to extrapolate (the BF16 experts' caveat below stays).
+  // Bound, there is no host factor to extrapolate.
   p1.stack.cpu_numa_binding = true;
   CHECK_FALSE(mentions(config::prediction_caveats(p1), "host.numa_unbound_factor"));
 }
@@ -63,6 +63,11 @@ TEST_CASE("Caveats: grouped GEMMs in a dtype the system has no grouped measureme
   sc.training.precision = workload::Precision::mxfp8;
   sc.training.bf16_layers_at_start = 1;
   CHECK(mentions(config::prediction_caveats(sc), "grouped GEMMs in bf16"));
+  // Hopper's BF16 grouped GEMMs are measured (TE's multi-stream path on H100, profile
+  // h100-te-grouped, carried to H800 and H200): PAI's BF16 Qwen3-235B on H800 is priced from it.
+  const auto pai = config::load_scenario_file(kRoot + "pai/p5-tp1pp32vpp3-mbs4-full.json");
+  REQUIRE(pai.system.efficiency.grouped_gemm.count(hw_models::Dtype::bf16) == 1);
+  CHECK_FALSE(mentions(config::prediction_caveats(pai), "grouped GEMMs"));
   // A dense model has no grouped GEMMs.
   auto dense = config::load_scenario_file(kRoot + "journey/13-norm-quant-fusion.json");
   dense.training.precision = workload::Precision::bf16;
@@ -106,4 +111,23 @@ TEST_CASE("Caveats: layernorm recompute on dense MLP layers is DeepSeek's, not M
   auto moe = config::load_scenario_file(kRoot + "pai/p2-tp2pp8.json");
   REQUIRE(moe.model.num_dense_layers() == 0);
   CHECK_FALSE(mentions(config::prediction_caveats(moe), "on the dense MLP layers"));
+}
+
+// TE's permute before 2.6 is priced from one GB200 profile point: on GB200 (the GB200
+// journey's step 1) no caveat, on Hopper (PAI's 25.04 runs) the carried-over walk is named.
+TEST_CASE("Caveats: the old permute's walk off the GPU it was measured on", "[config][caveats]") {
+  const auto journey = config::load_scenario_file(kRoot + "journey/01-baseline.json");
+  REQUIRE_FALSE(journey.stack.permute_fusion_v2);
+  CHECK_FALSE(mentions(config::prediction_caveats(journey), "permute_fusion_v2"));
+  auto p5 = config::load_scenario_file(kRoot + "pai/p5-tp1pp32vpp3-mbs4-full.json");
+  REQUIRE_FALSE(p5.stack.permute_fusion_v2);
+  const auto c = config::prediction_caveats(p5);
+  CHECK(mentions(c, "permute_fusion_v2 off"));
+  CHECK(mentions(c, "carried over to H800 SXM"));
+  p5.stack.permute_fusion_v2 = true;
+  CHECK_FALSE(mentions(config::prediction_caveats(p5), "permute_fusion_v2"));
+  // HybridEP permutes in its own kernels: nothing to carry over.
+  p5.stack.permute_fusion_v2 = false;
+  p5.framework.dispatcher = hw_models::Dispatcher::hybridep;
+  CHECK_FALSE(mentions(config::prediction_caveats(p5), "permute_fusion_v2"));
 }
