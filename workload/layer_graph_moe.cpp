@@ -243,11 +243,11 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // paid per block, so the autotuner keeps 1,024. The backward kernel (an unpermute of the
   // gradient for a permute, a permute for an unpermute) walks the same map.
   // Megatron-Core's dispatchers (token_dispatcher.py at core_v0.16.0): alltoall permutes its
-  // own tokens over all E experts before the all-to-all; allgather permutes the gathered
-  // tokens of the EP group over its local experts; DeepEP (_DeepepManager) permutes what it
-  // received, each token once per destination rank (hw_models::expected_destination_ranks),
-  // over the local experts. HybridEP permutes inside its own kernels
-  // (dispatch_with_permute, combine_with_unpermute): no TE permute, no walk.
+  // own tokens over all E experts before the all-to-all; allgather permutes the tokens it
+  // gathered over the EP x expert-TP group (tp_ep_group) over its local experts; DeepEP
+  // (_DeepepManager) permutes what it received, each token once per destination rank
+  // (hw_models::expected_destination_ranks), over the local experts. HybridEP permutes inside its
+  // own kernels (dispatch_with_permute, combine_with_unpermute): no TE permute, no walk.
   const auto old_permute_walk = [&](double rows, double experts) {
     if (in.stack.permute_fusion_v2) return 0.0;
     constexpr double kBlock = 1024;
@@ -267,8 +267,9 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double tokens_in = tokens_out * in.ep_load;  // and the hottest rank receives
   // Physical experts per rank: E / ep, plus parallelism.eplb's copies (workload/eplb.hpp).
   const double local_experts = static_cast<double>(physical_experts(m, p)) / ep;
-  const double global_walk = allgather ? old_permute_walk(Tm * ep, local_experts)
-                                       : old_permute_walk(Tm, static_cast<double>(E));
+  const double global_walk =
+      allgather ? old_permute_walk(Tm * ep * static_cast<double>(p.etp), local_experts)
+                : old_permute_walk(Tm, static_cast<double>(E));
   const double local_walk = old_permute_walk(received_rows, local_experts);
   // LatentMoE: the routed tokens leave the router in the latent width (fc1_latent_proj, a
   // TE linear duplicated over TP, in MoELayer's preprocess before dispatch_preprocess) and
