@@ -73,8 +73,7 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
   // TE's permute before 2.6: its row-map walk is priced in SM cycles from one profile point
   // on GB200 (hw_models::ComputeWork::walk_loads); on any other GPU it is carried over by
   // SMs x clock, unmeasured there.
-  if (!sc.stack.permute_fusion_v2 && !stack_switch_inert("permute_fusion_v2", sc) &&
-      sc.system.gpu.name != kPermuteWalkGpu)
+  if (old_permute_runs(sc) && sc.system.gpu.name != kPermuteWalkGpu)
     out.push_back(fmt::format(
         "stack.permute_fusion_v2 off: TE's permute before 2.6 walks every expert's row-map "
         "entry per token, priced at {:.1f} SM cycles a load from one {} profile point "

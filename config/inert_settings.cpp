@@ -619,6 +619,10 @@ std::optional<std::string> stack_switch_inert(std::string_view name, const Scena
   return stack_inert(name, sc);
 }
 
+bool old_permute_runs(const Scenario& sc) {
+  return !sc.stack.permute_fusion_v2 && !stack_inert("permute_fusion_v2", sc);
+}
+
 std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc) {
   std::vector<SettingWarning> out;
   for (const auto& s : performance_settings())

@@ -51,6 +51,11 @@ struct SettingWarning {
 // nullopt where it acts.
 std::optional<std::string> stack_switch_inert(std::string_view name, const Scenario& sc);
 
+// Whether TE's permute before 2.6 runs in the scenario (stack.permute_fusion_v2 off where it
+// acts): its row-map walk is then priced (hw_models::ComputeWork::walk_loads), which needs the
+// GPU's clock and is carried over from one GB200 profile point.
+bool old_permute_runs(const Scenario& sc);
+
 // The settings the scenario's file gave that are inert in it, in registry order.
 std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc);
 

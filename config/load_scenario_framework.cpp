@@ -410,8 +410,7 @@ void ScenarioReader::stack(const std::optional<Node>& n) {
 // ship; "custom" needs every switch that acts here given.
 void ScenarioReader::release_rules() {
   // TE's permute before 2.6 is priced in SM cycles (hw_models::ComputeWork::walk_loads).
-  if (!sc_.stack.permute_fusion_v2 && !sc_.system.gpu.clock_mhz &&
-      !stack_switch_inert("permute_fusion_v2", sc_))
+  if (!sc_.system.gpu.clock_mhz && old_permute_runs(sc_))
     fail("stack.permute_fusion_v2",
          fmt::format("system '{}' has no SM clock (gpu.clock_mhz) to price the permute before TE "
                      "2.6 (its row-map walk is latency-bound on the SMs); name a release from "
