@@ -130,6 +130,11 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   labels_.set_module(p.label, k.module);
   labels_.set_kind(p.label, {true, k.work.cls, k.comm});
   p.gemm = k.work.cls == hw_models::KernelClass::gemm && k.comm == workload::CommOp::none;
+  p.holds =
+      k.comm == workload::CommOp::none && (k.work.cls == hw_models::KernelClass::gemm ||
+                                           k.work.cls == hw_models::KernelClass::grouped_gemm ||
+                                           k.work.cls == hw_models::KernelClass::attention_fwd ||
+                                           k.work.cls == hw_models::KernelClass::attention_bwd);
   p.tp_overlap = k.tp_overlap;
   const auto& fw = in_.framework;
   switch (k.comm) {
@@ -295,7 +300,9 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
 std::uint16_t KernelPricing::merge_class(const Priced& p) const {
   for (float x : p.ports)
     if (x > 0) return 0;
-  if (p.category != kCompute || p.reserved) return 0;
+  // A persistent kernel holds its SMs until it ends (sim_core/gpu.hpp): merged with its
+  // neighbours it would hold them for the whole run.
+  if (p.category != kCompute || p.reserved || p.holds) return 0;
   std::uint8_t pass = labels_.pass_of(p.label);
   if (pass == kWgrad && !splits_backward(in_.schedule)) pass = kBwd;
   return static_cast<std::uint16_t>(1 + labels_.module_of(p.label) * (kNoPass + 1) + pass);

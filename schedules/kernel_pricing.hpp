@@ -175,6 +175,11 @@ struct Priced {
   bool delayed = false;  // a TE weight-gradient GEMM under --delay-wgrad-compute
   PortLoads ports{};     // link-port loads (transfers)
   bool gemm = false;     // a (non-grouped) GEMM: what a TP collective may overlap
+  // A persistent kernel: it holds its SMs until it ends (sim_core/gpu.hpp). GEMMs and grouped
+  // GEMMs (cuBLAS's and CUTLASS's Hopper and Blackwell kernels keep one CTA an SM looping over
+  // the tiles) and attention (cuDNN's and FlashAttention-3/4's persistent tile schedulers);
+  // not the memory-bound kernels, whose short CTAs retire as the grid runs.
+  bool holds = false;
   workload::TpOverlap tp_overlap = workload::TpOverlap::none;
   std::uint16_t parts = 1;  // template kernels it stands for (PricedLayer::merged)
   // The GPU's coalescing class (sim_core/gpu.hpp): one per module and chunk pass for plain
@@ -190,8 +195,10 @@ struct Priced {
 // before it ends; two kernels that want the same SMs and use no link port get the same
 // rate from the fluid SM share whatever else runs, so their sum ends when the second
 // would. A run of consecutive captured kernels of one pass is therefore simulated as one
-// kernel when each is a plain compute kernel (no host sync, not reserved, no port loads,
-// not of the dispatch module, whose launches count down a pending sync) of the same
+// kernel when each is a plain compute kernel (no host sync, not reserved, not persistent:
+// a persistent kernel holds its SMs until it ends, so a run holding them would keep a
+// communication kernel waiting for the whole run; no port loads, not of the dispatch
+// module, whose launches count down a pending sync) of the same
 // module, SM demand and chunk pass (kWgrad kernels count as kBwd unless the schedule
 // splits the backward), so that the breakdown charges its time to the same module and
 // pass. (A delayed weight gradient moves only inside overlapped pairs, which are never

@@ -188,6 +188,7 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
   Kernel k = kernel(p.label, p.category, p.seconds, p.sms, p.reserved);
   k.tag = tag;
   k.parts = p.parts;
+  k.holds_sms = p.holds;
   if (merge_) k.merge_class = p.merge_class;
   k.port_load = p.ports;
   if (p.category == kEpComm)

@@ -153,12 +153,14 @@ void Gpu::start(int s) {
 }
 
 void Gpu::absorb(Stream& st, Kernel& k) {
-  if (k.merge_class == 0 || k.reserved || k.uses_ports() || k.rendezvous != kNoRendezvous) return;
+  if (k.merge_class == 0 || k.reserved || k.holds_sms || k.uses_ports() ||
+      k.rendezvous != kNoRendezvous)
+    return;  // a persistent kernel would hold its SMs for the whole absorbed run
   const Time now = engine_.now();
   while (k.record == kNoEvent && !st.queue.empty()) {
     const Kernel& b = st.queue.front();
     if (b.merge_class != k.merge_class || b.launch > now || b.sms != k.sms || b.reserved ||
-        b.uses_ports() || b.rendezvous != kNoRendezvous ||
+        b.holds_sms || b.uses_ports() || b.rendezvous != kNoRendezvous ||
         k.parts + b.parts > std::numeric_limits<std::uint16_t>::max())
       return;
     for (EventId w : b.waits)
@@ -177,7 +179,9 @@ void Gpu::finish(std::size_t index) {
   if (r.k.uses_ports()) --port_users_;
   Stream& st = streams_[static_cast<std::size_t>(r.stream)];
   st.busy = false;
-  if (observer_) observer_->kernel_done(id_, r.stream, r.k, r.start, engine_.now());
+  if (observer_)
+    observer_->kernel_done(id_, r.stream, r.k, r.began == Time::max() ? r.start : r.began,
+                           engine_.now());
   if (r.k.record != kNoEvent) events_.complete(r.k.record);
   reallocate();
   try_start(r.stream);
@@ -201,6 +205,8 @@ void Gpu::reallocate() {
     if (port_users_ > 0)
       for (float l : r.k.port_load)
         if (l > 1) rate = std::min(rate, 1.0 / l);
+    if (r.k.holds_sms) r.held = r.k.sms;
+    if (r.began == Time::max()) r.began = now;
     if (rate == r.rate && r.version != 0) return;
     r.rate = rate;
     ++r.version;
@@ -208,10 +214,16 @@ void Gpu::reallocate() {
                encode(kDone, r.serial, r.version));
     return;
   }
-  // Reserved kernels first, in start order; then water-filling over compute kernels.
+  // Persistent kernels keep what they hold; reserved kernels take theirs next, in start
+  // order; then water-filling over compute kernels (a persistent one from what it holds).
   double free = sm_count_;
   std::vector<double>& alloc = alloc_;
   alloc.assign(running_.size(), 0.0);
+  for (std::size_t i = 0; i < running_.size(); ++i)
+    if (running_[i].k.holds_sms && !running_[i].k.reserved) {
+      alloc[i] = std::min<double>(running_[i].held, free);
+      free -= alloc[i];
+    }
   for (std::size_t i = 0; i < running_.size(); ++i) {
     if (running_[i].k.sms < 0 || !running_[i].k.reserved) continue;
     alloc[i] = std::min<double>(running_[i].k.sms, free);
@@ -221,13 +233,16 @@ void Gpu::reallocate() {
   compute.clear();
   for (std::size_t i = 0; i < running_.size(); ++i)
     if (running_[i].k.sms > 0 && !running_[i].k.reserved) compute.push_back(i);
-  std::sort(compute.begin(), compute.end(),
-            [&](std::size_t a, std::size_t b) { return running_[a].k.sms < running_[b].k.sms; });
+  std::sort(compute.begin(), compute.end(), [&](std::size_t a, std::size_t b) {
+    return running_[a].k.sms - alloc[a] < running_[b].k.sms - alloc[b];
+  });
   for (std::size_t j = 0; j < compute.size(); ++j) {
     const double share = free / static_cast<double>(compute.size() - j);
     const std::size_t i = compute[j];
-    alloc[i] = std::min<double>(running_[i].k.sms, share);
-    free -= alloc[i];
+    const double more = std::min<double>(running_[i].k.sms - alloc[i], share);
+    alloc[i] += more;
+    free -= more;
+    if (running_[i].k.holds_sms) running_[i].held = alloc[i];
   }
 
   for (std::size_t i = 0; i < running_.size(); ++i)
@@ -241,6 +256,7 @@ void Gpu::reallocate() {
     r.rate = rate;
     ++r.version;
     if (rate <= 0) continue;  // starved: resumes when another kernel ends
+    if (r.began == Time::max()) r.began = now;
     const Time done = now + Time::from_seconds(r.remaining / rate);
     engine_.at(done, this, encode(kDone, r.serial, r.version));
   }

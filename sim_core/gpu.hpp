@@ -7,23 +7,36 @@
 // participant at the head of its stream.
 //
 // SM sharing (fluid): a kernel declares the SMs it runs on at full speed (`sms`) and its
-// duration alone (`work_s`). Reserved kernels (communication: DeepEP, HybridEP, NCCL)
-// take their SMs first, in start order; compute kernels share what is left max-min
-// fairly, capped at what each wants. A kernel given a SMs of the s it wants progresses at
-// rate a / s; rates change only when a kernel starts or ends, and progress is carried
-// across the change (remaining work -= rate x elapsed), never restarted.
+// duration alone (`work_s`). A persistent kernel (`holds_sms`: GEMMs and attention, whose
+// CTAs stay resident and loop over the tiles) keeps the SMs it was given until it ends;
+// reserved kernels (communication: DeepEP, HybridEP, NCCL) take theirs next, in start
+// order, from the SMs no persistent kernel holds; compute kernels share what is left
+// max-min fairly (a persistent one from what it holds), capped at what each wants. So a
+// communication kernel launched while a persistent GEMM fills the GPU waits for the GEMM
+// to end, as on the hardware: compute kernels use every SM unless told to leave some
+// (TransformerEngine issue 1459: "we explicitly tell compute kernels (GEMMs, LayerNorm,
+// etc) not to use all" of them, the SM margins NVTE_EXT_MARGIN_SM, TE pull request 713,
+// "an additional carveout to all the gemms for DP", and NVTE_FWD/BWD_LAYERNORM_SM_MARGIN;
+// CUTLASS's Blackwell cluster launch control lets a persistent GEMM use the SMs another
+// kernel leaves, not hand its own back). A persistent kernel started beside reserved ones
+// grows into their SMs when they end. A kernel given a SMs of the s it wants progresses at
+// rate a / s (0 while it waits for SMs); rates change only when a kernel starts or ends,
+// and progress is carried across the change (remaining work -= rate x elapsed), never
+// restarted.
 //
 // Coalescing: a kernel with a caller-given class (`merge_class`, 0: none) absorbs, when
-// it starts, the kernels queued right behind it on its stream that have its class, its SM
-// demand, no reservation, no port loads and no rendezvous, were launched by then and wait
-// for nothing left undone. Each of them would start the moment the one before it ended
-// (launched, inputs ready, the stream in order) and, wanting the same SMs, run at the
-// same fluid rate, so the sum ends when the last would: one start, one end event and one
-// share computation instead of one each. The absorbed kernels' event (the last may record
-// one) completes at the merged end; absorbing stops after a kernel that records one. The
-// caller gives one class to kernels its observer cannot tell apart in a time line (the
-// step simulation: the same module and pass), and none when it keeps every kernel (a
-// trace). Only the rounding of the ends to the picosecond differs.
+// it starts, the kernels queued right behind it on its stream that have its class, its
+// SM demand, no reservation, no hold on their SMs (a persistent kernel absorbing its
+// neighbours would hold the SMs for the whole run), no port loads and no rendezvous,
+// were launched by then and wait for nothing left undone. Each of them would start the
+// moment the one before it ended (launched, inputs ready, the stream in order) and,
+// wanting the same SMs, run at the same fluid rate, so the sum ends when the last would:
+// one start, one end event and one share computation instead of one each. The absorbed
+// kernels' event (the last may record one) completes at the merged end; absorbing stops
+// after a kernel that records one. The caller gives one class to kernels its observer
+// cannot tell apart in a time line (the step simulation: the same module and pass), and
+// none when it keeps every kernel (a trace). Only the rounding of the ends to the
+// picosecond differs.
 //
 // Link ports (fluid): a GPU has kPorts ports of capacity 1 (the caller maps them to its
 // links: NVLink out/in, network out/in). A transfer kernel declares the fraction of each
@@ -56,12 +69,13 @@ struct Kernel {
   std::uint8_t category = 0;      // caller-defined class (compute, communication, ...)
   std::uint16_t parts = 1;        // the caller's kernels this one stands for (run back to back)
   std::uint16_t merge_class = 0;  // coalescing class (header); 0: never coalesced
-  std::uint32_t tag = 0;  // the caller's context for traces (0: none); the engine never reads it
-  double work_s = 0;      // duration alone on `sms` SMs
-  int sms = 0;            // SMs for full speed; 0 = all of the GPU; < 0 = none (copy
-                          // engines, network): always runs at full rate
-  bool reserved = false;  // takes its SMs before compute kernels share the rest
-  Time launch;            // host time of the launch
+  std::uint32_t tag = 0;   // the caller's context for traces (0: none); the engine never reads it
+  double work_s = 0;       // duration alone on `sms` SMs
+  int sms = 0;             // SMs for full speed; 0 = all of the GPU; < 0 = none (copy
+                           // engines, network): always runs at full rate
+  bool reserved = false;   // takes its SMs before compute kernels share the rest
+  bool holds_sms = false;  // persistent: keeps the SMs it was given until it ends (header)
+  Time launch;             // host time of the launch
   std::array<EventId, 3> waits{kNoEvent, kNoEvent, kNoEvent};
   EventId record = kNoEvent;  // completed when this kernel ends
   RendezvousId rendezvous = kNoRendezvous;
@@ -77,6 +91,8 @@ struct Kernel {
 class Observer {
  public:
   virtual ~Observer() = default;
+  // `start`: when it first ran; a kernel that waited for SMs held by a persistent one
+  // starts when it got them (as a profiler sees it), not when it reached its stream's head.
   virtual void kernel_done(int /*gpu*/, int /*stream*/, const Kernel& /*k*/, Time /*start*/,
                            Time /*end*/) {}
   // `tag`: the op's kernel's (HostOp::kernel.tag), for traces.
@@ -186,6 +202,8 @@ class Gpu final : public EventHandler, public Resource {
     Time start;
     std::uint32_t serial = 0;   // identifies the kernel in completion events
     std::uint32_t version = 0;  // bumped when its rate changes; stale events are ignored
+    double held = 0;            // SMs a persistent kernel keeps (Kernel::holds_sms)
+    Time began = Time::max();   // when it first ran (got SMs): its start in a time line
   };
   enum Kind : std::uint64_t { kWake = 0, kDone = 1, kRelease = 2 };
   static std::uint64_t encode(Kind k, std::uint64_t a, std::uint64_t b = 0) {

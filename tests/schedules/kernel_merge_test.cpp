@@ -42,8 +42,10 @@ TEST_CASE("Merged kernel runs predict what the step kernel by kernel predicts",
       INFO("breakdown field " << i);
       CHECK(std::abs(fa[i] - fb[i]) <= rounding);
     }
-    // What the merging is for: fewer events (none fewer where nothing merges).
+    // What the merging is for: fewer events (none fewer where nothing merges). GEMMs and
+    // attention kernels stay apart (persistent: they hold their SMs, sim_core/gpu.hpp), so
+    // a captured layer merges into the runs between them.
     CHECK(a.step.events <= b.step.events);
-    if (std::string(file) == "scenarios/dsv3-gb200.json") CHECK(3 * a.step.events < b.step.events);
+    if (std::string(file) == "scenarios/dsv3-gb200.json") CHECK(2 * a.step.events < b.step.events);
   }
 }

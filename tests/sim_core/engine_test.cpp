@@ -179,6 +179,54 @@ TEST_CASE("SM sharing: a reserved communication kernel slows compute mid-kernel"
   CHECK(obs.end_of(8).seconds() == Approx(1.0 + 24.0 / 148.0).epsilon(1e-9));
 }
 
+TEST_CASE("SM sharing: a persistent kernel keeps its SMs from a later communication kernel",
+          "[sim_core][sm]") {
+  // 132-SM GPU. A persistent GEMM (holds_sms) needs 10 ms alone and starts at 0 on all 132
+  // SMs. A reserved 32-SM communication kernel of 2 ms is launched at 1 ms: no SM is free,
+  // so it waits (rate 0) until the GEMM ends at 10 ms and ends at 12 ms; the time line shows
+  // it from 10 ms, when it got SMs (a profiler's start). The GEMM is never slowed. Without
+  // holds_sms the communication kernel takes its 32 SMs at once: it ends at 3 ms and the
+  // GEMM, at 100/132 for those 2 ms, ends at 10 + 2 x 32/132 = 10.4848... ms.
+  for (const bool holds : {true, false}) {
+    INFO("holds_sms " << holds);
+    Rig r;
+    const int c = r.gpu.add_stream("compute"), m = r.gpu.add_stream("comm");
+    Kernel g = kernel(1, 10e-3);
+    g.holds_sms = holds;
+    r.gpu.launch(c, g);
+    r.gpu.launch(m, kernel(2, 2e-3, 32, true), Time::ms(1));
+    r.engine.run();
+    if (holds) {
+      CHECK(r.obs.end_of(1) == Time::ms(10));
+      CHECK(r.obs.start_of(2) == Time::ms(10));  // it runs from when it gets SMs
+      CHECK(r.obs.end_of(2) == Time::ms(12));
+    } else {
+      CHECK(r.obs.end_of(2) == Time::ms(3));
+      CHECK(r.obs.end_of(1).seconds() == Approx(10e-3 + 2e-3 * 32.0 / 132.0).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("SM sharing: a persistent kernel started beside communication grows when it ends",
+          "[sim_core][sm]") {
+  // 132 SMs. A reserved 32-SM kernel runs 0-2 ms. A persistent GEMM of 10 ms alone starts
+  // at 0 on the 100 SMs left (rate 100/132): by 2 ms it has done 200/132 ms of work; then
+  // it takes all 132 SMs and ends at 2 + 10 - 200/132 = 10.4848... ms. A second reserved
+  // kernel launched at 5 ms waits for the GEMM's end and runs 10.4848... to 12.4848... ms.
+  Rig r;
+  const int c = r.gpu.add_stream("compute"), m = r.gpu.add_stream("comm");
+  r.gpu.launch(m, kernel(1, 2e-3, 32, true));
+  Kernel g = kernel(2, 10e-3);
+  g.holds_sms = true;
+  r.gpu.launch(c, g);
+  r.gpu.launch(m, kernel(3, 2e-3, 32, true), Time::ms(5));
+  r.engine.run();
+  const double gemm_end = 2e-3 + 10e-3 - 2e-3 * 100.0 / 132.0;
+  CHECK(r.obs.end_of(1) == Time::ms(2));
+  CHECK(r.obs.end_of(2).seconds() == Approx(gemm_end).epsilon(1e-9));
+  CHECK(r.obs.end_of(3).seconds() == Approx(gemm_end + 2e-3).epsilon(1e-9));
+}
+
 TEST_CASE("Link ports: transfers through one port share it, through others they do not",
           "[sim_core][ports]") {
   // Two copy-engine transfers (no SMs) that each fill port 0 alone: 1 ms each alone,
