@@ -43,8 +43,7 @@ std::string dispatcher_name(const Scenario& sc) {
   return std::string(hw_models::dispatcher_names().name(sc.framework.dispatcher));
 }
 // Some DP group of more than one rank (dense DP x CP, or expert-DP): the step simulation's
-// condition for any gradient reduction or parameter gather (schedules/kernel_pricing.hpp,
-// dp_traffic).
+// condition for any gradient reduction or parameter gather (kernel_pricing.hpp dp_traffic).
 Why no_dp(const Scenario& sc) {
   const auto& p = sc.parallelism;
   if (p.dp * p.cp > 1 || p.expert_dp > 1) return std::nullopt;
@@ -426,6 +425,7 @@ std::vector<PerformanceSetting> build() {
           dispatcher_name(sc));
     return std::nullopt;
   });
+  key("framework.gemm_sm_margin", never);  // 0 too: a choice, as tp_comm_overlap false is
   key("framework.moe_a2a_overlap", no_a2a_overlap_pairs);
   key("framework.tp_comm_overlap", [](const Scenario& sc) -> Why {
     if (sc.parallelism.tp == 1)

@@ -66,6 +66,9 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
       }
       if (auto s = o.get("dispatcher_sms"))
         sms = s->as_int(1, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1);
+      if (auto m = o.get("gemm_sm_margin"))
+        f.gemm_sm_margin = static_cast<int>(
+            m->as_int(0, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1));
       f.moe_a2a_overlap = o.bool_or("moe_a2a_overlap", false);
       // Megatron-Core's TransformerConfig asserts virtual pipeline stages for the overlap
       // under pipelining: plain 1F1B with pp > 1 has no combined schedule.

@@ -28,6 +28,18 @@ void Importer::framework(Json& sc) {
     if (dispatcher == "deepep") fw["dispatcher_sms"] = f_.integer_or("--moe-deepep-num-sms", 20);
     if (dispatcher == "hybridep")
       fw["dispatcher_sms"] = f_.integer_or("--moe-hybridep-num-sms", 16);
+  }
+  // TransformerEngine reads NVTE_EXT_MARGIN_SM from the environment: SMs its GEMMs leave free.
+  if (const auto m = w_.env.find("NVTE_EXT_MARGIN_SM"); m != w_.env.end() && !m->second.empty()) {
+    try {
+      fw["gemm_sm_margin"] = std::stoi(m->second);
+    } catch (const std::exception&) {
+      throw InputError(opts_.source, "NVTE_EXT_MARGIN_SM",
+                       "'" + m->second + "' is not a whole number of SMs");
+    }
+    assume("framework.gemm_sm_margin", "NVTE_EXT_MARGIN_SM=" + m->second);
+  }
+  if (moe) {
     if (!f_.has("--moe-grouped-gemm"))
       f_.fail("--moe-grouped-gemm",
               "absent: Megatron's SequentialMLP (one GEMM per local expert from Python) "

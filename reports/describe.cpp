@@ -171,6 +171,7 @@ Json describe_json(const config::Scenario& sc) {
   j["framework"] = {
       {"dispatcher", hw_models::dispatcher_names().name(f.dispatcher)},
       {"dispatcher_sms", f.dispatcher_sms},
+      {"gemm_sm_margin", f.gemm_sm_margin},
       {"moe_a2a_overlap", f.moe_a2a_overlap},
       {"tp_comm_overlap", f.tp_comm_overlap},
       {"ep_fp8_dispatch", f.ep_fp8_dispatch},

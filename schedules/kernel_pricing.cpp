@@ -140,6 +140,13 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   switch (k.comm) {
     case workload::CommOp::none:
       p.seconds = compute_.seconds(k.work) * k.time_factor;
+      // NVTE_EXT_MARGIN_SM (workload::Framework::gemm_sm_margin): a GEMM on S - m of S SMs.
+      if (fw.gemm_sm_margin > 0 && (k.work.cls == hw_models::KernelClass::gemm ||
+                                    k.work.cls == hw_models::KernelClass::grouped_gemm)) {
+        const int sms = compute_.sm_count();
+        p.sms = sms - fw.gemm_sm_margin;
+        p.seconds *= static_cast<double>(sms) / p.sms;
+      }
       // Ring attention (TransformerEngine's cp_comm_type p2p): cp steps, each computing
       // one KV chunk's share while the next chunk arrives from the neighbour, so after
       // the first step each costs the longer of its compute and one KV transfer:

@@ -262,6 +262,13 @@ const sim_core::NameTable<OptimizerKind>& optimizer_kind_names();
 struct Framework {
   hw_models::Dispatcher dispatcher = hw_models::Dispatcher::hybridep;
   int dispatcher_sms = 0;  // 0 for dispatchers whose SMs are not configurable
+  // TransformerEngine's NVTE_EXT_MARGIN_SM: SMs its GEMMs leave free, so that communication
+  // launched beside one starts at once instead of waiting for the SMs a persistent GEMM holds
+  // (sim_core/gpu.hpp). TE passes sm_count - margin to cuBLASLt as the GEMM's SM target
+  // (v2.15 pytorch/csrc/extensions/gemm.cpp 257-275, cpp_extensions/gemm.py 285 for the
+  // grouped GEMMs): each GEMM runs on that many SMs, sm_count / (sm_count - margin) longer
+  // alone (schedules/kernel_pricing.cpp). 0: none (TE's default).
+  int gemm_sm_margin = 0;
   bool moe_a2a_overlap = false;
   // Megatron --tp-comm-overlap (TransformerEngine userbuffers): sequence parallelism's
   // all-gathers and reduce-scatters overlapped with the GEMMs next to them

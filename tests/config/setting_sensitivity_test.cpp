@@ -215,6 +215,8 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})");
   add("framework.dispatcher_sms", g, R"({"framework": {"dispatcher_sms": 32}})",
       R"({"framework": {"dispatcher_sms": 8}})");
+  add("framework.gemm_sm_margin", g, R"({"framework": {"gemm_sm_margin": 0}})",
+      R"({"framework": {"gemm_sm_margin": 16}})");
   add("framework.tp_comm_overlap", h100_dense(),
       R"({"framework": {"tp_comm_overlap": false}, "parallelism": {"sequence_parallel": true}})",
       R"({"framework": {"tp_comm_overlap": true}, "parallelism": {"sequence_parallel": true}})");

@@ -473,3 +473,18 @@ TEST_CASE("import megatron reads the distributed-optimizer instances and HSDP's 
   CHECK_THROWS_AS(importer::import_megatron(fsdp + " --outer-dp-sharding-strategy optim_grads", o),
                   config::InputError);
 }
+
+TEST_CASE("import megatron reads TransformerEngine's GEMM SM margin from the environment",
+          "[config][import]") {
+  importer::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const auto with =
+      importer::import_megatron(std::string("export NVTE_EXT_MARGIN_SM=16\n") + kSmallMoe, o);
+  CHECK(with.scenario["framework"]["gemm_sm_margin"] == 16);
+  CHECK_FALSE(
+      importer::import_megatron(kSmallMoe, o).scenario["framework"].contains("gemm_sm_margin"));
+  CHECK_THROWS_AS(
+      importer::import_megatron(std::string("export NVTE_EXT_MARGIN_SM=all\n") + kSmallMoe, o),
+      config::InputError);
+}
