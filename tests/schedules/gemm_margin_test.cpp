@@ -7,6 +7,7 @@
 
 #include "config/load.hpp"
 #include "predict/predict.hpp"
+#include "support/helpers.hpp"
 
 using namespace moesim;
 
@@ -21,11 +22,8 @@ std::map<std::string, double> durations(int margin) {
     "parallelism": {"tp": 8, "sequence_parallel": true}
   })");
   j["framework"]["gemm_sm_margin"] = margin;
-  const auto p = predict::predict(config::load_scenario_text(j.dump(), "m.json"), {true, false});
-  std::map<std::string, double> d;
-  for (const auto& s : p.step.trace)
-    if (s.rank == 0 && s.track == 0) d.try_emplace(p.step.labels[s.label], s.end_s - s.start_s);
-  return d;
+  return test::first_durations(
+      predict::predict(config::load_scenario_text(j.dump(), "m.json"), {true, false}));
 }
 
 }  // namespace

@@ -16,14 +16,6 @@ using namespace moesim;
 
 namespace {
 
-// The first traced duration of each kernel name on rank 0's compute stream.
-std::map<std::string, double> durations(const predict::Prediction& p) {
-  std::map<std::string, double> d;
-  for (const auto& s : p.step.trace)
-    if (s.rank == 0 && s.track == 0) d.try_emplace(p.step.labels[s.label], s.end_s - s.start_s);
-  return d;
-}
-
 predict::Prediction traced(bool overlap) {
   auto j = config::Json::parse(R"({
     "name": "tp-overlap", "system": "h100", "gpus": 8,
@@ -39,7 +31,7 @@ predict::Prediction traced(bool overlap) {
 
 TEST_CASE("TP communication overlap: each collective keeps its exposed part",
           "[schedules][tp-overlap][closed-form]") {
-  const auto off = durations(traced(false)), on = durations(traced(true));
+  const auto off = test::first_durations(traced(false)), on = test::first_durations(traced(true));
   const double n = 8, sms = 132, k = 16;
   // Ring exchange (the forward all-gather into the QKV GEMM): the GEMM keeps its time, the
   // gather what is left of t_g / n + (n - 1) / n max(t_g, t_c).

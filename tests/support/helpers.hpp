@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "config/json_reader.hpp"
 #include "config/load.hpp"
+#include "predict/predict.hpp"
 #include "workload/layer_graph.hpp"
 
 namespace moesim::test {
@@ -65,6 +67,15 @@ inline const workload::KernelTemplate& kernel(const std::vector<workload::Kernel
   const auto k = std::find_if(ks.begin(), ks.end(), [&](const auto& x) { return x.name == name; });
   if (k == ks.end()) throw std::runtime_error("no kernel " + name);
   return *k;
+}
+
+// The first traced duration of each kernel name on rank 0's compute stream (a prediction
+// with a trace: schedules::StepOptions::trace).
+inline std::map<std::string, double> first_durations(const predict::Prediction& p) {
+  std::map<std::string, double> d;
+  for (const auto& s : p.step.trace)
+    if (s.rank == 0 && s.track == 0) d.try_emplace(p.step.labels[s.label], s.end_s - s.start_s);
+  return d;
 }
 
 // Loads `j` as if it were a file named test.json.
