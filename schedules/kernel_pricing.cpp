@@ -130,19 +130,19 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   labels_.set_module(p.label, k.module);
   labels_.set_kind(p.label, {true, k.work.cls, k.comm});
   p.gemm = k.work.cls == hw_models::KernelClass::gemm && k.comm == workload::CommOp::none;
-  p.holds =
-      k.comm == workload::CommOp::none && (k.work.cls == hw_models::KernelClass::gemm ||
-                                           k.work.cls == hw_models::KernelClass::grouped_gemm ||
-                                           k.work.cls == hw_models::KernelClass::attention_fwd ||
-                                           k.work.cls == hw_models::KernelClass::attention_bwd);
+  // TE's GEMMs, dense and grouped: persistent, and on the SMs gemm_sm_margin leaves.
+  const bool te_gemm = k.work.cls == hw_models::KernelClass::gemm ||
+                       k.work.cls == hw_models::KernelClass::grouped_gemm;
+  p.holds = k.comm == workload::CommOp::none &&
+            (te_gemm || k.work.cls == hw_models::KernelClass::attention_fwd ||
+             k.work.cls == hw_models::KernelClass::attention_bwd);
   p.tp_overlap = k.tp_overlap;
   const auto& fw = in_.framework;
   switch (k.comm) {
     case workload::CommOp::none:
       p.seconds = compute_.seconds(k.work) * k.time_factor;
       // NVTE_EXT_MARGIN_SM (workload::Framework::gemm_sm_margin): a GEMM on S - m of S SMs.
-      if (fw.gemm_sm_margin > 0 && (k.work.cls == hw_models::KernelClass::gemm ||
-                                    k.work.cls == hw_models::KernelClass::grouped_gemm)) {
+      if (fw.gemm_sm_margin > 0 && te_gemm) {
         const int sms = compute_.sm_count();
         p.sms = sms - fw.gemm_sm_margin;
         p.seconds *= static_cast<double>(sms) / p.sms;
