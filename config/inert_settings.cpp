@@ -31,9 +31,8 @@ Why no_experts(const Scenario& sc) {
 }
 // Routing shapes only the hottest EP rank's load: with one EP rank none is hotter.
 Why single_ep(const Scenario& sc) {
-  if (sc.parallelism.ep == 1)
-    return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
-  return std::nullopt;
+  if (sc.parallelism.ep > 1) return std::nullopt;
+  return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
 }
 bool nccl_dispatcher(const Scenario& sc) {
   return sc.framework.dispatcher == hw_models::Dispatcher::alltoall ||
@@ -47,9 +46,7 @@ std::string dispatcher_name(const Scenario& sc) {
 Why no_dp(const Scenario& sc) {
   const auto& p = sc.parallelism;
   if (p.dp * p.cp > 1 || p.expert_dp > 1) return std::nullopt;
-  return std::string(
-      "no data parallelism here (dp x cp = 1 and expert-DP = 1): no gradient reduction or "
-      "parameter gather");
+  return std::string("dp x cp = 1 and expert-DP = 1: no gradient reduction or parameter gather");
 }
 Why under_fsdp(const Scenario& sc, const char* what) {
   if (!sc.parallelism.fsdp) return std::nullopt;
@@ -358,14 +355,13 @@ std::vector<PerformanceSetting> build() {
     return std::nullopt;
   });
   // The loader refuses a count without an FP8/FP4 precision; zero layers change nothing.
-  key("training.bf16_layers_at_start", [](const Scenario& sc) -> Why {
-    if (sc.training.bf16_layers_at_start == 0) return std::string("0 layers: none runs in BF16");
-    return std::nullopt;
-  });
-  key("training.bf16_layers_at_end", [](const Scenario& sc) -> Why {
-    if (sc.training.bf16_layers_at_end == 0) return std::string("0 layers: none runs in BF16");
-    return std::nullopt;
-  });
+  for (const bool start : {true, false})
+    key(start ? "training.bf16_layers_at_start" : "training.bf16_layers_at_end",
+        [start](const Scenario& sc) -> Why {
+          const auto& t = sc.training;
+          if ((start ? t.bf16_layers_at_start : t.bf16_layers_at_end) > 0) return std::nullopt;
+          return std::string("0 layers: none runs in BF16");
+        });
   key("training.make_vocab_size_divisible_by", [](const Scenario& sc) -> Why {
     if (sc.padded_vocab() == workload::padded_vocab_size(sc.model.vocab_size, sc.parallelism.tp))
       return fmt::format("pads the vocabulary of {} to {}, as Megatron's default 128 does",
@@ -381,9 +377,7 @@ std::vector<PerformanceSetting> build() {
     key(std::string("parallelism.") + k, never);
   key("parallelism.outer_dp_sharding", [](const Scenario& sc) -> Why {
     if (!sc.parallelism.fsdp)
-      return std::string(
-          "without parallelism.fsdp: the distributed optimizer all-reduces across "
-          "instances whatever the outer strategy");
+      return std::string("without fsdp the optimizer all-reduces across instances regardless");
     if (!sc.parallelism.hybrid()) return std::string("one optimizer instance: no outer group");
     return std::nullopt;
   });
@@ -398,8 +392,7 @@ std::vector<PerformanceSetting> build() {
     return std::nullopt;
   });
   key("parallelism.sequence_parallel", [](const Scenario& sc) -> Why {
-    if (sc.parallelism.tp == 1)
-      return std::string("sequence parallelism splits over TP, and tp is 1");
+    if (sc.parallelism.tp == 1) return std::string("sequence parallelism splits over TP; tp is 1");
     return std::nullopt;
   });
   key("parallelism.pp_layout", [](const Scenario& sc) -> Why {
@@ -427,6 +420,12 @@ std::vector<PerformanceSetting> build() {
   });
   key("framework.gemm_sm_margin", never);  // 0 too: a choice, as tp_comm_overlap false is
   key("framework.moe_a2a_overlap", no_a2a_overlap_pairs);
+  key("framework.batch_p2p_sync", [](const Scenario& sc) -> Why {
+    if (sc.pipeline_schedule != schedules::ScheduleKind::one_f_one_b || sc.parallelism.pp == 1)
+      return std::string("only non-interleaved 1F1B at pp > 1 batches its transfers and syncs");
+    if (full_graph(sc)) return std::string("a full-iteration graph replays without the host");
+    return std::nullopt;
+  });
   key("framework.tp_comm_overlap", [](const Scenario& sc) -> Why {
     if (sc.parallelism.tp == 1)
       return std::string("TP is 1: no tensor-parallel collectives to overlap");

@@ -70,6 +70,7 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
         f.gemm_sm_margin = static_cast<int>(
             m->as_int(0, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1));
       f.moe_a2a_overlap = o.bool_or("moe_a2a_overlap", false);
+      f.batch_p2p_sync = o.bool_or("batch_p2p_sync", true);
       // Megatron-Core's TransformerConfig asserts virtual pipeline stages for the overlap
       // under pipelining: plain 1F1B with pp > 1 has no combined schedule.
       if (f.moe_a2a_overlap && sc_.pipeline_schedule == ScheduleKind::one_f_one_b &&

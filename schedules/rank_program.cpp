@@ -75,6 +75,17 @@ RankProgram::RankProgram(StepState& sim, sim_core::Gpu& gpu, std::int64_t global
   pair_sync_label_ = sim.label("host.pair_sync");
   dualpipe_ =
       sim.in().schedule == ScheduleKind::dualpipe || sim.in().schedule == ScheduleKind::dualpipev;
+  // Megatron's non-interleaved 1F1B batches each pipeline transfer (batch_p2p_comm: the
+  // arguments force overlap_p2p_comm off without VPP, megatron/training/arguments.py 574-576
+  // at 6a6cd47, Megatron-Bridge CommOverlapConfig likewise) and then, with batch_p2p_sync
+  // at its default True (core/model_parallel_config.py; workload::Framework::batch_p2p_sync),
+  // calls torch.cuda.synchronize()
+  // (core/pipeline_parallel/p2p_communication.py 394-403 at 6a6cd47, 421-424 at d98e8a64):
+  // the host waits for the whole device before it launches the next item. A full-iteration
+  // graph replays without the host; the interleaved schedule overlaps its transfers instead.
+  p2p_sync_ = sim.in().framework.batch_p2p_sync && sim.in().schedule == ScheduleKind::one_f_one_b &&
+              sim.in().parallelism.pp > 1 && !price_.captures_iteration();
+  stream_last_.fill(kNoEvent);
   merge_ = sim.merges_kernels();
   tracing_ = sim.tracing();
   amax_label_ = sim.label("fp8.amax_all_reduce");
@@ -272,7 +283,16 @@ void RankProgram::expand(int index) {
   // interleaved schedule posts the next item's receive while this one computes
   // (Megatron's --overlap-p2p-communication, on by default with vpp > 1).
   const int lookahead = sim_.in().parallelism.vpp > 1 ? 1 : 0;
+  const bool posts = posted_ <= index;
   Lane l = lane_for(index, index + lookahead, kComputeStream);
+  // The first item's receive is a transfer of its own (Megatron's recv_forward before the
+  // warmup); the later ones come with the previous item's send (device_sync).
+  if (p2p_sync_ && posts && recv_event_[static_cast<std::size_t>(index)] != kNoEvent)
+    wait(recv_event_[static_cast<std::size_t>(index)]);
+  // After a device sync on a send alone, the item's first kernel is gated on it too (it
+  // launches after the host's wait): the breakdown charges the idle to the transfer.
+  if (p2p_sync_ && l.gate == kNoEvent) l.gate = synced_send_;
+  synced_send_ = kNoEvent;
   kernels_of(it, pl, steps_);
   for (const Step& st : steps_) emit_step(st, l);
   amax_reduce(it, l);
@@ -286,36 +306,67 @@ EventId RankProgram::lane_done(const Lane& l) {
   return k.record;
 }
 
-// The item's end: its send; after the chunk's last weight gradients, their event.
+// The item's end: its send; after the chunk's last weight gradients, their event; under
+// Megatron's non-interleaved 1F1B, the device sync after the transfer.
 void RankProgram::finish(int index, const Place& pl, Lane& l) {
   if (l.pending_launches > 0) {  // a sync whose dispatch launches the item did not reach
     wait(l.pending_sync);
     l.pending_launches = 0;
   }
-  const WorkItem& it = items_[static_cast<std::size_t>(index)];
-  const bool send = it.communicates() && !(it.forward() ? pl.last : pl.first);
-  if (l.first) {
-    // An empty virtual stage (a layout such as "Et|t||L") passes what it received on
-    // unchanged, as Megatron's stage without layers does; without the send the next
-    // stage would wait forever.
-    if (send) post_send(it, pl, l.gate);
-    return;
-  }
-  const bool last_wgrad = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index;
-  if (!send && !last_wgrad) return;
-  const EventId done = lane_done(l);
-  if (send) post_send(it, pl, done);
-  if (last_wgrad) wgrad_done_[static_cast<std::size_t>(it.chunk)] = done;
+  const EventId sent = send_after(index, pl, l);
+  if (p2p_sync_) device_sync(index, l, sent);
 }
 
-void RankProgram::post_send(const WorkItem& it, const Place& pl, EventId done) {
+// The item's send, if it has one (its completion event under the device sync).
+EventId RankProgram::send_after(int index, const Place& pl, Lane& l) {
+  const WorkItem& it = items_[static_cast<std::size_t>(index)];
+  const bool send = it.communicates() && !(it.forward() ? pl.last : pl.first);
+  // An empty virtual stage (a layout such as "Et|t||L") passes what it received on
+  // unchanged, as Megatron's stage without layers does; without the send the next
+  // stage would wait forever.
+  if (l.first) return send ? post_send(it, pl, l.gate) : kNoEvent;
+  const bool last_wgrad = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index;
+  if (!send && !last_wgrad) return kNoEvent;
+  const EventId done = lane_done(l);
+  const EventId sent = send ? post_send(it, pl, done) : kNoEvent;
+  if (last_wgrad) wgrad_done_[static_cast<std::size_t>(it.chunk)] = done;
+  return sent;
+}
+
+// Megatron's P2P batch after item `index` (send_forward_recv_backward and the like): its
+// send and the next item's receive together, then torch.cuda.synchronize(), which returns
+// when every stream is idle: the item's kernels, both transfers (so the peer's matching
+// ones) and the data-parallel collectives in flight. The transfer functions of a stage
+// with nothing to send or receive (the first stage's receive_forward, the last stage's
+// send_forward) return at once, without the sync.
+void RankProgram::device_sync(int index, Lane& l, EventId sent) {
+  const int next = index + 1;
+  if (next < static_cast<int>(items_.size()) && posted_ <= next) {
+    post_recv(next);
+    posted_ = next + 1;
+  }
+  const EventId received = next < static_cast<int>(items_.size())
+                               ? recv_event_[static_cast<std::size_t>(next)]
+                               : kNoEvent;
+  if (sent == kNoEvent && received == kNoEvent) return;
+  synced_send_ = sent;
+  if (!l.first) wait(lane_done(l));
+  for (const EventId e : {sent, received})
+    if (e != kNoEvent) wait(e);
+  for (const EventId e : stream_last_)
+    if (e != kNoEvent) wait(e);
+}
+
+EventId RankProgram::post_send(const WorkItem& it, const Place& pl, EventId done) {
   Kernel s = kernel(pp_send_label_[it.forward()], kPpComm, price_.pp_seconds(), -1);
   s.port_load = price_.pp_loads(true);
   s.waits[0] = done;
   s.rendezvous =
       sim_.pair(it.microbatch, it.forward() ? pl.id + 1 : pl.id - 1, it.forward(), lane_);
   s.tag = context(it, -1);
+  if (p2p_sync_) s.record = sim_.event(kPpComm);
   launch(pp_track(it.forward(), true, pl.descending), s, op_cost());
+  return s.record;
 }
 
 std::unique_ptr<sim_core::HostProgram> make_rank_program(StepState& sim, sim_core::Gpu& gpu,

@@ -171,7 +171,9 @@ class RankProgram final : public sim_core::HostProgram {
   void expand(int index);
   EventId lane_done(const Lane& l);
   void finish(int index, const Place& pl, Lane& l);
-  void post_send(const WorkItem& it, const Place& pl, EventId done);
+  EventId post_send(const WorkItem& it, const Place& pl, EventId done);
+  EventId send_after(int index, const Place& pl, Lane& l);
+  void device_sync(int index, Lane& l, EventId sent);
 
   // rank_program_dp.cpp: traffic outside the layers' kernels.
   EventId outer_collective(int stream, const char* name, const StageParams& sp, bool gather,
@@ -241,7 +243,12 @@ class RankProgram final : public sim_core::HostProgram {
   std::vector<Step> steps_;                                         // expand()'s kernels, reused
   std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
   bool dualpipe_ = false;  // DualPipe's pairs (else Megatron's all-to-all overlap)
-  bool merge_ = true;      // StepState::merges_kernels
+  // Megatron's non-interleaved 1F1B synchronizes the device after each pipeline transfer
+  // (RankProgram::device_sync); per stream, the last event of the DP collectives it waits for.
+  bool p2p_sync_ = false;
+  std::array<EventId, kTracks> stream_last_{};
+  EventId synced_send_ = kNoEvent;  // the last device sync's send, gating the next item
+  bool merge_ = true;               // StepState::merges_kernels
 };
 
 }  // namespace moesim::schedules::detail

@@ -37,6 +37,7 @@ EventId RankProgram::dp_kernel(int stream, const char* name, double seconds, con
   k.record = sim_.event(kDpComm);
   k.rendezvous = meet;
   launch(stream, k, op_cost());
+  stream_last_[static_cast<std::size_t>(stream)] = k.record;  // a stream runs in order
   return k.record;
 }
 

@@ -16,19 +16,28 @@ void StepObserver::Line::add(const Span& s, const StepState& sim) {
   const double gap = (s.start - prev).seconds();
   const std::uint8_t pass = sim.pass_of(s.label);
   if (gap > 0) {
-    bool bubble = false;
+    // Launched last, after its inputs: the host's, except what the GPU spent waiting for a
+    // pipeline transfer the host itself had waited on (1F1B's device sync) before launching.
+    double waited = gap;
     if (s.launch >= s.start && s.launch >= s.gate_at) {
-      b.host_bound_idle += gap;
-      b.host_bound_by_module[sim.module_of(s.label)] += gap;
-    } else if (s.gated_by == kPpComm)
-      b.pipeline_bubble += gap, bubble = true;
-    else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm ||
-             s.gated_by == kOffload) {
-      b.exposed_comm += gap;
-      b.exposed_comm_by_kind[kind(s.gated_by)] += gap;
-    } else
-      b.other += gap;
-    if (!bubble && pass != kNoPass) pass_work[pass] += gap;
+      waited = s.gated_by == kPpComm ? std::clamp((s.gate_at - prev).seconds(), 0.0, gap) : 0;
+      b.host_bound_idle += gap - waited;
+      b.host_bound_by_module[sim.module_of(s.label)] += gap - waited;
+    }
+    bool bubble = false;
+    if (waited > 0) {
+      if (s.gated_by == kPpComm) {
+        b.pipeline_bubble += waited;
+        bubble = true;
+      } else if (s.gated_by == kDpComm || s.gated_by == kEpComm || s.gated_by == kTpComm ||
+                 s.gated_by == kOffload) {
+        b.exposed_comm += waited;
+        b.exposed_comm_by_kind[kind(s.gated_by)] += waited;
+      } else {
+        b.other += waited;
+      }
+    }
+    if (pass != kNoPass) pass_work[pass] += bubble ? gap - waited : gap;
   }
   // Busy time as unions: all kernels, and the compute kernels among them.
   if (s.end > prev) {

@@ -150,6 +150,7 @@ PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microba
   par.num_microbatches = microbatches;
   workload::Framework fw;
   fw.distributed_optimizer = false;
+  fw.batch_p2p_sync = false;  // the closed forms' hosts never wait on a transfer
   const workload::StackSwitches stack;
   const PipelineLayout layout =
       PipelineLayout::even(model.num_layers, 0, ranks, chunks_per_layout_rank);

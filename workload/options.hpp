@@ -270,6 +270,11 @@ struct Framework {
   // alone (schedules/kernel_pricing.cpp). 0: none (TE's default).
   int gemm_sm_margin = 0;
   bool moe_a2a_overlap = false;
+  // Megatron's batch_p2p_sync (ModelParallelConfig, default True; no command-line flag,
+  // Megatron-Bridge's cfg.model.batch_p2p_sync): under the non-interleaved 1F1B schedule, whose
+  // pipeline transfers are batched (batch_p2p_comm), torch.cuda.synchronize() after each
+  // (schedules/rank_program.cpp device_sync).
+  bool batch_p2p_sync = true;
   // Megatron --tp-comm-overlap (TransformerEngine userbuffers): sequence parallelism's
   // all-gathers and reduce-scatters overlapped with the GEMMs next to them
   // (workload::TpOverlap, priced in schedules/kernel_pricing.hpp).

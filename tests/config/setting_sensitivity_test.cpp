@@ -215,6 +215,8 @@ std::map<std::string, Case> cases() {
       R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24}})");
   add("framework.dispatcher_sms", g, R"({"framework": {"dispatcher_sms": 32}})",
       R"({"framework": {"dispatcher_sms": 8}})");
+  add("framework.batch_p2p_sync", g, R"({"framework": {"batch_p2p_sync": true}})",
+      R"({"framework": {"batch_p2p_sync": false}})");
   add("framework.gemm_sm_margin", g, R"({"framework": {"gemm_sm_margin": 0}})",
       R"({"framework": {"gemm_sm_margin": 16}})");
   add("framework.tp_comm_overlap", h100_dense(),
