@@ -336,8 +336,8 @@ EventId RankProgram::send_after(int index, const Place& pl, Lane& l) {
 // Megatron's P2P batch after item `index` (send_forward_recv_backward and the like): its
 // send and the next item's receive together, then torch.cuda.synchronize(), which returns
 // when every stream is idle: the item's kernels, both transfers (so the peer's matching
-// ones) and the data-parallel collectives in flight. The transfer functions of a stage
-// with nothing to send or receive (the first stage's receive_forward, the last stage's
+// ones), the data-parallel collectives and offload copies in flight. The transfer functions of a
+// stage with nothing to send or receive (the first stage's receive_forward, the last stage's
 // send_forward) return at once, without the sync.
 void RankProgram::device_sync(int index, Lane& l, EventId sent) {
   const int next = index + 1;

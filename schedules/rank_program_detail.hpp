@@ -244,7 +244,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::uint32_t graph_label_ = 0, sync_label_ = 0, pair_sync_label_ = 0;
   bool dualpipe_ = false;  // DualPipe's pairs (else Megatron's all-to-all overlap)
   // Megatron's non-interleaved 1F1B synchronizes the device after each pipeline transfer
-  // (RankProgram::device_sync); per stream, the last event of the DP collectives it waits for.
+  // (RankProgram::device_sync); per stream, the last DP collective or offload copy it waits for.
   bool p2p_sync_ = false;
   std::array<EventId, kTracks> stream_last_{};
   EventId synced_send_ = kNoEvent;  // the last device sync's send, gating the next item

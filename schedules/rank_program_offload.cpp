@@ -39,6 +39,7 @@ void RankProgram::offload_copy(Lane& l, int layer, bool out) {
   k.record = sim_.event(kOffload);
   auto& events = out ? offload_out_ : offload_in_;
   events[static_cast<std::size_t>(it.microbatch)][static_cast<std::size_t>(layer)] = k.record;
+  stream_last_[kOffloadStream] = k.record;  // a device sync waits for the copies in flight
   launch(kOffloadStream, k, op_cost());
 }
 
