@@ -58,6 +58,11 @@ TEST_CASE("1F1B's device sync keeps the host from launching past a pipeline tran
   CHECK(min_gap_after_grad(eager) == Approx(0).margin(1e-9));
   CHECK(min_gap_after_grad(synced) > 1e-6);
   CHECK(synced.step.step_time_s > eager.step.step_time_s);
+  // The GPU idles while the host waits on its peer: pipeline bubble, not host-bound idle
+  // (the breakdown charges the part before the transfer completed to the transfer).
+  const auto& b = synced.step.breakdown;
+  CHECK(b.pipeline_bubble >= eager.step.breakdown.pipeline_bubble);
+  CHECK(b.host_bound_idle < b.pipeline_bubble);
 }
 
 TEST_CASE("The interleaved schedule overlaps its transfers: no device sync", "[schedules]") {
