@@ -421,10 +421,9 @@ std::vector<PerformanceSetting> build() {
   key("framework.gemm_sm_margin", never);  // 0 too: a choice, as tp_comm_overlap false is
   key("framework.moe_a2a_overlap", no_a2a_overlap_pairs);
   key("framework.batch_p2p_sync", [](const Scenario& sc) -> Why {
-    if (sc.pipeline_schedule != schedules::ScheduleKind::one_f_one_b || sc.parallelism.pp == 1)
-      return std::string("only non-interleaved 1F1B at pp > 1 batches its transfers and syncs");
-    if (full_graph(sc)) return std::string("a full-iteration graph replays without the host");
-    return std::nullopt;
+    if (schedules::syncs_after_transfers(sc.pipeline_schedule, sc.parallelism.pp, full_graph(sc)))
+      return std::nullopt;
+    return std::string("syncs only under 1F1B at pp > 1 without a full-iteration graph");
   });
   key("framework.tp_comm_overlap", [](const Scenario& sc) -> Why {
     if (sc.parallelism.tp == 1)

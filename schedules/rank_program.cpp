@@ -75,16 +75,11 @@ RankProgram::RankProgram(StepState& sim, sim_core::Gpu& gpu, std::int64_t global
   pair_sync_label_ = sim.label("host.pair_sync");
   dualpipe_ =
       sim.in().schedule == ScheduleKind::dualpipe || sim.in().schedule == ScheduleKind::dualpipev;
-  // Megatron's non-interleaved 1F1B batches each pipeline transfer (batch_p2p_comm: the
-  // arguments force overlap_p2p_comm off without VPP, megatron/training/arguments.py 574-576
-  // at 6a6cd47, Megatron-Bridge CommOverlapConfig likewise) and then, with batch_p2p_sync at
-  // its default True (core/model_parallel_config.py; workload::Framework::batch_p2p_sync),
-  // calls torch.cuda.synchronize() (core/pipeline_parallel/p2p_communication.py 394-403 at
-  // 6a6cd47, 421-424 at d98e8a64): the host waits for the whole device before it launches the
-  // next item. A full-iteration graph replays without the host; the interleaved schedule
-  // overlaps its transfers instead.
-  p2p_sync_ = sim.in().framework.batch_p2p_sync && sim.in().schedule == ScheduleKind::one_f_one_b &&
-              sim.in().parallelism.pp > 1 && !price_.captures_iteration();
+  // The host waits for the whole device after each transfer before it launches the next
+  // item (schedules/schedule_kind.hpp syncs_after_transfers).
+  p2p_sync_ = sim.in().framework.batch_p2p_sync &&
+              syncs_after_transfers(sim.in().schedule, sim.in().parallelism.pp,
+                                    price_.captures_iteration());
   stream_last_.fill(kNoEvent);
   merge_ = sim.merges_kernels();
   tracing_ = sim.tracing();

@@ -30,4 +30,8 @@ double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t laye
          (static_cast<double>(layers) + static_cast<double>(stages));
 }
 
+bool syncs_after_transfers(ScheduleKind s, std::int64_t pp, bool full_iteration_graph) {
+  return s == ScheduleKind::one_f_one_b && pp > 1 && !full_iteration_graph;
+}
+
 }  // namespace moesim::schedules

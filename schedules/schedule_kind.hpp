@@ -31,6 +31,15 @@ bool splits_backward(ScheduleKind s);
 int layout_chunks_per_rank(ScheduleKind s, int vpp);
 double layer_passes(ScheduleKind s, std::int64_t microbatches, std::int64_t layers,
                     std::int64_t stages);
+// Whether the host synchronizes the whole device after each pipeline transfer: Megatron's
+// non-interleaved 1F1B batches its transfers (batch_p2p_comm: the arguments force
+// overlap_p2p_comm off without VPP, megatron/training/arguments.py 574-576 at 6a6cd47,
+// Megatron-Bridge's CommOverlapConfig likewise) and then, with batch_p2p_sync at its default
+// True (core/model_parallel_config.py; workload::Framework::batch_p2p_sync), calls
+// torch.cuda.synchronize() (core/pipeline_parallel/p2p_communication.py 394-403 at 6a6cd47,
+// 421-424 at d98e8a64). A full-iteration graph replays without the host; the interleaved
+// schedule overlaps its transfers instead.
+bool syncs_after_transfers(ScheduleKind s, std::int64_t pp, bool full_iteration_graph);
 inline constexpr double kMaxLayerPasses = 200'000;
 
 }  // namespace moesim::schedules

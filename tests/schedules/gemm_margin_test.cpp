@@ -11,25 +11,9 @@
 
 using namespace moesim;
 
-namespace {
-
-// The first traced duration of each kernel name on rank 0's compute stream.
-std::map<std::string, double> durations(int margin) {
-  auto j = config::Json::parse(R"({
-    "name": "gemm-margin", "system": "h100", "gpus": 8,
-    "model": {"base": "llama3-70b", "num_hidden_layers": 2},
-    "training": {"seq_length": 8192, "micro_batch_size": 1, "global_batch_size": 8, "precision": "bf16"},
-    "parallelism": {"tp": 8, "sequence_parallel": true}
-  })");
-  j["framework"]["gemm_sm_margin"] = margin;
-  return test::first_durations(
-      predict::predict(config::load_scenario_text(j.dump(), "m.json"), {true, false}));
-}
-
-}  // namespace
-
 TEST_CASE("A GEMM SM margin runs each GEMM on the SMs it leaves", "[schedules][closed-form]") {
-  const auto none = durations(0), margin = durations(16);
+  const auto none = test::first_durations(test::traced_tp8({{"gemm_sm_margin", 0}})),
+             margin = test::first_durations(test::traced_tp8({{"gemm_sm_margin", 16}}));
   const double sms = 132, m = 16;
   for (const char* gemm : {"attn.qkv.fprop", "attn.o_proj.fprop", "mlp.fc1.fprop"}) {
     INFO(gemm);

@@ -14,24 +14,10 @@
 
 using namespace moesim;
 
-namespace {
-
-predict::Prediction traced(bool overlap) {
-  auto j = config::Json::parse(R"({
-    "name": "tp-overlap", "system": "h100", "gpus": 8,
-    "model": {"base": "llama3-70b", "num_hidden_layers": 2},
-    "training": {"seq_length": 8192, "micro_batch_size": 1, "global_batch_size": 1, "precision": "bf16"},
-    "parallelism": {"tp": 8, "sequence_parallel": true}
-  })");
-  j["framework"]["tp_comm_overlap"] = overlap;
-  return predict::predict(config::load_scenario_text(j.dump(), "t.json"), {true, false});
-}
-
-}  // namespace
-
 TEST_CASE("TP communication overlap: each collective keeps its exposed part",
           "[schedules][tp-overlap][closed-form]") {
-  const auto off = test::first_durations(traced(false)), on = test::first_durations(traced(true));
+  const auto off = test::first_durations(test::traced_tp8({{"tp_comm_overlap", false}})),
+             on = test::first_durations(test::traced_tp8({{"tp_comm_overlap", true}}));
   const double n = 8, sms = 132, k = 16;
   // Ring exchange (the forward all-gather into the QKV GEMM): the GEMM keeps its time, the
   // gather what is left of t_g / n + (n - 1) / n max(t_g, t_c).
@@ -70,7 +56,8 @@ TEST_CASE("TP communication overlap: each collective keeps its exposed part",
     (void)k;
   }
   // And the step is faster for it.
-  CHECK(traced(true).step.step_time_s < traced(false).step.step_time_s);
+  CHECK(test::traced_tp8({{"tp_comm_overlap", true}}).step.step_time_s <
+        test::traced_tp8({{"tp_comm_overlap", false}}).step.step_time_s);
 }
 
 TEST_CASE("TP communication overlap needs sequence parallelism",

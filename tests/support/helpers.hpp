@@ -78,6 +78,21 @@ inline std::map<std::string, double> first_durations(const predict::Prediction& 
   return d;
 }
 
+// Two Llama-3-70B layers at TP 8 with sequence parallelism on one H100 node, one microbatch,
+// traced, with `framework` as its framework settings: the closed-form tests of what a
+// framework setting does to each kernel (tests/schedules/tp_overlap_test.cpp,
+// gemm_margin_test.cpp).
+inline predict::Prediction traced_tp8(const config::Json& framework) {
+  auto j = config::Json::parse(R"({
+    "name": "tp8", "system": "h100", "gpus": 8,
+    "model": {"base": "llama3-70b", "num_hidden_layers": 2},
+    "training": {"seq_length": 8192, "micro_batch_size": 1, "global_batch_size": 1, "precision": "bf16"},
+    "parallelism": {"tp": 8, "sequence_parallel": true}
+  })");
+  j["framework"] = framework;
+  return predict::predict(config::load_scenario_text(j.dump(), "tp8.json"), {true, false});
+}
+
 // Loads `j` as if it were a file named test.json.
 inline config::Scenario load(const config::Json& j) {
   return config::load_scenario_json(j, "test.json");
