@@ -25,15 +25,17 @@ void set_clock(hw_models::SystemSpec& s, double x) {
 // CPU's op-loop microbenchmarks are 1 + rank_contention x the training processes on its
 // socket (hw_models::host_load_factor: 4 on the x86 HGX/DGX nodes, 2 on an NVL72 tray's
 // Grace). It replaced a load factor per CPU (x86 5.62, Grace 3.54 when fitted apart,
-// 2026-11-26), whose ratio the socket's process count explains within 7%.
+// 2026-11-26), whose ratio the socket's process count explains within 7%. It counts the
+// node's GPUs per socket, not the processes a launcher binds to one: the 25.11 GB300 rows,
+// whose launcher put a tray's four ranks on one Grace, fit the node's count (mean error
+// 7.4%) and not four on the socket (24.8%; docs/research/releases.md 6).
 void set_contention(hw_models::SystemSpec& s, double x) {
   s.host.rank_contention = fitted(x);
   s.host.load_factor.reset();
 }
 constexpr const char* kLoadHelp =
     "host costs of a loaded training process over the op-loop microbenchmarks: 1 + this x the "
-    "training processes "
-    "on its CPU socket";
+    "node's GPUs per CPU socket (one training process each)";
 constexpr const char* kClockHelp =
     "Tensor Core throughput under a training step's sustained load over the short benchmarks'";
 

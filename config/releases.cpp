@@ -113,7 +113,7 @@ struct SwitchHistory {
   std::string_view evidence;
 };
 
-constexpr std::array<SwitchHistory, 14> kSwitchHistory{{
+constexpr std::array<SwitchHistory, 12> kSwitchHistory{{
     {"mxfp8_alloc_fusion",
      "",
      Shipped::since,
@@ -142,23 +142,12 @@ constexpr std::array<SwitchHistory, 14> kSwitchHistory{{
      "and Bridge v0.3.0's "
      "perf_plugins.py keeps the variable for DeepSeek's MXFP8 on GB200 and GB300"},
     {"cpu_numa_binding",
-     "GB200",
-     Shipped::since,
-     {25, 7, 0},
-     "NeMo #13914 41a3862785: numa_divisor 2 for GB200 (NeMo 2.4.0 "
-     "scripts/performance/executors.py); NeMo 2.3.0 "
-     "binds SLURM_LOCALID/4, every GB200 rank to node 0"},
-    {"cpu_numa_binding",
-     "GB300",
-     Shipped::since,
-     {26, 2, 0},
-     "GB300 joins the GB200 divisor in Megatron-Bridge v0.3.0 "
-     "scripts/performance/utils/executors.py"},
-    {"cpu_numa_binding",
      "",
      Shipped::since,
      {},
-     "8-GPU nodes: NeMo's SLURM_LOCALID/4 puts GPUs 0-3 and 4-7 on their sockets in every release"},
+     "NeMo's and Megatron-Bridge's performance launcher binds every rank with numactl "
+     "(--cpunodebind and --membind $((SLURM_LOCALID/divisor))) in every release; on a GB200 or "
+     "GB300 tray with the old divisor 4, to the wrong node for half the ranks (kNodeZero)"},
     {"te_host_slim",
      "",
      Shipped::unsettled,
@@ -197,6 +186,38 @@ const SwitchHistory& history(std::string_view name, std::string_view gpu) {
         (h.gpus.empty() || std::ranges::count(calibration::gpu_names(h.gpus), gpu) > 0))
       return h;
   throw std::logic_error(fmt::format("config/releases.cpp has no history for stack.{}", name));
+}
+
+// The launcher's divisor: numactl --cpunodebind=$((SLURM_LOCALID/d)). A GB200 or GB300
+// tray has two NUMA nodes of two GPUs each (Grace 0 with GPUs 0-1, Grace 1 with GPUs 2-3),
+// so d = 4, every GPU's divisor before these releases, binds all four ranks to node 0:
+// each process is bound (its threads and memory stay on one Grace, none of what
+// host.numa_unbound_factor prices for unbound processes), but ranks 2 and 3 run one Grace
+// away from their GPU. Priced as bound; the remote ranks' launch path is not priced and
+// `run` says so (release_warnings). The held-out 25.11 GB300 rows back bound over unbound:
+// docs/research/releases.md section 6.
+struct NodeZeroBinding {
+  std::string_view gpus;
+  ReleaseVersion fixed;  // the first release with divisor 2
+  std::string_view evidence;
+};
+constexpr std::array<NodeZeroBinding, 2> kNodeZero{{
+    {"GB200",
+     {25, 7, 0},
+     "NeMo 2.3.0 binds SLURM_LOCALID/4 (scripts/performance/utils.py:84); NeMo #13914 "
+     "41a3862785 sets numa_divisor 2 for GB200 from NeMo 2.4.0 (scripts/performance/"
+     "executors.py:111)"},
+    {"GB300",
+     {26, 2, 0},
+     "GB300 joins the GB200 divisor in Megatron-Bridge v0.3.0 "
+     "(scripts/performance/utils/executors.py:126); v0.2.0 divides by 4"},
+}};
+
+const NodeZeroBinding* node_zero_binding(const SoftwareRelease& release, std::string_view gpu) {
+  for (const auto& b : kNodeZero)
+    if (release.version < b.fixed && std::ranges::count(calibration::gpu_names(b.gpus), gpu) > 0)
+      return &b;
+  return nullptr;
 }
 
 std::string release_name(const ReleaseVersion& v) {
@@ -346,6 +367,16 @@ std::optional<ReleaseRefusal> release_refusal(const SoftwareRelease& release, co
 
 std::vector<std::string> release_warnings(const Scenario& sc) {
   std::vector<std::string> out;
+  const auto* rel = find_release(sc.release);
+  const auto* zero = rel ? node_zero_binding(*rel, sc.system.gpu.name) : nullptr;
+  if (zero && sc.stack.cpu_numa_binding && !stack_switch_inert("cpu_numa_binding", sc) &&
+      std::ranges::count(sc.given_keys, "stack.cpu_numa_binding") == 0)
+    out.push_back(fmt::format(
+        "stack.cpu_numa_binding: release {}'s launcher binds every rank of a {} tray to NUMA "
+        "node 0 (numactl SLURM_LOCALID/4; {}): priced as bound, each process's threads and "
+        "memory local to its Grace; ranks 2 and 3 launch to a GPU on the other Grace, which is "
+        "not priced; give stack.cpu_numa_binding to decide",
+        sc.release, sc.system.gpu.name, zero->evidence));
   for (const auto& name : sc.release_unsettled)
     if (!stack_switch_inert(name, sc))
       out.push_back(fmt::format(

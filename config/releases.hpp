@@ -10,8 +10,9 @@
 // Resolution, for the switches the scenario's `stack` object does not give (explicit keys
 // win):
 //   - a switch that first shipped in release F is on at F and after, off before;
-//   - the launcher's NUMA binding depends on the GPU (NeMo's perf launcher bound GB200
-//     from 25.07 and GB300 from 26.02; 8-GPU x86 nodes always), so its rows are per GPU;
+//   - the launcher binds every rank with numactl in every release; on GB200 before 25.07
+//     and GB300 before 26.02 its divisor puts all four ranks of a tray on NUMA node 0,
+//     priced as bound, and `run` says that the remote ranks' path is not priced;
 //   - a switch no release shipped (pdl_quant: reverted before TE 2.7) is off in every
 //     release;
 //   - a switch no source settles (deepep_tuned: "Tune DeepEP" is a row of NVIDIA's blog,
@@ -78,7 +79,8 @@ struct ReleaseRefusal {
 };
 std::optional<ReleaseRefusal> release_refusal(const SoftwareRelease& release, const Scenario& sc);
 
-// The release's notes for `run`: the unsettled switches that act in the scenario.
+// The release's notes for `run`: the launcher's node-0 binding where the scenario takes
+// its binding from the release, and the unsettled switches that act in the scenario.
 std::vector<std::string> release_warnings(const Scenario& sc);
 
 }  // namespace moesim::config

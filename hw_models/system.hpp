@@ -160,7 +160,9 @@ struct HostCosts {
   // cores; one process per GPU):
   //   load = 1 + rank_contention x n,   n = max(1, min(GPUs, node.gpus_per_node) /
   //   node.cpus_per_node)
-  // (4 on the x86 HGX and DGX nodes, 2 on an NVL72 tray's Grace). rank_contention is a
+  // (4 on the x86 HGX and DGX nodes, 2 on an NVL72 tray's Grace): the node's GPUs per
+  // socket, whatever socket a launcher binds them to (docs/research/releases.md 6: the 25.11
+  // GB300 rows, four ranks bound to one Grace, fit 2, not 4). rank_contention is a
   // cross-run quantity fitted over the validation corpus (`moesim calibrate corpus`); no
   // public measurement prices it. `load_factor`, where a system gives it, replaces the
   // formula. Absent both: 1 (the op-loop costs). host_load_factor() applies it.

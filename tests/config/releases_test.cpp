@@ -4,6 +4,7 @@
 
 #include "config/load.hpp"
 #include "config/releases.hpp"
+#include "predict/predict.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
@@ -42,7 +43,7 @@ TEST_CASE("A release's switches follow the first release that shipped each", "[c
   const auto r2504 = config::resolve_release(release("25.04"), "GB200").stack;
   CHECK_FALSE(r2504.mxfp8_alloc_fusion);
   CHECK_FALSE(r2504.router_fusion);
-  CHECK_FALSE(r2504.cpu_numa_binding);  // NeMo 2.3.0 bound every GB200 rank to node 0
+  CHECK(r2504.cpu_numa_binding);  // NeMo 2.3.0 bound every GB200 rank (to node 0)
   CHECK_FALSE(r2504.hybridep_permute_fusion);
   const auto r2509 = config::resolve_release(release("25.09"), "GB200").stack;
   CHECK(r2509.mxfp8_alloc_fusion);
@@ -53,8 +54,9 @@ TEST_CASE("A release's switches follow the first release that shipped each", "[c
   CHECK_FALSE(r2509.norm_quant_fusion);  // cuDNN 9.11
   CHECK_FALSE(r2509.cuda_graph_shared_expert);
   CHECK_FALSE(r2509.hybridep_permute_fusion);
-  // GB300's binding came with Bridge 0.3.0 (26.02); x86 nodes were always bound.
-  CHECK_FALSE(config::resolve_release(release("25.11"), "GB300").stack.cpu_numa_binding);
+  // Every release's launcher binds (GB300 to node 0 before Bridge 0.3.0, 26.02); x86 nodes
+  // were always bound to their own sockets.
+  CHECK(config::resolve_release(release("25.11"), "GB300").stack.cpu_numa_binding);
   CHECK(config::resolve_release(release("26.02"), "GB300").stack.cpu_numa_binding);
   CHECK(config::resolve_release(release("23.09"), "H100 SXM").stack.cpu_numa_binding);
   const auto r2602 = config::resolve_release(release("26.02"), "GB200");
@@ -124,6 +126,38 @@ TEST_CASE("stack.release in a scenario: explicit keys win, later features are re
   CHECK(refused_at(patched(paged, R"({"stack": {"release": "26.04.01"}})")) ==
         "framework.moe_expert_rank_capacity_factor");
   CHECK(refused_at(patched(paged, R"({"stack": {"release": "26.06"}})")).empty());
+}
+
+TEST_CASE(
+    "The launcher's node-0 binding on old GB200 and GB300 releases is priced as bound and said",
+    "[config][releases]") {
+  // The default scenario: GB200, MXFP8, HybridEP, router and preprocess graphs. NeMo 2.3.0
+  // (25.04) bound every rank with SLURM_LOCALID/4: all four of a tray on node 0.
+  const Json base = patched(test::default_scenario_json(),
+                            R"({"framework": {"dispatcher": "deepep", "dispatcher_sms": 24,
+                                               "cuda_graph_scope": []}})");
+  const auto old = load(patched(base, R"({"stack": {"release": "25.04"}})"));
+  CHECK(old.stack.cpu_numa_binding);
+  const auto notes = config::release_warnings(old);
+  REQUIRE(notes.size() == 2);  // the node-0 binding, then deepep_tuned (unsettled)
+  CHECK_THAT(notes[0], Catch::Contains("stack.cpu_numa_binding") && Catch::Contains("node 0") &&
+                           Catch::Contains("not priced"));
+  // From 25.07 (divisor 2) it is not said; nor where the scenario gives the switch.
+  CHECK(
+      config::release_warnings(load(patched(base, R"({"stack": {"release": "25.07"}})"))).size() ==
+      1);
+  CHECK(config::release_warnings(
+            load(patched(base, R"({"stack": {"release": "25.04", "cpu_numa_binding": true}})")))
+            .size() == 1);
+  // Priced as bound: the step equals the same release with the switch given true, and an
+  // unbound process pays host.numa_unbound_factor.
+  const auto step = [&](const char* patch) {
+    return predict::predict(load(patched(base, patch))).step.step_time_s;
+  };
+  CHECK(step(R"({"stack": {"release": "25.04"}})") ==
+        Approx(step(R"({"stack": {"release": "25.04", "cpu_numa_binding": true}})")));
+  CHECK(step(R"({"stack": {"release": "25.04"}})") <
+        step(R"({"stack": {"release": "25.04", "cpu_numa_binding": false}})"));
 }
 
 TEST_CASE("Unknown releases and an incomplete custom stack are refused with what to give",
