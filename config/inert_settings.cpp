@@ -19,10 +19,6 @@ using workload::RecomputeModule;
 using Why = std::optional<std::string>;
 using Rule = std::function<Why(const Scenario&)>;
 
-bool given_key(const Scenario& sc, const std::string& key) {
-  return std::find(sc.given_keys.begin(), sc.given_keys.end(), key) != sc.given_keys.end();
-}
-
 // ---- facts about a scenario the rules share ----
 
 Why no_experts(const Scenario& sc) {
@@ -306,15 +302,14 @@ std::vector<PerformanceSetting> build() {
   const auto key = [&](std::string name, Rule inert) {
     const std::string k = name;
     out.push_back(
-        {std::move(name), [k](const Scenario& sc) { return given_key(sc, k); }, std::move(inert)});
+        {std::move(name), [k](const Scenario& sc) { return sc.gave(k); }, std::move(inert)});
   };
   // A list's element: given when the file wrote the list and the element is in it.
   const auto element = [&](const std::string& list, std::string_view elem, auto in_list,
                            Rule inert) {
-    out.push_back(
-        {fmt::format("{}[{}]", list, elem),
-         [list, in_list](const Scenario& sc) { return given_key(sc, list) && in_list(sc); },
-         std::move(inert)});
+    out.push_back({fmt::format("{}[{}]", list, elem),
+                   [list, in_list](const Scenario& sc) { return sc.gave(list) && in_list(sc); },
+                   std::move(inert)});
   };
 
   // training

@@ -180,11 +180,14 @@ constexpr std::array<SwitchHistory, 12> kSwitchHistory{{
      "2.14, 26.06 TE 2.16"},
 }};
 
+// Whether a row's "GB200|GB300" list names `gpu`.
+bool lists_gpu(std::string_view gpus, std::string_view gpu) {
+  return std::ranges::count(calibration::gpu_names(gpus), gpu) > 0;
+}
+
 const SwitchHistory& history(std::string_view name, std::string_view gpu) {
   for (const auto& h : kSwitchHistory)
-    if (h.name == name &&
-        (h.gpus.empty() || std::ranges::count(calibration::gpu_names(h.gpus), gpu) > 0))
-      return h;
+    if (h.name == name && (h.gpus.empty() || lists_gpu(h.gpus, gpu))) return h;
   throw std::logic_error(fmt::format("config/releases.cpp has no history for stack.{}", name));
 }
 
@@ -215,8 +218,7 @@ constexpr std::array<NodeZeroBinding, 2> kNodeZero{{
 
 const NodeZeroBinding* node_zero_binding(const SoftwareRelease& release, std::string_view gpu) {
   for (const auto& b : kNodeZero)
-    if (release.version < b.fixed && std::ranges::count(calibration::gpu_names(b.gpus), gpu) > 0)
-      return &b;
+    if (release.version < b.fixed && lists_gpu(b.gpus, gpu)) return &b;
   return nullptr;
 }
 
@@ -370,7 +372,7 @@ std::vector<std::string> release_warnings(const Scenario& sc) {
   const auto* rel = find_release(sc.release);
   const auto* zero = rel ? node_zero_binding(*rel, sc.system.gpu.name) : nullptr;
   if (zero && sc.stack.cpu_numa_binding && !stack_switch_inert("cpu_numa_binding", sc) &&
-      std::ranges::count(sc.given_keys, "stack.cpu_numa_binding") == 0)
+      !sc.gave("stack.cpu_numa_binding"))
     out.push_back(fmt::format(
         "stack.cpu_numa_binding: release {}'s launcher binds every rank of a {} tray to NUMA "
         "node 0 (numactl SLURM_LOCALID/4; {}): priced as bound, each process's threads and "

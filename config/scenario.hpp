@@ -2,6 +2,7 @@
 // The file format is the contract in docs/SCENARIO_FORMAT.md (schema/scenario.schema.json).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -163,6 +164,10 @@ struct Scenario {
   // parallelism, framework, stack, routing and placement objects ("framework.dispatcher_sms"):
   // config/inert_settings.hpp warns about those that change nothing here.
   std::vector<std::string> given_keys;
+  // Whether the file wrote `key`, one of those paths.
+  bool gave(const std::string& key) const {
+    return std::find(given_keys.begin(), given_keys.end(), key) != given_keys.end();
+  }
   // `recorded`: settings written as the scenario's source gave them that the writer (`by`,
   // moesim's importer) knew change nothing here (config/inert_settings.hpp): `run` says them
   // in one line.
