@@ -94,6 +94,23 @@ Json measurement_json(const Measurement& m) {
                    {"time_us", p.time_us}});
     j["gdn_chunk"] = a;
   }
+  if (m.moe_layer) {
+    const auto& l = *m.moe_layer;
+    Json cases = Json::array();
+    for (const auto& c : l.cases)
+      cases.push_back({{"case", c.name},
+                       {"model", c.model},
+                       {"dispatcher", c.dispatcher},
+                       {"precision", c.precision},
+                       {"forward_ms", c.forward_ms},
+                       {"backward_ms", c.backward_ms}});
+    j["moe_layer"] = {{"gpus", l.gpus},
+                      {"ep", l.ep},
+                      {"seq_length", l.seq_length},
+                      {"micro_batch_size", l.micro_batch_size},
+                      {"models", l.models},
+                      {"cases", cases}};
+  }
   return j;
 }
 

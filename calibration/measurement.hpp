@@ -82,6 +82,21 @@ struct GdnPoint {
   double time_us = 0;
 };
 
+// One MoE layer timed alone (Megatron-LM's moe_perf harness): its forward and backward GPU
+// time for one case of a proxy model, dispatcher and precision, the models given with the
+// measurement (MoeLayerSet::models, HF-style configs as a scenario's inline model). Checked
+// against the step simulation by predict/moe_layer_check.hpp, not fitted.
+struct MoeLayerPoint {
+  std::string name, model, dispatcher, precision;
+  double forward_ms = 0, backward_ms = 0;
+};
+struct MoeLayerSet {
+  int gpus = 0, ep = 0;
+  std::int64_t seq_length = 0, micro_batch_size = 0;
+  nlohmann::ordered_json models = nlohmann::ordered_json::object();
+  std::vector<MoeLayerPoint> cases;
+};
+
 struct Measurement {
   std::string file;  // where it was read from (empty when built in memory)
   std::string description, device, system, date, tool, source;
@@ -94,6 +109,7 @@ struct Measurement {
   std::vector<P2pPoint> p2p;
   std::vector<SsdPoint> ssd_scan;
   std::vector<GdnPoint> gdn_chunk;
+  std::optional<MoeLayerSet> moe_layer;
 };
 
 nlohmann::ordered_json measurement_json(const Measurement& m);

@@ -37,11 +37,13 @@ class Comm final : public Command {
     app.add_option("--topk", q_.topk, "experts per token")->capture_default_str();
     app.add_option("--experts", q_.experts, "routed experts")->capture_default_str();
     app.add_option("--groups", q_.groups,
-                   "group-limited routing: expert groups (0: none; table model only)");
+                   "group-limited routing over this many contiguous expert groups (Megatron's "
+                   "moe_router_num_groups; 0: none), as the step simulation prices a model's "
+                   "router; DeepEP / HybridEP only (NCCL's all-to-all sends a copy per expert)");
     app.add_option(
         "--topk-groups", q_.topk_groups,
-        "groups a token may use; with the flow model of DeepEP / HybridEP: NVLink domains "
-        "(default: DeepEP 4, as its tests, HybridEP all)");
+        "groups a token may use: with --groups, expert groups (moe_router_group_topk); without, "
+        "NVLink domains (node-limited routing; default: DeepEP 4, as its tests, HybridEP all)");
     app.add_option("--dtype", q_.dtype, "dispatch payload: bf16 or fp8")->capture_default_str();
     app.add_option(
         "--sms", q_.sms,

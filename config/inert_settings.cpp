@@ -285,10 +285,16 @@ Why stack_inert(std::string_view name, const Scenario& sc) {
       return fmt::format("tunes DeepEP; the dispatcher is {}", dispatcher_name(sc));
     if (hw_models::ep_bandwidth_factor(sc.system, fw.dispatcher, true) == 1.0) {
       const auto& f = sc.system.ep_dispatch.deepep_tuned_factor;
+      if (!f)
+        return fmt::format(
+            "system '{}' has no tuned DeepEP kernels (ep_dispatch.deepep_tuned_factor absent): "
+            "NVIDIA's tuning was of the NVL72 kernels",
+            sc.system.name);
+      // The corpus fit may leave the tuning no gain (its lower bound, 1).
       return fmt::format(
-          "system '{}' has no tuned DeepEP kernels (ep_dispatch.deepep_tuned_factor {}): NVIDIA's "
-          "tuning was of the NVL72 kernels",
-          sc.system.name, f ? "1" : "absent");
+          "system '{}' prices NVIDIA's tuned DeepEP kernels at the library's own rates "
+          "(ep_dispatch.deepep_tuned_factor 1: {})",
+          sc.system.name, f->source);
     }
     return std::nullopt;
   }

@@ -135,6 +135,36 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
       });
       m.gdn_chunk.push_back(gp);
     });
+    if (auto l = o.get("moe_layer")) {
+      calibration::MoeLayerSet set;
+      read_object(*l, [&](Object& p) {
+        set.gpus = static_cast<int>(p.req("gpus").as_int(1, 1 << 20));
+        set.ep = static_cast<int>(p.req("ep").as_int(1, 1 << 20));
+        set.seq_length = p.req("seq_length").as_int(1, std::int64_t{1} << 32);
+        set.micro_batch_size = p.req("micro_batch_size").as_int(1, 1 << 20);
+        const auto models = p.req("models");
+        if (!models.json().is_object() || models.json().empty())
+          models.fail("expected an object of model configs by name");
+        for (const auto& [name, cfg] : models.json().items())
+          if (!cfg.is_object()) models.child_at(cfg, name).fail("expected a model config object");
+        set.models = nlohmann::ordered_json(models.json());
+        p.req("cases").for_each_element([&](const Node& n) {
+          calibration::MoeLayerPoint c;
+          read_object(n, [&](Object& q) {
+            c.name = q.req("case").as_string();
+            c.model = q.req("model").as_string();
+            if (!set.models.contains(c.model))
+              q.req("model").fail("no model '" + c.model + "' in moe_layer.models");
+            c.dispatcher = q.req("dispatcher").as_string();
+            c.precision = q.req("precision").as_string();
+            c.forward_ms = q.req("forward_ms").as_number(1e-6, kBig);
+            c.backward_ms = q.req("backward_ms").as_number(1e-6, kBig);
+          });
+          set.cases.push_back(c);
+        });
+      });
+      m.moe_layer = set;
+    }
     // Communication tables (NCCL, EP libraries) and their own settings, per-step statistics
     // and weak-scaling pairs: read by their fitters (calibration/link_fit.hpp,
     // calibration/ep_fit.hpp, calibration/jitter_fit.hpp), not here.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace moesim::hw_models {
 double ep_comm_seconds(Dispatcher d, const SystemSpec&, const CommModel& comm, const EpQuery& q) {
@@ -37,17 +38,33 @@ double expected_destination_ranks(std::int64_t experts, std::int64_t ranks, std:
   if (ranks <= 1) return 1;
   const double e = static_cast<double>(experts), r = static_cast<double>(ranks);
   const bool limited = groups > 1 && topk_groups > 0 && topk_groups < groups &&
-                       experts % groups == 0 && (ranks % groups == 0 || groups % ranks == 0);
+                       experts % groups == 0 && experts % ranks == 0;
   if (!limited) return r * (1 - none_of(e, e / r, topk));
-  const double g = static_cast<double>(groups), pool = static_cast<double>(topk_groups) * e / g;
-  if (ranks >= groups)
-    return r * (static_cast<double>(topk_groups) / g) * (1 - none_of(pool, e / r, topk));
-  const std::int64_t per_rank = groups / ranks;
-  double p = 0;
-  for (std::int64_t j = 1; j <= std::min(per_rank, topk_groups); ++j)
-    p += choose(per_rank, j) * choose(groups - per_rank, topk_groups - j) /
-         choose(groups, topk_groups) * (1 - none_of(pool, static_cast<double>(j) * e / g, topk));
-  return r * p;
+  // Rank i holds experts [i E/R, (i+1) E/R), group g experts [g E/G, (g+1) E/G). For a
+  // uniform choice S of G' groups, rank i receives nothing with probability
+  // C(P - o_i(S), k) / C(P, k), o_i(S) its experts inside S; the subsets of j groups with
+  // overlap o are counted group by group (ways[j][o]), exact for any alignment.
+  const std::int64_t per_group = experts / groups, per_rank = experts / ranks;
+  const double pool = static_cast<double>(topk_groups * per_group);
+  const auto k = static_cast<std::size_t>(topk_groups);
+  double d = 0;
+  for (std::int64_t i = 0; i < ranks; ++i) {
+    std::vector<std::vector<double>> ways(
+        k + 1, std::vector<double>(static_cast<std::size_t>(per_rank) + 1));
+    ways[0][0] = 1;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const std::int64_t lo = std::max(i * per_rank, g * per_group),
+                         hi = std::min((i + 1) * per_rank, (g + 1) * per_group);
+      const auto c = static_cast<std::size_t>(std::max<std::int64_t>(0, hi - lo));
+      for (std::size_t j = std::min<std::size_t>(k, static_cast<std::size_t>(g) + 1); j >= 1; --j)
+        for (std::size_t o = ways[j].size(); o-- > c;) ways[j][o] += ways[j - 1][o - c];
+    }
+    double none = 0;
+    for (std::size_t o = 0; o < ways[k].size(); ++o)
+      none += ways[k][o] * none_of(pool, static_cast<double>(o), topk);
+    d += 1 - none / choose(groups, topk_groups);
+  }
+  return d;
 }
 
 }  // namespace moesim::hw_models

@@ -34,15 +34,18 @@ double ep_comm_seconds(Dispatcher d, const SystemSpec& sys, const CommModel& com
 // Expected number of distinct EP ranks a token is sent to, its own included, when its
 // top-k experts are uniform over `experts` spread evenly on `ranks`:
 //   D = R (1 - C(E - E/R, k) / C(E, k))        (E = 256, R = 32, k = 8: D = 7.27)
-// With group-limited routing (DeepSeek-V3: n_group 8, topk_group 4; random router
-// logits make the chosen groups a uniform choice) the k experts come from a pool of
-// G' E / G experts in G' of the G groups. With R >= G each group spans R/G ranks:
-//   D = R (G'/G) (1 - C(P - E/R, k) / C(P, k)),   P = G' E / G   (EP32: D = 6.60)
-// and with fewer ranks than groups a rank holds g = G/R groups, j of which are chosen
-// with the hypergeometric probability C(g, j) C(G - g, G' - j) / C(G, G'):
-//   D = R sum_j h(j) (1 - C(P - j E/G, k) / C(P, k)).
-// DeepEP and HybridEP send a token once per destination rank, not once per expert, and
-// their published bandwidths count exactly these bytes: a rank receives
+// With group-limited routing (Megatron-Core group_limited_topk, moe_utils.py 673-: the
+// experts in `groups` contiguous blocks, a token's k experts from `topk_groups` of them;
+// DeepSeek-V3: 8 and 4; random router logits, as forced balancing draws them (router.py
+// 859-861 at d12f6c8c), make the chosen groups a uniform G'-subset S and the experts a
+// uniform k-subset of their P = G' E / G): rank i, holding the contiguous experts
+// [i E/R, (i+1) E/R), receives nothing with probability C(P - o_i(S), k) / C(P, k), o_i(S)
+// its experts inside S, averaged over the C(G, G') subsets (counted group by group):
+//   D = sum_i (1 - E_S[C(P - o_i(S), k)] / C(P, k))
+// With R >= G and G | R this is R (G'/G) (1 - C(P - E/R, k) / C(P, k)) (EP32: D = 6.60);
+// `ranks` may be NVLink domains, each holding E/N contiguous experts (the destination
+// domains). DeepEP and HybridEP send a token once per destination rank, not once per
+// expert, and their published bandwidths count exactly these bytes: a rank receives
 // tokens x D x hidden x element size (docs/research/ep-benchmark-definitions.md).
 double expected_destination_ranks(std::int64_t experts, std::int64_t ranks, std::int64_t topk,
                                   std::int64_t groups = 0, std::int64_t topk_groups = 0);

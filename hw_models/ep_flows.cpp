@@ -18,9 +18,12 @@ EpFlowTime ep_flow_time(const SystemSpec& s, const Topology& topo, const EpFract
         "ep_flow_time: ranks must fill whole NVLink domains and split the experts");
   const int N = R / D;
   const int M = std::min(std::max(1, b.groups), N);
-  // Node-limited routing is group-limited routing with the domains as the groups.
-  const double p_rank = expected_destination_ranks(b.experts, R, b.topk, N, M) / R;
-  const double p_domain = expected_destination_ranks(b.experts, N, b.topk, N, M) / N;
+  // Node-limited routing is group-limited routing with the domains as the groups; a model's
+  // own expert groups replace it.
+  const bool grouped = b.expert_groups > 1 && b.expert_topk_groups > 0;
+  const int G = grouped ? b.expert_groups : N, Gk = grouped ? b.expert_topk_groups : M;
+  const double p_rank = expected_destination_ranks(b.experts, R, b.topk, G, Gk) / R;
+  const double p_domain = expected_destination_ranks(b.experts, N, b.topk, G, Gk) / N;
   const double per = b.tokens * b.hidden * b.element_bytes;
 
   std::vector<Flow> flows;

@@ -7,6 +7,13 @@
 // experts of the chosen domains (E/R per rank). So
 //   P(domain n receives a token) = (M/N) (1 - C(P - E/N, k) / C(P, k)),   P = M E / N
 //   P(rank r receives a token)   = (M/N) (1 - C(P - E/R, k) / C(P, k))
+// A model's own group-limited routing (`expert_groups` G contiguous blocks of experts,
+// `expert_topk_groups` G' of them a token, Megatron-Core's moe_router_num_groups and
+// moe_router_group_topk) replaces it: P(rank) = D_G(R) / R and P(domain) = D_G(N) / N, with
+// D_G the expected distinct destinations of hw_models::expected_destination_ranks over the
+// groups (DeepSeek-V3 at EP8 inside one domain: one group a rank, D 3.63 of 8 ranks where
+// uniform routing gives 5.25; at EP32 over 4 domains of 8: D 3.09 domains where node-limiting
+// to G' N / G = 2 of them gave 2).
 // Flows from each rank s, per dispatch (combine is the same flows reversed, BF16):
 //   to every other rank d of its own domain:           T P_rank h e   (NVLink)
 //   to each other domain n, once, by RDMA to the GPU of s's rail in n (the gateway):
@@ -38,6 +45,8 @@ struct EpBenchmark {
   double element_bytes = 2;  // BF16 2; FP8 with a 4-byte scale per 128 values 1.03125
   int experts = 256, topk = 8;
   int groups = 4;  // domains a token may use (node-limited routing)
+  // The model's group-limited routing (0: none, the node-limited `groups` above).
+  int expert_groups = 0, expert_topk_groups = 0;
   bool combine = false;
   // DeepEP's low-latency kernels: every (token, expert) selection is its own message,
   // straight to the expert's GPU, no per-node deduplication and no forwarding; the

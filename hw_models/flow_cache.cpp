@@ -14,9 +14,10 @@ void FlowCache::check(const SystemSpec& s) {
 EpFlowTime FlowCache::ep_time(const SystemSpec& s, const Topology& topo, Dispatcher d,
                               const EpBenchmark& b, double bandwidth_factor) {
   const EpKey key{
-      topo.gpus(),   topo.domain_size(), static_cast<int>(d), b.ranks,         b.sms,    b.tokens,
-      b.hidden,      b.element_bytes,    b.experts,           b.topk,          b.groups, b.combine,
-      b.low_latency, b.message_bytes,    b.fixed_us,          bandwidth_factor};
+      topo.gpus(),     topo.domain_size(), static_cast<int>(d),  b.ranks,   b.sms,
+      b.tokens,        b.hidden,           b.element_bytes,      b.experts, b.topk,
+      b.groups,        b.expert_groups,    b.expert_topk_groups, b.combine, b.low_latency,
+      b.message_bytes, b.fixed_us,         bandwidth_factor};
   {
     std::lock_guard<std::mutex> lock(m_);
     check(s);

@@ -51,8 +51,8 @@ class FlowCache {
 
  private:
   void check(const SystemSpec& s);  // under m_
-  using EpKey = std::tuple<int, int, int, int, int, double, double, double, int, int, int, bool,
-                           bool, double, double, double>;
+  using EpKey = std::tuple<int, int, int, int, int, double, double, double, int, int, int, int, int,
+                           bool, bool, double, double, double>;
   mutable std::mutex m_;
   std::string system_;
   std::map<EpKey, EpFlowTime> ep_;

@@ -69,11 +69,18 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   if (q.low_latency && *d != hw_models::Dispatcher::deepep)
     throw config::InputError(kCli, "--low-latency",
                              "low-latency kernels are DeepEP's; needs --dispatcher deepep");
+  if (q.groups > 0 && (!library || q.low_latency))
+    throw config::InputError(
+        kCli, "--groups",
+        library ? "DeepEP's low-latency kernels send a message per selection: expert groups "
+                  "change nothing"
+                : "NCCL's all-to-all sends one copy per expert: expert groups change nothing");
   if (library) {
     // The library's kernels as flows, with its parameters applied through this system's
     // links (hw_models/ep_flows.hpp, ep_library_time): the model the step simulation
     // prices. As its benchmarks route: DeepEP limits a token to min(domains, 4) domains
-    // (--topk-groups overrides), HybridEP none.
+    // (--topk-groups overrides), HybridEP none; with --groups, the model's group-limited
+    // routing over that many contiguous expert groups, --topk-groups of them a token.
     if (const auto why =
             hw_models::ep_unsupported(s, *d, q.low_latency, q.ep, std::min(domain, q.ep));
         !why.empty())
@@ -97,8 +104,24 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
         b.message_bytes = combine ? q.hidden * 2 : q.hidden * elem + 16;
       } else {
         b.element_bytes = elem;
-        b.groups =
-            q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
+        if (q.groups > 0) {
+          // The model's group-limited routing, as the step simulation prices it.
+          if (q.groups < 2 || q.experts % q.groups != 0)
+            throw config::InputError(
+                kCli, "--groups",
+                fmt::format("{} expert groups do not split {} experts", q.groups, q.experts));
+          if (q.topk_groups < 1 || q.topk_groups >= q.groups)
+            throw config::InputError(
+                kCli, "--topk-groups",
+                fmt::format("with --groups {}: the groups a token may use, 1 to {}", q.groups,
+                            q.groups - 1));
+          b.expert_groups = q.groups;
+          b.expert_topk_groups = q.topk_groups;
+          b.groups = q.ep;
+        } else {
+          b.groups =
+              q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
+        }
         b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
       }
       // DeepEP's normal kernels as a default scenario (stack.deepep_tuned on) runs them.

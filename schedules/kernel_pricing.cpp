@@ -288,12 +288,13 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
   b.tokens = k.comm_bytes / (static_cast<double>(m.topk) * b.hidden * b.element_bytes);
   b.experts = static_cast<int>(m.num_experts);
   b.topk = static_cast<int>(m.topk);
-  // Group-limited routing over as many groups as domains is node-limited routing.
-  const int domains = ep_topo_->gpus() / ep_topo_->domain_size();
-  b.groups =
-      m.router_groups > 0 && m.router_topk_groups > 0
-          ? std::max<int>(1, static_cast<int>(m.router_topk_groups * domains / m.router_groups))
-          : domains;
+  // The model's group-limited routing over its expert groups (contiguous experts, as the
+  // EP ranks hold them), else every domain open to every token.
+  b.groups = ep_topo_->gpus() / ep_topo_->domain_size();
+  if (m.router_groups > 1 && m.router_topk_groups > 0) {
+    b.expert_groups = static_cast<int>(m.router_groups);
+    b.expert_topk_groups = static_cast<int>(m.router_topk_groups);
+  }
   b.combine = combine;
   const double factor =
       hw_models::ep_bandwidth_factor(in_.system, in_.framework.dispatcher, in_.stack.deepep_tuned);

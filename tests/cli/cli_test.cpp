@@ -151,6 +151,23 @@ TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
   CHECK(run_moesim({"comm", "--system", "b200", "--op", "ep-dispatch", "--dispatcher", "hybridep",
                     "--low-latency"})
             .status == 2);
+  // A model's group-limited routing (--groups, --topk-groups): DeepSeek-V3's 8 groups, 4 a
+  // token, at EP8 (a group a rank): 4 (1 - C(96, 8) / C(128, 8)) = 3.629 destination ranks,
+  // the bytes the step simulation's flows carry; refused where nothing would change.
+  r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep",
+                  "--ep", "8", "--groups", "8", "--topk-groups", "4", "--json"});
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["bytes"].get<double>() ==
+        Approx(4096.0 * 7168 * 2 * 3.62903).epsilon(1e-5));
+  CHECK(run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "alltoall",
+                    "--groups", "8", "--topk-groups", "4"})
+            .status == 2);
+  CHECK(run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep",
+                    "--groups", "8", "--topk-groups", "8"})
+            .status == 2);
+  CHECK(run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep",
+                    "--groups", "7", "--topk-groups", "4"})
+            .status == 2);
   r = run_moesim({"comm", "--system", "h800", "--op", "all-to-all", "--ranks", "16"});
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("busbw"));

@@ -35,6 +35,19 @@ TEST_CASE("Distinct destination ranks of a token", "[hw_models][ep]") {
   CHECK(hw_models::expected_destination_ranks(256, 8, 8, 8, 4) == Approx(3.6290).epsilon(1e-4));
   // EP4, two groups per rank (hypergeometric over how many of them are chosen).
   CHECK(hw_models::expected_destination_ranks(256, 4, 8, 8, 4) == Approx(2.9282).epsilon(1e-4));
+  // Groups that straddle ranks (neither count divides the other): 24 experts on 3 ranks of
+  // 8, 4 groups of 6, a token's 2 experts from 2 groups (pool 12). Rank 0 (experts 0-7) has 6
+  // experts in group 0 and 2 in group 1; over the six pairs of groups its overlap is 8, 6, 6,
+  // 2, 2, 0, so it receives nothing with probability (4x3 + 6x5 + 6x5 + 10x9 + 10x9 + 12x11)
+  // / (6 x 132) = 384 / 792; rank 1 (4 in groups 1 and 2) 368 / 792; rank 2 as rank 0:
+  // D = (408 + 424 + 408) / 792 = 1.5657, against 3 (1 - C(16, 2) / C(24, 2)) = 1.6957 uniform.
+  CHECK(hw_models::expected_destination_ranks(24, 3, 2, 4, 2) ==
+        Approx(1240.0 / 792).epsilon(1e-12));
+  CHECK(hw_models::expected_destination_ranks(24, 3, 2) == Approx(3 * (1 - 120.0 / 276)));
+  // Destination domains are ranks of E/N experts: DeepSeek-V3 over 4 domains (2 groups
+  // each): a domain is missed when neither of its groups is chosen (C(6, 4) / C(8, 4) =
+  // 15/70) or when its chosen groups get none of the 8 experts.
+  CHECK(hw_models::expected_destination_ranks(256, 4, 8, 8, 4) < 4 * (1 - 15.0 / 70));
 }
 
 namespace {

@@ -1,0 +1,74 @@
+// predict/moe_layer_check.hpp against Megatron-LM's moe_perf timings of one MoE layer on a
+// DGX H100 (calibration/measurements/moe-layer-h100-mlm.json): the table of forward and
+// backward times, the dispatchers' ratios (what HybridEP or DeepEP buys over NCCL's
+// all-to-all, the decision users make) within their tolerance, and the absolute times'
+// mean error as a drift watch.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "config/load_measurement.hpp"
+#include "predict/moe_layer_check.hpp"
+#include "support/helpers.hpp"
+
+using namespace moesim;
+
+TEST_CASE("One MoE layer timed alone: moesim against Megatron-LM's moe_perf on H100",
+          "[predict][moe_layer][validation]") {
+  const auto m = config::load_measurement_file(
+      test::source_path("calibration/measurements/moe-layer-h100-mlm.json"));
+  REQUIRE(m.moe_layer);
+  const auto& set = *m.moe_layer;
+  REQUIRE(set.cases.size() == 12);
+  // (model, precision) -> dispatcher -> {measured, predicted} forward + backward (ms)
+  std::map<std::string, std::map<std::string, std::pair<double, double>>> sums;
+  double abs_err = 0;
+  int n = 0;
+  std::cout << fmt::format("{:32} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}\n", "case (H100, EP8)",
+                           "fwd ms", "moesim", "bwd ms", "moesim", "fwd err", "bwd err");
+  for (const auto& c : set.cases) {
+    INFO(c.name);
+    const auto t = predict::moe_layer_times(predict::moe_layer_scenario(set, c, m.system));
+    const double ef = 100 * (t.forward_ms / c.forward_ms - 1),
+                 eb = 100 * (t.backward_ms / c.backward_ms - 1);
+    std::cout << fmt::format("{:32} {:9.3f} {:9.3f} {:9.3f} {:9.3f} {:+7.1f}% {:+7.1f}%\n", c.name,
+                             c.forward_ms, t.forward_ms, c.backward_ms, t.backward_ms, ef, eb);
+    abs_err += std::abs(ef) + std::abs(eb);
+    n += 2;
+    sums[c.model + " " + c.precision][c.dispatcher] = {c.forward_ms + c.backward_ms,
+                                                       t.forward_ms + t.backward_ms};
+  }
+  const double mae = abs_err / n;
+  std::cout << fmt::format("mean absolute error {:.1f}% over {} times\n", mae, n);
+  // The dispatcher decision: each library's forward + backward over the all-to-all's.
+  double ratio_err = 0;
+  int ratios = 0;
+  for (const auto& [what, by] : sums) {
+    const auto& a2a = by.at("alltoall");
+    for (const char* lib : {"hybridep", "deepep"}) {
+      const auto& l = by.at(lib);
+      const double measured = a2a.first / l.first, predicted = a2a.second / l.second;
+      const double err = 100 * (predicted / measured - 1);
+      std::cout << fmt::format(
+          "{:20} all-to-all over {:8}: measured {:.3f}, moesim {:.3f} ({:+.1f}%)\n", what, lib,
+          measured, predicted, err);
+      INFO(what << " all-to-all over " << lib);
+      CHECK(std::abs(err) <= 12);
+      ratio_err += std::abs(err);
+      ++ratios;
+    }
+  }
+  std::cout << fmt::format("dispatcher ratios: mean absolute error {:.1f}% over {}\n",
+                           ratio_err / ratios, ratios);
+  // Drift watches, 2026-12-05's errors plus about 1.5 and 3 points: the ratios' mean 6.8%
+  // (each within 10.9%, checked above at 12); the absolute times' 24.3% (moesim prices this
+  // benchmark's BF16 GEMMs, its permutes and its unbound x86 host slower than it runs,
+  // docs/research/moe-layer-h100.md).
+  CHECK(ratio_err / ratios <= 8.5);
+  CHECK(mae <= 27);
+}
