@@ -69,13 +69,30 @@ TEST_CASE("System presets carry the reference figures", "[config][presets]") {
 }
 
 TEST_CASE("The contract's model presets load with their sources", "[config][presets]") {
-  const std::vector<std::string> expected = {
-      "deepseek-v2",       "deepseek-v3",      "deepseek-v4-flash", "deepseek-v4-pro",
-      "gpt-oss-120b",      "gpt-oss-20b",      "gpt3-175b",         "kimi-k2",
-      "llama3-70b",        "llama3.1-405b",    "mixtral-8x22b",     "mixtral-8x7b",
-      "nemotron-3-nano",   "nemotron-3-super", "nemotron-3-ultra",  "nemotron-3.5-lightning",
-      "nemotronh-56b",     "qwen3-235b-a22b",  "qwen3-30b-a3b",     "qwen3-next-80b-a3b",
-      "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",  "qwen3.5-397b-a17b"};
+  const std::vector<std::string> expected = {"deepseek-v2",
+                                             "deepseek-v3",
+                                             "deepseek-v4-flash",
+                                             "deepseek-v4-pro",
+                                             "gpt-oss-120b",
+                                             "gpt-oss-20b",
+                                             "gpt3-175b",
+                                             "kimi-k2",
+                                             "llama3-70b",
+                                             "llama3.1-405b",
+                                             "mixtral-8x22b",
+                                             "mixtral-8x7b",
+                                             "moonlight-16b-a3b",
+                                             "nemotron-3-nano",
+                                             "nemotron-3-super",
+                                             "nemotron-3-ultra",
+                                             "nemotron-3.5-lightning",
+                                             "nemotronh-56b",
+                                             "qwen3-235b-a22b",
+                                             "qwen3-30b-a3b",
+                                             "qwen3-next-80b-a3b",
+                                             "qwen3.5-122b-a10b",
+                                             "qwen3.5-35b-a3b",
+                                             "qwen3.5-397b-a17b"};
   CHECK(config::preset_names(config::PresetKind::model) == expected);
   for (const auto& name : expected) {
     INFO(name);
@@ -94,6 +111,14 @@ TEST_CASE("The contract's model presets load with their sources", "[config][pres
   CHECK(mix.num_dense_layers() == 0);
   CHECK(config::load_model_preset("llama3-70b").is_moe() == false);
   CHECK(config::load_model_preset("qwen3-30b-a3b").qk_layernorm);
+  // Moonlight-16B-A3B (Megatron-Bridge v0.3.0 MoonlightModelProvider16B): one dense layer,
+  // MLA without the query down-projection, two shared experts of 1408.
+  const auto moon = config::load_model_preset("moonlight-16b-a3b");
+  CHECK(moon.num_dense_layers() == 1);
+  CHECK(moon.num_moe_layers() == 26);
+  CHECK(moon.attention == workload::AttentionKind::mla);
+  CHECK(moon.mla.q_lora_rank == 0);  // no query down-projection
+  CHECK(moon.shared_expert_ffn_hidden_size == 2816);
 }
 
 TEST_CASE("Preset files on disk are the ones compiled in", "[config][presets]") {
