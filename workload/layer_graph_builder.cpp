@@ -320,6 +320,7 @@ void LayerBuilder::small_kernels(const std::string& name, Module mod, int count,
 }
 
 void LayerBuilder::recompute_since(std::size_t mark, bool keep_syncs) {
+  const std::size_t first = recomputed_.size();
   for (std::size_t i = mark; i < out_.fwd.size(); ++i) {
     KernelTemplate t = out_.fwd[i];
     t.recompute = true;
@@ -327,6 +328,11 @@ void LayerBuilder::recompute_since(std::size_t mark, bool keep_syncs) {
     t.name += ".recompute";
     recomputed_.push_back(std::move(t));
   }
+  if (mark >= out_.fwd.size()) return;
+  // The checkpoint wrapper's own host work (header): before the segment's first kernel
+  // in the forward, and before its first re-run kernel in the backward.
+  out_.fwd[mark].host_ops += kCheckpointFwdOps;
+  recomputed_[first].host_ops += kCheckpointBwdOps;
 }
 
 KernelTemplate LayerBuilder::gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d,

@@ -155,6 +155,20 @@ class LayerBuilder {
                      int bwd_count = -1);
 
   // The kernels since `mark` are re-run at the start of backward (selective recompute).
+  // Each such segment is one of Megatron-Core's checkpoint wrappers, whose own host work
+  // (tensor_parallel/random.py at cd4afffa) is priced as host ops (host.op_us, a
+  // Python-level call, x the host load) beside the kernels it re-runs:
+  //   forward  kCheckpointFwdOps: the CPU, CUDA and tracker RNG states saved (3 calls),
+  //            the autograd Function's apply, no_grad, save_for_backward (CheckpointFunction
+  //            581-621: 6); CheckpointWithoutOutput (678-708, 748-766, 830-) adds its
+  //            output's storage release and the gradient hook it registers (9);
+  //   backward kCheckpointBwdOps: the hook or Function.backward entry, the saved tensors,
+  //            _fork_rng's three gets and three sets, _set_all_rng_states' three sets,
+  //            the inputs detached, enable_grad, the nested torch.autograd.backward and
+  //            the gradients collected (624-660: 15; CheckpointWithoutOutput 711-828: 15,
+  //            its storage sharing for the backward call's).
+  // Under graph capture the wrappers' host work is the graph's, as every captured op's.
+  static constexpr int kCheckpointFwdOps = 8, kCheckpointBwdOps = 15;
   std::size_t mark() const { return out_.fwd.size(); }
   // `keep_syncs`: the recomputed segment waits on the device again where its forward did
   // (a recomputed dropless MoE layer re-reads its token counts).

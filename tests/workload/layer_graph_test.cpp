@@ -700,3 +700,22 @@ TEST_CASE("layernorm recompute re-runs only the norms that are modules of their 
   const auto mla = build("scenarios/h800/dsv3-production.json");  // layernorm, mla_up_proj
   CHECK(find(mla.t.moe.bwd, "attn.norm.fwd.recompute").recompute);
 }
+
+TEST_CASE("A recompute checkpoint's own host work: 8 ops in forward, 15 before the re-run",
+          "[workload][templates]") {
+  // Megatron-Core's checkpoint wrappers (tensor_parallel/random.py at cd4afffa): the RNG
+  // states saved, the autograd Function, and in backward the states forked and restored,
+  // the nested backward (workload/layer_graph_detail.hpp, kCheckpointFwdOps/BwdOps).
+  const auto none = build("scenarios/recompute/moonlight-h100-recompute-control.json");
+  const auto act = build("scenarios/recompute/moonlight-h100-recompute-moe-act.json");
+  const int plain = find(none.t.moe.fwd, "moe.act.fwd").host_ops;
+  CHECK(find(act.t.moe.fwd, "moe.act.fwd").host_ops == plain + 8);
+  // The re-run copies the forward's kernel (its module-call ops with it), without the
+  // forward wrapper's 8, plus the backward wrapper's 15.
+  CHECK(find(act.t.moe.bwd, "moe.act.fwd.recompute").host_ops == plain + 15);
+  // Two segments (layernorm's pre-MLP norm and moe_act) are two checkpoints.
+  const auto both = build("scenarios/recompute/moonlight-h100-recompute-layernorm-moe-act.json");
+  const int norm = find(none.t.moe.fwd, "moe.norm.fwd").host_ops;
+  CHECK(find(both.t.moe.fwd, "moe.norm.fwd").host_ops == norm + 8);
+  CHECK(find(both.t.moe.bwd, "moe.norm.fwd.recompute").host_ops == norm + 15);
+}
