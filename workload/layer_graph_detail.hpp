@@ -167,6 +167,7 @@ class LayerBuilder {
   //            the inputs detached, enable_grad, the nested torch.autograd.backward and
   //            the gradients collected (624-660: 15; CheckpointWithoutOutput 711-828: 15,
   //            its storage sharing for the backward call's).
+  // One count serves both wrappers (forward 8, between their 6 and 9; backward 15 in each).
   // Under graph capture the wrappers' host work is the graph's, as every captured op's.
   static constexpr int kCheckpointFwdOps = 8, kCheckpointBwdOps = 15;
   std::size_t mark() const { return out_.fwd.size(); }
