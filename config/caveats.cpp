@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/decisions.hpp"
 #include "config/inert_settings.hpp"
 #include "config/load.hpp"
 #include "hw_models/compute.hpp"
@@ -106,6 +107,30 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
         "recomputed, as DeepSeek's framework recomputes every RMSNorm; Megatron-Core fuses it "
         "into linear_fc1 and keeps it, so under Megatron those layers keep that activation (one "
         "hidden-size tensor a layer and microbatch) and skip its recompute");
+  // Trained routing (workload/routing.hpp): expert loads from a published global statistic, the
+  // tokens of a microbatch routed independently around it. The measured pairs of trained
+  // against forced routing (decision `routing`, calibration/evidence/decisions.json) say how
+  // far that holds; Qwen3's routers were pretrained with global-batch balancing, which leaves
+  // a sequence's own tokens far less balanced (docs/research/routing-load-statistics.md).
+  if (sc.model.is_moe() && (sc.routing.balance == workload::RoutingBalance::aux_loss ||
+                            sc.routing.balance == workload::RoutingBalance::loss_free)) {
+    const auto& ev = evidence_for(Decision::routing, decision_evidence());
+    std::string s = fmt::format(
+        "routing.balance {}: the trained router's expert loads come from a published global "
+        "statistic (Wang et al., arXiv 2408.15664), a microbatch's tokens routed independently "
+        "around it",
+        workload::routing_balance_names().name(sc.routing.balance));
+    if (ev.pairs > 0)
+      s += fmt::format(
+          "; on {} measured pairs of trained against forced routing the cost of the real "
+          "routing is off by {:.1f}% on average, {:.1f}% at worst ({})",
+          ev.pairs, ev.mean_abs_ratio_error_pct, ev.max_abs_ratio_error_pct, ev.worst);
+    if (sc.model.model_type == "qwen3_moe")
+      s += "; Qwen3's routers were pretrained with global-batch load balancing (Qiu et al., "
+           "ACL 2025, 2025.acl-long.249), which leaves one sequence's tokens far less balanced "
+           "than that statistic, so its dropless steps run slower than priced";
+    out.push_back(s);
+  }
   if (sc.training.lora)
     out.push_back(
         "training.lora: TFLOPS/GPU and MFU follow Megatron-Bridge's LoRA accounting (the "

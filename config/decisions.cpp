@@ -43,6 +43,7 @@ const std::vector<DecisionSetting>& decision_settings() {
       {"stack.", Decision::fusion},
       {"system", Decision::system},
       {"placement", Decision::ep_span},
+      {"routing", Decision::routing},  // balance, its coefficient, seed, histogram
   };
   return kSettings;
 }

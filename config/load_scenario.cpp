@@ -40,7 +40,7 @@ const sim_core::NameTable<MemoryCounter>& memory_counter_names() {
 }
 
 const sim_core::NameTable<Decision>& decision_names() {
-  static constexpr std::array<sim_core::NameEntry<Decision>, 17> kEntries{{
+  static constexpr std::array<sim_core::NameEntry<Decision>, 18> kEntries{{
       {Decision::ep_overlap, "ep_overlap",
        "1F1B EP all-to-all overlap (moe_a2a_overlap), delayed weight gradients"},
       {Decision::tp, "tp", "tensor-parallel degree, with sequence parallelism"},
@@ -60,6 +60,8 @@ const sim_core::NameTable<Decision>& decision_names() {
       {Decision::host, "host", "host-side settings (NUMA binding, a slimmer host path)"},
       {Decision::precision, "precision", "the training precision recipe"},
       {Decision::batch, "batch", "global batch size at a fixed layout"},
+      {Decision::routing, "routing",
+       "expert routing: a benchmark's forced balance against the trained router's loads"},
       {Decision::layout, "layout", "several layout decisions at once"},
   }};
   static constexpr sim_core::NameTable<Decision> kTable{kEntries};

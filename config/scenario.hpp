@@ -51,6 +51,7 @@ enum class Decision {
   host,          // host-side settings (NUMA binding, host-path trimming)
   precision,     // training precision recipe
   batch,         // global batch size at a fixed layout
+  routing,       // forced-balanced routing against the trained router's own (dropless) loads
   layout,        // several layout decisions at once (a family's members)
 };
 const sim_core::NameTable<Decision>& decision_names();

@@ -90,7 +90,11 @@ double popularity_sigma(double max_vio);
 //                             (seq_aux_loss)
 //   qwen3_moe     aux_loss 1e-3   Pai-Megatron-Patch examples/qwen3/run_mcore_qwen3.sh:203-204
 //                             (a098ca5); Megatron-LM examples/post_training/modelopt/conf/Qwen/
-//                             Qwen3-235B-A22B.sh:33-35 (d98e8a64)
+//                             Qwen3-235B-A22B.sh:33-35 (d98e8a64). Qwen3's released routers were
+//                             pretrained with global-batch balancing (Qiu et al., ACL 2025), and
+//                             dropless runs from them imply a hottest EP8 rank of 1.52-1.57 x the
+//                             mean where this gives 1.07 (scenarios/longcontext; not modeled,
+//                             config/caveats.cpp says so)
 //   mixtral       aux_loss 1e-2   Megatron-LM
 //   examples/mixtral/train_mixtral_8x7b_distributed.sh:53-54;
 //                             ModelZoo model_configs/benchmarking/Mixtral-8x22B.yaml:80-83

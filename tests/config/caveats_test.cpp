@@ -131,3 +131,24 @@ TEST_CASE("Caveats: the old permute's walk off the GPU it was measured on", "[co
   p5.framework.dispatcher = hw_models::Dispatcher::hybridep;
   CHECK_FALSE(mentions(config::prediction_caveats(p5), "permute_fusion_v2"));
 }
+
+TEST_CASE("Caveats: trained routing says how far its measured pairs hold", "[config][caveats]") {
+  // Megatron-MoE-ModelZoo's dropless Qwen3-235B run against its forced-balanced twin: the
+  // trained router's loads are a published global statistic, and Qwen3's routers were
+  // pretrained with global-batch balancing.
+  auto sc =
+      config::load_scenario_file(kRoot + "longcontext/mz-qwen3-235b-h100-seq16k-cp1-dropless.json");
+  REQUIRE(sc.routing.balance == workload::RoutingBalance::aux_loss);
+  const auto c = config::prediction_caveats(sc);
+  CHECK(mentions(c, "routing.balance aux_loss"));
+  CHECK(mentions(c, "global-batch load balancing"));
+  // The forced-balanced twin prices no router.
+  const auto forced =
+      config::load_scenario_file(kRoot + "longcontext/mz-qwen3-235b-h100-seq16k-cp1.json");
+  CHECK_FALSE(mentions(config::prediction_caveats(forced), "routing.balance"));
+  // Another family's trained router: the caveat without the global-batch clause.
+  const auto mixtral =
+      config::load_scenario_file(kRoot + "pairs/c3-mixtral-8x22b-h100-dropless.json");
+  CHECK(mentions(config::prediction_caveats(mixtral), "routing.balance aux_loss"));
+  CHECK_FALSE(mentions(config::prediction_caveats(mixtral), "global-batch"));
+}

@@ -28,6 +28,8 @@ TEST_CASE("Decisions: each plan and describe setting names its decision", "[conf
   CHECK(d("stack.router_fusion") == Decision::fusion);
   CHECK(d("system.name") == Decision::system);
   CHECK(d("placement.gpus_per_nvlink_domain") == Decision::ep_span);
+  CHECK(d("routing.balance") == Decision::routing);
+  CHECK(d("routing.coefficient") == Decision::routing);
   CHECK_FALSE(d("model.hidden_size"));
   CHECK_FALSE(d("training.seq_length"));
   // The compiled-in table has one entry per decision.
