@@ -9,13 +9,16 @@
 #include "importer/import_bridge.hpp"
 #include "importer/pipeline_split.hpp"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/load.hpp"
 #include "importer/megatron_detail.hpp"
@@ -41,11 +44,75 @@ void Importer::run() {
   framework(sc);
   stack(sc);
   unpriced();
-  sc["routing"] = {{"balance", "forced"}};
-  if (!f_.has("--moe-router-force-load-balancing") && f_.integer_or("--num-experts", 0) > 0)
+  routing(sc);
+}
+
+// Megatron-LM's router balancing (arguments.py 3532-3537 at d98e8a64): types aux_loss (the
+// default), seq_aux_loss, global_aux_loss, sinkhorn, quantile_balancing or none, each with its
+// --moe-aux-loss-coeff (default 0); --moe-router-enable-expert-bias is DeepSeek's loss-free
+// bias. Forced balance (--moe-router-force-load-balancing) overrides all of them, which then
+// change nothing. Without it the run is dropless on the trained router's own loads
+// (workload/routing.hpp): aux_loss at the largest coefficient of the auxiliary losses, or
+// loss_free; with neither, the model family's trained routing (the loader's default).
+void Importer::routing(Json& sc) {
+  static constexpr std::array<std::string_view, 3> kFlags{"--moe-router-load-balancing-type",
+                                                          "--moe-aux-loss-coeff",
+                                                          "--moe-router-enable-expert-bias"};
+  if (!moe_ || f_.has("--moe-router-force-load-balancing")) {
+    sc["routing"] = {{"balance", "forced"}};
+    for (const auto flag : kFlags)
+      if (f_.has(flag)) out_.ignored.emplace_back(flag);
+    return;
+  }
+  if (f_.has("--moe-router-enable-expert-bias")) {
+    sc["routing"] = {{"balance", "loss_free"}};
     assume("routing.balance",
-           "forced balance: without --moe-router-force-load-balancing the real routing "
-           "depends on the data; give a `routing` block (sampled or a histogram) to model it");
+           "loss_free: --moe-router-enable-expert-bias without --moe-router-force-load-balancing, "
+           "a dropless run on the trained router's own loads");
+    return;
+  }
+  const std::vector<std::string> types =
+      f_.has("--moe-router-load-balancing-type")
+          ? *f_.list("--moe-router-load-balancing-type")
+          : std::vector<std::string>{"aux_loss"};  // Megatron's default
+  static constexpr std::array<std::string_view, 6> kTypes{
+      "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none"};
+  for (const auto& t : types)
+    if (std::find(kTypes.begin(), kTypes.end(), t) == kTypes.end())
+      f_.fail("--moe-router-load-balancing-type",
+              fmt::format("'{}' is not one of Megatron's: {}", t, fmt::join(kTypes, ", ")));
+  std::vector<double> coeffs;
+  if (const auto* cs = f_.list("--moe-aux-loss-coeff"))
+    for (const auto& c : *cs) {
+      double v = 0;
+      const auto [p, ec] = std::from_chars(c.data(), c.data() + c.size(), v);
+      if (ec != std::errc() || p != c.data() + c.size() || v < 0)
+        f_.fail("--moe-aux-loss-coeff", fmt::format("expected a number >= 0, not '{}'", c));
+      coeffs.push_back(v);
+    }
+  // Each type takes its own coefficient; a single one applies to every type.
+  double coeff = 0;
+  std::string chosen;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const double c = coeffs.empty() ? 0.0 : coeffs[std::min(i, coeffs.size() - 1)];
+    const bool aux =
+        types[i] == "aux_loss" || types[i] == "seq_aux_loss" || types[i] == "global_aux_loss";
+    if (aux && c > coeff) coeff = c, chosen = types[i];
+  }
+  if (coeff >= 1e-6 && coeff <= 1) {
+    sc["routing"] = {{"balance", "aux_loss"}, {"coefficient", coeff}};
+    assume("routing.balance",
+           fmt::format("aux_loss {}: --moe-router-load-balancing-type {} with --moe-aux-loss-coeff "
+                       "{} and no --moe-router-force-load-balancing, a dropless run on the trained "
+                       "router's own loads",
+                       coeff, chosen, coeff));
+    return;
+  }
+  assume("routing.balance",
+         fmt::format("the model family's trained routing (the loader's default): the command "
+                     "neither forces balance nor sets an auxiliary loss of 1e-6 to 1 (types {}, "
+                     "largest auxiliary coefficient {})",
+                     fmt::join(types, " "), coeff));
 }
 
 // Flags accepted whose effect moesim does not price: each is listed with why.

@@ -98,6 +98,9 @@ class Importer {
 
   // The run, training and parallel layout (importer/import_megatron.cpp).
   void unpriced();
+  // routing: forced balance where the command forces it, else the trained router's own loads
+  // from its balancing flags (importer/import_megatron.cpp).
+  void routing(Json& sc);
   void training(Json& sc);
   std::int64_t dp_size() const;
   void parallelism(Json& sc);

@@ -105,6 +105,10 @@ constexpr std::array kModeled{
     FlagSpec{"--moe-expert-capacity-factor", Arity::one},
     FlagSpec{"--moe-pad-expert-input-to-capacity", Arity::none},
     FlagSpec{"--moe-router-force-load-balancing", Arity::none},
+    // The router's balancing, which prices a dropless run's routing (Importer::routing).
+    FlagSpec{"--moe-router-load-balancing-type", Arity::many},
+    FlagSpec{"--moe-aux-loss-coeff", Arity::many},
+    FlagSpec{"--moe-router-enable-expert-bias", Arity::none},
     // parallelism
     FlagSpec{"--tensor-model-parallel-size", Arity::one},
     FlagSpec{"--pipeline-model-parallel-size", Arity::one},
@@ -181,7 +185,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 128> kIgnored{
+constexpr std::array<std::string_view, 125> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes",
     "--use-mcore-models",
@@ -222,13 +226,10 @@ constexpr std::array<std::string_view, 128> kIgnored{
     "--adam-beta1",
     "--adam-beta2",
     "--adam-eps",
-    "--moe-router-load-balancing-type",
-    "--moe-aux-loss-coeff",
     "--moe-z-loss-coeff",
     "--moe-router-pre-softmax",
     "--moe-router-padding-for-quantization",
     "--moe-router-topk-scaling-factor",
-    "--moe-router-enable-expert-bias",
     "--moe-router-bias-update-rate",
     "--moe-router-dtype",
     "--moe-token-drop-policy",

@@ -417,10 +417,17 @@ TEST_CASE("import megatron pads expert inputs to capacity", "[config][import]") 
   const auto sc = config::load_scenario_text(r.out, "imported.json");
   CHECK(sc.training.pad_to_capacity);
   CHECK(sc.ep_load() == Approx(1.25));
-  // Unpadded, forced balance keeps the load at the even share.
-  r = test::run_moesim({"import", "megatron", "--args", drop, "--system", "h100", "--gpus", "16"});
+  // Unpadded and forced-balanced, the load stays at the even share.
+  r = test::run_moesim({"import", "megatron", "--args", drop + " --moe-router-force-load-balancing",
+                        "--system", "h100", "--gpus", "16"});
   REQUIRE(r.status == 0);
   CHECK(config::load_scenario_text(r.out, "imported.json").ep_load() == Approx(1.0));
+  // Unpadded and dropless, the trained router's loads, which the capacity caps at 1.25.
+  r = test::run_moesim({"import", "megatron", "--args", drop, "--system", "h100", "--gpus", "16"});
+  REQUIRE(r.status == 0);
+  const double dropless = config::load_scenario_text(r.out, "imported.json").ep_load();
+  CHECK(dropless > 1.0);
+  CHECK(dropless <= Approx(1.25));
   r = test::run_moesim({"import", "megatron", "--args",
                         std::string(kSmallMoe) + " --moe-pad-expert-input-to-capacity", "--system",
                         "h100", "--gpus", "16"});
@@ -487,4 +494,45 @@ TEST_CASE("import megatron reads TransformerEngine's GEMM SM margin from the env
   CHECK_THROWS_AS(
       importer::import_megatron(std::string("export NVTE_EXT_MARGIN_SM=all\n") + kSmallMoe, o),
       config::InputError);
+}
+
+// The router's balancing (Megatron arguments.py 3532-3537 at d98e8a64): forced balance where
+// the command forces it (the balancing flags then change nothing and are listed as ignored),
+// else the trained router's own loads: the largest auxiliary-loss coefficient, DeepSeek's
+// expert bias, or the model family's trained routing when the command sets neither.
+TEST_CASE("import megatron reads the router's balancing for a dropless run", "[config][import]") {
+  importer::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const auto imported = [&](const std::string& extra) {
+    return importer::import_megatron(std::string(kSmallMoe) + extra, o);
+  };
+  const auto assumed = [](const importer::MegatronImport& imp, const std::string& what) {
+    return std::any_of(imp.assumed.begin(), imp.assumed.end(), [&](const auto& a) {
+      return a.first == "routing.balance" && a.second.find(what) != std::string::npos;
+    });
+  };
+  auto imp = imported(
+      " --moe-router-load-balancing-type seq_aux_loss global_aux_loss "
+      "--moe-aux-loss-coeff 1e-4 1e-3");
+  CHECK(imp.scenario["routing"]["balance"] == "aux_loss");
+  CHECK(imp.scenario["routing"]["coefficient"].get<double>() == Approx(1e-3));
+  CHECK(assumed(imp, "global_aux_loss"));
+
+  imp = imported(" --moe-router-enable-expert-bias --moe-aux-loss-coeff 1e-4");
+  CHECK(imp.scenario["routing"]["balance"] == "loss_free");
+
+  imp = imported(" --moe-aux-loss-coeff 1e-2 --moe-router-force-load-balancing");
+  CHECK(imp.scenario["routing"]["balance"] == "forced");
+  CHECK(std::find(imp.ignored.begin(), imp.ignored.end(), "--moe-aux-loss-coeff") !=
+        imp.ignored.end());
+
+  // Megatron's defaults (aux_loss at coefficient 0): no loss moesim prices, so the scenario
+  // takes the family's trained routing, and the import says so.
+  imp = imported("");
+  CHECK_FALSE(imp.scenario.contains("routing"));
+  CHECK(assumed(imp, "the model family's trained routing"));
+
+  CHECK_THROWS_AS(imported(" --moe-router-load-balancing-type bogus"), config::InputError);
+  CHECK_THROWS_AS(imported(" --moe-aux-loss-coeff much"), config::InputError);
 }
