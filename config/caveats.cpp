@@ -125,10 +125,7 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
           "; on {} measured pairs of trained against forced routing the cost of the real "
           "routing is off by {:.1f}% on average, {:.1f}% at worst ({})",
           ev.pairs, ev.mean_abs_ratio_error_pct, ev.max_abs_ratio_error_pct, ev.worst);
-    if (sc.model.model_type == "qwen3_moe")
-      s += "; Qwen3's routers were pretrained with global-batch load balancing (Qiu et al., "
-           "ACL 2025, 2025.acl-long.249), which leaves one sequence's tokens far less balanced "
-           "than that statistic, so its dropless steps run slower than priced";
+    if (const auto t = workload::trained_routing(sc.model); !t.caveat.empty()) s += "; " + t.caveat;
     out.push_back(s);
   }
   if (sc.training.lora)

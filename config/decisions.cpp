@@ -33,6 +33,8 @@ const std::vector<DecisionSetting>& decision_settings() {
       {"framework.dispatcher", Decision::dispatcher},  // dispatcher, dispatcher_sms
       {"framework.moe_a2a_overlap", Decision::ep_overlap},
       {"framework.delay_wgrad_compute", Decision::ep_overlap},
+      // The shared expert's GEMMs beside the EP all-to-alls: an overlap of EP communication.
+      {"framework.moe_shared_expert_overlap", Decision::ep_overlap},
       {"framework.cuda_graph_scope", Decision::cuda_graph},
       {"framework.recompute_modules", Decision::recompute},
       {"framework.overlap_grad_reduce", Decision::zero_overlap},

@@ -22,13 +22,11 @@ using Rule = std::function<Why(const Scenario&)>;
 // ---- facts about a scenario the rules share ----
 
 Why no_experts(const Scenario& sc) {
-  if (sc.model.is_moe()) return std::nullopt;
-  return fmt::format("model '{}' has no routed experts", sc.model.name);
+  return sc.model.is_moe() ? Why() : fmt::format("model '{}' has no routed experts", sc.model.name);
 }
 // Routing shapes only the hottest EP rank's load: with one EP rank none is hotter.
 Why single_ep(const Scenario& sc) {
-  if (sc.parallelism.ep > 1) return std::nullopt;
-  return std::string("ep is 1: one rank holds every expert, so no rank is hotter");
+  return sc.parallelism.ep > 1 ? Why() : "ep is 1: one rank holds every expert, none is hotter";
 }
 bool nccl_dispatcher(const Scenario& sc) {
   return sc.framework.dispatcher == hw_models::Dispatcher::alltoall ||
@@ -421,6 +419,9 @@ std::vector<PerformanceSetting> build() {
   });
   key("framework.gemm_sm_margin", never);  // 0 too: a choice, as tp_comm_overlap false is
   key("framework.moe_a2a_overlap", no_a2a_overlap_pairs);
+  key("framework.moe_shared_expert_overlap", [](const Scenario& sc) -> Why {
+    return sc.model.shared_expert_ffn_hidden_size > 0 ? no_experts(sc) : Why("no shared expert");
+  });
   key("framework.batch_p2p_sync", [](const Scenario& sc) -> Why {
     if (schedules::syncs_after_transfers(sc.pipeline_schedule, sc.parallelism.pp, full_graph(sc)))
       return std::nullopt;

@@ -55,6 +55,9 @@ class ScenarioReader {
 
   // config/load_scenario_framework.cpp
   void framework(const std::optional<Node>& n);
+  // What Megatron-Core refuses of --moe-shared-expert-overlap, and the schedules moesim runs
+  // it in, each on `v` (framework.moe_shared_expert_overlap set true).
+  void shared_expert_overlap_checks(const Node& v, const workload::Framework& f) const;
   void stack(const std::optional<Node>& n);
   void release_rules();
 

@@ -33,6 +33,44 @@ std::vector<CudaGraphScope> default_graph_scopes(const workload::ModelConfig& m)
 
 namespace detail {
 
+// Megatron-Core's TransformerConfig (transformer_config.py at d98e8a64): the overlap is
+// "only effective when moe-shared-expert-intermediate-size is set" (717-721), works "only with
+// alltoall or flex token dispatcher" (1820-1826), not with the shared_experts recompute
+// (1991-1998) nor with --overlap-moe-expert-parallel-comm (3039-3041). moesim refuses the
+// setting where it would change nothing (no shared expert). Read after the dispatcher, the
+// EP overlap and the recompute modules.
+void ScenarioReader::shared_expert_overlap_checks(const Node& v,
+                                                  const workload::Framework& f) const {
+  if (!sc_.model.is_moe() || sc_.model.shared_expert_ffn_hidden_size <= 0)
+    v.fail(fmt::format(
+        "model '{}' has no shared expert to overlap (Megatron-Core: the overlap is only "
+        "effective when moe-shared-expert-intermediate-size is set)",
+        sc_.model.name));
+  if (f.dispatcher == hw_models::Dispatcher::allgather)
+    v.fail(
+        "Megatron-Core runs the shared-expert overlap with the alltoall or flex (deepep, "
+        "hybridep) dispatcher only (moe_shared_expert_overlap only works with alltoall or "
+        "flex token dispatcher)");
+  if (f.moe_a2a_overlap)
+    v.fail(
+        "cannot run with moe_a2a_overlap (Megatron-Core: disable moe_shared_expert_overlap "
+        "when enabling overlap_moe_expert_parallel_comm)");
+  if (std::find(f.recompute_modules.begin(), f.recompute_modules.end(),
+                RecomputeModule::shared_experts) != f.recompute_modules.end())
+    v.fail(
+        "cannot run with the shared_experts recompute (Megatron-Core: shared_experts "
+        "recompute cannot work with --moe-shared-expert-overlap)");
+  // The side stream is Megatron's, in Megatron's schedules; DualPipe's pairs and the
+  // zero-bubble split place the shared expert in their own nodes, which moesim prices as
+  // they run there.
+  if (sc_.pipeline_schedule != ScheduleKind::one_f_one_b &&
+      sc_.pipeline_schedule != ScheduleKind::interleaved_1f1b)
+    v.fail(
+        fmt::format("moesim runs the shared-expert stream in Megatron's 1F1B and interleaved 1F1B "
+                    "schedules; parallelism.pipeline_schedule is '{}'",
+                    schedules::schedule_names().name(sc_.pipeline_schedule)));
+}
+
 void ScenarioReader::framework(const std::optional<Node>& n) {
   auto& f = sc_.framework;
   const bool fp8 = workload::quantized(sc_.training.precision);
@@ -193,6 +231,10 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
                               "most one MTP layer; "
                               "training.mtp_layers is {}",
                               sc_.training.mtp_layers));
+      if (auto v = o.get("moe_shared_expert_overlap")) {
+        f.moe_shared_expert_overlap = v->as_bool();
+        if (f.moe_shared_expert_overlap) shared_expert_overlap_checks(*v, f);
+      }
       f.distributed_optimizer = o.bool_or("distributed_optimizer", true);
       // MXFP8 weights re-quantized from their bucket's BF16 gather (KernelPricing::
       // requant_seconds) over buckets that mix BF16 layers are not priced apart.

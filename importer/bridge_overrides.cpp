@@ -58,6 +58,7 @@ const std::vector<HydraPath>& hydra_paths() {
       {"model.recompute_modules", "framework.recompute_modules", "list"},
       {"model.moe_router_fusion", "stack.router_fusion", "bool"},
       {"model.batch_p2p_sync", "framework.batch_p2p_sync", "bool"},
+      {"model.moe_shared_expert_overlap", "framework.moe_shared_expert_overlap", "bool"},
       {"model.moe_expert_capacity_factor", "training.token_drop", "capacity"},
       {"model.cross_entropy_fusion_impl", "framework.cross_entropy", "string"},
       {"comm_overlap.tp_comm_overlap", "framework.tp_comm_overlap", "bool"},

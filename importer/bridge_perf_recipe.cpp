@@ -97,7 +97,10 @@ std::int64_t BridgeImporter::dp() const {
 //   cp_gt_1: the final CP above 1 (settings that act only with context parallelism);
 //   table_full_iteration: the workload config captures the full iteration in a CUDA graph;
 //   mbs_gt_1: the micro-batch above 1 (Megatron-Core's mRoPE fusion serves batch 1 only);
-//   fsdp: Megatron-FSDP on (cfg.ddp.use_megatron_fsdp, as the table or an override left it).
+//   fsdp: Megatron-FSDP on (cfg.ddp.use_megatron_fsdp, as the table or an override left it);
+//   dispatcher_alltoall: the dispatcher as the run left it is Megatron's NCCL all-to-all;
+//   a2a_overlap: the 1F1B all-to-all overlap as the run left it;
+//   shared_expert_overlap_given: an override gave model.moe_shared_expert_overlap.
 bool BridgeImporter::when_holds(const Json& r) const {
   if (!r.contains("when")) return true;
   for (const auto& [k, v] : r.at("when").items()) {
@@ -111,6 +114,13 @@ bool BridgeImporter::when_holds(const Json& r) const {
     } else if (k == "fsdp") {
       const Json* f = b_.get("parallelism.fsdp");
       have = f && f->is_boolean() && f->get<bool>();
+    } else if (k == "dispatcher_alltoall") {
+      const Json* d = b_.get("framework.dispatcher");
+      have = d && *d == "alltoall";
+    } else if (k == "a2a_overlap") {
+      have = b_.flag("framework.moe_a2a_overlap", false);
+    } else if (k == "shared_expert_overlap_given") {
+      have = b_.get("framework.moe_shared_expert_overlap") != nullptr;
     } else if (k == "mbs_gt_1") {
       have = b_.integer("training.micro_batch_size", 1) > 1;
     } else if (k == "table_full_iteration") {

@@ -141,6 +141,7 @@ constexpr std::array kModeled{
     FlagSpec{"--moe-hybridep-num-sms", Arity::one},
     FlagSpec{"--overlap-moe-expert-parallel-comm", Arity::none},
     FlagSpec{"--delay-wgrad-compute", Arity::none},
+    FlagSpec{"--moe-shared-expert-overlap", Arity::none},
     FlagSpec{"--tp-comm-overlap", Arity::none},
     FlagSpec{"--cuda-graph-impl", Arity::one},
     FlagSpec{"--cuda-graph-scope", Arity::many},

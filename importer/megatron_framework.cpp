@@ -51,6 +51,9 @@ void Importer::framework(Json& sc) {
   }
   fw["moe_a2a_overlap"] = f_.has("--overlap-moe-expert-parallel-comm");
   fw["delay_wgrad_compute"] = f_.has("--delay-wgrad-compute");
+  // Written only when given; on a model without a shared expert, where Megatron ignores it
+  // ("only effective when moe-shared-expert-intermediate-size is set"), the loader refuses it.
+  if (f_.has("--moe-shared-expert-overlap")) fw["moe_shared_expert_overlap"] = true;
   // Written only when given: at TP 1 the setting is inert, and run lists it as such.
   if (f_.has("--tp-comm-overlap")) fw["tp_comm_overlap"] = true;
   // CUDA graphs.

@@ -173,6 +173,7 @@ Json describe_json(const config::Scenario& sc) {
       {"dispatcher_sms", f.dispatcher_sms},
       {"gemm_sm_margin", f.gemm_sm_margin},
       {"moe_a2a_overlap", f.moe_a2a_overlap},
+      {"moe_shared_expert_overlap", f.moe_shared_expert_overlap},
       {"batch_p2p_sync", f.batch_p2p_sync},
       {"tp_comm_overlap", f.tp_comm_overlap},
       {"ep_fp8_dispatch", f.ep_fp8_dispatch},

@@ -137,6 +137,9 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
             (te_gemm || k.work.cls == hw_models::KernelClass::attention_fwd ||
              k.work.cls == hw_models::KernelClass::attention_bwd);
   p.tp_overlap = k.tp_overlap;
+  p.side = k.side_stream;
+  p.join = k.join_side;
+  p.side_after_comm = k.side_after_comm;
   const auto& fw = in_.framework;
   switch (k.comm) {
     case workload::CommOp::none:
@@ -319,7 +322,8 @@ std::uint16_t KernelPricing::merge_class(const Priced& p) const {
 // Runs of captured kernels merged (PricedLayer::merged).
 std::vector<Priced> KernelPricing::merge_runs(const std::vector<Priced>& pass) const {
   const auto plain = [&](const Priced& p) {
-    return p.merge_class != 0 && captured(p.module) && !p.sync && p.module != Module::moe_dispatch;
+    return p.merge_class != 0 && captured(p.module) && !p.sync && !p.side && !p.join &&
+           p.module != Module::moe_dispatch;
   };
   std::vector<Priced> out;
   for (const Priced& p : pass) {

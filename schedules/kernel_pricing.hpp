@@ -185,6 +185,9 @@ struct Priced {
   // The GPU's coalescing class (sim_core/gpu.hpp): one per module and chunk pass for plain
   // compute kernels (PricedLayer::merged says why those), 0 for the others.
   std::uint16_t merge_class = 0;
+  // The shared expert's own stream and the main stream's wait for it
+  // (workload::KernelTemplate::side_stream, join_side; schedules/rank_program.cpp emit).
+  bool side = false, join = false, side_after_comm = false;
 };
 
 // A layer's kernels by pass, and the same with runs of captured kernels merged.

@@ -197,6 +197,12 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
   k.holds_sms = p.holds;
   if (merge_) k.merge_class = p.merge_class;
   k.port_load = p.ports;
+  if (p.side) return emit_side(p, k, l, cpu);
+  side_open_ = false;
+  if (p.join && side_last_ != kNoEvent) {  // the shared expert's output: get_output's wait
+    l.cross = side_last_;
+    side_last_ = kNoEvent;
+  }
   if (p.category == kEpComm)
     k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
   if (p.category == kTpComm)
@@ -204,6 +210,7 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
   k.waits[0] = l.first ? l.gate : l.cross;
   k.waits[1] = l.layer_gate;
   k.waits[2] = l.offload_gate;
+  l.before_last = l.first ? Lane::kNone : l.last;
   l.first = false;
   l.cross = l.layer_gate = l.offload_gate = kNoEvent;
   if (p.sync) k.record = sim_.event(p.category);
@@ -222,6 +229,30 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
       l.pending_launches = p.sync_delay;
     }
   }
+}
+
+// A kernel on the shared expert's stream (Framework::moe_shared_expert_overlap): the first
+// of a run waits for what the main stream has launched, or, launched right after the
+// communication it runs beside, for what it had launched before that (Megatron's
+// wait_current_stream before the all-to-all); each records its end for the main stream's join.
+// The stream is the pair stream, which no overlapped pair uses beside it (the loader refuses
+// the two overlaps together).
+void RankProgram::emit_side(const Priced& p, Kernel& k, Lane& l, Time cpu) {
+  if (p.category == kTpComm)
+    k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
+  if (!side_open_) {
+    if (l.first)
+      k.waits[0] = l.gate;
+    else if (!p.side_after_comm)
+      k.waits[0] = lane_done(l);
+    else if (l.before_last != Lane::kNone)
+      k.waits[0] = event_of(l.before_last);
+    else
+      k.waits[0] = l.gate;
+  }
+  side_open_ = true;
+  k.record = side_last_ = sim_.event(p.category);
+  launch(kPairStream, k, cpu);
 }
 
 // The item's kernels in launch order: its stage's layers forward, or backward in reverse
@@ -266,6 +297,7 @@ RankProgram::Lane RankProgram::lane_for(int index, int upto, int stream) {
   Lane l;
   l.item = index;
   l.stream = stream;
+  side_open_ = false;
   l.gate = recv_event_[static_cast<std::size_t>(index)];
   return l;
 }
@@ -296,7 +328,12 @@ void RankProgram::expand(int index) {
 
 // An event the lane's last kernel completes (the one it records, or a new one).
 EventId RankProgram::lane_done(const Lane& l) {
-  Kernel& k = buf_[l.last].kernel;
+  return event_of(l.last);
+}
+
+// An event the kernel at buf_[i] completes.
+EventId RankProgram::event_of(std::size_t i) {
+  Kernel& k = buf_[i].kernel;
   if (k.record == kNoEvent) k.record = sim_.event(static_cast<Category>(k.category));
   return k.record;
 }

@@ -48,6 +48,8 @@ class RankProgram final : public sim_core::HostProgram {
     EventId offload_gate = kNoEvent;  // ...and for its layer's offload copy (offload_layers)
     bool first = true, in_graph = false;
     std::size_t last = 0;
+    std::size_t before_last = kNone;  // the main kernel before `last` (emit_side's fork)
+    static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
     std::vector<EventId> unit_gather;  // FSDP: each stage item's parameter all-gather
     // A sync the host takes after `pending_launches` more launches of this item's dispatch
     // kernels (Megatron's alltoall dispatcher: after the permute, before its all-to-all),
@@ -164,12 +166,14 @@ class RankProgram final : public sim_core::HostProgram {
   void post_recv(int j);
   std::uint32_t context(const WorkItem& it, int k);
   void emit(const Priced& p, Lane& l, std::uint32_t tag);
+  void emit_side(const Priced& p, Kernel& k, Lane& l, Time cpu);
   std::vector<Step> kernels_of(const WorkItem& it, const Place& pl) const;
   void kernels_of(const WorkItem& it, const Place& pl, std::vector<Step>& out) const;
   void emit_step(const Step& st, Lane& l);
   Lane lane_for(int index, int upto, int stream);
   void expand(int index);
   EventId lane_done(const Lane& l);
+  EventId event_of(std::size_t i);
   void finish(int index, const Place& pl, Lane& l);
   EventId post_send(const WorkItem& it, const Place& pl, EventId done);
   EventId send_after(int index, const Place& pl, Lane& l);
@@ -247,6 +251,10 @@ class RankProgram final : public sim_core::HostProgram {
   // (RankProgram::device_sync); per stream, the last DP collective or offload copy it waits for.
   bool p2p_sync_ = false;
   std::array<EventId, kTracks> stream_last_{};
+  // The shared expert's stream (emit_side): whether a run of its kernels is open, and the
+  // event its last kernel records (kNoEvent once the main stream has joined it).
+  bool side_open_ = false;
+  EventId side_last_ = kNoEvent;
   EventId synced_send_ = kNoEvent;  // the last device sync's send, gating the next item
   bool merge_ = true;               // StepState::merges_kernels
 };

@@ -51,11 +51,19 @@ class StepState {
   // Whether the ranks run overlapped pairs on a second compute stream (DualPipe's pairs;
   // 1F1B's and interleaved 1F1B's all-to-all overlap, which other schedules ignore:
   // pipeline_order).
+  // The shared expert's stream under Framework::moe_shared_expert_overlap is that second
+  // stream too (Megatron refuses the two overlaps together).
   bool pair_stream() const {
     const ScheduleKind s = in_.schedule;
     if (s == ScheduleKind::dualpipe || s == ScheduleKind::dualpipev) return true;
+    if (shared_stream()) return true;
     return in_.framework.moe_a2a_overlap && !fixed() &&
            (s == ScheduleKind::one_f_one_b || s == ScheduleKind::interleaved_1f1b);
+  }
+  // Whether MoE layers run their shared expert on a stream of its own.
+  bool shared_stream() const {
+    return in_.framework.moe_shared_expert_overlap && !fixed() &&
+           in_.model.shared_expert_ffn_hidden_size > 0;
   }
   // Whether kernels that nothing can tell apart in the time line may be simulated as one
   // (PricedLayer::merged, and the GPU's coalescing classes): not when the trace shows

@@ -112,8 +112,12 @@ CaptureSet::CaptureSet(const Framework& fw, const StackSwitches& stack) {
   set(Module::moe_preprocess, on(CudaGraphScope::moe_preprocess) || on(CudaGraphScope::moe));
   for (Module m : {Module::moe_dispatch, Module::experts, Module::moe_combine})
     set(m, on(CudaGraphScope::moe));
+  // Under the shared-expert overlap the dispatcher runs the shared expert (MoELayer's
+  // shared_experts_compute, the part the router's graph captures, does nothing:
+  // moe_layer.py 507-530 at d98e8a64), so only the whole MoE block's graph holds it.
   set(Module::shared_expert,
-      on(CudaGraphScope::moe) || (!scopes.empty() && stack.cuda_graph_shared_expert));
+      on(CudaGraphScope::moe) ||
+          (!scopes.empty() && stack.cuda_graph_shared_expert && !fw.moe_shared_expert_overlap));
 }
 
 ModelTemplates build_templates(const TemplateInputs& in) {

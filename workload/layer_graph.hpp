@@ -152,6 +152,16 @@ struct KernelTemplate {
   bool cpp_launch = false;      // launched from C++ inside a library call with no API call of its
                                 // own (scale zero-fill, swizzle, padding; amax zero, amax, scale)
   TpOverlap tp_overlap = TpOverlap::none;  // a TP collective overlapped with a GEMM
+  // Framework::moe_shared_expert_overlap: the kernel runs on the shared expert's own stream,
+  // after what the main stream launched before it (a run of them waits for the main stream
+  // once, Megatron's wait_current_stream); `join_side`: the main stream waits here for what
+  // the shared expert's stream has launched (get_output's wait_stream).
+  bool side_stream = false;
+  bool join_side = false;
+  // The first kernel of a side-stream run launched right after the communication kernel it
+  // runs beside: it waits for the main stream's work before that communication (Megatron
+  // calls wait_current_stream before launching the all-to-all, then the shared expert's GEMM).
+  bool side_after_comm = false;
 };
 
 struct LayerTemplate {

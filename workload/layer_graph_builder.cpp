@@ -370,10 +370,58 @@ void LayerBuilder::sp_local_input(double tp) {
     group.insert(group.end() - 1, sp_transpose_t(base + ".sp_transpose", f.module, gathered_bytes));
 }
 
+void LayerBuilder::side_stream_since(SideMark m) {
+  const auto side = [](KernelTemplate& k) {
+    k.side_stream = true;
+    k.tp_overlap = TpOverlap::none;
+  };
+  for (std::size_t i = m.fwd; i < out_.fwd.size(); ++i) side(out_.fwd[i]);
+  for (std::size_t g = m.bwd; g < bwd_groups_.size(); ++g)
+    for (auto& k : bwd_groups_[g]) side(k);
+  if (m.fwd > 0 && m.fwd < out_.fwd.size() && out_.fwd[m.fwd - 1].comm != CommOp::none)
+    out_.fwd[m.fwd].side_after_comm = true;
+}
+
+namespace {
+
+// Moves each side-stream run that the reversal puts right before a communication kernel after
+// it, forking before it (finish()).
+void side_runs_after_comm(std::vector<KernelTemplate>& ks) {
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    if (!ks[i].side_stream || (i > 0 && ks[i - 1].side_stream)) continue;
+    std::size_t end = i;
+    while (end < ks.size() && ks[end].side_stream) ++end;
+    if (end == ks.size() || ks[end].comm == CommOp::none) {
+      i = end;
+      continue;
+    }
+    std::rotate(ks.begin() + static_cast<std::ptrdiff_t>(i),
+                ks.begin() + static_cast<std::ptrdiff_t>(end),
+                ks.begin() + static_cast<std::ptrdiff_t>(end + 1));
+    ks[i + 1].side_after_comm = true;
+    i = end;
+  }
+}
+
+// Marks the first main-stream kernel after the last side-stream run as the join.
+void join_side_stream(std::vector<KernelTemplate>& ks) {
+  std::size_t last = ks.size();
+  for (std::size_t i = 0; i < ks.size(); ++i)
+    if (ks[i].side_stream) last = i;
+  if (last + 1 < ks.size()) ks[last + 1].join_side = true;
+}
+
+}  // namespace
+
 void LayerBuilder::finish() {
-  out_.bwd = recomputed_;
+  std::vector<KernelTemplate> reversed;
   for (auto it = bwd_groups_.rbegin(); it != bwd_groups_.rend(); ++it)
-    out_.bwd.insert(out_.bwd.end(), it->begin(), it->end());
+    reversed.insert(reversed.end(), it->begin(), it->end());
+  side_runs_after_comm(reversed);
+  out_.bwd = recomputed_;
+  out_.bwd.insert(out_.bwd.end(), reversed.begin(), reversed.end());
+  join_side_stream(out_.fwd);
+  join_side_stream(out_.bwd);
 }
 
 KernelTemplate LayerBuilder::mem_t(const std::string& name, Module mod, double bytes) const {

@@ -213,6 +213,23 @@ class LayerBuilder {
   // for the weight gradient (TE _all_gather_fp8 out._create_transpose()).
   void sp_local_input(double tp);
 
+  // Framework::moe_shared_expert_overlap: the forward kernels built since `m` and their
+  // backward groups run on the shared expert's stream (KernelTemplate::side_stream), without
+  // TE's userbuffers overlap, which Megatron turns off for the shared expert's linears under the
+  // overlap (shared_experts.py 163-172 at d98e8a64).
+  struct SideMark {
+    std::size_t fwd, bwd;
+  };
+  SideMark side_mark() const { return {out_.fwd.size(), bwd_groups_.size()}; }
+  void side_stream_since(SideMark m);
+
+  // The backward in launch order: the recomputed forward kernels, then the groups reversed.
+  // A side-stream run that the reversal puts right before a communication kernel moves after
+  // it, as in forward: autograd launches that communication's gradient first and the shared
+  // expert's gradients on its stream beside it (shared_experts.py: the sequence numbers it
+  // sets, "Backward launch order: probs A2A -> tokens A2A -> shared experts fc1"). In each pass
+  // the main stream joins the side stream at its first kernel after the last run (the output's
+  // get_output in forward, the input gradient's accumulation in backward).
   void finish();
 
   bool fp8() const { return fp8_; }

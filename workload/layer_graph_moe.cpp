@@ -203,10 +203,11 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
       has(fw.low_precision_activations, workload::LowPrecisionActivation::swiglu_input)
           ? 1 + 4.0 / 128
           : 2;
-  const auto shared_expert = [&] {
-    if (m.shared_expert_ffn_hidden_size <= 0) return;
-    const double e2 = static_cast<double>(m.ffn_matrices() - 1);
-    const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
+  const bool has_shared = m.shared_expert_ffn_hidden_size > 0;
+  const double e2 = static_cast<double>(m.ffn_matrices() - 1);
+  const double fs = static_cast<double>(m.shared_expert_ffn_hidden_size) / s.tp;
+  // Its input gather, fc1 and activation; returns where they start.
+  const auto shared_fc1 = [&] {
     const std::size_t start = b.mark();
     const bool quantize_input =
         tp_gather(b, s, Module::shared_expert, "shared", true, SpInput::quantize);
@@ -216,6 +217,10 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
     b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0,
              s.T * e2 * fs * act_bytes);
+    return start;
+  };
+  // Its fc2, output scatter and gate; the shared_experts recompute from `start`.
+  const auto shared_fc2 = [&](std::size_t start) {
     b.linear("shared.fc2", Module::shared_expert, s.T, s.h, fs, true, true);
     tp_scatter(b, s, Module::shared_expert, "shared");
     // --moe-shared-expert-gate (shared_experts.py 195-201 at cd4afffa): sigmoid(x w_g), a
@@ -230,7 +235,29 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts))
       b.recompute_since(start);
   };
-  if (shared_captured) shared_expert();
+  const auto shared_expert = [&] {
+    if (has_shared) shared_fc2(shared_fc1());
+  };
+  // Under --moe-shared-expert-overlap (Framework::moe_shared_expert_overlap) the dispatcher
+  // runs the two parts on the shared expert's stream (token_dispatcher.py at d98e8a64: the
+  // alltoall dispatcher 697-723 and 857-874, the flex one 1972-1979 and 2031-2050), each
+  // launched right after the communication it runs beside, its stream waiting for what the
+  // main stream did before that communication (LayerBuilder::side_stream_since; in backward
+  // after that communication's gradient, LayerBuilder::finish). HybridEP's dispatch call
+  // returns after its blocking copies, so fc1 runs beside the permute and the experts there.
+  const bool shared_overlap = has_shared && fw.moe_shared_expert_overlap;
+  std::size_t shared_start = 0;
+  const auto side_fc1 = [&] {
+    const auto mk = b.side_mark();
+    shared_start = shared_fc1();
+    b.side_stream_since(mk);
+  };
+  const auto side_fc2 = [&] {
+    const auto mk = b.side_mark();
+    shared_fc2(shared_start);
+    b.side_stream_since(mk);
+  };
+  if (shared_captured && !shared_overlap) shared_expert();
   // Permute/unpermute over the routing map before TE PR 1927 (dc97cc9efc, first in TE 2.6):
   // each token's program walks all E experts' row-map entries for every hidden block
   // (transformer_engine/pytorch/triton/permutation.py _permute_kernel and _unpermute_kernel
@@ -314,7 +341,10 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.last_fwd().host_allocs = 10;  // forward 10, backward 7 (inventory 5, 6.3)
     b.last_fwd().host_ops = 12;
     b.last_bwd().host_allocs = 7;
-    if (!shared_captured) shared_expert();
+    if (shared_overlap)
+      side_fc1();
+    else if (!shared_captured)
+      shared_expert();
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
     b.gather_last();
   } else if (fw.dispatcher == hw_models::Dispatcher::deepep) {
@@ -329,7 +359,10 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.last_fwd().host_allocs = 22;  // forward 22, backward 13 (inventory 5, 6.3)
     b.last_fwd().host_ops = 11;
     b.last_bwd().host_allocs = 13;
-    if (!shared_captured) shared_expert();
+    if (shared_overlap)
+      side_fc1();
+    else if (!shared_captured)
+      shared_expert();
     // Megatron's permute after DeepEP: indices to multi-hot and the row-id map (Triton
     // kernels launched from Python), then TE's permute.
     b.small_kernels("moe.permute_map", Module::moe_dispatch, 4, tokens_in * 4 * 2, 2);
@@ -355,7 +388,12 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                     (tokens_in + 32 * local_experts) * 4, 0);
     b.last_fwd().host_allocs = 4;
     if (host_sync) b.mark_sync_on_last();
-    if (!shared_captured) shared_expert();
+    // Under the overlap fc1 follows the dispatch call, whose second blocking copy has waited
+    // for the whole dispatch: it runs beside the permute and the routed experts.
+    if (shared_overlap)
+      side_fc1();
+    else if (!shared_captured)
+      shared_expert();
   }
   if (!nccl) {
     // HybridEP receives into its registered buffer; the tokens are copied out (D2D), then
@@ -375,6 +413,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.gather_last();
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch,
            tokens_in * h_bytes);
+    if (shared_overlap) side_fc2();
     b.memory("moe.unpermute", Module::moe_combine, tokens_out * h_bytes + Tm * h_bytes);
     b.gather_last();
     b.walk_last(global_walk);
@@ -389,6 +428,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
       b.small_kernels("moe.combine_flag", Module::moe_combine, 2, 0);
     b.comm("moe.combine", Module::moe_combine, CommOp::ep_combine, CommOp::ep_dispatch,
            tokens_in * h_bytes);
+    if (shared_overlap) side_fc2();
   }
   if (m.moe_latent_size > 0) {
     const LayerBuilder::PrecisionScope own(

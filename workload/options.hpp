@@ -270,6 +270,16 @@ struct Framework {
   // alone (schedules/kernel_pricing.cpp). 0: none (TE's default).
   int gemm_sm_margin = 0;
   bool moe_a2a_overlap = false;
+  // Megatron --moe-shared-expert-overlap (SharedExpertMLP's own CUDA stream,
+  // megatron/core/transformer/moe/shared_experts.py and token_dispatcher.py at d98e8a64): the
+  // shared expert leaves the MoE layer's main stream and runs beside the dispatcher, its fc1 and
+  // activation beside the dispatch, its fc2 beside the combine, each after the main stream's work
+  // before that communication (wait_current_stream); the main stream waits for its output after
+  // the combine (get_output). In backward PyTorch's autograd runs each op on its forward stream:
+  // fc2's gradients beside the combine's, fc1's beside the dispatch's
+  // (workload/layer_graph_moe.cpp, schedules/rank_program.cpp). Megatron refuses it with the
+  // all-gather dispatcher, with moe_a2a_overlap and with the shared_experts recompute.
+  bool moe_shared_expert_overlap = false;
   // Megatron's batch_p2p_sync (ModelParallelConfig, default True; no command-line flag,
   // Megatron-Bridge's cfg.model.batch_p2p_sync): under the non-interleaved 1F1B schedule, whose
   // pipeline transfers are batched (batch_p2p_comm), torch.cuda.synchronize() after each

@@ -33,6 +33,7 @@ struct FamilyBalance {
   RoutingBalance balance;
   double coefficient;  // aux_loss only
   std::string_view source;
+  std::string_view caveat = {};  // TrainedRouting::caveat
 };
 
 // routing.hpp's table.
@@ -43,7 +44,10 @@ constexpr std::array<FamilyBalance, 7> kFamilyBalance{{
      "Kimi-K2's expert bias, as Megatron-MoE-ModelZoo's Kimi-K2.yaml trains it"},
     {"deepseek_v2", RoutingBalance::aux_loss, 1e-3, "Megatron-MoE-ModelZoo's DeepSeek-V2.yaml"},
     {"qwen3_moe", RoutingBalance::aux_loss, 1e-3,
-     "Pai-Megatron-Patch's run_mcore_qwen3.sh and Megatron-LM's Qwen3 conf"},
+     "Pai-Megatron-Patch's run_mcore_qwen3.sh and Megatron-LM's Qwen3 conf",
+     "Qwen3's routers were pretrained with global-batch load balancing (Qiu et al., ACL 2025, "
+     "2025.acl-long.249), which leaves one sequence's tokens far less balanced than that "
+     "statistic, so its dropless steps run slower than priced"},
     {"mixtral", RoutingBalance::aux_loss, 1e-2,
      "Megatron-LM's examples/mixtral and Megatron-MoE-ModelZoo's Mixtral-8x22B.yaml"},
     {"gpt_oss", RoutingBalance::aux_loss, 0.9, "the released config.json's router_aux_loss_coef"},
@@ -82,6 +86,7 @@ TrainedRouting trained_routing(const ModelConfig& m) {
                ? std::string("loss_free (expert bias)")
                : "aux_loss, coefficient " + fmt_coefficient(f.coefficient);
   t.source = std::string(f.source);
+  t.caveat = std::string(f.caveat);
   return t;
 }
 

@@ -109,6 +109,9 @@ struct TrainedRouting {
   std::string what;    // "aux_loss, coefficient 0.001"
   std::string source;  // the recipe, as above
   bool family = true;  // false: the model type is not in the table (Megatron's recommendation)
+  // What the family's own training did that the published statistic misses (empty: nothing
+  // known); config/caveats.cpp adds it to every trained-routing prediction of the family.
+  std::string caveat;
 };
 TrainedRouting trained_routing(const ModelConfig& m);
 

@@ -226,6 +226,9 @@ std::map<std::string, Case> cases() {
   const Json gi = patched(g, R"({"parallelism": {"vpp": 2}})");
   add("framework.moe_a2a_overlap", gi, R"({"framework": {"moe_a2a_overlap": false}})",
       R"({"framework": {"moe_a2a_overlap": true}})");
+  add("framework.moe_shared_expert_overlap", gb200_alltoall(),
+      R"({"framework": {"moe_shared_expert_overlap": false}})",
+      R"({"framework": {"moe_shared_expert_overlap": true}})");
   add("framework.delay_wgrad_compute", patched(gi, R"({"framework": {"moe_a2a_overlap": true}})"),
       R"({"framework": {"delay_wgrad_compute": false}})",
       R"({"framework": {"delay_wgrad_compute": true}})");
@@ -501,6 +504,8 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
        R"({"framework": {"recompute_modules": ["mlp"]}})"},
       {"framework.recompute_modules[shared_experts]", qwen, "{}",
        R"({"framework": {"recompute_modules": ["shared_experts"]}})"},
+      {"framework.moe_shared_expert_overlap", qwen, "{}",
+       R"({"framework": {"moe_shared_expert_overlap": false}})"},
       {"framework.recompute_modules[moe_act]", g,
        R"({"framework": {"recompute_modules": ["moe"]}})",
        R"({"framework": {"recompute_modules": ["moe", "moe_act"]}})"},

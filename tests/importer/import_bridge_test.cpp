@@ -703,3 +703,22 @@ TEST_CASE("Megatron-Bridge's VL recipes import text-only, as the default llm dom
   CHECK(err("-m qwen_vl -mr qwen35_vl_397b_a17b -g gb200 -c bf16 -ng 64", "26.06")
             .find("60 decoder layers") != std::string::npos);
 }
+
+// DeepSeek-V3's provider keeps moe_shared_expert_overlap True (deepseek_provider.py:78 at
+// v0.2.0) unless apply_flex_dispatcher_backend or the 1F1B overlap's overrides clear it
+// (flex_dispatcher_backend.py:68, scripts/performance/utils/helpers.py:182-186); an override
+// of it stands.
+TEST_CASE("DeepSeek-V3's shared-expert overlap stays on while the all-to-all does",
+          "[config][import][bridge]") {
+  const std::string b200 = "-m deepseek -s v3 -g b200 -c fp8_mx -ng 256";
+  const auto shared = [](const importer::MegatronImport& m) {
+    return m.scenario.at("framework").value("moe_shared_expert_overlap", false);
+  };
+  auto m = bridge(b200, "25.11");
+  REQUIRE(m.scenario.at("framework").at("dispatcher") == "alltoall");
+  CHECK(shared(m));
+  CHECK_FALSE(shared(bridge(b200 + " model.moe_shared_expert_overlap=false", "25.11")));
+  m = bridge("-m deepseek -s v3 -g gb200 -c fp8_mx -ng 256", "25.11");
+  CHECK(m.scenario.at("framework").at("dispatcher") == "hybridep");
+  CHECK_FALSE(shared(m));
+}

@@ -536,3 +536,23 @@ TEST_CASE("import megatron reads the router's balancing for a dropless run", "[c
   CHECK_THROWS_AS(imported(" --moe-router-load-balancing-type bogus"), config::InputError);
   CHECK_THROWS_AS(imported(" --moe-aux-loss-coeff much"), config::InputError);
 }
+
+// --moe-shared-expert-overlap (transformer_config.py 717-721 at d98e8a64): the shared expert on
+// its own stream; on a model with a shared expert it loads and moves the step, without one the
+// loader refuses it, as Megatron ignores it there.
+TEST_CASE("import megatron takes --moe-shared-expert-overlap", "[config][import]") {
+  importer::MegatronImportOptions o;
+  o.system = "h100";
+  o.gpus = 16;
+  const std::string shared = std::string(kSmallMoe) + " --moe-shared-expert-intermediate-size 1536";
+  const auto plain = importer::import_megatron(shared, o);
+  const auto over = importer::import_megatron(shared + " --moe-shared-expert-overlap", o);
+  CHECK_FALSE(plain.scenario["framework"].contains("moe_shared_expert_overlap"));
+  CHECK(over.scenario["framework"]["moe_shared_expert_overlap"] == true);
+  CHECK(config::load_scenario_text(over.scenario.dump(), "s.json")
+            .framework.moe_shared_expert_overlap);
+  CHECK_THROWS_WITH(
+      importer::import_megatron(std::string(kSmallMoe) + " --moe-shared-expert-overlap", o),
+      Catch::Contains("framework.moe_shared_expert_overlap") &&
+          Catch::Contains("no shared expert"));
+}
