@@ -224,12 +224,28 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
 
 // TP communication overlap (header): each overlapped collective of a pass with the GEMM
 // beside it, the next one for a ring all-gather, the previous one otherwise.
-void KernelPricing::overlap_tp(std::vector<Priced>& pass) const {
+void KernelPricing::overlap_tp(std::vector<Priced>& pass,
+                               const std::vector<workload::KernelTemplate>& kernels) const {
   // TransformerEngine's userbuffers defaults (initialize_ub): 16 SMs for the pipeline and
   // bulk methods' communication, 4 splits of a pipelined GEMM.
-  constexpr double kCommSms = 16, kSplits = 4;
+  constexpr double kCommSms = 16, kSplits = 4, kStreams = 3;
   const double n = static_cast<double>(in_.parallelism.tp);
   const double sms = in_.system.gpu.sm_count.value;
+  // The GEMM at `g` as `parts` chunks of rows (ring) or columns (pipeline) on min(3, parts)
+  // streams (header): parts / s GEMMs of s chunks, its own factors kept; the whole GEMM's time.
+  const auto chunked = [&](std::size_t g, double parts, bool rows) {
+    const hw_models::ComputeWork& w = kernels[g].work;
+    hw_models::ComputeWork c = w;
+    const double s = std::min(kStreams, parts), k = static_cast<double>(w.k);
+    const double cm = static_cast<double>(w.m) / (rows ? parts / s : 1),
+                 cn = static_cast<double>(w.n) / (rows ? 1 : parts / s);
+    c.m = static_cast<std::int64_t>(std::ceil(cm));
+    c.n = static_cast<std::int64_t>(std::ceil(cn));
+    c.flops = 2 * cm * cn * k * static_cast<double>(w.groups);
+    c.bytes = (cm * k * w.input_bytes + k * cn * w.input_bytes + cm * cn * 2) * w.groups;
+    const double whole = compute_.seconds(w);
+    return whole > 0 ? pass[g].seconds * parts / s * compute_.seconds(c) / whole : pass[g].seconds;
+  };
   for (std::size_t i = 0; i < pass.size(); ++i) {
     Priced& c = pass[i];
     if (c.tp_overlap == workload::TpOverlap::none) continue;
@@ -244,11 +260,15 @@ void KernelPricing::overlap_tp(std::vector<Priced>& pass) const {
     }
     if (!g) continue;  // no GEMM beside it in this pass: exposed as it is
     Priced& gemm = pass[*g];
-    const double tc = c.seconds, tg = gemm.seconds;
+    const double tc = c.seconds;
     double total = 0;
     if (next) {
-      total = tg / n + (n - 1) / n * std::max(tg, tc);
+      gemm.seconds = chunked(*g, n, true);
+      const double t1 = gemm.seconds / n;
+      total = t1 + (n - 1) * std::max(t1, tc / n);
     } else {
+      const double tg = c.tp_overlap == workload::TpOverlap::pipeline ? chunked(*g, kSplits, false)
+                                                                      : gemm.seconds;
       gemm.seconds = tg * sms / (sms - kCommSms);
       const double tgs = gemm.seconds;
       total = c.tp_overlap == workload::TpOverlap::pipeline
@@ -354,7 +374,7 @@ void KernelPricing::price_templates() {
       out.fwd.push_back(price(k));
       labels_.set_pass(out.fwd.back().label, kFwd);
     }
-    overlap_tp(out.fwd);
+    overlap_tp(out.fwd, lt.fwd);
     std::vector<bool> weight;
     for (const auto& k : lt.bwd) {
       out.bwd.push_back(price(k));
@@ -363,7 +383,7 @@ void KernelPricing::price_templates() {
       out.bwd.back().delayed =
           weight.back() && k.library_launch && in_.framework.delay_wgrad_compute;
     }
-    overlap_tp(out.bwd);
+    overlap_tp(out.bwd, lt.bwd);
     for (auto* list : {&out.fwd, &out.bwd})
       for (Priced& p : *list) p.merge_class = merge_class(p);
     for (std::size_t i = 0; i < out.bwd.size(); ++i)

@@ -65,14 +65,22 @@
 //                  LayerBuilder::insert_tp_amax), on the compute stream
 // Each latency-bound all-reduce is hw_models::small_all_reduce_seconds (NCCL's LL tree).
 // TP communication overlap (framework.tp_comm_overlap, workload::TpOverlap): a collective
-// of t_c beside a GEMM of t_g, n = tp chunks, S the GPU's SMs, k = 16 SMs for the
-// communication kernels (TE initialize_ub's default num_sm for pipeline and bulk):
-//   ring      (AG, next GEMM)   T = t_g / n + (n - 1) / n max(t_g, t_c)
+// of t_c beside a GEMM, n = tp chunks, S the GPU's SMs, k = 16 SMs for the
+// communication kernels (TE initialize_ub's default num_sm for pipeline and bulk). The ring
+// and pipeline methods run the GEMM as separate cuBLAS calls on chunks (TE
+// comm_gemm_overlap.cpp at d0067d0d: split_overlap_ag one GEMM per ring step on the tokens
+// one rank holds, split_overlap_rs num_splits = 4 GEMMs on a quarter of the output features
+// each; initialize_ub's defaults, aggregate and atomic GEMM off), round-robin on
+// min(3, chunks) compute streams (num_max_streams), so s = min(3, chunks) of them run at once:
+// the GEMM is priced as chunks / s GEMMs of s chunks, wave quantization and K efficiency
+// included, t_g = (n / s) t(s M / n rows) for the ring, (4 / s) t(s N / 4 columns) for the
+// pipeline.
+//   ring      (AG, next GEMM)   t_1 = t_g / n,  T = t_1 + (n - 1) max(t_1, t_c / n)
 //   pipeline  (RS, previous GEMM, 4 splits) t_g' = t_g S / (S - k),
 //                               T = max(t_g', t_c) + min(t_g', t_c) / 4
-//   bulk      (RS, previous GEMM, independent) T = max(t_g', t_c)
-// The GEMM keeps t_g (ring) or runs t_g'; the collective's kernel keeps what is left of T,
-// its exposed part (its link loads stay those of the whole transfer).
+//   bulk      (RS, previous GEMM, independent, unsplit) T = max(t_g', t_c)
+// The GEMM runs t_g or t_g'; the collective's kernel keeps what is left of T, its exposed
+// part (its link loads stay those of the whole transfer).
 //   EPLB replicas  (parallelism.eplb, workload/eplb.hpp) a replicated expert's copies
 //                  compute gradients of one weight, summed over the copies before the
 //                  optimizer: per rank 2 R / (E + R) of its expert gradients (the copies
@@ -316,7 +324,9 @@ class KernelPricing {
     }
   };
   Priced price(const workload::KernelTemplate& k);
-  void overlap_tp(std::vector<Priced>& pass) const;
+  // `kernels`: the pass's templates, one for each of `pass` (the GEMMs' shapes).
+  void overlap_tp(std::vector<Priced>& pass,
+                  const std::vector<workload::KernelTemplate>& kernels) const;
   void price_templates();
   std::vector<Priced> merge_runs(const std::vector<Priced>& pass) const;
   std::uint16_t merge_class(const Priced& p) const;
