@@ -25,9 +25,9 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
     return in.layout.stages()[static_cast<std::size_t>(shape.place(rank, chunk).layout_stage)];
   };
   // One pass of a rank's chunk, from its layer kernels (header): their SM-seconds over the
-  // GPU's SMs, their plain seconds (an unpaired pass runs them all on the compute stream),
-  // and their launches' host seconds but captured kernels' (a graph's launch, left out,
-  // stands for them).
+  // GPU's SMs, their plain seconds (an unpaired pass runs them all on the compute stream, but
+  // the shared expert's under its overlap, beside it: Priced::side), and their launches' host
+  // seconds but captured kernels' (a graph's launch, left out, stands for them).
   struct PassCost {
     double work = 0, serial = 0, host = 0;
   };
@@ -40,7 +40,7 @@ StepBound step_lower_bound(const StepInput& in, const hw_models::CommModel& comm
       for (const Priced& k : price.layer(item).of(pass)) {
         if (k.sms >= 0)
           c.work += (k.sms == 0 ? sms : std::min<double>(k.sms, sms)) * k.seconds / sms;
-        c.serial += k.seconds;
+        if (!k.side) c.serial += k.seconds;
         if (!price.captured(k.module)) c.host += k.host_s;
       }
     return c;

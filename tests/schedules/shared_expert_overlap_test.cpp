@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/load.hpp"
+#include "predict/plan.hpp"
 #include "predict/predict.hpp"
 #include "support/helpers.hpp"
 #include "workload/layer_graph.hpp"
@@ -122,6 +123,22 @@ TEST_CASE("Shared-expert overlap hides at most the shared expert's own kernels",
   const double gain = plain.step.step_time_s - over.step.step_time_s;
   CHECK(gain > 0);
   CHECK(gain < shared_s);
+  // The planner's lower bound stays below the step: the side stream's kernels are not the
+  // main stream's serial work (schedules/step_bound.cpp), on NCCL's all-to-all and on DeepEP.
+  for (const char* dispatcher : {"alltoall", "deepep"}) {
+    auto j = alltoall();
+    j["framework"]["dispatcher"] = dispatcher;
+    double bound[2];
+    for (const bool on : {false, true}) {
+      j["framework"]["moe_shared_expert_overlap"] = on;
+      const auto sc = load(j);
+      const auto p = predict::predict(sc);
+      bound[on] = predict::step_time_lower_bound(sc, p.ep_load).step_time_s;
+      CHECK(bound[on] <= (p.step.step_time_s - p.step.breakdown.straggler_wait) * (1 + 1e-9));
+    }
+    INFO(dispatcher);
+    CHECK(bound[1] <= bound[0]);
+  }
   // The shared expert's kernels ran on the second compute stream, beside the main one.
   std::size_t on_side = 0;
   for (const auto& s : over.step.trace)
