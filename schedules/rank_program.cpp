@@ -199,10 +199,14 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
   k.port_load = p.ports;
   if (p.side) return emit_side(p, k, l, cpu);
   side_open_ = false;
-  if (p.join && side_last_ != kNoEvent) {  // the shared expert's output: get_output's wait
+  // The shared expert's output (get_output's wait): at the join the layer's template marks, or
+  // at the next layer's first kernel where the side run ends the layer (the flex dispatchers'
+  // fc2 after the combine, with nothing after it but the next layer).
+  if ((p.join || join_next_) && side_last_ != kNoEvent && !l.first) {
     l.cross = side_last_;
     side_last_ = kNoEvent;
   }
+  join_next_ = false;
   if (p.category == kEpComm)
     k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
   if (p.category == kTpComm)
@@ -278,6 +282,7 @@ void RankProgram::kernels_of(const WorkItem& it, const Place& pl, std::vector<St
 
 void RankProgram::emit_step(const Step& st, Lane& l) {
   if (st.begins >= 0) {
+    join_next_ = side_last_ != kNoEvent;
     before_layer(l, st.begins);
     offload_before(l, st.begins);
   }
@@ -297,7 +302,8 @@ RankProgram::Lane RankProgram::lane_for(int index, int upto, int stream) {
   Lane l;
   l.item = index;
   l.stream = stream;
-  side_open_ = false;
+  side_open_ = join_next_ = false;
+  side_last_ = kNoEvent;  // the previous item's send and device sync waited for it
   l.gate = recv_event_[static_cast<std::size_t>(index)];
   return l;
 }
@@ -360,7 +366,8 @@ EventId RankProgram::send_after(int index, const Place& pl, Lane& l) {
   const bool last_wgrad = it.weights() && last_bwd_[static_cast<std::size_t>(it.chunk)] == index;
   if (!send && !last_wgrad) return kNoEvent;
   const EventId done = lane_done(l);
-  const EventId sent = send ? post_send(it, pl, done) : kNoEvent;
+  // A shared expert's output the layers did not join yet goes with the activation.
+  const EventId sent = send ? post_send(it, pl, done, side_last_) : kNoEvent;
   if (last_wgrad) wgrad_done_[static_cast<std::size_t>(it.chunk)] = done;
   return sent;
 }
@@ -383,16 +390,17 @@ void RankProgram::device_sync(int index, Lane& l, EventId sent) {
   if (sent == kNoEvent && received == kNoEvent) return;
   synced_send_ = sent;
   if (!l.first) wait(lane_done(l));
-  for (const EventId e : {sent, received})
+  for (const EventId e : {sent, received, side_last_})
     if (e != kNoEvent) wait(e);
   for (const EventId e : stream_last_)
     if (e != kNoEvent) wait(e);
 }
 
-EventId RankProgram::post_send(const WorkItem& it, const Place& pl, EventId done) {
+EventId RankProgram::post_send(const WorkItem& it, const Place& pl, EventId done, EventId also) {
   Kernel s = kernel(pp_send_label_[it.forward()], kPpComm, price_.pp_seconds(), -1);
   s.port_load = price_.pp_loads(true);
   s.waits[0] = done;
+  s.waits[1] = also;
   s.rendezvous =
       sim_.pair(it.microbatch, it.forward() ? pl.id + 1 : pl.id - 1, it.forward(), lane_);
   s.tag = context(it, -1);

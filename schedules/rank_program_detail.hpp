@@ -175,7 +175,8 @@ class RankProgram final : public sim_core::HostProgram {
   EventId lane_done(const Lane& l);
   EventId event_of(std::size_t i);
   void finish(int index, const Place& pl, Lane& l);
-  EventId post_send(const WorkItem& it, const Place& pl, EventId done);
+  // `also`: a second event the send waits for (the shared expert's unjoined output).
+  EventId post_send(const WorkItem& it, const Place& pl, EventId done, EventId also = kNoEvent);
   EventId send_after(int index, const Place& pl, Lane& l);
   void device_sync(int index, Lane& l, EventId sent);
 
@@ -255,6 +256,7 @@ class RankProgram final : public sim_core::HostProgram {
   // event its last kernel records (kNoEvent once the main stream has joined it).
   bool side_open_ = false;
   EventId side_last_ = kNoEvent;
+  bool join_next_ = false;          // a new layer begins with the side stream's output unjoined
   EventId synced_send_ = kNoEvent;  // the last device sync's send, gating the next item
   bool merge_ = true;               // StepState::merges_kernels
 };

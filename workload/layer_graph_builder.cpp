@@ -384,31 +384,39 @@ void LayerBuilder::side_stream_since(SideMark m) {
 
 namespace {
 
-// Moves each side-stream run that the reversal puts right before a communication kernel after
-// it, forking before it (finish()).
+// Moves each side-stream run the reversal puts before a communication kernel (or before the
+// dispatcher's small kernels ahead of one: HybridEP's flags) after it, forking there (finish()).
 void side_runs_after_comm(std::vector<KernelTemplate>& ks) {
+  const auto own = [](const KernelTemplate& k) {  // the dispatcher's own small kernels
+    return k.comm == CommOp::none && k.work.cls != KernelClass::gather &&
+           (k.module == Module::moe_dispatch || k.module == Module::moe_combine);
+  };
   for (std::size_t i = 0; i < ks.size(); ++i) {
     if (!ks[i].side_stream || (i > 0 && ks[i - 1].side_stream)) continue;
-    std::size_t end = i;
-    while (end < ks.size() && ks[end].side_stream) ++end;
-    if (end == ks.size() || ks[end].comm == CommOp::none) {
+    std::size_t end = i, comm = i;
+    while (end < ks.size() && ks[end].side_stream) comm = ++end;
+    while (comm < ks.size() && own(ks[comm])) ++comm;
+    if (comm == ks.size() || ks[comm].comm == CommOp::none) {
       i = end;
       continue;
     }
-    std::rotate(ks.begin() + static_cast<std::ptrdiff_t>(i),
-                ks.begin() + static_cast<std::ptrdiff_t>(end),
-                ks.begin() + static_cast<std::ptrdiff_t>(end + 1));
-    ks[i + 1].side_after_comm = true;
-    i = end;
+    const auto at = [&](std::size_t x) { return ks.begin() + static_cast<std::ptrdiff_t>(x); };
+    std::rotate(at(i), at(end), at(comm + 1));
+    ks[i + (comm + 1 - end)].side_after_comm = true;
+    i = comm;
   }
 }
 
-// Marks the first main-stream kernel after the last side-stream run as the join.
+// Marks the main-stream kernel that waits for the side stream: the first after the last
+// side-stream run but the permutes right after it (Megatron's all-to-all dispatcher unpermutes
+// before get_output; in backward the permute's gradient does not wait for the shared expert's).
+// None where the run ends the list: the next layer's first kernel joins (rank_program.cpp).
 void join_side_stream(std::vector<KernelTemplate>& ks) {
-  std::size_t last = ks.size();
+  std::size_t j = ks.size();
   for (std::size_t i = 0; i < ks.size(); ++i)
-    if (ks[i].side_stream) last = i;
-  if (last + 1 < ks.size()) ks[last + 1].join_side = true;
+    if (ks[i].side_stream) j = i + 1;
+  while (j < ks.size() && ks[j].work.cls == KernelClass::gather) ++j;
+  if (j < ks.size()) ks[j].join_side = true;
 }
 
 }  // namespace
