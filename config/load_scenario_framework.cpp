@@ -49,9 +49,8 @@ void ScenarioReader::shared_expert_overlap_checks(const Node& v,
   // moe_layer.py 476-482 at d98e8a64: LatentMoE with the overlap raises in training.
   if (sc_.model.moe_latent_size > 0)
     v.fail(
-        fmt::format("model '{}' is a latent MoE (moe_latent_size {}), whose shared-expert overlap "
-                    "Megatron-Core "
-                    "refuses in training",
+        fmt::format("model '{}' is a latent MoE (moe_latent_size {}): Megatron-Core refuses "
+                    "its shared-expert overlap in training",
                     sc_.model.name, sc_.model.moe_latent_size));
   if (f.dispatcher == hw_models::Dispatcher::allgather)
     v.fail(

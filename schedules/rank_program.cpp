@@ -197,20 +197,13 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
   k.holds_sms = p.holds;
   if (merge_) k.merge_class = p.merge_class;
   k.port_load = p.ports;
-  if (p.side) return emit_side(p, k, l, cpu);
-  side_open_ = false;
-  // The shared expert's output (get_output's wait): at the join the layer's template marks, or
-  // at the next layer's first kernel where the side run ends the layer (the flex dispatchers'
-  // fc2 after the combine, with nothing after it but the next layer).
-  if ((p.join || join_next_) && side_last_ != kNoEvent && !l.first) {
-    l.cross = side_last_;
-    side_last_ = kNoEvent;
-  }
-  join_next_ = false;
   if (p.category == kEpComm)
     k.rendezvous = sim_.collective(kEpComm, ep_group_, ep_seq_++, ep_members_);
   if (p.category == kTpComm)
     k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
+  if (p.side) return emit_side(p, k, l, cpu);
+  side_open_ = false;
+  if (p.join) join_side(l);  // the shared expert's output: get_output's wait
   k.waits[0] = l.first ? l.gate : l.cross;
   k.waits[1] = l.layer_gate;
   k.waits[2] = l.offload_gate;
@@ -242,8 +235,6 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
 // The stream is the pair stream, which no overlapped pair uses beside it (the loader refuses
 // the two overlaps together).
 void RankProgram::emit_side(const Priced& p, Kernel& k, Lane& l, Time cpu) {
-  if (p.category == kTpComm)
-    k.rendezvous = sim_.collective(kTpComm, tp_group_, tp_seq_++, tp_members_);
   if (!side_open_) {
     if (l.first)
       k.waits[0] = l.gate;
@@ -257,6 +248,14 @@ void RankProgram::emit_side(const Priced& p, Kernel& k, Lane& l, Time cpu) {
   side_open_ = true;
   k.record = side_last_ = sim_.event(p.category);
   launch(kPairStream, k, cpu);
+}
+
+// The lane's next main kernel waits for the shared expert's stream, if anything there is
+// unjoined (not an item's first kernel: lane_for starts an item with nothing unjoined).
+void RankProgram::join_side(Lane& l) {
+  if (side_last_ == kNoEvent || l.first) return;
+  l.cross = side_last_;
+  side_last_ = kNoEvent;
 }
 
 // The item's kernels in launch order: its stage's layers forward, or backward in reverse
@@ -282,7 +281,9 @@ void RankProgram::kernels_of(const WorkItem& it, const Place& pl, std::vector<St
 
 void RankProgram::emit_step(const Step& st, Lane& l) {
   if (st.begins >= 0) {
-    join_next_ = side_last_ != kNoEvent;
+    // A side run that ended the previous layer (the flex dispatchers' fc2 after the combine,
+    // nothing after it): this layer's first kernel joins it.
+    join_side(l);
     before_layer(l, st.begins);
     offload_before(l, st.begins);
   }
@@ -302,7 +303,7 @@ RankProgram::Lane RankProgram::lane_for(int index, int upto, int stream) {
   Lane l;
   l.item = index;
   l.stream = stream;
-  side_open_ = join_next_ = false;
+  side_open_ = false;
   side_last_ = kNoEvent;  // the previous item's send and device sync waited for it
   l.gate = recv_event_[static_cast<std::size_t>(index)];
   return l;

@@ -167,6 +167,7 @@ class RankProgram final : public sim_core::HostProgram {
   std::uint32_t context(const WorkItem& it, int k);
   void emit(const Priced& p, Lane& l, std::uint32_t tag);
   void emit_side(const Priced& p, Kernel& k, Lane& l, Time cpu);
+  void join_side(Lane& l);
   std::vector<Step> kernels_of(const WorkItem& it, const Place& pl) const;
   void kernels_of(const WorkItem& it, const Place& pl, std::vector<Step>& out) const;
   void emit_step(const Step& st, Lane& l);
@@ -256,7 +257,6 @@ class RankProgram final : public sim_core::HostProgram {
   // event its last kernel records (kNoEvent once the main stream has joined it).
   bool side_open_ = false;
   EventId side_last_ = kNoEvent;
-  bool join_next_ = false;          // a new layer begins with the side stream's output unjoined
   EventId synced_send_ = kNoEvent;  // the last device sync's send, gating the next item
   bool merge_ = true;               // StepState::merges_kernels
 };

@@ -257,6 +257,13 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     shared_fc2(shared_start);
     b.side_stream_since(mk);
   };
+  // After the dispatch: the overlap's fc1, or the eager shared expert (captured, it ran first).
+  const auto shared_after_dispatch = [&] {
+    if (shared_overlap)
+      side_fc1();
+    else if (!shared_captured)
+      shared_expert();
+  };
   if (shared_captured && !shared_overlap) shared_expert();
   // Permute/unpermute over the routing map before TE PR 1927 (dc97cc9efc, first in TE 2.6):
   // each token's program walks all E experts' row-map entries for every hidden block
@@ -341,10 +348,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.last_fwd().host_allocs = 10;  // forward 10, backward 7 (inventory 5, 6.3)
     b.last_fwd().host_ops = 12;
     b.last_bwd().host_allocs = 7;
-    if (shared_overlap)
-      side_fc1();
-    else if (!shared_captured)
-      shared_expert();
+    shared_after_dispatch();
     b.memory("moe.local_permute", Module::moe_dispatch, tokens_in * h_bytes * 2);
     b.gather_last();
   } else if (fw.dispatcher == hw_models::Dispatcher::deepep) {
@@ -359,10 +363,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.last_fwd().host_allocs = 22;  // forward 22, backward 13 (inventory 5, 6.3)
     b.last_fwd().host_ops = 11;
     b.last_bwd().host_allocs = 13;
-    if (shared_overlap)
-      side_fc1();
-    else if (!shared_captured)
-      shared_expert();
+    shared_after_dispatch();
     // Megatron's permute after DeepEP: indices to multi-hot and the row-id map (Triton
     // kernels launched from Python), then TE's permute.
     b.small_kernels("moe.permute_map", Module::moe_dispatch, 4, tokens_in * 4 * 2, 2);
@@ -390,10 +391,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     if (host_sync) b.mark_sync_on_last();
     // Under the overlap fc1 follows the dispatch call, whose second blocking copy has waited
     // for the whole dispatch: it runs beside the permute and the routed experts.
-    if (shared_overlap)
-      side_fc1();
-    else if (!shared_captured)
-      shared_expert();
+    shared_after_dispatch();
   }
   if (!nccl) {
     // HybridEP receives into its registered buffer; the tokens are copied out (D2D), then
