@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "calibration/bisect.hpp"
 #include "hw_models/ep_flows.hpp"
 #include "hw_models/topology.hpp"
 
@@ -174,22 +175,6 @@ std::string kind_name(EpLink k) {
   return std::string(hw_models::ep_link_names().name(k));
 }
 
-// Golden-section minimum of a unimodal f on [lo, hi]; on a plateau, its lower end.
-template <class F>
-double golden(F&& f, double lo, double hi) {
-  const double g = (std::sqrt(5.0) - 1) / 2;
-  double a = lo, b = hi, c = b - g * (b - a), d = a + g * (b - a);
-  double fc = f(c), fd = f(d);
-  for (int i = 0; i < 50; ++i) {
-    if (fc <= fd) {  // ties (a flat stretch where another limit binds) go to the lower side
-      b = d, d = c, fd = fc, c = b - g * (b - a), fc = f(c);
-    } else {
-      a = c, c = d, fc = fd, d = a + g * (b - a), fd = f(d);
-    }
-  }
-  return 0.5 * (a + b);
-}
-
 }  // namespace
 
 std::vector<std::string> ep_library_names() {
@@ -305,8 +290,8 @@ EpLibraryFit fit_ep_library(const std::string& library, const Files& files,
         };
         const bool hbm = key.find("hbm") != std::string::npos;
         // Golden section in ln x: the fractions span [0.05, 1], combine's HBM share [0.005, 0.5].
-        const double lx = golden([&](double l) { return cost(std::exp(l)); },
-                                 std::log(hbm ? 0.005 : 0.05), std::log(hbm ? 0.5 : 1.0));
+        const double lx = golden_min([&](double l) { return cost(std::exp(l)); },
+                                     std::log(hbm ? 0.005 : 0.05), std::log(hbm ? 0.5 : 1.0));
         const double x = std::exp(lx);
         fraction_slot(lib, key) = param(x, src(key));
         for (const Row* r : rs)

@@ -1,8 +1,9 @@
-// cli/calibrate.cpp: `moesim calibrate run | fit | ep | jitter | corpus | trace`: the calibration
-// kernels on this machine's GPU, profiles fitted from measurement files (calibration/), the corpus
-// fit of the cross-run quantities (predict/corpus.hpp, printed and written by reports/corpus.hpp),
-// and a profiled trace's kernels against the simulation's (predict/trace_compare.hpp,
-// reports/trace.hpp).
+// cli/calibrate.cpp: `moesim calibrate run | fit | ep | jitter | corpus | routing | trace`: the
+// calibration kernels on this machine's GPU, profiles fitted from measurement files
+// (calibration/), the corpus fit of the cross-run quantities (predict/corpus.hpp, printed and
+// written by reports/corpus.hpp), the global-batch router's popularity dispersion fitted to
+// measured pairs (predict/routing_fit.hpp, reports/routing_fit.hpp), and a profiled trace's
+// kernels against the simulation's (predict/trace_compare.hpp, reports/trace.hpp).
 #include "cli/commands.hpp"
 
 #include <sys/wait.h>
@@ -30,8 +31,10 @@
 #include "config/load_trace.hpp"
 #include "predict/corpus.hpp"
 #include "predict/predict.hpp"
+#include "predict/routing_fit.hpp"
 #include "predict/variability.hpp"
 #include "reports/corpus.hpp"
+#include "reports/routing_fit.hpp"
 #include "reports/trace.hpp"
 
 namespace moesim::cli {
@@ -81,15 +84,25 @@ class Calibrate final : public Command {
         "the per-step statistics (default: calibration/measurements/step-jitter-mlperf.json)");
     jitter_->add_option("-o,--out", fit_out_,
                         "write the profile (calibration/profiles/step-jitter.json)");
-    corpus_ = app.add_subcommand("corpus",
-                                 "fit the cross-run quantities no microbenchmark pins over the "
-                                 "measured runs, with leave-one-out error");
-    corpus_->add_option("paths", corpus_paths_, "scenario files or folders (default: scenarios)");
-    corpus_->add_option("-o,--out", fit_out_,
-                        "write the profile (calibration/profiles/corpus.json)");
-    corpus_->add_option("--jobs", jobs_, "simulations at once (default: all cores)")
-        ->check(CLI::Range(1, 1024));
-    corpus_->add_flag("--json", json_, "print one JSON object");
+    // The fits that predict the measured runs under paths: their options.
+    const auto over_runs = [&](const char* name, const char* help, const char* profile) {
+      CLI::App* c = app.add_subcommand(name, help);
+      c->add_option("paths", corpus_paths_, "scenario files or folders (default: scenarios)");
+      c->add_option("-o,--out", fit_out_, fmt::format("write the profile ({})", profile));
+      c->add_option("--jobs", jobs_, "simulations at once (default: all cores)")
+          ->check(CLI::Range(1, 1024));
+      c->add_flag("--json", json_, "print one JSON object");
+      return c;
+    };
+    corpus_ = over_runs("corpus",
+                        "fit the cross-run quantities no microbenchmark pins over the measured "
+                        "runs, with leave-one-out error",
+                        "calibration/profiles/corpus.json");
+    routing_ = over_runs("routing",
+                         "fit the popularity dispersion of routers pretrained with global-batch "
+                         "balance to the measured dropless-against-forced pairs, with "
+                         "leave-one-out error",
+                         "calibration/profiles/routing.json");
     trace_ = app.add_subcommand("trace",
                                 "a PyTorch-profiler (Kineto) trace's GPU kernels by class and its "
                                 "host time by schedule node, against a scenario's");
@@ -106,6 +119,7 @@ class Calibrate final : public Command {
   }
   int run(Io& io) override {
     if (corpus_->parsed()) return fit_corpus(io);
+    if (routing_->parsed()) return fit_routing(io);
     if (trace_->parsed()) return compare_trace(io);
     if (jitter_->parsed()) return fit_jitter(io);
     return run_->parsed() ? run_kernels(io) : ep_->parsed() ? fit_ep(io) : fit(io);
@@ -231,31 +245,53 @@ class Calibrate final : public Command {
     io.out << fmt::format("wrote {}: {}\n", fit_out_, summary);
   }
 
-  // `moesim calibrate corpus`: predict/corpus.hpp over every scenario with a measured
-  // block (files without one are skipped, as validate does).
-  int fit_corpus(Io& io) const {
+  // The timing runs under the given paths (files without a measured block are skipped, as
+  // validate does; memory points check the memory model, not the step's fitted quantities).
+  std::vector<config::Scenario> timing_runs() const {
     std::vector<config::Scenario> runs;
     int skipped = 0;
     for (const auto& f : config::measured_files(
              corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
              skipped)) {
-      // Memory points (measured.peak_memory_gib) check the memory model, not the step's
-      // fitted quantities.
       config::Scenario sc = config::load_scenario_file(f);
       if (config::is_timing(sc.measured->metric)) runs.push_back(std::move(sc));
     }
     if (runs.empty())
       throw config::InputError("", "", "no scenario with a measured block under the given paths");
+    return runs;
+  }
+
+  // Writes a fitted profile to --out, when given (the fit's result went to standard output).
+  void save_profile(const nlohmann::ordered_json& profile) const {
+    if (fit_out_.empty()) return;
+    std::ofstream out(fit_out_);
+    if (!out) throw config::InputError(fit_out_, "", "cannot write the profile");
+    out << profile.dump(2) << "\n";
+  }
+
+  // `moesim calibrate routing`: predict/routing_fit.hpp over the measured runs' pairs.
+  int fit_routing(Io& io) const {
+    const auto runs = timing_runs();
+    predict::RoutingFitResult r;
+    try {
+      r = predict::fit_global_batch_sigma(runs, jobs_);
+    } catch (const std::invalid_argument& e) {
+      throw config::InputError("", "", e.what());
+    }
+    io.out << (json_ ? reports::routing_fit_json(r).dump(2) + "\n" : reports::routing_fit_text(r));
+    save_profile(reports::routing_fit_profile(r, today()));
+    return 0;
+  }
+
+  // `moesim calibrate corpus`: predict/corpus.hpp over every timing run.
+  int fit_corpus(Io& io) const {
+    const auto runs = timing_runs();
     const predict::CorpusResult r = predict::calibrate_corpus(runs, jobs_);
     if (json_)
       io.out << reports::corpus_json(r).dump(2) << "\n";
     else
       io.out << reports::corpus_text(r);
-    if (!fit_out_.empty()) {
-      std::ofstream out(fit_out_);
-      if (!out) throw config::InputError(fit_out_, "", "cannot write the profile");
-      out << reports::corpus_profile(r, today()).dump(2) << "\n";
-    }
+    save_profile(reports::corpus_profile(r, today()));
     return 0;
   }
 
@@ -323,6 +359,7 @@ class Calibrate final : public Command {
   }
 
   CLI::App* corpus_ = nullptr;
+  CLI::App* routing_ = nullptr;
   CLI::App* trace_ = nullptr;
   std::string trace_file_, trace_scenario_;
   std::int64_t trace_microbatches_ = 0;

@@ -8,6 +8,7 @@
 #include "config/decisions.hpp"
 #include "config/inert_settings.hpp"
 #include "config/load.hpp"
+#include "config/routing_profile.hpp"
 #include "hw_models/compute.hpp"
 #include "hw_models/dispatcher.hpp"
 
@@ -110,22 +111,42 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
   // Trained routing (workload/routing.hpp): expert loads from a published global statistic, the
   // tokens of a microbatch routed independently around it. The measured pairs of trained
   // against forced routing (decision `routing`, calibration/evidence/decisions.json) say how
-  // far that holds; Qwen3's routers were pretrained with global-batch balancing, which leaves
-  // a sequence's own tokens far less balanced (docs/research/routing-load-statistics.md).
+  // far that holds. A family whose routers were pretrained with global-batch balance takes the
+  // dispersion fitted to such pairs (config/routing_profile.hpp), said with its record
+  // (docs/research/routing-load-statistics.md).
   if (sc.model.is_moe() && (sc.routing.balance == workload::RoutingBalance::aux_loss ||
                             sc.routing.balance == workload::RoutingBalance::loss_free)) {
     const auto& ev = evidence_for(Decision::routing, decision_evidence());
-    std::string s = fmt::format(
-        "routing.balance {}: the trained router's expert loads come from a published global "
-        "statistic (Wang et al., arXiv 2408.15664), a microbatch's tokens routed independently "
-        "around it",
-        workload::routing_balance_names().name(sc.routing.balance));
+    const auto balance = workload::routing_balance_names().name(sc.routing.balance);
+    const bool fitted = workload::trained_routing(sc.model).global_batch &&
+                        !sc.gave("routing.popularity_sigma") && sc.routing.popularity_sigma;
+    std::string s;
+    if (fitted) {
+      const auto& g = global_batch_sigma();
+      s = fmt::format(
+          "routing.balance {}: {}'s routers were pretrained with global-batch balance (Qiu et "
+          "al., ACL 2025), so a layer's experts are priced at the popularity dispersion sigma "
+          "{:.3f} fitted to {} measured pairs of one team's dropless against forced runs "
+          "(leave-one-out ratio error {:.1f}%; calibration/profiles/routing.json), which "
+          "fine-tuned the released checkpoint on one dataset: other data route differently",
+          balance, sc.model.model_type, g.value, g.pairs, g.loo_mean_abs_error_pct);
+    } else if (sc.routing.popularity_sigma) {
+      s = fmt::format(
+          "routing.balance {}: the experts' popularity at the given dispersion sigma {:.3f}, a "
+          "microbatch's tokens routed independently around it",
+          balance, *sc.routing.popularity_sigma);
+    } else {
+      s = fmt::format(
+          "routing.balance {}: the trained router's expert loads come from a published global "
+          "statistic (Wang et al., arXiv 2408.15664), a microbatch's tokens routed "
+          "independently around it",
+          balance);
+    }
     if (ev.pairs > 0)
       s += fmt::format(
           "; on {} measured pairs of trained against forced routing the cost of the real "
           "routing is off by {:.1f}% on average, {:.1f}% at worst ({})",
           ev.pairs, ev.mean_abs_ratio_error_pct, ev.max_abs_ratio_error_pct, ev.worst);
-    if (const auto t = workload::trained_routing(sc.model); !t.caveat.empty()) s += "; " + t.caveat;
     out.push_back(s);
   }
   if (sc.training.lora)

@@ -594,9 +594,9 @@ std::vector<PerformanceSetting> build() {
       return std::string("the Zipf exponent; the distribution is uniform");
     return single_ep(sc);
   });
-  key("routing.seed", single_ep);
-  key("routing.path", single_ep);
-  key("routing.coefficient", single_ep);
+  for (const char* k :
+       {"routing.seed", "routing.path", "routing.coefficient", "routing.popularity_sigma"})
+    key(k, single_ep);
 
   // placement
   key("placement.gpus_per_nvlink_domain", [](const Scenario& sc) -> Why {

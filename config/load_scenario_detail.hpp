@@ -39,6 +39,7 @@ class ScenarioReader {
   void module_precision(const Node& n);
   void read_histogram(workload::Routing& r);
   void routing(const std::optional<Node>& n);
+  void global_batch_routing();
   void recorded(const std::optional<Node>& n);
   void measured(const std::optional<Node>& n);
   void goodput(const std::optional<Node>& n);

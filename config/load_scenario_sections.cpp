@@ -10,6 +10,7 @@
 #include "config/inert_settings.hpp"
 #include "config/load.hpp"
 #include "config/load_scenario_detail.hpp"
+#include "config/routing_profile.hpp"
 #include "config/storage.hpp"
 
 namespace moesim::config::detail {
@@ -184,11 +185,24 @@ void ScenarioReader::routing(const std::optional<Node>& n) {
   // `run` names it among its assumptions).
   if (!n) {
     sc_.routing = workload::trained_routing(sc_.model).routing;
+    global_batch_routing();
     return;
   }
   auto& r = sc_.routing;
   read_object(*n, [&](Object& o) {
     r.balance = o.req("balance").as_enum(workload::routing_balance_names(), "routing balance");
+    // A trained router's popularity dispersion (aux_loss, loss_free); under another balance
+    // the key is not one the object knows, said with the reason.
+    if (r.balance == workload::RoutingBalance::aux_loss ||
+        r.balance == workload::RoutingBalance::loss_free) {
+      if (auto v = o.get("popularity_sigma")) r.popularity_sigma = v->as_number(0.0, 3.0);
+    } else if (o.has("popularity_sigma")) {
+      o.node()
+          .child_at(o.node().json()["popularity_sigma"], "popularity_sigma")
+          .fail(
+              "the lognormal dispersion of a trained router's expert popularity: it applies to "
+              "balance aux_loss or loss_free");
+    }
     switch (r.balance) {
       case workload::RoutingBalance::forced:
         break;
@@ -217,6 +231,20 @@ void ScenarioReader::routing(const std::optional<Node>& n) {
       }
     }
   });
+  global_batch_routing();
+}
+
+// A family whose router was pretrained with global-batch balance (workload::TrainedRouting::
+// global_batch) routes trained with the popularity sigma fitted to measured pairs
+// (config/routing_profile.hpp), unless the file gives its own or the model is read
+// uncalibrated (then the published statistic's, as for any family).
+void ScenarioReader::global_batch_routing() {
+  auto& r = sc_.routing;
+  const bool trained = r.balance == workload::RoutingBalance::aux_loss ||
+                       r.balance == workload::RoutingBalance::loss_free;
+  if (trained && !r.popularity_sigma && opts_.calibrated && sc_.model.is_moe() &&
+      workload::trained_routing(sc_.model).global_batch)
+    r.popularity_sigma = global_batch_sigma().value;
 }
 
 // `recorded` (config/inert_settings.hpp record_inert_settings): who wrote the file and

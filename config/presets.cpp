@@ -120,6 +120,20 @@ void overlay(Json& sources, Json& target, const Json& params, const std::string&
   }
 }
 
+// A calibration profile a system may name: one whose values go into a system preset.
+// A profile that says "applies_to" something else (the global-batch router's dispersion,
+// "routing": config/routing_profile.hpp) is read where that is priced.
+bool system_profile(const detail::PresetFile& p) {
+  return parsed_preset(p).value("applies_to", "system") == "system";
+}
+
+std::vector<std::string> system_profile_names() {
+  std::vector<std::string> out;
+  for (const auto& n : preset_names(PresetKind::profile))
+    if (system_profile(*find_preset(PresetKind::profile, n))) out.push_back(n);
+  return out;
+}
+
 // A system's "profiles" (names of calibration profiles) replace the values they fit,
 // unless the model is read uncalibrated; the key is consumed here either way. Returns
 // the profiles applied.
@@ -137,7 +151,13 @@ std::vector<std::string> apply_profiles(Json& sys, const LoadOptions& opts, cons
     if (!names[i].is_string()) throw InputError(file, here, "expected a calibration profile name");
     const std::string name = names[i].get<std::string>();
     const auto* p = find_preset(PresetKind::profile, name);
-    if (!p) throw InputError(file, here, unknown(PresetKind::profile, name));
+    if (!p || !system_profile(*p))
+      throw InputError(file, here,
+                       fmt::format("unknown system calibration profile '{}'{}; known: {}", name,
+                                   p ? fmt::format(" (it applies to {}, not to a system)",
+                                                   parsed_preset(*p).value("applies_to", ""))
+                                     : "",
+                                   fmt::join(system_profile_names(), ", ")));
     if (!opts.calibrated) continue;
     const Json& prof = parsed_preset(*p);
     if (!prof.contains("parameters") || !prof["parameters"].is_object())

@@ -40,15 +40,24 @@ std::string routing_text(const workload::Routing& r) {
     case workload::RoutingBalance::histogram:
       return fmt::format("histogram from {}", r.histogram_path);
     case workload::RoutingBalance::aux_loss:
-      return fmt::format(
-          "trained with an auxiliary loss, coefficient {:g}: global MaxVio {:.3f} (published "
-          "statistics, workload/routing.hpp), seed {}",
-          r.aux_loss_coefficient, workload::trained_max_vio(r), r.seed);
-    case workload::RoutingBalance::loss_free:
-      return fmt::format(
-          "trained with the auxiliary-loss-free expert bias: global MaxVio {:.3f} (published "
-          "statistics, workload/routing.hpp), seed {}",
-          workload::trained_max_vio(r), r.seed);
+    case workload::RoutingBalance::loss_free: {
+      const std::string how =
+          r.balance == workload::RoutingBalance::aux_loss
+              ? fmt::format("with an auxiliary loss, coefficient {:g}", r.aux_loss_coefficient)
+              : std::string("with the auxiliary-loss-free expert bias");
+      // The popularity's dispersion: the published statistic's, or one given (a scenario's
+      // routing.popularity_sigma, or the global-batch fit the loader gave the family).
+      const std::string spread =
+          r.popularity_sigma ? fmt::format(
+                                   "popularity sigma {:.3f} (given, or the global-batch fit of "
+                                   "calibration/profiles/routing.json)",
+                                   *r.popularity_sigma)
+                             : fmt::format(
+                                   "global MaxVio {:.3f}, popularity sigma {:.3f} (published "
+                                   "statistics, workload/routing.hpp)",
+                                   workload::trained_max_vio(r), workload::routing_sigma(r));
+      return fmt::format("trained {}: {}, seed {}", how, spread, r.seed);
+    }
   }
   return "?";
 }
@@ -211,6 +220,7 @@ Json describe_json(const config::Scenario& sc) {
   j["stack"] = stack;
   j["routing"] = {{"balance", workload::routing_balance_names().name(sc.routing.balance)},
                   {"summary", routing_text(sc.routing)}};
+  if (sc.routing.popularity_sigma) j["routing"]["popularity_sigma"] = *sc.routing.popularity_sigma;
   if (sc.measured) {
     j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
                      {"value", sc.measured->value},

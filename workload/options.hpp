@@ -424,6 +424,11 @@ struct Routing {
   double alpha = 1.0;                                            // zipf exponent
   double aux_loss_coefficient = 0.01;  // aux_loss: Megatron --moe-aux-loss-coeff
   std::uint64_t seed = 0;
+  // aux_loss and loss_free: the lognormal dispersion sigma of the experts' per-layer
+  // popularity (workload/routing.hpp). Absent: from the balance's published statistic
+  // (popularity_sigma(trained_max_vio)); config sets it for a family whose router was
+  // pretrained with global-batch balance (workload::TrainedRouting::global_batch).
+  std::optional<double> popularity_sigma;
   std::string histogram_path;  // histogram only, resolved against the scenario file
   // histogram only: per-expert token counts, one row per MoE layer (read by the loader;
   // workload/routing.hpp)

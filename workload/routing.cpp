@@ -33,7 +33,7 @@ struct FamilyBalance {
   RoutingBalance balance;
   double coefficient;  // aux_loss only
   std::string_view source;
-  std::string_view caveat = {};  // TrainedRouting::caveat
+  bool global_batch = false;  // TrainedRouting::global_batch
 };
 
 // routing.hpp's table.
@@ -44,10 +44,7 @@ constexpr std::array<FamilyBalance, 7> kFamilyBalance{{
      "Kimi-K2's expert bias, as Megatron-MoE-ModelZoo's Kimi-K2.yaml trains it"},
     {"deepseek_v2", RoutingBalance::aux_loss, 1e-3, "Megatron-MoE-ModelZoo's DeepSeek-V2.yaml"},
     {"qwen3_moe", RoutingBalance::aux_loss, 1e-3,
-     "Pai-Megatron-Patch's run_mcore_qwen3.sh and Megatron-LM's Qwen3 conf",
-     "Qwen3's routers were pretrained with global-batch load balancing (Qiu et al., ACL 2025, "
-     "2025.acl-long.249), which leaves one sequence's tokens far less balanced than that "
-     "statistic, so its dropless steps run slower than priced"},
+     "Pai-Megatron-Patch's run_mcore_qwen3.sh and Megatron-LM's Qwen3 conf", true},
     {"mixtral", RoutingBalance::aux_loss, 1e-2,
      "Megatron-LM's examples/mixtral and Megatron-MoE-ModelZoo's Mixtral-8x22B.yaml"},
     {"gpt_oss", RoutingBalance::aux_loss, 0.9, "the released config.json's router_aux_loss_coef"},
@@ -86,7 +83,7 @@ TrainedRouting trained_routing(const ModelConfig& m) {
                ? std::string("loss_free (expert bias)")
                : "aux_loss, coefficient " + fmt_coefficient(f.coefficient);
   t.source = std::string(f.source);
-  t.caveat = std::string(f.caveat);
+  t.global_batch = f.global_batch;
   return t;
 }
 
@@ -105,6 +102,10 @@ double trained_max_vio(const Routing& r) {
     default:
       return 0;
   }
+}
+
+double routing_sigma(const Routing& r) {
+  return r.popularity_sigma ? *r.popularity_sigma : popularity_sigma(trained_max_vio(r));
 }
 
 double expected_max_vio(double sigma, int experts) {
@@ -250,7 +251,7 @@ double ep_gating_load(const Routing& r, const ModelConfig& m, std::int64_t ep, d
   if (r.balance == RoutingBalance::forced && !eplb)
     return std::min({1.0, capacity_factor.value_or(1.0), rank_capacity.value_or(1.0)});
   const std::int64_t layers = std::max<std::int64_t>(1, m.num_moe_layers());
-  const double sigma = popularity_sigma(trained_max_vio(r));
+  const double sigma = routing_sigma(r);
   double sum = 0;
   for (std::int64_t l = 0; l < layers; ++l) {
     switch (r.balance) {
@@ -286,7 +287,7 @@ double ep_load_cv(const Routing& r, const ModelConfig& m, std::int64_t ep, doubl
   if (!m.is_moe() || r.balance == RoutingBalance::forced || r.balance == RoutingBalance::histogram)
     return 0;
   const std::int64_t layers = std::max<std::int64_t>(1, m.num_moe_layers());
-  const double sigma = popularity_sigma(trained_max_vio(r));
+  const double sigma = routing_sigma(r);
   const double n = tokens * static_cast<double>(ep);
   double sum = 0, within = 0;
   std::int64_t count = 0;

@@ -34,6 +34,14 @@
 //     experts, a larger expected maximum). Per microbatch the counts are Binomial(n, q_e)
 //     around it as for sampled (independent tokens: a lower bound of the noise, since
 //     real routing is correlated within sequences). EPLB plans on the popularity n q_e.
+//     A router pretrained with global-batch balance (Qiu et al., "Demons in the Detail",
+//     ACL 2025, 2025.acl-long.249: the balance loss counts expert frequencies over the
+//     global batch, so experts specialize by domain; "used in Qwen3-MoEs") is balanced over
+//     its pretraining corpus, not over what one run feeds it: its per-layer popularity is
+//     far more dispersed than that statistic. Routing::popularity_sigma gives the sigma
+//     itself; config sets it for such a family (TrainedRouting::global_batch) from the
+//     value `moesim calibrate routing` fits to measured pairs of one recipe run dropless
+//     against forced balance (predict/routing_fit.hpp; calibration/profiles/routing.json).
 // With parallelism.eplb (workload/eplb.hpp) each layer's experts are replicated and placed
 // by DeepSeek's load balancer, planned on the layer's expected loads (sampled: n q_e;
 // histogram: the measured row; forced: equal), and G is the hottest GPU's share of the
@@ -71,6 +79,9 @@ using sim_core::over_max_normal;
 
 // The global MaxVio of trained routing (aux_loss, loss_free; 0 for the others).
 double trained_max_vio(const Routing& r);
+// The popularity sigma trained routing draws with: Routing::popularity_sigma where given,
+// else popularity_sigma(trained_max_vio(r)).
+double routing_sigma(const Routing& r);
 // E[max_e X_e] / E[X] - 1 of `experts` lognormal popularities exp(sigma z).
 double expected_max_vio(double sigma, int experts);
 // The sigma whose expected MaxVio over kMaxVioExperts experts is `max_vio`.
@@ -91,10 +102,8 @@ double popularity_sigma(double max_vio);
 //   qwen3_moe     aux_loss 1e-3   Pai-Megatron-Patch examples/qwen3/run_mcore_qwen3.sh:203-204
 //                             (a098ca5); Megatron-LM examples/post_training/modelopt/conf/Qwen/
 //                             Qwen3-235B-A22B.sh:33-35 (d98e8a64). Qwen3's released routers were
-//                             pretrained with global-batch balancing (Qiu et al., ACL 2025), and
-//                             dropless runs from them imply a hottest EP8 rank of 1.52-1.57 x the
-//                             mean where this gives 1.07 (scenarios/longcontext; not modeled,
-//                             config/caveats.cpp says so)
+//                             pretrained with global-batch balancing (Qiu et al., ACL 2025):
+//                             global_batch, their popularity sigma the fitted one (above)
 //   mixtral       aux_loss 1e-2   Megatron-LM
 //   examples/mixtral/train_mixtral_8x7b_distributed.sh:53-54;
 //                             ModelZoo model_configs/benchmarking/Mixtral-8x22B.yaml:80-83
@@ -109,9 +118,9 @@ struct TrainedRouting {
   std::string what;    // "aux_loss, coefficient 0.001"
   std::string source;  // the recipe, as above
   bool family = true;  // false: the model type is not in the table (Megatron's recommendation)
-  // What the family's own training did that the published statistic misses (empty: nothing
-  // known); config/caveats.cpp adds it to every trained-routing prediction of the family.
-  std::string caveat;
+  // The family's released routers were pretrained with global-batch balance: trained routing
+  // takes the fitted global-batch popularity sigma (above), not the statistic's.
+  bool global_batch = false;
 };
 TrainedRouting trained_routing(const ModelConfig& m);
 

@@ -10,6 +10,7 @@
 #include "config/assumptions.hpp"
 #include "config/inert_settings.hpp"
 #include "config/load.hpp"
+#include "config/routing_profile.hpp"
 #include "predict/predict.hpp"
 #include "support/helpers.hpp"
 #include "workload/routing.hpp"
@@ -49,8 +50,10 @@ TEST_CASE("Trained routing by model family", "[workload][routing][assumptions]")
   CHECK(q.routing.balance == workload::RoutingBalance::aux_loss);
   CHECK(q.routing.aux_loss_coefficient == 1e-3);
   CHECK(q.family);
+  CHECK(q.global_batch);  // Qwen3's routers: global-batch balance (Qiu et al., ACL 2025)
   const auto m = workload::trained_routing(model("mixtral-8x7b"));
   CHECK(m.routing.aux_loss_coefficient == 1e-2);
+  CHECK_FALSE(m.global_batch);
   // A model type with no recipe: Megatron-Core's recommended starting coefficient, said so.
   auto other = model("qwen3-30b-a3b");
   other.model_type = "some_new_moe";
@@ -153,4 +156,51 @@ TEST_CASE("An importer records what changes nothing; run says it in one line",
   CHECK_THROWS_WITH(
       config::load_scenario_json(rec, "t.json"),
       Catch::Contains("recorded.inert") && Catch::Contains("not a performance setting"));
+}
+
+TEST_CASE("A global-batch-balanced family routes at the fitted popularity dispersion",
+          "[config][routing]") {
+  // Qwen3's routers were pretrained with global-batch balance (workload::TrainedRouting::
+  // global_batch): trained routing takes calibration/profiles/routing.json's sigma, as the
+  // family default and under an explicit aux_loss block alike; DeepSeek-V3's expert bias and
+  // forced balance do not.
+  const double fitted = config::global_batch_sigma().value;
+  REQUIRE(fitted > 0);
+  const auto q = config::load_scenario_json(qwen30b_h100(), "t.json");
+  REQUIRE(q.routing.popularity_sigma);
+  CHECK(*q.routing.popularity_sigma == fitted);
+  CHECK(workload::routing_sigma(q.routing) == fitted);
+  auto aux = qwen30b_h100();
+  aux["routing"] = {{"balance", "aux_loss"}, {"coefficient", 0.01}};
+  CHECK(config::load_scenario_json(aux, "t.json").routing.popularity_sigma == fitted);
+  // The file's own dispersion stands; uncalibrated, the published statistic's.
+  aux["routing"]["popularity_sigma"] = 0.25;
+  CHECK(config::load_scenario_json(aux, "t.json").routing.popularity_sigma == 0.25);
+  config::LoadOptions raw;
+  raw.calibrated = false;
+  const auto u = config::load_scenario_json(qwen30b_h100(), "t.json", raw);
+  CHECK_FALSE(u.routing.popularity_sigma);
+  CHECK(workload::routing_sigma(u.routing) ==
+        workload::popularity_sigma(workload::trained_max_vio(u.routing)));
+  // The fitted dispersion loads the hottest rank far more than the statistic's.
+  const auto pq = predict::predict(q), pu = predict::predict(u);
+  CHECK(pq.ep_load > pu.ep_load + 0.1);
+  CHECK(pq.step.step_time_s > pu.step.step_time_s);
+  // Not a global-batch family, or not trained: untouched.
+  auto mixtral = qwen30b_h100();
+  mixtral["model"] = "mixtral-8x7b";
+  mixtral["parallelism"]["ep"] = 8;
+  mixtral["gpus"] = 8;
+  CHECK_FALSE(config::load_scenario_json(mixtral, "t.json").routing.popularity_sigma);
+  auto forced = qwen30b_h100();
+  forced["routing"] = {{"balance", "forced"}};
+  CHECK_FALSE(config::load_scenario_json(forced, "t.json").routing.popularity_sigma);
+  // A dispersion without a trained router is refused by name.
+  forced["routing"]["popularity_sigma"] = 1.0;
+  CHECK_THROWS_WITH(
+      config::load_scenario_json(forced, "t.json"),
+      Catch::Contains("routing.popularity_sigma") && Catch::Contains("aux_loss or loss_free"));
+  aux["routing"]["popularity_sigma"] = 5.0;
+  CHECK_THROWS_WITH(config::load_scenario_json(aux, "t.json"),
+                    Catch::Contains("routing.popularity_sigma"));
 }

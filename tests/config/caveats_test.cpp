@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "config/caveats.hpp"
 #include "config/load.hpp"
+#include "config/routing_profile.hpp"
 #include "hw_models/dispatcher.hpp"
 
 using namespace moesim;
@@ -133,22 +136,29 @@ TEST_CASE("Caveats: the old permute's walk off the GPU it was measured on", "[co
 }
 
 TEST_CASE("Caveats: trained routing says how far its measured pairs hold", "[config][caveats]") {
-  // Megatron-MoE-ModelZoo's dropless Qwen3-235B run against its forced-balanced twin: the
-  // trained router's loads are a published global statistic, and Qwen3's routers were
-  // pretrained with global-batch balancing.
+  // Megatron-MoE-ModelZoo's dropless Qwen3-235B run against its forced-balanced twin: Qwen3's
+  // routers were pretrained with global-batch balancing, priced at the dispersion fitted to
+  // such pairs (calibration/profiles/routing.json), and the caveat says it with its record.
   auto sc =
       config::load_scenario_file(kRoot + "longcontext/mz-qwen3-235b-h100-seq16k-cp1-dropless.json");
   REQUIRE(sc.routing.balance == workload::RoutingBalance::aux_loss);
   const auto c = config::prediction_caveats(sc);
   CHECK(mentions(c, "routing.balance aux_loss"));
-  CHECK(mentions(c, "global-batch load balancing"));
+  CHECK(mentions(c, "global-batch balance"));
+  CHECK(mentions(c, "calibration/profiles/routing.json"));
+  CHECK(mentions(c, fmt::format("sigma {:.3f}", config::global_batch_sigma().value)));
+  // Given by the file, the dispersion is the file's, and the caveat says that instead.
+  sc.routing.popularity_sigma = 0.5;
+  sc.given_keys.push_back("routing.popularity_sigma");
+  CHECK(mentions(config::prediction_caveats(sc), "the given dispersion sigma 0.500"));
+  CHECK_FALSE(mentions(config::prediction_caveats(sc), "global-batch"));
   // The forced-balanced twin prices no router.
   const auto forced =
       config::load_scenario_file(kRoot + "longcontext/mz-qwen3-235b-h100-seq16k-cp1.json");
   CHECK_FALSE(mentions(config::prediction_caveats(forced), "routing.balance"));
-  // Another family's trained router: the caveat without the global-batch clause.
+  // Another family's trained router: the published statistic, without the global-batch clause.
   const auto mixtral =
       config::load_scenario_file(kRoot + "pairs/c3-mixtral-8x22b-h100-dropless.json");
-  CHECK(mentions(config::prediction_caveats(mixtral), "routing.balance aux_loss"));
+  CHECK(mentions(config::prediction_caveats(mixtral), "published global statistic"));
   CHECK_FALSE(mentions(config::prediction_caveats(mixtral), "global-batch"));
 }

@@ -374,6 +374,9 @@ std::map<std::string, Case> cases() {
   add("routing.seed", s, R"({"routing": {"seed": 3}})", R"({"routing": {"seed": 4}})");
   add("routing.coefficient", g, R"({"routing": {"balance": "aux_loss", "coefficient": 0.01}})",
       R"({"routing": {"balance": "aux_loss", "coefficient": 0.001}})");
+  add("routing.popularity_sigma", g,
+      R"({"routing": {"balance": "aux_loss", "coefficient": 0.01, "popularity_sigma": 0.2}})",
+      R"({"routing": {"balance": "aux_loss", "coefficient": 0.01, "popularity_sigma": 1.0}})");
   // EPLB: the balancer's placement and 8 copies over EP8 under skewed routing.
   add("parallelism.eplb", s, R"({"parallelism": {"eplb": null}})",
       R"({"parallelism": {"eplb": {"redundant_experts": 8, "policy": "global"}}})");

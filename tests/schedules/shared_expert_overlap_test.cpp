@@ -139,7 +139,7 @@ TEST_CASE("Shared-expert overlap hides at most the shared expert's own kernels",
       CHECK(bound[on] <= (p.step.step_time_s - p.step.breakdown.straggler_wait) * (1 + 1e-9));
     }
     INFO(dispatcher);
-    CHECK(bound[1] <= bound[0]);
+    CHECK(bound[1] <= bound[0] * (1 + 1e-9));  // equal where the side kernels were not binding
   }
   // On HybridEP the shared fc2 ends the MoE layer: the next layer's attention waits for it
   // (a full-iteration graph, so that the host launches every kernel ahead of the GPU; 16 shared

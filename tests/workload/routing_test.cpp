@@ -234,3 +234,29 @@ TEST_CASE("EPLB in the routing model: the copies lower the hottest rank's load",
   CHECK(workload::ep_gating_load(workload::Routing{}, sc.model, 32, 4096, std::nullopt, e) ==
         Approx(1.0));
 }
+
+TEST_CASE("Trained routing's popularity dispersion: the statistic's, or the one given",
+          "[workload][routing]") {
+  const auto sc = config::load_scenario_text(test::default_scenario_json().dump(), "t.json");
+  const auto& m = sc.model;  // DeepSeek-V3: 256 experts, top-8
+  workload::Routing r;
+  r.balance = workload::RoutingBalance::aux_loss;
+  r.aux_loss_coefficient = 1e-3;
+  // Absent: the sigma whose expected MaxVio over 64 experts is the statistic's 0.52.
+  const double stat = workload::routing_sigma(r);
+  CHECK(stat == workload::popularity_sigma(workload::trained_max_vio(r)));
+  CHECK(workload::expected_max_vio(stat, workload::kMaxVioExperts) == Approx(0.52).epsilon(1e-3));
+  const double g_stat = workload::ep_gating_load(r, m, 32, 4096);
+  // Given: that sigma, and a wider spread loads the hottest rank more.
+  r.popularity_sigma = stat;
+  CHECK(workload::ep_gating_load(r, m, 32, 4096) == g_stat);
+  r.popularity_sigma = 1.0;
+  CHECK(workload::routing_sigma(r) == 1.0);
+  const double g_wide = workload::ep_gating_load(r, m, 32, 4096);
+  CHECK(g_wide > g_stat + 0.2);
+  CHECK(workload::ep_load_cv(r, m, 32, 4096) > 0);
+  r.popularity_sigma = 0.0;  // every expert equally popular: only the sampling noise is left
+  const double g_even = workload::ep_gating_load(r, m, 32, 4096);
+  CHECK(g_even < g_stat);
+  CHECK(g_even > 1.0);
+}
