@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "calibration/bisect.hpp"
+
 namespace moesim::calibration {
 
 KOverheadFit fit_k_overhead(const std::vector<double>& k, const std::vector<double>& efficiency) {
@@ -72,20 +74,8 @@ SharedKFit fit_k_overhead_shared(const std::vector<double>& k,
     }
     return c;
   };
-  double lo = 0, hi = 1e5;
-  const double phi = (std::sqrt(5.0) - 1) / 2;
-  double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo), f1 = cost(x1), f2 = cost(x2);
-  for (int it = 0; it < 200; ++it) {
-    if (f1 < f2) {
-      hi = x2, x2 = x1, f2 = f1;
-      x1 = hi - phi * (hi - lo), f1 = cost(x1);
-    } else {
-      lo = x1, x1 = x2, f1 = f2;
-      x2 = lo + phi * (hi - lo), f2 = cost(x2);
-    }
-  }
   SharedKFit r;
-  r.k0 = 0.5 * (lo + hi);
+  r.k0 = golden_min(cost, 0.0, 1e5, 200);
   for (std::size_t g = 0; g < gk.size(); ++g)
     r.eta_inf.push_back(gk[g].empty() ? 0 : eta_for_k0(gk[g], ge[g], r.k0));
   for (std::size_t i = 0; i < k.size(); ++i) {

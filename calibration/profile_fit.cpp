@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "calibration/bisect.hpp"
 #include "calibration/gemm_k_fit.hpp"
 #include "calibration/least_squares.hpp"
 #include "hw_models/chunk_kernels.hpp"
@@ -380,16 +381,8 @@ class Fitter {
         c += std::pow(std::log(model_us(std::exp(log_r), p) / p.time_us), 2);
       return c;
     };
-    double lo = 0, hi = std::log(1e4);
-    const double g = (std::sqrt(5.0) - 1) / 2;
-    for (int i = 0; i < 100; ++i) {
-      const double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
-      if (cost(a) <= cost(b))  // a tie is the bytes-bound plateau, right of the minimum
-        hi = b;
-      else
-        lo = a;
-    }
-    const double r = round4(std::exp(0.5 * (lo + hi)));
+    // A tie is the bytes-bound plateau, right of the minimum: golden_min keeps the lower side.
+    const double r = round4(std::exp(golden_min(cost, 0.0, std::log(1e4), 100)));
     std::vector<double> rel;
     std::vector<std::string> files;
     for (const auto& p : pts)

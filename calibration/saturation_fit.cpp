@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "calibration/bisect.hpp"
+
 namespace moesim::calibration {
 
 SaturationFit fit_saturation(const std::vector<double>& x, const std::vector<double>& y) {
@@ -26,20 +28,10 @@ SaturationFit fit_saturation(const std::vector<double>& x, const std::vector<dou
     if (ln_a) *ln_a = mean;
     return ss;
   };
-  const double g = (std::sqrt(5.0) - 1) / 2;
-  double a = 0, b = std::log(1e7);
-  double c = b - g * (b - a), d = a + g * (b - a);
-  for (int it = 0; it < 200; ++it) {
-    if (cost(c, nullptr) < cost(d, nullptr))
-      b = d;
-    else
-      a = c;
-    c = b - g * (b - a);
-    d = a + g * (b - a);
-  }
   SaturationFit f;
   double ln_a = 0;
-  const double lx0 = (a + b) / 2;
+  const double lx0 =
+      golden_min([&](double l) { return cost(l, nullptr); }, 0.0, std::log(1e7), 200);
   cost(lx0, &ln_a);
   f.half = std::exp(lx0);
   f.scale = std::exp(ln_a);
