@@ -51,17 +51,10 @@ class Run final : public Command {
   int run(Io& io) override {
     const config::Scenario sc = config::load_scenario_file(file_, {!uncalibrated_, headroom_});
     const predict::Prediction p = predict::predict(sc, {!trace_.empty(), fidelity_ == "full"});
-    if (!p.fits_in_memory) {
-      const auto worst = std::max_element(p.rank_memory_gib.begin(), p.rank_memory_gib.end());
+    if (!p.fits_in_memory)
       io.err << fmt::format(
-          "moesim: warning: {}: pipeline rank {} needs {:.1f} GiB{}, more than the {:g} GiB CUDA "
-          "reports on a {}\n",
-          file_, worst - p.rank_memory_gib.begin(), *worst,
-          sc.framework.allocator_fragmentation > 0
-              ? fmt::format(" ({:.1f} with the fragmentation allowance)", p.reserved_memory_gib)
-              : std::string(),
-          sc.system.gpu.usable_GiB.value, sc.system.gpu.name);
-    }
+          "moesim: warning: {}: {}\n", file_,
+          predict::memory_shortfall(sc, p.rank_memory_gib, p.reserved_memory_gib));
     if (!trace_.empty()) {
       std::ofstream out(trace_);
       if (!out) throw config::InputError(trace_, "", "cannot write the trace file");

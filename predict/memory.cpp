@@ -4,6 +4,8 @@
 #include <array>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "hw_models/dispatcher.hpp"
 #include "hw_models/ep_buffers.hpp"
 #include "schedules/pipeline_order.hpp"
@@ -281,6 +283,19 @@ MemoryEstimate estimate_memory(const config::Scenario& sc, double ep_load) {
   // Against what CUDA reports, not the datasheet's GB: an H100 "80 GB" is 79.1 GiB.
   m.fits_in_memory = m.reserved_memory_gib <= sc.system.gpu.usable_GiB.value;
   return m;
+}
+
+std::string memory_shortfall(const config::Scenario& sc, const std::vector<double>& rank_gib,
+                             double reserved_gib) {
+  const auto worst = std::max_element(rank_gib.begin(), rank_gib.end());
+  if (worst == rank_gib.end()) return "";
+  return fmt::format(
+      "pipeline rank {} needs {:.1f} GiB{}, more than the {:g} GiB CUDA reports on a {}",
+      worst - rank_gib.begin(), *worst,
+      sc.framework.allocator_fragmentation > 0
+          ? fmt::format(" ({:.1f} with the fragmentation allowance)", reserved_gib)
+          : std::string(),
+      sc.system.gpu.usable_GiB.value, sc.system.gpu.name);
 }
 
 }  // namespace moesim::predict

@@ -120,4 +120,10 @@ double scenario_ep_load(const config::Scenario& sc);
 // simulation, so sweeps prune layouts that do not fit before simulating them.
 MemoryEstimate estimate_memory(const config::Scenario& sc, double ep_load);
 
+// Why a layout does not fit (fits_in_memory false): "pipeline rank R needs X GiB (Y with the
+// fragmentation allowance), more than the Z GiB CUDA reports on a GPU", R the rank that needs
+// the most; `run` warns with it and a sweep or plan row that does not fit carries it.
+std::string memory_shortfall(const config::Scenario& sc, const std::vector<double>& rank_gib,
+                             double reserved_gib);
+
 }  // namespace moesim::predict

@@ -114,6 +114,8 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.peak_memory_gib = m.peak_memory_gib;
     r.reserved_memory_gib = m.reserved_memory_gib;
     r.fits_in_memory = m.fits_in_memory;
+    if (!m.fits_in_memory)
+      r.message = memory_shortfall(sc, m.rank_memory_gib, m.reserved_memory_gib);
     if (before_simulating && !before_simulating(sc, ep_load, r)) return finish();
     if (!m.fits_in_memory) {
       r.status = SweepStatus::does_not_fit;
