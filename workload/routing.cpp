@@ -37,7 +37,7 @@ struct FamilyBalance {
 };
 
 // routing.hpp's table.
-constexpr std::array<FamilyBalance, 7> kFamilyBalance{{
+constexpr std::array<FamilyBalance, 8> kFamilyBalance{{
     {"deepseek_v3", RoutingBalance::loss_free, 0,
      "DeepSeek-V3's expert bias, as Megatron-MoE-ModelZoo's DeepSeek-V3.yaml trains it"},
     {"kimi_k2", RoutingBalance::loss_free, 0,
@@ -45,6 +45,8 @@ constexpr std::array<FamilyBalance, 7> kFamilyBalance{{
     {"deepseek_v2", RoutingBalance::aux_loss, 1e-3, "Megatron-MoE-ModelZoo's DeepSeek-V2.yaml"},
     {"qwen3_moe", RoutingBalance::aux_loss, 1e-3,
      "Pai-Megatron-Patch's run_mcore_qwen3.sh and Megatron-LM's Qwen3 conf", true},
+    {"qwen3_next", RoutingBalance::aux_loss, 1e-3,
+     "Megatron-Bridge's qwen3_next_bridge.py 70-71 (global_aux_loss, 1e-3)", true},
     {"mixtral", RoutingBalance::aux_loss, 1e-2,
      "Megatron-LM's examples/mixtral and Megatron-MoE-ModelZoo's Mixtral-8x22B.yaml"},
     {"gpt_oss", RoutingBalance::aux_loss, 0.9, "the released config.json's router_aux_loss_coef"},

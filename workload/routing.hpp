@@ -104,6 +104,11 @@ double popularity_sigma(double max_vio);
 //                             Qwen3-235B-A22B.sh:33-35 (d98e8a64). Qwen3's released routers were
 //                             pretrained with global-batch balancing (Qiu et al., ACL 2025):
 //                             global_batch, their popularity sigma the fitted one (above)
+//   qwen3_next    aux_loss 1e-3   Megatron-Bridge src/megatron/bridge/models/qwen/
+//                             qwen3_next_bridge.py:70-71 at 067f987df: global_aux_loss
+//                             (Megatron's global-batch balance) at 1e-3, as Qwen's Qwen3-Next
+//                             release describes its training ("global load balancing"):
+//                             global_batch as well
 //   mixtral       aux_loss 1e-2   Megatron-LM
 //   examples/mixtral/train_mixtral_8x7b_distributed.sh:53-54;
 //                             ModelZoo model_configs/benchmarking/Mixtral-8x22B.yaml:80-83

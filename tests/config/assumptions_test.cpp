@@ -51,6 +51,11 @@ TEST_CASE("Trained routing by model family", "[workload][routing][assumptions]")
   CHECK(q.routing.aux_loss_coefficient == 1e-3);
   CHECK(q.family);
   CHECK(q.global_batch);  // Qwen3's routers: global-batch balance (Qiu et al., ACL 2025)
+  // Qwen3-Next's too: Megatron-Bridge's bridge trains it with global_aux_loss 1e-3.
+  const auto next = workload::trained_routing(model("qwen3-next-80b-a3b"));
+  CHECK(next.family);
+  CHECK(next.global_batch);
+  CHECK(next.routing.aux_loss_coefficient == 1e-3);
   const auto m = workload::trained_routing(model("mixtral-8x7b"));
   CHECK(m.routing.aux_loss_coefficient == 1e-2);
   CHECK_FALSE(m.global_batch);
