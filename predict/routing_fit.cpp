@@ -31,11 +31,6 @@ bool fits_sigma(const config::Scenario& sc) {
          !sc.gave("routing.popularity_sigma");
 }
 
-double per_gpu(const config::Scenario& sc, bool measured) {
-  const ValidateRow r = validate_row(sc.file, sc, predict(sc));
-  return measured ? r.measured_per_gpu() : r.predicted_per_gpu();
-}
-
 double pct(double predicted, double measured) {
   return 100 * (predicted / measured - 1);
 }
@@ -74,7 +69,7 @@ RoutingFitResult fit_global_batch_sigma(const std::vector<config::Scenario>& run
         pairs.size(), pairs.size() == 1 ? "" : "s"));
 
   RoutingFitResult out;
-  // Forced runs once; the trained runs' measured throughput once.
+  // Forced runs once.
   std::vector<double> forced_pred(pairs.size()), forced_meas(pairs.size()),
       trained_meas(pairs.size());
   run_parallel(pairs.size(), jobs, [&](std::size_t i) {
@@ -82,10 +77,10 @@ RoutingFitResult fit_global_batch_sigma(const std::vector<config::Scenario>& run
     const ValidateRow r = validate_row(f.file, f, predict(f));
     forced_pred[i] = r.predicted_per_gpu();
     forced_meas[i] = r.measured_per_gpu();
-    trained_meas[i] = per_gpu(runs[pairs[i].trained], true);
   });
-  out.simulations = static_cast<int>(2 * pairs.size());
-  // The trained runs' predicted throughput at a sigma, each simulated once per sigma.
+  out.simulations = static_cast<int>(pairs.size());
+  // The trained runs' predicted throughput at a sigma, each simulated once per sigma; their
+  // measured throughput (the same at every sigma) comes with the first.
   std::map<std::pair<std::size_t, double>, double> cache;
   std::mutex m;
   const auto ratios_at = [&](double sigma) {
@@ -100,8 +95,10 @@ RoutingFitResult fit_global_batch_sigma(const std::vector<config::Scenario>& run
       }
       config::Scenario sc = runs[pairs[i].trained];
       sc.routing.popularity_sigma = sigma;
-      const double p = per_gpu(sc, false);
+      const ValidateRow row = validate_row(sc.file, sc, predict(sc));
+      const double p = row.predicted_per_gpu();
       const std::scoped_lock lock(m);
+      trained_meas[i] = row.measured_per_gpu();
       cache[{i, sigma}] = p;
       ++out.simulations;
       r[i] = p / forced_pred[i];
