@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -27,14 +29,14 @@ struct Kept {
   double gpu = 0, host = 0;
 };
 Kept kept_bytes(const workload::LayerTemplate& t) {
-  std::vector<std::string> recomputed;
+  constexpr std::string_view kSuffix = ".recompute";
+  std::unordered_set<std::string_view> recomputed;
   for (const auto& k : t.bwd)
     if (k.recompute)
-      recomputed.push_back(k.name.substr(0, k.name.size() - std::string(".recompute").size()));
+      recomputed.insert(std::string_view(k.name).substr(0, k.name.size() - kSuffix.size()));
   Kept b;
   for (const auto& k : t.fwd)
-    if (k.checkpoint_input ||
-        std::find(recomputed.begin(), recomputed.end(), k.name) == recomputed.end())
+    if (k.checkpoint_input || !recomputed.contains(k.name))
       (k.offloaded ? b.host : b.gpu) += k.saved_bytes;
   return b;
 }

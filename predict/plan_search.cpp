@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -161,7 +162,18 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
 
   // 2. Best first over layouts and candidates.
   std::map<std::int64_t, PlanCandidate> expanded;
-  std::vector<std::int64_t> pending;  // expanded, awaiting simulation, best bound first
+  // Expanded, awaiting simulation, best bound first (ties by id): ordered as they are
+  // inserted, so an expansion costs its own candidates' log n, not a re-sort of them all.
+  struct Pending {
+    double key;
+    std::int64_t id;
+  };
+  const auto pending_before = [&](const Pending& a, const Pending& b) {
+    if (better(a.key, b.key)) return true;
+    if (better(b.key, a.key)) return false;
+    return a.id < b.id;
+  };
+  std::set<Pending, decltype(pending_before)> pending(pending_before);
   const auto expand = [&](std::size_t li) {
     const auto t1 = Clock::now();
     ++out.layouts_expanded;
@@ -232,19 +244,12 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
     for (std::size_t s = 0; s < cs.size(); ++s) {
       const std::int64_t id = cs[s].point.id;
       if (ready[s]) {
-        pending.push_back(id);
+        pending.insert({key(cs[s].bound), id});
         if (cs[s].bound && layout_key[li] && better_beyond_rounding(*cs[s].bound, *layout_key[li]))
           out.violations.push_back(id);
       }
       expanded.emplace(id, std::move(cs[s]));
     }
-    std::stable_sort(pending.begin(), pending.end(), [&](std::int64_t a, std::int64_t b) {
-      const Key& ka = expanded.at(a).bound;
-      const Key& kb = expanded.at(b).bound;
-      if (before(ka, kb)) return true;
-      if (before(kb, ka)) return false;
-      return a < b;
-    });
     out.bound_wall_s += since(t1);
   };
 
@@ -271,7 +276,7 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
       const bool have_candidate = !pending.empty();
       if (!have_layout && !have_candidate) break;
       const double lk = have_layout ? key(layout_key[layout_order[next_layout]]) : 0.0;
-      const double ck = have_candidate ? key(expanded.at(pending.front()).bound) : 0.0;
+      const double ck = have_candidate ? pending.begin()->key : 0.0;
       const bool take_layout = have_layout && (!have_candidate || !better(ck, lk));
       if (take_layout) {
         if (!beats_bar(lk, bar)) {
@@ -289,14 +294,14 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
         }
         ++out.reference_simulated;
       }
-      wave.push_back(pending.front());
+      wave.push_back(pending.begin()->id);
       pending.erase(pending.begin());
     }
     if (wave.empty()) break;
     if (search.stop.stop_requested()) {
       // Stopped between waves: the wave's candidates go back, unsimulated.
       out.stopped = true;
-      pending.insert(pending.begin(), wave.begin(), wave.end());
+      for (const std::int64_t id : wave) pending.insert({key(expanded.at(id).bound), id});
       break;
     }
     const auto t1 = Clock::now();
@@ -329,7 +334,8 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
 
   const Key bar = kth();
   const std::string objective(config::sweep_objective_names().name(search.objective));
-  for (const std::int64_t id : pending) {
+  for (const Pending& item : pending) {
+    const std::int64_t id = item.id;
     SweepResult& r = expanded.at(id).row;
     r.message = fmt::format("at best {} {:.6g}: cannot beat the top {}'s last, {:.6g}", objective,
                             *expanded.at(id).bound, search.top, *bar);

@@ -95,6 +95,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hw_models/comm_cost.hpp"
@@ -162,10 +163,10 @@ class LabelTable {
 
  private:
   std::vector<std::string> names_;
-  std::vector<std::size_t> module_;  // by label id
-  std::vector<std::uint8_t> pass_;   // by label id
-  std::vector<LabelKind> kinds_;     // by label id
-  std::map<std::string, std::uint32_t> ids_;
+  std::vector<std::size_t> module_;                     // by label id
+  std::vector<std::uint8_t> pass_;                      // by label id
+  std::vector<LabelKind> kinds_;                        // by label id
+  std::unordered_map<std::string, std::uint32_t> ids_;  // ids are insertion order
 };
 
 // A template kernel priced on this system.
