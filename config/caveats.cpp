@@ -114,8 +114,7 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
   // far that holds. A family whose routers were pretrained with global-batch balance takes the
   // dispersion fitted to such pairs (config/routing_profile.hpp), said with its record
   // (docs/research/routing-load-statistics.md).
-  if (sc.model.is_moe() && (sc.routing.balance == workload::RoutingBalance::aux_loss ||
-                            sc.routing.balance == workload::RoutingBalance::loss_free)) {
+  if (sc.model.is_moe() && sc.routing.trained()) {
     const auto& ev = evidence_for(Decision::routing, decision_evidence());
     const auto balance = workload::routing_balance_names().name(sc.routing.balance);
     const bool fitted = workload::trained_routing(sc.model).global_batch &&

@@ -193,8 +193,7 @@ void ScenarioReader::routing(const std::optional<Node>& n) {
     r.balance = o.req("balance").as_enum(workload::routing_balance_names(), "routing balance");
     // A trained router's popularity dispersion (aux_loss, loss_free); under another balance
     // the key is not one the object knows, said with the reason.
-    if (r.balance == workload::RoutingBalance::aux_loss ||
-        r.balance == workload::RoutingBalance::loss_free) {
+    if (r.trained()) {
       if (auto v = o.get("popularity_sigma")) r.popularity_sigma = v->as_number(0.0, 3.0);
     } else if (o.has("popularity_sigma")) {
       o.node()
@@ -240,9 +239,7 @@ void ScenarioReader::routing(const std::optional<Node>& n) {
 // uncalibrated (then the published statistic's, as for any family).
 void ScenarioReader::global_batch_routing() {
   auto& r = sc_.routing;
-  const bool trained = r.balance == workload::RoutingBalance::aux_loss ||
-                       r.balance == workload::RoutingBalance::loss_free;
-  if (trained && !r.popularity_sigma && opts_.calibrated && sc_.model.is_moe() &&
+  if (r.trained() && !r.popularity_sigma && opts_.calibrated && sc_.model.is_moe() &&
       workload::trained_routing(sc_.model).global_batch)
     r.popularity_sigma = global_batch_sigma().value;
 }

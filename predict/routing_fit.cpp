@@ -19,16 +19,11 @@ namespace moesim::predict {
 
 namespace {
 
-bool trained(const config::Scenario& sc) {
-  return sc.routing.balance == workload::RoutingBalance::aux_loss ||
-         sc.routing.balance == workload::RoutingBalance::loss_free;
-}
-
 // The trained run of a qualifying pair: its family's router was pretrained with global-batch
 // balance, and its file leaves the dispersion to the fit.
 bool fits_sigma(const config::Scenario& sc) {
-  return trained(sc) && sc.model.is_moe() && workload::trained_routing(sc.model).global_batch &&
-         !sc.gave("routing.popularity_sigma");
+  return sc.routing.trained() && sc.model.is_moe() &&
+         workload::trained_routing(sc.model).global_batch && !sc.gave("routing.popularity_sigma");
 }
 
 double pct(double predicted, double measured) {

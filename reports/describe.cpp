@@ -29,7 +29,9 @@ std::string on_off(bool b) {
   return b ? "on" : "off";
 }
 
-std::string routing_text(const workload::Routing& r) {
+// `given`: the file set routing.popularity_sigma (else a value there is the loader's
+// global-batch fit).
+std::string routing_text(const workload::Routing& r, bool given) {
   switch (r.balance) {
     case workload::RoutingBalance::forced:
       return "forced balance (every expert gets the same tokens)";
@@ -48,14 +50,14 @@ std::string routing_text(const workload::Routing& r) {
       // The popularity's dispersion: the published statistic's, or one given (a scenario's
       // routing.popularity_sigma, or the global-batch fit the loader gave the family).
       const std::string spread =
-          r.popularity_sigma ? fmt::format(
-                                   "popularity sigma {:.3f} (given, or the global-batch fit of "
-                                   "calibration/profiles/routing.json)",
-                                   *r.popularity_sigma)
-                             : fmt::format(
-                                   "global MaxVio {:.3f}, popularity sigma {:.3f} (published "
-                                   "statistics, workload/routing.hpp)",
-                                   workload::trained_max_vio(r), workload::routing_sigma(r));
+          r.popularity_sigma
+              ? fmt::format("popularity sigma {:.3f} ({})", *r.popularity_sigma,
+                            given ? "given in the file"
+                                  : "the global-batch fit of calibration/profiles/routing.json")
+              : fmt::format(
+                    "global MaxVio {:.3f}, popularity sigma {:.3f} (published "
+                    "statistics, workload/routing.hpp)",
+                    workload::trained_max_vio(r), workload::routing_sigma(r));
       return fmt::format("trained {}: {}, seed {}", how, spread, r.seed);
     }
   }
@@ -219,7 +221,7 @@ Json describe_json(const config::Scenario& sc) {
     stack[std::string(sw.name)] = sc.stack.*sw.member;
   j["stack"] = stack;
   j["routing"] = {{"balance", workload::routing_balance_names().name(sc.routing.balance)},
-                  {"summary", routing_text(sc.routing)}};
+                  {"summary", routing_text(sc.routing, sc.gave("routing.popularity_sigma"))}};
   if (sc.routing.popularity_sigma) j["routing"]["popularity_sigma"] = *sc.routing.popularity_sigma;
   if (sc.measured) {
     j["measured"] = {{"metric", config::measured_metric_names().name(sc.measured->metric)},
@@ -448,7 +450,7 @@ std::string describe_text(const config::Scenario& sc) {
     line("stack", "no release named: the newest stack moesim models");
   line("", fmt::format("on: {}", list_or(on, "none")));
   line("", fmt::format("off: {}", list_or(off, "none")));
-  line("routing", routing_text(sc.routing));
+  line("routing", routing_text(sc.routing, sc.gave("routing.popularity_sigma")));
   if (sc.measured)
     line("measured",
          fmt::format("{} = {:g} (tolerance {:g}%), {}", config::measured_name(*sc.measured),

@@ -433,6 +433,11 @@ struct Routing {
   // histogram only: per-expert token counts, one row per MoE layer (read by the loader;
   // workload/routing.hpp)
   std::vector<std::vector<double>> histogram;
+  // A trained router's own loads (aux_loss, loss_free), not a forced, sampled or measured
+  // distribution: the balances whose dispersion is popularity_sigma's.
+  bool trained() const {
+    return balance == RoutingBalance::aux_loss || balance == RoutingBalance::loss_free;
+  }
 };
 
 }  // namespace moesim::workload

@@ -167,7 +167,7 @@ struct LayerCounts {
 std::vector<double> layer_selection(const Routing& r, std::int64_t E, double k, double sigma,
                                     std::mt19937_64& g) {
   std::vector<double> p(static_cast<std::size_t>(E), 1.0);
-  if (r.balance == RoutingBalance::aux_loss || r.balance == RoutingBalance::loss_free) {
+  if (r.trained()) {
     for (double& x : p) x = std::exp(sigma * standard_normal(g));
   } else if (r.distribution == RoutingDistribution::zipf) {
     std::vector<std::size_t> rank(p.size());

@@ -771,3 +771,23 @@ TEST_CASE("An announced system's status is in describe and in run's caveats", "[
   CHECK(reports::describe_json(config::load_scenario_json(j, "b300.json"))["system"]["status"] ==
         "shipping");
 }
+
+TEST_CASE("describe says whether a trained router's dispersion is the file's or the fit's",
+          "[reports][routing]") {
+  auto j = config::Json::parse(R"({
+    "name": "q", "system": "h100", "gpus": 16, "model": "qwen3-30b-a3b",
+    "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 64,
+                 "precision": "bf16"},
+    "parallelism": {"ep": 16},
+    "routing": {"balance": "aux_loss", "coefficient": 0.001}})");
+  // Qwen3's global-batch router: the loader gives it the fitted dispersion.
+  const std::string fitted = reports::describe_text(config::load_scenario_json(j, "q.json"));
+  CHECK_THAT(fitted, Catch::Contains("the global-batch fit of calibration/profiles/routing.json"));
+  CHECK_THAT(fitted, !Catch::Contains("given in the file"));
+  j["routing"]["popularity_sigma"] = 0.5;
+  const auto given = config::load_scenario_json(j, "q.json");
+  CHECK_THAT(reports::describe_text(given),
+             Catch::Contains("popularity sigma 0.500 (given in the file)"));
+  CHECK_THAT(reports::describe_json(given)["routing"]["summary"].get<std::string>(),
+             Catch::Contains("given in the file"));
+}
