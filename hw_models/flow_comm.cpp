@@ -10,9 +10,15 @@ namespace moesim::hw_models {
 FlowComm::FlowComm(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain, std::int64_t pp,
                    FlowCache* cache)
     : sys_(s),
-      topo_(s, gpus, per_domain),
+      per_domain_(per_domain),
+      sizes_(Topology::sizes(s, gpus, per_domain)),
       stage_gpus_(gpus / std::max<std::int64_t>(1, pp)),
       cache_(cache) {}
+
+const Topology& FlowComm::topo() const {
+  if (!topo_) topo_.emplace(sys_, sizes_.gpus, per_domain_);
+  return *topo_;
+}
 
 double FlowComm::solve(Collective op, double bytes, const CommGroup& g) const {
   if (g.size <= 1 || bytes <= 0) return 0;
@@ -34,8 +40,8 @@ const FlowComm::Shape& FlowComm::shape_of(Collective op, const CommGroup& g) con
   const auto key = std::make_tuple(static_cast<int>(op), g.size, g.stride);
   if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
   if (cache_) {
-    const FlowCache::ShapeKey shared{
-        topo_.gpus(), topo_.domain_size(), stage_gpus_, static_cast<int>(op), g.size, g.stride};
+    const FlowCache::ShapeKey shared{sizes_.gpus,          sizes_.domain, stage_gpus_,
+                                     static_cast<int>(op), g.size,        g.stride};
     return shapes_.emplace(key, cache_->shape(sys_, shared, [&] { return solve_shape(op, g); }))
         .first->second;
   }
@@ -44,7 +50,7 @@ const FlowComm::Shape& FlowComm::shape_of(Collective op, const CommGroup& g) con
 
 FlowShape FlowComm::solve_shape(Collective op, const CommGroup& g) const {
   const std::int64_t span = g.size * g.stride;
-  if (span > topo_.gpus()) throw std::invalid_argument("FlowComm: group larger than the cluster");
+  if (span > sizes_.gpus) throw std::invalid_argument("FlowComm: group larger than the cluster");
   // The groups of this shape inside the first pipeline stage: leaders are the ranks whose
   // position along the group's dimension is 0.
   std::vector<Flow> flows;
@@ -56,13 +62,13 @@ FlowShape FlowComm::solve_shape(Collective op, const CommGroup& g) const {
     for (std::int64_t k = 0; k < g.size; ++k)
       ranks.push_back(static_cast<int>(lead + k * g.stride));
     if (lead == 0)
-      for (int r : ranks) domains.insert(topo_.domain_of(r));
-    const auto f = collective_flows(sys_, topo_, op, ranks, kReferenceBytes);
+      for (int r : ranks) domains.insert(topo().domain_of(r));
+    const auto f = collective_flows(sys_, topo(), op, ranks, kReferenceBytes);
     flows.insert(flows.end(), f.flows.begin(), f.flows.end());
     shape.latency_s = std::max(shape.latency_s, f.latency_s);
   }
   shape.makespan_per_byte =
-      simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
+      simulate_flows(topo(), flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
   shape.domains = static_cast<int>(domains.size());
   return shape;
 }
@@ -85,21 +91,21 @@ double FlowComm::send_recv(double bytes, const CommGroup& pair) const {
     // Every rank of the first stage sends to its peer `stride` ranks on.
     const auto solve_pair = [&] {
       std::vector<Flow> flows;
-      const std::int64_t senders = std::min(stage_gpus_, topo_.gpus() - pair.stride);
+      const std::int64_t senders = std::min<std::int64_t>(stage_gpus_, sizes_.gpus - pair.stride);
       for (std::int64_t r = 0; r < senders; ++r)
         flows.push_back(
             {static_cast<int>(r), static_cast<int>(r + pair.stride), kReferenceBytes, 0});
       Shape shape;
-      shape.latency_s = collective_flows(sys_, topo_, Collective::send_recv,
+      shape.latency_s = collective_flows(sys_, topo(), Collective::send_recv,
                                          {0, static_cast<int>(pair.stride)}, kReferenceBytes)
                             .latency_s;
       shape.makespan_per_byte =
-          simulate_flows(topo_, flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
+          simulate_flows(topo(), flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
       return shape;
     };
-    const FlowCache::ShapeKey shared{topo_.gpus(), topo_.domain_size(),
-                                     stage_gpus_,  static_cast<int>(Collective::send_recv),
-                                     pair.size,    pair.stride};
+    const FlowCache::ShapeKey shared{sizes_.gpus, sizes_.domain,
+                                     stage_gpus_, static_cast<int>(Collective::send_recv),
+                                     pair.size,   pair.stride};
     it =
         shapes_.emplace(key, cache_ ? cache_->shape(sys_, shared, solve_pair) : solve_pair()).first;
   }

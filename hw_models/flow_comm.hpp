@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "hw_models/collectives.hpp"
@@ -40,8 +41,14 @@ class FlowComm final : public CommModel {
   const Shape& shape_of(Collective op, const CommGroup& g) const;
   FlowShape solve_shape(Collective op, const CommGroup& g) const;
 
+  // The graph, built on the first solve: a search shares its shapes across simulations
+  // (FlowCache), so most FlowComms never route and need only the sizes.
+  const Topology& topo() const;
+
   const SystemSpec& sys_;
-  Topology topo_;
+  std::int64_t per_domain_;
+  TopologySizes sizes_;
+  mutable std::optional<Topology> topo_;
   std::int64_t stage_gpus_;  // GPUs of one pipeline stage
   FlowCache* cache_;
   mutable std::map<std::tuple<int, std::int64_t, std::int64_t>, Shape> shapes_;

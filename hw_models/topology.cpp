@@ -54,24 +54,33 @@ struct Topology::Graph {
 Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
 
-Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain)
-    : gpus_(static_cast<int>(gpus)),
-      domain_(static_cast<int>(
-          per_domain > 0 ? per_domain : static_cast<std::int64_t>(s.nvlink.domain_gpus.value))),
-      gpus_per_node_(static_cast<int>(s.node.gpus_per_node.value)) {
-  if (gpus_ <= 0 || domain_ <= 0 || gpus_per_node_ <= 0)
+TopologySizes Topology::sizes(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain) {
+  TopologySizes z{
+      static_cast<int>(gpus),
+      static_cast<int>(per_domain > 0 ? per_domain
+                                      : static_cast<std::int64_t>(s.nvlink.domain_gpus.value)),
+      static_cast<int>(s.node.gpus_per_node.value)};
+  if (z.gpus <= 0 || z.domain <= 0 || z.gpus_per_node <= 0)
     throw std::invalid_argument("Topology: GPU, domain and node sizes must be positive");
-  domain_ = std::min(domain_, gpus_);
+  z.domain = std::min(z.domain, z.gpus);
   // A group with fewer ranks in each NVLink domain than a node has GPUs (EP strided by
   // etp: 8 EP ranks x etp 8 on 8-GPU nodes are one GPU in each of 8 nodes) sees each node
-  // through its domain_ ranks, each on its own rail; the node's other GPUs belong to
+  // through its domain ranks, each on its own rail; the node's other GPUs belong to
   // other groups. Without this the ranks of different nodes would sit on different
   // rails of one node and, with no spine between rails, could not reach each other.
-  if (gpus_ > domain_ && domain_ < gpus_per_node_) gpus_per_node_ = domain_;
-  if (gpus_ % domain_ != 0 || domain_ % std::min(gpus_per_node_, domain_) != 0)
+  if (z.gpus > z.domain && z.domain < z.gpus_per_node) z.gpus_per_node = z.domain;
+  if (z.gpus % z.domain != 0 || z.domain % std::min(z.gpus_per_node, z.domain) != 0)
     throw std::invalid_argument(
-        fmt::format("Topology: {} GPUs do not split into NVLink domains of {} ({} per node)", gpus_,
-                    domain_, gpus_per_node_));
+        fmt::format("Topology: {} GPUs do not split into NVLink domains of {} ({} per node)",
+                    z.gpus, z.domain, z.gpus_per_node));
+  return z;
+}
+
+Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain) {
+  const TopologySizes z = sizes(s, gpus, per_domain);
+  gpus_ = z.gpus;
+  domain_ = z.domain;
+  gpus_per_node_ = z.gpus_per_node;
   const double nvlink = s.nvlink.bw_GBps.value * 1e9;
   const double nic = s.network.nic_Gbps.value / 8 * 1e9;
   const int nics_per_gpu = std::max(1, static_cast<int>(s.network.nics_per_gpu.value));

@@ -55,12 +55,22 @@ struct Link {
   double latency_s = 0;
 };
 
+// A cluster's sizes as a Topology of the same arguments holds them.
+struct TopologySizes {
+  int gpus = 0, domain = 0, gpus_per_node = 0;
+};
+
 class Topology {
  public:
   static constexpr int kLeafDownPorts = 32;
 
   // `gpus_per_nvlink_domain` 0: the system's NVLink domain size.
   Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t gpus_per_nvlink_domain = 0);
+  // The sizes the constructor takes, checked as it checks them (std::invalid_argument),
+  // without building the graph: what a user that may never route needs first
+  // (hw_models::FlowComm builds its topology on its first solve).
+  static TopologySizes sizes(const SystemSpec& s, std::int64_t gpus,
+                             std::int64_t gpus_per_nvlink_domain = 0);
   ~Topology();
   Topology(Topology&&) noexcept;
 
