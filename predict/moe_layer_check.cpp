@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "config/load.hpp"
 #include "predict/predict.hpp"
@@ -49,6 +51,27 @@ config::Scenario moe_layer_scenario(const calibration::MoeLayerSet& set,
   return config::load_scenario_json(j, "moe-layer " + c.name);
 }
 
+namespace {
+
+// The length of the union of [start, end) intervals.
+double union_length(std::vector<std::pair<double, double>> v) {
+  std::sort(v.begin(), v.end());
+  double total = 0, lo = 0, hi = -std::numeric_limits<double>::infinity();
+  for (const auto& [a, b] : v) {
+    if (a > hi) {
+      if (hi > lo) total += hi - lo;
+      lo = a;
+      hi = b;
+    } else {
+      hi = std::max(hi, b);
+    }
+  }
+  if (hi > lo) total += hi - lo;
+  return total;
+}
+
+}  // namespace
+
 MoeLayerTimes moe_layer_times(const config::Scenario& sc) {
   schedules::StepOptions opt;
   opt.trace = true;
@@ -62,22 +85,47 @@ MoeLayerTimes moe_layer_times(const config::Scenario& sc) {
       if (m == static_cast<std::size_t>(x)) return true;
     return false;
   };
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  double lo[2] = {kInf, kInf}, hi[2] = {-kInf, -kInf};
+  // Per pass: the MoE block's kernels (GPU streams) and host operations (launches, syncs).
+  std::vector<std::pair<double, double>> kernels[2], host[2];
   for (const auto& s : r.trace) {
-    if (s.rank != 0 || s.track < 0 || s.context == 0) continue;
+    if (s.rank != 0 || s.context == 0) continue;
     const auto& kind = r.label_kinds.at(s.label);
     if (!kind.layer || !moe_block(kind.module) || kind.pass == schedules::kNoPass) continue;
     const auto& ctx = r.contexts.at(s.context);
     if (!ctx.has_item || ctx.item.kind != schedules::LayoutItemKind::decoder) continue;
     if (r.labels.at(s.label).starts_with("moe.norm")) continue;  // the pre-MLP norm
     const int pass = kind.pass == schedules::kFwd ? 0 : 1;
-    lo[pass] = std::min(lo[pass], s.start_s);
-    hi[pass] = std::max(hi[pass], s.end_s);
+    (s.track < 0 ? host : kernels)[pass].emplace_back(s.start_s, s.end_s);
   }
-  if (!(hi[0] > lo[0]) || !(hi[1] > lo[1]))
+  if (kernels[0].empty() || kernels[1].empty())
     throw std::invalid_argument(sc.name + ": no MoE block in the first decoder layer's passes");
-  return {(hi[0] - lo[0]) * 1e3, (hi[1] - lo[1]) * 1e3};
+  const auto span = [](const std::vector<std::pair<double, double>>& v) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const auto& [a, b] : v) lo = std::min(lo, a), hi = std::max(hi, b);
+    return std::pair{lo, hi};
+  };
+  // Forward: the harness's long matmul before each iteration keeps the GPU busy while the
+  // host launches the block up to the dispatcher's first device-host sync ("a long CUDA
+  // kernel to hide the router launch overhead", __main__.py), so those kernels run back to
+  // back; from the sync on, the host paces the GPU as the simulation has it. The sync is the
+  // first gap between the block's consecutive host operations (the host blocked on the
+  // device); the kernels that started before the host resumed are the ones it waited for.
+  std::sort(host[0].begin(), host[0].end());
+  double resumed = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 1; i < host[0].size(); ++i)
+    if (host[0][i].first > host[0][i - 1].second + 1e-9) {
+      resumed = host[0][i].first;
+      break;
+    }
+  std::vector<std::pair<double, double>> before;
+  double synced = 0;  // the end of the last kernel the host waited for
+  for (const auto& k : kernels[0])
+    if (k.first < resumed) before.push_back(k), synced = std::max(synced, k.second);
+  const auto [flo, fhi] = span(kernels[0]);
+  const double forward_s =
+      before.empty() ? fhi - flo : union_length(before) + std::max(0.0, fhi - synced);
+  const auto [blo, bhi] = span(kernels[1]);
+  return {forward_s * 1e3, (bhi - blo) * 1e3};
 }
 
 }  // namespace moesim::predict

@@ -11,12 +11,19 @@
 // are short benchmarks' too), launched as the harness is (torch.distributed.run, no NUMA
 // binding), on the release nearest the harness's Megatron (25.11), with no data-parallel
 // communication in the passes (the harness has no DDP wrapper). The times are rank 0's
-// spans of the MoE block's kernels in the decoder layer's forward and backward: from the
-// first to the last kernel of the router, the EP preprocess, the dispatch, the shared
-// expert, the experts and the combine, the pre-MLP norm left out (MoELayer has none).
-// What the harness measures that the span also holds: the dispatcher's host sync and the
-// host's launches after it. What it does not: the embedding, attention and head the
+// MoE block in the decoder layer's forward and backward (the router, the EP preprocess, the
+// dispatch, the shared expert, the experts and the combine; the pre-MLP norm left out:
+// MoELayer has none). The backward is the span from its first kernel to its last. The
+// forward is what the harness's GPU sees with its host ahead: the kernels up to the
+// dispatcher's first device-host sync back to back (the long matmul hid their launches),
+// then the simulated span from that sync to the last kernel, the host's launches after the
+// sync included. What the harness does not have: the embedding, attention and head the
 // scenario's layer carries around the block.
+//
+// The harness builds its TransformerConfig from a few of the proxies' fields only
+// (_build_transformer_config, __main__.py at d98e8a64): no gated_linear_unit (a GELU MLP,
+// two expert matrices) and no moe_shared_expert_intermediate_size (no shared expert, though
+// test_cases.py gives the DeepSeek proxy one); the measurement file's models say so.
 #pragma once
 
 #include <string>

@@ -58,17 +58,18 @@ TEST_CASE("One MoE layer timed alone: moesim against Megatron-LM's moe_perf on H
           "{:20} all-to-all over {:8}: measured {:.3f}, moesim {:.3f} ({:+.1f}%)\n", what, lib,
           measured, predicted, err);
       INFO(what << " all-to-all over " << lib);
-      CHECK(std::abs(err) <= 12);
+      CHECK(std::abs(err) <= 8);
       ratio_err += std::abs(err);
       ++ratios;
     }
   }
   std::cout << fmt::format("dispatcher ratios: mean absolute error {:.1f}% over {}\n",
                            ratio_err / ratios, ratios);
-  // Drift watches, 2026-12-05's errors plus about 1.5 and 3 points: the ratios' mean 6.8%
-  // (each within 10.9%, checked above at 12); the absolute times' 24.3% (moesim prices this
-  // benchmark's BF16 GEMMs, its permutes and its unbound x86 host slower than it runs,
-  // docs/research/moe-layer-h100.md).
-  CHECK(ratio_err / ratios <= 8.5);
-  CHECK(mae <= 27);
+  // Drift watches, stop 78's errors (2026-12-05) plus about 1.5 and 3 points: the ratios'
+  // mean 2.3% (each within 5.6%, checked above at 8); the absolute times' 16.5% (the BF16
+  // DeepSeek backward within 2.3%; the Mixtral GEMMs and the FP8 block-scaled backward run
+  // slower than moesim prices them at the short benchmark's clocks,
+  // docs/research/moe-layer-h100.md 6).
+  CHECK(ratio_err / ratios <= 4);
+  CHECK(mae <= 20);
 }
