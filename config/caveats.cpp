@@ -72,6 +72,22 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
               ? std::string("efficiency.grouped_gemm is empty")
               : fmt::format("efficiency.grouped_gemm holds {}", fmt::join(measured, ", "))));
   }
+  // FP8 with DeepSeek's block scales on Hopper: the presets' FP8 rates are DeepGEMM's
+  // block-scaled grouped kernels and cuBLAS's per-tensor dense GEMMs (the h100 preset's
+  // ref-deepgemm-grouped and ref-gemm). TransformerEngine's block-scaled recipe, which Megatron
+  // runs for --fp8-recipe blockwise, runs neither: Megatron-LM's moe_perf on H100 times its MoE
+  // layer's backward 15-40% longer than moesim prices it, where the same layer in BF16 is
+  // within 2.3% (calibration/measurements/moe-layer-h100-mlm.json, docs/research/moe-layer-h100.md
+  // 6).
+  if (sc.training.precision == workload::Precision::fp8_blockwise &&
+      sc.system.gpu.arch == hw_models::GpuArch::hopper)
+    out.push_back(fmt::format(
+        "training.precision fp8-blockwise on {}: the GEMMs are priced at the preset's FP8 rates, "
+        "DeepGEMM's block-scaled grouped kernels for the experts and cuBLAS's per-tensor scaling "
+        "for the dense GEMMs; TransformerEngine's block-scaled recipe (Megatron's --fp8-recipe "
+        "blockwise) ran a MoE layer's backward 15-40% longer than moesim prices it in "
+        "Megatron-LM's moe_perf on H100, where the same layer in BF16 is within 2.3%",
+        sc.system.gpu.name));
   // TE's permute before 2.6: its row-map walk is priced in SM cycles from one profile point
   // on GB200 (hw_models::ComputeWork::walk_loads); on any other GPU it is carried over by
   // SMs x clock, unmeasured there.

@@ -162,3 +162,21 @@ TEST_CASE("Caveats: trained routing says how far its measured pairs hold", "[con
   CHECK(mentions(config::prediction_caveats(mixtral), "published global statistic"));
   CHECK_FALSE(mentions(config::prediction_caveats(mixtral), "global-batch"));
 }
+
+TEST_CASE("Caveats: FP8 block scales on Hopper are priced at rates without them",
+          "[config][caveats]") {
+  // DeepSeek-V3 on 2,048 H800 trains with its own block-scaled kernels: the caveat names the
+  // rates it is priced at and what TE's recipe measured.
+  auto sc = config::load_scenario_file(kRoot + "h800/dsv3-production.json");
+  REQUIRE(sc.training.precision == workload::Precision::fp8_blockwise);
+  const auto c = config::prediction_caveats(sc);
+  CHECK(mentions(c, "training.precision fp8-blockwise on H800 SXM"));
+  CHECK(mentions(c, "DeepGEMM's block-scaled grouped kernels"));
+  // Per-tensor FP8 or BF16 on the same system: no such caveat.
+  sc.training.precision = workload::Precision::fp8_tensorwise;
+  CHECK_FALSE(mentions(config::prediction_caveats(sc), "fp8-blockwise"));
+  // Blackwell: its FP8 recipes are priced from its own measurements, not this caveat's.
+  auto gb = config::load_scenario_file(kRoot + "journey/13-norm-quant-fusion.json");
+  gb.training.precision = workload::Precision::fp8_blockwise;
+  CHECK_FALSE(mentions(config::prediction_caveats(gb), "fp8-blockwise on"));
+}
