@@ -4,9 +4,11 @@
 
 #include <string>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/common.hpp"
+#include "config/load.hpp"
 #include "predict/comm.hpp"
 #include "reports/comm.hpp"
 
@@ -17,6 +19,7 @@ namespace {
 class Comm final : public Command {
  public:
   void configure(CLI::App& app) override {
+    app_ = &app;
     app.add_option("--system", q_.system, "system preset (h800, gb200-nvl72, ...)")->required();
     app.add_option(
            "--op", q_.op,
@@ -62,6 +65,24 @@ class Comm final : public Command {
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
+    // An option of the other kind of operation would change nothing: refused, named.
+    const bool ep = q_.op == "ep-dispatch" || q_.op == "ep-combine";
+    for (const char* o : {"--dispatcher", "--ep", "--tokens", "--hidden", "--topk", "--experts",
+                          "--groups", "--topk-groups", "--dtype", "--sms", "--low-latency"})
+      if (!ep && app_->count(o) > 0)
+        throw config::InputError(
+            "<command line>", o,
+            fmt::format("applies to ep-dispatch and ep-combine, not {}", q_.op));
+    for (const char* o : {"--ranks", "--bytes", "--algorithm", "--protocol"})
+      if (ep && app_->count(o) > 0)
+        throw config::InputError(
+            "<command line>", o,
+            fmt::format("applies to the collectives; {} sizes itself from --ep, --tokens, "
+                        "--hidden, --topk and --dtype",
+                        q_.op));
+    if (app_->count("--sms") > 0 && q_.sms < 1)
+      throw config::InputError("<command line>", "--sms",
+                               "at least 1 (leave it out for the dispatcher's usual)");
     const predict::CommAnswer a = predict::comm(q_);
     io.out << (json_ ? reports::comm_json(a).dump(2) + "\n" : reports::comm_text(a));
     return 0;
@@ -70,6 +91,7 @@ class Comm final : public Command {
  private:
   predict::CommQuery q_;
   bool json_ = false;
+  const CLI::App* app_ = nullptr;
 };
 
 }  // namespace

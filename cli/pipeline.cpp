@@ -2,6 +2,7 @@
 // (schedules/step_sim.hpp, simulate_pipeline).
 #include "cli/commands.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -16,6 +17,9 @@
 
 namespace moesim::cli {
 namespace {
+
+constexpr std::int64_t kMaxItems = 2'000'000;
+constexpr double kMaxStepSeconds = 1e6;  // the engine's int64 picoseconds reach 9.2e6 s
 
 // The pipeline schedule alone: fixed chunk times through the same engine and schedule
 // code as `run`.
@@ -70,6 +74,38 @@ class Pipeline final : public Command {
     if (fwd_bwd_ms_ > 0 && !dual)
       throw config::InputError("<command line>", "--fwd-bwd",
                                "only dualpipe and dualpipev overlap chunk pairs");
+    if (wgrad_ms_ > 0 && !schedules::splits_backward(*kind))
+      throw config::InputError(
+          "<command line>", "--wgrad",
+          fmt::format("{} runs the backward whole; only zb-h1, dualpipe and dualpipev split off "
+                      "the weight gradient",
+                      schedule_));
+    if (vpp_ > 1 && dual)
+      throw config::InputError(
+          "<command line>", "--vpp",
+          fmt::format("{} places its own chunks (two a rank); --vpp is interleaved-1f1b's",
+                      schedule_));
+    // Bounds that keep the command within seconds and a few GB (every stage pass is one
+    // simulated kernel with its transfers: about 200,000 a second and 600 bytes each on the
+    // build machine), and the step inside the engine's clock (int64 picoseconds).
+    const std::int64_t chunks = schedules::layout_chunks_per_rank(*kind, vpp_);
+    const std::int64_t items =
+        static_cast<std::int64_t>(pp_) * chunks * m_ * (schedules::splits_backward(*kind) ? 3 : 2);
+    if (items > kMaxItems)
+      throw config::InputError(
+          "<command line>", "--microbatches",
+          fmt::format("{} ranks x {} chunks x {} microbatches are {} stage passes a step; the "
+                      "command simulates up to {} (past the warm-up each microbatch "
+                      "repeats the same pattern: fewer give the same bubble)",
+                      pp_, chunks, m_, items, kMaxItems));
+    const double longest_s = (static_cast<double>(m_) * chunks + 2.0 * pp_ * chunks) *
+                             (fwd_ms_ + bwd_ms_ + 2 * p2p_ms_ + fwd_bwd_ms_) * 1e-3;
+    if (!(longest_s <= kMaxStepSeconds))
+      throw config::InputError(
+          "<command line>", "--fwd",
+          fmt::format("chunk times this long make a step of up to {:.3g} s; the simulation's "
+                      "clock covers {:.3g} s",
+                      longest_s, kMaxStepSeconds));
     // Chunk times: a rank's layers split evenly over its vpp chunks (DualPipe: per chunk).
     const double split = dual ? 1.0 : vpp_;
     schedules::FixedChunks c;

@@ -1,6 +1,7 @@
 #include "predict/comm.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -21,6 +22,16 @@ namespace moesim::predict {
 namespace {
 
 constexpr const char* kCli = "<command line>";
+// Sizes beyond any training step's (a petabyte a collective, a billion tokens a rank, a
+// hidden size of ten million), refused rather than priced into times past the model's range.
+constexpr double kMaxBytes = 1e15, kMaxTokens = 1e9, kMaxHidden = 1e7;
+constexpr int kMaxRanks = 65536;
+
+void check_size(const char* option, double v, double max) {
+  if (!(v > 0) || !(v <= max))
+    throw config::InputError(kCli, option,
+                             fmt::format("{}: need a positive finite size up to {:g}", v, max));
+}
 
 hw_models::SystemSpec system_named(const std::string& name) {
   const auto names = config::preset_names(config::PresetKind::system);
@@ -54,11 +65,23 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   if (q.dtype != "bf16" && q.dtype != "fp8")
     throw config::InputError(kCli, "--dtype",
                              fmt::format("unknown dtype '{}' (known: bf16, fp8)", q.dtype));
-  if (q.ep < 1 || q.tokens <= 0 || q.hidden <= 0 || q.topk <= 0)
-    throw config::InputError(kCli, "--ep", "ep, tokens, hidden and topk must be positive");
+  if (q.ep < 1 || q.ep > kMaxRanks)
+    throw config::InputError(kCli, "--ep", fmt::format("{} ranks: need 1..{}", q.ep, kMaxRanks));
+  check_size("--tokens", q.tokens, kMaxTokens);
+  check_size("--hidden", q.hidden, kMaxHidden);
   if (q.experts < 1 || q.experts % q.ep != 0)
     throw config::InputError(kCli, "--experts",
                              fmt::format("{} experts do not split over ep={}", q.experts, q.ep));
+  if (!(q.topk >= 1) || q.topk != std::floor(q.topk) || q.topk > q.experts)
+    throw config::InputError(
+        kCli, "--topk",
+        fmt::format("{} experts a token: need a whole number from 1 to the {} routed experts",
+                    q.topk, q.experts));
+  const int gpu_sms = static_cast<int>(s.gpu.sm_count.value);
+  if (q.sms < 0 || q.sms > gpu_sms)
+    throw config::InputError(
+        kCli, "--sms",
+        fmt::format("{} SMs: a {} has {} (0: the dispatcher's usual)", q.sms, s.gpu.name, gpu_sms));
   const bool combine = q.op == "ep-combine";
   // What a rank receives, as the benchmarks count it (combine: BF16).
   const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0 + 4.0 / 128;
@@ -69,6 +92,18 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   if (q.low_latency && *d != hw_models::Dispatcher::deepep)
     throw config::InputError(kCli, "--low-latency",
                              "low-latency kernels are DeepEP's; needs --dispatcher deepep");
+  if (q.sms > 0 && (!library || q.low_latency))
+    throw config::InputError(kCli, "--sms",
+                             library ? "DeepEP's low-latency kernels are priced from their own "
+                                       "benchmark, not by SMs"
+                                     : "NCCL picks its own channels; --sms is DeepEP's and "
+                                       "HybridEP's");
+  if (q.topk_groups > 0 && q.groups == 0 && (!library || q.low_latency))
+    throw config::InputError(kCli, "--topk-groups",
+                             "a limit on the NVLink domains a token reaches is DeepEP's and "
+                             "HybridEP's normal kernels'; here nothing would change");
+  if (combine && q.dtype != "bf16")
+    throw config::InputError(kCli, "--dtype", "the combine sends BF16 (only dispatch takes fp8)");
   if (q.groups > 0 && (!library || q.low_latency))
     throw config::InputError(
         kCli, "--groups",
@@ -190,10 +225,11 @@ CommAnswer comm(const CommQuery& q) {
       throw config::InputError(kCli, "--op",
                                fmt::format("unknown op '{}' (known: {}, ep-dispatch, ep-combine)",
                                            q.op, hw_models::collective_names().known()));
-    if (q.ranks < (*op == hw_models::Collective::send_recv ? 2 : 1) || q.ranks > 65536)
-      throw config::InputError(kCli, "--ranks",
-                               fmt::format("{} ranks: need 1..65536 (2 for send-recv)", q.ranks));
-    if (!(q.bytes > 0)) throw config::InputError(kCli, "--bytes", "bytes must be positive");
+    if (q.ranks < (*op == hw_models::Collective::send_recv ? 2 : 1) || q.ranks > kMaxRanks)
+      throw config::InputError(
+          kCli, "--ranks",
+          fmt::format("{} ranks: need 1..{} (2 for send-recv)", q.ranks, kMaxRanks));
+    check_size("--bytes", q.bytes, kMaxBytes);
     const int dom = std::min(domain, q.ranks);
     const auto topo = on_cluster<hw_models::Topology>(s, q.ranks, domain);
     std::vector<int> ranks(static_cast<std::size_t>(q.ranks));

@@ -1,6 +1,13 @@
 // The command line as a user meets it: exit statuses, messages, describe output.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "support/helpers.hpp"
 
 using namespace moesim;
@@ -217,6 +224,44 @@ TEST_CASE("comm refuses what it does not know, naming the option", "[cli][comm]"
   CHECK_THAT(r.err, Catch::Contains("--algorithm") && Catch::Contains("one NVLink domain"));
 }
 
+TEST_CASE("comm refuses sizes past any step and options that would change nothing", "[cli][comm]") {
+  // Each case: the arguments after "comm --system h800 --op", and the option the error names.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"all-to-all", "--bytes", "inf"}, "--bytes"},  // was an internal error
+      {{"all-to-all", "--bytes", "1e300"}, "--bytes"},
+      {{"ep-dispatch", "--tokens", "nan"}, "--tokens"},
+      {{"ep-dispatch", "--hidden", "-1"}, "--hidden"},
+      {{"ep-dispatch", "--topk", "300"}, "--topk"},  // more than the 256 experts
+      {{"ep-dispatch", "--topk", "2.5"}, "--topk"},
+      {{"ep-dispatch", "--sms", "0"}, "--sms"},
+      {{"ep-dispatch", "--sms", "1000"}, "--sms"},  // H800 has 132
+      {{"ep-dispatch", "--dispatcher", "alltoall", "--sms", "24"}, "--sms"},
+      {{"ep-dispatch", "--low-latency", "--sms", "24"}, "--sms"},
+      {{"ep-dispatch", "--dispatcher", "alltoall", "--topk-groups", "2"}, "--topk-groups"},
+      {{"ep-combine", "--dtype", "fp8"}, "--dtype"},
+      {{"all-to-all", "--ep", "16"}, "--ep"},
+      {{"all-reduce", "--dispatcher", "deepep"}, "--dispatcher"},
+      {{"ep-dispatch", "--bytes", "4096"}, "--bytes"},
+      {{"ep-combine", "--algorithm", "ring"}, "--algorithm"},
+  };
+  for (const auto& [args, option] : cases) {
+    std::vector<std::string> a{"comm", "--system", "h800", "--op"};
+    a.insert(a.end(), args.begin(), args.end());
+    INFO(fmt::format("{}", fmt::join(a, " ")));
+    const auto r = run_moesim(a);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("moesim: error: <command line>: " + option + ":"));
+  }
+  // The SMs a library is given still price it: fewer SMs, a slower dispatch.
+  const auto time = [](const char* sms) {
+    const auto r =
+        run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--sms", sms, "--json"});
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out)["time_us"].get<double>();
+  };
+  CHECK(time("4") > time("24"));
+}
+
 TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pipeline]") {
   // 1F1B, pp 4, 8 microbatches of F = 1 ms, B = 2 ms: step (8 + 3) x 3 = 33 ms, bubble 9 ms.
   auto r = run_moesim({"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8",
@@ -240,19 +285,32 @@ TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pip
   j = nlohmann::json::parse(r.out);
   CHECK(j["bubble_ms"].get<double>() == Approx(6));
   CHECK(j["stages"] == 8);
-  // Sizes the schedule cannot run, and options that do not apply, name the option.
-  r = run_moesim({"pipeline", "--schedule", "dualpipe", "--pp", "4", "--microbatches", "6", "--fwd",
-                  "1", "--bwd", "2"});
-  CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("at least 2 x the ranks"));
-  r = run_moesim({"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd",
-                  "1", "--bwd", "2", "--fwd-bwd", "2"});
-  CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("--fwd-bwd"));
-  r = run_moesim({"pipeline", "--schedule", "zb-h1", "--pp", "4", "--microbatches", "8", "--fwd",
-                  "1", "--bwd", "2", "--wgrad", "3"});
-  CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("--wgrad"));
+  // Sizes the schedule cannot run, options that do not apply, and bounds (not a run of
+  // minutes at 819 M stage passes, or a clock overflow, which was an internal error): each
+  // names the option. The arguments after "pipeline --schedule", and what the error says.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"dualpipe", "--pp", "4", "--microbatches", "6", "--fwd", "1", "--bwd", "2"},
+       "at least 2 x the ranks"},
+      {{"1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd", "2", "--fwd-bwd", "2"},
+       "--fwd-bwd"},
+      {{"zb-h1", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd", "2", "--wgrad", "3"},
+       "--wgrad"},
+      {{"1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd", "2", "--wgrad", "1"},
+       "--wgrad: 1f1b runs the backward whole"},
+      {{"dualpipe", "--pp", "4", "--vpp", "2", "--microbatches", "8", "--fwd", "1", "--bwd", "2"},
+       "--vpp"},
+      {{"1f1b", "--pp", "4096", "--microbatches", "100000", "--fwd", "1", "--bwd", "2"},
+       "--microbatches: 4096 ranks x 1 chunks x 100000 microbatches are 819200000"},
+      {{"1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1e300", "--bwd", "1"}, "--fwd"},
+  };
+  for (const auto& [args, says] : bad) {
+    std::vector<std::string> a{"pipeline", "--schedule"};
+    a.insert(a.end(), args.begin(), args.end());
+    INFO(fmt::format("{}", fmt::join(a, " ")));
+    r = run_moesim(a);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(says));
+  }
 }
 
 TEST_CASE("infer solves a journey step's parameter and refuses a wrong pair", "[cli][infer]") {
