@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -107,11 +108,31 @@ void add_uncalibrated(CLI::App& app, bool& flag) {
 }
 
 void add_headroom(CLI::App& app, double& gib) {
-  app.add_option("--headroom", gib,
-                 "GiB of every GPU to leave free (CUDA context, NCCL buffers, safety): a layout "
-                 "fits when its "
-                 "peak is within the CUDA-reported capacity less this")
-      ->check(CLI::Range(0.0, 10000.0));
+  check_finite(app.add_option("--headroom", gib,
+                              "GiB of every GPU to leave free (CUDA context, NCCL buffers, "
+                              "safety): a layout fits when its peak is within the CUDA-reported "
+                              "capacity less this"),
+               0, 10000);
+}
+
+void check_finite(CLI::Option* option, double lo, double hi, bool above_lo) {
+  const std::string range = fmt::format("{}{:g} - {:g}]", above_lo ? "(" : "[", lo, hi);
+  option->check(CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) return fmt::format("{} is not a number", text);
+        } catch (const std::exception&) {
+          return fmt::format("{} is not a number", text);
+        }
+        if (!std::isfinite(v)) return fmt::format("{} is not a finite number", text);
+        if ((above_lo ? !(v > lo) : !(v >= lo)) || !(v <= hi))
+          return fmt::format("{} is not in {}", text, range);
+        return {};
+      },
+      "FLOAT in " + range, "finite"));
 }
 
 reports::SweepCsv append_rows_to_csv(std::span<const config::SweepPoint* const> todo,

@@ -17,7 +17,8 @@
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace moesim::cli {
 
@@ -48,6 +49,11 @@ class OutputLock {
 // scenarios) or in the build tree (build/../scenarios); else `arg` as given (the loader
 // then says it cannot open it). For a scenario argument: add_option(...)->transform(...).
 std::string shipped_scenario_path(const std::string& arg);
+
+// A number option's check: finite and in [lo, hi] ((lo, hi] with `above_lo`). CLI11's
+// Range, PositiveNumber and NonNegativeNumber let NaN through (every comparison with it is
+// false) and Range lets an infinity through where its bound is the largest double.
+void check_finite(CLI::Option* option, double lo, double hi, bool above_lo = false);
 
 // --uncalibrated: system presets as written, without their calibration profiles.
 void add_uncalibrated(CLI::App& app, bool& flag);

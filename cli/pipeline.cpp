@@ -20,6 +20,7 @@ namespace {
 
 constexpr std::int64_t kMaxItems = 2'000'000;
 constexpr double kMaxStepSeconds = 1e6;  // the engine's int64 picoseconds reach 9.2e6 s
+constexpr double kMaxChunkMs = 1e9;      // a chunk time's bound; the step's is kMaxStepSeconds
 
 // The pipeline schedule alone: fixed chunk times through the same engine and schedule
 // code as `run`.
@@ -44,20 +45,19 @@ class Pipeline final : public Command {
            "--fwd", fwd_ms_,
            "forward time of one microbatch through one rank's layers (split over vpp chunks), ms; "
            "dualpipe, dualpipev: through one stage's chunk (the DualPipe repository's F)")
-        ->required()
-        ->check(CLI::PositiveNumber);
-    app.add_option("--bwd", bwd_ms_, "full backward time, ms (as --fwd)")
-        ->required()
-        ->check(CLI::PositiveNumber);
-    app.add_option("--wgrad", wgrad_ms_,
-                   "weight-gradient part of --bwd, ms (zb-h1, dualpipe, dualpipev)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--fwd-bwd", fwd_bwd_ms_,
-                   "dualpipe, dualpipev: a forward and a backward chunk overlapped (F&B), ms; "
-                   "default --fwd + --bwd")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--p2p", p2p_ms_, "transfer time between stages, ms")
-        ->check(CLI::NonNegativeNumber);
+        ->required();
+    check_finite(app.get_option("--fwd"), 0, kMaxChunkMs, true);
+    app.add_option("--bwd", bwd_ms_, "full backward time, ms (as --fwd)")->required();
+    check_finite(app.get_option("--bwd"), 0, kMaxChunkMs, true);
+    check_finite(app.add_option("--wgrad", wgrad_ms_,
+                                "weight-gradient part of --bwd, ms (zb-h1, dualpipe, dualpipev)"),
+                 0, kMaxChunkMs);
+    check_finite(app.add_option("--fwd-bwd", fwd_bwd_ms_,
+                                "dualpipe, dualpipev: a forward and a backward chunk overlapped "
+                                "(F&B), ms; default --fwd + --bwd"),
+                 0, kMaxChunkMs);
+    check_finite(app.add_option("--p2p", p2p_ms_, "transfer time between stages, ms"), 0,
+                 kMaxChunkMs);
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {

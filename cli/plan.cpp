@@ -60,9 +60,9 @@ class Plan final : public Command {
     app.add_option(
         "--objective", objective_,
         "what to rank by: a sweep objective (docs/SWEEP_FORMAT.md; default tokens_per_s_per_gpu)");
-    app.add_option("--token-budget", token_budget_,
-                   "tokens to train: rows gain days, GPU-hours, energy and cost")
-        ->check(CLI::Range(1.0, 1e30));
+    check_finite(app.add_option("--token-budget", token_budget_,
+                                "tokens to train: rows gain days, GPU-hours, energy and cost"),
+                 1, 1e30);
     app.add_option("--top", top_, "candidates listed by the objective")
         ->check(CLI::Range(0, 1000000));
     app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")

@@ -39,9 +39,9 @@ class Validate final : public Command {
                  "scenarios): their step "
                  "times enter --json, --junit, --markdown and the --baseline comparison (implied "
                  "by --baseline)");
-    app.add_option("--baseline-tolerance", baseline_tol_,
-                   "percent a prediction may move against --baseline (default 1)")
-        ->check(CLI::Range(0.0, 1000.0));
+    check_finite(app.add_option("--baseline-tolerance", baseline_tol_,
+                                "percent a prediction may move against --baseline (default 1)"),
+                 0, 1000);
     app.add_option("--evidence", evidence_,
                    "also write the pairs' record per decision here "
                    "(calibration/evidence/decisions.json's format: "

@@ -313,6 +313,33 @@ TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pip
   }
 }
 
+TEST_CASE("Number options refuse NaN and infinities, which CLI11's range checks let through",
+          "[cli]") {
+  const std::string sc = test::source_path("scenarios/dsv3-gb200.json");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"run", sc, "--headroom", "nan"}, "--headroom: nan is not a finite number"},
+      {{"run", sc, "--headroom", "-1"}, "--headroom: -1 is not in [0 - 10000]"},
+      {{"plan", sc, "--token-budget", "inf"}, "--token-budget: inf is not a finite number"},
+      {{"validate", sc, "--baseline-tolerance", "nan"}, "--baseline-tolerance"},
+      {{"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "nan",
+        "--bwd", "2"},
+       "--fwd: nan is not a finite number"},
+      {{"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd",
+        "2", "--p2p", "nan"},
+       "--p2p: nan is not a finite number"},
+      {{"pipeline", "--schedule", "1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "0", "--bwd",
+        "2"},
+       "--fwd: 0 is not in (0 - 1e+09]"},
+  };
+  for (const auto& [args, says] : bad) {
+    INFO(fmt::format("{}", fmt::join(args, " ")));
+    const auto r = run_moesim(args);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(says));
+  }
+  CHECK(run_moesim({"run", sc, "--headroom", "2"}).status == 0);
+}
+
 TEST_CASE("infer solves a journey step's parameter and refuses a wrong pair", "[cli][infer]") {
   const auto j = [](const char* f) {
     return test::source_path(std::string("scenarios/journey/") + f);
