@@ -67,7 +67,8 @@ class Bench final : public Command {
   int run(Io& io) override {
     if (!sweep_.empty()) return bench_sweep(io);
     if (file_.empty())
-      throw config::InputError("", "", "moesim bench: give a scenario file or --sweep SWEEP.json");
+      throw config::InputError("<command line>", "file",
+                               "give a scenario file or --sweep SWEEP.json");
     const config::Scenario sc = config::load_scenario_file(file_);
     double best = 1e300;
     predict::Prediction p;

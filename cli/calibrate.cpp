@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -250,14 +251,17 @@ class Calibrate final : public Command {
   std::vector<config::Scenario> timing_runs() const {
     std::vector<config::Scenario> runs;
     int skipped = 0;
-    for (const auto& f : config::measured_files(
-             corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_,
-             skipped)) {
+    const auto paths =
+        corpus_paths_.empty() ? std::vector<std::string>{"scenarios"} : corpus_paths_;
+    for (const auto& f : config::measured_files(paths, skipped)) {
       config::Scenario sc = config::load_scenario_file(f);
       if (config::is_timing(sc.measured->metric)) runs.push_back(std::move(sc));
     }
     if (runs.empty())
-      throw config::InputError("", "", "no scenario with a measured block under the given paths");
+      throw config::InputError(
+          "<command line>", "paths",
+          fmt::format("no scenario with a measured step time or throughput under {}",
+                      fmt::join(paths, ", ")));
     return runs;
   }
 
@@ -276,7 +280,7 @@ class Calibrate final : public Command {
     try {
       r = predict::fit_global_batch_sigma(runs, jobs_);
     } catch (const std::invalid_argument& e) {
-      throw config::InputError("", "", e.what());
+      throw config::InputError("<command line>", "paths", e.what());
     }
     io.out << (json_ ? reports::routing_fit_json(r).dump(2) + "\n" : reports::routing_fit_text(r));
     save_profile(reports::routing_fit_profile(r, today()));

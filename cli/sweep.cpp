@@ -116,7 +116,8 @@ class Sweep final : public Command {
   int run(Io& io) override {
     if (merge_->parsed()) return merge(io);
     if (file_.empty())
-      throw config::InputError("", "", "moesim sweep: give a sweep file (or `moesim sweep merge`)");
+      throw config::InputError("<command line>", "file",
+                               "give a sweep file (or `moesim sweep merge`)");
     const config::SweepFile sweep = config::read_sweep_file(file_);
     const config::SweepPlan plan = config::expand_sweep(sweep);
     const bool budget = sweep.token_budget.has_value();

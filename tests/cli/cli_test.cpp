@@ -123,9 +123,22 @@ TEST_CASE("A missing sweep file or required option is bad input", "[cli]") {
   const auto r = run_moesim({"sweep", "x.json"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("moesim: error: x.json: (top level): cannot open the file"));
-  CHECK(run_moesim({"sweep"}).status == 2);
   CHECK(run_moesim({"sweep", "merge", "a.csv"}).status == 2);  // -o is required
   CHECK(run_moesim({"calibrate", "run"}).status == 2);         // -o is required
+  // A missing input names the command line and what is missing (no empty file, no
+  // "(top level)" of a file that is not there).
+  const std::vector<std::pair<std::vector<std::string>, std::string>> missing{
+      {{"sweep"}, "moesim: error: <command line>: file: give a sweep file"},
+      {{"bench"}, "moesim: error: <command line>: file: give a scenario file or --sweep"},
+      {{"calibrate", "routing", test::source_path("scenarios/memory")},
+       "moesim: error: <command line>: paths: no scenario with a measured step time or "
+       "throughput under "},
+  };
+  for (const auto& [args, says] : missing) {
+    const auto m = run_moesim(args);
+    CHECK(m.status == 2);
+    CHECK_THAT(m.err, Catch::StartsWith(says));
+  }
 }
 
 TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
