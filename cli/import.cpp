@@ -3,10 +3,12 @@
 #include "cli/commands.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -82,6 +84,16 @@ class Import final : public Command {
                                  fmt::format("'{}': expected NAME=VALUE", e));
       opt.environment[e.substr(0, eq)] = e.substr(eq + 1);
     }
+    // A folder option names a folder: a path that is none (a typo, a file) is refused here,
+    // not found wanting only if the script happens to reach it.
+    const auto folder = [](const char* option, const std::string& dir) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec))
+        throw config::InputError("<command line>", option,
+                                 fmt::format("'{}' is not a folder", dir));
+    };
+    if (!wrapper_root_.empty()) folder("--wrapper-root", wrapper_root_);
+    for (const auto& r : source_roots_) folder("--source-root", r);
     if (!wrapper_root_.empty()) opt.wrapper_root = wrapper_root_;
     opt.source_roots = source_roots_;
     if (domain_ > 0) opt.gpus_per_nvlink_domain = domain_;

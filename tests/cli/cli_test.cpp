@@ -139,6 +139,15 @@ TEST_CASE("A missing sweep file or required option is bad input", "[cli]") {
     CHECK(m.status == 2);
     CHECK_THAT(m.err, Catch::StartsWith(says));
   }
+  // A folder option that names no folder is refused before the script is read.
+  const std::string script = test::source_path("tests/data/megatron/deepseek-v3-gb200.sh");
+  for (const char* option : {"--source-root", "--wrapper-root"}) {
+    const auto m = run_moesim({"import", "megatron", script, "--system", "gb200-nvl72", "--gpus",
+                               "256", option, "/nonexistent-folder"});
+    CHECK(m.status == 2);
+    CHECK_THAT(m.err,
+               Catch::Contains(std::string(option) + ": '/nonexistent-folder' is not a folder"));
+  }
 }
 
 TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
