@@ -9,6 +9,7 @@
 
 #include "cli/common.hpp"
 #include "config/load.hpp"
+#include "hw_models/collectives.hpp"
 #include "predict/comm.hpp"
 #include "reports/comm.hpp"
 
@@ -65,8 +66,10 @@ class Comm final : public Command {
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {
-    // An option of the other kind of operation would change nothing: refused, named.
+    // An unknown op is predict::comm's to name (--op), not an option's.
     const bool ep = q_.op == "ep-dispatch" || q_.op == "ep-combine";
+    if (!ep && !hw_models::collective_names().find(q_.op)) return print(io, predict::comm(q_));
+    // An option of the other kind of operation would change nothing: refused, named.
     for (const char* o : {"--dispatcher", "--ep", "--tokens", "--hidden", "--topk", "--experts",
                           "--groups", "--topk-groups", "--dtype", "--sms", "--low-latency"})
       if (!ep && app_->count(o) > 0)
@@ -83,7 +86,9 @@ class Comm final : public Command {
     if (app_->count("--sms") > 0 && q_.sms < 1)
       throw config::InputError("<command line>", "--sms",
                                "at least 1 (leave it out for the dispatcher's usual)");
-    const predict::CommAnswer a = predict::comm(q_);
+    return print(io, predict::comm(q_));
+  }
+  int print(Io& io, const predict::CommAnswer& a) const {
     io.out << (json_ ? reports::comm_json(a).dump(2) + "\n" : reports::comm_text(a));
     return 0;
   }

@@ -124,6 +124,8 @@ void check_finite(CLI::Option* option, double lo, double hi, bool above_lo) {
           std::size_t used = 0;
           v = std::stod(text, &used);
           if (used != text.size()) return fmt::format("{} is not a number", text);
+        } catch (const std::out_of_range&) {
+          return fmt::format("{} is out of a number's range", text);
         } catch (const std::exception&) {
           return fmt::format("{} is not a number", text);
         }

@@ -2,9 +2,12 @@
 // (schedules/step_sim.hpp, simulate_pipeline).
 #include "cli/commands.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -100,12 +103,19 @@ class Pipeline final : public Command {
                       pp_, chunks, m_, items, kMaxItems));
     const double longest_s = (static_cast<double>(m_) * chunks + 2.0 * pp_ * chunks) *
                              (fwd_ms_ + bwd_ms_ + 2 * p2p_ms_ + fwd_bwd_ms_) * 1e-3;
-    if (!(longest_s <= kMaxStepSeconds))
+    if (!(longest_s <= kMaxStepSeconds)) {
+      // Named by the largest of the times the step adds up.
+      const std::pair<double, const char*> parts[] = {{fwd_ms_, "--fwd"},
+                                                      {bwd_ms_, "--bwd"},
+                                                      {2 * p2p_ms_, "--p2p"},
+                                                      {fwd_bwd_ms_, "--fwd-bwd"}};
+      const char* option = std::max_element(std::begin(parts), std::end(parts))->second;
       throw config::InputError(
-          "<command line>", "--fwd",
+          "<command line>", option,
           fmt::format("chunk times this long make a step of up to {:.3g} s; the simulation's "
                       "clock covers {:.3g} s",
                       longest_s, kMaxStepSeconds));
+    }
     // Chunk times: a rank's layers split evenly over its vpp chunks (DualPipe: per chunk).
     const double split = dual ? 1.0 : vpp_;
     schedules::FixedChunks c;

@@ -12,10 +12,8 @@
 namespace moesim::config {
 
 InputError::InputError(std::string file, std::string path, std::string message)
-    : std::runtime_error(
-          file.empty()
-              ? (path.empty() ? message : fmt::format("{}: {}", path, message))
-              : fmt::format("{}: {}: {}", file, path.empty() ? "(top level)" : path, message)),
+    : std::runtime_error(fmt::format("{}: {}: {}", file.empty() ? "''" : file,
+                                     path.empty() ? "(top level)" : path, message)),
       file_(std::move(file)),
       path_(std::move(path)),
       message_(std::move(message)) {}

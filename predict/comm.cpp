@@ -81,7 +81,8 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   if (q.sms < 0 || q.sms > gpu_sms)
     throw config::InputError(
         kCli, "--sms",
-        fmt::format("{} SMs: a {} has {} (0: the dispatcher's usual)", q.sms, s.gpu.name, gpu_sms));
+        fmt::format("{} SMs: a {} has {} (leave it out for the dispatcher's usual)", q.sms,
+                    s.gpu.name, gpu_sms));
   const bool combine = q.op == "ep-combine";
   // What a rank receives, as the benchmarks count it (combine: BF16).
   const double elem = combine || q.dtype == "bf16" ? 2.0 : 1.0 + 4.0 / 128;

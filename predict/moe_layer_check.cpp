@@ -85,17 +85,16 @@ MoeLayerTimes moe_layer_times(const config::Scenario& sc) {
       if (m == static_cast<std::size_t>(x)) return true;
     return false;
   };
-  // Per pass: the MoE block's kernels (GPU streams) and host operations (launches, syncs).
-  std::vector<std::pair<double, double>> kernels[2], host[2];
+  // Per pass: the MoE block's kernels (GPU streams).
+  std::vector<std::pair<double, double>> kernels[2];
   for (const auto& s : r.trace) {
-    if (s.rank != 0 || s.context == 0) continue;
+    if (s.rank != 0 || s.track < 0 || s.context == 0) continue;
     const auto& kind = r.label_kinds.at(s.label);
     if (!kind.layer || !moe_block(kind.module) || kind.pass == schedules::kNoPass) continue;
     const auto& ctx = r.contexts.at(s.context);
     if (!ctx.has_item || ctx.item.kind != schedules::LayoutItemKind::decoder) continue;
     if (r.labels.at(s.label).starts_with("moe.norm")) continue;  // the pre-MLP norm
-    const int pass = kind.pass == schedules::kFwd ? 0 : 1;
-    (s.track < 0 ? host : kernels)[pass].emplace_back(s.start_s, s.end_s);
+    kernels[kind.pass == schedules::kFwd ? 0 : 1].emplace_back(s.start_s, s.end_s);
   }
   if (kernels[0].empty() || kernels[1].empty())
     throw std::invalid_argument(sc.name + ": no MoE block in the first decoder layer's passes");
@@ -104,28 +103,34 @@ MoeLayerTimes moe_layer_times(const config::Scenario& sc) {
     for (const auto& [a, b] : v) lo = std::min(lo, a), hi = std::max(hi, b);
     return std::pair{lo, hi};
   };
+  const auto [flo, fhi] = span(kernels[0]);
   // Forward: the harness's long matmul before each iteration keeps the GPU busy while the
   // host launches the block up to the dispatcher's first device-host sync ("a long CUDA
   // kernel to hide the router launch overhead", __main__.py), so those kernels run back to
   // back; from the sync on, the host paces the GPU as the simulation has it. The sync is the
-  // first gap between the block's consecutive host operations (the host blocked on the
-  // device); the kernels that started before the host resumed are the ones it waited for.
-  std::sort(host[0].begin(), host[0].end());
+  // host's first wait on the device in the layer's forward after the block began
+  // (StepResult::host_waits: when the host went on, whether it had waited or arrived late).
   double resumed = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 1; i < host[0].size(); ++i)
-    if (host[0][i].first > host[0][i - 1].second + 1e-9) {
-      resumed = host[0][i].first;
-      break;
-    }
+  for (const auto& w : r.host_waits) {
+    if (w.rank != 0 || w.context == 0 || w.resumed_s < flo) continue;
+    const auto& ctx = r.contexts.at(w.context);
+    if (!ctx.has_item || ctx.item.kind != schedules::LayoutItemKind::decoder ||
+        ctx.pass != schedules::Pass::forward)
+      continue;
+    resumed = std::min(resumed, w.resumed_s);
+  }
+  // The kernels launched before the host went on; the sync's part ends with the last of them
+  // or with the host's resumption, whichever is later.
   std::vector<std::pair<double, double>> before;
-  double synced = 0;  // the end of the last kernel the host waited for
+  double synced = 0;
   for (const auto& k : kernels[0])
     if (k.first < resumed) before.push_back(k), synced = std::max(synced, k.second);
-  const auto [flo, fhi] = span(kernels[0]);
   const double forward_s =
-      before.empty() ? fhi - flo : union_length(before) + std::max(0.0, fhi - synced);
+      before.empty() ? fhi - flo
+                     : union_length(before) + std::max(0.0, fhi - std::max(synced, resumed));
   const auto [blo, bhi] = span(kernels[1]);
-  return {forward_s * 1e3, (bhi - blo) * 1e3};
+  return {forward_s * 1e3, (bhi - blo) * 1e3, (fhi - flo) * 1e3,
+          resumed != std::numeric_limits<double>::infinity()};
 }
 
 }  // namespace moesim::predict

@@ -35,6 +35,8 @@ namespace moesim::predict {
 
 struct MoeLayerTimes {
   double forward_ms = 0, backward_ms = 0;
+  double forward_span_ms = 0;  // the simulated forward, first kernel to last (host behind)
+  bool synced = false;         // the forward waited on the device (the dispatcher's sync)
 };
 
 // The scenario of one case on `system` (a preset name; the measurement's).

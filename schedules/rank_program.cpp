@@ -123,11 +123,12 @@ void RankProgram::launch(int stream, Kernel k, Time cpu) {
   buf_.push_back(op);
 }
 
-void RankProgram::wait(EventId e) {
+void RankProgram::wait(EventId e, std::uint32_t tag) {
   HostOp op;
   op.kind = HostOp::Kind::wait;
   op.event = e;
   op.label = sync_label_;
+  op.kernel.tag = tag;
   buf_.push_back(op);
 }
 
@@ -214,12 +215,12 @@ void RankProgram::emit(const Priced& p, Lane& l, std::uint32_t tag) {
   l.last = buf_.size();
   launch(l.stream, k, cpu);
   if (l.pending_launches > 0 && p.module == Module::moe_dispatch && --l.pending_launches == 0) {
-    wait(l.pending_sync);
+    wait(l.pending_sync, tag);
     l.in_graph = false;
   }
   if (p.sync) {
     if (p.sync_delay == 0) {
-      wait(k.record);
+      wait(k.record, tag);
       l.in_graph = false;
     } else {
       l.pending_sync = k.record;

@@ -156,7 +156,7 @@ class RankProgram final : public sim_core::HostProgram {
 
   // rank_program.cpp: the walk over the work items.
   void launch(int stream, Kernel k, Time cpu);
-  void wait(EventId e);
+  void wait(EventId e, std::uint32_t tag = 0);  // tag: the trace context, when known
   Time op_cost() const { return price_.op_cost(); }
   Time launch_cost() const { return price_.launch_cost(); }
   Time graph_cost() const { return price_.graph_cost(); }

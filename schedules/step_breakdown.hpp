@@ -74,6 +74,9 @@ class StepObserver final : public sim_core::Observer {
   void host_op(int host, std::uint32_t label, std::uint32_t tag, Time start, Time end) override {
     spans.push_back({host, -1, label, tag, 0, start.seconds(), end.seconds()});
   }
+  void host_wait(int host, std::uint32_t /*label*/, std::uint32_t tag, Time resumed) override {
+    waits.push_back({host, tag, resumed.seconds()});
+  }
   bool wants_host_ops() const override { return trace_; }
 
   // After the engine's run: the spans still queued.
@@ -86,6 +89,7 @@ class StepObserver final : public sim_core::Observer {
 
   std::uint64_t kernels = 0;
   std::vector<TraceSpan> spans;
+  std::vector<HostWait> waits;
 
  private:
   // One rank's time line, accumulated span by span in start order.

@@ -85,6 +85,7 @@ StepResult run_ranks(const StepInput& in, const StepOptions& opt, const hw_model
   res.label_kinds = sim.label_kinds();
   for (int t = 0; t < tracks; ++t) res.streams.emplace_back(kTrackNames[t]);
   res.trace = std::move(obs.spans);
+  res.host_waits = std::move(obs.waits);
   res.contexts = sim.take_contexts();
   return res;
 }

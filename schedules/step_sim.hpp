@@ -137,6 +137,16 @@ struct TraceSpan {
   std::uint8_t comm = 0;  // 0: computes (or a host op); 1 + CommKind: communicates
 };
 
+// When traced: a host's wait on the device done (a device-host sync: the dispatcher's token
+// counts, a pipeline transfer's synchronize); `resumed_s`, when the host went on. A wait costs
+// no CPU time, so it is no TraceSpan; its context is the work item's where the wait follows a
+// layer kernel, else 0.
+struct HostWait {
+  int rank;
+  std::uint32_t context = 0;
+  double resumed_s = 0;
+};
+
 // What a traced kernel or launch belongs to (TraceSpan::context): its work item's
 // microbatch, model chunk and pass, and the layout item (decoder layer, embedding, MTP
 // layer or loss) whose kernels it is; a pipeline transfer has no item.
@@ -176,6 +186,7 @@ struct StepResult {
   std::vector<LabelKind> label_kinds;  // by label id
   std::vector<std::string> streams;    // stream names, by track
   std::vector<TraceSpan> trace;        // when requested
+  std::vector<HostWait> host_waits;    // when requested (trace)
   std::vector<TraceContext> contexts;  // when tracing: by TraceSpan::context ([0]: none)
 };
 

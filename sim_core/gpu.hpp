@@ -99,6 +99,11 @@ class Observer {
   virtual void host_op(int /*host*/, std::uint32_t /*label*/, std::uint32_t /*tag*/, Time /*start*/,
                        Time /*end*/) {}
   virtual bool wants_host_ops() const { return false; }
+  // A host wait on a device event (HostOp::Kind::wait) done: `resumed`, when the host went
+  // on (the event's completion, or the host's own clock where it came later). Called only
+  // when wants_host_ops(); a wait costs no CPU time, so host_op never sees it.
+  virtual void host_wait(int /*host*/, std::uint32_t /*label*/, std::uint32_t /*tag*/,
+                         Time /*resumed*/) {}
 };
 
 // Device events, shared by all GPUs and hosts of one engine.

@@ -17,11 +17,14 @@ void HostThread::start(Time at) {
 }
 
 void HostThread::on_event(std::uint64_t) {
-  if (blocked_on_ != kNoEvent) {
+  const bool resumed = blocked_on_ != kNoEvent;
+  if (resumed) {
     clock_ = std::max(clock_, events_.done_at(blocked_on_));
     blocked_on_ = kNoEvent;
   }
   clock_ = std::max(clock_, engine_.now());
+  if (resumed && observer_ && observer_->wants_host_ops())
+    observer_->host_wait(id_, blocked_label_, blocked_tag_, clock_);
   run();
 }
 
@@ -48,8 +51,11 @@ void HostThread::run() {
       case HostOp::Kind::wait:
         if (events_.done(op.event)) {
           if (op.event != kNoEvent) clock_ = std::max(clock_, events_.done_at(op.event));
+          if (trace) observer_->host_wait(id_, op.label, op.kernel.tag, clock_);
         } else {
           blocked_on_ = op.event;
+          blocked_label_ = op.label;
+          blocked_tag_ = op.kernel.tag;
           events_.wait(op.event, this, 0);
           return;
         }

@@ -63,6 +63,7 @@ class HostThread final : public EventHandler, public Resource {
   bool started_ = false;
   bool finished_ = false;
   EventId blocked_on_ = kNoEvent;
+  std::uint32_t blocked_label_ = 0, blocked_tag_ = 0;  // the blocked wait's, for host_wait
 };
 
 }  // namespace moesim::sim_core

@@ -139,6 +139,10 @@ TEST_CASE("A missing sweep file or required option is bad input", "[cli]") {
     CHECK(m.status == 2);
     CHECK_THAT(m.err, Catch::StartsWith(says));
   }
+  // An empty file name is shown as such.
+  const auto e = run_moesim({"run", ""});
+  CHECK(e.status == 2);
+  CHECK_THAT(e.err, Catch::StartsWith("moesim: error: '': (top level): "));
   // A folder option that names no folder is refused before the script is read.
   const std::string script = test::source_path("tests/data/megatron/deepseek-v3-gb200.sh");
   for (const char* option : {"--source-root", "--wrapper-root"}) {
@@ -265,6 +269,7 @@ TEST_CASE("comm refuses sizes past any step and options that would change nothin
       {{"all-reduce", "--dispatcher", "deepep"}, "--dispatcher"},
       {{"ep-dispatch", "--bytes", "4096"}, "--bytes"},
       {{"ep-combine", "--algorithm", "ring"}, "--algorithm"},
+      {{"ep_dispatch", "--ep", "16"}, "--op"},  // a mistyped op is named, not the EP option
   };
   for (const auto& [args, option] : cases) {
     std::vector<std::string> a{"comm", "--system", "h800", "--op"};
@@ -324,6 +329,10 @@ TEST_CASE("pipeline prints step time and bubble of a schedule alone", "[cli][pip
       {{"1f1b", "--pp", "4096", "--microbatches", "100000", "--fwd", "1", "--bwd", "2"},
        "--microbatches: 4096 ranks x 1 chunks x 100000 microbatches are 819200000"},
       {{"1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1e300", "--bwd", "1"}, "--fwd"},
+      {{"1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1e8", "--bwd", "1"},
+       "--fwd: chunk times this long make a step of up to"},
+      {{"1f1b", "--pp", "4", "--microbatches", "8", "--fwd", "1", "--bwd", "1", "--p2p", "1e8"},
+       "--p2p: chunk times this long"},
   };
   for (const auto& [args, says] : bad) {
     std::vector<std::string> a{"pipeline", "--schedule"};

@@ -175,7 +175,9 @@ TEST_CASE("Caveats: FP8 block scales on Hopper are priced at rates without them"
   // Per-tensor FP8 or BF16 on the same system: no such caveat.
   sc.training.precision = workload::Precision::fp8_tensorwise;
   CHECK_FALSE(mentions(config::prediction_caveats(sc), "fp8-blockwise"));
-  // Blackwell: its FP8 recipes are priced from its own measurements, not this caveat's.
+  sc.training.precision = workload::Precision::bf16;
+  CHECK_FALSE(mentions(config::prediction_caveats(sc), "fp8-blockwise"));
+  // The measurement is of H100s: a Blackwell run does not carry it.
   auto gb = config::load_scenario_file(kRoot + "journey/13-norm-quant-fusion.json");
   gb.training.precision = workload::Precision::fp8_blockwise;
   CHECK_FALSE(mentions(config::prediction_caveats(gb), "fp8-blockwise on"));

@@ -34,6 +34,12 @@ TEST_CASE("One MoE layer timed alone: moesim against Megatron-LM's moe_perf on H
   for (const auto& c : set.cases) {
     INFO(c.name);
     const auto t = predict::moe_layer_times(predict::moe_layer_scenario(set, c, m.system));
+    // Every dispatcher of a dropless layer waits on the device for its token counts; the
+    // harness's forward is at most the simulated span (only host-paced idle before the sync
+    // comes out of it).
+    CHECK(t.synced);
+    CHECK(t.forward_ms <= t.forward_span_ms + 1e-9);
+    CHECK(t.forward_ms > 0);
     const double ef = 100 * (t.forward_ms / c.forward_ms - 1),
                  eb = 100 * (t.backward_ms / c.backward_ms - 1);
     std::cout << fmt::format("{:32} {:9.3f} {:9.3f} {:9.3f} {:9.3f} {:+7.1f}% {:+7.1f}%\n", c.name,
@@ -66,10 +72,10 @@ TEST_CASE("One MoE layer timed alone: moesim against Megatron-LM's moe_perf on H
   std::cout << fmt::format("dispatcher ratios: mean absolute error {:.1f}% over {}\n",
                            ratio_err / ratios, ratios);
   // Drift watches, stop 78's errors (2026-12-05) plus about 1.5 and 3 points: the ratios'
-  // mean 2.3% (each within 5.6%, checked above at 8); the absolute times' 16.5% (the BF16
+  // mean 2.1% (each within 4.5%, checked above at 8); the absolute times' 15.7% (the BF16
   // DeepSeek backward within 2.3%; the Mixtral GEMMs and the FP8 block-scaled backward run
   // slower than moesim prices them at the short benchmark's clocks,
   // docs/research/moe-layer-h100.md 6).
-  CHECK(ratio_err / ratios <= 4);
-  CHECK(mae <= 20);
+  CHECK(ratio_err / ratios <= 3.5);
+  CHECK(mae <= 19);
 }
