@@ -51,8 +51,9 @@ class Comm final : public Command {
     app.add_option("--dtype", q_.dtype, "dispatch payload: bf16 or fp8")->capture_default_str();
     app.add_option(
         "--sms", q_.sms,
-        "SMs given to the dispatcher (default: its usual); the flow model caps each GPU's "
-        "throughput by them where the preset has the kernels' SM throughput");
+        "SMs given to DeepEP's or HybridEP's normal kernels (default: the library's usual); the "
+        "flow model caps each GPU's throughput by them where the preset has the kernels' SM "
+        "throughput");
     app.add_option("--algorithm", q_.algorithm,
                    "collectives: auto (NCCL's choice, the faster), ring, or nvls (all-reduce in "
                    "one NVLink domain)")
@@ -83,6 +84,9 @@ class Comm final : public Command {
             fmt::format("applies to the collectives; {} sizes itself from --ep, --tokens, "
                         "--hidden, --topk and --dtype",
                         q_.op));
+    if (app_->count("--gpus-per-domain") > 0 && q_.gpus_per_domain < 1)
+      throw config::InputError("<command line>", "--gpus-per-domain",
+                               "at least 1 (leave it out for the system's NVLink domain)");
     if (app_->count("--sms") > 0 && q_.sms < 1)
       throw config::InputError("<command line>", "--sms",
                                "at least 1 (leave it out for the dispatcher's usual)");

@@ -215,8 +215,14 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
 
 CommAnswer comm(const CommQuery& q) {
   const hw_models::SystemSpec s = system_named(q.system);
-  const int domain =
-      q.gpus_per_domain > 0 ? q.gpus_per_domain : static_cast<int>(s.nvlink.domain_gpus.value);
+  const int system_domain = static_cast<int>(s.nvlink.domain_gpus.value);
+  if (q.gpus_per_domain < 0 || q.gpus_per_domain > system_domain)
+    throw config::InputError(
+        kCli, "--gpus-per-domain",
+        fmt::format("{} GPUs: an NVLink domain of {} holds 1 to {} (as the scenario's "
+                    "placement.gpus_per_nvlink_domain)",
+                    q.gpus_per_domain, q.system, system_domain));
+  const int domain = q.gpus_per_domain > 0 ? q.gpus_per_domain : system_domain;
   CommAnswer a;
   if (q.op == "ep-dispatch" || q.op == "ep-combine") {
     a = ep_comm(q, s, domain);

@@ -270,6 +270,9 @@ TEST_CASE("comm refuses sizes past any step and options that would change nothin
       {{"ep-dispatch", "--bytes", "4096"}, "--bytes"},
       {{"ep-combine", "--algorithm", "ring"}, "--algorithm"},
       {{"ep_dispatch", "--ep", "16"}, "--op"},  // a mistyped op is named, not the EP option
+      {{"all-to-all", "--gpus-per-domain", "0"}, "--gpus-per-domain"},
+      {{"all-to-all", "--gpus-per-domain", "-4"}, "--gpus-per-domain"},
+      {{"all-to-all", "--gpus-per-domain", "16"}, "--gpus-per-domain"},  // H800's domain is 8
   };
   for (const auto& [args, option] : cases) {
     std::vector<std::string> a{"comm", "--system", "h800", "--op"};
