@@ -84,12 +84,6 @@ class Comm final : public Command {
             fmt::format("applies to the collectives; {} sizes itself from --ep, --tokens, "
                         "--hidden, --topk and --dtype",
                         q_.op));
-    if (app_->count("--gpus-per-domain") > 0 && q_.gpus_per_domain < 1)
-      throw config::InputError("<command line>", "--gpus-per-domain",
-                               "at least 1 (leave it out for the system's NVLink domain)");
-    if (app_->count("--sms") > 0 && q_.sms < 1)
-      throw config::InputError("<command line>", "--sms",
-                               "at least 1 (leave it out for the dispatcher's usual)");
     return print(io, predict::comm(q_));
   }
   int print(Io& io, const predict::CommAnswer& a) const {

@@ -78,10 +78,10 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
         fmt::format("{} experts a token: need a whole number from 1 to the {} routed experts",
                     q.topk, q.experts));
   const int gpu_sms = static_cast<int>(s.gpu.sm_count.value);
-  if (q.sms < 0 || q.sms > gpu_sms)
+  if (q.sms && (*q.sms < 1 || *q.sms > gpu_sms))
     throw config::InputError(
         kCli, "--sms",
-        fmt::format("{} SMs: a {} has {} (leave it out for the dispatcher's usual)", q.sms,
+        fmt::format("{} SMs: a {} has 1 to {} (leave it out for the dispatcher's usual)", *q.sms,
                     s.gpu.name, gpu_sms));
   const bool combine = q.op == "ep-combine";
   // What a rank receives, as the benchmarks count it (combine: BF16).
@@ -93,7 +93,7 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
   if (q.low_latency && *d != hw_models::Dispatcher::deepep)
     throw config::InputError(kCli, "--low-latency",
                              "low-latency kernels are DeepEP's; needs --dispatcher deepep");
-  if (q.sms > 0 && (!library || q.low_latency))
+  if (q.sms && (!library || q.low_latency))
     throw config::InputError(kCli, "--sms",
                              library ? "DeepEP's low-latency kernels are priced from their own "
                                        "benchmark, not by SMs"
@@ -158,7 +158,7 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
           b.groups =
               q.topk_groups > 0 ? q.topk_groups : (*d == hw_models::Dispatcher::deepep ? 4 : q.ep);
         }
-        b.sms = q.sms > 0 ? q.sms : hw_models::default_dispatcher_sms(*d);
+        b.sms = q.sms.value_or(hw_models::default_dispatcher_sms(*d));
       }
       // DeepEP's normal kernels as a default scenario (stack.deepep_tuned on) runs them.
       factor = hw_models::ep_bandwidth_factor(s, *d, !q.low_latency);
@@ -216,13 +216,13 @@ CommAnswer ep_comm(const CommQuery& q, const hw_models::SystemSpec& s, int domai
 CommAnswer comm(const CommQuery& q) {
   const hw_models::SystemSpec s = system_named(q.system);
   const int system_domain = static_cast<int>(s.nvlink.domain_gpus.value);
-  if (q.gpus_per_domain < 0 || q.gpus_per_domain > system_domain)
+  if (q.gpus_per_domain && (*q.gpus_per_domain < 1 || *q.gpus_per_domain > system_domain))
     throw config::InputError(
         kCli, "--gpus-per-domain",
         fmt::format("{} GPUs: an NVLink domain of {} holds 1 to {} (as the scenario's "
                     "placement.gpus_per_nvlink_domain)",
-                    q.gpus_per_domain, q.system, system_domain));
-  const int domain = q.gpus_per_domain > 0 ? q.gpus_per_domain : system_domain;
+                    *q.gpus_per_domain, q.system, system_domain));
+  const int domain = q.gpus_per_domain.value_or(system_domain);
   CommAnswer a;
   if (q.op == "ep-dispatch" || q.op == "ep-combine") {
     a = ep_comm(q, s, domain);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace moesim::predict {
@@ -26,10 +27,10 @@ struct CommQuery {
   std::string system;
   std::string op;
   int ranks = 8;
-  double bytes = 1 << 30;          // collectives: nccl-tests' size
-  int gpus_per_domain = 0;         // 0: the system's NVLink domain
-  std::string algorithm = "auto";  // collectives: auto (the faster, as NCCL picks), ring, nvls
-  std::string protocol = "auto";   // rings: auto (LL128 or Simple, the faster), ll, ll128, simple
+  double bytes = 1 << 30;              // collectives: nccl-tests' size
+  std::optional<int> gpus_per_domain;  // absent: the system's NVLink domain
+  std::string algorithm = "auto";      // collectives: auto (the faster, as NCCL picks), ring, nvls
+  std::string protocol = "auto";  // rings: auto (LL128 or Simple, the faster), ll, ll128, simple
   // EP dispatch / combine
   std::string dispatcher = "deepep";
   int ep = 8;
@@ -37,7 +38,7 @@ struct CommQuery {
   int experts = 256;
   int groups = 0, topk_groups = 0;  // group-limited routing (0: none)
   std::string dtype = "bf16";       // dispatch payload: bf16 or fp8 (combine is BF16)
-  int sms = 0;                      // 0: the dispatcher's default
+  std::optional<int> sms;           // absent: the dispatcher's default
   bool low_latency = false;         // DeepEP's low-latency kernels
 };
 
