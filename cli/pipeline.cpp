@@ -44,14 +44,14 @@ class Pipeline final : public Command {
     app.add_option("--microbatches", m_, "microbatches per step")
         ->required()
         ->check(CLI::Range(1, 100000));
-    app.add_option(
-           "--fwd", fwd_ms_,
-           "forward time of one microbatch through one rank's layers (split over vpp chunks), ms; "
-           "dualpipe, dualpipev: through one stage's chunk (the DualPipe repository's F)")
-        ->required();
-    check_finite(app.get_option("--fwd"), 0, kMaxChunkMs, true);
-    app.add_option("--bwd", bwd_ms_, "full backward time, ms (as --fwd)")->required();
-    check_finite(app.get_option("--bwd"), 0, kMaxChunkMs, true);
+    check_finite(app.add_option("--fwd", fwd_ms_,
+                                "forward time of one microbatch through one rank's layers (split "
+                                "over vpp chunks), ms; dualpipe, dualpipev: through one stage's "
+                                "chunk (the DualPipe repository's F)")
+                     ->required(),
+                 0, kMaxChunkMs, true);
+    check_finite(app.add_option("--bwd", bwd_ms_, "full backward time, ms (as --fwd)")->required(),
+                 0, kMaxChunkMs, true);
     check_finite(app.add_option("--wgrad", wgrad_ms_,
                                 "weight-gradient part of --bwd, ms (zb-h1, dualpipe, dualpipev)"),
                  0, kMaxChunkMs);
