@@ -76,11 +76,8 @@ TopologySizes Topology::sizes(const SystemSpec& s, std::int64_t gpus, std::int64
   return z;
 }
 
-Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain) {
-  const TopologySizes z = sizes(s, gpus, per_domain);
-  gpus_ = z.gpus;
-  domain_ = z.domain;
-  gpus_per_node_ = z.gpus_per_node;
+Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_domain)
+    : sizes_(sizes(s, gpus, per_domain)) {
   const double nvlink = s.nvlink.bw_GBps.value * 1e9;
   const double nic = s.network.nic_Gbps.value / 8 * 1e9;
   const int nics_per_gpu = std::max(1, static_cast<int>(s.network.nics_per_gpu.value));
@@ -90,24 +87,24 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
   const double cross_leaf = s.network.latency_cross_leaf_us.value * 1e-6;
   const double nvlink_hop = s.comm.nvlink_hop_us.value * 1e-6;
 
-  for (int g = 0; g < gpus_; ++g) add_vertex(VertexKind::gpu, g);
-  for (int d = 0; d < gpus_ / domain_; ++d) {
+  for (int g = 0; g < sizes_.gpus; ++g) add_vertex(VertexKind::gpu, g);
+  for (int d = 0; d < sizes_.gpus / sizes_.domain; ++d) {
     const int sw = add_vertex(VertexKind::nvswitch, d);
-    for (int g = d * domain_; g < (d + 1) * domain_; ++g)
+    for (int g = d * sizes_.domain; g < (d + 1) * sizes_.domain; ++g)
       add_duplex(g, sw, LinkKind::nvlink, nvlink, nvlink_hop / 2);
   }
   // Only clusters of more than one NVLink domain need the network.
-  if (gpus_ > domain_) {
-    const int nodes = (gpus_ + gpus_per_node_ - 1) / gpus_per_node_;
+  if (sizes_.gpus > sizes_.domain) {
+    const int nodes = (sizes_.gpus + sizes_.gpus_per_node - 1) / sizes_.gpus_per_node;
     const int leaves_per_rail = (nodes * nics_per_gpu + kLeafDownPorts - 1) / kLeafDownPorts;
     // Rails of one plane meet at its spine; a plane of one rail on one leaf needs none.
-    const bool spines = leaves_per_rail > 1 || planes < gpus_per_node_;
+    const bool spines = leaves_per_rail > 1 || planes < sizes_.gpus_per_node;
     std::vector<int> spine(static_cast<std::size_t>(planes), -1);
     if (spines)
       for (auto& v : spine) v = add_vertex(VertexKind::spine);
     // leaf[rail][i]
-    std::vector<std::vector<int>> leaf(static_cast<std::size_t>(gpus_per_node_));
-    for (int r = 0; r < gpus_per_node_; ++r)
+    std::vector<std::vector<int>> leaf(static_cast<std::size_t>(sizes_.gpus_per_node));
+    for (int r = 0; r < sizes_.gpus_per_node; ++r)
       for (int i = 0; i < leaves_per_rail; ++i) {
         const int l = add_vertex(VertexKind::leaf);
         leaf[static_cast<std::size_t>(r)].push_back(l);
@@ -115,9 +112,9 @@ Topology::Topology(const SystemSpec& s, std::int64_t gpus, std::int64_t per_doma
           add_duplex(l, spine[static_cast<std::size_t>(r % planes)], LinkKind::network,
                      kLeafDownPorts * nic, (cross_leaf - same_leaf) / 2);
       }
-    nic_leaves_.resize(static_cast<std::size_t>(gpus_));
-    for (int g = 0; g < gpus_; ++g) {
-      const int node = g / gpus_per_node_;
+    nic_leaves_.resize(static_cast<std::size_t>(sizes_.gpus));
+    for (int g = 0; g < sizes_.gpus; ++g) {
+      const int node = g / sizes_.gpus_per_node;
       for (int k = 0; k < nics_per_gpu; ++k) {
         const int n = add_vertex(VertexKind::nic, g);
         add_duplex(g, n, LinkKind::nic, nic, 0);
@@ -180,14 +177,14 @@ bool Topology::kept(int v, int da, int db, const std::vector<int>& leaves) const
 }
 
 void Topology::check_gpus(int a, int b) const {
-  if (a < 0 || b < 0 || a >= gpus_ || b >= gpus_)
+  if (a < 0 || b < 0 || a >= sizes_.gpus || b >= sizes_.gpus)
     throw std::out_of_range("Topology::route: GPU out of range");
 }
 
 std::vector<int> Topology::route(int a, int b) const {
   check_gpus(a, b);
   if (a == b) return {};
-  const std::int64_t key = static_cast<std::int64_t>(a) * gpus_ + b;
+  const std::int64_t key = static_cast<std::int64_t>(a) * sizes_.gpus + b;
   if (const auto it = routes_.find(key); it != routes_.end()) return it->second;
   const int da = domain_of(a), db = domain_of(b);
   if (searched_src_ != a || searched_domain_ != db) {
@@ -196,7 +193,7 @@ std::vector<int> Topology::route(int a, int b) const {
     std::vector<int> leaves;
     if (!nic_leaves_.empty())
       for (const int d : {da, db})
-        for (int g = d * domain_; g < (d + 1) * domain_; ++g)
+        for (int g = d * sizes_.domain; g < (d + 1) * sizes_.domain; ++g)
           for (const int l : nic_leaves_[static_cast<std::size_t>(g)]) leaves.push_back(l);
     std::sort(leaves.begin(), leaves.end());
     leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());

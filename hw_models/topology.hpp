@@ -74,10 +74,10 @@ class Topology {
   ~Topology();
   Topology(Topology&&) noexcept;
 
-  int gpus() const { return gpus_; }
-  int domain_size() const { return domain_; }
-  int domain_of(int gpu) const { return gpu / domain_; }
-  int rail_of(int gpu) const { return gpu % gpus_per_node_; }
+  int gpus() const { return sizes_.gpus; }
+  int domain_size() const { return sizes_.domain; }
+  int domain_of(int gpu) const { return gpu / sizes_.domain; }
+  int rail_of(int gpu) const { return gpu % sizes_.gpus_per_node; }
   std::size_t vertex_count() const { return kinds_.size(); }
   std::size_t count(VertexKind k) const;
   const std::vector<Link>& links() const { return links_; }
@@ -96,7 +96,7 @@ class Topology {
   bool kept(int v, int da, int db, const std::vector<int>& leaves) const;  // in route's subgraph
   void check_gpus(int a, int b) const;  // throws std::out_of_range unless both are GPUs
 
-  int gpus_, domain_, gpus_per_node_;
+  TopologySizes sizes_;
   std::vector<VertexKind> kinds_;
   std::vector<int> owner_;  // GPU: itself; NIC: its GPU; NVSwitch: its domain; else -1
   std::vector<std::vector<int>> nic_leaves_;  // per GPU: the leaves its NICs connect to
