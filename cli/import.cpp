@@ -32,7 +32,9 @@ class Import final : public Command {
                    "performance launcher scripts/performance/setup_experiment.py)")
         ->required()
         ->check(CLI::IsMember({"megatron"}));
-    app.add_option("script", script_, "a launch script or command file; - reads standard input");
+    app.add_option("script", script_,
+                   "a launch script or command file, or a Megatron-LM MoE recipe (.yaml with "
+                   "ARGS); - reads standard input");
     app.add_option("--args", args_, "the command line itself, instead of a script");
     app.add_option("--system", system_,
                    "system preset the command runs on (a Megatron-Bridge command's -g names "

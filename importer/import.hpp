@@ -52,6 +52,8 @@ struct MegatronImportOptions {
       wrapper_root;  // a wrapper's checkout (importer/launch_wrapper.hpp), if not above the script
   std::vector<std::string> source_roots =
       {};  // folders `source` may read beside the script's (ShellOptions)
+  // No launch command is known (a Megatron-LM MoE recipe): NUMA binding is not read from one.
+  bool no_launcher = false;
 };
 
 struct MegatronImport {
@@ -66,13 +68,30 @@ struct MegatronImport {
   std::vector<std::string> recorded;
 };
 
+// Megatron-LM's MoE recipe YAML (examples/moe_recipes, importer/moe_recipe.cpp): its ARGS as a
+// flag string, its ENV_VARS and its container image.
+struct MoeRecipe {
+  std::string flags;
+  std::map<std::string, std::string> environment;
+  std::optional<std::string> image;
+};
+
+// The recipe in `text` when `source` is a .yaml/.yml file; nullopt for any other file (a shell
+// script). Throws InputError(source, "ARGS.key", why) on a malformed recipe and on a YAML file
+// that is not one.
+// `given`: the variables given with --env, which win over ENV_VARS in `$VAR` substitution.
+std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::string& source,
+                                         const std::map<std::string, std::string>& given);
+
 // `text`: a shell command or script, evaluated as bash would without running anything
 // (importer/shell_eval.hpp: variables, arrays, defaults, exports, sourced files next to
 // the script, `if` on tests); the Megatron flags are those of the first command with a
 // `*.py` word, after it, or of a command starting with `--`; a registered wrapper's call
 // (importer/launch_wrapper.hpp: ModelZoo's sbatch_benchmarking.sh) is a run too, expanded
-// into the command it would submit. A script that starts several runs needs opts.run. Throws
-// InputError(source, "--flag", why); every unknown flag of the command in one error.
+// into the command it would submit; a Megatron-LM MoE recipe (read_moe_recipe) is its flags
+// under its environment (a variable given in opts.environment wins). A script that starts several
+// runs needs opts.run. Throws InputError(source, "--flag", why); every unknown flag of the command
+// in one error.
 MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts);
 
 }  // namespace moesim::importer

@@ -332,6 +332,21 @@ void check_loads(const MegatronImport& out, const MegatronImportOptions& opts) {
 }  // namespace
 
 MegatronImport import_megatron(const std::string& text, const MegatronImportOptions& opts) {
+  if (auto recipe = read_moe_recipe(text, opts.source, opts.environment)) {
+    MegatronImportOptions o = opts;
+    o.source = opts.source + " (ARGS)";
+    o.no_launcher = true;
+    for (auto& [name, value] : recipe->environment) o.environment.emplace(name, value);
+    MegatronImport out = import_megatron(recipe->flags, o);
+    out.notes.insert(
+        out.notes.begin(),
+        fmt::format("{}: a Megatron-LM MoE recipe: ARGS read as the flags named after them, "
+                    "ENV_VARS as the environment{}; its container{} is not read for library "
+                    "versions (--release R gives them)",
+                    opts.source, opts.environment.empty() ? "" : " (--env wins)",
+                    recipe->image ? " (" + *recipe->image + ")" : std::string()));
+    return out;
+  }
   MegatronImport out;
   bool exited = false;
   auto runs = detail::script_runs(text, opts, out.notes, exited);

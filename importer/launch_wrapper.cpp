@@ -16,6 +16,37 @@ namespace moesim::importer {
 
 // The scenario format's types and readers (Json, InputError, presets, releases) throughout.
 using namespace config;
+
+// envsubst without a variable list: $NAME and ${NAME} become the environment's value, or
+// nothing when unset (GNU gettext's envsubst); anything else stays.
+std::string envsubst(std::string_view text, const std::map<std::string, std::string>& env) {
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$' || i + 1 >= text.size()) {
+      out += text[i];
+      continue;
+    }
+    std::size_t b = i + 1, e = b;
+    const bool braced = text[b] == '{';
+    if (braced) ++b, e = b;
+    if (e >= text.size() ||
+        !(std::isalpha(static_cast<unsigned char>(text[e])) || text[e] == '_')) {
+      out += text[i];
+      continue;
+    }
+    while (e < text.size() && name_char(text[e])) ++e;
+    if (braced && (e >= text.size() || text[e] != '}')) {
+      out += text[i];
+      continue;
+    }
+    const auto it = env.find(std::string(text.substr(b, e - b)));
+    if (it != env.end()) out += it->second;
+    i = braced ? e : e - 1;
+  }
+  return out;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -50,36 +81,6 @@ std::optional<std::int64_t> to_int(std::string_view s) {
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-// envsubst without a variable list: $NAME and ${NAME} become the environment's value, or
-// nothing when unset (GNU gettext's envsubst); anything else stays.
-std::string envsubst(std::string_view text, const std::map<std::string, std::string>& env) {
-  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '$' || i + 1 >= text.size()) {
-      out += text[i];
-      continue;
-    }
-    std::size_t b = i + 1, e = b;
-    const bool braced = text[b] == '{';
-    if (braced) ++b, e = b;
-    if (e >= text.size() ||
-        !(std::isalpha(static_cast<unsigned char>(text[e])) || text[e] == '_')) {
-      out += text[i];
-      continue;
-    }
-    while (e < text.size() && name_char(text[e])) ++e;
-    if (braced && (e >= text.size() || text[e] != '}')) {
-      out += text[i];
-      continue;
-    }
-    const auto it = env.find(std::string(text.substr(b, e - b)));
-    if (it != env.end()) out += it->second;
-    i = braced ? e : e - 1;
-  }
-  return out;
 }
 
 // ---- Megatron-MoE-ModelZoo's sbatch_benchmarking.sh -------------------------------------

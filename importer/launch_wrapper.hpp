@@ -24,6 +24,10 @@
 
 namespace moesim::importer {
 
+// envsubst without a variable list: $NAME and ${NAME} become the environment's value, or
+// nothing when unset (GNU gettext's envsubst); anything else stays.
+std::string envsubst(std::string_view text, const std::map<std::string, std::string>& env);
+
 // One call of a wrapper from a launch script.
 struct WrapperCall {
   std::vector<std::string> args;                   // the words after the wrapper's path

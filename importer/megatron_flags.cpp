@@ -173,6 +173,11 @@ constexpr std::array kModeled{
     FlagSpec{"--ddp-bucket-size", Arity::one},
     FlagSpec{"--cpu-offloading-num-layers", Arity::one},
     FlagSpec{"--moe-router-fusion", Arity::none},
+    // Megatron-Core dev's sync-free experts (docs/user-guide/features/paged_stash.md at
+    // d98e8a64): HybridEP's buffers sized by a rank capacity, the saved tokens paged.
+    FlagSpec{"--moe-expert-rank-capacity-factor", Arity::one},
+    FlagSpec{"--moe-paged-stash", Arity::none},
+    FlagSpec{"--use-transformer-engine-op-fuser", Arity::none},
     FlagSpec{"--moe-grouped-gemm", Arity::none},
     FlagSpec{"--moe-permute-fusion", Arity::none},
     FlagSpec{"--cross-entropy-loss-fusion", Arity::none},
@@ -186,7 +191,7 @@ constexpr std::array kModeled{
 // Flags with no effect on step time or memory in this model: model numerics that cost
 // nothing measurable (initialization, norms' epsilon, RoPE constants, router scaling),
 // the learning-rate schedule, data, tokenizer, checkpoints, logging, evaluation.
-constexpr std::array<std::string_view, 125> kIgnored{
+constexpr std::array<std::string_view, 130> kIgnored{
     "--mock-data",
     "--distributed-timeout-minutes",
     "--use-mcore-models",
@@ -336,6 +341,15 @@ constexpr std::array<std::string_view, 125> kIgnored{
     "--hysteresis",
     // Parameters created on the meta device and materialized sharded: initialization only.
     "--init-model-with-meta-device",
+    // The paged stash's page size and its buffers' sizes on the GPU and the host: with forced
+    // or even loads nothing overflows them, and moesim keeps what arrived (moe_paged_stash);
+    // expert padding for CUDA-graphed inference; the GLU weights' interleave that the fused
+    // grouped MLP reads (a layout, not work).
+    "--moe-paged-stash-page-size",
+    "--moe-paged-stash-buffer-size-factor-cuda",
+    "--moe-paged-stash-buffer-size-factor-cpu",
+    "--moe-pad-experts-for-cuda-graph-inference",
+    "--moe-mlp-glu-interleave-size",
 };
 
 // Flags refused with a reason: what they select is not modeled.

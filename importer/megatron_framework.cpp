@@ -187,6 +187,14 @@ void Importer::framework(Json& sc) {
   if (const auto n = f_.integer("--cpu-offloading-num-layers"); n && *n > 0)
     fw["offload_layers"] = *n;
   if (const auto b = f_.number("--ddp-bucket-size")) fw["ddp_bucket_size"] = *b;
+  // Sync-free experts (Megatron-Core dev, docs/user-guide/features/paged_stash.md at d98e8a64):
+  // a rank capacity sizes HybridEP's buffers on the host, and paged stashing keeps only the
+  // tokens that arrived; the loader checks what each needs (HybridEP, full-iteration graph).
+  if (const auto c = f_.number("--moe-expert-rank-capacity-factor"))
+    fw["moe_expert_rank_capacity_factor"] = *c;
+  if (f_.has("--moe-paged-stash")) fw["moe_paged_stash"] = true;
+  // TE's op fuser (te.ops): the experts' bias and clamp in the fused grouped MLP.
+  if (f_.has("--use-transformer-engine-op-fuser")) fw["te_op_fuser"] = true;
   // Things Megatron selects that moesim takes as given.
   const std::string impl_t = f_.choice("--transformer-impl", "transformer_engine",
                                        {"transformer_engine", "local", "inference_optimized"});
@@ -270,10 +278,15 @@ void Importer::stack(Json& sc) {
     st["hybridep_permute_fusion"] = true;
     assume("stack.hybridep_permute_fusion", "on: --moe-permute-fusion-into-hybridep");
   }
-  st["cpu_numa_binding"] = w_.numa_bound;
-  assume("stack.cpu_numa_binding", w_.numa_bound
-                                       ? "on: bindpcie or numactl starts the command"
-                                       : "off: no bindpcie or numactl before the command");
+  // A recipe without its launcher: bound, as NVIDIA's Slurm launchers bind every rank
+  // (config/releases.cpp, cpu_numa_binding's history); the recipe itself does not say.
+  st["cpu_numa_binding"] = w_.numa_bound || opts_.no_launcher;
+  assume("stack.cpu_numa_binding",
+         opts_.no_launcher
+             ? "on: the recipe names no launcher; NVIDIA's Slurm launchers bind every "
+               "rank with numactl, taken as this run's (not stated)"
+         : w_.numa_bound ? "on: bindpcie or numactl starts the command"
+                         : "off: no bindpcie or numactl before the command");
   const auto norm = w_.env.find("NVTE_NORM_FWD_USE_CUDNN");
   st["norm_quant_fusion"] = norm != w_.env.end() && norm->second == "1";
   assume("stack.norm_quant_fusion",

@@ -1,0 +1,146 @@
+// importer/moe_recipe.cpp: Megatron-LM's self-contained MoE recipes (examples/moe_recipes/
+// MODEL/GPU/*.yaml on the dev branch, first in 6b6fb956a7, 2026-05-21) as a Megatron command
+// (importer/import.hpp).
+//
+// A recipe holds DEPENDENCIES (the container and the Dockerfile that builds TE, HybridEP and
+// the kernels), ENV_VARS (the runtime's environment) and ARGS (the training arguments). The
+// repository has no runner for them; their ARGS keys are argparse destinations, and each is
+// read as the flag Megatron names after it (`--` and the key with dashes, arguments.py and
+// its ArgumentGroupFactory at e5ad09802d):
+//   true       - the bare flag; false and null drop it (store_true flags left off);
+//   a sequence - the flag and its items (--cuda-graph-scope attn moe_router);
+//   a scalar   - the flag and its words, split on blanks as an unquoted shell value is
+//                (cuda_graph_scope: moe_router moe_preprocess is two scopes);
+// except the destinations whose flag has another name: overlap_p2p_comm is the dest of
+// --no-overlap-p2p-communication (store_false, on by default): true is the default, and false
+// is refused (not modeled). ENV_VARS become the command's environment (a variable given with --env
+// wins), and
+// `$VAR` or `${VAR}` in a value is substituted from it as envsubst does, empty when unset (the
+// recipes use it for their checkpoint, log and W&B paths, flags without a performance effect).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "importer/import.hpp"
+#include "importer/launch_wrapper.hpp"
+
+namespace moesim::importer {
+
+namespace {
+
+// A word for the flag string that import_megatron evaluates as bash would: single-quoted.
+std::string single_quoted(std::string_view word) {
+  std::string out;
+  out.reserve(word.size() + 2);
+  out.push_back('\'');
+  for (const char c : word) {
+    if (c == '\'')
+      out.append("'\\''");
+    else
+      out.push_back(c);
+  }
+  out.push_back('\'');
+  return out;
+}
+
+std::vector<std::string> blank_split(const std::string& value) {
+  std::vector<std::string> words;
+  std::string cur;
+  for (const char c : value) {
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (!cur.empty()) words.push_back(cur), cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) words.push_back(cur);
+  return words;
+}
+
+std::string flag_of(const std::string& dest) {
+  std::string f = "--" + dest;
+  for (auto& c : f)
+    if (c == '_') c = '-';
+  return f;
+}
+
+}  // namespace
+
+std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::string& source,
+                                         const std::map<std::string, std::string>& given) {
+  if (!source.ends_with(".yaml") && !source.ends_with(".yml")) return std::nullopt;
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw config::InputError(source, "", fmt::format("not YAML: {}", e.what()));
+  }
+  // A YAML file is never a shell script: one that is not a recipe is refused here.
+  if (!doc.IsMap() || !doc["ARGS"])
+    throw config::InputError(
+        source, "ARGS",
+        "missing: a Megatron-LM MoE recipe holds its training arguments under ARGS (a ModelZoo "
+        "model YAML is read through the sbatch_benchmarking.sh call that names it)");
+  const YAML::Node args = doc["ARGS"];
+  if (!args.IsMap())
+    throw config::InputError(source, "ARGS", "must be a mapping of training arguments");
+  MoeRecipe r;
+  if (const YAML::Node env = doc["ENV_VARS"]; env) {
+    if (!env.IsMap())
+      throw config::InputError(source, "ENV_VARS", "must be a mapping of variables");
+    for (const auto& kv : env) {
+      if (!kv.first.IsScalar())
+        throw config::InputError(source, "ENV_VARS", "a key must be a name");
+      const std::string name = kv.first.Scalar();
+      if (!kv.second.IsNull() && !kv.second.IsScalar())
+        throw config::InputError(source, "ENV_VARS." + name, "a variable's value must be a scalar");
+      r.environment[name] = kv.second.IsNull() ? std::string() : kv.second.Scalar();
+    }
+  }
+  std::map<std::string, std::string> env = r.environment;
+  for (const auto& [name, value] : given) env[name] = value;
+  for (const auto& kv : args) {
+    if (!kv.first.IsScalar()) throw config::InputError(source, "ARGS", "a key must be a name");
+    const std::string dest = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    const std::string path = "ARGS." + dest;
+    if (dest == "overlap_p2p_comm") {
+      if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false"))
+        throw config::InputError(source, path, "must be true or false");
+      if (v.Scalar() == "false")
+        throw config::InputError(source, path,
+                                 "false (--no-overlap-p2p-communication): pipeline transfers left "
+                                 "unoverlapped at VPP > 1 are not modeled (moesim overlaps them "
+                                 "there, Megatron's default)");
+      continue;
+    }
+    if (v.IsNull() || (v.IsScalar() && v.Scalar() == "false")) continue;
+    const std::string flag = flag_of(dest);
+    if (v.IsScalar() && v.Scalar() == "true") {
+      r.flags.append(" ").append(flag);
+    } else if (v.IsScalar()) {
+      r.flags.append(" ").append(flag);
+      const auto words = blank_split(envsubst(v.Scalar(), env));
+      if (words.empty()) r.flags.append(" ''");  // an unset variable: the flag's empty value
+      for (const auto& w : words) r.flags.append(" ").append(single_quoted(w));
+    } else if (v.IsSequence()) {
+      r.flags.append(" ").append(flag);
+      for (const auto& item : v) {
+        if (!item.IsScalar())
+          throw config::InputError(source, path, "a list's items must be scalars");
+        r.flags.append(" ").append(single_quoted(envsubst(item.Scalar(), env)));
+      }
+    } else {
+      throw config::InputError(source, path, "a mapping is not a training argument's value");
+    }
+  }
+  if (const YAML::Node deps = doc["DEPENDENCIES"]; deps && deps.IsMap())
+    if (const YAML::Node image = deps["pytorch_base_image"]; image && image.IsScalar())
+      r.image = image.Scalar();
+  return r;
+}
+
+}  // namespace moesim::importer
