@@ -4,19 +4,25 @@
 //
 // A recipe holds DEPENDENCIES (the container and the Dockerfile that builds TE, HybridEP and
 // the kernels), ENV_VARS (the runtime's environment) and ARGS (the training arguments). The
-// repository has no runner for them; their ARGS keys are argparse destinations, and each is
-// read as the flag Megatron names after it (`--` and the key with dashes, arguments.py and
-// its ArgumentGroupFactory at e5ad09802d):
-//   true       - the bare flag; false and null drop it (store_true flags left off);
+// repository has no runner for them. Each ARGS key is a flag's name with underscores for its
+// dashes (no_check_for_nan_in_loss_and_grad, cuda_graph_scope and use_mcore_models are flags
+// whose argparse destinations are named otherwise; arguments.py at e5ad09802d), read as that
+// flag, `--` and the key with dashes:
+//   true       - the bare flag; false and null drop it (store_true flags left off); a plain
+//                scalar that YAML reads as a boolean is one (True, yes, on), a quoted one text;
 //   a sequence - the flag and its items (--cuda-graph-scope attn moe_router);
 //   a scalar   - the flag and its words, split on blanks as an unquoted shell value is
 //                (cuda_graph_scope: moe_router moe_preprocess is two scopes);
-// except the destinations whose flag has another name: overlap_p2p_comm is the dest of
-// --no-overlap-p2p-communication (store_false, on by default): true is the default, and false
-// is refused (not modeled). ENV_VARS become the command's environment (a variable given with --env
-// wins), and
+// except overlap_p2p_comm (in the B200 Qwen3-235B recipe), which is no flag but the
+// destination of --no-overlap-p2p-communication (store_false, on by default): true is the
+// default, and false is refused (not modeled). A key must be a flag's name (letters, digits,
+// `_`, `-`). ENV_VARS become the command's environment (a variable given with --env wins), and
 // `$VAR` or `${VAR}` in a value is substituted from it as envsubst does, empty when unset (the
 // recipes use it for their checkpoint, log and W&B paths, flags without a performance effect).
+// The flag string is bounded as a launch script is (kMaxSourcedBytes), YAML aliases included.
+#include <algorithm>
+#include <cctype>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +32,7 @@
 
 #include "importer/import.hpp"
 #include "importer/launch_wrapper.hpp"
+#include "importer/shell_eval.hpp"
 
 namespace moesim::importer {
 
@@ -60,6 +67,21 @@ std::vector<std::string> blank_split(const std::string& value) {
   return words;
 }
 
+// A plain (unquoted) scalar YAML reads as a boolean: true/false, True, yes/no, on/off.
+std::optional<bool> boolean(const YAML::Node& v) {
+  bool b = false;
+  if (!v.IsScalar() || v.Tag() != "?" || !YAML::convert<bool>::decode(v, b)) return std::nullopt;
+  return b;
+}
+
+// A flag's name, or an environment variable's (no dash, not starting with a digit).
+bool is_name(std::string_view s, bool variable) {
+  if (s.empty() || (variable && std::isdigit(static_cast<unsigned char>(s.front())))) return false;
+  return std::ranges::all_of(s, [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (!variable && c == '-');
+  });
+}
+
 std::string flag_of(const std::string& dest) {
   std::string f = "--" + dest;
   for (auto& c : f)
@@ -71,7 +93,14 @@ std::string flag_of(const std::string& dest) {
 
 std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::string& source,
                                          const std::map<std::string, std::string>& given) {
-  if (!source.ends_with(".yaml") && !source.ends_with(".yml")) return std::nullopt;
+  std::string ext = source.substr(std::min(source.size(), source.find_last_of('.')));
+  std::ranges::transform(ext, ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext != ".yaml" && ext != ".yml") return std::nullopt;
+  // The bound of a launch script (importer/shell_eval.hpp): the recipes are about 10 KiB.
+  if (text.size() > kMaxSourcedBytes)
+    throw config::InputError(source, "",
+                             fmt::format("{} bytes: larger than the {} KiB a recipe may have",
+                                         text.size(), kMaxSourcedBytes >> 10));
   YAML::Node doc;
   try {
     doc = YAML::Load(text);
@@ -95,6 +124,8 @@ std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::str
       if (!kv.first.IsScalar())
         throw config::InputError(source, "ENV_VARS", "a key must be a name");
       const std::string name = kv.first.Scalar();
+      if (!is_name(name, true))
+        throw config::InputError(source, "ENV_VARS." + name, "not a variable's name");
       if (!kv.second.IsNull() && !kv.second.IsScalar())
         throw config::InputError(source, "ENV_VARS." + name, "a variable's value must be a scalar");
       r.environment[name] = kv.second.IsNull() ? std::string() : kv.second.Scalar();
@@ -107,19 +138,25 @@ std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::str
     const std::string dest = kv.first.Scalar();
     const YAML::Node& v = kv.second;
     const std::string path = "ARGS." + dest;
+    if (!is_name(dest, false))
+      throw config::InputError(source, path, "not a flag's name (letters, digits, _ and -)");
+    if (r.flags.size() > kMaxSourcedBytes)
+      throw config::InputError(
+          source, path,
+          fmt::format("the flags pass the {} KiB of a launch script", kMaxSourcedBytes >> 10));
+    const auto b = boolean(v);
     if (dest == "overlap_p2p_comm") {
-      if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false"))
-        throw config::InputError(source, path, "must be true or false");
-      if (v.Scalar() == "false")
+      if (!b) throw config::InputError(source, path, "must be true or false");
+      if (!*b)
         throw config::InputError(source, path,
                                  "false (--no-overlap-p2p-communication): pipeline transfers left "
                                  "unoverlapped at VPP > 1 are not modeled (moesim overlaps them "
                                  "there, Megatron's default)");
       continue;
     }
-    if (v.IsNull() || (v.IsScalar() && v.Scalar() == "false")) continue;
+    if (v.IsNull() || (b && !*b)) continue;
     const std::string flag = flag_of(dest);
-    if (v.IsScalar() && v.Scalar() == "true") {
+    if (b) {
       r.flags.append(" ").append(flag);
     } else if (v.IsScalar()) {
       r.flags.append(" ").append(flag);
@@ -132,6 +169,10 @@ std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::str
         if (!item.IsScalar())
           throw config::InputError(source, path, "a list's items must be scalars");
         r.flags.append(" ").append(single_quoted(envsubst(item.Scalar(), env)));
+        if (r.flags.size() > kMaxSourcedBytes)
+          throw config::InputError(
+              source, path,
+              fmt::format("the flags pass the {} KiB of a launch script", kMaxSourcedBytes >> 10));
       }
     } else {
       throw config::InputError(source, path, "a mapping is not a training argument's value");

@@ -87,6 +87,14 @@ TEST_CASE("import megatron: a recipe's ARGS become flags as Megatron names them"
       "  expert_model_parallel_size: 8\n  seq_length: 4096\n  micro_batch_size: 1\n"
       "  global_batch_size: 256\n  bf16: true\n  use_distributed_optimizer: true\n"
       "  make_vocab_size_divisible_by: 1187\n  load: ${CKPT}\n  save: ${UNSET}/x\n";
+  auto refused = [&](const std::string& text, const std::string& words) {
+    try {
+      import_recipe(path, text, "h100", 8);
+      FAIL("imported; expected: " << words);
+    } catch (const config::InputError& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Contains(words));
+    }
+  };
   SECTION("a list given as one string is split as the shell splits it") {
     const auto imp = import_recipe(
         path,
@@ -107,18 +115,15 @@ TEST_CASE("import megatron: a recipe's ARGS become flags as Megatron names them"
     const auto imp = importer::import_megatron(base, o);
     CHECK(imp.scenario["stack"]["norm_quant_fusion"] == false);
   }
-  SECTION("false drops a flag (an unknown one too)") {
-    const auto imp = import_recipe(path, base + "  moe_grouped_gemm_unused: false\n", "h100", 8);
+  SECTION("false drops a flag (an unknown one too); YAML's other booleans are booleans") {
+    const auto imp = import_recipe(
+        path, base + "  moe_grouped_gemm_unused: off\n  overlap_grad_reduce: True\n", "h100", 8);
     CHECK(imp.scenario["framework"]["dispatcher"] == "alltoall");
+    CHECK(imp.scenario["framework"]["overlap_grad_reduce"] == true);
   }
-  auto refused = [&](const std::string& text, const std::string& words) {
-    try {
-      import_recipe(path, text, "h100", 8);
-      FAIL("imported; expected: " << words);
-    } catch (const config::InputError& e) {
-      CHECK_THAT(std::string(e.what()), Catch::Contains(words));
-    }
-  };
+  SECTION("a quoted 'true' is text, a value") {
+    refused(base + "  overlap_grad_reduce: 'true'\n", "overlap-grad-reduce");
+  }
   SECTION("refused, naming the key") {
     refused(base + "  overlap_p2p_comm: false\n", "ARGS.overlap_p2p_comm");
     refused(base + "  recompute_modules:\n    a: b\n", "ARGS.recompute_modules");
@@ -126,7 +131,11 @@ TEST_CASE("import megatron: a recipe's ARGS become flags as Megatron names them"
     refused("ARGS: [1, 2]\n", "ARGS");
     refused("MODEL_ARGS:\n  --num-layers: 4\n", "missing: a Megatron-LM MoE recipe");
     refused("ARGS: {a: [\n", "not YAML");
+    refused(base + "  lr_schedule: " + std::string(std::size_t{1} << 20, 'x') + "\n",
+            "larger than the 1024 KiB");
     refused(base + "  no_such_argument: 3\n", "--no-such-argument");
+    refused(base + "  'bf16 --fp16': true\n", "not a flag's name");
+    refused("ENV_VARS:\n  'A B': 1\n" + base.substr(base.find("ARGS:")), "not a variable's name");
   }
 }
 
