@@ -68,7 +68,8 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.module_calls_on_last(1, 0);  // the MLP module around its linears
   sp_saved_shard(b, s);
   detail::lora_adapter(b, in, s, Module::mlp, workload::LoraTarget::linear_fc1, "mlp.fc1", e * f);
-  b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, 1.0, s.T * e * f * 2);
+  b.memory("mlp.act", Module::mlp, s.T * (e * f + f) * 2, detail::act_bwd_factor(e),
+           s.T * e * f * 2);
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
   if (whole) b.recompute_since(start);

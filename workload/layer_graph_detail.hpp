@@ -398,6 +398,15 @@ void lora_adapter(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Mo
 // backward (LayerBuilder::sp_quantized_grad_gather).
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name);
 
+// An MLP's activation kernel (TE's swiglu / gelu and their backward), its backward bytes over
+// its forward's, with e fc1 outputs per activation output (2 gated, 1 not): forward reads fc1's
+// output (e f) and writes f; backward reads the gradient (f) and fc1's output (e f) and writes
+// fc1's gradient (e f). (2e + 1) / (e + 1): 5/3 for SwiGLU, 3/2 for GELU
+// (docs/research/mlm-moe-recipes.md 6).
+constexpr double act_bwd_factor(double e) {
+  return (2 * e + 1) / (e + 1);
+}
+
 // Megatron's fine-grained activation offloading (--offload-modules): the kernel just
 // built keeps what it saves in host memory when its module is offloaded.
 void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTarget t);

@@ -109,7 +109,7 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
         {1.5 * half, 2.5 * half, 1.5 * half, 1.5 * half, 1.5 * half, 2.5 * half, 4 * half},
         2 * half);
   }
-  b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, 1.0,
+  b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, act_bwd_factor(e),
            tokens_in * etp * e * f * act_bytes);
   offload(b, fw, workload::OffloadTarget::moe_act);
   offload(b, fw, workload::OffloadTarget::expert_fc1_act);
@@ -215,7 +215,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.module_calls_on_last(1, 0);  // the SharedExpertMLP module around its linears
     sp_saved_shard(b, s);
     if (!b.fp8()) b.last_fwd().saved_bytes = 0;  // the router's saved input, the same tensor
-    b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, 1.0,
+    b.memory("shared.act", Module::shared_expert, s.T * (e2 * fs + fs) * 2, act_bwd_factor(e2),
              s.T * e2 * fs * act_bytes);
     return start;
   };

@@ -526,6 +526,10 @@ void mutate_seed(FuzzCase& c, Rng& rng, const ShellSeeds& seeds) {
     at = "zoo/" + path.substr(std::string("modelzoo/").size());
     if (mutated == seeds.zoo.size()) mutate(script, rng, c.index);
     c.stratum = mutated == seeds.zoo.size() ? "ModelZoo script mutated" : "ModelZoo table mutated";
+  } else if (path.starts_with("moe-recipes/")) {
+    mutate(script, rng, c.index);
+    at = "s/recipe.yaml";  // a recipe is read as YAML for its extension
+    c.stratum = "MoE recipe mutated";
   } else {
     mutate(script, rng, c.index);
     c.stratum = "shipped script mutated";
@@ -543,6 +547,9 @@ ShellSeeds read_shell_seeds(const std::string& source_dir) {
     const std::string rel = fs::relative(e.path(), root).generic_string();
     if (e.path().extension() == ".sh" && rel.find("/model_configs/") == std::string::npos &&
         !rel.ends_with("sbatch_benchmarking.sh"))
+      s.scripts.emplace_back(rel, read_file_text(e.path().string()));
+    // Megatron-LM's MoE recipes, imported as YAML (importer/moe_recipe.cpp).
+    if (e.path().extension() == ".yaml" && rel.starts_with("moe-recipes/"))
       s.scripts.emplace_back(rel, read_file_text(e.path().string()));
     if (rel.starts_with("modelzoo/") && !rel.starts_with("modelzoo/best_practice/"))
       s.zoo.emplace_back(rel.substr(std::string("modelzoo/").size()),

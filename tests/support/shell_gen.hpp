@@ -13,8 +13,9 @@
 //   create files if anything ran, and hostile ones (expansions and arithmetic nested past the
 //   limit, values that double, unbalanced quotes, arithmetic overflow, odd bytes);
 // - mutated: a shipped script (tests/data/megatron, ModelZoo's with its wrapper, YAMLs and
-//   runtime tables) with lines deleted, duplicated, swapped or replaced, numbers made hostile,
-//   bytes inserted; for a ModelZoo draw sometimes the wrapper's YAML or table instead.
+//   runtime tables, and Megatron-LM's MoE recipe YAMLs) with lines deleted, duplicated,
+//   swapped or replaced, numbers made hostile, bytes inserted; for a ModelZoo draw sometimes
+//   the wrapper's YAML or table instead.
 // Values of a file outside the script's tree are canaries: no output may show them. Then the
 // text is sometimes cut or corrupted byte by byte.
 #pragma once

@@ -387,6 +387,23 @@ TEST_CASE("Saved activations: one tensor saved once, and DeepSeek's low-precisio
   CHECK(find(bf16.t.moe.fwd, "attn.o_proj.fprop").saved_bytes == 0);
 }
 
+TEST_CASE("An activation's backward moves 5/3 of its forward bytes gated, 3/2 not",
+          "[workload][templates]") {
+  // SwiGLU: forward reads fc1's 2f and writes f; backward reads the gradient (f) and fc1's
+  // output (2f) and writes fc1's gradient (2f). GELU: f and f forward, f + f and f backward.
+  const auto gated = build("scenarios/h800/dsv3-production.json");
+  for (const char* k : {"moe.act", "shared.act"}) {
+    INFO(k);
+    const double fwd = find(gated.t.moe.fwd, std::string(k) + ".fwd").work.bytes;
+    CHECK(find(gated.t.moe.bwd, std::string(k) + ".bwd").work.bytes == Approx(fwd * 5 / 3));
+  }
+  const auto gelu = build("scenarios/h800/dsv3-production.json",
+                          [](config::Scenario& sc) { sc.model.gated_linear_unit = false; });
+  const double fwd = find(gelu.t.moe.fwd, "moe.act.fwd").work.bytes;
+  CHECK(fwd == Approx(4096.0 * 8 * 2048 * 2 * 2));  // T x top-k rows, f in and f out, BF16
+  CHECK(find(gelu.t.moe.bwd, "moe.act.bwd").work.bytes == Approx(fwd * 3 / 2));
+}
+
 TEST_CASE(
     "An MTP module: embedding, two norms, the 2h->h projection, a decoder layer, the shared head",
     "[workload][templates]") {
