@@ -353,6 +353,12 @@ constexpr std::array<std::string_view, 130> kIgnored{
 };
 
 // Flags refused with a reason: what they select is not modeled.
+constexpr std::string_view kDsv4 =
+    "DeepSeek-V4's hybrid attention, indexer, hash-routed layers and hyper-connections are not "
+    "read from Megatron flags: import the run through Megatron-Bridge's launcher, whose "
+    "DeepSeek-V4 recipes moesim reads, or write the scenario with the model preset "
+    "deepseek-v4-flash or deepseek-v4-pro";
+
 const std::map<std::string_view, std::string_view>& refused() {
   static const std::map<std::string_view, std::string_view> m{
       {"--use-torch-fsdp2", "PyTorch FSDP2 is not modeled (Megatron-FSDP is: --use-megatron-fsdp)"},
@@ -362,6 +368,23 @@ const std::map<std::string_view, std::string_view>& refused() {
       {"--decoder-last-pipeline-num-layers",
        "uneven first/last stages are modeled through --pipeline-model-parallel-layout; write the "
        "layout instead"},
+      // DeepSeek-V4's shape (Megatron-LM dev's deepseek_v4 recipes, examples/moe_recipes at
+      // d48bd6be): its hybrid attention, indexer, hash routing and hyper-connections.
+      {"--o-groups", kDsv4},
+      {"--o-lora-rank", kDsv4},
+      {"--csa-window-size", kDsv4},
+      {"--csa-compress-ratios", kDsv4},
+      {"--csa-compress-rotary-base", kDsv4},
+      {"--dsa-indexer-n-heads", kDsv4},
+      {"--dsa-indexer-head-dim", kDsv4},
+      {"--dsa-indexer-topk", kDsv4},
+      {"--dsa-indexer-loss-coeff", kDsv4},
+      {"--dsa-indexer-use-sparse-loss", kDsv4},
+      {"--moe-n-hash-layers", kDsv4},
+      {"--enable-hyper-connections", kDsv4},
+      {"--num-residual-streams", kDsv4},
+      {"--mhc-sinkhorn-iterations", kDsv4},
+      {"--use-fused-mhc", kDsv4},
   };
   return m;
 }

@@ -139,4 +139,18 @@ TEST_CASE("import megatron: a recipe's ARGS become flags as Megatron names them"
   }
 }
 
+TEST_CASE("import megatron: DeepSeek-V4's recipe is refused for its shape flags, with the way in",
+          "[config][import]") {
+  const std::string path = test::source_path(
+      "tests/data/megatron/moe-recipes/deepseek_v4_flash/gb200/mxfp8_SL4K_128GPU_TP1PP1EP64.yaml");
+  try {
+    import_recipe(path, test::read_text(path), "gb200-nvl72", 128);
+    FAIL("imported");
+  } catch (const config::InputError& e) {
+    CHECK(e.path() == "--o-groups");  // the first of its DeepSeek-V4 flags
+    CHECK_THAT(std::string(e.what()), Catch::Contains("Megatron-Bridge's launcher"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("deepseek-v4-flash"));
+  }
+}
+
 }  // namespace moesim
