@@ -68,7 +68,7 @@ class Comm final : public Command {
   }
   int run(Io& io) override {
     // An unknown op is predict::comm's to name (--op), not an option's.
-    const bool ep = q_.op == "ep-dispatch" || q_.op == "ep-combine";
+    const bool ep = predict::is_ep_op(q_.op);
     if (!ep && !hw_models::collective_names().find(q_.op)) return print(io, predict::comm(q_));
     // An option of the other kind of operation would change nothing: refused, named.
     for (const char* o : {"--dispatcher", "--ep", "--tokens", "--hidden", "--topk", "--experts",

@@ -69,17 +69,18 @@ struct MegatronImport {
 };
 
 // Megatron-LM's MoE recipe YAML (examples/moe_recipes, importer/moe_recipe.cpp): its ARGS as a
-// flag string, its ENV_VARS and its container image.
+// flag string, the command's environment and its container image.
 struct MoeRecipe {
   std::string flags;
-  std::map<std::string, std::string> environment;
+  std::map<std::string, std::string> environment;  // ENV_VARS, the variables given winning
   std::optional<std::string> image;
 };
 
 // The recipe in `text` when `source` is a .yaml/.yml file; nullopt for any other file (a shell
 // script). Throws InputError(source, "ARGS.key", why) on a malformed recipe and on a YAML file
 // that is not one.
-// `given`: the variables given with --env, which win over ENV_VARS in `$VAR` substitution.
+// `given`: the variables given with --env, which win over ENV_VARS (in `$VAR` substitution and
+// in the environment returned).
 std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::string& source,
                                          const std::map<std::string, std::string>& given);
 

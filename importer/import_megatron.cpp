@@ -336,7 +336,7 @@ MegatronImport import_megatron(const std::string& text, const MegatronImportOpti
     MegatronImportOptions o = opts;
     o.source = opts.source + " (ARGS)";
     o.no_launcher = true;
-    for (auto& [name, value] : recipe->environment) o.environment.emplace(name, value);
+    o.environment = recipe->environment;
     MegatronImport out = import_megatron(recipe->flags, o);
     out.notes.insert(
         out.notes.begin(),

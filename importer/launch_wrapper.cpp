@@ -47,6 +47,20 @@ std::string envsubst(std::string_view text, const std::map<std::string, std::str
   return out;
 }
 
+std::vector<std::string> split_blanks(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!cur.empty()) out.push_back(std::move(cur)), cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -60,20 +74,6 @@ std::uint64_t fnv1a(std::string_view s) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   for (const unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
-}
-
-std::vector<std::string> split_blanks(std::string_view s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (const char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!cur.empty()) out.push_back(std::move(cur)), cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(std::move(cur));
-  return out;
 }
 
 std::optional<std::int64_t> to_int(std::string_view s) {

@@ -27,6 +27,8 @@ namespace moesim::importer {
 // envsubst without a variable list: $NAME and ${NAME} become the environment's value, or
 // nothing when unset (GNU gettext's envsubst); anything else stays.
 std::string envsubst(std::string_view text, const std::map<std::string, std::string>& env);
+// The words of an unquoted value, split on blanks as the shell splits an expansion.
+std::vector<std::string> split_blanks(std::string_view s);
 
 // One call of a wrapper from a launch script.
 struct WrapperCall {

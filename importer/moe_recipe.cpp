@@ -53,20 +53,6 @@ std::string single_quoted(std::string_view word) {
   return out;
 }
 
-std::vector<std::string> blank_split(const std::string& value) {
-  std::vector<std::string> words;
-  std::string cur;
-  for (const char c : value) {
-    if (c == ' ' || c == '\t' || c == '\n') {
-      if (!cur.empty()) words.push_back(cur), cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) words.push_back(cur);
-  return words;
-}
-
 // A plain (unquoted) scalar YAML reads as a boolean: true/false, True, yes/no, on/off.
 std::optional<bool> boolean(const YAML::Node& v) {
   bool b = false;
@@ -131,8 +117,7 @@ std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::str
       r.environment[name] = kv.second.IsNull() ? std::string() : kv.second.Scalar();
     }
   }
-  std::map<std::string, std::string> env = r.environment;
-  for (const auto& [name, value] : given) env[name] = value;
+  for (const auto& [name, value] : given) r.environment[name] = value;
   for (const auto& kv : args) {
     if (!kv.first.IsScalar()) throw config::InputError(source, "ARGS", "a key must be a name");
     const std::string dest = kv.first.Scalar();
@@ -140,10 +125,15 @@ std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::str
     const std::string path = "ARGS." + dest;
     if (!is_name(dest, false))
       throw config::InputError(source, path, "not a flag's name (letters, digits, _ and -)");
-    if (r.flags.size() > kMaxSourcedBytes)
-      throw config::InputError(
-          source, path,
-          fmt::format("the flags pass the {} KiB of a launch script", kMaxSourcedBytes >> 10));
+    // Each word goes onto the flag string, which may not outgrow a launch script: YAML aliases
+    // repeat a value without the recipe's text growing.
+    const auto append = [&](std::string_view word) {
+      r.flags.append(" ").append(word);
+      if (r.flags.size() > kMaxSourcedBytes)
+        throw config::InputError(
+            source, path,
+            fmt::format("the flags pass the {} KiB of a launch script", kMaxSourcedBytes >> 10));
+    };
     const auto b = boolean(v);
     if (dest == "overlap_p2p_comm") {
       if (!b) throw config::InputError(source, path, "must be true or false");
@@ -155,28 +145,21 @@ std::optional<MoeRecipe> read_moe_recipe(const std::string& text, const std::str
       continue;
     }
     if (v.IsNull() || (b && !*b)) continue;
-    const std::string flag = flag_of(dest);
-    if (b) {
-      r.flags.append(" ").append(flag);
-    } else if (v.IsScalar()) {
-      r.flags.append(" ").append(flag);
-      const auto words = blank_split(envsubst(v.Scalar(), env));
-      if (words.empty()) r.flags.append(" ''");  // an unset variable: the flag's empty value
-      for (const auto& w : words) r.flags.append(" ").append(single_quoted(w));
-    } else if (v.IsSequence()) {
-      r.flags.append(" ").append(flag);
+    if (v.IsMap())
+      throw config::InputError(source, path, "a mapping is not a training argument's value");
+    append(flag_of(dest));
+    if (b) continue;  // a bare flag
+    if (v.IsSequence()) {
       for (const auto& item : v) {
         if (!item.IsScalar())
           throw config::InputError(source, path, "a list's items must be scalars");
-        r.flags.append(" ").append(single_quoted(envsubst(item.Scalar(), env)));
-        if (r.flags.size() > kMaxSourcedBytes)
-          throw config::InputError(
-              source, path,
-              fmt::format("the flags pass the {} KiB of a launch script", kMaxSourcedBytes >> 10));
+        append(single_quoted(envsubst(item.Scalar(), r.environment)));
       }
-    } else {
-      throw config::InputError(source, path, "a mapping is not a training argument's value");
+      continue;
     }
+    const auto words = split_blanks(envsubst(v.Scalar(), r.environment));
+    if (words.empty()) append("''");  // an unset variable: the flag's empty value
+    for (const auto& w : words) append(single_quoted(w));
   }
   if (const YAML::Node deps = doc["DEPENDENCIES"]; deps && deps.IsMap())
     if (const YAML::Node image = deps["pytorch_base_image"]; image && image.IsScalar())

@@ -224,7 +224,7 @@ CommAnswer comm(const CommQuery& q) {
                     *q.gpus_per_domain, q.system, system_domain));
   const int domain = q.gpus_per_domain.value_or(system_domain);
   CommAnswer a;
-  if (q.op == "ep-dispatch" || q.op == "ep-combine") {
+  if (is_ep_op(q.op)) {
     a = ep_comm(q, s, domain);
   } else {
     const auto op = hw_models::collective_names().find(q.op);

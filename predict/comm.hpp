@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace moesim::predict {
 
@@ -50,6 +51,12 @@ struct CommAnswer {
   std::string algorithm;  // collectives: the one that ran
   std::string protocol;   // rings: the protocol that ran
 };
+
+// Whether `op` names an EP operation (ep-dispatch, ep-combine), which comm prices from the
+// EP library's tokens; any other op is a collective.
+inline bool is_ep_op(std::string_view op) {
+  return op == "ep-dispatch" || op == "ep-combine";
+}
 
 // Throws config::InputError (file "<command line>") on an unknown system, op, dispatcher
 // dtype or algorithm, NVLS where it cannot run, or sizes that do not fit the system.
