@@ -6,6 +6,7 @@
 
 #include "config/load.hpp"
 #include "hw_models/ep_flows.hpp"
+#include "workload/layer_graph.hpp"
 #include "workload/routing.hpp"
 
 namespace moesim::config {
@@ -547,10 +548,22 @@ std::vector<PerformanceSetting> build() {
   });
   key("framework.te_op_fuser", [](const Scenario& sc) -> Why {
     const auto& m = sc.model;
+    if (sc.framework.fused_grouped_mlp) return std::nullopt;  // it runs inside the op fuser
     if (m.num_experts == 0 || (!m.expert_bias && m.activation_clamp == 0))
       return std::string(
           "the model's experts have no biases and no activation clamp: the eager path's grouped "
           "GEMMs and activation are what the fused grouped MLP is priced as");
+    return std::nullopt;
+  });
+  key("framework.fused_grouped_mlp", [](const Scenario& sc) -> Why {
+    return workload::fused_grouped_mlp_blocked(sc.model, sc.training.precision,
+                                               sc.system.gpu.arch == hw_models::GpuArch::hopper);
+  });
+  key("framework.fused_grouped_mlp_sm_margin", [](const Scenario& sc) -> Why {
+    const bool hopper = sc.system.gpu.arch == hw_models::GpuArch::hopper;
+    if (!workload::fused_grouped_mlp_runs(sc.model, sc.training, sc.framework, hopper))
+      return std::string(
+          "the CuTe DSL fused grouped MLP does not run (framework.fused_grouped_mlp)");
     return std::nullopt;
   });
   key("framework.rope_fusion", [](const Scenario& sc) -> Why {
@@ -621,30 +634,6 @@ std::optional<std::string> stack_switch_inert(std::string_view name, const Scena
 
 bool old_permute_runs(const Scenario& sc) {
   return !sc.stack.permute_fusion_v2 && !stack_inert("permute_fusion_v2", sc);
-}
-
-std::vector<SettingWarning> inert_setting_warnings(const Scenario& sc) {
-  std::vector<SettingWarning> out;
-  for (const auto& s : performance_settings())
-    if (s.given(sc))
-      if (auto why = s.inert(sc))
-        out.push_back({s.name, *why,
-                       std::find(sc.recorded_inert.begin(), sc.recorded_inert.end(), s.name) !=
-                           sc.recorded_inert.end()});
-  return out;
-}
-
-std::vector<std::string> record_inert_settings(Json& scenario, const std::string& file,
-                                               const std::string& by) {
-  std::vector<std::string> names;
-  try {
-    for (const auto& w : inert_setting_warnings(load_scenario_json(scenario, file)))
-      names.push_back(w.setting);
-  } catch (const InputError&) {
-    return names;  // the caller's own load names what is wrong
-  }
-  if (!names.empty()) scenario["recorded"] = {{"by", by}, {"inert", names}};
-  return names;
 }
 
 }  // namespace moesim::config

@@ -368,6 +368,32 @@ void ScenarioReader::framework(const std::optional<Node>& n) {
               "needs training.precision mxfp8 (Megatron-Core runs the LM head under MXFP8 only)");
       }
       if (auto v = o.get("te_op_fuser")) f.te_op_fuser = v->as_bool();
+      if (auto v = o.get("fused_grouped_mlp")) {
+        f.fused_grouped_mlp = v->as_bool();
+        // NVTE_CUTEDSL_FUSED_GROUPED_MLP acts inside TE's op fuser, which Megatron-Core asserts
+        // it can run (experts.py _is_fused_impl_supported at d98e8a64: no expert tensor
+        // parallelism, no expert_fc1 or moe_act offloading; the fused grouped MLP's own
+        // offload is moesim's expert_fc1_act, importer/bridge_perf_recipe.cpp).
+        const auto blocked = [&]() -> std::optional<std::string> {
+          if (!f.te_op_fuser)
+            return "needs te_op_fuser (the CuTe DSL kernels run inside TransformerEngine's op "
+                   "fuser; Megatron-Core's unfused TEGroupedMLP does not read "
+                   "NVTE_CUTEDSL_FUSED_GROUPED_MLP)";
+          if (sc_.parallelism.etp > 1)
+            return "needs parallelism.etp 1 (Megatron-Core's op-fuser grouped MLP has no tensor "
+                   "parallelism)";
+          if (workload::has(f.offload, workload::OffloadTarget::expert_fc1) ||
+              workload::has(f.offload, workload::OffloadTarget::moe_act))
+            return "cannot take offload expert_fc1 or moe_act (Megatron-Core offloads them on "
+                   "the unfused path only; the fused grouped MLP's offload is expert_fc1_act)";
+          return std::nullopt;
+        };
+        if (f.fused_grouped_mlp)
+          if (auto why = blocked()) v->fail(*why);
+      }
+      if (auto m = o.get("fused_grouped_mlp_sm_margin"))
+        f.fused_grouped_mlp_sm_margin = static_cast<int>(
+            m->as_int(0, static_cast<std::int64_t>(sc_.system.gpu.sm_count.value) - 1));
       if (auto v = o.get("rope_fusion")) {
         f.rope_fusion = v->as_bool();
         if (!f.rope_fusion && sc_.model.is_dsv4())

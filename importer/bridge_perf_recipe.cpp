@@ -204,11 +204,19 @@ void BridgeImporter::table() {
   // CuTe DSL fused grouped MLP (scripts/performance/utils/overrides.py:238-245 at v0.5.0).
   if (s.value("fp8_dot_product_attention", Json()) == Json(true))
     b_.set("framework.fp8_dot_product_attention", true, src);
-  if (s.value("cutedsl_fused_grouped_mlp", Json()) == Json(true))
-    out_.assumed.emplace_back(
-        "cutedsl_fused_grouped_mlp",
-        "the workload config's CuTe DSL fused grouped MLP (TransformerEngine's op fuser): "
-        "accepted, priced as TE's grouped GEMMs");
+  // The override turns the op fuser on (overrides.py 238-243 at v0.5.0) and the performance
+  // launcher sets NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (perf_plugins.py 309 at v0.5.0).
+  // With moe_a2a_overlap it also sets CUDNNFE_CLUSTER_OVERLAP_MARGIN=8 (perf_plugins.py
+  // 311-312 at v0.5.0; the v0.6.0 recipes' env_vars alike): 8 two-SM clusters.
+  if (s.value("cutedsl_fused_grouped_mlp", Json()) == Json(true)) {
+    b_.set("framework.te_op_fuser", true, src + " (cutedsl_fused_grouped_mlp)");
+    b_.set("framework.fused_grouped_mlp", true, src + " (cutedsl_fused_grouped_mlp)");
+    if (s.value("moe_a2a_overlap", false))
+      b_.set("framework.fused_grouped_mlp_sm_margin", 16,
+             src +
+                 " (cutedsl_fused_grouped_mlp with moe_a2a_overlap: "
+                 "CUDNNFE_CLUSTER_OVERLAP_MARGIN=8)");
+  }
   // A TransformerEngine precision recipe file: the family rules state what it sets
   // (training.module_precision); BridgeImporter::finish refuses one they do not.
   if (const Json& file = s.value("te_precision_config_file", Json()); !file.is_null())

@@ -193,8 +193,41 @@ void Importer::framework(Json& sc) {
   if (const auto c = f_.number("--moe-expert-rank-capacity-factor"))
     fw["moe_expert_rank_capacity_factor"] = *c;
   if (f_.has("--moe-paged-stash")) fw["moe_paged_stash"] = true;
-  // TE's op fuser (te.ops): the experts' bias and clamp in the fused grouped MLP.
-  if (f_.has("--use-transformer-engine-op-fuser")) fw["te_op_fuser"] = true;
+  // TE's op fuser (te.ops): the experts' bias and clamp in the fused grouped MLP; with
+  // NVTE_CUTEDSL_FUSED_GROUPED_MLP above 0 in the environment, its CuTe DSL kernels (TE
+  // ops/fused/grouped_mlp.py is_supported reads the variable as an integer).
+  const bool op_fuser = f_.has("--use-transformer-engine-op-fuser");
+  if (op_fuser) fw["te_op_fuser"] = true;
+  if (const auto c = w_.env.find("NVTE_CUTEDSL_FUSED_GROUPED_MLP"); c != w_.env.end()) {
+    int on = 0;
+    try {
+      on = std::stoi(c->second);
+    } catch (const std::exception&) {
+      throw InputError(opts_.source, "NVTE_CUTEDSL_FUSED_GROUPED_MLP",
+                       "'" + c->second + "' is not an integer (TransformerEngine reads it as one)");
+    }
+    if (on > 0 && op_fuser) {
+      fw["fused_grouped_mlp"] = true;
+      assume("framework.fused_grouped_mlp", "NVTE_CUTEDSL_FUSED_GROUPED_MLP=" + c->second);
+      // cuDNN frontend's kernels leave this many two-SM clusters free (default 0).
+      if (const auto m = w_.env.find("CUDNNFE_CLUSTER_OVERLAP_MARGIN");
+          m != w_.env.end() && !m->second.empty()) {
+        try {
+          fw["fused_grouped_mlp_sm_margin"] = 2 * std::stoi(m->second);
+        } catch (const std::exception&) {
+          throw InputError(opts_.source, "CUDNNFE_CLUSTER_OVERLAP_MARGIN",
+                           "'" + m->second + "' is not a whole number of clusters");
+        }
+        assume("framework.fused_grouped_mlp_sm_margin",
+               "CUDNNFE_CLUSTER_OVERLAP_MARGIN=" + m->second + " two-SM clusters");
+      }
+    } else if (on > 0) {
+      assume("framework.fused_grouped_mlp",
+             "off: NVTE_CUTEDSL_FUSED_GROUPED_MLP=" + c->second +
+                 " without --use-transformer-engine-op-fuser (Megatron-Core's TEGroupedMLP does "
+                 "not read it)");
+    }
+  }
   // Things Megatron selects that moesim takes as given.
   const std::string impl_t = f_.choice("--transformer-impl", "transformer_engine",
                                        {"transformer_engine", "local", "inference_optimized"});

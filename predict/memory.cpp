@@ -112,8 +112,11 @@ std::vector<double> memory_per_rank(const config::Scenario& sc, std::vector<std:
                                     double ep_load) {
   const auto& p = sc.parallelism;
   const auto& fw = sc.framework;
-  const workload::TemplateInputs ti{sc.model, sc.training,       p,      fw,
-                                    sc.stack, sc.padded_vocab(), ep_load};
+  const bool hopper = sc.system.gpu.arch == hw_models::GpuArch::hopper;
+  const workload::TemplateInputs ti{
+      sc.model, sc.training, p,
+      fw,       sc.stack,    sc.padded_vocab(),
+      ep_load,  false,       workload::fused_grouped_mlp_runs(sc.model, sc.training, fw, hopper)};
   // Each decoder layer keeps what its build keeps (Megatron's BF16 first and last layers,
   // the layers partial full recompute leaves whole: schedules::decoder_builds).
   const auto builds = schedules::decoder_builds(sc.layout, sc.model, sc.training, sc.framework);

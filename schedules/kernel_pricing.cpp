@@ -115,7 +115,7 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
               : k.cpp_launch     ? cpp
               : k.library_launch ? host.library_launch_us.value
                                  : eager;
-  if (k.work.cls == hw_models::KernelClass::grouped_gemm)
+  if (k.work.cls == hw_models::KernelClass::grouped_gemm && !k.single_launch)
     us += static_cast<double>(k.work.groups - 1) * host.library_launch_us.value;
   us += k.host_allocs * host.alloc_us.value + k.host_ops * host.op_us.value;
   Priced p{labels_.id(k.name),
@@ -144,10 +144,12 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
   switch (k.comm) {
     case workload::CommOp::none:
       p.seconds = compute_.seconds(k.work) * k.time_factor;
-      // NVTE_EXT_MARGIN_SM (workload::Framework::gemm_sm_margin): a GEMM on S - m of S SMs.
-      if (fw.gemm_sm_margin > 0 && te_gemm) {
+      // NVTE_EXT_MARGIN_SM (workload::Framework::gemm_sm_margin): a GEMM on S - m of S SMs;
+      // the fused grouped MLP's cuDNN GEMMs take cuDNN's margin instead.
+      if (const int margin = k.single_launch ? fw.fused_grouped_mlp_sm_margin : fw.gemm_sm_margin;
+          margin > 0 && te_gemm) {
         const int sms = compute_.sm_count();
-        p.sms = sms - fw.gemm_sm_margin;
+        p.sms = sms - margin;
         p.seconds *= static_cast<double>(sms) / p.sms;
       }
       // Ring attention (TransformerEngine's cp_comm_type p2p): cp steps, each computing
@@ -326,47 +328,13 @@ hw_models::EpFlowTime KernelPricing::ep_flows(const workload::KernelTemplate& k)
   return hw_models::ep_library_time(in_.system, *ep_topo_, in_.framework.dispatcher, b, factor);
 }
 
-// A plain compute kernel's module and chunk pass (kWgrad as kBwd unless the schedule splits
-// the backward) as one number from 1, else 0 (PricedLayer::merged, sim_core/gpu.hpp).
-std::uint16_t KernelPricing::merge_class(const Priced& p) const {
-  for (float x : p.ports)
-    if (x > 0) return 0;
-  // A persistent kernel holds its SMs until it ends (sim_core/gpu.hpp): merged with its
-  // neighbours it would hold them for the whole run.
-  if (p.category != kCompute || p.reserved || p.holds) return 0;
-  std::uint8_t pass = labels_.pass_of(p.label);
-  if (pass == kWgrad && !splits_backward(in_.schedule)) pass = kBwd;
-  return static_cast<std::uint16_t>(1 + labels_.module_of(p.label) * (kNoPass + 1) + pass);
-}
-
-// Runs of captured kernels merged (PricedLayer::merged).
-std::vector<Priced> KernelPricing::merge_runs(const std::vector<Priced>& pass) const {
-  const auto plain = [&](const Priced& p) {
-    return p.merge_class != 0 && captured(p.module) && !p.sync && !p.side && !p.join &&
-           p.module != Module::moe_dispatch;
-  };
-  std::vector<Priced> out;
-  for (const Priced& p : pass) {
-    if (!out.empty()) {
-      Priced& last = out.back();
-      if (plain(p) && plain(last) && last.sms == p.sms && last.merge_class == p.merge_class &&
-          last.parts < std::numeric_limits<std::uint16_t>::max()) {
-        last.seconds += p.seconds;
-        ++last.parts;
-        continue;
-      }
-    }
-    out.push_back(p);
-  }
-  return out;
-}
-
 void KernelPricing::price_templates() {
-  const workload::TemplateInputs ti{
-      in_.model,       in_.training,
-      in_.parallelism, in_.framework,
-      in_.stack,       in_.padded_vocab,
-      in_.ep_load,     in_.system.gpu.arch == hw_models::GpuArch::hopper};
+  const bool hopper = in_.system.gpu.arch == hw_models::GpuArch::hopper;
+  const bool fused =
+      workload::fused_grouped_mlp_runs(in_.model, in_.training, in_.framework, hopper);
+  const workload::TemplateInputs ti{in_.model,     in_.training, in_.parallelism,
+                                    in_.framework, in_.stack,    in_.padded_vocab,
+                                    in_.ep_load,   hopper,       fused};
   const workload::ModelTemplates t = workload::build_templates(ti);
   const auto convert = [&](const workload::LayerTemplate& lt, PricedLayer& out) {
     for (const auto& k : lt.fwd) out.saved_bytes += k.saved_bytes;

@@ -121,6 +121,22 @@ CaptureSet::CaptureSet(const Framework& fw, const StackSwitches& stack) {
           (!scopes.empty() && stack.cuda_graph_shared_expert && !fw.moe_shared_expert_overlap));
 }
 
+std::optional<std::string> fused_grouped_mlp_blocked(const ModelConfig& m, Precision p,
+                                                     bool hopper) {
+  if (m.num_experts == 0) return std::string("the model has no routed experts");
+  if (p != Precision::mxfp8)
+    return std::string(
+        "TransformerEngine fuses the grouped MLP under block-scaled recipes only: under this "
+        "precision the op fuser runs its unfused ops (its NVFP4 fusion is not modeled)");
+  if (hopper)
+    return std::string(
+        "the CuTe DSL kernels need compute capability 10 (Blackwell): on Hopper TE's "
+        "is_supported is false and the op fuser runs its unfused ops");
+  // Gated experts are SwiGLU or GPT-OSS's clamped quick-GeGLU, the ungated ones squared
+  // ReLU (Nemotron 3): all three are fused.
+  return std::nullopt;
+}
+
 ModelTemplates build_templates(const TemplateInputs& in) {
   const auto& p = in.parallelism;
   Shapes s;
@@ -254,7 +270,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
       plain.precision = Precision::bf16;
       plain.mtp_layers = 0;
       t.mtp = build_templates({in.model, plain, in.parallelism, in.framework, in.stack,
-                               in.padded_vocab, in.ep_load, in.fp8_tn_only})
+                               in.padded_vocab, in.ep_load, in.fp8_tn_only, false})
                   .mtp;
       return t;
     }
@@ -293,8 +309,9 @@ ModelTemplates build_templates(const TemplateInputs& in, unsigned build) {
     std::erase(fw.recompute_modules, RecomputeModule::full);
     fw.recompute_num_layers = 0;
   }
-  return build_templates(
-      {in.model, tr, in.parallelism, fw, in.stack, in.padded_vocab, in.ep_load, in.fp8_tn_only});
+  // A BF16 layer runs the op fuser's unfused ops (TE fuses the grouped MLP under MXFP8).
+  return build_templates({in.model, tr, in.parallelism, fw, in.stack, in.padded_vocab, in.ep_load,
+                          in.fp8_tn_only, in.fused_grouped_mlp && !(build & kBf16Build)});
 }
 
 }  // namespace moesim::workload

@@ -51,6 +51,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,9 @@ struct KernelTemplate {
                                 // a grouped GEMM are priced per group)
   bool cpp_launch = false;      // launched from C++ inside a library call with no API call of its
                                 // own (scale zero-fill, swizzle, padding; amax zero, amax, scale)
+  // A grouped GEMM that is one kernel and one launch (the CuTe DSL fused grouped MLP's), not
+  // one cuBLASLt GEMM per group from TE's C++ loop (TemplateInputs::fused_grouped_mlp).
+  bool single_launch = false;
   TpOverlap tp_overlap = TpOverlap::none;  // a TP collective overlapped with a GEMM
   // Framework::moe_shared_expert_overlap: the kernel runs on the shared expert's own stream,
   // after what the main stream launched before it (a run of them waits for the main stream
@@ -226,7 +230,27 @@ struct TemplateInputs {
   // per-tensor FP8 tensor gathered row-wise is transposed after the gather for the GEMM
   // that needs its column-wise copy.
   bool fp8_tn_only = false;
+  // TransformerEngine runs the routed experts as its CuTe DSL fused grouped MLP
+  // (Framework::fused_grouped_mlp where fused_grouped_mlp_blocked says nothing): one group
+  // quantization of each input, fc1 with the activation and its quantization in one kernel,
+  // fc2's data gradient with the activation's backward in another (routed_experts).
+  bool fused_grouped_mlp = false;
 };
+
+// Why TransformerEngine does not run the CuTe DSL fused grouped MLP that
+// Framework::fused_grouped_mlp asks for, or nullopt where it does. TE fuses GroupedLinear,
+// activation, GroupedLinear under MXFP8 on compute capability 10 (Blackwell; Rubin is priced
+// as Blackwell) for SwiGLU, GPT-OSS's clamped quick-GeGLU and squared ReLU
+// (TransformerEngine d0067d0d ops/fused/grouped_mlp.py: _GroupedMLP_CuTeGEMMBase.is_supported
+// 944-959, fuse_grouped_mlp_ops 816-898, the SReLU fusion 2632-2638). Its NVFP4 path (TE
+// main, with the random Hadamard transform) is not modeled.
+std::optional<std::string> fused_grouped_mlp_blocked(const ModelConfig& m, Precision p,
+                                                     bool hopper);
+// Framework::fused_grouped_mlp where nothing blocks it: TemplateInputs::fused_grouped_mlp.
+inline bool fused_grouped_mlp_runs(const ModelConfig& m, const Training& t, const Framework& f,
+                                   bool hopper) {
+  return f.fused_grouped_mlp && !fused_grouped_mlp_blocked(m, t.precision, hopper);
+}
 
 ModelTemplates build_templates(const TemplateInputs& in);
 

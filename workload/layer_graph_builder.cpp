@@ -75,7 +75,9 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   // Input element bytes: BF16, FP8, or NVFP4's half byte with an E4M3 scale per 16 (the
   // column-wise copy wgrad reads is what the forward keeps).
   const double eb = !fp8 ? 2 : fp4_ ? kNvfp4Bytes : 1;
-  if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, groups);
+  // Quantized tensors: one a group, or one for all (set_fused_grouped's group quantize).
+  const double qtensors = fused_grouped_ ? 1 : groups;
+  if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, qtensors);
   const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
   const auto gemm = [&](std::vector<KernelTemplate>& to, const std::string& n_, double M, double N,
                         double K) {
@@ -85,6 +87,7 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
     if (fp8 && fp4_)
       for (int g = 0; g < static_cast<int>(groups); ++g) to.push_back(cpp_t(n_ + ".alpha", mod, 8));
     to.push_back(gemm_t(n_, mod, cls, d, M, N, K, groups, eb));
+    to.back().single_launch = fused_grouped_ && groups > 1;
     return &to.back();
   };
   std::vector<KernelTemplate> f;
@@ -104,7 +107,7 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   grad_copies_ = mx_ && !trains && !biased ? 1 : 2;
   if (fp8) {
     std::vector<KernelTemplate> q = quantized(name + std::string(kGradQuant), mod, m * n * groups,
-                                              groups, false, true, grad_copies_);
+                                              qtensors, false, true, grad_copies_);
     b.insert(b.end(), q.begin(), q.end());
   }
   gemm(b, name + ".dgrad", m, k, n)->te_module_call =
@@ -112,6 +115,12 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   if (trains)
     gemm(b, name + ".wgrad", k, n, m)->library_launch = te;  // inside the same TE backward call
   push_bwd(std::move(b));
+}
+
+void LayerBuilder::drop_last_grad_quant() {
+  std::erase_if(bwd_groups_.back(), [](const KernelTemplate& k) {
+    return k.name.find(kGradQuant) != std::string::npos;
+  });
 }
 
 void LayerBuilder::drop_last_dgrad() {
@@ -569,82 +578,4 @@ void LayerBuilder::swizzles(std::vector<KernelTemplate>& out, const std::string&
     out.back().host_allocs = 1;
   }
 }
-bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool ub,
-               SpInput input, double width) {
-  if (s.tp <= 1) return true;
-  const double w = width > 0 ? width : s.h;
-  const bool quantized = s.sequence_parallel() && b.fp8() && input != SpInput::bf16;
-  if (quantized && input == SpInput::quantize)
-    b.quantize(name + ".sp_quant", mod, s.Tn * w, 1, false, true);
-  b.comm(name + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * w * 2);
-  if (quantized)
-    b.last_fwd().comm_bytes = s.T * w * b.gathered_bytes(1);  // backward: BF16 gradient
-  if (s.sequence_parallel()) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
-  if (s.tp_overlap && ub) b.last_fwd().tp_overlap = workload::TpOverlap::ring;
-  return !quantized;
-}
-
-void lora_adapter(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
-                  workload::LoraTarget target, const std::string& name, double out) {
-  if (!in.training.lora || !in.training.lora->targets_has(target)) return;
-  const auto& l = *in.training.lora;
-  const double r = static_cast<double>(l.rank);
-  const std::string n = name + ".lora";
-  if (s.sequence_parallel() && s.tp_overlap)
-    b.comm(n + ".sp_gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * s.h * 2);
-  b.linear(n + "_a", mod, s.T, r / s.tp, s.h, false, false, 1, false, true);
-  if (s.tp > 1)
-    b.comm(n + "_a.gather", mod, CommOp::tp_all_gather, CommOp::tp_reduce_scatter, s.T * r * 2);
-  b.linear(n + "_b", mod, s.T, out, r, false, false, 1, false, true);
-  b.memory(n + ".scale", mod, s.T * out * 2 * 2);  // x alpha / rank; backward alike
-  // The add into the linear's output (read both, write one); backward adds A's input
-  // gradient into the linear's (T x h, read both, write one).
-  b.memory(n + ".add", mod, s.T * out * 2 * 3, s.h / out);
-  b.module_calls_on_last(1, 0);  // the adapter module around its two linears
-}
-
-void sp_saved_shard(LayerBuilder& b, const Shapes& s) {
-  if (s.sequence_parallel()) b.sp_local_input(s.tp);
-}
-
-void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
-  if (s.tp <= 1) return;
-  b.comm(name + ".sp_scatter", mod, CommOp::tp_reduce_scatter, CommOp::tp_all_gather,
-         s.T * s.h * 2);
-  if (s.tp_overlap) {
-    b.last_fwd().tp_overlap = workload::TpOverlap::pipeline;
-    b.last_bwd().tp_overlap =
-        workload::TpOverlap::ring;  // the gather, before kernels join its group
-  }
-  if (s.sequence_parallel() && b.fp8()) b.sp_quantized_grad_gather(s.tp);
-}
-
-void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTarget t) {
-  if (has(fw.offload, t)) b.last_fwd().offloaded = true;
-}
-
-void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
-                    const std::string& name) {
-  if (in.training.hidden_dropout <= 0) return;
-  const double elems = s.Tn * s.h;
-  b.memory(name + ".dropout", mod, elems * (2 + 2 + 1), (2 + 1 + 2) / 5.0, elems);
-}
-
-void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,
-          const workload::Framework& fw, std::optional<workload::OffloadTarget> target,
-          bool sp_gather) {
-  b.memory(name, mod, s.Tn * s.h * 2 * 2, 1.0, s.Tn * s.h * 2);
-  // Its module: a TENorm, or the IdentityOp Megatron calls where TE's LayerNormLinear fuses
-  // the norm, whose weight is then the linear's (either way one call and one weight).
-  b.module_calls_on_last(1, 1);
-  if (target) offload(b, fw, *target);
-  // Fused with the norm, MXFP8 quantizes in the norm kernel; current scaling can only take
-  // the amax there and still scales and casts in kernels of their own (see `quantized`).
-  // cuDNN's norm writes no NVFP4: its quantize runs on its own.
-  if (b.nvfp4()) fused_quant = false;
-  if (b.fp8() && (!fused_quant || b.current_scaling()))
-    b.quantize(name + ".quant", mod, s.Tn * s.h, 1, fused_quant,
-               sp_gather && s.sequence_parallel());
-}
-
 }  // namespace moesim::workload::detail

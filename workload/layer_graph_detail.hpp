@@ -232,6 +232,15 @@ class LayerBuilder {
   // get_output in forward, the input gradient's accumulation in backward).
   void finish();
 
+  // TemplateInputs::fused_grouped_mlp, while on: a grouped linear quantizes its input and its
+  // output's gradient once for all groups (tex.group_quantize: one call, one kernel; TE
+  // d0067d0d ops/fused/grouped_mlp.py _group_quantize_for_grouped_mlp 191-218) and launches
+  // each grouped GEMM as one kernel (KernelTemplate::single_launch).
+  void set_fused_grouped(bool on) { fused_grouped_ = on; }
+  // The last linear's output-gradient quantization is another kernel's epilogue (the fused
+  // grouped MLP's dSwiGLU writes fc1's output gradient quantized): it is dropped.
+  void drop_last_grad_quant();
+
   bool fp8() const { return fp8_; }
   bool frozen() const { return frozen_; }  // the base weights do not train (training.lora)
 
@@ -342,6 +351,7 @@ class LayerBuilder {
   bool frozen_;                // training.lora: base linears without weight gradients
   bool attn_bias_, mlp_bias_;  // ModelConfig::attention_bias, mlp_bias (TE Linears with biases)
   double grad_copies_ = 2;     // the last linear's quantized output-gradient copies (MXFP8)
+  bool fused_grouped_ = false;  // set_fused_grouped
   std::vector<std::vector<KernelTemplate>> bwd_groups_;
   std::vector<KernelTemplate> recomputed_;
 };

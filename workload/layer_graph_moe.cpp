@@ -87,7 +87,24 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
   const double f = static_cast<double>(m.moe_ffn_hidden_size) / static_cast<double>(p.etp);
   const double e = static_cast<double>(m.ffn_matrices() - 1);
   const std::size_t experts_start = b.mark();
+  // TransformerEngine's CuTe DSL fused grouped MLP (TemplateInputs::fused_grouped_mlp; TE
+  // d0067d0d ops/fused/grouped_mlp.py, the kernel chain in docs/research/mlm-moe-recipes.md
+  // 6): forward, one group quantization of fc1's input, then grouped_gemm_glu (fc1, the
+  // activation scaled by the routing probabilities and its MXFP8 quantization in both
+  // orientations in the epilogue, fc1's BF16 output written for backward) and
+  // grouped_gemm_quant (fc2); backward, one group quantization of fc2's output gradient, then
+  // grouped_gemm_dglu (fc2's data gradient with the activation's backward and the quantization
+  // of fc1's output gradient in its epilogue), the grouped weight gradients and fc1's data
+  // gradient. Each grouped GEMM is one kernel and one launch. So the activation's kernels,
+  // fc2's input quantization and fc1's output-gradient quantization are gone. cuDNN
+  // frontend's benchmark (NVIDIA/cudnn-frontend benchmark/cutedsl_fusion_kernels/results/
+  // GB200/output.txt at 1ddab8d4: 8 experts x 4,096 tokens, K 8,192) times the two fused
+  // kernels within 6% and 3% of moesim's grouped-GEMM price alone, so their epilogues are
+  // priced free.
+  const bool fused = in.fused_grouped_mlp;
+  b.set_fused_grouped(fused);
   b.linear("moe.fc1", Module::experts, m_per, e * f, width, true, true, local_experts);
+  if (fused) b.drop_last_grad_quant();
   b.module_calls_on_last(1, 0);  // the TEGroupedMLP module around fc1 and fc2
   offload(b, fw, workload::OffloadTarget::expert_fc1);
   const std::size_t act = b.mark();
@@ -109,20 +126,27 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
         {1.5 * half, 2.5 * half, 1.5 * half, 1.5 * half, 1.5 * half, 2.5 * half, 4 * half},
         2 * half);
   }
-  b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, act_bwd_factor(e),
-           tokens_in * etp * e * f * act_bytes);
+  // Fused, fc1's kernel keeps its output for the activation's backward.
+  if (fused)
+    b.keep_last(tokens_in * etp * e * f * act_bytes);
+  else
+    b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, act_bwd_factor(e),
+             tokens_in * etp * e * f * act_bytes);
   offload(b, fw, workload::OffloadTarget::moe_act);
   offload(b, fw, workload::OffloadTarget::expert_fc1_act);
   // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
   // output, stays as the checkpoint's input; its output, fc2's input, is discarded and
   // recomputed before fc2's backward.
+  // Fused, no activation kernel is re-run: TE recomputes fc2's input inside the dSReLU kernel
+  // for squared ReLU and keeps a GLU's (grouped_mlp.py 1753-1763, 2088 at d0067d0d).
   const bool act_recompute = !moe_recompute && has(fw.recompute_modules, RecomputeModule::moe_act);
-  if (act_recompute) {
+  if (act_recompute && !fused) {
     b.recompute_since(act);
     b.last_fwd().checkpoint_input = true;
   }
-  b.linear("moe.fc2", Module::experts, m_per, width, f, true, true, local_experts);
-  if (act_recompute) b.last_fwd().saved_bytes = 0;
+  b.linear("moe.fc2", Module::experts, m_per, width, f, true, !fused, local_experts);
+  b.set_fused_grouped(false);
+  if (act_recompute && !(fused && m.gated_linear_unit)) b.last_fwd().saved_bytes = 0;
   // The experts' fc2 bias on the eager path (TEGroupedMLP._apply_bias, experts.py 251-268 at
   // d7288711, called at 398; fc2 is built with skip_bias_add, 214, where fc1's bias rides in
   // its GEMM): for each local expert t + b p, the bias scaled by each row's routing

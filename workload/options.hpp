@@ -360,6 +360,18 @@ struct Framework {
   // experts' biases and the activation's clamp inside TransformerEngine's grouped ops, not
   // its eager path's clamp, per-expert bias and concatenation kernels (layer_graph_moe.cpp).
   bool te_op_fuser = false;
+  // TransformerEngine's CuTe DSL fused grouped MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, under
+  // te_op_fuser; Megatron-Bridge's cutedsl_fused_grouped_mlp sets both): where TE fuses it
+  // (workload::fused_grouped_mlp_blocked), fc1 with the activation and its quantization runs as
+  // one kernel and fc2's data gradient with the activation's backward as another
+  // (layer_graph_moe.cpp routed_experts).
+  bool fused_grouped_mlp = false;
+  // cuDNN frontend's CUDNNFE_CLUSTER_OVERLAP_MARGIN, in SMs (the variable's clusters x 2: the
+  // fused kernels' (2, 1) clusters of 256-row tiles): SMs the fused grouped MLP's GEMMs leave
+  // free beside the EP communication, as gemm_sm_margin does for TE's GEMMs (its kernels read
+  // the variable, default 0; Megatron-Bridge sets 8 clusters with the fused MLP under
+  // moe_a2a_overlap: scripts/performance/perf_plugins.py 308-312 at v0.5.0).
+  int fused_grouped_mlp_sm_margin = 0;
   // Megatron-Core apply_rope_fusion (Megatron-LM's --no-rope-fusion turns it off; the
   // TransformerConfig default is off, Bridge's performance recipes turn it on): RoPE in TE's
   // fused kernel (GQA) or Megatron-Core's fused MLA kernels, else the unfused PyTorch path

@@ -707,3 +707,20 @@ TEST_CASE("The old permute needs the GPU's clock", "[config][errors]") {
   j["stack"]["permute_fusion_v2"] = true;
   CHECK_NOTHROW(config::load_scenario_text(j.dump(), "test.json"));
 }
+
+TEST_CASE("The CuTe DSL fused grouped MLP runs inside the op fuser, as Megatron-Core allows it",
+          "[config][errors]") {
+  Json j = Json::parse(test::read_text(
+      test::source_path("scenarios/mlm-recipes/mlm-qwen3-30b-gb200-mxfp8-full-cg.json")));
+  j.erase("measured");
+  CHECK_NOTHROW(config::load_scenario_text(j.dump(), "test.json"));
+  Json off = j;
+  off["framework"]["te_op_fuser"] = false;
+  expect_error(off, "framework.fused_grouped_mlp", "needs te_op_fuser");
+  Json act = j;
+  act["framework"]["recompute_modules"] = {"moe_act"};
+  CHECK_NOTHROW(config::load_scenario_text(act.dump(), "test.json"));
+  Json fc1 = j;
+  fc1["framework"]["offload"] = {"expert_fc1"};
+  expect_error(fc1, "framework.fused_grouped_mlp", "unfused path only");
+}

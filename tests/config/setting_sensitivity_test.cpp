@@ -329,6 +329,16 @@ std::map<std::string, Case> cases() {
       "sliding_attention", "full_attention"]}})");
   add("framework.te_op_fuser", oss, R"({"framework": {"te_op_fuser": false}})",
       R"({"framework": {"te_op_fuser": true}})");
+  // The CuTe DSL fused grouped MLP under the op fuser (MXFP8 on GB200; its loader refuses the
+  // moe_act recompute the base scenario has).
+  const Json fuser = patched(g, R"({"framework": {"recompute_modules": ["mlp"],
+      "te_op_fuser": true}})");
+  add("framework.fused_grouped_mlp", fuser, R"({"framework": {"fused_grouped_mlp": false}})",
+      R"({"framework": {"fused_grouped_mlp": true}})");
+  add("framework.fused_grouped_mlp_sm_margin",
+      patched(fuser, R"({"framework": {"fused_grouped_mlp": true}})"),
+      R"({"framework": {"fused_grouped_mlp_sm_margin": 0}})",
+      R"({"framework": {"fused_grouped_mlp_sm_margin": 16}})");
   // MLA's fused RoPE kernels or the unfused path (the base is DeepSeek-V3-shaped).
   add("framework.rope_fusion", g, R"({"framework": {"rope_fusion": true}})",
       R"({"framework": {"rope_fusion": false}})");
@@ -457,6 +467,10 @@ TEST_CASE("Where the registry calls a setting inert, toggling it changes nothing
       patched(g, R"({"parallelism": {"pp": 4}, "framework": {"recompute_modules": []}})");
   const std::vector<std::tuple<std::string, Json, std::string, std::string>> inert{
       {"framework.te_op_fuser", g, "{}", R"({"framework": {"te_op_fuser": true}})"},
+      {"framework.fused_grouped_mlp",
+       patched(g, R"({"training": {"precision": "bf16"}, "framework": {"recompute_modules": [],
+           "te_op_fuser": true, "fp8_param_gather": false}})"),
+       "{}", R"({"framework": {"fused_grouped_mlp": true}})"},
       {"parallelism.outer_dp_sharding",
        patched(g, R"({"parallelism": {"optimizer_instances": 2}})"), "{}",
        R"({"parallelism": {"outer_dp_sharding": "optim"}})"},

@@ -153,4 +153,34 @@ TEST_CASE("import megatron: DeepSeek-V4's recipe is refused for its shape flags,
   }
 }
 
+TEST_CASE("import megatron: the CuTe DSL fused grouped MLP from the environment, with its margin",
+          "[config][import]") {
+  const std::string path = test::source_path(
+      "tests/data/megatron/moe-recipes/qwen3_30b/gb200/mxfp8_16GPU_TP1PP1EP16_paged_stash.yaml");
+  const std::string text = test::read_text(path);
+  importer::MegatronImportOptions o;
+  o.system = "gb200-nvl72";
+  o.gpus = 16;
+  o.release = "26.06";
+  o.source = path;
+  // The recipe sets NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 beside the op fuser, no cluster margin.
+  const auto plain = importer::import_megatron(text, o);
+  CHECK(plain.scenario["framework"]["fused_grouped_mlp"] == true);
+  CHECK_FALSE(plain.scenario["framework"].contains("fused_grouped_mlp_sm_margin"));
+  // cuDNN's margin counts two-SM clusters.
+  o.environment["CUDNNFE_CLUSTER_OVERLAP_MARGIN"] = "8";
+  CHECK(importer::import_megatron(text, o).scenario["framework"]["fused_grouped_mlp_sm_margin"] ==
+        16);
+  o.environment["CUDNNFE_CLUSTER_OVERLAP_MARGIN"] = "eight";
+  CHECK_THROWS_WITH(importer::import_megatron(text, o),
+                    Catch::Contains("not a whole number of clusters"));
+  o.environment.erase("CUDNNFE_CLUSTER_OVERLAP_MARGIN");
+  // 0 turns it off; TE reads the variable as an integer.
+  o.environment["NVTE_CUTEDSL_FUSED_GROUPED_MLP"] = "0";
+  CHECK_FALSE(
+      importer::import_megatron(text, o).scenario["framework"].contains("fused_grouped_mlp"));
+  o.environment["NVTE_CUTEDSL_FUSED_GROUPED_MLP"] = "yes";
+  CHECK_THROWS_WITH(importer::import_megatron(text, o), Catch::Contains("is not an integer"));
+}
+
 }  // namespace moesim

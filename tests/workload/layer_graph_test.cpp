@@ -744,3 +744,59 @@ TEST_CASE("A recompute checkpoint's own host work: 8 ops in forward, 15 before t
   CHECK(find(both.t.moe.fwd, "moe.norm.fwd").host_ops == norm + 8);
   CHECK(find(both.t.moe.bwd, "moe.norm.fwd.recompute").host_ops == norm + 15);
 }
+
+TEST_CASE("The CuTe DSL fused grouped MLP: one group quantization, the activation in epilogues",
+          "[workload][templates]") {
+  // Qwen3-30B-A3B on 16 GB200 (EP16: 8 local experts), MXFP8, TE's op fuser.
+  const auto sc = config::load_scenario_file(
+      test::source_path("scenarios/mlm-recipes/mlm-qwen3-30b-gb200-mxfp8-full-cg.json"));
+  const auto make = [&](bool fused) {
+    return workload::build_templates({sc.model, sc.training, sc.parallelism, sc.framework, sc.stack,
+                                      sc.padded_vocab(), 1, false, fused});
+  };
+  const auto unfused = make(false), fused = make(true);
+  const auto quantizes = [](const std::vector<workload::KernelTemplate>& v,
+                            const std::string& prefix) {
+    return std::count_if(v.begin(), v.end(), [&](const auto& k) {
+      return k.work.cls == hw_models::KernelClass::quantize && k.name.rfind(prefix, 0) == 0;
+    });
+  };
+  const auto& u = unfused.moe;
+  const auto& f = fused.moe;
+  // Unfused: each input and output gradient of fc1 and fc2 is quantized per expert.
+  CHECK(quantizes(u.fwd, "moe.fc1.quant") == 8);
+  CHECK(quantizes(u.fwd, "moe.fc2.quant") == 8);
+  CHECK(quantizes(u.bwd, "moe.fc2.grad_quant") == 8);
+  CHECK(quantizes(u.bwd, "moe.fc1.grad_quant") == 8);
+  // Fused: one group quantization of fc1's input and of fc2's output gradient; fc2's input
+  // and fc1's output gradient are written quantized by the GEMMs' epilogues.
+  CHECK(quantizes(f.fwd, "moe.fc1.quant") == 1);
+  CHECK(quantizes(f.fwd, "moe.fc2.quant") == 0);
+  CHECK(quantizes(f.bwd, "moe.fc2.grad_quant") == 1);
+  CHECK(quantizes(f.bwd, "moe.fc1.grad_quant") == 0);
+  // The group quantization moves what the eight did.
+  double eight = 0;
+  for (const auto& k : u.fwd)
+    if (k.work.cls == hw_models::KernelClass::quantize && k.name.rfind("moe.fc1.quant", 0) == 0)
+      eight += k.work.bytes;
+  for (const auto& k : f.fwd)
+    if (k.work.cls == hw_models::KernelClass::quantize && k.name.rfind("moe.fc1.quant", 0) == 0)
+      CHECK(k.work.bytes == Approx(eight));
+  // No activation kernels; the GEMMs are one launch each.
+  CHECK(count(f.fwd, "moe.act") == 0);
+  CHECK(count(f.bwd, "moe.act") == 0);
+  CHECK(count(u.fwd, "moe.act") == 1);
+  for (const char* g : {"moe.fc1.fprop", "moe.fc2.fprop"}) {
+    CHECK(find(f.fwd, g).single_launch);
+    CHECK_FALSE(find(u.fwd, g).single_launch);
+  }
+  for (const char* g : {"moe.fc1.dgrad", "moe.fc1.wgrad", "moe.fc2.dgrad", "moe.fc2.wgrad"})
+    CHECK(find(f.bwd, g).single_launch);
+  // What forward keeps for backward is unchanged: fc1 keeps its output for the activation.
+  const auto saved = [](const std::vector<workload::KernelTemplate>& v) {
+    double s = 0;
+    for (const auto& k : v) s += k.saved_bytes;
+    return s;
+  };
+  CHECK(saved(f.fwd) == Approx(saved(u.fwd)));
+}
