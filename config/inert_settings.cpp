@@ -76,6 +76,10 @@ Why not_mxfp8(const Scenario& sc) {
   return fmt::format("an MXFP8 kernel change; training.precision is {}",
                      workload::precision_names().name(sc.training.precision));
 }
+bool fused_mlp_runs(const Scenario& sc) {
+  return workload::fused_grouped_mlp_runs(sc.model, sc.training, sc.framework,
+                                          sc.system.gpu.arch == hw_models::GpuArch::hopper);
+}
 Why not_fp8(const Scenario& sc) {
   if (workload::quantized(sc.training.precision)) return std::nullopt;
   return fmt::format(
@@ -158,6 +162,10 @@ Why recompute_inert(RecomputeModule m, const Scenario& sc) {
       if (auto w = no_experts(sc)) return w;
       if (has(rc, RecomputeModule::moe))
         return std::string("inside the 'moe' checkpoint, listed too");
+      if (fused_mlp_runs(sc) && sc.model.gated_linear_unit)
+        return std::string(
+            "the CuTe DSL fused grouped MLP keeps a GLU's fc2 input (TE recomputes squared "
+            "ReLU's only, grouped_mlp.py 1753-1763 at d0067d0d)");
       return std::nullopt;
     case RecomputeModule::shared_experts:
       if (auto w = no_experts(sc)) return w;
@@ -215,6 +223,10 @@ Why low_precision_inert(LowPrecisionActivation a, const Scenario& sc) {
       if (auto w = no_experts(sc)) return w;
       if (moe_recompute(sc))
         return std::string("the MoE block is recomputed ('moe'): its SwiGLU inputs are not kept");
+      if (fused_mlp_runs(sc) && sc.model.shared_expert_ffn_hidden_size <= 0)
+        return std::string(
+            "the CuTe DSL fused grouped MLP keeps fc1's output in BF16, and there is no shared "
+            "expert");
       return std::nullopt;
     case LowPrecisionActivation::attn_output:
       // DeepSeek-V3 report 3.3.3: the E5M6 cache of the attention output is its MLA's.
@@ -548,7 +560,7 @@ std::vector<PerformanceSetting> build() {
   });
   key("framework.te_op_fuser", [](const Scenario& sc) -> Why {
     const auto& m = sc.model;
-    if (sc.framework.fused_grouped_mlp) return std::nullopt;  // it runs inside the op fuser
+    if (fused_mlp_runs(sc)) return std::nullopt;  // the fused grouped MLP runs inside it
     if (m.num_experts == 0 || (!m.expert_bias && m.activation_clamp == 0))
       return std::string(
           "the model's experts have no biases and no activation clamp: the eager path's grouped "
@@ -560,11 +572,8 @@ std::vector<PerformanceSetting> build() {
                                                sc.system.gpu.arch == hw_models::GpuArch::hopper);
   });
   key("framework.fused_grouped_mlp_sm_margin", [](const Scenario& sc) -> Why {
-    const bool hopper = sc.system.gpu.arch == hw_models::GpuArch::hopper;
-    if (!workload::fused_grouped_mlp_runs(sc.model, sc.training, sc.framework, hopper))
-      return std::string(
-          "the CuTe DSL fused grouped MLP does not run (framework.fused_grouped_mlp)");
-    return std::nullopt;
+    if (fused_mlp_runs(sc)) return std::nullopt;
+    return std::string("the CuTe DSL fused grouped MLP does not run (framework.fused_grouped_mlp)");
   });
   key("framework.rope_fusion", [](const Scenario& sc) -> Why {
     const auto& m = sc.model;

@@ -206,16 +206,18 @@ void BridgeImporter::table() {
     b_.set("framework.fp8_dot_product_attention", true, src);
   // The override turns the op fuser on (overrides.py 238-243 at v0.5.0) and the performance
   // launcher sets NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (perf_plugins.py 309 at v0.5.0).
-  // With moe_a2a_overlap it also sets CUDNNFE_CLUSTER_OVERLAP_MARGIN=8 (perf_plugins.py
-  // 311-312 at v0.5.0; the v0.6.0 recipes' env_vars alike): 8 two-SM clusters.
+  // cuDNN's CUDNNFE_CLUSTER_OVERLAP_MARGIN, in two-SM clusters: a flat recipe's env_vars
+  // give it (v0.6.0); before, the launcher sets 8 with moe_a2a_overlap (perf_plugins.py
+  // 311-312 at v0.5.0).
   if (s.value("cutedsl_fused_grouped_mlp", Json()) == Json(true)) {
     b_.set("framework.te_op_fuser", true, src + " (cutedsl_fused_grouped_mlp)");
     b_.set("framework.fused_grouped_mlp", true, src + " (cutedsl_fused_grouped_mlp)");
-    if (s.value("moe_a2a_overlap", false))
-      b_.set("framework.fused_grouped_mlp_sm_margin", 16,
-             src +
-                 " (cutedsl_fused_grouped_mlp with moe_a2a_overlap: "
-                 "CUDNNFE_CLUSTER_OVERLAP_MARGIN=8)");
+    const Json margin = wl_.flat ? wl_.env.value("CUDNNFE_CLUSTER_OVERLAP_MARGIN", Json())
+                        : s.value("moe_a2a_overlap", false) ? Json(8)
+                                                            : Json();
+    if (margin.is_number_integer())
+      b_.set("framework.fused_grouped_mlp_sm_margin", 2 * margin.get<int>(),
+             src + " (CUDNNFE_CLUSTER_OVERLAP_MARGIN=" + margin.dump() + ")");
   }
   // A TransformerEngine precision recipe file: the family rules state what it sets
   // (training.module_precision); BridgeImporter::finish refuses one they do not.

@@ -99,6 +99,7 @@ BridgeWorkload resolve_bridge_recipe(const BridgeRecipeQuery& q) {
     out.config = it.key();
     out.recipe_name = name;
     if (out.flat) out.function = e.at("recipe_functions").value(it.key(), std::string());
+    out.env = e.value("env_vars", Json::object()).value(it.key(), Json::object());
     out.settings = e.at("defaults");
     for (const auto& [k, v] : it->items())
       if (k != "family") out.settings[k] = v;

@@ -53,6 +53,7 @@ struct BridgeWorkload {
   bool flat = false;      // a flat recipe (v0.6.0 on): its fields are final values
   bool exact_gpus = false;  // flat: the recipe is the one of exactly q.gpus GPUs
   std::string function;     // flat: the recipe function's name
+  config::Json env;         // flat: the recipe's env_vars (an object; empty before v0.6.0)
 };
 
 // Throws InputError("importer/recipes/megatron-bridge.json", ...) for a tag the table lacks

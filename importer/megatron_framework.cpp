@@ -3,6 +3,8 @@
 // graphs, recomputation, the optimizer and its dtypes, offloading, the attention and loss
 // kernels; the switches the command shows (router fusion, NUMA binding, the norm's
 // quantization fusion) and the release's or the newest stack's for the rest.
+#include <charconv>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -11,6 +13,19 @@
 #include "importer/megatron_detail.hpp"
 
 namespace moesim::importer::detail {
+namespace {
+
+// An environment variable read as Python's int() reads a plain decimal (no sign, no blanks):
+// the whole text a number below a million, else nothing.
+std::optional<int> env_int(const std::string& s) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0 || v >= 1000000)
+    return std::nullopt;
+  return v;
+}
+
+}  // namespace
 
 // The scenario format's types and readers (Json, InputError, presets, releases) throughout.
 using namespace config;
@@ -199,29 +214,25 @@ void Importer::framework(Json& sc) {
   const bool op_fuser = f_.has("--use-transformer-engine-op-fuser");
   if (op_fuser) fw["te_op_fuser"] = true;
   if (const auto c = w_.env.find("NVTE_CUTEDSL_FUSED_GROUPED_MLP"); c != w_.env.end()) {
-    int on = 0;
-    try {
-      on = std::stoi(c->second);
-    } catch (const std::exception&) {
+    const auto on = env_int(c->second);
+    if (!on)
       throw InputError(opts_.source, "NVTE_CUTEDSL_FUSED_GROUPED_MLP",
                        "'" + c->second + "' is not an integer (TransformerEngine reads it as one)");
-    }
-    if (on > 0 && op_fuser) {
+    if (*on > 0 && op_fuser) {
       fw["fused_grouped_mlp"] = true;
       assume("framework.fused_grouped_mlp", "NVTE_CUTEDSL_FUSED_GROUPED_MLP=" + c->second);
       // cuDNN frontend's kernels leave this many two-SM clusters free (default 0).
       if (const auto m = w_.env.find("CUDNNFE_CLUSTER_OVERLAP_MARGIN");
           m != w_.env.end() && !m->second.empty()) {
-        try {
-          fw["fused_grouped_mlp_sm_margin"] = 2 * std::stoi(m->second);
-        } catch (const std::exception&) {
+        const auto clusters = env_int(m->second);
+        if (!clusters)
           throw InputError(opts_.source, "CUDNNFE_CLUSTER_OVERLAP_MARGIN",
                            "'" + m->second + "' is not a whole number of clusters");
-        }
+        fw["fused_grouped_mlp_sm_margin"] = 2 * *clusters;
         assume("framework.fused_grouped_mlp_sm_margin",
                "CUDNNFE_CLUSTER_OVERLAP_MARGIN=" + m->second + " two-SM clusters");
       }
-    } else if (on > 0) {
+    } else if (*on > 0) {
       assume("framework.fused_grouped_mlp",
              "off: NVTE_CUTEDSL_FUSED_GROUPED_MLP=" + c->second +
                  " without --use-transformer-engine-op-fuser (Megatron-Core's TEGroupedMLP does "

@@ -36,8 +36,11 @@ Kept kept_bytes(const workload::LayerTemplate& t) {
       recomputed.insert(std::string_view(k.name).substr(0, k.name.size() - kSuffix.size()));
   Kept b;
   for (const auto& k : t.fwd)
-    if (k.checkpoint_input || !recomputed.contains(k.name))
-      (k.offloaded ? b.host : b.gpu) += k.saved_bytes;
+    if (k.checkpoint_input || !recomputed.contains(k.name)) {
+      const double host = k.offloaded ? k.saved_bytes : std::min(k.offloaded_bytes, k.saved_bytes);
+      b.host += host;
+      b.gpu += k.saved_bytes - host;
+    }
   return b;
 }
 

@@ -124,10 +124,14 @@ CaptureSet::CaptureSet(const Framework& fw, const StackSwitches& stack) {
 std::optional<std::string> fused_grouped_mlp_blocked(const ModelConfig& m, Precision p,
                                                      bool hopper) {
   if (m.num_experts == 0) return std::string("the model has no routed experts");
+  if (p == Precision::nvfp4)
+    return std::string(
+        "TransformerEngine's NVFP4 fusion of the grouped MLP (with the Hadamard transform) is "
+        "not modeled: priced as the op fuser's unfused ops");
   if (p != Precision::mxfp8)
     return std::string(
-        "TransformerEngine fuses the grouped MLP under block-scaled recipes only: under this "
-        "precision the op fuser runs its unfused ops (its NVFP4 fusion is not modeled)");
+        "TransformerEngine fuses the grouped MLP under MXFP8 and NVFP4 only: under this "
+        "precision the op fuser runs its unfused ops");
   if (hopper)
     return std::string(
         "the CuTe DSL kernels need compute capability 10 (Blackwell): on Hopper TE's "

@@ -135,6 +135,7 @@ struct KernelTemplate {
                                   // input and stays (Megatron's moe_act: the SwiGLU input)
   double saved_bytes = 0;         // forward: what backward reads of this kernel's inputs
   bool offloaded = false;         // ...kept in host memory between forward and backward
+  double offloaded_bytes = 0;     // ...or this part of them (one of the tensors it saves)
                                   // (framework.offload: Megatron's fine-grained offloading)
   int host_allocs = 0;            // tensor allocations the host makes before launching it
   int host_ops = 0;               // host-only framework calls before it (views, casts, checks)

@@ -126,14 +126,20 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
         {1.5 * half, 2.5 * half, 1.5 * half, 1.5 * half, 1.5 * half, 2.5 * half, 4 * half},
         2 * half);
   }
-  // Fused, fc1's kernel keeps its output for the activation's backward.
-  if (fused)
-    b.keep_last(tokens_in * etp * e * f * act_bytes);
-  else
+  // Fused, fc1's kernel keeps its output for the activation's backward, in BF16; the fused
+  // MLP's offload (expert_fc1_act: Megatron-Core's 'fused_group_mlp' module, of whose tensors
+  // only fc1's output reaches the recipes' minimum size) moves that part alone.
+  if (fused) {
+    const double out = tokens_in * etp * e * f * 2;
+    b.keep_last(out);
+    if (has(fw.offload, workload::OffloadTarget::expert_fc1_act))
+      b.last_fwd().offloaded_bytes += out;
+  } else {
     b.memory("moe.act", Module::experts, tokens_in * etp * (e * f + f) * 2, act_bwd_factor(e),
              tokens_in * etp * e * f * act_bytes);
-  offload(b, fw, workload::OffloadTarget::moe_act);
-  offload(b, fw, workload::OffloadTarget::expert_fc1_act);
+    offload(b, fw, workload::OffloadTarget::moe_act);
+    offload(b, fw, workload::OffloadTarget::expert_fc1_act);
+  }
   // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
   // output, stays as the checkpoint's input; its output, fc2's input, is discarded and
   // recomputed before fc2's backward.

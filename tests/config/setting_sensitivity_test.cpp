@@ -329,8 +329,8 @@ std::map<std::string, Case> cases() {
       "sliding_attention", "full_attention"]}})");
   add("framework.te_op_fuser", oss, R"({"framework": {"te_op_fuser": false}})",
       R"({"framework": {"te_op_fuser": true}})");
-  // The CuTe DSL fused grouped MLP under the op fuser (MXFP8 on GB200; its loader refuses the
-  // moe_act recompute the base scenario has).
+  // The CuTe DSL fused grouped MLP under the op fuser (MXFP8 on GB200), without the base
+  // scenario's moe_act recompute, which the fused GLU ignores.
   const Json fuser = patched(g, R"({"framework": {"recompute_modules": ["mlp"],
       "te_op_fuser": true}})");
   add("framework.fused_grouped_mlp", fuser, R"({"framework": {"fused_grouped_mlp": false}})",

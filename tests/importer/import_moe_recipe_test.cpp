@@ -171,7 +171,7 @@ TEST_CASE("import megatron: the CuTe DSL fused grouped MLP from the environment,
   o.environment["CUDNNFE_CLUSTER_OVERLAP_MARGIN"] = "8";
   CHECK(importer::import_megatron(text, o).scenario["framework"]["fused_grouped_mlp_sm_margin"] ==
         16);
-  o.environment["CUDNNFE_CLUSTER_OVERLAP_MARGIN"] = "eight";
+  o.environment["CUDNNFE_CLUSTER_OVERLAP_MARGIN"] = "8x";
   CHECK_THROWS_WITH(importer::import_megatron(text, o),
                     Catch::Contains("not a whole number of clusters"));
   o.environment.erase("CUDNNFE_CLUSTER_OVERLAP_MARGIN");

@@ -799,4 +799,14 @@ TEST_CASE("The CuTe DSL fused grouped MLP: one group quantization, the activatio
     return s;
   };
   CHECK(saved(f.fwd) == Approx(saved(u.fwd)));
+  // The fused MLP's offload (expert_fc1_act) moves fc1's output alone, the unfused
+  // activation's saved bytes, not fc1's quantized input beside it.
+  auto off = sc;
+  off.framework.offload = {workload::OffloadTarget::expert_fc1_act};
+  const auto o = workload::build_templates({off.model, off.training, off.parallelism, off.framework,
+                                            off.stack, off.padded_vocab(), 1, false, true});
+  const auto& fc1 = find(o.moe.fwd, "moe.fc1.fprop");
+  CHECK(fc1.offloaded_bytes == Approx(find(u.fwd, "moe.act.fwd").saved_bytes));
+  CHECK(fc1.saved_bytes > fc1.offloaded_bytes);
+  CHECK_FALSE(fc1.offloaded);
 }
