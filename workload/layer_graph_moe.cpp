@@ -143,6 +143,14 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
   // moe_act recompute (Megatron-Core: the SwiGLU under a checkpoint): its input, fc1's
   // output, stays as the checkpoint's input; its output, fc2's input, is discarded and
   // recomputed before fc2's backward.
+  // Fused, TE launches fc2's setup between the two GEMMs (d0067d0d grouped_mlp.py: the ones
+  // fill before cuDNN frontend 1.27, 1664-1669; fc2's weight-scale swizzle and its pointer
+  // copy, 1725-1732; the quant wrapper's amax fill and its one-thread helper kernel): four
+  // small kernels; in backward three (the probabilities' gradient cast, 2289; the wgrad
+  // outputs' pointer copy, 621; its helper kernel), placed between fc2's and fc1's GEMMs.
+  // Each frees the SMs a persistent GEMM held, so the EP overlap's communication can start
+  // there (sim_core/gpu.hpp).
+  if (fused) b.small_kernels("moe.fc2_setup", Module::experts, 4, 0, 3);
   // Fused, no activation kernel is re-run: TE recomputes fc2's input inside the dSReLU kernel
   // for squared ReLU and keeps a GLU's (grouped_mlp.py 1753-1763, 2088 at d0067d0d).
   const bool act_recompute = !moe_recompute && has(fw.recompute_modules, RecomputeModule::moe_act);

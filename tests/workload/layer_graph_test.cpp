@@ -782,7 +782,11 @@ TEST_CASE("The CuTe DSL fused grouped MLP: one group quantization, the activatio
   for (const auto& k : f.fwd)
     if (k.work.cls == hw_models::KernelClass::quantize && k.name.rfind("moe.fc1.quant", 0) == 0)
       CHECK(k.work.bytes == Approx(eight));
-  // No activation kernels; the GEMMs are one launch each.
+  // No activation kernels; fc2's setup (four small kernels forward, three backward) between
+  // the GEMMs; the GEMMs are one launch each.
+  CHECK(count(f.fwd, "moe.fc2_setup") == 4);
+  CHECK(count(f.bwd, "moe.fc2_setup") == 3);
+  CHECK(count(u.fwd, "moe.fc2_setup") == 0);
   CHECK(count(f.fwd, "moe.act") == 0);
   CHECK(count(f.bwd, "moe.act") == 0);
   CHECK(count(u.fwd, "moe.act") == 1);
