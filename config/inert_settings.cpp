@@ -76,9 +76,11 @@ Why not_mxfp8(const Scenario& sc) {
   return fmt::format("an MXFP8 kernel change; training.precision is {}",
                      workload::precision_names().name(sc.training.precision));
 }
+bool hopper(const Scenario& sc) {
+  return sc.system.gpu.arch == hw_models::GpuArch::hopper;
+}
 bool fused_mlp_runs(const Scenario& sc) {
-  return workload::fused_grouped_mlp_runs(sc.model, sc.training, sc.framework,
-                                          sc.system.gpu.arch == hw_models::GpuArch::hopper);
+  return workload::fused_grouped_mlp_runs(sc.model, sc.training, sc.framework, hopper(sc));
 }
 Why not_fp8(const Scenario& sc) {
   if (workload::quantized(sc.training.precision)) return std::nullopt;
@@ -568,8 +570,7 @@ std::vector<PerformanceSetting> build() {
     return std::nullopt;
   });
   key("framework.fused_grouped_mlp", [](const Scenario& sc) -> Why {
-    return workload::fused_grouped_mlp_blocked(sc.model, sc.training.precision,
-                                               sc.system.gpu.arch == hw_models::GpuArch::hopper);
+    return workload::fused_grouped_mlp_blocked(sc.model, sc.training.precision, hopper(sc));
   });
   key("framework.fused_grouped_mlp_sm_margin", [](const Scenario& sc) -> Why {
     if (fused_mlp_runs(sc)) return std::nullopt;

@@ -14,6 +14,10 @@ namespace {
 
 // The name part of a linear's output-gradient quantization kernels ("moe.fc2.grad_quant...").
 constexpr std::string_view kGradQuant = ".grad_quant";
+// A kernel of a linear's output-gradient quantization (`quantized` under kGradQuant).
+bool grad_quant(const KernelTemplate& k) {
+  return k.name.find(kGradQuant) != std::string::npos;
+}
 
 }  // namespace
 
@@ -118,9 +122,7 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
 }
 
 void LayerBuilder::drop_last_grad_quant() {
-  std::erase_if(bwd_groups_.back(), [](const KernelTemplate& k) {
-    return k.name.find(kGradQuant) != std::string::npos;
-  });
+  std::erase_if(bwd_groups_.back(), grad_quant);
 }
 
 void LayerBuilder::drop_last_dgrad() {
@@ -218,8 +220,7 @@ void LayerBuilder::sp_quantized_grad_gather(double tp) {
   // The scale swizzles stay with the GEMMs: TE gathers unswizzled scales and swizzles the
   // gathered tensor's before its GEMM (the userbuffers path asserts unswizzled scales).
   const auto is_quant = [](const KernelTemplate& k) {
-    return k.name.find(kGradQuant) != std::string::npos &&
-           k.name.find(".swizzle") == std::string::npos;
+    return grad_quant(k) && k.name.find(".swizzle") == std::string::npos;
   };
   std::vector<KernelTemplate> q;
   for (const auto& k : lin)

@@ -750,16 +750,23 @@ TEST_CASE("The CuTe DSL fused grouped MLP: one group quantization, the activatio
   // Qwen3-30B-A3B on 16 GB200 (EP16: 8 local experts), MXFP8, TE's op fuser.
   const auto sc = config::load_scenario_file(
       test::source_path("scenarios/mlm-recipes/mlm-qwen3-30b-gb200-mxfp8-full-cg.json"));
-  const auto make = [&](bool fused) {
-    return workload::build_templates({sc.model, sc.training, sc.parallelism, sc.framework, sc.stack,
-                                      sc.padded_vocab(), 1, false, fused});
+  const auto make = [](const config::Scenario& s, bool fused) {
+    return workload::build_templates({s.model, s.training, s.parallelism, s.framework, s.stack,
+                                      s.padded_vocab(), 1, false, fused});
   };
-  const auto unfused = make(false), fused = make(true);
-  const auto quantizes = [](const std::vector<workload::KernelTemplate>& v,
-                            const std::string& prefix) {
-    return std::count_if(v.begin(), v.end(), [&](const auto& k) {
-      return k.work.cls == hw_models::KernelClass::quantize && k.name.rfind(prefix, 0) == 0;
-    });
+  const auto unfused = make(sc, false), fused = make(sc, true);
+  // The quantize kernels named from `prefix` on: how many, and the bytes they move.
+  const auto quantize_kernels = [](const std::vector<workload::KernelTemplate>& v,
+                                   const std::string& prefix) {
+    std::vector<const workload::KernelTemplate*> out;
+    for (const auto& k : v)
+      if (k.work.cls == hw_models::KernelClass::quantize && k.name.rfind(prefix, 0) == 0)
+        out.push_back(&k);
+    return out;
+  };
+  const auto quantizes = [&](const std::vector<workload::KernelTemplate>& v,
+                             const std::string& prefix) {
+    return quantize_kernels(v, prefix).size();
   };
   const auto& u = unfused.moe;
   const auto& f = fused.moe;
@@ -776,12 +783,9 @@ TEST_CASE("The CuTe DSL fused grouped MLP: one group quantization, the activatio
   CHECK(quantizes(f.bwd, "moe.fc1.grad_quant") == 0);
   // The group quantization moves what the eight did.
   double eight = 0;
-  for (const auto& k : u.fwd)
-    if (k.work.cls == hw_models::KernelClass::quantize && k.name.rfind("moe.fc1.quant", 0) == 0)
-      eight += k.work.bytes;
-  for (const auto& k : f.fwd)
-    if (k.work.cls == hw_models::KernelClass::quantize && k.name.rfind("moe.fc1.quant", 0) == 0)
-      CHECK(k.work.bytes == Approx(eight));
+  for (const auto* k : quantize_kernels(u.fwd, "moe.fc1.quant")) eight += k->work.bytes;
+  for (const auto* k : quantize_kernels(f.fwd, "moe.fc1.quant"))
+    CHECK(k->work.bytes == Approx(eight));
   // No activation kernels; fc2's setup (four small kernels forward, three backward) between
   // the GEMMs; the GEMMs are one launch each.
   CHECK(count(f.fwd, "moe.fc2_setup") == 4);
@@ -807,8 +811,7 @@ TEST_CASE("The CuTe DSL fused grouped MLP: one group quantization, the activatio
   // activation's saved bytes, not fc1's quantized input beside it.
   auto off = sc;
   off.framework.offload = {workload::OffloadTarget::expert_fc1_act};
-  const auto o = workload::build_templates({off.model, off.training, off.parallelism, off.framework,
-                                            off.stack, off.padded_vocab(), 1, false, true});
+  const auto o = make(off, true);
   const auto& fc1 = find(o.moe.fwd, "moe.fc1.fprop");
   CHECK(fc1.offloaded_bytes == Approx(find(u.fwd, "moe.act.fwd").saved_bytes));
   CHECK(fc1.saved_bytes > fc1.offloaded_bytes);
