@@ -35,6 +35,33 @@ KOverheadFit fit_k_overhead(const std::vector<double>& k, const std::vector<doub
   return r;
 }
 
+TimedKFit fit_k_overhead_timed(const std::vector<double>& work_s, const std::vector<double>& k,
+                               const std::vector<double>& time_s) {
+  if (work_s.size() != k.size() || k.size() != time_s.size() || k.size() < 3)
+    throw std::invalid_argument(
+        "fit_k_overhead_timed: need at least three (work, K, time) points of equal count");
+  const auto n = static_cast<Eigen::Index>(k.size());
+  Eigen::MatrixXd X(n, 3);
+  Eigen::VectorXd y = Eigen::VectorXd::Ones(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const auto j = static_cast<std::size_t>(i);
+    if (!(work_s[j] > 0) || !(k[j] > 0) || !(time_s[j] > 0))
+      throw std::invalid_argument("fit_k_overhead_timed: work, K and time must be positive");
+    X(i, 0) = 1 / time_s[j];
+    X(i, 1) = work_s[j] / time_s[j];
+    X(i, 2) = work_s[j] / k[j] / time_s[j];
+  }
+  const LinearFit f = fit_linear(X, y);
+  if (f.rank < 3)
+    throw std::invalid_argument("fit_k_overhead_timed: the points do not separate t0, eta and K0");
+  TimedKFit r;
+  r.t0_s = f.coefficients(0);
+  r.eta_inf = 1 / f.coefficients(1);
+  r.k0 = f.coefficients(2) * r.eta_inf;
+  for (Eigen::Index i = 0; i < n; ++i) r.relative_error.push_back(f.residuals(i));
+  return r;
+}
+
 double eta_for_k0(const std::vector<double>& k, const std::vector<double>& efficiency, double k0) {
   double yz = 0, zz = 0;
   for (std::size_t i = 0; i < k.size(); ++i) {

@@ -45,4 +45,20 @@ SharedKFit fit_k_overhead_shared(const std::vector<double>& k,
 // One group's eta for a given K0 (the closed form above).
 double eta_for_k0(const std::vector<double>& k, const std::vector<double>& efficiency, double k0);
 
+// GEMMs timed one call at a time (a CUDA event pair around each: XLA's tables) also pay a
+// fixed time per call t0 that a stream of kernels overlaps in training. With w the
+// call's time at the peak with its wave quantization (F / (P q)):
+//
+//   T = t0 + w / eta + (w / K) (K0 / eta)
+//
+// linear in (t0, 1 / eta, K0 / eta); least squares on relative error (each row divided by
+// its measured T). Throws std::invalid_argument on mismatched sizes, fewer than three
+// points, fewer than two distinct K, or non-positive inputs.
+struct TimedKFit {
+  double t0_s = 0, eta_inf = 0, k0 = 0;
+  std::vector<double> relative_error;  // predicted / measured time - 1, per point
+};
+TimedKFit fit_k_overhead_timed(const std::vector<double>& work_s, const std::vector<double>& k,
+                               const std::vector<double>& time_s);
+
 }  // namespace moesim::calibration

@@ -18,6 +18,7 @@ Json measurement_json(const Measurement& m) {
     for (const auto& g : v) {
       Json p{{"dtype", g.dtype}};
       if (grouped && g.groups > 0) p["groups"] = g.groups;
+      if (!grouped && g.groups > 1) p["batch"] = g.groups;
       if (g.m > 0) p["m"] = g.m;
       p["n"] = g.n;
       p["k"] = g.k;
@@ -27,6 +28,7 @@ Json measurement_json(const Measurement& m) {
     }
     return a;
   };
+  if (m.calls_timed_alone) j["calls_timed_alone"] = true;
   if (!m.gemm.empty()) j["gemm"] = gemms(m.gemm, false);
   if (!m.grouped_gemm.empty()) j["grouped_gemm"] = gemms(m.grouped_gemm, true);
   if (!m.attention.empty()) {

@@ -102,6 +102,10 @@ struct Measurement {
   std::string description, device, system, date, tool, source;
   nlohmann::ordered_json device_details = nlohmann::ordered_json::object();
   std::vector<GemmPoint> gemm, grouped_gemm;
+  // Each GEMM point timed as one call between two CUDA events (XLA's tables): its time
+  // holds a fixed cost per call (launch, the events, the kernel's prologue and tail) that
+  // a stream of kernels in training overlaps; the GEMM fit then takes it out (t0).
+  bool calls_timed_alone = false;
   std::vector<AttentionPoint> attention;
   std::vector<MemoryPoint> memory;
   std::optional<LaunchPoint> launch;

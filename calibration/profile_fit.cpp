@@ -62,6 +62,9 @@ struct GemmObs {
   double e_over_q = 0, k = 0;
   bool grouped = false;
   std::string from;
+  // Timed alone (Measurement::calls_timed_alone), shape known: the call's time at the peak
+  // with its wave quantization and the measured time, seconds.
+  double work_s = 0, time_s = 0;
 };
 
 class Fitter {
@@ -69,50 +72,52 @@ class Fitter {
   Fitter(const std::vector<Measurement>& ms, const hw_models::SystemSpec& s)
       : ms_(ms), s_(s), cm_(s) {}
 
-  std::vector<ParameterFit> gemm() {
+  std::vector<ParameterFit> gemm(std::vector<Observation>& notes) {
     std::map<std::string, std::vector<GemmObs>> by;
     for (const auto& m : ms_) {
-      for (const auto& g : m.gemm) add(by, g, false, file_name(m));
-      for (const auto& g : m.grouped_gemm) add(by, g, true, file_name(m));
+      for (const auto& g : m.gemm) add(by, g, false, file_name(m), m.calls_timed_alone);
+      for (const auto& g : m.grouped_gemm) add(by, g, true, file_name(m), m.calls_timed_alone);
     }
     std::vector<ParameterFit> out;
-    if (by.empty()) return out;
-    // K0 from the dtype with the most points: dense and grouped share it, each with its
-    // own eta (calibration::fit_k_overhead_shared).
-    const auto primary = std::max_element(by.begin(), by.end(), [](const auto& a, const auto& b) {
-      return a.second.size() < b.second.size();
-    });
-    std::vector<double> ks, es;
-    std::vector<int> group;
-    std::vector<std::string> from;
-    for (const auto& o : primary->second) {
-      ks.push_back(o.k);
-      es.push_back(o.e_over_q);
-      group.push_back(o.grouped ? 1 : 0);
-      from.push_back(o.from);
-    }
-    double k0 = s_.efficiency.gemm_k_overhead ? s_.efficiency.gemm_k_overhead->value : 0;
-    if (std::set<double>(ks.begin(), ks.end()).size() >= 2) {
-      const SharedKFit kf = fit_k_overhead_shared(ks, es, group, 2);
-      k0 = round4(kf.k0);
-      ParameterFit f{
-          "efficiency.gemm_k_overhead",
-          k0,
-          sorted_unique(from),
-          0,
-          0,
-          0,
-          fmt::format(
-              "per-tile fixed cost K0 in units of K: e / q = eta K / (K + K0) over the {} GEMMs, "
-              "dense and grouped sharing K0 (calibration::fit_k_overhead_shared)",
-              primary->first)};
-      set_residuals(f, kf.relative_error);
-      out.push_back(f);
-    }
-    const auto f = [k0](double k) { return k / (k + k0); };
-    const bool at_ref = s_.efficiency.grouped_gemm_k.has_value();
-    const double ref = at_ref ? f(s_.efficiency.grouped_gemm_k->value) : 1.0;
-    for (const auto& [dtype, obs] : by)
+    for (const auto& [dtype, obs] : by) {
+      // K0 per input type (a tile's fixed time over its K loop's time per unit of K grows
+      // with the type's rate): dense and grouped share it, each with its own eta
+      // (calibration::fit_k_overhead_shared). Too few K: the system's K0 for the type.
+      std::vector<double> ks, es;
+      std::vector<int> group;
+      std::vector<std::string> from;
+      for (const auto& o : obs) {
+        ks.push_back(o.k);
+        es.push_back(o.e_over_q);
+        group.push_back(o.grouped ? 1 : 0);
+        from.push_back(o.from);
+      }
+      const auto d = hw_models::dtype_names().find(dtype);
+      const auto* given = d ? s_.efficiency.k_overhead(*d) : nullptr;
+      double k0 = given ? given->value : 0;
+      if (timed_alone(obs)) {
+        out_timed(out, notes, dtype, obs);
+        continue;
+      }
+      if (std::set<double>(ks.begin(), ks.end()).size() >= 2) {
+        const SharedKFit kf = fit_k_overhead_shared(ks, es, group, 2);
+        k0 = round4(kf.k0);
+        ParameterFit f{fmt::format("efficiency.gemm_k_overhead_by_dtype.{}", dtype),
+                       k0,
+                       sorted_unique(from),
+                       0,
+                       0,
+                       0,
+                       fmt::format("per-tile fixed cost K0 in units of K: e / q = eta K / (K + K0) "
+                                   "over the {} GEMMs, dense and grouped sharing K0 "
+                                   "(calibration::fit_k_overhead_shared)",
+                                   dtype)};
+        set_residuals(f, kf.relative_error);
+        out.push_back(f);
+      }
+      const auto f = [k0](double k) { return k / (k + k0); };
+      const bool at_ref = s_.efficiency.grouped_gemm_k.has_value();
+      const double ref = at_ref ? f(s_.efficiency.grouped_gemm_k->value) : 1.0;
       for (const bool grouped : {false, true}) {
         std::vector<double> k, e;
         std::vector<std::string> files;
@@ -143,6 +148,7 @@ class Fitter {
         set_residuals(p, rel);
         out.push_back(p);
       }
+    }
     return out;
   }
 
@@ -323,8 +329,58 @@ class Fitter {
   }
 
  private:
+  // Every point of the type timed alone, dense, its shape known, three distinct K or more.
+  static bool timed_alone(const std::vector<GemmObs>& obs) {
+    std::set<double> ks;
+    for (const auto& o : obs) {
+      if (o.grouped || !(o.time_s > 0)) return false;
+      ks.insert(o.k);
+    }
+    return ks.size() >= 3;
+  }
+
+  // K0 and the dense efficiency of one input type from calls timed alone, the fixed time
+  // per call taken out (calibration::fit_k_overhead_timed) and reported as an observation.
+  static void out_timed(std::vector<ParameterFit>& out, std::vector<Observation>& notes,
+                        const std::string& dtype, const std::vector<GemmObs>& obs) {
+    std::vector<double> w, k, t;
+    std::vector<std::string> from;
+    for (const auto& o : obs)
+      w.push_back(o.work_s), k.push_back(o.k), t.push_back(o.time_s), from.push_back(o.from);
+    const TimedKFit kf = fit_k_overhead_timed(w, k, t);
+    const auto files = sorted_unique(from);
+    ParameterFit k0{
+        fmt::format("efficiency.gemm_k_overhead_by_dtype.{}", dtype),
+        round4(kf.k0),
+        files,
+        0,
+        0,
+        0,
+        fmt::format("per-tile fixed cost K0 in units of K over the {} GEMMs timed one call at a "
+                    "time: T = t0 + w / eta + (w / K) K0 / eta, w the call at the peak with its "
+                    "wave quantization (calibration::fit_k_overhead_timed)",
+                    dtype)};
+    set_residuals(k0, kf.relative_error);
+    ParameterFit eta{fmt::format("efficiency.gemm.{}", dtype),
+                     round4(kf.eta_inf),
+                     files,
+                     0,
+                     0,
+                     0,
+                     fmt::format("dense GEMM efficiency, the large-K limit, from the same fit "
+                                 "(K0 = {:g}, the fixed time per call taken out)",
+                                 round4(kf.k0))};
+    set_residuals(eta, kf.relative_error);
+    out.push_back(k0);
+    out.push_back(eta);
+    notes.push_back({fmt::format("{} GEMM: fixed time per call timed alone (t0)", dtype),
+                     round4(kf.t0_s * 1e6), "us", fmt::format("{}", fmt::join(files, ", ")),
+                     "launch, the event pair, prologue and tail; overlapped in a stream of "
+                     "kernels, so not a kernel_device_us"});
+  }
+
   void add(std::map<std::string, std::vector<GemmObs>>& by, const GemmPoint& g, bool grouped,
-           const std::string& from) const {
+           const std::string& from, bool timed) const {
     const auto d = hw_models::dtype_names().find(g.dtype);
     if (!d || !s_.gpu.supports(*d))
       throw std::invalid_argument(fmt::format("{}: {} GEMMs on a {}, which has no {} peak", from,
@@ -352,7 +408,9 @@ class Fitter {
     };
     if (g.groups * tiles(g.m) * tiles(g.n) < cm_.sm_count()) return;
     const double q = cm_.wave_efficiency(g.m, g.n, g.groups);
-    by[g.dtype].push_back({g.tflops / peak / q, k, grouped, from});
+    GemmObs o{g.tflops / peak / q, k, grouped, from};
+    if (timed) o.work_s = flops / (peak * 1e12 * q), o.time_s = measured_s;
+    by[g.dtype].push_back(o);
   }
 
   // One timed call of a chunked-recurrence function: its kernels (work a token), tokens,
@@ -439,8 +497,8 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
   p.device = fmt::format("{}", fmt::join(sorted_unique(devices), "; "));
   p.date = fmt::format("{}", fmt::join(sorted_unique(dates), "; "));
   Fitter f(ms, system);
-  for (auto&& v : {f.gemm(), f.attention(), f.memory(p.observations), f.graphs(p.observations),
-                   f.ssd(), f.gdn()})
+  for (auto&& v : {f.gemm(p.observations), f.attention(), f.memory(p.observations),
+                   f.graphs(p.observations), f.ssd(), f.gdn()})
     p.parameters.insert(p.parameters.end(), v.begin(), v.end());
   f.launches(p.observations);
   if (p.parameters.empty())

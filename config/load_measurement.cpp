@@ -15,7 +15,9 @@ calibration::GemmPoint gemm_point(const Node& n, bool grouped) {
       o.req("dtype").fail("unknown GEMM dtype '" + g.dtype + "'; known: bf16, fp8, mxfp8");
     // A grouped point may leave out its groups and rows per group where the source does
     // not give them (0: unknown; the fitter then takes wave quantization as 1).
-    g.groups = grouped ? o.int_or("groups", 0, 1, 1 << 20) : 1;
+    // A dense point may be a batched GEMM (`batch` independent GEMMs of one shape in one
+    // call, as XLA's tables time them): its tiles count as a grouped GEMM's do.
+    g.groups = grouped ? o.int_or("groups", 0, 1, 1 << 20) : o.int_or("batch", 1, 1, 1 << 20);
     g.m = grouped ? o.int_or("m", 0, 1, std::int64_t{1} << 32)
                   : o.req("m").as_int(1, std::int64_t{1} << 32);
     g.n = o.req("n").as_int(1, std::int64_t{1} << 32);
@@ -46,6 +48,7 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
       if (!d->json().is_object()) d->fail("expected an object");
       m.device_details = nlohmann::ordered_json(d->json());
     }
+    m.calls_timed_alone = o.bool_or("calls_timed_alone", false);
     each(o, "gemm", [&](const Node& n) { m.gemm.push_back(gemm_point(n, false)); });
     each(o, "grouped_gemm", [&](const Node& n) { m.grouped_gemm.push_back(gemm_point(n, true)); });
     each(o, "attention", [&](const Node& n) {

@@ -156,10 +156,11 @@ hw_models::SystemSpec read_system(const Node& node) {
       }
     });
     read_object(o.req("efficiency"), [&](Object& e) {
-      auto per_dtype = [&](const Node& n, std::map<hw_models::Dtype, Param>& out) {
+      auto per_dtype = [&](const Node& n, std::map<hw_models::Dtype, Param>& out, double lo = 0.01,
+                           double hi = 1) {
         read_object(n, [&](Object& po) {
           for (const auto& d : hw_models::dtype_names().entries())
-            if (auto v = po.get(d.name)) out[d.value] = P.read(*v, 0.01, 1, false);
+            if (auto v = po.get(d.name)) out[d.value] = P.read(*v, lo, hi, false);
         });
       };
       per_dtype(e.req("gemm"), s.efficiency.gemm);
@@ -182,6 +183,13 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.efficiency.sustained_clock_factor = P.opt(e, "sustained_clock_factor", 0.1, 1);
       s.efficiency.kernel_device_us = P.req(e, "kernel_device_us", 0, 1000);
       s.efficiency.gemm_k_overhead = P.opt(e, "gemm_k_overhead", 0, 1e6);
+      if (auto v = e.get("gemm_k_overhead_by_dtype")) {
+        per_dtype(*v, s.efficiency.gemm_k_overhead_by_dtype, 0, 1e6);
+        for (const auto& [d, k0] : s.efficiency.gemm_k_overhead_by_dtype)
+          if (!s.gpu.supports(d))
+            v->fail(fmt::format("a K0 for {}, which the GPU does not support",
+                                hw_models::dtype_names().name(d)));
+      }
       s.efficiency.grouped_gemm_k = P.opt(e, "grouped_gemm_k", 1, 1e7);
     });
     read_object(o.req("host"), [&](Object& h) {

@@ -31,10 +31,11 @@ double ComputeModel::wave_efficiency(std::int64_t m, std::int64_t n, std::int64_
   return static_cast<double>(tiles) / static_cast<double>(waves * sms_);
 }
 
-double ComputeModel::k_factor(std::int64_t k, bool grouped_table) const {
+double ComputeModel::k_factor(std::int64_t k, bool grouped_table, Dtype dtype) const {
   const auto& e = sys_.efficiency;
-  if (!e.gemm_k_overhead || k <= 0) return 1.0;
-  const double k0 = e.gemm_k_overhead->value;
+  const Param* p = e.k_overhead(dtype);
+  if (!p || k <= 0) return 1.0;
+  const double k0 = p->value;
   const auto f = [k0](double kk) { return kk / (kk + k0); };
   const double at_ref = grouped_table && e.grouped_gemm_k ? f(e.grouped_gemm_k->value) : 1.0;
   return f(static_cast<double>(k)) / at_ref;
@@ -98,8 +99,8 @@ double ComputeModel::seconds(const ComputeWork& w) const {
         throw std::invalid_argument("ComputeModel: no GEMM efficiency for this dtype on " +
                                     sys_.gpu.name);
       const double rate = sys_.gpu.peak_tflops(w.dtype) * 1e12 * it->second.value *
-                          wave_efficiency(w.m, w.n, w.groups) * k_factor(w.k, grouped_table) *
-                          clock_;
+                          wave_efficiency(w.m, w.n, w.groups) *
+                          k_factor(w.k, grouped_table, w.dtype) * clock_;
       return std::max(w.flops / rate, mem) + t_dev_;
     }
   }

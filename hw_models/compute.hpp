@@ -94,7 +94,7 @@ class ComputeModel {
   // limit. A grouped GEMM in a dtype the grouped table lacks takes the dense efficiency
   // (grouped = false): its limit, not the grouped reference, so it is not priced faster
   // than a dense GEMM of the same K.
-  double k_factor(std::int64_t k, bool grouped_table) const;
+  double k_factor(std::int64_t k, bool grouped_table, Dtype dtype) const;
   int sm_count() const { return sms_; }
 
  private:

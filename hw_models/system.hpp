@@ -124,7 +124,19 @@ struct Efficiency {
   // `gemm` is taken as the large-K limit, `grouped_gemm` as measured at grouped_gemm_k.
   // Absent: no K dependence (resp. grouped GEMMs taken as the large-K limit).
   std::optional<Param> gemm_k_overhead;
+  // K0 of one input type where it differs from gemm_k_overhead. K0 is a tile's fixed time
+  // (pipeline fill, epilogue) over its K loop's time per unit of K, so it grows with the
+  // Tensor Cores' rate for that type: an FP8 tile's loop runs twice as fast as a BF16
+  // one's on the same SMs, and Blackwell's per SM about twice Hopper's.
+  std::map<Dtype, Param> gemm_k_overhead_by_dtype;
   std::optional<Param> grouped_gemm_k;
+
+  // The K0 that prices a GEMM of this input type (nullptr: no K dependence).
+  const Param* k_overhead(Dtype d) const {
+    if (const auto it = gemm_k_overhead_by_dtype.find(d); it != gemm_k_overhead_by_dtype.end())
+      return &it->second;
+    return gemm_k_overhead ? &*gemm_k_overhead : nullptr;
+  }
 };
 
 // Host CPU costs of the framework (PyTorch + Megatron + TE) per op and per launch.

@@ -46,12 +46,12 @@ void Importer::framework(Json& sc) {
   }
   // TransformerEngine reads NVTE_EXT_MARGIN_SM from the environment: SMs its GEMMs leave free.
   if (const auto m = w_.env.find("NVTE_EXT_MARGIN_SM"); m != w_.env.end() && !m->second.empty()) {
-    try {
-      fw["gemm_sm_margin"] = std::stoi(m->second);
-    } catch (const std::exception&) {
+    // TE reads it with Python's int() (pytorch/cpp_extensions/gemm.py 668 at d0067d0d).
+    const auto sms = env_int(m->second);
+    if (!sms)
       throw InputError(opts_.source, "NVTE_EXT_MARGIN_SM",
                        "'" + m->second + "' is not a whole number of SMs");
-    }
+    fw["gemm_sm_margin"] = *sms;
     assume("framework.gemm_sm_margin", "NVTE_EXT_MARGIN_SM=" + m->second);
   }
   if (moe) {

@@ -46,6 +46,69 @@ TEST_CASE("fit_k_overhead_shared: one K0, an eta per group", "[calibration][gemm
   CHECK(one.eta_inf[0] == Approx(lin.eta_inf).epsilon(1e-6));
 }
 
+TEST_CASE("fit_k_overhead_timed takes a fixed time per call out of K0", "[calibration][gemm]") {
+  // T = 5 us + w / 0.8 + (w / K) 200 / 0.8, w the call at the peak: a hand-made grid.
+  std::vector<double> w, k, t;
+  for (double kk : {256.0, 1024.0, 4096.0})
+    for (double ww : {20e-6, 80e-6}) {
+      const double work = ww * kk / 1024;
+      w.push_back(work), k.push_back(kk), t.push_back(5e-6 + work / 0.8 + work / kk * 200 / 0.8);
+    }
+  const auto r = calibration::fit_k_overhead_timed(w, k, t);
+  CHECK(r.t0_s == Approx(5e-6));
+  CHECK(r.eta_inf == Approx(0.8));
+  CHECK(r.k0 == Approx(200));
+  for (double e : r.relative_error) CHECK(e == Approx(0).margin(1e-9));
+  // Without t0 the same points need a larger K0: the fixed time looks like tile overhead.
+  std::vector<double> e;
+  for (std::size_t i = 0; i < w.size(); ++i) e.push_back(w[i] / t[i]);
+  CHECK(calibration::fit_k_overhead(k, e).k0 > 250);
+  CHECK_THROWS_AS(calibration::fit_k_overhead_timed({1e-5, 2e-5}, {256, 512}, {2e-5, 3e-5}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      calibration::fit_k_overhead_timed({1e-5, 2e-5, 4e-5}, {512, 512, 512}, {2e-5, 3e-5, 5e-5}),
+      std::invalid_argument);
+}
+
+namespace {
+// The K0 a profile fit gives one input type from one measurement file.
+calibration::ParameterFit k0_fit(const std::string& file, const std::string& dtype) {
+  const auto m = config::load_measurement_file(test::source_path(file));
+  const auto prof =
+      calibration::fit_profile("k0", {m}, config::load_system_preset(m.system, {false}), m.system);
+  const auto it = std::find_if(prof.parameters.begin(), prof.parameters.end(), [&](const auto& f) {
+    return f.parameter == "efficiency.gemm_k_overhead_by_dtype." + dtype;
+  });
+  REQUIRE(it != prof.parameters.end());
+  return *it;
+}
+}  // namespace
+
+TEST_CASE("The presets' per-type K0 are the fits of XLA's GEMM tables", "[calibration][gemm]") {
+  using hw_models::Dtype;
+  // Hopper BF16 (sm_90); the same table's sm_90 FP8 entries exceed the FP8 peak and are
+  // not used: Hopper's FP8 K0 stays DeepGEMM's (the scalar gemm_k_overhead).
+  const auto h = k0_fit("calibration/measurements/xla-gemm-sm90-bf16.json", "bf16");
+  CHECK(h.max_abs_residual_pct < 10);
+  for (const char* name : {"h100", "h800", "h200"}) {
+    const auto s = config::load_system_preset(name);
+    CHECK(s.efficiency.k_overhead(Dtype::bf16)->value == Approx(h.value).epsilon(0.0005));
+    CHECK(s.efficiency.k_overhead(Dtype::fp8)->value == s.efficiency.gemm_k_overhead->value);
+  }
+  // Blackwell (sm_100): BF16, and FP8's for FP8 and MXFP8 (block-scaled MMA at FP8's rate).
+  const auto bb = k0_fit("calibration/measurements/xla-gemm-sm100.json", "bf16");
+  const auto bf = k0_fit("calibration/measurements/xla-gemm-sm100.json", "fp8");
+  CHECK(bb.max_abs_residual_pct < 25);
+  CHECK(bf.max_abs_residual_pct < 25);
+  CHECK(bb.value < bf.value);
+  for (const char* name : {"b200", "gb200-nvl72", "gb300-nvl72", "b300"}) {
+    const auto s = config::load_system_preset(name);
+    CHECK(s.efficiency.k_overhead(Dtype::bf16)->value == Approx(bb.value).epsilon(0.0005));
+    CHECK(s.efficiency.k_overhead(Dtype::fp8)->value == Approx(bf.value).epsilon(0.0005));
+    CHECK(s.efficiency.k_overhead(Dtype::mxfp8)->value == Approx(bf.value).epsilon(0.0005));
+  }
+}
+
 TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 measurements",
           "[calibration][gemm]") {
   const auto m = config::load_measurement_file(
@@ -53,7 +116,7 @@ TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 measurements",
   const auto prof =
       calibration::fit_profile("k0", {m}, config::load_system_preset(m.system, {false}), m.system);
   const auto k0 = std::find_if(prof.parameters.begin(), prof.parameters.end(), [](const auto& f) {
-    return f.parameter == "efficiency.gemm_k_overhead";
+    return f.parameter == "efficiency.gemm_k_overhead_by_dtype.fp8";
   });
   REQUIRE(k0 != prof.parameters.end());
   CHECK(k0->points == 8);
@@ -69,12 +132,19 @@ TEST_CASE("GEMM time grows as K shrinks, relative to where the efficiency was me
           "[hw_models][compute]") {
   const auto sys = config::load_system_preset("gb200-nvl72");
   const hw_models::ComputeModel cm(sys);
-  const double k0 = sys.efficiency.gemm_k_overhead->value;
+  using hw_models::Dtype;
+  const double k0 = sys.efficiency.k_overhead(Dtype::mxfp8)->value;
+  const double k0_bf16 = sys.efficiency.k_overhead(Dtype::bf16)->value;
+  // Each input type has its own K0: a tile's fixed time over a K loop that runs at the
+  // type's rate (BF16's loop is the slower, so its K0 is the smaller).
+  CHECK(k0_bf16 < k0);
   // Dense GEMMs: efficiency is the large-K limit, so K 512 runs at 512 / (512 + K0).
-  CHECK(cm.k_factor(512, false) == Approx(512 / (512 + k0)));
+  CHECK(cm.k_factor(512, false, Dtype::mxfp8) == Approx(512 / (512 + k0)));
+  CHECK(cm.k_factor(512, false, Dtype::bf16) == Approx(512 / (512 + k0_bf16)));
   // Grouped GEMMs were measured at K 7168: factor 1 there, below 1 at K 2048.
-  CHECK(cm.k_factor(7168, true) == Approx(1));
-  CHECK(cm.k_factor(2048, true) == Approx((2048 / (2048 + k0)) / (7168 / (7168 + k0))));
+  CHECK(cm.k_factor(7168, true, Dtype::mxfp8) == Approx(1));
+  CHECK(cm.k_factor(2048, true, Dtype::mxfp8) ==
+        Approx((2048 / (2048 + k0)) / (7168 / (7168 + k0))));
 
   // A grouped GEMM in a dtype the grouped table lacks (BF16 here: it holds MXFP8 only)
   // takes the dense efficiency at its large-K limit: the same time as the dense GEMM of

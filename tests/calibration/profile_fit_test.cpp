@@ -73,7 +73,7 @@ TEST_CASE("The fitters recover the parameters a synthetic H100 was given",
   for (int n : {1, 10, 100, 1000}) m.graph.push_back({n, 0, 0, 2.5, 4 + 0.9 * n});
   m.attention = {{"fwd", 0.6 * 989, ""}, {"bwd", 0.4 * 989, ""}};
   const auto p = calibration::fit_profile("synthetic", {m}, sys, "h100");
-  CHECK(fit_of(p, "efficiency.gemm_k_overhead").value == Approx(600).epsilon(1e-3));
+  CHECK(fit_of(p, "efficiency.gemm_k_overhead_by_dtype.fp8").value == Approx(600).epsilon(1e-3));
   CHECK(fit_of(p, "efficiency.gemm.fp8").value == Approx(0.75).epsilon(1e-3));
   CHECK(fit_of(p, "efficiency.grouped_gemm.fp8").value == Approx(0.7).epsilon(1e-3));
   CHECK(fit_of(p, "efficiency.gemm.fp8").max_abs_residual_pct < 0.1);

@@ -682,8 +682,15 @@ TEST_CASE("Hybrid Mamba models: the pattern, the Mamba split over TP, what is no
   j["model"]["num_attention_heads"] = 64;
   j["model"]["num_key_value_heads"] = 16;
   expect_error(j, "parallelism.tp", "64 heads in 8 groups are not divisible by tp=16");
-  // A system without the SSD scan rate cannot price the Mamba mixers: refused.
   j = nano();
+  // A per-type K0 for a type the GPU has no peak for would change nothing: refused.
+  j["system"] = {
+      {"base", "h100"},
+      {"efficiency",
+       {{"gemm_k_overhead_by_dtype", {{"fp4", {{"value", 900}, {"source", "fit-deepgemm-k"}}}}}}}};
+  expect_error(j, "system.efficiency.gemm_k_overhead_by_dtype",
+               "a K0 for fp4, which the GPU does not support");
+  // A system without the SSD scan rate cannot price the Mamba mixers: refused.
   j["system"] = {{"base", "gb200-nvl72"}, {"efficiency", {{"ssd_scan_tflops", nullptr}}}};
   expect_error(j, "system", "no SSD scan rate (efficiency.ssd_scan_tflops");
   j = nano();

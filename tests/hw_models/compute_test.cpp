@@ -20,9 +20,14 @@ TEST_CASE("A large BF16 GEMM runs at peak x efficiency", "[hw_models][compute]")
       KernelClass::gemm, Dtype::bf16, 2.0 * 8448 * 8448 * 8192, 0, 8448, 8448, 8192, 1, 2};
   CHECK(m.wave_efficiency(8448, 8448, 1) == 1.0);
   // t = F / (989e12 x 794.5/989 x kf) + 0.75 us, kf = 8192 / (8192 + K0) with the
-  // preset's K0 = 485.4: F / (794.5e12 x 0.94406) + 0.75e-6.
+  // preset's BF16 K0 = 144.9 (XLA's sm_90 table; FP8 keeps DeepGEMM's 485.4):
+  // F / (794.5e12 x 0.98262) + 0.75e-6.
   CHECK(m.seconds(w) ==
-        Approx(w.flops / (794.5e12 * 8192 / (8192 + 485.4)) + 0.75e-6).epsilon(1e-3));
+        Approx(w.flops / (794.5e12 * 8192 / (8192 + 144.9)) + 0.75e-6).epsilon(1e-3));
+  // The same shape in FP8 pays FP8's larger K0: 8192 / (8192 + 485.4) = 0.94406.
+  w.dtype = Dtype::fp8;
+  CHECK(m.seconds(w) ==
+        Approx(w.flops / (1979e12 * 0.7089 * 8192 / (8192 + 485.4)) + 0.75e-6).epsilon(2e-3));
 }
 
 TEST_CASE("Wave quantization: one tile more than the SMs costs a second wave",

@@ -494,6 +494,10 @@ TEST_CASE("import megatron reads TransformerEngine's GEMM SM margin from the env
   CHECK_THROWS_AS(
       importer::import_megatron(std::string("export NVTE_EXT_MARGIN_SM=all\n") + kSmallMoe, o),
       config::InputError);
+  // A number with trailing text is not one (std::stoi took "16x" as 16).
+  CHECK_THROWS_AS(
+      importer::import_megatron(std::string("export NVTE_EXT_MARGIN_SM=16x\n") + kSmallMoe, o),
+      config::InputError);
 }
 
 // The router's balancing (Megatron arguments.py 3532-3537 at d98e8a64): forced balance where
