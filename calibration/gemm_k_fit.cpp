@@ -58,6 +58,10 @@ TimedKFit fit_k_overhead_timed(const std::vector<double>& work_s, const std::vec
   r.t0_s = f.coefficients(0);
   r.eta_inf = 1 / f.coefficients(1);
   r.k0 = f.coefficients(2) * r.eta_inf;
+  if (!(r.eta_inf > 0 && r.eta_inf <= 1) || r.k0 < 0 || r.t0_s < 0)
+    throw std::invalid_argument(
+        "fit_k_overhead_timed: the fit leaves the model's range (efficiency in (0, 1], K0 and "
+        "the time per call not negative): the points do not time what they name");
   for (Eigen::Index i = 0; i < n; ++i) r.relative_error.push_back(f.residuals(i));
   return r;
 }

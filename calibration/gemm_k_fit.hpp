@@ -53,7 +53,8 @@ double eta_for_k0(const std::vector<double>& k, const std::vector<double>& effic
 //
 // linear in (t0, 1 / eta, K0 / eta); least squares on relative error (each row divided by
 // its measured T). Throws std::invalid_argument on mismatched sizes, fewer than three
-// points, fewer than two distinct K, or non-positive inputs.
+// points, points that do not separate the three (fewer than two distinct K), non-positive
+// inputs, or a fit outside the model's range (eta outside (0, 1], K0 or t0 negative).
 struct TimedKFit {
   double t0_s = 0, eta_inf = 0, k0 = 0;
   std::vector<double> relative_error;  // predicted / measured time - 1, per point

@@ -8,7 +8,10 @@
 //     "date": "2026-11-23", "tool": "...",        required: when, with what
 //     "source": "...",                            required: where the numbers come from
 //     "device_details": {...},                    moesim-calib: SMs, clocks, driver, CUDA
-//     "gemm":         [{"dtype", "m", "n", "k", "tflops", "time_us"?}],
+//     "calls_timed_alone": true,                  optional: each GEMM call timed alone (a
+//                                                 CUDA event pair around it, XLA's tables)
+//     "gemm":         [{"dtype", "batch"?, "m", "n", "k", "tflops", "time_us"?}],
+//                       (batch: that many GEMMs of the shape in one call, default 1)
 //     "grouped_gemm": [{"dtype", "groups"?, "m"?, "n", "k", "tflops", "time_us"?}],
 //                       (groups and m left out where the source does not give them)
 //     "attention":    [{"pass": "fwd"|"bwd", "tflops", "what"?}],

@@ -95,7 +95,7 @@ class Fitter {
       const auto d = hw_models::dtype_names().find(dtype);
       const auto* given = d ? s_.efficiency.k_overhead(*d) : nullptr;
       double k0 = given ? given->value : 0;
-      if (timed_alone(obs)) {
+      if (timed_alone(dtype, obs)) {
         out_timed(out, notes, dtype, obs);
         continue;
       }
@@ -329,14 +329,27 @@ class Fitter {
   }
 
  private:
-  // Every point of the type timed alone, dense, its shape known, three distinct K or more.
-  static bool timed_alone(const std::vector<GemmObs>& obs) {
+  // Whether the type's points were timed one call at a time (then every one must be: dense,
+  // its shape known, at two distinct K or more); a mix would fit the timed points' fixed
+  // time per call as tile overhead, so it is refused.
+  static bool timed_alone(const std::string& dtype, const std::vector<GemmObs>& obs) {
+    const auto timed =
+        std::count_if(obs.begin(), obs.end(), [](const GemmObs& o) { return o.time_s > 0; });
+    if (timed == 0) return false;
     std::set<double> ks;
     for (const auto& o : obs) {
-      if (o.grouped || !(o.time_s > 0)) return false;
+      if (o.grouped || !(o.time_s > 0))
+        throw std::invalid_argument(fmt::format(
+            "{}: {} GEMMs timed one call at a time (calls_timed_alone) beside {}: the fixed "
+            "time per call cannot be taken out of them; fit the timed file alone",
+            o.from, dtype,
+            o.grouped ? "grouped points" : "points of another file or without a shape"));
       ks.insert(o.k);
     }
-    return ks.size() >= 3;
+    if (ks.size() < 2)
+      throw std::invalid_argument(fmt::format(
+          "{} GEMMs timed one call at a time: fewer than two distinct K to fit K0 from", dtype));
+    return true;
   }
 
   // K0 and the dense efficiency of one input type from calls timed alone, the fixed time

@@ -7,10 +7,14 @@
 //   P_d / BW): measured efficiency e = TFLOPS / P_d, wave quantization q(m, n, groups)
 //   of 128 x 128 tiles over the SMs divided out, then
 //     e / q = eta x K / (K + K0)                             (calibration/gemm_k_fit.hpp)
-//   K0 from the dtype with the most points (dense and grouped pooled, >= 2 distinct K;
-//   else the preset's); with K0 fixed, eta (dense: the large-K limit) and the grouped
-//   efficiency at the preset's grouped_gemm_k are the means of e / (q K / (K + K0)) over
-//   their points, normalised as the compute model normalises them.
+//   K0 per dtype (efficiency.gemm_k_overhead_by_dtype; dense and grouped pooled, >= 2
+//   distinct K; else the system's K0 for the dtype); with K0 fixed, eta (dense: the large-K
+//   limit) and the grouped efficiency at the preset's grouped_gemm_k are the means of
+//   e / (q K / (K + K0)) over their points, normalised as the compute model normalises them.
+//   Points timed one call at a time (a file's calls_timed_alone): dense, shapes known, the
+//   fixed time per call t0 fitted beside K0 and eta (calibration::fit_k_overhead_timed) and
+//   reported as an observation; a dtype whose points mix timed and other points, or whose
+//   timed points the fit cannot use, is refused rather than fitted with t0 left in.
 //   Attention: eta_fwd, eta_bwd = mean TFLOPS / the BF16 peak.
 //   HBM (copy and elementwise: hbm; quantize: hbm_quantize): with kernel times,
 //     t = t0 + bytes / (eta x BW)   (linear least squares; t0 reported);

@@ -186,9 +186,10 @@ hw_models::SystemSpec read_system(const Node& node) {
       if (auto v = e.get("gemm_k_overhead_by_dtype")) {
         per_dtype(*v, s.efficiency.gemm_k_overhead_by_dtype, 0, 1e6);
         for (const auto& [d, k0] : s.efficiency.gemm_k_overhead_by_dtype)
-          if (!s.gpu.supports(d))
-            v->fail(fmt::format("a K0 for {}, which the GPU does not support",
-                                hw_models::dtype_names().name(d)));
+          if (!s.gpu.supports(d) || d == hw_models::Dtype::tf32)
+            v->fail(fmt::format("a K0 for {}, {}", hw_models::dtype_names().name(d),
+                                d == hw_models::Dtype::tf32 ? "in which no GEMM is priced"
+                                                            : "which the GPU does not support"));
       }
       s.efficiency.grouped_gemm_k = P.opt(e, "grouped_gemm_k", 1, 1e7);
     });

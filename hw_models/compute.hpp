@@ -89,7 +89,8 @@ class ComputeModel {
   // Seconds alone on the whole GPU.
   double seconds(const ComputeWork& w) const;
   double wave_efficiency(std::int64_t m, std::int64_t n, std::int64_t groups) const;
-  // K / (K + K0) over its value where the efficiency in use was measured (1 without K0):
+  // K / (K + K0), K0 the dtype's (Efficiency::k_overhead), over its value where the
+  // efficiency in use was measured (1 without K0):
   // the grouped table's at efficiency.grouped_gemm_k; the dense table's is the large-K
   // limit. A grouped GEMM in a dtype the grouped table lacks takes the dense efficiency
   // (grouped = false): its limit, not the grouped reference, so it is not priced faster

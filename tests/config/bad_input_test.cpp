@@ -690,6 +690,10 @@ TEST_CASE("Hybrid Mamba models: the pattern, the Mamba split over TP, what is no
        {{"gemm_k_overhead_by_dtype", {{"fp4", {{"value", 900}, {"source", "fit-deepgemm-k"}}}}}}}};
   expect_error(j, "system.efficiency.gemm_k_overhead_by_dtype",
                "a K0 for fp4, which the GPU does not support");
+  j["system"]["efficiency"]["gemm_k_overhead_by_dtype"] = {
+      {"tf32", {{"value", 900}, {"source", "fit-deepgemm-k"}}}};
+  expect_error(j, "system.efficiency.gemm_k_overhead_by_dtype",
+               "a K0 for tf32, in which no GEMM is priced");
   // A system without the SSD scan rate cannot price the Mamba mixers: refused.
   j["system"] = {{"base", "gb200-nvl72"}, {"efficiency", {{"ssd_scan_tflops", nullptr}}}};
   expect_error(j, "system", "no SSD scan rate (efficiency.ssd_scan_tflops");
