@@ -80,6 +80,10 @@ class Fitter {
     }
     std::vector<ParameterFit> out;
     for (const auto& [dtype, obs] : by) {
+      if (timed_alone(dtype, obs)) {
+        out_timed(out, notes, dtype, obs);
+        continue;
+      }
       // K0 per input type (a tile's fixed time over its K loop's time per unit of K grows
       // with the type's rate): dense and grouped share it, each with its own eta
       // (calibration::fit_k_overhead_shared). Too few K: the system's K0 for the type.
@@ -95,10 +99,6 @@ class Fitter {
       const auto d = hw_models::dtype_names().find(dtype);
       const auto* given = d ? s_.efficiency.k_overhead(*d) : nullptr;
       double k0 = given ? given->value : 0;
-      if (timed_alone(dtype, obs)) {
-        out_timed(out, notes, dtype, obs);
-        continue;
-      }
       if (std::set<double>(ks.begin(), ks.end()).size() >= 2) {
         const SharedKFit kf = fit_k_overhead_shared(ks, es, group, 2);
         k0 = round4(kf.k0);

@@ -145,27 +145,20 @@ TEST_CASE("GEMMs timed alone: batch and the flag round-trip, a mix with other po
 
 TEST_CASE("The presets' GEMM K0 is the fit of the DeepGEMM H800 measurements",
           "[calibration][gemm]") {
-  const auto m = config::load_measurement_file(
-      test::source_path("calibration/measurements/deepgemm-h800-fp8.json"));
-  const auto prof =
-      calibration::fit_profile("k0", {m}, config::load_system_preset(m.system, {false}), m.system);
-  const auto k0 = std::find_if(prof.parameters.begin(), prof.parameters.end(), [](const auto& f) {
-    return f.parameter == "efficiency.gemm_k_overhead_by_dtype.fp8";
-  });
-  REQUIRE(k0 != prof.parameters.end());
-  CHECK(k0->points == 8);
-  CHECK(k0->max_abs_residual_pct < 7);  // the model fits the points
+  const auto k0 = k0_fit("calibration/measurements/deepgemm-h800-fp8.json", "fp8");
+  CHECK(k0.points == 8);
+  CHECK(k0.max_abs_residual_pct < 7);  // the model fits the points
   // Hopper's FP8 GEMMs take it; elsewhere it is the K0 of the types without their own.
   for (const char* name : {"h800", "h100", "h200"}) {
     const auto s = config::load_system_preset(name);
     REQUIRE(s.efficiency.k_overhead(hw_models::Dtype::fp8));
     CHECK(s.efficiency.k_overhead(hw_models::Dtype::fp8)->value ==
-          Approx(k0->value).epsilon(0.0005));
+          Approx(k0.value).epsilon(0.0005));
   }
   for (const char* name : {"gb200-nvl72", "b200"}) {
     const auto s = config::load_system_preset(name);
     REQUIRE(s.efficiency.gemm_k_overhead);
-    CHECK(s.efficiency.gemm_k_overhead->value == Approx(k0->value).epsilon(0.0005));
+    CHECK(s.efficiency.gemm_k_overhead->value == Approx(k0.value).epsilon(0.0005));
   }
 }
 
