@@ -379,6 +379,32 @@ std::vector<std::string> release_warnings(const Scenario& sc) {
         "memory local to its Grace; ranks 2 and 3 launch to a GPU on the other Grace, which is "
         "not priced; give stack.cpu_numa_binding to decide",
         sc.release, sc.system.gpu.name, zero->evidence));
+  // Megatron-Core before 0.14 (25.04 to 25.07: 1c425a8313, 2025-02-24, until 720c8b40d8,
+  // 2025-07-29) ran MLA's down-projections as TE column-parallel Linears: the hidden states
+  // gathered over TP before them and their output columns gathered back. moesim prices 0.14's
+  // duplicated down-projections (workload/layer_graph_attention.cpp).
+  if (rel && rel->version < ReleaseVersion{25, 9, 0} &&
+      sc.model.attention == workload::AttentionKind::mla && sc.parallelism.tp > 1)
+    out.push_back(fmt::format(
+        "parallelism.tp: release {}'s Megatron-Core (before 0.14) ran MLA's down-projections "
+        "column-parallel (the hidden states gathered over TP, their output gathered back; "
+        "Megatron-LM 1c425a8313 to 720c8b40d8); priced as 0.14's, duplicated on each rank's "
+        "own tokens with the latents gathered",
+        sc.release));
+  // Megatron-Core from 0.16 (26.02: 382eeea395, 2026-01-16) applies MLA's latent norms before
+  // the up-projections' output-discarding checkpoint and keeps their outputs; 0.13-0.15
+  // recomputed them with the up-projections, as moesim prices.
+  if (rel && rel->version >= ReleaseVersion{26, 2, 0} &&
+      sc.model.attention == workload::AttentionKind::mla &&
+      std::ranges::any_of(sc.framework.recompute_modules, [](workload::RecomputeModule m) {
+        return m == workload::RecomputeModule::mla_up_proj ||
+               m == workload::RecomputeModule::up_proj;
+      }))
+    out.push_back(fmt::format(
+        "framework.recompute_modules[mla_up_proj]: release {}'s Megatron-Core (0.16 and after, "
+        "Megatron-LM 382eeea395) keeps the latent norms' outputs outside the up-projections' "
+        "recompute; priced with the norms recomputed, as 0.13-0.15 ran them",
+        sc.release));
   for (const auto& name : sc.release_unsettled)
     if (!stack_switch_inert(name, sc))
       out.push_back(fmt::format(

@@ -80,7 +80,8 @@ struct ReleaseRefusal {
 std::optional<ReleaseRefusal> release_refusal(const SoftwareRelease& release, const Scenario& sc);
 
 // The release's notes for `run`: the launcher's node-0 binding where the scenario takes
-// its binding from the release, and the unsettled switches that act in the scenario.
+// its binding from the release, the unsettled switches that act in the scenario, and MLA at
+// TP > 1 on a release whose Megatron-Core ran its down-projections otherwise.
 std::vector<std::string> release_warnings(const Scenario& sc);
 
 }  // namespace moesim::config

@@ -74,10 +74,6 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   const double n = static_cast<double>(m.num_heads) / s.tp;
   const bool fused = in.stack.norm_quant_fusion;
   const std::size_t start = b.mark();
-  // MLA's down-projections are TE Linears in 'duplicated' mode (Megatron-Core
-  // multi_latent_attention.py 526-527, 573-574): no sequence-parallel gather and no TP amax
-  // group on the hidden states; the latents are gathered before the up-projections. moesim
-  // still gathers the BF16 hidden states there (not yet modeled: docs/research/nvfp4.md 6).
   const bool mla = m.attention == AttentionKind::mla;
   norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm,
        !mla);
@@ -92,40 +88,67 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   // pre_cross_attn_layernorm and cross_attention IdentityOps a decoder-only layer still calls;
   // on the norm kernel, after its layernorm recompute copy (which calls the norm alone).
   b.module_calls_at(start, 4, 0);
-  tp_gather(b, s, Module::attn, "attn", true, mla ? SpInput::bf16 : SpInput::quantized);
-  if (m.attention == AttentionKind::mla) {
+  if (!mla) tp_gather(b, s, Module::attn, "attn", true, SpInput::quantized);
+  if (mla) {
     const auto& d = m.mla;
     const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
     const double v = static_cast<double>(d.v_head_dim);
     const double rq = static_cast<double>(d.q_lora_rank), rkv = static_cast<double>(d.kv_lora_rank);
+    // Megatron-Core from 0.14 (720c8b40d8, 2025-07-29; 25.09 and after; at 99a10812 and
+    // d98e8a64 multi_latent_attention.py MLASelfAttention.__init__ and
+    // get_query_key_value_tensors): the down-projections are TE Linears in 'duplicated' mode
+    // on the rank's own tokens (sequence-split under SP: no gather of the hidden states, no
+    // TP amax group, no regather for their weight gradients); the latent norms run on the
+    // same tokens; the up-projections are TE column-parallel Linears, which gather their
+    // latent input over TP (and regather it for wgrad, sp_saved_shard); k_pe, the rotary
+    // part of kv_a's output, is gathered by Megatron itself (gather_from_sequence_parallel_
+    // region, BF16). Without a q LoRA (Moonlight) q is one column-parallel Linear on the
+    // gathered hidden states (linear_q_proj). These gathers are NCCL's: TE's userbuffers
+    // serve the qkv, proj, fc1 and fc2 buffers only (module/base.py initialize_ub at
+    // d0067d0d 336-358), not q_proj, q_up_proj or kv_up_proj. Megatron-Core 0.12-0.13 ran the
+    // down-projections column-parallel instead (1c425a8313); config::release_warnings says so.
+    const double pe = static_cast<double>(d.qk_rope_head_dim);
     if (d.q_lora_rank > 0) {
-      b.linear("attn.q_a", Module::attn, s.T, rq, s.h, true, false);
+      b.linear("attn.q_a", Module::attn, s.Tn, rq, s.h, true, false);
+      offload(b, in.framework, workload::OffloadTarget::qkv_linear);
+    } else {
+      const bool quant = tp_gather(b, s, Module::attn, "attn.q", false, SpInput::quantize);
+      b.linear("attn.q", Module::attn, s.T, n * qk, s.h, true, quant);
       sp_saved_shard(b, s);
       offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     }
-    b.linear("attn.kv_a", Module::attn, s.T, rkv + static_cast<double>(d.qk_rope_head_dim), s.h,
-             true, false);
-    sp_saved_shard(b, s);
+    b.linear("attn.kv_a", Module::attn, s.Tn, rkv + pe, s.h, true, false);
     offload(b, in.framework, workload::OffloadTarget::qkv_linear);
-    // Unquantized, both down-projections save the one normed input tensor (autograd
-    // keeps references); FP8 linears each save their own quantized copy.
-    if (!b.fp8() && d.q_lora_rank > 0) b.last_fwd().saved_bytes = 0;
-    // The up-projections and their latent norms: what mla_up_proj recompute re-runs.
+    // Unquantized, q's projection and kv_a save the one normed input tensor, the rank's own
+    // tokens (autograd keeps references); FP8 linears each save their own quantized copy.
+    if (!b.fp8()) b.last_fwd().saved_bytes = 0;
+    if (s.sequence_parallel())
+      b.comm("attn.k_pe.sp_gather", Module::attn, CommOp::tp_all_gather, CommOp::tp_reduce_scatter,
+             s.T * pe * 2);
+    // The latent norms, the up-projections (with their gathers) and RoPE: what mla_up_proj
+    // recompute re-runs (qkv_up_proj_and_rope_apply under CheckpointWithoutOutput,
+    // Megatron-Core 0.13-0.15; from 0.16, 382eeea395, the norms run before it and are kept:
+    // config::release_warnings says so).
     const std::size_t up = b.mark();
     if (d.q_lora_rank > 0) {
-      b.memory("attn.q_a_norm", Module::attn, s.T * rq * 2 * 2, 1.0, s.T * rq * 2);
+      b.memory("attn.q_a_norm", Module::attn, s.Tn * rq * 2 * 2, 1.0, s.Tn * rq * 2);
       b.module_calls_on_last(1, 1);
-      b.linear("attn.q_b", Module::attn, s.T, n * qk, rq, true, true);
     }
-    b.memory("attn.kv_a_norm", Module::attn, s.T * rkv * 2 * 2, 1.0, s.T * rkv * 2);
+    b.memory("attn.kv_a_norm", Module::attn, s.Tn * rkv * 2 * 2, 1.0, s.Tn * rkv * 2);
     b.module_calls_on_last(1, 1);
+    if (d.q_lora_rank > 0) {
+      const bool quant = tp_gather(b, s, Module::attn, "attn.q_b", false, SpInput::quantize, rq);
+      b.linear("attn.q_b", Module::attn, s.T, n * qk, rq, true, quant);
+      sp_saved_shard(b, s);
+    }
+    const bool quant = tp_gather(b, s, Module::attn, "attn.kv_b", false, SpInput::quantize, rkv);
     b.linear("attn.kv_b", Module::attn, s.T, n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv,
-             true, true);
+             true, quant);
+    sp_saved_shard(b, s);
     // Megatron-Core's fused MLA RoPE (fused_mla_yarn_rope_apply.py): one kernel rotates
     // q's rope part in place over all of q; one splits kv_b's output into k (k_nope plus
     // the shared, rotated k_pe broadcast over heads) and v. Backward moves the same bytes.
-    const double nope = static_cast<double>(d.qk_nope_head_dim),
-                 pe = static_cast<double>(d.qk_rope_head_dim);
+    const double nope = static_cast<double>(d.qk_nope_head_dim);
     if (in.framework.rope_fusion) {
       b.memory("attn.rope_q", Module::attn, s.T * n * qk * 2 * 2);
       b.memory("attn.rope_kv", Module::attn,

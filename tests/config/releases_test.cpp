@@ -2,6 +2,8 @@
 // and refuses the features it did not; explicit keys win; "custom" needs them all.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "config/load.hpp"
 #include "config/releases.hpp"
 #include "predict/predict.hpp"
@@ -225,4 +227,30 @@ TEST_CASE("A release slows what its missing switches slow", "[config][releases]"
   const double r2511 = step(R"({"stack": {"release": "25.11"}})");
   CHECK(newest < r2602);
   CHECK(r2602 < r2511);
+}
+
+TEST_CASE("run names MLA's down-projections and latent norms where a release ran them otherwise",
+          "[config][releases]") {
+  // Moonlight at TP2 on Megatron-Bridge 26.08 (Megatron-Core 0.19): priced as it ran.
+  const Json base = Json::parse(test::read_text(
+      test::source_path("scenarios/recompute/moonlight-h100-recompute-mla-up-proj.json")));
+  const auto has = [](const std::vector<std::string>& notes, const char* what) {
+    return std::ranges::any_of(notes, [&](const std::string& n) { return n.find(what) != n.npos; });
+  };
+  const auto now = config::release_warnings(load(base));
+  CHECK_FALSE(has(now, "parallelism.tp"));
+  // Megatron-Core 0.16 and after keep the latent norms out of the up-projections' recompute.
+  CHECK(has(now, "framework.recompute_modules[mla_up_proj]"));
+  // 25.07 (Megatron-Core 0.13) ran the down-projections column-parallel, and recomputed the
+  // norms as priced.
+  const auto old = config::release_warnings(
+      load(patched(base, R"({"stack": {"release": "25.07", "cpu_numa_binding": true}})")));
+  CHECK(has(old, "parallelism.tp"));
+  CHECK_FALSE(has(old, "framework.recompute_modules[mla_up_proj]"));
+  // At TP1, or without the up-projections' recompute, neither is said.
+  const Json tp1 = patched(base, R"({"parallelism": {"tp": 1, "sequence_parallel": false},
+                                     "training": {"global_batch_size": 8}})");
+  CHECK_FALSE(has(config::release_warnings(load(tp1)), "parallelism.tp"));
+  CHECK(config::release_warnings(load(patched(base, R"({"framework": {"recompute_modules": []}})")))
+            .empty());
 }

@@ -685,10 +685,29 @@ TEST_CASE("Sequence parallelism gathers quantized shards and reduces the amax ov
   CHECK(count(moe.t.moe.fwd, "shared.sp_quant.tp_amax") == 1);
   CHECK(count(moe.t.moe.fwd, "shared.fc1.quant") == 0);
   CHECK(index(moe.t.moe.fwd, "shared.sp_quant") < index(moe.t.moe.fwd, "shared.sp_gather.fwd"));
-  // MLA's down-projections take the rank's own tokens ('duplicated' TE Linears): no TP amax
-  // there, the hidden states' gather stays BF16.
+  // MLA's down-projections take the rank's own tokens ('duplicated' TE Linears): no gather
+  // of the hidden states and no TP amax there, 2,048 of the 4,096 tokens each; the
+  // up-projections gather their latents, quantized by the column-parallel Linear (with its
+  // TP amax); Megatron gathers k_pe itself, BF16; the latents are regathered for wgrad.
   CHECK(count(moe.t.moe.fwd, "attn.norm.quant.tp_amax") == 0);
-  CHECK(find(moe.t.moe.fwd, "attn.sp_gather.fwd").comm_bytes == Approx(4096.0 * 7168 * 2));
+  CHECK(count(moe.t.moe.fwd, "attn.sp_gather") == 0);
+  CHECK(find(moe.t.moe.fwd, "attn.q_a.fprop").work.flops == Approx(2 * 2048.0 * 1536 * 7168));
+  CHECK(find(moe.t.moe.fwd, "attn.kv_a.fprop").work.flops == Approx(2 * 2048.0 * 576 * 7168));
+  CHECK(find(moe.t.moe.fwd, "attn.q_b.sp_gather.fwd").comm_bytes == Approx(4096.0 * 1536));
+  CHECK(find(moe.t.moe.fwd, "attn.kv_b.sp_gather.fwd").comm_bytes == Approx(4096.0 * 512));
+  CHECK(find(moe.t.moe.fwd, "attn.k_pe.sp_gather.fwd").comm_bytes == Approx(4096.0 * 64 * 2));
+  CHECK(count(moe.t.moe.fwd, "attn.q_b.sp_quant.tp_amax") == 1);
+  CHECK(count(moe.t.moe.fwd, "attn.q_b.quant") == 0);
+  CHECK(count(moe.t.moe.bwd, "attn.q_b.sp_regather") == 1);
+  CHECK(count(moe.t.moe.bwd, "attn.q_a.sp_regather") == 0);
+  CHECK(find(moe.t.moe.fwd, "attn.q_a_norm.fwd").work.bytes == Approx(2048.0 * 1536 * 2 * 2));
+  // Without a q LoRA (Moonlight, TP2) q is one column-parallel Linear on the gathered hidden
+  // states: 8 of 16 heads of 192 from 2,048, on all 4,096 tokens.
+  const auto moon = build("scenarios/recompute/moonlight-h100-recompute-control.json");
+  REQUIRE(moon.sc.parallelism.tp == 2);
+  CHECK(find(moon.t.moe.fwd, "attn.q.fprop").work.flops == Approx(2 * 4096.0 * 8 * 192 * 2048));
+  CHECK(find(moon.t.moe.fwd, "attn.q.sp_gather.fwd").comm_bytes == Approx(4096.0 * 2048 * 2));
+  CHECK(count(moon.t.moe.bwd, "attn.q.sp_regather") == 1);
   // MTP's projection gathers its 2 h-wide input (DeepSeek-V3, one MTP layer at TP2).
   const auto mtp = build("scenarios/journey/13-norm-quant-fusion.json", [](config::Scenario& sc) {
     sc.parallelism.tp = 2;
