@@ -190,13 +190,14 @@ TEST_CASE("Nemotron 3 Ultra's FLOPs and parameters", "[workload][flops]") {
   CHECK(workload::count_parameters(m, 0, 131072).total == Approx(549.3e9).epsilon(1e-3));
 }
 
-TEST_CASE("The layer graph's attention projections do the work Megatron's accounting counts",
+TEST_CASE("The layer graph's projections do the work Megatron's accounting counts",
           "[workload][flops]") {
   // Every transformer preset (GQA or MLA; hybrid, linear-attention and DeepSeek-V4 layers
-  // have their own checks): the forward GEMMs of the attention block at TP1, times 3 for
-  // training, per token, against Megatron's A_lin (which adds MLA's latent norms, rq + rkv
-  // a token: under 0.1%). A projection the graph leaves out fails here (Moonlight's
-  // linear_q_proj, before 2026-12-06).
+  // have their own checks) at TP1 and EP1, the forward GEMMs times 3 for training, per
+  // token: the attention block's against Megatron's A_lin (which adds MLA's latent norms,
+  // rq + rkv a token: under 0.1%), a dense layer's MLP and an MoE layer's routed and shared
+  // experts (top-k of them a token, at even load) against its FFN terms. A projection the
+  // graph leaves out fails here (Moonlight's linear_q_proj, before 2026-12-06).
   const auto root = test::source_path("scenarios/models");
   int checked = 0;
   for (const auto& e : std::filesystem::directory_iterator(root)) {
@@ -204,7 +205,7 @@ TEST_CASE("The layer graph's attention projections do the work Megatron's accoun
     const auto m = config::load_model_preset(name);
     if (m.is_dsv4() || !m.hybrid_layers.empty() || m.num_linear_layers() > 0) continue;
     config::Json j = config::Json::parse(R"({
-      "name": "attention-work", "system": "h100", "gpus": 1,
+      "name": "projection-work", "system": "h100", "gpus": 1,
       "training": {"seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 1,
                    "precision": "bf16", "mtp_layers": 0},
       "framework": {"dispatcher": "alltoall", "cuda_graph_scope": []}
@@ -212,18 +213,30 @@ TEST_CASE("The layer graph's attention projections do the work Megatron's accoun
     j["model"] = name;
     const auto sc = test::load(j);
     const auto t = test::build_templates(sc);
-    const bool experts =
-        std::find(m.moe_layer.begin(), m.moe_layer.end(), true) != m.moe_layer.end();
-    const auto& layer = experts ? t.moe : t.dense;
-    double graph = 0;
-    for (const auto& k : layer.fwd)
-      if (k.module == workload::Module::attn && k.work.cls == hw_models::KernelClass::gemm)
-        graph += k.work.flops;
+    const auto per_token = [](const workload::LayerTemplate& layer,
+                              std::initializer_list<workload::Module> modules) {
+      double flops = 0;
+      for (const auto& k : layer.fwd)
+        if ((k.work.cls == hw_models::KernelClass::gemm ||
+             k.work.cls == hw_models::KernelClass::grouped_gemm) &&
+            std::find(modules.begin(), modules.end(), k.module) != modules.end())
+          flops += k.work.flops;
+      return 3 * flops / 4096;
+    };
+    const double n_moe =
+        static_cast<double>(std::count(m.moe_layer.begin(), m.moe_layer.end(), true));
+    const double n_dense = static_cast<double>(m.num_layers) - n_moe;
     const auto f = workload::megatron_flops_per_token(
         m, {4096, 0, workload::padded_vocab_size(m.vocab_size, 1)});
     INFO(name);
-    CHECK(3 * graph / 4096 ==
+    CHECK(per_token(n_moe > 0 ? t.moe : t.dense, {workload::Module::attn}) ==
           Approx(f.attn_linear / static_cast<double>(m.num_layers)).epsilon(1e-3));
+    if (n_moe > 0)
+      CHECK(per_token(t.moe, {workload::Module::experts, workload::Module::shared_expert}) ==
+            Approx(f.moe_mlp / n_moe).epsilon(1e-3));
+    if (n_dense > 0)
+      CHECK(per_token(t.dense, {workload::Module::mlp}) ==
+            Approx(f.dense_mlp / n_dense).epsilon(1e-3));
     ++checked;
   }
   CHECK(checked >= 12);
