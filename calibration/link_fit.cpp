@@ -1,5 +1,6 @@
 #include "calibration/link_fit.hpp"
 
+#include <stdexcept>
 #include <vector>
 
 #include "calibration/bisect.hpp"
@@ -40,6 +41,18 @@ double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwP
     return model_busbw(s, p);
   };
   return bisect_rising(busbw_at, p.busbw_GBps, 0.01, 1.0, "fit_link_efficiency");
+}
+
+double fit_ring_group_efficiency(const std::vector<std::pair<double, double>>& at_n_and_reference) {
+  if (at_n_and_reference.empty())
+    throw std::invalid_argument("fit_ring_group_efficiency: no measured pairs");
+  double sum = 0;
+  for (const auto& [at_n, reference] : at_n_and_reference) {
+    if (!(at_n > 0) || !(reference > 0))
+      throw std::invalid_argument("fit_ring_group_efficiency: a bus bandwidth is not positive");
+    sum += at_n / reference;
+  }
+  return sum / static_cast<double>(at_n_and_reference.size());
 }
 
 }  // namespace moesim::calibration

@@ -11,6 +11,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hw_models/collectives.hpp"
 #include "hw_models/system.hpp"
@@ -37,5 +39,12 @@ enum class LinkClass { nvlink, network, alltoall, nvls_latency };
 // The value of `link` on `s` that reproduces the point. Throws std::invalid_argument
 // when no value in range does (the point is not bound by that parameter).
 double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwPoint& p);
+
+// The ring-group factor (SystemSpec::comm.ring_group_efficiency) at one group size from
+// one table's measurements of the same collectives at that size and at the reference size
+// the link efficiency holds for: the mean of busbw(n) / busbw(reference) over the pairs,
+// a ratio inside one measurement so that the table's own level does not enter. Throws
+// std::invalid_argument without pairs or for a bandwidth that is not positive.
+double fit_ring_group_efficiency(const std::vector<std::pair<double, double>>& at_n_and_reference);
 
 }  // namespace moesim::calibration

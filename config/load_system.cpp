@@ -84,6 +84,30 @@ std::string one_of(const Node& n, std::initializer_list<std::string_view> valid,
   n.fail(fmt::format("unknown {} '{}'; known: {}", what, v, fmt::join(valid, ", ")));
 }
 
+// An object keyed by a count (an EP size, a group of GPUs): the keys as whole numbers in
+// [min, max], sorted, each with its JSON key; anything else is refused at the key.
+std::vector<std::pair<int, std::string>> count_keys(const Node& t, int min, int max,
+                                                    std::string_view what) {
+  if (!t.json().is_object()) t.fail(fmt::format("expected an object keyed by {}", what));
+  std::vector<std::pair<int, std::string>> keys;
+  for (auto it = t.json().begin(); it != t.json().end(); ++it) {
+    const auto bad = [&] {
+      t.child_at(*it, it.key())
+          .fail(fmt::format("expected a {} ({} to {}) as the key", what, min, max));
+    };
+    int r = 0;
+    try {
+      r = std::stoi(it.key());
+    } catch (const std::exception&) {
+      bad();
+    }
+    if (r < min || r > max || std::to_string(r) != it.key()) bad();
+    keys.emplace_back(r, it.key());
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
 }  // namespace
 
 hw_models::SystemSpec read_system(const Node& node) {
@@ -216,6 +240,10 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.comm.alltoall_efficiency = P.opt(c, "alltoall_efficiency", 0.01, 1);
       P.opt_pair(c, "nvls_efficiency", "nvls_latency_us", 0.01, 1, 0, 1e6, s.comm.nvls_efficiency,
                  s.comm.nvls_latency_us);
+      if (auto t = c.get("ring_group_efficiency"))
+        for (const auto& [r, key] : count_keys(*t, 2, 1024, "group size in GPUs"))
+          s.comm.ring_group_efficiency[r] =
+              P.read(t->child_at(t->json()[key], key), 0.05, 1.5, false);
     });
     if (auto v = o.get("variability"))
       read_object(*v, [&](Object& vo) {
@@ -243,22 +271,7 @@ hw_models::SystemSpec read_system(const Node& node) {
           b.peer_fraction = P.opt(bo, "peer_fraction", 0.01, 1);
           b.fixed_us = P.opt(bo, "fixed_us", 0, 1e4);
           if (auto t = bo.get("sm_by_ranks")) {
-            if (!t->json().is_object()) t->fail("expected an object of EP sizes");
-            std::vector<std::pair<int, std::string>> keys;
-            for (auto it = t->json().begin(); it != t->json().end(); ++it) {
-              int r = 0;
-              try {
-                r = std::stoi(it.key());
-              } catch (const std::exception&) {
-                t->child_at(*it, it.key())
-                    .fail("expected an EP size (a whole number of ranks) as the key");
-              }
-              if (r < 1 || std::to_string(r) != it.key())
-                t->child_at(*it, it.key())
-                    .fail("expected an EP size (a whole number of ranks) as the key");
-              keys.emplace_back(r, it.key());
-            }
-            std::sort(keys.begin(), keys.end());
+            const auto keys = count_keys(*t, 1, 1 << 20, "EP size in ranks");
             for (const auto& [r, key] : keys) {
               hw_models::EpSmRate rate;
               rate.ranks = r;

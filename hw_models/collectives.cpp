@@ -214,7 +214,10 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
         channels = std::clamp(least * static_cast<int>(std::max(1.0, s.network.nics_per_gpu.value)),
                               1, 32);
       }
-      const double per_rank = (ar ? 2 : 1) * (nd - 1) / nd * bytes / channels;
+      // Inside one NVLink domain a smaller group's ring reaches less of the links
+      // (SystemSpec::comm.ring_group_efficiency): the flows carry that much more.
+      const double group = spans ? 1 : s.comm.ring_group_factor(nd);
+      const double per_rank = (ar ? 2 : 1) * (nd - 1) / nd * bytes / channels / group;
       for (const auto& ring : rings(topo, ranks, channels))
         for (std::size_t i = 0; i < ring.size(); ++i)
           flows.push_back({ring[i], ring[(i + 1) % ring.size()], per_rank, 0});

@@ -11,6 +11,10 @@
 //     (channel c enters each domain at its GPU of rail c and leaves toward the next
 //     domain's GPU of rail c), so the channels use different NICs; each channel
 //     carries S / channels.
+//   Inside one NVLink domain a ring of n GPUs reaches comm.ring_group_efficiency(n) of the
+//     rate the links' efficiency gives (measured: 2- and 4-GPU groups reach less of NVLink
+//     than 8-GPU ones; XLA's collective table, calibration/measurements/nccl-busbw.json);
+//     its flows carry S / that factor.
 //   ring all-reduce: reduce-scatter then all-gather: 2(n-1) steps, 2 (n-1)/n S per rank.
 //   all-to-all: every rank sends S/n to every other rank at once. NCCL runs it as
 //     grouped point-to-point transfers, which reach alltoall_efficiency of the rings'

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <iterator>
 
 namespace moesim::hw_models {
 
@@ -79,6 +81,18 @@ const DispatcherTraits& dispatcher_traits(Dispatcher d) {
       {true, 32, 0},   // hybridep
   }};
   return kTraits[static_cast<std::size_t>(d)];
+}
+
+double CommLatency::ring_group_factor(double n) const {
+  const auto& t = ring_group_efficiency;
+  if (t.empty()) return 1;
+  if (n <= t.begin()->first) return t.begin()->second.value;
+  if (n >= t.rbegin()->first) return t.rbegin()->second.value;
+  const auto hi = t.upper_bound(static_cast<int>(std::floor(n)));
+  const auto lo = std::prev(hi);
+  const double x =
+      (std::log2(n) - std::log2(lo->first)) / (std::log2(hi->first) - std::log2(lo->first));
+  return lo->second.value + x * (hi->second.value - lo->second.value);
 }
 
 }  // namespace moesim::hw_models

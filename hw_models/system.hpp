@@ -195,6 +195,15 @@ struct CommLatency {
   // of what the ring collectives reach on the same links (fitted from one all-to-all bus
   // bandwidth, calibration/link_fit.hpp); absent: 1.
   std::optional<Param> alltoall_efficiency;
+  // NCCL's rings (all-gather, reduce-scatter, ring all-reduce) inside one NVLink domain by
+  // the group's size: a ring of n GPUs reaches this fraction of the rate the links'
+  // efficiency gives, by key (GPUs in the group), interpolated in log2 n between keys and
+  // held beyond the first and last; the largest key is the size the link efficiency was
+  // fitted at (1). Measured: XLA's collective table, groups of 2, 4 and 8 GPUs at once
+  // (calibration/measurements/nccl-busbw.json, 'ring_group'). Empty: every group alike.
+  std::map<int, Param> ring_group_efficiency;
+  // The factor for a ring of `n` GPUs inside one NVLink domain (1 without a table).
+  double ring_group_factor(double n) const;
   // NVLink SHARP (NVLS) all-reduce inside one NVSwitch domain: the switch's reduction and
   // multicast reach nvls_efficiency of the links' NCCL rate, after nvls_latency_us
   // (NCCL's own tuning constants; hw_models/collectives.hpp). Absent: no NVLS.

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -110,7 +113,7 @@ TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile",
           "[calibration][links]") {
   const auto prof = profile();
   for (const auto& p : prof["points"]) {
-    if (p["role"] != "fit") continue;
+    if (p["role"] != "fit" || p["link"] == "ring_group") continue;
     const auto link = p["link"] == "nvlink"         ? calibration::LinkClass::nvlink
                       : p["link"] == "network"      ? calibration::LinkClass::network
                       : p["link"] == "nvls_latency" ? calibration::LinkClass::nvls_latency
@@ -176,4 +179,56 @@ TEST_CASE("NCCL's protocols: LL128 and LL trade bandwidth for latency on the sam
   const auto big =
       hw_models::collective_time(s, one, hw_models::Collective::all_reduce, eight, 8.0 * (1 << 30));
   CHECK(big.protocol == Protocol::simple);
+}
+
+TEST_CASE("The presets' ring-group factors are the fits of XLA's collective table",
+          "[calibration][links]") {
+  // Each 'ring_group' point against the same table's 8-GPU point of the same collective:
+  // the mean ratio per group size is comm.ring_group_efficiency at that size on every
+  // system the points list, and 1 at 8 GPUs, the size the link efficiency is fitted at.
+  const auto prof = profile();
+  std::map<std::pair<std::string, int>, std::vector<std::pair<double, double>>> pairs;
+  std::map<std::pair<std::string, int>, std::vector<std::string>> systems;
+  for (const auto& p : prof["points"]) {
+    if (p.value("link", std::string()) != "ring_group") continue;
+    const nlohmann::json* ref = nullptr;
+    for (const auto& q : prof["points"])
+      if (q.value("table", std::string()) == p["table"] && q["op"] == p["op"] && q["ranks"] == 8)
+        ref = &q;
+    REQUIRE(ref != nullptr);
+    const std::pair<std::string, int> key{p["table"].get<std::string>(), p["ranks"].get<int>()};
+    pairs[key].push_back({p["busbw_GBps"].get<double>(), (*ref)["busbw_GBps"].get<double>()});
+    systems[key] = p["systems"].get<std::vector<std::string>>();
+  }
+  REQUIRE(pairs.size() == 4);  // sm_90 and sm_100, 2 and 4 GPUs
+  for (const auto& [key, ps] : pairs) {
+    const double f = calibration::fit_ring_group_efficiency(ps);
+    std::cout << fmt::format("ring group: {} at {} GPUs {:.4f}\n", key.first, key.second, f);
+    for (const auto& name : systems[key]) {
+      const auto s = config::load_system_preset(name);
+      INFO(name << " at " << key.second << " GPUs: fit " << f);
+      REQUIRE(s.comm.ring_group_efficiency.count(key.second) == 1);
+      CHECK(s.comm.ring_group_efficiency.at(key.second).value == Approx(f).epsilon(0.005));
+      REQUIRE(s.comm.ring_group_efficiency.count(8) == 1);
+      CHECK(s.comm.ring_group_efficiency.at(8).value == 1);
+    }
+  }
+  // By hand: H100's two groups of two, all-gather 268.9 and reduce-scatter 194.8 against
+  // 344.1 and 321.7 at 8 GPUs.
+  CHECK(calibration::fit_ring_group_efficiency({{268.9, 344.1}, {194.8, 321.7}}) ==
+        Approx((268.9 / 344.1 + 194.8 / 321.7) / 2));
+  CHECK_THROWS_AS(calibration::fit_ring_group_efficiency({}), std::invalid_argument);
+  // The model: a 2-GPU ring inside one domain carries its bytes at that factor of the
+  // links' rate (log2 interpolation between keys: 3 GPUs halfway between 2 and 4 in log2).
+  const auto h100 = config::load_system_preset("h100");
+  const auto& t = h100.comm.ring_group_efficiency;
+  CHECK(h100.comm.ring_group_factor(2) == t.at(2).value);
+  CHECK(h100.comm.ring_group_factor(3) ==
+        Approx(t.at(2).value + (std::log2(3.0) - 1) * (t.at(4).value - t.at(2).value)));
+  CHECK(h100.comm.ring_group_factor(16) == 1);
+  auto flat = h100;
+  flat.comm.ring_group_efficiency.clear();
+  const calibration::BusbwPoint two{hw_models::Collective::all_gather, 2, 0, 1073741824.0, 0};
+  const double ratio = calibration::model_busbw(h100, two) / calibration::model_busbw(flat, two);
+  CHECK(ratio == Approx(t.at(2).value).epsilon(0.01));  // the latency's share is under 1%
 }

@@ -205,3 +205,26 @@ TEST_CASE("An announced system says so in describe and in every prediction on it
   CHECK_THROWS_WITH(config::load_scenario_json(j, "x.json"),
                     Catch::Contains("unknown source id 'nowhere'"));
 }
+
+TEST_CASE("A system's ring-group table: a patch changes a size, a bad key or value is refused",
+          "[config][presets]") {
+  const auto base = test::default_scenario_json();
+  const auto with = [&](const char* table) {
+    return test::patched(base, std::string(R"({"system": {"base": "gb200-nvl72", "comm": )") +
+                                   R"({"ring_group_efficiency": )" + table + "}}}");
+  };
+  const auto sc = config::load_scenario_json(with(R"({"2": 0.5})"), "test.json");
+  CHECK(sc.system.comm.ring_group_efficiency.at(2).value == 0.5);
+  CHECK(sc.system.comm.ring_group_efficiency.at(4).value == Approx(0.9337));  // the base's
+  CHECK(sc.system.comm.ring_group_factor(2) == 0.5);
+  for (const char* bad :
+       {R"({"two": 0.5})", R"({"1": 0.5})", R"({"02": 0.5})", R"({"2": 3})", R"([0.5])"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(config::load_scenario_json(with(bad), "test.json"), config::InputError);
+  }
+  try {
+    config::load_scenario_json(with(R"({"two": 0.5})"), "test.json");
+  } catch (const config::InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("ring_group_efficiency") && Catch::Contains("group size"));
+  }
+}
