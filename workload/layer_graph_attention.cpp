@@ -65,6 +65,17 @@ void unfused_rope(std::vector<double>& fwd, std::vector<double>& bwd, double x,
   if (mla) bwd.insert(bwd.end(), {r, r, r, r, 3 * r});
 }
 
+// A TE column-parallel Linear on an input `width` wide that the rank holds a sequence shard
+// of: TE gathers it over TP (quantized first under FP8, with its TP amax) and keeps the shard
+// for the weight gradient, regathered then. No userbuffers: they serve qkv, proj, fc1 and fc2
+// only (TE module/base.py initialize_ub at d0067d0d 336-358).
+void gathered_linear(LayerBuilder& b, const Shapes& s, const std::string& name, double n,
+                     double width) {
+  const bool quant = tp_gather(b, s, Module::attn, name, false, SpInput::quantize, width);
+  b.linear(name, Module::attn, s.T, n, width, true, quant);
+  sp_saved_shard(b, s);
+}
+
 }  // namespace
 
 void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, bool windowed) {
@@ -88,7 +99,6 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   // pre_cross_attn_layernorm and cross_attention IdentityOps a decoder-only layer still calls;
   // on the norm kernel, after its layernorm recompute copy (which calls the norm alone).
   b.module_calls_at(start, 4, 0);
-  if (!mla) tp_gather(b, s, Module::attn, "attn", true, SpInput::quantized);
   if (mla) {
     const auto& d = m.mla;
     const double qk = static_cast<double>(d.qk_nope_head_dim + d.qk_rope_head_dim);
@@ -103,18 +113,15 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     // latent input over TP (and regather it for wgrad, sp_saved_shard); k_pe, the rotary
     // part of kv_a's output, is gathered by Megatron itself (gather_from_sequence_parallel_
     // region, BF16). Without a q LoRA (Moonlight) q is one column-parallel Linear on the
-    // gathered hidden states (linear_q_proj). These gathers are NCCL's: TE's userbuffers
-    // serve the qkv, proj, fc1 and fc2 buffers only (module/base.py initialize_ub at
-    // d0067d0d 336-358), not q_proj, q_up_proj or kv_up_proj. Megatron-Core 0.12-0.13 ran the
-    // down-projections column-parallel instead (1c425a8313); config::release_warnings says so.
+    // gathered hidden states (linear_q_proj). These gathers are NCCL's (gathered_linear).
+    // Megatron-Core 0.12-0.13 ran the down-projections column-parallel instead (1c425a8313);
+    // config::release_warnings says so.
     const double pe = static_cast<double>(d.qk_rope_head_dim);
     if (d.q_lora_rank > 0) {
       b.linear("attn.q_a", Module::attn, s.Tn, rq, s.h, true, false);
       offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     } else {
-      const bool quant = tp_gather(b, s, Module::attn, "attn.q", false, SpInput::quantize);
-      b.linear("attn.q", Module::attn, s.T, n * qk, s.h, true, quant);
-      sp_saved_shard(b, s);
+      gathered_linear(b, s, "attn.q", n * qk, s.h);
       offload(b, in.framework, workload::OffloadTarget::qkv_linear);
     }
     b.linear("attn.kv_a", Module::attn, s.Tn, rkv + pe, s.h, true, false);
@@ -136,15 +143,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     }
     b.memory("attn.kv_a_norm", Module::attn, s.Tn * rkv * 2 * 2, 1.0, s.Tn * rkv * 2);
     b.module_calls_on_last(1, 1);
-    if (d.q_lora_rank > 0) {
-      const bool quant = tp_gather(b, s, Module::attn, "attn.q_b", false, SpInput::quantize, rq);
-      b.linear("attn.q_b", Module::attn, s.T, n * qk, rq, true, quant);
-      sp_saved_shard(b, s);
-    }
-    const bool quant = tp_gather(b, s, Module::attn, "attn.kv_b", false, SpInput::quantize, rkv);
-    b.linear("attn.kv_b", Module::attn, s.T, n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv,
-             true, quant);
-    sp_saved_shard(b, s);
+    if (d.q_lora_rank > 0) gathered_linear(b, s, "attn.q_b", n * qk, rq);
+    gathered_linear(b, s, "attn.kv_b", n * (static_cast<double>(d.qk_nope_head_dim) + v), rkv);
     // Megatron-Core's fused MLA RoPE (fused_mla_yarn_rope_apply.py): one kernel rotates
     // q's rope part in place over all of q; one splits kv_b's output into k (k_nope plus
     // the shared, rotated k_pe broadcast over heads) and v. Backward moves the same bytes.
@@ -194,6 +194,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     // o_proj's saved input is core attention's saved output: unquantized, or the E5M6 cache.
     if (!core_recompute && (o_e5m6 || !b.fp8())) b.last_fwd().saved_bytes = 0;
   } else {
+    tp_gather(b, s, Module::attn, "attn", true, SpInput::quantized);
     const double d = static_cast<double>(m.head_dim);
     const double g = static_cast<double>(m.num_kv_heads) / s.tp;
     // linear_qkv's TP shard (gated attention: with the gate, n heads wide).
