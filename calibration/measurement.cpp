@@ -45,6 +45,8 @@ Json measurement_json(const Measurement& m) {
     for (const auto& p : m.memory) {
       Json e{{"kernel", p.kernel}, {"bytes", p.bytes}, {"GBps", p.GBps}};
       if (p.time_us > 0) e["time_us"] = p.time_us;
+      if (!p.implementation.empty()) e["implementation"] = p.implementation;
+      if (!p.what.empty()) e["what"] = p.what;
       a.push_back(e);
     }
     j["memory"] = a;

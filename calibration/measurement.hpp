@@ -15,7 +15,10 @@
 //     "grouped_gemm": [{"dtype", "groups"?, "m"?, "n", "k", "tflops", "time_us"?}],
 //                       (groups and m left out where the source does not give them)
 //     "attention":    [{"pass": "fwd"|"bwd", "tflops", "what"?}],
-//     "memory":       [{"kernel": "copy"|"elementwise"|"quantize", "bytes", "GBps", "time_us"?}],
+//     "memory":       [{"kernel": "copy"|"elementwise"|"quantize"|"norm", "bytes", "GBps",
+//                       "time_us"?, "implementation"?, "what"?}],
+//                       (norm: a normalization's kernel time, time_us required, for the fixed
+//                       part of a memory-bound kernel's duration, per implementation)
 //     "launch":       {"host_launch_us", "device_kernel_us", "launch_to_complete_us",
 //                      "sync_round_trip_us"},
 //     "graph":        [{"nodes", "capture_us", "instantiate_us", "host_launch_us", "replay_us"}],
@@ -51,11 +54,13 @@ struct GemmPoint {
 struct AttentionPoint {
   std::string pass;  // fwd, bwd
   double tflops = 0;
-  std::string what;
+  std::string what = {};
 };
 struct MemoryPoint {
-  std::string kernel;  // copy, elementwise, quantize
+  std::string kernel;  // copy, elementwise, quantize, norm
   double bytes = 0, GBps = 0, time_us = 0;
+  std::string implementation = {};  // which kernel of the op (norm: cudnn, pytorch, ...)
+  std::string what = {};
 };
 struct LaunchPoint {
   double host_launch_us = 0, device_kernel_us = 0, launch_to_complete_us = 0,

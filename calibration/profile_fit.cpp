@@ -186,7 +186,8 @@ class Fitter {
       std::vector<std::string> files;
       for (const auto& m : ms_)
         for (const auto& p : m.memory)
-          if ((p.kernel == "quantize") == quantize) pts.push_back(p), files.push_back(file_name(m));
+          if (p.kernel != "norm" && (p.kernel == "quantize") == quantize)
+            pts.push_back(p), files.push_back(file_name(m));
       if (pts.empty()) continue;
       const bool timed =
           std::all_of(pts.begin(), pts.end(), [](const MemoryPoint& p) { return p.time_us > 0; });
@@ -228,6 +229,56 @@ class Fitter {
       out.push_back(p);
     }
     return out;
+  }
+
+  // The fixed part of a memory-bound kernel's duration (efficiency.memory_kernel_us) from
+  // normalization kernels timed on the device: per implementation, t = t0 + bytes / B by
+  // linear least squares over its sizes; t0 the median of the implementations' intercepts
+  // (one op written several ways: the ramp and tail they share, not one library's). Each
+  // implementation's B is reported, not fitted into efficiency.hbm (a norm reduces each row
+  // before it writes it: not the streaming reference).
+  std::vector<ParameterFit> kernel_intercept(std::vector<Observation>& obs) {
+    std::map<std::string, std::vector<std::pair<double, double>>> by;  // bytes, time_us
+    std::vector<std::string> files;
+    for (const auto& m : ms_)
+      for (const auto& p : m.memory)
+        if (p.kernel == "norm")
+          by[p.implementation].push_back({p.bytes, p.time_us}), files.push_back(file_name(m));
+    files = sorted_unique(files);
+    std::vector<double> t0s;
+    std::vector<std::pair<double, const std::vector<std::pair<double, double>>*>> slopes;
+    for (const auto& [impl, pts] : by) {
+      std::vector<double> b, t;
+      for (const auto& [x, y] : pts) b.push_back(x), t.push_back(y);
+      if (std::set<double>(b.begin(), b.end()).size() < 2)
+        throw std::invalid_argument(fmt::format(
+            "norm kernels of implementation '{}' at one size: no intercept to fit", impl));
+      const LinearFit lf = fit_line(b, t);
+      t0s.push_back(lf.coefficients(0));
+      slopes.push_back({lf.coefficients(1), &pts});
+      obs.push_back({fmt::format("norm kernel '{}': time against bytes, intercept", impl),
+                     round4(lf.coefficients(0)), "us", fmt::format("{}", fmt::join(files, ", ")),
+                     fmt::format("its slope {:.4g} TB/s", 1e-6 / lf.coefficients(1))});
+    }
+    if (t0s.empty()) return {};
+    std::sort(t0s.begin(), t0s.end());
+    const std::size_t n = t0s.size();
+    const double t0 = round4(n % 2 ? t0s[n / 2] : (t0s[n / 2 - 1] + t0s[n / 2]) / 2);
+    std::vector<double> rel;
+    for (const auto& [slope, pts] : slopes)
+      for (const auto& [x, y] : *pts) rel.push_back((t0 + x * slope) / y - 1);
+    ParameterFit p{"efficiency.memory_kernel_us",
+                   t0,
+                   files,
+                   0,
+                   0,
+                   0,
+                   fmt::format("a memory-bound kernel's fixed duration: the median over {} "
+                               "implementations of the intercept of t = t0 + bytes / B, each "
+                               "with its own B",
+                               n)};
+    set_residuals(p, rel);
+    return {p};
   }
 
   // A chunked-recurrence family's rate R (TFLOP/s): each timed call is its kernels priced by
@@ -511,7 +562,7 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
   p.date = fmt::format("{}", fmt::join(sorted_unique(dates), "; "));
   Fitter f(ms, system);
   for (auto&& v : {f.gemm(p.observations), f.attention(), f.memory(p.observations),
-                   f.graphs(p.observations), f.ssd(), f.gdn()})
+                   f.kernel_intercept(p.observations), f.graphs(p.observations), f.ssd(), f.gdn()})
     p.parameters.insert(p.parameters.end(), v.begin(), v.end());
   f.launches(p.observations);
   if (p.parameters.empty())

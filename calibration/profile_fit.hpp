@@ -19,6 +19,9 @@
 //   HBM (copy and elementwise: hbm; quantize: hbm_quantize): with kernel times,
 //     t = t0 + bytes / (eta x BW)   (linear least squares; t0 reported);
 //   with bandwidths only, eta = mean GB/s / BW over buffers of 64 MiB and more.
+//   Norm kernels timed on the device (kind norm, one op in several implementations): per
+//   implementation t = t0 + bytes / B; memory_kernel_us the median t0 (the fixed part of a
+//   memory-bound kernel's duration, its ramp and tail); each B reported.
 //   CUDA graphs: replay time = a + b x nodes; b is the per-kernel device cost
 //   (kernel_device_us), a and the host's launch costs are reported as observations.
 //   Mamba-2 SSD and Gated DeltaNet: the rate R (ssd_scan_tflops, gdn_chunk_tflops) at which

@@ -65,12 +65,19 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
       calibration::MemoryPoint mp;
       read_object(n, [&](Object& p) {
         mp.kernel = p.req("kernel").as_string();
-        if (mp.kernel != "copy" && mp.kernel != "elementwise" && mp.kernel != "quantize")
+        if (mp.kernel != "copy" && mp.kernel != "elementwise" && mp.kernel != "quantize" &&
+            mp.kernel != "norm")
           p.req("kernel").fail("unknown memory kernel '" + mp.kernel +
-                               "'; known: copy, elementwise, quantize");
+                               "'; known: copy, elementwise, quantize, norm");
+        mp.implementation = p.string_or("implementation", "");
+        mp.what = p.string_or("what", "");
         mp.bytes = p.req("bytes").as_number(1, kBig);
         mp.GBps = p.req("GBps").as_number(1e-6, 1e6);
         mp.time_us = p.number_or("time_us", 0, 0, kBig);
+        if (mp.kernel == "norm" && !(mp.time_us > 0))
+          p.req("kernel").fail(
+              "a norm point needs its kernel time (time_us): it is fitted for "
+              "the fixed part of a memory-bound kernel's duration");
       });
       m.memory.push_back(mp);
     });

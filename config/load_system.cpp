@@ -206,6 +206,7 @@ hw_models::SystemSpec read_system(const Node& node) {
       s.efficiency.gdn_chunk_tflops = P.opt(e, "gdn_chunk_tflops", 1, 1e7);
       s.efficiency.sustained_clock_factor = P.opt(e, "sustained_clock_factor", 0.1, 1);
       s.efficiency.kernel_device_us = P.req(e, "kernel_device_us", 0, 1000);
+      s.efficiency.memory_kernel_us = P.opt(e, "memory_kernel_us", 0, 1000);
       s.efficiency.gemm_k_overhead = P.opt(e, "gemm_k_overhead", 0, 1e6);
       if (auto v = e.get("gemm_k_overhead_by_dtype")) {
         per_dtype(*v, s.efficiency.gemm_k_overhead_by_dtype, 0, 1e6);

@@ -21,6 +21,7 @@ ComputeModel::ComputeModel(const SystemSpec& s)
       quantize_Bps_(hbm_rate(s, s.efficiency.hbm_quantize)),
       gather_Bps_(hbm_rate(s, s.efficiency.hbm_gather)),
       t_dev_(s.efficiency.kernel_device_us.value * 1e-6),
+      t_mem_(s.efficiency.memory_kernel_us ? s.efficiency.memory_kernel_us->value * 1e-6 : 0.0),
       clock_(s.efficiency.sustained_clock_factor ? s.efficiency.sustained_clock_factor->value
                                                  : 1.0) {}
 
@@ -46,9 +47,9 @@ double ComputeModel::seconds(const ComputeWork& w) const {
   const double mem = w.bytes / (hbm_Bps_ * share);
   switch (w.cls) {
     case KernelClass::memory:
-      return mem + t_dev_;
+      return mem + t_mem_ + t_dev_;
     case KernelClass::quantize:
-      return w.bytes / quantize_Bps_ + t_dev_;
+      return w.bytes / quantize_Bps_ + t_mem_ + t_dev_;
     case KernelClass::gather: {
       double walk = 0;
       if (w.walk_loads > 0) {
@@ -59,7 +60,7 @@ double ComputeModel::seconds(const ComputeWork& w) const {
               sys_.gpu.name));
         walk = w.walk_loads * kWalkCyclesPerLoad / (sms_ * sys_.gpu.clock_mhz->value * 1e6);
       }
-      return w.bytes / gather_Bps_ + walk + t_dev_;
+      return w.bytes / gather_Bps_ + walk + t_mem_ + t_dev_;
     }
     case KernelClass::scan:
     case KernelClass::delta_rule: {

@@ -2,16 +2,20 @@
 //
 //   GEMM:       t = max( F / (P_d * eta_d * q * kf * c),  B / (BW * eta_hbm) ) + t_dev
 //   attention:  t = F / (P_bf16 * eta_attn * c) + t_dev    (F counted causal, as Megatron)
-//   memory:     t = B / (BW * eta_hbm * min(1, ctas / SMs)) + t_dev
+//   memory:     t = B / (BW * eta_hbm * min(1, ctas / SMs)) + t_mem + t_dev
 //               (eta_quantize, eta_gather for those kinds)
-//   gather:     t = B / (BW * eta_gather) + W c_walk / (SMs f_clock) + t_dev
+//   gather:     t = B / (BW * eta_gather) + W c_walk / (SMs f_clock) + t_mem + t_dev
 //               (W: dependent row-map loads, TE's permute before 2.6; see ComputeWork)
 //   scan:       t = max( B / (BW * eta_hbm),  F / R_ssd ) / min(1, ctas / SMs) + t_dev
 //               (delta_rule: the same at R_gdn)
 //
 // P_d is the dense Tensor Core peak of the GEMM's input type, eta_d the achieved fraction
 // of it on large shapes (grouped GEMMs have their own, measured with MoE-like shapes),
-// BW the HBM peak, t_dev a fixed device-side cost per kernel, c the throughput kept under
+// BW the HBM peak, t_dev a fixed device-side cost per kernel (the boundary between two
+// kernels), t_mem a memory-bound kernel's own fixed duration (the ramp of its first loads
+// and its tail: ~2.5 us on H200, ~3.5 us on GB200 and GB300, the intercept of RMSNorm
+// kernels' device time against bytes in three implementations, calibration/measurements/
+// norm-kernels-*.json), c the throughput kept under
 // sustained load (clocks drop at the power cap; the efficiencies come from short
 // benchmarks; memory-bound kernels are not scaled). q is wave quantization: a
 // GEMM is cut into 128 x 128 output tiles spread over the SMs in waves; the last wave
@@ -103,6 +107,7 @@ class ComputeModel {
   int sms_;
   double hbm_Bps_, quantize_Bps_, gather_Bps_;
   double t_dev_;
+  double t_mem_;  // a memory-bound kernel's fixed duration (efficiency.memory_kernel_us)
   double clock_;  // sustained-load Tensor Core throughput factor (compute-bound kernels)
 };
 

@@ -120,6 +120,11 @@ struct Efficiency {
   // benchmarks the GEMM and attention efficiencies come from; absent: 1.
   std::optional<Param> sustained_clock_factor;
   Param kernel_device_us;  // fixed device-side cost per kernel
+  // A memory-bound kernel's own fixed duration beyond its bytes (the ramp of its first
+  // loads and its tail: the intercept of time against bytes of kernels timed on the device,
+  // calibration::Fitter::kernel_intercept); added to memory, quantize and gather kernels.
+  // Absent: 0.
+  std::optional<Param> memory_kernel_us;
   // GEMM efficiency falls with K as eta x K / (K + K0) (calibration/gemm_k_fit.hpp);
   // `gemm` is taken as the large-K limit, `grouped_gemm` as measured at grouped_gemm_k.
   // Absent: no K dependence (resp. grouped GEMMs taken as the large-K limit).

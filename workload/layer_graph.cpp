@@ -20,7 +20,7 @@ namespace moesim::workload {
 namespace {
 
 using detail::attention_block;
-using detail::hidden_dropout;
+using detail::bias_dropout_add;
 using detail::LayerBuilder;
 using detail::moe_mlp;
 using detail::norm;
@@ -73,7 +73,7 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
   if (whole) b.recompute_since(start);
-  hidden_dropout(b, in, s, Module::mlp, "mlp");  // Megatron's mlp_bda, outside the recomputed MLP
+  bias_dropout_add(b, in, s, Module::mlp, "mlp");  // Megatron's mlp_bda, outside the recomputed MLP
 }
 
 }  // namespace

@@ -255,7 +255,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     if (!core_recompute && !b.fp8() && !m.attention_output_gate) b.last_fwd().saved_bytes = 0;
   }
   tp_scatter(b, s, Module::attn, "attn");
-  hidden_dropout(b, in, s, Module::attn, "attn");
+  bias_dropout_add(b, in, s, Module::attn, "attn");
 }
 
 }  // namespace moesim::workload::detail

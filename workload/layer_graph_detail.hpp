@@ -421,11 +421,16 @@ constexpr double act_bwd_factor(double e) {
 // built keeps what it saves in host memory when its module is offloaded.
 void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTarget t);
 
-// Bias-dropout-add with --hidden-dropout > 0 (Megatron-Core fused_bias_dropout.py, torch
-// dropout): beyond the residual add, forward writes the one-byte mask and keeps it,
-// backward reads it with the gradient; on the residual stream's (sequence-split) tokens.
-void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
-                    const std::string& name);
+// Bias-dropout-add, the block's output added to the residual stream (Megatron-Core
+// fused_bias_dropout.py _bias_dropout_add_func at d98e8a64: `residual + dropout(x)` on every
+// call; with --hidden-dropout 0 torch's dropout returns its input, so the add alone runs).
+// With dropout the kernel also writes the one-byte mask and keeps it, and backward reads it
+// with the gradient. Backward also pays the fork before the block: the residual stream feeds
+// both the block's norm and the skip, so autograd sums the two gradients of the block's
+// input (one add, launched by its C++ engine). On the residual stream's (sequence-split)
+// tokens. Before 2026-12-06 only the dropout was priced (the add and the sum were missing).
+void bias_dropout_add(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
+                      const std::string& name);
 
 // `target`: the offload module the norm's saved input belongs to (none: the final norm).
 // `sp_gather`: a column-parallel TE linear gathers the output under sequence parallelism

@@ -94,7 +94,7 @@ void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.memory_kernels("gdn.out", Module::attn, out, out_bwd, T * (2 * v + 4 * hv + 2 * v * 2));
   b.linear("gdn.out_proj", Module::attn, T, s.h, v, true, true);
   tp_scatter(b, s, Module::attn, "gdn");
-  hidden_dropout(b, in, s, Module::attn, "gdn");
+  bias_dropout_add(b, in, s, Module::attn, "gdn");
 }
 
 }  // namespace moesim::workload::detail

@@ -68,7 +68,7 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.linear("mamba.out_proj", Module::mamba, T, s.h, d, true, true);
   }
   tp_scatter(b, s, Module::mamba, "mamba");
-  hidden_dropout(b, in, s, Module::mamba, "mamba");
+  bias_dropout_add(b, in, s, Module::mamba, "mamba");
 }
 
 }  // namespace moesim::workload::detail

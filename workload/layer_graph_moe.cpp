@@ -473,7 +473,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.module_calls_on_last(1, 0);
   }
   if (moe_recompute) b.recompute_since(moe_start, true);
-  hidden_dropout(b, in, s, Module::moe_combine, "moe");
+  bias_dropout_add(b, in, s, Module::moe_combine, "moe");
 }
 
 }  // namespace moesim::workload::detail

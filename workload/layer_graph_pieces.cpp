@@ -61,11 +61,25 @@ void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTa
   if (has(fw.offload, t)) b.last_fwd().offloaded = true;
 }
 
-void hidden_dropout(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
-                    const std::string& name) {
-  if (in.training.hidden_dropout <= 0) return;
+void bias_dropout_add(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
+                      const std::string& name) {
   const double elems = s.Tn * s.h;
-  b.memory(name + ".dropout", mod, elems * (2 + 2 + 1), (2 + 1 + 2) / 5.0, elems);
+  const bool dropout = in.training.hidden_dropout > 0;
+  // DeepSeek-V4's mHC adds the block's output into its streams in its own post kernel
+  // (layer_graph_dsv4.cpp mhc_post): only the dropout, if any, stays here.
+  if (in.model.residual_streams() > 1) {
+    if (dropout) b.memory(name + ".dropout", mod, elems * (2 + 2 + 1), (2 + 1 + 2) / 5.0, elems);
+    return;
+  }
+  // Forward: x + residual (read 2 + 2, write 2), with dropout the mask too (1).
+  // Backward: the mask on the gradient (read 2 + 1, write 2), then the sum of the block
+  // input's two gradients, the skip's and the block's, which autograd's engine adds in C++.
+  if (dropout)
+    b.memory_kernels(name + ".bda", mod, {elems * (2 + 2 + 2 + 1)},
+                     {elems * (2 + 1 + 2), elems * (2 + 2 + 2)}, elems);
+  else
+    b.memory(name + ".residual_add", mod, elems * (2 + 2 + 2));
+  b.last_bwd().cpp_launch = true;
 }
 
 void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,

@@ -47,8 +47,9 @@ TEST_CASE("A skinny GEMM is bound by HBM, a copy by bandwidth", "[hw_models][com
   const double bytes = 8192.0 * 8192 * 2 + 8192 * 2 + 8192 * 2;
   ComputeWork w{KernelClass::gemm, Dtype::bf16, 2.0 * 8192 * 8192, bytes, 1, 8192, 8192, 1, 2};
   CHECK(m.seconds(w) == Approx(bytes / (3.35e12 * 0.85) + 0.75e-6).epsilon(1e-9));
+  // A copy also takes a memory-bound kernel's fixed duration (H200's fit, 2.442 us).
   ComputeWork copy{KernelClass::memory, Dtype::bf16, 0, 1e9, 0, 0, 0, 1, 2};
-  CHECK(m.seconds(copy) == Approx(1e9 / (3.35e12 * 0.85) + 0.75e-6));
+  CHECK(m.seconds(copy) == Approx(1e9 / (3.35e12 * 0.85) + 2.442e-6 + 0.75e-6));
 }
 
 TEST_CASE("Attention uses the measured attention efficiency", "[hw_models][compute]") {
@@ -80,19 +81,21 @@ TEST_CASE("Quantize and gather kernels run at their own measured fractions of HB
           "[hw_models][compute]") {
   const auto gb200 = config::load_system_preset("gb200-nvl72");
   const hw_models::ComputeModel m(gb200);
-  // 1 GB at 8 TB/s: streaming x 0.85, quantize x 0.65 (TE MXFP8 cast), gather x 0.41 (permute).
-  const double t_dev = 0.75e-6;
+  // 1 GB at 8 TB/s: streaming x 0.85, quantize x 0.65 (TE MXFP8 cast), gather x 0.41
+  // (permute); each also the kernel boundary and a memory-bound kernel's fixed duration
+  // (GB200's fit, 3.519 us).
+  const double t_dev = 0.75e-6 + 3.519e-6;
   ComputeWork w{KernelClass::memory, Dtype::bf16, 0, 1e9, 0, 0, 0, 1, 2};
   CHECK(m.seconds(w) == Approx(1e9 / (8e12 * 0.85) + t_dev));
   w.cls = KernelClass::quantize;
   CHECK(m.seconds(w) == Approx(1e9 / (8e12 * 0.65) + t_dev));
   w.cls = KernelClass::gather;
   CHECK(m.seconds(w) == Approx(1e9 / (8e12 * 0.41) + t_dev));
-  // Hopper has no quantize measurement: streaming efficiency.
+  // Hopper has no quantize measurement: streaming efficiency (and H200's fixed duration).
   const auto h100 = config::load_system_preset("h100");
   const hw_models::ComputeModel h(h100);
   w.cls = KernelClass::quantize;
-  CHECK(h.seconds(w) == Approx(1e9 / (3.35e12 * 0.85) + t_dev));
+  CHECK(h.seconds(w) == Approx(1e9 / (3.35e12 * 0.85) + 0.75e-6 + 2.442e-6));
 }
 
 // TE's permute before 2.6 walks every expert's row-map entry per token and hidden block:

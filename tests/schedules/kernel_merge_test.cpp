@@ -44,8 +44,11 @@ TEST_CASE("Merged kernel runs predict what the step kernel by kernel predicts",
     }
     // What the merging is for: fewer events (none fewer where nothing merges). GEMMs and
     // attention kernels stay apart (persistent: they hold their SMs, sim_core/gpu.hpp), so
-    // a captured layer merges into the runs between them.
+    // a captured layer merges into the runs between them; the residual adds between a GEMM
+    // and the next module's kernels (and the eager MoE combine's) stay alone: on the default
+    // scenario about half the events go.
     CHECK(a.step.events <= b.step.events);
-    if (std::string(file) == "scenarios/dsv3-gb200.json") CHECK(2 * a.step.events < b.step.events);
+    if (std::string(file) == "scenarios/dsv3-gb200.json")
+      CHECK(static_cast<double>(a.step.events) < 0.55 * static_cast<double>(b.step.events));
   }
 }
