@@ -54,7 +54,7 @@ struct GemmPoint {
 struct AttentionPoint {
   std::string pass;  // fwd, bwd
   double tflops = 0;
-  std::string what = {};
+  std::string what;
 };
 struct MemoryPoint {
   std::string kernel;  // copy, elementwise, quantize, norm

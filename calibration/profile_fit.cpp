@@ -246,7 +246,7 @@ class Fitter {
           by[p.implementation].push_back({p.bytes, p.time_us}), files.push_back(file_name(m));
     files = sorted_unique(files);
     std::vector<double> t0s;
-    std::vector<std::pair<double, const std::vector<std::pair<double, double>>*>> slopes;
+    std::map<std::string, double> slope;  // us a byte, by implementation
     for (const auto& [impl, pts] : by) {
       std::vector<double> b, t;
       for (const auto& [x, y] : pts) b.push_back(x), t.push_back(y);
@@ -255,7 +255,7 @@ class Fitter {
             "norm kernels of implementation '{}' at one size: no intercept to fit", impl));
       const LinearFit lf = fit_line(b, t);
       t0s.push_back(lf.coefficients(0));
-      slopes.push_back({lf.coefficients(1), &pts});
+      slope[impl] = lf.coefficients(1);
       obs.push_back({fmt::format("norm kernel '{}': time against bytes, intercept", impl),
                      round4(lf.coefficients(0)), "us", fmt::format("{}", fmt::join(files, ", ")),
                      fmt::format("its slope {:.4g} TB/s", 1e-6 / lf.coefficients(1))});
@@ -265,8 +265,8 @@ class Fitter {
     const std::size_t n = t0s.size();
     const double t0 = round4(n % 2 ? t0s[n / 2] : (t0s[n / 2 - 1] + t0s[n / 2]) / 2);
     std::vector<double> rel;
-    for (const auto& [slope, pts] : slopes)
-      for (const auto& [x, y] : *pts) rel.push_back((t0 + x * slope) / y - 1);
+    for (const auto& [impl, pts] : by)
+      for (const auto& [x, y] : pts) rel.push_back((t0 + x * slope[impl]) / y - 1);
     ParameterFit p{"efficiency.memory_kernel_us",
                    t0,
                    files,
