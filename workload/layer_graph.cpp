@@ -52,6 +52,7 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const double f = static_cast<double>(m.ffn_hidden_size) / s.tp;
   const double e = static_cast<double>(m.ffn_matrices() - 1);  // gate+up = 2 x F
   const std::size_t start = b.mark();
+  const std::size_t bwd_start = b.bwd_mark();
   norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion, in.framework,
        workload::OffloadTarget::mlp_norm, true);
   const bool whole = has(in.framework.recompute_modules, RecomputeModule::mlp) ||
@@ -73,7 +74,8 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
   if (whole) b.recompute_since(start);
-  bias_dropout_add(b, in, s, Module::mlp, "mlp");  // Megatron's mlp_bda, outside the recomputed MLP
+  // Megatron's mlp_bda, outside the recomputed MLP.
+  bias_dropout_add(b, in, s, Module::mlp, "mlp", bwd_start);
 }
 
 }  // namespace

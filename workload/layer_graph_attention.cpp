@@ -86,6 +86,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   const bool fused = in.stack.norm_quant_fusion;
   const std::size_t start = b.mark();
   const bool mla = m.attention == AttentionKind::mla;
+  const std::size_t bwd_start = b.bwd_mark();
   norm(b, s, Module::attn, "attn.norm", fused, in.framework, workload::OffloadTarget::attn_norm,
        !mla);
   // 'layernorm' recomputes a norm only where it is a module of its own (Megatron-Core
@@ -255,7 +256,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     if (!core_recompute && !b.fp8() && !m.attention_output_gate) b.last_fwd().saved_bytes = 0;
   }
   tp_scatter(b, s, Module::attn, "attn");
-  bias_dropout_add(b, in, s, Module::attn, "attn");
+  bias_dropout_add(b, in, s, Module::attn, "attn", bwd_start);
 }
 
 }  // namespace moesim::workload::detail

@@ -155,6 +155,13 @@ void LayerBuilder::memory(const std::string& name, Module mod, double bytes, dou
   if (bwd_factor > 0) push_bwd({mem_t(name + ".bwd", mod, bytes * bwd_factor)});
 }
 
+void LayerBuilder::memory_bwd_at(std::size_t bwd_mark, const std::string& name, Module mod,
+                                 double bytes) {
+  KernelTemplate k = mem_t(name + ".bwd", mod, bytes);
+  k.cpp_launch = true;
+  bwd_groups_.insert(bwd_groups_.begin() + static_cast<std::ptrdiff_t>(bwd_mark), {std::move(k)});
+}
+
 void LayerBuilder::memory_kernels(const std::string& name, Module mod,
                                   const std::vector<double>& fwd, const std::vector<double>& bwd,
                                   double saved) {

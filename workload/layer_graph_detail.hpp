@@ -145,6 +145,13 @@ class LayerBuilder {
   void comm(const std::string& name, Module mod, CommOp fwd_op, CommOp bwd_op, double bytes,
             bool sync_after = false, bool backward = true);
 
+  // Where a block starts, for its backward's last kernel (`memory_bwd_at`).
+  std::size_t bwd_mark() const { return bwd_groups_.size(); }
+  // A backward-only memory-bound kernel of `bytes`, launched by autograd's C++ engine, that
+  // runs after the backward of everything built since `bwd_mark` (bwd_groups_ reverse at
+  // finish): a gradient sum at the fork where the block's input was used twice.
+  void memory_bwd_at(std::size_t bwd_mark, const std::string& name, Module mod, double bytes);
+
   // Several small kernels (router, preprocess) of `bytes` each, forward and backward.
   // Several small kernels (router, preprocess, metadata) of `bytes` each: `count` in
   // forward, `bwd_count` in backward (default the same). The backward kernels of
@@ -427,10 +434,14 @@ void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTa
 // With dropout the kernel also writes the one-byte mask and keeps it, and backward reads it
 // with the gradient. Backward also pays the fork before the block: the residual stream feeds
 // both the block's norm and the skip, so autograd sums the two gradients of the block's
-// input (one add, launched by its C++ engine). On the residual stream's (sequence-split)
-// tokens. Before 2026-12-06 only the dropout was priced (the add and the sum were missing).
+// input (one add, launched by its C++ engine) once the norm's backward has made the second,
+// the block's last backward kernel. On the residual stream's (sequence-split) tokens.
+// Before 2026-12-06 only the dropout was priced (the add and the sum were missing); until
+// 2026-12-07 the sum ran first in the block's backward, where the bda's backward is.
+// `block_start`: the builder's bwd_mark() where the block began (its norm), after whose
+// backward the sum runs.
 void bias_dropout_add(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
-                      const std::string& name);
+                      const std::string& name, std::size_t block_start);
 
 // `target`: the offload module the norm's saved input belongs to (none: the final norm).
 // `sp_gather`: a column-parallel TE linear gathers the output under sequence parallelism

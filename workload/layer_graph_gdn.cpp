@@ -50,6 +50,7 @@ void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // The norm is in_proj's (a column-parallel LayerNormLinear, fuse_input_layernorm: Megatron-Core
   // experimental_attention_variant_module_specs.py 70-76 at core_v0.19.0), the layer's
   // input_layernorm an IdentityOp: 'layernorm' does not recompute it.
+  const std::size_t bwd_start = b.bwd_mark();
   norm(b, s, Module::attn, "gdn.norm", in.stack.norm_quant_fusion, in.framework,
        workload::OffloadTarget::attn_norm, true);
   b.module_calls_at(start, 2, 0);  // the TransformerLayer and its GatedDeltaNet
@@ -94,7 +95,7 @@ void gdn_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   b.memory_kernels("gdn.out", Module::attn, out, out_bwd, T * (2 * v + 4 * hv + 2 * v * 2));
   b.linear("gdn.out_proj", Module::attn, T, s.h, v, true, true);
   tp_scatter(b, s, Module::attn, "gdn");
-  bias_dropout_add(b, in, s, Module::attn, "gdn");
+  bias_dropout_add(b, in, s, Module::attn, "gdn", bwd_start);
 }
 
 }  // namespace moesim::workload::detail

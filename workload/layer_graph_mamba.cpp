@@ -36,6 +36,7 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const std::size_t start = b.mark();
   // The norm is in_proj's (TELayerNormColumnParallelLinear: hybrid_layer_specs.py 93-100 at
   // core_v0.19.0); MambaLayer recomputes nothing of its own, so 'layernorm' leaves it.
+  const std::size_t bwd_start = b.bwd_mark();
   norm(b, s, Module::mamba, "mamba.norm", in.stack.norm_quant_fusion, in.framework, std::nullopt,
        true);
   b.module_calls_at(start, 2, 0);  // the MambaLayer and its MambaMixer
@@ -68,7 +69,7 @@ void mamba_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.linear("mamba.out_proj", Module::mamba, T, s.h, d, true, true);
   }
   tp_scatter(b, s, Module::mamba, "mamba");
-  bias_dropout_add(b, in, s, Module::mamba, "mamba");
+  bias_dropout_add(b, in, s, Module::mamba, "mamba", bwd_start);
 }
 
 }  // namespace moesim::workload::detail

@@ -211,6 +211,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
                     fw.dispatcher == hw_models::Dispatcher::allgather;
   // The layernorm recompute module covers both norms of a layer (Megatron-Core
   // --recompute-modules layernorm: input_layernorm and pre_mlp_layernorm).
+  const std::size_t bwd_start = b.bwd_mark();
   const std::size_t norm_start = b.mark();
   norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion, fw,
        workload::OffloadTarget::mlp_norm);
@@ -473,7 +474,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.module_calls_on_last(1, 0);
   }
   if (moe_recompute) b.recompute_since(moe_start, true);
-  bias_dropout_add(b, in, s, Module::moe_combine, "moe");
+  bias_dropout_add(b, in, s, Module::moe_combine, "moe", bwd_start);
 }
 
 }  // namespace moesim::workload::detail

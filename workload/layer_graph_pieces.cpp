@@ -62,7 +62,7 @@ void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTa
 }
 
 void bias_dropout_add(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,
-                      const std::string& name) {
+                      const std::string& name, std::size_t block_start) {
   const double elems = s.Tn * s.h;
   const bool dropout = in.training.hidden_dropout > 0;
   // DeepSeek-V4's mHC adds the block's output into its streams in its own post kernel
@@ -71,15 +71,15 @@ void bias_dropout_add(LayerBuilder& b, const TemplateInputs& in, const Shapes& s
     if (dropout) b.memory(name + ".dropout", mod, elems * (2 + 2 + 1), (2 + 1 + 2) / 5.0, elems);
     return;
   }
-  // Forward: x + residual (read 2 + 2, write 2), with dropout the mask too (1).
-  // Backward: the mask on the gradient (read 2 + 1, write 2), then the sum of the block
-  // input's two gradients, the skip's and the block's, which autograd's engine adds in C++.
+  // Forward: x + residual (read 2 + 2, write 2), with dropout the mask too (1). Backward:
+  // the add passes its gradient on to both inputs; with dropout the mask is applied to the
+  // block's share (read 2 + 1, write 2). After the block's backward, the sum of the block
+  // input's two gradients, the skip's and the norm's, which autograd's engine adds in C++.
   if (dropout)
-    b.memory_kernels(name + ".bda", mod, {elems * (2 + 2 + 2 + 1)},
-                     {elems * (2 + 1 + 2), elems * (2 + 2 + 2)}, elems);
+    b.memory(name + ".bda", mod, elems * (2 + 2 + 2 + 1), (2 + 1 + 2) / 7.0, elems);
   else
-    b.memory(name + ".residual_add", mod, elems * (2 + 2 + 2));
-  b.last_bwd().cpp_launch = true;
+    b.memory(name + ".residual_add", mod, elems * (2 + 2 + 2), 0);
+  b.memory_bwd_at(block_start, name + ".residual_grad_sum", mod, elems * (2 + 2 + 2));
 }
 
 void norm(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name, bool fused_quant,

@@ -840,27 +840,40 @@ TEST_CASE("The CuTe DSL fused grouped MLP: one group quantization, the activatio
 TEST_CASE("Each block adds its output to the residual stream, and backward sums the fork",
           "[workload][templates]") {
   // Qwen3-30B-A3B, TP1, seq 4096, MBS 1, no hidden dropout: the add reads the block's output
-  // and the residual and writes the sum, 3 x 4096 x 2048 x 2 bytes; backward's sum of the
-  // block input's two gradients the same; the engine launches it from C++.
+  // and the residual and writes the sum, 3 x 4096 x 2048 x 2 bytes, and has no backward
+  // kernel (its gradient passes to both inputs); backward's sum of the block input's two
+  // gradients moves the same bytes, launched by the engine from C++ once the block's norm
+  // has made the second: the block's last backward kernel.
   const auto b = build("scenarios/measured/a14-qwen3-30b-h100-overlap-off.json");
   const double bytes = 3 * 4096.0 * 2048 * 2;
-  for (const char* name : {"attn.residual_add", "moe.residual_add"}) {
-    INFO(name);
-    const std::string n = name;
-    CHECK(find(b.t.moe.fwd, n + ".fwd").work.bytes == Approx(bytes));
-    CHECK(find(b.t.moe.bwd, n + ".bwd").work.bytes == Approx(bytes));
-    CHECK(find(b.t.moe.bwd, n + ".bwd").cpp_launch);
-    CHECK(find(b.t.moe.fwd, n + ".fwd").saved_bytes == 0);
+  const auto& bwd = b.t.moe.bwd;
+  const auto at = [&](const std::string& n) {
+    for (std::size_t i = 0; i < bwd.size(); ++i)
+      if (bwd[i].name == n) return i;
+    FAIL("no kernel " << n);
+    return bwd.size();
+  };
+  for (const std::string blk : {"attn", "moe"}) {
+    INFO(blk);
+    CHECK(find(b.t.moe.fwd, blk + ".residual_add.fwd").work.bytes == Approx(bytes));
+    CHECK(find(b.t.moe.fwd, blk + ".residual_add.fwd").saved_bytes == 0);
+    CHECK(count(bwd, blk + ".residual_add") == 0);
+    const auto& sum = find(bwd, blk + ".residual_grad_sum.bwd");
+    CHECK(sum.work.bytes == Approx(bytes));
+    CHECK(sum.cpp_launch);
+    CHECK(at(blk + ".residual_grad_sum.bwd") == at(blk + ".norm.bwd") + 1);
   }
+  // The attention block's backward comes last in the layer's, and its sum ends it.
+  CHECK(bwd.back().name == "attn.residual_grad_sum.bwd");
   // Dropout adds the one-byte mask (kept for backward) and its backward on the gradient.
   const auto d = build("scenarios/measured/a14-qwen3-30b-h100-overlap-off.json",
                        [](config::Scenario& sc) { sc.training.hidden_dropout = 0.1; });
   const double e = 4096.0 * 2048;
   CHECK(count(d.t.moe.fwd, "attn.residual_add") == 0);
-  CHECK(find(d.t.moe.fwd, "attn.bda.0.fwd").work.bytes == Approx(7 * e));
-  CHECK(find(d.t.moe.fwd, "attn.bda.0.fwd").saved_bytes == Approx(e));
-  CHECK(find(d.t.moe.bwd, "attn.bda.0.bwd").work.bytes == Approx(5 * e));
-  CHECK(find(d.t.moe.bwd, "attn.bda.1.bwd").work.bytes == Approx(6 * e));
+  CHECK(find(d.t.moe.fwd, "attn.bda.fwd").work.bytes == Approx(7 * e));
+  CHECK(find(d.t.moe.fwd, "attn.bda.fwd").saved_bytes == Approx(e));
+  CHECK(find(d.t.moe.bwd, "attn.bda.bwd").work.bytes == Approx(5 * e));
+  CHECK(find(d.t.moe.bwd, "attn.residual_grad_sum.bwd").work.bytes == Approx(6 * e));
   // DeepSeek-V4's mHC adds into its streams in its own kernel: no residual add here.
   const auto v = build("scenarios/dsv4/card-dsv4-flash-gb200-mxfp8.json");
   CHECK(count(v.t.moe_csa.fwd, "mlp.mhc_post") == 1);
