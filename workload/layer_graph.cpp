@@ -63,7 +63,7 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   // IdentityOp, gpt_layer_specs.py 325 at core_v0.19.0) and keeps it; the prediction says so
   // (config/caveats.cpp).
   if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm))
-    b.recompute_since(start);
+    b.recompute_since(start, LayerBuilder::Checkpoint::without_output);
   tp_gather(b, s, Module::mlp, "mlp", true, SpInput::quantized);
   b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);
   b.module_calls_on_last(1, 0);  // the MLP module around its linears
@@ -73,7 +73,7 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
            s.T * e * f * 2);
   b.linear("mlp.fc2", Module::mlp, s.T, s.h, f, true, true);
   tp_scatter(b, s, Module::mlp, "mlp");
-  if (whole) b.recompute_since(start);
+  if (whole) b.recompute_since(start, LayerBuilder::Checkpoint::function);
   // Megatron's mlp_bda, outside the recomputed MLP.
   bias_dropout_add(b, in, s, Module::mlp, "mlp", bwd_start);
 }
@@ -182,7 +182,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
         dense_mlp(b, in, s);
       }
       if (dsv4) detail::mhc_post(b, in, s, "mlp.mhc_post", moe ? Module::moe_combine : Module::mlp);
-      if (full) b.recompute_since(start);
+      if (full) b.recompute_since(start, LayerBuilder::Checkpoint::function);
       b.finish();
     }
   }
@@ -196,7 +196,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
         const LayerBuilder::PrecisionScope own(b, in.training.precision_of(QuantModule::attention));
         attention_block(b, in, s, false);
       }
-      if (full) b.recompute_since(start);
+      if (full) b.recompute_since(start, LayerBuilder::Checkpoint::function);
       b.finish();
     }
   }

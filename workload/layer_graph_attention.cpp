@@ -94,7 +94,8 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
   // input_layernorm that is not an IdentityOp): MLA's TENorm. GQA's input norm is fused into
   // linear_qkv, a TELayerNormColumnParallelLinear (gpt_layer_specs.py 313-325,
   // hybrid_layer_specs.py 120-131), and is not recomputed.
-  if (mla && has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
+  if (mla && has(rc, RecomputeModule::layernorm))
+    b.recompute_since(start, LayerBuilder::Checkpoint::without_output);
   // The calls around it without weights of their own (Megatron-Core transformer_layer.py
   // _forward_attention): the TransformerLayer, its (MLA)SelfAttention, and the
   // pre_cross_attn_layernorm and cross_attention IdentityOps a decoder-only layer still calls;
@@ -174,7 +175,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     // not kept, so core attention keeps only its output and log-sum-exp.
     const bool up_recompute =
         has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
-    if (up_recompute) b.recompute_since(up);
+    if (up_recompute) b.recompute_since(up, LayerBuilder::Checkpoint::without_output);
     // Core attention, causal: forward FLOPs 2 T seq (n qk / 2 + n v / 2) (Megatron).
     // It saves q, k, v and its output o (2 bytes each), o in E5M6 (1.5 bytes) where
     // attn_output is cached low-precision (one copy, which o_proj's weight gradient reads
@@ -189,7 +190,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
-    if (core_recompute) b.recompute_since(core);
+    if (core_recompute) b.recompute_since(core, LayerBuilder::Checkpoint::function);
     b.linear("attn.o_proj", Module::attn, s.T, s.h, n * v, true, true);
     offload(b, in.framework, workload::OffloadTarget::attn_proj);
     // o_proj's saved input is core attention's saved output: unquantized, or the E5M6 cache.
@@ -242,7 +243,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     b.module_calls_on_last(2, 0);  // TE's DotProductAttention and the backend module it calls
     offload(b, in.framework, workload::OffloadTarget::core_attn);
     const bool core_recompute = has(rc, RecomputeModule::core_attn);
-    if (core_recompute) b.recompute_since(core);
+    if (core_recompute) b.recompute_since(core, LayerBuilder::Checkpoint::function);
     // The output gate (attention.py 1605-1609): output x sigmoid(gate) in FP32, cast back,
     // one fused elementwise kernel reading both and writing the product; it keeps the gate
     // (the output is core attention's); backward reads the gradient and both inputs and

@@ -336,7 +336,7 @@ void LayerBuilder::small_kernels(const std::string& name, Module mod, int count,
     push_bwd({mem_t(name + "." + std::to_string(i) + ".bwd", mod, bytes)});
 }
 
-void LayerBuilder::recompute_since(std::size_t mark, bool keep_syncs) {
+void LayerBuilder::recompute_since(std::size_t mark, Checkpoint wrapper, bool keep_syncs) {
   const std::size_t first = recomputed_.size();
   for (std::size_t i = mark; i < out_.fwd.size(); ++i) {
     KernelTemplate t = out_.fwd[i];
@@ -348,8 +348,10 @@ void LayerBuilder::recompute_since(std::size_t mark, bool keep_syncs) {
   if (mark >= out_.fwd.size()) return;
   // The checkpoint wrapper's own host work (header): before the segment's first kernel
   // in the forward, and before its first re-run kernel in the backward.
-  out_.fwd[mark].host_ops += kCheckpointFwdOps;
-  recomputed_[first].host_ops += kCheckpointBwdOps;
+  const CheckpointOps ops =
+      wrapper == Checkpoint::without_output ? kCheckpointWithoutOutputOps : kCheckpointFunctionOps;
+  out_.fwd[mark].host_ops += ops.fwd;
+  recomputed_[first].host_ops += ops.bwd;
 }
 
 KernelTemplate LayerBuilder::gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d,

@@ -163,24 +163,38 @@ class LayerBuilder {
 
   // The kernels since `mark` are re-run at the start of backward (selective recompute).
   // Each such segment is one of Megatron-Core's checkpoint wrappers, whose own host work
-  // (tensor_parallel/random.py at cd4afffa) is priced as host ops (host.op_us, a
-  // Python-level call, x the host load) beside the kernels it re-runs:
-  //   forward  kCheckpointFwdOps: the CPU, CUDA and tracker RNG states saved (3 calls),
-  //            the autograd Function's apply, no_grad, save_for_backward (CheckpointFunction
-  //            581-621: 6); CheckpointWithoutOutput (678-708, 748-766, 830-) adds its
-  //            output's storage release and the gradient hook it registers (9);
-  //   backward kCheckpointBwdOps: the hook or Function.backward entry, the saved tensors,
-  //            _fork_rng's three gets and three sets, _set_all_rng_states' three sets,
-  //            the inputs detached, enable_grad, the nested torch.autograd.backward and
-  //            the gradients collected (624-660: 15; CheckpointWithoutOutput 711-828: 15,
-  //            its storage sharing for the backward call's).
-  // One count serves both wrappers (forward 8, between their 6 and 9; backward 15 in each).
+  // (tensor_parallel/random.py at cd4afffa and 24bad8e677) is priced as host ops
+  // (host.op_us, a Python-level call, x the host load) beside the kernels it re-runs:
+  //   CheckpointFunction (tensor_parallel.checkpoint: core_attn, mlp, moe, shared_experts,
+  //   the full layer), forward 7: the CPU, CUDA and tracker RNG states saved (3 calls), the
+  //   autograd Function's apply, no_grad, save_for_backward (581-621 at cd4afffa: 6), and the
+  //   graph-safe tracker check (is_graph_safe_cuda_rng_tracker, 517-526 at 24bad8e677), whose
+  //   is_te_min_version parses a version string on every call (core/utils.py 326-335: 1);
+  //   backward 18: the Function.backward entry, the saved tensors, _fork_rng's three gets and
+  //   three sets, _set_all_rng_states' three sets, the inputs detached, enable_grad, the
+  //   nested torch.autograd.backward and the gradients collected (624-660: 15), and the
+  //   tracker check in _fork_rng's get, its set and _set_all_rng_states (3).
+  //   CheckpointWithoutOutput (layernorm, moe_act, mla_up_proj, DeepSeek-V4's mhc through its
+  //   CheckpointWithoutOutputManager, hyper_connection.py 10-45 at d98e8a64), forward 12: as above
+  //   with its output's storage release and the gradient hook it registers (678-708, 748-766, 830-:
+  //   9), the tracker check (1), and TransformerEngine's recompute context: its `fp8` flag is `fp8
+  //   is not None` (744 at 24bad8e677), true for the default False, so even a BF16 run enters
+  //   activation_recompute_forward around the forward (700: 2); backward 24: the hook, storage
+  //   sharing and the same 15 and 3, and around the re-run the recompute context again (792: 2) and
+  //   TE's fp8_autocast (795), deprecated from TE 2.10, which warns on every call
+  //   (transformer_engine/pytorch/quantization.py 957 at d0067d0d: 1), builds the default recipe
+  //   and its string key with no recipe given (740, 714-725: 2) and sets and restores the autocast
+  //   state (1).
   // Under graph capture the wrappers' host work is the graph's, as every captured op's.
-  static constexpr int kCheckpointFwdOps = 8, kCheckpointBwdOps = 15;
+  enum class Checkpoint { function, without_output };
+  struct CheckpointOps {
+    int fwd, bwd;
+  };
+  static constexpr CheckpointOps kCheckpointFunctionOps{7, 18}, kCheckpointWithoutOutputOps{12, 24};
   std::size_t mark() const { return out_.fwd.size(); }
   // `keep_syncs`: the recomputed segment waits on the device again where its forward did
   // (a recomputed dropless MoE layer re-reads its token counts).
-  void recompute_since(std::size_t mark, bool keep_syncs = false);
+  void recompute_since(std::size_t mark, Checkpoint wrapper, bool keep_syncs = false);
   void mark_sync_on_last(int delay = 0) {
     out_.fwd.back().host_sync_after = true;
     out_.fwd.back().host_sync_delay = delay;

@@ -77,7 +77,7 @@ void mhc_pre(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, const s
   const std::size_t aggregate = b.mark();
   b.memory_kernels(name + ".aggregate", mod, std::vector<double>{n * x + x},
                    std::vector<double>{x + n * x + n * x, 3 * n * x + n * x});
-  if (recompute) b.recompute_since(aggregate);
+  if (recompute) b.recompute_since(aggregate, LayerBuilder::Checkpoint::without_output);
 }
 
 // mHC after a sub-block (hyper_connection.py 712-904, fused_mhc_kernels.py 488-762): one
@@ -93,7 +93,8 @@ void mhc_post(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, const 
   const std::size_t start = b.mark();
   b.memory_kernels(name, mod, std::vector<double>{(2 * n + 1) * x},
                    std::vector<double>{n * x + x + n * x, n * x + n * x + x}, x);
-  if (has(in.framework.recompute_modules, RecomputeModule::mhc)) b.recompute_since(start);
+  if (has(in.framework.recompute_modules, RecomputeModule::mhc))
+    b.recompute_since(start, LayerBuilder::Checkpoint::without_output);
 }
 
 void dsv4_attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Mixer mixer) {
@@ -111,7 +112,8 @@ void dsv4_attention_block(LayerBuilder& b, const TemplateInputs& in, const Shape
   const std::size_t start = b.mark();
   norm(b, s, Module::attn, "attn.norm", in.stack.norm_quant_fusion, in.framework,
        workload::OffloadTarget::attn_norm);
-  if (has(rc, RecomputeModule::layernorm)) b.recompute_since(start);
+  if (has(rc, RecomputeModule::layernorm))
+    b.recompute_since(start, LayerBuilder::Checkpoint::without_output);
   b.module_calls_at(start, 3, 0);  // the layer, DSv4HybridSelfAttention, its core module
   // q down (TE linear, MXFP8) and its RMSNorm; the single key=value projection with its norm
   // and RoPE (deepseek_v4_hybrid_attention.py 662-768).
@@ -130,7 +132,7 @@ void dsv4_attention_block(LayerBuilder& b, const TemplateInputs& in, const Shape
            q_elems * 2 * 2 + s.T * nh * static_cast<double>(x.rope_dim) * 2 * 2, 1.0);
   const bool up_recompute =
       has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
-  if (up_recompute) b.recompute_since(up);
+  if (up_recompute) b.recompute_since(up, LayerBuilder::Checkpoint::without_output);
   const double k4 = dsv4_topk_rows(m, seq);
   if (ratio == 4) {
     compressor(b, s, "attn.compressor", 2 * d, d, 4, false);
@@ -172,7 +174,8 @@ void dsv4_attention_block(LayerBuilder& b, const TemplateInputs& in, const Shape
   b.last_fwd().saved_bytes = (up_recompute ? 0 : q_bytes) + kv + idx + o_bytes + lse;
   b.module_calls_on_last(2, 0);
   offload(b, in.framework, workload::OffloadTarget::core_attn);
-  if (has(rc, RecomputeModule::core_attn)) b.recompute_since(core);
+  if (has(rc, RecomputeModule::core_attn))
+    b.recompute_since(core, LayerBuilder::Checkpoint::function);
   if (ratio == 4) {
     // The indexer's sparse KL loss, all in forward (fused_sparse_attention.py 1595-1782; its
     // backward only scales what this computed, 1840-1870): the teacher, the main attention's

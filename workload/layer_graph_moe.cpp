@@ -155,7 +155,7 @@ void routed_experts(LayerBuilder& b, const TemplateInputs& in, double tokens_in,
   // for squared ReLU and keeps a GLU's (grouped_mlp.py 1753-1763, 2088 at d0067d0d).
   const bool act_recompute = !moe_recompute && has(fw.recompute_modules, RecomputeModule::moe_act);
   if (act_recompute && !fused) {
-    b.recompute_since(act);
+    b.recompute_since(act, LayerBuilder::Checkpoint::without_output);
     b.last_fwd().checkpoint_input = true;
   }
   b.linear("moe.fc2", Module::experts, m_per, width, f, true, !fused, local_experts);
@@ -215,7 +215,8 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const std::size_t norm_start = b.mark();
   norm(b, s, Module::moe_router, "moe.norm", in.stack.norm_quant_fusion, fw,
        workload::OffloadTarget::mlp_norm);
-  if (has(fw.recompute_modules, RecomputeModule::layernorm)) b.recompute_since(norm_start);
+  if (has(fw.recompute_modules, RecomputeModule::layernorm))
+    b.recompute_since(norm_start, LayerBuilder::Checkpoint::without_output);
   // Tokens this rank routes: its own sequence-parallel share. Megatron-Core's MoE layer
   // takes the [S/TP, B, h] hidden states as they are; the router and the dispatcher work
   // on those num_local_tokens, and MoE parallel folding puts the TP ranks in the EP group,
@@ -272,7 +273,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
           {{"mul", s.Tn * s.h * 2 * 4}, {"sigmoid", s.Tn * 4}, {"gemv", s.Tn * s.h * 2 * 2}},
           s.Tn * s.h * 2);
     if (!moe_recompute && has(fw.recompute_modules, RecomputeModule::shared_experts))
-      b.recompute_since(start);
+      b.recompute_since(start, LayerBuilder::Checkpoint::function);
   };
   const auto shared_expert = [&] {
     if (has_shared) shared_fc2(shared_fc1());
@@ -473,7 +474,7 @@ void moe_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
     b.linear("moe.latent_fc2", Module::moe_combine, Tm, s.h, width, true, true);
     b.module_calls_on_last(1, 0);
   }
-  if (moe_recompute) b.recompute_since(moe_start, true);
+  if (moe_recompute) b.recompute_since(moe_start, LayerBuilder::Checkpoint::function, true);
   bias_dropout_add(b, in, s, Module::moe_combine, "moe", bwd_start);
 }
 

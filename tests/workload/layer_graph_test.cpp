@@ -745,23 +745,35 @@ TEST_CASE("layernorm recompute re-runs only the norms that are modules of their 
   CHECK(find(mla.t.moe.bwd, "attn.norm.fwd.recompute").recompute);
 }
 
-TEST_CASE("A recompute checkpoint's own host work: 8 ops in forward, 15 before the re-run",
+TEST_CASE("A recompute checkpoint's own host work, by Megatron-Core's wrapper",
           "[workload][templates]") {
-  // Megatron-Core's checkpoint wrappers (tensor_parallel/random.py at cd4afffa): the RNG
-  // states saved, the autograd Function, and in backward the states forked and restored,
-  // the nested backward (workload/layer_graph_detail.hpp, kCheckpointFwdOps/BwdOps).
+  // Megatron-Core's checkpoint wrappers (tensor_parallel/random.py at cd4afffa and
+  // 24bad8e677): the RNG states saved, the autograd Function, and in backward the states
+  // forked and restored, the nested backward; CheckpointWithoutOutput also releases its
+  // output and enters TransformerEngine's recompute context and fp8_autocast even in BF16
+  // (workload/layer_graph_detail.hpp): 12 ops in forward and 24 before the re-run, against
+  // tensor_parallel.checkpoint's 7 and 18.
   const auto none = build("scenarios/recompute/moonlight-h100-recompute-control.json");
   const auto act = build("scenarios/recompute/moonlight-h100-recompute-moe-act.json");
   const int plain = find(none.t.moe.fwd, "moe.act.fwd").host_ops;
-  CHECK(find(act.t.moe.fwd, "moe.act.fwd").host_ops == plain + 8);
+  CHECK(find(act.t.moe.fwd, "moe.act.fwd").host_ops == plain + 12);
   // The re-run copies the forward's kernel (its module-call ops with it), without the
-  // forward wrapper's 8, plus the backward wrapper's 15.
-  CHECK(find(act.t.moe.bwd, "moe.act.fwd.recompute").host_ops == plain + 15);
+  // forward wrapper's 12, plus the backward wrapper's 24.
+  CHECK(find(act.t.moe.bwd, "moe.act.fwd.recompute").host_ops == plain + 24);
   // Two segments (layernorm's pre-MLP norm and moe_act) are two checkpoints.
   const auto both = build("scenarios/recompute/moonlight-h100-recompute-layernorm-moe-act.json");
   const int norm = find(none.t.moe.fwd, "moe.norm.fwd").host_ops;
-  CHECK(find(both.t.moe.fwd, "moe.norm.fwd").host_ops == norm + 8);
-  CHECK(find(both.t.moe.bwd, "moe.norm.fwd.recompute").host_ops == norm + 15);
+  CHECK(find(both.t.moe.fwd, "moe.norm.fwd").host_ops == norm + 12);
+  CHECK(find(both.t.moe.bwd, "moe.norm.fwd.recompute").host_ops == norm + 24);
+  // core_attn runs under tensor_parallel.checkpoint (CheckpointFunction): 7 and 18.
+  const auto core = build("scenarios/recompute/moonlight-h100-recompute-core-attn.json");
+  const auto& first = core.t.moe.fwd;
+  std::size_t i = 0;
+  while (i < first.size() && first[i].name.rfind("attn.core", 0) != 0) ++i;
+  REQUIRE(i < first.size());
+  const auto& plain_core = find(none.t.moe.fwd, first[i].name);
+  CHECK(first[i].host_ops == plain_core.host_ops + 7);
+  CHECK(find(core.t.moe.bwd, first[i].name + ".recompute").host_ops == plain_core.host_ops + 18);
 }
 
 TEST_CASE("The CuTe DSL fused grouped MLP: one group quantization, the activation in epilogues",
