@@ -55,14 +55,16 @@ void dense_mlp(LayerBuilder& b, const TemplateInputs& in, const Shapes& s) {
   const std::size_t bwd_start = b.bwd_mark();
   norm(b, s, Module::mlp, "mlp.norm", in.stack.norm_quant_fusion, in.framework,
        workload::OffloadTarget::mlp_norm, true);
-  const bool whole = has(in.framework.recompute_modules, RecomputeModule::mlp) ||
-                     has(in.framework.recompute_modules, RecomputeModule::full);
+  // Under full recompute the layer's checkpoint re-runs the MLP already (Megatron-Core sets
+  // recompute_mlp under selective granularity only, transformer_layer.py 447-514 at 24bad8e677).
+  const bool full = has(in.framework.recompute_modules, RecomputeModule::full);
+  const bool whole = !full && has(in.framework.recompute_modules, RecomputeModule::mlp);
   // 'layernorm' recomputes this norm as DeepSeek's framework does (it recomputes every RMSNorm:
   // arXiv 2412.19437 3.2.3; scenarios/h800/dsv3-production.json). Megatron-Core fuses it into
   // linear_fc1 (a TELayerNormColumnParallelLinear; the dense layer's pre_mlp_layernorm is an
   // IdentityOp, gpt_layer_specs.py 325 at core_v0.19.0) and keeps it; the prediction says so
   // (config/caveats.cpp).
-  if (!whole && has(in.framework.recompute_modules, RecomputeModule::layernorm))
+  if (!whole && !full && has(in.framework.recompute_modules, RecomputeModule::layernorm))
     b.recompute_since(start, LayerBuilder::Checkpoint::without_output);
   tp_gather(b, s, Module::mlp, "mlp", true, SpInput::quantized);
   b.linear("mlp.fc1", Module::mlp, s.T, e * f, s.h, true, false);

@@ -175,7 +175,7 @@ void attention_block(LayerBuilder& b, const TemplateInputs& in, const Shapes& s,
     // not kept, so core attention keeps only its output and log-sum-exp.
     const bool up_recompute =
         has(rc, RecomputeModule::mla_up_proj) || has(rc, RecomputeModule::up_proj);
-    if (up_recompute) b.recompute_since(up, LayerBuilder::Checkpoint::without_output);
+    if (up_recompute) b.recompute_since(up, LayerBuilder::Checkpoint::without_output_quantized);
     // Core attention, causal: forward FLOPs 2 T seq (n qk / 2 + n v / 2) (Megatron).
     // It saves q, k, v and its output o (2 bytes each), o in E5M6 (1.5 bytes) where
     // attn_output is cached low-precision (one copy, which o_proj's weight gradient reads

@@ -348,10 +348,20 @@ void LayerBuilder::recompute_since(std::size_t mark, Checkpoint wrapper, bool ke
   if (mark >= out_.fwd.size()) return;
   // The checkpoint wrapper's own host work (header): before the segment's first kernel
   // in the forward, and before its first re-run kernel in the backward.
-  const CheckpointOps ops =
-      wrapper == Checkpoint::without_output ? kCheckpointWithoutOutputOps : kCheckpointFunctionOps;
+  const CheckpointOps ops = checkpoint_ops(wrapper);
   out_.fwd[mark].host_ops += ops.fwd;
   recomputed_[first].host_ops += ops.bwd;
+}
+
+LayerBuilder::CheckpointOps LayerBuilder::checkpoint_ops(Checkpoint wrapper) const {
+  if (wrapper == Checkpoint::function) return kCheckpointFunctionOps;
+  CheckpointOps ops = kCheckpointWithoutOutputOps;
+  // The flag `fp8 is not None`: always for the default, under FP8/FP4 for mla_up_proj's.
+  if (wrapper == Checkpoint::without_output || fp8_) {
+    ops.fwd += kTeRecomputeContextOps.fwd;
+    ops.bwd += kTeRecomputeContextOps.bwd + (fp8_ ? 0 : kTeDefaultRecipeOps);
+  }
+  return ops;
 }
 
 KernelTemplate LayerBuilder::gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d,

@@ -165,32 +165,41 @@ class LayerBuilder {
   // Each such segment is one of Megatron-Core's checkpoint wrappers, whose own host work
   // (tensor_parallel/random.py at cd4afffa and 24bad8e677) is priced as host ops
   // (host.op_us, a Python-level call, x the host load) beside the kernels it re-runs:
-  //   CheckpointFunction (tensor_parallel.checkpoint: core_attn, mlp, moe, shared_experts,
-  //   the full layer), forward 7: the CPU, CUDA and tracker RNG states saved (3 calls), the
-  //   autograd Function's apply, no_grad, save_for_backward (581-621 at cd4afffa: 6), and the
-  //   graph-safe tracker check (is_graph_safe_cuda_rng_tracker, 517-526 at 24bad8e677), whose
-  //   is_te_min_version parses a version string on every call (core/utils.py 326-335: 1);
-  //   backward 18: the Function.backward entry, the saved tensors, _fork_rng's three gets and
-  //   three sets, _set_all_rng_states' three sets, the inputs detached, enable_grad, the
-  //   nested torch.autograd.backward and the gradients collected (624-660: 15), and the
-  //   tracker check in _fork_rng's get, its set and _set_all_rng_states (3).
-  //   CheckpointWithoutOutput (layernorm, moe_act, mla_up_proj, DeepSeek-V4's mhc through its
-  //   CheckpointWithoutOutputManager, hyper_connection.py 10-45 at d98e8a64), forward 12: as above
-  //   with its output's storage release and the gradient hook it registers (678-708, 748-766, 830-:
-  //   9), the tracker check (1), and TransformerEngine's recompute context: its `fp8` flag is `fp8
-  //   is not None` (744 at 24bad8e677), true for the default False, so even a BF16 run enters
-  //   activation_recompute_forward around the forward (700: 2); backward 24: the hook, storage
-  //   sharing and the same 15 and 3, and around the re-run the recompute context again (792: 2) and
-  //   TE's fp8_autocast (795), deprecated from TE 2.10, which warns on every call
-  //   (transformer_engine/pytorch/quantization.py 957 at d0067d0d: 1), builds the default recipe
-  //   and its string key with no recipe given (740, 714-725: 2) and sets and restores the autocast
-  //   state (1).
+  //   CheckpointFunction (tensor_parallel.checkpoint: core_attn always; mlp, moe, the shared
+  //   experts and the full layer in BF16, which under FP8/FP4 run TransformerEngine's
+  //   te_checkpoint instead, transformer_layer.py 869-880, moe_layer.py 511-518 and 695-704,
+  //   recompute.py 133-142 at 24bad8e677, priced alike), forward 7: the CPU, CUDA and tracker
+  //   RNG states saved (3 calls), the autograd Function's apply, no_grad, save_for_backward
+  //   (581-621 at cd4afffa: 6), and the graph-safe tracker check (is_graph_safe_cuda_rng_tracker,
+  //   517-526 at 24bad8e677), whose is_te_min_version parses a version string on every call
+  //   (core/utils.py 326-335: 1); backward 18: the Function.backward entry, the saved tensors,
+  //   _fork_rng's three gets and three sets, _set_all_rng_states' three sets, the inputs
+  //   detached, enable_grad, the nested torch.autograd.backward and the gradients collected
+  //   (624-660: 15), and the tracker check in _fork_rng's get, its set and _set_all_rng_states (3).
+  //   CheckpointWithoutOutput, forward 10: as above with its output's storage release and the
+  //   gradient hook it registers (678-708, 748-766, 830-: 9) and the tracker check (1); backward
+  //   18: the hook, storage sharing and the same 15 and 3. Where its `fp8` flag holds
+  //   (`fp8 is not None`, 744 at 24bad8e677) it also enters TransformerEngine's
+  //   activation_recompute_forward around the forward (700: +2) and around the re-run (792: +2)
+  //   and fp8_autocast around the re-run (795: +2, its deprecation warning looked up on every
+  //   call from TE 2.10, transformer_engine/pytorch/quantization.py 957 at d0067d0d, and the
+  //   autocast state set and restored), building the default recipe and its string key when
+  //   the forward ran outside an FP8 region (740, 714-725: +2). The flag holds for the default
+  //   `fp8=False`, in any precision (Checkpoint::without_output: layernorm, transformer_layer.py
+  //   619 and 752; moe_act, experts.py 883; DeepSeek-V4's mhc through its
+  //   CheckpointWithoutOutputManager, hyper_connection.py 10-45 at d98e8a64), and for
+  //   `fp8=config.fp8 or config.fp4` only under FP8/FP4 (Checkpoint::without_output_quantized:
+  //   mla_up_proj, multi_latent_attention.py 974-975).
   // Under graph capture the wrappers' host work is the graph's, as every captured op's.
-  enum class Checkpoint { function, without_output };
+  enum class Checkpoint { function, without_output, without_output_quantized };
   struct CheckpointOps {
     int fwd, bwd;
   };
-  static constexpr CheckpointOps kCheckpointFunctionOps{7, 18}, kCheckpointWithoutOutputOps{12, 24};
+  static constexpr CheckpointOps kCheckpointFunctionOps{7, 18}, kCheckpointWithoutOutputOps{10, 18};
+  // TransformerEngine's recompute and autocast contexts, with and without a recipe given.
+  static constexpr CheckpointOps kTeRecomputeContextOps{2, 4};
+  static constexpr int kTeDefaultRecipeOps = 2;
+  CheckpointOps checkpoint_ops(Checkpoint wrapper) const;
   std::size_t mark() const { return out_.fwd.size(); }
   // `keep_syncs`: the recomputed segment waits on the device again where its forward did
   // (a recomputed dropless MoE layer re-reads its token counts).
@@ -450,8 +459,8 @@ void offload(LayerBuilder& b, const workload::Framework& fw, workload::OffloadTa
 // both the block's norm and the skip, so autograd sums the two gradients of the block's
 // input (one add, launched by its C++ engine) once the norm's backward has made the second,
 // the block's last backward kernel. On the residual stream's (sequence-split) tokens.
-// Before 2026-12-06 only the dropout was priced (the add and the sum were missing); until
-// 2026-12-07 the sum ran first in the block's backward, where the bda's backward is.
+// Before 2026-12-06 only the dropout was priced (the add and the sum were missing); later
+// that day the sum ran first in the block's backward, where the bda's backward is.
 // `block_start`: the builder's bwd_mark() where the block began (its norm), after whose
 // backward the sum runs.
 void bias_dropout_add(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Module mod,

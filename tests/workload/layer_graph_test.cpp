@@ -751,8 +751,8 @@ TEST_CASE("A recompute checkpoint's own host work, by Megatron-Core's wrapper",
   // 24bad8e677): the RNG states saved, the autograd Function, and in backward the states
   // forked and restored, the nested backward; CheckpointWithoutOutput also releases its
   // output and enters TransformerEngine's recompute context and fp8_autocast even in BF16
-  // (workload/layer_graph_detail.hpp): 12 ops in forward and 24 before the re-run, against
-  // tensor_parallel.checkpoint's 7 and 18.
+  // (workload/layer_graph_detail.hpp): in a BF16 run 12 ops in forward and 24 before the
+  // re-run, against tensor_parallel.checkpoint's 7 and 18.
   const auto none = build("scenarios/recompute/moonlight-h100-recompute-control.json");
   const auto act = build("scenarios/recompute/moonlight-h100-recompute-moe-act.json");
   const int plain = find(none.t.moe.fwd, "moe.act.fwd").host_ops;
@@ -765,6 +765,20 @@ TEST_CASE("A recompute checkpoint's own host work, by Megatron-Core's wrapper",
   const int norm = find(none.t.moe.fwd, "moe.norm.fwd").host_ops;
   CHECK(find(both.t.moe.fwd, "moe.norm.fwd").host_ops == norm + 12);
   CHECK(find(both.t.moe.bwd, "moe.norm.fwd.recompute").host_ops == norm + 24);
+  // mla_up_proj's wrapper enters TransformerEngine's contexts only under FP8/FP4
+  // (CheckpointWithoutOutput(fp8=config.fp8 or config.fp4)): in BF16 10 and 18.
+  const auto up = build("scenarios/recompute/moonlight-h100-recompute-mla-up-proj.json");
+  int fwd_ops = 0, segment_ops = 0, rerun_ops = 0;
+  for (const auto& k : up.t.moe.fwd) {
+    fwd_ops += k.host_ops;
+    if (count(up.t.moe.bwd, k.name + ".recompute") > 0) segment_ops += k.host_ops;
+  }
+  for (const auto& k : up.t.moe.bwd)
+    if (k.name.ends_with(".recompute")) rerun_ops += k.host_ops;
+  int plain_ops = 0;
+  for (const auto& k : none.t.moe.fwd) plain_ops += k.host_ops;
+  CHECK(fwd_ops == plain_ops + 10);
+  CHECK(rerun_ops == segment_ops - 10 + 18);
   // core_attn runs under tensor_parallel.checkpoint (CheckpointFunction): 7 and 18.
   const auto core = build("scenarios/recompute/moonlight-h100-recompute-core-attn.json");
   const auto& first = core.t.moe.fwd;
