@@ -62,6 +62,14 @@ TEST_CASE("System presets carry the reference figures", "[config][presets]") {
   CHECK(gb200.gpu.sm_count.value == 148);
   CHECK(gb200.nvlink.domain_gpus.value == 72);
   CHECK(gb200.node.gpus_per_node.value == 4);
+  // A dense MXFP8 GEMM runs at FP8's efficiency x 6.812 / 7.161: FP8 current scaling against
+  // MXFP8, one layer's GEMMs pre-quantized on a B300 (TransformerEngine's GEMM profiling guide),
+  // on every Blackwell preset.
+  for (const char* name : {"gb200-nvl72", "gb300-nvl72", "b200", "b300", "r100", "vr200-nvl72"}) {
+    const auto s = config::load_system_preset(name, {false});
+    CHECK(s.efficiency.gemm.at(hw_models::Dtype::mxfp8).value ==
+          Approx(s.efficiency.gemm.at(hw_models::Dtype::fp8).value * 6.812 / 7.161).margin(1e-4));
+  }
   // Peak = SMs x FLOPs/clock/SM x clock: 132 x 4096 x 1.83 GHz = 989.4 TFLOPS (sm90).
   const auto h100 = config::load_system_preset("h100");
   CHECK(h100.gpu.sm_count.value * 4096 * h100.gpu.clock_mhz->value * 1e6 / 1e12 ==
