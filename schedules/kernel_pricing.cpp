@@ -117,6 +117,8 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
                                  : eager;
   if (k.work.cls == hw_models::KernelClass::grouped_gemm && !k.single_launch)
     us += static_cast<double>(k.work.groups - 1) * host.library_launch_us.value;
+  if (k.userbuffers && k.tp_overlap != workload::TpOverlap::none)
+    us = userbuffers_host_us(k.tp_overlap, cpp);
   us += k.host_allocs * host.alloc_us.value + k.host_ops * host.op_us.value;
   Priced p{labels_.id(k.name),
            0,
@@ -222,6 +224,24 @@ Priced KernelPricing::price(const workload::KernelTemplate& k) {
       break;
   }
   return p;
+}
+
+// The host work of a collective TransformerEngine's userbuffers overlap with a GEMM
+// (header, "userbuffers' host work"), in microseconds before the load factors.
+double KernelPricing::userbuffers_host_us(workload::TpOverlap method, double driver_us) const {
+  const double n = static_cast<double>(in_.parallelism.tp);
+  const double gemm_us = in_.system.host.library_launch_us.value;
+  switch (method) {
+    case workload::TpOverlap::ring:
+      return (n - 1) * gemm_us + (6 * (n - 1) + 16) * driver_us;
+    case workload::TpOverlap::pipeline:
+      return 3 * gemm_us + 25 * driver_us;
+    case workload::TpOverlap::bulk:
+      return 9 * driver_us;
+    case workload::TpOverlap::none:
+      break;
+  }
+  return 0;
 }
 
 // TP communication overlap (header): each overlapped collective of a pass with the GEMM

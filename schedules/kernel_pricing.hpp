@@ -81,6 +81,21 @@
 //   bulk      (RS, previous GEMM, independent, unsplit) T = max(t_g', t_c)
 // The GEMM runs t_g or t_g'; the collective's kernel keeps what is left of T, its exposed
 // part (its link loads stay those of the whole transfer).
+// Userbuffers' host work: TE drives the overlap from C++ (comm_gemm_overlap.cpp at d0067d0d),
+// each chunk GEMM an nvte_cublas_gemm call (library_launch_us; the Linear's own call pays
+// for the first) and every other CUDA call (a kernel launch, cudaMemcpyAsync, an event
+// record, a stream wait) a driver call (cpp_launch_us). This replaces the collective's
+// eager launch:
+//   ring      split_overlap_ag (1044-1216): tp GEMMs; each ring step but the last a
+//             copy-engine send (cudaMemcpyAsync and the flag kernel, userbuffers.cu
+//             2315-2350), the receive kernel (2509-2549), an event record and two waits;
+//             the fan-out to the send, receive and three compute streams (6 calls) and
+//             the fan-in (10): tp - 1 further GEMMs and 6 (tp - 1) + 16 driver calls
+//   pipeline  split_overlap_rs (611-785): 4 GEMMs, per split a reduce-scatter kernel, an
+//             event record and a wait; fan-out 5, fan-in 8: 3 further GEMMs, 25 calls
+//   bulk      bulk_overlap (445-497): fan-out 3, the collective's kernel, the GEMM's wait
+//             on its launch, fan-in 4: 9 calls
+// So only the ring's host work grows with tp (TP8 about twice TP4's).
 //   EPLB replicas  (parallelism.eplb, workload/eplb.hpp) a replicated expert's copies
 //                  compute gradients of one weight, summed over the copies before the
 //                  optimizer: per rank 2 R / (E + R) of its expert gradients (the copies
@@ -327,6 +342,8 @@ class KernelPricing {
   // `kernels`: the pass's templates, one for each of `pass` (the GEMMs' shapes).
   void overlap_tp(std::vector<Priced>& pass,
                   const std::vector<workload::KernelTemplate>& kernels) const;
+  // Userbuffers' host work for an overlapped collective (header), `driver_us` a driver call.
+  double userbuffers_host_us(workload::TpOverlap method, double driver_us) const;
   void price_templates();
   std::vector<Priced> merge_runs(const std::vector<Priced>& pass) const;
   std::uint16_t merge_class(const Priced& p) const;

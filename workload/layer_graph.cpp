@@ -233,7 +233,7 @@ ModelTemplates build_templates(const TemplateInputs& in) {
     const bool quantize_input =
         tp_gather(b, s, Module::head, "head", false, fp8_head ? SpInput::quantize : SpInput::bf16);
     b.linear("head.output", Module::head, s.T, v, s.h, fp8_head, quantize_input, 1, fp8_head);
-    sp_saved_shard(b, s);
+    sp_saved_shard(b, s, false);
     // The loss keeps a logit-sized tensor for backward (workload::CrossEntropy): TE's the
     // BF16 gradient written over the logits (backward scales it: read 2, write 2);
     // Megatron's native kernels the FP32 exponentials, after an FP32 cast (read 2, write

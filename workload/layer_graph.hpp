@@ -157,6 +157,9 @@ struct KernelTemplate {
   // one cuBLASLt GEMM per group from TE's C++ loop (TemplateInputs::fused_grouped_mlp).
   bool single_launch = false;
   TpOverlap tp_overlap = TpOverlap::none;  // a TP collective overlapped with a GEMM
+  // ...by TransformerEngine's userbuffers (framework.tp_comm_overlap on a TE linear), which
+  // drive it from C++: its host cost is theirs (schedules/kernel_pricing.hpp), not a launch's
+  bool userbuffers = false;
   // Framework::moe_shared_expert_overlap: the kernel runs on the shared expert's own stream,
   // after what the main stream launched before it (a run of them waits for the main stream
   // once, Megatron's wait_current_stream); `join_side`: the main stream waits here for what

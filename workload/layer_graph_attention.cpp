@@ -73,7 +73,7 @@ void gathered_linear(LayerBuilder& b, const Shapes& s, const std::string& name, 
                      double width) {
   const bool quant = tp_gather(b, s, Module::attn, name, false, SpInput::quantize, width);
   b.linear(name, Module::attn, s.T, n, width, true, quant);
-  sp_saved_shard(b, s);
+  sp_saved_shard(b, s, false);
 }
 
 }  // namespace

@@ -381,7 +381,7 @@ KernelTemplate LayerBuilder::gemm_t(const std::string& name, Module mod, KernelC
   return t;
 }
 
-void LayerBuilder::sp_local_input(double tp) {
+void LayerBuilder::sp_local_input(double tp, bool userbuffers) {
   if (frozen_) return;  // a frozen linear keeps no input: no weight gradient reads it
   KernelTemplate& f = out_.fwd.back();
   const double gathered_bytes = f.saved_bytes;
@@ -394,6 +394,7 @@ void LayerBuilder::sp_local_input(double tp) {
   g.comm = CommOp::tp_all_gather;
   g.comm_bytes = gathered_bytes;
   g.tp_overlap = workload::TpOverlap::bulk;  // beside the GEMM before it: the dgrad
+  g.userbuffers = userbuffers;
   group.insert(group.end() - 1, g);
   if (sp_transpose_ && f.work.dtype != Dtype::bf16)
     group.insert(group.end() - 1, sp_transpose_t(base + ".sp_transpose", f.module, gathered_bytes));
@@ -403,6 +404,7 @@ void LayerBuilder::side_stream_since(SideMark m) {
   const auto side = [](KernelTemplate& k) {
     k.side_stream = true;
     k.tp_overlap = TpOverlap::none;
+    k.userbuffers = false;
   };
   for (std::size_t i = m.fwd; i < out_.fwd.size(); ++i) side(out_.fwd[i]);
   for (std::size_t g = m.bwd; g < bwd_groups_.size(); ++g)

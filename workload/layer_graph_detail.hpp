@@ -241,7 +241,8 @@ class LayerBuilder {
   // forward saved for all ranks (FP8 or BF16).
   // Per-tensor FP8 on TN-only GEMMs (Hopper) gathers the row-wise copy and transposes it
   // for the weight gradient (TE _all_gather_fp8 out._create_transpose()).
-  void sp_local_input(double tp);
+  // `userbuffers`: the gather is userbuffers' bulk overlap (KernelTemplate::userbuffers).
+  void sp_local_input(double tp, bool userbuffers);
 
   // Framework::moe_shared_expert_overlap: the forward kernels built since `m` and their
   // backward groups run on the shared expert's stream (KernelTemplate::side_stream), without
@@ -416,8 +417,8 @@ enum class SpInput : std::uint8_t { bf16, quantized, quantize };
 bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name,
                bool ub = true, SpInput input = SpInput::bf16, double width = 0);
 // After a column-parallel linear on the gathered input, under sequence parallelism
-// (LayerBuilder::sp_local_input).
-void sp_saved_shard(LayerBuilder& b, const Shapes& s);
+// (LayerBuilder::sp_local_input); `ub` as the tp_gather before it.
+void sp_saved_shard(LayerBuilder& b, const Shapes& s, bool ub = true);
 // LoRA's adapter on the column-parallel linear just built (training.lora; Megatron-Bridge
 // v0.6.0 src/megatron/bridge/peft/lora_layers.py LoRALinear.forward 65-85, utils.py
 // ParallelLinearAdapter 896-1252): the adapter reads the linear's (gathered) input x and

@@ -18,7 +18,10 @@ bool tp_gather(LayerBuilder& b, const Shapes& s, Module mod, const std::string& 
   if (quantized)
     b.last_fwd().comm_bytes = s.T * w * b.gathered_bytes(1);  // backward: BF16 gradient
   if (s.sequence_parallel()) b.last_bwd().tp_overlap = workload::TpOverlap::bulk;
-  if (s.tp_overlap && ub) b.last_fwd().tp_overlap = workload::TpOverlap::ring;
+  if (s.tp_overlap && ub) {
+    b.last_fwd().tp_overlap = workload::TpOverlap::ring;
+    b.last_fwd().userbuffers = b.last_bwd().userbuffers = true;
+  }
   return !quantized;
 }
 
@@ -41,8 +44,8 @@ void lora_adapter(LayerBuilder& b, const TemplateInputs& in, const Shapes& s, Mo
   b.module_calls_on_last(1, 0);  // the adapter module around its two linears
 }
 
-void sp_saved_shard(LayerBuilder& b, const Shapes& s) {
-  if (s.sequence_parallel()) b.sp_local_input(s.tp);
+void sp_saved_shard(LayerBuilder& b, const Shapes& s, bool ub) {
+  if (s.sequence_parallel()) b.sp_local_input(s.tp, s.tp_overlap && ub);
 }
 
 void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string& name) {
@@ -53,6 +56,7 @@ void tp_scatter(LayerBuilder& b, const Shapes& s, Module mod, const std::string&
     b.last_fwd().tp_overlap = workload::TpOverlap::pipeline;
     b.last_bwd().tp_overlap =
         workload::TpOverlap::ring;  // the gather, before kernels join its group
+    b.last_fwd().userbuffers = b.last_bwd().userbuffers = true;
   }
   if (s.sequence_parallel() && b.fp8()) b.sp_quantized_grad_gather(s.tp);
 }

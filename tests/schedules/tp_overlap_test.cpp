@@ -79,6 +79,41 @@ TEST_CASE("TP communication overlap: each collective keeps its exposed part",
         test::traced_tp8({{"tp_comm_overlap", false}}).step.step_time_s);
 }
 
+// The host side (schedules/kernel_pricing.hpp, "userbuffers' host work"): TE drives each
+// overlapped collective from C++, so its host op is that work's calls, each at the preset's
+// measured cost, times the loaded-process factor, in place of an eager launch: a ring at TP 8
+// launches 7 further chunk GEMMs and 6 x 7 + 16 other CUDA calls, a pipelined reduce-scatter
+// 3 further GEMMs and 25 calls, a bulk collective 9 calls. Without the overlap each collective
+// is an eager PyTorch launch. The host op's name is the kernel's.
+TEST_CASE("TP communication overlap: the collectives' host work is userbuffers' C++ calls",
+          "[schedules][tp-overlap][host]") {
+  const auto host_ops = [](const predict::Prediction& p) {
+    std::map<std::string, double> d;
+    for (const auto& s : p.step.trace)
+      if (s.rank == 0 && s.track == -1) d.try_emplace(p.step.labels[s.label], s.end_s - s.start_s);
+    return d;
+  };
+  const auto off = host_ops(test::traced_tp8({{"tp_comm_overlap", false}})),
+             on = host_ops(test::traced_tp8({{"tp_comm_overlap", true}}));
+  const auto sys = config::load_system_preset("h100");
+  const double gemm = sys.host.library_launch_us.value, call = sys.host.cpp_launch_us->value,
+               eager = sys.host.elementwise_launch_us->value;
+  // The loaded-process factor, from the eager launch without the overlap (the MLP's
+  // collectives: the helper's attention is graph-captured).
+  const double factor = off.at("mlp.sp_gather.fwd") / (eager * 1e-6);
+  CHECK(factor > 1);
+  CHECK(off.at("mlp.sp_scatter.fwd") == Approx(off.at("mlp.sp_gather.fwd")));
+  CHECK(on.at("mlp.sp_gather.fwd") == Approx((7 * gemm + (6 * 7 + 16) * call) * factor * 1e-6));
+  CHECK(on.at("mlp.sp_scatter.fwd") == Approx((3 * gemm + 25 * call) * factor * 1e-6));
+  CHECK(on.at("mlp.sp_gather.bwd") == Approx(9 * call * factor * 1e-6));
+  // The output layer is Megatron's own linear, which userbuffers do not serve: its
+  // collectives stay eager launches.
+  CHECK(on.at("head.sp_gather.bwd") == Approx(off.at("head.sp_gather.bwd")));
+  CHECK(on.at("head.output.sp_regather") == Approx(off.at("head.output.sp_regather")));
+  // At TP 8 the ring's host work is more than eight eager launches' worth.
+  CHECK(on.at("mlp.sp_gather.fwd") > 8 * off.at("mlp.sp_gather.fwd"));
+}
+
 TEST_CASE("TP communication overlap needs sequence parallelism",
           "[schedules][tp-overlap][config]") {
   auto j = config::Json::parse(R"({
