@@ -195,9 +195,10 @@ TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed 
   // Without the flag the key is not written at all.
   CHECK_FALSE(
       importer::import_megatron(kSmallMoe, o).scenario["framework"].contains("tp_comm_overlap"));
-  // Under TP 2 with sequence parallelism it is taken (this small model is host-bound, so the
-  // hidden collectives do not shorten its step: tests/schedules/tp_overlap_test.cpp checks
-  // the kernels).
+  // Under TP 2 with sequence parallelism it is taken: the step changes. This small model is
+  // host-bound, so the hidden collectives do not shorten its step, and userbuffers' own host
+  // work (schedules/kernel_pricing.hpp) lengthens it (tests/schedules/tp_overlap_test.cpp
+  // checks the kernels and the host ops).
   const std::string tp2 =
       std::string(kSmallMoe) + " --tensor-model-parallel-size 2 --sequence-parallel";
   test::TempFile off(importer::import_megatron(tp2, o).scenario.dump());
@@ -207,7 +208,7 @@ TEST_CASE("import megatron takes --tp-comm-overlap: overlapped under TP, listed 
     REQUIRE(r.status == 0);
     return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
   };
-  CHECK(t(on) <= t(off));
+  CHECK(t(on) > t(off));
 }
 
 TEST_CASE(
