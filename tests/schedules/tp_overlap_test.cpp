@@ -87,14 +87,8 @@ TEST_CASE("TP communication overlap: each collective keeps its exposed part",
 // is an eager PyTorch launch. The host op's name is the kernel's.
 TEST_CASE("TP communication overlap: the collectives' host work is userbuffers' C++ calls",
           "[schedules][tp-overlap][host]") {
-  const auto host_ops = [](const predict::Prediction& p) {
-    std::map<std::string, double> d;
-    for (const auto& s : p.step.trace)
-      if (s.rank == 0 && s.track == -1) d.try_emplace(p.step.labels[s.label], s.end_s - s.start_s);
-    return d;
-  };
-  const auto off = host_ops(test::traced_tp8({{"tp_comm_overlap", false}})),
-             on = host_ops(test::traced_tp8({{"tp_comm_overlap", true}}));
+  const auto off = test::first_durations(test::traced_tp8({{"tp_comm_overlap", false}}), -1),
+             on = test::first_durations(test::traced_tp8({{"tp_comm_overlap", true}}), -1);
   const auto sys = config::load_system_preset("h100");
   const double gemm = sys.host.library_launch_us.value, call = sys.host.cpp_launch_us->value,
                eager = sys.host.elementwise_launch_us->value;

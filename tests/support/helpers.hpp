@@ -69,12 +69,13 @@ inline const workload::KernelTemplate& kernel(const std::vector<workload::Kernel
   return *k;
 }
 
-// The first traced duration of each kernel name on rank 0's compute stream (a prediction
-// with a trace: schedules::StepOptions::trace).
-inline std::map<std::string, double> first_durations(const predict::Prediction& p) {
+// The first traced duration of each kernel name on rank 0's compute stream, or on another
+// track (-1: the host thread, whose ops carry their kernel's name) (a prediction with a
+// trace: schedules::StepOptions::trace).
+inline std::map<std::string, double> first_durations(const predict::Prediction& p, int track = 0) {
   std::map<std::string, double> d;
   for (const auto& s : p.step.trace)
-    if (s.rank == 0 && s.track == 0) d.try_emplace(p.step.labels[s.label], s.end_s - s.start_s);
+    if (s.rank == 0 && s.track == track) d.try_emplace(p.step.labels[s.label], s.end_s - s.start_s);
   return d;
 }
 
