@@ -97,10 +97,10 @@ void check_library(const std::string& lib) {
     table += fmt::format("  {:<24} {:<50} {:<6} {:>7.1f} {:>7.1f} {:>+6.1f}%  {}\n", r.file, r.what,
                          r.link_kind, r.measured, r.model, r.error_pct, r.role);
     INFO(r.file << ": " << r.what << ": measured " << r.measured << ", model " << r.model);
-    if (r.role == "check" || r.role == "fit") CHECK(std::abs(r.error_pct) <= 15);
+    if (r.role == "check" || r.role == "fit") CHECK(test::within_table_tolerance(r.error_pct));
     if (r.role == "fit-sm" || r.role == "fit-peer")
-      CHECK(std::abs(r.error_pct) <= 2);                     // single-row fits
-    if (r.role == "gap") CHECK(std::abs(r.error_pct) > 15);  // relabel it once the model gets it
+      CHECK(std::abs(r.error_pct) <= 2);  // single-row fits
+    if (r.role == "gap") CHECK_FALSE(test::within_table_tolerance(r.error_pct));
   }
   std::cout << table;
 }

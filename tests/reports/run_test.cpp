@@ -480,9 +480,9 @@ TEST_CASE("Memory against Megatron-Core's published DeepSeek-V3 anatomy",
                          r.model, err, r.check ? "check" : "gap");
     INFO(r.what << ": published " << r.published << ", model " << r.model);
     if (r.check)
-      CHECK(std::abs(err) <= 15);
+      CHECK(test::within_table_tolerance(err));
     else
-      CHECK(std::abs(err) > 15);
+      CHECK_FALSE(test::within_table_tolerance(err));
   }
   std::cout << table;
 }
