@@ -1,7 +1,10 @@
 #include "calibration/link_fit.hpp"
 
+#include <cmath>
 #include <stdexcept>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "calibration/bisect.hpp"
 #include "hw_models/topology.hpp"
@@ -41,6 +44,41 @@ double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwP
     return model_busbw(s, p);
   };
   return bisect_rising(busbw_at, p.busbw_GBps, 0.01, 1.0, "fit_link_efficiency");
+}
+
+double fit_link_efficiency(const hw_models::SystemSpec& s, LinkClass link,
+                           const std::vector<BusbwPoint>& points) {
+  if (points.empty()) throw std::invalid_argument("fit_link_efficiency: no points");
+  if (points.size() == 1) return fit_link_efficiency(s, link, points.front());
+  if (link == LinkClass::nvls_latency)
+    throw std::invalid_argument("fit_link_efficiency: NVLS's latency is fitted from one point");
+  hw_models::SystemSpec t = s;
+  auto& eta = link == LinkClass::nvlink    ? t.comm.nvlink_efficiency
+              : link == LinkClass::network ? t.comm.network_efficiency
+                                           : t.comm.alltoall_efficiency;
+  const auto cost = [&](double x) {
+    eta = hw_models::Param{x, "fit"};
+    double sum = 0;
+    for (const auto& p : points) sum += std::pow(std::log(model_busbw(t, p) / p.busbw_GBps), 2);
+    return sum;
+  };
+  constexpr double lo = 0.01, hi = 1.0;
+  const double x = golden_min(cost, lo, hi);
+  if (x < lo + 1e-6 || x > hi - 1e-6)
+    throw std::invalid_argument(
+        fmt::format("fit_link_efficiency: the best fit of {} points is at the range's end ({:g})",
+                    points.size(), x));
+  return x;
+}
+
+BusbwPoint alltoall_point(int ranks, int gpus_per_domain, double bytes, double time_us) {
+  BusbwPoint p;
+  p.op = hw_models::Collective::all_to_all;
+  p.ranks = ranks;
+  p.gpus_per_domain = gpus_per_domain;
+  p.bytes = bytes;
+  p.busbw_GBps = bytes / (time_us * 1e-6) / 1e9 * hw_models::bus_factor(p.op, ranks);
+  return p;
 }
 
 double fit_ring_group_efficiency(const std::vector<std::pair<double, double>>& at_n_and_reference) {

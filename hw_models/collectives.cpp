@@ -195,8 +195,13 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
     case Collective::all_to_all: {
       const double eff = s.comm.alltoall_efficiency ? s.comm.alltoall_efficiency->value : 1.0;
       for (int a : ranks)
-        for (int b : ranks)
-          if (a != b) flows.push_back({a, b, bytes / nd / eff, 0});
+        for (int b : ranks) {
+          if (a == b) continue;
+          if (topo.domain_of(a) == topo.domain_of(b))
+            flows.push_back({a, b, bytes / nd / eff, 0});
+          else
+            out.then.push_back({a, b, bytes / nd, 0});
+        }
       break;
     }
     case Collective::all_gather:
@@ -228,23 +233,30 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
   return out;
 }
 
+double phased_makespan(const Topology& topo, const CollectiveFlows& cf, const LinkEfficiency& eff) {
+  double t = 0;
+  for (const auto* phase : {&cf.flows, &cf.then})
+    if (!phase->empty()) t += simulate_flows(topo, *phase, eff).makespan_s;
+  return t;
+}
+
 CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collective op,
                                const std::vector<int>& ranks, double bytes,
                                CollectiveAlgorithm algo, std::optional<Protocol> proto) {
   CollectiveTime r;
   r.algorithm = algo;
   const CollectiveFlows cf = collective_flows(s, topo, op, ranks, bytes, algo);
-  if (cf.flows.empty()) return r;
-  const FlowTimes ft = simulate_flows(topo, cf.flows, link_efficiency(s));
+  if (cf.flows.empty() && cf.then.empty()) return r;
+  const double makespan_s = phased_makespan(topo, cf, link_efficiency(s));
   r.latency_s = cf.latency_s;
-  r.time_s = r.latency_s + ft.makespan_s;
+  r.time_s = r.latency_s + makespan_s;
   if (algo == CollectiveAlgorithm::ring && has_protocols(op)) {
     const int nodes = static_cast<int>(by_domain(topo, ranks).size());
     const double n = static_cast<double>(ranks.size());
     bool first = true;
     for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
       if (proto ? *proto != p : p == Protocol::ll) continue;
-      const double t = ring_protocol_time(s, op, p, ft.makespan_s, bytes, n, nodes > 1, nodes);
+      const double t = ring_protocol_time(s, op, p, makespan_s, bytes, n, nodes > 1, nodes);
       if (first || t < r.time_s) {
         r.time_s = t;
         r.protocol = p;
@@ -253,7 +265,7 @@ CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collec
       }
     }
   }
-  r.flows = cf.flows.size();
+  r.flows = cf.flows.size() + cf.then.size();
   r.algbw_GBps = bytes / r.time_s / 1e9;
   r.busbw_GBps = r.algbw_GBps * bus_factor(op, static_cast<double>(ranks.size()));
   return r;

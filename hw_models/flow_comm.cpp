@@ -53,7 +53,7 @@ FlowShape FlowComm::solve_shape(Collective op, const CommGroup& g) const {
   if (span > sizes_.gpus) throw std::invalid_argument("FlowComm: group larger than the cluster");
   // The groups of this shape inside the first pipeline stage: leaders are the ranks whose
   // position along the group's dimension is 0.
-  std::vector<Flow> flows;
+  CollectiveFlows flows;
   Shape shape;
   std::set<int> domains;  // of the first group
   for (std::int64_t lead = 0; lead < std::max(stage_gpus_, span); ++lead) {
@@ -64,11 +64,11 @@ FlowShape FlowComm::solve_shape(Collective op, const CommGroup& g) const {
     if (lead == 0)
       for (int r : ranks) domains.insert(topo().domain_of(r));
     const auto f = collective_flows(sys_, topo(), op, ranks, kReferenceBytes);
-    flows.insert(flows.end(), f.flows.begin(), f.flows.end());
+    flows.flows.insert(flows.flows.end(), f.flows.begin(), f.flows.end());
+    flows.then.insert(flows.then.end(), f.then.begin(), f.then.end());
     shape.latency_s = std::max(shape.latency_s, f.latency_s);
   }
-  shape.makespan_per_byte =
-      simulate_flows(topo(), flows, link_efficiency(sys_)).makespan_s / kReferenceBytes;
+  shape.makespan_per_byte = phased_makespan(topo(), flows, link_efficiency(sys_)) / kReferenceBytes;
   shape.domains = static_cast<int>(domains.size());
   return shape;
 }

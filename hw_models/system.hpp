@@ -193,12 +193,13 @@ struct CommLatency {
   Param nvlink_hop_us;
   Param network_hop_us;
   // Fraction of a link's capacity NCCL's transfers reach (hw_models/collectives.hpp),
-  // fitted from one measured bus bandwidth (calibration/link_fit.hpp); absent: 1.
+  // fitted from measured bus bandwidths (calibration/link_fit.hpp); absent: 1.
   std::optional<Param> nvlink_efficiency;
   std::optional<Param> network_efficiency;
-  // NCCL's all-to-all (grouped point-to-point, every peer at once) reaches this fraction
-  // of what the ring collectives reach on the same links (fitted from one all-to-all bus
-  // bandwidth, calibration/link_fit.hpp); absent: 1.
+  // NCCL's all-to-all (grouped point-to-point) inside an NVLink domain reaches this fraction
+  // of what the ring collectives reach on the same links (fitted from one NVLink all-to-all
+  // bus bandwidth, calibration/link_fit.hpp); its network phase runs at network_efficiency
+  // alone; absent: 1.
   std::optional<Param> alltoall_efficiency;
   // NCCL's rings (all-gather, reduce-scatter, ring all-reduce) inside one NVLink domain by
   // the group's size: a ring of n GPUs reaches this fraction of the rate the links'

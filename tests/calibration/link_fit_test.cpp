@@ -21,8 +21,8 @@ using namespace moesim;
 
 namespace {
 
-nlohmann::json profile() {
-  std::ifstream in(test::source_path("calibration/measurements/nccl-busbw.json"));
+nlohmann::json profile(const std::string& file = "nccl-busbw.json") {
+  std::ifstream in(test::source_path("calibration/measurements/" + file));
   return nlohmann::json::parse(in);
 }
 
@@ -88,10 +88,10 @@ TEST_CASE("NVLS all-reduce and all-to-all on one NVSwitch, by hand", "[calibrati
   const auto sharp = hw_models::collective_time(s, two, hw_models::Collective::all_reduce, all, S,
                                                 hw_models::CollectiveAlgorithm::nvls);
   // The NVLink ports bind (S 9/8 / 0.8 at 0.5 x 450 GB/s) before the NICs (S/8 at
-  // 0.8394 x 50 GB/s); latency 20 + 18 us.
+  // 0.9069 x 50 GB/s); latency 20 + 18 us.
   CHECK(sharp.latency_s == Approx(38e-6));
   CHECK(sharp.time_s ==
-        Approx(38e-6 + std::max(S * 9 / 8 / 0.8 / (0.5 * 450e9), S / 8 / (0.8394 * 50e9)))
+        Approx(38e-6 + std::max(S * 9 / 8 / 0.8 / (0.5 * 450e9), S / 8 / (0.9069 * 50e9)))
             .epsilon(1e-6));
   s.network.sharp.reset();
   CHECK_FALSE(hw_models::nvls_supported(s, two, hw_models::Collective::all_reduce, all));
@@ -109,6 +109,36 @@ TEST_CASE("NVLS all-reduce and all-to-all on one NVSwitch, by hand", "[calibrati
             .algorithm == hw_models::CollectiveAlgorithm::ring);
 }
 
+TEST_CASE("An all-to-all across domains serves its own domain's peers, then the others",
+          "[calibration][links]") {
+  // NCCL's p2p schedule runs the peers node by node, one batch after another
+  // (hw_models/collectives.hpp). 16 ranks on two DGX H100: first 7 flows of S/16 / 0.9 on each
+  // NVLink port at 0.5 x 450 GB/s, then 8 flows of S/16 through each GPU's NIC at
+  // 0.8 x 50 GB/s; latency base 8.4 us + one network hop 14 us.
+  auto s = config::load_system_preset("h100");
+  s.comm.nvlink_efficiency = hw_models::Param{0.5, "test"};
+  s.comm.alltoall_efficiency = hw_models::Param{0.9, "test"};
+  s.comm.network_efficiency = hw_models::Param{0.8, "test"};
+  const double S = 8589934592.0;
+  const calibration::BusbwPoint a{hw_models::Collective::all_to_all, 16, 8, S, 0};
+  const double t = (8.4 + 14) * 1e-6 + 7 * (S / 16 / 0.9) / (0.5 * 450e9) + 8 * (S / 16) / 40e9;
+  CHECK(calibration::model_busbw(s, a) == Approx(S / t / 1e9 * 15 / 16).epsilon(1e-9));
+  // Two points fitted jointly: the log-space least squares lies between their own fits.
+  calibration::BusbwPoint lo = a, hi = a;
+  lo.busbw_GBps = 0.9 * calibration::model_busbw(s, a);
+  hi.busbw_GBps = 1.1 * calibration::model_busbw(s, a);
+  const auto net = calibration::LinkClass::network;
+  const double both = calibration::fit_link_efficiency(s, net, {lo, hi});
+  CHECK(both > calibration::fit_link_efficiency(s, net, lo));
+  CHECK(both < calibration::fit_link_efficiency(s, net, hi));
+  calibration::BusbwPoint m = a;
+  m.busbw_GBps = calibration::model_busbw(s, a);
+  CHECK(calibration::fit_link_efficiency(s, net, {m, m}) == Approx(0.8).epsilon(1e-5));
+  // An EP exchange as nccl-tests would count it: 470 MB a rank in 8 ms over 32 ranks.
+  CHECK(calibration::alltoall_point(32, 0, 470e6, 8000).busbw_GBps ==
+        Approx(470e6 / 8e-3 / 1e9 * 31 / 32));
+}
+
 TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile",
           "[calibration][links]") {
   const auto prof = profile();
@@ -118,10 +148,24 @@ TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile",
                       : p["link"] == "network"      ? calibration::LinkClass::network
                       : p["link"] == "nvls_latency" ? calibration::LinkClass::nvls_latency
                                                     : calibration::LinkClass::alltoall;
+    // The network's rate also takes Megatron-Core's EP exchanges through NCCL's all-to-all
+    // across nodes (the EP table's rows marked 'fit', BF16 copies of its tokens).
+    std::vector<calibration::BusbwPoint> points{point(p)};
+    if (link == calibration::LinkClass::network) {
+      const auto ep = profile("mcore-moe-ep-latency.json");
+      const double bytes =
+          ep["tokens"].get<double>() * ep["topk"].get<double>() * ep["hidden"].get<double>() * 2;
+      for (const auto& r : ep["points"])
+        if (r["role"] == "fit" && r["system"] == p["system"])
+          points.push_back(calibration::alltoall_point(r["ep"].get<int>(), 0, bytes,
+                                                       r["time_us"].get<double>()));
+      CHECK(points.size() > 1);
+    }
     const double eta = calibration::fit_link_efficiency(
-        config::load_system_preset(p["system"].get<std::string>()), link, point(p));
-    std::cout << fmt::format("link fit: {} {:.4f} from '{}'\n", p["link"].get<std::string>(), eta,
-                             p["what"].get<std::string>());
+        config::load_system_preset(p["system"].get<std::string>()), link, points);
+    std::cout << fmt::format("link fit: {} {:.4f} from '{}' and {} more points\n",
+                             p["link"].get<std::string>(), eta, p["what"].get<std::string>(),
+                             points.size() - 1);
     for (const auto& name : p["systems"]) {
       const auto s = config::load_system_preset(name.get<std::string>());
       const auto& got = link == calibration::LinkClass::nvlink         ? s.comm.nvlink_efficiency

@@ -158,19 +158,21 @@ TEST_CASE("FlowComm counts the traffic of every symmetric group on shared links"
   CHECK(comm.all_gather(B, {2, true, 8}) == Approx(one.time_s));
   // All-to-all among ranks 12 apart (TP 4 x CP 3) crosses planes (PXN over NVLink, then
   // the NIC of the destination's rail). Every group's flows are in the solution: it equals
-  // the flow simulation of all twelve groups of the first stage together.
+  // the flow simulation of all twelve groups of the first stage together, phase by phase
+  // (each group's peers in its own node, then the others').
   const Topology t48(s, 48);
   const hw_models::FlowComm comm48(s, 48, 8);
-  std::vector<hw_models::Flow> all;
-  double latency = 0;
+  hw_models::CollectiveFlows all;
   for (int lead : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) {
     const auto cf = hw_models::collective_flows(s, t48, hw_models::Collective::all_to_all,
                                                 {lead, lead + 12, lead + 24, lead + 36}, B);
-    all.insert(all.end(), cf.flows.begin(), cf.flows.end());
-    latency = cf.latency_s;
+    all.flows.insert(all.flows.end(), cf.flows.begin(), cf.flows.end());
+    all.then.insert(all.then.end(), cf.then.begin(), cf.then.end());
+    all.latency_s = cf.latency_s;
   }
+  CHECK(all.flows.empty());  // 12 apart on 8-GPU nodes: every peer is in another node
   const double together =
-      latency + hw_models::simulate_flows(t48, all, hw_models::link_efficiency(s)).makespan_s;
+      all.latency_s + hw_models::phased_makespan(t48, all, hw_models::link_efficiency(s));
   const auto lone =
       hw_models::collective_time(s, t48, hw_models::Collective::all_to_all, {0, 12, 24, 36}, B);
   CHECK(comm48.all_to_all(B, {4, true, 12}) == Approx(together));
