@@ -200,7 +200,7 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
           if (topo.domain_of(a) == topo.domain_of(b))
             flows.push_back({a, b, bytes / nd / eff, 0});
           else
-            out.then.push_back({a, b, bytes / nd, 0});
+            out.later.push_back({a, b, bytes / nd, 0});
         }
       break;
     }
@@ -235,7 +235,7 @@ CollectiveFlows collective_flows(const SystemSpec& s, const Topology& topo, Coll
 
 double phased_makespan(const Topology& topo, const CollectiveFlows& cf, const LinkEfficiency& eff) {
   double t = 0;
-  for (const auto* phase : {&cf.flows, &cf.then})
+  for (const auto* phase : {&cf.flows, &cf.later})
     if (!phase->empty()) t += simulate_flows(topo, *phase, eff).makespan_s;
   return t;
 }
@@ -246,7 +246,7 @@ CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collec
   CollectiveTime r;
   r.algorithm = algo;
   const CollectiveFlows cf = collective_flows(s, topo, op, ranks, bytes, algo);
-  if (cf.flows.empty() && cf.then.empty()) return r;
+  if (cf.flows.empty() && cf.later.empty()) return r;
   const double makespan_s = phased_makespan(topo, cf, link_efficiency(s));
   r.latency_s = cf.latency_s;
   r.time_s = r.latency_s + makespan_s;
@@ -265,7 +265,7 @@ CollectiveTime collective_time(const SystemSpec& s, const Topology& topo, Collec
       }
     }
   }
-  r.flows = cf.flows.size() + cf.then.size();
+  r.flows = cf.flows.size() + cf.later.size();
   r.algbw_GBps = bytes / r.time_s / 1e9;
   r.busbw_GBps = r.algbw_GBps * bus_factor(op, static_cast<double>(ranks.size()));
   return r;

@@ -20,18 +20,13 @@
 //     point-to-point transfers, which inside an NVLink domain reach alltoall_efficiency of
 //     the rings' rate on the same links (fitted from one NVLink all-to-all bus bandwidth);
 //     those flows carry S / (n alltoall_efficiency) so that they take that longer. Across
-//     domains the peers are not all served at once: NCCL's p2p schedule (NVIDIA/nccl
-//     src/init.cc ncclP2pSchedule @ 5067397c) orders the rounds by node, a node's peers in
-//     one group of up to NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8, and each channel runs a group's
-//     batch after the previous one (src/enqueue.cc ncclAddWorkBatchToPlan: a new batch per
-//     group of 8 rounds). So the peers in the rank's own domain (NVLink) and those in other
-//     domains (the NICs) are two phases whose times add:
-//       t = makespan(domain's own peers) + makespan(other domains' peers)
-//     The NICs are driven by the proxy's RDMA, not by the grouped copies, so the network
-//     flows carry S/n. Megatron-Core's EP table (arXiv 2603.07685 Table 7, DGX H100, EP
-//     16-64) bears this out: its dispatch less its intra-node part at the EP8 rate leaves the
-//     NICs at one rate, 45.5-45.7 GB/s, at every EP size, where the concurrent flows' makespan
-//     would need 40.7, 43.7 and 44.9 (calibration/measurements/mcore-moe-ep-latency.json).
+//     domains the rank's peers in its own domain and those in the others are priced as two
+//     phases whose times add, the network flows at S/n (no NVLink factor):
+//       t = makespan(own domain's peers) + makespan(other domains' peers)
+//     An empirical choice: Megatron-Core's EP table on DGX H100 (EP 16-64) gives one NIC rate
+//     at every EP size only with the two parts added (docs/research/ep-benchmark-definitions.md
+//     6). NCCL's p2p schedule does not explain it (each node's group of peers gets channels of
+//     its own, which run at once), and why the parts add is not known.
 //   send/recv: one flow of S.
 //   NVLS all-reduce (NVLink SHARP; all ranks in one NVSwitch domain, on systems whose
 //     preset has nvls_efficiency; across domains where the network has in-network
@@ -105,11 +100,11 @@ double bus_factor(Collective op, double n);
 // The flows of one collective and its latency term (NCCL's base + steps x hop).
 struct CollectiveFlows {
   std::vector<Flow> flows;
-  // Sent once `flows` have all arrived: an all-to-all's peers in other NVLink domains.
-  std::vector<Flow> then;
+  // Priced after `flows`: an all-to-all's transfers to other NVLink domains.
+  std::vector<Flow> later;
   double latency_s = 0;
 };
-// The makespan of `flows` followed by `then`'s, each simulated on its own.
+// The makespan of `flows` plus that of `later`, each simulated on its own.
 double phased_makespan(const Topology& topo, const CollectiveFlows& cf, const LinkEfficiency& eff);
 // `algo` ring stands for each collective's own pattern (ring, all-to-all, send/recv).
 // Simple protocol; ring_protocol_time prices the others from the same flows.
