@@ -1,6 +1,7 @@
 #include "calibration/link_fit.hpp"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -26,6 +27,17 @@ double model_busbw(const hw_models::SystemSpec& s, const BusbwPoint& p) {
   return hw_models::collective_time(s, topo, p.op, ranks, p.bytes, *p.algorithm).busbw_GBps;
 }
 
+namespace {
+
+// The efficiency `link` names (not NVLS's latency, a time).
+std::optional<hw_models::Param>& efficiency_of(hw_models::SystemSpec& s, LinkClass link) {
+  return link == LinkClass::nvlink    ? s.comm.nvlink_efficiency
+         : link == LinkClass::network ? s.comm.network_efficiency
+                                      : s.comm.alltoall_efficiency;
+}
+
+}  // namespace
+
 double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwPoint& p) {
   if (link == LinkClass::nvls_latency) {
     // Bisection on minus the latency, over which the bus bandwidth rises.
@@ -36,9 +48,7 @@ double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwP
     return -bisect_rising(busbw_at, p.busbw_GBps, -1000.0, 0.0,
                           "fit_link_efficiency (NVLS latency)");
   }
-  auto& eta = link == LinkClass::nvlink    ? s.comm.nvlink_efficiency
-              : link == LinkClass::network ? s.comm.network_efficiency
-                                           : s.comm.alltoall_efficiency;
+  auto& eta = efficiency_of(s, link);
   const auto busbw_at = [&](double x) {
     eta = hw_models::Param{x, "fit"};
     return model_busbw(s, p);
@@ -53,9 +63,7 @@ double fit_link_efficiency(const hw_models::SystemSpec& s, LinkClass link,
   if (link == LinkClass::nvls_latency)
     throw std::invalid_argument("fit_link_efficiency: NVLS's latency is fitted from one point");
   hw_models::SystemSpec t = s;
-  auto& eta = link == LinkClass::nvlink    ? t.comm.nvlink_efficiency
-              : link == LinkClass::network ? t.comm.network_efficiency
-                                           : t.comm.alltoall_efficiency;
+  auto& eta = efficiency_of(t, link);
   const auto cost = [&](double x) {
     eta = hw_models::Param{x, "fit"};
     double sum = 0;
