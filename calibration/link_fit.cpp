@@ -27,28 +27,36 @@ double model_busbw(const hw_models::SystemSpec& s, const BusbwPoint& p) {
   return hw_models::collective_time(s, topo, p.op, ranks, p.bytes, *p.algorithm).busbw_GBps;
 }
 
-namespace {
-
-// The efficiency `link` names (not NVLS's latency, a time).
-std::optional<hw_models::Param>& efficiency_of(hw_models::SystemSpec& s, LinkClass link) {
-  return link == LinkClass::nvlink    ? s.comm.nvlink_efficiency
-         : link == LinkClass::network ? s.comm.network_efficiency
-                                      : s.comm.alltoall_efficiency;
+const std::optional<hw_models::Param>& link_param(const hw_models::SystemSpec& s, LinkClass link) {
+  switch (link) {
+    case LinkClass::nvlink:
+      return s.comm.nvlink_efficiency;
+    case LinkClass::network:
+      return s.comm.network_efficiency;
+    case LinkClass::alltoall:
+      return s.comm.alltoall_efficiency;
+    case LinkClass::nvls_latency:
+      return s.comm.nvls_latency_us;
+  }
+  throw std::invalid_argument("link_param: unknown link class");
 }
 
-}  // namespace
+std::optional<hw_models::Param>& link_param(hw_models::SystemSpec& s, LinkClass link) {
+  return const_cast<std::optional<hw_models::Param>&>(
+      link_param(static_cast<const hw_models::SystemSpec&>(s), link));
+}
 
 double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwPoint& p) {
   if (link == LinkClass::nvls_latency) {
     // Bisection on minus the latency, over which the bus bandwidth rises.
     const auto busbw_at = [&](double minus_us) {
-      s.comm.nvls_latency_us = hw_models::Param{-minus_us, "fit"};
+      link_param(s, link) = hw_models::Param{-minus_us, "fit"};
       return model_busbw(s, p);
     };
     return -bisect_rising(busbw_at, p.busbw_GBps, -1000.0, 0.0,
                           "fit_link_efficiency (NVLS latency)");
   }
-  auto& eta = efficiency_of(s, link);
+  auto& eta = link_param(s, link);
   const auto busbw_at = [&](double x) {
     eta = hw_models::Param{x, "fit"};
     return model_busbw(s, p);
@@ -63,7 +71,7 @@ double fit_link_efficiency(const hw_models::SystemSpec& s, LinkClass link,
   if (link == LinkClass::nvls_latency)
     throw std::invalid_argument("fit_link_efficiency: NVLS's latency is fitted from one point");
   hw_models::SystemSpec t = s;
-  auto& eta = efficiency_of(t, link);
+  auto& eta = link_param(t, link);
   const auto cost = [&](double x) {
     eta = hw_models::Param{x, "fit"};
     double sum = 0;

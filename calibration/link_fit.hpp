@@ -40,6 +40,9 @@ double model_busbw(const hw_models::SystemSpec& s, const BusbwPoint& p);
 // all-to-all's fraction of it; nvls_latency: NVLS all-reduce's latency in us
 // (SystemSpec::comm).
 enum class LinkClass { nvlink, network, alltoall, nvls_latency };
+// The parameter of `s.comm` that `link` names (nvls_latency: the latency in us).
+std::optional<hw_models::Param>& link_param(hw_models::SystemSpec& s, LinkClass link);
+const std::optional<hw_models::Param>& link_param(const hw_models::SystemSpec& s, LinkClass link);
 // The value of `link` on `s` that reproduces the point. Throws std::invalid_argument
 // when no value in range does (the point is not bound by that parameter).
 double fit_link_efficiency(hw_models::SystemSpec s, LinkClass link, const BusbwPoint& p);

@@ -62,7 +62,7 @@
 // channels) is not applied: moesim has no channel count, and on NVLink the 0.92 binds
 // first. All-to-all and send/recv run Simple (NCCL's point-to-point transfers).
 // The flows reach eta x link capacity (SystemSpec::comm efficiencies, fitted by
-// calibration/link_fit.hpp from one measured bus bandwidth per system). Tree algorithms
+// calibration/link_fit.hpp from measured bus bandwidths). Tree algorithms
 // and NVLS across domains (NVLS-tree, SHARP in the network) are not modeled.
 #pragma once
 
@@ -103,6 +103,11 @@ struct CollectiveFlows {
   // Priced after `flows`: an all-to-all's transfers to other NVLink domains.
   std::vector<Flow> later;
   double latency_s = 0;
+  // Adds another group's flows, each to its own part (the latency stays).
+  void append(const CollectiveFlows& o) {
+    flows.insert(flows.end(), o.flows.begin(), o.flows.end());
+    later.insert(later.end(), o.later.begin(), o.later.end());
+  }
 };
 // The makespan of `flows` plus that of `later`, each simulated on its own.
 double phased_makespan(const Topology& topo, const CollectiveFlows& cf, const LinkEfficiency& eff);

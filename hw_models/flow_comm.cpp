@@ -64,8 +64,7 @@ FlowShape FlowComm::solve_shape(Collective op, const CommGroup& g) const {
     if (lead == 0)
       for (int r : ranks) domains.insert(topo().domain_of(r));
     const auto f = collective_flows(sys_, topo(), op, ranks, kReferenceBytes);
-    flows.flows.insert(flows.flows.end(), f.flows.begin(), f.flows.end());
-    flows.later.insert(flows.later.end(), f.later.begin(), f.later.end());
+    flows.append(f);
     shape.latency_s = std::max(shape.latency_s, f.latency_s);
   }
   shape.makespan_per_byte = phased_makespan(topo(), flows, link_efficiency(sys_)) / kReferenceBytes;

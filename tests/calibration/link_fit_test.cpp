@@ -111,8 +111,8 @@ TEST_CASE("NVLS all-reduce and all-to-all on one NVSwitch, by hand", "[calibrati
 
 TEST_CASE("An all-to-all across domains serves its own domain's peers, then the others",
           "[calibration][links]") {
-  // NCCL's p2p schedule runs the peers node by node, one batch after another
-  // (hw_models/collectives.hpp). 16 ranks on two DGX H100: first 7 flows of S/16 / 0.9 on each
+  // The two parts' times add (hw_models/collectives.hpp: the form Megatron-Core's EP table
+  // shows, not NCCL's schedule). 16 ranks on two DGX H100: first 7 flows of S/16 / 0.9 on each
   // NVLink port at 0.5 x 450 GB/s, then 8 flows of S/16 through each GPU's NIC at
   // 0.8 x 50 GB/s; latency base 8.4 us + one network hop 14 us.
   auto s = config::load_system_preset("h100");
@@ -168,10 +168,7 @@ TEST_CASE("The presets' link efficiencies are the fits of the NCCL profile",
                              points.size() - 1);
     for (const auto& name : p["systems"]) {
       const auto s = config::load_system_preset(name.get<std::string>());
-      const auto& got = link == calibration::LinkClass::nvlink         ? s.comm.nvlink_efficiency
-                        : link == calibration::LinkClass::network      ? s.comm.network_efficiency
-                        : link == calibration::LinkClass::nvls_latency ? s.comm.nvls_latency_us
-                                                                       : s.comm.alltoall_efficiency;
+      const auto& got = calibration::link_param(s, link);
       INFO(name << ": fit of '" << p["what"].get<std::string>() << "' is " << eta);
       REQUIRE(got.has_value());
       CHECK(got->value == Approx(eta).epsilon(0.005));

@@ -166,8 +166,7 @@ TEST_CASE("FlowComm counts the traffic of every symmetric group on shared links"
   for (int lead : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) {
     const auto cf = hw_models::collective_flows(s, t48, hw_models::Collective::all_to_all,
                                                 {lead, lead + 12, lead + 24, lead + 36}, B);
-    all.flows.insert(all.flows.end(), cf.flows.begin(), cf.flows.end());
-    all.later.insert(all.later.end(), cf.later.begin(), cf.later.end());
+    all.append(cf);
     all.latency_s = cf.latency_s;
   }
   CHECK(all.flows.empty());  // 12 apart on 8-GPU nodes: every peer is in another node
