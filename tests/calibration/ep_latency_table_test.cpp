@@ -1,6 +1,8 @@
 // The EP communication models against a table they were not fitted to: Megatron-Core's MoE
 // paper's dispatch and combine latencies for NCCL's all-to-all and HybridEP on GB200 NVL72 and
-// DGX H100 at EP 8-64 (calibration/measurements/mcore-moe-ep-latency.json). Each row is priced
+// DGX H100 at EP 8-64 (calibration/measurements/mcore-moe-ep-latency.json), DeepSeek-V3's
+// group-limited routing assumed for HybridEP's rows (the file's router_groups and
+// router_topk_groups; NCCL's all-to-all sends a copy per expert). Each row is priced
 // by predict::comm, the model `moesim comm` and the step simulation share; 'check' rows (and
 // the 'fit' rows the InfiniBand rate is fitted to, tests/calibration/link_fit_test.cpp) come
 // within test::kTableTolerancePct, 'gap' rows stay outside it (relabel them once the model gets
@@ -37,6 +39,10 @@ TEST_CASE("EP dispatch and combine against Megatron-Core's EP-scaling table",
     q.hidden = doc["hidden"].get<double>();
     q.topk = doc["topk"].get<double>();
     q.experts = doc["experts"].get<int>();
+    if (q.dispatcher != "alltoall") {  // the group limit only changes deduplicated sends
+      q.groups = doc["router_groups"].get<int>();
+      q.topk_groups = doc["router_topk_groups"].get<int>();
+    }
     q.dtype = "bf16";
     const double measured = p["time_us"].get<double>();
     const double model = predict::comm(q).time_us;
