@@ -179,7 +179,8 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
     // and weak-scaling pairs: read by their fitters (calibration/link_fit.hpp,
     // calibration/ep_fit.hpp, calibration/jitter_fit.hpp), not here.
     o.ignore({"points", "pairs", "dispatcher", "gpus_per_domain", "experts", "experts_per_rank",
-              "topk", "groups", "tokens", "hidden", "sm_fit", "sm_by_ranks"});
+              "topk", "groups", "router_groups", "router_topk_groups", "tokens", "hidden", "sm_fit",
+              "sm_by_ranks"});
   });
   return m;
 }
