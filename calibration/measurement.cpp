@@ -1,5 +1,7 @@
 #include "calibration/measurement.hpp"
 
+#include <filesystem>
+
 namespace moesim::calibration {
 
 using Json = nlohmann::ordered_json;
@@ -98,6 +100,16 @@ Json measurement_json(const Measurement& m) {
                    {"time_us", p.time_us}});
     j["gdn_chunk"] = a;
   }
+  if (!m.sustained_gemm.empty()) {
+    Json a = Json::array();
+    for (const auto& p : m.sustained_gemm) {
+      Json e{{"dtype", p.dtype}, {"m", p.m},     {"n", p.n},
+             {"k", p.k},         {"t_s", p.t_s}, {"tflops", p.tflops}};
+      if (p.sm_clock_mhz > 0) e["sm_clock_mhz"] = p.sm_clock_mhz;
+      a.push_back(e);
+    }
+    j["sustained_gemm"] = a;
+  }
   if (m.moe_layer) {
     const auto& l = *m.moe_layer;
     Json cases = Json::array();
@@ -116,6 +128,11 @@ Json measurement_json(const Measurement& m) {
                       {"cases", cases}};
   }
   return j;
+}
+
+std::string measurement_name(const Measurement& m) {
+  return m.file.empty() ? std::string("(in memory)")
+                        : std::filesystem::path(m.file).filename().string();
 }
 
 Plan default_plan(bool quick) {
@@ -150,6 +167,12 @@ Plan default_plan(bool quick) {
   for (double mib = 1; mib <= 1024; mib *= quick ? 16 : 4)
     p.memory_bytes.push_back(mib * 1024 * 1024);
   p.graph_nodes = quick ? std::vector<int>{1, 100} : std::vector<int>{1, 10, 100, 1000};
+  // Sustained load: a 4096 x 8192 x 8192 GEMM of the grid (in both plans) back to back,
+  // long enough for the power cap's and the heat's clock drop to settle; BF16 and, in the
+  // full plan, FP8, which loads the Tensor Cores differently.
+  for (const char* d :
+       quick ? std::vector<const char*>{"bf16"} : std::vector<const char*>{"bf16", "fp8"})
+    p.sustained.push_back({d, 4096, 8192, 8192, quick ? 15.0 : 45.0, quick ? 1.0 : 1.5});
   return p;
 }
 
@@ -163,6 +186,15 @@ Json plan_json(const Plan& p) {
   };
   j["gemm"] = shapes(p.gemm);
   j["grouped_gemm"] = shapes(p.grouped_gemm);
+  Json sus = Json::array();
+  for (const auto& s : p.sustained)
+    sus.push_back({{"dtype", s.dtype},
+                   {"m", s.m},
+                   {"n", s.n},
+                   {"k", s.k},
+                   {"seconds", s.seconds},
+                   {"bin_s", s.bin_s}});
+  j["sustained"] = sus;
   j["grouped_streams"] = p.grouped_streams;
   j["memory_kernels"] = p.memory_kernels;
   j["memory_bytes"] = p.memory_bytes;

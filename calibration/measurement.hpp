@@ -25,6 +25,10 @@
 //     "p2p":          [{"src", "dst", "bytes", "GBps"}],
 //     "ssd_scan":     [{"pass": "fwd", "batch", "seqlen", "heads", "head_dim", "groups",
 //                       "state", "chunk", "time_us"}],  Mamba-2's SSD call, all its kernels
+//     "sustained_gemm": [{"dtype", "m", "n", "k", "t_s", "tflops", "sm_clock_mhz"?}],
+//                       one GEMM shape run back to back for tens of seconds, in bins:
+//                       each bin's throughput, its end t_s seconds after the start, and
+//                       the SM clock right after it
 //     "gdn_chunk":    [{"pass": "fwd"|"bwd", "seqs", "seqlen", "heads", "key_dim",
 //                       "value_dim", "time_us"}],  FLA's chunk_gated_delta_rule (chunk 64),
 //                       heads the value heads q and k are repeated to
@@ -90,6 +94,17 @@ struct GdnPoint {
   double time_us = 0;
 };
 
+// One bin of a GEMM shape run back to back (moesim-calib's sustained test): the bin's
+// throughput, its end t_s seconds after the run's start, and the SM clock read right after
+// it (0: not read). Against the same shape's short benchmark it says how much of the
+// Tensor Cores' throughput a GPU keeps under sustained load (the power cap's and the
+// heat's clock drop): calibration/sustained_fit.hpp.
+struct SustainedPoint {
+  std::string dtype;
+  std::int64_t m = 0, n = 0, k = 0;
+  double t_s = 0, tflops = 0, sm_clock_mhz = 0;
+};
+
 // One MoE layer timed alone (Megatron-LM's moe_perf harness): its forward and backward GPU
 // time for one case of a proxy model, dispatcher and precision, the models given with the
 // measurement (MoeLayerSet::models, HF-style configs as a scenario's inline model). Checked
@@ -121,20 +136,32 @@ struct Measurement {
   std::vector<P2pPoint> p2p;
   std::vector<SsdPoint> ssd_scan;
   std::vector<GdnPoint> gdn_chunk;
+  std::vector<SustainedPoint> sustained_gemm;
   std::optional<MoeLayerSet> moe_layer;
 };
 
 nlohmann::ordered_json measurement_json(const Measurement& m);
 
+// The file's name without its folder ("(in memory)" for one built in memory): how profiles
+// and observations name their sources.
+std::string measurement_name(const Measurement& m);
+
 // What moesim-calib measures: DeepSeek-V3-like GEMM shapes (the DeepGEMM table's N, K
 // pairs) at several M, MoE expert GEMMs as multi-stream groups, streaming kernels from
-// 1 MiB to 1 GiB, graphs of 1 to 1000 nodes.
+// 1 MiB to 1 GiB, graphs of 1 to 1000 nodes, and one GEMM of the grid run back to back
+// for `seconds` in bins of `bin_s` (sustained).
 struct GemmShape {
   std::string dtype;
   std::int64_t groups = 1, m = 0, n = 0, k = 0;
 };
+struct SustainedShape {
+  std::string dtype;
+  std::int64_t m = 0, n = 0, k = 0;
+  double seconds = 0, bin_s = 0;
+};
 struct Plan {
   std::vector<GemmShape> gemm, grouped_gemm;
+  std::vector<SustainedShape> sustained;
   int grouped_streams = 4;
   std::vector<std::string> memory_kernels;
   std::vector<double> memory_bytes;

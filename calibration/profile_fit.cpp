@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -12,6 +11,7 @@
 #include "calibration/bisect.hpp"
 #include "calibration/gemm_k_fit.hpp"
 #include "calibration/least_squares.hpp"
+#include "calibration/sustained_fit.hpp"
 #include "hw_models/chunk_kernels.hpp"
 #include "hw_models/compute.hpp"
 
@@ -25,11 +25,6 @@ double round4(double v) {
 }
 double round1(double v) {
   return std::round(v * 10) / 10;
-}
-
-std::string file_name(const Measurement& m) {
-  return m.file.empty() ? std::string("(in memory)")
-                        : std::filesystem::path(m.file).filename().string();
 }
 
 // rel: model / measured - 1 per point.
@@ -75,8 +70,9 @@ class Fitter {
   std::vector<ParameterFit> gemm(std::vector<Observation>& notes) {
     std::map<std::string, std::vector<GemmObs>> by;
     for (const auto& m : ms_) {
-      for (const auto& g : m.gemm) add(by, g, false, file_name(m), m.calls_timed_alone);
-      for (const auto& g : m.grouped_gemm) add(by, g, true, file_name(m), m.calls_timed_alone);
+      for (const auto& g : m.gemm) add(by, g, false, measurement_name(m), m.calls_timed_alone);
+      for (const auto& g : m.grouped_gemm)
+        add(by, g, true, measurement_name(m), m.calls_timed_alone);
     }
     std::vector<ParameterFit> out;
     for (const auto& [dtype, obs] : by) {
@@ -160,7 +156,7 @@ class Fitter {
       std::vector<std::string> files;
       for (const auto& m : ms_)
         for (const auto& a : m.attention)
-          if (a.pass == pass) t.push_back(a.tflops), files.push_back(file_name(m));
+          if (a.pass == pass) t.push_back(a.tflops), files.push_back(measurement_name(m));
       if (t.empty()) continue;
       const double eta = round4(mean(t) / peak);
       std::vector<double> rel;
@@ -187,7 +183,7 @@ class Fitter {
       for (const auto& m : ms_)
         for (const auto& p : m.memory)
           if (p.kernel != "norm" && (p.kernel == "quantize") == quantize)
-            pts.push_back(p), files.push_back(file_name(m));
+            pts.push_back(p), files.push_back(measurement_name(m));
       if (pts.empty()) continue;
       const bool timed =
           std::all_of(pts.begin(), pts.end(), [](const MemoryPoint& p) { return p.time_us > 0; });
@@ -243,7 +239,8 @@ class Fitter {
     for (const auto& m : ms_)
       for (const auto& p : m.memory)
         if (p.kernel == "norm")
-          by[p.implementation].push_back({p.bytes, p.time_us}), files.push_back(file_name(m));
+          by[p.implementation].push_back({p.bytes, p.time_us}),
+              files.push_back(measurement_name(m));
     files = sorted_unique(files);
     std::vector<double> t0s;
     std::map<std::string, double> slope;  // us a byte, by implementation
@@ -295,7 +292,7 @@ class Fitter {
             static_cast<double>(p.groups), static_cast<double>(p.state),
             static_cast<double>(p.chunk),  false};
         pts.push_back({hw_models::ssd_forward(shape), static_cast<double>(p.batch * p.seqlen), 1,
-                       p.time_us, file_name(m)});
+                       p.time_us, measurement_name(m)});
       }
     return fit_rate(pts, hw_models::KernelClass::scan, "efficiency.ssd_scan_tflops",
                     "Mamba-2 SSD forward calls");
@@ -311,7 +308,7 @@ class Fitter {
         pts.push_back(
             {p.pass == "fwd" ? hw_models::gdn_forward(shape) : hw_models::gdn_backward(shape),
              static_cast<double>(p.seqs * p.seqlen), static_cast<double>(p.seqs), p.time_us,
-             file_name(m)});
+             measurement_name(m)});
       }
     return fit_rate(pts, hw_models::KernelClass::delta_rule, "efficiency.gdn_chunk_tflops",
                     "Gated DeltaNet chunk_gated_delta_rule forward and backward calls");
@@ -322,7 +319,7 @@ class Fitter {
     std::vector<GraphPoint> pts;
     std::vector<std::string> files;
     for (const auto& m : ms_)
-      for (const auto& g : m.graph) pts.push_back(g), files.push_back(file_name(m));
+      for (const auto& g : m.graph) pts.push_back(g), files.push_back(measurement_name(m));
     std::set<int> nodes;
     for (const auto& g : pts) nodes.insert(g.nodes);
     if (nodes.size() < 2) return out;
@@ -360,7 +357,7 @@ class Fitter {
     for (const auto& m : ms_) {
       if (!m.launch) continue;
       const auto& l = *m.launch;
-      const std::string f = file_name(m);
+      const std::string f = measurement_name(m);
       obs.push_back(
           {"host CPU time of cudaLaunchKernel", round4(l.host_launch_us), "us", f,
            "raw CUDA, an empty kernel; the preset's host.launch_us is a framework-level op"});
@@ -374,7 +371,7 @@ class Fitter {
     for (const auto& m : ms_)
       for (const auto& p : m.p2p)
         obs.push_back({fmt::format("peer copy GPU {} -> {}", p.src, p.dst), round4(p.GBps), "GB/s",
-                       file_name(m),
+                       measurement_name(m),
                        fmt::format("one direction; the preset's NVLink is {:g} GB/s",
                                    s_.nvlink.bw_GBps.value)});
   }
@@ -554,7 +551,7 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
   p.system = system_name;
   std::vector<std::string> devices, dates;
   for (const auto& m : ms) {
-    p.measurements.push_back(file_name(m));
+    p.measurements.push_back(measurement_name(m));
     devices.push_back(m.device);
     dates.push_back(m.date);
   }
@@ -565,6 +562,7 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
                    f.kernel_intercept(p.observations), f.graphs(p.observations), f.ssd(), f.gdn()})
     p.parameters.insert(p.parameters.end(), v.begin(), v.end());
   f.launches(p.observations);
+  sustained_observations(ms, p.observations);
   if (p.parameters.empty())
     throw std::invalid_argument(
         "the measurements determine no parameter of the preset (GEMM, attention, "

@@ -27,6 +27,8 @@
 //   Mamba-2 SSD and Gated DeltaNet: the rate R (ssd_scan_tflops, gdn_chunk_tflops) at which
 //   the compute model's kernels (hw_models/chunk_kernels.hpp) best reproduce the timed calls,
 //   in log time.
+//   A GEMM run back to back (sustained_gemm): what it keeps of its short benchmark's
+//   throughput, an observation (calibration/sustained_fit.hpp).
 // Residuals are per point: model / measured - 1 (throughput or time), in percent.
 // Values are rounded to four significant digits, so that the profile file is the same
 // bytes on every run.

@@ -145,6 +145,20 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
       });
       m.gdn_chunk.push_back(gp);
     });
+    each(o, "sustained_gemm", [&](const Node& n) {
+      calibration::SustainedPoint sp;
+      read_object(n, [&](Object& p) {
+        sp.dtype = p.req("dtype").as_string();
+        if (sp.dtype != "bf16" && sp.dtype != "fp8" && sp.dtype != "mxfp8")
+          p.req("dtype").fail("unknown GEMM dtype '" + sp.dtype + "'; known: bf16, fp8, mxfp8");
+        for (auto [key, to] : {std::pair{"m", &sp.m}, {"n", &sp.n}, {"k", &sp.k}})
+          *to = p.req(key).as_int(1, std::int64_t{1} << 32);
+        sp.t_s = p.req("t_s").as_number(1e-6, 1e6);
+        sp.tflops = p.req("tflops").as_number(1e-6, 1e6);
+        sp.sm_clock_mhz = p.number_or("sm_clock_mhz", 0, 0, 1e5);
+      });
+      m.sustained_gemm.push_back(sp);
+    });
     if (auto l = o.get("moe_layer")) {
       calibration::MoeLayerSet set;
       read_object(*l, [&](Object& p) {

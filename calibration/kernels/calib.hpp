@@ -22,6 +22,19 @@ GemmResult bench_gemm(const std::string& dtype, std::int64_t m, std::int64_t n, 
 GemmResult bench_grouped_gemm(const std::string& dtype, std::int64_t groups, std::int64_t m,
                               std::int64_t n, std::int64_t k, int streams);
 
+// One bin of a GEMM run back to back: its throughput, its end `t_s` seconds after the
+// first bin's start, and the SM clock right after it (one thread's clock64 cycles over the
+// global timer's nanoseconds across 100 us; the GPU's power management acts on longer
+// scales, so it is the clock the bin ended at).
+struct SustainedBin {
+  double t_s = 0, tflops = 0, sm_clock_mhz = 0;
+};
+// One m x n x k GEMM (as bench_gemm) back to back for about `seconds`, timed in bins of
+// about `bin_s` (a whole number of calls each, sized from the short benchmark's time).
+std::vector<SustainedBin> bench_sustained_gemm(const std::string& dtype, std::int64_t m,
+                                               std::int64_t n, std::int64_t k, double seconds,
+                                               double bin_s);
+
 struct MemoryResult {
   std::string kernel;  // copy, elementwise, quantize
   double bytes = 0;    // HBM bytes moved (read + written)

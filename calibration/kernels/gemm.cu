@@ -2,6 +2,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -96,6 +97,20 @@ struct Handle {
   ~Handle() { cublasLtDestroy(h); }
 };
 
+// The SM clock now: one thread counts SM cycles (clock64) against the global timer's
+// nanoseconds across `span_ns`; out[0] cycles, out[1] nanoseconds.
+__global__ void clock_probe(long long* out, long long span_ns) {
+  long long t0 = 0, t1 = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const long long c0 = clock64();
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  } while (t1 - t0 < span_ns);
+  const long long c1 = clock64();
+  out[0] = c1 - c0;
+  out[1] = t1 - t0;
+}
+
 bool is_fp8(const std::string& dtype) {
   check(dtype == "bf16" || dtype == "fp8", "unknown GEMM dtype '" + dtype + "' (bf16, fp8)");
   return dtype == "fp8";
@@ -111,6 +126,60 @@ GemmResult bench_gemm(const std::string& dtype, std::int64_t m, std::int64_t n, 
   r.tflops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
              (r.time_us * 1e6);
   return r;
+}
+
+std::vector<SustainedBin> bench_sustained_gemm(const std::string& dtype, std::int64_t m,
+                                               std::int64_t n, std::int64_t k, double seconds,
+                                               double bin_s) {
+  check(seconds > 0 && bin_s > 0 && bin_s <= seconds, "sustained GEMM: needs 0 < bin_s <= seconds");
+  Handle lt;
+  Matmul mm(lt.h, is_fp8(dtype), m, n, k);
+  cudaStream_t s;
+  cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  const double call_us = time_us(s, [&] { mm.run(s); });
+  const long long per_bin = std::max(1LL, std::llround(bin_s * 1e6 / call_us));
+  const int bins = static_cast<int>(std::max(1LL, std::llround(seconds / bin_s)));
+  std::vector<cudaEvent_t> start(bins), end(bins);
+  for (int b = 0; b < bins; ++b) {
+    cuda_check(cudaEventCreate(&start[b]), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&end[b]), "cudaEventCreate");
+  }
+  long long* probe = nullptr;
+  cuda_check(cudaMalloc(&probe, sizeof(long long) * 2 * static_cast<std::size_t>(bins)),
+             "cudaMalloc");
+  // The host queues every call; it blocks while the launch queue is full, so the GPU never
+  // waits for it. The probe between two bins takes 100 us of a bin's second or more.
+  for (int b = 0; b < bins; ++b) {
+    cuda_check(cudaEventRecord(start[b], s), "cudaEventRecord");
+    for (long long i = 0; i < per_bin; ++i) mm.run(s);
+    cuda_check(cudaEventRecord(end[b], s), "cudaEventRecord");
+    clock_probe<<<1, 1, 0, s>>>(probe + 2 * b, 100000);
+    cuda_check(cudaGetLastError(), "clock_probe");
+  }
+  cuda_check(cudaStreamSynchronize(s), "sustained GEMM");
+  std::vector<long long> ticks(2 * static_cast<std::size_t>(bins));
+  cuda_check(
+      cudaMemcpy(ticks.data(), probe, sizeof(long long) * ticks.size(), cudaMemcpyDeviceToHost),
+      "cudaMemcpy");
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                       static_cast<double>(k) * static_cast<double>(per_bin);
+  std::vector<SustainedBin> out;
+  for (int b = 0; b < bins; ++b) {
+    float bin_ms = 0, since_ms = 0;
+    cuda_check(cudaEventElapsedTime(&bin_ms, start[b], end[b]), "cudaEventElapsedTime");
+    cuda_check(cudaEventElapsedTime(&since_ms, start[0], end[b]), "cudaEventElapsedTime");
+    const auto cycles = static_cast<double>(ticks[2 * static_cast<std::size_t>(b)]);
+    const auto ns = static_cast<double>(ticks[2 * static_cast<std::size_t>(b) + 1]);
+    out.push_back({since_ms / 1e3, flops / (static_cast<double>(bin_ms) * 1e9),
+                   ns > 0 ? cycles / ns * 1e3 : 0});
+  }
+  cudaFree(probe);
+  for (int b = 0; b < bins; ++b) {
+    cudaEventDestroy(start[b]);
+    cudaEventDestroy(end[b]);
+  }
+  cudaStreamDestroy(s);
+  return out;
 }
 
 GemmResult bench_grouped_gemm(const std::string& dtype, std::int64_t groups, std::int64_t m,

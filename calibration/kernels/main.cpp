@@ -1,8 +1,9 @@
 // moesim-calib: runs the calibration kernels on the first CUDA device and writes one
 // measurement file (calibration/measurement.hpp): dense and grouped GEMM grids through
-// cuBLASLt, streaming-kernel bandwidth vs size, launch, CUDA graph and sync costs, and
-// peer-to-peer copies when there is more than one GPU. `moesim calibrate run` calls it;
-// `moesim calibrate fit` turns its output into a profile.
+// cuBLASLt, one GEMM of the grid under sustained load, streaming-kernel bandwidth vs size,
+// launch, CUDA graph and sync costs, and peer-to-peer copies when there is more than one
+// GPU. `moesim calibrate run` calls it; `moesim calibrate fit` turns its output into a
+// profile.
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -95,6 +96,15 @@ int main(int argc, char** argv) {
       m.grouped_gemm.push_back({r.dtype, r.m, r.n, r.k, r.groups, r.tflops, r.time_us});
       std::cerr << fmt::format("grouped {} {} x {}x{}x{}: {:.1f} TFLOPS\n", r.dtype, r.groups, r.m,
                                r.n, r.k, r.tflops);
+    }
+    for (const auto& g : plan.sustained) {
+      if (g.dtype == "fp8" && !fp8) continue;
+      for (const auto& b : calib::bench_sustained_gemm(g.dtype, g.m, g.n, g.k, g.seconds, g.bin_s))
+        m.sustained_gemm.push_back({g.dtype, g.m, g.n, g.k, b.t_s, b.tflops, b.sm_clock_mhz});
+      const auto& last = m.sustained_gemm.back();
+      std::cerr << fmt::format(
+          "sustained {} {}x{}x{}: {:.1f} TFLOPS at {:.0f} MHz after {:.0f} s\n", g.dtype, g.m, g.n,
+          g.k, last.tflops, last.sm_clock_mhz, last.t_s);
     }
     for (const auto& k : plan.memory_kernels)
       for (double b : plan.memory_bytes) {
