@@ -544,7 +544,8 @@ void set_path(Json& root, const std::string& dotted, Json leaf) {
 }  // namespace
 
 Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
-                    const hw_models::SystemSpec& system, const std::string& system_name) {
+                    const hw_models::SystemSpec& system, const std::string& system_name,
+                    const hw_models::SystemSpec* calibrated) {
   if (ms.empty()) throw std::invalid_argument("no measurement files to fit");
   Profile p;
   p.name = name;
@@ -562,7 +563,9 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
                    f.kernel_intercept(p.observations), f.graphs(p.observations), f.ssd(), f.gdn()})
     p.parameters.insert(p.parameters.end(), v.begin(), v.end());
   f.launches(p.observations);
-  sustained_observations(ms, p.observations);
+  const auto& corpus_clock = calibrated ? calibrated->efficiency.sustained_clock_factor
+                                        : std::optional<hw_models::Param>{};
+  sustained_observations(ms, corpus_clock ? corpus_clock->value : 0, p.observations);
   if (p.parameters.empty())
     throw std::invalid_argument(
         "the measurements determine no parameter of the preset (GEMM, attention, "

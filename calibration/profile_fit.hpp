@@ -68,10 +68,13 @@ struct Profile {
   std::vector<Observation> observations;
 };
 
-// `system` is the preset the measurements calibrate, read without profiles. Throws
+// `system` is the preset the measurements calibrate, read without profiles; `calibrated`,
+// where given, the same preset with its profiles, whose fitted values the observations name
+// beside what was measured (the sustained test's corpus factor). Throws
 // std::invalid_argument when the measurements determine no parameter.
 Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
-                    const hw_models::SystemSpec& system, const std::string& system_name);
+                    const hw_models::SystemSpec& system, const std::string& system_name,
+                    const hw_models::SystemSpec* calibrated = nullptr);
 
 // The profile file: header, "parameters" as a patch of the preset ({"value", "source"}
 // leaves at the preset's paths), "fits" and "observations".

@@ -42,7 +42,8 @@ std::vector<SustainedSummary> summarize_sustained(const Measurement& m) {
   return out;
 }
 
-void sustained_observations(const std::vector<Measurement>& ms, std::vector<Observation>& out) {
+void sustained_observations(const std::vector<Measurement>& ms, double corpus_clock,
+                            std::vector<Observation>& out) {
   const auto sig4 = [](double v) { return std::stod(fmt::format("{:.4g}", v)); };
   for (const auto& m : ms)
     for (const auto& s : summarize_sustained(m)) {
@@ -51,10 +52,11 @@ void sustained_observations(const std::vector<Measurement>& ms, std::vector<Obse
       if (s.first_clock_mhz > 0 && s.steady_clock_mhz > 0)
         note += fmt::format("; SM clock {:.0f} MHz after the first bin, {:.0f} at the end",
                             s.first_clock_mhz, s.steady_clock_mhz);
-      note +=
+      note += fmt::format(
           "; compare efficiency.sustained_clock_factor, fitted over whole training steps "
-          "(calibration/profiles/corpus.json), which this bounds from below where the drop "
-          "is the power cap's (calibration/sustained_fit.hpp)";
+          "(calibration/profiles/corpus.json{}), which this bounds from below where the drop "
+          "is the power cap's (calibration/sustained_fit.hpp)",
+          corpus_clock > 0 ? fmt::format(": {:g} on this system", corpus_clock) : "");
       out.push_back({fmt::format("{} GEMM {}x{}x{} after {:.0f} s back to back over its short "
                                  "benchmark",
                                  s.dtype, s.m, s.n, s.k, s.seconds),

@@ -45,7 +45,9 @@ struct SustainedSummary {
 // benchmark of a sustained shape: the ratio needs it.
 std::vector<SustainedSummary> summarize_sustained(const Measurement& m);
 
-// The summaries of every file as observations of a profile.
-void sustained_observations(const std::vector<Measurement>& ms, std::vector<Observation>& out);
+// The summaries of every file as observations of a profile; `corpus_clock`, where above 0,
+// the system's efficiency.sustained_clock_factor as its profiles set it, named beside.
+void sustained_observations(const std::vector<Measurement>& ms, double corpus_clock,
+                            std::vector<Observation>& out);
 
 }  // namespace moesim::calibration

@@ -180,12 +180,13 @@ class Calibrate final : public Command {
     if (system.empty())
       throw config::InputError(files_.front(), "system", "no system preset named; give --system");
     const auto spec = config::load_system_preset(system, {false});
+    const auto calibrated = config::load_system_preset(system);
     const std::string name = !name_.empty()      ? name_
                              : !fit_out_.empty() ? std::filesystem::path(fit_out_).stem().string()
                                                  : "profile";
     calibration::Profile prof;
     try {
-      prof = calibration::fit_profile(name, ms, spec, system);
+      prof = calibration::fit_profile(name, ms, spec, system, &calibrated);
     } catch (const std::invalid_argument& e) {
       throw config::InputError(files_.front(), "", e.what());
     }

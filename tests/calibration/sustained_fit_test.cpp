@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "calibration/profile_fit.hpp"
 #include "calibration/sustained_fit.hpp"
 #include "config/load.hpp"
@@ -62,7 +64,9 @@ TEST_CASE("A sustained GEMM run: the steady third of its bins over its short ben
 TEST_CASE("The profile reports the sustained ratio as an observation, never as a parameter",
           "[calibration][sustained]") {
   const auto sys = config::load_system_preset("h100", {false});
-  const auto p = calibration::fit_profile("s", {synthetic()}, sys, "h100");
+  const auto calibrated = config::load_system_preset("h100");
+  REQUIRE(calibrated.efficiency.sustained_clock_factor);
+  const auto p = calibration::fit_profile("s", {synthetic()}, sys, "h100", &calibrated);
   const calibration::Observation* o = nullptr;
   for (const auto& x : p.observations)
     if (x.what.find("back to back") != std::string::npos) o = &x;
@@ -70,6 +74,9 @@ TEST_CASE("The profile reports the sustained ratio as an observation, never as a
   CHECK(o->value == Approx(0.8333));
   CHECK(o->from == "h100-run.json");
   CHECK_THAT(o->note, Catch::Contains("1980 MHz") && Catch::Contains("1700 at the end"));
+  CHECK_THAT(o->note,
+             Catch::Contains(fmt::format(": {:g} on this system",
+                                         calibrated.efficiency.sustained_clock_factor->value)));
   for (const auto& f : p.parameters) CHECK(f.parameter != "efficiency.sustained_clock_factor");
 }
 
