@@ -20,9 +20,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-double round4(double v) {
-  return v == 0 ? 0.0 : std::stod(fmt::format("{:.4g}", v));
-}
 double round1(double v) {
   return std::round(v * 10) / 10;
 }
@@ -97,7 +94,7 @@ class Fitter {
       double k0 = given ? given->value : 0;
       if (std::set<double>(ks.begin(), ks.end()).size() >= 2) {
         const SharedKFit kf = fit_k_overhead_shared(ks, es, group, 2);
-        k0 = round4(kf.k0);
+        k0 = round_profile_value(kf.k0);
         ParameterFit f{fmt::format("efficiency.gemm_k_overhead_by_dtype.{}", dtype),
                        k0,
                        sorted_unique(from),
@@ -124,7 +121,7 @@ class Fitter {
         const double eta_inf = eta_for_k0(k, e, k0);
         std::vector<double> rel;
         for (std::size_t i = 0; i < k.size(); ++i) rel.push_back(eta_inf * f(k[i]) / e[i] - 1);
-        const double value = round4(grouped ? eta_inf * ref : eta_inf);
+        const double value = round_profile_value(grouped ? eta_inf * ref : eta_inf);
         std::string model = grouped && at_ref ? fmt::format(
                                                     "grouped GEMM efficiency at K = {:g}: eta x "
                                                     "K_ref / (K_ref + K0), e / q = eta K / (K + "
@@ -158,7 +155,7 @@ class Fitter {
         for (const auto& a : m.attention)
           if (a.pass == pass) t.push_back(a.tflops), files.push_back(measurement_name(m));
       if (t.empty()) continue;
-      const double eta = round4(mean(t) / peak);
+      const double eta = round_profile_value(mean(t) / peak);
       std::vector<double> rel;
       for (double x : t) rel.push_back(eta * peak / x - 1);
       ParameterFit p{fmt::format("efficiency.attention_{}", pass),
@@ -196,13 +193,13 @@ class Fitter {
         std::vector<double> bytes, t;
         for (const auto& p : pts) bytes.push_back(p.bytes), t.push_back(p.time_us);
         const LinearFit lf = fit_line(bytes, t);
-        eta = round4(1 / (lf.coefficients(1) * bw));
+        eta = round_profile_value(1 / (lf.coefficients(1) * bw));
         for (std::size_t i = 0; i < pts.size(); ++i)
           rel.push_back((lf.coefficients(0) + pts[i].bytes / (eta * bw)) / pts[i].time_us - 1);
         model = "t = t0 + bytes / (eta x HBM peak), linear least squares over buffer sizes";
         obs.push_back(
             {quantize ? "quantize kernel fixed cost t0" : "streaming kernel fixed cost t0",
-             round4(lf.coefficients(0)), "us",
+             round_profile_value(lf.coefficients(0)), "us",
              fmt::format("{}", fmt::join(sorted_unique(files), ", ")),
              "the intercept of the time-vs-bytes fit"});
       } else {
@@ -210,7 +207,7 @@ class Fitter {
         for (const auto& p : pts)
           if (p.bytes >= 64.0 * 1024 * 1024) g.push_back(p.GBps);
         if (g.empty()) continue;
-        eta = round4(mean(g) * 1e3 / bw);
+        eta = round_profile_value(mean(g) * 1e3 / bw);
         for (double x : g) rel.push_back(eta * bw / 1e3 / x - 1);
         model = "mean achieved GB/s over buffers of 64 MiB and more, over the HBM peak";
       }
@@ -254,13 +251,14 @@ class Fitter {
       t0s.push_back(lf.coefficients(0));
       slope[impl] = lf.coefficients(1);
       obs.push_back({fmt::format("norm kernel '{}': time against bytes, intercept", impl),
-                     round4(lf.coefficients(0)), "us", fmt::format("{}", fmt::join(files, ", ")),
+                     round_profile_value(lf.coefficients(0)), "us",
+                     fmt::format("{}", fmt::join(files, ", ")),
                      fmt::format("its slope {:.4g} TB/s", 1e-6 / lf.coefficients(1))});
     }
     if (t0s.empty()) return {};
     std::sort(t0s.begin(), t0s.end());
     const std::size_t n = t0s.size();
-    const double t0 = round4(n % 2 ? t0s[n / 2] : (t0s[n / 2 - 1] + t0s[n / 2]) / 2);
+    const double t0 = round_profile_value(n % 2 ? t0s[n / 2] : (t0s[n / 2 - 1] + t0s[n / 2]) / 2);
     std::vector<double> rel;
     for (const auto& [impl, pts] : by)
       for (const auto& [x, y] : pts) rel.push_back((t0 + x * slope[impl]) / y - 1);
@@ -326,7 +324,7 @@ class Fitter {
     std::vector<double> n, t;
     for (const auto& g : pts) n.push_back(g.nodes), t.push_back(g.replay_us);
     const LinearFit lf = fit_line(n, t);
-    const double per = round4(lf.coefficients(1));
+    const double per = round_profile_value(lf.coefficients(1));
     std::vector<double> rel;
     for (std::size_t i = 0; i < pts.size(); ++i)
       rel.push_back((lf.coefficients(0) + per * pts[i].nodes) / pts[i].replay_us - 1);
@@ -341,14 +339,14 @@ class Fitter {
     set_residuals(p, rel);
     out.push_back(p);
     const std::string from = fmt::format("{}", fmt::join(sorted_unique(files), ", "));
-    obs.push_back({"CUDA graph replay fixed cost", round4(lf.coefficients(0)), "us", from,
-                   "the intercept of replay time over kernels"});
+    obs.push_back({"CUDA graph replay fixed cost", round_profile_value(lf.coefficients(0)), "us",
+                   from, "the intercept of replay time over kernels"});
     std::vector<double> host;
     for (const auto& g : pts)
       if (g.host_launch_us > 0) host.push_back(g.host_launch_us);
     if (!host.empty())
       obs.push_back(
-          {"host CPU time of cudaGraphLaunch", round4(mean(host)), "us", from,
+          {"host CPU time of cudaGraphLaunch", round_profile_value(mean(host)), "us", from,
            "raw CUDA; the preset's host.graph_launch_us is the framework-level replay call"});
     return out;
   }
@@ -359,19 +357,20 @@ class Fitter {
       const auto& l = *m.launch;
       const std::string f = measurement_name(m);
       obs.push_back(
-          {"host CPU time of cudaLaunchKernel", round4(l.host_launch_us), "us", f,
+          {"host CPU time of cudaLaunchKernel", round_profile_value(l.host_launch_us), "us", f,
            "raw CUDA, an empty kernel; the preset's host.launch_us is a framework-level op"});
-      obs.push_back({"empty kernel, device side", round4(l.device_kernel_us), "us", f,
+      obs.push_back({"empty kernel, device side", round_profile_value(l.device_kernel_us), "us", f,
                      "back to back in a graph"});
-      obs.push_back({"launch to completion on an idle GPU", round4(l.launch_to_complete_us), "us",
-                     f, "launch plus stream synchronize of an empty kernel"});
-      obs.push_back({"device-to-host sync round trip", round4(l.sync_round_trip_us), "us", f,
-                     "4-byte copy plus stream synchronize"});
+      obs.push_back({"launch to completion on an idle GPU",
+                     round_profile_value(l.launch_to_complete_us), "us", f,
+                     "launch plus stream synchronize of an empty kernel"});
+      obs.push_back({"device-to-host sync round trip", round_profile_value(l.sync_round_trip_us),
+                     "us", f, "4-byte copy plus stream synchronize"});
     }
     for (const auto& m : ms_)
       for (const auto& p : m.p2p)
-        obs.push_back({fmt::format("peer copy GPU {} -> {}", p.src, p.dst), round4(p.GBps), "GB/s",
-                       measurement_name(m),
+        obs.push_back({fmt::format("peer copy GPU {} -> {}", p.src, p.dst),
+                       round_profile_value(p.GBps), "GB/s", measurement_name(m),
                        fmt::format("one direction; the preset's NVLink is {:g} GB/s",
                                    s_.nvlink.bw_GBps.value)});
   }
@@ -412,7 +411,7 @@ class Fitter {
     const auto files = sorted_unique(from);
     ParameterFit k0{
         fmt::format("efficiency.gemm_k_overhead_by_dtype.{}", dtype),
-        round4(kf.k0),
+        round_profile_value(kf.k0),
         files,
         0,
         0,
@@ -423,19 +422,20 @@ class Fitter {
                     dtype)};
     set_residuals(k0, kf.relative_error);
     ParameterFit eta{fmt::format("efficiency.gemm.{}", dtype),
-                     round4(kf.eta_inf),
+                     round_profile_value(kf.eta_inf),
                      files,
                      0,
                      0,
                      0,
                      fmt::format("dense GEMM efficiency, the large-K limit, from the same fit "
                                  "(K0 = {:g}, the fixed time per call taken out)",
-                                 round4(kf.k0))};
+                                 round_profile_value(kf.k0))};
     set_residuals(eta, kf.relative_error);
     out.push_back(k0);
     out.push_back(eta);
     notes.push_back({fmt::format("{} GEMM: fixed time per call timed alone (t0)", dtype),
-                     round4(kf.t0_s * 1e6), "us", fmt::format("{}", fmt::join(files, ", ")),
+                     round_profile_value(kf.t0_s * 1e6), "us",
+                     fmt::format("{}", fmt::join(files, ", ")),
                      "launch, the event pair, prologue and tail; overlapped in a stream of "
                      "kernels, so not a kernel_device_us"});
   }
@@ -501,7 +501,7 @@ class Fitter {
       return c;
     };
     // A tie is the bytes-bound plateau, right of the minimum: golden_min keeps the lower side.
-    const double r = round4(std::exp(golden_min(cost, 0.0, std::log(1e4), 100)));
+    const double r = round_profile_value(std::exp(golden_min(cost, 0.0, std::log(1e4), 100)));
     std::vector<double> rel;
     std::vector<std::string> files;
     for (const auto& p : pts)
@@ -543,6 +543,10 @@ void set_path(Json& root, const std::string& dotted, Json leaf) {
 
 }  // namespace
 
+double round_profile_value(double v) {
+  return v == 0 ? 0.0 : std::stod(fmt::format("{:.4g}", v));
+}
+
 Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
                     const hw_models::SystemSpec& system, const std::string& system_name,
                     const hw_models::SystemSpec* calibrated) {
@@ -563,9 +567,10 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
                    f.kernel_intercept(p.observations), f.graphs(p.observations), f.ssd(), f.gdn()})
     p.parameters.insert(p.parameters.end(), v.begin(), v.end());
   f.launches(p.observations);
-  const auto& corpus_clock = calibrated ? calibrated->efficiency.sustained_clock_factor
-                                        : std::optional<hw_models::Param>{};
-  sustained_observations(ms, corpus_clock ? corpus_clock->value : 0, p.observations);
+  double corpus_clock = 0;  // none named
+  if (calibrated && calibrated->efficiency.sustained_clock_factor)
+    corpus_clock = calibrated->efficiency.sustained_clock_factor->value;
+  sustained_observations(ms, corpus_clock, p.observations);
   if (p.parameters.empty())
     throw std::invalid_argument(
         "the measurements determine no parameter of the preset (GEMM, attention, "

@@ -76,6 +76,10 @@ Profile fit_profile(const std::string& name, const std::vector<Measurement>& ms,
                     const hw_models::SystemSpec& system, const std::string& system_name,
                     const hw_models::SystemSpec* calibrated = nullptr);
 
+// A fitted value or observation as the profile file holds it: four significant digits
+// (0 stays 0), so that the file is the same bytes on every run.
+double round_profile_value(double v);
+
 // The profile file: header, "parameters" as a patch of the preset ({"value", "source"}
 // leaves at the preset's paths), "fits" and "observations".
 nlohmann::ordered_json profile_json(const Profile& p);

@@ -44,7 +44,6 @@ std::vector<SustainedSummary> summarize_sustained(const Measurement& m) {
 
 void sustained_observations(const std::vector<Measurement>& ms, double corpus_clock,
                             std::vector<Observation>& out) {
-  const auto sig4 = [](double v) { return std::stod(fmt::format("{:.4g}", v)); };
   for (const auto& m : ms)
     for (const auto& s : summarize_sustained(m)) {
       std::string note = fmt::format("{:.1f} TFLOPS over the last {} of {} bins, against {:.1f}",
@@ -60,7 +59,7 @@ void sustained_observations(const std::vector<Measurement>& ms, double corpus_cl
       out.push_back({fmt::format("{} GEMM {}x{}x{} after {:.0f} s back to back over its short "
                                  "benchmark",
                                  s.dtype, s.m, s.n, s.k, s.seconds),
-                     sig4(s.kept()), "ratio", measurement_name(m), note});
+                     round_profile_value(s.kept()), "ratio", measurement_name(m), note});
     }
 }
 

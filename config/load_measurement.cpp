@@ -7,12 +7,18 @@ namespace {
 
 constexpr double kBig = 1e18;
 
+// A GEMM point's input type: the ones the fitters know.
+std::string gemm_dtype(Object& o) {
+  std::string d = o.req("dtype").as_string();
+  if (d != "bf16" && d != "fp8" && d != "mxfp8")
+    o.req("dtype").fail("unknown GEMM dtype '" + d + "'; known: bf16, fp8, mxfp8");
+  return d;
+}
+
 calibration::GemmPoint gemm_point(const Node& n, bool grouped) {
   calibration::GemmPoint g;
   read_object(n, [&](Object& o) {
-    g.dtype = o.req("dtype").as_string();
-    if (g.dtype != "bf16" && g.dtype != "fp8" && g.dtype != "mxfp8")
-      o.req("dtype").fail("unknown GEMM dtype '" + g.dtype + "'; known: bf16, fp8, mxfp8");
+    g.dtype = gemm_dtype(o);
     // A grouped point may leave out its groups and rows per group where the source does
     // not give them (0: unknown; the fitter then takes wave quantization as 1).
     // A dense point may be a batched GEMM (`batch` independent GEMMs of one shape in one
@@ -148,9 +154,7 @@ calibration::Measurement read_measurement(const Json& j, const std::string& file
     each(o, "sustained_gemm", [&](const Node& n) {
       calibration::SustainedPoint sp;
       read_object(n, [&](Object& p) {
-        sp.dtype = p.req("dtype").as_string();
-        if (sp.dtype != "bf16" && sp.dtype != "fp8" && sp.dtype != "mxfp8")
-          p.req("dtype").fail("unknown GEMM dtype '" + sp.dtype + "'; known: bf16, fp8, mxfp8");
+        sp.dtype = gemm_dtype(p);
         for (auto [key, to] : {std::pair{"m", &sp.m}, {"n", &sp.n}, {"k", &sp.k}})
           *to = p.req(key).as_int(1, std::int64_t{1} << 32);
         sp.t_s = p.req("t_s").as_number(1e-6, 1e6);

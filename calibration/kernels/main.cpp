@@ -39,14 +39,14 @@ std::string today() {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "moesim-calib: calibration kernels for moesim (GEMM, grouped GEMM, HBM, launch, graphs, "
-      "sync, P2P)"};
+      "moesim-calib: calibration kernels for moesim (GEMM, grouped GEMM, GEMM under sustained "
+      "load, HBM, launch, graphs, sync, P2P)"};
   std::string out, system;
   bool quick = false, plan_only = false;
   app.add_option("-o,--out", out, "measurement file to write (default: standard output)");
   app.add_option("--system", system,
                  "the moesim system preset this device calibrates (h100, h200, ...)");
-  app.add_flag("--quick", quick, "a smaller grid (about a minute)");
+  app.add_flag("--quick", quick, "a smaller grid (about a minute, 15 s of it sustained load)");
   app.add_flag("--plan", plan_only, "print the measurement plan and exit without touching a GPU");
   app.set_version_flag("--version", calibration::kCalibToolVersion);
   CLI11_PARSE(app, argc, argv);
