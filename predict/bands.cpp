@@ -40,8 +40,8 @@ const std::vector<BandResidual>& corpus_residuals() {
     if (j.contains("runs"))
       for (const auto& r : j["runs"])
         if (r.contains("step_ratio") && r.contains("gpu"))
-          out.push_back(
-              {r.value("run", ""), r["gpu"].get<std::string>(), r["step_ratio"].get<double>()});
+          out.push_back({r.value("run", ""), r["gpu"].get<std::string>(), r.value("model", ""),
+                         r["step_ratio"].get<double>()});
     return out;
   }();
   return pool;
@@ -67,31 +67,54 @@ Band ratio_band(double ratio, const std::vector<double>& residuals, double level
   return b;
 }
 
-Band step_band(double step_s, const std::string& gpu, const std::vector<BandResidual>& pool,
-               const std::string& skip, double level) {
-  std::vector<double> same, all;
+Band step_band(double step_s, const std::string& gpu, const std::string& model,
+               const std::vector<BandResidual>& pool, const std::string& skip, double level) {
+  std::vector<double> of_model, on_gpu, all;
+  const bool named = !model.empty() && model != "inline";
   for (const auto& r : pool) {
     if (!skip.empty() && r.name == skip) continue;
     all.push_back(r.step_ratio);
-    if (r.gpu == gpu) same.push_back(r.step_ratio);
+    if (r.gpu == gpu) on_gpu.push_back(r.step_ratio);
+    if (named && r.model == model) of_model.push_back(r.step_ratio);
   }
-  const bool stratum = static_cast<int>(same.size()) >= kBandStratumMin;
-  const std::vector<double>& q = stratum ? same : all;
+  const bool by_model = static_cast<int>(of_model.size()) >= kBandModelMin;
+  const bool by_gpu = !by_model && static_cast<int>(on_gpu.size()) >= kBandStratumMin;
+  const std::vector<double>& q = by_model ? of_model : by_gpu ? on_gpu : all;
   Band b = conformal(step_s, q, level);
   if (b.pool == 0) return b;
-  b.basis =
-      stratum
-          ? fmt::format("the out-of-sample errors of the {} measured runs on {}", q.size(), gpu)
-          : fmt::format("the out-of-sample errors of all {} measured runs (fewer than {} on {})",
-                        q.size(), kBandStratumMin, gpu);
+  if (by_model) {
+    // A model moesim misses one way says so: every one of its runs on the same side.
+    const auto [lo, hi] = std::minmax_element(q.begin(), q.end());
+    const std::string side =
+        *hi < 1
+            ? fmt::format(", every one's step predicted shorter than measured, by {:.0f}-{:.0f}%",
+                          100 * (1 - *hi), 100 * (1 - *lo))
+        : *lo > 1
+            ? fmt::format(", every one's step predicted longer than measured, by {:.0f}-{:.0f}%",
+                          100 * (*lo - 1), 100 * (*hi - 1))
+            : std::string();
+    b.basis = fmt::format("the out-of-sample errors of the {} measured runs of {}{}", q.size(),
+                          model, side);
+  } else if (by_gpu) {
+    b.basis =
+        fmt::format("the out-of-sample errors of the {} measured runs on {} (fewer than {} of {})",
+                    q.size(), gpu, kBandModelMin, named ? model : "an unnamed model");
+  } else {
+    b.basis = fmt::format("the out-of-sample errors of all {} measured runs (fewer than {} on {})",
+                          q.size(), kBandStratumMin, gpu);
+  }
   return b;
+}
+
+Band corpus_step_band(double step_s, const std::string& gpu, const std::string& model) {
+  return step_band(step_s, gpu, model, corpus_residuals());
 }
 
 BandCoverage band_coverage(const std::vector<BandResidual>& pool, double level) {
   BandCoverage c;
   for (const auto& r : pool) {
     // The run's prediction is T = q m for its measured step m: inside when m is in the band.
-    const Band b = step_band(r.step_ratio, r.gpu, pool, r.name, level);
+    const Band b = step_band(r.step_ratio, r.gpu, r.model, pool, r.name, level);
     if (b.pool == 0) continue;
     ++c.runs;
     c.inside += (b.lo <= 1 && 1 <= b.hi) ? 1 : 0;

@@ -6,8 +6,17 @@
 // prediction where it is fitted, its prediction at the fitted values where it is held out
 // (never fitted, so out of sample by construction); `calibrate corpus` writes them to
 // calibration/profiles/corpus.json (`runs[].step_ratio`, with the run's GPU).
-// Pool: the runs on the scenario's GPU when there are at least kBandStratumMin of them,
-// else every run (the basis says which).
+// Pool, the first of these that is large enough (the basis says which):
+//   the runs of the scenario's model (by name, any GPU), at least kBandModelMin of them:
+//     moesim's errors cluster by model (every GPT-OSS 120B run predicted fast by 10-74%,
+//     every Moonlight run by 24-27%, where DeepSeek-V3's fall both sides), so a band pooled
+//     over models is too narrow for the ones it misses and too wide for the ones it
+//     prices well (Mondrian conformal prediction: exchangeable within a stratum);
+//   the runs on the scenario's GPU, at least kBandStratumMin;
+//   every run.
+// With n < 9 residuals an 80% band is the pool's whole range, which holds a new run with
+// probability (n - 1) / (n + 1) only (67% at n = 5): the coverage over the corpus, left out
+// run by run, is what calibrate corpus reports and a test holds at 75-90%.
 // Band: with the pool's n ratios sorted, q_(1) <= ... <= q_(n), and level L (0.8),
 //   k_lo = max(1, floor((n + 1) (1 - L) / 2)),  k_hi = min(n, ceil((n + 1) (1 + L) / 2)),
 // a measured step is T / q for a prediction T, so the band of the step is
@@ -24,10 +33,11 @@ namespace moesim::predict {
 
 inline constexpr double kBandLevel = 0.8;
 inline constexpr int kBandStratumMin = 12;
+inline constexpr int kBandModelMin = 5;
 
 struct BandResidual {
-  std::string name, gpu;
-  double step_ratio = 1;  // predicted / measured step, out of sample
+  std::string name, gpu, model;  // model: workload::ModelConfig::name ("inline": none)
+  double step_ratio = 1;         // predicted / measured step, out of sample
 };
 
 // The corpus profile's residuals (compiled in); empty if the profile has none.
@@ -39,10 +49,14 @@ struct Band {
   int pool = 0;       // residuals it rests on (0: no band)
   std::string basis;  // which pool, in words
 };
-// The band of a predicted step `step_s` on `gpu` (a gpu.name), from `pool` but `skip` (a
-// run's name, for coverage); pool 0 when fewer than 2 residuals remain.
-Band step_band(double step_s, const std::string& gpu, const std::vector<BandResidual>& pool,
-               const std::string& skip = "", double level = kBandLevel);
+// The band of a predicted step `step_s` of `model` (a ModelConfig::name) on `gpu` (a
+// gpu.name), from `pool` but `skip` (a run's name, for coverage); pool 0 when fewer than 2
+// residuals remain.
+Band step_band(double step_s, const std::string& gpu, const std::string& model,
+               const std::vector<BandResidual>& pool, const std::string& skip = "",
+               double level = kBandLevel);
+// The same from the corpus profile's residuals (what run, sweep and plan print).
+Band corpus_step_band(double step_s, const std::string& gpu, const std::string& model);
 
 // A what-if ratio's band (B's per-GPU throughput over A's): the same method over the
 // measured pairs' out-of-sample ratio errors, predicted ratio / measured ratio (each pair's

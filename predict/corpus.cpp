@@ -140,6 +140,7 @@ CorpusResult calibrate_corpus(const std::vector<config::Scenario>& runs, int job
                   sc.system.name,
                   sc.system.gpu.name,
                   std::string(config::measured_metric_names().name(sc.measured->metric)),
+                  sc.model.name,
                   !sc.measured->in_sample.empty(),
                   sc.measured->held_out,
                   sc.measured->value,

@@ -22,6 +22,7 @@ namespace moesim::predict {
 
 struct CorpusRow {
   std::string name, file, system, gpu, metric;
+  std::string model;            // workload::ModelConfig::name (the bands' first stratum)
   bool in_sample_only = false;  // kept out of the leave-one-out mean
   std::string held_out;         // not fitted (measured.held_out): its error at the fitted values
   double measured = 0, in_sample_pct = 0, loo_pct = 0;

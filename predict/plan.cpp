@@ -290,6 +290,7 @@ Plan plan(const PlanRequest& req) {
   p.gpus = gpus;
   p.system = sc.system.name;
   p.gpu = sc.system.gpu.name;
+  p.model = sc.model.name;
   p.notes = std::move(notes);
   // What every candidate's prediction is priced beyond (an announced system's projection,
   // config/caveats.hpp), as `run` says it.

@@ -243,7 +243,8 @@ struct Plan {
   // `id` the other's, `gain_pct` the best's over it, `columns` where the two differ).
   std::vector<PlanEvidence> runner_ups;
   std::string system;  // the system planned on (the preset's name, or the scenario's)
-  std::string gpu;     // its GPU's name (the bands' stratum, predict/bands.hpp)
+  std::string gpu;     // its GPU's name (a band's stratum, predict/bands.hpp)
+  std::string model;   // its model's name (a band's first stratum)
   // What PlanRequest::system changed beyond the system, then the caveats every candidate's
   // prediction carries (config/caveats.hpp: an announced system's, say).
   std::vector<std::string> notes;

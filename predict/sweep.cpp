@@ -141,7 +141,7 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     r.stage_imbalance_s = b.stage_imbalance;
     r.straggler_wait_s = b.straggler_wait;
     r.ettr = p.goodput.ettr;
-    if (const auto band = step_band(r.step_time_s, sc.system.gpu.name, corpus_residuals());
+    if (const auto band = corpus_step_band(r.step_time_s, sc.system.gpu.name, sc.model.name);
         band.pool > 0) {
       r.band_lo_s = band.lo;
       r.band_hi_s = band.hi;

@@ -16,7 +16,7 @@ namespace {
 predict::BandCoverage coverage(const predict::CorpusResult& r) {
   std::vector<predict::BandResidual> pool;
   for (const auto& row : r.rows)
-    pool.push_back({row.name, row.gpu, std::round(row.step_ratio * 1e4) / 1e4});
+    pool.push_back({row.name, row.gpu, row.model, std::round(row.step_ratio * 1e4) / 1e4});
   return predict::band_coverage(pool);
 }
 
@@ -159,6 +159,7 @@ nlohmann::ordered_json corpus_profile(const predict::CorpusResult& r, const std:
     rows.push_back({{"run", row.name},
                     {"file", row.file},
                     {"gpu", row.gpu},
+                    {"model", row.model},
                     {"step_ratio", std::round(row.step_ratio * 1e4) / 1e4},
                     {"in_sample_pct", std::round(row.in_sample_pct * 10) / 10},
                     {"loo_pct", std::round(row.loo_pct * 10) / 10},

@@ -113,6 +113,7 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
   }
   info.runner_ups = plan.runner_ups;
   info.gpu = plan.gpu;
+  info.model = plan.model;
   return info;
 }
 

@@ -100,8 +100,7 @@ void explain_winner(HtmlPage& page, const Json& s, const PlanSummaryInfo& info) 
   const Json& winner = s["top"][0];
   const std::int64_t winner_id = winner["id"].get<std::int64_t>();
   const double step = winner["step_time_s"].is_number() ? winner["step_time_s"].get<double>() : 0;
-  if (const auto b = predict::step_band(step, info.gpu, predict::corpus_residuals());
-      b.pool > 0 && step > 0)
+  if (const auto b = predict::corpus_step_band(step, info.gpu, info.model); b.pool > 0 && step > 0)
     page.facts.emplace_back("the winner's step",
                             fmt::format("{:.3f} s; the model's {:.0f}% band {:.3f} - {:.3f} s ({})",
                                         step, 100 * b.level, b.lo, b.hi, b.basis));

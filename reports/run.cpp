@@ -120,7 +120,7 @@ Json goodput_json(const predict::Goodput& g) {
 
 Json bands_json(const config::Scenario& sc, const predict::Prediction& p) {
   const auto band =
-      predict::step_band(p.step.step_time_s, sc.system.gpu.name, predict::corpus_residuals());
+      predict::corpus_step_band(p.step.step_time_s, sc.system.gpu.name, sc.model.name);
   if (band.pool == 0) return nullptr;
   const double t = p.step.step_time_s;
   return {{"step_time_s", {band.lo, band.hi}},
@@ -237,7 +237,7 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   const double t = p.step.step_time_s;
   std::string o = fmt::format("{}  ({})\n\n", sc.name, sc.file);
   o += fmt::format("step time        {:.3f} s\n", t);
-  if (const auto band = predict::step_band(t, sc.system.gpu.name, predict::corpus_residuals());
+  if (const auto band = predict::corpus_step_band(t, sc.system.gpu.name, sc.model.name);
       band.pool > 0)
     o += fmt::format("                 {:.3f} - {:.3f} s: the model's {:.0f}% band, from {}\n",
                      band.lo, band.hi, 100 * band.level, band.basis);

@@ -125,6 +125,12 @@ def binary_disagreement(moesim, rel, p):
     problems = []
     for what, table_v, side in (("the published recipe", tg, "a"), ("moesim's best", tb, "b")):
         band = d[side].get("bands", {}).get("tokens_per_s_per_gpu")
+        # A model moesim misses one way has a band that leaves out its own prediction
+        # (predict/bands.hpp): the table is stale when it lies beyond the band's spread
+        # from the binary's figure, so the band is stretched to reach that figure.
+        if band:
+            v = d[side]["tokens_per_s_per_gpu"]
+            band = [min(band[0], v), max(band[1], v)]
         if band and not inside(table_v, band):
             problems.append(f"{what}: the table has {table_v:,.0f} tok/s/GPU, the binary {d[side]['tokens_per_s_per_gpu']:,.0f} "
                             f"(its 80% band {band[0]:,.0f} to {band[1]:,.0f})")
