@@ -337,7 +337,7 @@ void hybrid_layers(Object& o, workload::ModelConfig& m) {
 workload::ModelConfig read_model(const Node& node) {
   workload::ModelConfig m;
   read_object(node, [&](Object& o) {
-    m.name = o.string_or("name", "inline");
+    m.name = o.string_or("name", workload::kUnnamedModel);
     o.ignore({"description"});
     m.source = o.string_or("source", "");
     const ModelType& type = model_type(o.req("model_type"));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "workload/model_config.hpp"
 
 namespace moesim::predict {
 
@@ -70,7 +71,7 @@ Band ratio_band(double ratio, const std::vector<double>& residuals, double level
 Band step_band(double step_s, const std::string& gpu, const std::string& model,
                const std::vector<BandResidual>& pool, const std::string& skip, double level) {
   std::vector<double> of_model, on_gpu, all;
-  const bool named = !model.empty() && model != "inline";
+  const bool named = !model.empty() && model != workload::kUnnamedModel;
   for (const auto& r : pool) {
     if (!skip.empty() && r.name == skip) continue;
     all.push_back(r.step_ratio);

@@ -8,8 +8,8 @@
 // calibration/profiles/corpus.json (`runs[].step_ratio`, with the run's GPU).
 // Pool, the first of these that is large enough (the basis says which):
 //   the runs of the scenario's model (by name, any GPU), at least kBandModelMin of them:
-//     moesim's errors cluster by model (every GPT-OSS 120B run predicted fast by 10-74%,
-//     every Moonlight run by 24-27%, where DeepSeek-V3's fall both sides), so a band pooled
+//     moesim's errors cluster by model (every GPT-OSS 120B run's step predicted 9-42% short,
+//     every Moonlight run's 24-27%, where DeepSeek-V3's fall both sides), so a band pooled
 //     over models is too narrow for the ones it misses and too wide for the ones it
 //     prices well (Mondrian conformal prediction: exchangeable within a stratum);
 //   the runs on the scenario's GPU, at least kBandStratumMin;
@@ -36,7 +36,7 @@ inline constexpr int kBandStratumMin = 12;
 inline constexpr int kBandModelMin = 5;
 
 struct BandResidual {
-  std::string name, gpu, model;  // model: workload::ModelConfig::name ("inline": none)
+  std::string name, gpu, model;  // model: workload::ModelConfig::name (kUnnamedModel: none)
   double step_ratio = 1;         // predicted / measured step, out of sample
 };
 

@@ -105,8 +105,11 @@ inline constexpr std::size_t kMixerCount = 5;
 inline constexpr std::array<Mixer, kMixerCount> kMixers{Mixer::full, Mixer::window, Mixer::linear,
                                                         Mixer::csa, Mixer::hca};
 
+// The name of an inline model that gives none (config/load_model.cpp).
+inline constexpr const char* kUnnamedModel = "inline";
+
 struct ModelConfig {
-  std::string name;        // preset name or the scenario's inline name
+  std::string name;        // preset name or the scenario's inline name (kUnnamedModel: none given)
   std::string model_type;  // HF model_type: deepseek_v3, qwen3_moe, mixtral, llama, ...
   std::string source;      // where the architecture numbers come from
 
