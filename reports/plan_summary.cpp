@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "predict/bands.hpp"
 #include "reports/evidence.hpp"
 #include "reports/sweep.hpp"
 #include "reports/sweep_detail.hpp"
@@ -270,6 +271,17 @@ static std::string fit_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
   return o;
 }
 
+// The best's step and the model's 80% band on it (predict/bands.hpp): the model's own
+// measured runs where it has enough, so the days and costs of a model moesim misses one way
+// are read with that lean.
+static std::string best_band_text(const PlanSummaryInfo& info, const predict::SweepResult& best) {
+  const auto b = predict::corpus_step_band(best.step_time_s, info.gpu, info.model);
+  if (b.pool == 0 || best.step_time_s <= 0) return "";
+  return fmt::format(
+      "the best's step {:.3g} s: the model's {:.0f}% band {:.3g} - {:.3g} s, from {}\n",
+      best.step_time_s, 100 * b.level, b.lo, b.hi, b.basis);
+}
+
 std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
   const Analysis a = analyse(csv, info.sweep);
   std::int64_t rule = 0;
@@ -309,6 +321,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
             : "not shown exact: a bound failed or candidates failed unranked, see above");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
   o += within_band_text(a, info.sweep.objective);
+  o += best_band_text(info, a.top.front().row->result);
   o += budget_text(info, *a.top.front().row);
   if (info.given) o += given_text(csv, info, a);
   return o;

@@ -229,6 +229,9 @@ TEST_CASE("plan: every candidate of the space accounted for, the top K exact", "
                         in_dir("plan-given-text.csv"), "--jobs", "2", "--given"});
   CHECK_THAT(text_given.out, Catch::Contains("evidence for the candidates above it"));
   CHECK_THAT(text_given.out, Catch::Contains("the model's 80% band"));
+  // The best's own step band, from the measured runs of the scenario's model.
+  CHECK_THAT(text_given.out, Catch::Contains("the best's step"));
+  CHECK_THAT(text_given.out, Catch::Contains("s, from the out-of-sample errors of the"));
   CHECK_THAT(test::run_moesim({"plan", given_file.path(), "--settings", "recompute", "--top", "3",
                                "-o", in_dir("plan-given.csv"), "--jobs", "2", "--given", "--html",
                                in_dir("plan.html")})
