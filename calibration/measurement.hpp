@@ -26,7 +26,7 @@
 //     "ssd_scan":     [{"pass": "fwd", "batch", "seqlen", "heads", "head_dim", "groups",
 //                       "state", "chunk", "time_us"}],  Mamba-2's SSD call, all its kernels
 //     "sustained_gemm": [{"dtype", "m", "n", "k", "t_s", "tflops", "sm_clock_mhz"?}],
-//                       one GEMM shape run back to back for tens of seconds, in bins:
+//                       one GEMM shape run back to back for 15-45 s, in bins:
 //                       each bin's throughput, its end t_s seconds after the start, and
 //                       the SM clock right after it
 //     "gdn_chunk":    [{"pass": "fwd"|"bwd", "seqs", "seqlen", "heads", "key_dim",

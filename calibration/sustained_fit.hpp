@@ -1,6 +1,7 @@
 // calibration/sustained_fit.hpp: how much of its Tensor Cores' throughput a GPU keeps under
 // sustained load, from moesim-calib's sustained test (Measurement::sustained_gemm: one GEMM
-// shape run back to back for tens of seconds, timed in bins, the SM clock read after each):
+// shape run back to back for 15 s (--quick) or 45 s, timed in bins, the SM clock read after
+// each):
 //
 //   kept = mean TFLOPS of the last third of the bins (at least one)
 //          / the same shape's short benchmark (the file's `gemm` point of that dtype and
