@@ -115,6 +115,20 @@ void add_headroom(CLI::App& app, double& gib) {
                0, 10000);
 }
 
+void add_system_set(CLI::App& app, std::vector<std::string>& texts) {
+  app.add_option("--set", texts,
+                 "PATH=VALUE: replace one number of the system (PATH as in the preset: "
+                 "efficiency.sustained_clock_factor, host.launch_us, comm.alltoall_efficiency), "
+                 "after its calibration profiles, on every scenario; repeatable. A what-if on "
+                 "the calibrated model, said in every prediction's caveats");
+}
+
+std::vector<config::SystemSet> system_sets(const std::vector<std::string>& texts) {
+  std::vector<config::SystemSet> out;
+  for (const auto& t : texts) out.push_back(config::parse_system_set(t));
+  return out;
+}
+
 void check_finite(CLI::Option* option, double lo, double hi, bool above_lo) {
   const std::string range = fmt::format("{}{:g} - {:g}]", above_lo ? "(" : "[", lo, hi);
   option->check(CLI::Validator(

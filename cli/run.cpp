@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -47,9 +48,12 @@ class Run final : public Command {
                  "same input");
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
+    add_system_set(app, set_);
   }
   int run(Io& io) override {
-    const config::Scenario sc = config::load_scenario_file(file_, {!uncalibrated_, headroom_});
+    config::LoadOptions opts{!uncalibrated_, headroom_};
+    opts.system_set = system_sets(set_);
+    const config::Scenario sc = config::load_scenario_file(file_, opts);
     const predict::Prediction p = predict::predict(sc, {!trace_.empty(), fidelity_ == "full"});
     if (!p.fits_in_memory)
       io.err << fmt::format(
@@ -78,6 +82,7 @@ class Run final : public Command {
   std::string file_, trace_, fidelity_ = "representative", trace_level_ = "module";
   bool json_ = false, uncalibrated_ = false, deterministic_ = false;
   double headroom_ = 0;
+  std::vector<std::string> set_;
 };
 
 }  // namespace

@@ -52,6 +52,7 @@ class Validate final : public Command {
         "figure "
         "that differs between runs: the outputs are then byte-identical for the same input");
     add_uncalibrated(app, uncalibrated_);
+    add_system_set(app, set_);
   }
   int run(Io& io) override {
     // Files without a `measured` block are skipped and counted, except that scenarios
@@ -59,19 +60,26 @@ class Validate final : public Command {
     // to be watched for drift. A file with one that does not load is an input error.
     const config::ScenarioFileSets sets = config::sort_scenario_files(paths_);
     const bool unmeasured = unmeasured_ || !baseline_.empty();
+    config::LoadOptions opts{!uncalibrated_};
+    opts.system_set = system_sets(set_);
+    // The evidence file is what plan cites for the shipped model: never a what-if's.
+    if (!set_.empty() && !evidence_.empty())
+      throw config::InputError("command line", "--evidence",
+                               "records the calibrated model's pairs for plan; it is not written "
+                               "under --set");
     reports::ValidateExtras x;
     x.skipped = sets.other + (unmeasured ? 0 : static_cast<int>(sets.unmeasured.size()));
     x.tolerance_pct = baseline_tol_;
     x.timings = !deterministic_;
+    x.system_set = set_;
     // The baseline is read before anything is simulated: a bad file fails fast.
     std::optional<std::vector<reports::BaselineRow>> baseline;
     if (!baseline_.empty())
       baseline =
           reports::read_baseline(nlohmann::json(config::read_json_file(baseline_)), baseline_);
     const std::vector<predict::ValidateRow> rows =
-        predict::validate_files(sets.measured, {!uncalibrated_}, jobs_);
-    if (unmeasured)
-      x.predictions = predict::predict_files(sets.unmeasured, {!uncalibrated_}, jobs_);
+        predict::validate_files(sets.measured, opts, jobs_);
+    if (unmeasured) x.predictions = predict::predict_files(sets.unmeasured, opts, jobs_);
     if (baseline)
       x.moved = reports::compare_baseline(rows, x.predictions, *baseline, baseline_tol_);
     const predict::ValidateSummary sum = predict::summarize(rows);
@@ -92,7 +100,7 @@ class Validate final : public Command {
   }
 
  private:
-  std::vector<std::string> paths_;
+  std::vector<std::string> paths_, set_;
   std::string junit_, markdown_, baseline_, evidence_;
   double baseline_tol_ = 1.0;
   bool json_ = false, uncalibrated_ = false, unmeasured_ = false, deterministic_ = false;

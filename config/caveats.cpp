@@ -37,6 +37,12 @@ std::vector<std::string> prediction_caveats(const Scenario& sc) {
         "from other GPUs (moesim describe lists each figure's source); a projection, with no "
         "measured run to check it",
         sc.system.name));
+  // LoadOptions::system_set: the calibrated value replaced on the command line.
+  for (const auto& set : sc.system.set_on_command_line)
+    out.push_back(fmt::format(
+        "system.{}, set on the command line (--set): a what-if on that value, not the "
+        "calibrated model (its 80% band spreads the calibrated model's measured errors around it)",
+        set));
   const auto& numa = sc.system.host.numa_unbound_factor;
   if (!sc.stack.cpu_numa_binding && numa && numa->value != 1.0) {
     const auto cpus = corpus_fit_cpus("host.numa_unbound_factor");

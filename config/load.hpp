@@ -43,13 +43,32 @@ class SystemCache {
 // replace the preset's values they fit; false reads the preset as written (the
 // uncalibrated model, `moesim validate --uncalibrated`). `systems`: a cache of resolved
 // systems (null: each load resolves its own).
+// `--set PATH=VALUE` (`run`, `validate`): one number of the system replaced, PATH relative to
+// the system object (efficiency.sustained_clock_factor, host.launch_us, comm.alltoall_efficiency).
+struct SystemSet {
+  std::string path;
+  double value = 0;
+};
+
 struct LoadOptions {
   bool calibrated = true;
   // GiB of every GPU held back from the model (`sweep --headroom`, `run --headroom`): the
   // capacity fits_in_memory compares with is gpu.usable_GiB less this.
   double headroom_gib = 0;
   SystemCache* systems = nullptr;
+  // A what-if on the calibrated model: each replaces a sourced number every system the command
+  // loads already has (after its calibration profiles and the scenario's inline values), its
+  // source "set on the command line"; SystemSpec::set_on_command_line lists them and every
+  // prediction's caveats say so (config/caveats.hpp). A path the system lacks is refused.
+  std::vector<SystemSet> system_set = {};
 };
+
+// Applies `sets` to a resolved system object (the preset merged with its profiles and the
+// scenario's patch); returns one line per set, "PATH = NEW (was OLD)". InputError naming the
+// command line's --set and the keys the system has where the path is not one of its numbers.
+std::vector<std::string> apply_system_set(Json& system, const std::vector<SystemSet>& sets);
+// "PATH=VALUE" as --set takes it; InputError where it is not that.
+SystemSet parse_system_set(const std::string& text);
 
 // A scenario file, with presets resolved and the layout validated.
 Scenario load_scenario_file(const std::string& path, const LoadOptions& opts = {});

@@ -2,9 +2,12 @@
 // {"value": v, "source": "<id in this object's sources map>"} or, in user-written inline
 // objects, a bare number, whose source then records where it was written.
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/load.hpp"
 
@@ -305,6 +308,78 @@ hw_models::SystemSpec read_system(const Node& node) {
     }
   });
   return s;
+}
+
+}  // namespace moesim::config
+
+namespace moesim::config {
+
+namespace {
+constexpr const char* kSetFile = "command line";
+constexpr const char* kSetSource = "cli-set";
+
+std::string keys_of(const Json& o) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : o.items())
+    if (k != "sources" && k != "profiles" && (v.is_object() || v.is_number())) keys.push_back(k);
+  return fmt::format("{}", fmt::join(keys, ", "));
+}
+}  // namespace
+
+SystemSet parse_system_set(const std::string& text) {
+  const auto eq = text.find('=');
+  const std::string at = "--set " + text;
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw InputError(kSetFile, at, "expected PATH=VALUE, e.g. efficiency.sustained_clock_factor=1");
+  SystemSet s{text.substr(0, eq), 0};
+  const std::string v = text.substr(eq + 1);
+  try {
+    std::size_t used = 0;
+    s.value = std::stod(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+  } catch (const std::exception&) {
+    throw InputError(kSetFile, at, fmt::format("'{}' is not a number", v));
+  }
+  if (!std::isfinite(s.value))
+    throw InputError(kSetFile, at, fmt::format("'{}' is not a finite number", v));
+  return s;
+}
+
+std::vector<std::string> apply_system_set(Json& system, const std::vector<SystemSet>& sets) {
+  std::vector<std::string> lines;
+  const std::string name = system.value("name", std::string("?"));
+  for (const auto& s : sets) {
+    const std::string at = fmt::format("--set {}={:g}", s.path, s.value);
+    Json* cur = &system;
+    std::string walked;
+    std::size_t from = 0;
+    while (true) {
+      const auto dot = s.path.find('.', from);
+      const std::string key = s.path.substr(from, dot == std::string::npos ? dot : dot - from);
+      if (!cur->is_object() || !cur->contains(key) || key == "sources" || key == "profiles")
+        throw InputError(
+            kSetFile, at,
+            fmt::format("system '{}' has no number at {}{}; {} holds: {}", name, walked, key,
+                        walked.empty() ? "the system" : walked.substr(0, walked.size() - 1),
+                        cur->is_object() ? keys_of(*cur) : "no keys"));
+      cur = &(*cur)[key];
+      walked += key + ".";
+      if (dot == std::string::npos) break;
+      from = dot + 1;
+    }
+    // A sourced number ({"value", "source"}) or, in an inline system, a bare one.
+    Json* value = cur->is_object() && cur->contains("value") ? &(*cur)["value"] : cur;
+    if (!value->is_number())
+      throw InputError(kSetFile, at,
+                       fmt::format("{} of system '{}' is not a number but holds: {}", s.path, name,
+                                   cur->is_object() ? keys_of(*cur) : cur->dump()));
+    lines.push_back(fmt::format("{} = {:g} (was {:g})", s.path, s.value, value->get<double>()));
+    *cur = Json{{"value", s.value}, {"source", kSetSource}};
+  }
+  if (!sets.empty())
+    system["sources"][kSetSource] =
+        "set on the command line (--set): a what-if on the calibrated model";
+  return lines;
 }
 
 }  // namespace moesim::config

@@ -304,6 +304,8 @@ struct SystemSpec {
   SystemStatus status = SystemStatus::shipping;
   std::string status_source;          // why the status, as the preset's sources give it (announced)
   std::vector<std::string> profiles;  // calibration profiles whose values replaced the preset's
+  // LoadOptions::system_set as applied: "PATH = NEW (was OLD)" each (a what-if, not calibrated).
+  std::vector<std::string> set_on_command_line;
   GpuSpec gpu;
   NodeSpec node;
   NvlinkSpec nvlink;

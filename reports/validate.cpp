@@ -9,6 +9,7 @@
 #include "config/scenario.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/json_reader.hpp"
 #include "reports/html.hpp"  // html_escape: XML attribute and text escapes alike
@@ -537,6 +538,7 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
                              {"mean_abs_error_pct", all.mae()},
                              {"failed", sum.failed()},
                              {"skipped_without_measured", x.skipped}};
+  if (!x.system_set.empty()) out["system_set"] = x.system_set;
   if (all.worst) out["worst"] = {{"name", all.worst->name}, {"error_pct", all.worst->error_pct}};
   if (memory.runs) {
     out["memory"] = {
@@ -581,6 +583,11 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows,
   const auto& [all, series, memory, timing_failed, memory_failed] =
       std::tie(sum.all, sum.series, sum.memory, sum.timing_failed, sum.memory_failed);
   std::string out;
+  if (!x.system_set.empty())
+    out += fmt::format(
+        "what-if: every system with {} set on the command line (--set), not the calibrated "
+        "model\n\n",
+        fmt::join(x.system_set, ", "));
   if (all.runs) {
     out += fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured",
                        "predicted", "error", "tol", "");

@@ -435,3 +435,43 @@ TEST_CASE("run --deterministic is byte-identical between runs (issue #46 item 3)
   const auto timed = test::run_moesim({"run", scenario, "--json"});
   CHECK(nlohmann::json::parse(timed.out)["simulation"].contains("wall_s"));
 }
+
+TEST_CASE("run --set replaces one system number after its profiles, says so, refuses others",
+          "[cli][calibration]") {
+  const std::string sc = test::source_path("scenarios/dsv3-gb200.json");
+  const auto step = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"run", "--json", sc});
+    const auto r = run_moesim(args);
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  const auto base = step({});
+  // The corpus profile's Tensor Core clock under load (below 1 on GB200) set to 1: faster,
+  // and the caveats say what was set and what the calibrated value was.
+  const auto fast = step({"--set", "efficiency.sustained_clock_factor=1"});
+  CHECK(fast["step_time_s"].get<double>() < base["step_time_s"].get<double>());
+  const std::string caveats = fast["caveats"].dump();
+  CHECK_THAT(caveats, Catch::Contains("system.efficiency.sustained_clock_factor = 1 (was 0."));
+  CHECK_THAT(caveats, Catch::Contains("set on the command line (--set)"));
+  // Setting a number to the value it has changes nothing but the caveat.
+  const auto preset = nlohmann::json::parse(
+      test::read_text(test::source_path("scenarios/systems/gb200-nvl72.json")));
+  const double op_us = preset["host"]["op_us"]["value"].get<double>();
+  const auto same = step({"--set", fmt::format("host.op_us={}", op_us)});
+  CHECK(same["step_time_s"].get<double>() == base["step_time_s"].get<double>());
+  CHECK(same["caveats"].size() == base["caveats"].size() + 1);
+
+  const auto refused = [&](const std::string& set, const std::string& message) {
+    const auto r = run_moesim({"run", sc, "--set", set});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(message));
+  };
+  refused("efficiency.nope=1", "has no number at efficiency.nope; efficiency holds: ");
+  refused("efficiency.nope=1", "sustained_clock_factor");
+  refused("host=1", "host of system 'gb200-nvl72' is not a number");
+  refused("sources.x=1", "has no number at sources");
+  refused("host.launch_us", "expected PATH=VALUE");
+  refused("host.launch_us=abc", "'abc' is not a number");
+  refused("host.launch_us=inf", "is not a finite number");
+  refused("host.launch_us=-5", "host.launch_us.value: -5 is outside the valid range");
+}

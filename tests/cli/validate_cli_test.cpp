@@ -184,3 +184,25 @@ TEST_CASE("validate --deterministic: --json and --junit byte-identical between r
                         test::source_path("scenarios/journey/12-te-host-slim.json")});
   CHECK(nlohmann::json::parse(timed.out)["rows"][0].contains("wall_s"));
 }
+
+TEST_CASE("validate --set: every prediction a what-if, said first; no evidence file under it",
+          "[cli][validate]") {
+  const std::string step = test::source_path("scenarios/journey/12-te-host-slim.json");
+  const auto plain = nlohmann::json::parse(test::run_moesim({"validate", "--json", step}).out);
+  const auto r = test::run_moesim(
+      {"validate", "--json", "--set", "efficiency.sustained_clock_factor=1", step});
+  REQUIRE((r.status == 0 || r.status == 1));
+  const auto what_if = nlohmann::json::parse(r.out);
+  CHECK(what_if["system_set"] == nlohmann::json::array({"efficiency.sustained_clock_factor=1"}));
+  CHECK(plain.find("system_set") == plain.end());
+  CHECK(what_if["rows"][0]["predicted"].get<double>() >
+        plain["rows"][0]["predicted"].get<double>());  // TFLOPS/GPU: faster clocks, more
+  const auto text = test::run_moesim({"validate", "--set", "host.op_us=3", step});
+  CHECK_THAT(text.out, Catch::StartsWith("what-if: every system with host.op_us=3 set on the "
+                                         "command line (--set), not the calibrated model"));
+  test::TempFile evidence("", "evidence.json");
+  const auto refused =
+      test::run_moesim({"validate", "--evidence", evidence.path(), "--set", "host.op_us=3", step});
+  CHECK(refused.status == 2);
+  CHECK_THAT(refused.err, Catch::Contains("--evidence: records the calibrated model's pairs"));
+}
