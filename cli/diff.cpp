@@ -4,6 +4,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -28,10 +29,13 @@ class Diff final : public Command {
         ->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_flag("--json", json_, "print one JSON object instead of the text report");
     add_uncalibrated(app, uncalibrated_);
+    add_system_set(app, set_);
   }
   int run(Io& io) override {
-    const std::array<config::Scenario, 2> sc{config::load_scenario_file(a_, {!uncalibrated_}),
-                                             config::load_scenario_file(b_, {!uncalibrated_})};
+    config::LoadOptions opts{!uncalibrated_};
+    opts.system_set = system_sets(set_);
+    const std::array<config::Scenario, 2> sc{config::load_scenario_file(a_, opts),
+                                             config::load_scenario_file(b_, opts)};
     const std::array<predict::Prediction, 2> p = predict::predict_pair(sc[0], sc[1]);
     const reports::DiffSide a{sc[0], p[0]}, b{sc[1], p[1]};
     if (json_)
@@ -43,6 +47,7 @@ class Diff final : public Command {
 
  private:
   std::string a_, b_;
+  std::vector<std::string> set_;
   bool json_ = false, uncalibrated_ = false;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "predict/bands.hpp"
 #include "reports/describe.hpp"
@@ -105,6 +106,8 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
     j["critical_rank"] = s.prediction.step.critical_rank;
     if (Json bands = bands_json(s.scenario, s.prediction); !bands.is_null())
       j["bands"] = std::move(bands);
+    if (const auto& set = s.scenario.system.set_on_command_line; !set.empty())
+      j["system_set"] = set;
     return j;
   };
   Json out{{"a", side(a)}, {"b", side(b)}};
@@ -149,6 +152,13 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
   const predict::Difference d = predict::difference(a.prediction, b.prediction);
   std::string o = fmt::format("A  {}  ({})\nB  {}  ({})\n\n", a.scenario.name, a.scenario.file,
                               b.scenario.name, b.scenario.file);
+  // config::LoadOptions::system_set: both sides a what-if on the values set.
+  for (const auto* s : {&a, &b})
+    if (const auto& set = s->scenario.system.set_on_command_line; !set.empty())
+      o += fmt::format(
+          "what-if: {}'s system with {} set on the command line (--set), not the "
+          "calibrated model\n",
+          s == &a ? "A" : "B", fmt::join(set, ", "));
   // What differs first, in a line each (a long value cut: --json has it whole).
   const auto settings = changed_settings(a.scenario, b.scenario);
   const auto shown = [](const Json& v) {

@@ -475,3 +475,23 @@ TEST_CASE("run --set replaces one system number after its profiles, says so, ref
   refused("host.launch_us=inf", "is not a finite number");
   refused("host.launch_us=-5", "host.launch_us.value: -5 is outside the valid range");
 }
+
+TEST_CASE("diff --set: both sides a what-if on the value, said on each", "[cli][calibration]") {
+  const std::string a = test::source_path("scenarios/journey/12-te-host-slim.json");
+  const std::string b = test::source_path("scenarios/journey/13-norm-quant-fusion.json");
+  const auto r = run_moesim({"diff", "--json", a, b, "--set", "host.rank_contention=2"});
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* side : {"a", "b"}) {
+    REQUIRE(j[side].contains("system_set"));
+    CHECK_THAT(j[side]["system_set"][0].get<std::string>(),
+               Catch::StartsWith("host.rank_contention = 2 (was "));
+  }
+  const auto plain = nlohmann::json::parse(run_moesim({"diff", "--json", a, b}).out);
+  CHECK_FALSE(plain["a"].contains("system_set"));
+  // Host costs doubled per process: both steps longer.
+  CHECK(j["a"]["step_time_s"].get<double>() > plain["a"]["step_time_s"].get<double>());
+  const auto text = run_moesim({"diff", a, b, "--set", "host.rank_contention=2"}).out;
+  CHECK_THAT(text, Catch::Contains("what-if: A's system with host.rank_contention = 2 (was "));
+  CHECK_THAT(text, Catch::Contains("what-if: B's system with host.rank_contention = 2 (was "));
+}
