@@ -123,10 +123,11 @@ void add_system_set(CLI::App& app, std::vector<std::string>& texts) {
                  "the calibrated model, said in every prediction's caveats");
 }
 
-std::vector<config::SystemSet> system_sets(const std::vector<std::string>& texts) {
-  std::vector<config::SystemSet> out;
-  for (const auto& t : texts) out.push_back(config::parse_system_set(t));
-  return out;
+config::LoadOptions load_options(bool uncalibrated, const std::vector<std::string>& set,
+                                 double headroom_gib) {
+  config::LoadOptions opts{!uncalibrated, headroom_gib};
+  for (const auto& t : set) opts.system_set.push_back(config::parse_system_set(t));
+  return opts;
 }
 
 void check_finite(CLI::Option* option, double lo, double hi, bool above_lo) {

@@ -51,9 +51,8 @@ class Run final : public Command {
     add_system_set(app, set_);
   }
   int run(Io& io) override {
-    config::LoadOptions opts{!uncalibrated_, headroom_};
-    opts.system_set = system_sets(set_);
-    const config::Scenario sc = config::load_scenario_file(file_, opts);
+    const config::Scenario sc =
+        config::load_scenario_file(file_, load_options(uncalibrated_, set_, headroom_));
     const predict::Prediction p = predict::predict(sc, {!trace_.empty(), fidelity_ == "full"});
     if (!p.fits_in_memory)
       io.err << fmt::format(
