@@ -103,10 +103,9 @@ Scenario ScenarioReader::read() {
         sc_.system = *hit;
       } else {
         const auto r = detail::resolve_preset_or_inline(sys, PresetKind::system, opts_);
-        const auto set = apply_system_set(*r.json, opts_.system_set);
         sc_.system = read_system(*r.node);
         sc_.system.profiles = r.profiles;
-        sc_.system.set_on_command_line = set;
+        sc_.system.set_on_command_line = r.set;
         if (opts_.systems) opts_.systems->put(key, sc_.system);
       }
       if (opts_.headroom_gib > 0) {

@@ -187,9 +187,16 @@ T load_preset(PresetKind kind, const std::string& name, const LoadOptions& opts,
   const std::string label = preset_label(*p);
   Json j = parsed_preset(*p);
   std::vector<std::string> profiles;
-  if (kind == PresetKind::system) profiles = apply_profiles(j, opts, label, "");
+  std::vector<std::string> set;
+  if (kind == PresetKind::system) {
+    profiles = apply_profiles(j, opts, label, "");
+    set = apply_system_set(j, opts.system_set);
+  }
   T t = read(Node(j, "", std::make_shared<const std::string>(label)));
-  if constexpr (std::is_same_v<T, hw_models::SystemSpec>) t.profiles = profiles;
+  if constexpr (std::is_same_v<T, hw_models::SystemSpec>) {
+    t.profiles = profiles;
+    t.set_on_command_line = set;
+  }
   return t;
 }
 
@@ -222,8 +229,10 @@ workload::ModelConfig load_model_preset(const std::string& name) {
 }
 
 namespace detail {
+namespace {
 
-Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOptions& opts) {
+// resolve_preset_or_inline before a system's --set values.
+Resolved resolve_before_set(const Node& at, PresetKind kind, const LoadOptions& opts) {
   Resolved r;
   const Json& j = at.json();
   if (j.is_string()) {
@@ -279,6 +288,15 @@ Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOpt
   }
   r.node =
       std::make_unique<Node>(*r.json, at.path(), std::make_shared<const std::string>(at.file()));
+  return r;
+}
+
+}  // namespace
+
+Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOptions& opts) {
+  Resolved r = resolve_before_set(at, kind, opts);
+  // The node reads *r.json, so the values set here are what it reads.
+  if (kind == PresetKind::system) r.set = apply_system_set(*r.json, opts.system_set);
   return r;
 }
 

@@ -18,9 +18,11 @@ struct Resolved {
   std::shared_ptr<Json> json;  // owns merged documents
   std::unique_ptr<Node> node;
   std::vector<std::string> profiles;  // systems: the calibration profiles applied
+  std::vector<std::string> set;       // systems: LoadOptions::system_set as applied
 };
 
-// `at` holds a preset name (string) or an inline object (optionally with "base").
+// `at` holds a preset name (string) or an inline object (optionally with "base"). A system
+// takes LoadOptions::system_set last, after its profiles and the inline values.
 Resolved resolve_preset_or_inline(const Node& at, PresetKind kind, const LoadOptions& opts = {});
 
 }  // namespace moesim::config::detail

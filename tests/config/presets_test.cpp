@@ -236,3 +236,16 @@ TEST_CASE("A system's ring-group table: a patch changes a size, a bad key or val
     CHECK_THAT(e.what(), Catch::Contains("ring_group_efficiency") && Catch::Contains("group size"));
   }
 }
+
+TEST_CASE("A system preset loaded by name takes --set's values as a scenario's system does",
+          "[config][presets]") {
+  config::LoadOptions opts;
+  opts.system_set = {config::parse_system_set("host.op_us=7.5")};
+  const auto s = config::load_system_preset("h800", opts);
+  CHECK(s.host.op_us.value == 7.5);
+  REQUIRE(s.set_on_command_line.size() == 1);
+  CHECK_THAT(s.set_on_command_line[0], Catch::StartsWith("host.op_us = 7.5 (was "));
+  CHECK(config::load_system_preset("h800").host.op_us.value != 7.5);
+  opts.system_set = {config::parse_system_set("host.nope=1")};
+  CHECK_THROWS_AS(config::load_system_preset("h800", opts), config::InputError);
+}
