@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -20,9 +21,11 @@ class Describe final : public Command {
         ->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_flag("--json", json_, "print one JSON object instead of the text summary");
     add_uncalibrated(app, uncalibrated_);
+    add_system_set(app, set_);
   }
   int run(Io& io) override {
-    const config::Scenario sc = config::load_scenario_file(file_, {!uncalibrated_});
+    const config::Scenario sc =
+        config::load_scenario_file(file_, load_options(uncalibrated_, set_));
     if (json_)
       io.out << reports::describe_json(sc).dump(2) << "\n";
     else
@@ -33,6 +36,7 @@ class Describe final : public Command {
  private:
   std::string file_;
   bool json_ = false, uncalibrated_ = false;
+  std::vector<std::string> set_;
 };
 
 }  // namespace

@@ -109,6 +109,7 @@ class Plan final : public Command {
                    "where --emit writes (default: plan-<scenario>-K.json in this folder)");
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
+    add_system_set(app, set_);
   }
 
   int run(Io& io) override {
@@ -124,7 +125,7 @@ class Plan final : public Command {
         token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
         top_,
         jobs_,
-        config::LoadOptions{!uncalibrated_, headroom_},
+        load_options(uncalibrated_, set_, headroom_),
         given_,
         given_limit_,
         {},
@@ -178,6 +179,8 @@ class Plan final : public Command {
           throw config::InputError(
               kept_file, "line 1",
               "kept by another plan (other columns); remove it or give another -o");
+        reports::check_predicted_with(old, kept_file, predict::predicted_with(req.load),
+                                      "this plan predicts with");
         if (old.dropped_partial_line)
           io.err << fmt::format("moesim plan: {}: dropped a truncated last line\n", kept_file);
         std::map<std::int64_t, predict::SweepResult> rows;
@@ -378,6 +381,10 @@ class Plan final : public Command {
                              v->is_string() ? v->get<std::string>() : v->dump());
     sc["description"] = fmt::format("moesim plan's candidate {} by {} (id {}) from {}: {}", emit_,
                                     summary.at("objective").get<std::string>(), id, file_, chose);
+    if (const auto with = summary.value("predicted_with", std::string());
+        !with.empty() && with != "calibrated")
+      sc["description"] = sc["description"].get<std::string>() +
+                          fmt::format(" (ranked as predicted with: {}; not written here)", with);
     sc.erase("measured");
     const std::string path =
         !emit_file_.empty() ? emit_file_ : fmt::format("plan-{}-{}.json", base, emit_);
@@ -401,6 +408,7 @@ class Plan final : public Command {
   std::vector<std::int64_t> gpus_list_;
   std::int64_t given_limit_ = 0;
   double token_budget_ = 0, headroom_ = 0;
+  std::vector<std::string> set_;
   int top_ = 10, jobs_ = 0, emit_ = 0;
   bool json_ = false, uncalibrated_ = false, given_ = false, resume_ = false,
        deterministic_ = false;

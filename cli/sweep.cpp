@@ -30,6 +30,33 @@
 namespace moesim::cli {
 namespace {
 
+// --set as the Slurm script repeats it (config::parse_system_set allows only letters, digits,
+// '_' and '.' in a path, and the value is a number: nothing to quote).
+std::string set_options(const config::LoadOptions& opts) {
+  std::string s;
+  for (const auto& set : opts.system_set) s += fmt::format(" --set {}={}", set.path, set.value);
+  return s;
+}
+
+// A --set the sweep's first scenario cannot take is the command line's error (exit 2), not a
+// message on every row: the first point is loaded with the sets and, where that fails, without.
+void check_system_set(const config::SweepPlan& plan, const std::string& base_file,
+                      const config::LoadOptions& opts) {
+  if (opts.system_set.empty() || plan.points.empty()) return;
+  try {
+    config::load_scenario_json(plan.points.front().scenario, base_file, opts);
+  } catch (const config::InputError&) {
+    config::LoadOptions plain = opts;
+    plain.system_set.clear();
+    try {
+      config::load_scenario_json(plan.points.front().scenario, base_file, plain);
+    } catch (const config::InputError&) {
+      return;  // the point's own error, which its row says
+    }
+    throw;
+  }
+}
+
 // A Slurm partition list or account name as it goes on an #SBATCH line: letters, digits,
 // '_', '.', '-' (and commas between partitions); nothing that could end the line.
 CLI::Validator slurm_name(const std::string& what, bool list) {
@@ -106,6 +133,7 @@ class Sweep final : public Command {
         ->needs(slurm);
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
+    add_system_set(app, set_);
     merge_ = app.add_subcommand("merge", "join shard CSVs, reporting missing and duplicated rows");
     merge_->add_option("csvs", merge_files_, "the shards' CSV files")->required();
     merge_->add_option("-o,--out", merge_out_, "the joined CSV")->required();
@@ -123,6 +151,8 @@ class Sweep final : public Command {
     const bool budget = sweep.token_budget.has_value();
     const auto [index, count] = shard();
     const std::string stem = std::filesystem::path(file_).stem().string();
+    const config::LoadOptions opts = load_options(uncalibrated_, set_, headroom_);
+    check_system_set(plan, sweep.base_file, opts);
     if (slurm_) {
       const int tasks =
           tasks_ > 0 ? tasks_
@@ -134,9 +164,9 @@ class Sweep final : public Command {
           std::filesystem::absolute(file_).lexically_normal().string(), sweep.name,
           static_cast<std::int64_t>(plan.points.size()), tasks,
           out_.empty() ? stem : std::filesystem::path(out_).replace_extension().string(),
-          fmt::format("{}{}{}", uncalibrated_ ? " --uncalibrated" : "",
-                      headroom_ > 0 ? fmt::format(" --headroom {:g}", headroom_) : "",
-                      deterministic_ ? " --deterministic" : ""),
+          fmt::format("{}{}{}{}", uncalibrated_ ? " --uncalibrated" : "",
+                      headroom_ > 0 ? fmt::format(" --headroom {}", headroom_) : "",
+                      set_options(opts), deterministic_ ? " --deterministic" : ""),
           resources_);
       return 0;
     }
@@ -157,6 +187,8 @@ class Sweep final : public Command {
             fmt::format("the header is not {}'s: written by another sweep file "
                         "(or version); remove it or give another -o",
                         file_));
+      reports::check_predicted_with(old, out, predict::predicted_with(opts),
+                                    "this run predicts with");
       // Every value of a kept row is checked (issue #46 item 3): its figures read as the
       // writer wrote them (read_sweep_csv), and its varied values are the sweep's for its id.
       for (const auto& r : old.rows) {
@@ -205,7 +237,6 @@ class Sweep final : public Command {
                             static_cast<long>(eta) % 60)
              << (final ? "\n" : "") << std::flush;
     };
-    const config::LoadOptions opts{!uncalibrated_, headroom_};
     const TerminationWatch terminate;
     const reports::SweepCsv all = append_rows_to_csv(
         todo, sweep.base_file, sweep.token_budget, jobs_, opts, out,
@@ -306,6 +337,7 @@ class Sweep final : public Command {
   bool resume_ = false, json_ = false, slurm_ = false, uncalibrated_ = false,
        deterministic_ = false;
   double headroom_ = 0;
+  std::vector<std::string> set_;
   reports::SlurmResources resources_;
   CLI::App* merge_ = nullptr;
   std::vector<std::string> merge_files_;

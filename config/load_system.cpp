@@ -2,6 +2,7 @@
 // {"value": v, "source": "<id in this object's sources map>"} or, in user-written inline
 // objects, a bare number, whose source then records where it was written.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -332,6 +333,14 @@ SystemSet parse_system_set(const std::string& text) {
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
     throw InputError(kSetFile, at, "expected PATH=VALUE, e.g. efficiency.sustained_clock_factor=1");
   SystemSet s{text.substr(0, eq), 0};
+  // The system's number keys are letters, digits and '_' (only `sources` has others), so a path
+  // is those and dots: it goes into a Slurm script's command line (`sweep --slurm-script`) as is.
+  if (!std::all_of(s.path.begin(), s.path.end(),
+                   [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '.'; }))
+    throw InputError(kSetFile, at,
+                     fmt::format("'{}' is not a path of the system's keys (letters, digits, '_', "
+                                 "joined by '.')",
+                                 s.path));
   const std::string v = text.substr(eq + 1);
   try {
     std::size_t used = 0;

@@ -204,6 +204,7 @@ PlanOutcome search_plan(std::span<const config::SweepPoint> layouts,
         if (fits) {
           c.row.id = c.point.id;
           c.row.status = SweepStatus::dominated;
+          c.row.predicted_with = predicted_with(load);
           c.row.message = fmt::format("{} = {} fits and recomputes less", ladder->path,
                                       config::sweep_value_text(ladder->values[*fits]));
           c.point.scenario = config::Json();  // values only, as every candidate (below)

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "predict/bands.hpp"
 #include "predict/parallel.hpp"
 #include "predict/predict.hpp"
@@ -79,6 +81,13 @@ void set_budget_figures(SweepResult& r, const config::Scenario& sc, double token
   r.cost_usd = t.cost_usd;
 }
 
+std::string predicted_with(const config::LoadOptions& opts) {
+  std::string s = opts.calibrated ? "calibrated" : "uncalibrated";
+  if (opts.headroom_gib > 0) s += fmt::format("; headroom {} GiB", opts.headroom_gib);
+  for (const auto& set : opts.system_set) s += fmt::format("; set {}={}", set.path, set.value);
+  return s;
+}
+
 SweepResult evaluate_point(const config::SweepPoint& point, const std::string& file,
                            std::optional<double> token_budget, const config::LoadOptions& opts,
                            const BeforeSimulating& before_simulating,
@@ -87,6 +96,7 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
   SweepResult r;
   r.id = point.id;
   const auto finish = [&] {
+    r.predicted_with = predicted_with(opts);
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
   };

@@ -34,7 +34,10 @@ const sim_core::NameTable<SweepStatus>& sweep_status_names();
 struct SweepResult {
   std::int64_t id = 0;
   SweepStatus status = SweepStatus::ok;
-  std::string message;      // invalid, error: why
+  std::string message;  // invalid, error: why
+  // How the row was predicted (predicted_with of the command's LoadOptions): a resumed or
+  // merged CSV is refused where its rows' differ from each other or the run's.
+  std::string predicted_with;
   std::int64_t gpus = 0;    // the loaded scenario's (0: it did not load)
   bool has_memory = false;  // ok, does_not_fit
   double peak_memory_gib = 0, reserved_memory_gib = 0;
@@ -57,6 +60,10 @@ struct SweepResult {
   std::optional<double> energy_mwh, cost_usd;
   double wall_s = 0;  // load, memory and simulation wall time: the only nondeterministic figure
 };
+
+// "calibrated" or "uncalibrated", then "; headroom G GiB" where memory is held back and
+// "; set PATH=VALUE" for each --set: what decides a row's figures besides the scenario.
+std::string predicted_with(const config::LoadOptions& opts);
 
 // A row's value of the objective; empty where the row lacks it (not simulated, or no
 // token budget for days, GPU-hours, energy and cost).

@@ -86,6 +86,8 @@ Json describe_json(const config::Scenario& sc) {
                  {"gpus_per_nvlink_domain", sc.placement.gpus_per_nvlink_domain},
                  {"dense_peak_tflops", peaks},
                  {"calibration_profiles", sc.system.profiles}};
+  if (!sc.system.set_on_command_line.empty())
+    j["system"]["set_on_command_line"] = sc.system.set_on_command_line;
   j["model"] = {{"name", m.name},
                 {"model_type", m.model_type},
                 {"layers", m.num_layers},
@@ -258,6 +260,9 @@ std::string describe_text(const config::Scenario& sc) {
     line("", fmt::format("ANNOUNCED, not measured in public: {}", sc.system.status_source));
   line("", fmt::format("dense TFLOPS: {}", fmt::join(peaks, ", ")));
   line("", fmt::format("calibration profiles: {}", list_or(sc.system.profiles, "none")));
+  if (!sc.system.set_on_command_line.empty())
+    line("", fmt::format("set on the command line (--set, a what-if): {}",
+                         fmt::join(sc.system.set_on_command_line, "; ")));
   line("", fmt::format("NVLink domains of {} GPUs (system: {:g}), {:g} GB/s per GPU per direction; "
                        "{:g} x {:g} Gb/s {} per GPU",
                        sc.placement.gpus_per_nvlink_domain, sc.system.nvlink.domain_gpus.value,

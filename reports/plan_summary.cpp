@@ -21,6 +21,8 @@ using detail::analyse;
 using detail::Analysis;
 using detail::column;
 using detail::gain_band;
+using detail::predicted_with;
+using detail::predicted_with_text;
 using detail::row_json;
 using detail::rows_table;
 using detail::table_columns;
@@ -145,6 +147,7 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
       {"settings", info.settings},
       {"evaluated", info.sweep.rows},
       {"simulated", info.simulated},
+      {"predicted_with", predicted_with(csv)},
       {"fates",
        {{"rule", rule},
         {"invalid", status_count(a, "invalid")},
@@ -304,6 +307,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
   o += fmt::format(
       "\n  {:.1f} s (bounds {:.1f} s, simulations {:.1f} s); the {} evaluated candidates in {}\n",
       info.wall_s, info.bound_wall_s, info.simulate_wall_s, info.sweep.rows, info.sweep.output);
+  o += predicted_with_text(csv);
   if (!info.violations.empty())
     o += fmt::format(
         "warning: {} candidates beat a bound of theirs (ids {}): the top may not be exact; please "

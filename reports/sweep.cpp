@@ -46,7 +46,7 @@ using Json = nlohmann::ordered_json;
 // `budget` ones are optional figures (the band's only with timing, the budget's only in a
 // sweep or plan with a token budget).
 struct ResultColumn {
-  enum class Kind { status, message, timing, memory, fits, band, budget, wall };
+  enum class Kind { status, message, predicted_with, timing, memory, fits, band, budget, wall };
   const char* name;
   Kind kind;
   double predict::SweepResult::*value = nullptr;                 // timing, memory, wall
@@ -57,6 +57,7 @@ using R = predict::SweepResult;
 const ResultColumn kResultColumns[] = {
     {"status", K::status},
     {"message", K::message},
+    {"predicted_with", K::predicted_with},
     {"step_time_s", K::timing, &R::step_time_s},
     {"tflops_per_gpu", K::timing, &R::tflops_per_gpu},
     {"tokens_per_s_per_gpu", K::timing, &R::tokens_per_s_per_gpu},
@@ -109,6 +110,8 @@ std::string figure_text(const ResultColumn& c, const predict::SweepResult& r) {
       return std::string(predict::sweep_status_names().name(r.status));
     case K::message:
       return r.message;
+    case K::predicted_with:
+      return r.predicted_with;
     case K::timing:
       return r.has_timing ? num(r.*c.value) : std::string();
     case K::memory:
@@ -179,6 +182,9 @@ Json sweep_row_json(const std::vector<std::string>& header, const SweepCsv::Row&
       case K::message:
         j[name] = r.message;
         break;
+      case K::predicted_with:
+        j[name] = r.predicted_with;
+        break;
       case K::fits:
         j[name] = r.has_memory ? Json(r.fits_in_memory) : Json(nullptr);
         break;
@@ -226,6 +232,7 @@ std::optional<double> sweep_figure(const predict::SweepResult& r, std::string_vi
       return r.wall_s;
     case K::status:
     case K::message:
+    case K::predicted_with:
     case K::fits:
       break;
   }
@@ -268,6 +275,9 @@ predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& he
       }
       case K::message:
         r.message = f[i];
+        break;
+      case K::predicted_with:
+        r.predicted_with = f[i];
         break;
       case K::timing:
         if (r.has_timing) r.*c->value = number(i);
@@ -383,6 +393,17 @@ SweepCsv read_sweep_csv(const std::string& path) {
   return csv;
 }
 
+void check_predicted_with(const SweepCsv& csv, const std::string& path, const std::string& with,
+                          const std::string& whose) {
+  for (const auto& r : csv.rows)
+    if (r.result.predicted_with != with)
+      throw config::InputError(
+          fmt::format("{}: row {}", path, r.id), "predicted_with",
+          fmt::format("'{}', where {} '{}': predicted with other --uncalibrated, --headroom or "
+                      "--set values; give the same ones, or remove the file",
+                      r.result.predicted_with, whose, with));
+}
+
 std::string sweep_csv_text(const SweepCsv& csv) {
   std::vector<const SweepCsv::Row*> rows;
   for (const auto& r : csv.rows) rows.push_back(&r);
@@ -398,6 +419,7 @@ SweepMerge merge_sweep_csvs(const std::vector<std::string>& paths,
   SweepMerge m;
   std::map<std::int64_t, SweepCsv::Row> rows;
   std::size_t wall = 0;
+  std::string with, with_where;  // the first row's predicted_with and where it is
   for (const auto& p : paths) {
     SweepCsv c = read_sweep_csv(p);
     m.dropped_partial_lines += c.dropped_partial_line ? 1 : 0;
@@ -409,6 +431,13 @@ SweepMerge merge_sweep_csvs(const std::vector<std::string>& paths,
           p, "line 1",
           fmt::format("the header differs from {}'s: the files come from different sweeps",
                       paths.front()));
+    }
+    if (!c.rows.empty()) {
+      if (with_where.empty()) {
+        with = c.rows.front().result.predicted_with;
+        with_where = fmt::format("{} row {} has", p, c.rows.front().id);
+      }
+      check_predicted_with(c, p, with, with_where);
     }
     for (auto& r : c.rows) {
       const auto [it, fresh] = rows.emplace(r.id, r);

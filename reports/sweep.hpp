@@ -69,6 +69,12 @@ struct SweepCsv {
   bool dropped_partial_line = false;
 };
 SweepCsv read_sweep_csv(const std::string& path);
+// InputError naming `path` and the first row whose `predicted_with` column
+// (predict::predicted_with) is not `with` (`whose`: what has it, "this run predicts with"):
+// rows predicted with other --uncalibrated, --headroom or --set values than the run that
+// resumes or merges them are never mixed silently.
+void check_predicted_with(const SweepCsv& csv, const std::string& path, const std::string& with,
+                          const std::string& whose);
 // One row as `sweep --json` gives it: status and message as text, the predicted figures as
 // numbers (floating point, from the typed result), the id and the varied values as their
 // JSON, a missing figure or empty field as null; the wall time left out.
@@ -77,10 +83,10 @@ nlohmann::ordered_json sweep_row_json(const std::vector<std::string>& header,
 // Header and rows sorted by id, as the finished CSV holds them.
 std::string sweep_csv_text(const SweepCsv& csv);
 
-// Shards joined: the headers must agree (else InputError). Rows sorted by id; a row
-// found in several files is kept once, listed in `duplicated`, and in `conflicting`
-// where the copies differ in more than the wall time. `missing`: ids absent from 0 up to
-// the largest id (or up to expected_rows - 1 when given).
+// Shards joined: the headers and every row's predicted_with must agree (else InputError). Rows
+// sorted by id; a row found in several files is kept once, listed in `duplicated`, and in
+// `conflicting` where the copies differ in more than the wall time. `missing`: ids absent from 0 up
+// to the largest id (or up to expected_rows - 1 when given).
 struct SweepMerge {
   SweepCsv csv;
   std::vector<std::int64_t> missing, duplicated, conflicting;

@@ -52,5 +52,12 @@ nlohmann::ordered_json row_json(const SweepCsv& csv, const SweepCsv::Row& r);
 predict::Band gain_band(double gain_pct);
 std::vector<bool> within_band_of_best(const Analysis& a, config::SweepObjective objective);
 std::string within_band_text(const Analysis& a, config::SweepObjective objective);
+// How the rows were predicted (their predicted_with, one for all: resume and merge check it);
+// empty without rows.
+std::string predicted_with(const SweepCsv& csv);
+// The summary's line for it, empty for the calibrated model as shipped: "predicted with: ...",
+// and where a number is not the calibrated one, that the bands and the evidence behind gains
+// describe the calibrated model.
+std::string predicted_with_text(const SweepCsv& csv);
 
 }  // namespace moesim::reports::detail

@@ -19,6 +19,8 @@ using Json = nlohmann::ordered_json;
 
 using detail::analyse;
 using detail::Analysis;
+using detail::predicted_with;
+using detail::predicted_with_text;
 using detail::row_json;
 using detail::rows_table;
 using detail::table_columns;
@@ -173,6 +175,21 @@ std::vector<bool> within_band_of_best(const Analysis& a, config::SweepObjective 
   return out;
 }
 
+std::string predicted_with(const SweepCsv& csv) {
+  return csv.rows.empty() ? std::string() : csv.rows.front().result.predicted_with;
+}
+
+std::string predicted_with_text(const SweepCsv& csv) {
+  const std::string with = predicted_with(csv);
+  if (with.empty() || with == "calibrated") return "";
+  const bool what_if =
+      with.find("uncalibrated") != std::string::npos || with.find("; set ") != std::string::npos;
+  return fmt::format("predicted with: {}{}\n", with,
+                     what_if ? " (a what-if: the bands and the evidence behind gains describe the "
+                               "calibrated model)"
+                             : "");
+}
+
 // The line under a top table naming the rows within_band_of_best (the best aside).
 std::string within_band_text(const Analysis& a, config::SweepObjective objective) {
   const auto within = within_band_of_best(a, objective);
@@ -211,6 +228,7 @@ Json sweep_summary_json(const SweepCsv& csv, const SweepSummaryInfo& info) {
               {"pruned_layouts", pruned},
               {"shard", {{"index", info.shard_index}, {"count", info.shard_count}}},
               {"rows_in_output", static_cast<std::int64_t>(csv.rows.size())},
+              {"predicted_with", predicted_with(csv)},
               {"status", status},
               {"objective", config::sweep_objective_names().name(info.objective)},
               {"top", top},
@@ -227,7 +245,7 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
     o += fmt::format("{}{} {}", sep, n, s);
     sep = ", ";
   }
-  o += "\n";
+  o += "\n" + predicted_with_text(csv);
   if (info.combinations > info.rows) {
     o += fmt::format("layouts: {} of {} combinations break a layout rule and are not rows:",
                      info.combinations - info.rows, info.combinations);

@@ -474,6 +474,18 @@ TEST_CASE("run --set replaces one system number after its profiles, says so, ref
   refused("host.launch_us=abc", "'abc' is not a number");
   refused("host.launch_us=inf", "is not a finite number");
   refused("host.launch_us=-5", "host.launch_us.value: -5 is outside the valid range");
+  refused("host.x'y=1", "'host.x'y' is not a path of the system's keys");
+
+  // describe shows what was set, in its text and its JSON.
+  const auto d = run_moesim({"describe", sc, "--set", "host.rank_contention=2"});
+  REQUIRE(d.status == 0);
+  CHECK_THAT(d.out, Catch::Contains("set on the command line (--set, a what-if): "
+                                    "host.rank_contention = 2 (was "));
+  const auto dj = run_moesim({"describe", "--json", sc, "--set", "host.rank_contention=2"});
+  REQUIRE(dj.status == 0);
+  CHECK(nlohmann::json::parse(dj.out)["system"]["set_on_command_line"].size() == 1);
+  CHECK_FALSE(nlohmann::json::parse(run_moesim({"describe", "--json", sc}).out)["system"].contains(
+      "set_on_command_line"));
 }
 
 TEST_CASE("diff --set: both sides a what-if on the value, said on each", "[cli][calibration]") {

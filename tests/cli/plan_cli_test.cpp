@@ -361,6 +361,36 @@ TEST_CASE("plan: bad options are refused", "[cli][plan][errors]") {
   CHECK_THAT(r.err, Catch::Contains("unknown setting group 'offload'"));
 }
 
+TEST_CASE("plan --set: ranked on a what-if, said, and never resumed under other options",
+          "[cli][plan]") {
+  const std::string scenario = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
+  const test::TempFile out_file("", "plan-set.csv");
+  const std::string out = out_file.path();
+  const std::vector<std::string> args = {"plan", scenario, "--gpus", "8",  "--settings",
+                                         "none", "--top",  "3",      "-o", out};
+  const auto with = [&](std::vector<std::string> extra) {
+    auto a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return test::run_moesim(a);
+  };
+  auto r = with({"--json", "--set", "host.rank_contention=2"});
+  REQUIRE(r.status == 0);
+  const auto j = Json::parse(r.out);
+  CHECK(j["predicted_with"] == "calibrated; set host.rank_contention=2");
+  const auto base = Json::parse(with({"--json"}).out);
+  CHECK(base["predicted_with"] == "calibrated");
+  // The host twice as loaded: the best candidate is no faster than the calibrated model's.
+  CHECK(j["top"][0]["step_time_s"].get<double>() >= base["top"][0]["step_time_s"].get<double>());
+  r = with({"--set", "host.rank_contention=2"});
+  CHECK_THAT(r.out, Catch::Contains("predicted with: calibrated; set host.rank_contention=2 (a "
+                                    "what-if: the bands and the evidence behind gains describe "
+                                    "the calibrated model)"));
+  // The CSV holds the what-if's rows; resuming it without the set is refused.
+  r = with({"--resume"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("where this plan predicts with 'calibrated'"));
+}
+
 TEST_CASE("plan: nothing fits, so it says the smallest cluster that would", "[cli][plan]") {
   // Qwen3-30B-A3B's weights, gradients and Adam states alone are some 550 GB: 2 H100 hold no
   // layout.

@@ -205,6 +205,52 @@ TEST_CASE("sweep --resume checks every value of the rows it keeps (issue #46 ite
   CHECK(test::run_moesim({"sweep", d / "small.json", "-o", out, "--resume"}).status == 0);
 }
 
+TEST_CASE("sweep --set: the rows say how they were predicted; resume and merge never mix them",
+          "[cli][sweep]") {
+  const Dir d;
+  const std::string plain = d / "plain.csv", slow = d / "slow.csv";
+  const std::string set = "host.rank_contention=2";
+  REQUIRE(test::run_moesim({"sweep", d / "small.json", "-o", plain}).status == 0);
+  const auto r = test::run_moesim({"sweep", d / "small.json", "-o", slow, "--set", set});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("predicted with: calibrated; set host.rank_contention=2 (a "
+                                    "what-if"));
+  const auto a = reports::read_sweep_csv(plain), b = reports::read_sweep_csv(slow);
+  REQUIRE(a.rows.size() == b.rows.size());
+  bool slower = false;
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    CHECK(a.rows[i].result.predicted_with == "calibrated");
+    CHECK(b.rows[i].result.predicted_with == "calibrated; set " + set);
+    if (a.rows[i].result.has_timing)
+      slower |= b.rows[i].result.step_time_s > a.rows[i].result.step_time_s;
+  }
+  CHECK(slower);  // a host twice as loaded slows some layout
+  // Resumed with other options, or merged with rows predicted otherwise: refused (exit 2).
+  auto x = test::run_moesim({"sweep", d / "small.json", "-o", plain, "--resume", "--set", set});
+  CHECK(x.status == 2);
+  CHECK_THAT(x.err, Catch::Contains(fmt::format(
+                        "{}: row 0: predicted_with: 'calibrated', where this run predicts with "
+                        "'calibrated; set host.rank_contention=2'",
+                        plain)));
+  x = test::run_moesim({"sweep", d / "small.json", "-o", slow, "--resume", "--uncalibrated"});
+  CHECK(x.status == 2);
+  CHECK_THAT(x.err, Catch::Contains("where this run predicts with 'uncalibrated'"));
+  x = test::run_moesim({"sweep", "merge", plain, slow, "-o", d / "all.csv"});
+  CHECK(x.status == 2);
+  CHECK_THAT(x.err, Catch::Contains(fmt::format("where {} row 0 has 'calibrated'", plain)));
+  // The same options resume; a path the system lacks is the command line's error.
+  CHECK(
+      test::run_moesim({"sweep", d / "small.json", "-o", slow, "--resume", "--set", set}).status ==
+      0);
+  x = test::run_moesim({"sweep", d / "small.json", "-o", d / "no.csv", "--set", "host.nope=1"});
+  CHECK(x.status == 2);
+  CHECK_THAT(x.err, Catch::Contains("--set host.nope=1: system 'h100' has no number at host.nope"));
+  CHECK_FALSE(std::filesystem::exists(d / "no.csv"));
+  // The Slurm script's tasks predict the same way.
+  x = test::run_moesim({"sweep", d / "small.json", "--slurm-script", "--set", set});
+  CHECK_THAT(x.out, Catch::Contains(" --set host.rank_contention=2\n"));
+}
+
 TEST_CASE("Two runs on one output: the second refuses (issue #46 item 3)", "[cli][sweep]") {
   const Dir d;
   const std::string out = d / "locked.csv";
