@@ -120,7 +120,8 @@ void add_system_set(CLI::App& app, std::vector<std::string>& texts) {
                  "PATH=VALUE: replace one number of the system (PATH as in the preset: "
                  "efficiency.sustained_clock_factor, host.launch_us, comm.alltoall_efficiency), "
                  "after its calibration profiles, on every scenario; repeatable. A what-if on "
-                 "the calibrated model, said in every prediction's caveats");
+                 "the calibrated model, which the output says (run's caveats, the first lines "
+                 "of validate, diff and a sweep's or plan's summary, describe's system)");
 }
 
 config::LoadOptions load_options(bool uncalibrated, const std::vector<std::string>& set,
