@@ -124,13 +124,6 @@ void add_system_set(CLI::App& app, std::vector<std::string>& texts) {
                  "of validate, diff and a sweep's or plan's summary, describe's system)");
 }
 
-config::LoadOptions load_options(bool uncalibrated, const std::vector<std::string>& set,
-                                 double headroom_gib) {
-  config::LoadOptions opts{!uncalibrated, headroom_gib};
-  for (const auto& t : set) opts.system_set.push_back(config::parse_system_set(t));
-  return opts;
-}
-
 void check_finite(CLI::Option* option, double lo, double hi, bool above_lo) {
   const std::string range = fmt::format("{}{:g} - {:g}]", above_lo ? "(" : "[", lo, hi);
   option->check(CLI::Validator(

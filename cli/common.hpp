@@ -60,11 +60,8 @@ void add_uncalibrated(CLI::App& app, bool& flag);
 // --headroom GIB: memory held back on every GPU (config::LoadOptions::headroom_gib).
 void add_headroom(CLI::App& app, double& gib);
 // --set PATH=VALUE, repeatable (config::LoadOptions::system_set): the texts as given, parsed by
-// load_options (InputError, exit 2, on one that is not PATH=VALUE).
+// config::load_options (InputError, exit 2, on one that is not PATH=VALUE).
 void add_system_set(CLI::App& app, std::vector<std::string>& texts);
-// The load options of --uncalibrated, --set and --headroom.
-config::LoadOptions load_options(bool uncalibrated, const std::vector<std::string>& set,
-                                 double headroom_gib = 0);
 
 // The sweep rows `todo` (predict::run_sweep on `jobs` threads) appended to the CSV `out`
 // as each finishes (`each` called after it), then `out` rewritten sorted by id, so the

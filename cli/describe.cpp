@@ -25,7 +25,7 @@ class Describe final : public Command {
   }
   int run(Io& io) override {
     const config::Scenario sc =
-        config::load_scenario_file(file_, load_options(uncalibrated_, set_));
+        config::load_scenario_file(file_, config::load_options(uncalibrated_, set_));
     if (json_)
       io.out << reports::describe_json(sc).dump(2) << "\n";
     else

@@ -32,7 +32,7 @@ class Diff final : public Command {
     add_system_set(app, set_);
   }
   int run(Io& io) override {
-    const config::LoadOptions opts = load_options(uncalibrated_, set_);
+    const config::LoadOptions opts = config::load_options(uncalibrated_, set_);
     const std::array<config::Scenario, 2> sc{config::load_scenario_file(a_, opts),
                                              config::load_scenario_file(b_, opts)};
     const std::array<predict::Prediction, 2> p = predict::predict_pair(sc[0], sc[1]);

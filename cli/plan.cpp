@@ -125,7 +125,7 @@ class Plan final : public Command {
         token_budget_ > 0 ? std::optional<double>(token_budget_) : std::nullopt,
         top_,
         jobs_,
-        load_options(uncalibrated_, set_, headroom_),
+        config::load_options(uncalibrated_, set_, headroom_),
         given_,
         given_limit_,
         {},

@@ -42,9 +42,11 @@ class Report final : public Command {
                  "a sweep CSV: the objective against cluster size, the Pareto front");
     app.add_option("--objective", objective_,
                    "--sweep: the column plotted (default tokens_per_s_per_gpu)");
-    app.add_option("--jobs", jobs_, "--validate: scenarios simulated at once (default: all cores)")
-        ->check(CLI::Range(0, 1024));
+    jobs_option_ = app.add_option("--jobs", jobs_,
+                                  "--validate: scenarios simulated at once (default: all cores)")
+                       ->check(CLI::Range(0, 1024));
     add_uncalibrated(app, uncalibrated_);
+    add_system_set(app, set_);
   }
   int run(Io& io) override {
     const auto usage = [](const std::string& what, const std::string& message) {
@@ -55,6 +57,12 @@ class Report final : public Command {
     if (int(diff_) + int(validate_) + int(sweep_) > 1)
       throw usage("--diff", "give one of --diff, --validate, --sweep");
     if (!objective_.empty() && !sweep_) throw usage("--objective", "only with --sweep");
+    if (jobs_option_->count() && !validate_) throw usage("--jobs", "only with --validate");
+    // A sweep's CSV is predicted already: each row says how (predicted_with).
+    if (sweep_ && (uncalibrated_ || !set_.empty()))
+      throw usage(uncalibrated_ ? "--uncalibrated" : "--set",
+                  "not with --sweep: the CSV's rows were predicted when the sweep ran, and each "
+                  "says how (predicted_with)");
     const std::size_t want = diff_ ? 2 : 1;
     if (validate_ ? inputs_.empty() : inputs_.size() != want)
       throw usage("inputs",
@@ -62,7 +70,7 @@ class Report final : public Command {
                   : diff_   ? "give two scenarios: moesim report --diff A.json B.json -o OUT.html"
                   : sweep_  ? "give one sweep CSV: moesim report --sweep OUT.csv -o OUT.html"
                             : "give one scenario: moesim report FILE.json -o OUT.html");
-    const config::LoadOptions opts{!uncalibrated_};
+    const config::LoadOptions opts = config::load_options(uncalibrated_, set_);
     reports::HtmlPage page;
     if (diff_) {
       const std::array<config::Scenario, 2> sc{config::load_scenario_file(inputs_[0], opts),
@@ -74,7 +82,7 @@ class Report final : public Command {
       const std::vector<std::string> files = config::measured_files(inputs_, skipped);
       if (files.empty())
         throw usage("inputs", "no scenario with a measured block under the given paths");
-      page = reports::validate_report(predict::validate_files(files, opts, jobs_), skipped);
+      page = reports::validate_report(predict::validate_files(files, opts, jobs_), skipped, set_);
     } else if (sweep_) {
       config::SweepObjective objective = config::SweepObjective::tokens_per_s_per_gpu;
       if (!objective_.empty()) {
@@ -102,7 +110,8 @@ class Report final : public Command {
   }
 
  private:
-  std::vector<std::string> inputs_;
+  std::vector<std::string> inputs_, set_;
+  CLI::Option* jobs_option_ = nullptr;
   std::string out_, objective_;
   bool diff_ = false, validate_ = false, sweep_ = false, uncalibrated_ = false;
   int jobs_ = 0;

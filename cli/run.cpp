@@ -52,7 +52,7 @@ class Run final : public Command {
   }
   int run(Io& io) override {
     const config::Scenario sc =
-        config::load_scenario_file(file_, load_options(uncalibrated_, set_, headroom_));
+        config::load_scenario_file(file_, config::load_options(uncalibrated_, set_, headroom_));
     const predict::Prediction p = predict::predict(sc, {!trace_.empty(), fidelity_ == "full"});
     if (!p.fits_in_memory)
       io.err << fmt::format(

@@ -34,27 +34,8 @@ namespace {
 // '_' and '.' in a path, and the value is a number: nothing to quote).
 std::string set_options(const config::LoadOptions& opts) {
   std::string s;
-  for (const auto& set : opts.system_set) s += fmt::format(" --set {}={}", set.path, set.value);
+  for (const auto& set : opts.system_set) s += fmt::format(" --set {}", config::to_string(set));
   return s;
-}
-
-// A --set the sweep's first scenario cannot take is the command line's error (exit 2), not a
-// message on every row: the first point is loaded with the sets and, where that fails, without.
-void check_system_set(const config::SweepPlan& plan, const std::string& base_file,
-                      const config::LoadOptions& opts) {
-  if (opts.system_set.empty() || plan.points.empty()) return;
-  try {
-    config::load_scenario_json(plan.points.front().scenario, base_file, opts);
-  } catch (const config::InputError&) {
-    config::LoadOptions plain = opts;
-    plain.system_set.clear();
-    try {
-      config::load_scenario_json(plan.points.front().scenario, base_file, plain);
-    } catch (const config::InputError&) {
-      return;  // the point's own error, which its row says
-    }
-    throw;
-  }
 }
 
 // A Slurm partition list or account name as it goes on an #SBATCH line: letters, digits,
@@ -151,8 +132,8 @@ class Sweep final : public Command {
     const bool budget = sweep.token_budget.has_value();
     const auto [index, count] = shard();
     const std::string stem = std::filesystem::path(file_).stem().string();
-    const config::LoadOptions opts = load_options(uncalibrated_, set_, headroom_);
-    check_system_set(plan, sweep.base_file, opts);
+    const config::LoadOptions opts = config::load_options(uncalibrated_, set_, headroom_);
+    predict::check_system_set(plan, sweep.base_file, opts);
     if (slurm_) {
       const int tasks =
           tasks_ > 0 ? tasks_

@@ -60,7 +60,7 @@ class Validate final : public Command {
     // to be watched for drift. A file with one that does not load is an input error.
     const config::ScenarioFileSets sets = config::sort_scenario_files(paths_);
     const bool unmeasured = unmeasured_ || !baseline_.empty();
-    const config::LoadOptions opts = load_options(uncalibrated_, set_);
+    const config::LoadOptions opts = config::load_options(uncalibrated_, set_);
     // The evidence file is what plan cites for the shipped model: never a what-if's.
     if (!set_.empty() && !evidence_.empty())
       throw config::InputError("command line", "--evidence",

@@ -70,6 +70,13 @@ struct LoadOptions {
 std::vector<std::string> apply_system_set(Json& system, const std::vector<SystemSet>& sets);
 // "PATH=VALUE" as --set takes it; InputError where it is not that.
 SystemSet parse_system_set(const std::string& text);
+// The options of a command's --uncalibrated, --headroom and --set (its texts, each through
+// parse_system_set): the command line's and the Python module's.
+LoadOptions load_options(bool uncalibrated, const std::vector<std::string>& set,
+                         double headroom_gib = 0);
+// "PATH=VALUE" again, the value's shortest text that reads back the same number: what the
+// system cache's key, a sweep row's predicted_with and the Slurm script's --set carry.
+std::string to_string(const SystemSet& set);
 
 // A scenario file, with presets resolved and the layout validated.
 Scenario load_scenario_file(const std::string& path, const LoadOptions& opts = {});

@@ -96,7 +96,7 @@ Scenario ScenarioReader::read() {
       std::shared_ptr<const hw_models::SystemSpec> hit;
       if (opts_.systems) {
         key = fmt::format("{}\n{}\n{}", *file_, opts_.calibrated, sys.json().dump());
-        for (const auto& set : opts_.system_set) key += fmt::format("\n{}={}", set.path, set.value);
+        for (const auto& set : opts_.system_set) key += fmt::format("\n{}", to_string(set));
         hit = opts_.systems->find(key);
       }
       if (hit) {

@@ -17,6 +17,10 @@ namespace {
 
 using hw_models::Param;
 
+// --set's values (apply_system_set): their errors' file, and the source id they carry.
+constexpr const char* kSetFile = "command line";
+constexpr const char* kSetSource = "cli-set";
+
 class ParamReader {
  public:
   explicit ParamReader(std::map<std::string, std::string> sources) : sources_(std::move(sources)) {}
@@ -25,8 +29,14 @@ class ParamReader {
     Param p;
     if (n.json().is_object()) {
       read_object(n, [&](Object& o) {
-        p.value = check(o.req("value"), min, max, integral);
         p.source = source(o.req("source"));
+        try {
+          p.value = check(o.req("value"), min, max, integral);
+        } catch (const InputError& e) {
+          // A value --set put there (apply_system_set) is the command line's error, not the file's.
+          if (o.req("source").as_string() != kSetSource) throw;
+          throw InputError(kSetFile, "--set", fmt::format("{}: {}", e.path(), e.message()));
+        }
       });
     } else {
       p.value = check(n, min, max, integral);
@@ -316,9 +326,6 @@ hw_models::SystemSpec read_system(const Node& node) {
 namespace moesim::config {
 
 namespace {
-constexpr const char* kSetFile = "command line";
-constexpr const char* kSetSource = "cli-set";
-
 std::string keys_of(const Json& o) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : o.items())
@@ -354,11 +361,22 @@ SystemSet parse_system_set(const std::string& text) {
   return s;
 }
 
+LoadOptions load_options(bool uncalibrated, const std::vector<std::string>& set,
+                         double headroom_gib) {
+  LoadOptions opts{!uncalibrated, headroom_gib};
+  for (const auto& t : set) opts.system_set.push_back(parse_system_set(t));
+  return opts;
+}
+
+std::string to_string(const SystemSet& set) {
+  return fmt::format("{}={}", set.path, set.value);
+}
+
 std::vector<std::string> apply_system_set(Json& system, const std::vector<SystemSet>& sets) {
   std::vector<std::string> lines;
   const std::string name = system.value("name", std::string("?"));
   for (const auto& s : sets) {
-    const std::string at = fmt::format("--set {}={:g}", s.path, s.value);
+    const std::string at = fmt::format("--set {}", to_string(s));
     Json* cur = &system;
     std::string walked;
     std::size_t from = 0;

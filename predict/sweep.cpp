@@ -4,6 +4,7 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -84,8 +85,29 @@ void set_budget_figures(SweepResult& r, const config::Scenario& sc, double token
 std::string predicted_with(const config::LoadOptions& opts) {
   std::string s = opts.calibrated ? "calibrated" : "uncalibrated";
   if (opts.headroom_gib > 0) s += fmt::format("; headroom {} GiB", opts.headroom_gib);
-  for (const auto& set : opts.system_set) s += fmt::format("; set {}={}", set.path, set.value);
+  for (const auto& set : opts.system_set) s += fmt::format("; set {}", config::to_string(set));
   return s;
+}
+
+void check_system_set(const config::SweepPlan& plan, const std::string& base_file,
+                      const config::LoadOptions& opts) {
+  if (opts.system_set.empty()) return;
+  config::LoadOptions plain = opts;
+  plain.system_set.clear();
+  std::set<std::string> seen;
+  for (const auto& point : plan.points) {
+    if (!seen.insert(point.scenario.value("system", config::Json()).dump()).second) continue;
+    try {
+      config::load_scenario_json(point.scenario, base_file, opts);
+    } catch (const config::InputError&) {
+      try {
+        config::load_scenario_json(point.scenario, base_file, plain);
+      } catch (const config::InputError&) {
+        continue;  // the point's own error, which its row says
+      }
+      throw;
+    }
+  }
 }
 
 SweepResult evaluate_point(const config::SweepPoint& point, const std::string& file,

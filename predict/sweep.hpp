@@ -65,6 +65,12 @@ struct SweepResult {
 // "; set PATH=VALUE" for each --set: what decides a row's figures besides the scenario.
 std::string predicted_with(const config::LoadOptions& opts);
 
+// A --set one of the sweep's systems cannot take is the caller's input error (InputError), not a
+// message on that system's rows: the first point on each system is loaded with the sets and,
+// where that fails, without (a point that fails both ways keeps its own error for its row).
+void check_system_set(const config::SweepPlan& plan, const std::string& base_file,
+                      const config::LoadOptions& opts);
+
 // A row's value of the objective; empty where the row lacks it (not simulated, or no
 // token budget for days, GPU-hours, energy and cost).
 std::optional<double> objective_value(const SweepResult& r, config::SweepObjective o);

@@ -12,9 +12,11 @@
 //   moesim.report_diff / report_validate /     `out` too when given)
 //     report_sweep
 // A scenario is a path to a scenario file or a dict in the scenario format (relative paths
-// in a dict resolve against the working directory). Bad input raises moesim.InputError
-// (a ValueError) with the command line's message; a simulation that cannot finish raises
-// RuntimeError. Simulations run without the GIL. Formatting only: the figures come from
+// in a dict resolve against the working directory). `uncalibrated`, `headroom` and `set`
+// are the command line's --uncalibrated, --headroom and --set, where the command has them
+// (`set`: a dict of system paths to numbers, or a list of "PATH=VALUE" strings). Bad input raises
+// moesim.InputError (a ValueError) with the command line's message; a simulation that cannot finish
+// raises RuntimeError. Simulations run without the GIL. Formatting only: the figures come from
 // predict/, the JSON from reports/.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -26,6 +28,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "config/load.hpp"
 #include "config/scenario_files.hpp"
@@ -54,8 +58,27 @@ py::object to_python(const nlohmann::ordered_json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
 }
 
-config::Scenario load(const py::object& scenario, bool uncalibrated) {
-  const config::LoadOptions opts{!uncalibrated};
+// --set as a dict {PATH: VALUE} or a list of "PATH=VALUE": each through the command line's
+// reader (config::parse_system_set), so both refuse what --set refuses.
+using SetArg = std::variant<std::map<std::string, double>, std::vector<std::string>>;
+
+config::LoadOptions options(bool uncalibrated, const SetArg& set, double headroom_gib = 0) {
+  std::vector<std::string> texts;
+  if (const auto* m = std::get_if<std::map<std::string, double>>(&set))
+    for (const auto& [path, value] : *m) texts.push_back(fmt::format("{}={}", path, value));
+  else
+    texts = std::get<std::vector<std::string>>(set);
+  return config::load_options(uncalibrated, texts, headroom_gib);
+}
+
+// The sets as validate's output names them (ValidateExtras::system_set).
+std::vector<std::string> set_texts(const config::LoadOptions& opts) {
+  std::vector<std::string> out;
+  for (const auto& s : opts.system_set) out.push_back(config::to_string(s));
+  return out;
+}
+
+config::Scenario load(const py::object& scenario, const config::LoadOptions& opts) {
   if (py::isinstance<py::str>(scenario) || py::hasattr(scenario, "__fspath__"))
     return config::load_scenario_file(py::str(py::module_::import("os").attr("fspath")(scenario)),
                                       opts);
@@ -116,23 +139,26 @@ PYBIND11_MODULE(moesim, m) {
 
   m.def(
       "run",
-      [](const py::object& scenario, bool uncalibrated) {
-        const config::Scenario sc = load(scenario, uncalibrated);
+      [](const py::object& scenario, bool uncalibrated, double headroom, const SetArg& set) {
+        const config::Scenario sc = load(scenario, options(uncalibrated, set, headroom));
         return to_python(reports::run_json(sc, simulate(sc)));
       },
       py::arg("scenario"), py::kw_only(), py::arg("uncalibrated") = false,
+      py::arg("headroom") = 0.0, py::arg("set") = SetArg{},
       "Predict one scenario (a path or a dict): the dict `moesim run --json` prints.");
   m.def(
       "describe",
-      [](const py::object& scenario, bool uncalibrated) {
-        return to_python(reports::describe_json(load(scenario, uncalibrated)));
+      [](const py::object& scenario, bool uncalibrated, const SetArg& set) {
+        return to_python(reports::describe_json(load(scenario, options(uncalibrated, set))));
       },
       py::arg("scenario"), py::kw_only(), py::arg("uncalibrated") = false,
+      py::arg("set") = SetArg{},
       "What a scenario resolves to without simulating: the dict `moesim describe --json` prints.");
   m.def(
       "diff",
-      [](const py::object& a, const py::object& b, bool uncalibrated) {
-        const std::array<config::Scenario, 2> sc{load(a, uncalibrated), load(b, uncalibrated)};
+      [](const py::object& a, const py::object& b, bool uncalibrated, const SetArg& set) {
+        const config::LoadOptions opts = options(uncalibrated, set);
+        const std::array<config::Scenario, 2> sc{load(a, opts), load(b, opts)};
         std::array<predict::Prediction, 2> p;
         {
           py::gil_scoped_release release;
@@ -141,13 +167,16 @@ PYBIND11_MODULE(moesim, m) {
         return to_python(reports::diff_json({sc[0], p[0]}, {sc[1], p[1]}));
       },
       py::arg("a"), py::arg("b"), py::kw_only(), py::arg("uncalibrated") = false,
+      py::arg("set") = SetArg{},
       "Two predictions and the step-time difference by contribution: the dict `moesim diff --json` "
       "prints.");
   m.def(
       "sweep",
-      [](const py::object& path, int jobs) {
+      [](const py::object& path, int jobs, bool uncalibrated, double headroom, const SetArg& set) {
+        const config::LoadOptions opts = options(uncalibrated, set, headroom);
         const config::SweepFile sweep = config::read_sweep_file(path_of(path));
         const config::SweepPlan plan = config::expand_sweep(sweep);
+        predict::check_system_set(plan, sweep.base_file, opts);
         const bool budget = sweep.token_budget.has_value();
         const auto header = reports::sweep_csv_header(plan, budget);
         std::vector<const config::SweepPoint*> points;
@@ -155,17 +184,20 @@ PYBIND11_MODULE(moesim, m) {
         std::vector<reports::SweepCsv::Row> rows(plan.points.size());
         {
           py::gil_scoped_release release;
-          predict::run_sweep(points, sweep.base_file, sweep.token_budget, jobs,
-                             [&](const config::SweepPoint& p, const predict::SweepResult& r) {
-                               rows[static_cast<std::size_t>(p.id)] = {
-                                   p.id, reports::sweep_csv_fields(p, r, budget), r};
-                             });
+          predict::run_sweep(
+              points, sweep.base_file, sweep.token_budget, jobs,
+              [&](const config::SweepPoint& p, const predict::SweepResult& r) {
+                rows[static_cast<std::size_t>(p.id)] = {p.id,
+                                                        reports::sweep_csv_fields(p, r, budget), r};
+              },
+              opts);
         }
         py::list out;
         for (const auto& row : rows) out.append(to_python(reports::sweep_row_json(header, row)));
         return out;
       },
-      py::arg("path"), py::arg("jobs") = 0,
+      py::arg("path"), py::arg("jobs") = 0, py::kw_only(), py::arg("uncalibrated") = false,
+      py::arg("headroom") = 0.0, py::arg("set") = SetArg{},
       "Every row of a sweep file (docs/SWEEP_FORMAT.md), in id order: dicts as `moesim sweep "
       "--json` gives rows.");
   m.def(
@@ -173,7 +205,7 @@ PYBIND11_MODULE(moesim, m) {
       [](const py::object& scenario_path, std::int64_t gpus, std::vector<std::string> settings,
          const std::string& objective, std::optional<double> token_budget, int top, int jobs,
          const py::object& csv_path, bool uncalibrated, bool given, std::int64_t given_limit,
-         const py::object& html_path) {
+         const py::object& html_path, double headroom, const SetArg& set) {
         const std::string scenario = path_of(scenario_path);
         const std::string csv = csv_path.is_none() ? "" : path_of(csv_path);
         const std::string html = html_path.is_none() ? "" : path_of(html_path);
@@ -184,7 +216,7 @@ PYBIND11_MODULE(moesim, m) {
                                        token_budget,
                                        top,
                                        jobs,
-                                       config::LoadOptions{!uncalibrated},
+                                       options(uncalibrated, set, headroom),
                                        given,
                                        given_limit,
                                        {},
@@ -216,7 +248,8 @@ PYBIND11_MODULE(moesim, m) {
       py::arg("settings") = std::vector<std::string>{}, py::arg("objective") = "",
       py::arg("token_budget") = std::nullopt, py::arg("top") = 10, py::arg("jobs") = 0,
       py::arg("csv") = py::none(), py::arg("uncalibrated") = false, py::arg("given") = false,
-      py::arg("given_limit") = 0, py::arg("html") = py::none(),
+      py::arg("given_limit") = 0, py::arg("html") = py::none(), py::arg("headroom") = 0.0,
+      py::arg("set") = SetArg{},
       "The best layouts and settings of a scenario file's model on `gpus` GPUs: the dict `moesim "
       "plan --json` "
       "prints (`settings`: setting groups, [] the defaults, ['none'] none; `csv`: where to write "
@@ -228,7 +261,7 @@ PYBIND11_MODULE(moesim, m) {
   m.def(
       "validate",
       [](const py::object& paths, int jobs, bool unmeasured, bool uncalibrated,
-         const py::object& baseline, double tolerance, bool deterministic) {
+         const py::object& baseline, double tolerance, bool deterministic, const SetArg& set) {
         const config::ScenarioFileSets sets = config::sort_scenario_files(paths_of(paths));
         const bool all = unmeasured || !baseline.is_none();
         reports::ValidateExtras x;
@@ -240,7 +273,8 @@ PYBIND11_MODULE(moesim, m) {
           const std::string file = path_of(baseline);
           base = reports::read_baseline(nlohmann::json(config::read_json_file(file)), file);
         }
-        const config::LoadOptions opts{!uncalibrated};
+        const config::LoadOptions opts = options(uncalibrated, set);
+        x.system_set = set_texts(opts);
         std::vector<predict::ValidateRow> rows;
         {
           py::gil_scoped_release release;
@@ -253,6 +287,7 @@ PYBIND11_MODULE(moesim, m) {
       py::arg("paths"), py::kw_only(), py::arg("jobs") = 0, py::arg("unmeasured") = false,
       py::arg("uncalibrated") = false, py::arg("baseline") = py::none(),
       py::arg("baseline_tolerance") = 1.0, py::arg("deterministic") = false,
+      py::arg("set") = SetArg{},
       "Predicted against measured for the scenario files with a `measured` block under `paths` (a "
       "path or a list; "
       "folders recursively): the dict `moesim validate --json` prints (`unmeasured`: also predict "
@@ -310,8 +345,8 @@ PYBIND11_MODULE(moesim, m) {
       "not evaluated).");
   m.def(
       "report",
-      [](const py::object& scenario, const py::object& out, bool uncalibrated) {
-        const config::Scenario sc = load(scenario, uncalibrated);
+      [](const py::object& scenario, const py::object& out, bool uncalibrated, const SetArg& set) {
+        const config::Scenario sc = load(scenario, options(uncalibrated, set));
         std::array<predict::Prediction, 2> p;
         {
           py::gil_scoped_release release;
@@ -320,12 +355,14 @@ PYBIND11_MODULE(moesim, m) {
         return page_text(reports::run_report(sc, p[0], p[1]), out);
       },
       py::arg("scenario"), py::arg("out") = py::none(), py::kw_only(),
-      py::arg("uncalibrated") = false,
+      py::arg("uncalibrated") = false, py::arg("set") = SetArg{},
       "One scenario's HTML page (`moesim report`): returned, and written to `out` when given.");
   m.def(
       "report_diff",
-      [](const py::object& a, const py::object& b, const py::object& out, bool uncalibrated) {
-        const std::array<config::Scenario, 2> sc{load(a, uncalibrated), load(b, uncalibrated)};
+      [](const py::object& a, const py::object& b, const py::object& out, bool uncalibrated,
+         const SetArg& set) {
+        const config::LoadOptions opts = options(uncalibrated, set);
+        const std::array<config::Scenario, 2> sc{load(a, opts), load(b, opts)};
         std::array<predict::Prediction, 2> p;
         {
           py::gil_scoped_release release;
@@ -334,12 +371,14 @@ PYBIND11_MODULE(moesim, m) {
         return page_text(reports::diff_report({sc[0], p[0]}, {sc[1], p[1]}), out);
       },
       py::arg("a"), py::arg("b"), py::arg("out") = py::none(), py::kw_only(),
-      py::arg("uncalibrated") = false,
+      py::arg("uncalibrated") = false, py::arg("set") = SetArg{},
       "Two scenarios' HTML page (`moesim report --diff`): returned, and written to `out` when "
       "given.");
   m.def(
       "report_validate",
-      [](const py::object& paths, const py::object& out, int jobs, bool uncalibrated) {
+      [](const py::object& paths, const py::object& out, int jobs, bool uncalibrated,
+         const SetArg& set) {
+        const config::LoadOptions opts = options(uncalibrated, set);
         int skipped = 0;
         const std::vector<std::string> files = config::measured_files(paths_of(paths), skipped);
         if (files.empty())
@@ -348,12 +387,12 @@ PYBIND11_MODULE(moesim, m) {
         std::vector<predict::ValidateRow> rows;
         {
           py::gil_scoped_release release;
-          rows = predict::validate_files(files, config::LoadOptions{!uncalibrated}, jobs);
+          rows = predict::validate_files(files, opts, jobs);
         }
-        return page_text(reports::validate_report(rows, skipped), out);
+        return page_text(reports::validate_report(rows, skipped, set_texts(opts)), out);
       },
       py::arg("paths"), py::arg("out") = py::none(), py::kw_only(), py::arg("jobs") = 0,
-      py::arg("uncalibrated") = false,
+      py::arg("uncalibrated") = false, py::arg("set") = SetArg{},
       "Predicted against measured as an HTML page (`moesim report --validate`): returned, and "
       "written to `out` "
       "when given.");

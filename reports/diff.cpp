@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/caveats.hpp"
 #include "predict/bands.hpp"
 #include "reports/describe.hpp"
 #include "reports/evidence.hpp"
@@ -97,6 +98,19 @@ predict::Band ratio_band_of(const DiffSide& a, const DiffSide& b) {
 
 }  // namespace
 
+DiffCaveats diff_caveats(const DiffSide& a, const DiffSide& b) {
+  const auto ca = config::prediction_caveats(a.scenario),
+             cb = config::prediction_caveats(b.scenario);
+  const auto in = [](const std::vector<std::string>& v, const std::string& c) {
+    return std::find(v.begin(), v.end(), c) != v.end();
+  };
+  DiffCaveats out;
+  for (const auto& c : ca) (in(cb, c) ? out.both : out.a_only).push_back(c);
+  for (const auto& c : cb)
+    if (!in(ca, c)) out.b_only.push_back(c);
+  return out;
+}
+
 Json diff_json(const DiffSide& a, const DiffSide& b) {
   const predict::Difference d = predict::difference(a.prediction, b.prediction);
   const auto side = [](const DiffSide& s) {
@@ -108,6 +122,7 @@ Json diff_json(const DiffSide& a, const DiffSide& b) {
       j["bands"] = std::move(bands);
     if (const auto& set = s.scenario.system.set_on_command_line; !set.empty())
       j["system_set"] = set;
+    j["caveats"] = config::prediction_caveats(s.scenario);  // as run --json's
     return j;
   };
   Json out{{"a", side(a)}, {"b", side(b)}};
@@ -152,13 +167,17 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
   const predict::Difference d = predict::difference(a.prediction, b.prediction);
   std::string o = fmt::format("A  {}  ({})\nB  {}  ({})\n\n", a.scenario.name, a.scenario.file,
                               b.scenario.name, b.scenario.file);
-  // config::LoadOptions::system_set: both sides a what-if on the values set.
-  for (const auto* s : {&a, &b})
-    if (const auto& set = s->scenario.system.set_on_command_line; !set.empty())
-      o += fmt::format(
-          "what-if: {}'s system with {} set on the command line (--set), not the "
-          "calibrated model\n",
-          s == &a ? "A" : "B", fmt::join(set, ", "));
+  // What the predictions are priced beyond (a --set what-if among them), as run lists it.
+  const DiffCaveats caveats = diff_caveats(a, b);
+  const auto list = [&](const char* whose, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    o += fmt::format("caveats {} (priced beyond what was measured):\n", whose);
+    for (const auto& c : items) o += fmt::format("  {}\n", c);
+    o += "\n";
+  };
+  list("of A and B", caveats.both);
+  list("of A only", caveats.a_only);
+  list("of B only", caveats.b_only);
   // What differs first, in a line each (a long value cut: --json has it whole).
   const auto settings = changed_settings(a.scenario, b.scenario);
   const auto shown = [](const Json& v) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,12 @@ struct DiffSide {
 };
 
 nlohmann::ordered_json diff_json(const DiffSide& a, const DiffSide& b);
+// What the two predictions are priced beyond (config::prediction_caveats, as `run` lists them:
+// an announced system's projection, a --set what-if, ...): those both carry, then each side's own.
+struct DiffCaveats {
+  std::vector<std::string> both, a_only, b_only;
+};
+DiffCaveats diff_caveats(const DiffSide& a, const DiffSide& b);
 std::string diff_text(const DiffSide& a, const DiffSide& b);
 
 }  // namespace moesim::reports

@@ -36,7 +36,9 @@ namespace moesim::reports {
 HtmlPage run_report(const config::Scenario& sc, const predict::Prediction& p,
                     const predict::Prediction& traced);
 HtmlPage diff_report(const DiffSide& a, const DiffSide& b);
-HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skipped);
+// `system_set`: the --set texts the rows were predicted with (validate --set's what-if).
+HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skipped,
+                         const std::vector<std::string>& system_set = {});
 // `file`: where the CSV was read (shown); the objective names the y column.
 HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
                       config::SweepObjective objective);

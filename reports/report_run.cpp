@@ -411,6 +411,9 @@ HtmlPage run_report(const config::Scenario& sc, const predict::Prediction& p,
                                 m["metric"].get<std::string>(), m["value"].get<double>(),
                                 m["predicted"].get<double>(), m["error_pct"].get<double>()));
   }
+  // What the prediction is priced beyond (run --json's caveats: an announced system's
+  // projection, a --set what-if, ...), one fact each.
+  for (const auto& c : j["caveats"]) page.facts.emplace_back("caveat", c.get<std::string>());
   page.charts.push_back(
       breakdown_chart({{fmt::format("rank {}", p.step.critical_rank), j["breakdown"]}},
                       "Breakdown of the critical rank's step",

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "reports/report_charts.hpp"
 
@@ -17,7 +18,8 @@ namespace moesim::reports {
 
 using namespace charts;  // what the pages share (reports/report_charts.hpp)
 
-HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skipped) {
+HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skipped,
+                         const std::vector<std::string>& system_set) {
   const predict::ValidateSummary sum = predict::summarize(rows);
   const auto& all = sum.all;
   HtmlPage page;
@@ -36,6 +38,11 @@ HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skip
                                         sum.memory.runs, sum.memory.mae(), sum.memory_failed));
   if (skipped)
     page.facts.emplace_back("skipped", fmt::format("{} file(s) without a measured block", skipped));
+  if (!system_set.empty())
+    page.facts.emplace_back(
+        "what-if", fmt::format("every system with {} set on the command line (--set), not the "
+                               "calibrated model",
+                               fmt::join(system_set, ", ")));
 
   std::vector<std::string> runs, metrics;
   std::set<std::string> seen;

@@ -473,7 +473,9 @@ TEST_CASE("run --set replaces one system number after its profiles, says so, ref
   refused("host.launch_us", "expected PATH=VALUE");
   refused("host.launch_us=abc", "'abc' is not a number");
   refused("host.launch_us=inf", "is not a finite number");
-  refused("host.launch_us=-5", "host.launch_us.value: -5 is outside the valid range");
+  // The command line's error, not the preset file's.
+  refused("host.launch_us=-5",
+          "command line: --set: host.launch_us.value: -5 is outside the valid range");
   refused("host.x'y=1", "'host.x'y' is not a path of the system's keys");
 
   // describe shows what was set, in its text and its JSON.
@@ -504,6 +506,7 @@ TEST_CASE("diff --set: both sides a what-if on the value, said on each", "[cli][
   // Host costs doubled per process: both steps longer.
   CHECK(j["a"]["step_time_s"].get<double>() > plain["a"]["step_time_s"].get<double>());
   const auto text = run_moesim({"diff", a, b, "--set", "host.rank_contention=2"}).out;
-  CHECK_THAT(text, Catch::Contains("what-if: A's system with host.rank_contention = 2 (was "));
-  CHECK_THAT(text, Catch::Contains("what-if: B's system with host.rank_contention = 2 (was "));
+  CHECK_THAT(text, Catch::Contains("caveats of A and B (priced beyond what was measured):"));
+  CHECK_THAT(text, Catch::Contains("system.host.rank_contention = 2 (was "));
+  CHECK_THAT(j["a"]["caveats"].dump(), Catch::Contains("set on the command line (--set)"));
 }

@@ -246,6 +246,16 @@ TEST_CASE("sweep --set: the rows say how they were predicted; resume and merge n
   CHECK(x.status == 2);
   CHECK_THAT(x.err, Catch::Contains("--set host.nope=1: system 'h100' has no number at host.nope"));
   CHECK_FALSE(std::filesystem::exists(d / "no.csv"));
+  // So is a path only some of the sweep's systems have (B200 has an MXFP8 GEMM rate, H100
+  // none), where the first point's system takes it.
+  Json systems = small_sweep();
+  systems["grid"] = {{"system", {"b200", "h100"}}};
+  std::ofstream(d / "systems.json") << systems.dump(2);
+  x = test::run_moesim(
+      {"sweep", d / "systems.json", "-o", d / "no.csv", "--set", "efficiency.gemm.mxfp8=0.5"});
+  CHECK(x.status == 2);
+  CHECK_THAT(x.err, Catch::Contains("system 'h100' has no number at efficiency.gemm.mxfp8"));
+  CHECK_FALSE(std::filesystem::exists(d / "no.csv"));
   // The Slurm script's tasks predict the same way.
   x = test::run_moesim({"sweep", d / "small.json", "--slurm-script", "--set", set});
   CHECK_THAT(x.out, Catch::Contains(" --set host.rank_contention=2\n"));

@@ -118,6 +118,41 @@ class MoesimModule(unittest.TestCase):
         with self.assertRaises(moesim.InputError):
             moesim.validate(os.path.join(ROOT, "no-such-folder"))
 
+    def test_what_if_options_are_the_command_lines(self):
+        # set= as a dict or as --set's texts; headroom= as --headroom.
+        exe = os.path.join(os.environ.get("MOESIM_BUILD", os.path.join(ROOT, "build")), "moesim")
+        if not os.path.exists(exe):
+            self.skipTest("no build/moesim next to the module")
+        set_ = {"host.rank_contention": 2}
+        r = moesim.run(DEFAULT, set=set_, headroom=4)
+        texts = moesim.run(DEFAULT, set=["host.rank_contention=2"], headroom=4)
+        self.assertEqual((r["step_time_s"], r["caveats"]), (texts["step_time_s"], texts["caveats"]))
+        cli = json.loads(subprocess.run([exe, "run", "--json", DEFAULT, "--set", "host.rank_contention=2",
+                                         "--headroom", "4"], check=True, capture_output=True, text=True).stdout)
+        self.assertEqual(r["step_time_s"], cli["step_time_s"])
+        self.assertEqual(r["caveats"], cli["caveats"])
+        self.assertGreater(r["step_time_s"], moesim.run(DEFAULT)["step_time_s"])
+        d = moesim.describe(DEFAULT, set=set_)
+        self.assertEqual(len(d["system"]["set_on_command_line"]), 1)
+        self.assertIn("system_set", moesim.diff(J10, J11, set=set_)["a"])
+        pairs = os.path.join(ROOT, "scenarios", "pairs")
+        out = subprocess.run([exe, "validate", "--json", "--deterministic", "--jobs", "2", pairs, "--set",
+                              "host.rank_contention=2"], capture_output=True, text=True)
+        self.assertEqual(moesim.validate(pairs, jobs=2, deterministic=True, set=set_), json.loads(out.stdout))
+        rows = moesim.sweep(QUICK, jobs=2, set=set_, headroom=4)
+        self.assertEqual({r["predicted_with"] for r in rows},
+                         {"calibrated; headroom 4 GiB; set host.rank_contention=2"})
+        qwen = os.path.join(ROOT, "scenarios", "examples", "qwen3-30b-a3b-h100.json")
+        p = moesim.plan(qwen, gpus=8, settings=["none"], top=1, jobs=2, set=set_)
+        self.assertEqual(p["predicted_with"], "calibrated; set host.rank_contention=2")
+        self.assertIn("set on the command line (--set)", moesim.report_diff(J10, J11, set=set_))
+        # Refused as the command line refuses them, sweeps included (not a message on every row).
+        for bad in ({"host.nope": 1}, ["host.launch_us"], {"host.launch_us": -5}):
+            with self.assertRaises(moesim.InputError):
+                moesim.run(DEFAULT, set=bad)
+        with self.assertRaises(moesim.InputError):
+            moesim.sweep(QUICK, set={"host.nope": 1})
+
     def test_import_megatron_gives_a_scenario_run_can_take(self):
         script = os.path.join(ROOT, "tests", "data", "megatron", "deepseek-v3-gb200.sh")
         imp = moesim.import_megatron(script, system="gb200-nvl72", gpus=256, gpus_per_nvlink_domain=32)

@@ -287,4 +287,28 @@ TEST_CASE("moesim report refuses bad input with exit 2 and one line", "[reports]
   refused({"--validate", test::source_path("scenarios/systems"), "-o", "/tmp/x.html"},
           "no scenario with a measured block");
   refused({a.path(), "-o", "/nonexistent/dir/x.html"}, "cannot write the file");
+  // Options a page would ignore: a sweep's CSV is predicted already, --jobs is --validate's.
+  refused({"--sweep", other.path(), "--uncalibrated", "-o", "/tmp/x.html"},
+          "--uncalibrated: not with --sweep");
+  refused({"--sweep", other.path(), "--set", "host.launch_us=1", "-o", "/tmp/x.html"},
+          "--set: not with --sweep");
+  refused({a.path(), "--jobs", "2", "-o", "/tmp/x.html"}, "--jobs: only with --validate");
+  refused({a.path(), "--set", "host.nope=1", "-o", "/tmp/x.html"}, "has no number at host.nope");
+}
+
+TEST_CASE("moesim report --set: the page says it is a what-if", "[reports][html][cli]") {
+  const test::TempFile out("", "what-if.html");
+  const std::string run = test::source_path("scenarios/pairs/pr3868-qwen3-30b-h100-a2a-eager.json");
+  for (const std::vector<std::string>& form :
+       {std::vector<std::string>{run}, {"--validate", run, "--jobs", "1"}}) {
+    std::vector<std::string> args{"report"};
+    args.insert(args.end(), form.begin(), form.end());
+    args.insert(args.end(), {"--set", "host.rank_contention=2", "-o", out.path()});
+    const auto r = test::run_moesim(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const std::string html = test::read_text(out.path());
+    CHECK(html.find("host.rank_contention") != std::string::npos);
+    CHECK(html.find("set on the command line (--set)") != std::string::npos);
+  }
 }

@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 
 #include "reports/describe.hpp"
+#include "reports/diff.hpp"
+#include "reports/report.hpp"
 #include "reports/run.hpp"
 #include "support/helpers.hpp"
 
@@ -766,6 +768,24 @@ TEST_CASE("An announced system's status is in describe and in run's caveats", "[
   const auto caveats = reports::run_json(sc, p)["caveats"];
   REQUIRE(caveats.size() >= 1);
   CHECK_THAT(caveats[0].get<std::string>(), Catch::Contains("announced"));
+  // So do run's page, and diff against a shipping system (text, JSON and page) on the side it is.
+  const auto has_fact = [](const reports::HtmlPage& page, const std::string& key) {
+    return std::any_of(page.facts.begin(), page.facts.end(), [&](const auto& f) {
+      return f.first == key && f.second.find("announced hardware") != std::string::npos;
+    });
+  };
+  CHECK(has_fact(reports::run_report(sc, p, p), "caveat"));
+  const auto shipping = config::load_scenario_json(test::default_scenario_json(), "gb200.json");
+  const auto q = predict::predict(shipping);
+  const reports::DiffSide a{sc, p}, b{shipping, q};
+  CHECK_THAT(reports::diff_text(a, b),
+             Catch::Contains("caveats of A only (priced beyond what was measured):\n  system "
+                             "vr200-nvl72 is announced hardware"));
+  const auto d = reports::diff_json(a, b);
+  CHECK(d["a"]["caveats"] == caveats);
+  CHECK(d["b"]["caveats"] == reports::run_json(shipping, q)["caveats"]);
+  CHECK(has_fact(reports::diff_report(a, b), "caveat of A only"));
+  CHECK_FALSE(has_fact(reports::diff_report(b, b), "caveat of A and B"));
   j["system"] = "b300";
   j.erase("placement");  // an HGX B300 has an 8-GPU NVLink domain
   CHECK(reports::describe_json(config::load_scenario_json(j, "b300.json"))["system"]["status"] ==
