@@ -29,12 +29,13 @@ class ParamReader {
     Param p;
     if (n.json().is_object()) {
       read_object(n, [&](Object& o) {
-        p.source = source(o.req("source"));
+        const Node src = o.req("source");
+        p.source = source(src);
         try {
           p.value = check(o.req("value"), min, max, integral);
         } catch (const InputError& e) {
           // A value --set put there (apply_system_set) is the command line's error, not the file's.
-          if (o.req("source").as_string() != kSetSource) throw;
+          if (src.as_string() != kSetSource) throw;
           throw InputError(kSetFile, "--set", fmt::format("{}: {}", e.path(), e.message()));
         }
       });

@@ -27,6 +27,12 @@ Json string_list(const std::vector<std::string>& v) {
   return j;
 }
 
+void add_predicted_with_fact(HtmlPage& page, const Json& summary) {
+  if (const auto with = summary.value("predicted_with", std::string());
+      !with.empty() && with != "calibrated")
+    page.facts.emplace_back("predicted with", with);
+}
+
 Json vega_spec(std::string_view text, int width, int height) {
   Json spec = Json::parse(text);
   spec["width"] = width;

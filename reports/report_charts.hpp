@@ -1,9 +1,9 @@
 // reports/report_charts.hpp: what the pages of `moesim report` (reports/report.hpp) share:
 // the Vega spec's common frame, horizontal bars of seconds stacked by part, the breakdown
-// chart (run, diff and plan pages) and its categories, a CSV field read as a number (sweep
-// and plan pages). Internal to reports/report_*.cpp; each page's own charts live in its
-// file (report_run.cpp, report_diff.cpp, report_validate.cpp, report_sweep.cpp,
-// report_plan.cpp).
+// chart (run, diff and plan pages) and its categories, a CSV field read as a number and the
+// "predicted with" fact (sweep and plan pages). Internal to reports/report_*.cpp; each page's
+// own charts live in its file (report_run.cpp, report_diff.cpp, report_validate.cpp,
+// report_sweep.cpp, report_plan.cpp).
 #pragma once
 
 #include <optional>
@@ -30,6 +30,10 @@ struct Category {
 };
 
 Json string_list(const std::vector<std::string>& v);
+
+// A sweep's or plan's summary JSON's `predicted_with` as the page's fact "predicted with", unless
+// the rows are the calibrated model as shipped.
+void add_predicted_with_fact(HtmlPage& page, const Json& summary);
 
 // A Vega spec from its text, with the size and style every chart shares; the caller
 // fills in the data and what depends on it (scale domains, colours).

@@ -251,9 +251,7 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
   for (const auto& [fate, n] : s["fates"].items())
     fates += fmt::format("{}{} {}", fates.empty() ? "" : ", ", fate, n.get<std::int64_t>());
   page.facts.emplace_back("fates", fates);
-  if (const auto with = s.value("predicted_with", std::string());
-      !with.empty() && with != "calibrated")
-    page.facts.emplace_back("predicted with", with);
+  add_predicted_with_fact(page, s);
   page.facts.emplace_back(
       "wall time", fmt::format("{:.1f} s (bounds {:.1f} s, simulations {:.1f} s)", info.wall_s,
                                info.bound_wall_s, info.simulate_wall_s));

@@ -141,9 +141,7 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
       {"Pareto front", fmt::format("{} row{}: {}", front.size(), front.size() == 1 ? "" : "s",
                                    budget ? "GPU-hours against days to train the token budget"
                                           : "cluster throughput (tokens/s) against GPUs")}};
-  if (const auto with = summary.value("predicted_with", std::string());
-      !with.empty() && with != "calibrated")
-    page.facts.emplace_back("predicted with", with);
+  add_predicted_with_fact(page, summary);
   if (!summary["top"].empty()) {
     const auto& best = summary["top"][0];
     const auto& value = best[objective_name];

@@ -10,9 +10,9 @@
 #include <string_view>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "reports/report_charts.hpp"
+#include "reports/validate.hpp"
 
 namespace moesim::reports {
 
@@ -38,11 +38,7 @@ HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skip
                                         sum.memory.runs, sum.memory.mae(), sum.memory_failed));
   if (skipped)
     page.facts.emplace_back("skipped", fmt::format("{} file(s) without a measured block", skipped));
-  if (!system_set.empty())
-    page.facts.emplace_back(
-        "what-if", fmt::format("every system with {} set on the command line (--set), not the "
-                               "calibrated model",
-                               fmt::join(system_set, ", ")));
+  if (!system_set.empty()) page.facts.emplace_back("what-if", what_if_text(system_set));
 
   std::vector<std::string> runs, metrics;
   std::set<std::string> seen;

@@ -578,16 +578,18 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
   return out;
 }
 
+std::string what_if_text(const std::vector<std::string>& system_set) {
+  return fmt::format(
+      "every system with {} set on the command line (--set), not the calibrated model",
+      fmt::join(system_set, ", "));
+}
+
 std::string validate_text(const std::vector<predict::ValidateRow>& rows,
                           const predict::ValidateSummary& sum, const ValidateExtras& x) {
   const auto& [all, series, memory, timing_failed, memory_failed] =
       std::tie(sum.all, sum.series, sum.memory, sum.timing_failed, sum.memory_failed);
   std::string out;
-  if (!x.system_set.empty())
-    out += fmt::format(
-        "what-if: every system with {} set on the command line (--set), not the calibrated "
-        "model\n\n",
-        fmt::join(x.system_set, ", "));
+  if (!x.system_set.empty()) out += fmt::format("what-if: {}\n\n", what_if_text(x.system_set));
   if (all.runs) {
     out += fmt::format("{:<44} {:>10} {:>10} {:>8} {:>6}  {}\n", "scenario", "measured",
                        "predicted", "error", "tol", "");

@@ -77,5 +77,8 @@ nlohmann::ordered_json validate_json(const std::vector<predict::ValidateRow>& ro
 nlohmann::ordered_json evidence_json(const predict::ValidateSummary& sum);
 std::string validate_text(const std::vector<predict::ValidateRow>& rows,
                           const predict::ValidateSummary& sum, const ValidateExtras& x);
+// What ValidateExtras::system_set makes of every prediction, as the text's first line and the
+// validate page's fact say it: "every system with PATH=VALUE set on the command line ...".
+std::string what_if_text(const std::vector<std::string>& system_set);
 
 }  // namespace moesim::reports
