@@ -120,8 +120,9 @@ void add_system_set(CLI::App& app, std::vector<std::string>& texts) {
                  "PATH=VALUE: replace one number of the system (PATH as in the preset: "
                  "efficiency.sustained_clock_factor, host.launch_us, comm.alltoall_efficiency), "
                  "after its calibration profiles, on every scenario; repeatable. A what-if on "
-                 "the calibrated model, which the output says (run's caveats, the first lines "
-                 "of validate, diff and a sweep's or plan's summary, describe's system)");
+                 "the calibrated model, which the output says (run's and diff's caveats, "
+                 "validate's first line, a sweep's or plan's summary, describe's system, "
+                 "report's page)");
 }
 
 void check_finite(CLI::Option* option, double lo, double hi, bool above_lo) {

@@ -43,9 +43,9 @@ class SystemCache {
 // replace the preset's values they fit; false reads the preset as written (the
 // uncalibrated model, `moesim validate --uncalibrated`). `systems`: a cache of resolved
 // systems (null: each load resolves its own).
-// `--set PATH=VALUE` (`run`, `diff`, `validate`, `describe`, `sweep`, `plan`): one number of the
-// system replaced, PATH relative to the system object (efficiency.sustained_clock_factor,
-// host.launch_us, comm.alltoall_efficiency).
+// `--set PATH=VALUE` (`run`, `diff`, `validate`, `describe`, `sweep`, `plan`, `report`; the
+// Python module's `set=`): one number of the system replaced, PATH relative to the system
+// object (efficiency.sustained_clock_factor, host.launch_us, comm.alltoall_efficiency).
 struct SystemSet {
   std::string path;
   double value = 0;
