@@ -382,7 +382,7 @@ class Plan final : public Command {
     sc["description"] = fmt::format("moesim plan's candidate {} by {} (id {}) from {}: {}", emit_,
                                     summary.at("objective").get<std::string>(), id, file_, chose);
     if (const auto with = summary.value("predicted_with", std::string());
-        !with.empty() && with != "calibrated")
+        !predict::predicted_as_shipped(with))
       sc["description"] = sc["description"].get<std::string>() +
                           fmt::format(" (ranked as predicted with: {}; not written here)", with);
     sc.erase("measured");

@@ -28,15 +28,20 @@ std::vector<std::string> corpus_fit_cpus(const std::string& parameter) {
   return {};
 }
 
-std::vector<std::string> prediction_caveats(const Scenario& sc) {
+std::vector<std::string> system_caveats(const hw_models::SystemSpec& system) {
   std::vector<std::string> out;
-  if (sc.system.status == hw_models::SystemStatus::announced)
+  if (system.status == hw_models::SystemStatus::announced)
     out.push_back(fmt::format(
         "system {} is announced hardware, not measured in public: its peaks are the vendor's "
         "announced figures and its efficiencies, host and communication costs are transferred "
         "from other GPUs (moesim describe lists each figure's source); a projection, with no "
         "measured run to check it",
-        sc.system.name));
+        system.name));
+  return out;
+}
+
+std::vector<std::string> prediction_caveats(const Scenario& sc) {
+  std::vector<std::string> out = system_caveats(sc.system);
   // LoadOptions::system_set: the calibrated value replaced on the command line.
   for (const auto& set : sc.system.set_on_command_line)
     out.push_back(fmt::format(

@@ -24,8 +24,12 @@ namespace moesim::config {
 // as calibration::CorpusParamInfo::label() writes it); empty if the profile does not list it.
 std::vector<std::string> corpus_fit_cpus(const std::string& parameter);
 
-// The scenario's caveats, in a fixed order; empty when everything is priced from evidence
-// that covers it.
+// The system's own caveats (an announced system's projection), which every prediction on it
+// carries, the communication model's alone (`moesim comm`) included.
+std::vector<std::string> system_caveats(const hw_models::SystemSpec& system);
+
+// The scenario's caveats, in a fixed order (system_caveats first); empty when everything is
+// priced from evidence that covers it.
 std::vector<std::string> prediction_caveats(const Scenario& sc);
 
 }  // namespace moesim::config

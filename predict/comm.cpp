@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "config/caveats.hpp"
 #include "config/load.hpp"
 #include "hw_models/collectives.hpp"
 #include "hw_models/comm_cost.hpp"
@@ -294,6 +295,7 @@ CommAnswer comm(const CommQuery& q) {
   }
   a.op = q.op;
   a.system = q.system;
+  a.caveats = config::system_caveats(s);
   return a;
 }
 

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace moesim::predict {
 
@@ -50,6 +51,8 @@ struct CommAnswer {
   std::size_t flows = 0;
   std::string algorithm;  // collectives: the one that ran
   std::string protocol;   // rings: the protocol that ran
+  // What the answer is priced beyond (config::system_caveats: an announced system's projection).
+  std::vector<std::string> caveats;
 };
 
 // Whether `op` names an EP operation (ep-dispatch, ep-combine), which comm prices from the

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "config/caveats.hpp"
 #include "hw_models/dispatcher.hpp"
 #include "predict/predict.hpp"
 
@@ -292,9 +291,6 @@ Plan plan(const PlanRequest& req) {
   p.gpu = sc.system.gpu.name;
   p.model = sc.model.name;
   p.notes = std::move(notes);
-  // What every candidate's prediction is priced beyond (an announced system's projection,
-  // config/caveats.hpp), as `run` says it.
-  for (auto& c : config::prediction_caveats(sc)) p.notes.push_back(std::move(c));
   p.layouts = config::expand_sweep(f);
   p.dims = std::move(dims);
   p.objective = f.objective;

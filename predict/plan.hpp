@@ -245,8 +245,9 @@ struct Plan {
   std::string system;  // the system planned on (the preset's name, or the scenario's)
   std::string gpu;     // its GPU's name (a band's stratum, predict/bands.hpp)
   std::string model;   // its model's name (a band's first stratum)
-  // What PlanRequest::system changed beyond the system, then the caveats every candidate's
-  // prediction carries (config/caveats.hpp: an announced system's, say).
+  // What PlanRequest::system changed beyond the system. Each candidate's caveats
+  // (config/caveats.hpp: an announced system's projection, say) are its row's (SweepResult::
+  // caveats); the summary lists the top K's.
   std::vector<std::string> notes;
   double wall_s = 0;
 };

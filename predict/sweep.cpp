@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "config/caveats.hpp"
 #include "predict/bands.hpp"
 #include "predict/parallel.hpp"
 #include "predict/predict.hpp"
@@ -89,6 +90,10 @@ std::string predicted_with(const config::LoadOptions& opts) {
   return s;
 }
 
+bool predicted_as_shipped(std::string_view predicted_with) {
+  return predicted_with.empty() || predicted_with == "calibrated";
+}
+
 void check_system_set(const config::SweepPlan& plan, const std::string& base_file,
                       const config::LoadOptions& opts) {
   if (opts.system_set.empty()) return;
@@ -132,6 +137,7 @@ SweepResult evaluate_point(const config::SweepPoint& point, const std::string& f
     return finish();
   }
   r.gpus = sc.gpus;
+  r.caveats = config::prediction_caveats(sc);
   const auto failed = [&](std::string message) {
     r = SweepResult{};
     r.id = point.id;

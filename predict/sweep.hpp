@@ -20,6 +20,8 @@
 #include <span>
 #include <stop_token>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "config/load.hpp"
 #include "config/sweep_file.hpp"
@@ -38,6 +40,10 @@ struct SweepResult {
   // How the row was predicted (predicted_with of the command's LoadOptions): a resumed or
   // merged CSV is refused where its rows' differ from each other or the run's.
   std::string predicted_with;
+  // What the row's prediction is priced beyond (config::prediction_caveats of its loaded
+  // scenario, as `run` lists them: an announced system's projection, a --set what-if, ...);
+  // empty where nothing is, or where the scenario did not load or the simulation failed.
+  std::vector<std::string> caveats;
   std::int64_t gpus = 0;    // the loaded scenario's (0: it did not load)
   bool has_memory = false;  // ok, does_not_fit
   double peak_memory_gib = 0, reserved_memory_gib = 0;
@@ -64,6 +70,9 @@ struct SweepResult {
 // "calibrated" or "uncalibrated", then "; headroom G GiB" where memory is held back and
 // "; set PATH=VALUE" for each --set: what decides a row's figures besides the scenario.
 std::string predicted_with(const config::LoadOptions& opts);
+// Whether rows predicted so (a predicted_with text; empty: no rows) are the calibrated model as
+// shipped, which the summaries, pages and --emit's scenario leave unsaid.
+bool predicted_as_shipped(std::string_view predicted_with);
 
 // A --set one of the sweep's systems cannot take is the caller's input error (InputError), not a
 // message on that system's rows: the first point on each system is loaded with the sets and,

@@ -24,10 +24,21 @@ using detail::gain_band;
 using detail::predicted_with;
 using detail::predicted_with_text;
 using detail::row_json;
+using detail::rows_caveats;
+using detail::rows_caveats_json;
+using detail::rows_caveats_text;
 using detail::rows_table;
 using detail::table_columns;
 using detail::within_band_of_best;
 using detail::within_band_text;
+
+// What the top K's predictions are priced beyond (their caveats, config/caveats.hpp: an
+// announced system's projection, say), in rank order.
+detail::RowsCaveats top_caveats(const Analysis& a) {
+  std::vector<const SweepCsv::Row*> rows;
+  for (const auto& k : a.top) rows.push_back(k.row);
+  return rows_caveats(rows);
+}
 
 // Claimed gains (predict::PlanEvidence) as the summary's JSON: claim_json's fields, the
 // candidate's id, the columns that differ, the gain's 80% band and whether it reaches 0.
@@ -148,6 +159,7 @@ Json plan_summary_json(const SweepCsv& csv, const PlanSummaryInfo& info) {
       {"evaluated", info.sweep.rows},
       {"simulated", info.simulated},
       {"predicted_with", predicted_with(csv)},
+      {"caveats", rows_caveats_json(top_caveats(a))},
       {"fates",
        {{"rule", rule},
         {"invalid", status_count(a, "invalid")},
@@ -325,6 +337,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
             : "not shown exact: a bound failed or candidates failed unranked, see above");
   o += rows_table(csv, a.top, table_columns(csv.header, info.sweep, kPlanBreakdown));
   o += within_band_text(a, info.sweep.objective);
+  o += rows_caveats_text(top_caveats(a), fmt::format("caveats of the top {}", a.top.size()));
   o += best_band_text(info, a.top.front().row->result);
   o += budget_text(info, *a.top.front().row);
   if (info.given) o += given_text(csv, info, a);

@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "predict/sweep.hpp"
+#include "reports/sweep_detail.hpp"
+
 namespace moesim::reports::charts {
 namespace {
 
@@ -29,8 +32,17 @@ Json string_list(const std::vector<std::string>& v) {
 
 void add_predicted_with_fact(HtmlPage& page, const Json& summary) {
   if (const auto with = summary.value("predicted_with", std::string());
-      !with.empty() && with != "calibrated")
+      !predict::predicted_as_shipped(with))
     page.facts.emplace_back("predicted with", with);
+}
+
+void add_caveat_facts(HtmlPage& page, const Json& summary) {
+  for (const auto& c : summary.value("caveats", Json::array()))
+    page.facts.emplace_back(
+        fmt::format("caveat of {}",
+                    detail::caveat_rows_text(c["ids"].get<std::vector<std::int64_t>>(),
+                                             c["of"].get<std::int64_t>())),
+        c["caveat"].get<std::string>());
 }
 
 Json vega_spec(std::string_view text, int width, int height) {

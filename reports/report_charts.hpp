@@ -34,6 +34,9 @@ Json string_list(const std::vector<std::string>& v);
 // A sweep's or plan's summary JSON's `predicted_with` as the page's fact "predicted with", unless
 // the rows are the calibrated model as shipped.
 void add_predicted_with_fact(HtmlPage& page, const Json& summary);
+// A sweep's or plan's summary JSON's `caveats` (what its rows' predictions are priced beyond) as
+// facts "caveat of <rows>", as the summary's text lists them.
+void add_caveat_facts(HtmlPage& page, const Json& summary);
 
 // A Vega spec from its text, with the size and style every chart shares; the caller
 // fills in the data and what depends on it (scale domains, colours).

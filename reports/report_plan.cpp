@@ -252,6 +252,7 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
     fates += fmt::format("{}{} {}", fates.empty() ? "" : ", ", fate, n.get<std::int64_t>());
   page.facts.emplace_back("fates", fates);
   add_predicted_with_fact(page, s);
+  add_caveat_facts(page, s);
   page.facts.emplace_back(
       "wall time", fmt::format("{:.1f} s (bounds {:.1f} s, simulations {:.1f} s)", info.wall_s,
                                info.bound_wall_s, info.simulate_wall_s));

@@ -142,6 +142,7 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
                                    budget ? "GPU-hours against days to train the token budget"
                                           : "cluster throughput (tokens/s) against GPUs")}};
   add_predicted_with_fact(page, summary);
+  add_caveat_facts(page, summary);
   if (!summary["top"].empty()) {
     const auto& best = summary["top"][0];
     const auto& value = best[objective_name];

@@ -232,6 +232,13 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   return j;
 }
 
+std::string caveats_text(const std::vector<std::string>& caveats) {
+  if (caveats.empty()) return "";
+  std::string o = "\ncaveats (priced beyond what was measured):\n";
+  for (const auto& c : caveats) o += fmt::format("  {}\n", c);
+  return o;
+}
+
 std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
   const auto& b = p.step.breakdown;
   const double t = p.step.step_time_s;
@@ -347,10 +354,7 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
     o += "\nnot priced (accepted, priced in part):\n";
     for (const auto& u : unpriced) o += fmt::format("  {}: {}\n", u.setting, u.what);
   }
-  if (const auto caveats = config::prediction_caveats(sc); !caveats.empty()) {
-    o += "\ncaveats (priced beyond what was measured):\n";
-    for (const auto& c : caveats) o += fmt::format("  {}\n", c);
-  }
+  o += caveats_text(config::prediction_caveats(sc));
   if (const auto notes = config::release_warnings(sc); !notes.empty()) {
     o += fmt::format("\nrelease {}:\n", sc.release);
     for (const auto& n : notes) o += fmt::format("  {}\n", n);

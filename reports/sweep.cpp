@@ -31,6 +31,14 @@ std::size_t column(const std::vector<std::string>& header, const std::string& na
   return it == header.end() ? header.size() : static_cast<std::size_t>(it - header.begin());
 }
 
+std::vector<const SweepCsv::Row*> rows_by_id(const SweepCsv& csv) {
+  std::vector<const SweepCsv::Row*> rows;
+  for (const auto& r : csv.rows) rows.push_back(&r);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto* a, const auto* b) { return a->id < b->id; });
+  return rows;
+}
+
 }  // namespace detail
 
 namespace {
@@ -46,7 +54,18 @@ using Json = nlohmann::ordered_json;
 // `budget` ones are optional figures (the band's only with timing, the budget's only in a
 // sweep or plan with a token budget).
 struct ResultColumn {
-  enum class Kind { status, message, predicted_with, timing, memory, fits, band, budget, wall };
+  enum class Kind {
+    status,
+    message,
+    predicted_with,
+    caveats,
+    timing,
+    memory,
+    fits,
+    band,
+    budget,
+    wall
+  };
   const char* name;
   Kind kind;
   double predict::SweepResult::*value = nullptr;                 // timing, memory, wall
@@ -58,6 +77,7 @@ const ResultColumn kResultColumns[] = {
     {"status", K::status},
     {"message", K::message},
     {"predicted_with", K::predicted_with},
+    {"caveats", K::caveats},
     {"step_time_s", K::timing, &R::step_time_s},
     {"tflops_per_gpu", K::timing, &R::tflops_per_gpu},
     {"tokens_per_s_per_gpu", K::timing, &R::tokens_per_s_per_gpu},
@@ -103,6 +123,24 @@ std::string num(double v) {
   return fmt::format("{}", v);
 }
 
+// The caveats as one field, kSweepCaveatSeparator between them, and back.
+std::string caveats_field(const std::vector<std::string>& caveats) {
+  std::string out;
+  for (const auto& c : caveats) out += (out.empty() ? "" : kSweepCaveatSeparator) + c;
+  return out;
+}
+std::vector<std::string> caveats_from_field(const std::string& field) {
+  std::vector<std::string> out;
+  const std::string_view sep = kSweepCaveatSeparator;
+  for (std::size_t at = 0; !field.empty();) {
+    const std::size_t next = field.find(sep, at);
+    out.push_back(field.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) break;
+    at = next + sep.size();
+  }
+  return out;
+}
+
 // A row's figure in column `c` as its CSV field (empty where the row lacks it).
 std::string figure_text(const ResultColumn& c, const predict::SweepResult& r) {
   switch (c.kind) {
@@ -112,6 +150,8 @@ std::string figure_text(const ResultColumn& c, const predict::SweepResult& r) {
       return r.message;
     case K::predicted_with:
       return r.predicted_with;
+    case K::caveats:
+      return caveats_field(r.caveats);
     case K::timing:
       return r.has_timing ? num(r.*c.value) : std::string();
     case K::memory:
@@ -185,6 +225,9 @@ Json sweep_row_json(const std::vector<std::string>& header, const SweepCsv::Row&
       case K::predicted_with:
         j[name] = r.predicted_with;
         break;
+      case K::caveats:
+        j[name] = r.caveats;
+        break;
       case K::fits:
         j[name] = r.has_memory ? Json(r.fits_in_memory) : Json(nullptr);
         break;
@@ -233,6 +276,7 @@ std::optional<double> sweep_figure(const predict::SweepResult& r, std::string_vi
     case K::status:
     case K::message:
     case K::predicted_with:
+    case K::caveats:
     case K::fits:
       break;
   }
@@ -278,6 +322,9 @@ predict::SweepResult sweep_result_from_fields(const std::vector<std::string>& he
         break;
       case K::predicted_with:
         r.predicted_with = f[i];
+        break;
+      case K::caveats:
+        r.caveats = caveats_from_field(f[i]);
         break;
       case K::timing:
         if (r.has_timing) r.*c->value = number(i);
@@ -405,12 +452,8 @@ void check_predicted_with(const SweepCsv& csv, const std::string& path, const st
 }
 
 std::string sweep_csv_text(const SweepCsv& csv) {
-  std::vector<const SweepCsv::Row*> rows;
-  for (const auto& r : csv.rows) rows.push_back(&r);
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const auto* a, const auto* b) { return a->id < b->id; });
   std::string out = csv_line(csv.header);
-  for (const auto* r : rows) out += csv_line(r->fields);
+  for (const auto* r : detail::rows_by_id(csv)) out += csv_line(r->fields);
   return out;
 }
 

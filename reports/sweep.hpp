@@ -4,7 +4,8 @@
 // predict/sweep.hpp.
 //
 // CSV (RFC 4180, one header line, one line per row): `id`, the varied values under
-// their dotted paths (config::SweepPlan::columns), `status`, `message`, `step_time_s`,
+// their dotted paths (config::SweepPlan::columns), `status`, `message`, `predicted_with`,
+// `caveats` (the row's prediction caveats, kSweepCaveatSeparator between them), `step_time_s`,
 // `tflops_per_gpu`, `tokens_per_s_per_gpu`, `mfu`, `peak_memory_gib`,
 // `reserved_memory_gib`, `fits_in_memory`, `breakdown.compute`,
 // `breakdown.exposed_communication`, `breakdown.pipeline_bubble`,
@@ -29,6 +30,8 @@
 namespace moesim::reports {
 
 inline constexpr const char* kSweepWallColumn = "sim_wall_s";
+// Between a row's caveats in its `caveats` field (none of config/caveats.cpp's texts holds it).
+inline constexpr const char* kSweepCaveatSeparator = " | ";
 
 std::vector<std::string> sweep_csv_header(const config::SweepPlan& plan, bool token_budget);
 std::vector<std::string> sweep_csv_fields(const config::SweepPoint& point,

@@ -22,6 +22,8 @@ namespace moesim::reports::detail {
 // column's index in the header (header.size() when absent).
 std::optional<double> parse_double(const std::string& s);
 std::size_t column(const std::vector<std::string>& header, const std::string& name);
+// The rows in id order (a CSV holds them in the order they finished until its sweep ends).
+std::vector<const SweepCsv::Row*> rows_by_id(const SweepCsv& csv);
 
 // reports/sweep_summary.cpp: the ok rows ranked by the objective and on the Pareto front.
 struct Ranked {
@@ -59,5 +61,26 @@ std::string predicted_with(const SweepCsv& csv);
 // and where a number is not the calibrated one, that the bands and the evidence behind gains
 // describe the calibrated model.
 std::string predicted_with_text(const SweepCsv& csv);
+// The caveats of `rows` (in their order) with a prediction or a memory estimate (status ok or
+// does_not_fit: their `caveats`, config::prediction_caveats), each once, in the order the rows
+// first carry it, with the ids of the rows that do; `of` counts those rows. A sweep's summary
+// takes all its rows by id, a plan's its top K.
+struct RowsCaveat {
+  std::string text;
+  std::vector<std::int64_t> ids;
+};
+struct RowsCaveats {
+  std::vector<RowsCaveat> caveats;
+  std::int64_t of = 0;
+};
+RowsCaveats rows_caveats(const std::vector<const SweepCsv::Row*>& rows);
+// Which rows carry a caveat, `ids` of the `of`: "every row", "rows 3, 4 (2 of 24)", "40 of 96
+// rows (ids 0, 1, ...)".
+std::string caveat_rows_text(const std::vector<std::int64_t>& ids, std::int64_t of);
+// The summary's block of them, empty without: `heading` ("caveats"), " (priced beyond what was
+// measured):", then each after its caveat_rows_text.
+std::string rows_caveats_text(const RowsCaveats& caveats, const std::string& heading);
+// Their JSON: [{"caveat", "rows" (how many), "of", "ids"}].
+nlohmann::ordered_json rows_caveats_json(const RowsCaveats& caveats);
 
 }  // namespace moesim::reports::detail

@@ -22,6 +22,10 @@ using detail::Analysis;
 using detail::predicted_with;
 using detail::predicted_with_text;
 using detail::row_json;
+using detail::rows_by_id;
+using detail::rows_caveats;
+using detail::rows_caveats_json;
+using detail::rows_caveats_text;
 using detail::rows_table;
 using detail::table_columns;
 using detail::within_band_of_best;
@@ -181,13 +185,58 @@ std::string predicted_with(const SweepCsv& csv) {
 
 std::string predicted_with_text(const SweepCsv& csv) {
   const std::string with = predicted_with(csv);
-  if (with.empty() || with == "calibrated") return "";
+  if (predict::predicted_as_shipped(with)) return "";
   const bool what_if =
       with.find("uncalibrated") != std::string::npos || with.find("; set ") != std::string::npos;
   return fmt::format("predicted with: {}{}\n", with,
                      what_if ? " (a what-if: the bands and the evidence behind gains describe the "
                                "calibrated model)"
                              : "");
+}
+
+RowsCaveats rows_caveats(const std::vector<const SweepCsv::Row*>& rows) {
+  RowsCaveats out;
+  for (const auto* row : rows) {
+    const auto& r = row->result;
+    if (r.status != predict::SweepStatus::ok && r.status != predict::SweepStatus::does_not_fit)
+      continue;
+    ++out.of;
+    for (const auto& c : r.caveats) {
+      auto it = std::find_if(out.caveats.begin(), out.caveats.end(),
+                             [&](const RowsCaveat& k) { return k.text == c; });
+      if (it == out.caveats.end()) it = out.caveats.insert(it, RowsCaveat{c, {}});
+      it->ids.push_back(row->id);
+    }
+  }
+  return out;
+}
+
+std::string caveat_rows_text(const std::vector<std::int64_t>& ids, std::int64_t of) {
+  constexpr std::size_t kListed = 8;  // ids named before "..."
+  const auto n = static_cast<std::int64_t>(ids.size());
+  const std::vector<std::int64_t> first(ids.begin(), ids.begin() + std::min(ids.size(), kListed));
+  if (n == of) return "every row";
+  if (ids.size() <= kListed)
+    return fmt::format("row{} {} ({} of {})", n == 1 ? "" : "s", fmt::join(first, ", "), n, of);
+  return fmt::format("{} of {} rows (ids {}, ...)", n, of, fmt::join(first, ", "));
+}
+
+std::string rows_caveats_text(const RowsCaveats& all, const std::string& heading) {
+  if (all.caveats.empty()) return "";
+  std::string o = heading + " (priced beyond what was measured):\n";
+  for (const auto& c : all.caveats)
+    o += fmt::format("  {}: {}\n", caveat_rows_text(c.ids, all.of), c.text);
+  return o;
+}
+
+Json rows_caveats_json(const RowsCaveats& all) {
+  Json j = Json::array();
+  for (const auto& c : all.caveats)
+    j.push_back(Json{{"caveat", c.text},
+                     {"rows", static_cast<std::int64_t>(c.ids.size())},
+                     {"of", all.of},
+                     {"ids", c.ids}});
+  return j;
 }
 
 // The line under a top table naming the rows within_band_of_best (the best aside).
@@ -229,6 +278,7 @@ Json sweep_summary_json(const SweepCsv& csv, const SweepSummaryInfo& info) {
               {"shard", {{"index", info.shard_index}, {"count", info.shard_count}}},
               {"rows_in_output", static_cast<std::int64_t>(csv.rows.size())},
               {"predicted_with", predicted_with(csv)},
+              {"caveats", rows_caveats_json(rows_caveats(rows_by_id(csv)))},
               {"status", status},
               {"objective", config::sweep_objective_names().name(info.objective)},
               {"top", top},
@@ -245,7 +295,8 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
     o += fmt::format("{}{} {}", sep, n, s);
     sep = ", ";
   }
-  o += "\n" + predicted_with_text(csv);
+  o +=
+      "\n" + predicted_with_text(csv) + rows_caveats_text(rows_caveats(rows_by_id(csv)), "caveats");
   if (info.combinations > info.rows) {
     o += fmt::format("layouts: {} of {} combinations break a layout rule and are not rows:",
                      info.combinations - info.rows, info.combinations);

@@ -165,6 +165,17 @@ TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
   CHECK(j["busbw_GBps"].get<double>() == Approx(361).epsilon(0.01));
   CHECK(j["algbw_GBps"].get<double>() == Approx(j["busbw_GBps"].get<double>() * 8 / 7));
   CHECK(j["time_us"].get<double>() == Approx(8589934592.0 / j["algbw_GBps"].get<double>() / 1e3));
+  CHECK(j["caveats"].empty());  // H100 is measured
+  // On an announced system the answer says it is a projection, as `run` does (issue #48 item 3).
+  r = run_moesim({"comm", "--system", "vr200-nvl72", "--op", "all-to-all", "--ranks", "72"});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("\ncaveats (priced beyond what was measured):\n  system "
+                                    "vr200-nvl72 is announced hardware"));
+  r = run_moesim({"comm", "--system", "r100", "--op", "ep-dispatch", "--dispatcher", "alltoall",
+                  "--ep", "8", "--json"});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(nlohmann::json::parse(r.out)["caveats"][0].get<std::string>(),
+             Catch::StartsWith("system r100 is announced hardware"));
   // EP dispatch through the dispatcher model (DeepEP on H800 NVLink: 153 GB/s at 24 SMs).
   r = run_moesim({"comm", "--system", "h800", "--op", "ep-dispatch", "--dispatcher", "deepep",
                   "--ep", "8", "--sms", "24", "--json"});

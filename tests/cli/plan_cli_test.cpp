@@ -391,6 +391,33 @@ TEST_CASE("plan --set: ranked on a what-if, said, and never resumed under other 
   CHECK_THAT(r.err, Catch::Contains("where this plan predicts with 'calibrated'"));
 }
 
+TEST_CASE("plan on an announced system: the top K's caveats say it is a projection (issue #48)",
+          "[cli][plan]") {
+  const test::TempFile out("", "plan-announced.csv"), page("", "plan-announced.html");
+  const std::vector<std::string> args = {
+      "plan",       test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
+      "--gpus",     "8",
+      "--system",   "vr200-nvl72",
+      "--settings", "none",
+      "--top",      "2",
+      "-o",         out.path()};
+  auto r = test::run_moesim(args);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("caveats of the top 2 (priced beyond what was measured):\n  "
+                                    "every row: system vr200-nvl72 is announced hardware"));
+  auto json_args = args;
+  json_args.insert(json_args.end(), {"--resume", "--json", "--html", page.path()});
+  r = test::run_moesim(json_args);
+  REQUIRE(r.status == 0);
+  const auto j = Json::parse(r.out);
+  REQUIRE_FALSE(j["caveats"].empty());
+  CHECK(j["caveats"][0]["rows"] == 2);
+  CHECK(j["caveats"][0]["of"] == 2);
+  CHECK_THAT(j["top"][0]["caveats"][0].get<std::string>(),
+             Catch::StartsWith("system vr200-nvl72 is announced"));
+  CHECK_THAT(test::read_text(page.path()), Catch::Contains("caveat of every row"));
+}
+
 TEST_CASE("plan: nothing fits, so it says the smallest cluster that would", "[cli][plan]") {
   // Qwen3-30B-A3B's weights, gradients and Adam states alone are some 550 GB: 2 H100 hold no
   // layout.

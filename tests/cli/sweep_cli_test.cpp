@@ -261,6 +261,36 @@ TEST_CASE("sweep --set: the rows say how they were predicted; resume and merge n
   CHECK_THAT(x.out, Catch::Contains(" --set host.rank_contention=2\n"));
 }
 
+TEST_CASE("sweep: the rows on an announced system say so (issue #48 item 3)", "[cli][sweep]") {
+  const Dir d;
+  Json s = small_sweep();
+  s["grid"] = {{"system", {"b200", "vr200-nvl72"}}};
+  s["layouts"] = {{"ep", {8}}};
+  std::ofstream(d / "announced.json") << s.dump(2);
+  const std::string out = d / "announced.csv";
+  const auto r = test::run_moesim({"sweep", d / "announced.json", "-o", out, "--deterministic"});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("caveats (priced beyond what was measured):\n"));
+  CHECK_THAT(r.out, Catch::Contains("  row 1 (1 of 2): system vr200-nvl72 is announced hardware"));
+  const auto csv = reports::read_sweep_csv(out);
+  REQUIRE(csv.rows.size() == 2);
+  REQUIRE_FALSE(csv.rows[1].result.caveats.empty());
+  CHECK_THAT(csv.rows[1].result.caveats.front(),
+             Catch::StartsWith("system vr200-nvl72 is announced hardware"));
+  // The JSON summary names the rows; `report --sweep` lists the caveat as a fact.
+  const auto j = test::run_moesim({"sweep", d / "announced.json", "-o", out, "--resume", "--json"});
+  REQUIRE(j.status == 0);
+  const Json summary = Json::parse(j.out);
+  bool announced = false;
+  for (const auto& c : summary["caveats"])
+    if (c["caveat"].get<std::string>().starts_with("system vr200-nvl72 is announced"))
+      announced = c["ids"] == Json({1}) && c["of"] == 2;
+  CHECK(announced);
+  const auto page = test::run_moesim({"report", "--sweep", out, "-o", d / "a.html"});
+  REQUIRE(page.status == 0);
+  CHECK_THAT(test::read_text(d / "a.html"), Catch::Contains("caveat of row 1 (1 of 2)"));
+}
+
 TEST_CASE("Two runs on one output: the second refuses (issue #46 item 3)", "[cli][sweep]") {
   const Dir d;
   const std::string out = d / "locked.csv";

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "reports/sweep.hpp"
+#include "reports/sweep_detail.hpp"
 #include "support/helpers.hpp"
 
 using namespace moesim;
@@ -127,6 +128,46 @@ TEST_CASE("The summary ranks ok rows and finds the Pareto front", "[reports][swe
   const std::string text = reports::sweep_summary_text(csv, info);
   CHECK_THAT(text, Catch::Contains("5 ok, 1 invalid, 1 does_not_fit, 0 error"));
   CHECK_THAT(text, Catch::Contains("top 2 by step_time_s (lower is better)"));
+}
+
+TEST_CASE("The rows' caveats read back and the summary lists each with its rows",
+          "[reports][sweep]") {
+  // Row 0 on an announced system (two caveats), row 1 on a measured one (none), row 2 does not
+  // fit on the announced one, row 3 is invalid (no prediction: not counted). Of the 3 rows with
+  // a prediction or a memory estimate, caveat A is on rows 0 and 2, B on row 0.
+  const std::string a = "system x is announced, a projection", b = "grouped GEMMs, at 1.5";
+  const std::string both = a + reports::kSweepCaveatSeparator + b;
+  const test::TempFile f(
+      "id,gpus,status,message,caveats,step_time_s,tokens_per_s_per_gpu,"
+      "peak_memory_gib,sim_wall_s\n0,8,ok,,\"" +
+      both + "\",1,100,50,0\n1,8,ok,,,1,90,50,0\n2,8,does_not_fit,,\"" + a +
+      "\",,,90,0\n3,8,invalid,bad,,,,,0\n");
+  const auto csv = reports::read_sweep_csv(f.path());
+  REQUIRE(csv.rows.size() == 4);
+  CHECK(csv.rows[0].result.caveats == std::vector<std::string>{a, b});
+  CHECK(csv.rows[1].result.caveats.empty());
+  // Written back as read.
+  CHECK(reports::sweep_csv_text(csv) == test::read_text(f.path()));
+  reports::SweepSummaryInfo info;
+  info.rows = 4;
+  info.combinations = 4;
+  const auto j = reports::sweep_summary_json(csv, info);
+  REQUIRE(j["caveats"].size() == 2);
+  CHECK(j["caveats"][0] ==
+        nlohmann::ordered_json({{"caveat", a}, {"rows", 2}, {"of", 3}, {"ids", {0, 2}}}));
+  CHECK(j["caveats"][1]["ids"] == nlohmann::ordered_json({0}));
+  CHECK(j["top"][0]["caveats"] == nlohmann::ordered_json({a, b}));
+  const std::string text = reports::sweep_summary_text(csv, info);
+  CHECK_THAT(text, Catch::Contains("caveats (priced beyond what was measured):\n  rows 0, 2 (2 "
+                                   "of 3): " +
+                                   a + "\n  row 0 (1 of 3): " + b + "\n"));
+  CHECK(reports::detail::caveat_rows_text({0, 1, 2}, 3) == "every row");
+  CHECK(reports::detail::caveat_rows_text({0, 1, 2, 3, 4, 5, 6, 7, 9}, 20) ==
+        "9 of 20 rows (ids 0, 1, 2, 3, 4, 5, 6, 7, ...)");
+  // Without caveats the block is left out.
+  const test::TempFile plain(kHeader + "0,8,ok,,1,1,100,0.1,50,,,0\n");
+  CHECK_THAT(reports::sweep_summary_text(reports::read_sweep_csv(plain.path()), info),
+             !Catch::Contains("caveats"));
 }
 
 TEST_CASE("The Pareto front under a token budget: GPU-hours against days", "[reports][sweep]") {
