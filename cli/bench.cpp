@@ -54,14 +54,17 @@ double engine_events_per_s(std::uint64_t events, int width) {
 class Bench final : public Command {
  public:
   void configure(CLI::App& app) override {
-    app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name)")
-        ->transform(shipped_scenario_path, "", "shipped scenario");
-    app.add_option("--repeat", repeat_, "simulations to time (best is reported)")
-        ->check(CLI::Range(1, 1000));
-    app.add_option("--sweep", sweep_,
-                   "time a sweep file's rows instead (no CSV): simulated rows per second");
+    auto* file = app.add_option("file", file_, "scenario JSON file (or a shipped scenario's name)")
+                     ->transform(shipped_scenario_path, "", "shipped scenario");
+    auto* repeat = app.add_option("--repeat", repeat_, "simulations to time (best is reported)")
+                       ->check(CLI::Range(1, 1000));
+    auto* sweep = app.add_option(
+        "--sweep", sweep_, "time a sweep file's rows instead (no CSV): simulated rows per second");
+    // Each option belongs to one of the two forms: one the other form would ignore is refused.
+    sweep->excludes(file)->excludes(repeat);
     app.add_option("--jobs", jobs_, "--sweep: scenarios at once (default 0: all cores)")
-        ->check(CLI::Range(0, 1024));
+        ->check(CLI::Range(0, 1024))
+        ->needs(sweep);
     app.add_flag("--json", json_, "print one JSON object");
   }
   int run(Io& io) override {

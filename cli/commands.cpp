@@ -100,7 +100,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    app.exit(e, out, err);
+    // A usage error (an unknown option, a missing value, an option that needs or excludes
+    // another) is bad input on the command line, said as every input error is.
+    err << "moesim: error: <command line>: " << e.what()
+        << "\nRun with --help for more information.\n";
     return 2;
   }
   try {

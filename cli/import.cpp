@@ -77,6 +77,9 @@ class Import final : public Command {
       throw config::InputError("<command line>", "--gpus", "give --gpus or --nodes, not both");
     if (nodes_ > 0 && per_node_ == 0)
       throw config::InputError("<command line>", "--gpus-per-node", "needed with --nodes");
+    if (per_node_ > 0 && nodes_ == 0)  // it would size nothing
+      throw config::InputError("<command line>", "--gpus-per-node",
+                               "only with --nodes (the job's GPUs are --nodes x --gpus-per-node)");
     opt.gpus = gpus_ > 0 ? gpus_ : nodes_ * per_node_;  // 0: the script's own (torchrun, a wrapper)
     if (run_ > 0) opt.run = run_;
     for (const auto& e : env_) {

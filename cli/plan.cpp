@@ -100,13 +100,15 @@ class Plan final : public Command {
                  "keep the candidates an earlier run of this plan simulated (OUT.partial, kept "
                  "when SIGTERM or "
                  "SIGINT stopped it); simulate only the rest");
-    app.add_option("--emit", emit_,
-                   "write the K-th candidate of the ranking as a scenario (--emit-file; with "
-                   "--resume after a "
-                   "finished plan nothing is simulated again)")
-        ->check(CLI::Range(1, 1000000));
+    auto* emit =
+        app.add_option("--emit", emit_,
+                       "write the K-th candidate of the ranking as a scenario (--emit-file; with "
+                       "--resume after a "
+                       "finished plan nothing is simulated again)")
+            ->check(CLI::Range(1, 1000000));
     app.add_option("--emit-file", emit_file_,
-                   "where --emit writes (default: plan-<scenario>-K.json in this folder)");
+                   "where --emit writes (default: plan-<scenario>-K.json in this folder)")
+        ->needs(emit);
     add_uncalibrated(app, uncalibrated_);
     add_headroom(app, headroom_);
     add_system_set(app, set_);

@@ -25,7 +25,8 @@ class Run final : public Command {
         ->required()
         ->transform(shipped_scenario_path, "", "shipped scenario");
     app.add_flag("--json", json_, "print one JSON object instead of the text report");
-    app.add_option("--trace", trace_, "write a Chrome/Perfetto trace (JSON) to this file");
+    auto* trace =
+        app.add_option("--trace", trace_, "write a Chrome/Perfetto trace (JSON) to this file");
     std::string levels;
     for (const auto& e : reports::trace_level_names().entries())
       levels += fmt::format("\n  {}: {}", e.name, e.help);
@@ -37,7 +38,8 @@ class Run final : public Command {
                      ? std::string()
                      : fmt::format("unknown trace level '{}' (known: {})", v,
                                    reports::trace_level_names().known());
-        });
+        })
+        ->needs(trace);  // without a trace it would change nothing
     app.add_option("--fidelity", fidelity_,
                    "representative: one rank per pipeline stage (default); full: every rank")
         ->check(CLI::IsMember({"representative", "full"}));

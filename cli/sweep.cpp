@@ -61,22 +61,27 @@ class Sweep final : public Command {
     app.add_option("file", file_, "sweep file (docs/SWEEP_FORMAT.md)");
     app.add_option("-o,--out", out_,
                    "CSV of the rows (default: the sweep file's name, .csv, in this folder)");
-    app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")
-        ->check(CLI::Range(0, 1024));
-    app.add_option(
+    auto* jobs =
+        app.add_option("--jobs", jobs_, "scenarios simulated at once (default 0: all cores)")
+            ->check(CLI::Range(0, 1024));
+    auto* shard = app.add_option(
         "--shard", shard_,
         "I/N: run rows with id % N == I only (I from 0); default under a Slurm job array: "
         "its task's shard");
-    app.add_flag("--resume", resume_,
-                 "keep the rows already in the output; run only the missing ones");
-    app.add_option("--top", top_, "rows listed by the objective")->check(CLI::Range(0, 1000000));
-    app.add_flag("--json", json_, "print the summary as one JSON object");
+    auto* resume = app.add_flag("--resume", resume_,
+                                "keep the rows already in the output; run only the missing ones");
+    auto* top = app.add_option("--top", top_, "rows listed by the objective")
+                    ->check(CLI::Range(0, 1000000));
+    auto* json = app.add_flag("--json", json_, "print the summary as one JSON object");
     app.add_flag("--deterministic", deterministic_,
                  "leave each row's measured wall time (sim_wall_s) empty, so the same sweep "
                  "writes the same CSV byte for byte");
     CLI::Option* slurm =
         app.add_flag("--slurm-script", slurm_,
                      "print an sbatch --array script for the sweep instead of running it");
+    // What only a run here uses: the script's tasks take their shard from the array, resume
+    // always, simulate on --cpus-per-task and print their summaries to their logs.
+    slurm->excludes(jobs)->excludes(shard)->excludes(resume)->excludes(top)->excludes(json);
     app.add_option("--tasks", tasks_, "--slurm-script: array tasks (default: one per 200 rows)")
         ->check(CLI::Range(1, 100000))
         ->needs(slurm);

@@ -119,6 +119,37 @@ TEST_CASE("Usage errors exit 2, help and version exit 0", "[cli]") {
   CHECK(run_moesim({"describe", "--help"}).status == 0);
 }
 
+TEST_CASE("An option that would change nothing without another is refused", "[cli]") {
+  // Each alone used to be accepted and ignored ("No silent paths").
+  const std::string scenario = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
+  const std::string sweep = test::source_path("scenarios/sweeps/qwen3-30b-h100-quick.json");
+  std::vector<std::pair<std::vector<std::string>, std::string>> refused{
+      {{"run", scenario, "--trace-level", "layer"}, "--trace-level requires --trace"},
+      {{"plan", scenario, "--emit-file", "x.json"}, "--emit-file requires --emit"},
+      {{"bench", scenario, "--jobs", "2"}, "--jobs requires --sweep"},
+      {{"bench", scenario, "--sweep", sweep}, "excludes --sweep"},
+      {{"bench", "--sweep", sweep, "--repeat", "2"}, "--repeat excludes --sweep"},
+      {{"import", "megatron", test::source_path("tests/data/megatron/deepseek-v3-gb200.sh"),
+        "--system", "gb200-nvl72", "--gpus", "256", "--gpus-per-node", "4"},
+       "--gpus-per-node: only with --nodes"},
+  };
+  // The Slurm script's tasks take their shard from the array, always resume, simulate on
+  // --cpus-per-task and print to their logs: a run's own options are refused with it.
+  for (const auto& o : std::vector<std::vector<std::string>>{
+           {"--jobs", "2"}, {"--shard", "0/2"}, {"--resume"}, {"--top", "3"}, {"--json"}}) {
+    std::vector<std::string> args = {"sweep", sweep, "--slurm-script"};
+    args.insert(args.end(), o.begin(), o.end());
+    refused.push_back({args, o.front() + " excludes --slurm-script"});
+  }
+  for (const auto& [args, says] : refused) {
+    const auto r = run_moesim(args);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(says));
+    // Said as every input error is (CLI11's usage errors included).
+    CHECK_THAT(r.err, Catch::StartsWith("moesim: error: <command line>: "));
+  }
+}
+
 TEST_CASE("A missing sweep file or required option is bad input", "[cli]") {
   const auto r = run_moesim({"sweep", "x.json"});
   CHECK(r.status == 2);

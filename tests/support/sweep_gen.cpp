@@ -212,7 +212,10 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
     cmd.emplace_back(hostile ? rng.pick({"0/2", "2/2", "0/0", "a/b", "-1/3", "1/1000000000000"})
                              : rng.pick({"0/2", "1/2"}));
   }
-  if (rng.chance(0.1)) cmd.emplace_back("--slurm-script");
+  if (rng.chance(0.1)) {  // the script's tasks choose their own CPUs: --jobs is refused with it
+    cmd.emplace_back("--slurm-script");
+    if (rng.chance(0.7)) cmd.erase(cmd.begin() + 4, cmd.begin() + 6);
+  }
   if (rng.chance(0.15)) {  // a resume over a CSV that is not this sweep's
     c.files.emplace_back("out.csv", rng.pick({"", "id,gpus\n0,banana\n", "id\n", "\"unterminated\n",
                                               "id,gpus,status\n0,8,ok\n0,8,ok\n"}));
