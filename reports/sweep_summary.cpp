@@ -214,8 +214,8 @@ RowsCaveats rows_caveats(const std::vector<const SweepCsv::Row*>& rows) {
 std::string caveat_rows_text(const std::vector<std::int64_t>& ids, std::int64_t of) {
   constexpr std::size_t kListed = 8;  // ids named before "..."
   const auto n = static_cast<std::int64_t>(ids.size());
-  const std::vector<std::int64_t> first(ids.begin(), ids.begin() + std::min(ids.size(), kListed));
   if (n == of) return "every row";
+  const std::vector<std::int64_t> first(ids.begin(), ids.begin() + std::min(ids.size(), kListed));
   if (ids.size() <= kListed)
     return fmt::format("row{} {} ({} of {})", n == 1 ? "" : "s", fmt::join(first, ", "), n, of);
   return fmt::format("{} of {} rows (ids {}, ...)", n, of, fmt::join(first, ", "));
