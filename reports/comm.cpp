@@ -17,14 +17,17 @@ nlohmann::ordered_json comm_json(const predict::CommAnswer& a) {
 }
 
 std::string comm_text(const predict::CommAnswer& a) {
-  return fmt::format(
-             "{} on {} x {} ({:.4g} bytes)\n  time      {:.2f} us  (latency {:.2f} us)\n  algbw    "
-             " "
-             "{:.1f} GB/s\n"
-             "  busbw     {:.1f} GB/s\n  model     {}\n",
-             a.op, a.ranks, a.system, a.bytes, a.time_us, a.latency_us, a.algbw_GBps, a.busbw_GBps,
-             a.model) +
-         caveats_text(a.caveats);
+  std::string o = fmt::format(
+      "{} on {} x {} ({:.4g} bytes)\n"
+      "  time      {:.2f} us  (latency {:.2f} us)\n"
+      "  algbw     {:.1f} GB/s\n"
+      "  busbw     {:.1f} GB/s\n"
+      "  model     {}\n",
+      a.op, a.ranks, a.system, a.bytes, a.time_us, a.latency_us, a.algbw_GBps, a.busbw_GBps,
+      a.model);
+  if (const auto caveats = caveats_text(a.caveats); !caveats.empty())
+    o += fmt::format("\n{}", caveats);
+  return o;
 }
 
 }  // namespace moesim::reports

@@ -169,15 +169,9 @@ std::string diff_text(const DiffSide& a, const DiffSide& b) {
                               b.scenario.name, b.scenario.file);
   // What the predictions are priced beyond (a --set what-if among them), as run lists it.
   const DiffCaveats caveats = diff_caveats(a, b);
-  const auto list = [&](const char* whose, const std::vector<std::string>& items) {
-    if (items.empty()) return;
-    o += fmt::format("caveats {} (priced beyond what was measured):\n", whose);
-    for (const auto& c : items) o += fmt::format("  {}\n", c);
-    o += "\n";
-  };
-  list("of A and B", caveats.both);
-  list("of A only", caveats.a_only);
-  list("of B only", caveats.b_only);
+  for (const auto& [whose, items] : caveats.groups())
+    if (const auto block = caveats_text(*items, fmt::format("caveats {}", whose)); !block.empty())
+      o += fmt::format("{}\n", block);
   // What differs first, in a line each (a long value cut: --json has it whole).
   const auto settings = changed_settings(a.scenario, b.scenario);
   const auto shown = [](const Json& v) {

@@ -3,7 +3,6 @@
 #include "reports/report.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -49,13 +48,9 @@ HtmlPage diff_report(const DiffSide& a, const DiffSide& b) {
                            s["path"].get<std::string>(), s["a"].dump(), s["b"].dump());
   }
   if (!changed.empty()) page.facts.emplace_back("changed", changed);
-  const DiffCaveats caveats = diff_caveats(a, b);
-  for (const auto& [whose, list] :
-       std::array<std::pair<const char*, const std::vector<std::string>*>, 3>{
-           {{"caveat of A and B", &caveats.both},
-            {"caveat of A only", &caveats.a_only},
-            {"caveat of B only", &caveats.b_only}}})
-    for (const auto& c : *list) page.facts.emplace_back(whose, c);
+  const DiffCaveats caveats = diff_caveats(a, b);  // groups() points into it
+  for (const auto& [whose, list] : caveats.groups())
+    for (const auto& c : *list) page.facts.emplace_back(fmt::format("caveat {}", whose), c);
 
   page.charts.push_back(breakdown_chart(
       {{"A: " + a.scenario.name, ja["breakdown"]}, {"B: " + b.scenario.name, jb["breakdown"]}},

@@ -232,9 +232,9 @@ Json run_json(const config::Scenario& sc, const predict::Prediction& p) {
   return j;
 }
 
-std::string caveats_text(const std::vector<std::string>& caveats) {
+std::string caveats_text(const std::vector<std::string>& caveats, std::string_view heading) {
   if (caveats.empty()) return "";
-  std::string o = "\ncaveats (priced beyond what was measured):\n";
+  std::string o = fmt::format("{} (priced beyond what was measured):\n", heading);
   for (const auto& c : caveats) o += fmt::format("  {}\n", c);
   return o;
 }
@@ -354,7 +354,8 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
     o += "\nnot priced (accepted, priced in part):\n";
     for (const auto& u : unpriced) o += fmt::format("  {}: {}\n", u.setting, u.what);
   }
-  o += caveats_text(config::prediction_caveats(sc));
+  if (const auto caveats = caveats_text(config::prediction_caveats(sc)); !caveats.empty())
+    o += fmt::format("\n{}", caveats);
   if (const auto notes = config::release_warnings(sc); !notes.empty()) {
     o += fmt::format("\nrelease {}:\n", sc.release);
     for (const auto& n : notes) o += fmt::format("  {}\n", n);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,9 +29,11 @@ nlohmann::ordered_json run_json(const config::Scenario& sc, const predict::Predi
 // level, runs, basis}, the throughputs scaled as 1 / step; null when no residual pool.
 nlohmann::ordered_json bands_json(const config::Scenario& sc, const predict::Prediction& p);
 std::string run_text(const config::Scenario& sc, const predict::Prediction& p);
-// What a prediction is priced beyond (config/caveats.hpp) as run_text and `comm` list it:
-// "\ncaveats (priced beyond what was measured):" and one indented line each; empty without.
-std::string caveats_text(const std::vector<std::string>& caveats);
+// What a prediction is priced beyond (config/caveats.hpp) as run_text, `comm`, `diff` and a
+// sweep's or plan's summary list it: "<heading> (priced beyond what was measured):" and one
+// indented line each; empty without.
+std::string caveats_text(const std::vector<std::string>& caveats,
+                         std::string_view heading = "caveats");
 // Chrome trace event format (chrome://tracing, ui.perfetto.dev), reports/run_trace.cpp: one
 // process per simulated rank, one thread per GPU stream plus the host thread. Layer
 // kernels and their launches carry args (microbatch, chunk, pass, layer, module); flow

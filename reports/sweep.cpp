@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/json_reader.hpp"
 #include "reports/sweep_detail.hpp"
@@ -125,9 +126,7 @@ std::string num(double v) {
 
 // The caveats as one field, kSweepCaveatSeparator between them, and back.
 std::string caveats_field(const std::vector<std::string>& caveats) {
-  std::string out;
-  for (const auto& c : caveats) out += (out.empty() ? "" : kSweepCaveatSeparator) + c;
-  return out;
+  return fmt::format("{}", fmt::join(caveats, kSweepCaveatSeparator));
 }
 std::vector<std::string> caveats_from_field(const std::string& field) {
   std::vector<std::string> out;

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "predict/bands.hpp"
+#include "reports/run.hpp"
 #include "reports/sweep.hpp"
 #include "reports/sweep_detail.hpp"
 
@@ -222,11 +223,10 @@ std::string caveat_rows_text(const std::vector<std::int64_t>& ids, std::int64_t 
 }
 
 std::string rows_caveats_text(const RowsCaveats& all, const std::string& heading) {
-  if (all.caveats.empty()) return "";
-  std::string o = heading + " (priced beyond what was measured):\n";
+  std::vector<std::string> labelled;
   for (const auto& c : all.caveats)
-    o += fmt::format("  {}: {}\n", caveat_rows_text(c.ids, all.of), c.text);
-  return o;
+    labelled.push_back(fmt::format("{}: {}", caveat_rows_text(c.ids, all.of), c.text));
+  return caveats_text(labelled, heading);
 }
 
 Json rows_caveats_json(const RowsCaveats& all) {
