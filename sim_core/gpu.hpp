@@ -49,6 +49,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <string>
@@ -169,27 +170,20 @@ class Gpu final : public EventHandler, public Resource {
   void describe_outstanding(std::vector<std::string>& out) const override;
 
  private:
-  // A stream's launched kernels not yet started, in launch order: a vector consumed from
-  // `head`, compacted when the consumed part is the larger (no allocation per kernel).
+  // A stream's launched kernels not yet started, in launch order. A deque: the host may run a
+  // whole step ahead of the GPU, and its blocks are allocated once as the queue grows and
+  // reused as it drains (a vector doubled, copied and compacted, and every doubling touched
+  // fresh pages: most of the largest scenario's system time).
   class Queue {
    public:
-    bool empty() const { return head_ == items_.size(); }
-    std::size_t size() const { return items_.size() - head_; }
-    const Kernel& front() const { return items_[head_]; }
+    bool empty() const { return items_.empty(); }
+    std::size_t size() const { return items_.size(); }
+    const Kernel& front() const { return items_.front(); }
     Kernel& push_back(const Kernel& k) { return items_.emplace_back(k); }
-    void pop_front() {
-      if (++head_ == items_.size()) {
-        items_.clear();
-        head_ = 0;
-      } else if (head_ >= 64 && 2 * head_ >= items_.size()) {
-        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
-        head_ = 0;
-      }
-    }
+    void pop_front() { items_.pop_front(); }
 
    private:
-    std::vector<Kernel> items_;
-    std::size_t head_ = 0;
+    std::deque<Kernel> items_;
   };
   struct Stream {
     std::string name;
