@@ -82,7 +82,8 @@ class Report final : public Command {
       const std::vector<std::string> files = config::measured_files(inputs_, skipped);
       if (files.empty())
         throw usage("inputs", "no scenario with a measured block under the given paths");
-      page = reports::validate_report(predict::validate_files(files, opts, jobs_), skipped, set_);
+      page = reports::validate_report(predict::validate_files(files, opts, jobs_), skipped,
+                                      config::system_set_texts(opts));
     } else if (sweep_) {
       config::SweepObjective objective = config::SweepObjective::tokens_per_s_per_gpu;
       if (!objective_.empty()) {

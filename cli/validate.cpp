@@ -70,7 +70,7 @@ class Validate final : public Command {
     x.skipped = sets.other + (unmeasured ? 0 : static_cast<int>(sets.unmeasured.size()));
     x.tolerance_pct = baseline_tol_;
     x.timings = !deterministic_;
-    x.system_set = set_;
+    x.system_set = config::system_set_texts(opts);
     // The baseline is read before anything is simulated: a bad file fails fast.
     std::optional<std::vector<reports::BaselineRow>> baseline;
     if (!baseline_.empty())

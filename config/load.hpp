@@ -77,6 +77,9 @@ LoadOptions load_options(bool uncalibrated, const std::vector<std::string>& set,
 // "PATH=VALUE" again, the value's shortest text that reads back the same number: what the
 // system cache's key, a sweep row's predicted_with and the Slurm script's --set carry.
 std::string to_string(const SystemSet& set);
+// Every set of `opts` so (to_string): how validate's output and report's page name the what-if,
+// the same from the command line and the Python module.
+std::vector<std::string> system_set_texts(const LoadOptions& opts);
 
 // A scenario file, with presets resolved and the layout validated.
 Scenario load_scenario_file(const std::string& path, const LoadOptions& opts = {});

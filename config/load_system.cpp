@@ -373,6 +373,12 @@ std::string to_string(const SystemSet& set) {
   return fmt::format("{}={}", set.path, set.value);
 }
 
+std::vector<std::string> system_set_texts(const LoadOptions& opts) {
+  std::vector<std::string> out;
+  for (const auto& s : opts.system_set) out.push_back(to_string(s));
+  return out;
+}
+
 std::vector<std::string> apply_system_set(Json& system, const std::vector<SystemSet>& sets) {
   std::vector<std::string> lines;
   const std::string name = system.value("name", std::string("?"));

@@ -71,13 +71,6 @@ config::LoadOptions options(bool uncalibrated, const SetArg& set, double headroo
   return config::load_options(uncalibrated, texts, headroom_gib);
 }
 
-// The sets as validate's output names them (ValidateExtras::system_set).
-std::vector<std::string> set_texts(const config::LoadOptions& opts) {
-  std::vector<std::string> out;
-  for (const auto& s : opts.system_set) out.push_back(config::to_string(s));
-  return out;
-}
-
 config::Scenario load(const py::object& scenario, const config::LoadOptions& opts) {
   if (py::isinstance<py::str>(scenario) || py::hasattr(scenario, "__fspath__"))
     return config::load_scenario_file(py::str(py::module_::import("os").attr("fspath")(scenario)),
@@ -274,7 +267,7 @@ PYBIND11_MODULE(moesim, m) {
           base = reports::read_baseline(nlohmann::json(config::read_json_file(file)), file);
         }
         const config::LoadOptions opts = options(uncalibrated, set);
-        x.system_set = set_texts(opts);
+        x.system_set = config::system_set_texts(opts);
         std::vector<predict::ValidateRow> rows;
         {
           py::gil_scoped_release release;
@@ -389,7 +382,8 @@ PYBIND11_MODULE(moesim, m) {
           py::gil_scoped_release release;
           rows = predict::validate_files(files, opts, jobs);
         }
-        return page_text(reports::validate_report(rows, skipped, set_texts(opts)), out);
+        return page_text(reports::validate_report(rows, skipped, config::system_set_texts(opts)),
+                         out);
       },
       py::arg("paths"), py::arg("out") = py::none(), py::kw_only(), py::arg("jobs") = 0,
       py::arg("uncalibrated") = false, py::arg("set") = SetArg{},

@@ -58,8 +58,9 @@ struct ValidateExtras {
   // Each row's simulation wall time (`wall_s` in JSON, `time` in JUnit): the one figure that
   // differs between runs; false leaves it out (validate --deterministic).
   bool timings = true;
-  // `--set PATH=VALUE` as given (config::LoadOptions::system_set): every prediction a what-if
-  // on those values, said first in the text and as `system_set` in the JSON.
+  // `--set PATH=VALUE`, each as config::to_string writes it (config::system_set_texts): every
+  // prediction a what-if on those values, said first in the text and as `system_set` in the
+  // JSON.
   std::vector<std::string> system_set;
 };
 // `sum`: predict::summarize(rows).

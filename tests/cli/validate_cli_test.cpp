@@ -185,19 +185,21 @@ TEST_CASE("validate --deterministic: --json and --junit byte-identical between r
   CHECK(nlohmann::json::parse(timed.out)["rows"][0].contains("wall_s"));
 }
 
-TEST_CASE("validate --set: every prediction a what-if, said first; no evidence file under it",
-          "[cli][validate]") {
+TEST_CASE(
+    "validate --set: every prediction a what-if, said first (each set as run's caveats and a "
+    "sweep row's predicted_with write it); no evidence file under it",
+    "[cli][validate]") {
   const std::string step = test::source_path("scenarios/journey/12-te-host-slim.json");
   const auto plain = nlohmann::json::parse(test::run_moesim({"validate", "--json", step}).out);
   const auto r = test::run_moesim(
-      {"validate", "--json", "--set", "efficiency.sustained_clock_factor=1", step});
+      {"validate", "--json", "--set", "efficiency.sustained_clock_factor=1.00", step});
   REQUIRE((r.status == 0 || r.status == 1));
   const auto what_if = nlohmann::json::parse(r.out);
   CHECK(what_if["system_set"] == nlohmann::json::array({"efficiency.sustained_clock_factor=1"}));
   CHECK(plain.find("system_set") == plain.end());
   CHECK(what_if["rows"][0]["predicted"].get<double>() >
         plain["rows"][0]["predicted"].get<double>());  // TFLOPS/GPU: faster clocks, more
-  const auto text = test::run_moesim({"validate", "--set", "host.op_us=3", step});
+  const auto text = test::run_moesim({"validate", "--set", "host.op_us=3.0", step});
   CHECK_THAT(text.out, Catch::StartsWith("what-if: every system with host.op_us=3 set on the "
                                          "command line (--set), not the calibrated model"));
   test::TempFile evidence("", "evidence.json");
