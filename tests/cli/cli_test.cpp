@@ -552,3 +552,18 @@ TEST_CASE("diff --set: both sides a what-if on the value, said on each", "[cli][
   CHECK_THAT(text, Catch::Contains("system.host.rank_contention = 2 (was "));
   CHECK_THAT(j["a"]["caveats"].dump(), Catch::Contains("set on the command line (--set)"));
 }
+
+TEST_CASE("bench reports the simulation's wall time, events and the process's peak memory",
+          "[cli][bench]") {
+  const std::string scenario = test::source_path("scenarios/dsv3-gb200.json");
+  const auto r = test::run_moesim({"bench", "--json", "--repeat", "1", scenario});
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["events"].get<double>() > 0);
+  CHECK(j["wall_s"].get<double>() > 0);
+  // The whole process (here the test binary), at least the run's own events' worth in MiB: a
+  // kernel record alone is tens of bytes.
+  CHECK(j["peak_rss_mib"].get<double>() > j["events"].get<double>() * 16 / (1024.0 * 1024.0));
+  const auto text = test::run_moesim({"bench", "--repeat", "1", scenario});
+  CHECK_THAT(text.out, Catch::Contains("MiB"));
+}
