@@ -128,6 +128,7 @@ class Bench final : public Command {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double rate = wall > 0 ? static_cast<double>(simulated) / wall : 0;
+    const double rss = peak_rss_mib();
     if (json_)
       io.out << nlohmann::ordered_json{{"name", sweep.name},
                                        {"rows", points.size()},
@@ -137,7 +138,7 @@ class Bench final : public Command {
                                        {"mean_row_wall_s",
                                         simulated ? sim_wall / static_cast<double>(simulated)
                                                   : 0.0},
-                                       {"peak_rss_mib", peak_rss_mib()}}
+                                       {"peak_rss_mib", rss}}
                     .dump(2)
              << "\n";
     else
@@ -145,7 +146,7 @@ class Bench final : public Command {
           "{}: {} rows, {} simulated, in {:.1f} s wall: {:.2f} simulated rows/s ({:.0f} s per "
           "1,000); {:.3f} s per simulated row on one thread; peak resident {:.0f} MiB\n",
           sweep.name, points.size(), simulated, wall, rate, rate > 0 ? 1000 / rate : 0.0,
-          simulated ? sim_wall / static_cast<double>(simulated) : 0.0, peak_rss_mib());
+          simulated ? sim_wall / static_cast<double>(simulated) : 0.0, rss);
     return 0;
   }
 

@@ -79,7 +79,7 @@ void Gpu::launch(int s, const Kernel& k) {
 
 void Gpu::launch(int s, const Kernel& k, Time at) {
   Stream& st = streams_.at(static_cast<std::size_t>(s));
-  st.queue.push_back(k).launch = at;
+  st.queue.emplace_back(k).launch = at;
   if (st.queue.size() == 1 && !st.busy) try_start(s);
 }
 

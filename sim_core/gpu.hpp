@@ -170,24 +170,13 @@ class Gpu final : public EventHandler, public Resource {
   void describe_outstanding(std::vector<std::string>& out) const override;
 
  private:
-  // A stream's launched kernels not yet started, in launch order. A deque: the host may run a
-  // whole step ahead of the GPU, and its blocks are allocated once as the queue grows and
-  // reused as it drains (a vector doubled, copied and compacted, and every doubling touched
-  // fresh pages: most of the largest scenario's system time).
-  class Queue {
-   public:
-    bool empty() const { return items_.empty(); }
-    std::size_t size() const { return items_.size(); }
-    const Kernel& front() const { return items_.front(); }
-    Kernel& push_back(const Kernel& k) { return items_.emplace_back(k); }
-    void pop_front() { items_.pop_front(); }
-
-   private:
-    std::deque<Kernel> items_;
-  };
   struct Stream {
     std::string name;
-    Queue queue;
+    // Its launched kernels not yet started, in launch order. A deque: the host may run a whole
+    // step ahead of the GPU, and its blocks are allocated once as the queue grows and reused
+    // as it drains (a vector doubled, copied and compacted, and every doubling touched fresh
+    // pages: most of the largest scenario's system time).
+    std::deque<Kernel> queue;
     bool busy = false;
     bool arrived = false;   // head kernel has arrived at its rendezvous
     bool released = false;  // its rendezvous released it
