@@ -214,7 +214,10 @@ FuzzCase generate_sweep_case(std::uint64_t seed, int index,
   }
   if (rng.chance(0.1)) {  // the script's tasks choose their own CPUs: --jobs is refused with it
     cmd.emplace_back("--slurm-script");
-    if (rng.chance(0.7)) cmd.erase(cmd.begin() + 4, cmd.begin() + 6);
+    if (rng.chance(0.7)) {
+      const auto jobs = std::find(cmd.begin(), cmd.end(), "--jobs");
+      cmd.erase(jobs, jobs + 2);  // the option and its value
+    }
   }
   if (rng.chance(0.15)) {  // a resume over a CSV that is not this sweep's
     c.files.emplace_back("out.csv", rng.pick({"", "id,gpus\n0,banana\n", "id\n", "\"unterminated\n",
