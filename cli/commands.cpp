@@ -49,7 +49,8 @@ constexpr std::array<CommandInfo, 15> kCommands{{
      make_import_command},
     {"validate", "predicted vs measured over scenario files or folders", make_validate_command},
     {"bench",
-     "time the simulation of one scenario (wall time, events/s), or a sweep's rows (--sweep)",
+     "time the simulation of one scenario (wall time, events/s, peak memory), or a sweep's rows "
+     "(--sweep)",
      make_bench_command},
     {"comm", "the communication model alone: collectives as flows over the topology, EP dispatch",
      make_comm_command},
