@@ -347,8 +347,10 @@ std::string run_text(const config::Scenario& sc, const predict::Prediction& p) {
     o += "\nassumptions (the scenario does not say; give the setting to change one, --json lists "
          "the "
          "alternatives):\n";
+    std::size_t width = 0;  // the longest setting name, then two spaces before what is assumed
+    for (const auto& a : assumed) width = std::max(width, a.setting.size());
     for (const auto& a : assumed)
-      o += fmt::format("  {:<27}{} ({})\n", a.setting, a.assumed, a.why);
+      o += fmt::format("  {:<{}}  {} ({})\n", a.setting, width, a.assumed, a.why);
   }
   if (const auto unpriced = config::unpriced_settings(sc); !unpriced.empty()) {
     o += "\nnot priced (accepted, priced in part):\n";

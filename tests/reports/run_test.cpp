@@ -811,3 +811,19 @@ TEST_CASE("describe says whether a trained router's dispersion is the file's or 
   CHECK_THAT(reports::describe_json(given)["routing"]["summary"].get<std::string>(),
              Catch::Contains("given in the file"));
 }
+
+TEST_CASE("Each assumption's setting stands apart from what is assumed, however long its name",
+          "[reports][run]") {
+  // placement.gpus_per_nvlink_domain (32 characters) once ran into its value: the column
+  // was 27 wide with nothing after it.
+  auto j = test::default_scenario_json();
+  j.erase("placement");
+  test::TempFile f(j.dump());
+  const auto r = test::run_moesim({"run", f.path()});
+  REQUIRE(r.status == 0);
+  const auto at = r.out.find("\n  placement.gpus_per_nvlink_domain");
+  REQUIRE(at != std::string::npos);
+  const auto line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  CHECK_THAT(line, Catch::StartsWith("  placement.gpus_per_nvlink_domain  "));
+  CHECK(line.size() > std::string("  placement.gpus_per_nvlink_domain  ").size());
+}
