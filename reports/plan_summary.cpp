@@ -2,6 +2,7 @@
 // as a sweep's rows (plan_csv, plan_summary_info), and the summary as JSON (with what backs
 // each claimed gain) and as text (the search's counts, the top, the token budget's cost,
 // `--given`, and where nothing fits the smallest cluster that does).
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -111,6 +112,7 @@ PlanSummaryInfo plan_summary_info(const predict::Plan& plan, const std::string& 
   info.smallest_fitting_gpus = plan.smallest_fitting_gpus;
   info.token_budget = plan.token_budget;
   info.fit_searched_to = plan.fit_searched_to;
+  info.per_layout = plan.per_layout;
   for (const auto& d : plan.dims) info.settings.push_back(d.path);
   for (const auto& c : o.candidates)
     if (c.bound &&
@@ -297,6 +299,27 @@ static std::string best_band_text(const PlanSummaryInfo& info, const predict::Sw
       best.step_time_s, 100 * b.level, b.lo, b.hi, b.basis);
 }
 
+// The candidates each layout rule drops (config/sweep_file.hpp), as the sweep summary lists
+// them; where no layout is left, each rule with what it asks, so the user sees why.
+static std::string rules_text(const PlanSummaryInfo& info) {
+  if (info.sweep.pruned.empty()) return "";
+  if (info.layouts > 0) {
+    std::vector<std::string> parts;
+    for (const auto& [rule, n] : info.sweep.pruned) parts.push_back(fmt::format("{} {}", rule, n));
+    return fmt::format("  layout rules: {}\n", fmt::join(parts, ", "));
+  }
+  std::string o = fmt::format(
+      "no layout of {} GPUs keeps to the rules; the candidates each drops:\n", info.gpus);
+  for (const auto& [rule, n] : info.sweep.pruned) {
+    const auto rules = config::layout_rules();
+    const auto it = std::find_if(rules.begin(), rules.end(),
+                                 [&](const config::LayoutRule& r) { return r.name == rule; });
+    o += fmt::format("  {:>9} {}{}\n", n, rule,
+                     it != rules.end() ? fmt::format(": {}", it->description) : std::string());
+  }
+  return o;
+}
+
 std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) {
   const Analysis a = analyse(csv, info.sweep);
   std::int64_t rule = 0;
@@ -305,7 +328,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
       "plan {} ({}) on {} GPUs: {} candidates ({} layouts kept by the rules x {} settings "
       "combinations",
       info.sweep.name, info.sweep.sweep_file, info.gpus, info.sweep.combinations, info.layouts,
-      info.layouts > 0 ? (info.sweep.combinations - rule) / info.layouts : 0);
+      info.per_layout);
   o += info.settings.empty() ? ")\n" : fmt::format(" of {})\n", fmt::join(info.settings, ", "));
   o += fmt::format(
       "  {} break a layout rule, {} invalid, {} do not fit, {} duplicate (an inert setting), "
@@ -319,6 +342,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
   o += fmt::format(
       "\n  {:.1f} s (bounds {:.1f} s, simulations {:.1f} s); the {} evaluated candidates in {}\n",
       info.wall_s, info.bound_wall_s, info.simulate_wall_s, info.sweep.rows, info.sweep.output);
+  if (info.layouts > 0) o += rules_text(info);
   o += predicted_with_text(csv);
   if (!info.violations.empty())
     o += fmt::format(
@@ -326,7 +350,8 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
         "report it\n",
         info.violations.size(), fmt::join(info.violations, ", "));
   if (a.top.empty())
-    return o + "no candidate simulated (status ok): nothing to rank\n" + fit_text(csv, info);
+    return o + (info.layouts == 0 ? rules_text(info) : std::string()) +
+           "no candidate simulated (status ok): nothing to rank\n" + fit_text(csv, info);
   // Exact only while every bound held (predict/plan.hpp) and nothing failed unranked.
   const bool exact = info.violations.empty() && status_count(a, "error") == 0;
   o += fmt::format(

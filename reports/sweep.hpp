@@ -143,9 +143,10 @@ struct PlanSummaryInfo {
   std::int64_t fit_searched_to = 0;
   std::optional<double> token_budget = std::nullopt;  // tokens (the cost per million tokens)
   std::vector<predict::PlanEvidence> runner_ups =
-      {};                  // the best over each other top K (predict::Plan)
-  std::string gpu = {};    // the GPU planned on (a band's stratum, predict/bands.hpp)
-  std::string model = {};  // the model planned (a band's first stratum)
+      {};                       // the best over each other top K (predict::Plan)
+  std::string gpu = {};         // the GPU planned on (a band's stratum, predict/bands.hpp)
+  std::string model = {};       // the model planned (a band's first stratum)
+  std::int64_t per_layout = 1;  // settings combinations per layout (predict::Plan)
 };
 // {name, scenario, gpus, output, objective, combinations, layouts {kept, expanded},
 // settings, evaluated, simulated, fates {rule, invalid, memory, duplicate, bound,

@@ -439,6 +439,29 @@ TEST_CASE("plan: nothing fits, so it says the smallest cluster that would", "[cl
   CHECK(j["fates"]["simulated"] == 0);
 }
 
+TEST_CASE("plan: no layout keeps to the rules, so it says which rules dropped them",
+          "[cli][plan]") {
+  // 3 GPUs: tp x pp x cp must divide 3, so only tp = pp = cp = 1 (DP 3) is left, and
+  // Qwen3-30B-A3B's global batch (not a multiple of 3) drops that too.
+  const test::TempFile out("", "plan-norule.csv");
+  const auto r =
+      test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
+                        "--gpus", "3", "--top", "3", "-o", out.path()});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("(0 layouts kept by the rules x 30 settings combinations"));
+  CHECK_THAT(r.out, Catch::Contains("no layout of 3 GPUs keeps to the rules"));
+  CHECK_THAT(r.out, Catch::Contains("gpus_over_tp_pp_cp: gpus not divisible by tp x pp x cp"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        "batch_over_dp: global_batch_size not divisible by micro_batch_size x dp"));
+  // Where layouts are left, the rules' counts are one line, as a sweep's summary has them.
+  const auto kept =
+      test::run_moesim({"plan", test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json"),
+                        "--gpus", "8", "--top", "1", "--settings", "none", "-o", out.path()});
+  REQUIRE(kept.status == 0);
+  CHECK_THAT(kept.out, Catch::Contains("\n  layout rules: "));
+  CHECK_THAT(kept.out, !Catch::Contains("keeps to the rules"));
+}
+
 TEST_CASE("plan: a cost objective takes the scenario's own token budget", "[cli][plan]") {
   const test::TempFile sc("", "plan-budget.json"), out("", "plan-budget.csv");
   auto j =
