@@ -24,6 +24,7 @@ using detail::column;
 using detail::gain_band;
 using detail::predicted_with;
 using detail::predicted_with_text;
+using detail::pruned_text;
 using detail::row_json;
 using detail::rows_caveats;
 using detail::rows_caveats_json;
@@ -303,15 +304,11 @@ static std::string best_band_text(const PlanSummaryInfo& info, const predict::Sw
 // them; where no layout is left, each rule with what it asks, so the user sees why.
 static std::string rules_text(const PlanSummaryInfo& info) {
   if (info.sweep.pruned.empty()) return "";
-  if (info.layouts > 0) {
-    std::vector<std::string> parts;
-    for (const auto& [rule, n] : info.sweep.pruned) parts.push_back(fmt::format("{} {}", rule, n));
-    return fmt::format("  layout rules: {}\n", fmt::join(parts, ", "));
-  }
+  if (info.layouts > 0) return fmt::format("  layout rules: {}\n", pruned_text(info.sweep.pruned));
   std::string o = fmt::format(
       "no layout of {} GPUs keeps to the rules; the candidates each drops:\n", info.gpus);
+  const auto rules = config::layout_rules();
   for (const auto& [rule, n] : info.sweep.pruned) {
-    const auto rules = config::layout_rules();
     const auto it = std::find_if(rules.begin(), rules.end(),
                                  [&](const config::LayoutRule& r) { return r.name == rule; });
     o += fmt::format("  {:>9} {}{}\n", n, rule,

@@ -17,6 +17,7 @@
 
 #include "predict/bands.hpp"
 #include "reports/report_charts.hpp"
+#include "reports/sweep_detail.hpp"
 
 namespace moesim::reports {
 
@@ -251,10 +252,8 @@ HtmlPage plan_report(const SweepCsv& csv, const PlanSummaryInfo& info) {
   for (const auto& [fate, n] : s["fates"].items())
     fates += fmt::format("{}{} {}", fates.empty() ? "" : ", ", fate, n.get<std::int64_t>());
   page.facts.emplace_back("fates", fates);
-  std::string rules;  // the candidates each layout rule drops (config/sweep_file.hpp)
-  for (const auto& [rule, n] : s["pruned_layouts"].items())
-    rules += fmt::format("{}{} {}", rules.empty() ? "" : ", ", rule, n.get<std::int64_t>());
-  if (!rules.empty()) page.facts.emplace_back("layout rules", rules);
+  if (!info.sweep.pruned.empty())  // the candidates each layout rule drops
+    page.facts.emplace_back("layout rules", detail::pruned_text(info.sweep.pruned));
   add_predicted_with_fact(page, s);
   add_caveat_facts(page, s);
   page.facts.emplace_back(

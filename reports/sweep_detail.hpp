@@ -54,6 +54,9 @@ nlohmann::ordered_json row_json(const SweepCsv& csv, const SweepCsv::Row& r);
 predict::Band gain_band(double gain_pct);
 std::vector<bool> within_band_of_best(const Analysis& a, config::SweepObjective objective);
 std::string within_band_text(const Analysis& a, config::SweepObjective objective);
+// The combinations each layout rule drops (config::layout_rules, SweepPlan::pruned), as a
+// sweep's and a plan's summaries list them: "rule n, rule n".
+std::string pruned_text(const std::vector<std::pair<std::string, std::int64_t>>& pruned);
 // How the rows were predicted (their predicted_with, one for all: resume and merge check it);
 // empty without rows.
 std::string predicted_with(const SweepCsv& csv);

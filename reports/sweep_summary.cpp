@@ -22,6 +22,7 @@ using detail::analyse;
 using detail::Analysis;
 using detail::predicted_with;
 using detail::predicted_with_text;
+using detail::pruned_text;
 using detail::row_json;
 using detail::rows_by_id;
 using detail::rows_caveats;
@@ -184,6 +185,12 @@ std::string predicted_with(const SweepCsv& csv) {
   return csv.rows.empty() ? std::string() : csv.rows.front().result.predicted_with;
 }
 
+std::string pruned_text(const std::vector<std::pair<std::string, std::int64_t>>& pruned) {
+  std::vector<std::string> parts;
+  for (const auto& [rule, n] : pruned) parts.push_back(fmt::format("{} {}", rule, n));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 std::string predicted_with_text(const SweepCsv& csv) {
   const std::string with = predicted_with(csv);
   if (predict::predicted_as_shipped(with)) return "";
@@ -298,14 +305,8 @@ std::string sweep_summary_text(const SweepCsv& csv, const SweepSummaryInfo& info
   o +=
       "\n" + predicted_with_text(csv) + rows_caveats_text(rows_caveats(rows_by_id(csv)), "caveats");
   if (info.combinations > info.rows) {
-    o += fmt::format("layouts: {} of {} combinations break a layout rule and are not rows:",
-                     info.combinations - info.rows, info.combinations);
-    sep = " ";
-    for (const auto& [rule, n] : info.pruned) {
-      o += fmt::format("{}{} {}", sep, rule, n);
-      sep = ", ";
-    }
-    o += "\n";
+    o += fmt::format("layouts: {} of {} combinations break a layout rule and are not rows: {}\n",
+                     info.combinations - info.rows, info.combinations, pruned_text(info.pruned));
   }
   const std::vector<std::size_t> cols = table_columns(csv.header, info, {});
   const std::string obj(config::sweep_objective_names().name(info.objective));
