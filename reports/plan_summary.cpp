@@ -339,7 +339,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
   o += fmt::format(
       "\n  {:.1f} s (bounds {:.1f} s, simulations {:.1f} s); the {} evaluated candidates in {}\n",
       info.wall_s, info.bound_wall_s, info.simulate_wall_s, info.sweep.rows, info.sweep.output);
-  if (info.layouts > 0) o += rules_text(info);
+  o += rules_text(info);
   o += predicted_with_text(csv);
   if (!info.violations.empty())
     o += fmt::format(
@@ -347,8 +347,7 @@ std::string plan_summary_text(const SweepCsv& csv, const PlanSummaryInfo& info) 
         "report it\n",
         info.violations.size(), fmt::join(info.violations, ", "));
   if (a.top.empty())
-    return o + (info.layouts == 0 ? rules_text(info) : std::string()) +
-           "no candidate simulated (status ok): nothing to rank\n" + fit_text(csv, info);
+    return o + "no candidate simulated (status ok): nothing to rank\n" + fit_text(csv, info);
   // Exact only while every bound held (predict/plan.hpp) and nothing failed unranked.
   const bool exact = info.violations.empty() && status_count(a, "error") == 0;
   o += fmt::format(
