@@ -449,10 +449,9 @@ TEST_CASE("plan: no layout keeps to the rules, so it says which rules dropped th
                         "--gpus", "3", "--top", "3", "-o", out.path(), "--html", page.path()});
   REQUIRE(r.status == 0);
   // The page lists them among its facts (pruned_layouts, in the rules' order).
-  std::ifstream html(page.path());
-  const std::string text((std::istreambuf_iterator<char>(html)), {});
-  CHECK_THAT(text, Catch::Contains("layout rules</th><td>gpus_over_tp_pp_cp 6720, ep_outside_stage "
-                                   "480, batch_over_dp 480</td>"));
+  CHECK_THAT(test::read_text(page.path()),
+             Catch::Contains("layout rules</th><td>gpus_over_tp_pp_cp 6720, ep_outside_stage "
+                             "480, batch_over_dp 480</td>"));
   CHECK_THAT(r.out, Catch::Contains("(0 layouts kept by the rules x 30 settings combinations"));
   CHECK_THAT(r.out, Catch::Contains("no layout of 3 GPUs keeps to the rules"));
   CHECK_THAT(r.out, Catch::Contains("gpus_over_tp_pp_cp: gpus not divisible by tp x pp x cp"));
