@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "calibration/infer_params.hpp"
@@ -22,13 +23,14 @@ namespace {
 class Infer final : public Command {
  public:
   void configure(CLI::App& app) override {
-    std::vector<std::string> names;
-    std::string help = "the parameter:";
+    std::vector<std::string> names, described;
     for (const auto& p : calibration::inferable_params()) {
       names.emplace_back(p.name);
-      help += fmt::format(" {} ({});", p.name, p.help);
+      described.push_back(fmt::format("{} ({})", p.name, p.help));
     }
-    app.add_option("param", param_, help)->required()->check(CLI::IsMember(names));
+    app.add_option("param", param_, fmt::format("the parameter: {}", fmt::join(described, "; ")))
+        ->required()
+        ->check(CLI::IsMember(names));
     app.add_option("before", before_,
                    "scenario before the step (its switch off), with a measured value")
         ->required();
