@@ -36,6 +36,11 @@ std::string xml_text(const std::string& s) {
   return html_escape(o);
 }
 
+// "1 run", "3 runs": a count with its noun, plural when it is not one.
+std::string counted(std::size_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 std::string figures(const predict::ValidateRow& r) {
   return fmt::format("{}: predicted {:.4g}, measured {:.4g} ({:+.1f}%, tolerance {:g}%)", r.metric,
                      r.predicted, r.measured, r.error_pct, r.tolerance_pct);
@@ -137,8 +142,8 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows,
   const auto& [all, memory, timing_failed, memory_failed] =
       std::tie(sum.all, sum.memory, sum.timing_failed, sum.memory_failed);
   std::string o = "## moesim validate\n\n";
-  o += fmt::format("{} runs, mean absolute error **{:.2f}%**, {} beyond tolerance", all.runs,
-                   all.mae(), timing_failed);
+  o += fmt::format("{}, mean absolute error **{:.2f}%**, {} beyond tolerance",
+                   counted(all.runs, "run"), all.mae(), timing_failed);
   if (!x.predictions.empty())
     o += fmt::format("; {} scenario(s) without a measurement predicted", x.predictions.size());
   if (x.skipped) o += fmt::format("; {} file(s) without a measured block skipped", x.skipped);
@@ -146,8 +151,8 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows,
   if (all.worst)
     o += fmt::format(" Worst: {} ({:+.1f}%).", md_escape(all.worst->name), all.worst->error_pct);
   if (memory.runs)
-    o += fmt::format(" Memory: {} points, mean absolute error **{:.2f}%**, {} beyond tolerance.",
-                     memory.runs, memory.mae(), memory_failed);
+    o += fmt::format(" Memory: {}, mean absolute error **{:.2f}%**, {} beyond tolerance.",
+                     counted(memory.runs, "point"), memory.mae(), memory_failed);
   if (moved)
     o += fmt::format(" Against the baseline: {} prediction(s) moved more than {:g}%.",
                      moved->flagged, x.tolerance_pct);
@@ -185,10 +190,11 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows,
   const auto& pairs = sum.compared.pairs;
   if (!pairs.empty()) {
     o += fmt::format(
-        "\n{} pairs, mean absolute ratio error **{:.2f}%**, {} wrong direction(s) among {} with a "
+        "\n{}, mean absolute ratio error **{:.2f}%**, {} among {} with a "
         "measured difference over {:g}%, {} beyond tolerance.\n",
-        sum.pairs_all.pairs, sum.pairs_all.mae(), sum.pairs_all.wrong_direction,
-        sum.pairs_all.significant, 100 * predict::kPairSignificantRatio, sum.pairs_failed);
+        counted(sum.pairs_all.pairs, "pair"), sum.pairs_all.mae(),
+        counted(sum.pairs_all.wrong_direction, "wrong direction"), sum.pairs_all.significant,
+        100 * predict::kPairSignificantRatio, sum.pairs_failed);
     o += "\n| pair (B vs A) | decision | measured B/A | predicted B/A | ratio error | tolerance | "
          "|\n"
          "|---|---|---:|---:|---:|---:|---|\n";
@@ -303,9 +309,9 @@ nlohmann::ordered_json baseline_json(const BaselineCheck& c, double tolerance_pc
 
 namespace {
 std::string series_text(const predict::SeriesFit& f) {
-  std::string out = fmt::format(
-      "\nseries {} ({} sizes)\n{:>7} {:>5} {:>10} {:>10} {:>8}   {:>24}\n", f.name, f.sizes.size(),
-      "GPUs", "GA", "measured", "predicted", "error", "per-GPU vs previous: m / p");
+  std::string out = fmt::format("\nseries {} ({})\n{:>7} {:>5} {:>10} {:>10} {:>8}   {:>24}\n",
+                                f.name, counted(f.sizes.size(), "size"), "GPUs", "GA", "measured",
+                                "predicted", "error", "per-GPU vs previous: m / p");
   for (std::size_t i = 0; i < f.sizes.size(); ++i) {
     const auto& r = *f.sizes[i];
     out += fmt::format("{:>7} {:>5} {:>9.3f}s {:>9.3f}s {:>+7.1f}%", r.gpus, r.microbatches,
@@ -426,17 +432,17 @@ std::string pairs_text(const predict::ValidateSummary& sum) {
                          p.ok ? "ok" : "OVER", p.direction_right ? "" : " WRONG DIRECTION");
     const auto& a = sum.pairs_all;
     out += fmt::format(
-        "{} pairs over {} decisions, mean absolute ratio error {:.2f}%, {} wrong direction(s) "
-        "among {} "
+        "{} over {}, mean absolute ratio error {:.2f}%, {} among {} "
         "with a measured difference over {:g}%, {} over tolerance\n",
-        a.pairs, sum.pairs_by_decision.size(), a.mae(), a.wrong_direction, a.significant,
+        counted(a.pairs, "pair"), counted(sum.pairs_by_decision.size(), "decision"), a.mae(),
+        counted(a.wrong_direction, "wrong direction"), a.significant,
         100 * predict::kPairSignificantRatio, sum.pairs_failed);
     for (const auto& [k, v] : sum.pairs_by_decision)
       out += fmt::format(
-          "  decision {:<13} {:>3} pairs, mean absolute ratio error {:6.2f}%, {} wrong "
-          "direction(s); "
-          "worst {} ({:+.1f}%)\n",
-          k, v.pairs, v.mae(), v.wrong_direction, v.worst->name, v.worst->ratio_error_pct);
+          "  decision {:<13} {:>3} {:<6} mean absolute ratio error {:6.2f}%, {}; worst {} "
+          "({:+.1f}%)\n",
+          k, v.pairs, v.pairs == 1 ? "pair," : "pairs,", v.mae(),
+          counted(v.wrong_direction, "wrong direction"), v.worst->name, v.worst->ratio_error_pct);
   }
   for (const auto& u : sum.compared.unresolved)
     out += fmt::format(
@@ -598,8 +604,8 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows,
         out +=
             fmt::format("{:<44} {:>10.2f} {:>10.2f} {:>+7.1f}% {:>5.1f}%  {}\n", r.name, r.measured,
                         r.predicted, r.error_pct, r.tolerance_pct, r.ok ? "ok" : "OVER");
-    out += fmt::format("{} runs, mean absolute error {:.2f}%, {} over tolerance\n", all.runs,
-                       all.mae(), timing_failed);
+    out += fmt::format("{}, mean absolute error {:.2f}%, {} over tolerance\n",
+                       counted(all.runs, "run"), all.mae(), timing_failed);
     if (all.worst)
       out += fmt::format("worst: {} ({:+.1f}%)\n", all.worst->name, all.worst->error_pct);
   }
@@ -608,9 +614,8 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows,
     for (const auto& g : sum.groupings())
       for (const auto& [k, v] : *g.groups)
         out += fmt::format(
-            "  {:<10} {:<26} {:>3} runs, mean absolute error {:6.2f}%, speed bias "
-            "{:+6.1f}%\n",
-            g.label, k, v.runs, v.mae(), v.speed_bias());
+            "  {:<10} {:<26} {:>3} {:<5} mean absolute error {:6.2f}%, speed bias {:+6.1f}%\n",
+            g.label, k, v.runs, v.runs == 1 ? "run," : "runs,", v.mae(), v.speed_bias());
   }
   for (const auto& f : series) out += series_text(f);
   out += pairs_text(sum);
@@ -623,9 +628,9 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows,
         out += fmt::format("{:<50} {:<22} {:>5.2f} GiB {:>6.2f} GiB {:>+7.1f}% {:>5.1f}%  {}\n",
                            r.name, r.metric.substr(r.metric.find(' ') + 1), r.measured, r.predicted,
                            r.error_pct, r.tolerance_pct, r.ok ? "ok" : "OVER");
-    out += fmt::format(
-        "{} memory points, mean absolute error {:.2f}%, {} over tolerance; worst: {} ({:+.1f}%)\n",
-        memory.runs, memory.mae(), memory_failed, memory.worst->name, memory.worst->error_pct);
+    out += fmt::format("{}, mean absolute error {:.2f}%, {} over tolerance; worst: {} ({:+.1f}%)\n",
+                       counted(memory.runs, "memory point"), memory.mae(), memory_failed,
+                       memory.worst->name, memory.worst->error_pct);
   }
   if (!x.predictions.empty()) {
     out += fmt::format("{}{:<50} {:<12} {:>10} {:>10} {:>12}\n", out.empty() ? "" : "\n",

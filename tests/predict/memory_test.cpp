@@ -192,8 +192,8 @@ TEST_CASE("validate reports memory points apart from the timing runs",
   CHECK(sum.memory.runs == 1);
   CHECK(sum.by_system.at("h100").runs == 1);
   const std::string text = reports::validate_text(rows, sum, {});
-  CHECK_THAT(text, Catch::Contains("1 runs, mean absolute error"));
-  CHECK_THAT(text, Catch::Contains("1 memory points, mean absolute error"));
+  CHECK_THAT(text, Catch::Contains("1 run, mean absolute error"));
+  CHECK_THAT(text, Catch::Contains("1 memory point, mean absolute error"));
   CHECK_THAT(text, Catch::Contains("max_allocated pp0"));
   const auto js = reports::validate_json(rows, sum, {});
   CHECK(js["memory"]["points"] == 1);
