@@ -37,7 +37,8 @@ HtmlPage validate_report(const std::vector<predict::ValidateRow>& rows, int skip
                             fmt::format("{}, mean absolute error {:.2f}%, {} over tolerance",
                                         sum.memory.runs, sum.memory.mae(), sum.memory_failed));
   if (skipped)
-    page.facts.emplace_back("skipped", fmt::format("{} file(s) without a measured block", skipped));
+    page.facts.emplace_back("skipped",
+                            fmt::format("{} without a measured block", counted(skipped, "file")));
   if (!system_set.empty()) page.facts.emplace_back("what-if", what_if_text(system_set));
 
   std::vector<std::string> runs, metrics;

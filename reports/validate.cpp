@@ -36,17 +36,16 @@ std::string xml_text(const std::string& s) {
   return html_escape(o);
 }
 
-// "1 run", "3 runs": a count with its noun, plural when it is not one.
-std::string counted(std::size_t n, std::string_view noun) {
-  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
-}
-
 std::string figures(const predict::ValidateRow& r) {
   return fmt::format("{}: predicted {:.4g}, measured {:.4g} ({:+.1f}%, tolerance {:g}%)", r.metric,
                      r.predicted, r.measured, r.error_pct, r.tolerance_pct);
 }
 
 }  // namespace
+
+std::string counted(std::size_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
 
 namespace {
 // Row i's move against the baseline, when it was compared and moved beyond the tolerance
@@ -145,8 +144,10 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows,
   o += fmt::format("{}, mean absolute error **{:.2f}%**, {} beyond tolerance",
                    counted(all.runs, "run"), all.mae(), timing_failed);
   if (!x.predictions.empty())
-    o += fmt::format("; {} scenario(s) without a measurement predicted", x.predictions.size());
-  if (x.skipped) o += fmt::format("; {} file(s) without a measured block skipped", x.skipped);
+    o += fmt::format("; {} without a measurement predicted",
+                     counted(x.predictions.size(), "scenario"));
+  if (x.skipped)
+    o += fmt::format("; {} without a measured block skipped", counted(x.skipped, "file"));
   o += ".";
   if (all.worst)
     o += fmt::format(" Worst: {} ({:+.1f}%).", md_escape(all.worst->name), all.worst->error_pct);
@@ -154,8 +155,8 @@ std::string validate_markdown(const std::vector<predict::ValidateRow>& rows,
     o += fmt::format(" Memory: {}, mean absolute error **{:.2f}%**, {} beyond tolerance.",
                      counted(memory.runs, "point"), memory.mae(), memory_failed);
   if (moved)
-    o += fmt::format(" Against the baseline: {} prediction(s) moved more than {:g}%.",
-                     moved->flagged, x.tolerance_pct);
+    o += fmt::format(" Against the baseline: {} moved more than {:g}%.",
+                     counted(moved->flagged, "prediction"), x.tolerance_pct);
   o += "\n\n| scenario | system | dispatcher | metric | measured | predicted | error | tolerance | "
        "|\n"
        "|---|---|---|---|---:|---:|---:|---:|---|\n";
@@ -280,8 +281,8 @@ BaselineCheck compare_baseline(const std::vector<predict::ValidateRow>& rows,
 }
 
 std::string baseline_text(const BaselineCheck& c, double tolerance_pct) {
-  std::string o = fmt::format("against the baseline: {} prediction(s) moved more than {:g}%\n",
-                              c.flagged, tolerance_pct);
+  std::string o = fmt::format("against the baseline: {} moved more than {:g}%\n",
+                              counted(c.flagged, "prediction"), tolerance_pct);
   for (const auto& m : c.moves) {
     if (m.flagged)
       o += fmt::format("  MOVED {:<44} {:.4g} -> {:.4g} ({:+.2f}%)\n", m.name, *m.before, *m.after,
@@ -640,7 +641,8 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows,
       out += fmt::format("{:<50} {:<12} {:>9.3f}s {:>10.1f} {:>8.1f} GiB\n", r.name, r.system,
                          r.step_time_s, r.tflops_per_gpu, r.peak_memory_gib);
   }
-  if (x.skipped) out += fmt::format("{} file(s) without a measured block skipped\n", x.skipped);
+  if (x.skipped)
+    out += fmt::format("{} without a measured block skipped\n", counted(x.skipped, "file"));
   if (x.moved) out += baseline_text(*x.moved, x.tolerance_pct);
   return out;
 }

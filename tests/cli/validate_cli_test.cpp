@@ -80,7 +80,7 @@ TEST_CASE("validate --baseline flags predictions that moved", "[cli][validate]")
                                        Catch::Contains("type=\"moved against the baseline\"") &&
                                        Catch::Contains("moved +3.00% (more than 1%)"));
   CHECK_THAT(test::read_text(md), Catch::Contains("**moved +3.00%**") &&
-                                      Catch::Contains("1 prediction(s) moved more than 1%"));
+                                      Catch::Contains("1 prediction moved more than 1%"));
   CHECK(test::run_moesim({"validate", "--baseline", moved.path(), "--baseline-tolerance", "5",
                           "--junit", xml, "--markdown", md, step})
             .status == 0);
@@ -122,8 +122,8 @@ TEST_CASE("validate --baseline watches scenarios without a measured block", "[cl
   const auto r = test::run_moesim(
       {"validate", "--baseline", moved.path(), "--junit", xml, "--markdown", md, step, plan});
   CHECK(r.status == 1);
-  CHECK_THAT(r.out, Catch::Contains("MOVED qwen3-30b-a3b-h100") &&
-                        Catch::Contains("1 prediction(s) moved"));
+  CHECK_THAT(r.out,
+             Catch::Contains("MOVED qwen3-30b-a3b-h100") && Catch::Contains("1 prediction moved"));
   CHECK_THAT(test::read_text(xml), Catch::Contains("tests=\"2\" failures=\"1\"") &&
                                        Catch::Contains("classname=\"moesim.predict.h100\"") &&
                                        Catch::Contains("type=\"moved against the baseline\""));
