@@ -5,15 +5,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "reports/text.hpp"
+
 namespace moesim::reports {
 
 std::string decision_record(config::Decision d) {
   const auto& ev = config::evidence_for(d);
   if (ev.pairs == 0) return fmt::format("{} (no measured pair)", config::decision_names().name(d));
   return fmt::format(
-      "{} ({} pair{}, largest measured effect {:.1f}%, mean ratio error {:.1f}%{})",
-      config::decision_names().name(d), ev.pairs, ev.pairs == 1 ? "" : "s",
-      ev.max_measured_effect_pct, ev.mean_abs_ratio_error_pct,
+      "{} ({}, largest measured effect {:.1f}%, mean ratio error {:.1f}%{})",
+      config::decision_names().name(d), counted(ev.pairs, "pair"), ev.max_measured_effect_pct,
+      ev.mean_abs_ratio_error_pct,
       ev.wrong_direction ? fmt::format(", {} the wrong way", ev.wrong_direction) : "");
 }
 

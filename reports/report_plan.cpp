@@ -18,6 +18,7 @@
 #include "predict/bands.hpp"
 #include "reports/report_charts.hpp"
 #include "reports/sweep_detail.hpp"
+#include "reports/text.hpp"
 
 namespace moesim::reports {
 
@@ -86,7 +87,7 @@ std::string decisions_text(const config::ClaimAssessment& claim) {
   for (const auto d : claim.decisions) {
     const auto& ev = config::evidence_for(d);
     parts.push_back(fmt::format(
-        "{} ({} pair{}{})", config::decision_names().name(d), ev.pairs, ev.pairs == 1 ? "" : "s",
+        "{} ({}{})", config::decision_names().name(d), counted(ev.pairs, "pair"),
         ev.wrong_direction ? fmt::format(", {} the wrong way", ev.wrong_direction) : ""));
   }
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, "; "));

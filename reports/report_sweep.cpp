@@ -14,6 +14,7 @@
 
 #include "config/json_reader.hpp"
 #include "reports/report_charts.hpp"
+#include "reports/text.hpp"
 
 namespace moesim::reports {
 
@@ -138,7 +139,7 @@ HtmlPage sweep_report(const SweepCsv& csv, const std::string& file,
       {"rows", statuses},
       {"objective", fmt::format("{} ({} is better)", objective_name,
                                 config::higher_is_better(objective) ? "higher" : "lower")},
-      {"Pareto front", fmt::format("{} row{}: {}", front.size(), front.size() == 1 ? "" : "s",
+      {"Pareto front", fmt::format("{}: {}", counted(front.size(), "row"),
                                    budget ? "GPU-hours against days to train the token budget"
                                           : "cluster throughput (tokens/s) against GPUs")}};
   add_predicted_with_fact(page, summary);

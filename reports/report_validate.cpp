@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "reports/report_charts.hpp"
+#include "reports/text.hpp"
 #include "reports/validate.hpp"
 
 namespace moesim::reports {

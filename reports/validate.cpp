@@ -13,6 +13,7 @@
 
 #include "config/json_reader.hpp"
 #include "reports/html.hpp"  // html_escape: XML attribute and text escapes alike
+#include "reports/text.hpp"
 
 namespace moesim::reports {
 namespace {
@@ -42,10 +43,6 @@ std::string figures(const predict::ValidateRow& r) {
 }
 
 }  // namespace
-
-std::string counted(std::size_t n, std::string_view noun) {
-  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
-}
 
 namespace {
 // Row i's move against the baseline, when it was compared and moved beyond the tolerance

@@ -9,7 +9,6 @@
 
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -82,8 +81,5 @@ std::string validate_text(const std::vector<predict::ValidateRow>& rows,
 // What ValidateExtras::system_set makes of every prediction, as the text's first line and the
 // validate page's fact say it: "every system with PATH=VALUE set on the command line ...".
 std::string what_if_text(const std::vector<std::string>& system_set);
-
-// "1 run", "3 runs": a count with its noun, plural when it is not one.
-std::string counted(std::size_t n, std::string_view noun);
 
 }  // namespace moesim::reports

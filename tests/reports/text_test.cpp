@@ -1,7 +1,7 @@
-// validate's text: a count with its noun (reports::counted), "1 run" and "3 runs".
+// The reports' text helpers (reports/text.hpp): a count with its noun, "1 run" and "3 runs".
 #include <catch2/catch.hpp>
 
-#include "reports/validate.hpp"
+#include "reports/text.hpp"
 
 using namespace moesim;
 
