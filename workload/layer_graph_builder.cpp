@@ -33,6 +33,7 @@ LayerBuilder::LayerBuilder(const TemplateInputs& in, LayerTemplate& out)
       param_gather_hooks_(in.framework.distributed_optimizer && in.framework.overlap_param_gather &&
                           !in.parallelism.fsdp),
       frozen_(in.training.lora.has_value()),
+      wgrad_out_bytes_(2 * main_grad_bytes(in.framework)),
       attn_bias_(in.model.attention_bias),
       mlp_bias_(in.model.mlp_bias) {
   set_quant(quant_of(in.training.precision, in.fp8_tn_only));
@@ -84,13 +85,13 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   if (fp8 && quantize_input) quantize(name + ".quant", mod, m * k * groups, qtensors);
   const KernelClass cls = groups > 1 ? KernelClass::grouped_gemm : KernelClass::gemm;
   const auto gemm = [&](std::vector<KernelTemplate>& to, const std::string& n_, double M, double N,
-                        double K) {
+                        double K, double ob = 2) {
     // NVFP4: cuBLASLt takes alpha = amax_A amax_B / (6^2 448^2) from the device, which a
     // one-thread kernel computes before each GEMM (TE common/recipe/nvfp4.cu, called from
     // cublaslt_gemm.cu; v2.8), one per GEMM of a grouped GEMM.
     if (fp8 && fp4_)
       for (int g = 0; g < static_cast<int>(groups); ++g) to.push_back(cpp_t(n_ + ".alpha", mod, 8));
-    to.push_back(gemm_t(n_, mod, cls, d, M, N, K, groups, eb));
+    to.push_back(gemm_t(n_, mod, cls, d, M, N, K, groups, eb, ob));
     to.back().single_launch = fused_grouped_ && groups > 1;
     return &to.back();
   };
@@ -116,8 +117,18 @@ void LayerBuilder::linear(const std::string& name, Module mod, double m, double 
   }
   gemm(b, name + ".dgrad", m, k, n)->te_module_call =
       te;  // one TE backward call computes dgrad and wgrad
+  // The weight gradient accumulates into the main gradient: Megatron's gradient-accumulation
+  // fusion (on by default) has TE write the wgrad GEMM's output into weight.main_grad, in its
+  // dtype, with accumulate (beta = 1: the epilogue reads the running sum and writes it back;
+  // TE linear.py / grouped_linear.py `out=weight.main_grad`, `accumulate=
+  // accumulate_wgrad_into_param_main_grad`), and Megatron's own output layer the same through
+  // wgrad_gemm_accum_fp32. So an output element costs the main gradient's bytes twice, 8 in
+  // FP32 (one microbatch in a step overwrites instead: is_first_microbatch; not separated).
+  // It matters where the GEMM's reduction, the tokens, is short against the weight: a
+  // fine-grained expert's few hundred tokens at MBS 1 make its wgrad bound by this traffic.
   if (trains)
-    gemm(b, name + ".wgrad", k, n, m)->library_launch = te;  // inside the same TE backward call
+    gemm(b, name + ".wgrad", k, n, m, wgrad_out_bytes_)->library_launch =
+        te;  // inside the same TE backward call
   push_bwd(std::move(b));
 }
 
@@ -365,14 +376,15 @@ LayerBuilder::CheckpointOps LayerBuilder::checkpoint_ops(Checkpoint wrapper) con
 }
 
 KernelTemplate LayerBuilder::gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d,
-                                    double M, double N, double K, double groups, double eb) {
+                                    double M, double N, double K, double groups, double eb,
+                                    double ob) {
   KernelTemplate t;
   t.name = name;
   t.module = mod;
   t.work = {cls,
             d,
             2 * M * N * K * groups,
-            (M * K * eb + K * N * eb + M * N * 2) * groups,
+            (M * K * eb + K * N * eb + M * N * ob) * groups,
             static_cast<std::int64_t>(M),
             static_cast<std::int64_t>(N),
             static_cast<std::int64_t>(K),

@@ -227,9 +227,11 @@ class LayerBuilder {
   }
   KernelTemplate& last_fwd() { return out_.fwd.back(); }
 
-  // One GEMM kernel of `groups` M x N x K products with inputs of `eb` bytes an element.
+  // One GEMM kernel of `groups` M x N x K products with inputs of `eb` bytes an element and
+  // `ob` bytes of HBM traffic an output element (2: a BF16 output written).
   static KernelTemplate gemm_t(const std::string& name, Module mod, KernelClass cls, Dtype d,
-                               double M, double N, double K, double groups, double eb);
+                               double M, double N, double K, double groups, double eb,
+                               double ob = 2);
   KernelTemplate& last_bwd() { return bwd_groups_.back().back(); }
 
   // Under sequence parallelism the linear just built (column-parallel, its input gathered
@@ -380,6 +382,7 @@ class LayerBuilder {
   bool fp8_tn_only_;           // TemplateInputs::fp8_tn_only, for a PrecisionScope's per-tensor FP8
   bool param_gather_hooks_;    // Megatron DDP's forward pre-hooks (module_calls_on_last)
   bool frozen_;                // training.lora: base linears without weight gradients
+  double wgrad_out_bytes_;     // HBM bytes a weight-gradient element costs (see linear())
   bool attn_bias_, mlp_bias_;  // ModelConfig::attention_bias, mlp_bias (TE Linears with biases)
   double grad_copies_ = 2;     // the last linear's quantized output-gradient copies (MXFP8)
   bool fused_grouped_ = false;  // set_fused_grouped

@@ -237,6 +237,24 @@ TEST_CASE("The old permute's walk follows its tokens and the experts in its map"
   CHECK(find(hybrid.t.moe.fwd, "moe.unpermute.fwd").work.walk_loads == 0);
 }
 
+// Gradient-accumulation fusion: TE writes each weight gradient into weight.main_grad with
+// accumulate, so the wgrad GEMM's output costs the main gradient's bytes read and written
+// (8 in FP32, 4 in BF16), where fprop and dgrad write 2 (BF16). PAI's P7: Qwen3-235B at EP8,
+// 4,096 tokens top-8 over 16 local experts, 2,048 tokens an expert.
+TEST_CASE("A weight gradient reads and writes the main gradient", "[workload][templates]") {
+  const auto fp32 = build("scenarios/pai/p7-tp1pp32vpp3-moe.json");
+  const double E = 16, m = 2048, h = 4096, f = 1536;
+  const auto& fc2 = find(fp32.t.moe.bwd, "moe.fc2.wgrad");
+  CHECK(fc2.work.bytes == Approx(E * (f * m * 2 + m * h * 2 + f * h * 8)));
+  CHECK(find(fp32.t.moe.bwd, "moe.fc2.dgrad").work.bytes ==
+        Approx(E * (m * h * 2 + h * f * 2 + m * f * 2)));
+  const auto bf16 = build("scenarios/pai/p7-tp1pp32vpp3-moe.json", [](config::Scenario& sc) {
+    sc.framework.main_grads_dtype = workload::GradDtype::bf16;
+  });
+  CHECK(find(bf16.t.moe.bwd, "moe.fc2.wgrad").work.bytes ==
+        Approx(E * (f * m * 2 + m * h * 2 + f * h * 4)));
+}
+
 TEST_CASE("Recompute re-runs the named modules at the start of backward", "[workload][templates]") {
   const auto b1 = build("scenarios/journey/01-baseline.json");          // mlp + mla_up_proj
   const auto b5 = build("scenarios/journey/05-no-mla-recompute.json");  // mlp + moe_act
