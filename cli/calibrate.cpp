@@ -36,6 +36,7 @@
 #include "predict/variability.hpp"
 #include "reports/corpus.hpp"
 #include "reports/routing_fit.hpp"
+#include "reports/text.hpp"
 #include "reports/trace.hpp"
 
 namespace moesim::cli {
@@ -191,8 +192,8 @@ class Calibrate final : public Command {
       throw config::InputError(files_.front(), "", e.what());
     }
     write_profile(io, calibration::profile_json(prof).dump(2) + "\n",
-                  fmt::format("{} parameters of {} from {} file(s)", prof.parameters.size(), system,
-                              ms.size()));
+                  fmt::format("{} parameters of {} from {}", prof.parameters.size(), system,
+                              reports::counted(ms.size(), "file")));
     return 0;
   }
 
@@ -229,9 +230,9 @@ class Calibrate final : public Command {
     for (const auto& r : fit.rows)
       io.err << fmt::format("  {:<22} {:<52} {:<7} {:>8.1f} {:>8.1f} {:>+6.1f}%  {}\n", r.file,
                             r.what, r.link_kind, r.measured, r.model, r.error_pct, r.role);
-    write_profile(
-        io, calibration::ep_profile_json(fit).dump(2) + "\n",
-        fmt::format("{} parameters of {} from {} file(s)", fit.fits.size(), lib, fit.files.size()));
+    write_profile(io, calibration::ep_profile_json(fit).dump(2) + "\n",
+                  fmt::format("{} parameters of {} from {}", fit.fits.size(), lib,
+                              reports::counted(fit.files.size(), "file")));
     return 0;
   }
 

@@ -15,6 +15,7 @@
 
 #include "cli/common.hpp"
 #include "config/load.hpp"
+#include "reports/text.hpp"
 #include "schedules/schedule_kind.hpp"
 #include "schedules/step_sim.hpp"
 
@@ -83,6 +84,10 @@ class Pipeline final : public Command {
           fmt::format("{} runs the backward whole; only zb-h1, dualpipe and dualpipev split off "
                       "the weight gradient",
                       schedule_));
+    if (p2p_ms_ > 0 && pp_ == 1)
+      throw config::InputError("<command line>", "--p2p",
+                               "one pipeline rank has no transfers between stages; needs --pp 2 "
+                               "or more");
     if (vpp_ > 1 && dual)
       throw config::InputError(
           "<command line>", "--vpp",
@@ -141,10 +146,11 @@ class Pipeline final : public Command {
              << "\n";
     else
       io.out << fmt::format(
-          "{} pp={} vpp={} microbatches={} ({} stages): step {:.3f} ms, bubble {:.3f} ms ({:.1f}% "
+          "{} pp={} vpp={} microbatches={} ({}): step {:.3f} ms, bubble {:.3f} ms ({:.1f}% "
           "of the step, {:.1f}% over the {:.3f} ms of work of the busiest rank)\n",
-          schedule_, pp_, vpp_, m_, r.stages, r.step_time_s * 1e3, r.bubble_s * 1e3,
-          100 * r.bubble_s / r.step_time_s, 100 * r.bubble_s / ideal, ideal * 1e3);
+          schedule_, pp_, vpp_, m_, reports::counted(static_cast<std::size_t>(r.stages), "stage"),
+          r.step_time_s * 1e3, r.bubble_s * 1e3, 100 * r.bubble_s / r.step_time_s,
+          100 * r.bubble_s / ideal, ideal * 1e3);
     return 0;
   }
 

@@ -30,6 +30,7 @@
 #include "reports/html.hpp"
 #include "reports/report.hpp"
 #include "reports/sweep.hpp"
+#include "reports/text.hpp"
 
 namespace moesim::cli {
 namespace {
@@ -360,10 +361,9 @@ class Plan final : public Command {
             const std::vector<std::string>& header) const {
     const auto& top = summary.at("top");
     if (static_cast<std::size_t>(emit_) > top.size())
-      throw config::InputError(
-          "<command line>", "--emit",
-          fmt::format("the ranking has {} candidate(s) (--top {}); there is no {}", top.size(),
-                      top_, emit_));
+      throw config::InputError("<command line>", "--emit",
+                               fmt::format("the ranking has {} (--top {}); there is no {}",
+                                           reports::counted(top.size(), "candidate"), top_, emit_));
     const std::int64_t id =
         top.at(static_cast<std::size_t>(emit_ - 1)).at("id").get<std::int64_t>();
     const auto& cands = p.outcome.candidates;

@@ -26,6 +26,7 @@
 #include "config/sweep_file.hpp"
 #include "predict/sweep.hpp"
 #include "reports/sweep.hpp"
+#include "reports/text.hpp"
 
 namespace moesim::cli {
 namespace {
@@ -305,8 +306,8 @@ class Sweep final : public Command {
         s += (k ? " " : "") + std::to_string(v[k]);
       return v.size() > 20 ? s + fmt::format(" ... ({} in all)", v.size()) : s;
     };
-    io.out << fmt::format("merged {} rows from {} file(s) into {}\n", m.csv.rows.size(),
-                          merge_files_.size(), merge_out_);
+    io.out << fmt::format("merged {} from {} into {}\n", reports::counted(m.csv.rows.size(), "row"),
+                          reports::counted(merge_files_.size(), "file"), merge_out_);
     if (m.dropped_partial_lines)
       io.out << fmt::format("dropped {} truncated last line(s)\n", m.dropped_partial_lines);
     if (!m.missing.empty()) io.out << fmt::format("missing rows: {}\n", ids(m.missing));

@@ -288,7 +288,9 @@ CommAnswer comm(const CommQuery& q) {
     a.algbw_GBps = r.algbw_GBps;
     a.busbw_GBps = r.busbw_GBps;
     a.flows = r.flows;
-    a.model = r.algorithm == hw_models::CollectiveAlgorithm::nvls
+    a.model = q.ranks == 1 ? "one rank: nothing crosses a link, no time and no bandwidth (the "
+                             "device-local copy NCCL makes of an out-of-place call is not priced)"
+              : r.algorithm == hw_models::CollectiveAlgorithm::nvls
                   ? "NCCL NVLS all-reduce: each GPU's NVLink port carries S (n+1)/n each way, at "
                     "NCCL's NVLS efficiency"
                   : "NCCL ring / all-to-all as max-min flows over the topology";

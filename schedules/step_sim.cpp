@@ -176,7 +176,9 @@ PipelineResult simulate_pipeline(ScheduleKind kind, int pp, int vpp, int microba
     }
     busiest = std::max(busiest, work);
   }
-  out.bubble_s = r.step_time_s - busiest;
+  // The engine's clock counts whole picoseconds: a step without idle time can end a rounding
+  // below the work summed in seconds, which is no bubble, not a negative one.
+  out.bubble_s = std::max(0.0, r.step_time_s - busiest);
   out.events = r.events;
   return out;
 }

@@ -197,6 +197,13 @@ TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
   CHECK(j["algbw_GBps"].get<double>() == Approx(j["busbw_GBps"].get<double>() * 8 / 7));
   CHECK(j["time_us"].get<double>() == Approx(8589934592.0 / j["algbw_GBps"].get<double>() / 1e3));
   CHECK(j["caveats"].empty());  // H100 is measured
+  // One rank moves nothing: no time, and the answer says so rather than naming a flow model.
+  r = run_moesim({"comm", "--system", "h100", "--op", "all-reduce", "--ranks", "1", "--json"});
+  REQUIRE(r.status == 0);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["time_us"].get<double>() == 0);
+  CHECK(j["flows"].get<int>() == 0);
+  CHECK_THAT(j["model"].get<std::string>(), Catch::StartsWith("one rank: nothing crosses a link"));
   // On an announced system the answer says it is a projection, as `run` does (issue #48 item 3).
   r = run_moesim({"comm", "--system", "vr200-nvl72", "--op", "all-to-all", "--ranks", "72"});
   REQUIRE(r.status == 0);

@@ -121,7 +121,7 @@ TEST_CASE("sweep shards merged equal the unsharded run", "[cli][sweep]") {
   args.insert(args.end(), {"-o", d / "merged.csv", "--sweep", d / "small.json"});
   const auto m = test::run_moesim(args);
   CHECK(m.status == 0);
-  CHECK_THAT(m.out, Catch::Contains("merged 24 rows from 3 file(s)"));
+  CHECK_THAT(m.out, Catch::Contains("merged 24 rows from 3 files"));
   CHECK(rows(d / "merged.csv") == reference());
 
   // Two shards only: the third's rows are reported missing, and the status says so.
