@@ -3,9 +3,12 @@
 // lists, windowed attention, MLA, experts), the model preset of the same shape or the
 // --vocab-size the shape then needs, and every shape flag checked against --model's preset.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <memory>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -348,8 +351,52 @@ bool same_shape(const workload::ModelConfig& a, const workload::ModelConfig& b) 
          a.rotary_fraction == b.rotary_fraction && a.rope_concentration == b.rope_concentration;
 }
 
+// The shape flag model_from_flags reads each Hugging Face field from, so that a value the
+// model loader refuses is reported against the flag the command line gave.
+std::string_view flag_of_field(std::string_view field, bool gpt_oss) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 22> kFlags{{
+      {"hidden_size", "--hidden-size"},
+      {"num_hidden_layers", "--num-layers"},
+      {"num_attention_heads", "--num-attention-heads"},
+      {"intermediate_size", "--ffn-hidden-size"},
+      {"num_key_value_heads", "--num-query-groups"},
+      {"head_dim", "--kv-channels"},
+      {"q_lora_rank", "--q-lora-rank"},
+      {"kv_lora_rank", "--kv-lora-rank"},
+      {"qk_nope_head_dim", "--qk-head-dim"},
+      {"qk_rope_head_dim", "--qk-pos-emb-head-dim"},
+      {"v_head_dim", "--v-head-dim"},
+      {"n_routed_experts", "--num-experts"},
+      {"num_experts_per_tok", "--moe-router-topk"},
+      {"moe_intermediate_size", "--moe-ffn-hidden-size"},
+      {"shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size"},
+      {"n_group", "--moe-router-num-groups"},
+      {"topk_group", "--moe-router-group-topk"},
+      {"moe_layer_freq", "--moe-layer-freq"},
+      {"sliding_window", "--window-size"},
+      {"partial_rotary_factor", "--rotary-percent"},
+      {"swiglu_limit", "--activation-func-clamp-value"},
+      {"vocab_size", "--vocab-size"},
+  }};
+  const std::string_view key = field.substr(0, field.find_first_of(".["));
+  if (gpt_oss && key == "intermediate_size") return "--moe-ffn-hidden-size";
+  for (const auto& [f, flag] : kFlags)
+    if (f == key) return flag;
+  return {};
+}
+
+// The model the flags describe, resolved; what the loader refuses names the flag, with the
+// field it became.
 workload::ModelConfig resolve_model(const Json& j, const std::string& label) {
-  return read_model(Node(j, "", std::make_shared<const std::string>(label)));
+  try {
+    return read_model(Node(j, "", std::make_shared<const std::string>(label)));
+  } catch (const InputError& e) {
+    const std::string_view flag =
+        flag_of_field(e.path(), j.value("model_type", std::string()) == "gpt_oss");
+    if (flag.empty()) throw;
+    throw InputError(e.file(), std::string(flag),
+                     fmt::format("{} (as the model's {})", e.message(), e.path()));
+  }
 }
 
 }  // namespace

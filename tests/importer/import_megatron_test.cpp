@@ -91,6 +91,9 @@ TEST_CASE("import megatron refuses what it cannot model, naming the flag", "[con
       {" --exp-avg-dtype bf16 --use-precision-aware-optimizer",
        "--exp-avg-dtype"},  // moments differ
       {" --cuda-graph-impl transformer_engine", "--cuda-graph-scope"},
+      // Shapes the model loader refuses: named by the flag, not the model field it became.
+      {" --moe-router-num-groups 3", "--moe-router-num-groups"},
+      {" --kv-channels 0", "--kv-channels"},
   };
   for (const auto& c : cases) {
     const auto r =
