@@ -129,6 +129,8 @@ class Calibrate final : public Command {
 
  private:
   int run_kernels(Io& io) const {
+    if (!run_system_.empty())  // written into the measurement file: refused before the GPU runs
+      config::require_preset(config::PresetKind::system, run_system_, "<command line>", "--system");
     namespace fs = std::filesystem;
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -167,9 +169,12 @@ class Calibrate final : public Command {
   int fit(Io& io) const {
     std::vector<calibration::Measurement> ms;
     std::string system = fit_system_;
+    if (!system.empty())
+      config::require_preset(config::PresetKind::system, system, "<command line>", "--system");
     for (const auto& f : files_) {
       ms.push_back(config::load_measurement_file(f));
       if (fit_system_.empty() && !ms.back().system.empty()) {
+        config::require_preset(config::PresetKind::system, ms.back().system, f, "system");
         if (!system.empty() && system != ms.back().system)
           throw config::InputError(
               f, "system",

@@ -72,6 +72,10 @@ class Import final : public Command {
   }
   int run(Io& io) override {
     importer::MegatronImportOptions opt;
+    if (!system_.empty())
+      config::require_preset(config::PresetKind::system, system_, "<command line>", "--system");
+    if (!model_.empty())
+      config::require_preset(config::PresetKind::model, model_, "<command line>", "--model");
     opt.system = system_;
     if (gpus_ > 0 && nodes_ > 0)
       throw config::InputError("<command line>", "--gpus", "give --gpus or --nodes, not both");

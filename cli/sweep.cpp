@@ -260,18 +260,20 @@ class Sweep final : public Command {
       std::int64_t v = 0;
       const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
       if (s.empty() || ec != std::errc() || end != s.data() + s.size())
-        throw config::InputError(what, "", fmt::format("'{}' is not a whole number", s));
+        throw config::InputError(what.starts_with("--") ? "<command line>" : "<environment>", what,
+                                 fmt::format("'{}' is not a whole number", s));
       return v;
     };
     std::int64_t i = 0, n = 1;
     if (!shard_.empty()) {
       const auto slash = shard_.find('/');
       if (slash == std::string::npos)
-        throw config::InputError("--shard", "", "expected I/N, e.g. 0/4");
+        throw config::InputError("<command line>", "--shard", "expected I/N, e.g. 0/4");
       i = number(shard_.substr(0, slash), "--shard");
       n = number(shard_.substr(slash + 1), "--shard");
       if (n < 1 || i < 0 || i >= n)
-        throw config::InputError("--shard", "", fmt::format("{}: needs 0 <= I < N", shard_));
+        throw config::InputError("<command line>", "--shard",
+                                 fmt::format("{}: needs 0 <= I < N", shard_));
     } else if (const char* id = std::getenv("SLURM_ARRAY_TASK_ID")) {
       const auto env = [&](const char* name, const char* def) {
         const char* v = std::getenv(name);
@@ -284,7 +286,7 @@ class Sweep final : public Command {
       if (step < 1 || tasks < 1 || task < min || (task - min) % step != 0 ||
           (task - min) / step >= tasks)
         throw config::InputError(
-            "SLURM_ARRAY_TASK_ID", "",
+            "<environment>", "SLURM_ARRAY_TASK_ID",
             fmt::format("task {} is not in the array (min {}, step {}, count {})", task, min, step,
                         tasks));
       i = (task - min) / step;

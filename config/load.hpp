@@ -97,6 +97,11 @@ enum class PresetKind { system, model, profile, schema, evidence };
 std::vector<std::string> preset_names(PresetKind kind);
 // A compiled-in file's text; InputError (naming `what`) listing the known names when absent.
 std::string_view preset_text(PresetKind kind, std::string_view name, const std::string& what);
+// Refuses a name no preset of `kind` has, as InputError(file, path) listing the known
+// names (or saying what a former name is called now): a command-line option's check before
+// anything is loaded.
+void require_preset(PresetKind kind, std::string_view name, const std::string& file,
+                    const std::string& path);
 // The same file parsed, once per process (thread-safe; the presets are constants).
 const Json& preset_parsed(PresetKind kind, std::string_view name, const std::string& what);
 hw_models::SystemSpec load_system_preset(const std::string& name, const LoadOptions& opts = {});

@@ -215,6 +215,11 @@ std::string_view preset_text(PresetKind kind, std::string_view name, const std::
   throw InputError(what, "", unknown(kind, name));
 }
 
+void require_preset(PresetKind kind, std::string_view name, const std::string& file,
+                    const std::string& path) {
+  if (!find_preset(kind, name)) throw InputError(file, path, unknown(kind, name));
+}
+
 const Json& preset_parsed(PresetKind kind, std::string_view name, const std::string& what) {
   if (const detail::PresetFile* p = find_preset(kind, name)) return parsed_preset(*p);
   throw InputError(what, "", unknown(kind, name));

@@ -35,13 +35,7 @@ void check_size(const char* option, double v, double max) {
 }
 
 hw_models::SystemSpec system_named(const std::string& name) {
-  const auto names = config::preset_names(config::PresetKind::system);
-  if (std::find(names.begin(), names.end(), name) == names.end()) {
-    std::string known;
-    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    throw config::InputError(kCli, "--system",
-                             fmt::format("unknown system '{}' (known: {})", name, known));
-  }
+  config::require_preset(config::PresetKind::system, name, kCli, "--system");
   return config::load_system_preset(name);
 }
 

@@ -177,6 +177,7 @@ namespace {
 // PlanRequest::system: the base scenario on another system, and what that changed.
 config::Json on_system(config::Json base, const std::string& system, const std::string& file,
                        const config::LoadOptions& load, std::vector<std::string>& notes) {
+  config::require_preset(config::PresetKind::system, system, "<command line>", "--system");
   const auto spec = config::load_system_preset(system, load);
   base["system"] = system;
   for (const char* k : {"placement", "measured"})
@@ -254,13 +255,13 @@ Plan plan(const PlanRequest& req) {
   if (!req.objective.empty()) {
     const auto o = config::sweep_objective_names().find(req.objective);
     if (!o)
-      throw config::InputError("--objective", "",
+      throw config::InputError("<command line>", "--objective",
                                fmt::format("unknown objective '{}'; known: {}", req.objective,
                                            config::sweep_objective_names().known()));
     f.objective = *o;
     if (config::needs_token_budget(f.objective) && !f.token_budget)
       throw config::InputError(
-          "--objective", "",
+          "<command line>", "--objective",
           fmt::format("'{}' needs a token budget: --token-budget, or the scenario's "
                       "goodput.token_budget",
                       req.objective));
@@ -279,7 +280,7 @@ Plan plan(const PlanRequest& req) {
       std::vector<std::string> known{"none"};
       for (const auto& x : plan_setting_groups()) known.emplace_back(x.name);
       throw config::InputError(
-          "--settings", "",
+          "<command line>", "--settings",
           fmt::format("unknown setting group '{}'; known: {}", n, fmt::join(known, ", ")));
     }
     for (auto& d : g->dims(sc)) dims.push_back(std::move(d));

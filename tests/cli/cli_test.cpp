@@ -270,7 +270,7 @@ TEST_CASE("comm prints time and bandwidths of one operation", "[cli][comm]") {
 TEST_CASE("comm refuses what it does not know, naming the option", "[cli][comm]") {
   auto r = run_moesim({"comm", "--system", "h900", "--op", "all-reduce"});
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("--system") && Catch::Contains("unknown system 'h900'"));
+  CHECK_THAT(r.err, Catch::Contains("--system") && Catch::Contains("unknown system preset 'h900'"));
   r = run_moesim({"comm", "--system", "h100", "--op", "broadcast"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--op") && Catch::Contains("all-reduce"));

@@ -351,14 +351,18 @@ TEST_CASE("plan: bad options are refused", "[cli][plan][errors]") {
   const std::string scenario = test::source_path("scenarios/examples/qwen3-30b-a3b-h100.json");
   auto r = test::run_moesim({"plan", scenario, "--objective", "speed"});
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("unknown objective 'speed'"));
+  // An option's error names the option on the command line, not a file's "(top level)".
+  CHECK_THAT(r.err, Catch::Contains("<command line>: --objective: unknown objective 'speed'"));
+  r = test::run_moesim({"plan", scenario, "--system", "h900"});
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("<command line>: --system: unknown system preset 'h900'"));
   r = test::run_moesim({"plan", scenario, "--objective", "days"});
   CHECK(r.status == 2);
   CHECK_THAT(r.err,
              Catch::Contains("'days' needs a token budget: --token-budget, or the scenario's"));
   r = test::run_moesim({"plan", scenario, "--settings", "offload"});
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("unknown setting group 'offload'"));
+  CHECK_THAT(r.err, Catch::Contains("<command line>: --settings: unknown setting group 'offload'"));
 }
 
 TEST_CASE("plan --set: ranked on a what-if, said, and never resumed under other options",

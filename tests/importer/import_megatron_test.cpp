@@ -121,6 +121,15 @@ TEST_CASE("import megatron refuses what it cannot model, naming the flag", "[con
                                    "--gpus", "16", "--model", "deepseek-v3"});
   CHECK(m.status == 2);
   CHECK_THAT(m.err, Catch::Contains("--model"));
+  // Presets no one has, named by the option, before the command is read.
+  for (const char* option : {"--system", "--model"}) {
+    const bool sys = std::string(option) == "--system";
+    const auto u = test::run_moesim({"import", "megatron", "--args", kSmallMoe, "--system",
+                                     sys ? "h900" : "h100", "--gpus", "16", "--model",
+                                     sys ? "qwen3-30b-a3b" : "h900"});
+    CHECK(u.status == 2);
+    CHECK_THAT(u.err, Catch::Contains(std::string("<command line>: ") + option + ": unknown"));
+  }
 }
 
 TEST_CASE("Megatron's --moe-layer-freq list expressions", "[config][import]") {
