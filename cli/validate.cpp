@@ -63,7 +63,7 @@ class Validate final : public Command {
     const config::LoadOptions opts = config::load_options(uncalibrated_, set_);
     // The evidence file is what plan cites for the shipped model: never a what-if's.
     if (!set_.empty() && !evidence_.empty())
-      throw config::InputError("command line", "--evidence",
+      throw config::InputError("<command line>", "--evidence",
                                "records the calibrated model's pairs for plan; it is not written "
                                "under --set");
     reports::ValidateExtras x;

@@ -18,7 +18,7 @@ namespace {
 using hw_models::Param;
 
 // --set's values (apply_system_set): their errors' file, and the source id they carry.
-constexpr const char* kSetFile = "command line";
+constexpr const char* kSetFile = "<command line>";
 constexpr const char* kSetSource = "cli-set";
 
 class ParamReader {

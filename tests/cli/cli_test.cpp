@@ -524,7 +524,7 @@ TEST_CASE("run --set replaces one system number after its profiles, says so, ref
   refused("host.launch_us=inf", "is not a finite number");
   // The command line's error, not the preset file's.
   refused("host.launch_us=-5",
-          "command line: --set: host.launch_us.value: -5 is outside the valid range");
+          "<command line>: --set: host.launch_us.value: -5 is outside the valid range");
   refused("host.x'y=1", "'host.x'y' is not a path of the system's keys");
 
   // describe shows what was set, in its text and its JSON.
