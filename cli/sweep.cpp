@@ -311,7 +311,9 @@ class Sweep final : public Command {
     io.out << fmt::format("merged {} from {} into {}\n", reports::counted(m.csv.rows.size(), "row"),
                           reports::counted(merge_files_.size(), "file"), merge_out_);
     if (m.dropped_partial_lines)
-      io.out << fmt::format("dropped {} truncated last line(s)\n", m.dropped_partial_lines);
+      io.out << fmt::format("dropped {}\n",
+                            reports::counted(static_cast<std::size_t>(m.dropped_partial_lines),
+                                             "truncated last line"));
     if (!m.missing.empty()) io.out << fmt::format("missing rows: {}\n", ids(m.missing));
     if (!m.duplicated.empty())
       io.out << fmt::format("duplicated rows (kept once): {}\n", ids(m.duplicated));
