@@ -114,7 +114,7 @@ void split_bubble(const StepInput& in, double p2p_s, const std::array<double, 3>
     c.bwd_s = (work[kBwd] + work[kWgrad]) / n[kBwd];
   }
   const PipelineResult r = simulate_pipeline(in.schedule, pp, static_cast<int>(p.vpp), m, c);
-  b.schedule_bubble = std::clamp(r.bubble_s, 0.0, b.pipeline_bubble);
+  b.schedule_bubble = std::min(r.bubble_s, b.pipeline_bubble);
   b.stage_imbalance = b.pipeline_bubble - b.schedule_bubble;
 }
 

@@ -221,7 +221,8 @@ struct FixedChunks {
 };
 struct PipelineResult {
   double step_time_s = 0;
-  // The idle time of the busiest rank: step time less the work of its items.
+  // The idle time of the busiest rank: step time less the work of its items (never negative:
+  // the engine's picosecond rounding is clamped where it is computed).
   double bubble_s = 0;
   int stages = 0;  // per pipeline: pp x vpp; DualPipe pp (two pipelines); DualPipeV 2 pp
   std::uint64_t events = 0;
